@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+const exitCodesHelp = `Exit codes:
+  0   success
+  1   a check failed (IC1/IC2 broken, a doctor finding that breaks safety, a checker verdict)
+  64  bad usage (the reason is printed)
+  69  nodes unreachable: no quorum possible
+  74  lock lost while the command ran
+  75  lock not acquired (held elsewhere) within the wait
+  other: the child's own exit code (dlm lock)`
+
+// run builds the root command, executes it with ctx and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	code := exitCode(err)
+	if err != nil {
+		var ee *exitError
+		if !(asExit(err, &ee) && ee.err == nil) {
+			fmt.Fprintf(stderr, "dlm: %v\n", err)
+		}
+		if code == exitFailure && isCobraUsageError(err) {
+			code = exitUsage
+		}
+	}
+	return code
+}
+
+func asExit(err error, target **exitError) bool {
+	e, ok := err.(*exitError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// isCobraUsageError recognises the errors cobra itself returns for unknown
+// commands and flags, which are bad usage (exit 64).
+func isCobraUsageError(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "required flag"} {
+		if strings.Contains(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "dlm",
+		Short: "Distributed locks (Redlock) and Byzantine agreement",
+		Long: `dlm is a toolkit for distributed mutual exclusion and agreement:
+a Redlock client over independent Redis masters, the OM(m) and SM(m)
+Byzantine agreement algorithms, and a safety checker that injects real faults.
+
+Nodes are given with --nodes URL,URL,... or the DLM_NODES environment
+variable: redis://[user:password@]host:port[/db], rediss://... (TLS) or
+unix:///path/to/socket.
+
+` + exitCodesHelp,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return withCode(exitUsage, err)
+	})
+	root.AddCommand(
+		newLockCmd(),
+		newStatusCmd(),
+		newDoctorCmd(),
+		newNodeCmd(),
+		newDemoCmd(),
+		newGeneralsCmd(),
+		newTortureCmd(),
+		newBenchCmd(),
+	)
+	return root
+}
