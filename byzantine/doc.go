@@ -1,0 +1,48 @@
+// Package byzantine implements the Byzantine generals algorithms of
+// Lamport, Shostak and Pease as restated in the project's spec
+// (agreement.md, rules B1-B11): OM(m) with oral messages (B6) and SM(m) with
+// signed messages (B9), with majority (B5) and choice (B8).
+//
+// # Guarantees
+//
+// A run satisfies the interactive consistency conditions of B1 (IC1: all
+// loyal lieutenants obey the same order; IC2: if the commander is loyal,
+// every loyal lieutenant obeys his order) when at most m generals are
+// traitors and:
+//
+//   - for OM(m): n >= 3m+1 (B3), and the oral message assumptions hold:
+//     every message sent is delivered (A1), the receiver knows the sender
+//     (A2), and a missing message is detected (A3, by the end of its round);
+//   - for SM(m): n >= m+2, A1-A3 as above, and signatures cannot be forged
+//     (A4, ed25519 here). Forged, altered, malformed, oversized, late and
+//     duplicate messages are rejected, counted and never believed.
+//
+// A faulty link cannot be told from a faulty general (A1): a test or a
+// deployment that loses a loyal general's messages must count that general
+// among the m traitors. Config.Validate refuses n < 3m+1 for OM and n < m+2
+// for SM unless Config.AllowUnsafe is set, which exists to demonstrate B3.
+//
+// Every run ends in m+2 rounds (m+1 rounds of messages, then one in which
+// stragglers are rejected as late); every loyal lieutenant then decides one
+// of the orders sent or Retreat: there is no "undecided" outcome.
+//
+// # Shape
+//
+// A General is a message-driven state machine: Advance, Outbox, Receive,
+// Decide. It knows nothing of networks. Run drives n generals over a
+// deterministic in-memory transport with fault hooks (drop, delay,
+// duplicate, corrupt, partition); RunGeneral drives one general over any
+// Endpoint with round timers, which package byzantine/tcp implements over
+// TCP between processes. Traitors follow a named Strategy, seeded from
+// Config.Seed, so every run replays.
+//
+// OM messages carry their relay path, which attributes each to its
+// sub-execution of OM(m-1); a lieutenant stores one value per path, in
+// arrays indexed by the path's rank, and decides by applying majority
+// bottom-up over the tree of paths. SM messages carry their signature chain
+// v:0:j1:...:jk; each link signs the order, the sequence number of the run,
+// the chain so far and the previous signature, and is verified link by link
+// with a cache, so a prefix verified once is not verified again. Following
+// B9, the m-th link is not signed: it is never relayed, and A2 names its
+// sender.
+package byzantine

@@ -1,0 +1,217 @@
+package byzantine
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+)
+
+// Run executes cfg over the in-memory transport and returns the outcome.
+// The transport is synchronous and deterministic for a seed: round r ends
+// when every message sent in round r was delivered (A3 holds exactly: a
+// missing message is known missing at the end of its round), after the
+// fault hooks of cfg.Faults were applied. Run returns an error wrapping
+// ErrInvalidConfig for a config Validate refuses, and one wrapping ctx.Err()
+// when ctx ends first.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n, m := cfg.Generals, cfg.MaxTraitors
+	gens, err := newGenerals(cfg)
+	if err != nil {
+		return nil, err
+	}
+	net := newMemNet(cfg)
+	res := &Result{Config: cfg}
+	var buf []Message
+	for r := 0; r <= m+1; r++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("byzantine: run stopped in round %d: %w", r, err)
+		}
+		for _, g := range gens {
+			g.Advance(r)
+		}
+		for _, d := range net.due(r) {
+			net.deliver(res, gens, r, d.msg, Delay)
+		}
+		for _, g := range gens {
+			buf = g.Outbox(buf[:0])
+			for _, msg := range buf {
+				net.route(res, gens, r, msg)
+			}
+		}
+	}
+	res.Generals = make([]GeneralResult, n)
+	for i, g := range gens {
+		res.Generals[i] = GeneralResult{
+			ID:       ID(i),
+			Loyal:    g.Loyal(),
+			Strategy: g.strategy,
+			Decision: g.Decide(),
+			Values:   g.Values(),
+			Stats:    g.Stats(),
+		}
+	}
+	res.Faults = net.counts
+	res.finish()
+	return res, nil
+}
+
+// newGenerals builds the n generals of an in-memory run, with keys derived
+// from the seed.
+func newGenerals(cfg Config) ([]*General, error) {
+	n := cfg.Generals
+	var priv, pub = DeriveKeys(cfg.Seed, n)
+	var history []Message
+	if cfg.Algorithm == SM {
+		history = previousRun(cfg, priv[0])
+	}
+	gens := make([]*General, n)
+	for i := range n {
+		keys := Keyring{Private: priv[i], Public: pub}
+		g, err := NewGeneral(cfg, ID(i), keys, WithHistory(history))
+		if err != nil {
+			return nil, err
+		}
+		gens[i] = g
+	}
+	return gens, nil
+}
+
+// previousRun is what a Replay traitor recorded of the run before this
+// one: the commander's signed inverse order with sequence number Seq-1.
+func previousRun(cfg Config, commander []byte) []Message {
+	old := cfg
+	old.Seq = cfg.Seq - 1
+	old.Order = Flip(cfg.Order)
+	old.Faulty = nil
+	_, pub := DeriveKeys(cfg.Seed, cfg.Generals)
+	g, err := NewGeneral(old, 0, Keyring{Private: commander, Public: pub})
+	if err != nil {
+		return nil
+	}
+	g.Advance(0)
+	out := g.Outbox(nil)
+	if len(out) == 0 {
+		return nil
+	}
+	return out[:1]
+}
+
+type delayed struct {
+	at  int
+	msg Message
+}
+
+// memNet is the in-memory transport: it applies the fault hooks with its
+// own seeded source and delivers in a fixed order.
+type memNet struct {
+	faults  Faults
+	rng     *rand.Rand
+	group   map[ID]int
+	pending []delayed
+	counts  map[string]int
+	trace   bool
+}
+
+func newMemNet(cfg Config) *memNet {
+	net := &memNet{
+		faults: cfg.Faults,
+		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfa17)),
+		trace:  cfg.Trace,
+	}
+	if len(cfg.Faults.Partition) > 0 {
+		net.group = make(map[ID]int)
+		for gi, grp := range cfg.Faults.Partition {
+			for _, id := range grp {
+				net.group[id] = gi + 1
+			}
+		}
+	}
+	return net
+}
+
+func (net *memNet) count(f Fault) {
+	if net.counts == nil {
+		net.counts = make(map[string]int)
+	}
+	net.counts[f.String()]++
+}
+
+// due returns the delayed messages to deliver in round r.
+func (net *memNet) due(r int) []delayed {
+	var now, later []delayed
+	for _, d := range net.pending {
+		if d.at <= r {
+			now = append(now, d)
+		} else {
+			later = append(later, d)
+		}
+	}
+	net.pending = later
+	return now
+}
+
+func (net *memNet) decide(msg Message) Fault {
+	f := net.faults
+	if net.group != nil {
+		a, b := net.group[msg.From], net.group[msg.To]
+		if a != 0 && b != 0 && a != b {
+			return Drop
+		}
+	}
+	if f.Hook != nil {
+		return f.Hook(msg)
+	}
+	if f.Drop == 0 && f.Duplicate == 0 && f.Corrupt == 0 && f.Delay == 0 {
+		return Deliver
+	}
+	x := net.rng.Float64()
+	for _, c := range []struct {
+		p float64
+		f Fault
+	}{{f.Drop, Drop}, {f.Duplicate, Duplicate}, {f.Corrupt, Corrupt}, {f.Delay, Delay}} {
+		if x < c.p {
+			return c.f
+		}
+		x -= c.p
+	}
+	return Deliver
+}
+
+func (net *memNet) route(res *Result, gens []*General, r int, msg Message) {
+	if int(msg.To) < 0 || int(msg.To) >= len(gens) {
+		return
+	}
+	f := Deliver
+	if net.faults.active() {
+		f = net.decide(msg)
+	}
+	switch f {
+	case Drop:
+		net.count(Drop)
+		if net.trace {
+			res.Trace = append(res.Trace, TraceEvent{Round: r, Message: msg, Fault: Drop})
+		}
+		return
+	case Delay:
+		net.count(Delay)
+		net.pending = append(net.pending, delayed{at: r + 1, msg: msg})
+		return
+	case Duplicate:
+		net.count(Duplicate)
+		net.deliver(res, gens, r, msg, Deliver)
+	case Corrupt:
+		net.count(Corrupt)
+		msg.Order = Flip(msg.Order)
+	}
+	net.deliver(res, gens, r, msg, f)
+}
+
+func (net *memNet) deliver(res *Result, gens []*General, r int, msg Message, f Fault) {
+	why := gens[msg.To].Receive(msg)
+	if net.trace {
+		res.Trace = append(res.Trace, TraceEvent{Round: r, Message: msg, Fault: f, Rejected: why})
+	}
+}

@@ -1,0 +1,229 @@
+package byzantine
+
+import (
+	"crypto/ed25519"
+	"slices"
+)
+
+// signer signs one relayed chain, once per distinct order (a two-faced
+// traitor sends two), and reuses the signatures for the whole fan-out.
+type signer struct {
+	path   []ID
+	prefix [][]byte // signatures of the links before this general's
+	cache  []signed
+}
+
+type signed struct {
+	order Order
+	sigs  [][]byte
+}
+
+func (s *signer) sigsFor(g *General, o Order) [][]byte {
+	for _, c := range s.cache {
+		if c.order == o {
+			return c.sigs
+		}
+	}
+	t := len(s.path) - 1
+	sigs := make([][]byte, len(s.path))
+	copy(sigs, s.prefix)
+	if !finalLink(t, g.m) {
+		var prev []byte
+		if t > 0 {
+			prev = s.prefix[t-1]
+		}
+		g.sm.buf = linkBytes(g.sm.buf[:0], g.cfg.Seq, o, s.path, prev)
+		sigs[t] = ed25519.Sign(g.keys.Private, g.sm.buf)
+		g.stats.SignaturesMade++
+	}
+	s.cache = append(s.cache, signed{o, sigs})
+	return sigs
+}
+
+// ---- SM(m), B9 ----
+
+func (g *General) smOutbox(buf []Message, r int) []Message {
+	if g.id == 0 {
+		if r != 0 {
+			return buf
+		}
+		// B9 step 1: the commander signs his value and sends v:0.
+		s := &signer{path: []ID{0}}
+		for q := 1; q < g.n; q++ {
+			buf = g.send(buf, Message{From: 0, To: ID(q), Round: 0, Seq: g.cfg.Seq, Order: g.cfg.Order, Path: s.path}, s)
+		}
+		if g.strategy == Replay && g.m > 0 {
+			buf = g.replayOld(buf)
+		}
+		return buf
+	}
+	if r > g.m {
+		return buf
+	}
+	// B9 step 2: relay every chain accepted in the previous round with a
+	// new value, adding this general's signature, to the generals not on it.
+	for _, job := range g.sm.ready {
+		np := make([]ID, len(job.path)+1)
+		copy(np, job.path)
+		np[len(job.path)] = g.id
+		s := &signer{path: np, prefix: job.sigs}
+		for q := 1; q < g.n; q++ {
+			if ID(q) == g.id || slices.Contains(job.path, ID(q)) {
+				continue
+			}
+			buf = g.send(buf, Message{From: g.id, To: ID(q), Round: r, Seq: g.cfg.Seq, Order: job.order, Path: np}, s)
+		}
+	}
+	switch g.strategy {
+	case Forge:
+		if r == 1 {
+			buf = g.fabricate(buf)
+		}
+	case Replay:
+		if r == 1 {
+			buf = g.replayOld(buf)
+		}
+		// Re-send what was received verbatim: the path does not end with
+		// this general, so A2 exposes it.
+		for _, m := range g.sm.received {
+			for q := 1; q < g.n; q++ {
+				if ID(q) == g.id || ID(q) == m.From {
+					continue
+				}
+				m.From, m.To, m.Round = g.id, ID(q), r
+				buf = g.count(buf, m)
+			}
+		}
+		g.sm.received = nil
+	}
+	return buf
+}
+
+// fabricate sends the chain flip(order):0:self with a made-up commander
+// signature: A4(a) says it cannot pass.
+func (g *General) fabricate(buf []Message) []Message {
+	fake := make([]byte, ed25519.SignatureSize)
+	for i := range fake {
+		fake[i] = byte(g.rng.UintN(256))
+	}
+	s := &signer{path: []ID{0, g.id}, prefix: [][]byte{fake}}
+	for q := 1; q < g.n; q++ {
+		if ID(q) == g.id {
+			continue
+		}
+		m := Message{From: g.id, To: ID(q), Round: 1, Seq: g.cfg.Seq, Order: Flip(g.cfg.Order), Path: s.path}
+		m.Sigs = s.sigsFor(g, m.Order)
+		buf = g.count(buf, m)
+	}
+	return buf
+}
+
+// replayOld re-sends signed orders of an earlier run. A traitorous
+// commander can make them itself; a lieutenant replays its history.
+func (g *General) replayOld(buf []Message) []Message {
+	old := g.history
+	if g.id == 0 {
+		var prev []Message
+		s := &signer{path: []ID{0}}
+		saved := g.cfg.Seq
+		g.cfg.Seq = saved - 1
+		sigs := s.sigsFor(g, Flip(g.cfg.Order))
+		g.cfg.Seq = saved
+		prev = append(prev, Message{From: 0, Seq: saved - 1, Order: Flip(g.cfg.Order), Path: s.path, Sigs: sigs})
+		old = prev
+	}
+	for _, h := range old {
+		for q := 1; q < g.n; q++ {
+			if ID(q) == g.id {
+				continue
+			}
+			m := h
+			m.From, m.To, m.Round = g.id, ID(q), g.round
+			buf = g.count(buf, m)
+		}
+	}
+	return buf
+}
+
+func (g *General) smReceive(m Message) RejectReason {
+	if m.To == g.id && g.strategy == Replay {
+		g.sm.received = append(g.sm.received, m)
+	}
+	if m.Seq != g.cfg.Seq && m.To == g.id {
+		return RejectStale // B9: an order of another run
+	}
+	if why := g.checkPath(m); why != "" {
+		return why
+	}
+	k := len(m.Path) - 1
+	if g.round > k {
+		return RejectLate // B9: k signatures accepted only until T0 + k(mu+tau)
+	}
+	if len(m.Sigs) != len(m.Path) {
+		return RejectMalformed
+	}
+	key := string(m.Order) + "\x00" + pathKey(m.Path)
+	if _, dup := g.sm.seen[key]; dup {
+		return RejectDuplicate
+	}
+	if !g.verifyChain(m) {
+		return RejectForged // A4: forged or altered, never believed
+	}
+	g.sm.seen[key] = struct{}{}
+	if slices.Contains(g.sm.v, m.Order) {
+		return ""
+	}
+	// B9 step 2 (A)/(B): a new value joins V and is relayed if k < m.
+	g.sm.v = append(g.sm.v, m.Order)
+	if k < g.m {
+		g.sm.pending = append(g.sm.pending, smJob{order: m.Order, path: m.Path, sigs: m.Sigs})
+	}
+	return ""
+}
+
+func pathKey(p []ID) string {
+	b := make([]byte, 0, 2*len(p))
+	for _, id := range p {
+		b = append(b, byte(id>>8), byte(id))
+	}
+	return string(b)
+}
+
+// verifyChain verifies the chain link by link (A4(b)), skipping links this
+// general already verified: the verification work grows with the distinct
+// chains, not with the messages received.
+func (g *General) verifyChain(m Message) bool {
+	for t := range m.Path {
+		sig := m.Sigs[t]
+		if finalLink(t, g.m) {
+			// B9: the m-th link is not signed; A2 authenticated the sender.
+			if len(sig) != 0 {
+				return false
+			}
+			continue
+		}
+		if len(sig) != ed25519.SignatureSize {
+			return false
+		}
+		var prev []byte
+		if t > 0 {
+			prev = m.Sigs[t-1]
+		}
+		g.sm.buf = linkBytes(g.sm.buf[:0], m.Seq, m.Order, m.Path[:t+1], prev)
+		g.sm.buf = append(g.sm.buf, sig...)
+		if ok, done := g.sm.verified[string(g.sm.buf)]; done {
+			if !ok {
+				return false
+			}
+			continue
+		}
+		msg := g.sm.buf[:len(g.sm.buf)-len(sig)]
+		ok := ed25519.Verify(g.keys.Public[m.Path[t]], msg, sig)
+		g.stats.SignaturesVerified++
+		g.sm.verified[string(g.sm.buf)] = ok
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
