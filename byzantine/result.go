@@ -239,3 +239,20 @@ func (r *Result) Verify() error {
 	}
 	return e
 }
+
+// sortTrace orders events by round, then sender, receiver and path, so a
+// trace assembled from several processes reads like the in-memory one.
+func sortTrace(ev []TraceEvent) {
+	slices.SortStableFunc(ev, func(a, b TraceEvent) int {
+		if a.Round != b.Round {
+			return a.Round - b.Round
+		}
+		if a.Message.From != b.Message.From {
+			return int(a.Message.From - b.Message.From)
+		}
+		if a.Message.To != b.Message.To {
+			return int(a.Message.To - b.Message.To)
+		}
+		return slices.Compare(a.Message.Path, b.Message.Path)
+	})
+}

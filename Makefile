@@ -1,0 +1,12 @@
+# make test: the whole suite (installs redis-server and faketime when root).
+# make demo: the live demo on embedded nodes (nothing to install).
+.PHONY: test demo bench
+
+test:
+	./scripts/test.sh
+
+demo:
+	go run ./cmd/dlm demo
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./redlock/...

@@ -1,0 +1,84 @@
+package tcp
+
+import (
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"dlm/byzantine"
+)
+
+// Peer is one general of a cluster: its id, the address it listens on and
+// its ed25519 public key, which authenticates it (A2, A4).
+type Peer struct {
+	ID        byzantine.ID `json:"id"`
+	Addr      string       `json:"addr"`
+	PublicKey string       `json:"public_key"` // base64 (standard encoding)
+}
+
+// Cluster is the cluster file: every general of a run, so that generals on
+// several machines can find and authenticate each other. Example:
+//
+//	{"generals": [
+//	  {"id": 0, "addr": "10.0.0.1:7400", "public_key": "base64..."},
+//	  {"id": 1, "addr": "10.0.0.2:7400", "public_key": "base64..."}
+//	]}
+type Cluster struct {
+	Generals []Peer `json:"generals"`
+}
+
+// ErrCluster is wrapped by errors about a cluster file.
+var ErrCluster = errors.New("tcp: bad cluster")
+
+// LoadCluster reads and checks a cluster file.
+func LoadCluster(path string) (Cluster, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Cluster{}, err
+	}
+	var c Cluster
+	if err := json.Unmarshal(b, &c); err != nil {
+		return Cluster{}, fmt.Errorf("%w: %s: %w", ErrCluster, path, err)
+	}
+	if _, err := c.PublicKeys(); err != nil {
+		return Cluster{}, err
+	}
+	return c, nil
+}
+
+// PublicKeys checks that the cluster lists ids 0..n-1 exactly once each
+// with a valid key and returns the keys indexed by id.
+func (c Cluster) PublicKeys() ([]ed25519.PublicKey, error) {
+	n := len(c.Generals)
+	keys := make([]ed25519.PublicKey, n)
+	for _, p := range c.Generals {
+		if p.ID < 0 || int(p.ID) >= n {
+			return nil, fmt.Errorf("%w: id %d out of range 0..%d", ErrCluster, p.ID, n-1)
+		}
+		if keys[p.ID] != nil {
+			return nil, fmt.Errorf("%w: id %d listed twice", ErrCluster, p.ID)
+		}
+		k, err := base64.StdEncoding.DecodeString(p.PublicKey)
+		if err != nil || len(k) != ed25519.PublicKeySize {
+			return nil, fmt.Errorf("%w: general %d: public key is not a base64 ed25519 key", ErrCluster, p.ID)
+		}
+		keys[p.ID] = k
+	}
+	return keys, nil
+}
+
+// Addr returns the address of general id.
+func (c Cluster) Addr(id byzantine.ID) string {
+	for _, p := range c.Generals {
+		if p.ID == id {
+			return p.Addr
+		}
+	}
+	return ""
+}
+
+// EncodeKey returns the base64 form of a public key used in cluster files.
+func EncodeKey(k ed25519.PublicKey) string { return base64.StdEncoding.EncodeToString(k) }

@@ -1,0 +1,401 @@
+package tcp
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// Frame kinds.
+const (
+	kindHello   = 1 // handshake
+	kindMessage = 2 // a byzantine.Message in wire format
+	kindMarker  = 3 // end of round: 2-byte round number
+)
+
+const (
+	helloMax         = 256
+	handshakeTimeout = 5 * time.Second
+	writeTimeout     = 5 * time.Second
+	nonceSize        = 32
+)
+
+// ErrHandshake is wrapped when a peer fails to authenticate.
+var ErrHandshake = errors.New("tcp: handshake failed")
+
+// ErrClosed is returned by a closed Node.
+var ErrClosed = errors.New("tcp: node closed")
+
+// Node is one general's TCP endpoint: it listens for its peers, dials each
+// of them, and authenticates every connection both ways with the ed25519
+// keys of the cluster (A2): a message's sender is the authenticated peer of
+// the connection it came in on, whatever the message says. Frames are
+// length-prefixed with a size limit; a peer that sends an oversized or
+// undecodable frame is cut off and reported as gone, without harming the
+// other connections. Node implements byzantine.Endpoint and is safe for
+// concurrent use. Nonces come from crypto/rand: authentication must not be
+// replayable, so it is the one random choice not drawn from the seed.
+type Node struct {
+	id       byzantine.ID
+	priv     ed25519.PrivateKey
+	ln       net.Listener
+	maxFrame int
+
+	in      chan byzantine.Inbound
+	done    chan struct{}
+	closing sync.Once
+	wg      sync.WaitGroup
+	refused atomic.Int64
+
+	mu    sync.Mutex
+	keys  []ed25519.PublicKey
+	out   map[byzantine.ID]*outConn
+	conns map[net.Conn]struct{}
+}
+
+type outConn struct {
+	mu   sync.Mutex
+	conn net.Conn
+}
+
+// Listen starts a node for general id with private key priv on addr (for
+// example "127.0.0.1:0"). maxFrame <= 0 means DefaultMaxFrame.
+func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int) (*Node, error) {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Node{
+		id:       id,
+		priv:     priv,
+		ln:       ln,
+		maxFrame: maxFrame,
+		in:       make(chan byzantine.Inbound, 4096),
+		done:     make(chan struct{}),
+		out:      make(map[byzantine.ID]*outConn),
+		conns:    make(map[net.Conn]struct{}),
+	}, nil
+}
+
+// Addr returns the address the node listens on.
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// Refused returns how many inbound connections failed to authenticate.
+func (n *Node) Refused() int { return int(n.refused.Load()) }
+
+// Start accepts the cluster's connections and dials every other general of
+// the cluster, retrying until ctx ends.
+func (n *Node) Start(ctx context.Context, c Cluster) error {
+	keys, err := c.PublicKeys()
+	if err != nil {
+		return err
+	}
+	if int(n.id) >= len(keys) || !bytes.Equal(keys[n.id], n.priv.Public().(ed25519.PublicKey)) {
+		return fmt.Errorf("%w: general %d: key does not match the cluster file", ErrCluster, n.id)
+	}
+	n.mu.Lock()
+	n.keys = keys
+	n.mu.Unlock()
+	n.wg.Add(1)
+	go n.acceptLoop()
+	var errs []error
+	for _, p := range c.Generals {
+		if p.ID == n.id {
+			continue
+		}
+		if err := n.dial(ctx, p.ID, p.Addr, keys[p.ID]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (n *Node) dial(ctx context.Context, id byzantine.ID, addr string, key ed25519.PublicKey) error {
+	var d net.Dialer
+	for {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			err = n.clientHandshake(conn, id, key)
+			if err == nil {
+				n.mu.Lock()
+				n.out[id] = &outConn{conn: conn}
+				n.conns[conn] = struct{}{}
+				n.mu.Unlock()
+				return nil
+			}
+			conn.Close()
+			return fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
+		}
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("tcp: general %d cannot reach %d at %s: %w", n.id, id, addr, errors.Join(err, ctx.Err()))
+		case <-n.done:
+			t.Stop()
+			return ErrClosed
+		case <-t.C:
+		}
+	}
+}
+
+func transcript(role string, nonce []byte, dialer, listener byzantine.ID) []byte {
+	b := []byte("dlm/byzantine/tcp/v1/" + role)
+	b = append(b, nonce...)
+	b = binary.BigEndian.AppendUint16(b, uint16(dialer))
+	return binary.BigEndian.AppendUint16(b, uint16(listener))
+}
+
+// clientHandshake: hello(id, nonceD) -> reply(id, nonceL, sigL) -> sigD.
+func (n *Node) clientHandshake(conn net.Conn, want byzantine.ID, key ed25519.PublicKey) error {
+	conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer conn.SetDeadline(time.Time{})
+	nonceD := make([]byte, nonceSize)
+	rand.Read(nonceD)
+	hello := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
+	if err := WriteFrame(conn, append(hello, nonceD...)); err != nil {
+		return err
+	}
+	reply, err := ReadFrame(conn, helloMax)
+	if err != nil {
+		return err
+	}
+	if len(reply) != 1+2+nonceSize+ed25519.SignatureSize || reply[0] != kindHello {
+		return fmt.Errorf("%w: bad reply", ErrHandshake)
+	}
+	if got := byzantine.ID(binary.BigEndian.Uint16(reply[1:])); got != want {
+		return fmt.Errorf("%w: peer says it is %d, want %d", ErrHandshake, got, want)
+	}
+	nonceL := reply[3 : 3+nonceSize]
+	if !ed25519.Verify(key, transcript("accept", nonceD, n.id, want), reply[3+nonceSize:]) {
+		return fmt.Errorf("%w: peer %d signature", ErrHandshake, want)
+	}
+	sig := ed25519.Sign(n.priv, transcript("dial", nonceL, n.id, want))
+	return WriteFrame(conn, append([]byte{kindHello}, sig...))
+}
+
+// serverHandshake authenticates an inbound connection and returns the
+// peer's id.
+func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
+	conn.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer conn.SetDeadline(time.Time{})
+	hello, err := ReadFrame(conn, helloMax)
+	if err != nil {
+		return 0, err
+	}
+	if len(hello) != 1+2+nonceSize || hello[0] != kindHello {
+		return 0, fmt.Errorf("%w: bad hello", ErrHandshake)
+	}
+	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
+	n.mu.Lock()
+	keys := n.keys
+	n.mu.Unlock()
+	if int(peer) >= len(keys) || peer == n.id {
+		return 0, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
+	}
+	nonceL := make([]byte, nonceSize)
+	rand.Read(nonceL)
+	sig := ed25519.Sign(n.priv, transcript("accept", hello[3:], peer, n.id))
+	reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
+	reply = append(append(reply, nonceL...), sig...)
+	if err := WriteFrame(conn, reply); err != nil {
+		return 0, err
+	}
+	proof, err := ReadFrame(conn, helloMax)
+	if err != nil {
+		return 0, err
+	}
+	if len(proof) != 1+ed25519.SignatureSize || proof[0] != kindHello ||
+		!ed25519.Verify(keys[peer], transcript("dial", nonceL, peer, n.id), proof[1:]) {
+		return 0, fmt.Errorf("%w: general %d did not prove its identity", ErrHandshake, peer)
+	}
+	return peer, nil
+}
+
+func (n *Node) acceptLoop() {
+	defer n.wg.Done()
+	for {
+		conn, err := n.ln.Accept()
+		if err != nil {
+			return
+		}
+		n.mu.Lock()
+		select {
+		case <-n.done:
+			n.mu.Unlock()
+			conn.Close()
+			return
+		default:
+		}
+		n.conns[conn] = struct{}{}
+		n.wg.Add(1)
+		n.mu.Unlock()
+		go n.readLoop(conn)
+	}
+}
+
+func (n *Node) push(ev byzantine.Inbound) bool {
+	select {
+	case n.in <- ev:
+		return true
+	case <-n.done:
+		return false
+	}
+}
+
+// readLoop authenticates one inbound connection and turns its frames into
+// events until the peer leaves or misbehaves.
+func (n *Node) readLoop(conn net.Conn) {
+	defer n.wg.Done()
+	defer n.drop(conn)
+	peer, err := n.serverHandshake(conn)
+	if err != nil {
+		n.refused.Add(1)
+		return
+	}
+	for {
+		frame, err := ReadFrame(conn, n.maxFrame)
+		if err != nil {
+			ev := byzantine.Inbound{From: peer, Gone: true}
+			if errors.Is(err, ErrFrameTooLarge) {
+				ev.Rejected = byzantine.RejectOversized
+			}
+			n.push(ev)
+			return
+		}
+		ev, ok := decodeFrame(peer, frame)
+		if !n.push(ev) || !ok {
+			return
+		}
+	}
+}
+
+// decodeFrame turns a frame into an event; ok is false when the frame is
+// garbage and the peer must be cut off.
+func decodeFrame(peer byzantine.ID, frame []byte) (byzantine.Inbound, bool) {
+	bad := byzantine.Inbound{From: peer, Gone: true, Rejected: byzantine.RejectMalformed}
+	if len(frame) == 0 {
+		return bad, false
+	}
+	switch frame[0] {
+	case kindMessage:
+		var m byzantine.Message
+		if err := m.UnmarshalBinary(frame[1:]); err != nil {
+			return bad, false
+		}
+		m.From = peer // A2: the connection names the sender
+		return byzantine.Inbound{From: peer, Message: &m}, true
+	case kindMarker:
+		if len(frame) != 3 {
+			return bad, false
+		}
+		return byzantine.Inbound{From: peer, Marker: true, EndOfRound: int(binary.BigEndian.Uint16(frame[1:]))}, true
+	}
+	return bad, false
+}
+
+func (n *Node) drop(conn net.Conn) {
+	conn.Close()
+	n.mu.Lock()
+	delete(n.conns, conn)
+	n.mu.Unlock()
+}
+
+func (n *Node) write(to byzantine.ID, payload []byte) error {
+	n.mu.Lock()
+	oc := n.out[to]
+	n.mu.Unlock()
+	if oc == nil {
+		return fmt.Errorf("tcp: general %d has no connection to %d", n.id, to)
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	oc.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+	return WriteFrame(oc.conn, payload)
+}
+
+// Send sends msg to msg.To.
+func (n *Node) Send(ctx context.Context, msg byzantine.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := msg.AppendBinary([]byte{kindMessage})
+	if err != nil {
+		return err
+	}
+	return n.write(msg.To, b)
+}
+
+// SendRaw sends payload as one frame to general to, unchecked. It exists to
+// test how peers treat garbage.
+func (n *Node) SendRaw(to byzantine.ID, payload []byte) error { return n.write(to, payload) }
+
+// EndRound announces to every peer that this general sent all of round r.
+func (n *Node) EndRound(ctx context.Context, r int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	ids := make([]byzantine.ID, 0, len(n.out))
+	for id := range n.out {
+		ids = append(ids, id)
+	}
+	n.mu.Unlock()
+	frame := binary.BigEndian.AppendUint16([]byte{kindMarker}, uint16(r))
+	var errs []error
+	for _, id := range ids {
+		if err := n.write(id, frame); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Recv returns the next inbound event.
+func (n *Node) Recv(ctx context.Context) (byzantine.Inbound, error) {
+	select {
+	case ev := <-n.in:
+		return ev, nil
+	case <-ctx.Done():
+		return byzantine.Inbound{}, ctx.Err()
+	case <-n.done:
+		return byzantine.Inbound{}, ErrClosed
+	}
+}
+
+// Close stops the node, closes every connection and waits for its
+// goroutines.
+func (n *Node) Close() error {
+	var err error
+	n.closing.Do(func() {
+		n.mu.Lock()
+		close(n.done)
+		for c := range n.conns {
+			c.Close()
+		}
+		n.mu.Unlock()
+		err = n.ln.Close()
+		n.wg.Wait()
+	})
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+var _ byzantine.Endpoint = (*Node)(nil)
+var _ io.Closer = (*Node)(nil)

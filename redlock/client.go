@@ -1,0 +1,333 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	mrand "math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Client acquires locks over N independent Redis masters (R7). It is safe for
+// concurrent use; create one per process and share it.
+type Client struct {
+	nodes  []Node
+	names  []string
+	opts   clientOptions
+	quorum int
+	values *valueSource
+
+	rmu sync.Mutex
+	rng *mrand.Rand
+
+	bg     sync.WaitGroup // late releases and in-flight requests
+	mu     sync.Mutex
+	closed bool
+}
+
+// New returns a client over nodes, each an independent master (R2, R7). It
+// refuses no nodes, a nil or duplicate node, and any invalid option, with an
+// error wrapping ErrInvalid that says what is wrong.
+func New(nodes []Node, opts ...Option) (*Client, error) {
+	o := defaultClientOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyClient(&o)
+		}
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, invalidf("no nodes: Redlock needs independent masters (5 recommended, R7)")
+	}
+	names := make([]string, len(nodes))
+	seen := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, invalidf("node %d is nil", i)
+		}
+		names[i] = nodeName(n, i)
+		if j, dup := seen[names[i]]; dup {
+			return nil, invalidf("duplicate node %q (positions %d and %d): each node must be an independent master", names[i], j, i)
+		}
+		seen[names[i]] = i
+		for j := 0; j < i; j++ {
+			if sameNode(nodes[j], n) {
+				return nil, invalidf("duplicate node %q (positions %d and %d): each node must be an independent master", names[i], j, i)
+			}
+		}
+	}
+	seed := o.seed
+	if !o.seeded {
+		var b [8]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return nil, err
+		}
+		seed = binary.LittleEndian.Uint64(b[:])
+	}
+	return &Client{
+		nodes:  append([]Node(nil), nodes...),
+		names:  names,
+		opts:   o,
+		quorum: majority(len(nodes)),
+		values: newValueSource(),
+		rng:    mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+	}, nil
+}
+
+// sameNode reports whether a and b are the same comparable node value.
+func sameNode(a, b Node) (same bool) {
+	defer func() { _ = recover() }() // non-comparable dynamic types
+	return a == b
+}
+
+// Nodes returns the names of the client's nodes, in order.
+func (c *Client) Nodes() []string { return append([]string(nil), c.names...) }
+
+// Quorum returns the number of nodes an acquisition needs (R8.3).
+func (c *Client) Quorum() int { return c.quorum }
+
+// Close waits for the client's background work (releases of failed attempts
+// on nodes that answered late) and then closes every node that implements
+// io.Closer. A closed client refuses new acquisitions with ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.bg.Wait()
+	var errs []error
+	for _, n := range c.nodes {
+		if cl, ok := n.(io.Closer); ok {
+			errs = append(errs, cl.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// settings merges opts over the client's defaults and validates the result.
+func (c *Client) settings(resource string, opts []LockOption) (lockOptions, error) {
+	o := c.opts.lock
+	for _, opt := range opts {
+		if opt != nil {
+			opt.applyLock(&o)
+		}
+	}
+	if resource == "" {
+		return o, invalidf("empty resource name")
+	}
+	if err := o.validate(c.opts.nodeTimeout); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// TryLock makes exactly one attempt to acquire resource (R8). On failure the
+// error satisfies errors.Is(err, ErrNotAcquired) and errors.As gives an
+// *AcquireError with each node's outcome.
+func (c *Client) TryLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
+	o, err := c.settings(resource, opts)
+	if err != nil {
+		return nil, err
+	}
+	o.tries = 1
+	return c.acquire(ctx, resource, o)
+}
+
+// Lock acquires resource, retrying after a random delay (R10) until it
+// succeeds, ctx ends, or the tries (WithTries) run out. On failure the error
+// satisfies errors.Is(err, ErrNotAcquired), and errors.Is(err, ctx.Err())
+// when the context ended the wait.
+func (c *Client) Lock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
+	o, err := c.settings(resource, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, resource, o)
+}
+
+func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*Lock, error) {
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	key := c.opts.prefix + resource
+	var last *AcquireError
+	for try := 1; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return nil, c.stopped(resource, try-1, last, err)
+		}
+		value, err := c.values.next()
+		if err != nil {
+			return nil, err
+		}
+		l, aerr := c.attempt(ctx, resource, key, value, o)
+		if aerr == nil {
+			return l, nil
+		}
+		aerr.Attempts = try
+		last = aerr
+		if o.tries > 0 && try >= o.tries {
+			if err := ctx.Err(); err != nil {
+				aerr.Cause = err
+			}
+			return nil, aerr
+		}
+		t := time.NewTimer(c.retryDelay(o))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, c.stopped(resource, try, last, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// stopped builds the error of an acquisition that the context ended.
+func (c *Client) stopped(resource string, attempts int, last *AcquireError, cause error) error {
+	e := &AcquireError{Resource: resource, Attempts: attempts, Quorum: c.quorum, Cause: cause}
+	if last != nil {
+		e.Nodes, e.Validity = last.Nodes, last.Validity
+	}
+	return e
+}
+
+// retryDelay draws the random delay of R10 from [min, max].
+func (c *Client) retryDelay(o lockOptions) time.Duration {
+	if o.retryMax <= o.retryMin {
+		return o.retryMin
+	}
+	c.rmu.Lock()
+	d := o.retryMin + time.Duration(c.rng.Int64N(int64(o.retryMax-o.retryMin)+1))
+	c.rmu.Unlock()
+	return d
+}
+
+// reply is one node's answer in a fan-out.
+type reply struct {
+	i       int
+	ok      bool
+	err     error
+	latency time.Duration
+}
+
+// call runs op on node i bounded by the node timeout and classifies the
+// answer.
+func (c *Client) call(ctx context.Context, i int, op func(context.Context, Node) (bool, error)) reply {
+	start := time.Now()
+	nctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout)
+	ok, err := op(nctx, c.nodes[i])
+	cancel()
+	return reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(start)}
+}
+
+// outcome classifies an acquire reply.
+func (r reply) outcome() Outcome {
+	var timeout interface{ Timeout() bool }
+	switch {
+	case r.err != nil && (errors.Is(r.err, context.DeadlineExceeded) || errors.As(r.err, &timeout) && timeout.Timeout()):
+		return TimedOut
+	case r.err != nil:
+		return Failed
+	case r.ok:
+		return Acquired
+	}
+	return Held
+}
+
+// attempt is one acquisition (R8): send SET NX PX to all nodes at once (R15),
+// decide as soon as a quorum acquired or can no longer acquire, compute the
+// validity (R9), and on failure release on every node, including those that
+// answer after the decision (R8.5, R11).
+func (c *Client) attempt(ctx context.Context, resource, key, value string, o lockOptions) (*Lock, *AcquireError) {
+	n := len(c.nodes)
+	d := drift(o.ttl, o.driftFactor)
+	replies := make(chan reply, n)
+	verdict := make(chan struct{})
+	var failed bool          // written before close(verdict)
+	early := make([]bool, n) // nodes that answered before the verdict
+	var releases sync.WaitGroup
+	inflight := new(sync.WaitGroup)
+	inflight.Add(n)
+	c.bg.Add(n)
+
+	acquireOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Acquire(ctx, key, value, o.ttl) }
+	releaseOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Release(ctx, key, value) }
+
+	t1 := time.Now() // R8.1: before the first request
+	for i := range c.nodes {
+		go func() {
+			defer c.bg.Done()
+			r := c.call(ctx, i, acquireOp)
+			inflight.Done()
+			replies <- r
+			<-verdict
+			if failed {
+				// R8.5: release on every node, even one we believe we did
+				// not lock; detached from ctx so that a cancelled caller
+				// still gives back what it set.
+				c.call(context.WithoutCancel(ctx), i, releaseOp)
+				if early[i] {
+					releases.Done()
+				}
+			}
+		}()
+	}
+
+	results := make([]NodeResult, n)
+	for i := range results {
+		results[i] = NodeResult{Node: c.names[i], Outcome: NoReply}
+	}
+	yes, no, got := 0, 0, 0
+	var t2 time.Time
+	state := undecided
+	for state == undecided {
+		r := <-replies
+		got++
+		early[r.i] = true
+		results[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
+		if r.ok {
+			yes++
+		} else {
+			no++
+		}
+		state = decide(n, c.quorum, yes, no)
+		t2 = time.Now()
+	}
+	v := validity(o.ttl, t2.Sub(t1), d)
+	if state == reached && v > 0 {
+		close(verdict)
+		return &Lock{
+			client:   c,
+			resource: resource,
+			key:      key,
+			value:    value,
+			ttl:      o.ttl,
+			drift:    d,
+			until:    t1.Add(o.ttl - d),
+			inflight: inflight,
+		}, nil
+	}
+	// R8.5, R11: the attempt failed; give back every key at once.
+	failed = true
+	releases.Add(got)
+	close(verdict)
+	releases.Wait()
+	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: results}
+	if state == reached {
+		e.Validity = v
+	}
+	return nil, e
+}

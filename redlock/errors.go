@@ -1,0 +1,116 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+var (
+	// ErrNotAcquired is returned (wrapped in an *AcquireError) by every
+	// failed acquisition: Lock, TryLock.
+	ErrNotAcquired = errors.New("redlock: lock not acquired")
+	// ErrNoQuorum marks a failed acquisition in which fewer nodes answered
+	// than a quorum needs: the nodes are unreachable, not merely busy.
+	// Errors that satisfy it also satisfy ErrNotAcquired.
+	ErrNoQuorum = errors.New("redlock: nodes unreachable, no quorum possible")
+	// ErrNotHeld is returned by Unlock and Extend for a lock that is no
+	// longer held: its validity passed, it was released, or its keys were
+	// lost or taken on too many nodes.
+	ErrNotHeld = errors.New("redlock: lock not held")
+	// ErrExtendFailed is returned by Extend when too few nodes confirmed the
+	// extension because of errors or timeouts. The lock is still held until
+	// its previous Until, and Extend may be tried again.
+	ErrExtendFailed = errors.New("redlock: lock not extended")
+	// ErrInvalid is wrapped by every error about bad input or configuration;
+	// the message says which value is wrong and what is expected.
+	ErrInvalid = errors.New("redlock: invalid argument")
+	// ErrClosed is returned by a Client after Close.
+	ErrClosed = errors.New("redlock: client closed")
+)
+
+// invalidf returns an error wrapping ErrInvalid with a formatted reason.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// AcquireError describes a failed acquisition. errors.Is(err,
+// ErrNotAcquired) holds for every AcquireError; errors.Is(err, ErrNoQuorum)
+// when too few nodes answered; errors.Is(err, context.Canceled) or
+// context.DeadlineExceeded when the context is why it stopped.
+type AcquireError struct {
+	// Resource is the resource that was not acquired.
+	Resource string
+	// Attempts is the number of attempts made.
+	Attempts int
+	// Quorum is the number of nodes an attempt needed.
+	Quorum int
+	// Nodes holds each node's outcome in the last attempt, in node order.
+	Nodes []NodeResult
+	// Validity is the last attempt's computed validity when a quorum was
+	// reached but too late (R8.3: validity not positive), else zero.
+	Validity time.Duration
+	// Cause is the context's error when the context ended the wait, else nil.
+	Cause error
+}
+
+// Count returns how many nodes had outcome o in the last attempt.
+func (e *AcquireError) Count(o Outcome) int {
+	n := 0
+	for _, r := range e.Nodes {
+		if r.Outcome == o {
+			n++
+		}
+	}
+	return n
+}
+
+// noQuorum reports whether fewer nodes answered (acquired or held) than a
+// quorum: then nobody could have held the lock through this client's view.
+func (e *AcquireError) noQuorum() bool {
+	return len(e.Nodes) > 0 && e.Count(Acquired)+e.Count(Held) < e.Quorum
+}
+
+// Error names the resource, the reason and each node that did not grant it.
+func (e *AcquireError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "redlock: lock %q not acquired", e.Resource)
+	switch {
+	case e.Cause != nil:
+		fmt.Fprintf(&b, " (%v after %d attempt(s))", e.Cause, e.Attempts)
+	case e.Validity != 0:
+		fmt.Fprintf(&b, " (quorum reached too late: validity %v)", e.Validity)
+	case e.noQuorum():
+		fmt.Fprintf(&b, " (no quorum possible: %d of %d nodes answered, %d needed)", e.Count(Acquired)+e.Count(Held), len(e.Nodes), e.Quorum)
+	default:
+		fmt.Fprintf(&b, " (held elsewhere: %d of %d nodes granted, %d needed)", e.Count(Acquired), len(e.Nodes), e.Quorum)
+	}
+	sep := ": "
+	for _, r := range e.Nodes {
+		if r.Outcome == Acquired {
+			continue
+		}
+		b.WriteString(sep)
+		sep = ", "
+		b.WriteString(r.Node)
+		b.WriteString(" ")
+		b.WriteString(r.Outcome.String())
+		if r.Err != nil && r.Outcome != TimedOut {
+			fmt.Fprintf(&b, " (%v)", r.Err)
+		}
+	}
+	return b.String()
+}
+
+// Unwrap gives ErrNotAcquired, ErrNoQuorum when it applies, and the cause.
+func (e *AcquireError) Unwrap() []error {
+	errs := []error{ErrNotAcquired}
+	if e.noQuorum() {
+		errs = append(errs, ErrNoQuorum)
+	}
+	if e.Cause != nil {
+		errs = append(errs, e.Cause)
+	}
+	return errs
+}

@@ -1,0 +1,36 @@
+package goredis_test
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+	"dlm/redlock/redlocktest"
+)
+
+func TestConformance(t *testing.T) {
+	redlocktest.RunNodeConformance(t, func(t testing.TB, s *redlocktest.Server) redlock.Node {
+		u, err := redlock.ParseNodeURL(s.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := goredis.NewClient(u)
+		t.Cleanup(func() { _ = c.Close() })
+		return goredis.NewNode(c, s.Addr())
+	})
+}
+
+func TestNewNodeLeavesCallersClientOpen(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), ContextTimeoutEnabled: true})
+	defer c.Close()
+	n := goredis.NewNode(c, s.Addr())
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("caller's client closed by Node.Close: %v", err)
+	}
+}

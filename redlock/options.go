@@ -1,0 +1,142 @@
+package redlock
+
+import (
+	"math"
+	"time"
+)
+
+// Defaults of the options, as stated on each option.
+const (
+	DefaultTTL         = 10 * time.Second
+	DefaultDriftFactor = 0.01
+	DefaultNodeTimeout = 50 * time.Millisecond
+	DefaultRetryMin    = 10 * time.Millisecond
+	DefaultRetryMax    = 100 * time.Millisecond
+	DefaultKeyPrefix   = "dlm:lock:"
+)
+
+// Option configures a Client (New, and the adapters' Dial functions).
+type Option interface{ applyClient(*clientOptions) }
+
+// LockOption configures one acquisition (Lock, TryLock), overriding the
+// client's setting.
+type LockOption interface{ applyLock(*lockOptions) }
+
+// SharedOption is an option that configures a Client's default and may also
+// be given to one acquisition to override it.
+type SharedOption interface {
+	Option
+	LockOption
+}
+
+// lockOptions are the settings of one acquisition.
+type lockOptions struct {
+	ttl         time.Duration
+	tries       int // 0: until the context ends
+	retryMin    time.Duration
+	retryMax    time.Duration
+	driftFactor float64
+}
+
+// clientOptions are a client's settings; lock holds the acquisition defaults.
+type clientOptions struct {
+	lock        lockOptions
+	nodeTimeout time.Duration
+	prefix      string
+	seed        uint64
+	seeded      bool
+}
+
+func defaultClientOptions() clientOptions {
+	return clientOptions{
+		lock: lockOptions{
+			ttl:         DefaultTTL,
+			retryMin:    DefaultRetryMin,
+			retryMax:    DefaultRetryMax,
+			driftFactor: DefaultDriftFactor,
+		},
+		nodeTimeout: DefaultNodeTimeout,
+		prefix:      DefaultKeyPrefix,
+	}
+}
+
+type sharedOption func(*lockOptions)
+
+func (f sharedOption) applyClient(o *clientOptions) { f(&o.lock) }
+func (f sharedOption) applyLock(o *lockOptions)     { f(o) }
+
+type clientOption func(*clientOptions)
+
+func (f clientOption) applyClient(o *clientOptions) { f(o) }
+
+// WithTTL sets the lock validity time (R6): how long a key lives on each node
+// and so the longest a holder may work before another client may acquire.
+// Default 10s. It must exceed the clock drift and the node timeout.
+func WithTTL(ttl time.Duration) SharedOption {
+	return sharedOption(func(o *lockOptions) { o.ttl = ttl })
+}
+
+// WithTries bounds the number of attempts Lock makes (R10). Default 0: Lock
+// keeps trying until it acquires or its context ends. TryLock always makes
+// exactly one attempt.
+func WithTries(n int) SharedOption {
+	return sharedOption(func(o *lockOptions) { o.tries = n })
+}
+
+// WithRetryDelay sets the range of the random delay between attempts (R10:
+// random, so that contending clients desynchronize). Default 10ms to 100ms.
+func WithRetryDelay(min, max time.Duration) SharedOption {
+	return sharedOption(func(o *lockOptions) { o.retryMin, o.retryMax = min, max })
+}
+
+// WithDriftFactor sets the clock drift factor of R9: drift = ttl x factor +
+// 2 ms is subtracted from every validity. Default 0.01.
+func WithDriftFactor(f float64) SharedOption {
+	return sharedOption(func(o *lockOptions) { o.driftFactor = f })
+}
+
+// WithNodeTimeout bounds each request to each node (R8.2), so that a node that
+// is down does not hold the client up. Default 50ms; it must be well under
+// the ttl (and is refused when it is not less than the ttl).
+func WithNodeTimeout(d time.Duration) Option {
+	return clientOption(func(o *clientOptions) { o.nodeTimeout = d })
+}
+
+// WithKeyPrefix sets the prefix of the lock keys on the nodes: the key of
+// resource r is prefix+r. Default "dlm:lock:".
+func WithKeyPrefix(p string) Option {
+	return clientOption(func(o *clientOptions) { o.prefix = p })
+}
+
+// WithRetrySeed seeds the random retry delays, so that a run can be replayed
+// (the checker uses it). Default: a seed from crypto/rand. Lock values always
+// come from crypto/rand (R4), whatever the seed.
+func WithRetrySeed(seed uint64) Option {
+	return clientOption(func(o *clientOptions) { o.seed, o.seeded = seed, true })
+}
+
+// validate checks one acquisition's settings against the node timeout.
+func (o lockOptions) validate(nodeTimeout time.Duration) error {
+	switch {
+	case o.ttl <= 0:
+		return invalidf("ttl must be positive, got %v", o.ttl)
+	case o.driftFactor < 0 || o.driftFactor >= 1 || math.IsNaN(o.driftFactor):
+		return invalidf("drift factor must be in [0, 1), got %v", o.driftFactor)
+	case o.ttl <= drift(o.ttl, o.driftFactor):
+		return invalidf("ttl %v must exceed the clock drift %v (ttl x %v + 2ms)", o.ttl, drift(o.ttl, o.driftFactor), o.driftFactor)
+	case nodeTimeout >= o.ttl:
+		return invalidf("node timeout %v must be well under the ttl %v", nodeTimeout, o.ttl)
+	case o.tries < 0:
+		return invalidf("tries must be 0 (until the context ends) or more, got %d", o.tries)
+	case o.retryMin < 0 || o.retryMax < o.retryMin:
+		return invalidf("retry delay range must satisfy 0 <= min <= max, got [%v, %v]", o.retryMin, o.retryMax)
+	}
+	return nil
+}
+
+func (o clientOptions) validate() error {
+	if o.nodeTimeout <= 0 {
+		return invalidf("node timeout must be positive, got %v", o.nodeTimeout)
+	}
+	return o.lock.validate(o.nodeTimeout)
+}

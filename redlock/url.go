@@ -1,0 +1,121 @@
+package redlock
+
+import (
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// NodeURL is a parsed node address, as accepted by the adapters' Dial
+// functions and the dlm command:
+//
+//	redis://[user:password@]host[:port][/db]   plain TCP (port 6379 by default)
+//	rediss://[user:password@]host[:port][/db]  TLS
+//	unix:///path/to/socket[?db=N]              a unix socket
+type NodeURL struct {
+	// Raw is the URL as given.
+	Raw string
+	// Network is "tcp" or "unix".
+	Network string
+	// Addr is host:port for tcp, the socket path for unix.
+	Addr string
+	// TLS is true for rediss://.
+	TLS bool
+	// Host is the host name for tcp (for TLS server name checks).
+	Host string
+	// Username and Password are the ACL credentials, if any.
+	Username, Password string
+	// DB is the logical database number.
+	DB int
+}
+
+// String returns the node's address without credentials.
+func (u NodeURL) String() string {
+	if u.Network == "unix" {
+		return "unix://" + u.Addr
+	}
+	return u.Addr
+}
+
+// ParseNodeURL parses and validates one node URL. The error wraps ErrInvalid
+// and names what is wrong and what is expected.
+func ParseNodeURL(raw string) (NodeURL, error) {
+	const expected = "expected redis://[user:password@]host:port[/db], rediss://... or unix:///path"
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return NodeURL{}, invalidf("node URL %q: %v; %s", raw, err, expected)
+	}
+	n := NodeURL{Raw: raw}
+	if u.User != nil {
+		n.Username = u.User.Username()
+		n.Password, _ = u.User.Password()
+		if _, hasPass := u.User.Password(); !hasPass {
+			// redis://password@host is the common short form.
+			n.Username, n.Password = "", u.User.Username()
+		}
+	}
+	switch u.Scheme {
+	case "redis", "rediss":
+		n.Network, n.TLS = "tcp", u.Scheme == "rediss"
+		if u.Host == "" {
+			return NodeURL{}, invalidf("node URL %q has no host; %s", raw, expected)
+		}
+		host, port := u.Hostname(), u.Port()
+		if port == "" {
+			port = "6379"
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return NodeURL{}, invalidf("node URL %q: port %q is not a number from 1 to 65535", raw, port)
+		}
+		n.Host, n.Addr = host, net.JoinHostPort(host, port)
+		if db := strings.Trim(u.Path, "/"); db != "" {
+			d, err := strconv.Atoi(db)
+			if err != nil || d < 0 {
+				return NodeURL{}, invalidf("node URL %q: database %q is not a number >= 0", raw, db)
+			}
+			n.DB = d
+		}
+	case "unix":
+		n.Network = "unix"
+		n.Addr = u.Path
+		if n.Addr == "" {
+			return NodeURL{}, invalidf("node URL %q has no socket path; %s", raw, expected)
+		}
+	case "":
+		return NodeURL{}, invalidf("node URL %q has no scheme; %s", raw, expected)
+	default:
+		return NodeURL{}, invalidf("node URL %q: unknown scheme %q; %s", raw, u.Scheme, expected)
+	}
+	if db := u.Query().Get("db"); db != "" {
+		d, err := strconv.Atoi(db)
+		if err != nil || d < 0 {
+			return NodeURL{}, invalidf("node URL %q: db=%q is not a number >= 0", raw, db)
+		}
+		n.DB = d
+	}
+	return n, nil
+}
+
+// ParseNodeURLs parses a list of node URLs, refusing an empty list and
+// duplicate addresses (each node must be an independent master, R2).
+func ParseNodeURLs(raws []string) ([]NodeURL, error) {
+	if len(raws) == 0 {
+		return nil, invalidf("no node URLs: Redlock needs independent masters (5 recommended, R7)")
+	}
+	out := make([]NodeURL, 0, len(raws))
+	seen := make(map[string]string, len(raws))
+	for _, raw := range raws {
+		n, err := ParseNodeURL(raw)
+		if err != nil {
+			return nil, err
+		}
+		id := n.Network + "|" + n.Addr
+		if prev, dup := seen[id]; dup {
+			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", prev, raw)
+		}
+		seen[id] = raw
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: installs what the tests need
+# (redis-server, faketime) from Debian's packages when they are missing and
+# this runs as root; otherwise says exactly what to install. Then go vet and
+# go test -race on every package, with real redis-server processes required.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v faketime >/dev/null 2>&1 || missing+=(faketime)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "test.sh: installing ${missing[*]} from Debian's packages"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  else
+    echo "test.sh: missing ${missing[*]}. Install with:" >&2
+    echo "  sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+# Tests start their own redis-server processes; a system one is not needed.
+if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server >/dev/null 2>&1 || true; fi
+
+export DLM_REQUIRE_REDIS=1
+echo "== go vet ./..."
+go vet ./...
+echo "== go test -race ./..."
+go test -race -count=1 -timeout 15m ./...
+if [ -f bench/go.mod ]; then
+  echo "== bench module: go vet and go test"
+  (cd bench && go vet ./... && go test -race -count=1 -timeout 10m ./...)
+fi
