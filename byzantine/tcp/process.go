@@ -1,0 +1,245 @@
+package tcp
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"sync"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// The launch protocol between a coordinator and the process of one general,
+// one JSON object per line:
+//
+//	coordinator -> general   assignment{config, id}
+//	general -> coordinator   hello{id, addr, public_key}   (listening)
+//	coordinator -> general   go{cluster, start}
+//	general -> coordinator   report{result, trace} or report{error}
+//
+// Each general generates its own ed25519 identity; the coordinator only
+// learns and distributes the public keys.
+
+type assignment struct {
+	Config byzantine.Config `json:"config"`
+	ID     byzantine.ID     `json:"id"`
+	// Listen is the address to listen on; empty means 127.0.0.1:0.
+	Listen string `json:"listen,omitempty"`
+}
+
+type goSignal struct {
+	Cluster Cluster   `json:"cluster"`
+	Start   time.Time `json:"start"`
+}
+
+type report struct {
+	Result byzantine.GeneralResult `json:"result"`
+	Trace  []byzantine.TraceEvent  `json:"trace,omitempty"`
+	Error  string                  `json:"error,omitempty"`
+}
+
+// ErrGeneral is wrapped when a general's process fails.
+var ErrGeneral = errors.New("tcp: general failed")
+
+// Serve runs one general under the launch protocol, reading from in and
+// writing to out. The dlm command runs it in a hidden subcommand; tests run
+// it in re-executed test binaries.
+func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	dec := json.NewDecoder(in)
+	enc := json.NewEncoder(out)
+	var a assignment
+	if err := dec.Decode(&a); err != nil {
+		return fmt.Errorf("tcp: reading assignment: %w", err)
+	}
+	if err := a.Config.Validate(); err != nil {
+		return err
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	addr := a.Listen
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	node, err := Listen(addr, a.ID, priv, 0)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	if err := enc.Encode(Peer{ID: a.ID, Addr: node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
+		return err
+	}
+	var g goSignal
+	if err := dec.Decode(&g); err != nil {
+		return fmt.Errorf("tcp: reading go: %w", err)
+	}
+	res, trace, err := RunNode(ctx, node, a.Config, priv, g.Cluster, g.Start)
+	r := report{Result: res, Trace: trace}
+	if err != nil {
+		r.Error = err.Error()
+	}
+	if eerr := enc.Encode(r); eerr != nil {
+		return errors.Join(err, eerr)
+	}
+	return err
+}
+
+// RunNode runs general node.id of cfg over node, once node listens: it
+// connects to the cluster, runs the rounds from start, and returns the
+// general's result and, when cfg.Trace is set, what it received. This is
+// the entry point for generals on several machines, each given the same
+// cluster file, config and start time.
+func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.GeneralResult, []byzantine.TraceEvent, error) {
+	keys, err := c.PublicKeys()
+	if err != nil {
+		return byzantine.GeneralResult{}, nil, err
+	}
+	if len(keys) != cfg.Generals {
+		return byzantine.GeneralResult{}, nil, fmt.Errorf("%w: %d generals in the cluster, config says %d", ErrCluster, len(keys), cfg.Generals)
+	}
+	g, err := byzantine.NewGeneral(cfg, node.id, byzantine.Keyring{Private: priv, Public: keys})
+	if err != nil {
+		return byzantine.GeneralResult{}, nil, err
+	}
+	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout))
+	err = node.Start(dctx, c)
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return byzantine.GeneralResult{}, nil, err
+	}
+	// A peer that cannot be reached is treated as silent: its rounds time out.
+	var trace *[]byzantine.TraceEvent
+	var events []byzantine.TraceEvent
+	if cfg.Trace {
+		trace = &events
+	}
+	res, err := byzantine.RunGeneral(ctx, g, node, start, trace)
+	return res, events, err
+}
+
+// Child is one running general as the coordinator sees it.
+type Child struct {
+	// In is the general's standard input.
+	In io.WriteCloser
+	// Out is the general's standard output.
+	Out io.Reader
+	// Wait waits for the general to exit.
+	Wait func() error
+}
+
+// Spawner starts the general id and returns its pipes.
+type Spawner func(ctx context.Context, id byzantine.ID) (*Child, error)
+
+// CommandSpawner starts each general as an OS process built by cmd, which
+// must run Serve on its standard input and output.
+func CommandSpawner(cmd func(ctx context.Context, id byzantine.ID) *exec.Cmd) Spawner {
+	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
+		c := cmd(ctx, id)
+		in, err := c.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		out, err := c.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Start(); err != nil {
+			return nil, err
+		}
+		return &Child{In: in, Out: out, Wait: c.Wait}, nil
+	}
+}
+
+// LocalSpawner runs each general in a goroutine of this process, still over
+// real loopback TCP connections. It serves tests and the conformance suite.
+func LocalSpawner() Spawner {
+	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			err := Serve(ctx, inR, outW)
+			inR.CloseWithError(io.EOF)
+			outW.CloseWithError(io.EOF)
+			done <- err
+		}()
+		return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}, nil
+	}
+}
+
+// Launch runs cfg with every general in its own process (or goroutine)
+// made by spawn, connected over TCP on loopback, and assembles the result.
+func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantine.Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	n := cfg.Generals
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	children := make([]*Child, 0, n)
+	readers := make([]*json.Decoder, 0, n)
+	defer func() {
+		for _, c := range children {
+			c.In.Close()
+		}
+		for _, c := range children {
+			c.Wait()
+		}
+	}()
+	for i := range n {
+		c, err := spawn(ctx, byzantine.ID(i))
+		if err != nil {
+			return nil, fmt.Errorf("%w: starting general %d: %w", ErrGeneral, i, err)
+		}
+		children = append(children, c)
+		readers = append(readers, json.NewDecoder(bufio.NewReader(c.Out)))
+		if err := json.NewEncoder(c.In).Encode(assignment{Config: cfg, ID: byzantine.ID(i)}); err != nil {
+			return nil, fmt.Errorf("%w: general %d: %w", ErrGeneral, i, err)
+		}
+	}
+	var cluster Cluster
+	for i, r := range readers {
+		var p Peer
+		if err := r.Decode(&p); err != nil {
+			return nil, fmt.Errorf("%w: general %d did not start: %w", ErrGeneral, i, err)
+		}
+		cluster.Generals = append(cluster.Generals, p)
+	}
+	start := time.Now().Add(cfg.RoundTimeout / 2)
+	for i, c := range children {
+		if err := json.NewEncoder(c.In).Encode(goSignal{Cluster: cluster, Start: start}); err != nil {
+			return nil, fmt.Errorf("%w: general %d: %w", ErrGeneral, i, err)
+		}
+	}
+	reports := make([]report, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, r := range readers {
+		wg.Go(func() {
+			if err := r.Decode(&reports[i]); err != nil {
+				errs[i] = fmt.Errorf("%w: general %d: no report: %w", ErrGeneral, i, err)
+			} else if reports[i].Error != "" {
+				errs[i] = fmt.Errorf("%w: general %d: %s", ErrGeneral, i, reports[i].Error)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	results := make([]byzantine.GeneralResult, n)
+	traces := make([][]byzantine.TraceEvent, n)
+	for i, r := range reports {
+		results[i] = r.Result
+		traces[i] = r.Trace
+	}
+	return byzantine.Assemble(cfg, results, traces...), nil
+}
