@@ -1,0 +1,351 @@
+package redisproc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Binary is the name of the redis-server executable looked up on PATH.
+const Binary = "redis-server"
+
+// ErrNotFound is returned by Start when redis-server is not on PATH.
+var ErrNotFound = errors.New("redisproc: redis-server not found on PATH (Debian: apt-get install redis-server)")
+
+// Available reports whether redis-server is on PATH.
+func Available() bool {
+	_, err := exec.LookPath(Binary)
+	return err == nil
+}
+
+// Config describes one redis-server process.
+type Config struct {
+	// Dir is the data directory; Start creates a temporary one when empty
+	// and Close removes it.
+	Dir string
+	// Port is the TCP port on 127.0.0.1; 0 picks a free one.
+	Port int
+	// Persistence turns on AOF with appendfsync always (R16.2).
+	Persistence bool
+	// Args are extra redis-server arguments ("--maxmemory-policy", "allkeys-lru").
+	Args []string
+	// Env adds KEY=VALUE entries to the process environment (libfaketime).
+	Env []string
+	// Wrapper runs redis-server under a command, such as {"faketime", "-f", "+0"}.
+	Wrapper []string
+	// StartTimeout bounds the wait for the first PING answer. Default 10s.
+	StartTimeout time.Duration
+}
+
+// Process is one redis-server process. Its methods are safe for concurrent use.
+type Process struct {
+	cfg     Config
+	ownsDir bool
+	client  *redis.Client
+
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	frozen  bool
+	stopped bool
+	closed  bool
+	log     *syncBuffer
+}
+
+// Start launches redis-server as configured and waits until it answers PING.
+// With Port 0 it picks a free loopback port, retrying if the port is taken
+// in between.
+func Start(ctx context.Context, cfg Config) (*Process, error) {
+	if !Available() && len(cfg.Wrapper) == 0 {
+		return nil, ErrNotFound
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 10 * time.Second
+	}
+	p := &Process{cfg: cfg}
+	if p.cfg.Dir == "" {
+		dir, err := os.MkdirTemp("", "dlm-redis-")
+		if err != nil {
+			return nil, err
+		}
+		p.cfg.Dir, p.ownsDir = dir, true
+	}
+	var err error
+	for try := 0; try < 5; try++ {
+		if cfg.Port == 0 {
+			if p.cfg.Port, err = FreePort(); err != nil {
+				continue
+			}
+		}
+		if err = p.start(ctx); err == nil {
+			return p, nil
+		}
+		if cfg.Port != 0 || ctx.Err() != nil {
+			break
+		}
+	}
+	p.Close()
+	return nil, err
+}
+
+// FreePort asks the kernel for a free loopback port.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Addr returns 127.0.0.1:port.
+func (p *Process) Addr() string { return "127.0.0.1:" + strconv.Itoa(p.cfg.Port) }
+
+// Port returns the port.
+func (p *Process) Port() int { return p.cfg.Port }
+
+// URL returns the redis:// URL of the process.
+func (p *Process) URL() string { return "redis://" + p.Addr() }
+
+// Dir returns the data directory.
+func (p *Process) Dir() string { return p.cfg.Dir }
+
+// Client returns a go-redis client for inspecting the node directly.
+func (p *Process) Client() *redis.Client { return p.client }
+
+func (p *Process) args() []string {
+	a := []string{
+		"--port", strconv.Itoa(p.cfg.Port),
+		"--bind", "127.0.0.1",
+		"--dir", p.cfg.Dir,
+		"--save", "",
+		"--daemonize", "no",
+		"--protected-mode", "no",
+		"--loglevel", "warning",
+		"--logfile", "",
+	}
+	if p.cfg.Persistence {
+		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+	} else {
+		a = append(a, "--appendonly", "no")
+	}
+	return append(a, p.cfg.Args...)
+}
+
+// start launches the process and waits for PING.
+func (p *Process) start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	argv := append(append([]string{}, p.cfg.Wrapper...), Binary)
+	argv = append(argv, p.args()...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), p.cfg.Env...)
+	p.log = new(syncBuffer)
+	cmd.Stdout, cmd.Stderr = p.log, p.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("redisproc: start %s: %w", argv[0], err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.cmd, p.exited, p.frozen, p.stopped = cmd, exited, false, false
+	if p.client == nil || p.client.Options().Addr != p.Addr() {
+		if p.client != nil {
+			_ = p.client.Close()
+		}
+		p.client = redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, DialTimeout: time.Second,
+			DialerRetries: 1, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
+	}
+	deadline := time.Now().Add(p.cfg.StartTimeout)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		err := p.client.Ping(pctx).Err()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		fail := func(reason error) error {
+			_ = cmd.Process.Kill()
+			<-exited
+			p.stopped = true
+			return reason
+		}
+		select {
+		case <-exited:
+			p.stopped = true
+			return fmt.Errorf("redisproc: redis-server on port %d exited: %s", p.cfg.Port, strings.TrimSpace(p.log.String()))
+		case <-ctx.Done():
+			return fail(ctx.Err())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("redisproc: redis-server on port %d did not answer PING within %v: %v", p.cfg.Port, p.cfg.StartTimeout, err))
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, bounded by the deadline above
+	}
+}
+
+// Kill sends SIGKILL (a crash: nothing is flushed) and waits for the exit.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.killLocked()
+}
+
+func (p *Process) killLocked() {
+	if p.cmd == nil || p.stopped {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	if p.frozen {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	<-p.exited
+	p.stopped, p.frozen = true, false
+}
+
+// Stop shuts the server down cleanly (SIGTERM: redis-server flushes its AOF
+// and exits) and waits for the exit, killing it after 10s.
+func (p *Process) Stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil || p.stopped {
+		return
+	}
+	if p.frozen {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.frozen = false
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		<-p.exited
+	}
+	p.stopped = true
+}
+
+// Restart kills the process if it runs, waits delay (R16.3's delayed
+// restart when delay exceeds the largest ttl in use; ctx ends the wait), and
+// starts it again on the same port and data directory.
+func (p *Process) Restart(ctx context.Context, delay time.Duration) error {
+	p.Kill()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return errors.New("redisproc: restart of a closed process")
+	}
+	return p.start(ctx)
+}
+
+// Freeze stops the process with SIGSTOP: it keeps its sockets but answers
+// nothing, like a node in a long pause.
+func (p *Process) Freeze() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !p.stopped && !p.frozen {
+		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		p.frozen = true
+	}
+}
+
+// Thaw resumes a frozen process with SIGCONT.
+func (p *Process) Thaw() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil && !p.stopped && p.frozen {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.frozen = false
+	}
+}
+
+// Running reports whether the process is up (frozen counts as up).
+func (p *Process) Running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil && !p.stopped
+}
+
+// Frozen reports whether the process is stopped with SIGSTOP.
+func (p *Process) Frozen() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.frozen
+}
+
+// Keys returns the keys that start with prefix (by SCAN).
+func (p *Process) Keys(ctx context.Context, prefix string) ([]string, error) {
+	var out []string
+	iter := p.client.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+	}
+	return out, iter.Err()
+}
+
+// Log returns what the server printed in its current run.
+func (p *Process) Log() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.log == nil {
+		return ""
+	}
+	return p.log.String()
+}
+
+// Close kills the process, closes the inspection client and removes the
+// data directory if Start created it. It is idempotent.
+func (p *Process) Close() {
+	p.mu.Lock()
+	p.killLocked()
+	p.closed = true
+	c := p.client
+	p.client = nil
+	p.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+	if p.ownsDir {
+		_ = os.RemoveAll(p.cfg.Dir)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the process's writes and our reads.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
