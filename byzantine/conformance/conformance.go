@@ -1,0 +1,145 @@
+// Package conformance is the test suite every transport of package
+// byzantine must pass: the same bodies run over the in-memory transport and
+// over TCP between processes, as t.Run subtests (house style rule 13).
+package conformance
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"dlm/byzantine"
+)
+
+// Runner runs one configuration over a transport.
+type Runner func(ctx context.Context, cfg byzantine.Config) (*byzantine.Result, error)
+
+// Case is one conformance case.
+type Case struct {
+	// Name names the subtest.
+	Name string
+	// Config is the run.
+	Config byzantine.Config
+	// Check inspects the result.
+	Check func(t *testing.T, res *byzantine.Result)
+}
+
+func cfg(alg byzantine.Algorithm, n, m int, faulty ...byzantine.Traitor) byzantine.Config {
+	c := byzantine.DefaultConfig()
+	c.Algorithm, c.Generals, c.MaxTraitors, c.Faulty = alg, n, m, faulty
+	return c
+}
+
+func traitor(id byzantine.ID, s byzantine.Strategy) byzantine.Traitor {
+	return byzantine.Traitor{ID: id, Strategy: s}
+}
+
+// agree checks IC1 and IC2 (B1).
+func agree(t *testing.T, res *byzantine.Result) {
+	t.Helper()
+	if err := res.Verify(); err != nil {
+		t.Errorf("Verify() = %v, want nil", err)
+	}
+	for id, d := range res.Decisions() {
+		if d == "" {
+			t.Errorf("loyal general %d has no decision", id)
+		}
+	}
+}
+
+func messages(want int) func(*testing.T, *byzantine.Result) {
+	return func(t *testing.T, res *byzantine.Result) {
+		t.Helper()
+		agree(t, res)
+		if res.Messages != want {
+			t.Errorf("messages = %d, want %d", res.Messages, want)
+		}
+		if len(res.Rejected) != 0 {
+			t.Errorf("rejected = %v, want none", res.Rejected)
+		}
+	}
+}
+
+func rejects(reasons ...byzantine.RejectReason) func(*testing.T, *byzantine.Result) {
+	return func(t *testing.T, res *byzantine.Result) {
+		t.Helper()
+		agree(t, res)
+		for _, r := range reasons {
+			if res.Rejected[r] == 0 {
+				t.Errorf("rejected[%s] = 0, want > 0 (rejected = %v)", r, res.Rejected)
+			}
+		}
+	}
+}
+
+// Cases returns the conformance cases.
+func Cases() []Case {
+	om, sm := byzantine.OM, byzantine.SM
+	unsafe := cfg(om, 3, 1, traitor(2, byzantine.FlipOrders))
+	unsafe.AllowUnsafe = true
+	return []Case{
+		{"OM/n4m1/loyal/B6-count", cfg(om, 4, 1), messages(9)},
+		{"OM/n7m2/loyal/B6-count", cfg(om, 7, 2), messages(156)},
+		{"OM/n4m1/lieutenant-two-faced", cfg(om, 4, 1, traitor(3, byzantine.TwoFaced)), agree},
+		{"OM/n4m1/commander-two-faced", cfg(om, 4, 1, traitor(0, byzantine.TwoFaced)), agree},
+		{"OM/n4m1/lieutenant-silent", cfg(om, 4, 1, traitor(2, byzantine.Silent)), agree},
+		{"OM/n4m1/lieutenant-late", cfg(om, 4, 1, traitor(1, byzantine.Late)), rejects(byzantine.RejectLate)},
+		{"OM/n7m2/colluding", cfg(om, 7, 2, traitor(0, byzantine.Colluding), traitor(4, byzantine.Colluding)), agree},
+		{"OM/n3m1/unsafe-B3", unsafe, func(t *testing.T, res *byzantine.Result) {
+			if err := res.Verify(); !errors.Is(err, byzantine.ErrIC2) {
+				t.Errorf("Verify() = %v, want ErrIC2 (B3: n=3 cannot tolerate one traitor)", err)
+			}
+		}},
+		{"SM/n4m1/loyal/count", cfg(sm, 4, 1), messages(9)},
+		{"SM/n5m2/loyal/count", cfg(sm, 5, 2), messages(16)},
+		{"SM/n3m1/commander-two-faced", cfg(sm, 3, 1, traitor(0, byzantine.TwoFaced)), func(t *testing.T, res *byzantine.Result) {
+			agree(t, res)
+			for _, id := range []byzantine.ID{1, 2} {
+				v := slices.Clone(res.Generals[id].Values)
+				slices.Sort(v)
+				if !slices.Equal(v, []byzantine.Order{byzantine.Attack, byzantine.Retreat}) {
+					t.Errorf("V of lieutenant %d = %v, want [attack retreat] (equivocation detected)", id, v)
+				}
+			}
+		}},
+		{"SM/n4m2/forge", cfg(sm, 4, 2, traitor(0, byzantine.TwoFaced), traitor(2, byzantine.Forge)), rejects(byzantine.RejectForged)},
+		{"SM/n5m3/mixed", cfg(sm, 5, 3, traitor(0, byzantine.Colluding), traitor(1, byzantine.Replay), traitor(3, byzantine.Late)), rejects(byzantine.RejectDuplicate, byzantine.RejectLate)},
+		{"SM/n4m1/lieutenant-silent", cfg(sm, 4, 1, traitor(3, byzantine.Silent)), agree},
+	}
+}
+
+// Run runs every case over run.
+func Run(t *testing.T, run Runner) { RunCases(t, run, Cases()) }
+
+// Select returns the cases whose names are listed.
+func Select(names ...string) []Case {
+	var out []Case
+	for _, c := range Cases() {
+		if slices.Contains(names, c.Name) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// RunCases runs the given cases over run.
+func RunCases(t *testing.T, run Runner, cases []Case) {
+	for _, c := range cases {
+		t.Run(c.Name, func(t *testing.T) {
+			res, err := run(t.Context(), c.Config)
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+			if got, want := res.Rounds, c.Config.MaxTraitors+1; got != want {
+				t.Errorf("rounds = %d, want %d", got, want)
+			}
+			for _, g := range res.Generals {
+				if g.Loyal == slices.ContainsFunc(c.Config.Faulty, func(tr byzantine.Traitor) bool { return tr.ID == g.ID }) {
+					t.Errorf("general %d loyal = %v, contradicts the config", g.ID, g.Loyal)
+				}
+			}
+			c.Check(t, res)
+		})
+	}
+}
