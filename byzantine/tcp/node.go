@@ -98,7 +98,8 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 func (n *Node) Refused() int { return int(n.refused.Load()) }
 
 // Start accepts the cluster's connections and dials every other general of
-// the cluster, retrying until ctx ends.
+// the cluster, retrying until ctx ends. It returns the errors of the peers it
+// could not reach; the node still works with the others.
 func (n *Node) Start(ctx context.Context, c Cluster) error {
 	keys, err := c.PublicKeys()
 	if err != nil {
@@ -112,15 +113,16 @@ func (n *Node) Start(ctx context.Context, c Cluster) error {
 	n.mu.Unlock()
 	n.wg.Add(1)
 	go n.acceptLoop()
-	var errs []error
-	for _, p := range c.Generals {
+	// Dial concurrently: a peer that is down costs one wait, not one each.
+	errs := make([]error, len(c.Generals))
+	var wg sync.WaitGroup
+	for i, p := range c.Generals {
 		if p.ID == n.id {
 			continue
 		}
-		if err := n.dial(ctx, p.ID, p.Addr, keys[p.ID]); err != nil {
-			errs = append(errs, err)
-		}
+		wg.Go(func() { errs[i] = n.dial(ctx, p.ID, p.Addr, keys[p.ID]) })
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

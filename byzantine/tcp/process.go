@@ -109,7 +109,8 @@ func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519
 	if err != nil {
 		return byzantine.GeneralResult{}, nil, err
 	}
-	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout))
+	// Rounds are timed from start: give up on unreachable peers soon after.
+	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
 	err = node.Start(dctx, c)
 	cancel()
 	if err != nil && ctx.Err() != nil {

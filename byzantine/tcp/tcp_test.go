@@ -75,7 +75,13 @@ func serveGarbage(ctx context.Context, in io.Reader, out io.Writer) error {
 		}
 		node.SendRaw(byzantine.ID(p), f)
 	}
-	return enc.Encode(report{Result: byzantine.GeneralResult{ID: a.ID, Strategy: byzantine.Silent, Decision: byzantine.Attack}})
+	if err := enc.Encode(report{Result: byzantine.GeneralResult{ID: a.ID, Strategy: byzantine.Silent, Decision: byzantine.Attack}}); err != nil {
+		return err
+	}
+	// Stay connected (a hostile peer does not leave) until the coordinator
+	// closes our input.
+	io.Copy(io.Discard, in)
+	return nil
 }
 
 // localGarbageSpawner runs general ids in garbage as serveGarbage and the
