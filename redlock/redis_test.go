@@ -289,6 +289,9 @@ func TestExtend(t *testing.T) { // R17
 		if err != nil {
 			t.Fatal(err)
 		}
+		// TryLock returns at quorum; let the other requests land first.
+		redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
+			"the lock key set on all 5 nodes")
 		for _, s := range cl.Servers[:3] {
 			s.Client().Del(ctx, redlock.DefaultKeyPrefix+"r")
 		}
