@@ -117,11 +117,11 @@ func TestNoStrayKeysAfterFailedAttempts(t *testing.T) { // R8.5, R11
 		if held > 1 {
 			t.Fatalf("round %d: %d clients hold the lock at once", round, held)
 		}
-		// Every failed attempt gave back its keys before TryLock returned,
-		// and the winner's Unlock removed the rest.
-		if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
-			t.Fatalf("round %d: %d keys left after every attempt ended", round, n)
-		}
+		// Every failed attempt gave back its keys (those that answered after
+		// the decision as soon as they answered), and the winner's Unlock
+		// removed the rest: no key waits for its 10s expiry.
+		redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
+			"round %d: keys left after every attempt ended", round)
 	}
 }
 
@@ -223,9 +223,10 @@ func TestUnlockNeverDeletesAnotherHoldersKey(t *testing.T) { // R5
 	if err := a.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
 		t.Fatalf("Unlock of an expired lock = %v, want ErrNotHeld", err)
 	}
-	if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 5 {
-		t.Fatalf("the second holder's keys: %d of 5 left after the first holder's late Unlock", n)
-	}
+	// TryLock returns at quorum: wait for b's last SETs, then check that a's
+	// late Unlock took none of them.
+	redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
+		"the second holder's keys on all 5 nodes after the first holder's late Unlock")
 	for _, s := range cl.Servers {
 		if v, _ := s.Client().Get(ctx, redlock.DefaultKeyPrefix+"r").Result(); v != b.Value() {
 			t.Fatalf("node %s holds %q, want the second holder's value", s.Addr(), v)
