@@ -20,8 +20,12 @@ func cluster(t *testing.T, n int, opts ...redlock.Option) (*redlocktest.Cluster,
 	return cl, dial(t, cl, opts...)
 }
 
+// dial returns a client over cl. Its node timeout defaults to 500ms rather
+// than 50ms: these tests run under -race beside other packages on two cores,
+// and only the tests about timeouts set it lower.
 func dial(t *testing.T, cl *redlocktest.Cluster, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(500 * time.Millisecond)}, opts...)
 	c, err := goredis.Dial(cl.URLs(), opts...)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
@@ -208,7 +212,7 @@ func TestFrozenNodeIsNotWaitedFor(t *testing.T) { // R8.2, R15
 }
 
 func TestUnlockNeverDeletesAnotherHoldersKey(t *testing.T) { // R5
-	cl, c := cluster(t, 5, redlock.WithTTL(300*time.Millisecond))
+	cl, c := cluster(t, 5, redlock.WithTTL(time.Second))
 	ctx := t.Context()
 	a, err := c.TryLock(ctx, "r")
 	if err != nil {
@@ -269,7 +273,7 @@ func TestExtend(t *testing.T) { // R17
 		}
 	})
 	t.Run("AfterExpiryCreatesNothing", func(t *testing.T) {
-		cl, c := cluster(t, 5, redlock.WithTTL(200*time.Millisecond))
+		cl, c := cluster(t, 5, redlock.WithTTL(time.Second))
 		l, err := c.TryLock(ctx, "r")
 		if err != nil {
 			t.Fatal(err)
