@@ -1,18 +1,334 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"dlm/redlock"
 )
 
-// newLockCmd builds "dlm lock". (Placeholder until its issue lands.)
+// Environment variables dlm lock sets for the child.
+const (
+	envLockResource = "DLM_LOCK_RESOURCE"
+	envLockValue    = "DLM_LOCK_VALUE"
+)
+
+// Bounds of the random delay between attempts of dlm lock --wait (R10).
+const (
+	retryMin = redlock.DefaultRetryMin
+	retryMax = redlock.DefaultRetryMax
+)
+
+// releaseTimeout bounds the release of the lock after the child exits.
+const releaseTimeout = 5 * time.Second
+
+// newLockCmd builds "dlm lock": the distributed flock(1).
 func newLockCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "lock",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return withCode(exitUsage, errors.New("dlm lock is not built yet"))
+	var (
+		nodes  []string
+		ttl    time.Duration
+		wait   time.Duration
+		grace  time.Duration
+		prefix string
+	)
+	cmd := &cobra.Command{
+		Use:   "lock [flags] RESOURCE -- COMMAND [ARGS...]",
+		Short: "Run a command while holding a distributed lock on RESOURCE",
+		Long: `Acquire a Redlock lock on RESOURCE, run COMMAND, release the lock.
+
+The lock is extended every ttl/3 while the command runs (R17). The command
+gets DLM_LOCK_RESOURCE and DLM_LOCK_VALUE (the lock's random value, R4) in
+its environment. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to it; the
+lock is released after it exits, whatever the exit path.
+
+If the lock is lost while the command runs (an extension could not reach a
+quorum before the validity ran out), the command gets SIGTERM, then SIGKILL
+after --grace, and dlm exits 74.
+
+Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
+74 lock lost while the command ran; 75 lock held elsewhere (not acquired
+within --wait); otherwise the command's own exit code (128+N when it was
+killed by signal N).`,
+		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
+  DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dash := cmd.ArgsLenAtDash()
+			if dash < 0 {
+				return usageErrorf("missing `--` before the command: dlm lock [flags] RESOURCE -- COMMAND [ARGS...]")
+			}
+			if dash != 1 {
+				return usageErrorf("want exactly one RESOURCE before `--`, got %d (%q)", dash, args[:dash])
+			}
+			resource, argv := args[0], args[dash:]
+			switch {
+			case resource == "":
+				return usageErrorf("RESOURCE is empty: name the resource to lock")
+			case len(argv) == 0:
+				return usageErrorf("no command after `--`: dlm lock [flags] RESOURCE -- COMMAND [ARGS...]")
+			case ttl <= 0:
+				return usageErrorf("--ttl must be positive, got %v", ttl)
+			case wait < 0:
+				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
+			case grace < 0:
+				return usageErrorf("--grace must be 0 or positive, got %v", grace)
+			}
+			urls, err := resolveNodes(nodes)
+			if err != nil {
+				return err
+			}
+			quietRedisLog()
+			client, err := dial(urls, redlock.WithTTL(ttl), redlock.WithKeyPrefix(prefix))
+			if err != nil {
+				return err
+			}
+			defer client.Close()
+			lr := lockRun{
+				client: client, resource: resource, argv: argv, wait: wait, grace: grace,
+				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
+			}
+			return lr.run(cmd.Context())
 		},
 	}
+	addNodesFlag(cmd, &nodes)
+	f := cmd.Flags()
+	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time (R6); the lock is extended every ttl/3 while the command runs")
+	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
+	f.DurationVar(&grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to the command")
+	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
+	return cmd
+}
+
+// quietRedisLog stops go-redis from logging its connection-pool retries to
+// stderr: dlm reports every node failure itself, once, in its own words.
+func quietRedisLog() { redis.SetLogger(discardLog{}) }
+
+// discardLog is a go-redis logger that drops everything.
+type discardLog struct{}
+
+func (discardLog) Printf(context.Context, string, ...any) {}
+
+// acquireCode maps a failed acquisition to its exit code: 69 when no quorum
+// was possible, 75 when the lock is held elsewhere, 64 for bad settings.
+func acquireCode(err error) int {
+	switch {
+	case errors.Is(err, redlock.ErrInvalid):
+		return exitUsage
+	case errors.Is(err, redlock.ErrNoQuorum):
+		return exitUnavailable
+	}
+	return exitNotAcquired
+}
+
+// acquireReason turns a failed acquisition into the one-line reason dlm
+// prints: why (no quorum, held elsewhere), within what wait, and each node
+// that refused or failed.
+func acquireReason(err error, wait time.Duration, attempts int) error {
+	var ae *redlock.AcquireError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "lock %q not acquired", ae.Resource)
+	if wait > 0 {
+		fmt.Fprintf(&b, " within --wait %v (%d attempts)", wait, attempts)
+	}
+	answered := ae.Count(redlock.Acquired) + ae.Count(redlock.Held)
+	switch {
+	case errors.Is(err, redlock.ErrNoQuorum):
+		fmt.Fprintf(&b, ": no quorum possible, %d of %d nodes answered, %d needed", answered, len(ae.Nodes), ae.Quorum)
+	case ae.Validity != 0:
+		fmt.Fprintf(&b, ": quorum reached too late (validity %v); nodes are slow", ae.Validity)
+	default:
+		fmt.Fprintf(&b, ": held elsewhere, %d of %d nodes granted it, %d needed", ae.Count(redlock.Acquired), len(ae.Nodes), ae.Quorum)
+	}
+	sep := "; "
+	for _, n := range ae.Nodes {
+		if n.Outcome == redlock.Acquired {
+			continue
+		}
+		b.WriteString(sep)
+		sep = ", "
+		b.WriteString(n.Node + " " + n.Outcome.String())
+		if n.Err != nil && n.Outcome == redlock.Failed {
+			fmt.Fprintf(&b, " (%v)", n.Err)
+		}
+	}
+	return &reasonError{msg: b.String(), err: err}
+}
+
+// reasonError replaces the text of err with a reason written for the
+// command line, keeping err for errors.Is.
+type reasonError struct {
+	msg string
+	err error
+}
+
+func (e *reasonError) Error() string { return e.msg }
+func (e *reasonError) Unwrap() error { return e.err }
+
+// keepLock extends l every `every` (R17) until ctx ends, and returns the
+// error that ended the lock when it is lost: ErrNotHeld from an extension,
+// or the validity passing while extensions kept failing (each failure is
+// retried sooner, every/4, while the lock is still valid). It returns nil
+// when ctx ends first.
+func keepLock(ctx context.Context, l *redlock.Lock, every time.Duration) error {
+	next := every
+	for {
+		if left := time.Until(l.Until()); next > left {
+			next = max(left, 0)
+		}
+		t := time.NewTimer(next)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		if !time.Now().Before(l.Until()) {
+			return fmt.Errorf("%w: validity ran out while extensions failed", redlock.ErrNotHeld)
+		}
+		err := l.Extend(ctx)
+		switch {
+		case err == nil:
+			next = every
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, redlock.ErrNotHeld):
+			return err
+		default: // ErrExtendFailed: still valid until Until; try again soon.
+			next = every / 4
+		}
+	}
+}
+
+// lockRun is one dlm lock invocation.
+type lockRun struct {
+	client   *redlock.Client
+	resource string
+	argv     []string
+	wait     time.Duration
+	grace    time.Duration
+	stdin    io.Reader
+	stdout   io.Writer
+	stderr   io.Writer
+}
+
+func (r *lockRun) errf(format string, args ...any) {
+	fmt.Fprintf(r.stderr, "dlm lock: "+format+"\n", args...)
+}
+
+// run acquires, runs the child, keeps the lock and releases it.
+func (r *lockRun) run(ctx context.Context) error {
+	// Signals that arrive from now on are the child's (forwarded below);
+	// the root context, which the same signals cancel, only bounds the
+	// acquisition.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
+	l, err := r.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// From here on nothing may cancel the release: detach from the root.
+	bg := context.WithoutCancel(ctx)
+	defer func() {
+		uctx, cancel := context.WithTimeout(bg, releaseTimeout)
+		defer cancel()
+		if uerr := l.Unlock(uctx); uerr != nil && !errors.Is(uerr, redlock.ErrNotHeld) {
+			r.errf("release of %q incomplete (the keys expire by themselves within the ttl): %v", r.resource, uerr)
+		}
+	}()
+
+	child := exec.Command(r.argv[0], r.argv[1:]...)
+	child.Stdin, child.Stdout, child.Stderr = r.stdin, r.stdout, r.stderr
+	child.Env = append(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())
+	if err := child.Start(); err != nil {
+		return withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+
+	kctx, stopKeeper := context.WithCancel(bg)
+	defer stopKeeper()
+	lostc := make(chan error, 1)
+	go func() {
+		if err := keepLock(kctx, l, l.TTL()/3); err != nil {
+			lostc <- err
+		}
+	}()
+
+	var (
+		lostErr error
+		kill    <-chan time.Time
+	)
+	for {
+		select {
+		case s := <-sigs:
+			_ = child.Process.Signal(s)
+		case lostErr = <-lostc:
+			r.errf("lock on %q lost while the command ran: %v; sending SIGTERM to the command (SIGKILL in %v)", r.resource, lostErr, r.grace)
+			_ = child.Process.Signal(syscall.SIGTERM)
+			kill = time.After(r.grace)
+		case <-kill:
+			_ = child.Process.Kill()
+		case werr := <-exited:
+			stopKeeper()
+			if lostErr != nil {
+				return withCode(exitLockLost, fmt.Errorf("lock on %q lost while the command ran: %w", r.resource, lostErr))
+			}
+			return childExit(werr)
+		}
+	}
+}
+
+// acquire tries once, or keeps trying until --wait has passed with a
+// random delay between attempts (R10). Each attempt runs to its end, so the
+// reason given on failure is that of a complete attempt.
+func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
+	deadline := time.Now().Add(r.wait)
+	for attempts := 1; ; attempts++ {
+		l, err := r.client.TryLock(ctx, r.resource)
+		if err == nil {
+			return l, nil
+		}
+		left := time.Until(deadline)
+		if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil || left <= 0 {
+			return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
+		}
+		t := time.NewTimer(min(left, retryMin+rand.N(retryMax-retryMin)))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+	}
+}
+
+// childExit maps the child's wait error to dlm's result: nil for success,
+// else its exit code (128+N when killed by signal N).
+func childExit(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return withCode(128+int(ws.Signal()), nil)
+		}
+		return withCode(ee.ExitCode(), nil)
+	}
+	return err
 }

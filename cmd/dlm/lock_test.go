@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// binDir holds the dlm binary that TestMain builds once for the end-to-end
+// tests of this package, which run it as separate processes.
+var binDir string
+
+// TestMain of package main (cmd/dlm): builds the dlm binary once into a
+// temporary directory, runs the tests, checks for leaked goroutines.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dlm-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binDir = dir
+	quietRedisLog()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "dlm"), ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build dlm: %v\n%s", err, out)
+		os.RemoveAll(dir)
+		os.Exit(2)
+	}
+	code := m.Run()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// dlmBin returns the path of the dlm binary built by TestMain.
+func dlmBin() string { return filepath.Join(binDir, "dlm") }
+
+// result is what a finished dlm process left.
+type result struct {
+	code           int
+	stdout, stderr string
+	elapsed        time.Duration
+}
+
+// dlmCmd prepares the dlm binary with args; env entries are appended to the
+// test's environment (DLM_NODES is cleared first).
+func dlmCmd(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(dlmBin(), args...)
+	var base []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, nodesEnv+"=") {
+			base = append(base, e)
+		}
+	}
+	cmd.Env = append(base, env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 10 * time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd, &stdout, &stderr
+}
+
+// runDLM runs the dlm binary to completion (bounded by timeout).
+func runDLM(t *testing.T, timeout time.Duration, env []string, args ...string) result {
+	t.Helper()
+	cmd, stdout, stderr := dlmCmd(t, env, args...)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start dlm: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("dlm %q did not finish within %v\nstdout: %s\nstderr: %s", args, timeout, stdout, stderr)
+	}
+	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("dlm %q: %v", args, err)
+		}
+		r.code = ee.ExitCode()
+	}
+	return r
+}
+
+// keysOn returns the lock keys on every running server of c.
+func keysOn(c *redlocktest.Cluster) []string {
+	var all []string
+	for _, s := range c.Servers {
+		if s.Running() {
+			all = append(all, s.MustKeys(redlock.DefaultKeyPrefix)...)
+		}
+	}
+	return all
+}
+
+// counterScript is the child of the concurrency tests: a read-modify-write
+// of a shared file with a pause in between, which loses updates unless the
+// writers are mutually excluded.
+const counterScript = `n=$(cat "$1"); sleep 0.05; echo $((n+1)) > "$1"`
+
+// TestLockCounter runs concurrent dlm lock processes, each incrementing a
+// shared file under the lock; the count must be exact (R1.1), with all nodes
+// up and with 2 of 5 down (R1.3).
+func TestLockCounter(t *testing.T) {
+	for _, down := range []int{0, 2} {
+		t.Run(fmt.Sprintf("%d-of-5-down", down), func(t *testing.T) {
+			c := redlocktest.Start(t, 5)
+			for _, s := range c.Servers[:down] {
+				s.Kill()
+			}
+			file := filepath.Join(t.TempDir(), "count")
+			if err := os.WriteFile(file, []byte("0\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			const procs, each = 4, 3
+			var wg sync.WaitGroup
+			results := make([]result, procs*each)
+			for p := 0; p < procs; p++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 0; i < each; i++ {
+						results[p*each+i] = runDLM(t, 60*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","),
+							"--wait", "30s", "--ttl", "5s", "counter", "--", "sh", "-c", counterScript, "sh", file)
+					}
+				}()
+			}
+			wg.Wait()
+			for i, r := range results {
+				if r.code != 0 {
+					t.Errorf("dlm lock #%d: exit %d, want 0; stderr: %s", i, r.code, r.stderr)
+				}
+			}
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := strings.TrimSpace(string(b)), strconv.Itoa(procs*each); got != want {
+				t.Errorf("count = %s, want %s: updates were lost, so two holders overlapped", got, want)
+			}
+			if k := keysOn(c); len(k) != 0 {
+				t.Errorf("lock keys left behind: %v", k)
+			}
+		})
+	}
+}
+
+// TestLockNoQuorum: with 3 of 5 nodes down each dlm lock exits 69 quickly,
+// naming the nodes that failed; the command never runs.
+func TestLockNoQuorum(t *testing.T) {
+	c := redlocktest.Start(t, 5)
+	for _, s := range c.Servers[:3] {
+		s.Kill()
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	var wg sync.WaitGroup
+	results := make([]result, 3)
+	for i := range results {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = runDLM(t, 30*time.Second, []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")},
+				"lock", "job", "--", "touch", marker)
+		}()
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r.code != exitUnavailable {
+			t.Errorf("#%d: exit %d, want %d; stderr: %s", i, r.code, exitUnavailable, r.stderr)
+		}
+		if !strings.Contains(r.stderr, "no quorum") || !strings.Contains(r.stderr, c.Servers[0].Addr()) {
+			t.Errorf("#%d: stderr %q does not give the reason (no quorum) and name the failed node %s", i, r.stderr, c.Servers[0].Addr())
+		}
+		if r.elapsed > 10*time.Second {
+			t.Errorf("#%d: took %v; one try should fail fast", i, r.elapsed)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran without the lock")
+	}
+	if k := keysOn(c); len(k) != 0 {
+		t.Errorf("lock keys left behind: %v", k)
+	}
+}
+
+// TestLockHeldElsewhere: a second dlm lock on a held resource exits 75.
+func TestLockHeldElsewhere(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	ready := filepath.Join(t.TempDir(), "ready")
+	holder, _, stderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "res", "--", "sh", "-c",
+		`touch "$1"; while :; do sleep 0.05; done`, "sh", ready)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Signal(syscall.SIGTERM); _ = holder.Wait() })
+	redlocktest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil },
+		"the first dlm lock never ran its command; stderr: %s", stderr)
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--wait", "300ms", "res", "--", "true")
+	if r.code != exitNotAcquired {
+		t.Errorf("exit %d, want %d; stderr: %s", r.code, exitNotAcquired, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "held elsewhere") {
+		t.Errorf("stderr %q does not say the lock is held elsewhere", r.stderr)
+	}
+}
+
+// TestLockLost deletes the keys under a running dlm lock: the extension
+// fails (R17), the command is terminated and dlm exits 74.
+func TestLockLost(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	ready := filepath.Join(t.TempDir(), "ready")
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "900ms", "--grace", "2s",
+		"res", "--", "sh", "-c", `echo "$DLM_LOCK_RESOURCE $DLM_LOCK_VALUE" > "$1"; exec sleep 60`, "sh", ready)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var env string
+	redlocktest.Eventually(t, 20*time.Second, func() bool {
+		b, err := os.ReadFile(ready)
+		env = strings.TrimSpace(string(b))
+		return err == nil && env != ""
+	}, "the command never ran; stderr: %s", stderr)
+	// The acquisition returns at a quorum; the last SET lands just after.
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 3 },
+		"the lock key never appeared on all 3 nodes: %v", keysOn(c))
+	keys := keysOn(c)
+	for _, s := range c.Servers {
+		v, err := s.Client().Get(t.Context(), keys[0]).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "res " + v; env != want {
+			t.Errorf("child environment %q, want %q (DLM_LOCK_RESOURCE DLM_LOCK_VALUE)", env, want)
+		}
+	}
+	for _, s := range c.Servers {
+		if err := s.Client().Del(t.Context(), keys[0]).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("dlm lock did not end after its keys were deleted; stderr: %s", stderr)
+	}
+	if code := exitOf(err); code != exitLockLost {
+		t.Errorf("exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
+	}
+	if !strings.Contains(stderr.String(), "lost") {
+		t.Errorf("stderr %q does not say the lock was lost", stderr)
+	}
+}
+
+// exitOf returns the exit code of a Wait error.
+func exitOf(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// TestLockSignals: SIGTERM and SIGINT sent to dlm lock reach the command;
+// dlm exits with the command's code and releases the lock afterwards.
+func TestLockSignals(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	tests := []struct {
+		sig  syscall.Signal
+		name string
+		code int
+	}{
+		{syscall.SIGTERM, "TERM", 3},
+		{syscall.SIGINT, "INT", 4},
+	}
+	for _, tt := range tests {
+		sig := tt.sig
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
+			script := `trap 'echo TERM > "$2"; exit 3' TERM; trap 'echo INT > "$2"; exit 4' INT; touch "$1"; while :; do sleep 0.05; done`
+			cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "res", "--", "sh", "-c", script, "sh", ready, got)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			redlocktest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil },
+				"the command never ran; stderr: %s", stderr)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("dlm lock did not end after %v; stderr: %s", sig, stderr)
+			}
+			if code := exitOf(err); code != tt.code {
+				t.Errorf("exit %d, want the command's %d; stderr: %s", code, tt.code, stderr)
+			}
+			if b, _ := os.ReadFile(got); strings.TrimSpace(string(b)) != tt.name {
+				t.Errorf("command trapped %q, want %q", strings.TrimSpace(string(b)), tt.name)
+			}
+			if k := keysOn(c); len(k) != 0 {
+				t.Errorf("lock not released after the command exited: keys %v", k)
+			}
+		})
+	}
+}
+
+// TestUsage: bad usage exits 64 with the reason, before touching any node.
+func TestUsage(t *testing.T) {
+	good := "redis://127.0.0.1:1"
+	tests := []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"lock no nodes", nil, []string{"lock", "r", "--", "true"}, "no nodes"},
+		{"lock bad URL", nil, []string{"lock", "--nodes", "http://x:1", "r", "--", "true"}, "unknown scheme"},
+		{"lock bad URL in env", []string{nodesEnv + "=redis://h:99999"}, []string{"lock", "r", "--", "true"}, "port"},
+		{"lock missing --", nil, []string{"lock", "--nodes", good, "r", "true"}, "missing `--`"},
+		{"lock no command", nil, []string{"lock", "--nodes", good, "r", "--"}, "no command"},
+		{"lock no resource", nil, []string{"lock", "--nodes", good, "--", "true"}, "exactly one RESOURCE"},
+		{"lock ttl 0", nil, []string{"lock", "--nodes", good, "--ttl", "0", "r", "--", "true"}, "--ttl must be positive"},
+		{"lock negative wait", nil, []string{"lock", "--nodes", good, "--wait", "-1s", "r", "--", "true"}, "--wait"},
+		{"lock bad ttl", nil, []string{"lock", "--nodes", good, "--ttl", "ten", "r", "--", "true"}, "invalid argument"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runDLM(t, 20*time.Second, tt.env, tt.args...)
+			if r.code != exitUsage {
+				t.Errorf("exit %d, want %d; stderr: %s", r.code, exitUsage, r.stderr)
+			}
+			if !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("stderr %q does not contain the reason %q", r.stderr, tt.want)
+			}
+		})
+	}
+}
