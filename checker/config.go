@@ -1,0 +1,249 @@
+package checker
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is one run of the checker: a scenario and the deployment it runs
+// against. A run is data: print it, store it, replay it with the same seed.
+type Config struct {
+	// Scenario names the scenario (see Scenarios), or "random".
+	Scenario string `json:"scenario"`
+	// Seed drives every random choice of the run: which nodes form the
+	// majority, which node faults, the clients' retry delays, the random
+	// fault schedule. The same seed replays the same choices.
+	Seed uint64 `json:"seed"`
+	// Nodes is the number of lock nodes. Default 5 (R7).
+	Nodes int `json:"nodes"`
+	// TTL is the lock validity time of every acquisition. Default 2s.
+	TTL time.Duration `json:"ttl"`
+	// NodeTimeout bounds each request to a node (R8.2). Default 50ms.
+	NodeTimeout time.Duration `json:"node_timeout"`
+	// Duration is how long the looping scenarios and random mode run.
+	// Default 10s.
+	Duration time.Duration `json:"duration"`
+	// Clients is the number of contending clients of the looping scenarios
+	// and random mode. Default 4 (split-votes uses twice as many).
+	Clients int `json:"clients"`
+	// Resources is the number of resources random mode locks. Default 2.
+	Resources int `json:"resources"`
+	// Persistence runs the nodes with AOF and appendfsync always (R16.2).
+	// Default off.
+	Persistence bool `json:"persistence"`
+	// DelayedRestart keeps a crashed node down for RestartDelay before it
+	// restarts (R16.3). Default off.
+	DelayedRestart bool `json:"delayed_restart"`
+	// RestartDelay is the delay of a delayed restart; 0 means TTL + TTL/4,
+	// a little longer than the largest ttl in use, as R16.3 asks.
+	RestartDelay time.Duration `json:"restart_delay"`
+	// Fencing makes the clients take fencing tokens (redlock.WithFencing)
+	// and the register reject stale ones (R18). Default off.
+	Fencing bool `json:"fencing"`
+	// Faults lists the fault kinds random mode draws from. Default
+	// DefaultRandomFaults().
+	Faults []string `json:"faults,omitempty"`
+	// LivenessBound is the longest a resource may be wanted and held by
+	// nobody while no fault is active. 0 means 2 x TTL.
+	LivenessBound time.Duration `json:"liveness_bound"`
+}
+
+// Fault kinds of random mode.
+const (
+	FaultRestart     = "restart"      // SIGKILL and restart (delayed when DelayedRestart)
+	FaultPauseNode   = "pause-node"   // SIGSTOP, then SIGCONT
+	FaultLatency     = "latency"      // slow replies from one node
+	FaultPartition   = "partition"    // one client group cut from two nodes
+	FaultClockJump   = "clock-jump"   // a node's clock jumps forward past the ttl
+	FaultPauseClient = "pause-client" // a holder pauses past its validity, then writes
+)
+
+// DefaultRandomFaults returns the faults random mode draws from by default:
+// crashes, pauses, latency and partitions, under which the configuration
+// decides whether safety holds. Clock jumps and client pauses are added with
+// Config.Faults.
+func DefaultRandomFaults() []string {
+	return []string{FaultRestart, FaultPauseNode, FaultLatency, FaultPartition}
+}
+
+// AllFaults returns every fault kind random mode knows.
+func AllFaults() []string {
+	return []string{FaultRestart, FaultPauseNode, FaultLatency, FaultPartition, FaultClockJump, FaultPauseClient}
+}
+
+// DefaultConfig returns the defaults for scenario name, with the settings
+// the scenario is named after: delayed-restart turns on DelayedRestart,
+// fsync-always turns on Persistence; random turns on DelayedRestart and
+// draws from DefaultRandomFaults.
+func DefaultConfig(name string) Config {
+	c := Config{
+		Scenario:    name,
+		Seed:        1,
+		Nodes:       5,
+		TTL:         2 * time.Second,
+		NodeTimeout: 50 * time.Millisecond,
+		Duration:    10 * time.Second,
+		Clients:     4,
+		Resources:   2,
+	}
+	switch name {
+	case "delayed-restart":
+		c.DelayedRestart = true
+	case "fsync-always":
+		c.Persistence = true
+	case "random":
+		// Random mode's default is a configuration that promises safety
+		// under its default faults: crashed nodes restart late (R16.3).
+		c.Faults = DefaultRandomFaults()
+		c.DelayedRestart = true
+	}
+	return c
+}
+
+// Validate reports the first setting that is wrong, saying what is expected.
+func (c Config) Validate() error {
+	_, known := lookup(c.Scenario)
+	switch {
+	case !known && c.Scenario != "random":
+		return fmt.Errorf("checker: unknown scenario %q; want one of %s or random", c.Scenario, strings.Join(ScenarioNames(), ", "))
+	case c.Nodes < 3:
+		return fmt.Errorf("checker: nodes must be at least 3 (a majority must survive one fault), got %d", c.Nodes)
+	case c.Nodes > 15:
+		return fmt.Errorf("checker: nodes must be at most 15 (each is a redis-server process), got %d", c.Nodes)
+	case c.TTL < 200*time.Millisecond:
+		return fmt.Errorf("checker: ttl must be at least 200ms (the faults take tens of milliseconds to inject), got %v", c.TTL)
+	case c.NodeTimeout <= 0 || c.NodeTimeout*4 > c.TTL:
+		return fmt.Errorf("checker: node timeout must be positive and at most a quarter of the ttl %v, got %v", c.TTL, c.NodeTimeout)
+	case c.Duration <= 0:
+		return fmt.Errorf("checker: duration must be positive, got %v", c.Duration)
+	case c.Clients < 2:
+		return fmt.Errorf("checker: clients must be at least 2 (mutual exclusion needs contenders), got %d", c.Clients)
+	case c.Clients > 64:
+		return fmt.Errorf("checker: clients must be at most 64, got %d", c.Clients)
+	case c.Resources < 1:
+		return fmt.Errorf("checker: resources must be at least 1, got %d", c.Resources)
+	case c.RestartDelay < 0:
+		return fmt.Errorf("checker: restart delay must be 0 (ttl + ttl/4) or positive, got %v", c.RestartDelay)
+	case c.DelayedRestart && c.RestartDelay != 0 && c.RestartDelay <= c.TTL:
+		return fmt.Errorf("checker: a delayed restart must wait longer than the ttl %v (R16.3), got %v", c.TTL, c.RestartDelay)
+	case c.LivenessBound < 0:
+		return fmt.Errorf("checker: liveness bound must be 0 (2 x ttl) or positive, got %v", c.LivenessBound)
+	}
+	for _, f := range c.Faults {
+		if !slices.Contains(AllFaults(), f) {
+			return fmt.Errorf("checker: unknown fault %q; want some of %s", f, strings.Join(AllFaults(), ", "))
+		}
+	}
+	if c.Scenario == "random" && len(c.Faults) == 0 {
+		return fmt.Errorf("checker: random mode needs at least one fault kind (%s)", strings.Join(AllFaults(), ", "))
+	}
+	return nil
+}
+
+// restartDelay is how long a crashed node stays down.
+func (c Config) restartDelay() time.Duration {
+	switch {
+	case !c.DelayedRestart:
+		return 0
+	case c.RestartDelay > 0:
+		return c.RestartDelay
+	}
+	return c.TTL + c.TTL/4
+}
+
+func (c Config) livenessBound() time.Duration {
+	if c.LivenessBound > 0 {
+		return c.LivenessBound
+	}
+	return 2 * c.TTL
+}
+
+// Expectation is what a configuration promises under its scenario's faults.
+type Expectation int
+
+// The expectations of a run.
+const (
+	// ExpectSafe: no violation may occur.
+	ExpectSafe Expectation = iota
+	// ExpectViolation: the scenario's faults break safety in this
+	// configuration, and the run must reproduce it.
+	ExpectViolation
+	// ExpectNoPromise: the faults may break safety but a run need not show
+	// it (random mode with faults the configuration does not protect from).
+	ExpectNoPromise
+)
+
+// String describes the expectation.
+func (e Expectation) String() string {
+	switch e {
+	case ExpectSafe:
+		return "no violation"
+	case ExpectViolation:
+		return "violation expected"
+	case ExpectNoPromise:
+		return "no promise"
+	}
+	return fmt.Sprintf("Expectation(%d)", int(e))
+}
+
+// MarshalText encodes the expectation as its description.
+func (e Expectation) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// Expect returns what the configuration promises for its scenario. It is the
+// table of docs/guarantees.md in code: a restart inside the ttl breaks
+// safety unless the node persists with appendfsync always (R16.2) or stays
+// down past the ttl (R16.3); a forward clock jump on a node of the majority
+// breaks it always (R9); a client pause past the validity breaks the
+// protected resource unless it is fenced (R18); partitions, slow nodes,
+// contention and late extensions break nothing.
+func (c Config) Expect() Expectation {
+	restartSafe := c.Persistence || c.DelayedRestart
+	switch c.Scenario {
+	case "restart-without-persistence", "delayed-restart", "fsync-always":
+		if restartSafe {
+			return ExpectSafe
+		}
+		return ExpectViolation
+	case "clock-jump":
+		return ExpectViolation
+	case "client-pause":
+		if c.Fencing {
+			return ExpectSafe
+		}
+		return ExpectViolation
+	case "random":
+		for _, f := range c.Faults {
+			switch {
+			case f == FaultRestart && !restartSafe, f == FaultClockJump, f == FaultPauseClient && !c.Fencing:
+				return ExpectNoPromise
+			}
+		}
+	}
+	return ExpectSafe
+}
+
+// String prints the configuration on one line, flags style.
+func (c Config) String() string {
+	s := fmt.Sprintf("--scenario %s --seed %d --nodes %d --ttl %v --node-timeout %v", c.Scenario, c.Seed, c.Nodes, c.TTL, c.NodeTimeout)
+	if c.Persistence {
+		s += " --persistence"
+	}
+	if c.DelayedRestart {
+		s += " --delayed-restart"
+		if c.RestartDelay > 0 {
+			s += fmt.Sprintf(" --restart-delay %v", c.RestartDelay)
+		}
+	}
+	if c.Fencing {
+		s += " --fencing"
+	}
+	if usesLoop(c.Scenario) {
+		s += fmt.Sprintf(" --duration %v --clients %d", c.Duration, c.Clients)
+	}
+	if c.Scenario == "random" {
+		s += fmt.Sprintf(" --resources %d --faults %s", c.Resources, strings.Join(c.Faults, ","))
+	}
+	return s
+}

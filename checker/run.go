@@ -1,0 +1,184 @@
+package checker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+)
+
+// Report is the outcome of a run: what happened, what the checkers found,
+// and whether that is what the configuration promises.
+type Report struct {
+	// Scenario is the scenario's name.
+	Scenario string `json:"scenario"`
+	// Seed replays the run (--seed).
+	Seed uint64 `json:"seed"`
+	// Config is the whole configuration.
+	Config Config `json:"config"`
+	// Expected is what the configuration promises (Config.Expect).
+	Expected Expectation `json:"expected"`
+	// Acquisitions counts the acquisitions that succeeded.
+	Acquisitions int `json:"acquisitions"`
+	// Attempts counts the acquisitions invoked.
+	Attempts int `json:"attempts"`
+	// Violations counts the safety violations found: overlapping holders,
+	// resurrected locks, stale writes accepted, a register that is not
+	// linearizable.
+	Violations int `json:"violations"`
+	// Counterexample describes the first safety violation, or is nil.
+	Counterexample *string `json:"counterexample"`
+	// StaleWritesAccepted counts the writes the register accepted from an
+	// older grant after a newer grant's write (R18).
+	StaleWritesAccepted int `json:"stale_writes_accepted"`
+	// MaxUnavailableMS is the longest window, faults included, in which a
+	// client wanted a resource and nobody held it, in milliseconds.
+	MaxUnavailableMS float64 `json:"max_unavailable_ms"`
+	// Faults lists the faults injected.
+	Faults []Fault `json:"faults"`
+	// Checks holds each checker's result.
+	Checks []Result `json:"checks"`
+	// Matches is true when the outcome is what the configuration promises:
+	// no violation (and liveness held) where safety is promised, the
+	// violation reproduced where the scenario breaks it.
+	Matches bool `json:"matches"`
+	// Outcome says in words what was found against what was expected.
+	Outcome string `json:"outcome"`
+	// ElapsedMS is the run's wall time in milliseconds.
+	ElapsedMS float64 `json:"elapsed_ms"`
+	// History is the recorded history (written with --history, not in the
+	// JSON summary).
+	History *History `json:"-"`
+}
+
+// Check returns the result of the named check, or a zero Result.
+func (r *Report) Check(name string) Result {
+	for _, c := range r.Checks {
+		if c.Check == name {
+			return c
+		}
+	}
+	return Result{}
+}
+
+// Option adjusts how Run reports its progress.
+type Option func(*runOptions)
+
+type runOptions struct{ log io.Writer }
+
+// WithLog makes Run narrate the run's steps to w. Default: silent.
+func WithLog(w io.Writer) Option { return func(o *runOptions) { o.log = w } }
+
+// Run performs the run cfg describes against real redis-server processes
+// it starts and stops, checks the history and returns the report. An error
+// means the run could not be performed (a bad Config, a missing
+// redis-server or libfaketime: errors.Is(err, ErrEnvironment)); a violation
+// is not an error but a finding in the report.
+func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	var o runOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	sc, _ := lookup(cfg.Scenario)
+	spec := clusterSpec{nodes: cfg.Nodes, groups: sc.groups, persistence: cfg.Persistence}
+	if sc.faketime(cfg) {
+		spec.faketime = make([]bool, cfg.Nodes)
+		for i := range spec.faketime {
+			spec.faketime[i] = true
+		}
+	}
+	began := time.Now()
+	cl, err := startCluster(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.close()
+	e := &env{
+		cfg: cfg,
+		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5deece66d)),
+		cl:  cl,
+		rec: newRecorder(cfg.Nodes, cfg.Fencing),
+		reg: newRegister(cfg.Fencing),
+		log: func(format string, args ...any) {
+			if o.log != nil {
+				fmt.Fprintf(o.log, format+"\n", args...)
+			}
+		},
+	}
+	runErr := sc.run(ctx, e)
+	for _, a := range e.actors {
+		_ = a.client.Close()
+	}
+	if runErr != nil {
+		return nil, runErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rep := Analyze(cfg, e.rec.history())
+	rep.ElapsedMS = float64(time.Since(began)) / float64(time.Millisecond)
+	return rep, nil
+}
+
+// Analyze runs every checker over h and judges the outcome against what cfg
+// promises. It is pure: Run calls it on the history it recorded, and a
+// stored history can be judged again.
+func Analyze(cfg Config, h *History) *Report {
+	rep := &Report{Scenario: cfg.Scenario, Seed: cfg.Seed, Config: cfg, Expected: cfg.Expect(), History: h, Faults: h.Faults}
+	if rep.Faults == nil {
+		rep.Faults = []Fault{}
+	}
+	for _, op := range h.Ops {
+		if op.Kind == Acquire {
+			rep.Attempts++
+			if op.OK {
+				rep.Acquisitions++
+			}
+		}
+	}
+	mutex, fencing, lin := CheckMutex(h), CheckFencing(h), CheckLinearizable(h, 10*time.Second)
+	live := CheckLiveness(h, cfg.livenessBound(), cfg.TTL)
+	rep.Checks = []Result{mutex, fencing, lin, live}
+	rep.StaleWritesAccepted = fencing.Violations
+	for _, r := range []Result{mutex, fencing, lin} {
+		rep.Violations += r.Violations
+		if r.Verdict == Violated && rep.Counterexample == nil {
+			s := r.Check + ": " + r.Counterexample
+			rep.Counterexample = &s
+		}
+	}
+	if u, ok := MaxUnavailable(h); ok {
+		rep.MaxUnavailableMS = float64(u.Duration()) / float64(time.Millisecond)
+	}
+	switch rep.Expected {
+	case ExpectViolation:
+		rep.Matches = rep.Violations > 0
+		if rep.Matches {
+			rep.Outcome = "violation reproduced, as expected"
+		} else {
+			rep.Outcome = "expected a violation, found none"
+		}
+	case ExpectSafe:
+		rep.Matches = rep.Violations == 0 && live.Verdict != Violated
+		switch {
+		case rep.Violations > 0:
+			rep.Outcome = "safety violated where it is promised"
+		case live.Verdict == Violated:
+			rep.Outcome = "safe, but liveness violated where it is promised"
+		default:
+			rep.Outcome = "no violation, as promised"
+		}
+	case ExpectNoPromise:
+		rep.Matches = true
+		if rep.Violations > 0 {
+			rep.Outcome = "violation found (this configuration promises nothing under these faults)"
+		} else {
+			rep.Outcome = "no violation found (this configuration promises nothing under these faults)"
+		}
+	}
+	return rep
+}

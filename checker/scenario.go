@@ -1,0 +1,556 @@
+package checker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+)
+
+// Scenario is a named fault pattern that reproduces one published argument
+// about Redlock. What it promises depends on the configuration
+// (Config.Expect).
+type Scenario struct {
+	// Name is what --scenario takes.
+	Name string
+	// Rule cites the spec rules it exercises.
+	Rule string
+	// Summary says what happens, in one sentence.
+	Summary string
+
+	groups   int               // client groups, each with its own proxies
+	faketime func(Config) bool // nodes run under libfaketime
+	loop     bool              // runs for Config.Duration
+	run      func(context.Context, *env) error
+}
+
+// scenarioList returns the named scenarios in the order they are documented.
+func scenarioList() []Scenario {
+	never := func(Config) bool { return false }
+	return []Scenario{
+		{Name: "restart-without-persistence", Rule: "R16.1", groups: 2, faketime: never, run: runRestart,
+			Summary: "client A locks exactly a majority; one node of it is killed and restarts at once, empty; client B then locks the same resource while A's validity runs"},
+		{Name: "delayed-restart", Rule: "R16.3", groups: 2, faketime: never, run: runRestart,
+			Summary: "as restart-without-persistence, but the crashed node stays down for longer than the ttl before it restarts"},
+		{Name: "fsync-always", Rule: "R16.2", groups: 2, faketime: never, run: runRestart,
+			Summary: "as restart-without-persistence, but the nodes keep an AOF with appendfsync always, so the restarted node remembers A's key"},
+		{Name: "clock-jump", Rule: "R9", groups: 2, faketime: func(Config) bool { return true }, run: runClockJump,
+			Summary: "client A locks exactly a majority; the clock of one node of it (libfaketime) jumps forward past the ttl, so A's key expires there; client B then locks the resource"},
+		{Name: "client-pause", Rule: "R18", groups: 2, faketime: never, run: runClientPause,
+			Summary: "client A acquires and pauses past its validity; B acquires and writes; A wakes up and writes with its old grant"},
+		{Name: "partition-3-2", Rule: "R1.3, R14", groups: 2, faketime: never, loop: true, run: runPartition,
+			Summary: "the clients are split from the nodes 3|2 (a majority side and a minority side) for half the run, then healed, while all of them contend"},
+		{Name: "slow-node", Rule: "R8.2, R15", groups: 1, faketime: never, loop: true, run: runSlowNode,
+			Summary: "one node answers later than the node timeout and one a little late, while the clients contend"},
+		{Name: "split-votes", Rule: "R10", groups: 1, faketime: never, loop: true, run: runSplitVotes,
+			Summary: "twice --clients contenders start at the same instant and keep contending for one resource: random back-off must keep acquisitions succeeding"},
+		{Name: "extend-after-expiry", Rule: "R17", groups: 2, faketime: never, run: runExtendAfterExpiry,
+			Summary: "client A lets its lock expire, then extends it, through the client and through each node's extend script directly: nothing may resurrect it"},
+		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
+			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
+	}
+}
+
+func containsFault(fs []string, f string) bool {
+	for _, x := range fs {
+		if x == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Scenarios returns the named scenarios, random mode last.
+func Scenarios() []Scenario { return scenarioList() }
+
+// ScenarioNames returns the names of the named scenarios (without random).
+func ScenarioNames() []string {
+	var out []string
+	for _, s := range scenarioList() {
+		if s.Name != "random" {
+			out = append(out, s.Name)
+		}
+	}
+	return out
+}
+
+func lookup(name string) (Scenario, bool) {
+	for _, s := range scenarioList() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Scenario{}, false
+}
+
+func usesLoop(name string) bool {
+	s, ok := lookup(name)
+	return ok && s.loop
+}
+
+// env is a run in progress: the cluster, the recorder, the register and the
+// clients.
+type env struct {
+	cfg    Config
+	rng    *rand.Rand
+	cl     *cluster
+	rec    *recorder
+	reg    *register
+	actors []*actor
+	log    func(format string, args ...any)
+}
+
+// newActor dials a client of group g with the run's settings.
+func (e *env) newActor(name string, g int) (*actor, error) {
+	opts := []redlock.Option{
+		redlock.WithTTL(e.cfg.TTL),
+		redlock.WithNodeTimeout(e.cfg.NodeTimeout),
+		redlock.WithRetrySeed(e.rng.Uint64()),
+	}
+	if e.cfg.Fencing {
+		opts = append(opts, redlock.WithFencing())
+	}
+	c, err := goredis.Dial(e.cl.urls(g), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("checker: client %s: %w", name, err)
+	}
+	a := &actor{name: name, client: c, rec: e.rec, reg: e.reg}
+	e.actors = append(e.actors, a)
+	return a, nil
+}
+
+// sleep waits d or until ctx ends: the length of an injected fault or of a
+// client's work, never a wait for a condition.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func names(nodes []int) string {
+	s := make([]string, len(nodes))
+	for i, n := range nodes {
+		s[i] = nodeName(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// split draws the majority M and the rest O from the seed.
+func (e *env) split() (m, o []int) {
+	perm := e.rng.Perm(e.cfg.Nodes)
+	q := e.cfg.Nodes/2 + 1
+	m, o = perm[:q], perm[q:]
+	sort.Ints(m)
+	sort.Ints(o)
+	return m, o
+}
+
+// acquireOn makes A (group 0) acquire resource on exactly the nodes m, by
+// cutting group 0 from the others while it acquires (a frozen node would
+// still apply the SET when it thaws).
+func (e *env) acquireOn(ctx context.Context, a *actor, resource string, m, o []int) (*grant, error) {
+	end := e.rec.fault("partition", a.name+"|"+names(o), "so that "+a.name+" acquires on exactly "+names(m))
+	defer end()
+	for _, i := range o {
+		if err := e.cl.cut(0, i); err != nil {
+			return nil, err
+		}
+	}
+	defer func() {
+		for _, i := range o {
+			e.cl.heal(ctx, 0, i)
+		}
+	}()
+	g, err := a.acquire(ctx, resource, e.cfg.TTL, 3)
+	if err != nil {
+		return nil, fmt.Errorf("checker: %s could not acquire on %s: %w", a.name, names(m), err)
+	}
+	return g, nil
+}
+
+// twoClients dials A in group 0 and B in group 1.
+func (e *env) twoClients() (a, b *actor, err error) {
+	if a, err = e.newActor("A", 0); err != nil {
+		return nil, nil, err
+	}
+	if b, err = e.newActor("B", 1); err != nil {
+		return nil, nil, err
+	}
+	return a, b, nil
+}
+
+// runRestart is restart-without-persistence, delayed-restart and
+// fsync-always (R16): the same fault, three configurations.
+func runRestart(ctx context.Context, e *env) error {
+	a, b, err := e.twoClients()
+	if err != nil {
+		return err
+	}
+	m, o := e.split()
+	g, err := e.acquireOn(ctx, a, "r", m, o)
+	if err != nil {
+		return err
+	}
+	a.write(g)
+	victim := m[e.rng.IntN(len(m))]
+	delay := e.cfg.restartDelay()
+	e.log("A holds the lock on %s; killing %s (restart after %v, persistence %v)", names(m), nodeName(victim), delay, e.cfg.Persistence)
+	end := e.rec.fault("restart", nodeName(victim), fmt.Sprintf("SIGKILL, restart after %v, persistence %v", delay, e.cfg.Persistence))
+	restarted := make(chan error, 1)
+	go func() {
+		err := e.cl.procs[victim].Restart(ctx, delay)
+		end()
+		restarted <- err
+	}()
+	if delay == 0 {
+		if err := <-restarted; err != nil {
+			return fmt.Errorf("checker: restart %s: %w", nodeName(victim), err)
+		}
+	}
+	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL+delay)
+	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	cancel()
+	if err == nil {
+		b.write(gb)
+		b.read("r")
+		_ = b.release(ctx, gb)
+	}
+	if delay > 0 {
+		if err := <-restarted; err != nil {
+			return fmt.Errorf("checker: restart %s: %w", nodeName(victim), err)
+		}
+	}
+	return nil
+}
+
+// runClockJump: a node of A's majority jumps forward past the ttl (R9).
+func runClockJump(ctx context.Context, e *env) error {
+	a, b, err := e.twoClients()
+	if err != nil {
+		return err
+	}
+	m, o := e.split()
+	g, err := e.acquireOn(ctx, a, "r", m, o)
+	if err != nil {
+		return err
+	}
+	a.write(g)
+	victim := m[e.rng.IntN(len(m))]
+	jump := 2 * e.cfg.TTL
+	e.log("A holds the lock on %s; %s's clock jumps forward %v", names(m), nodeName(victim), jump)
+	end := e.rec.fault("clock-jump", nodeName(victim), fmt.Sprintf("libfaketime: clock jumps forward %v (rounded up to whole seconds)", jump))
+	err = e.cl.jump(victim, jump)
+	end()
+	if err != nil {
+		return err
+	}
+	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	cancel()
+	if err == nil {
+		b.write(gb)
+		_ = b.release(ctx, gb)
+	}
+	return nil
+}
+
+// runClientPause: the holder pauses past its validity, then writes (R18).
+func runClientPause(ctx context.Context, e *env) error {
+	a, b, err := e.twoClients()
+	if err != nil {
+		return err
+	}
+	g, err := a.acquire(ctx, "r", e.cfg.TTL, 3)
+	if err != nil {
+		return fmt.Errorf("checker: A could not acquire: %w", err)
+	}
+	end := e.rec.fault("pause-client", "A", "A stops between its acquisition and its write, until B has acquired and written")
+	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	cancel()
+	if err != nil {
+		end()
+		return fmt.Errorf("checker: B could not acquire after A's validity: %w", err)
+	}
+	b.write(gb)
+	end()
+	e.log("A wakes up %v after its validity ended and writes with grant %s (token %d); B holds %s (token %d)",
+		time.Until(g.lock.Until()).Abs().Round(time.Millisecond), g.id, g.token, gb.id, gb.token)
+	a.write(g)
+	b.read("r")
+	_ = b.release(ctx, gb)
+	return nil
+}
+
+// runExtendAfterExpiry: an expired lock is never resurrected (R17).
+func runExtendAfterExpiry(ctx context.Context, e *env) error {
+	a, b, err := e.twoClients()
+	if err != nil {
+		return err
+	}
+	g, err := a.acquire(ctx, "r", e.cfg.TTL, 3)
+	if err != nil {
+		return fmt.Errorf("checker: A could not acquire: %w", err)
+	}
+	end := e.rec.fault("pause-client", "A", "A stops until its keys expired on every node")
+	deadline := time.Now().Add(3 * e.cfg.TTL)
+	for {
+		n := 0
+		for _, p := range e.cl.procs {
+			ks, err := p.Keys(ctx, redlock.DefaultKeyPrefix)
+			if err != nil {
+				end()
+				return err
+			}
+			n += len(ks)
+		}
+		if n == 0 && time.Now().After(g.lock.Until()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			end()
+			return fmt.Errorf("checker: A's keys still on the nodes %v after its ttl", 3*e.cfg.TTL)
+		}
+		sleep(ctx, 10*time.Millisecond) // polling interval, bounded by the deadline
+	}
+	end()
+	_ = a.extend(ctx, g)
+	// The nodes' extend script itself, called directly with A's value: it
+	// must not re-create the key (R17).
+	i := e.rec.invoke(Op{Client: "A(raw)", Resource: "r", Kind: Extend, Lock: g.id})
+	extended := false
+	var errs []error
+	for _, p := range e.cl.procs {
+		n := goredis.NewNode(p.Client(), p.Addr())
+		ok, err := n.Extend(ctx, redlock.DefaultKeyPrefix+"r", g.lock.Value(), e.cfg.TTL)
+		extended = extended || ok
+		errs = append(errs, err)
+	}
+	e.rec.complete(i, func(o *Op) {
+		o.OK = extended
+		if err := errors.Join(errs...); err != nil {
+			o.Err = err.Error()
+		}
+		if extended {
+			o.Until = o.Start + int64(e.cfg.TTL)
+		}
+	})
+	bctx, cancel := context.WithTimeout(ctx, 2*e.cfg.TTL)
+	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	cancel()
+	if err == nil {
+		b.write(gb)
+		_ = b.release(ctx, gb)
+	}
+	return nil
+}
+
+// pauseFlag asks a looping client to pause past its validity while it holds
+// its next lock.
+type pauseFlag struct{ on atomic.Bool }
+
+// contend runs a client's loop until ctx ends: acquire (waiting at most a
+// ttl), write, work a little, write again, release.
+func (e *env) contend(ctx context.Context, a *actor, resources []string, rng *rand.Rand, pause *pauseFlag) {
+	ttl := e.cfg.TTL
+	for ctx.Err() == nil {
+		r := resources[rng.IntN(len(resources))]
+		actx, cancel := context.WithTimeout(ctx, ttl)
+		g, err := a.acquire(actx, r, ttl, 0)
+		cancel()
+		if err != nil {
+			continue
+		}
+		a.write(g)
+		if pause != nil && pause.on.CompareAndSwap(true, false) {
+			end := e.rec.fault("pause-client", a.name, "holder pauses 1.5 x ttl between two writes")
+			sleep(ctx, ttl+ttl/2)
+			end()
+		} else {
+			sleep(ctx, time.Duration(rng.Int64N(int64(ttl/10)+1)))
+		}
+		a.write(g)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+		_ = a.release(rctx, g)
+		cancel()
+	}
+}
+
+// contenders dials n clients, alternating between the groups, and runs
+// their loops until ctx ends, all starting at the same instant.
+func (e *env) contenders(ctx context.Context, n, groups int, resources []string, pauses []*pauseFlag) error {
+	var as []*actor
+	var rngs []*rand.Rand
+	for i := range n {
+		a, err := e.newActor(fmt.Sprintf("c%d", i), i%groups)
+		if err != nil {
+			return err
+		}
+		as = append(as, a)
+		rngs = append(rngs, rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64())))
+	}
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, a := range as {
+		var p *pauseFlag
+		if i < len(pauses) {
+			p = pauses[i]
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			e.contend(ctx, a, resources, rngs[i], p)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return nil
+}
+
+// runPartition: 3|2 partition of the clients from the nodes, then healed.
+func runPartition(ctx context.Context, e *env) error {
+	m, o := e.split()
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
+	defer cancel()
+	go func() {
+		end := e.rec.fault("partition", "group0|"+names(o)+"; group1|"+names(m),
+			"clients of group 0 reach only "+names(m)+" (a majority), clients of group 1 only "+names(o))
+		for _, i := range o {
+			_ = e.cl.cut(0, i)
+		}
+		for _, i := range m {
+			_ = e.cl.cut(1, i)
+		}
+		sleep(rctx, e.cfg.Duration/2)
+		for _, i := range o {
+			e.cl.heal(context.WithoutCancel(ctx), 0, i)
+		}
+		for _, i := range m {
+			e.cl.heal(context.WithoutCancel(ctx), 1, i)
+		}
+		end()
+	}()
+	return e.contenders(rctx, e.cfg.Clients, 2, []string{"r"}, nil)
+}
+
+// runSlowNode: one node slower than the node timeout, one a little slow.
+func runSlowNode(ctx context.Context, e *env) error {
+	perm := e.rng.Perm(e.cfg.Nodes)
+	slow, late := perm[0], perm[1]
+	for _, x := range []struct {
+		i int
+		d time.Duration
+	}{{slow, 4 * e.cfg.NodeTimeout}, {late, e.cfg.NodeTimeout / 2}} {
+		if err := e.cl.slow(x.i, x.d); err != nil {
+			return err
+		}
+		end := e.rec.fault("latency", nodeName(x.i), fmt.Sprintf("replies delayed %v (node timeout %v)", x.d, e.cfg.NodeTimeout))
+		defer end()
+	}
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
+	defer cancel()
+	return e.contenders(rctx, e.cfg.Clients, 1, []string{"r"}, nil)
+}
+
+// runSplitVotes: many contenders at once on one resource (R10).
+func runSplitVotes(ctx context.Context, e *env) error {
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
+	defer cancel()
+	return e.contenders(rctx, 2*e.cfg.Clients, 1, []string{"r"}, nil)
+}
+
+// runRandom: seeded random faults while clients contend.
+func runRandom(ctx context.Context, e *env) error {
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
+	defer cancel()
+	resources := make([]string, e.cfg.Resources)
+	for i := range resources {
+		resources[i] = fmt.Sprintf("r%d", i)
+	}
+	pauses := make([]*pauseFlag, e.cfg.Clients)
+	for i := range pauses {
+		pauses[i] = new(pauseFlag)
+	}
+	frng := rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64()))
+	done := make(chan error, 1)
+	go func() { done <- e.faultSchedule(rctx, frng, pauses) }()
+	err := e.contenders(rctx, e.cfg.Clients, 2, resources, pauses)
+	return errors.Join(err, <-done)
+}
+
+// faultSchedule injects one fault at a time, drawn from the seeded rng,
+// until ctx ends.
+func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pauseFlag) error {
+	ttl := e.cfg.TTL
+	bg := context.WithoutCancel(ctx)
+	for {
+		sleep(ctx, ttl/2+time.Duration(rng.Int64N(int64(ttl))))
+		if ctx.Err() != nil {
+			return nil
+		}
+		kind := e.cfg.Faults[rng.IntN(len(e.cfg.Faults))]
+		node := rng.IntN(e.cfg.Nodes)
+		dur := ttl/4 + time.Duration(rng.Int64N(int64(ttl*3/4)))
+		switch kind {
+		case FaultRestart:
+			delay := e.cfg.restartDelay()
+			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("SIGKILL, restart after %v, persistence %v", delay, e.cfg.Persistence))
+			err := e.cl.procs[node].Restart(bg, delay)
+			end()
+			if err != nil {
+				return fmt.Errorf("checker: restart %s: %w", nodeName(node), err)
+			}
+		case FaultPauseNode:
+			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("SIGSTOP for %v", dur.Round(time.Millisecond)))
+			e.cl.procs[node].Freeze()
+			sleep(ctx, dur)
+			e.cl.procs[node].Thaw()
+			end()
+		case FaultLatency:
+			d := 4 * e.cfg.NodeTimeout
+			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("replies delayed %v for %v", d, dur.Round(time.Millisecond)))
+			if err := e.cl.slow(node, d); err != nil {
+				return err
+			}
+			sleep(ctx, dur)
+			e.cl.unslow(bg, node)
+			end()
+		case FaultPartition:
+			g := rng.IntN(2)
+			cutNodes := rng.Perm(e.cfg.Nodes)[:(e.cfg.Nodes-1)/2]
+			sort.Ints(cutNodes)
+			end := e.rec.fault(kind, fmt.Sprintf("group%d|%s", g, names(cutNodes)), fmt.Sprintf("for %v", dur.Round(time.Millisecond)))
+			for _, i := range cutNodes {
+				if err := e.cl.cut(g, i); err != nil {
+					return err
+				}
+			}
+			sleep(ctx, dur)
+			for _, i := range cutNodes {
+				e.cl.heal(bg, g, i)
+			}
+			end()
+		case FaultClockJump:
+			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("clock jumps forward %v", 2*ttl))
+			err := e.cl.jump(node, 2*ttl)
+			end()
+			if err != nil {
+				return err
+			}
+		case FaultPauseClient:
+			pauses[rng.IntN(len(pauses))].on.Store(true)
+		}
+	}
+}

@@ -1,0 +1,98 @@
+package checker
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain checks for leaked goroutines. toxiproxy v2.5.0 can leave a link
+// goroutine blocked sending into a stage that a stopped proxy no longer
+// reads; that one is ignored.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/Shopify/toxiproxy/v2/toxics.(*ToxicStub).Run"))
+}
+
+// short returns the short form of a scenario's configuration for the test
+// suite: a 1s ttl and 3s loops.
+func short(name string) Config {
+	c := DefaultConfig(name)
+	c.Seed = 7
+	c.TTL = time.Second
+	c.Duration = 3 * time.Second
+	c.Clients = 3
+	return c
+}
+
+// requireEnv skips a test the machine cannot run, loudly, unless CI or
+// DLM_REQUIRE_REDIS asks for every test to run.
+func requireEnv(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, ErrEnvironment) && os.Getenv("CI") == "" && os.Getenv("DLM_REQUIRE_REDIS") == "" {
+		t.Skipf("SKIPPED, cannot run here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScenarios runs every named scenario in its short form against real
+// redis-server processes and checks it reaches its expected verdict.
+func TestScenarios(t *testing.T) {
+	tests := []struct {
+		name   string
+		mod    func(*Config)
+		expect Expectation
+	}{
+		{"restart-without-persistence", nil, ExpectViolation},              // R16.1
+		{"delayed-restart", nil, ExpectSafe},                               // R16.3
+		{"fsync-always", nil, ExpectSafe},                                  // R16.2
+		{"clock-jump", nil, ExpectViolation},                               // R9
+		{"client-pause", nil, ExpectViolation},                             // R18
+		{"client-pause", func(c *Config) { c.Fencing = true }, ExpectSafe}, // R18
+		{"partition-3-2", nil, ExpectSafe},
+		{"slow-node", nil, ExpectSafe},
+		{"split-votes", nil, ExpectSafe},
+		{"extend-after-expiry", nil, ExpectSafe}, // R17
+		{"random", nil, ExpectSafe},
+	}
+	for _, tt := range tests {
+		name := tt.name
+		if tt.mod != nil {
+			name += "/fencing"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			cfg := short(tt.name)
+			if tt.mod != nil {
+				tt.mod(&cfg)
+			}
+			if got := cfg.Expect(); got != tt.expect {
+				t.Fatalf("Expect() = %v, want %v", got, tt.expect)
+			}
+			rep, err := Run(t.Context(), cfg)
+			requireEnv(t, err)
+			if !rep.Matches {
+				t.Fatalf("%s: %s; checks %v; faults %+v", cfg, rep.Outcome, rep.Checks, rep.Faults)
+			}
+			if rep.Expected == ExpectViolation && rep.Counterexample == nil {
+				t.Errorf("violation without a counterexample")
+			}
+			if cfg.Fencing {
+				for _, op := range rep.History.Ops {
+					if op.Kind == Acquire && op.OK && op.Token == 0 {
+						t.Errorf("fencing on, but grant %s carries no token", op.Lock)
+					}
+				}
+			}
+			ce := "none"
+			if rep.Counterexample != nil {
+				ce = *rep.Counterexample
+			}
+			t.Logf("%s: %s; %d acquisitions, max unavailable %.0fms; counterexample: %s", name, rep.Outcome, rep.Acquisitions, rep.MaxUnavailableMS, ce)
+		})
+	}
+}
