@@ -19,6 +19,7 @@ type Client struct {
 	opts   clientOptions
 	quorum int
 	values *valueSource
+	hand   *handoff // nil without hand-off (handoff.go)
 
 	rmu sync.Mutex
 	rng *mrand.Rand
@@ -69,14 +70,16 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		}
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
-	return &Client{
+	c := &Client{
 		nodes:  append([]Node(nil), nodes...),
 		names:  names,
 		opts:   o,
 		quorum: majority(len(nodes)),
 		values: newValueSource(),
 		rng:    mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-	}, nil
+	}
+	c.hand = newHandoff(c)
+	return c, nil
 }
 
 // sameNode reports whether a and b are the same comparable node value.
@@ -103,6 +106,7 @@ func (c *Client) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	c.bg.Wait()
+	c.hand.close()
 	var errs []error
 	for _, n := range c.nodes {
 		if cl, ok := n.(io.Closer); ok {
@@ -165,6 +169,8 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 	}
 	key := c.opts.prefix + resource
 	var last *AcquireError
+	var w *waiter // hand-off queue place, after the first failure
+	defer func() { c.leaveHandoff(key, w) }()
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, c.stopped(resource, try-1, last, err)
@@ -173,6 +179,7 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 		if err != nil {
 			return nil, err
 		}
+		start := time.Now()
 		l, aerr := c.attempt(ctx, resource, key, value, o)
 		if aerr == nil {
 			return l, nil
@@ -185,12 +192,8 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 			}
 			return nil, aerr
 		}
-		t := time.NewTimer(c.retryDelay(o))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, c.stopped(resource, try, last, ctx.Err())
-		case <-t.C:
+		if err := c.waitRetry(ctx, key, o, time.Since(start), &w); err != nil {
+			return nil, c.stopped(resource, try, last, err)
 		}
 	}
 }

@@ -92,8 +92,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// key: wait for those requests (bounded by the node timeout) first.
 	l.inflight.Wait()
 	replies := l.client.fanout(ctx, func(ctx context.Context, n Node) (bool, error) {
-		return n.Release(ctx, l.key, l.value)
+		return l.client.releaseNode(ctx, n, l.key, l.value)
 	})
+	l.client.released(l.key) // hand-off to this client's waiters
 	released := 0
 	var errs []error
 	for _, r := range replies {

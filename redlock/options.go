@@ -45,6 +45,7 @@ type clientOptions struct {
 	prefix      string
 	seed        uint64
 	seeded      bool
+	noHandoff   bool // WithHandoff(false), handoff.go
 }
 
 func defaultClientOptions() clientOptions {

@@ -1,0 +1,319 @@
+package rueidis
+
+import (
+	"context"
+	"crypto/sha1"
+	"crypto/tls"
+	_ "embed"
+	"encoding/hex"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"dlm/redlock"
+)
+
+var (
+	//go:embed release.lua
+	releaseLua string
+	//go:embed extend.lua
+	extendLua string
+	//go:embed release_publish.lua
+	releasePublishLua string
+)
+
+// ChannelPrefix starts the name of every release channel: the releases of
+// lock key k are announced on ChannelPrefix+k (hand-off, R14).
+const ChannelPrefix = "dlm:released:"
+
+// script is one embedded Lua script and its SHA1, computed once: calls run
+// EVALSHA and fall back to EVAL only when the node answers NOSCRIPT.
+type script struct {
+	src, sha string
+}
+
+func newScript(src string) script {
+	sum := sha1.Sum([]byte(src))
+	return script{src: src, sha: hex.EncodeToString(sum[:])}
+}
+
+// Node is a redlock.Node over one rueidis client, which must talk to one
+// independent master (R2). rueidis pipelines the commands of concurrent
+// callers to a node into shared writes on a few connections (R15), which is
+// what makes this adapter fast under concurrency. Node also implements
+// redlock.HandoffNode. It is safe for concurrent use.
+type Node struct {
+	client  rueidis.Client
+	name    string
+	owned   bool
+	release script
+	extend  script
+	publish script
+}
+
+var (
+	_ redlock.Node        = (*Node)(nil)
+	_ redlock.HandoffNode = (*Node)(nil)
+)
+
+// NewNode wraps client, named name in errors and reports (its address, say).
+// The client should disable rueidis's retries (DisableRetry) so that a
+// command whose reply was lost is not sent twice; NewClient does. Close does
+// not close a client passed here: its owner does.
+func NewNode(client rueidis.Client, name string) *Node {
+	return &Node{
+		client:  client,
+		name:    name,
+		release: newScript(releaseLua),
+		extend:  newScript(extendLua),
+		publish: newScript(releasePublishLua),
+	}
+}
+
+// String returns the node's name.
+func (n *Node) String() string { return n.name }
+
+// Client returns the underlying rueidis client.
+func (n *Node) Client() rueidis.Client { return n.client }
+
+// Acquire runs SET key value NX PX ttl (R3).
+func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	c := n.client
+	err := c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()).Error()
+	switch {
+	case err == nil:
+		return true, nil
+	case rueidis.IsRedisNil(err):
+		return false, nil
+	}
+	return false, err
+}
+
+// Release deletes key if it holds value (R5).
+func (n *Node) Release(ctx context.Context, key, value string) (bool, error) {
+	return n.eval(ctx, n.release, key, value, "")
+}
+
+// Extend resets key's expiry to ttl if it holds value (R17).
+func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.eval(ctx, n.extend, key, value, strconv.FormatInt(ttl.Milliseconds(), 10))
+}
+
+// ReleaseAnnounce deletes key if it holds value (R5) and then publishes key
+// on ChannelPrefix+key, in one script.
+func (n *Node) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
+	return n.eval(ctx, n.publish, key, value, ChannelPrefix+key)
+}
+
+// eval runs s with one key and one or two arguments by EVALSHA, and by EVAL
+// when the node does not have the script (NOSCRIPT: a restart, SCRIPT
+// FLUSH). It reports whether the script returned 1.
+func (n *Node) eval(ctx context.Context, s script, key, arg1, arg2 string) (bool, error) {
+	c := n.client
+	var r rueidis.RedisResult
+	if arg2 == "" {
+		r = c.Do(ctx, c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(key).Arg(arg1).Build())
+	} else {
+		r = c.Do(ctx, c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(key).Arg(arg1, arg2).Build())
+	}
+	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
+		if arg2 == "" {
+			r = c.Do(ctx, c.B().Eval().Script(s.src).Numkeys(1).Key(key).Arg(arg1).Build())
+		} else {
+			r = c.Do(ctx, c.B().Eval().Script(s.src).Numkeys(1).Key(key).Arg(arg1, arg2).Build())
+		}
+	}
+	v, err := r.AsInt64()
+	return v == 1 && err == nil, err
+}
+
+// Close closes the client if this node created it (Dial); a client given to
+// NewNode is left to its owner.
+func (n *Node) Close() error {
+	if n.owned {
+		n.client.Close()
+	}
+	return nil
+}
+
+// WatchReleases opens the node's release subscription for one redlock
+// client (redlock.HandoffNode): a dedicated connection, opened on the first
+// Watch, on which every watched key is one SUBSCRIBE to its channel.
+func (n *Node) WatchReleases(notify func(key string)) (redlock.ReleaseWatch, error) {
+	return &watch{node: n, notify: notify, keys: map[string]struct{}{}}, nil
+}
+
+// watch is one node's multiplexed release subscription.
+type watch struct {
+	node   *Node
+	notify func(key string)
+
+	mu     sync.Mutex
+	closed bool
+	dc     rueidis.DedicatedClient
+	cancel func()
+	lost   <-chan error // closed when the connection's hooks stop
+	keys   map[string]struct{}
+}
+
+// conn returns the subscription connection, (re)opening it and
+// re-subscribing the watched keys when it was lost; called with w.mu held.
+func (w *watch) conn(ctx context.Context) (rueidis.DedicatedClient, error) {
+	if w.closed {
+		return nil, redlock.ErrClosed
+	}
+	if w.dc != nil {
+		select {
+		case <-w.lost:
+			w.cancel()
+			w.dc = nil
+		default:
+			return w.dc, nil
+		}
+	}
+	dc, cancel := w.node.client.Dedicate()
+	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(m rueidis.PubSubMessage) {
+		w.notify(m.Message)
+	}})
+	if len(w.keys) > 0 {
+		chans := make([]string, 0, len(w.keys))
+		for k := range w.keys {
+			chans = append(chans, ChannelPrefix+k)
+		}
+		if err := dc.Do(ctx, dc.B().Subscribe().Channel(chans...).Build()).Error(); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	w.dc, w.cancel, w.lost = dc, cancel, lost
+	return dc, nil
+}
+
+// Watch subscribes to the releases of key.
+func (w *watch) Watch(ctx context.Context, key string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	dc, err := w.conn(ctx)
+	if err != nil {
+		return err
+	}
+	w.keys[key] = struct{}{}
+	return dc.Do(ctx, dc.B().Subscribe().Channel(ChannelPrefix+key).Build()).Error()
+}
+
+// Unwatch unsubscribes from the releases of key.
+func (w *watch) Unwatch(ctx context.Context, key string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.keys, key)
+	if w.dc == nil || w.closed {
+		return nil
+	}
+	return w.dc.Do(ctx, w.dc.B().Unsubscribe().Channel(ChannelPrefix+key).Build()).Error()
+}
+
+// Close ends the subscription and gives its connection back.
+func (w *watch) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	if w.dc != nil {
+		w.dc.SetPubSubHooks(rueidis.PubSubHooks{})
+		w.cancel()
+		w.dc = nil
+	}
+	return nil
+}
+
+// Option tunes the rueidis client that NewClient and Dial build.
+type Option func(*rueidis.ClientOption)
+
+// WithPipelineMultiplex sets how many connections (2^n) each node's
+// commands are pipelined over. Default 0: rueidis's choice for GOMAXPROCS.
+func WithPipelineMultiplex(n int) Option {
+	return func(o *rueidis.ClientOption) { o.PipelineMultiplex = n }
+}
+
+// WithMaxFlushDelay lets each connection wait up to d to gather more
+// commands into one write (a throughput/latency trade). Default 0: write at
+// once.
+func WithMaxFlushDelay(d time.Duration) Option {
+	return func(o *rueidis.ClientOption) { o.MaxFlushDelay = d }
+}
+
+// NewClient returns a rueidis client for one parsed node URL, configured for
+// Redlock: auto-pipelining (R15), no client-side cache, no command retries,
+// context deadlines honoured.
+func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
+	o := rueidis.ClientOption{
+		InitAddress:       []string{u.Addr},
+		Username:          u.Username,
+		Password:          u.Password,
+		SelectDB:          u.DB,
+		DisableCache:      true,
+		DisableRetry:      true,
+		ForceSingleClient: true,
+		Dialer:            net.Dialer{Timeout: time.Second, KeepAlive: time.Minute},
+		ConnWriteTimeout:  10 * time.Second,
+	}
+	if u.TLS {
+		o.TLSConfig = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}
+	}
+	if u.Network == "unix" {
+		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+			return d.DialContext(ctx, "unix", addr)
+		}
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return rueidis.NewClient(o)
+}
+
+// Dial returns a redlock client over one independent master per URL (see
+// redlock.ParseNodeURL for the forms), each node a pipelining rueidis client
+// (NewClient). It validates the URLs but does not need the nodes up: a node
+// that cannot be reached now is dialled again on use, and the client works
+// as long as a quorum answers (R1.3). Close closes the connections.
+func Dial(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
+	return DialTuned(urls, nil, opts...)
+}
+
+// DialTuned is Dial with options for the rueidis clients of the nodes
+// (WithPipelineMultiplex, WithMaxFlushDelay).
+func DialTuned(urls []string, nodeOpts []Option, opts ...redlock.Option) (*redlock.Client, error) {
+	parsed, err := redlock.ParseNodeURLs(urls)
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]redlock.Node, 0, len(parsed))
+	closeAll := func() {
+		for _, n := range nodes {
+			_ = n.(*Node).Close()
+		}
+	}
+	for _, u := range parsed {
+		c, err := NewClient(u, nodeOpts...)
+		if c == nil {
+			closeAll()
+			return nil, err
+		}
+		// With ForceSingleClient a client comes back even when the node is
+		// down now; it connects on use.
+		n := NewNode(c, u.String())
+		n.owned = true
+		nodes = append(nodes, n)
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,187 @@
+package rueidis_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
+)
+
+func TestConformance(t *testing.T) {
+	redlocktest.RunNodeConformance(t, func(t testing.TB, s *redlocktest.Server) redlock.Node {
+		u, err := redlock.ParseNodeURL(s.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := rueidis.NewClient(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return rueidis.NewNode(c, s.Addr())
+	})
+}
+
+// dial returns a client over urls with a node timeout generous enough for a
+// loaded machine under -race (the tests check behaviour, not speed).
+func dial(t *testing.T, urls []string, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := rueidis.Dial(urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func TestDialRefusesBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		urls []string
+		opts []redlock.Option
+	}{
+		{"no urls", nil, nil},
+		{"bad scheme", []string{"http://127.0.0.1:1"}, nil},
+		{"duplicate", []string{"redis://127.0.0.1:7000", "redis://127.0.0.1:7000"}, nil},
+		{"bad option", []string{"redis://127.0.0.1:7000"}, []redlock.Option{redlock.WithNodeTimeout(-1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := rueidis.Dial(tt.urls, tt.opts...)
+			if !errors.Is(err, redlock.ErrInvalid) {
+				if c != nil {
+					_ = c.Close()
+				}
+				t.Fatalf("Dial error = %v, want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestDialWithANodeDown(t *testing.T) { // R1.3: a quorum is enough
+	cl := redlocktest.Start(t, 5)
+	cl.Servers[4].Kill()
+	c := dial(t, cl.URLs(), redlock.WithTTL(10*time.Second))
+	for i := range 3 {
+		l, err := c.TryLock(t.Context(), "down")
+		if err != nil {
+			t.Fatalf("TryLock %d with 4 of 5 nodes up: %v", i, err)
+		}
+		if err := l.Unlock(t.Context()); err != nil {
+			t.Fatalf("Unlock %d: %v", i, err)
+		}
+	}
+	cl.Servers[4].Restart(0)
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		l, err := c.TryLock(t.Context(), "back")
+		if err != nil {
+			return false
+		}
+		defer l.Unlock(t.Context())
+		return len(cl.Servers[4].MustKeys("dlm:lock:back")) == 1
+	}, "the restarted node never took part again")
+}
+
+// subscribers counts the subscribers of key's release channel on every node.
+func subscribers(t *testing.T, cl *redlocktest.Cluster, key string) int {
+	t.Helper()
+	n := 0
+	for _, s := range cl.Servers {
+		m, err := s.Client().PubSubNumSub(t.Context(), rueidis.ChannelPrefix+key).Result()
+		if err != nil {
+			t.Fatalf("PUBSUB NUMSUB: %v", err)
+		}
+		n += int(m[rueidis.ChannelPrefix+key])
+	}
+	return n
+}
+
+// A waiter in another client retries on the release announcement, not after
+// its (here very long) random delay (R10, R14).
+func TestHandoffAcrossClients(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	slow := redlock.WithRetryDelay(time.Minute, time.Minute)
+	holder := dial(t, cl.URLs(), redlock.WithTTL(time.Minute))
+	waiter := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), slow)
+
+	l, err := holder.TryLock(t.Context(), "job")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	got := make(chan error, 1)
+	go func() {
+		l2, err := waiter.Lock(ctx, "job")
+		if err == nil {
+			err = l2.Unlock(context.Background())
+		}
+		got <- err
+	}()
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		return subscribers(t, cl, "dlm:lock:job") == 5
+	}, "the waiter never subscribed to the release channel on every node")
+	if err := l.Unlock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("waiter: %v (the retry delay was a minute: the announcement did not wake it)", err)
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		return subscribers(t, cl, "dlm:lock:job") == 0
+	}, "the waiter did not unsubscribe after it got the lock")
+}
+
+// Waiters in the same client are woken by Unlock directly, oldest first, and
+// with hand-off turned off they fall back to the timed retry.
+func TestHandoffWithinClient(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	tests := []struct {
+		name    string
+		handoff bool
+	}{
+		{"on", true},
+		{"off", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			delay := redlock.WithRetryDelay(time.Minute, time.Minute)
+			if !tt.handoff {
+				delay = redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond)
+			}
+			c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), delay, redlock.WithHandoff(tt.handoff))
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			const workers, each = 8, 10
+			var wg sync.WaitGroup
+			errs := make(chan error, workers)
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range each {
+						l, err := c.Lock(ctx, "shared-"+tt.name)
+						if err != nil {
+							errs <- err
+							return
+						}
+						if err := l.Unlock(ctx); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatalf("worker: %v", err)
+			}
+		})
+	}
+}
