@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -243,7 +244,10 @@ func (c Config) Validate() error {
 		return bad("max traitors %d is negative", m)
 	}
 	if m > n-2 {
-		return bad("max traitors %d with %d generals: m must be at most n-2", m, n)
+		// Not even AllowUnsafe runs this: there are not enough lieutenants
+		// to relay through m levels.
+		return fmt.Errorf("%w: %w: %s(%d) needs n >= m+2 = %d generals, got n = %d (B9: with fewer the problem is vacuous; m must be at most n-2)",
+			ErrInvalidConfig, ErrUnsafe, strings.ToUpper(string(c.Algorithm)), m, m+2, n)
 	}
 	if !c.AllowUnsafe {
 		switch {

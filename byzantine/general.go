@@ -71,6 +71,10 @@ type General struct {
 
 	om omState
 	sm smState
+	// memo, shared by the generals of one in-memory run, remembers the
+	// results of ed25519.Verify, a pure function, to save CPU. Each general
+	// still checks (and counts) every distinct link itself.
+	memo map[string]bool
 }
 
 type omState struct {

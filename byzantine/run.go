@@ -2,6 +2,7 @@ package byzantine
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"math/rand/v2"
 )
@@ -62,18 +63,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 // from the seed.
 func newGenerals(cfg Config) ([]*General, error) {
 	n := cfg.Generals
-	var priv, pub = DeriveKeys(cfg.Seed, n)
+	var priv []ed25519.PrivateKey
+	var pub []ed25519.PublicKey
 	var history []Message
 	if cfg.Algorithm == SM {
-		history = previousRun(cfg, priv[0])
+		priv, pub = DeriveKeys(cfg.Seed, n)
+		for _, t := range cfg.Faulty {
+			if t.Strategy == Replay && t.ID != 0 {
+				history = previousRun(cfg, priv[0], pub)
+				break
+			}
+		}
 	}
 	gens := make([]*General, n)
+	memo := make(map[string]bool)
 	for i := range n {
-		keys := Keyring{Private: priv[i], Public: pub}
+		var keys Keyring
+		if priv != nil {
+			keys = Keyring{Private: priv[i], Public: pub}
+		}
 		g, err := NewGeneral(cfg, ID(i), keys, WithHistory(history))
 		if err != nil {
 			return nil, err
 		}
+		g.memo = memo
 		gens[i] = g
 	}
 	return gens, nil
@@ -81,12 +94,11 @@ func newGenerals(cfg Config) ([]*General, error) {
 
 // previousRun is what a Replay traitor recorded of the run before this
 // one: the commander's signed inverse order with sequence number Seq-1.
-func previousRun(cfg Config, commander []byte) []Message {
+func previousRun(cfg Config, commander ed25519.PrivateKey, pub []ed25519.PublicKey) []Message {
 	old := cfg
 	old.Seq = cfg.Seq - 1
 	old.Order = Flip(cfg.Order)
 	old.Faulty = nil
-	_, pub := DeriveKeys(cfg.Seed, cfg.Generals)
 	g, err := NewGeneral(old, 0, Keyring{Private: commander, Public: pub})
 	if err != nil {
 		return nil

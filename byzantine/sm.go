@@ -146,9 +146,6 @@ func (g *General) replayOld(buf []Message) []Message {
 }
 
 func (g *General) smReceive(m Message) RejectReason {
-	if m.To == g.id && g.strategy == Replay {
-		g.sm.received = append(g.sm.received, m)
-	}
 	if m.Seq != g.cfg.Seq && m.To == g.id {
 		return RejectStale // B9: an order of another run
 	}
@@ -170,6 +167,9 @@ func (g *General) smReceive(m Message) RejectReason {
 		return RejectForged // A4: forged or altered, never believed
 	}
 	g.sm.seen[key] = struct{}{}
+	if g.strategy == Replay {
+		g.sm.received = append(g.sm.received, m) // re-sent verbatim next round
+	}
 	if slices.Contains(g.sm.v, m.Order) {
 		return ""
 	}
@@ -218,7 +218,16 @@ func (g *General) verifyChain(m Message) bool {
 			continue
 		}
 		msg := g.sm.buf[:len(g.sm.buf)-len(sig)]
-		ok := ed25519.Verify(g.keys.Public[m.Path[t]], msg, sig)
+		ok, memo := false, false
+		if g.memo != nil {
+			ok, memo = g.memo[string(g.sm.buf)]
+		}
+		if !memo {
+			ok = ed25519.Verify(g.keys.Public[m.Path[t]], msg, sig)
+			if g.memo != nil {
+				g.memo[string(g.sm.buf)] = ok
+			}
+		}
 		g.stats.SignaturesVerified++
 		g.sm.verified[string(g.sm.buf)] = ok
 		if !ok {
