@@ -91,7 +91,9 @@ func searchViolation(t *testing.T, alg byzantine.Algorithm, n, m, k int, strateg
 					return
 				}
 			}
-			if !slices.ContainsFunc(faulty, func(tr byzantine.Traitor) bool { return tr.Strategy == byzantine.RandomOrders || tr.Strategy == byzantine.Colluding }) {
+			if !slices.ContainsFunc(faulty, func(tr byzantine.Traitor) bool {
+				return tr.Strategy == byzantine.RandomOrders || tr.Strategy == byzantine.Colluding
+			}) {
 				break // the seed changes nothing else
 			}
 		}
