@@ -1,18 +1,248 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"dlm/redlock"
 )
 
-// newDoctorCmd builds "dlm doctor". (Placeholder until its issue lands.)
+// severity grades a doctor finding.
+type severity int
+
+const (
+	sevOK   severity = iota // the check passed
+	sevWarn                 // safe only under a condition doctor cannot see, or costs availability
+	sevFail                 // breaks Redlock's safety
+)
+
+func (s severity) String() string {
+	return [...]string{"ok", "WARN", "FAIL"}[s]
+}
+
+// finding is one result of a doctor check.
+type finding struct {
+	Sev  severity
+	Node string // "" for the whole deployment
+	Rule string // spec rule, such as "R2"
+	What string
+	Fix  string
+}
+
+// newDoctorCmd builds "dlm doctor".
 func newDoctorCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "doctor",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return withCode(exitUsage, errors.New("dlm doctor is not built yet"))
+	var (
+		nodes   []string
+		timeout time.Duration
+		maxSkew time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "doctor [flags]",
+		Short: "Check every node against what Redlock needs, with fixes",
+		Long: `Check the nodes against what Redlock's safety rests on and print each
+finding with its fix:
+
+  R2   every node an independent master: no replicas, not a replica, and no
+       two URLs naming the same server
+  R13  an eviction policy that never evicts lock keys (noeviction)
+  R16  persistence versus the delayed-restart rule: AOF with appendfsync
+       always, or restarts delayed by more than the max ttl (dlm node)
+  R9   node clocks that agree (TIME compared across nodes, corrected for the
+       round trip); a clock that jumps breaks the validity guarantee (R18)
+  R7   at least 3 nodes, an odd number
+
+Exits 1 when a finding breaks safety (FAIL), 69 when fewer nodes answer than
+a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if timeout <= 0 {
+				return usageErrorf("--timeout must be positive, got %v", timeout)
+			}
+			if maxSkew <= 0 {
+				return usageErrorf("--max-skew must be positive, got %v", maxSkew)
+			}
+			urls, err := resolveNodes(nodes)
+			if err != nil {
+				return err
+			}
+			parsed, err := redlock.ParseNodeURLs(urls)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			quietRedisLog()
+			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout)
+			fs := diagnose(ps, maxSkew)
+			fails := printFindings(cmd.OutOrStdout(), fs)
+			switch up, q := reachable(ps), quorumOf(len(ps)); {
+			case fails > 0:
+				return withCode(exitFailure, fmt.Errorf("%d finding(s) break Redlock's safety (FAIL above)", fails))
+			case up < q:
+				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d", up, len(ps), q))
+			}
+			return nil
 		},
 	}
+	addNodesFlag(cmd, &nodes)
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
+	cmd.Flags().DurationVar(&maxSkew, "max-skew", 250*time.Millisecond, "largest disagreement between node clocks before it is reported")
+	return cmd
+}
+
+// printFindings writes the findings, worst first, and returns the number
+// of failures.
+func printFindings(w io.Writer, fs []finding) int {
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].Sev > fs[j].Sev })
+	fails := 0
+	for _, f := range fs {
+		where := f.Node
+		if where == "" {
+			where = "all nodes"
+		}
+		fmt.Fprintf(w, "%-4s  %s  [%s] %s\n", f.Sev, where, f.Rule, f.What)
+		if f.Fix != "" {
+			fmt.Fprintf(w, "      fix: %s\n", f.Fix)
+		}
+		if f.Sev == sevFail {
+			fails++
+		}
+	}
+	return fails
+}
+
+// diagnose checks the probes against Redlock's requirements. It is a pure
+// function of what the nodes answered.
+func diagnose(ps []probe, maxSkew time.Duration) []finding {
+	var fs []finding
+	add := func(sev severity, node, rule, what, fix string) {
+		fs = append(fs, finding{Sev: sev, Node: node, Rule: rule, What: what, Fix: fix})
+	}
+	n := len(ps)
+	switch {
+	case n < 3:
+		add(sevWarn, "", "R7", fmt.Sprintf("%d node(s): the deployment tolerates no node failure (a quorum of %d is every node)", n, quorumOf(n)),
+			"run at least 3 independent masters (5 recommended), on machines that fail independently")
+	case n%2 == 0:
+		add(sevWarn, "", "R7", fmt.Sprintf("%d nodes, an even count: tolerates %d failures, no more than %d nodes would", n, n-quorumOf(n), n-1),
+			fmt.Sprintf("use an odd number of nodes (%d or %d)", n-1, n+1))
+	default:
+		add(sevOK, "", "R7", fmt.Sprintf("%d nodes: a quorum is %d, %d may fail", n, quorumOf(n), n-quorumOf(n)), "")
+	}
+	runIDs := map[string]string{}
+	for _, p := range ps {
+		if p.Err != nil {
+			add(sevWarn, p.Node, "R1.3", fmt.Sprintf("unreachable (%v): not checked, and it cannot take part in locks", p.Err),
+				"start the node or fix the address; locks work while a quorum answers")
+			continue
+		}
+		if prev, dup := runIDs[p.RunID]; dup && p.RunID != "" {
+			add(sevFail, p.Node, "R2", "is the same server as "+prev+" (same run_id): the nodes are not independent",
+				"give each URL its own redis-server")
+		}
+		runIDs[p.RunID] = p.Node
+		fs = append(fs, checkNode(p)...)
+	}
+	fs = append(fs, checkClocks(ps, maxSkew)...)
+	return fs
+}
+
+// checkNode runs the per-node checks: role (R2), eviction (R13),
+// persistence (R16).
+func checkNode(p probe) []finding {
+	var fs []finding
+	add := func(sev severity, rule, what, fix string) {
+		fs = append(fs, finding{Sev: sev, Node: p.Node, Rule: rule, What: what, Fix: fix})
+	}
+	switch {
+	case p.Role == "slave" || p.Master != "":
+		add(sevFail, "R2", "is a replica of "+orDash(p.Master)+": it is not an independent master, and a failover to it can lose lock keys (replication is asynchronous)",
+			"make it an independent master (REPLICAOF NO ONE) with its own URL, and stop using failover for lock nodes")
+	case p.Replicas > 0:
+		add(sevFail, "R2", fmt.Sprintf("has %d replica(s): replication is asynchronous, so a failover to a replica can lose lock keys and let two clients hold a lock", p.Replicas),
+			"remove the replicas (REPLICAOF NO ONE on each) and do not fail over lock nodes; Redlock's redundancy is the other masters")
+	case p.Role == "master":
+		add(sevOK, "R2", "independent master (no replicas)", "")
+	}
+	if p.ConfigErr != nil {
+		add(sevWarn, "R13", fmt.Sprintf("CONFIG GET refused (%v): eviction and persistence not checked", p.ConfigErr),
+			"allow CONFIG GET for the checking user, or check maxmemory-policy and appendonly by hand")
+		return fs
+	}
+	policy, maxmem := p.Config["maxmemory-policy"], p.Config["maxmemory"]
+	limit := "no maxmemory set now, but eviction starts as soon as one is"
+	if maxmem != "" && maxmem != "0" {
+		limit = "maxmemory " + maxmem + " bytes"
+	}
+	switch {
+	case policy == "noeviction":
+		add(sevOK, "R13", "maxmemory-policy noeviction: lock keys are never evicted", "")
+	case strings.HasPrefix(policy, "allkeys-"):
+		add(sevFail, "R13", "maxmemory-policy "+policy+" can evict lock keys before their ttl, freeing a held lock ("+limit+")",
+			"CONFIG SET maxmemory-policy noeviction (and in redis.conf), and keep lock nodes for locks")
+	case strings.HasPrefix(policy, "volatile-"):
+		add(sevWarn, "R13", "maxmemory-policy "+policy+" evicts keys that have a ttl, and every lock key has one ("+limit+")",
+			"CONFIG SET maxmemory-policy noeviction, or make sure memory never reaches maxmemory")
+	case policy != "":
+		add(sevWarn, "R13", "unknown maxmemory-policy "+policy, "use noeviction")
+	}
+	aof, fsync := p.Config["appendonly"], p.Config["appendfsync"]
+	delayed := ""
+	if p.NodeMaxTTL != "" {
+		delayed = " It runs under `dlm node --max-ttl " + p.NodeMaxTTL + "`, which delays a restart after a crash (R16.3): safe if no client uses a longer ttl."
+	}
+	switch {
+	case aof == "yes" && fsync == "always":
+		add(sevOK, "R16", "AOF with appendfsync always: acknowledged lock keys survive a crash (R16.2)", "")
+	case aof == "yes" && delayed == "":
+		add(sevWarn, "R16", "AOF with appendfsync "+fsync+": a crash or power loss can lose the last second of lock keys (R16.2)",
+			"delay restarts after a crash by more than the max ttl (run it with `dlm node --max-ttl`), or set appendfsync always")
+	case aof != "" && delayed == "":
+		add(sevWarn, "R16", "no AOF persistence: a restarted node has forgotten every lock it held (R16.1)",
+			"delay every restart by more than the max ttl (run it with `dlm node --max-ttl`, R16.3), or appendonly yes with appendfsync always")
+	case delayed != "":
+		add(sevOK, "R16", "appendonly "+aof+"."+delayed, "")
+	}
+	return fs
+}
+
+// checkClocks compares the node clocks (R9): each node's offset from this
+// process's clock, against the median offset, allowing for each
+// measurement's uncertainty (half its round trip).
+func checkClocks(ps []probe, maxSkew time.Duration) []finding {
+	var ok []probe
+	for _, p := range ps {
+		if p.Err == nil && p.ClockOK {
+			ok = append(ok, p)
+		}
+	}
+	if len(ok) < 2 {
+		return nil
+	}
+	offs := make([]time.Duration, len(ok))
+	for i, p := range ok {
+		offs[i] = p.ClockOffset
+	}
+	sort.Slice(offs, func(i, j int) bool { return offs[i] < offs[j] })
+	median := offs[len(offs)/2]
+	var fs []finding
+	bad := 0
+	for _, p := range ok {
+		d := p.ClockOffset - median
+		if d < 0 {
+			d = -d
+		}
+		if d > maxSkew+p.ClockErr {
+			bad++
+			fs = append(fs, finding{Sev: sevWarn, Node: p.Node, Rule: "R9",
+				What: fmt.Sprintf("clock is %v off the other nodes' (more than --max-skew %v): a clock that is not kept in sync may also jump, and a jump shortens the keys' real life (R18)", (p.ClockOffset - median).Round(time.Millisecond), maxSkew),
+				Fix:  "keep node clocks synchronised with NTP that slews (chrony, ntpd -x), never steps"})
+		}
+	}
+	if bad == 0 {
+		fs = append(fs, finding{Sev: sevOK, Rule: "R9", What: fmt.Sprintf("node clocks agree within %v (offsets from this host: %v to %v)", maxSkew, offs[0].Round(time.Millisecond), offs[len(offs)-1].Round(time.Millisecond))})
+	}
+	return fs
 }

@@ -283,6 +283,12 @@ func TestLockLost(t *testing.T) {
 	}
 }
 
+// fileExists reports whether path exists.
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // exitOf returns the exit code of a Wait error.
 func exitOf(err error) int {
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -362,6 +368,8 @@ func TestUsage(t *testing.T) {
 		{"lock ttl 0", nil, []string{"lock", "--nodes", good, "--ttl", "0", "r", "--", "true"}, "--ttl must be positive"},
 		{"lock negative wait", nil, []string{"lock", "--nodes", good, "--wait", "-1s", "r", "--", "true"}, "--wait"},
 		{"lock bad ttl", nil, []string{"lock", "--nodes", good, "--ttl", "ten", "r", "--", "true"}, "invalid argument"},
+		{"status no nodes", nil, []string{"status"}, "no nodes"},
+		{"doctor bad URL", nil, []string{"doctor", "--nodes", "redis://"}, "no host"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

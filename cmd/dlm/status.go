@@ -1,18 +1,151 @@
 package main
 
 import (
-	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"dlm/redlock"
 )
 
-// newStatusCmd builds "dlm status". (Placeholder until its issue lands.)
+// newStatusCmd builds "dlm status".
 func newStatusCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "status",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return withCode(exitUsage, errors.New("dlm status is not built yet"))
+	var (
+		nodes   []string
+		prefix  string
+		timeout time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "status [flags] [RESOURCE...]",
+		Short: "Show each node's state and who holds the given resources",
+		Long: `Show, per node: reachable or not, round-trip time, server version,
+replication role and the number of lock keys under the key prefix. For each
+RESOURCE given: which lock value holds it on which nodes, whether that is a
+quorum (a valid lock) and the remaining ttl.
+
+Exits 69 when fewer nodes answer than a quorum needs, else 0.`,
+		Example: `  dlm status --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if timeout <= 0 {
+				return usageErrorf("--timeout must be positive, got %v", timeout)
+			}
+			urls, err := resolveNodes(nodes)
+			if err != nil {
+				return err
+			}
+			parsed, err := redlock.ParseNodeURLs(urls)
+			if err != nil {
+				return withCode(exitUsage, err)
+			}
+			quietRedisLog()
+			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout)
+			printStatus(cmd.OutOrStdout(), ps, args)
+			if up, q := reachable(ps), quorumOf(len(ps)); up < q {
+				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d: no lock can be acquired", up, len(ps), q))
+			}
+			return nil
 		},
 	}
+	addNodesFlag(cmd, &nodes)
+	cmd.Flags().StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
+	return cmd
+}
+
+// printStatus writes the node table and the per-resource holders.
+func printStatus(w io.Writer, ps []probe, resources []string) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSTATE\tRTT\tVERSION\tROLE\tLOCK KEYS")
+	for _, p := range ps {
+		if p.Err != nil {
+			fmt.Fprintf(tw, "%s\tdown\t-\t-\t-\t-\t(%v)\n", p.Node, p.Err)
+			continue
+		}
+		role := p.Role
+		switch {
+		case p.Master != "":
+			role += " of " + p.Master
+		case p.Replicas > 0:
+			role += fmt.Sprintf(" (%d replicas)", p.Replicas)
+		}
+		if role == "" {
+			role = "?"
+		}
+		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%d\n", p.Node, ms(p.RTT), orDash(p.Version), role, p.Keys)
+	}
+	tw.Flush()
+	up, q := reachable(ps), quorumOf(len(ps))
+	verdict := "locks can be acquired"
+	if up < q {
+		verdict = "NO QUORUM: no lock can be acquired"
+	}
+	fmt.Fprintf(w, "%d nodes, %d reachable, quorum %d: %s\n", len(ps), up, q, verdict)
+	for _, r := range resources {
+		fmt.Fprintln(w)
+		fmt.Fprint(w, describeHolders(r, ps))
+	}
+}
+
+// describeHolders says who holds resource on which nodes: a value on a
+// quorum of nodes is a valid lock (R8.3); on fewer it is a remnant (a failed
+// attempt, or a lock whose keys are expiring).
+func describeHolders(resource string, ps []probe) string {
+	type holder struct {
+		nodes  []string
+		minTTL time.Duration
+	}
+	by := map[string]*holder{}
+	for _, p := range ps {
+		h, ok := p.Holds[resource]
+		if !ok {
+			continue
+		}
+		e := by[h.Value]
+		if e == nil {
+			e = &holder{minTTL: h.TTL}
+			by[h.Value] = e
+		}
+		e.nodes = append(e.nodes, p.Node)
+		e.minTTL = min(e.minTTL, h.TTL)
+	}
+	if len(by) == 0 {
+		return fmt.Sprintf("%s: free (no node holds it)\n", resource)
+	}
+	values := make([]string, 0, len(by))
+	for v := range by {
+		values = append(values, v)
+	}
+	sort.Slice(values, func(i, j int) bool { return len(by[values[i]].nodes) > len(by[values[j]].nodes) })
+	var b strings.Builder
+	q := quorumOf(len(ps))
+	for _, v := range values {
+		h := by[v]
+		kind := "HELD (quorum)"
+		if len(h.nodes) < q {
+			kind = "partial, not a lock"
+		}
+		fmt.Fprintf(&b, "%s: %s by value %s on %d of %d nodes (quorum %d), ttl left >= %v: %s\n",
+			resource, kind, shortValue(v), len(h.nodes), len(ps), q, h.minTTL.Round(time.Millisecond), strings.Join(h.nodes, ", "))
+	}
+	return b.String()
+}
+
+// shortValue abbreviates a lock value for display.
+func shortValue(v string) string {
+	if len(v) > 12 {
+		return v[:12] + "..."
+	}
+	return v
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

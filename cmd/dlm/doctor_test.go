@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// healthy is a probe of a node that passes every check.
+func healthy(name string) probe {
+	return probe{Node: name, Role: "master", RunID: "id-" + name, ClockOK: true,
+		Config: map[string]string{"maxmemory-policy": "noeviction", "maxmemory": "0", "appendonly": "yes", "appendfsync": "always"}}
+}
+
+// TestDiagnose checks the pure verdicts of doctor on hand-made probes.
+func TestDiagnose(t *testing.T) {
+	five := func(change func([]probe)) []probe {
+		ps := []probe{healthy("a"), healthy("b"), healthy("c"), healthy("d"), healthy("e")}
+		if change != nil {
+			change(ps)
+		}
+		return ps
+	}
+	tests := []struct {
+		name string
+		ps   []probe
+		sev  severity // worst severity expected
+		rule string   // rule of a finding with that severity
+		node string
+	}{
+		{"healthy", five(nil), sevOK, "", ""},
+		{"replica", five(func(ps []probe) { ps[1].Role, ps[1].Master = "slave", "10.0.0.1:6379" }), sevFail, "R2", "b"},
+		{"has replicas", five(func(ps []probe) { ps[2].Replicas = 2 }), sevFail, "R2", "c"},
+		{"same server twice", five(func(ps []probe) { ps[3].RunID = ps[0].RunID }), sevFail, "R2", "d"},
+		{"allkeys-lru", five(func(ps []probe) { ps[4].Config["maxmemory-policy"] = "allkeys-lru" }), sevFail, "R13", "e"},
+		{"volatile-ttl", five(func(ps []probe) { ps[4].Config["maxmemory-policy"] = "volatile-ttl" }), sevWarn, "R13", "e"},
+		{"no AOF", five(func(ps []probe) { ps[0].Config["appendonly"] = "no" }), sevWarn, "R16", "a"},
+		{"AOF everysec", five(func(ps []probe) { ps[0].Config["appendfsync"] = "everysec" }), sevWarn, "R16", "a"},
+		{"clock off", five(func(ps []probe) { ps[2].ClockOffset = 2 * time.Second }), sevWarn, "R9", "c"},
+		{"unreachable", five(func(ps []probe) { ps[0] = probe{Node: "a", Err: errors.New("refused")} }), sevWarn, "R1.3", "a"},
+		{"even count", five(func(ps []probe) {})[:4], sevWarn, "R7", ""},
+		{"one node", five(nil)[:1], sevWarn, "R7", ""},
+		{"CONFIG refused", five(func(ps []probe) { ps[1].ConfigErr = errors.New("unknown command") }), sevWarn, "R13", "b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := diagnose(tt.ps, 250*time.Millisecond)
+			worst := sevOK
+			for _, f := range fs {
+				worst = max(worst, f.Sev)
+			}
+			if worst != tt.sev {
+				t.Fatalf("worst severity = %v, want %v; findings: %+v", worst, tt.sev, fs)
+			}
+			if tt.sev == sevOK {
+				return
+			}
+			for _, f := range fs {
+				if f.Sev == tt.sev && f.Rule == tt.rule && f.Node == tt.node && f.Fix != "" {
+					return
+				}
+			}
+			t.Errorf("no %v finding of rule %s on node %q with a fix; findings: %+v", tt.sev, tt.rule, tt.node, fs)
+		})
+	}
+}
+
+// TestDoctor runs dlm doctor against real redis-servers: a master with a
+// replica (both flagged, R2) and an allkeys-lru node (R13); it exits 1.
+func TestDoctor(t *testing.T) {
+	master := redlocktest.StartServer(t)
+	replica := redlocktest.StartServer(t, redlocktest.WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
+	lru := redlocktest.StartServer(t, redlocktest.WithArgs("--maxmemory-policy", "allkeys-lru"))
+	redlocktest.Eventually(t, 20*time.Second, func() bool {
+		info, err := master.Client().Info(t.Context(), "replication").Result()
+		return err == nil && parseInfo(info)["connected_slaves"] == "1"
+	}, "the replica never connected to its master")
+	nodes := strings.Join([]string{master.URL(), replica.URL(), lru.URL()}, ",")
+	r := runDLM(t, 30*time.Second, nil, "doctor", "--nodes", nodes)
+	if r.code != exitFailure {
+		t.Errorf("exit %d, want %d; stdout:\n%s\nstderr: %s", r.code, exitFailure, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"FAIL  " + master.Addr() + "  [R2] has 1 replica",
+		"FAIL  " + replica.Addr() + "  [R2] is a replica of 127.0.0.1:" + strconv.Itoa(master.Port()),
+		"FAIL  " + lru.Addr() + "  [R13] maxmemory-policy allkeys-lru",
+		"fix: ",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	// Three healthy masters with AOF always: nothing fails, exit 0.
+	c := redlocktest.Start(t, 3, redlocktest.WithPersistence())
+	r = runDLM(t, 30*time.Second, nil, "doctor", "--nodes", strings.Join(c.URLs(), ","))
+	if r.code != 0 || strings.Contains(r.stdout, "FAIL") || strings.Contains(r.stdout, "WARN") {
+		t.Errorf("healthy nodes: exit %d, want 0 with no FAIL or WARN; stdout:\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}

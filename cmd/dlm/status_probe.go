@@ -1,0 +1,170 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+)
+
+// nodeMaxTTLKey is the key `dlm node` sets on its redis-server after
+// starting it: its value is the --max-ttl the node waits after an unclean
+// stop (R16.3), which `dlm doctor` reads.
+const nodeMaxTTLKey = "dlm:node:max-ttl"
+
+// maxKeysCounted bounds the SCAN that counts lock keys on a node.
+const maxKeysCounted = 100000
+
+// probe is what status and doctor learned from one node.
+type probe struct {
+	// Node is the node's address (no credentials).
+	Node string
+	// Err is why the node could not be reached; the fields below are then
+	// empty.
+	Err error
+	// RTT is the round-trip time of a PING.
+	RTT time.Duration
+	// Version and RunID come from INFO server.
+	Version, RunID string
+	// Role is "master" or "slave" (INFO replication); Master is the
+	// master's host:port of a replica; Replicas counts a master's
+	// connected replicas.
+	Role     string
+	Master   string
+	Replicas int
+	// Keys counts the lock keys under the prefix (at most maxKeysCounted).
+	Keys int
+	// Config holds CONFIG GET answers (maxmemory-policy, maxmemory,
+	// appendonly, appendfsync); ConfigErr is set when CONFIG is refused.
+	Config    map[string]string
+	ConfigErr error
+	// ClockOffset is the node's TIME minus this process's clock at the
+	// midpoint of the request; ClockErr is half the request's round trip,
+	// the offset's uncertainty. ClockOK is false when TIME failed.
+	ClockOffset, ClockErr time.Duration
+	ClockOK               bool
+	// NodeMaxTTL is the --max-ttl of a node started by `dlm node` ("" when
+	// absent).
+	NodeMaxTTL string
+	// Holds maps each resource asked about to the value and remaining ttl
+	// of its lock key on this node (absent when the key does not exist).
+	Holds map[string]hold
+}
+
+// hold is one lock key on one node.
+type hold struct {
+	Value string
+	TTL   time.Duration
+}
+
+// probeNodes probes every node concurrently, each bounded by timeout.
+func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration) []probe {
+	out := make([]probe, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := goredis.NewClient(u)
+			defer c.Close()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			out[i] = probeNode(pctx, c, u.String(), prefix, resources)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// probeNode asks one node everything status and doctor need. Only an
+// unanswered PING makes the node unreachable; later failures leave their
+// fields empty.
+func probeNode(ctx context.Context, c *redis.Client, name, prefix string, resources []string) probe {
+	p := probe{Node: name}
+	start := time.Now()
+	if err := c.Ping(ctx).Err(); err != nil {
+		p.Err = err
+		return p
+	}
+	p.RTT = time.Since(start)
+	if info, err := c.Info(ctx, "server", "replication").Result(); err == nil {
+		kv := parseInfo(info)
+		p.Version, p.RunID, p.Role = kv["redis_version"], kv["run_id"], kv["role"]
+		p.Replicas, _ = strconv.Atoi(kv["connected_slaves"])
+		if h := kv["master_host"]; h != "" {
+			p.Master = h + ":" + kv["master_port"]
+		}
+	}
+	p.Config = map[string]string{}
+	for _, k := range []string{"maxmemory-policy", "maxmemory", "appendonly", "appendfsync"} {
+		m, err := c.ConfigGet(ctx, k).Result()
+		if err != nil {
+			p.ConfigErr = err
+			break
+		}
+		if v, ok := m[k]; ok {
+			p.Config[k] = v
+		}
+	}
+	t0 := time.Now()
+	if tm, err := c.Time(ctx).Result(); err == nil {
+		t1 := time.Now()
+		mid := t0.Add(t1.Sub(t0) / 2)
+		p.ClockOffset, p.ClockErr, p.ClockOK = tm.Sub(mid), t1.Sub(t0)/2, true
+	}
+	p.NodeMaxTTL, _ = c.Get(ctx, nodeMaxTTLKey).Result()
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) && p.Keys < maxKeysCounted {
+		p.Keys++
+	}
+	p.Holds = map[string]hold{}
+	for _, r := range resources {
+		v, err := c.Get(ctx, prefix+r).Result()
+		if err != nil {
+			continue
+		}
+		ttl, _ := c.PTTL(ctx, prefix+r).Result()
+		p.Holds[r] = hold{Value: v, TTL: ttl}
+	}
+	return p
+}
+
+// parseInfo parses the "key:value" lines of an INFO reply.
+func parseInfo(info string) map[string]string {
+	kv := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			kv[k] = v
+		}
+	}
+	return kv
+}
+
+// reachable counts the probes that answered.
+func reachable(ps []probe) int {
+	n := 0
+	for _, p := range ps {
+		if p.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// quorumOf is the majority of n nodes (R8.3).
+func quorumOf(n int) int { return n/2 + 1 }
+
+// ms formats a duration in milliseconds with one decimal.
+func ms(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// TestStatus runs dlm status against real nodes with one down and a
+// resource held by dlm lock.
+func TestStatus(t *testing.T) {
+	c := redlocktest.Start(t, 5)
+	c.Servers[4].Kill()
+	nodes := strings.Join(c.URLs(), ",")
+	ready := t.TempDir() + "/ready"
+	holder, _, stderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--ttl", "30s", "backup", "--", "sh", "-c",
+		`touch "$1"; while :; do sleep 0.05; done`, "sh", ready)
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = holder.Process.Signal(syscall.SIGTERM); _ = holder.Wait() })
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) && len(keysOn(c)) == 4 },
+		"dlm lock never held the lock on the 4 live nodes; stderr: %s", stderr)
+
+	r := runDLM(t, 30*time.Second, nil, "status", "--nodes", nodes, "backup", "other")
+	if r.code != 0 {
+		t.Errorf("exit %d, want 0; stderr: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		c.Servers[4].Addr() + "  down",
+		"5 nodes, 4 reachable, quorum 3: locks can be acquired",
+		"backup: HELD (quorum) by value",
+		"on 4 of 5 nodes",
+		"other: free",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if !strings.Contains(r.stdout, "master") || !strings.Contains(r.stdout, "7.") && !strings.Contains(r.stdout, "6.") && !strings.Contains(r.stdout, "8.") {
+		t.Errorf("status output lacks role or version:\n%s", r.stdout)
+	}
+
+	for _, s := range c.Servers[:2] {
+		s.Kill()
+	}
+	r = runDLM(t, 30*time.Second, nil, "status", "--nodes", nodes)
+	if r.code != exitUnavailable || !strings.Contains(r.stdout, "NO QUORUM") {
+		t.Errorf("3 of 5 down: exit %d, want %d and NO QUORUM; stdout:\n%s\nstderr: %s", r.code, exitUnavailable, r.stdout, r.stderr)
+	}
+}
