@@ -62,7 +62,7 @@ type result struct {
 
 // dlmCmd prepares the dlm binary with args; env entries are appended to the
 // test's environment (DLM_NODES is cleared first).
-func dlmCmd(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
+func dlmCmd(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
 	t.Helper()
 	cmd := exec.Command(dlmBin(), args...)
 	var base []string
@@ -72,11 +72,30 @@ func dlmCmd(t *testing.T, env []string, args ...string) (*exec.Cmd, *bytes.Buffe
 		}
 	}
 	cmd.Env = append(base, env...)
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr syncBuf
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.WaitDelay = 10 * time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd, &stdout, &stderr
+}
+
+// syncBuf is a bytes.Buffer that a process may write while the test reads.
+type syncBuf struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuf) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String returns what was written so far.
+func (b *syncBuf) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // runDLM runs the dlm binary to completion (bounded by timeout).
@@ -370,6 +389,8 @@ func TestUsage(t *testing.T) {
 		{"lock bad ttl", nil, []string{"lock", "--nodes", good, "--ttl", "ten", "r", "--", "true"}, "invalid argument"},
 		{"status no nodes", nil, []string{"status"}, "no nodes"},
 		{"doctor bad URL", nil, []string{"doctor", "--nodes", "redis://"}, "no host"},
+		{"node bad port", nil, []string{"node", "--port", "0"}, "--port"},
+		{"node bad max-ttl", nil, []string{"node", "--max-ttl", "0"}, "--max-ttl"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

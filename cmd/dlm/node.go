@@ -1,18 +1,286 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
 )
 
-// newNodeCmd builds "dlm node". (Placeholder until its issue lands.)
+// nodeMarker is the file in the data directory that exists while a node
+// runs; finding it at start means the previous run did not stop cleanly.
+const nodeMarker = "dlm-node.running"
+
+// newNodeCmd builds "dlm node".
 func newNodeCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "node",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return withCode(exitUsage, errors.New("dlm node is not built yet"))
+	var nc nodeConfig
+	cmd := &cobra.Command{
+		Use:   "node [flags] [-- REDIS-SERVER-ARGS...]",
+		Short: "Run one Redlock node: redis-server with delayed restarts (R16.3)",
+		Long: `Run redis-server in the foreground as one Redlock node, the safe way.
+
+While the node runs, a marker file (` + nodeMarker + `) exists in its data
+directory. When a run ends without a clean shutdown (a crash, SIGKILL, power
+loss), the marker stays; the next start then waits --max-ttl before starting
+redis-server, so that every lock key the node held has expired before it
+serves again (R16.3: delayed restart). A clean shutdown (SIGTERM, SIGINT or
+SHUTDOWN: redis-server exits 0) removes the marker only when the node
+persists its keys (appendonly yes, the default here); without persistence a
+restarted node has forgotten its keys whatever the shutdown (R16.1), so every
+restart waits.
+
+--max-ttl must exceed the largest ttl any client uses with these nodes.
+SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to redis-server. Restarts
+are the supervisor's job (systemd: Restart=always); dlm node exits with
+redis-server's exit code. Arguments after -- go to redis-server and override
+the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
+		Example: `  dlm node --port 6379 --dir /var/lib/dlm-node --max-ttl 40s
+  dlm node --port 6380 --dir ./n2 --max-ttl 15s -- --maxmemory-policy noeviction`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if dash := cmd.ArgsLenAtDash(); dash > 0 || dash < 0 && len(args) > 0 {
+				return usageErrorf("unexpected arguments %q: redis-server arguments go after `--`", args)
+			}
+			nc.extra = args
+			if err := nc.validate(); err != nil {
+				return err
+			}
+			quietRedisLog()
+			return nc.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	f := cmd.Flags()
+	f.IntVar(&nc.port, "port", 6379, "TCP port of the node")
+	f.StringVar(&nc.bind, "bind", "127.0.0.1", "address(es) redis-server listens on, space-separated")
+	f.StringVar(&nc.dir, "dir", ".", "data directory (AOF files and the restart marker)")
+	f.DurationVar(&nc.maxTTL, "max-ttl", 15*time.Second, "wait after an unclean stop; must exceed the largest lock ttl in use (R16.3)")
+	f.StringVar(&nc.config, "config", "", "redis.conf to start redis-server with (the flags above override it)")
+	f.StringVar(&nc.binary, "redis-server", "redis-server", "redis-server executable")
+	f.DurationVar(&nc.startTimeout, "start-timeout", 30*time.Second, "how long redis-server may take to answer PING")
+	return cmd
+}
+
+// nodeConfig is one dlm node invocation.
+type nodeConfig struct {
+	port         int
+	bind         string
+	dir          string
+	maxTTL       time.Duration
+	config       string
+	binary       string
+	startTimeout time.Duration
+	extra        []string
+}
+
+func (nc *nodeConfig) validate() error {
+	switch {
+	case nc.port < 1 || nc.port > 65535:
+		return usageErrorf("--port must be from 1 to 65535, got %d", nc.port)
+	case nc.maxTTL <= 0:
+		return usageErrorf("--max-ttl must be positive (and exceed the largest lock ttl in use), got %v", nc.maxTTL)
+	case nc.startTimeout <= 0:
+		return usageErrorf("--start-timeout must be positive, got %v", nc.startTimeout)
+	case nc.dir == "":
+		return usageErrorf("--dir must name the node's data directory")
+	}
+	if _, err := exec.LookPath(nc.binary); err != nil {
+		return withCode(exitUnavailable, fmt.Errorf("%s not found (install redis-server, or give --redis-server PATH): %w", nc.binary, err))
+	}
+	if err := os.MkdirAll(nc.dir, 0o755); err != nil {
+		return usageErrorf("--dir %q: %v", nc.dir, err)
+	}
+	return nil
+}
+
+// argv is the redis-server command line: the config file first (as
+// redis-server requires), our defaults, then the user's arguments.
+func (nc *nodeConfig) argv() []string {
+	a := []string{nc.binary}
+	if nc.config != "" {
+		a = append(a, nc.config)
+	}
+	a = append(a, "--port", strconv.Itoa(nc.port), "--bind", nc.bind, "--dir", nc.dir,
+		"--daemonize", "no", "--appendonly", "yes")
+	return append(a, nc.extra...)
+}
+
+func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
+	logf := func(format string, args ...any) {
+		fmt.Fprintf(stderr, "dlm node: "+format+"\n", args...)
+	}
+	// Signals are redis-server's once it runs; before that they end the
+	// delayed-restart wait. The root context (cancelled by the same
+	// signals) is not used to stop the server.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+
+	marker := filepath.Join(nc.dir, nodeMarker)
+	if b, err := os.ReadFile(marker); err == nil {
+		logf("the previous run did not stop cleanly (marker %s: %s); waiting --max-ttl %v before serving, so that every lock key it held has expired (R16.3 delayed restart)", marker, trimNL(b), nc.maxTTL)
+		t := time.NewTimer(nc.maxTTL)
+		select {
+		case s := <-sigs:
+			t.Stop()
+			logf("%v during the delayed-restart wait: not starting; the marker stays, so the next start waits again", s)
+			return nil
+		case <-t.C:
+		}
+		logf("delayed-restart wait over; starting redis-server")
+	}
+	if err := writeMarker(marker, fmt.Sprintf("pid %d started %s", os.Getpid(), time.Now().UTC().Format(time.RFC3339))); err != nil {
+		return fmt.Errorf("write restart marker: %w", err)
+	}
+
+	argv := nc.argv()
+	srv := exec.Command(argv[0], argv[1:]...)
+	srv.Stdout, srv.Stderr = stdout, stderr
+	// Own process group: a terminal's Ctrl-C reaches redis-server once,
+	// through us (a second SIGINT makes it exit at once, uncleanly); and it
+	// dies with us if we are killed.
+	srv.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := srv.Start(); err != nil {
+		return withCode(exitUnavailable, fmt.Errorf("start %s: %w", argv[0], err))
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- srv.Wait() }()
+	logf("redis-server pid %d starting on port %d (data dir %s)", srv.Process.Pid, nc.port, nc.dir)
+
+	persistent := make(chan bool, 1)
+	rctx, stopReady := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopReady()
+	go func() { persistent <- nc.ready(rctx, logf) }()
+
+	persists, known := false, false
+	for {
+		select {
+		case s := <-sigs:
+			_ = srv.Process.Signal(s)
+		case persists = <-persistent:
+			known = true
+		case werr := <-exited:
+			stopReady()
+			if !known {
+				persists = <-persistent // ready returns at once once stopped
+			}
+			if werr == nil && persists {
+				if err := os.Remove(marker); err != nil {
+					logf("clean shutdown, but the marker could not be removed (%v): the next start will wait --max-ttl", err)
+				} else {
+					logf("clean shutdown with persistence: marker removed, the next start will not wait")
+				}
+				return nil
+			}
+			if werr == nil {
+				logf("clean shutdown, but the node does not persist its keys (appendonly no, or unknown): it has forgotten them, so the marker stays and the next start waits --max-ttl (R16.1, R16.3)")
+				return nil
+			}
+			logf("redis-server ended uncleanly (%v): the marker stays, the next start waits --max-ttl (R16.3)", werr)
+			return childExit(werr)
+		}
+	}
+}
+
+// ready waits for the new server to answer, records --max-ttl on it for
+// dlm doctor, and reports whether it persists its keys (appendonly yes).
+func (nc *nodeConfig) ready(ctx context.Context, logf func(string, ...any)) bool {
+	host := "127.0.0.1"
+	if ip := net.ParseIP(firstField(nc.bind)); ip != nil && !ip.IsUnspecified() {
+		host = ip.String()
+	}
+	u, err := redlock.ParseNodeURL("redis://" + net.JoinHostPort(host, strconv.Itoa(nc.port)))
+	if err != nil {
+		return false
+	}
+	c := goredis.NewClient(u)
+	defer c.Close()
+	deadline := time.Now().Add(nc.startTimeout)
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := c.Ping(pctx).Err()
+		cancel()
+		var rerr redis.Error
+		if err == nil || errors.As(err, &rerr) {
+			break // up (a redis error such as NOAUTH also means it serves)
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		if time.Now().After(deadline) {
+			logf("redis-server did not answer PING within --start-timeout %v: %v", nc.startTimeout, err)
+			return false
+		}
+		t := time.NewTimer(50 * time.Millisecond) // polling interval, bounded by the deadline
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+	}
+	if err := c.Set(ctx, nodeMaxTTLKey, nc.maxTTL.String(), 0).Err(); err != nil {
+		logf("could not record --max-ttl on the node for dlm doctor: %v", err)
+	}
+	m, err := c.ConfigGet(ctx, "appendonly").Result()
+	aof := m["appendonly"]
+	if err != nil {
+		aof = "unknown (" + err.Error() + ")"
+	}
+	logf("serving on %s (appendonly %s, delayed restart after a crash: %v)", u.Addr, aof, nc.maxTTL)
+	return aof == "yes"
+}
+
+// writeMarker writes the restart marker durably (file and directory
+// synced), so that it survives the power loss it is there to detect.
+func writeMarker(path, content string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+func trimNL(b []byte) string {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return string(b)
+}
+
+func firstField(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			return s[:i]
+		}
+	}
+	return s
 }

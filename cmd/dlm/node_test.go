@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/redisproc"
+	"dlm/redlock/redlocktest"
+)
+
+// nodeRun is one running dlm node process.
+type nodeRun struct {
+	t      *testing.T
+	done   chan error
+	stderr func() string
+	signal func(os.Signal)
+}
+
+// startNode starts dlm node on port with the data directory dir.
+func startNode(t *testing.T, port int, dir string, maxTTL time.Duration) *nodeRun {
+	t.Helper()
+	cmd, _, stderr := dlmCmd(t, nil, "node", "--port", strconv.Itoa(port), "--dir", dir, "--max-ttl", maxTTL.String(),
+		"--", "--save", "", "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	n := &nodeRun{t: t, done: make(chan error, 1), stderr: stderr.String,
+		signal: func(s os.Signal) { _ = cmd.Process.Signal(s) }}
+	go func() { n.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-n.done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	})
+	return n
+}
+
+// wait waits for the dlm node process to exit and returns its exit code.
+func (n *nodeRun) wait() int {
+	n.t.Helper()
+	select {
+	case err := <-n.done:
+		n.done <- err // for the cleanup
+		return exitOf(err)
+	case <-time.After(30 * time.Second):
+		n.t.Fatalf("dlm node did not exit; log:\n%s", n.stderr())
+	}
+	return -1
+}
+
+// pings reports whether the node on port answers PING.
+func pings(port int) bool {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	return c.Ping(ctx).Err() == nil
+}
+
+// TestNode: after a clean stop dlm node starts redis-server at once; after
+// an unclean one (redis-server killed) it waits --max-ttl first (R16.3).
+func TestNode(t *testing.T) {
+	redlocktest.Require(t)
+	port, err := redisproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	marker := filepath.Join(dir, nodeMarker)
+	const maxTTL = 2 * time.Second
+
+	// First start: no marker, no wait.
+	n := startNode(t, port, dir, maxTTL)
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return pings(port) }, "dlm node never served; log:\n%s", n.stderr())
+	if !fileExists(marker) {
+		t.Errorf("no marker %s while the node runs", marker)
+	}
+	// Clean stop: SIGTERM is forwarded, redis-server exits 0, marker removed.
+	n.signal(syscall.SIGTERM)
+	if code := n.wait(); code != 0 {
+		t.Fatalf("clean stop: exit %d, want 0; log:\n%s", code, n.stderr())
+	}
+	if fileExists(marker) {
+		t.Fatalf("marker still there after a clean stop; log:\n%s", n.stderr())
+	}
+
+	// Start after a clean stop: no wait.
+	n = startNode(t, port, dir, maxTTL)
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return pings(port) }, "dlm node never served; log:\n%s", n.stderr())
+	if strings.Contains(n.stderr(), "waiting") {
+		t.Errorf("dlm node waited after a clean stop; log:\n%s", n.stderr())
+	}
+	// Crash: kill redis-server itself.
+	m := regexp.MustCompile(`redis-server pid (\d+)`).FindStringSubmatch(n.stderr())
+	if m == nil {
+		t.Fatalf("log does not give redis-server's pid:\n%s", n.stderr())
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if code := n.wait(); code != 128+int(syscall.SIGKILL) {
+		t.Errorf("crash: exit %d, want %d (redis-server's); log:\n%s", code, 128+int(syscall.SIGKILL), n.stderr())
+	}
+	if !fileExists(marker) {
+		t.Fatalf("marker gone after a crash; log:\n%s", n.stderr())
+	}
+
+	// Start after the crash: waits --max-ttl before serving.
+	start := time.Now()
+	n = startNode(t, port, dir, maxTTL)
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(n.stderr(), "waiting --max-ttl") },
+		"dlm node does not say it waits after a crash; log:\n%s", n.stderr())
+	if pings(port) {
+		t.Errorf("the node serves during the delayed-restart wait")
+	}
+	redlocktest.Eventually(t, 30*time.Second, func() bool { return pings(port) }, "dlm node never served after the wait; log:\n%s", n.stderr())
+	if waited := time.Since(start); waited < maxTTL {
+		t.Errorf("served %v after the start, before --max-ttl %v had passed", waited, maxTTL)
+	}
+	// The node records --max-ttl for dlm doctor.
+	r := runDLM(t, 30*time.Second, nil, "doctor", "--nodes", "redis://127.0.0.1:"+strconv.Itoa(port))
+	if !strings.Contains(r.stdout, "dlm node --max-ttl "+maxTTL.String()) {
+		t.Errorf("doctor does not see the node's delayed restarts:\n%s", r.stdout)
+	}
+}
