@@ -171,6 +171,9 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 	var last *AcquireError
 	var w *waiter // hand-off queue place, after the first failure
 	defer func() { c.leaveHandoff(key, w) }()
+	if err := c.waitTurn(ctx, key, o, &w); err != nil { // hand-off: no barging
+		return nil, c.stopped(resource, 0, nil, err)
+	}
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {
 			return nil, c.stopped(resource, try-1, last, err)
@@ -192,7 +195,7 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 			}
 			return nil, aerr
 		}
-		if err := c.waitRetry(ctx, key, o, time.Since(start), &w); err != nil {
+		if err := c.waitRetry(ctx, key, o, time.Since(start), aerr, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,14 +17,15 @@ import (
 type HandoffNode interface {
 	Node
 	// ReleaseAnnounce is Release (R5) that, when it deletes key, also
-	// announces the release of key to every subscriber of key on this node,
-	// in the same atomic step. It reports whether a key was deleted.
+	// announces the release of key, with the value released, to every
+	// subscriber of key on this node, in the same atomic step. It reports
+	// whether a key was deleted.
 	ReleaseAnnounce(ctx context.Context, key, value string) (bool, error)
 	// WatchReleases opens one subscription on the node, multiplexed across
 	// keys: after Watch(key), every announced release of key calls
-	// notify(key). notify does not block. The subscription may be opened
-	// lazily, on the first Watch.
-	WatchReleases(notify func(key string)) (ReleaseWatch, error)
+	// notify(key, value). notify does not block. The subscription may be
+	// opened lazily, on the first Watch.
+	WatchReleases(notify func(key, value string)) (ReleaseWatch, error)
 }
 
 // ReleaseWatch is one subscription to release announcements on one node,
@@ -56,11 +58,34 @@ type handoff struct {
 	closed  bool
 	watches []ReleaseWatch
 	queues  map[string][]*waiter
+	// own holds the values of this client's recent releases of keys that
+	// had waiters: their announcements come back through the nodes after
+	// Unlock already woke the next waiter, and are dropped.
+	own     map[string]struct{}
+	ownRing [64]string
+	ownNext int
 }
 
 // waiter is one Lock call waiting to retry. ch holds at most one pending
-// wake-up.
-type waiter struct{ ch chan struct{} }
+// wake-up: true for an announcement from the nodes (another client may be
+// woken by it too: jitter), false for this client's own Unlock. head is
+// closed when the waiter reaches the front of its queue: only the front
+// waiter runs the timed retry (R10), so that the waiters behind it do not
+// load the nodes with attempts bound to fail.
+type waiter struct {
+	ch   chan bool
+	head chan struct{}
+}
+
+// isHead reports whether w is at the front of its queue.
+func (w *waiter) isHead() bool {
+	select {
+	case <-w.head:
+		return true
+	default:
+		return false
+	}
+}
 
 // newHandoff returns the hand-off of a client whose nodes support it, or nil
 // when none does or it is turned off.
@@ -68,7 +93,12 @@ func newHandoff(c *Client) *handoff {
 	if c.opts.noHandoff {
 		return nil
 	}
-	h := &handoff{c: c, nodes: make([]HandoffNode, len(c.nodes)), queues: map[string][]*waiter{}}
+	h := &handoff{
+		c:      c,
+		nodes:  make([]HandoffNode, len(c.nodes)),
+		queues: map[string][]*waiter{},
+		own:    map[string]struct{}{},
+	}
 	any := false
 	for i, n := range c.nodes {
 		if hn, ok := n.(HandoffNode); ok {
@@ -85,19 +115,23 @@ func newHandoff(c *Client) *handoff {
 // join queues a new waiter for key, subscribing to key's releases on every
 // node when it is the key's first waiter.
 func (h *handoff) join(key string) *waiter {
-	w := &waiter{ch: make(chan struct{}, 1)}
+	w := &waiter{ch: make(chan bool, 1), head: make(chan struct{})}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
 	h.queues[key] = append(q, w)
-	if len(q) == 0 && !h.closed {
-		h.subscribe(key, true)
+	if len(q) == 0 {
+		close(w.head)
+		if !h.closed {
+			h.subscribe(key, true)
+		}
 	}
 	return w
 }
 
-// leave removes w from key's queue. A wake-up w had not used passes to the
-// next waiter; the last waiter unsubscribes.
+// leave removes w from key's queue; the last waiter unsubscribes. A wake-up
+// w had not used is dropped: it is usually a late announcement of the
+// release w itself acquired after.
 func (h *handoff) leave(key string, w *waiter) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -116,27 +150,62 @@ func (h *handoff) leave(key string, w *waiter) {
 		return
 	}
 	h.queues[key] = q
-	select {
-	case <-w.ch:
-		h.wake(q[0])
-	default:
+	if !q[0].isHead() {
+		close(q[0].head)
 	}
 }
 
-// notify wakes the longest-waiting waiter of key: one waiter per
-// announcement, so that waiters do not split the votes (R10) and the oldest
-// goes first.
-func (h *handoff) notify(key string) {
+// queued reports whether key has waiters in this client.
+func (h *handoff) queued(key string) bool {
 	h.mu.Lock()
-	if q := h.queues[key]; len(q) > 0 {
-		h.wake(q[0])
-	}
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	return len(h.queues[key]) > 0
 }
 
-func (h *handoff) wake(w *waiter) {
+// notify handles an announcement from a node: it wakes the longest-waiting
+// waiter of key (one waiter per announcement, so that waiters do not split
+// the votes, R10, and the oldest goes first), unless the release was this
+// client's own and its waiter was already woken.
+func (h *handoff) notify(key, value string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, own := h.own[value]; own {
+		return
+	}
+	if q := h.queues[key]; len(q) > 0 {
+		h.wake(q[0], true)
+	}
+}
+
+// ownRelease wakes the longest-waiting waiter of key after this client's
+// Unlock released value, and remembers value so that its announcements from
+// the nodes do not wake another waiter.
+func (h *handoff) ownRelease(key, value string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if len(q) == 0 {
+		return
+	}
+	delete(h.own, h.ownRing[h.ownNext])
+	h.ownRing[h.ownNext] = value
+	h.ownNext = (h.ownNext + 1) % len(h.ownRing)
+	h.own[value] = struct{}{}
+	h.wake(q[0], false)
+}
+
+// wakeHead wakes the longest-waiting waiter of key, as an announcement.
+func (h *handoff) wakeHead(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[key]; len(q) > 0 {
+		h.wake(q[0], true)
+	}
+}
+
+func (h *handoff) wake(w *waiter, remote bool) {
 	select {
-	case w.ch <- struct{}{}:
+	case w.ch <- remote:
 	default:
 	}
 }
@@ -202,37 +271,97 @@ func (h *handoff) close() {
 	}
 }
 
+// waitTurn keeps a Lock call from barging past this client's waiters for
+// the same key: when key has waiters, the call joins the end of the queue
+// and waits for its turn (or its timed retry) before its first attempt.
+// TryLock never waits.
+func (c *Client) waitTurn(ctx context.Context, key string, o lockOptions, w **waiter) error {
+	h := c.hand
+	if h == nil || o.tries == 1 || !h.queued(key) {
+		return nil
+	}
+	*w = h.join(key)
+	return c.wait(ctx, o, 0, *w)
+}
+
 // waitRetry is the wait of Lock between attempts (R10). Without hand-off it
 // sleeps a random delay. With hand-off, the first call joins key's queue
 // and returns at once (a release between the failed attempt and the
 // subscription is then not missed); later calls wait for a release
 // announcement, then a random jitter of up to one attempt's duration (which
 // keeps R10's desynchronizing role between clients), or for the timed random
-// delay, whichever comes first. It returns ctx's error when ctx ends.
-func (c *Client) waitRetry(ctx context.Context, key string, o lockOptions, elapsed time.Duration, w **waiter) error {
+// delay, whichever comes first. An attempt that set some keys but not a
+// quorum (a split vote, R10) gave them back unannounced, so it wakes the
+// next waiter itself. It returns ctx's error when ctx ends.
+func (c *Client) waitRetry(ctx context.Context, key string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) error {
 	h := c.hand
-	if h != nil && *w == nil {
+	if h == nil {
+		return c.wait(ctx, o, elapsed, nil)
+	}
+	if *w == nil {
 		*w = h.join(key)
 		return ctx.Err()
 	}
-	t := time.NewTimer(c.retryDelay(o))
-	defer t.Stop()
-	var wake <-chan struct{}
-	if h != nil {
-		wake = (*w).ch
+	if failed != nil {
+		for _, r := range failed.Nodes {
+			if r.Outcome == Acquired {
+				h.wakeHead(key)
+				break
+			}
+		}
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
+	return c.wait(ctx, o, elapsed, *w)
+}
+
+// wait sleeps the timed random delay of R10, or less when w is woken: at
+// once after this client's own Unlock, after a jitter of up to elapsed (one
+// attempt's duration, at most the minimum retry delay) after an
+// announcement from the nodes.
+func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) error {
+	var wake <-chan bool
+	var promoted <-chan struct{}
+	var t *time.Timer
+	var timeout <-chan time.Time
+	if w != nil {
+		wake = w.ch
+		if !w.isHead() {
+			promoted = w.head
+		}
+	}
+	if promoted == nil {
+		t = time.NewTimer(c.retryDelay(o))
+		defer t.Stop()
+		timeout = t.C
+	}
+	var remote bool
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return nil
+		case <-promoted: // now at the front: run the timed retry
+			promoted = nil
+			t = time.NewTimer(c.retryDelay(o))
+			defer t.Stop()
+			timeout = t.C
+		case remote = <-wake:
+			done = true
+		}
+	}
+	if !remote {
 		return nil
-	case <-wake:
 	}
 	j := c.jitter(min(elapsed, o.retryMin))
 	if j <= 0 {
 		return nil
 	}
-	t.Reset(j)
+	if t == nil {
+		t = time.NewTimer(j)
+		defer t.Stop()
+	} else {
+		t.Reset(j)
+	}
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -268,12 +397,33 @@ func (c *Client) releaseNode(ctx context.Context, n Node, key, value string) (bo
 	return n.Release(ctx, key, value)
 }
 
-// released tells this client's own waiters for key, at once, that Unlock
-// gave it back (no round trip through the nodes).
-func (c *Client) released(key string) {
-	if c.hand != nil {
-		c.hand.notify(key)
+// releaseAll is Unlock's release on every node (R5, R12): announced where
+// the nodes can, and, with hand-off, waking this client's next waiter for
+// key as soon as a quorum released (no round trip through the nodes, and no
+// wait for the slowest node). It returns every node's reply.
+func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
+	if c.hand == nil {
+		return c.fanout(ctx, func(ctx context.Context, n Node) (bool, error) { return n.Release(ctx, key, value) })
 	}
+	op := func(ctx context.Context, n Node) (bool, error) { return c.releaseNode(ctx, n, key, value) }
+	out := make([]reply, len(c.nodes))
+	var ok atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(len(c.nodes))
+	for i := range c.nodes {
+		go func() {
+			defer wg.Done()
+			out[i] = c.call(ctx, i, op)
+			if out[i].ok && ok.Add(1) == int32(c.quorum) {
+				c.hand.ownRelease(key, value)
+			}
+		}()
+	}
+	wg.Wait()
+	if int(ok.Load()) < c.quorum {
+		c.hand.ownRelease(key, value) // expired or lost: the key may be free
+	}
+	return out
 }
 
 // WithHandoff turns the hand-off without polling on or off (R10, R14): when

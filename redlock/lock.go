@@ -91,10 +91,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// A node that had not answered the acquisition yet may still set the
 	// key: wait for those requests (bounded by the node timeout) first.
 	l.inflight.Wait()
-	replies := l.client.fanout(ctx, func(ctx context.Context, n Node) (bool, error) {
-		return l.client.releaseNode(ctx, n, l.key, l.value)
-	})
-	l.client.released(l.key) // hand-off to this client's waiters
+	replies := l.client.releaseAll(ctx, l.key, l.value) // and hand-off (handoff.go)
 	released := 0
 	var errs []error
 	for _, r := range replies {

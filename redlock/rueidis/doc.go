@@ -13,8 +13,8 @@
 // when a node answers NOSCRIPT (after a restart, say).
 //
 // Node also implements redlock.HandoffNode: ReleaseAnnounce runs
-// release_publish.lua, which deletes the key and publishes it on
-// ChannelPrefix+key in one atomic step, and WatchReleases opens one
+// release_publish.lua, which deletes the key and publishes the released
+// value on ChannelPrefix+key in one atomic step, and WatchReleases opens one
 // subscription connection per node, on which each waited-for key is one
 // SUBSCRIBE. A redlock client over these nodes hands a lock off to the next
 // waiter without polling (R10, R14).

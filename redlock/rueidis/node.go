@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -102,7 +103,7 @@ func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 	return n.eval(ctx, n.extend, key, value, strconv.FormatInt(ttl.Milliseconds(), 10))
 }
 
-// ReleaseAnnounce deletes key if it holds value (R5) and then publishes key
+// ReleaseAnnounce deletes key if it holds value (R5) and then publishes value
 // on ChannelPrefix+key, in one script.
 func (n *Node) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
 	return n.eval(ctx, n.publish, key, value, ChannelPrefix+key)
@@ -142,14 +143,14 @@ func (n *Node) Close() error {
 // WatchReleases opens the node's release subscription for one redlock
 // client (redlock.HandoffNode): a dedicated connection, opened on the first
 // Watch, on which every watched key is one SUBSCRIBE to its channel.
-func (n *Node) WatchReleases(notify func(key string)) (redlock.ReleaseWatch, error) {
+func (n *Node) WatchReleases(notify func(key, value string)) (redlock.ReleaseWatch, error) {
 	return &watch{node: n, notify: notify, keys: map[string]struct{}{}}, nil
 }
 
 // watch is one node's multiplexed release subscription.
 type watch struct {
 	node   *Node
-	notify func(key string)
+	notify func(key, value string)
 
 	mu     sync.Mutex
 	closed bool
@@ -176,7 +177,9 @@ func (w *watch) conn(ctx context.Context) (rueidis.DedicatedClient, error) {
 	}
 	dc, cancel := w.node.client.Dedicate()
 	lost := dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: func(m rueidis.PubSubMessage) {
-		w.notify(m.Message)
+		if key, ok := strings.CutPrefix(m.Channel, ChannelPrefix); ok {
+			w.notify(key, m.Message)
+		}
 	}})
 	if len(w.keys) > 0 {
 		chans := make([]string, 0, len(w.keys))

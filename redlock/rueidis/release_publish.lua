@@ -1,11 +1,12 @@
 -- R5 with hand-off (R10, R14): delete the lock key only if it still holds
 -- this client's value and, when it did, announce the release to waiters on
--- the key's release channel, in the same atomic step.
+-- the key's release channel (the message is the released value), in the
+-- same atomic step.
 -- KEYS[1] lock key; ARGV[1] value; ARGV[2] release channel.
 -- Returns 1 when deleted, else 0.
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
-	redis.call("PUBLISH", ARGV[2], KEYS[1])
+	redis.call("PUBLISH", ARGV[2], ARGV[1])
 	return 1
 end
 return 0
