@@ -1,18 +1,364 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"dlm/byzantine"
+	"dlm/byzantine/tcp"
 )
 
-// newGeneralsCmd builds "dlm generals". (Placeholder until its issue lands.)
+// generalsFlags are the flags of "dlm generals", as locals of the command.
+type generalsFlags struct {
+	algorithm    string
+	generals     int
+	traitors     int
+	faulty       string
+	strategy     string
+	order        string
+	majority     string
+	transport    string
+	seed         int64
+	roundTimeout time.Duration
+	unsafe       bool
+	trace        bool
+	json         bool
+}
+
+// newGeneralsCmd builds "dlm generals": one run of OM(m) or SM(m), with the
+// decisions, the counters and the IC1/IC2 verdict.
 func newGeneralsCmd() *cobra.Command {
-	return &cobra.Command{
+	var f generalsFlags
+	cmd := &cobra.Command{
 		Use:   "generals",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return withCode(exitUsage, errors.New("dlm generals is not built yet"))
+		Short: "Run Byzantine agreement (OM(m) or SM(m)) and check IC1/IC2",
+		Long: `Run the Byzantine generals algorithms: OM(m) with oral messages or SM(m)
+with ed25519-signed messages, with chosen traitors and strategies, and check
+the interactive consistency conditions IC1 and IC2.
+
+The commander is general 0. --faulty lists the traitors, as ids (using
+--strategy) or id:strategy pairs: --faulty 0:two-faced,3:silent.
+Strategies: silent, flip, two-faced, random, colluding, late, and for SM
+forge and replay. --trace prints the message flow round by round (SM chains
+as attack:0:2:3). --transport tcp runs every general as its own dlm process
+on loopback, authenticated by its own ed25519 key.
+
+OM needs n >= 3m+1 and SM n >= m+2; --unsafe runs a smaller n anyway, to
+watch B3 break. The same --seed replays the same run.
+
+Exit 0 when IC1 and IC2 hold, 1 when they do not, 64 on bad usage.`,
+		Example: `  dlm generals --algorithm om --generals 4 --traitors 1 --faulty 3 --strategy two-faced
+  dlm generals --algorithm sm --generals 3 --traitors 1 --faulty 0 --trace
+  dlm generals --algorithm om --generals 3 --traitors 1 --faulty 2 --strategy flip --unsafe
+  dlm generals --generals 7 --traitors 2 --faulty 0,4 --strategy colluding --transport tcp --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runGenerals(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
+	addGeneralsRunFlags(cmd, &f)
+	fl := cmd.Flags()
+	fl.StringVar(&f.transport, "transport", "memory", "memory (deterministic, in process) or tcp (one process per general)")
+	fl.BoolVar(&f.trace, "trace", false, "print the message flow round by round")
+	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd())
+	return cmd
+}
+
+// addGeneralsRunFlags registers the flags that describe a run, shared by
+// "dlm generals" and "dlm generals node".
+func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.algorithm, "algorithm", "om", "om (oral messages, B6) or sm (signed messages, B9)")
+	fl.IntVarP(&f.generals, "generals", "n", 4, "number of generals n, the commander included")
+	fl.IntVarP(&f.traitors, "traitors", "m", 1, "number of traitors m to tolerate: runs OM(m) or SM(m)")
+	fl.StringVar(&f.faulty, "faulty", "", "traitor ids, comma-separated, each optionally id:strategy (0 is the commander)")
+	fl.StringVar(&f.strategy, "strategy", "two-faced", "strategy of the traitors given without one")
+	fl.StringVar(&f.order, "order", "attack", "the commander's order (any short string)")
+	fl.StringVar(&f.majority, "majority", "vote", "majority variant (B5): vote (majority or RETREAT) or median")
+	fl.Int64Var(&f.seed, "seed", 1, "seed of every random choice; the same seed replays the run")
+	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp (A3)")
+	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
+	fl.BoolVar(&f.json, "json", false, "print one JSON object")
+}
+
+// generalsConfig turns the flags into a run configuration.
+func generalsConfig(f generalsFlags) (byzantine.Config, error) {
+	cfg := byzantine.DefaultConfig()
+	cfg.Algorithm = byzantine.Algorithm(strings.ToLower(f.algorithm))
+	cfg.Generals, cfg.MaxTraitors = f.generals, f.traitors
+	cfg.Order = byzantine.Order(f.order)
+	cfg.Majority = byzantine.MajorityVariant(strings.ToLower(f.majority))
+	cfg.Seed, cfg.RoundTimeout = f.seed, f.roundTimeout
+	cfg.AllowUnsafe, cfg.Trace = f.unsafe, f.trace
+	if f.faulty != "" {
+		for _, item := range strings.Split(f.faulty, ",") {
+			idText, strat, found := strings.Cut(strings.TrimSpace(item), ":")
+			if !found {
+				strat = f.strategy
+			}
+			id, err := strconv.Atoi(idText)
+			if err != nil {
+				return cfg, fmt.Errorf("--faulty: %q is not a general id", idText)
+			}
+			cfg.Faulty = append(cfg.Faulty, byzantine.Traitor{ID: byzantine.ID(id), Strategy: byzantine.Strategy(strat)})
+		}
+	}
+	return cfg, cfg.Validate()
+}
+
+func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer) error {
+	if f.transport != "memory" && f.transport != "tcp" {
+		return usageErrorf("--transport %q: want memory or tcp", f.transport)
+	}
+	cfg, err := generalsConfig(f)
+	if err != nil {
+		if errors.Is(err, byzantine.ErrUnsafe) && !f.unsafe {
+			err = fmt.Errorf("%w (dlm: --unsafe)", err)
+		}
+		return withCode(exitUsage, err)
+	}
+	var res *byzantine.Result
+	if f.transport == "tcp" {
+		res, err = launchGenerals(ctx, cfg, stderr)
+	} else {
+		res, err = byzantine.Run(ctx, cfg)
+	}
+	if err != nil {
+		return err
+	}
+	if f.json {
+		if err := writeGeneralsJSON(stdout, f.transport, res); err != nil {
+			return err
+		}
+	} else {
+		writeGeneralsText(stdout, f.transport, res)
+	}
+	if err := res.Verify(); err != nil {
+		return withCode(exitFailure, err)
+	}
+	return nil
+}
+
+// launchGenerals runs every general as a "dlm generals serve" process.
+func launchGenerals(ctx context.Context, cfg byzantine.Config, stderr io.Writer) (*byzantine.Result, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	spawn := tcp.CommandSpawner(func(ctx context.Context, id byzantine.ID) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, exe, "generals", "serve")
+		cmd.Stderr = stderr
+		return cmd
+	})
+	return tcp.Launch(ctx, cfg, spawn)
+}
+
+// newGeneralsServeCmd is the hidden subcommand each general of a tcp run
+// executes: it speaks the launch protocol of package tcp on stdin/stdout.
+func newGeneralsServeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "serve",
+		Short:  "Serve one general of a tcp run (used by dlm generals --transport tcp)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return tcp.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+		},
+	}
+}
+
+func loyalLabel(g byzantine.GeneralResult) string {
+	if g.Loyal {
+		return "loyal"
+	}
+	return "traitor (" + string(g.Strategy) + ")"
+}
+
+func holds(ok bool) string {
+	if ok {
+		return "holds"
+	}
+	return "VIOLATED"
+}
+
+// writeGeneralsText prints the run for people.
+func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
+	cfg := res.Config
+	need := fmt.Sprintf("n >= 3m+1 = %d", 3*cfg.MaxTraitors+1)
+	if cfg.Algorithm == byzantine.SM {
+		need = fmt.Sprintf("n >= m+2 = %d", cfg.MaxTraitors+2)
+	}
+	fmt.Fprintf(w, "%s(%d) with %d generals (%s), order %s, majority %s, transport %s, seed %d\n",
+		strings.ToUpper(string(cfg.Algorithm)), cfg.MaxTraitors, cfg.Generals, need, cfg.Order, cfg.Majority, transport, cfg.Seed)
+	if cfg.AllowUnsafe {
+		fmt.Fprintln(w, "unsafe configuration allowed: IC1/IC2 are not guaranteed")
+	}
+	if cfg.Trace {
+		writeGeneralsTrace(w, res)
+	}
+	faulty := res.Faulty()
+	if len(faulty) == 0 {
+		fmt.Fprintln(w, "traitors: none")
+	} else {
+		var parts []string
+		for _, id := range faulty {
+			parts = append(parts, fmt.Sprintf("%d (%s)", id, res.Generals[id].Strategy))
+		}
+		fmt.Fprintf(w, "traitors: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w, "decisions:")
+	for _, g := range res.Generals {
+		role := "lieutenant"
+		if g.ID == 0 {
+			role = "commander"
+		}
+		decision := string(g.Decision)
+		if !g.Loyal {
+			decision = "-"
+		}
+		line := fmt.Sprintf("  general %-3d %-10s %-22s %s", g.ID, role, loyalLabel(g), decision)
+		if cfg.Algorithm == byzantine.SM && g.ID != 0 && g.Loyal {
+			line += fmt.Sprintf("   V=%v", g.Values)
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	fmt.Fprintf(w, "messages %d, rounds %d, bytes %d", res.Messages, res.Rounds, res.Bytes)
+	if cfg.Algorithm == byzantine.SM {
+		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
+	}
+	fmt.Fprintln(w)
+	if len(res.Rejected) > 0 {
+		var parts []string
+		for _, r := range slices.Sorted(mapKeys(res.Rejected)) {
+			parts = append(parts, fmt.Sprintf("%s %d", r, res.Rejected[r]))
+		}
+		fmt.Fprintf(w, "rejected: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "IC1 (all loyal lieutenants obey the same order): %s\n", holds(res.IC1()))
+	ic2 := holds(res.IC2())
+	if !res.Generals[0].Loyal {
+		ic2 += " (vacuously: the commander is a traitor)"
+	}
+	fmt.Fprintf(w, "IC2 (a loyal commander's order is obeyed):       %s\n", ic2)
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// writeGeneralsTrace prints the message flow round by round.
+func writeGeneralsTrace(w io.Writer, res *byzantine.Result) {
+	round := -1
+	for _, ev := range res.Trace {
+		if ev.Round != round {
+			round = ev.Round
+			label := ""
+			if round > res.Config.MaxTraitors {
+				label = " (after the last round: stragglers)"
+			}
+			fmt.Fprintf(w, "round %d%s:\n", round, label)
+		}
+		fmt.Fprintf(w, "  %s\n", strings.TrimPrefix(ev.String(), fmt.Sprintf("round %d: ", ev.Round)))
+	}
+}
+
+// generalsJSON is the --json output.
+type generalsJSON struct {
+	Algorithm          byzantine.Algorithm            `json:"algorithm"`
+	Generals           int                            `json:"generals"`
+	MaxTraitors        int                            `json:"max_traitors"`
+	Faulty             []byzantine.ID                 `json:"faulty"`
+	Strategies         map[string]byzantine.Strategy  `json:"strategies"`
+	Order              byzantine.Order                `json:"order"`
+	Majority           byzantine.MajorityVariant      `json:"majority"`
+	Transport          string                         `json:"transport"`
+	Seed               int64                          `json:"seed"`
+	Decisions          map[string]byzantine.Order     `json:"decisions"`
+	Messages           int                            `json:"messages"`
+	Rounds             int                            `json:"rounds"`
+	Bytes              int64                          `json:"bytes"`
+	SignaturesMade     int                            `json:"signatures_made"`
+	SignaturesVerified int                            `json:"signatures_verified"`
+	Rejected           map[byzantine.RejectReason]int `json:"rejected"`
+	IC1                bool                           `json:"ic1"`
+	IC2                bool                           `json:"ic2"`
+	Verdict            string                         `json:"verdict"`
+	Trace              []generalsTraceJSON            `json:"trace,omitempty"`
+}
+
+type generalsTraceJSON struct {
+	Round    int    `json:"round"`
+	From     int    `json:"from"`
+	To       int    `json:"to"`
+	Chain    string `json:"chain"`
+	Sent     int    `json:"sent_round"`
+	Fault    string `json:"fault,omitempty"`
+	Rejected string `json:"rejected,omitempty"`
+}
+
+func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) error {
+	cfg := res.Config
+	out := generalsJSON{
+		Algorithm:          cfg.Algorithm,
+		Generals:           cfg.Generals,
+		MaxTraitors:        cfg.MaxTraitors,
+		Faulty:             res.Faulty(),
+		Strategies:         map[string]byzantine.Strategy{},
+		Order:              cfg.Order,
+		Majority:           cfg.Majority,
+		Transport:          transport,
+		Seed:               cfg.Seed,
+		Decisions:          map[string]byzantine.Order{},
+		Messages:           res.Messages,
+		Rounds:             res.Rounds,
+		Bytes:              res.Bytes,
+		SignaturesMade:     res.SignaturesMade,
+		SignaturesVerified: res.SignaturesVerified,
+		Rejected:           res.Rejected,
+		IC1:                res.IC1(),
+		IC2:                res.IC2(),
+		Verdict:            "ok",
+	}
+	if out.Faulty == nil {
+		out.Faulty = []byzantine.ID{}
+	}
+	if out.Rejected == nil {
+		out.Rejected = map[byzantine.RejectReason]int{}
+	}
+	for _, id := range out.Faulty {
+		out.Strategies[strconv.Itoa(int(id))] = res.Generals[id].Strategy
+	}
+	for id, d := range res.Decisions() {
+		out.Decisions[strconv.Itoa(int(id))] = d
+	}
+	if err := res.Verify(); err != nil {
+		out.Verdict = err.Error()
+	}
+	for _, ev := range res.Trace {
+		tj := generalsTraceJSON{Round: ev.Round, From: int(ev.Message.From), To: int(ev.Message.To), Chain: ev.Message.Chain(), Sent: ev.Message.Round, Rejected: string(ev.Rejected)}
+		if ev.Fault != byzantine.Deliver {
+			tj.Fault = ev.Fault.String()
+		}
+		out.Trace = append(out.Trace, tj)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
 }
