@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+	"dlm/redlock/rueidis"
+)
+
+// locker is one library under test, seen through the two operations the
+// workloads need. Its methods are safe for concurrent use.
+type locker interface {
+	// tryLock makes one acquisition attempt on key (no retry) and returns
+	// the release.
+	tryLock(ctx context.Context, key string) (release func(context.Context) error, err error)
+	// lock acquires key with the library's default retry.
+	lock(ctx context.Context, key string) (release func(context.Context) error, err error)
+	close()
+}
+
+// lib names a library and builds its locker over the nodes' URLs.
+type lib struct {
+	name string
+	// single: the library locks one node only (a reference, not Redlock).
+	single bool
+	open   func(urls []string) (locker, error)
+}
+
+// libraries returns the libraries the program compares, dlm's first.
+func libraries() []lib {
+	return []lib{
+		{name: "dlm (rueidis)", open: func(urls []string) (locker, error) {
+			c, err := rueidis.Dial(urls)
+			return dlmLocker{c}, err
+		}},
+		{name: "dlm (go-redis)", open: func(urls []string) (locker, error) {
+			c, err := goredis.Dial(urls)
+			return dlmLocker{c}, err
+		}},
+		{name: "go-redsync", open: openRedsync},
+		{name: "redislock (1 node)", single: true, open: openRedislock},
+	}
+}
+
+// dlmNoHandoff is dlm over rueidis with the hand-off turned off, for the
+// contention workload.
+var dlmNoHandoff = lib{name: "dlm (rueidis, no hand-off)", open: func(urls []string) (locker, error) {
+	c, err := rueidis.Dial(urls, redlock.WithHandoff(false))
+	return dlmLocker{c}, err
+}}
+
+type dlmLocker struct{ c *redlock.Client }
+
+func (d dlmLocker) tryLock(ctx context.Context, key string) (func(context.Context) error, error) {
+	l, err := d.c.TryLock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return l.Unlock, nil
+}
+
+func (d dlmLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	l, err := d.c.Lock(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return l.Unlock, nil
+}
+
+func (d dlmLocker) close() { _ = d.c.Close() }
+
+// redsyncLocker is go-redsync v4 over go-redis v9 clients with their default
+// pools, as its README sets it up.
+type redsyncLocker struct {
+	rs      *redsync.Redsync
+	clients []*redis.Client
+}
+
+func openRedsync(urls []string) (locker, error) {
+	r := &redsyncLocker{}
+	var pools []redsyncredis.Pool
+	for _, u := range urls {
+		o, err := redis.ParseURL(u)
+		if err != nil {
+			return nil, err
+		}
+		c := redis.NewClient(o)
+		r.clients = append(r.clients, c)
+		pools = append(pools, redsyncgoredis.NewPool(c))
+	}
+	r.rs = redsync.New(pools...)
+	return r, nil
+}
+
+func (r *redsyncLocker) tryLock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return r.acquire(ctx, r.rs.NewMutex(key, redsync.WithTries(1)))
+}
+
+func (r *redsyncLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return r.acquire(ctx, r.rs.NewMutex(key)) // its default retry: 32 tries, 50-250ms apart
+}
+
+func (r *redsyncLocker) acquire(ctx context.Context, m *redsync.Mutex) (func(context.Context) error, error) {
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		ok, err := m.UnlockContext(ctx)
+		if err == nil && !ok {
+			err = errors.New("redsync: unlock failed")
+		}
+		return err
+	}, nil
+}
+
+func (r *redsyncLocker) close() {
+	for _, c := range r.clients {
+		_ = c.Close()
+	}
+}
+
+// redislockLocker is bsm/redislock on the first node only: a single-node
+// lock, the floor a Redlock client is measured against.
+type redislockLocker struct {
+	c  *redis.Client
+	rl *redislock.Client
+}
+
+func openRedislock(urls []string) (locker, error) {
+	o, err := redis.ParseURL(urls[0])
+	if err != nil {
+		return nil, err
+	}
+	c := redis.NewClient(o)
+	return &redislockLocker{c: c, rl: redislock.New(c)}, nil
+}
+
+const redislockTTL = 10 * time.Second
+
+func (r *redislockLocker) tryLock(ctx context.Context, key string) (func(context.Context) error, error) {
+	l, err := r.rl.Obtain(ctx, key, redislockTTL, nil)
+	if err != nil {
+		return nil, err
+	}
+	return l.Release, nil
+}
+
+func (r *redislockLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	l, err := r.rl.Obtain(ctx, key, redislockTTL, &redislock.Options{
+		RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redislock: %w", err)
+	}
+	return l.Release, nil
+}
+
+func (r *redislockLocker) close() { _ = r.c.Close() }

@@ -1,0 +1,286 @@
+// Command bench compares dlm's Redlock client with go-redsync (and
+// bsm/redislock on one node, as a reference) on 5 real redis-server nodes it
+// starts itself, running the workloads of issue 7 for each library in turn,
+// several times, and printing the medians and ratios as Markdown, with an
+// SVG plot of throughput against goroutines:
+//
+//	cd bench && go run . -reps 3 -plot ../docs/benchmarks-redlock.svg
+//
+// It is a separate module so that the main module does not depend on the
+// libraries it is compared with.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"dlm/redlock/redisproc"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// config is one run's settings, from the flags.
+type config struct {
+	reps       int
+	duration   time.Duration
+	seqDur     time.Duration
+	goroutines []int
+	workers    int
+	hold       time.Duration
+	contDur    time.Duration
+	frozenN    int
+	plot       string
+	out        string
+	only       map[string]bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	var gs string
+	fs.IntVar(&c.reps, "reps", 3, "repetitions of every run (medians are reported)")
+	fs.DurationVar(&c.duration, "duration", 2*time.Second, "length of each throughput run")
+	fs.DurationVar(&c.seqDur, "seq", time.Second, "length of each sequential run")
+	fs.StringVar(&gs, "goroutines", "1,4,16,64,256", "goroutine counts of the throughput runs, comma-separated")
+	fs.IntVar(&c.workers, "workers", 32, "workers of the contention run")
+	fs.DurationVar(&c.hold, "hold", time.Millisecond, "how long each contention worker holds the lock")
+	fs.DurationVar(&c.contDur, "contention", 3*time.Second, "length of each contention run")
+	fs.IntVar(&c.frozenN, "frozen", 40, "acquisitions timed with one node frozen (and as many healthy)")
+	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
+	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
+	only := fs.String("only", "tp,seq,frozen,cont", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	c.only = map[string]bool{}
+	for _, w := range strings.Split(*only, ",") {
+		switch w = strings.TrimSpace(w); w {
+		case "tp", "seq", "frozen", "cont":
+			c.only[w] = true
+		default:
+			return c, fmt.Errorf("-only: unknown workload %q; expected tp, seq, frozen or cont", w)
+		}
+	}
+	for _, f := range strings.Split(gs, ",") {
+		g, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || g < 1 {
+			return c, fmt.Errorf("-goroutines: %q is not a positive number; expected a list such as 1,16,64,256", f)
+		}
+		c.goroutines = append(c.goroutines, g)
+	}
+	switch {
+	case c.reps < 1:
+		return c, fmt.Errorf("-reps must be at least 1, got %d", c.reps)
+	case c.duration <= 0 || c.seqDur <= 0 || c.contDur <= 0:
+		return c, fmt.Errorf("-duration, -seq and -contention must be positive")
+	case c.workers < 1:
+		return c, fmt.Errorf("-workers must be at least 1, got %d", c.workers)
+	case c.frozenN < 1:
+		return c, fmt.Errorf("-frozen must be at least 1, got %d", c.frozenN)
+	}
+	return c, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	nodes := make([]*redisproc.Process, 5)
+	defer func() {
+		for _, p := range nodes {
+			if p != nil {
+				p.Close()
+			}
+		}
+	}()
+	urls := make([]string, len(nodes))
+	for i := range nodes {
+		if nodes[i], err = redisproc.Start(ctx, redisproc.Config{}); err != nil {
+			return fmt.Errorf("starting redis-server %d: %w", i+1, err)
+		}
+		urls[i] = nodes[i].URL()
+	}
+
+	libs := libraries()
+	r := &Report{
+		Machine:    machine(),
+		Command:    "cd bench && go run . " + strings.Join(args, " "),
+		Reps:       cfg.reps,
+		Duration:   cfg.duration,
+		Goroutines: cfg.goroutines,
+		Workers:    cfg.workers,
+		Hold:       cfg.hold,
+		S:          samples{},
+	}
+	for _, l := range libs {
+		r.Libs = append(r.Libs, l.name)
+	}
+	contLibs := []lib{libs[0], dlmNoHandoff, libs[1], libs[2]}
+	for _, l := range contLibs {
+		r.ContLibs = append(r.ContLibs, l.name)
+	}
+	frozenLibs := []lib{libs[0], libs[1], libs[2]}
+	for _, l := range frozenLibs {
+		r.FrozenLibs = append(r.FrozenLibs, l.name)
+	}
+
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	// rotate gives repetition rep's order of ls, so that no library always
+	// runs first (or right after another).
+	rotate := func(ls []lib, rep int) []lib {
+		k := rep % len(ls)
+		return append(append([]lib{}, ls[k:]...), ls[:k]...)
+	}
+	withLocker := func(l lib, f func(locker) error) error {
+		lk, err := l.open(urls)
+		if err != nil {
+			return fmt.Errorf("%s: %w", l.name, err)
+		}
+		defer lk.close()
+		return f(lk)
+	}
+	for rep := range cfg.reps {
+		id := fmt.Sprintf("bench:%d:%d", time.Now().UnixNano(), rep)
+		for _, g := range cfg.goroutines {
+			if !cfg.only["tp"] {
+				break
+			}
+			for _, l := range rotate(libs, rep) {
+				if err := withLocker(l, func(lk locker) error {
+					v, failed := throughput(ctx, lk, id+":tp:"+strconv.Itoa(g), g, cfg.duration)
+					r.S.add(v, "tp", l.name, g)
+					logf("rep %d throughput %-28s g=%-4d %9.0f pairs/s (%d failed)", rep+1, l.name, g, v, failed)
+					return ctx.Err()
+				}); err != nil {
+					return err
+				}
+			}
+		}
+		for _, l := range rotate(libs, rep) {
+			if !cfg.only["seq"] {
+				break
+			}
+			if err := withLocker(l, func(lk locker) error {
+				s, err := sequential(ctx, lk, id+":seq", cfg.seqDur)
+				if err != nil {
+					return fmt.Errorf("%s sequential: %w", l.name, err)
+				}
+				r.S.add(s.pairP50.Seconds(), "seq-p50", l.name)
+				r.S.add(s.pairP99.Seconds(), "seq-p99", l.name)
+				r.S.add(s.acquireP50.Seconds(), "seq-acq", l.name)
+				r.S.add(s.allocsPerPair, "allocs", l.name)
+				logf("rep %d sequential %-28s p50 %v p99 %v acquire p50 %v, %.0f allocs/pair (%d pairs)",
+					rep+1, l.name, s.pairP50, s.pairP99, s.acquireP50, s.allocsPerPair, s.n)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		for _, l := range rotate(frozenLibs, rep) {
+			if !cfg.only["frozen"] {
+				break
+			}
+			if err := withLocker(l, func(lk locker) error {
+				n := cfg.frozenN
+				if l.name == "go-redsync" {
+					n = min(n, 3) // it waits seconds for the frozen node every time
+				}
+				h, err := acquireLatency(ctx, lk, id+":healthy", n)
+				if err != nil {
+					return fmt.Errorf("%s healthy: %w", l.name, err)
+				}
+				nodes[4].Freeze()
+				f, err := acquireLatency(ctx, lk, id+":frozen", n)
+				nodes[4].Thaw()
+				if err != nil {
+					return fmt.Errorf("%s frozen: %w", l.name, err)
+				}
+				r.S.add(h.Seconds(), "healthy", l.name)
+				r.S.add(f.Seconds(), "frozen", l.name)
+				logf("rep %d frozen node %-28s healthy acquire p50 %v, frozen %v", rep+1, l.name, h, f)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		for _, l := range rotate(contLibs, rep) {
+			if !cfg.only["cont"] {
+				break
+			}
+			if err := withLocker(l, func(lk locker) error {
+				c := contention(ctx, lk, id+":cont:"+l.name, cfg.workers, cfg.hold, cfg.contDur)
+				r.S.add(c.perSec, "cont", l.name)
+				r.S.add(c.fairness, "fair", l.name)
+				r.S.add(float64(c.failed), "contfail", l.name)
+				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up", rep+1, l.name, c.perSec, c.fairness, c.failed)
+				return ctx.Err()
+			}); err != nil {
+				return err
+			}
+		}
+	}
+
+	r.Markdown(stdout)
+	if cfg.out != "" {
+		f, err := os.Create(cfg.out)
+		if err != nil {
+			return err
+		}
+		r.Markdown(f)
+		if err := f.Close(); err != nil {
+			return err
+		}
+	}
+	if cfg.plot != "" {
+		f, err := os.Create(cfg.plot)
+		if err != nil {
+			return err
+		}
+		r.SVG(f)
+		return f.Close()
+	}
+	return nil
+}
+
+// machine describes the machine: CPUs, CPU model, redis-server and Go
+// versions.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	redisV := "unknown"
+	if out, err := exec.Command(redisproc.Binary, "--version").Output(); err == nil {
+		for _, f := range strings.Fields(string(out)) {
+			if v, ok := strings.CutPrefix(f, "v="); ok {
+				redisV = v
+			}
+		}
+	}
+	return fmt.Sprintf("%d CPUs (nproc), %s, redis-server %s, %s %s/%s",
+		runtime.NumCPU(), model, redisV, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}

@@ -1,0 +1,281 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+var inf = math.Inf(1)
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), or NaN for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// samples collects one number per repetition under a (workload, library,
+// parameter) name.
+type samples map[string][]float64
+
+func sampleKey(parts ...any) string { return fmt.Sprint(parts...) }
+
+func (s samples) add(v float64, parts ...any) {
+	k := sampleKey(parts...)
+	s[k] = append(s[k], v)
+}
+
+// med returns the median of the samples under a name (NaN when none).
+func (s samples) med(parts ...any) float64 { return median(s[sampleKey(parts...)]) }
+
+// Report is everything the program prints: the machine, the settings, and
+// the medians of the repetitions.
+type Report struct {
+	Machine    string
+	Command    string
+	Reps       int
+	Duration   time.Duration
+	Goroutines []int
+	Libs       []string // throughput and sequential columns
+	ContLibs   []string // contention rows
+	FrozenLibs []string
+	Workers    int
+	Hold       time.Duration
+	S          samples
+}
+
+// ms formats seconds as milliseconds.
+func ms(sec float64) string {
+	if math.IsNaN(sec) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f ms", sec*1e3)
+}
+
+func num(x float64, format string) string {
+	switch {
+	case math.IsNaN(x):
+		return "-"
+	case math.IsInf(x, 1):
+		return "inf"
+	}
+	return fmt.Sprintf(format, x)
+}
+
+// ratio is a/b, NaN when either is missing.
+func ratio(a, b float64) float64 {
+	if b == 0 || math.IsNaN(a) || math.IsNaN(b) {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// target is one of the issue's targets, measured.
+type target struct {
+	what     string
+	measured float64
+	want     float64
+	atMost   bool // measured <= want is met; else measured >= want
+}
+
+func (t target) met() string {
+	switch {
+	case math.IsNaN(t.measured):
+		return "not measured"
+	case t.atMost && t.measured <= t.want, !t.atMost && t.measured >= t.want:
+		return "met"
+	}
+	return "**missed**"
+}
+
+// targets computes the issue's targets from the medians: dlm is the first
+// library, go-redsync the one named so.
+func (r *Report) targets() []target {
+	dlm, rs := r.Libs[0], "go-redsync"
+	var ts []target
+	for _, g := range []int{64, 256} {
+		want := 5.0
+		if g == 256 {
+			want = 8
+		}
+		ts = append(ts, target{
+			what:     fmt.Sprintf("throughput, %d goroutines, distinct keys: %s / go-redsync", g, dlm),
+			measured: ratio(r.S.med("tp", dlm, g), r.S.med("tp", rs, g)),
+			want:     want,
+		})
+	}
+	ts = append(ts, target{
+		what:     fmt.Sprintf("sequential pair p50: %s / go-redsync", dlm),
+		measured: ratio(r.S.med("seq-p50", dlm), r.S.med("seq-p50", rs)),
+		want:     0.8, atMost: true,
+	})
+	ts = append(ts, target{
+		what:     fmt.Sprintf("acquire p50, one node frozen / healthy: %s", dlm),
+		measured: ratio(r.S.med("frozen", dlm), r.S.med("healthy", dlm)),
+		want:     1.5, atMost: true,
+	})
+	ts = append(ts, target{
+		what:     fmt.Sprintf("contention, %d workers, one key, %v hold, critical sections/s: %s / go-redsync", r.Workers, r.Hold, dlm),
+		measured: ratio(r.S.med("cont", dlm), r.S.med("cont", rs)),
+		want:     1.5,
+	})
+	ts = append(ts, target{
+		what:     fmt.Sprintf("contention fairness, busiest / least busy worker: %s", dlm),
+		measured: r.S.med("fair", dlm),
+		want:     2, atMost: true,
+	})
+	return ts
+}
+
+// Markdown writes the report as Markdown tables.
+func (r *Report) Markdown(w io.Writer) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("Machine: %s.\n\n", r.Machine)
+	p("Medians of %d repetitions, libraries alternating; %v per throughput run. Rerun:\n\n", r.Reps, r.Duration)
+	p("    %s\n\n", r.Command)
+
+	p("**Throughput, distinct keys** (acquire+release pairs per second; one attempt, no retry; 5 nodes)\n\n")
+	p("| goroutines |")
+	for _, l := range r.Libs {
+		p(" %s |", l)
+	}
+	p(" %s / go-redsync |\n|---:|", r.Libs[0])
+	for range r.Libs {
+		p("---:|")
+	}
+	p("---:|\n")
+	for _, g := range r.Goroutines {
+		p("| %d |", g)
+		for _, l := range r.Libs {
+			p(" %s |", num(r.S.med("tp", l, g), "%.0f"))
+		}
+		p(" %sx |\n", num(ratio(r.S.med("tp", r.Libs[0], g), r.S.med("tp", "go-redsync", g)), "%.1f"))
+	}
+
+	p("\n**Sequential** (one goroutine, one key)\n\n")
+	p("| library | pair p50 | pair p99 | acquire p50 | allocs per pair |\n|---|---:|---:|---:|---:|\n")
+	for _, l := range r.Libs {
+		p("| %s | %s | %s | %s | %s |\n", l, ms(r.S.med("seq-p50", l)), ms(r.S.med("seq-p99", l)),
+			ms(r.S.med("seq-acq", l)), num(r.S.med("allocs", l), "%.0f"))
+	}
+
+	p("\n**One node frozen** (SIGSTOP; acquire latency, one goroutine)\n\n")
+	p("| library | healthy acquire p50 | frozen acquire p50 | frozen / healthy |\n|---|---:|---:|---:|\n")
+	for _, l := range r.FrozenLibs {
+		h, f := r.S.med("healthy", l), r.S.med("frozen", l)
+		p("| %s | %s | %s | %sx |\n", l, ms(h), ms(f), num(ratio(f, h), "%.2f"))
+	}
+
+	p("\n**Contention** (%d workers, one key, %v hold, each library's default retry)\n\n", r.Workers, r.Hold)
+	p("| library | critical sections/s | busiest / least busy | gave up |\n|---|---:|---:|---:|\n")
+	for _, l := range r.ContLibs {
+		p("| %s | %s | %s | %s |\n", l, num(r.S.med("cont", l), "%.0f"), num(r.S.med("fair", l), "%.2f"), num(r.S.med("contfail", l), "%.0f"))
+	}
+
+	p("\n**Targets** (issue 7)\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")
+	for _, t := range r.targets() {
+		op := ">="
+		if t.atMost {
+			op = "<="
+		}
+		p("| %s | %s | %s %g | %s |\n", t.what, num(t.measured, "%.2f"), op, t.want, t.met())
+	}
+}
+
+// SVG writes a line plot of throughput (pairs/s) against goroutines, one
+// line per library, goroutines on a log2 axis.
+func (r *Report) SVG(w io.Writer) {
+	const W, H, left, right, top, bottom = 720, 420, 80, 200, 40, 50
+	pw, ph := float64(W-left-right), float64(H-top-bottom)
+	gs := r.Goroutines
+	if len(gs) == 0 {
+		return
+	}
+	lx0, lx1 := math.Log2(float64(gs[0])), math.Log2(float64(gs[len(gs)-1]))
+	if lx1 == lx0 {
+		lx1 = lx0 + 1
+	}
+	ymax := 0.0
+	for _, l := range r.Libs {
+		for _, g := range gs {
+			if v := r.S.med("tp", l, g); !math.IsNaN(v) {
+				ymax = max(ymax, v)
+			}
+		}
+	}
+	ymax = niceCeil(ymax)
+	x := func(g int) float64 { return left + (math.Log2(float64(g))-lx0)/(lx1-lx0)*pw }
+	y := func(v float64) float64 { return top + ph - v/ymax*ph }
+	colors := []string{"#d62728", "#ff7f0e", "#1f77b4", "#7f7f7f", "#2ca02c", "#9467bd"}
+
+	var b strings.Builder
+	f := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	f(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", W, H, W, H)
+	f(`<rect width="100%%" height="100%%" fill="white"/>` + "\n")
+	f(`<text x="%d" y="20" font-size="14">Acquire+release pairs/s, distinct keys, 5 redis-server nodes</text>`+"\n", left)
+	for i := 0; i <= 5; i++ {
+		v := ymax * float64(i) / 5
+		f(`<line x1="%d" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#ddd"/>`+"\n", left, left+pw, y(v), y(v))
+		f(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-6, y(v)+4, si(v))
+	}
+	for _, g := range gs {
+		f(`<line x1="%.1f" x2="%.1f" y1="%d" y2="%.1f" stroke="#eee"/>`+"\n", x(g), x(g), top, top+ph)
+		f(`<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", x(g), top+ph+16, g)
+	}
+	f(`<text x="%.1f" y="%d" text-anchor="middle">goroutines</text>`+"\n", left+pw/2, H-10)
+	f(`<rect x="%d" y="%d" width="%.1f" height="%.1f" fill="none" stroke="#333"/>`+"\n", left, top, pw, ph)
+	for i, l := range r.Libs {
+		c := colors[i%len(colors)]
+		var pts []string
+		for _, g := range gs {
+			if v := r.S.med("tp", l, g); !math.IsNaN(v) {
+				pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(g), y(v)))
+				f(`<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n", x(g), y(v), c)
+			}
+		}
+		f(`<polyline points="%s" fill="none" stroke="%s" stroke-width="2"/>`+"\n", strings.Join(pts, " "), c)
+		ly := top + 10 + 20*i
+		f(`<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="%s" stroke-width="2"/>`+"\n", left+pw+12, left+pw+32, ly, ly, c)
+		f(`<text x="%.1f" y="%d">%s</text>`+"\n", left+pw+38, ly+4, xmlEscape(l))
+	}
+	f("</svg>\n")
+	_, _ = io.WriteString(w, b.String())
+}
+
+// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+func niceCeil(v float64) float64 {
+	if v <= 0 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= v {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// si formats v with a k suffix for thousands.
+func si(v float64) string {
+	if v >= 1000 {
+		return fmt.Sprintf("%gk", math.Round(v/100)/10)
+	}
+	return fmt.Sprintf("%g", v)
+}
+
+func xmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMedian(t *testing.T) {
+	tests := []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{3}, 3},
+		{[]float64{3, 1, 2}, 2},
+		{[]float64{4, 1, 3, 2}, 2.5},
+	}
+	for _, tt := range tests {
+		if got := median(tt.in); got != tt.want {
+			t.Errorf("median(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+	if got := median(nil); !math.IsNaN(got) {
+		t.Errorf("median(nil) = %v, want NaN", got)
+	}
+}
+
+func TestFairness(t *testing.T) {
+	tests := []struct {
+		in   []int64
+		want float64
+	}{
+		{[]int64{10, 20, 15}, 2},
+		{[]int64{5, 5}, 1},
+		{[]int64{0, 3}, math.Inf(1)},
+		{[]int64{0, 0}, 0},
+	}
+	for _, tt := range tests {
+		if got := fairness(tt.in); got != tt.want {
+			t.Errorf("fairness(%v) = %v, want %v", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	ds := []time.Duration{5, 1, 4, 2, 3}
+	if got := quantile(ds, 0.5); got != 3 {
+		t.Errorf("p50 = %v, want 3", got)
+	}
+	if got := quantile(ds, 0.99); got != 5 {
+		t.Errorf("p99 = %v, want 5", got)
+	}
+}
+
+// sampleReport is a report over made-up medians.
+func sampleReport() *Report {
+	r := &Report{
+		Machine: "test machine", Command: "go run .", Reps: 3, Duration: time.Second,
+		Goroutines: []int{1, 64, 256},
+		Libs:       []string{"dlm (rueidis)", "go-redsync"},
+		ContLibs:   []string{"dlm (rueidis)", "go-redsync"},
+		FrozenLibs: []string{"dlm (rueidis)"},
+		Workers:    32, Hold: time.Millisecond,
+		S: samples{},
+	}
+	for _, g := range r.Goroutines {
+		r.S.add(float64(1000*g), "tp", "dlm (rueidis)", g)
+		r.S.add(float64(100*g), "tp", "go-redsync", g)
+	}
+	r.S.add(0.0005, "seq-p50", "dlm (rueidis)")
+	r.S.add(0.001, "seq-p50", "go-redsync")
+	r.S.add(0.0003, "healthy", "dlm (rueidis)")
+	r.S.add(0.0006, "frozen", "dlm (rueidis)")
+	r.S.add(900, "cont", "dlm (rueidis)")
+	r.S.add(450, "cont", "go-redsync")
+	r.S.add(1.2, "fair", "dlm (rueidis)")
+	return r
+}
+
+func TestMarkdownRatiosAndTargets(t *testing.T) {
+	var b bytes.Buffer
+	sampleReport().Markdown(&b)
+	out := b.String()
+	for _, want := range []string{
+		"| 64 | 64000 | 6400 | 10.0x |",
+		"throughput, 64 goroutines, distinct keys: dlm (rueidis) / go-redsync | 10.00 | >= 5 | met |",
+		"sequential pair p50: dlm (rueidis) / go-redsync | 0.50 | <= 0.8 | met |",
+		"one node frozen / healthy: dlm (rueidis) | 2.00 | <= 1.5 | **missed** |",
+		"critical sections/s: dlm (rueidis) / go-redsync | 2.00 | >= 1.5 | met |",
+		"busiest / least busy worker: dlm (rueidis) | 1.20 | <= 2 | met |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSVGIsWellFormed(t *testing.T) {
+	var b bytes.Buffer
+	sampleReport().SVG(&b)
+	d := xml.NewDecoder(&b)
+	lines := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG is not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "polyline" {
+			lines++
+		}
+	}
+	if lines != 2 {
+		t.Errorf("SVG has %d lines, want one per library (2)", lines)
+	}
+}
+
+func TestParseFlagsRefusesBadInput(t *testing.T) {
+	tests := [][]string{
+		{"-goroutines", "1,x"},
+		{"-goroutines", "0"},
+		{"-reps", "0"},
+		{"-only", "tp,nope"},
+		{"-workers", "0"},
+	}
+	for _, args := range tests {
+		if _, err := parseFlags(args, io.Discard); err == nil {
+			t.Errorf("parseFlags(%q) accepted bad input", args)
+		}
+	}
+	c, err := parseFlags([]string{"-goroutines", "2,8", "-only", "tp"}, io.Discard)
+	if err != nil || len(c.goroutines) != 2 || !c.only["tp"] || c.only["cont"] {
+		t.Errorf("parseFlags = %+v, %v", c, err)
+	}
+}
