@@ -143,3 +143,32 @@ func RunCases(t *testing.T, run Runner, cases []Case) {
 		})
 	}
 }
+
+// Benchmark runs the same benchmark bodies over a transport: OM and SM
+// with 4 and 7 generals and a traitor.
+func Benchmark(b *testing.B, run Runner) {
+	for _, c := range []struct {
+		name string
+		cfg  byzantine.Config
+	}{
+		{"OM/n4m1", cfg(byzantine.OM, 4, 1, traitor(3, byzantine.TwoFaced))},
+		{"OM/n7m2", cfg(byzantine.OM, 7, 2, traitor(0, byzantine.Colluding), traitor(4, byzantine.Colluding))},
+		{"SM/n4m1", cfg(byzantine.SM, 4, 1, traitor(0, byzantine.TwoFaced))},
+		{"SM/n7m2", cfg(byzantine.SM, 7, 2, traitor(0, byzantine.TwoFaced), traitor(3, byzantine.Forge))},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var res *byzantine.Result
+			for b.Loop() {
+				var err error
+				if res, err = run(b.Context(), c.cfg); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if err := res.Verify(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(res.Messages), "msgs/op")
+		})
+	}
+}

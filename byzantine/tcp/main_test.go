@@ -85,3 +85,12 @@ func TestConformanceTCPProcesses(t *testing.T) {
 		"SM/n5m3/mixed",
 	))
 }
+
+// BenchmarkTransportTCP runs the shared transport benchmark bodies over
+// loopback TCP, generals as goroutines.
+func BenchmarkTransportTCP(b *testing.B) {
+	conformance.Benchmark(b, func(ctx context.Context, cfg byzantine.Config) (*byzantine.Result, error) {
+		cfg.RoundTimeout = time.Second
+		return Launch(ctx, cfg, LocalSpawner())
+	})
+}
