@@ -19,7 +19,13 @@ type Client struct {
 	opts   clientOptions
 	quorum int
 	values *valueSource
-	hand   *handoff // nil without hand-off (handoff.go)
+	hand   *handoff      // nil without hand-off (handoff.go)
+	obs    observers     // WithObserver, WithLogger (observer.go)
+	stop   chan struct{} // closed by Close: stops the extenders (life.go)
+
+	// phaseHook, when set (by tests only), runs between phase 1 and
+	// phase 2 of a fenced acquisition (fencing.go).
+	phaseHook func(resource string)
 
 	rmu sync.Mutex
 	rng *mrand.Rand
@@ -62,6 +68,13 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 			}
 		}
 	}
+	if err := o.validateFencing(nodes, names); err != nil {
+		return nil, err
+	}
+	quorum, err := quorumFor(len(nodes), o)
+	if err != nil {
+		return nil, err
+	}
 	seed := o.seed
 	if !o.seeded {
 		var b [8]byte
@@ -74,9 +87,11 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		nodes:  append([]Node(nil), nodes...),
 		names:  names,
 		opts:   o,
-		quorum: majority(len(nodes)),
+		quorum: quorum,
 		values: newValueSource(),
 		rng:    mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		obs:    observers(o.observers),
+		stop:   make(chan struct{}),
 	}
 	c.hand = newHandoff(c)
 	return c, nil
@@ -104,6 +119,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.closed = true
+	close(c.stop)
 	c.mu.Unlock()
 	c.bg.Wait()
 	c.hand.close()
@@ -136,7 +152,7 @@ func (c *Client) settings(resource string, opts []LockOption) (lockOptions, erro
 	if err := o.validate(c.opts.nodeTimeout); err != nil {
 		return o, err
 	}
-	return o, nil
+	return o, c.opts.checkRetention(o.ttl)
 }
 
 // TryLock makes exactly one attempt to acquire resource (R8). On failure the
@@ -271,12 +287,20 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 
 	acquireOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Acquire(ctx, key, value, o.ttl) }
 	releaseOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Release(ctx, key, value) }
+	var fences []uint64 // phase 1 of fencing reads each node's fence (fencing.go)
+	if c.opts.fencing {
+		fences = make([]uint64, n)
+	}
 
 	t1 := time.Now() // R8.1: before the first request
 	for i := range c.nodes {
 		go func() {
 			defer c.bg.Done()
-			r := c.call(ctx, i, acquireOp)
+			op := acquireOp
+			if fences != nil {
+				op = c.fencedAcquire(key, c.opts.fencePrefix+resource, value, o.ttl, &fences[i])
+			}
+			r := c.call(ctx, i, op)
 			inflight.Done()
 			replies <- r
 			<-verdict
@@ -313,9 +337,16 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		t2 = time.Now()
 	}
 	v := validity(o.ttl, t2.Sub(t1), d)
-	if state == reached && v > 0 {
+	var fz fenceResult
+	if state == reached && v > 0 && fences != nil {
+		// R18: phase 2, within the same validity (fencing.go).
+		fz = c.fence(ctx, resource, key, value, results, fences)
+		t2 = fz.at
+		v = validity(o.ttl, t2.Sub(t1), d)
+	}
+	if state == reached && v > 0 && !fz.failed {
 		close(verdict)
-		return &Lock{
+		l := &Lock{
 			client:   c,
 			resource: resource,
 			key:      key,
@@ -324,16 +355,25 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 			drift:    d,
 			until:    t1.Add(o.ttl - d),
 			inflight: inflight,
-		}, nil
+			token:    fz.token,
+		}
+		c.start(l, o) // auto-extension, Done (life.go)
+		if len(c.obs) > 0 {
+			c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: AttemptAcquired, Elapsed: t2.Sub(t1), Validity: v, Nodes: results, Fence: fz.nodes, Token: fz.token})
+		}
+		return l, nil
 	}
 	// R8.5, R11: the attempt failed; give back every key at once.
 	failed = true
 	releases.Add(got)
 	close(verdict)
 	releases.Wait()
-	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: results}
-	if state == reached {
+	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: results, Fence: fz.nodes, Cause: fz.err}
+	if state == reached && !fz.failed {
 		e.Validity = v
+	}
+	if len(c.obs) > 0 {
+		c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: e.outcome(ctx), Elapsed: t2.Sub(t1), Validity: e.Validity, Nodes: results, Fence: fz.nodes})
 	}
 	return nil, e
 }

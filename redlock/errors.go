@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -26,8 +27,20 @@ var (
 	// ErrInvalid is wrapped by every error about bad input or configuration;
 	// the message says which value is wrong and what is expected.
 	ErrInvalid = errors.New("redlock: invalid argument")
-	// ErrClosed is returned by a Client after Close.
+	// ErrClosed is returned by a Client after Close, and is the Err of an
+	// auto-extended lock whose client was closed.
 	ErrClosed = errors.New("redlock: client closed")
+	// ErrUnlocked is a lock's Err after Unlock.
+	ErrUnlocked = errors.New("redlock: lock released by Unlock")
+	// ErrLost is a lock's Err when an extension found that too many nodes
+	// no longer hold it (their keys were deleted, or expired early).
+	ErrLost = errors.New("redlock: lock lost: too many nodes no longer hold it")
+	// ErrExpired is a lock's Err when its validity passed without a
+	// successful extension.
+	ErrExpired = errors.New("redlock: lock expired: validity passed without a successful extension")
+	// ErrMaxExtensions is returned by Extend once the lock reached its
+	// extension bound (WithMaxExtensions, R17).
+	ErrMaxExtensions = errors.New("redlock: extension bound reached")
 )
 
 // invalidf returns an error wrapping ErrInvalid with a formatted reason.
@@ -51,14 +64,21 @@ type AcquireError struct {
 	// Validity is the last attempt's computed validity when a quorum was
 	// reached but too late (R8.3: validity not positive), else zero.
 	Validity time.Duration
-	// Cause is the context's error when the context ended the wait, else nil.
+	// Fence holds each node's outcome in the fencing phase of the last
+	// attempt (Acquired: the node confirmed the token) when its phase 1
+	// reached a quorum (WithFencing), else nil.
+	Fence []NodeResult
+	// Cause is the context's error when the context ended the wait, or what
+	// stopped the fencing phase; else nil.
 	Cause error
 }
 
 // Count returns how many nodes had outcome o in the last attempt.
-func (e *AcquireError) Count(o Outcome) int {
+func (e *AcquireError) Count(o Outcome) int { return countOutcome(e.Nodes, o) }
+
+func countOutcome(rs []NodeResult, o Outcome) int {
 	n := 0
-	for _, r := range e.Nodes {
+	for _, r := range rs {
 		if r.Outcome == o {
 			n++
 		}
@@ -72,6 +92,21 @@ func (e *AcquireError) noQuorum() bool {
 	return len(e.Nodes) > 0 && e.Count(Acquired)+e.Count(Held) < e.Quorum
 }
 
+// outcome classifies the failed attempt for observers.
+func (e *AcquireError) outcome(ctx context.Context) AttemptOutcome {
+	switch {
+	case ctx.Err() != nil:
+		return AttemptCanceled
+	case e.Validity != 0:
+		return AttemptTooLate
+	case e.Fence != nil || e.Cause != nil:
+		return AttemptFenceFailed
+	case e.noQuorum():
+		return AttemptNoQuorum
+	}
+	return AttemptContended
+}
+
 // Error names the resource, the reason and each node that did not grant it.
 func (e *AcquireError) Error() string {
 	var b strings.Builder
@@ -81,6 +116,8 @@ func (e *AcquireError) Error() string {
 		fmt.Fprintf(&b, " (%v after %d attempt(s))", e.Cause, e.Attempts)
 	case e.Validity != 0:
 		fmt.Fprintf(&b, " (quorum reached too late: validity %v)", e.Validity)
+	case e.Fence != nil:
+		fmt.Fprintf(&b, " (fencing phase: %d of %d nodes confirmed the token, %d needed)", countOutcome(e.Fence, Acquired), len(e.Fence), e.Quorum)
 	case e.noQuorum():
 		fmt.Fprintf(&b, " (no quorum possible: %d of %d nodes answered, %d needed)", e.Count(Acquired)+e.Count(Held), len(e.Nodes), e.Quorum)
 	default:

@@ -21,10 +21,23 @@ type Lock struct {
 	ttl      time.Duration
 	drift    time.Duration
 	inflight *sync.WaitGroup // acquire requests of the grant still in flight
+	token    uint64          // fencing token (fencing.go), 0 without fencing
 
-	mu       sync.Mutex
-	until    time.Time
-	released bool
+	// Life of the lock (life.go), set once at the grant.
+	granted  time.Time
+	maxExt   int
+	every    time.Duration // auto-extension interval, 0 without it
+	quit     chan struct{} // auto: closed by Unlock to stop the extender
+	quitOnce sync.Once
+	exited   chan struct{} // auto: closed when the extender returns
+
+	mu         sync.Mutex
+	until      time.Time
+	released   bool
+	extensions int           // successful extensions (WithMaxExtensions)
+	done       chan struct{} // Done; made at the grant (auto) or on demand
+	err        error         // why the lock is no longer held (Err)
+	expiry     *time.Timer   // closes Done at Until, without auto-extension
 }
 
 // Resource returns the name of the locked resource.
@@ -88,6 +101,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	l.released = true
 	l.mu.Unlock()
+	first := l.finish(ErrUnlocked) // Done closes at once (life.go)
+	l.stopExtending()
 	// A node that had not answered the acquisition yet may still set the
 	// key: wait for those requests (bounded by the node timeout) first.
 	l.inflight.Wait()
@@ -102,10 +117,14 @@ func (l *Lock) Unlock(ctx context.Context) error {
 			released++
 		}
 	}
-	if released >= l.client.quorum {
-		return nil
+	var err error
+	if released < l.client.quorum {
+		err = errors.Join(append([]error{ErrNotHeld}, errs...)...)
 	}
-	return errors.Join(append([]error{ErrNotHeld}, errs...)...)
+	if c := l.client; first && len(c.obs) > 0 {
+		c.obs.End(EndEvent{Resource: l.resource, Reason: ErrUnlocked, Held: time.Since(l.granted), Nodes: c.results(replies), Err: err})
+	}
+	return err
 }
 
 // Extend resets the lock's ttl on every node that still holds its value
@@ -116,18 +135,42 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // ErrNotHeld when too many nodes no longer hold the value; ErrExtendFailed
 // (joined with the nodes' errors) when errors or timeouts kept a quorum from
 // confirming, in which case the lock is still held until the previous Until.
-func (l *Lock) Extend(ctx context.Context) error {
-	l.mu.Lock()
-	until, released := l.until, l.released
-	l.mu.Unlock()
+//
+// Extensions are bounded (WithMaxExtensions, R17): beyond the bound Extend
+// returns ErrMaxExtensions, contacting no node.
+func (l *Lock) Extend(ctx context.Context) error { return l.extend(ctx, false) }
+
+// extend is Extend, reported to the observers as manual or automatic.
+func (l *Lock) extend(ctx context.Context, auto bool) error {
+	c := l.client
 	t1 := time.Now()
+	var replies []reply
+	err := l.doExtend(ctx, t1, &replies)
+	if len(c.obs) > 0 {
+		e := ExtensionEvent{Resource: l.resource, Auto: auto, Err: err, Elapsed: time.Since(t1)}
+		if replies != nil {
+			e.Nodes = c.results(replies)
+		}
+		c.obs.Extension(e)
+	}
+	return err
+}
+
+func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
+	l.mu.Lock()
+	until, released, bound := l.until, l.released, l.extensions >= l.maxExt
+	l.mu.Unlock()
 	if released || !t1.Before(until) {
 		return ErrNotHeld
+	}
+	if bound {
+		return ErrMaxExtensions
 	}
 	c := l.client
 	replies := c.fanout(ctx, func(ctx context.Context, n Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, l.ttl)
 	})
+	*out = replies
 	t2 := time.Now()
 	extended, notHeld := 0, 0
 	var errs []error
@@ -152,6 +195,7 @@ func (l *Lock) Extend(ctx context.Context) error {
 		if newUntil.After(l.until) {
 			l.until = newUntil
 		}
+		l.extensions++
 		return nil
 	case notHeld > len(c.nodes)-c.quorum || !t2.Before(until):
 		return errors.Join(append([]error{ErrNotHeld}, errs...)...)

@@ -36,6 +36,10 @@ type lockOptions struct {
 	retryMin    time.Duration
 	retryMax    time.Duration
 	driftFactor float64
+
+	autoExtend    bool          // WithAutoExtend (life.go)
+	extendEvery   time.Duration // 0: ttl/3
+	maxExtensions int
 }
 
 // clientOptions are a client's settings; lock holds the acquisition defaults.
@@ -46,6 +50,12 @@ type clientOptions struct {
 	seed        uint64
 	seeded      bool
 	noHandoff   bool // WithHandoff(false), handoff.go
+
+	fencing        bool // WithFencing and the rest of fencing.go
+	fencePrefix    string
+	fenceRetention time.Duration
+	byzantine      int        // WithByzantineNodes (byzantine.go)
+	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
 
 func defaultClientOptions() clientOptions {
@@ -55,9 +65,12 @@ func defaultClientOptions() clientOptions {
 			retryMin:    DefaultRetryMin,
 			retryMax:    DefaultRetryMax,
 			driftFactor: DefaultDriftFactor,
+
+			maxExtensions: DefaultMaxExtensions,
 		},
 		nodeTimeout: DefaultNodeTimeout,
 		prefix:      DefaultKeyPrefix,
+		fencePrefix: DefaultFencePrefix,
 	}
 }
 
@@ -132,7 +145,7 @@ func (o lockOptions) validate(nodeTimeout time.Duration) error {
 	case o.retryMin < 0 || o.retryMax < o.retryMin:
 		return invalidf("retry delay range must satisfy 0 <= min <= max, got [%v, %v]", o.retryMin, o.retryMax)
 	}
-	return nil
+	return o.validateLife()
 }
 
 func (o clientOptions) validate() error {

@@ -27,6 +27,9 @@ type Node struct {
 	owned   bool
 	release *redis.Script
 	extend  *redis.Script
+
+	acquireFenced *redis.Script // fencing.go
+	raiseFence    *redis.Script
 }
 
 var _ redlock.Node = (*Node)(nil)
@@ -39,6 +42,9 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 		name:    name,
 		release: redis.NewScript(releaseLua),
 		extend:  redis.NewScript(extendLua),
+
+		acquireFenced: redis.NewScript(acquireFencedLua),
+		raiseFence:    redis.NewScript(raiseFenceLua),
 	}
 }
 

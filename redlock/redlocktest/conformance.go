@@ -90,6 +90,9 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 		ok, err = n.Release(ctx, "c:f", "mine")
 		mustOK("Release after SCRIPT FLUSH", ok, err, true)
 	})
+	if fn, ok := n.(redlock.FencingNode); ok {
+		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, s, fn) })
+	}
 	t.Run("DeadlineIsHonoured", func(t *testing.T) { // R8.2
 		s2 := StartServer(t)
 		n2 := newNode(t, s2)
@@ -107,4 +110,76 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 			t.Fatalf("Acquire on a frozen node took %v; the context deadline was 50ms", el)
 		}
 	})
+}
+
+// runFencingConformance checks the FencingNode capability (R18): the
+// fenced acquire reads the fence only when it set the key; the raise acts
+// only for the holder, never lowers the fence, compares tokens beyond 2^53
+// exactly, and sets the fence key's retention.
+func runFencingConformance(t *testing.T, s *Server, n redlock.FencingNode) {
+	ctx := t.Context()
+	const ttl = 5 * time.Second
+	get := func(key string) string {
+		t.Helper()
+		v, _ := s.Client().Get(ctx, key).Result()
+		return v
+	}
+	check := func(name string, gotOK bool, err error, wantOK bool) {
+		t.Helper()
+		if err != nil || gotOK != wantOK {
+			t.Fatalf("%s = %v, %v; want %v, nil", name, gotOK, err, wantOK)
+		}
+	}
+	ok, f, err := n.AcquireFenced(ctx, "f:l", "f:fence", "mine", ttl)
+	check("AcquireFenced of a free key", ok, err, true)
+	if f != 0 {
+		t.Fatalf("fence of a new resource = %d, want 0", f)
+	}
+	if d, _ := s.Client().PTTL(ctx, "f:l").Result(); d <= 0 || d > ttl {
+		t.Fatalf("PTTL after AcquireFenced = %v, want in (0, %v]", d, ttl)
+	}
+	ok, _, err = n.AcquireFenced(ctx, "f:l", "f:fence", "other", ttl)
+	check("AcquireFenced of a held key", ok, err, false)
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "other", 9, 0)
+	check("RaiseFence by a non-holder", ok, err, false)
+	if v := get("f:fence"); v != "" {
+		t.Fatalf("fence after a non-holder's raise = %q, want none", v)
+	}
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 5, 0)
+	check("RaiseFence by the holder", ok, err, true)
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 3, 0)
+	check("RaiseFence to a lower token", ok, err, true)
+	if v := get("f:fence"); v != "5" {
+		t.Fatalf("fence = %q, want 5 (never lowered)", v)
+	}
+	if _, err := n.Release(ctx, "f:l", "mine"); err != nil {
+		t.Fatal(err)
+	}
+	ok, f, err = n.AcquireFenced(ctx, "f:l", "f:fence", "next", ttl)
+	check("AcquireFenced after the release", ok, err, true)
+	if f != 5 {
+		t.Fatalf("fence read by the next holder = %d, want 5", f)
+	}
+	const big, bigger = 9_999_999_999_999_999_999, 18_446_744_073_709_551_615
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", bigger, time.Hour)
+	check("RaiseFence to 2^64-1", ok, err, true)
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", big, time.Hour)
+	check("RaiseFence to a lower 19-digit token", ok, err, true)
+	if v := get("f:fence"); v != "18446744073709551615" {
+		t.Fatalf("fence = %q, want 18446744073709551615", v)
+	}
+	if d, _ := s.Client().PTTL(ctx, "f:fence").Result(); d < 59*time.Minute || d > time.Hour {
+		t.Fatalf("fence PTTL with retention 1h = %v", d)
+	}
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", 1, 0)
+	check("RaiseFence without retention", ok, err, true)
+	if d, _ := s.Client().PTTL(ctx, "f:fence").Result(); d != -1 {
+		t.Fatalf("fence PTTL without retention = %v, want none (-1)", d)
+	}
+	if err := s.Client().Set(ctx, "f:bad", "not a number", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := n.AcquireFenced(ctx, "f:l2", "f:bad", "v", ttl); err == nil {
+		t.Fatal("AcquireFenced over a corrupt fence value: no error")
+	}
 }

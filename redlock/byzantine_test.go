@@ -1,0 +1,158 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+	"dlm/redlock/redlocktest"
+)
+
+// liarCluster starts 4 honest redis-servers and a fifth behind a Liar with
+// the given rules; it returns the honest servers and the five node URLs.
+func liarCluster(t *testing.T, rules ...redlocktest.LieRule) ([]*redlocktest.Server, *redlocktest.Liar, []string) {
+	t.Helper()
+	cl := redlocktest.Start(t, 5)
+	liar := redlocktest.StartLiar(t, cl.Servers[4], rules...)
+	urls := append(cl.URLs()[:4], liar.URL())
+	return cl.Servers[:4], liar, urls
+}
+
+func dialURLs(t *testing.T, urls []string, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := goredis.Dial(urls, opts...)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// TestLyingNode is the demonstration of WithByzantineNodes: one node of five
+// answers OK to every SET without performing it. For every way of splitting
+// the four honest nodes between two clients (the first client's share is
+// taken by a third party while it tries, and freed before the second one
+// tries), plain majority mode lets both clients hold the lock at once for
+// some split, and Byzantine mode with f=1 (quorum 4) for none.
+func TestLyingNode(t *testing.T) { // R1.1, B3
+	honest, liar, urls := liarCluster(t)
+	tests := []struct {
+		name       string
+		f          int
+		wantDouble bool
+	}{
+		{"majority mode, f=0", 0, true},
+		{"byzantine mode, f=1", 1, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := []redlock.Option{redlock.WithByzantineNodes(tt.f), redlock.WithNodeTimeout(500 * time.Millisecond)}
+			a, b := dialURLs(t, urls, opts...), dialURLs(t, urls, opts...)
+			ctx := t.Context()
+			var doubles []string
+			for mask := 0; mask < 1<<len(honest); mask++ {
+				res := fmt.Sprintf("%s-split-%02d", strings.Fields(tt.name)[0], mask)
+				key := redlock.DefaultKeyPrefix + res
+				// A third party holds the nodes outside the first client's share.
+				for i, s := range honest {
+					if mask&(1<<i) == 0 {
+						if err := s.Client().Set(ctx, key, "third-party", 10*time.Second).Err(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				la, errA := a.TryLock(ctx, res)
+				for i, s := range honest {
+					if mask&(1<<i) == 0 {
+						s.Client().Del(ctx, key) // the third party lets go
+					}
+				}
+				lb, errB := b.TryLock(ctx, res)
+				if errA == nil && errB == nil {
+					doubles = append(doubles, fmt.Sprintf("first client on honest nodes %04b, second on %04b", mask, ^mask&0xf))
+				}
+				for _, l := range []*redlock.Lock{la, lb} {
+					if l != nil {
+						_ = l.Unlock(ctx)
+					}
+				}
+				for _, err := range []error{errA, errB} {
+					if err != nil && !errors.Is(err, redlock.ErrNotAcquired) {
+						t.Fatalf("split %04b: %v", mask, err)
+					}
+				}
+			}
+			switch {
+			case tt.wantDouble && len(doubles) == 0:
+				t.Fatalf("no split let two clients hold the lock at once; the liar (%d lies) should have allowed it in majority mode", liar.Lies())
+			case !tt.wantDouble && len(doubles) > 0:
+				t.Fatalf("two clients held the lock at once in %d splits, first: %s", len(doubles), doubles[0])
+			}
+			t.Logf("%d splits with two holders at once (liar told %d lies)", len(doubles), liar.Lies())
+		})
+	}
+}
+
+// inflateFence lies about the fencing scripts: the fenced acquire (two keys,
+// two arguments) reports a huge fence value, and the raise (two keys, three
+// arguments) claims success.
+func inflateFence(args []string) (string, bool) {
+	cmd := strings.ToUpper(args[0])
+	if (cmd != "EVALSHA" && cmd != "EVAL") || len(args) < 5 || args[2] != "2" || !strings.HasPrefix(args[4], redlock.DefaultFencePrefix) {
+		return "", false
+	}
+	switch len(args) {
+	case 7:
+		return "*2\r\n:1\r\n$19\r\n9000000000000000000\r\n", true
+	case 8:
+		return ":1\r\n", true
+	}
+	return "", false
+}
+
+// TestLiarCannotInflateTokens: a node that reports a huge fence value
+// cannot inflate the tokens of Byzantine fencing with f=1, which takes the
+// second largest value of its quorum of four (R18, B3); in plain majority
+// mode, once two honest nodes are frozen so that the liar is part of every
+// quorum, it can. Tokens keep increasing throughout.
+func TestLiarCannotInflateTokens(t *testing.T) { // R18
+	honest, _, urls := liarCluster(t, inflateFence)
+	var last uint64
+	grants := func(name string, c *redlock.Client, inflated bool) {
+		t.Helper()
+		for i := range 5 {
+			l, err := c.Lock(t.Context(), "r", redlock.WithTries(20))
+			if err != nil {
+				t.Fatalf("%s: grant %d: %v", name, i, err)
+			}
+			tok := l.Token()
+			_ = l.Unlock(context.WithoutCancel(t.Context()))
+			if tok <= last {
+				t.Fatalf("%s: token %d after %d", name, tok, last)
+			}
+			last = tok
+			if big := tok > 1<<62; big != inflated {
+				t.Fatalf("%s: token %d, inflated = %v, want %v", name, tok, big, inflated)
+			}
+		}
+	}
+	grants("byzantine f=1", dialURLs(t, urls, redlock.WithFencing(), redlock.WithByzantineNodes(1), redlock.WithNodeTimeout(500*time.Millisecond)), false)
+	honest[0].Freeze()
+	honest[1].Freeze()
+	defer honest[0].Thaw()
+	defer honest[1].Thaw()
+	grants("majority", dialURLs(t, urls, redlock.WithFencing(), redlock.WithNodeTimeout(100*time.Millisecond)), true)
+}
+
+func TestByzantineModeRefusesTooFewNodes(t *testing.T) { // B3
+	cl := redlocktest.Start(t, 3)
+	_, err := goredis.Dial(cl.URLs(), redlock.WithByzantineNodes(1))
+	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "needs at least 3f+1 = 4 nodes, got 3") {
+		t.Fatalf("Dial with N=3, f=1 = %v, want ErrInvalid naming 4 and 3", err)
+	}
+}

@@ -1,0 +1,205 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// DefaultFencePrefix is the default prefix of the fence keys (WithFencePrefix).
+const DefaultFencePrefix = "dlm:fence:"
+
+// WithFencing makes every lock of the client carry a fencing token (R18):
+// Lock.Token is strictly greater than the token of every earlier grant of
+// the same resource, through any client with fencing on, so a storage system
+// that rejects writes carrying a token older than one it has seen is safe
+// against a holder that paused past its validity. The token is kept as a
+// quorum max-register on the nodes (see the package documentation for the
+// argument): it costs a second round trip per acquisition, and it needs
+// every node to implement FencingNode (New refuses others) and to keep its
+// fence values (R16: persistence). Default off.
+func WithFencing() Option {
+	return clientOption(func(o *clientOptions) { o.fencing = true })
+}
+
+// WithFenceRetention bounds the memory of fence keys: a resource's fence key
+// expires retention after its last grant, instead of never. To keep tokens
+// increasing across such a gap, every token is then at least the granting
+// client's wall clock in microseconds since the Unix epoch (a clock-derived
+// floor); the guarantee after a gap longer than retention then rests on the
+// clients' wall clocks being within retention of each other and never
+// stepped back by as much. Default 0: fence keys never expire (about 100
+// bytes per resource name ever locked, per node) and tokens count grants
+// 1, 2, 3... It must exceed the ttl.
+func WithFenceRetention(retention time.Duration) Option {
+	return clientOption(func(o *clientOptions) { o.fenceRetention = retention })
+}
+
+// WithFencePrefix sets the prefix of the fence keys: the fence of resource r
+// is kept under prefix+r. Default "dlm:fence:". Neither it nor the lock key
+// prefix may be a prefix of the other, so that no resource name can make a
+// lock key collide with a fence key.
+func WithFencePrefix(p string) Option {
+	return clientOption(func(o *clientOptions) { o.fencePrefix = p })
+}
+
+// Token returns the lock's fencing token (R18): strictly greater than the
+// token of every earlier grant of the resource by a client with fencing on.
+// Pass it to the protected storage with every write. It is 0 when the
+// client was built without WithFencing.
+func (l *Lock) Token() uint64 { return l.token }
+
+// validateFencing checks the fencing settings against the nodes (New).
+func (o clientOptions) validateFencing(nodes []Node, names []string) error {
+	if !o.fencing {
+		return nil
+	}
+	for i, n := range nodes {
+		if _, ok := n.(FencingNode); !ok {
+			return invalidf("node %q (position %d) does not implement redlock.FencingNode, which WithFencing needs: use an adapter with the fencing scripts, such as redlock/goredis", names[i], i)
+		}
+	}
+	switch {
+	case o.fencePrefix == "":
+		return invalidf("fence key prefix must not be empty")
+	case strings.HasPrefix(o.fencePrefix, o.prefix) || strings.HasPrefix(o.prefix, o.fencePrefix):
+		return invalidf("lock key prefix %q and fence key prefix %q overlap: a resource name could make a lock key equal a fence key; choose prefixes neither of which starts the other", o.prefix, o.fencePrefix)
+	case o.fenceRetention < 0:
+		return invalidf("fence retention must be 0 (keep forever) or positive, got %v", o.fenceRetention)
+	}
+	return nil
+}
+
+// checkRetention refuses a ttl that the fence retention does not exceed:
+// the fence key must outlive the lock it fences.
+func (o clientOptions) checkRetention(ttl time.Duration) error {
+	if o.fencing && o.fenceRetention > 0 && o.fenceRetention <= ttl {
+		return invalidf("fence retention %v must exceed the ttl %v (a fence key must outlive its lock; retention is meant to be long, days)", o.fenceRetention, ttl)
+	}
+	return nil
+}
+
+// fencedAcquire returns the phase-1 operation of fencing for one node: SET
+// NX PX and, when set, read the node's fence into *fence. The node's
+// goroutine writes *fence before it sends its reply, and the deciding
+// goroutine reads it after receiving that reply.
+func (c *Client) fencedAcquire(key, fenceKey, value string, ttl time.Duration, fence *uint64) func(context.Context, Node) (bool, error) {
+	return func(ctx context.Context, n Node) (bool, error) {
+		ok, f, err := n.(FencingNode).AcquireFenced(ctx, key, fenceKey, value, ttl)
+		*fence = f
+		return ok, err
+	}
+}
+
+// errTokenSpace is a phase-1 read that leaves no larger token.
+var errTokenSpace = errors.New("redlock: fence value at the top of the token space")
+
+// nextToken is the token rule as a pure function: over the fence values read
+// from the acquiring quorum, take the (f+1)-th largest (the maximum when f
+// is 0), add one, and raise it to floor. With f > 0 at most f values come
+// from liars, so the (f+1)-th largest is no larger than an honest node's
+// value: a liar cannot inflate tokens, and with the fencing quorum of
+// WithByzantineNodes at least f+1 honest nodes of the quorum hold the
+// previous token, so it cannot deflate them either.
+func nextToken(fences []uint64, f int, floor uint64) (uint64, error) {
+	if len(fences) <= f {
+		return 0, invalidf("fencing: %d fence values for f=%d", len(fences), f)
+	}
+	s := slices.Clone(fences)
+	slices.SortFunc(s, func(a, b uint64) int { return -cmpU64(a, b) })
+	v := s[f]
+	if v == math.MaxUint64 {
+		return 0, errTokenSpace
+	}
+	return max(v+1, floor), nil
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// fenceFloor is the clock-derived floor of WithFenceRetention, or 0.
+func (c *Client) fenceFloor() uint64 {
+	if c.opts.fenceRetention <= 0 {
+		return 0
+	}
+	return uint64(max(0, time.Now().UnixMicro()))
+}
+
+// fenceResult is the outcome of phase 2. Its zero value is "no fencing".
+type fenceResult struct {
+	token  uint64
+	nodes  []NodeResult // each node's outcome (Acquired: confirmed)
+	at     time.Time    // the deciding reply
+	failed bool         // too few nodes confirmed, or err
+	err    error        // what stopped phase 2 before it started
+}
+
+// fence is phase 2 of a fenced acquisition, run once phase 1 reached a
+// quorum (R18): compute the token from the fences that the nodes of the
+// acquiring quorum read (phase1 and fences, in node order), then raise every
+// node's fence to it where the lock key still holds value, and decide as
+// soon as a quorum confirmed or can no longer confirm. Replies after the
+// decision are not waited for (their goroutines are the client's background
+// work); a late raise is harmless, as raising is monotone.
+func (c *Client) fence(ctx context.Context, resource, key, value string, phase1 []NodeResult, fences []uint64) fenceResult {
+	if c.phaseHook != nil {
+		c.phaseHook(resource) // tests: a client frozen between the phases
+	}
+	n := len(c.nodes)
+	res := fenceResult{nodes: make([]NodeResult, n)}
+	for i := range res.nodes {
+		res.nodes[i] = NodeResult{Node: c.names[i], Outcome: NoReply}
+	}
+	read := make([]uint64, 0, c.quorum)
+	for i, r := range phase1 {
+		if r.Outcome == Acquired {
+			read = append(read, fences[i])
+		}
+	}
+	token, err := nextToken(read, c.opts.byzantine, c.fenceFloor())
+	if err != nil {
+		res.at, res.failed, res.err = time.Now(), true, err
+		return res
+	}
+	res.token = token
+	fenceKey := c.opts.fencePrefix + resource
+	raise := func(ctx context.Context, nd Node) (bool, error) {
+		return nd.(FencingNode).RaiseFence(ctx, key, fenceKey, value, token, c.opts.fenceRetention)
+	}
+	replies := make(chan reply, n)
+	c.bg.Add(n)
+	for i := range c.nodes {
+		go func() {
+			defer c.bg.Done()
+			replies <- c.call(ctx, i, raise)
+		}()
+	}
+	yes, no := 0, 0
+	for {
+		r := <-replies
+		res.nodes[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
+		if r.ok {
+			yes++
+		} else {
+			no++
+		}
+		switch decide(n, c.quorum, yes, no) {
+		case reached:
+			res.at = time.Now()
+			return res
+		case impossible:
+			res.at, res.failed = time.Now(), true
+			return res
+		}
+	}
+}

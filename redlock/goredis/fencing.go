@@ -1,0 +1,51 @@
+package goredis
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"dlm/redlock"
+)
+
+var (
+	//go:embed acquire_fenced.lua
+	acquireFencedLua string
+	//go:embed raise_fence.lua
+	raiseFenceLua string
+)
+
+var _ redlock.FencingNode = (*Node)(nil)
+
+// AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads
+// the fence value under fenceKey, in one script (R3, R18 phase 1).
+func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
+	res, err := n.acquireFenced.Run(ctx, n.client, []string{key, fenceKey}, value, ttl.Milliseconds()).Slice()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(res) != 2 {
+		return false, 0, fmt.Errorf("goredis: fenced acquire: unexpected reply %v", res)
+	}
+	set, _ := res[0].(int64)
+	if set != 1 {
+		return false, 0, nil
+	}
+	s, _ := res[1].(string)
+	f, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		// The key was set: report it, so that the client releases it.
+		return true, 0, fmt.Errorf("goredis: fence value under %q is %q, not a uint64", fenceKey, s)
+	}
+	return true, f, nil
+}
+
+// RaiseFence raises the fence under fenceKey to token if key holds value,
+// and sets the fence key's expiry to retention (0: none), in one script
+// (R18 phase 2).
+func (n *Node) RaiseFence(ctx context.Context, key, fenceKey, value string, token uint64, retention time.Duration) (bool, error) {
+	v, err := n.raiseFence.Run(ctx, n.client, []string{key, fenceKey}, value, strconv.FormatUint(token, 10), retention.Milliseconds()).Int64()
+	return v == 1, err
+}

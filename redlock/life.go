@@ -1,0 +1,269 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+)
+
+// DefaultMaxExtensions is the default bound on a lock's extensions
+// (WithMaxExtensions): with the default ttl of 10s and auto-extension every
+// ttl/3, about 55 minutes of holding.
+const DefaultMaxExtensions = 1000
+
+// WithAutoExtend keeps the lock while it is held: a background goroutine
+// extends it (R17) every ttl/3 (WithExtendInterval), retries a failed
+// extension until the validity runs out, and closes Done with the reason
+// when the lock is lost. It stops on Unlock, on Client.Close and at the
+// extension bound (WithMaxExtensions). Default off; Client.Do always turns
+// it on.
+func WithAutoExtend() SharedOption {
+	return sharedOption(func(o *lockOptions) { o.autoExtend = true })
+}
+
+// WithExtendInterval sets how often WithAutoExtend extends the lock.
+// Default 0: ttl/3. It must be less than the ttl.
+func WithExtendInterval(d time.Duration) SharedOption {
+	return sharedOption(func(o *lockOptions) { o.extendEvery = d })
+}
+
+// WithMaxExtensions bounds the number of successful extensions of one lock,
+// manual (Extend) or automatic: unbounded extension would let one client
+// keep a resource forever, which breaks deadlock freedom (R17, R1.2).
+// Beyond it Extend returns ErrMaxExtensions, and an auto-extended lock runs
+// out at its validity, closing Done with ErrExpired and ErrMaxExtensions.
+// Default DefaultMaxExtensions (1000); it must be at least 1.
+func WithMaxExtensions(n int) SharedOption {
+	return sharedOption(func(o *lockOptions) { o.maxExtensions = n })
+}
+
+// validateLife checks the auto-extension settings.
+func (o lockOptions) validateLife() error {
+	switch {
+	case o.maxExtensions < 1:
+		return invalidf("max extensions must be at least 1 (extension is always bounded, R17), got %d", o.maxExtensions)
+	case o.extendEvery < 0:
+		return invalidf("extend interval must be 0 (ttl/3) or positive, got %v", o.extendEvery)
+	case o.extendEvery >= o.ttl:
+		return invalidf("extend interval %v must be less than the ttl %v, or the lock expires between extensions", o.extendEvery, o.ttl)
+	}
+	return nil
+}
+
+// Done returns a channel that is closed when the lock stops being held:
+// Unlock was called, an extension found that too many nodes no longer hold
+// the lock, the validity passed without a successful extension, or the
+// client was closed. Err then says which. For a lock without
+// WithAutoExtend, Done closes at Until (moved by each successful Extend).
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.err != nil {
+			close(l.done)
+		} else {
+			l.expiry = time.AfterFunc(time.Until(l.until), l.expire)
+		}
+	}
+	return l.done
+}
+
+// Err returns nil while the lock is held, and afterwards why it is not:
+// ErrUnlocked, ErrLost (an extension found the keys gone on too many
+// nodes), ErrExpired (the validity passed without a successful extension;
+// also with ErrMaxExtensions at the extension bound) or ErrClosed. Test it
+// with errors.Is.
+func (l *Lock) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err == nil && !time.Now().Before(l.until) {
+		return ErrExpired
+	}
+	return l.err
+}
+
+// finish records that the lock stopped being held for reason and closes
+// Done. The first reason wins; it reports whether this call was first.
+func (l *Lock) finish(reason error) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return false
+	}
+	l.err = reason
+	if l.done != nil {
+		close(l.done)
+	}
+	if l.expiry != nil {
+		l.expiry.Stop()
+	}
+	return true
+}
+
+// lose ends the lock for reason other than Unlock and reports it.
+func (l *Lock) lose(reason error) {
+	if l.finish(reason) && len(l.client.obs) > 0 {
+		l.client.obs.End(EndEvent{Resource: l.resource, Reason: reason, Held: time.Since(l.granted)})
+	}
+}
+
+// expire is the expiry timer of a lock without auto-extension: it fires at
+// Until, re-arms itself if an Extend moved Until, and otherwise ends the lock.
+func (l *Lock) expire() {
+	l.mu.Lock()
+	if l.err != nil {
+		l.mu.Unlock()
+		return
+	}
+	if d := time.Until(l.until); d > 0 {
+		l.expiry.Reset(d)
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.lose(ErrExpired)
+}
+
+// start sets up the lock's life after its grant: the extender of
+// WithAutoExtend, tracked by the client's background work.
+func (c *Client) start(l *Lock, o lockOptions) {
+	l.granted = time.Now()
+	l.maxExt = o.maxExtensions
+	if !o.autoExtend {
+		return
+	}
+	l.every = o.extendEvery
+	if l.every == 0 {
+		l.every = o.ttl / 3
+	}
+	l.done = make(chan struct{})
+	l.quit = make(chan struct{})
+	l.exited = make(chan struct{})
+	c.mu.Lock()
+	closed := c.closed
+	if !closed {
+		c.bg.Add(1)
+	}
+	c.mu.Unlock()
+	if closed {
+		close(l.exited)
+		l.lose(ErrClosed)
+		return
+	}
+	go l.autoExtend()
+}
+
+// stopExtending stops the extender, if any, and waits for it (Unlock).
+func (l *Lock) stopExtending() {
+	if l.quit == nil {
+		return
+	}
+	l.quitOnce.Do(func() { close(l.quit) })
+	<-l.exited
+}
+
+// autoExtend is the extender of WithAutoExtend (R17): extend every interval;
+// on a failure that may pass (errors, timeouts) retry until the validity
+// runs out; on a quorum of nodes that no longer hold the lock, or at the end
+// of the validity, close Done with the reason.
+func (l *Lock) autoExtend() {
+	c := l.client
+	defer c.bg.Done()
+	defer close(l.exited)
+	t := time.NewTimer(l.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.quit:
+			return
+		case <-c.stop:
+			l.lose(ErrClosed)
+			return
+		case <-t.C:
+		}
+		until := l.Until()
+		if !time.Now().Before(until) {
+			if l.atBound() {
+				l.lose(errors.Join(ErrExpired, ErrMaxExtensions))
+			} else {
+				l.lose(ErrExpired)
+			}
+			return
+		}
+		if l.atBound() {
+			t.Reset(time.Until(until))
+			continue
+		}
+		ctx, cancel := context.WithDeadline(context.Background(), until)
+		err := l.extend(ctx, true)
+		cancel()
+		switch {
+		case err == nil:
+			t.Reset(l.every)
+		case errors.Is(err, ErrMaxExtensions):
+			t.Reset(time.Until(until))
+		case errors.Is(err, ErrNotHeld):
+			select {
+			case <-l.quit:
+				return // Unlock raced with the extension
+			default:
+			}
+			if time.Now().Before(until) {
+				l.lose(errors.Join(ErrLost, err))
+			} else {
+				l.lose(errors.Join(ErrExpired, err))
+			}
+			return
+		default: // ErrExtendFailed: errors or timeouts; try again soon
+			t.Reset(max(time.Millisecond, min(l.every/3, time.Until(until))))
+		}
+	}
+}
+
+// atBound reports whether the lock reached its extension bound.
+func (l *Lock) atBound() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.extensions >= l.maxExt
+}
+
+// Do acquires resource (as Lock, with opts), keeps it with WithAutoExtend,
+// runs fn with a context that is cancelled the moment the lock is lost (its
+// cause is the lock's Err), then releases it. It returns fn's error joined
+// with the loss reason (ErrLost, ErrExpired, ErrClosed) when the lock was
+// lost while fn ran, or with Unlock's error when the release found the lock
+// no longer held; nil when fn succeeded under the lock throughout. When the
+// lock cannot be acquired, fn is not run and the error is Lock's.
+func (c *Client) Do(ctx context.Context, resource string, fn func(ctx context.Context) error, opts ...LockOption) error {
+	if fn == nil {
+		return invalidf("Do: nil function")
+	}
+	l, err := c.Lock(ctx, resource, append(slices.Clone(opts), WithAutoExtend())...)
+	if err != nil {
+		return err
+	}
+	fctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		select {
+		case <-l.Done():
+			cancel(l.Err())
+		case <-stop:
+		}
+	}()
+	ferr := fn(fctx)
+	close(stop)
+	<-watched
+	l.mu.Lock()
+	lost := l.err // nil while held: auto-extension keeps err current
+	l.mu.Unlock()
+	uerr := l.Unlock(context.WithoutCancel(ctx))
+	if lost != nil {
+		return errors.Join(ferr, lost)
+	}
+	return errors.Join(ferr, uerr)
+}
