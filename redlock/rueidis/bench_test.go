@@ -1,0 +1,120 @@
+package rueidis_test
+
+import (
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
+)
+
+// BenchmarkLockUnlock measures acquire+release pairs of a client over 5
+// local redis-server nodes, from one goroutine and from many on distinct
+// keys, with the default flush delay (DefaultMaxFlushDelay), a shorter one
+// and none:
+//
+//	go test -run '^$' -bench . -benchmem ./redlock/rueidis/
+func BenchmarkLockUnlock(b *testing.B) {
+	cl := redlocktest.Start(b, 5)
+	tunings := []struct {
+		name string
+		opts []rueidis.Option
+	}{
+		{"flush100us", nil}, // the default
+		{"flush20us", []rueidis.Option{rueidis.WithMaxFlushDelay(20 * time.Microsecond)}},
+		{"noflush", []rueidis.Option{rueidis.WithMaxFlushDelay(0)}},
+	}
+	for _, tu := range tunings {
+		b.Run(tu.name, func(b *testing.B) { benchLockUnlock(b, cl, tu.opts) })
+	}
+}
+
+func benchLockUnlock(b *testing.B, cl *redlocktest.Cluster, opts []rueidis.Option) {
+	c, err := rueidis.DialTuned(cl.URLs(), opts, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := b.Context()
+	b.Run("Sequential", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			l, err := c.TryLock(ctx, "seq")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, par := range []int{8, 32, 128} {
+		b.Run("Parallel"+strconv.Itoa(par), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(par)
+			var ids atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				key := "par-" + strconv.FormatInt(ids.Add(1), 10)
+				for pb.Next() {
+					l, err := c.TryLock(ctx, key)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := l.Unlock(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkNode measures one node's operations alone (R3, R5).
+func BenchmarkNode(b *testing.B) {
+	s := redlocktest.StartServer(b)
+	u, err := redlock.ParseNodeURL(s.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := rueidis.NewClient(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	n := rueidis.NewNode(rc, s.Addr())
+	ctx := b.Context()
+	b.Run("AcquireRelease", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := n.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			if ok, err := n.Release(ctx, "k", "v"); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("AcquireReleaseParallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(16)
+		var ids atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			key := "p" + strconv.FormatInt(ids.Add(1), 10)
+			for pb.Next() {
+				if ok, err := n.Acquire(ctx, key, "v", time.Minute); !ok || err != nil {
+					b.Error(ok, err)
+					return
+				}
+				if ok, err := n.Release(ctx, key, "v"); !ok || err != nil {
+					b.Error(ok, err)
+					return
+				}
+			}
+		})
+	})
+}
