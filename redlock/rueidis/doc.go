@@ -19,6 +19,9 @@
 // SUBSCRIBE. A redlock client over these nodes hands a lock off to the next
 // waiter without polling (R10, R14).
 //
+// Node implements redlock.FencingNode too, with acquire_fenced.lua and
+// raise_fence.lua (R18), so a client built WithFencing accepts it.
+//
 // A client you build yourself should set DisableRetry, so that rueidis does
 // not resend a command whose reply was lost (the redlock client retries
 // whole attempts instead), and DisableCache. NewClient and Dial do both.

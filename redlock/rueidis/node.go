@@ -45,7 +45,8 @@ func newScript(src string) script {
 // independent master (R2). rueidis pipelines the commands of concurrent
 // callers to a node into shared writes on a few connections (R15), which is
 // what makes this adapter fast under concurrency. Node also implements
-// redlock.HandoffNode. It is safe for concurrent use.
+// redlock.HandoffNode and redlock.FencingNode. It is safe for concurrent
+// use.
 type Node struct {
 	client  rueidis.Client
 	name    string
@@ -53,11 +54,14 @@ type Node struct {
 	release script
 	extend  script
 	publish script
+
+	acquireFenced, raiseFence script // fencing.go
 }
 
 var (
 	_ redlock.Node        = (*Node)(nil)
 	_ redlock.HandoffNode = (*Node)(nil)
+	_ redlock.FencingNode = (*Node)(nil) // fencing.go
 )
 
 // NewNode wraps client, named name in errors and reports (its address, say).
@@ -71,6 +75,9 @@ func NewNode(client rueidis.Client, name string) *Node {
 		release: newScript(releaseLua),
 		extend:  newScript(extendLua),
 		publish: newScript(releasePublishLua),
+
+		acquireFenced: newScript(acquireFencedLua),
+		raiseFence:    newScript(raiseFenceLua),
 	}
 }
 

@@ -185,3 +185,24 @@ func TestHandoffWithinClient(t *testing.T) {
 		})
 	}
 }
+
+// A client built WithFencing accepts rueidis nodes and hands out increasing
+// tokens (R18).
+func TestFencingTokensIncrease(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl.URLs(), redlock.WithFencing(), redlock.WithTTL(10*time.Second))
+	var last uint64
+	for i := range 3 {
+		l, err := c.TryLock(t.Context(), "fenced")
+		if err != nil {
+			t.Fatalf("TryLock %d: %v", i, err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("token %d = %d, want > %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Unlock(t.Context()); err != nil {
+			t.Fatalf("Unlock %d: %v", i, err)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package rueidis
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+var (
+	//go:embed acquire_fenced.lua
+	acquireFencedLua string
+	//go:embed raise_fence.lua
+	raiseFenceLua string
+)
+
+// AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads
+// the fence value under fenceKey, in one script (R3, R18 phase 1).
+func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
+	res, err := n.evalKeys(ctx, n.acquireFenced, []string{key, fenceKey}, value, strconv.FormatInt(ttl.Milliseconds(), 10)).ToArray()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(res) != 2 {
+		return false, 0, fmt.Errorf("rueidis: fenced acquire: unexpected reply of %d elements", len(res))
+	}
+	if set, err := res[0].AsInt64(); err != nil || set != 1 {
+		return false, 0, err
+	}
+	s, err := res[1].ToString()
+	if err != nil {
+		return true, 0, fmt.Errorf("rueidis: fence value under %q: %w", fenceKey, err)
+	}
+	f, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		// The key was set: report it, so that the client releases it.
+		return true, 0, fmt.Errorf("rueidis: fence value under %q is %q, not a uint64", fenceKey, s)
+	}
+	return true, f, nil
+}
+
+// RaiseFence raises the fence under fenceKey to token if key holds value,
+// and sets the fence key's expiry to retention (0: none), in one script
+// (R18 phase 2).
+func (n *Node) RaiseFence(ctx context.Context, key, fenceKey, value string, token uint64, retention time.Duration) (bool, error) {
+	v, err := n.evalKeys(ctx, n.raiseFence, []string{key, fenceKey}, value,
+		strconv.FormatUint(token, 10), strconv.FormatInt(retention.Milliseconds(), 10)).AsInt64()
+	return v == 1 && err == nil, err
+}
+
+// evalKeys runs s over keys and args by EVALSHA, and by EVAL when the node
+// answers NOSCRIPT.
+func (n *Node) evalKeys(ctx context.Context, s script, keys []string, args ...string) rueidis.RedisResult {
+	c := n.client
+	r := c.Do(ctx, c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
+		r = c.Do(ctx, c.B().Eval().Script(s.src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
+	}
+	return r
+}
