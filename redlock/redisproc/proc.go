@@ -169,9 +169,18 @@ func (p *Process) start(ctx context.Context) error {
 	}
 	deadline := time.Now().Add(p.cfg.StartTimeout)
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-		err := p.client.Ping(pctx).Err()
-		cancel()
+		// Probe the port with a plain dial first: failed dials through the
+		// go-redis client would trip its pool's dial back-off (one retry a
+		// second once PoolSize dials failed), stretching a restart to 1s.
+		var err error
+		if c, derr := net.DialTimeout("tcp", p.Addr(), 200*time.Millisecond); derr != nil {
+			err = derr
+		} else {
+			_ = c.Close()
+			pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			err = p.client.Ping(pctx).Err()
+			cancel()
+		}
 		if err == nil {
 			return nil
 		}
