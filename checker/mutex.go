@@ -42,8 +42,8 @@ func CheckMutex(h *History) Result {
 				}
 				res.Violations++
 				if res.Counterexample == "" {
-					res.Counterexample = fmt.Sprintf("resource %q: %s acquired it at %s, while %s still held it until %s (%s): both believed they held it for %s",
-						r, b.who(), ms(b.from), a.who(), ms(a.to), a.why, ms(min(a.to, b.to)-b.from))
+					res.Counterexample = fmt.Sprintf("resource %q: %s acquired it at %s, while %s still held it until %s (%s), %s later",
+						r, b.who(), ms(b.from), a.who(), ms(a.to), a.why, ms(a.to-b.from))
 					res.Ops = []int{ids[a.lock], ids[b.lock]}
 				}
 			}

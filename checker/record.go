@@ -218,3 +218,22 @@ func (a *actor) extend(ctx context.Context, g *grant) error {
 	})
 	return err
 }
+
+// acquireEach tries once at a time (TryLock), recording every attempt with
+// each node's outcome, until one succeeds or ctx ends; between attempts it
+// waits pause.
+func (a *actor) acquireEach(ctx context.Context, resource string, ttl, pause time.Duration) (*grant, error) {
+	for {
+		g, err := a.acquire(ctx, resource, ttl, 1)
+		if err == nil || ctx.Err() != nil {
+			return g, err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}

@@ -172,7 +172,9 @@ func (e *env) acquireOn(ctx context.Context, a *actor, resource string, m, o []i
 			e.cl.heal(ctx, 0, i)
 		}
 	}()
-	g, err := a.acquire(ctx, resource, e.cfg.TTL, 3)
+	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	defer cancel()
+	g, err := a.acquireEach(actx, resource, e.cfg.TTL, 20*time.Millisecond)
 	if err != nil {
 		return nil, fmt.Errorf("checker: %s could not acquire on %s: %w", a.name, names(m), err)
 	}
@@ -219,7 +221,7 @@ func runRestart(ctx context.Context, e *env) error {
 		}
 	}
 	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL+delay)
-	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
 	cancel()
 	if err == nil {
 		b.write(gb)
@@ -256,7 +258,7 @@ func runClockJump(ctx context.Context, e *env) error {
 		return err
 	}
 	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
 	cancel()
 	if err == nil {
 		b.write(gb)
@@ -271,13 +273,15 @@ func runClientPause(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	g, err := a.acquire(ctx, "r", e.cfg.TTL, 3)
+	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	g, err := a.acquireEach(actx, "r", e.cfg.TTL, 20*time.Millisecond)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
 	end := e.rec.fault("pause-client", "A", "A stops between its acquisition and its write, until B has acquired and written")
 	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
 	cancel()
 	if err != nil {
 		end()
@@ -299,7 +303,9 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	g, err := a.acquire(ctx, "r", e.cfg.TTL, 3)
+	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	g, err := a.acquireEach(actx, "r", e.cfg.TTL, 20*time.Millisecond)
+	cancel()
 	if err != nil {
 		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
@@ -347,7 +353,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 		}
 	})
 	bctx, cancel := context.WithTimeout(ctx, 2*e.cfg.TTL)
-	gb, err := b.acquire(bctx, "r", e.cfg.TTL, 0)
+	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
 	cancel()
 	if err == nil {
 		b.write(gb)

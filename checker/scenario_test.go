@@ -24,6 +24,7 @@ func short(name string) Config {
 	c.TTL = time.Second
 	c.Duration = 3 * time.Second
 	c.Clients = 3
+	c.NodeTimeout = 150 * time.Millisecond // room for a loaded 2-core machine under -race
 	return c
 }
 

@@ -1,18 +1,206 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+
+	"dlm/checker"
 )
 
-// newTortureCmd builds "dlm torture". (Placeholder until its issue lands.)
+// newTortureCmd builds "dlm torture": the safety checker over real
+// redis-server processes with real faults (package checker).
 func newTortureCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "torture",
-		Short: "(not built yet)",
-		RunE: func(*cobra.Command, []string) error {
-			return withCode(exitUsage, errors.New("dlm torture is not built yet"))
+	var (
+		scenario, reportPath, historyPath, checkPath string
+		random, asJSON, list, verbose                bool
+		seed                                         uint64
+		faults                                       []string
+	)
+	d := checker.DefaultConfig("random")
+	var (
+		nodes, clients, resources            = d.Nodes, d.Clients, d.Resources
+		ttl, nodeTimeout, duration, delay    = d.TTL, d.NodeTimeout, d.Duration, d.RestartDelay
+		persistence, delayed, fencing, bound = false, false, false, time.Duration(0)
+	)
+	cmd := &cobra.Command{
+		Use:   "torture --scenario NAME | --random | --list | --check HISTORY.json",
+		Short: "Run Redlock clients against real redis-servers with real faults and check safety",
+		Long: `dlm torture starts its own redis-server processes, puts a TCP proxy
+(toxiproxy) in front of each for every group of clients, runs Redlock
+clients, injects real faults (SIGKILL and restart with or without
+persistence or delay, SIGSTOP, slow and cut links, clock jumps under
+libfaketime, client pauses past the ttl), records a history on one
+monotonic clock and checks it: mutual exclusion, fencing (stale writes to a
+protected register), linearizability of the register (porcupine) and
+liveness.
+
+Each named scenario reproduces one published argument about Redlock, and
+its expected verdict follows from the configuration: for instance
+restart-without-persistence must reproduce the violation of R16.1, while
+the same fault with --delayed-restart or --persistence must not break
+anything. Every run prints its seed; --seed replays the same choices.
+
+Exit status: 0 when the outcome matches what the configuration promises
+(no violation where safety is promised, the violation reproduced where the
+scenario breaks it), 1 otherwise, 64 for bad usage, 69 when this machine
+cannot run the scenario (redis-server or libfaketime missing).
+
+Scenarios (dlm torture --list for the expected verdicts):
+  ` + strings.Join(checker.ScenarioNames(), ", "),
+		Example: `  dlm torture --scenario restart-without-persistence
+  dlm torture --scenario client-pause --fencing --report pause.html
+  dlm torture --random --duration 60s --seed 42 --json
+  dlm torture --check history.json --scenario split-votes`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := cmd.OutOrStdout()
+			if list {
+				return listScenarios(out)
+			}
+			switch {
+			case random && scenario != "" && scenario != "random":
+				return usageErrorf("give either --scenario or --random, not both")
+			case random:
+				scenario = "random"
+			case scenario == "" && checkPath == "":
+				return usageErrorf("no scenario: give --scenario NAME (one of %s), --random, --list or --check FILE", strings.Join(checker.ScenarioNames(), ", "))
+			case scenario == "":
+				scenario = "split-votes"
+			}
+			cfg := checker.DefaultConfig(scenario)
+			f := cmd.Flags()
+			set := func(name string, apply func()) {
+				if f.Changed(name) {
+					apply()
+				}
+			}
+			set("nodes", func() { cfg.Nodes = nodes })
+			set("clients", func() { cfg.Clients = clients })
+			set("resources", func() { cfg.Resources = resources })
+			set("ttl", func() { cfg.TTL = ttl })
+			set("node-timeout", func() { cfg.NodeTimeout = nodeTimeout })
+			set("duration", func() { cfg.Duration = duration })
+			set("restart-delay", func() { cfg.RestartDelay = delay; cfg.DelayedRestart = true })
+			set("persistence", func() { cfg.Persistence = persistence })
+			set("delayed-restart", func() { cfg.DelayedRestart = delayed })
+			set("fencing", func() { cfg.Fencing = fencing })
+			set("faults", func() { cfg.Faults = faults })
+			set("liveness-bound", func() { cfg.LivenessBound = bound })
+			if f.Changed("seed") {
+				cfg.Seed = seed
+			} else {
+				var b [8]byte
+				if _, err := rand.Read(b[:]); err != nil {
+					return err
+				}
+				cfg.Seed = binary.LittleEndian.Uint64(b[:]) >> 1
+			}
+			if err := cfg.Validate(); err != nil {
+				return withCode(exitUsage, err)
+			}
+			var rep *checker.Report
+			if checkPath != "" {
+				h, err := checker.LoadHistory(checkPath)
+				if err != nil {
+					return withCode(exitUsage, err)
+				}
+				rep = checker.Analyze(cfg, h)
+			} else {
+				quietRedisLog()
+				fmt.Fprintf(cmd.ErrOrStderr(), "dlm torture: %s (replay: dlm torture %s)\n", cfg.Scenario, cfg)
+				var opts []checker.Option
+				if verbose {
+					opts = append(opts, checker.WithLog(cmd.ErrOrStderr()))
+				}
+				var err error
+				rep, err = checker.Run(cmd.Context(), cfg, opts...)
+				if errors.Is(err, checker.ErrEnvironment) {
+					return withCode(exitUnavailable, err)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if historyPath != "" {
+				if err := writeFile(historyPath, rep.History.WriteJSON); err != nil {
+					return err
+				}
+			}
+			if reportPath != "" {
+				if err := writeFile(reportPath, rep.WriteHTML); err != nil {
+					return err
+				}
+			}
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(rep); err != nil {
+					return err
+				}
+			} else if err := rep.WriteSummary(out); err != nil {
+				return err
+			}
+			if !rep.Matches {
+				return withCode(exitFailure, nil)
+			}
+			return nil
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&scenario, "scenario", "", "scenario to run: "+strings.Join(checker.ScenarioNames(), ", "))
+	fl.BoolVar(&random, "random", false, "random mode: faults from a seeded schedule for --duration")
+	fl.BoolVar(&list, "list", false, "list the scenarios with what each promises, and exit")
+	fl.Uint64Var(&seed, "seed", 0, "seed of every random choice (default: a fresh one, printed)")
+	fl.IntVar(&nodes, "nodes", d.Nodes, "number of redis-server nodes")
+	fl.DurationVar(&ttl, "ttl", d.TTL, "lock validity time of every acquisition")
+	fl.DurationVar(&nodeTimeout, "node-timeout", d.NodeTimeout, "timeout of each request to a node (R8.2)")
+	fl.DurationVar(&duration, "duration", d.Duration, "length of the looping scenarios and of --random")
+	fl.IntVar(&clients, "clients", d.Clients, "contending clients of the looping scenarios (split-votes: twice as many)")
+	fl.IntVar(&resources, "resources", d.Resources, "resources locked in --random mode")
+	fl.BoolVar(&persistence, "persistence", false, "nodes keep an AOF with appendfsync always (R16.2)")
+	fl.BoolVar(&delayed, "delayed-restart", false, "a crashed node stays down longer than the ttl before restarting (R16.3); on by default in --random")
+	fl.DurationVar(&delay, "restart-delay", 0, "delay of a delayed restart (implies --delayed-restart; default ttl + ttl/4)")
+	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones (R18)")
+	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(checker.AllFaults(), ", "))
+	fl.DurationVar(&bound, "liveness-bound", 0, "longest a wanted resource may stay unheld with no fault active (default 2 x ttl)")
+	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fl.StringVar(&reportPath, "report", "", "write an HTML timeline of the run to this file")
+	fl.StringVar(&historyPath, "history", "", "write the recorded history as JSON to this file")
+	fl.StringVar(&checkPath, "check", "", "check a stored history (JSON) instead of running; --scenario names what it promises")
+	fl.BoolVarP(&verbose, "verbose", "v", false, "narrate the run's steps on stderr")
+	return cmd
+}
+
+// listScenarios prints each scenario with its rule and what its default
+// configuration promises.
+func listScenarios(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SCENARIO\tRULE\tEXPECTED\tWHAT HAPPENS")
+	for _, s := range checker.Scenarios() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Rule, checker.DefaultConfig(s.Name).Expect(), s.Summary)
+	}
+	return tw.Flush()
+}
+
+// writeFile writes path with write, reporting the path on error.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// TestTortureUsage: bad flags are bad usage (64) with a reason; --list names
+// every scenario with what it promises.
+func TestTortureUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no scenario", []string{"torture"}, exitUsage, "no scenario"},
+		{"unknown scenario", []string{"torture", "--scenario", "nope"}, exitUsage, `unknown scenario "nope"`},
+		{"both", []string{"torture", "--scenario", "clock-jump", "--random"}, exitUsage, "not both"},
+		{"short ttl", []string{"torture", "--scenario", "split-votes", "--ttl", "10ms"}, exitUsage, "ttl must be at least 200ms"},
+		{"unknown fault", []string{"torture", "--random", "--faults", "meteor"}, exitUsage, `unknown fault "meteor"`},
+		{"short delay", []string{"torture", "--scenario", "delayed-restart", "--restart-delay", "100ms"}, exitUsage, "must wait longer than the ttl"},
+		{"list", []string{"torture", "--list"}, exitOK, "restart-without-persistence  R16.1      violation expected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(t.Context(), tt.args, strings.NewReader(""), &out, &errb)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, tt.code, &out, &errb)
+			}
+			if got := out.String() + errb.String(); !strings.Contains(got, tt.want) {
+				t.Errorf("output %q does not mention %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestTortureCheckStoredHistory: --check judges a recorded history against
+// what the named scenario's configuration promises.
+func TestTortureCheckStoredHistory(t *testing.T) {
+	bad := filepath.Join("..", "..", "checker", "testdata", "mutex-bad.json")
+	tests := []struct {
+		scenario string
+		code     int
+		want     string
+	}{
+		{"restart-without-persistence", exitOK, "violation reproduced, as expected"},
+		{"delayed-restart", exitFailure, "safety violated where it is promised"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.scenario, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(t.Context(), []string{"torture", "--check", bad, "--scenario", tt.scenario, "--seed", "3"}, strings.NewReader(""), &out, &errb)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tt.code, &out, &errb)
+			}
+			if !strings.Contains(out.String(), tt.want) {
+				t.Errorf("summary does not say %q:\n%s", tt.want, &out)
+			}
+		})
+	}
+}
+
+// TestTortureRun runs scenarios end to end through the dlm binary (a
+// separate process: the proxies' goroutines stay out of this one), with
+// --json, --report and --history, and checks the exit status, the JSON
+// fields the issue names, and that the HTML report parses.
+func TestTortureRun(t *testing.T) {
+	redlocktest.Require(t)
+	tests := []struct {
+		name string
+		args []string
+		code int
+		// violation says whether a counterexample is expected.
+		violation bool
+	}{
+		{"restart-without-persistence", []string{"--scenario", "restart-without-persistence"}, exitOK, true},
+		{"client-pause fencing", []string{"--scenario", "client-pause", "--fencing"}, exitOK, false},
+		// A promise the run cannot keep: every gap between a release and the
+		// next grant is longer than 1ms, so liveness is reported violated.
+		{"promise not kept", []string{"--scenario", "split-votes", "--duration", "1s", "--liveness-bound", "1ms"}, exitFailure, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			report, history := filepath.Join(dir, "r.html"), filepath.Join(dir, "h.json")
+			args := append([]string{"torture", "--ttl", "1s", "--seed", "11", "--json", "--report", report, "--history", history}, tt.args...)
+			r := runDLM(t, 60*time.Second, nil, args...)
+			if r.code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stderr, "--seed 11") {
+				t.Errorf("the seed is not printed: %s", r.stderr)
+			}
+			var got map[string]any
+			if err := json.Unmarshal([]byte(r.stdout), &got); err != nil {
+				t.Fatalf("--json: %v\n%s", err, r.stdout)
+			}
+			for _, k := range []string{"scenario", "seed", "acquisitions", "violations", "counterexample", "stale_writes_accepted", "max_unavailable_ms", "faults"} {
+				if _, ok := got[k]; !ok {
+					t.Errorf("--json lacks %q", k)
+				}
+			}
+			if (got["counterexample"] != nil) != tt.violation {
+				t.Errorf("counterexample = %v, want one: %v", got["counterexample"], tt.violation)
+			}
+			if _, ok := got["faults"].([]any); !ok {
+				t.Errorf("faults = %v, want a list", got["faults"])
+			}
+			b, err := os.ReadFile(report)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := xml.NewDecoder(bytes.NewReader(b))
+			d.Strict = true
+			svgs := 0
+			for {
+				tok, err := d.Token()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatalf("--report is not well-formed: %v", err)
+				}
+				if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "svg" {
+					svgs++
+				}
+			}
+			if svgs == 0 {
+				t.Errorf("--report has no timeline")
+			}
+			// The stored history replays to the same verdict.
+			var out, errb bytes.Buffer
+			code := run(t.Context(), append([]string{"torture", "--check", history, "--seed", "11", "--ttl", "1s"}, tt.args...), strings.NewReader(""), &out, &errb)
+			if code != tt.code {
+				t.Errorf("--check of the stored history: exit %d, want %d\n%s%s", code, tt.code, &out, &errb)
+			}
+		})
+	}
+}
