@@ -27,6 +27,9 @@ func benchRun(b *testing.B, cfg byzantine.Config) {
 	sec := b.Elapsed().Seconds() / float64(b.N)
 	b.ReportMetric(float64(res.Messages), "msgs/op")
 	b.ReportMetric(float64(res.Messages)/sec, "msgs/s")
+	if d := res.Faults["duplicate"]; d > 0 {
+		b.ReportMetric(float64(d), "dups/op")
+	}
 	if cfg.Algorithm == byzantine.SM {
 		b.ReportMetric(float64(res.SignaturesMade), "signs/op")
 		b.ReportMetric(float64(res.SignaturesVerified), "verifies/op")

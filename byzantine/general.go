@@ -75,6 +75,7 @@ type General struct {
 	// results of ed25519.Verify, a pure function, to save CPU. Each general
 	// still checks (and counts) every distinct link itself.
 	memo map[string]bool
+	sink func(Message) // set by stream
 }
 
 type omState struct {
@@ -236,11 +237,24 @@ func (g *General) Outbox(buf []Message) []Message {
 	return buf
 }
 
-// count appends m to buf and counts it as sent.
+// count appends m to buf (or hands it to the sink) and counts it as sent.
 func (g *General) count(buf []Message, m Message) []Message {
 	g.stats.Sent++
 	g.stats.Bytes += int64(m.EncodedSize())
+	if g.sink != nil {
+		g.sink(m)
+		return buf
+	}
 	return append(buf, m)
+}
+
+// stream is Outbox handing every message to sink as it is made, without
+// buffering the round: the in-memory driver delivers OM's millions of
+// messages this way.
+func (g *General) stream(sink func(Message)) {
+	g.sink = sink
+	g.Outbox(nil)
+	g.sink = nil
 }
 
 func (g *General) reject(r RejectReason) RejectReason {

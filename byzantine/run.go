@@ -25,7 +25,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	net := newMemNet(cfg)
 	res := &Result{Config: cfg}
-	var buf []Message
 	for r := 0; r <= m+1; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("byzantine: run stopped in round %d: %w", r, err)
@@ -37,10 +36,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			net.deliver(res, gens, r, d.msg, Delay)
 		}
 		for _, g := range gens {
-			buf = g.Outbox(buf[:0])
-			for _, msg := range buf {
-				net.route(res, gens, r, msg)
-			}
+			g.stream(func(msg Message) { net.route(res, gens, r, msg) })
 		}
 	}
 	res.Generals = make([]GeneralResult, n)
