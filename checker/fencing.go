@@ -8,35 +8,32 @@ import (
 	"github.com/anishathalye/porcupine"
 )
 
-// rank orders the grants of each resource, newest highest: by fencing token
-// when every grant of the resource carries one (R18), else by the order in
-// which the acquisitions completed.
+// rank orders the grants of each resource by the completion of their
+// acquisitions, newest highest. While mutual exclusion holds the grants do
+// not overlap and this is the order in which they were held; it does not
+// trust the fencing tokens, which CheckFencing checks separately.
 func rank(h *History) map[string]uint64 {
 	out := map[string]uint64{}
 	for _, hs := range h.holds() {
-		tokens := true
 		for _, hd := range hs {
-			tokens = tokens && hd.token != 0
-		}
-		for _, hd := range hs {
-			if tokens {
-				out[hd.lock] = hd.token
-			} else {
-				out[hd.lock] = uint64(hd.order)
-			}
+			out[hd.lock] = uint64(hd.order)
 		}
 	}
 	return out
 }
 
-// CheckFencing checks the protected resource (R18): it never accepted a
-// write from an older grant once a write from a newer grant had been
-// accepted (completed before the older one was invoked). Each such accepted
-// write is a stale write; Result.Violations counts them. Grants are ordered
-// by fencing token when the lock service issued tokens, else by the order of
-// their acquisitions.
-func CheckFencing(h *History) Result {
-	res := Result{Check: "fencing"}
+// StaleWrite is a write the register accepted from an older grant after it
+// had accepted a write from a newer one.
+type StaleWrite struct {
+	// Write is the stale write.
+	Write Op
+	// After is the newest grant's accepted write that completed before
+	// Write was invoked.
+	After Op
+}
+
+// StaleWrites returns the stale writes of h (R18), in invocation order.
+func StaleWrites(h *History) []StaleWrite {
 	rk := rank(h)
 	var writes []Op
 	for _, o := range h.Ops {
@@ -45,6 +42,7 @@ func CheckFencing(h *History) Result {
 		}
 	}
 	sort.SliceStable(writes, func(i, j int) bool { return writes[i].Start < writes[j].Start })
+	var out []StaleWrite
 	for i, w := range writes {
 		// The newest grant among the accepted writes that finished before w
 		// began.
@@ -55,14 +53,45 @@ func CheckFencing(h *History) Result {
 				newest = p
 			}
 		}
-		if newest == nil {
-			continue
+		if newest != nil {
+			out = append(out, StaleWrite{Write: w, After: *newest})
 		}
+	}
+	return out
+}
+
+// CheckFencing checks the protected resource (R18): it never accepted a
+// write from an older grant once a write from a newer grant had been
+// accepted (completed before the older one was invoked). Each such accepted
+// write is a stale write; Result.Violations counts them. Grants are ordered
+// by the completion of their acquisitions. When the grants carry fencing
+// tokens, it also checks that a grant whose acquisition began after another
+// grant's had completed got a strictly greater token: a token that does not
+// increase lets the fenced register accept a stale write.
+func CheckFencing(h *History) Result {
+	res := Result{Check: "fencing"}
+	for _, sw := range StaleWrites(h) {
 		res.Violations++
 		if res.Counterexample == "" {
+			w, newest, rk := sw.Write, sw.After, rank(h)
 			res.Counterexample = fmt.Sprintf("register %q accepted a stale write: %s wrote %q under lock %s (grant %d) at %s, after %s's write %q under the newer lock %s (grant %d) was accepted at %s",
 				w.Resource, w.Client, w.Value, w.Lock, rk[w.Lock], ms(w.Start), newest.Client, newest.Value, newest.Lock, rk[newest.Lock], ms(newest.End))
 			res.Ops = []int{newest.ID, w.ID}
+		}
+	}
+	for _, hs := range h.holds() {
+		for _, a := range hs {
+			for _, b := range hs {
+				if a.token == 0 || b.token == 0 || a.possible || b.possible || a.from >= b.invoked || b.token > a.token {
+					continue
+				}
+				res.Violations++
+				if res.Counterexample == "" {
+					res.Counterexample = fmt.Sprintf("resource %q: fencing token did not increase: %s got token %d at %s, after %s had got token %d at %s",
+						b.resource, b.who(), b.token, ms(b.from), a.who(), a.token, ms(a.from))
+					res.Ops = []int{opIDs(h)[a.lock], opIDs(h)[b.lock]}
+				}
+			}
 		}
 	}
 	if res.Violations > 0 {

@@ -169,6 +169,7 @@ type hold struct {
 	lock     string
 	client   string
 	resource string
+	invoked  int64 // the acquisition's invocation
 	from, to int64 // acquisition completed .. validity end or release start
 	token    uint64
 	order    int  // grant order per resource: by completion of the acquisition
@@ -185,7 +186,7 @@ func (h *History) holds() map[string][]*hold {
 		if o.Kind != Acquire || !(o.OK || o.Pending()) {
 			continue
 		}
-		hd := &hold{lock: o.Lock, client: o.Client, resource: o.Resource, token: o.Token}
+		hd := &hold{lock: o.Lock, client: o.Client, resource: o.Resource, token: o.Token, invoked: o.Start}
 		if o.Pending() {
 			// Unknown outcome: the keys may have been set from the
 			// invocation for up to one ttl.

@@ -183,6 +183,14 @@ func (a *actor) write(g *grant) bool {
 	return ok
 }
 
+// writeIfValid writes again as a careful holder does: only while its lock's
+// validity has not run out.
+func (a *actor) writeIfValid(g *grant) {
+	if g.lock.Validity() > 0 {
+		a.write(g)
+	}
+}
+
 // read reads the register.
 func (a *actor) read(resource string) string {
 	i := a.rec.invoke(Op{Client: a.name, Resource: resource, Kind: Read})

@@ -143,7 +143,7 @@ func Analyze(cfg Config, h *History) *Report {
 	mutex, fencing, lin := CheckMutex(h), CheckFencing(h), CheckLinearizable(h, 10*time.Second)
 	live := CheckLiveness(h, cfg.livenessBound(), cfg.TTL)
 	rep.Checks = []Result{mutex, fencing, lin, live}
-	rep.StaleWritesAccepted = fencing.Violations
+	rep.StaleWritesAccepted = len(StaleWrites(h))
 	for _, r := range []Result{mutex, fencing, lin} {
 		rep.Violations += r.Violations
 		if r.Verdict == Violated && rep.Counterexample == nil {

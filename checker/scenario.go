@@ -225,6 +225,7 @@ func runRestart(ctx context.Context, e *env) error {
 	cancel()
 	if err == nil {
 		b.write(gb)
+		a.writeIfValid(g)
 		b.read("r")
 		_ = b.release(ctx, gb)
 	}
@@ -262,6 +263,8 @@ func runClockJump(ctx context.Context, e *env) error {
 	cancel()
 	if err == nil {
 		b.write(gb)
+		a.writeIfValid(g)
+		b.read("r")
 		_ = b.release(ctx, gb)
 	}
 	return nil
