@@ -41,6 +41,7 @@ func newLockCmd() *cobra.Command {
 		ttl    time.Duration
 		wait   time.Duration
 		grace  time.Duration
+		nodeTO time.Duration
 		prefix string
 	)
 	cmd := &cobra.Command{
@@ -83,13 +84,15 @@ killed by signal N).`,
 				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
 			case grace < 0:
 				return usageErrorf("--grace must be 0 or positive, got %v", grace)
+			case nodeTO <= 0 || nodeTO >= ttl:
+				return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
 			}
 			urls, err := resolveNodes(nodes)
 			if err != nil {
 				return err
 			}
 			quietRedisLog()
-			client, err := dial(urls, redlock.WithTTL(ttl), redlock.WithKeyPrefix(prefix))
+			client, err := dial(urls, redlock.WithTTL(ttl), redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(nodeTO))
 			if err != nil {
 				return err
 			}
@@ -106,6 +109,7 @@ killed by signal N).`,
 	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time (R6); the lock is extended every ttl/3 while the command runs")
 	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to the command")
+	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	return cmd
 }
@@ -125,10 +129,24 @@ func acquireCode(err error) int {
 	switch {
 	case errors.Is(err, redlock.ErrInvalid):
 		return exitUsage
-	case errors.Is(err, redlock.ErrNoQuorum):
+	case unreachable(err):
 		return exitUnavailable
 	}
 	return exitNotAcquired
+}
+
+// unreachable reports whether a failed acquisition failed because too many
+// nodes errored or timed out for any quorum (R1.3), as opposed to the lock
+// being held elsewhere. Nodes that had not answered when the attempt was
+// decided count as neither: the attempt stops as soon as a quorum is out of
+// reach, often before every node replied.
+func unreachable(err error) bool {
+	var ae *redlock.AcquireError
+	if !errors.As(err, &ae) || len(ae.Nodes) == 0 {
+		return errors.Is(err, redlock.ErrNoQuorum)
+	}
+	down := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut)
+	return down > len(ae.Nodes)-ae.Quorum
 }
 
 // acquireReason turns a failed acquisition into the one-line reason dlm
@@ -144,18 +162,21 @@ func acquireReason(err error, wait time.Duration, attempts int) error {
 	if wait > 0 {
 		fmt.Fprintf(&b, " within --wait %v (%d attempts)", wait, attempts)
 	}
-	answered := ae.Count(redlock.Acquired) + ae.Count(redlock.Held)
+	down := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut)
 	switch {
-	case errors.Is(err, redlock.ErrNoQuorum):
-		fmt.Fprintf(&b, ": no quorum possible, %d of %d nodes answered, %d needed", answered, len(ae.Nodes), ae.Quorum)
+	case unreachable(err):
+		fmt.Fprintf(&b, ": no quorum possible, %d of %d nodes failed or timed out, a quorum needs %d", down, len(ae.Nodes), ae.Quorum)
 	case ae.Validity != 0:
 		fmt.Fprintf(&b, ": quorum reached too late (validity %v); nodes are slow", ae.Validity)
 	default:
 		fmt.Fprintf(&b, ": held elsewhere, %d of %d nodes granted it, %d needed", ae.Count(redlock.Acquired), len(ae.Nodes), ae.Quorum)
 	}
+	if nr := ae.Count(redlock.NoReply); nr > 0 {
+		fmt.Fprintf(&b, " (%d not waited for)", nr)
+	}
 	sep := "; "
 	for _, n := range ae.Nodes {
-		if n.Outcome == redlock.Acquired {
+		if n.Outcome == redlock.Acquired || n.Outcome == redlock.NoReply {
 			continue
 		}
 		b.WriteString(sep)

@@ -166,7 +166,7 @@ func TestLockCounter(t *testing.T) {
 					defer wg.Done()
 					for i := 0; i < each; i++ {
 						results[p*each+i] = runDLM(t, 60*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","),
-							"--wait", "30s", "--ttl", "5s", "counter", "--", "sh", "-c", counterScript, "sh", file)
+							"--wait", "30s", "--ttl", "5s", "--node-timeout", "1s", "counter", "--", "sh", "-c", counterScript, "sh", file)
 					}
 				}()
 			}
@@ -205,7 +205,7 @@ func TestLockNoQuorum(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			results[i] = runDLM(t, 30*time.Second, []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")},
-				"lock", "job", "--", "touch", marker)
+				"lock", "--node-timeout", "1s", "job", "--", "touch", marker)
 		}()
 	}
 	wg.Wait()
@@ -233,7 +233,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	ready := filepath.Join(t.TempDir(), "ready")
-	holder, _, stderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "res", "--", "sh", "-c",
+	holder, _, stderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "res", "--", "sh", "-c",
 		`touch "$1"; while :; do sleep 0.05; done`, "sh", ready)
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
@@ -337,7 +337,7 @@ func TestLockSignals(t *testing.T) {
 			dir := t.TempDir()
 			ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
 			script := `trap 'echo TERM > "$2"; exit 3' TERM; trap 'echo INT > "$2"; exit 4' INT; touch "$1"; while :; do sleep 0.05; done`
-			cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "res", "--", "sh", "-c", script, "sh", ready, got)
+			cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "res", "--", "sh", "-c", script, "sh", ready, got)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -391,6 +391,8 @@ func TestUsage(t *testing.T) {
 		{"doctor bad URL", nil, []string{"doctor", "--nodes", "redis://"}, "no host"},
 		{"node bad port", nil, []string{"node", "--port", "0"}, "--port"},
 		{"node bad max-ttl", nil, []string{"node", "--max-ttl", "0"}, "--max-ttl"},
+		{"demo workers 0", nil, []string{"demo", "--workers", "0"}, "--workers"},
+		{"demo duration 0", nil, []string{"demo", "--duration", "0"}, "--duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// TestCheckExclusion checks the mutual-exclusion verdict over hold windows.
+func TestCheckExclusion(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	w := func(worker, from, to int) holdWindow { return holdWindow{Worker: worker, Start: at(from), End: at(to)} }
+	tests := []struct {
+		name string
+		ws   []holdWindow
+		ok   bool
+	}{
+		{"none", nil, true},
+		{"one", []holdWindow{w(0, 0, 10)}, true},
+		{"back to back", []holdWindow{w(0, 0, 10), w(1, 10, 20), w(0, 20, 30)}, true},
+		{"out of order", []holdWindow{w(1, 20, 30), w(0, 0, 10), w(2, 11, 19)}, true},
+		{"overlap", []holdWindow{w(0, 0, 10), w(1, 9, 20)}, false},
+		{"inside a long one", []holdWindow{w(0, 0, 100), w(1, 101, 110), w(2, 10, 20), w(3, 30, 40)}, false},
+		{"same start", []holdWindow{w(0, 5, 6), w(1, 5, 7)}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ov, ok := checkExclusion(tt.ws)
+			if ok != tt.ok {
+				t.Fatalf("checkExclusion = %v (%v), want %v", ok, ov, tt.ok)
+			}
+			if !ok && !ov.B.Start.Before(ov.A.End) {
+				t.Errorf("counterexample %v does not overlap", ov)
+			}
+		})
+	}
+}
+
+// TestDemoView renders the live view of a demo state.
+func TestDemoView(t *testing.T) {
+	d := &demo{cfg: demoConfig{duration: 10 * time.Second, workers: 2}, ttl: time.Second, start: time.Now(),
+		backend: &demoBackend{Owned: true}, holder: 1, until: time.Now().Add(time.Second), phase: 3,
+		nodes:   []nodeView{{Name: "node-1", Addr: "127.0.0.1:1", Note: "crashed (keys lost)"}, {Name: "node-2", Addr: "127.0.0.1:2", Up: true, Keys: 1}},
+		workers: []workerView{{State: "waiting", Reason: "no quorum"}, {State: "holding", Acquired: 3}},
+		events:  []string{"+  1.0s  node-1 crashed"}}
+	v := demoModel{d: d, st: newDemoStyles()}.View()
+	for _, want := range []string{"node-1", "DOWN", "crashed", "worker-1", "waiting", "no quorum", "HOLDING", "held by worker-2", "NO QUORUM", demoScript[3].about, "node-1 crashed"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("view lacks %q:\n%s", want, v)
+		}
+	}
+}
+
+// TestDemo runs dlm demo --no-tui to the end: on in-process miniredis
+// nodes with redis-server absent from PATH, and on real redis-servers.
+func TestDemo(t *testing.T) {
+	tests := []struct {
+		name     string
+		path     string
+		duration string
+		backend  string
+	}{
+		{"miniredis", t.TempDir(), "5s", "miniredis"},
+		{"redis-server", "", "3s", "real redis-server processes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var env []string
+			if tt.path != "" {
+				env = []string{"PATH=" + tt.path} // no redis-server there
+			} else {
+				redlocktest.Require(t)
+			}
+			r := runDLM(t, 60*time.Second, env, "demo", "--no-tui", "--duration", tt.duration, "--workers", "3")
+			if r.code != 0 {
+				t.Fatalf("exit %d, want 0\nstdout:\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			first, _, _ := strings.Cut(r.stdout, "\n")
+			if !strings.Contains(first, tt.backend) {
+				t.Errorf("first line %q does not say the nodes are %s", first, tt.backend)
+			}
+			for _, want := range []string{"node-1 crashed", "node-3 crashed", "NO QUORUM", "R16.3", "summary:", "mutual exclusion: HELD"} {
+				if !strings.Contains(r.stdout, want) {
+					t.Errorf("output lacks %q:\n%s", want, r.stdout)
+				}
+			}
+		})
+	}
+}
