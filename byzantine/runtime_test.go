@@ -1,0 +1,160 @@
+package byzantine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// chanNet is an in-process Endpoint network over channels, FIFO per
+// receiver, for testing RunGeneral's timers under synctest.
+type chanNet struct {
+	inbox []chan byzantine.Inbound
+}
+
+type chanEndpoint struct {
+	net *chanNet
+	id  byzantine.ID
+}
+
+func newChanNet(n int) *chanNet {
+	c := &chanNet{}
+	for range n {
+		c.inbox = append(c.inbox, make(chan byzantine.Inbound, 4096))
+	}
+	return c
+}
+
+func (e chanEndpoint) Send(_ context.Context, m byzantine.Message) error {
+	m.From = e.id
+	e.net.inbox[m.To] <- byzantine.Inbound{From: e.id, Message: &m}
+	return nil
+}
+
+func (e chanEndpoint) EndRound(_ context.Context, r int) error {
+	for p := range e.net.inbox {
+		if byzantine.ID(p) != e.id {
+			e.net.inbox[p] <- byzantine.Inbound{From: e.id, Marker: true, EndOfRound: r}
+		}
+	}
+	return nil
+}
+
+func (e chanEndpoint) Recv(ctx context.Context) (byzantine.Inbound, error) {
+	select {
+	case ev := <-e.net.inbox[e.id]:
+		return ev, nil
+	case <-ctx.Done():
+		return byzantine.Inbound{}, ctx.Err()
+	}
+}
+
+// runTimed runs cfg with RunGeneral over chanNet, one goroutine per general.
+func runTimed(t *testing.T, cfg byzantine.Config) *byzantine.Result {
+	t.Helper()
+	net := newChanNet(cfg.Generals)
+	priv, pub := byzantine.DeriveKeys(cfg.Seed, cfg.Generals)
+	results := make([]byzantine.GeneralResult, cfg.Generals)
+	errs := make([]error, cfg.Generals)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range cfg.Generals {
+		g, err := byzantine.NewGeneral(cfg, byzantine.ID(i), byzantine.Keyring{Private: priv[i], Public: pub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			results[i], errs[i] = byzantine.RunGeneral(t.Context(), g, chanEndpoint{net, byzantine.ID(i)}, start, nil)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return byzantine.Assemble(cfg, results)
+}
+
+// TestRunGeneralTimers checks RunGeneral's rounds in fake time (synctest):
+// with every general answering, rounds end on the end-of-round markers and
+// no time passes; a silent general costs exactly one timeout per round
+// (A3); a late general's messages are rejected.
+func TestRunGeneralTimers(t *testing.T) {
+	tests := []struct {
+		name        string
+		cfg         byzantine.Config
+		wantElapsed time.Duration
+		wantLate    bool
+	}{
+		{"loyal OM: markers end the rounds", config(byzantine.OM, 4, 1), 0, false},
+		{"loyal SM: markers end the rounds", config(byzantine.SM, 5, 2), 0, false},
+		{"silent lieutenant: every round times out", config(byzantine.OM, 4, 1, byzantine.Traitor{ID: 2, Strategy: byzantine.Silent}), 3 * 500 * time.Millisecond, false},
+		{"silent commander, SM", config(byzantine.SM, 4, 1, byzantine.Traitor{ID: 0, Strategy: byzantine.Silent}), 3 * 500 * time.Millisecond, false},
+		{"late lieutenant: rejected after its marker", config(byzantine.OM, 7, 2, byzantine.Traitor{ID: 3, Strategy: byzantine.Late}), 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				t0 := time.Now()
+				res := runTimed(t, tt.cfg)
+				if el := time.Since(t0); el != tt.wantElapsed {
+					t.Errorf("took %v of fake time, want %v", el, tt.wantElapsed)
+				}
+				if err := res.Verify(); err != nil {
+					t.Errorf("Verify() = %v", err)
+				}
+				if got := res.Rejected[byzantine.RejectLate] > 0; got != tt.wantLate {
+					t.Errorf("late rejections = %v, want %v", res.Rejected, tt.wantLate)
+				}
+				mem := mustRun(t, tt.cfg)
+				if !jsonEqualDecisions(res, mem) {
+					t.Errorf("decisions %v differ from the in-memory run %v", res.Decisions(), mem.Decisions())
+				}
+			})
+		})
+	}
+}
+
+func jsonEqualDecisions(a, b *byzantine.Result) bool {
+	da, db := a.Decisions(), b.Decisions()
+	if len(da) != len(db) {
+		return false
+	}
+	for k, v := range da {
+		if db[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestDecisionIsSentOrRetreat: every loyal decision is one of the orders
+// actually sent in the run, or RETREAT; there is no third outcome (B5, B8).
+func TestDecisionIsSentOrRetreat(t *testing.T) {
+	for _, alg := range []byzantine.Algorithm{byzantine.OM, byzantine.SM} {
+		for seed := int64(1); seed <= 30; seed++ {
+			n, m := 7, 2
+			faulty := []byzantine.Traitor{{ID: 0, Strategy: byzantine.RandomOrders}, {ID: byzantine.ID(1 + seed%6), Strategy: byzantine.Strategies()[seed%6]}}
+			cfg := config(alg, n, m, faulty...)
+			cfg.Seed, cfg.Order, cfg.Trace = seed, "hold", true
+			if seed%2 == 0 {
+				cfg.Majority = byzantine.Median
+			}
+			res := mustRun(t, cfg)
+			sent := map[byzantine.Order]bool{byzantine.Retreat: true}
+			for _, ev := range res.Trace {
+				sent[ev.Message.Order] = true
+			}
+			for id, d := range res.Decisions() {
+				if !sent[d] {
+					t.Errorf("%s: general %d decided %q; orders sent: %v", describe(cfg), id, d, sent)
+				}
+			}
+		}
+	}
+}
