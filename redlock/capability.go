@@ -21,9 +21,11 @@ type FencingNode interface {
 	// value stored under fenceKey. It reports whether the key was set and,
 	// if so, the fence value (0 when there is none).
 	AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (ok bool, fence uint64, err error)
-	// RaiseFence raises the fence value under fenceKey to token (never
-	// lowers it) only if key still holds value, atomically, and then sets
-	// the fence key's expiry to retention (0: no expiry). It reports whether
-	// key held value, that is whether the fence now holds at least token.
+	// RaiseFence sets the fence value under fenceKey to token, with an
+	// expiry of retention (0: none), only if key still holds value and the
+	// fence is below token (a missing fence counts as 0), atomically. It
+	// reports whether it set the fence. Refusing a token that is not above
+	// the fence is what makes every two granted tokens differ (see the
+	// package documentation); it never lowers a fence.
 	RaiseFence(ctx context.Context, key, fenceKey, value string, token uint64, retention time.Duration) (bool, error)
 }

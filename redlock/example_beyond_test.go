@@ -34,10 +34,10 @@ func (n *fenceMapNode) RaiseFence(_ context.Context, key, fenceKey, value string
 	n.mu.Lock()
 	e, ok := n.live(key)
 	n.mu.Unlock()
-	if !ok || e.value != value {
+	if !ok || e.value != value || n.fences[fenceKey] >= token {
 		return false, nil
 	}
-	n.fences[fenceKey] = max(n.fences[fenceKey], token)
+	n.fences[fenceKey] = token
 	return true, nil
 }
 

@@ -114,7 +114,7 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 
 // runFencingConformance checks the FencingNode capability (R18): the
 // fenced acquire reads the fence only when it set the key; the raise acts
-// only for the holder, never lowers the fence, compares tokens beyond 2^53
+// only for the holder and only above the fence, compares tokens beyond 2^53
 // exactly, and sets the fence key's retention.
 func runFencingConformance(t *testing.T, s *Server, n redlock.FencingNode) {
 	ctx := t.Context()
@@ -148,7 +148,9 @@ func runFencingConformance(t *testing.T, s *Server, n redlock.FencingNode) {
 	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 5, 0)
 	check("RaiseFence by the holder", ok, err, true)
 	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 3, 0)
-	check("RaiseFence to a lower token", ok, err, true)
+	check("RaiseFence to a lower token", ok, err, false)
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 5, 0)
+	check("RaiseFence to an equal token", ok, err, false)
 	if v := get("f:fence"); v != "5" {
 		t.Fatalf("fence = %q, want 5 (never lowered)", v)
 	}
@@ -161,18 +163,18 @@ func runFencingConformance(t *testing.T, s *Server, n redlock.FencingNode) {
 		t.Fatalf("fence read by the next holder = %d, want 5", f)
 	}
 	const big, bigger = 9_999_999_999_999_999_999, 18_446_744_073_709_551_615
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", bigger, time.Hour)
-	check("RaiseFence to 2^64-1", ok, err, true)
 	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", big, time.Hour)
-	check("RaiseFence to a lower 19-digit token", ok, err, true)
-	if v := get("f:fence"); v != "18446744073709551615" {
-		t.Fatalf("fence = %q, want 18446744073709551615", v)
-	}
+	check("RaiseFence to a 19-digit token", ok, err, true)
 	if d, _ := s.Client().PTTL(ctx, "f:fence").Result(); d < 59*time.Minute || d > time.Hour {
 		t.Fatalf("fence PTTL with retention 1h = %v", d)
 	}
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", 1, 0)
-	check("RaiseFence without retention", ok, err, true)
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", big-1, 0)
+	check("RaiseFence below a 19-digit fence (beyond 2^53)", ok, err, false)
+	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", bigger, 0)
+	check("RaiseFence to 2^64-1 without retention", ok, err, true)
+	if v := get("f:fence"); v != "18446744073709551615" {
+		t.Fatalf("fence = %q, want 18446744073709551615", v)
+	}
 	if d, _ := s.Client().PTTL(ctx, "f:fence").Result(); d != -1 {
 		t.Fatalf("fence PTTL without retention = %v, want none (-1)", d)
 	}
