@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -186,9 +191,10 @@ func TestGeneralsSeedReplays(t *testing.T) {
 	}
 }
 
-// TestGeneralsTCPProcesses runs "dlm generals --transport tcp", which starts
-// every general as its own dlm process on loopback.
-func TestGeneralsTCPProcesses(t *testing.T) {
+// TestGeneralsProcesses builds dlm and runs generals as separate processes:
+// "dlm generals --transport tcp", and "dlm generals node" from a cluster
+// file as on several machines.
+func TestGeneralsProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds dlm and starts processes")
 	}
@@ -196,6 +202,13 @@ func TestGeneralsTCPProcesses(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	t.Run("transport tcp", func(t *testing.T) { testGeneralsTCP(t, bin) })
+	t.Run("cluster file", func(t *testing.T) { testGeneralsCluster(t, bin) })
+}
+
+// testGeneralsTCP runs "dlm generals --transport tcp", which starts every
+// general as its own dlm process on loopback.
+func testGeneralsTCP(t *testing.T, bin string) {
 	tests := []struct {
 		name     string
 		args     []string
@@ -230,6 +243,76 @@ func TestGeneralsTCPProcesses(t *testing.T) {
 				t.Errorf("%d decisions, want %d (loyal lieutenants)", len(got.Decisions), want)
 			}
 		})
+	}
+}
+
+// testGeneralsCluster follows docs/agreement.md: keygen per general, one
+// cluster file, one "dlm generals node" process per general with a common
+// start time.
+func testGeneralsCluster(t *testing.T, bin string) {
+	dir := t.TempDir()
+	const n = 4
+	var cluster struct {
+		Generals []map[string]any `json:"generals"`
+	}
+	for i := range n {
+		key := filepath.Join(dir, fmt.Sprintf("general%d.key", i))
+		out, err := exec.Command(bin, "generals", "keygen", "--out", key).Output()
+		if err != nil {
+			t.Fatalf("keygen: %v", err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cluster.Generals = append(cluster.Generals, map[string]any{"id": i, "addr": addr, "public_key": strings.TrimSpace(string(out))})
+	}
+	b, _ := json.Marshal(cluster)
+	clusterFile := filepath.Join(dir, "cluster.json")
+	if err := os.WriteFile(clusterFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	type outcome struct {
+		ID       int    `json:"id"`
+		Loyal    bool   `json:"loyal"`
+		Decision string `json:"decision"`
+	}
+	outs := make([]outcome, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cmd := exec.CommandContext(ctx, bin, "generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
+				"--key", filepath.Join(dir, fmt.Sprintf("general%d.key", i)), "--start", start,
+				"--algorithm", "sm", "-n", "4", "-m", "1", "--faulty", "0", "--round-timeout", "1s", "--json")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("general %d: %v: %s", i, err, stderr.String())
+				return
+			}
+			errs[i] = json.Unmarshal(stdout.Bytes(), &outs[i])
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range outs[1:] {
+		if !o.Loyal || o.Decision != outs[1].Decision || o.Decision == "" {
+			t.Errorf("lieutenants decided %+v: want one order (IC1)", outs[1:])
+			break
+		}
+	}
+	if outs[0].Loyal {
+		t.Errorf("general 0 reports loyal; it was --faulty")
 	}
 }
 
