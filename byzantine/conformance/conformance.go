@@ -1,6 +1,3 @@
-// Package conformance is the test suite every transport of package
-// byzantine must pass: the same bodies run over the in-memory transport and
-// over TCP between processes, as t.Run subtests (house style rule 13).
 package conformance
 
 import (

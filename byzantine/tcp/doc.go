@@ -1,0 +1,30 @@
+// Package tcp runs the generals of package byzantine as separate processes
+// that talk over TCP.
+//
+// # Guarantees
+//
+// Every general has its own ed25519 identity. Connections are authenticated
+// both ways by a challenge-response against the public keys of a Cluster,
+// so the receiver knows the sender of every message (A2): the sender is the
+// authenticated peer of the connection, never a field of the message.
+// Frames are a 4-byte big-endian length and a payload of at most
+// DefaultMaxFrame bytes; a peer that announces a larger frame or sends one
+// that does not decode is counted, disconnected and reported gone, and the
+// other connections carry on. Rounds are driven by byzantine.RunGeneral:
+// a round ends when every peer sent its end-of-round marker or at its
+// deadline (A3 by timeouts), so a silent or cut-off general costs at most
+// one round timeout per round and a loyal one none.
+//
+// # Running
+//
+// Launch starts n generals through a Spawner (CommandSpawner for OS
+// processes, LocalSpawner for goroutines over loopback TCP), each of which
+// runs Serve: it generates its key, listens, reports its address and public
+// key, receives the cluster and a start time, runs, and reports its result.
+// For generals on several machines, each runs RunNode with a shared cluster
+// file, the same byzantine.Config and the same start time; the dlm command
+// wraps this as "dlm generals node" (see docs/agreement.md).
+//
+// Handshake nonces and process keys come from crypto/rand: authentication
+// must not be predictable from a seed.
+package tcp
