@@ -36,11 +36,125 @@
 //   - the holder stops using the lock at Until. A process pause (GC, page
 //     fault, SIGSTOP) or a network delay that outlasts the validity cannot be
 //     seen by the holder; only a fencing token checked by the protected
-//     storage makes that safe (R18).
+//     storage makes that safe (R18, WithFencing below);
+//   - every node answers truthfully, unless WithByzantineNodes says how many
+//     may lie (below).
 //
 // Deadlock freedom (R1.2) rests on expiry; fault tolerance (R1.3) on a quorum
 // of nodes answering. Under partitions an unlucky client may wait a ttl
 // (R14).
+//
+// # Fencing tokens (WithFencing)
+//
+// A lock built on expiry cannot protect a resource from a holder that
+// paused past its validity (R18). With WithFencing every grant carries a
+// token, Lock.Token, and the protected storage remembers the largest token
+// it has seen and refuses a write that carries a smaller one. The token is
+// kept on the nodes as a quorum max-register, in two phases:
+//
+//   - phase 1 is the acquisition itself: one script per node sets the lock
+//     key (SET NX PX) and, when it set it, reads the node's fence value for
+//     the resource (a separate key, prefix "dlm:fence:", that does not
+//     expire with the lock);
+//   - the client takes t = the largest fence value read from the acquiring
+//     quorum, plus one;
+//   - phase 2: one script per node sets the fence to t only if the lock key
+//     still holds this client's value and the fence is below t. The lock is
+//     granted only if a quorum confirmed phase 2 within the validity (both
+//     phases count in T2 - T1, R9); otherwise it is released everywhere
+//     (R8.5).
+//
+// What it promises, and why:
+//
+//   - Any two granted tokens of a resource differ. Their confirming quorums
+//     share a node, and on that node the second raise succeeded only because
+//     its token was above the fence, which the first raise had set. This
+//     needs only that nodes keep their fence values.
+//   - A grant that follows another gets a larger token. Let grant A confirm
+//     token a on quorum P, and grant B come after A. B's acquiring quorum Q
+//     shares a node x with P. On x, B's SET NX found no key; A's key was
+//     there from A's SET until at least A's raise; and B's key could not
+//     have been set and gone before A's SET, because B's keys live for the
+//     ttl (R13) and B was granted after A. So B read x's fence after A
+//     raised it: a value of at least a, and B's token is at least a + 1.
+//     This needs the assumptions of mutual exclusion above (keys live their
+//     ttl) plus durable fence values.
+//   - A client that stops between the phases (a pause, R18) and resumes
+//     after its keys are gone is refused in phase 2: it never holds a token
+//     older than a later holder's.
+//
+// The cost is a second round trip to the nodes per acquisition (see
+// BenchmarkFencing) and a Lua script instead of SET for phase 1; Unlock and
+// Extend are unchanged. Every node must implement FencingNode (New refuses
+// others), and must keep fence values across crashes: AOF with appendfsync
+// always (R16.2). The delayed restart of R16.3 protects lock keys but not
+// fence values, and a node that forgets its fence can let a later grant
+// read a smaller value. For the same reason nodes must not evict keys
+// (maxmemory-policy noeviction).
+//
+// Memory: by default a fence key is never deleted, about 100 bytes per
+// resource name ever locked, on each node. For workloads with millions of
+// short-lived names, WithFenceRetention(d) gives fence keys an expiry of d
+// after their last grant, and every token is then at least the granting
+// client's wall clock in microseconds since 1970 (a clock-derived floor,
+// tokens around 1.8e15, far from overflow). A resource idle for longer
+// than d starts again from that floor, which exceeds every earlier token
+// as long as the clients' wall clocks are within d of true time, and were
+// never stepped back by d or more: with a retention of days, an error of
+// days. That is the price: past the retention, ordering rests on
+// wall clocks instead of on the nodes.
+//
+// # Auto-extension and the loss of a lock
+//
+// WithAutoExtend extends a lock (R17) every ttl/3 (WithExtendInterval) in a
+// background goroutine, which stops on Unlock and on Client.Close.
+// Lock.Done closes when the lock is no longer held and Lock.Err says why:
+// ErrUnlocked; ErrLost when an extension found the keys gone on too many
+// nodes (detected at the next extension, within about ttl/3); ErrExpired
+// when the validity passed without a successful extension (failed
+// extensions are retried until then); ErrClosed. Extensions are bounded by
+// WithMaxExtensions (default DefaultMaxExtensions, 1000), manual or
+// automatic, because unbounded extension lets one client keep a resource
+// forever (R17, R1.2); at the bound an auto-extended lock runs out at its
+// validity with ErrExpired and ErrMaxExtensions. Client.Do acquires,
+// auto-extends, runs a function with a context cancelled the moment the
+// lock is lost (its cause is the reason), and releases. Done closing is a
+// notice, not a guarantee: a holder that is paused does not see it, which
+// is what fencing is for.
+//
+// # Byzantine quorum mode (WithByzantineNodes)
+//
+// WithByzantineNodes(f) tolerates up to f nodes that lie: answer OK to a
+// SET they did not perform, report that they hold, extended, released or
+// fenced a value they do not hold, report any fence value. The quorum
+// becomes ceil((N+f+1)/2), so that the honest nodes of two quorums
+// overlap: if two clients each counted a quorum of "yes", at most f of
+// those came from liars, and the honest yeses (at least quorum - f each,
+// an honest node saying yes to at most one of them) cannot both fit among
+// the N - f honest nodes. A quorum must also be reachable without the f
+// liars, so New requires N >= 3f+1 (the B3 bound of the agreement spec)
+// and names both numbers when refusing. An extension counted the same way
+// leaves at least quorum - f honest nodes extended, which keeps the
+// argument. With fencing, the token is the (f+1)-th largest value read
+// from the acquiring quorum plus one, so that f liars cannot inflate it;
+// for a later grant to still find f+1 honest nodes holding the previous
+// token among the quorum it acquires, every two quorums must share 2f+1
+// nodes, so the quorum is ceil((N+2f+1)/2) and N >= 4f+1 (N = 5 tolerates
+// one liar in both modes).
+//
+// The mode does not cover: more than f lying nodes; a node that colludes
+// with a client; a lying client (anyone holding a value can release the
+// lock); clocks (a node whose clock runs fast expires keys early, which is
+// a timing fault, not a lie, R9); liveness when liars refuse every request
+// and fewer than a quorum of honest nodes are up. Liars can make an Unlock
+// look more successful than it was, by up to f nodes.
+//
+// # Observability
+//
+// WithObserver registers an Observer called with every attempt's outcome
+// and per-node results and latencies (including the fencing phase), every
+// extension, and the end of every lock; redlock/prometheus implements it
+// with client_golang. WithLogger logs the same events through log/slog.
 //
 // # Nodes
 //
