@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 const (
 	envLockResource = "DLM_LOCK_RESOURCE"
 	envLockValue    = "DLM_LOCK_VALUE"
+	envLockToken    = "DLM_LOCK_TOKEN"
 )
 
 // Bounds of the random delay between attempts of dlm lock --wait (R10).
@@ -42,6 +44,8 @@ func newLockCmd() *cobra.Command {
 		wait   time.Duration
 		grace  time.Duration
 		nodeTO time.Duration
+		maxExt int
+		fence  bool
 		prefix string
 	)
 	cmd := &cobra.Command{
@@ -49,9 +53,10 @@ func newLockCmd() *cobra.Command {
 		Short: "Run a command while holding a distributed lock on RESOURCE",
 		Long: `Acquire a Redlock lock on RESOURCE, run COMMAND, release the lock.
 
-The lock is extended every ttl/3 while the command runs (R17). The command
-gets DLM_LOCK_RESOURCE and DLM_LOCK_VALUE (the lock's random value, R4) in
-its environment. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to it; the
+The lock is extended every ttl/3 while the command runs (R17), at most
+--max-extensions times. The command gets DLM_LOCK_RESOURCE, DLM_LOCK_VALUE
+(the lock's random value, R4) and, with --fencing, DLM_LOCK_TOKEN (a fencing
+token, R18) in its environment. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to it; the
 lock is released after it exits, whatever the exit path.
 
 If the lock is lost while the command runs (an extension could not reach a
@@ -84,6 +89,8 @@ killed by signal N).`,
 				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
 			case grace < 0:
 				return usageErrorf("--grace must be 0 or positive, got %v", grace)
+			case maxExt < 1:
+				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
 			case nodeTO <= 0 || nodeTO >= ttl:
 				return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
 			}
@@ -92,7 +99,12 @@ killed by signal N).`,
 				return err
 			}
 			quietRedisLog()
-			client, err := dial(urls, redlock.WithTTL(ttl), redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(nodeTO))
+			opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(nodeTO),
+				redlock.WithAutoExtend(), redlock.WithMaxExtensions(maxExt)}
+			if fence {
+				opts = append(opts, redlock.WithFencing())
+			}
+			client, err := dial(urls, opts...)
 			if err != nil {
 				return err
 			}
@@ -109,6 +121,8 @@ killed by signal N).`,
 	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time (R6); the lock is extended every ttl/3 while the command runs")
 	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to the command")
+	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17): the command is stopped as on a lost lock after about max-extensions x ttl/3")
+	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN (R18), strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	return cmd
@@ -199,41 +213,6 @@ type reasonError struct {
 func (e *reasonError) Error() string { return e.msg }
 func (e *reasonError) Unwrap() error { return e.err }
 
-// keepLock extends l every `every` (R17) until ctx ends, and returns the
-// error that ended the lock when it is lost: ErrNotHeld from an extension,
-// or the validity passing while extensions kept failing (each failure is
-// retried sooner, every/4, while the lock is still valid). It returns nil
-// when ctx ends first.
-func keepLock(ctx context.Context, l *redlock.Lock, every time.Duration) error {
-	next := every
-	for {
-		if left := time.Until(l.Until()); next > left {
-			next = max(left, 0)
-		}
-		t := time.NewTimer(next)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		if !time.Now().Before(l.Until()) {
-			return fmt.Errorf("%w: validity ran out while extensions failed", redlock.ErrNotHeld)
-		}
-		err := l.Extend(ctx)
-		switch {
-		case err == nil:
-			next = every
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, redlock.ErrNotHeld):
-			return err
-		default: // ErrExtendFailed: still valid until Until; try again soon.
-			next = every / 4
-		}
-	}
-}
-
 // lockRun is one dlm lock invocation.
 type lockRun struct {
 	client   *redlock.Client
@@ -276,21 +255,18 @@ func (r *lockRun) run(ctx context.Context) error {
 	child := exec.Command(r.argv[0], r.argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = r.stdin, r.stdout, r.stderr
 	child.Env = append(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())
+	if tok := l.Token(); tok != 0 {
+		child.Env = append(child.Env, envLockToken+"="+strconv.FormatUint(tok, 10))
+	}
 	if err := child.Start(); err != nil {
 		return withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 
-	kctx, stopKeeper := context.WithCancel(bg)
-	defer stopKeeper()
-	lostc := make(chan error, 1)
-	go func() {
-		if err := keepLock(kctx, l, l.TTL()/3); err != nil {
-			lostc <- err
-		}
-	}()
-
+	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
+	// closes Done when it is lost.
+	lostc := l.Done()
 	var (
 		lostErr error
 		kill    <-chan time.Time
@@ -299,14 +275,15 @@ func (r *lockRun) run(ctx context.Context) error {
 		select {
 		case s := <-sigs:
 			_ = child.Process.Signal(s)
-		case lostErr = <-lostc:
+		case <-lostc:
+			lostc = nil
+			lostErr = l.Err()
 			r.errf("lock on %q lost while the command ran: %v; sending SIGTERM to the command (SIGKILL in %v)", r.resource, lostErr, r.grace)
 			_ = child.Process.Signal(syscall.SIGTERM)
 			kill = time.After(r.grace)
 		case <-kill:
 			_ = child.Process.Kill()
 		case werr := <-exited:
-			stopKeeper()
 			if lostErr != nil {
 				return withCode(exitLockLost, fmt.Errorf("lock on %q lost while the command ran: %w", r.resource, lostErr))
 			}

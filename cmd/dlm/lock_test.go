@@ -406,3 +406,47 @@ func TestUsage(t *testing.T) {
 		})
 	}
 }
+
+// TestLockFencing: with --fencing the command gets DLM_LOCK_TOKEN, and a
+// later grant gets a greater token (R18).
+func TestLockFencing(t *testing.T) {
+	c := redlocktest.Start(t, 3, redlocktest.WithPersistence())
+	out := filepath.Join(t.TempDir(), "tokens")
+	for i := 0; i < 2; i++ {
+		r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "--fencing",
+			"res", "--", "sh", "-c", `echo "$DLM_LOCK_TOKEN" >> "$1"`, "sh", out)
+		if r.code != 0 {
+			t.Fatalf("exit %d, want 0; stderr: %s", r.code, r.stderr)
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		t.Fatalf("tokens %q, want two", f)
+	}
+	t1, err1 := strconv.ParseUint(f[0], 10, 64)
+	t2, err2 := strconv.ParseUint(f[1], 10, 64)
+	if err1 != nil || err2 != nil || t1 == 0 || t2 <= t1 {
+		t.Errorf("tokens %q: want two positive numbers, increasing", f)
+	}
+}
+
+// TestLockExtensionBound: with --max-extensions 1 the lock runs out after
+// one extension (R17: bounded), and the command is stopped: exit 74.
+func TestLockExtensionBound(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "600ms",
+		"--max-extensions", "1", "--grace", "1s", "res", "--", "sleep", "30")
+	if r.code != exitLockLost {
+		t.Errorf("exit %d, want %d; stderr: %s", r.code, exitLockLost, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "extension bound") {
+		t.Errorf("stderr %q does not name the extension bound", r.stderr)
+	}
+	if r.elapsed > 20*time.Second {
+		t.Errorf("took %v: the command was not stopped at the bound", r.elapsed)
+	}
+}
