@@ -50,6 +50,8 @@ type cluster struct {
 	offsets []int64              // current clock offset of each node, seconds
 	proxies [][]*toxiproxy.Proxy // [group][node]
 	server  *toxiproxy.ApiServer
+	liar    *liar // in front of node liarAt, nil when every node is honest
+	liarAt  int
 	dir     string
 
 	mu     sync.Mutex
@@ -62,6 +64,7 @@ type clusterSpec struct {
 	groups      int
 	persistence bool
 	faketime    []bool // nodes run under libfaketime
+	liar        int    // index of the lying node, -1 for none
 }
 
 // startCluster starts the nodes and their proxies; on error it stops what
@@ -122,11 +125,21 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	c.liarAt = s.liar
+	if s.liar >= 0 {
+		if c.liar, err = startLiar(c.procs[s.liar].Addr()); err != nil {
+			return nil, err
+		}
+	}
 	c.proxies = make([][]*toxiproxy.Proxy, s.groups)
 	for g := range s.groups {
 		c.proxies[g] = make([]*toxiproxy.Proxy, s.nodes)
 		for i, p := range c.procs {
-			px := toxiproxy.NewProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), "127.0.0.1:0", p.Addr())
+			upstream := p.Addr()
+			if c.liar != nil && i == s.liar {
+				upstream = c.liar.addr()
+			}
+			px := toxiproxy.NewProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), "127.0.0.1:0", upstream)
 			if err := px.Start(); err != nil {
 				return nil, fmt.Errorf("checker: proxy for node%d: %w", i, err)
 			}
@@ -229,6 +242,9 @@ func (c *cluster) close() {
 				px.Stop()
 			}
 		}
+	}
+	if c.liar != nil {
+		c.liar.close()
 	}
 	for _, p := range c.procs {
 		if p != nil {

@@ -45,6 +45,10 @@ type Config struct {
 	// Fencing makes the clients take fencing tokens (redlock.WithFencing)
 	// and the register reject stale ones (R18). Default off.
 	Fencing bool `json:"fencing"`
+	// Byzantine is the number f of lying nodes the clients tolerate
+	// (redlock.WithByzantineNodes): the quorum grows to ceil((N+f+1)/2).
+	// Default 0: every node is trusted and the quorum is the majority.
+	Byzantine int `json:"byzantine"`
 	// Faults lists the fault kinds random mode draws from. Default
 	// DefaultRandomFaults().
 	Faults []string `json:"faults,omitempty"`
@@ -131,6 +135,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("checker: restart delay must be 0 (ttl + ttl/4) or positive, got %v", c.RestartDelay)
 	case c.DelayedRestart && c.RestartDelay != 0 && c.RestartDelay <= c.TTL:
 		return fmt.Errorf("checker: a delayed restart must wait longer than the ttl %v (R16.3), got %v", c.TTL, c.RestartDelay)
+	case c.Byzantine < 0:
+		return fmt.Errorf("checker: byzantine must be 0 or more lying nodes tolerated, got %d", c.Byzantine)
+	case c.Byzantine > 0 && !c.Fencing && c.Nodes < 3*c.Byzantine+1:
+		return fmt.Errorf("checker: tolerating %d lying nodes needs at least 3f+1 = %d nodes, got %d", c.Byzantine, 3*c.Byzantine+1, c.Nodes)
+	case c.Byzantine > 0 && c.Fencing && c.Nodes < 4*c.Byzantine+1:
+		return fmt.Errorf("checker: tolerating %d lying nodes with fencing needs at least 4f+1 = %d nodes, got %d", c.Byzantine, 4*c.Byzantine+1, c.Nodes)
 	case c.LivenessBound < 0:
 		return fmt.Errorf("checker: liveness bound must be 0 (2 x ttl) or positive, got %v", c.LivenessBound)
 	}
@@ -196,20 +206,25 @@ func (e Expectation) MarshalText() ([]byte, error) { return []byte(e.String()), 
 
 // Expect returns what the configuration promises for its scenario. It is the
 // table of docs/guarantees.md in code: a restart inside the ttl breaks
-// safety unless the node persists with appendfsync always (R16.2) or stays
-// down past the ttl (R16.3); a forward clock jump on a node of the majority
-// breaks it always (R9); a client pause past the validity breaks the
-// protected resource unless it is fenced (R18); partitions, slow nodes,
-// contention and late extensions break nothing.
+// safety unless the node persists with appendfsync always (R16.2), stays
+// down past the ttl (R16.3), or the clients' Byzantine quorum (f >= 1)
+// outvotes the one amnesiac node; a forward clock jump on a node of the
+// quorum breaks it unless the Byzantine quorum outvotes that node; a client
+// pause past the validity breaks the protected resource unless it is fenced
+// (R18); a lying node breaks it unless the clients tolerate a liar;
+// partitions, slow nodes, contention and late extensions break nothing.
 func (c Config) Expect() Expectation {
-	restartSafe := c.Persistence || c.DelayedRestart
+	restartSafe := c.Persistence || c.DelayedRestart || c.Byzantine > 0
 	switch c.Scenario {
 	case "restart-without-persistence", "delayed-restart", "fsync-always":
 		if restartSafe {
 			return ExpectSafe
 		}
 		return ExpectViolation
-	case "clock-jump":
+	case "clock-jump", "lying-node":
+		if c.Byzantine > 0 {
+			return ExpectSafe
+		}
 		return ExpectViolation
 	case "client-pause":
 		if c.Fencing {
@@ -219,7 +234,7 @@ func (c Config) Expect() Expectation {
 	case "random":
 		for _, f := range c.Faults {
 			switch {
-			case f == FaultRestart && !restartSafe, f == FaultClockJump, f == FaultPauseClient && !c.Fencing:
+			case f == FaultRestart && !restartSafe, f == FaultClockJump && c.Byzantine == 0, f == FaultPauseClient && !c.Fencing:
 				return ExpectNoPromise
 			}
 		}
@@ -241,6 +256,9 @@ func (c Config) String() string {
 	}
 	if c.Fencing {
 		s += " --fencing"
+	}
+	if c.Byzantine > 0 {
+		s += fmt.Sprintf(" --byzantine %d", c.Byzantine)
 	}
 	if usesLoop(c.Scenario) {
 		s += fmt.Sprintf(" --duration %v --clients %d", c.Duration, c.Clients)

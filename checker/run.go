@@ -84,7 +84,11 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 		opt(&o)
 	}
 	sc, _ := lookup(cfg.Scenario)
-	spec := clusterSpec{nodes: cfg.Nodes, groups: sc.groups, persistence: cfg.Persistence}
+	seedRng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5deece66d))
+	spec := clusterSpec{nodes: cfg.Nodes, groups: sc.groups, persistence: cfg.Persistence, liar: -1}
+	if sc.liar {
+		spec.liar = seedRng.IntN(cfg.Nodes)
+	}
 	if sc.faketime(cfg) {
 		spec.faketime = make([]bool, cfg.Nodes)
 		for i := range spec.faketime {
@@ -99,7 +103,7 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 	defer cl.close()
 	e := &env{
 		cfg: cfg,
-		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x5deece66d)),
+		rng: seedRng,
 		cl:  cl,
 		rec: newRecorder(cfg.Nodes, cfg.Fencing),
 		reg: newRegister(cfg.Fencing),

@@ -29,6 +29,7 @@ type Scenario struct {
 	groups   int               // client groups, each with its own proxies
 	faketime func(Config) bool // nodes run under libfaketime
 	loop     bool              // runs for Config.Duration
+	liar     bool              // one node lies (answers OK to SET)
 	run      func(context.Context, *env) error
 }
 
@@ -54,6 +55,8 @@ func scenarioList() []Scenario {
 			Summary: "twice --clients contenders start at the same instant and keep contending for one resource: random back-off must keep acquisitions succeeding"},
 		{Name: "extend-after-expiry", Rule: "R17", groups: 2, faketime: never, run: runExtendAfterExpiry,
 			Summary: "client A lets its lock expire, then extends it, through the client and through each node's extend script directly: nothing may resurrect it"},
+		{Name: "lying-node", Rule: "B3 (WithByzantineNodes)", groups: 2, faketime: never, liar: true, run: runLyingNode,
+			Summary: "one node answers OK to every SET without performing it; client A locks exactly a quorum that includes the liar; client B then locks the resource"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}
@@ -118,6 +121,9 @@ func (e *env) newActor(name string, g int) (*actor, error) {
 	if e.cfg.Fencing {
 		opts = append(opts, redlock.WithFencing())
 	}
+	if e.cfg.Byzantine > 0 {
+		opts = append(opts, redlock.WithByzantineNodes(e.cfg.Byzantine))
+	}
 	c, err := goredis.Dial(e.cl.urls(g), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("checker: client %s: %w", name, err)
@@ -146,10 +152,15 @@ func names(nodes []int) string {
 	return strings.Join(s, ",")
 }
 
-// split draws the majority M and the rest O from the seed.
-func (e *env) split() (m, o []int) {
+// split draws a quorum M of q nodes and the rest O from the seed; a node in
+// must is always in M.
+func (e *env) split(q int, must int) (m, o []int) {
 	perm := e.rng.Perm(e.cfg.Nodes)
-	q := e.cfg.Nodes/2 + 1
+	for i, n := range perm {
+		if n == must {
+			perm[0], perm[i] = perm[i], perm[0]
+		}
+	}
 	m, o = perm[:q], perm[q:]
 	sort.Ints(m)
 	sort.Ints(o)
@@ -199,7 +210,7 @@ func runRestart(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	m, o := e.split()
+	m, o := e.split(a.client.Quorum(), -1)
 	g, err := e.acquireOn(ctx, a, "r", m, o)
 	if err != nil {
 		return err
@@ -237,13 +248,41 @@ func runRestart(ctx context.Context, e *env) error {
 	return nil
 }
 
+// runLyingNode: a node that acknowledges SETs it never performs.
+func runLyingNode(ctx context.Context, e *env) error {
+	a, b, err := e.twoClients()
+	if err != nil {
+		return err
+	}
+	liarAt := e.cl.liarAt
+	end := e.rec.fault("lie", nodeName(liarAt), "answers +OK to every SET without performing it")
+	defer end()
+	m, o := e.split(a.client.Quorum(), liarAt)
+	g, err := e.acquireOn(ctx, a, "r", m, o)
+	if err != nil {
+		return err
+	}
+	a.write(g)
+	e.log("A holds the lock on %s (quorum %d), %s among them lied", names(m), a.client.Quorum(), nodeName(liarAt))
+	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
+	cancel()
+	if err == nil {
+		b.write(gb)
+		a.writeIfValid(g)
+		b.read("r")
+		_ = b.release(ctx, gb)
+	}
+	return nil
+}
+
 // runClockJump: a node of A's majority jumps forward past the ttl (R9).
 func runClockJump(ctx context.Context, e *env) error {
 	a, b, err := e.twoClients()
 	if err != nil {
 		return err
 	}
-	m, o := e.split()
+	m, o := e.split(a.client.Quorum(), -1)
 	g, err := e.acquireOn(ctx, a, "r", m, o)
 	if err != nil {
 		return err
@@ -430,7 +469,7 @@ func (e *env) contenders(ctx context.Context, n, groups int, resources []string,
 
 // runPartition: 3|2 partition of the clients from the nodes, then healed.
 func runPartition(ctx context.Context, e *env) error {
-	m, o := e.split()
+	m, o := e.split(e.cfg.Nodes/2+1, -1)
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
 	defer cancel()
 	go func() {

@@ -3,6 +3,7 @@ package checker
 import (
 	"errors"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,12 +59,17 @@ func TestScenarios(t *testing.T) {
 		{"slow-node", nil, ExpectSafe},
 		{"split-votes", nil, ExpectSafe},
 		{"extend-after-expiry", nil, ExpectSafe}, // R17
+		{"lying-node", nil, ExpectViolation},
+		{"lying-node", func(c *Config) { c.Byzantine = 1 }, ExpectSafe},
+		{"restart-without-persistence", func(c *Config) { c.Byzantine = 1 }, ExpectSafe}, // one amnesiac node outvoted
 		{"random", nil, ExpectSafe},
 	}
 	for _, tt := range tests {
 		name := tt.name
 		if tt.mod != nil {
-			name += "/fencing"
+			c := DefaultConfig(tt.name)
+			tt.mod(&c)
+			name += strings.ReplaceAll(strings.TrimPrefix(c.String(), DefaultConfig(tt.name).String()), " --", "/")
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

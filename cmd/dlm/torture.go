@@ -31,6 +31,7 @@ func newTortureCmd() *cobra.Command {
 		nodes, clients, resources            = d.Nodes, d.Clients, d.Resources
 		ttl, nodeTimeout, duration, delay    = d.TTL, d.NodeTimeout, d.Duration, d.RestartDelay
 		persistence, delayed, fencing, bound = false, false, false, time.Duration(0)
+		byzantine                            = 0
 	)
 	cmd := &cobra.Command{
 		Use:   "torture --scenario NAME | --random | --list | --check HISTORY.json",
@@ -94,6 +95,7 @@ Scenarios (dlm torture --list for the expected verdicts):
 			set("persistence", func() { cfg.Persistence = persistence })
 			set("delayed-restart", func() { cfg.DelayedRestart = delayed })
 			set("fencing", func() { cfg.Fencing = fencing })
+			set("byzantine", func() { cfg.Byzantine = byzantine })
 			set("faults", func() { cfg.Faults = faults })
 			set("liveness-bound", func() { cfg.LivenessBound = bound })
 			if f.Changed("seed") {
@@ -171,6 +173,7 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.BoolVar(&delayed, "delayed-restart", false, "a crashed node stays down longer than the ttl before restarting (R16.3); on by default in --random")
 	fl.DurationVar(&delay, "restart-delay", 0, "delay of a delayed restart (implies --delayed-restart; default ttl + ttl/4)")
 	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones (R18)")
+	fl.IntVar(&byzantine, "byzantine", 0, "clients tolerate this many lying nodes (redlock.WithByzantineNodes): quorum ceil((N+f+1)/2)")
 	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(checker.AllFaults(), ", "))
 	fl.DurationVar(&bound, "liveness-bound", 0, "longest a wanted resource may stay unheld with no fault active (default 2 x ttl)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
