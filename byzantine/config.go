@@ -106,6 +106,9 @@ func (f Fault) String() string {
 // a faulty link cannot be told from a faulty general: a test that injects
 // faults on loyal generals' links counts them among the m traitors.
 type Faults struct {
+	// Drop, Duplicate, Corrupt and Delay are the probabilities that a
+	// message is lost, delivered twice, has its order altered, or arrives
+	// one round late.
 	Drop      float64 `json:"drop,omitempty"`
 	Duplicate float64 `json:"duplicate,omitempty"`
 	Corrupt   float64 `json:"corrupt,omitempty"`

@@ -54,11 +54,11 @@ func processSpawner(t *testing.T, garbage ...byzantine.ID) Spawner {
 	})
 }
 
-// tcpRunner adapts Launch to the conformance suite with a short round
+// tcpRunner adapts Launch to the conformance suite with a one-second round
 // timeout: a silent general costs (m+2) timeouts.
 func tcpRunner(spawn Spawner) conformance.Runner {
 	return func(ctx context.Context, cfg byzantine.Config) (*byzantine.Result, error) {
-		cfg.RoundTimeout = 250 * time.Millisecond
+		cfg.RoundTimeout = time.Second
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		return Launch(ctx, cfg, spawn)

@@ -191,6 +191,7 @@ func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantin
 		for _, c := range children {
 			c.In.Close()
 		}
+		cancel() // every report is in, or the run failed: stop stragglers
 		for _, c := range children {
 			c.Wait()
 		}
@@ -214,7 +215,10 @@ func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantin
 		}
 		cluster.Generals = append(cluster.Generals, p)
 	}
-	start := time.Now().Add(cfg.RoundTimeout / 2)
+	// Round deadlines count from start; leave the generals time to receive
+	// the cluster and dial each other first. Rounds that every general
+	// finishes end earlier, on the markers.
+	start := time.Now().Add(max(cfg.RoundTimeout, 500*time.Millisecond))
 	for i, c := range children {
 		if err := json.NewEncoder(c.In).Encode(goSignal{Cluster: cluster, Start: start}); err != nil {
 			return nil, fmt.Errorf("%w: general %d: %w", ErrGeneral, i, err)
