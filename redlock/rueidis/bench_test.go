@@ -13,8 +13,9 @@ import (
 
 // BenchmarkLockUnlock measures acquire+release pairs of a client over 5
 // local redis-server nodes, from one goroutine and from many on distinct
-// keys, with the default flush delay (DefaultMaxFlushDelay), a shorter one
-// and none:
+// keys, with the defaults (one connection per node, flush delay
+// DefaultMaxFlushDelay), a shorter delay, none, and two connections per
+// node:
 //
 //	go test -run '^$' -bench . -benchmem ./redlock/rueidis/
 func BenchmarkLockUnlock(b *testing.B) {
@@ -26,6 +27,8 @@ func BenchmarkLockUnlock(b *testing.B) {
 		{"flush100us", nil}, // the default
 		{"flush20us", []rueidis.Option{rueidis.WithMaxFlushDelay(20 * time.Microsecond)}},
 		{"noflush", []rueidis.Option{rueidis.WithMaxFlushDelay(0)}},
+		{"flush100us-2conns", []rueidis.Option{rueidis.WithPipelineMultiplex(1)}},
+		{"noflush-2conns", []rueidis.Option{rueidis.WithMaxFlushDelay(0), rueidis.WithPipelineMultiplex(1)}},
 	}
 	for _, tu := range tunings {
 		b.Run(tu.name, func(b *testing.B) { benchLockUnlock(b, cl, tu.opts) })

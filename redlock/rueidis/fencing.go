@@ -42,9 +42,9 @@ func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, t
 	return true, f, nil
 }
 
-// RaiseFence raises the fence under fenceKey to token if key holds value,
-// and sets the fence key's expiry to retention (0: none), in one script
-// (R18 phase 2).
+// RaiseFence sets the fence under fenceKey to token, with an expiry of
+// retention (0: none), if key holds value and the fence is below token, in
+// one script (R18 phase 2).
 func (n *Node) RaiseFence(ctx context.Context, key, fenceKey, value string, token uint64, retention time.Duration) (bool, error) {
 	v, err := n.evalKeys(ctx, n.raiseFence, []string{key, fenceKey}, value,
 		strconv.FormatUint(token, 10), strconv.FormatInt(retention.Milliseconds(), 10)).AsInt64()

@@ -245,7 +245,11 @@ func (w *watch) Close() error {
 type Option func(*rueidis.ClientOption)
 
 // WithPipelineMultiplex sets how many connections (2^n) each node's
-// commands are pipelined over. Default 0: rueidis's choice for GOMAXPROCS.
+// commands are pipelined over; 0 is rueidis's choice for GOMAXPROCS. Default
+// -1: one connection per node, so that a node executes this client's
+// commands in the order they were issued, and a release never overtakes the
+// acquisition it undoes when that acquisition timed out on the client but
+// still reaches the node (no key is left behind, R8.5, R11).
 func WithPipelineMultiplex(n int) Option {
 	return func(o *rueidis.ClientOption) { o.PipelineMultiplex = n }
 }
@@ -265,8 +269,8 @@ func WithMaxFlushDelay(d time.Duration) Option {
 }
 
 // NewClient returns a rueidis client for one parsed node URL, configured for
-// Redlock: auto-pipelining (R15) with a flush delay of DefaultMaxFlushDelay,
-// no client-side cache, no command retries, context deadlines honoured. It
+// Redlock: auto-pipelining (R15) over one connection with a flush delay of
+// DefaultMaxFlushDelay, no client-side cache, no command retries, context deadlines honoured. It
 // returns a client even when the node cannot be reached now (with the
 // error): the client connects on use.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
@@ -281,6 +285,7 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 		Dialer:            net.Dialer{Timeout: time.Second, KeepAlive: time.Minute},
 		ConnWriteTimeout:  10 * time.Second,
 		MaxFlushDelay:     DefaultMaxFlushDelay,
+		PipelineMultiplex: -1, // one ordered connection per node
 	}
 	if u.TLS {
 		o.TLSConfig = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}
