@@ -30,6 +30,7 @@ type generalsFlags struct {
 	majority     string
 	transport    string
 	seed         int64
+	seq          uint64
 	roundTimeout time.Duration
 	unsafe       bool
 	trace        bool
@@ -87,6 +88,7 @@ func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
 	fl.StringVar(&f.order, "order", "attack", "the commander's order (any short string)")
 	fl.StringVar(&f.majority, "majority", "vote", "majority variant (B5): vote (majority or RETREAT) or median")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of every random choice; the same seed replays the run")
+	fl.Uint64Var(&f.seq, "seq", 1, "sequence number signed into SM orders; runs reusing keys need increasing numbers (B9)")
 	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp (A3)")
 	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
@@ -99,7 +101,7 @@ func generalsConfig(f generalsFlags) (byzantine.Config, error) {
 	cfg.Generals, cfg.MaxTraitors = f.generals, f.traitors
 	cfg.Order = byzantine.Order(f.order)
 	cfg.Majority = byzantine.MajorityVariant(strings.ToLower(f.majority))
-	cfg.Seed, cfg.RoundTimeout = f.seed, f.roundTimeout
+	cfg.Seed, cfg.Seq, cfg.RoundTimeout = f.seed, f.seq, f.roundTimeout
 	cfg.AllowUnsafe, cfg.Trace = f.unsafe, f.trace
 	if f.faulty != "" {
 		for _, item := range strings.Split(f.faulty, ",") {
