@@ -75,12 +75,12 @@ func waitDone(t *testing.T, l *redlock.Lock, timeout time.Duration) time.Duratio
 }
 
 func TestAutoExtendKeepsTheLock(t *testing.T) { // R17
-	const ttl = 600 * time.Millisecond
+	const ttl = 800 * time.Millisecond
 	cl := redlocktest.Start(t, 5)
 	rec := &recorder{}
-	c := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(150*time.Millisecond), redlock.WithObserver(rec))
-	other := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(150*time.Millisecond))
-	l, err := c.TryLock(t.Context(), "r", redlock.WithAutoExtend())
+	c := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithObserver(rec))
+	other := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(250*time.Millisecond))
+	l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestLossClosesDone(t *testing.T) { // R17
 	cl := redlocktest.Start(t, 5)
 	rec := &recorder{}
 	c := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithObserver(rec))
-	l, err := c.TryLock(t.Context(), "r", redlock.WithAutoExtend())
+	l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +201,8 @@ func TestDo(t *testing.T) {
 func TestExtensionBound(t *testing.T) { // R17, R1.2
 	cl := redlocktest.Start(t, 5)
 	rec := &recorder{}
-	c := dial(t, cl, redlock.WithTTL(400*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(rec))
-	l, err := c.TryLock(t.Context(), "auto", redlock.WithAutoExtend(), redlock.WithMaxExtensions(3))
+	c := dial(t, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(rec))
+	l, err := c.Lock(t.Context(), "auto", redlock.WithAutoExtend(), redlock.WithMaxExtensions(3), redlock.WithTries(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestExtensionBound(t *testing.T) { // R17, R1.2
 		t.Errorf("%d automatic extensions, want the bound, 3", n)
 	}
 	// The bound applies to manual extensions too.
-	m, err := c.TryLock(t.Context(), "manual", redlock.WithMaxExtensions(2), redlock.WithTTL(5*time.Second))
+	m, err := c.Lock(t.Context(), "manual", redlock.WithMaxExtensions(2), redlock.WithTTL(5*time.Second), redlock.WithTries(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,8 +227,8 @@ func TestExtensionBound(t *testing.T) { // R17, R1.2
 }
 
 func TestDoneWithoutAutoExtend(t *testing.T) {
-	_, c := cluster(t, 5, redlock.WithTTL(300*time.Millisecond), redlock.WithNodeTimeout(100*time.Millisecond))
-	l, err := c.TryLock(t.Context(), "r")
+	_, c := cluster(t, 5, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
+	l, err := c.Lock(t.Context(), "r", redlock.WithTries(10))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +247,7 @@ func TestDoneWithoutAutoExtend(t *testing.T) {
 func TestCloseStopsAutoExtension(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	c := dial(t, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
-	l, err := c.TryLock(t.Context(), "r", redlock.WithAutoExtend())
+	l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
 	if err != nil {
 		t.Fatal(err)
 	}
