@@ -84,10 +84,12 @@ func TestSMEquivocatingCommander(t *testing.T) {
 }
 
 // TestSMExhaustive: IC1 and IC2 hold, and all loyal lieutenants hold the
-// same V, for every n <= 6, every m <= n-2, every subset of at most m
-// traitors and every strategy (one strategy shared by the traitors of the
-// subset; mixed strategies are exhaustive for n=4, m=2 in
-// TestSMToleratesManyTraitors and seeded random elsewhere).
+// same V, for every n <= 6, every m <= n-2 and every subset of at most m
+// traitors: with every assignment of the eight strategies when n <= 5 and
+// m <= 2 (for m = 1 that is every strategy of the single traitor), and with
+// every strategy shared by the traitors of the subset otherwise (mixed
+// strategies are exhaustive for n=4, m=2 in TestSMToleratesManyTraitors and
+// seeded random in TestSMRandomized).
 func TestSMExhaustive(t *testing.T) {
 	r := rand.New(rand.NewPCG(6, 6))
 	runs := 0
@@ -99,6 +101,10 @@ func TestSMExhaustive(t *testing.T) {
 					cfg.Seed = r.Int64()
 					sameV(t, cfg, mustRun(t, cfg))
 					runs++
+				}
+				if n <= 5 && m <= 2 {
+					assignments(ids, byzantine.Strategies(), try)
+					return
 				}
 				for _, s := range byzantine.Strategies() {
 					var faulty []byzantine.Traitor
