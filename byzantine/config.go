@@ -186,6 +186,9 @@ var (
 	// ErrTooLarge is wrapped when OM(m) would send more messages than
 	// MaxOMMessages.
 	ErrTooLarge = errors.New("byzantine: run too large")
+	// ErrStopped is wrapped, together with ctx.Err(), when a run's context
+	// ends before the run does.
+	ErrStopped = errors.New("byzantine: run stopped")
 )
 
 // MaxGenerals is the largest n a run accepts.

@@ -1,6 +1,7 @@
 package byzantine_test
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
@@ -184,7 +185,7 @@ func TestRunStopsOnCancel(t *testing.T) {
 	ctx, cancel := contextWithCancel(t)
 	cancel()
 	_, err := byzantine.Run(ctx, config(byzantine.OM, 4, 1))
-	if err == nil || !isCanceled(err) {
-		t.Fatalf("Run with a cancelled context = %v, want context.Canceled", err)
+	if err == nil || !isCanceled(err) || !errors.Is(err, byzantine.ErrStopped) {
+		t.Fatalf("Run with a cancelled context = %v, want ErrStopped and context.Canceled", err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 // when every message sent in round r was delivered (A3 holds exactly: a
 // missing message is known missing at the end of its round), after the
 // fault hooks of cfg.Faults were applied. Run returns an error wrapping
-// ErrInvalidConfig for a config Validate refuses, and one wrapping ctx.Err()
-// when ctx ends first.
+// ErrInvalidConfig for a config Validate refuses, and one wrapping both
+// ErrStopped and ctx.Err() when ctx ends first.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Config: cfg}
 	for r := 0; r <= m+1; r++ {
 		if err := ctx.Err(); err != nil {
-			return nil, fmt.Errorf("byzantine: run stopped in round %d: %w", r, err)
+			return nil, fmt.Errorf("%w in round %d: %w", ErrStopped, r, err)
 		}
 		for _, g := range gens {
 			g.Advance(r)

@@ -80,12 +80,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		out = g.Outbox(out[:0])
 		for _, msg := range out {
 			if err := ep.Send(ctx, msg); err != nil && ctx.Err() != nil {
-				return GeneralResult{}, fmt.Errorf("byzantine: general %d round %d: %w", g.id, r, err)
+				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
 			}
 		}
 		if !mute {
 			if err := ep.EndRound(ctx, r); err != nil && ctx.Err() != nil {
-				return GeneralResult{}, fmt.Errorf("byzantine: general %d round %d: %w", g.id, r, err)
+				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
 			}
 		}
 		keep := future[:0]
@@ -113,7 +113,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if err != nil {
 				if ctx.Err() != nil {
 					cancel()
-					return GeneralResult{}, fmt.Errorf("byzantine: general %d round %d: %w", g.id, r, errors.Join(err, ctx.Err()))
+					return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
 				}
 				break // the round's deadline: absent messages are detected (A3)
 			}

@@ -2,6 +2,7 @@ package byzantine_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -157,4 +158,23 @@ func TestDecisionIsSentOrRetreat(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRunGeneralStopsOnCancel: a general whose context ends mid-round
+// returns ErrStopped together with the context's error.
+func TestRunGeneralStopsOnCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(byzantine.OM, 4, 1)
+		net := newChanNet(4)
+		g, err := byzantine.NewGeneral(cfg, 1, byzantine.Keyring{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, err = byzantine.RunGeneral(ctx, g, chanEndpoint{net, 1}, time.Now(), nil)
+		if !errors.Is(err, byzantine.ErrStopped) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("RunGeneral = %v, want ErrStopped and context.DeadlineExceeded", err)
+		}
+	})
 }
