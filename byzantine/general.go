@@ -203,15 +203,20 @@ func (g *General) Stats() Stats {
 func (g *General) Round() int { return g.round }
 
 // Advance ends the previous round and starts round r: messages of earlier
-// rounds received from now on are late. Rounds must advance one at a time.
+// rounds received from now on are late. Drivers advance one round at a
+// time; a skipped round counts as one in which nothing arrived.
 func (g *General) Advance(r int) {
 	g.round = r
-	if g.cfg.Algorithm == OM && g.id != 0 && r <= g.m {
+	if g.cfg.Algorithm == OM && g.id != 0 {
 		size := 1
-		for t := 1; t <= r; t++ {
-			size *= g.om.radix[t]
+		for d := 0; d <= min(r, g.m); d++ {
+			if d > 0 {
+				size *= g.om.radix[d]
+			}
+			if g.om.levels[d] == nil {
+				g.om.levels[d] = make([]Order, size)
+			}
 		}
-		g.om.levels[r] = make([]Order, size)
 	}
 	if g.cfg.Algorithm == SM {
 		g.sm.ready, g.sm.pending = g.sm.pending, nil

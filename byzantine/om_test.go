@@ -149,3 +149,27 @@ func TestB3Impossibility(t *testing.T) {
 		})
 	}
 }
+
+// TestOMSkippedRounds: a driver that skips rounds (nothing arrived in
+// them) gets RETREAT for the missing values instead of a crash (B6: "or
+// RETREAT if none").
+func TestOMSkippedRounds(t *testing.T) {
+	g, err := byzantine.NewGeneral(config(byzantine.OM, 7, 2), 3, byzantine.Keyring{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Advance(2) // rounds 0 and 1 never happened here
+	out := g.Outbox(nil)
+	if len(out) != 5*4 {
+		t.Fatalf("relayed %d messages, want 20 (every path of round 1, RETREAT)", len(out))
+	}
+	for _, m := range out {
+		if m.Order != byzantine.Retreat {
+			t.Fatalf("relayed %s, want RETREAT for a missing value", m.Chain())
+		}
+	}
+	g.Advance(3)
+	if d := g.Decide(); d != byzantine.Retreat {
+		t.Errorf("Decide() = %s, want retreat", d)
+	}
+}
