@@ -36,11 +36,12 @@ type lib struct {
 	open   func(urls []string) (locker, error)
 }
 
-// libraries returns the libraries the program compares, dlm's first.
-func libraries() []lib {
+// libraries returns the libraries the program compares, dlm's first; tune
+// adjusts dlm's rueidis clients (none by default).
+func libraries(tune []rueidis.Option) []lib {
 	return []lib{
 		{name: "dlm (rueidis)", open: func(urls []string) (locker, error) {
-			c, err := rueidis.Dial(urls)
+			c, err := rueidis.DialTuned(urls, tune)
 			return dlmLocker{c}, err
 		}},
 		{name: "dlm (go-redis)", open: func(urls []string) (locker, error) {

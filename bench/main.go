@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"dlm/redlock/redisproc"
+	"dlm/redlock/rueidis"
 )
 
 func main() {
@@ -46,6 +47,7 @@ type config struct {
 	plot       string
 	out        string
 	only       map[string]bool
+	tune       []rueidis.Option
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -63,9 +65,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.frozenN, "frozen", 40, "acquisitions timed with one node frozen (and as many healthy)")
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
+	multiplex := fs.Int("multiplex", 0, "dlm (rueidis): connections per node, 2^n (0: rueidis's default)")
+	flush := fs.Duration("flush", 0, "dlm (rueidis): max flush delay of each connection's pipeline (0: write at once)")
 	only := fs.String("only", "tp,seq,frozen,cont", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if *multiplex != 0 {
+		c.tune = append(c.tune, rueidis.WithPipelineMultiplex(*multiplex))
+	}
+	if *flush != 0 {
+		c.tune = append(c.tune, rueidis.WithMaxFlushDelay(*flush))
 	}
 	c.only = map[string]bool{}
 	for _, w := range strings.Split(*only, ",") {
@@ -120,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		urls[i] = nodes[i].URL()
 	}
 
-	libs := libraries()
+	libs := libraries(cfg.tune)
 	r := &Report{
 		Machine:    machine(),
 		Command:    "cd bench && go run . " + strings.Join(args, " "),

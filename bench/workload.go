@@ -89,20 +89,28 @@ func sequential(ctx context.Context, l locker, key string, d time.Duration) (seq
 	}, nil
 }
 
-// acquireLatency times n single acquisitions of key from one goroutine
-// (each released, untimed) and returns their median.
-func acquireLatency(ctx context.Context, l locker, key string, n int) (time.Duration, error) {
+// acquireLatency times n single acquisitions from one goroutine, back to
+// back, each on its own key (prefix + i) and released in the background, so
+// that a release waiting out a frozen node's timeout neither delays the next
+// acquisition nor leaves the process idle between them (an idle process
+// answers its first request late, which would be measured too). It returns
+// the median.
+func acquireLatency(ctx context.Context, l locker, prefix string, n int) (time.Duration, error) {
 	var ds []time.Duration
-	for range n {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for i := range n {
 		t0 := time.Now()
-		release, err := l.tryLock(ctx, key)
+		release, err := l.tryLock(ctx, prefix+":"+strconv.Itoa(i))
 		if err != nil {
 			return 0, err
 		}
 		ds = append(ds, time.Since(t0))
-		if err := release(ctx); err != nil {
-			return 0, err
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = release(ctx)
+		}()
 	}
 	return quantile(ds, 0.5), nil
 }
