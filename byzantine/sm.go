@@ -85,11 +85,12 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 		}
 		// Re-send what was received verbatim: the path does not end with
 		// this general, so A2 exposes it.
-		for _, m := range g.sm.received {
+		for _, got := range g.sm.received {
 			for q := 1; q < g.n; q++ {
-				if ID(q) == g.id || ID(q) == m.From {
+				if ID(q) == g.id || ID(q) == got.From {
 					continue
 				}
+				m := got
 				m.From, m.To, m.Round = g.id, ID(q), r
 				buf = g.count(buf, m)
 			}
