@@ -132,6 +132,8 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				switch {
 				case msg.Round < r || ended[p] >= msg.Round:
 					refuse(r, msg, RejectLate)
+				case msg.Round > m+1:
+					refuse(r, msg, RejectMalformed) // no such round: not buffered
 				case msg.Round > r:
 					future = append(future, msg)
 				default:
