@@ -141,6 +141,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("checker: tolerating %d lying nodes needs at least 3f+1 = %d nodes, got %d", c.Byzantine, 3*c.Byzantine+1, c.Nodes)
 	case c.Byzantine > 0 && c.Fencing && c.Nodes < 4*c.Byzantine+1:
 		return fmt.Errorf("checker: tolerating %d lying nodes with fencing needs at least 4f+1 = %d nodes, got %d", c.Byzantine, 4*c.Byzantine+1, c.Nodes)
+	case c.Scenario == "lying-node" && c.Fencing:
+		return fmt.Errorf("checker: lying-node cannot be combined with fencing: its node lies about SET, and a fenced acquisition is a script, which it forwards truthfully")
 	case c.LivenessBound < 0:
 		return fmt.Errorf("checker: liveness bound must be 0 (2 x ttl) or positive, got %v", c.LivenessBound)
 	}
