@@ -57,6 +57,7 @@ func TestDemoView(t *testing.T) {
 // TestDemo runs dlm demo --no-tui to the end: on in-process miniredis
 // nodes with redis-server absent from PATH, and on real redis-servers.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		path     string
@@ -68,6 +69,7 @@ func TestDemo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			var env []string
 			if tt.path != "" {
 				env = []string{"PATH=" + tt.path} // no redis-server there

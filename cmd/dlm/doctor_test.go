@@ -72,6 +72,7 @@ func TestDiagnose(t *testing.T) {
 // TestDoctor runs dlm doctor against real redis-servers: a master with a
 // replica (both flagged, R2) and an allkeys-lru node (R13); it exits 1.
 func TestDoctor(t *testing.T) {
+	t.Parallel()
 	master := redlocktest.StartServer(t)
 	replica := redlocktest.StartServer(t, redlocktest.WithArgs("--replicaof", "127.0.0.1", strconv.Itoa(master.Port())))
 	lru := redlocktest.StartServer(t, redlocktest.WithArgs("--maxmemory-policy", "allkeys-lru"))

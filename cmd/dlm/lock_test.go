@@ -24,7 +24,9 @@ import (
 var binDir string
 
 // TestMain of package main (cmd/dlm): builds the dlm binary once into a
-// temporary directory, runs the tests, checks for leaked goroutines.
+// temporary directory (with -race when the tests run with it, so that the
+// end-to-end runs check dlm itself), runs the tests, checks for leaked
+// goroutines.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "dlm-bin-")
 	if err != nil {
@@ -33,7 +35,11 @@ func TestMain(m *testing.M) {
 	}
 	binDir = dir
 	quietRedisLog()
-	out, err := exec.Command("go", "build", "-o", filepath.Join(dir, "dlm"), ".").CombinedOutput()
+	build := []string{"build", "-o", filepath.Join(dir, "dlm")}
+	if raceEnabled {
+		build = append(build, "-race")
+	}
+	out, err := exec.Command("go", append(build, ".")...).CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build dlm: %v\n%s", err, out)
 		os.RemoveAll(dir)
@@ -157,7 +163,7 @@ func TestLockCounter(t *testing.T) {
 			if err := os.WriteFile(file, []byte("0\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			const procs, each = 4, 3
+			const procs, each = 4, 2
 			var wg sync.WaitGroup
 			results := make([]result, procs*each)
 			for p := 0; p < procs; p++ {
@@ -241,7 +247,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 	t.Cleanup(func() { _ = holder.Process.Signal(syscall.SIGTERM); _ = holder.Wait() })
 	redlocktest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil },
 		"the first dlm lock never ran its command; stderr: %s", stderr)
-	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--wait", "300ms", "res", "--", "true")
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--wait", "300ms", "res", "--", "true")
 	if r.code != exitNotAcquired {
 		t.Errorf("exit %d, want %d; stderr: %s", r.code, exitNotAcquired, r.stderr)
 	}
@@ -255,7 +261,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 func TestLockLost(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	ready := filepath.Join(t.TempDir(), "ready")
-	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "900ms", "--grace", "2s",
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "2s",
 		"res", "--", "sh", "-c", `echo "$DLM_LOCK_RESOURCE $DLM_LOCK_VALUE" > "$1"; exec sleep 60`, "sh", ready)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -371,6 +377,7 @@ func TestLockSignals(t *testing.T) {
 
 // TestUsage: bad usage exits 64 with the reason, before touching any node.
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	good := "redis://127.0.0.1:1"
 	tests := []struct {
 		name string
@@ -396,6 +403,7 @@ func TestUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
 			r := runDLM(t, 20*time.Second, tt.env, tt.args...)
 			if r.code != exitUsage {
 				t.Errorf("exit %d, want %d; stderr: %s", r.code, exitUsage, r.stderr)
@@ -438,7 +446,7 @@ func TestLockFencing(t *testing.T) {
 // one extension (R17: bounded), and the command is stopped: exit 74.
 func TestLockExtensionBound(t *testing.T) {
 	c := redlocktest.Start(t, 3)
-	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "600ms",
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "600ms", "--node-timeout", "200ms",
 		"--max-extensions", "1", "--grace", "1s", "res", "--", "sleep", "30")
 	if r.code != exitLockLost {
 		t.Errorf("exit %d, want %d; stderr: %s", r.code, exitLockLost, r.stderr)

@@ -72,6 +72,7 @@ func pings(port int) bool {
 // TestNode: after a clean stop dlm node starts redis-server at once; after
 // an unclean one (redis-server killed) it waits --max-ttl first (R16.3).
 func TestNode(t *testing.T) {
+	t.Parallel()
 	redlocktest.Require(t)
 	port, err := redisproc.FreePort()
 	if err != nil {

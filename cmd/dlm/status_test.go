@@ -12,11 +12,12 @@ import (
 // TestStatus runs dlm status against real nodes with one down and a
 // resource held by dlm lock.
 func TestStatus(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 5)
 	c.Servers[4].Kill()
 	nodes := strings.Join(c.URLs(), ",")
 	ready := t.TempDir() + "/ready"
-	holder, _, stderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--ttl", "30s", "backup", "--", "sh", "-c",
+	holder, _, stderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--ttl", "30s", "--node-timeout", "1s", "backup", "--", "sh", "-c",
 		`touch "$1"; while :; do sleep 0.05; done`, "sh", ready)
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
