@@ -37,15 +37,15 @@ type lib struct {
 }
 
 // libraries returns the libraries the program compares, dlm's first; tune
-// adjusts dlm's rueidis clients (none by default).
-func libraries(tune []rueidis.Option) []lib {
+// adjusts dlm's rueidis clients and opts dlm's clients (none by default).
+func libraries(tune []rueidis.Option, opts []redlock.Option) []lib {
 	return []lib{
 		{name: "dlm (rueidis)", open: func(urls []string) (locker, error) {
-			c, err := rueidis.DialTuned(urls, tune)
+			c, err := rueidis.DialTuned(urls, tune, opts...)
 			return dlmLocker{c}, err
 		}},
 		{name: "dlm (go-redis)", open: func(urls []string) (locker, error) {
-			c, err := goredis.Dial(urls)
+			c, err := goredis.Dial(urls, opts...)
 			return dlmLocker{c}, err
 		}},
 		{name: "go-redsync", open: openRedsync},
@@ -55,10 +55,12 @@ func libraries(tune []rueidis.Option) []lib {
 
 // dlmNoHandoff is dlm over rueidis with the hand-off turned off, for the
 // contention workload.
-var dlmNoHandoff = lib{name: "dlm (rueidis, no hand-off)", open: func(urls []string) (locker, error) {
-	c, err := rueidis.Dial(urls, redlock.WithHandoff(false))
-	return dlmLocker{c}, err
-}}
+func dlmNoHandoff(opts []redlock.Option) lib {
+	return lib{name: "dlm (rueidis, no hand-off)", open: func(urls []string) (locker, error) {
+		c, err := rueidis.Dial(urls, append([]redlock.Option{redlock.WithHandoff(false)}, opts...)...)
+		return dlmLocker{c}, err
+	}}
+}
 
 type dlmLocker struct{ c *redlock.Client }
 

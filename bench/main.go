@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"dlm/redlock"
 	"dlm/redlock/redisproc"
 	"dlm/redlock/rueidis"
 )
@@ -48,6 +49,7 @@ type config struct {
 	out        string
 	only       map[string]bool
 	tune       []rueidis.Option
+	dlmOpts    []redlock.Option
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -66,7 +68,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
 	multiplex := fs.Int("multiplex", 0, "dlm (rueidis): connections per node, 2^n (0: rueidis's default)")
-	flush := fs.Duration("flush", 0, "dlm (rueidis): max flush delay of each connection's pipeline (0: write at once)")
+	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each connection's pipeline (-1: the adapter's default)")
+	nodeTO := fs.Duration("node-timeout", 0, "dlm: per-node timeout (0: redlock.DefaultNodeTimeout; go-redsync's is 400ms with its defaults)")
 	only := fs.String("only", "tp,seq,frozen,cont", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -74,8 +77,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if *multiplex != 0 {
 		c.tune = append(c.tune, rueidis.WithPipelineMultiplex(*multiplex))
 	}
-	if *flush != 0 {
+	if *flush >= 0 {
 		c.tune = append(c.tune, rueidis.WithMaxFlushDelay(*flush))
+	}
+	if *nodeTO < 0 {
+		return c, fmt.Errorf("-node-timeout must not be negative, got %v", *nodeTO)
+	}
+	if *nodeTO > 0 {
+		c.dlmOpts = append(c.dlmOpts, redlock.WithNodeTimeout(*nodeTO))
 	}
 	c.only = map[string]bool{}
 	for _, w := range strings.Split(*only, ",") {
@@ -130,7 +139,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		urls[i] = nodes[i].URL()
 	}
 
-	libs := libraries(cfg.tune)
+	libs := libraries(cfg.tune, cfg.dlmOpts)
 	r := &Report{
 		Machine:    machine(),
 		Command:    "cd bench && go run . " + strings.Join(args, " "),
@@ -144,7 +153,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for _, l := range libs {
 		r.Libs = append(r.Libs, l.name)
 	}
-	contLibs := []lib{libs[0], dlmNoHandoff, libs[1], libs[2]}
+	contLibs := []lib{libs[0], dlmNoHandoff(cfg.dlmOpts), libs[1], libs[2]}
 	for _, l := range contLibs {
 		r.ContLibs = append(r.ContLibs, l.name)
 	}
@@ -176,9 +185,13 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, l := range rotate(libs, rep) {
 				if err := withLocker(l, func(lk locker) error {
-					v, failed := throughput(ctx, lk, id+":tp:"+strconv.Itoa(g), g, cfg.duration)
+					v, failed, ferr := throughput(ctx, lk, id+":tp:"+strconv.Itoa(g), g, cfg.duration)
 					r.S.add(v, "tp", l.name, g)
+					r.S.add(float64(failed), "tpfail", l.name, g)
 					logf("rep %d throughput %-28s g=%-4d %9.0f pairs/s (%d failed)", rep+1, l.name, g, v, failed)
+					if ferr != nil {
+						logf("    first failure: %v", ferr)
+					}
 					return ctx.Err()
 				}); err != nil {
 					return err

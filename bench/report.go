@@ -146,7 +146,7 @@ func (r *Report) Markdown(w io.Writer) {
 	p("Medians of %d repetitions, libraries alternating; %v per throughput run. Rerun:\n\n", r.Reps, r.Duration)
 	p("    %s\n\n", r.Command)
 
-	p("**Throughput, distinct keys** (acquire+release pairs per second; one attempt, no retry; 5 nodes)\n\n")
+	p("**Throughput, distinct keys** (acquire+release pairs per second; one attempt, no retry; 5 nodes; in parentheses the median number of failed pairs of a run, when not 0)\n\n")
 	p("| goroutines |")
 	for _, l := range r.Libs {
 		p(" %s |", l)
@@ -159,7 +159,11 @@ func (r *Report) Markdown(w io.Writer) {
 	for _, g := range r.Goroutines {
 		p("| %d |", g)
 		for _, l := range r.Libs {
-			p(" %s |", num(r.S.med("tp", l, g), "%.0f"))
+			cell := num(r.S.med("tp", l, g), "%.0f")
+			if f := r.S.med("tpfail", l, g); f > 0 {
+				cell += fmt.Sprintf(" (%.0f failed)", f)
+			}
+			p(" %s |", cell)
 		}
 		p(" %sx |\n", num(ratio(r.S.med("tp", r.Libs[0], g), r.S.med("tp", "go-redsync", g)), "%.1f"))
 	}

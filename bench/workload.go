@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"strconv"
@@ -11,10 +12,15 @@ import (
 )
 
 // throughput runs g goroutines, each locking and releasing its own key in a
-// loop (one attempt, no retry) for d, and returns pairs per second and the
-// number of failed pairs.
-func throughput(ctx context.Context, l locker, run string, g int, d time.Duration) (perSec float64, failed int64) {
+// loop (one attempt, no retry) for d, and returns pairs per second, the
+// number of failed pairs and the first failure.
+func throughput(ctx context.Context, l locker, run string, g int, d time.Duration) (perSec float64, failed int64, firstErr error) {
 	var pairs, fails atomic.Int64
+	var errOnce sync.Once
+	fail := func(err error) {
+		fails.Add(1)
+		errOnce.Do(func() { firstErr = err })
+	}
 	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(d)
@@ -26,11 +32,11 @@ func throughput(ctx context.Context, l locker, run string, g int, d time.Duratio
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				release, err := l.tryLock(ctx, key)
 				if err != nil {
-					fails.Add(1)
+					fail(err)
 					continue
 				}
 				if err := release(ctx); err != nil {
-					fails.Add(1)
+					fail(fmt.Errorf("release: %w", err))
 					continue
 				}
 				pairs.Add(1)
@@ -38,7 +44,7 @@ func throughput(ctx context.Context, l locker, run string, g int, d time.Duratio
 		}()
 	}
 	wg.Wait()
-	return float64(pairs.Load()) / time.Since(start).Seconds(), fails.Load()
+	return float64(pairs.Load()) / time.Since(start).Seconds(), fails.Load(), firstErr
 }
 
 // seqResult is the sequential workload's outcome.
@@ -89,6 +95,10 @@ func sequential(ctx context.Context, l locker, key string, d time.Duration) (seq
 	}, nil
 }
 
+// warmup is the number of untimed acquisitions before acquireLatency times
+// any: a fresh client's first requests open connections and load scripts.
+const warmup = 10
+
 // acquireLatency times n single acquisitions from one goroutine, back to
 // back, each on its own key (prefix + i) and released in the background, so
 // that a release waiting out a frozen node's timeout neither delays the next
@@ -99,13 +109,15 @@ func acquireLatency(ctx context.Context, l locker, prefix string, n int) (time.D
 	var ds []time.Duration
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for i := range n {
+	for i := range n + warmup {
 		t0 := time.Now()
 		release, err := l.tryLock(ctx, prefix+":"+strconv.Itoa(i))
 		if err != nil {
 			return 0, err
 		}
-		ds = append(ds, time.Since(t0))
+		if i >= warmup {
+			ds = append(ds, time.Since(t0))
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
