@@ -236,6 +236,16 @@ func (c *cluster) jump(i int, d time.Duration) error {
 
 // close stops the proxies and the nodes and removes the data.
 func (c *cluster) close() {
+	c.mu.Lock()
+	for key := range c.toxics {
+		var g, i int
+		var name string
+		if _, err := fmt.Sscanf(strings.ReplaceAll(key, "/", " "), "%d %d %s", &g, &i, &name); err == nil {
+			_ = c.proxies[g][i].Toxics.RemoveToxic(context.Background(), name)
+		}
+		delete(c.toxics, key)
+	}
+	c.mu.Unlock()
 	for _, g := range c.proxies {
 		for _, px := range g {
 			if px != nil {
