@@ -53,9 +53,10 @@ func (o lockOptions) validateLife() error {
 
 // Done returns a channel that is closed when the lock stops being held:
 // Unlock was called, an extension found that too many nodes no longer hold
-// the lock, the validity passed without a successful extension, or the
-// client was closed. Err then says which. For a lock without
-// WithAutoExtend, Done closes at Until (moved by each successful Extend).
+// the lock, the validity passed without a successful extension, or (for a
+// lock with WithAutoExtend) the client was closed. Err then says which. For
+// a lock without WithAutoExtend, Done closes at Until (moved by each
+// successful Extend) or at Unlock.
 func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
