@@ -98,10 +98,15 @@ func (r *Report) WriteHTML(w io.Writer) error {
 			}
 		}
 	}
+	holds := h.holds()
 	end := max(h.horizon(), 1)
+	for _, hs := range holds {
+		for _, hd := range hs {
+			end = max(end, hd.to) // validity that outlasts the last event
+		}
+	}
 	x := func(t int64) float64 { return tlLeft + float64(t)*tlWidth/float64(end) }
 	span := func(from, to int64) float64 { return max(1, float64(to-from)*tlWidth/float64(end)) }
-	holds := h.holds()
 	var resources []string
 	for _, o := range h.Ops {
 		if o.Kind == Acquire && !containsFault(resources, o.Resource) {
