@@ -156,3 +156,75 @@ func TestByzantineModeRefusesTooFewNodes(t *testing.T) { // B3
 		t.Fatalf("Dial with N=3, f=1 = %v, want ErrInvalid naming 4 and 3", err)
 	}
 }
+
+// lieOnExtend claims every extension succeeded (the extend script: one key,
+// two arguments), whether or not the node holds the value.
+func lieOnExtend(args []string) (string, bool) {
+	cmd := strings.ToUpper(args[0])
+	if (cmd == "EVALSHA" || cmd == "EVAL") && len(args) == 6 && args[2] == "1" {
+		return ":1\r\n", true
+	}
+	return "", false
+}
+
+// TestLiarClaimingToHold: a node that claims to hold a value it does not
+// (it confirms every extension, and every SET). The lock's keys vanish from
+// two of the four honest nodes. In majority mode the liar's confirmation
+// completes a quorum of extensions, the holder keeps believing it holds the
+// lock, and a second client acquires it too; in Byzantine mode with f=1 the
+// next extension fails and Done closes with ErrLost (R17, B3).
+func TestLiarClaimingToHold(t *testing.T) {
+	honest, _, urls := liarCluster(t, redlocktest.LieOnSet, lieOnExtend)
+	const ttl = 1500 * time.Millisecond
+	for _, tt := range []struct {
+		name string
+		f    int
+	}{{"majority", 0}, {"byzantine", 1}} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec := &recorder{}
+			opts := []redlock.Option{redlock.WithByzantineNodes(tt.f), redlock.WithTTL(ttl), redlock.WithNodeTimeout(300 * time.Millisecond)}
+			c := dialURLs(t, urls, append(opts, redlock.WithObserver(rec))...)
+			other := dialURLs(t, urls, opts...)
+			res := "held-" + tt.name
+			l, err := c.Lock(t.Context(), res, redlock.WithAutoExtend(), redlock.WithTries(10))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Unlock(context.WithoutCancel(t.Context()))
+			redlocktest.Eventually(t, 10*time.Second, func() bool {
+				n := 0
+				for _, s := range honest {
+					n += len(s.MustKeys(redlock.DefaultKeyPrefix + res))
+				}
+				return n == 4
+			}, "keys not set on the four honest nodes")
+			for _, s := range honest[:2] {
+				s.Client().Del(t.Context(), redlock.DefaultKeyPrefix+res)
+			}
+			if tt.f == 0 {
+				// An extension after the loss still "succeeds"...
+				before := rec.autoExtensions()
+				redlocktest.Eventually(t, 10*time.Second, func() bool { return rec.autoExtensions() > before }, "no extension after the loss")
+				if err := l.Err(); err != nil {
+					t.Fatalf("Err = %v: majority mode noticed the loss, the liar should have hidden it", err)
+				}
+				// ...and a second client acquires the same lock.
+				l2, err := other.TryLock(t.Context(), res)
+				if err != nil {
+					t.Fatalf("second client: %v; the liar should have let it in", err)
+				}
+				_ = l2.Unlock(t.Context())
+				t.Logf("majority mode: holder still believes it holds %q while a second client acquired it", res)
+				return
+			}
+			waitDone(t, l, 10*time.Second)
+			if err := l.Err(); !errors.Is(err, redlock.ErrLost) {
+				t.Fatalf("Err = %v, want ErrLost", err)
+			}
+			if l2, err := other.TryLock(t.Context(), res); err == nil {
+				_ = l2.Unlock(t.Context())
+				t.Fatal("second client acquired while two honest nodes still hold the first client's keys")
+			}
+		})
+	}
+}
