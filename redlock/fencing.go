@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math"
@@ -109,22 +110,12 @@ func nextToken(fences []uint64, f int, floor uint64) (uint64, error) {
 		return 0, invalidf("fencing: %d fence values for f=%d", len(fences), f)
 	}
 	s := slices.Clone(fences)
-	slices.SortFunc(s, func(a, b uint64) int { return -cmpU64(a, b) })
+	slices.SortFunc(s, func(a, b uint64) int { return cmp.Compare(b, a) }) // largest first
 	v := s[f]
 	if v == math.MaxUint64 {
 		return 0, errTokenSpace
 	}
 	return max(v+1, floor), nil
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // fenceFloor is the clock-derived floor of WithFenceRetention, or 0.
