@@ -32,6 +32,9 @@ func short(name string) Config {
 	c.Duration = 3 * time.Second
 	c.Clients = 2 // split-votes: 4 contenders
 	c.NodeTimeout = 400 * time.Millisecond
+	// Shorter than the 3s loops, so that liveness can fail; generous against
+	// the tens to hundreds of milliseconds measured (docs/guarantees.md).
+	c.LivenessBound = 1500 * time.Millisecond
 	return c
 }
 
