@@ -269,8 +269,10 @@ func WithMaxFlushDelay(d time.Duration) Option {
 }
 
 // NewClient returns a rueidis client for one parsed node URL, configured for
-// Redlock: auto-pipelining (R15) over one connection with a flush delay of
-// DefaultMaxFlushDelay, no client-side cache, no command retries, context deadlines honoured. It
+// Redlock: auto-pipelining (R15) of every command, over one connection with
+// a flush delay of DefaultMaxFlushDelay, so that a request that times out
+// never closes the connection under the requests behind it; no client-side
+// cache, no command retries, context deadlines honoured. It
 // returns a client even when the node cannot be reached now (with the
 // error): the client connects on use.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
@@ -286,6 +288,11 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 		ConnWriteTimeout:  10 * time.Second,
 		MaxFlushDelay:     DefaultMaxFlushDelay,
 		PipelineMultiplex: -1, // one ordered connection per node
+		// Always through the pipeline: a lone command with a deadline
+		// would otherwise be written synchronously, and its timeout would
+		// close the connection and fail the commands queued behind it,
+		// such as the releases that undo a failed attempt (R8.5).
+		AlwaysPipelining: true,
 	}
 	if u.TLS {
 		o.TLSConfig = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}
