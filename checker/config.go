@@ -212,8 +212,8 @@ func (e Expectation) MarshalText() ([]byte, error) { return []byte(e.String()), 
 // down past the ttl (R16.3), or the clients' Byzantine quorum (f >= 1)
 // outvotes the one amnesiac node; a forward clock jump on a node of the
 // quorum breaks it unless the Byzantine quorum outvotes that node; a client
-// pause past the validity breaks the protected resource unless it is fenced
-// (R18); a lying node breaks it unless the clients tolerate a liar;
+// pause past the validity, or a write delayed in flight past it, breaks the
+// protected resource unless it is fenced (R18); a lying node breaks it unless the clients tolerate a liar;
 // partitions, slow nodes, contention and late extensions break nothing.
 func (c Config) Expect() Expectation {
 	restartSafe := c.Persistence || c.DelayedRestart || c.Byzantine > 0
@@ -228,7 +228,7 @@ func (c Config) Expect() Expectation {
 			return ExpectSafe
 		}
 		return ExpectViolation
-	case "client-pause":
+	case "client-pause", "write-delay":
 		if c.Fencing {
 			return ExpectSafe
 		}

@@ -28,11 +28,19 @@ type StaleWrite struct {
 	// Write is the stale write.
 	Write Op
 	// After is the newest grant's accepted write that completed before
-	// Write was invoked.
+	// Write was invoked, or, for a write that landed late, the reader's own
+	// write.
 	After Op
+	// Read is the newer holder's read that found Write's value, for a
+	// write that landed late; nil otherwise.
+	Read *Op
 }
 
-// StaleWrites returns the stale writes of h (R18), in invocation order.
+// StaleWrites returns the stale writes of h (R18): accepted writes from an
+// older grant invoked after a newer grant's accepted write had completed,
+// then accepted writes from an older grant whose value a newer holder read
+// back, under its own lock, after its own write (a write delayed in flight
+// that landed late).
 func StaleWrites(h *History) []StaleWrite {
 	rk := rank(h)
 	var writes []Op
@@ -57,6 +65,38 @@ func StaleWrites(h *History) []StaleWrite {
 			out = append(out, StaleWrite{Write: w, After: *newest})
 		}
 	}
+	// A write delayed in flight is invoked before the newer grant's write
+	// and lands after it: the newer holder, reading under its own lock after
+	// its own write, finds the older grant's value.
+	counted := map[int]bool{}
+	for _, sw := range out {
+		counted[sw.Write.ID] = true
+	}
+	for _, r := range h.Ops {
+		if r.Kind != Read || r.Lock == "" || r.Pending() {
+			continue
+		}
+		var own *Op
+		for j := range writes {
+			if p := &writes[j]; p.Lock == r.Lock && p.End < r.Start {
+				own = p
+			}
+		}
+		if own == nil {
+			continue
+		}
+		for j := len(writes) - 1; j >= 0; j-- {
+			w := writes[j]
+			if w.Resource == r.Resource && w.Value == r.Value && w.Start < r.End {
+				if rk[w.Lock] < rk[r.Lock] && !counted[w.ID] {
+					counted[w.ID] = true
+					rr := r
+					out = append(out, StaleWrite{Write: w, After: *own, Read: &rr})
+				}
+				break
+			}
+		}
+	}
 	return out
 }
 
@@ -74,6 +114,12 @@ func CheckFencing(h *History) Result {
 		res.Violations++
 		if res.Counterexample == "" {
 			w, newest, rk := sw.Write, sw.After, rank(h)
+			if r := sw.Read; r != nil {
+				res.Counterexample = fmt.Sprintf("register %q accepted a stale write that landed late: %s's write %q under lock %s (grant %d), invoked at %s, completed at %s, after %s's write under the newer lock %s (grant %d) completed at %s; %s read %q back under its lock at %s",
+					w.Resource, w.Client, w.Value, w.Lock, rk[w.Lock], ms(w.Start), ms(w.End), newest.Client, newest.Lock, rk[newest.Lock], ms(newest.End), r.Client, r.Value, ms(r.Start))
+				res.Ops = []int{newest.ID, w.ID, r.ID}
+				continue
+			}
 			res.Counterexample = fmt.Sprintf("register %q accepted a stale write: %s wrote %q under lock %s (grant %d) at %s, after %s's write %q under the newer lock %s (grant %d) was accepted at %s",
 				w.Resource, w.Client, w.Value, w.Lock, rk[w.Lock], ms(w.Start), newest.Client, newest.Value, newest.Lock, rk[newest.Lock], ms(newest.End))
 			res.Ops = []int{newest.ID, w.ID}

@@ -191,6 +191,35 @@ func (a *actor) writeIfValid(g *grant) {
 	}
 }
 
+// writeDelayed writes the grant's id to the register, with the request
+// delayed in flight: it is invoked now and reaches the register only when
+// deliver is closed (or ctx ends).
+func (a *actor) writeDelayed(ctx context.Context, g *grant, deliver <-chan struct{}) bool {
+	r := g.lock.Resource()
+	i := a.rec.invoke(Op{Client: a.name, Resource: r, Kind: Write, Lock: g.id, Token: g.token, Value: g.id})
+	select {
+	case <-deliver:
+	case <-ctx.Done():
+	}
+	ok := a.reg.write(r, g.token, g.id)
+	a.rec.complete(i, func(o *Op) {
+		o.OK = ok
+		if !ok {
+			o.Err = "register: stale fencing token"
+		}
+	})
+	return ok
+}
+
+// readUnder reads the register as the holder of g.
+func (a *actor) readUnder(g *grant) string {
+	r := g.lock.Resource()
+	i := a.rec.invoke(Op{Client: a.name, Resource: r, Kind: Read, Lock: g.id})
+	v := a.reg.read(r)
+	a.rec.complete(i, func(o *Op) { o.OK, o.Value = true, v })
+	return v
+}
+
 // read reads the register.
 func (a *actor) read(resource string) string {
 	i := a.rec.invoke(Op{Client: a.name, Resource: resource, Kind: Read})

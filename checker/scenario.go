@@ -47,6 +47,8 @@ func scenarioList() []Scenario {
 			Summary: "client A locks exactly a majority; the clock of one node of it (libfaketime) jumps forward past the ttl, so A's key expires there; client B then locks the resource"},
 		{Name: "client-pause", Rule: "R18", groups: 2, faketime: never, run: runClientPause,
 			Summary: "client A acquires and pauses past its validity; B acquires and writes; A wakes up and writes with its old grant"},
+		{Name: "write-delay", Rule: "R18", groups: 2, faketime: never, run: runWriteDelay,
+			Summary: "client A acquires and writes at once, but its write is delayed in flight until B, which acquires after A's validity, has written; B then reads under its lock"},
 		{Name: "partition-3-2", Rule: "R1.3, R14", groups: 2, faketime: never, loop: true, run: runPartition,
 			Summary: "the clients are split from the nodes 3|2 (a majority side and a minority side) for half the run, then healed, while all of them contend"},
 		{Name: "slow-node", Rule: "R8.2, R15", groups: 1, faketime: never, loop: true, run: runSlowNode,
@@ -335,6 +337,44 @@ func runClientPause(ctx context.Context, e *env) error {
 		time.Until(g.lock.Until()).Abs().Round(time.Millisecond), g.id, g.token, gb.id, gb.token)
 	a.write(g)
 	b.read("r")
+	_ = b.release(ctx, gb)
+	return nil
+}
+
+// runWriteDelay: the holder's write is delayed in flight past its validity
+// and lands after the next holder's write (R18). The register is in
+// process: the checker holds the request back, as a slow network would.
+func runWriteDelay(ctx context.Context, e *env) error {
+	a, b, err := e.twoClients()
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	g, err := a.acquireEach(actx, "r", e.cfg.TTL, 20*time.Millisecond)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("checker: A could not acquire: %w", err)
+	}
+	deliver := make(chan struct{})
+	written := make(chan struct{})
+	end := e.rec.fault("delay-write", "A", "A's write to the register is held in flight until B has acquired and written")
+	go func() {
+		defer close(written)
+		a.writeDelayed(ctx, g, deliver)
+	}()
+	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
+	cancel()
+	if err == nil {
+		b.write(gb)
+	}
+	end()
+	close(deliver)
+	<-written
+	if err != nil {
+		return fmt.Errorf("checker: B could not acquire after A's validity: %w", err)
+	}
+	b.readUnder(gb)
 	_ = b.release(ctx, gb)
 	return nil
 }

@@ -64,6 +64,8 @@ func TestScenarios(t *testing.T) {
 		{"clock-jump", nil, ExpectViolation},                               // R9
 		{"client-pause", nil, ExpectViolation},                             // R18
 		{"client-pause", func(c *Config) { c.Fencing = true }, ExpectSafe}, // R18
+		{"write-delay", nil, ExpectViolation},                              // R18
+		{"write-delay", func(c *Config) { c.Fencing = true }, ExpectSafe},  // R18
 		{"partition-3-2", nil, ExpectSafe},
 		{"slow-node", nil, ExpectSafe},
 		{"split-votes", nil, ExpectSafe},
