@@ -64,6 +64,7 @@ func (l *Lock) Done() <-chan struct{} {
 		l.done = make(chan struct{})
 		if l.err != nil {
 			close(l.done)
+			l.doneClosed = true
 		} else {
 			l.expiry = time.AfterFunc(time.Until(l.until), l.expire)
 		}
@@ -88,26 +89,48 @@ func (l *Lock) Err() error {
 // finish records that the lock stopped being held for reason and closes
 // Done. The first reason wins; it reports whether this call was first.
 func (l *Lock) finish(reason error) bool {
+	if !l.claim(reason) {
+		return false
+	}
+	l.closeDone()
+	return true
+}
+
+// claim records reason as the end of the lock if it is the first, and
+// stops the expiry timer; Done is closed separately (closeDone).
+func (l *Lock) claim(reason error) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.err != nil {
 		return false
 	}
 	l.err = reason
-	if l.done != nil {
-		close(l.done)
-	}
 	if l.expiry != nil {
 		l.expiry.Stop()
 	}
 	return true
 }
 
-// lose ends the lock for reason other than Unlock and reports it.
+// closeDone closes Done if it exists and is open.
+func (l *Lock) closeDone() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done != nil && !l.doneClosed {
+		close(l.done)
+		l.doneClosed = true
+	}
+}
+
+// lose ends the lock for a reason other than Unlock: the observers hear of
+// it before Done closes, so that whoever waits on Done finds it reported.
 func (l *Lock) lose(reason error) {
-	if l.finish(reason) && len(l.client.obs) > 0 {
+	if !l.claim(reason) {
+		return
+	}
+	if len(l.client.obs) > 0 {
 		l.client.obs.End(EndEvent{Resource: l.resource, Reason: reason, Held: time.Since(l.granted)})
 	}
+	l.closeDone()
 }
 
 // expire is the expiry timer of a lock without auto-extension: it fires at

@@ -36,6 +36,7 @@ type Lock struct {
 	released   bool
 	extensions int           // successful extensions (WithMaxExtensions)
 	done       chan struct{} // Done; made at the grant (auto) or on demand
+	doneClosed bool          // done has been closed
 	err        error         // why the lock is no longer held (Err)
 	expiry     *time.Timer   // closes Done at Until, without auto-extension
 }

@@ -132,9 +132,15 @@ func TestMetrics(t *testing.T) {
 	if got := value(t, reg, "dlm_redlock_node_errors_total", map[string]string{"node": down.Addr(), "op": "release", "kind": "error"}); got < 1 {
 		t.Errorf("node_errors_total of the killed node %s for release = %v, want >= 1", down.Addr(), got)
 	}
+	// Per-node latencies, by operation: a node not needed for a quorum may
+	// answer after the decision and go unrecorded, so look at all of them.
 	for _, op := range []string{"acquire", "fence", "extend", "release"} {
-		if got := value(t, reg, "dlm_redlock_node_request_duration_seconds", map[string]string{"node": cl.Servers[1].Addr(), "op": op}); got < 1 {
-			t.Errorf("node_request_duration_seconds{node=%s,op=%s} count = %v, want >= 1", cl.Servers[1].Addr(), op, got)
+		n := 0.0
+		for _, s := range cl.Servers {
+			n += max(0, value(t, reg, "dlm_redlock_node_request_duration_seconds", map[string]string{"node": s.Addr(), "op": op}))
+		}
+		if n < 3 {
+			t.Errorf("node_request_duration_seconds{op=%s}: %v observations over all nodes, want at least a quorum's", op, n)
 		}
 	}
 	if n, err := testutil.GatherAndCount(reg); err != nil || n == 0 {
