@@ -2,11 +2,13 @@ package main
 
 import (
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"dlm/checker"
 	"dlm/redlock/redlocktest"
 )
 
@@ -101,5 +103,31 @@ func TestDoctor(t *testing.T) {
 	r = runDLM(t, 30*time.Second, nil, "doctor", "--nodes", strings.Join(c.URLs(), ","))
 	if r.code != 0 || strings.Contains(r.stdout, "FAIL") || strings.Contains(r.stdout, "WARN") {
 		t.Errorf("healthy nodes: exit %d, want 0 with no FAIL or WARN; stdout:\n%s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestDoctorClock: a node whose clock runs 10s ahead (libfaketime) is
+// flagged (R9), the others are not.
+func TestDoctorClock(t *testing.T) {
+	t.Parallel()
+	lib, err := checker.FaketimeLibrary()
+	if err != nil {
+		if os.Getenv("CI") != "" || os.Getenv("DLM_REQUIRE_REDIS") != "" {
+			t.Fatalf("%v (CI or DLM_REQUIRE_REDIS is set, so this is a failure)", err)
+		}
+		t.Skipf("SKIPPED, %v", err)
+	}
+	c := redlocktest.Start(t, 2)
+	// libc after libfaketime: Debian's jemalloc-linked redis-server does
+	// not start under libfaketime alone (libfaketime issue #130).
+	ahead := redlocktest.StartServer(t, redlocktest.WithEnv("LD_PRELOAD="+lib+" libc.so.6", "FAKETIME=+10s"))
+	r := runDLM(t, 30*time.Second, nil, "doctor", "--nodes", strings.Join(append(c.URLs(), ahead.URL()), ","))
+	if want := "WARN  " + ahead.Addr() + "  [R9] clock is 10"; !strings.Contains(r.stdout, want) {
+		t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+	}
+	for _, s := range c.Servers {
+		if strings.Contains(r.stdout, s.Addr()+"  [R9]") {
+			t.Errorf("doctor flags the clock of %s, which is right:\n%s", s.Addr(), r.stdout)
+		}
 	}
 }

@@ -303,7 +303,10 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 			return l, nil
 		}
 		left := time.Until(deadline)
-		if !errors.Is(err, redlock.ErrNotAcquired) || ctx.Err() != nil || left <= 0 {
+		if ctx.Err() != nil {
+			return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w): the command was not run", r.resource, context.Cause(ctx)))
+		}
+		if !errors.Is(err, redlock.ErrNotAcquired) || left <= 0 {
 			return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
 		}
 		t := time.NewTimer(min(left, retryMin+rand.N(retryMax-retryMin)))
