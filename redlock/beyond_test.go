@@ -119,6 +119,7 @@ func TestNewRefusesBadBeyondOptions(t *testing.T) {
 		{"fence prefix inside the lock prefix", nodesOf(5, true), []Option{WithFencing(), WithKeyPrefix("x:"), WithFencePrefix("x:f:")}, "overlap"},
 		{"empty fence prefix", nodesOf(5, true), []Option{WithFencing(), WithFencePrefix("")}, "fence key prefix must not be empty"},
 		{"negative retention", nodesOf(5, true), []Option{WithFencing(), WithFenceRetention(-time.Second)}, "fence retention must be"},
+		{"retention under the ttl", nodesOf(5, true), []Option{WithFencing(), WithFenceRetention(time.Second)}, "fence retention 1s must exceed the ttl 10s"},
 		{"byzantine N=3 f=1", nodesOf(3, false), []Option{WithByzantineNodes(1)}, "f=1 needs at least 3f+1 = 4 nodes, got 3"},
 		{"byzantine fencing N=4 f=1", nodesOf(4, true), []Option{WithByzantineNodes(1), WithFencing()}, "4f+1 = 5 nodes, got 4"},
 		{"zero max extensions", nodesOf(5, false), []Option{WithMaxExtensions(0)}, "max extensions must be at least 1"},

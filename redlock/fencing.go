@@ -71,7 +71,7 @@ func (o clientOptions) validateFencing(nodes []Node, names []string) error {
 	case o.fenceRetention < 0:
 		return invalidf("fence retention must be 0 (keep forever) or positive, got %v", o.fenceRetention)
 	}
-	return nil
+	return o.checkRetention(o.lock.ttl)
 }
 
 // checkRetention refuses a ttl that the fence retention does not exceed:
