@@ -125,14 +125,17 @@ type phase struct {
 	about string
 }
 
-// demoScript is the fault script: kill 1, kill 2 (locks continue), kill 3
-// (no quorum), restore with delayed restarts (R16.3), normal operation.
-var demoScript = []phase{
-	{0, "all up", -1, false, "5 of 5 nodes up, quorum 3"},
-	{0.15, "1 down", 0, false, "node-1 crashed: 4 of 5 up, a quorum (3) is still possible, so locks continue (R1.3)"},
-	{0.30, "2 down", 1, false, "node-2 crashed: 3 of 5 up, exactly a quorum, locks continue (R1.3)"},
-	{0.45, "3 down", 2, false, "node-3 crashed: 2 of 5 up, NO QUORUM: no lock can be granted, workers wait"},
-	{0.60, "restored", -1, true, "all nodes back: normal operation"},
+// demoScript returns the fault script: kill 1, kill 2 (locks continue),
+// kill 3 (no quorum), restore with delayed restarts (R16.3), normal
+// operation.
+func demoScript() []phase {
+	return []phase{
+		{0, "all up", -1, false, "5 of 5 nodes up, quorum 3"},
+		{0.15, "1 down", 0, false, "node-1 crashed: 4 of 5 up, a quorum (3) is still possible, so locks continue (R1.3)"},
+		{0.30, "2 down", 1, false, "node-2 crashed: 3 of 5 up, exactly a quorum, locks continue (R1.3)"},
+		{0.45, "3 down", 2, false, "node-3 crashed: 2 of 5 up, NO QUORUM: no lock can be granted, workers wait"},
+		{0.60, "restored", -1, true, "crashed nodes restored, each after the max ttl (R16.3); then normal operation"},
+	}
 }
 
 // nodeView is the live state of one node.
@@ -194,7 +197,7 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	}
 	defer backend.close()
 	fmt.Fprintln(stdout, backend.Desc)
-	d := &demo{cfg: dc, backend: backend, ttl: dc.ttl(), holder: -1, perPhase: make([]int, len(demoScript))}
+	d := &demo{cfg: dc, backend: backend, ttl: dc.ttl(), holder: -1, perPhase: make([]int, len(demoScript()))}
 	urls := make([]string, len(backend.Nodes))
 	for i, n := range backend.Nodes {
 		urls[i] = n.URL()
@@ -228,7 +231,7 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 		d.mu.Lock()
 		d.logw = stdout
 		d.mu.Unlock()
-		d.event("%s", demoScript[0].about)
+		d.event("%s", demoScript()[0].about)
 		d.plainLoop(rctx, finished)
 	} else if err := d.runTUI(stdin, stdout, cancel, finished); err != nil {
 		cancel()
@@ -294,7 +297,7 @@ func (d *demo) script(ctx context.Context) {
 	}
 	killed := map[int]time.Time{}
 	maxTTL := d.ttl + d.ttl/5 // "a little longer than the max ttl" (R16.3)
-	for pi, ph := range demoScript[1:] {
+	for pi, ph := range demoScript()[1:] {
 		t := time.NewTimer(time.Until(d.start.Add(time.Duration(ph.at * float64(d.cfg.duration)))))
 		select {
 		case <-ctx.Done():
@@ -497,7 +500,7 @@ func (d *demo) summary(w io.Writer) error {
 	fmt.Fprintf(w, "\nsummary: %d critical sections by %d workers in %v\n", sections, len(d.workers), elapsed)
 	if d.backend.Owned {
 		var parts []string
-		for i, ph := range demoScript {
+		for i, ph := range demoScript() {
 			parts = append(parts, fmt.Sprintf("%s: %d", ph.name, d.perPhase[i]))
 		}
 		fmt.Fprintf(w, "  acquisitions per phase: %s\n", strings.Join(parts, ", "))

@@ -47,7 +47,7 @@ func TestDemoView(t *testing.T) {
 		workers: []workerView{{State: "waiting", Reason: "no quorum"}, {State: "holding", Acquired: 3}},
 		events:  []string{"+  1.0s  node-1 crashed"}}
 	v := demoModel{d: d, st: newDemoStyles()}.View()
-	for _, want := range []string{"node-1", "DOWN", "crashed", "worker-1", "waiting", "no quorum", "HOLDING", "held by worker-2", "NO QUORUM", demoScript[3].about, "node-1 crashed"} {
+	for _, want := range []string{"node-1", "DOWN", "crashed", "worker-1", "waiting", "no quorum", "HOLDING", "held by worker-2", "NO QUORUM", demoScript()[3].about, "node-1 crashed"} {
 		if !strings.Contains(v, want) {
 			t.Errorf("view lacks %q:\n%s", want, v)
 		}

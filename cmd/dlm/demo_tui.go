@@ -87,7 +87,7 @@ func (m demoModel) View() string {
 	fmt.Fprintf(&b, "%s  %s / %s  ·  lock ttl %v\n", st.title.Render("dlm demo"),
 		elapsed.Round(100*time.Millisecond), d.cfg.duration, d.ttl)
 	if d.backend.Owned {
-		fmt.Fprintf(&b, "phase: %s\n", st.title.Render(demoScript[d.phase].about))
+		fmt.Fprintf(&b, "phase: %s\n", st.title.Render(demoScript()[d.phase].about))
 	}
 	b.WriteString("\n" + st.title.Render("NODES") + "\n")
 	up := 0
