@@ -169,6 +169,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		k := rep % len(ls)
 		return append(append([]lib{}, ls[k:]...), ls[:k]...)
 	}
+	// keyOf names the keys of one library's run: libraries never share
+	// keys, so that locks one leaves behind (a timed-out release waits for
+	// the ttl) cannot fail another's attempts.
+	keyOf := func(id string, l lib, what string) string {
+		return id + ":" + strings.NewReplacer(" ", "", "(", "", ")", "", ",", "").Replace(l.name) + ":" + what
+	}
 	withLocker := func(l lib, f func(locker) error) error {
 		lk, err := l.open(urls)
 		if err != nil {
@@ -185,7 +191,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, l := range rotate(libs, rep) {
 				if err := withLocker(l, func(lk locker) error {
-					v, failed, ferr := throughput(ctx, lk, id+":tp:"+strconv.Itoa(g), g, cfg.duration)
+					v, failed, ferr := throughput(ctx, lk, keyOf(id, l, "tp:"+strconv.Itoa(g)), g, cfg.duration)
 					r.S.add(v, "tp", l.name, g)
 					r.S.add(float64(failed), "tpfail", l.name, g)
 					logf("rep %d throughput %-28s g=%-4d %9.0f pairs/s (%d failed)", rep+1, l.name, g, v, failed)
@@ -203,7 +209,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 				break
 			}
 			if err := withLocker(l, func(lk locker) error {
-				s, err := sequential(ctx, lk, id+":seq", cfg.seqDur)
+				s, err := sequential(ctx, lk, keyOf(id, l, "seq"), cfg.seqDur)
 				if err != nil {
 					return fmt.Errorf("%s sequential: %w", l.name, err)
 				}
@@ -227,12 +233,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 				if l.name == "go-redsync" {
 					n = min(n, 3) // it waits seconds for the frozen node every time
 				}
-				h, err := acquireLatency(ctx, lk, id+":healthy", n)
+				h, err := acquireLatency(ctx, lk, keyOf(id, l, "healthy"), n)
 				if err != nil {
 					return fmt.Errorf("%s healthy: %w", l.name, err)
 				}
 				nodes[4].Freeze()
-				f, err := acquireLatency(ctx, lk, id+":frozen", n)
+				f, err := acquireLatency(ctx, lk, keyOf(id, l, "frozen"), n)
 				nodes[4].Thaw()
 				if err != nil {
 					return fmt.Errorf("%s frozen: %w", l.name, err)
@@ -250,7 +256,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 				break
 			}
 			if err := withLocker(l, func(lk locker) error {
-				c := contention(ctx, lk, id+":cont:"+l.name, cfg.workers, cfg.hold, cfg.contDur)
+				c := contention(ctx, lk, keyOf(id, l, "cont"), cfg.workers, cfg.hold, cfg.contDur)
 				r.S.add(c.perSec, "cont", l.name)
 				r.S.add(c.fairness, "fair", l.name)
 				r.S.add(float64(c.failed), "contfail", l.name)
