@@ -86,10 +86,12 @@ func countOutcome(rs []NodeResult, o Outcome) int {
 	return n
 }
 
-// noQuorum reports whether fewer nodes answered (acquired or held) than a
-// quorum: then nobody could have held the lock through this client's view.
+// noQuorum reports whether so many nodes failed or timed out that the
+// others, answered or not waited for, are fewer than a quorum: then the
+// nodes are unreachable, not merely held by another client. Nodes the
+// attempt did not wait for (NoReply) count as reachable.
 func (e *AcquireError) noQuorum() bool {
-	return len(e.Nodes) > 0 && e.Count(Acquired)+e.Count(Held) < e.Quorum
+	return len(e.Nodes) > 0 && len(e.Nodes)-e.Count(Failed)-e.Count(TimedOut) < e.Quorum
 }
 
 // outcome classifies the failed attempt for observers.
@@ -119,7 +121,7 @@ func (e *AcquireError) Error() string {
 	case e.Fence != nil:
 		fmt.Fprintf(&b, " (fencing phase: %d of %d nodes confirmed the token, %d needed)", countOutcome(e.Fence, Acquired), len(e.Fence), e.Quorum)
 	case e.noQuorum():
-		fmt.Fprintf(&b, " (no quorum possible: %d of %d nodes answered, %d needed)", e.Count(Acquired)+e.Count(Held), len(e.Nodes), e.Quorum)
+		fmt.Fprintf(&b, " (no quorum possible: %d of %d nodes failed or timed out, %d needed)", e.Count(Failed)+e.Count(TimedOut), len(e.Nodes), e.Quorum)
 	default:
 		fmt.Fprintf(&b, " (held elsewhere: %d of %d nodes granted, %d needed)", e.Count(Acquired), len(e.Nodes), e.Quorum)
 	}

@@ -183,3 +183,34 @@ func TestValuesAreUniqueAndLong(t *testing.T) { // R4
 		seen[v] = true
 	}
 }
+
+func TestAcquireErrorTellsNoQuorumFromHeldElsewhere(t *testing.T) {
+	node := func(o Outcome) NodeResult { return NodeResult{Node: "n", Outcome: o} }
+	tests := []struct {
+		name     string
+		outcomes []Outcome
+		noQuorum bool
+	}{
+		{"all held", []Outcome{Held, Held, Held, Held, Held}, false},
+		// Decided early: 2 held and 1 down leave 2 not waited for. The lock
+		// is held elsewhere; the nodes are reachable.
+		{"decided early", []Outcome{Held, Held, Failed, NoReply, NoReply}, false},
+		{"split votes", []Outcome{Acquired, Acquired, Held, Held, Held}, false},
+		{"majority down", []Outcome{Failed, Failed, TimedOut, Acquired, NoReply}, true},
+		{"minority down, held", []Outcome{Failed, TimedOut, Held, Held, Held}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &AcquireError{Resource: "r", Quorum: 3}
+			for _, o := range tt.outcomes {
+				e.Nodes = append(e.Nodes, node(o))
+			}
+			if got := errors.Is(e, ErrNoQuorum); got != tt.noQuorum {
+				t.Fatalf("errors.Is(%v, ErrNoQuorum) = %v, want %v", e, got, tt.noQuorum)
+			}
+			if !errors.Is(e, ErrNotAcquired) {
+				t.Fatal("AcquireError does not satisfy ErrNotAcquired")
+			}
+		})
+	}
+}
