@@ -153,7 +153,11 @@ func (p *Process) start(ctx context.Context) error {
 	cmd.Env = append(os.Environ(), p.cfg.Env...)
 	p.log = new(syncBuffer)
 	cmd.Stdout, cmd.Stderr = p.log, p.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Its own process group, so that signals reach a wrapper's child too;
+	// WaitDelay, so that a child that keeps the output pipe open cannot
+	// hold Wait forever.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("redisproc: start %s: %w", argv[0], err)
 	}
@@ -185,7 +189,7 @@ func (p *Process) start(ctx context.Context) error {
 			return nil
 		}
 		fail := func(reason error) error {
-			_ = cmd.Process.Kill()
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 			p.stopped = true
 			return reason
@@ -205,6 +209,13 @@ func (p *Process) start(ctx context.Context) error {
 	}
 }
 
+// signal sends sig to the process group: redis-server and any wrapper.
+func (p *Process) signal(sig syscall.Signal) {
+	if err := syscall.Kill(-p.cmd.Process.Pid, sig); err != nil {
+		_ = p.cmd.Process.Signal(sig)
+	}
+}
+
 // Kill sends SIGKILL (a crash: nothing is flushed) and waits for the exit.
 func (p *Process) Kill() {
 	p.mu.Lock()
@@ -216,9 +227,9 @@ func (p *Process) killLocked() {
 	if p.cmd == nil || p.stopped {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.signal(syscall.SIGKILL)
 	if p.frozen {
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.signal(syscall.SIGCONT)
 	}
 	<-p.exited
 	p.stopped, p.frozen = true, false
@@ -233,14 +244,14 @@ func (p *Process) Stop() {
 		return
 	}
 	if p.frozen {
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.signal(syscall.SIGCONT)
 		p.frozen = false
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p.signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
 	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Signal(syscall.SIGKILL)
+		p.signal(syscall.SIGKILL)
 		<-p.exited
 	}
 	p.stopped = true
@@ -275,7 +286,7 @@ func (p *Process) Freeze() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil && !p.stopped && !p.frozen {
-		_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+		p.signal(syscall.SIGSTOP)
 		p.frozen = true
 	}
 }
@@ -285,7 +296,7 @@ func (p *Process) Thaw() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.cmd != nil && !p.stopped && p.frozen {
-		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		p.signal(syscall.SIGCONT)
 		p.frozen = false
 	}
 }
