@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlm/redlock"
-	"dlm/redlock/goredis"
+	"dlm/redlock/rueidis"
 )
 
 // nodesEnv is the environment variable that lists node URLs when --nodes is
@@ -44,7 +44,7 @@ func resolveNodes(flag []string) ([]string, error) {
 // dial builds the lock client every subcommand uses over urls. Invalid
 // options are bad usage (exit 64).
 func dial(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
-	c, err := goredis.Dial(urls, opts...)
+	c, err := rueidis.Dial(urls, opts...)
 	if errors.Is(err, redlock.ErrInvalid) {
 		return nil, withCode(exitUsage, err)
 	}
