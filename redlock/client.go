@@ -199,13 +199,14 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 			return nil, err
 		}
 		start := time.Now()
-		l, aerr := c.attempt(ctx, resource, key, value, o)
+		final := o.tries > 0 && try >= o.tries
+		l, aerr := c.attempt(ctx, resource, key, value, o, final)
 		if aerr == nil {
 			return l, nil
 		}
 		aerr.Attempts = try
 		last = aerr
-		if o.tries > 0 && try >= o.tries {
+		if final {
 			if err := ctx.Err(); err != nil {
 				aerr.Cause = err
 			}
@@ -273,14 +274,21 @@ func (r reply) outcome() Outcome {
 // decide as soon as a quorum acquired or can no longer acquire, compute the
 // validity (R9), and on failure release on every node, including those that
 // answer after the decision (R8.5, R11).
-func (c *Client) attempt(ctx context.Context, resource, key, value string, o lockOptions) (*Lock, *AcquireError) {
+//
+// When final is set (TryLock, the last of WithTries), a failed attempt also
+// waits for the nodes it did not wait for to answer or time out, and for
+// their releases: the error then reports every node's outcome, so that
+// "held elsewhere" and "no quorum" are told apart exactly, and no key of the
+// attempt outlives the call. The decision itself never waits for them.
+func (c *Client) attempt(ctx context.Context, resource, key, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
 	n := len(c.nodes)
 	d := drift(o.ttl, o.driftFactor)
 	replies := make(chan reply, n)
 	verdict := make(chan struct{})
-	var failed bool          // written before close(verdict)
-	early := make([]bool, n) // nodes that answered before the verdict
-	var releases sync.WaitGroup
+	var failed bool             // written before close(verdict)
+	early := make([]bool, n)    // nodes that answered before the verdict
+	var releases sync.WaitGroup // releases on the nodes that answered before the verdict
+	var late sync.WaitGroup     // releases on the others
 	inflight := new(sync.WaitGroup)
 	inflight.Add(n)
 	c.bg.Add(n)
@@ -311,6 +319,8 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 				c.call(context.WithoutCancel(ctx), i, releaseOp)
 				if early[i] {
 					releases.Done()
+				} else {
+					late.Done()
 				}
 			}
 		}()
@@ -366,7 +376,15 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 	// R8.5, R11: the attempt failed; give back every key at once.
 	failed = true
 	releases.Add(got)
+	late.Add(n - got)
 	close(verdict)
+	if final {
+		for ; got < n; got++ {
+			r := <-replies
+			results[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
+		}
+		late.Wait()
+	}
 	releases.Wait()
 	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: results, Fence: fz.nodes, Cause: fz.err}
 	if state == reached && !fz.failed {

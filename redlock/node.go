@@ -30,7 +30,9 @@ type Outcome int
 // The outcomes of one node in one attempt.
 const (
 	// NoReply: the attempt was decided before this node answered; the
-	// client did not wait for it (R8.2, R15).
+	// client did not wait for it (R8.2, R15). A failed final attempt
+	// (TryLock, or the last of WithTries) waits for every node before it
+	// returns, so its error has no NoReply.
 	NoReply Outcome = iota
 	// Acquired: the node set the key to this client's value.
 	Acquired
