@@ -78,7 +78,6 @@ terminal) prints plain log lines instead.`,
 				}
 				dc.seed = binary.LittleEndian.Uint64(b[:]) >> 1
 			}
-			quietRedisLog()
 			return runDemo(cmd.Context(), dc, cmd.InOrStdin(), cmd.OutOrStdout())
 		},
 	}

@@ -73,7 +73,6 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			quietRedisLog()
 			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout)
 			fs := diagnose(ps, maxSkew)
 			fails := printFindings(cmd.OutOrStdout(), fs)

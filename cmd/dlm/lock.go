@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"dlm/redlock"
@@ -98,7 +97,6 @@ killed by signal N).`,
 			if err != nil {
 				return err
 			}
-			quietRedisLog()
 			opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(nodeTO),
 				redlock.WithAutoExtend(), redlock.WithMaxExtensions(maxExt)}
 			if fence {
@@ -127,15 +125,6 @@ killed by signal N).`,
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	return cmd
 }
-
-// quietRedisLog stops go-redis from logging its connection-pool retries to
-// stderr: dlm reports every node failure itself, once, in its own words.
-func quietRedisLog() { redis.SetLogger(discardLog{}) }
-
-// discardLog is a go-redis logger that drops everything.
-type discardLog struct{}
-
-func (discardLog) Printf(context.Context, string, ...any) {}
 
 // acquireCode maps a failed acquisition to its exit code: 69 when no quorum
 // was possible, 75 when the lock is held elsewhere, 64 for bad settings.

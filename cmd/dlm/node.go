@@ -58,7 +58,6 @@ the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 			if err := nc.validate(); err != nil {
 				return err
 			}
-			quietRedisLog()
 			return nc.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}

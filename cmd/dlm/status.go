@@ -42,7 +42,6 @@ Exits 69 when fewer nodes answer than a quorum needs, else 0.`,
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			quietRedisLog()
 			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout)
 			printStatus(cmd.OutOrStdout(), ps, args)
 			if up, q := reachable(ps), quorumOf(len(ps)); up < q {

@@ -118,7 +118,6 @@ Scenarios (dlm torture --list for the expected verdicts):
 				}
 				rep = checker.Analyze(cfg, h)
 			} else {
-				quietRedisLog()
 				fmt.Fprintf(cmd.ErrOrStderr(), "dlm torture: %s (replay: dlm torture %s)\n", cfg.Scenario, cfg)
 				var opts []checker.Option
 				if verbose {
