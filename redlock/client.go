@@ -132,6 +132,19 @@ func (c *Client) Close() error {
 	return errors.Join(errs...)
 }
 
+// bgAdd counts n background goroutines, unless the client is closed: then
+// it reports false and the caller starts none. Counting under c.mu keeps Add
+// from racing with Close's Wait.
+func (c *Client) bgAdd(n int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.bg.Add(n)
+	return true
+}
+
 func (c *Client) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -291,7 +304,9 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 	var late sync.WaitGroup     // releases on the others
 	inflight := new(sync.WaitGroup)
 	inflight.Add(n)
-	c.bg.Add(n)
+	if !c.bgAdd(n) {
+		return nil, &AcquireError{Resource: resource, Quorum: c.quorum, Cause: ErrClosed}
+	}
 
 	acquireOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Acquire(ctx, key, value, o.ttl) }
 	releaseOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Release(ctx, key, value) }

@@ -24,6 +24,10 @@ var (
 	// extension because of errors or timeouts. The lock is still held until
 	// its previous Until, and Extend may be tried again.
 	ErrExtendFailed = errors.New("redlock: lock not extended")
+	// ErrUnlockFailed is returned by Unlock when errors or timeouts kept a
+	// quorum of nodes from confirming the release. The lock is given up all
+	// the same: keys that could not be deleted expire with their ttl.
+	ErrUnlockFailed = errors.New("redlock: release not confirmed by a quorum")
 	// ErrInvalid is wrapped by every error about bad input or configuration;
 	// the message says which value is wrong and what is expected.
 	ErrInvalid = errors.New("redlock: invalid argument")

@@ -168,7 +168,10 @@ func (c *Client) fence(ctx context.Context, resource, key, value string, phase1 
 		return nd.(FencingNode).RaiseFence(ctx, key, fenceKey, value, token, c.opts.fenceRetention)
 	}
 	replies := make(chan reply, n)
-	c.bg.Add(n)
+	if !c.bgAdd(n) {
+		res.at, res.failed, res.err = time.Now(), true, ErrClosed
+		return res
+	}
 	for i := range c.nodes {
 		go func() {
 			defer c.bg.Done()

@@ -217,7 +217,9 @@ func (h *handoff) subscribe(key string, on bool) {
 		if n == nil {
 			continue
 		}
-		h.c.bg.Add(1)
+		if !h.c.bgAdd(1) {
+			return // closing: no new subscriptions
+		}
 		go func() {
 			defer h.c.bg.Done()
 			w, err := h.watch(i, n)

@@ -91,9 +91,10 @@ func (c *Client) fanout(ctx context.Context, op func(context.Context, Node) (boo
 // Unlock releases the lock on every node, whether or not the client believes
 // it locked that node (R12), with the compare-and-delete script of R5: it
 // never deletes a key that holds another value. It returns nil when a quorum
-// of nodes deleted this lock's key; otherwise ErrNotHeld (the lock had
-// expired or been lost), joined with the nodes' errors. After Unlock the lock
-// is no longer held, whatever the result.
+// of nodes deleted this lock's key; ErrNotHeld when too many nodes answered
+// that the key was gone or not this lock's (it had expired or been lost);
+// otherwise ErrUnlockFailed (errors or timeouts), joined with the nodes'
+// errors. After Unlock the lock is no longer held, whatever the result.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
@@ -119,8 +120,14 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		}
 	}
 	var err error
-	if released < l.client.quorum {
+	switch notHeld := len(replies) - released - len(errs); {
+	case released >= l.client.quorum:
+	case notHeld > len(replies)-l.client.quorum:
+		// A quorum answered that the key is gone or not ours: the lock had
+		// expired or been lost before Unlock.
 		err = errors.Join(append([]error{ErrNotHeld}, errs...)...)
+	default:
+		err = errors.Join(append([]error{ErrUnlockFailed}, errs...)...)
 	}
 	if c := l.client; first && len(c.obs) > 0 {
 		c.obs.End(EndEvent{Resource: l.resource, Reason: ErrUnlocked, Held: time.Since(l.granted), Nodes: c.results(replies), Err: err})

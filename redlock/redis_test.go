@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -388,4 +389,56 @@ func TestDial(t *testing.T) {
 			t.Fatalf("TryLock after Close = %v, want ErrClosed", err)
 		}
 	})
+}
+
+func TestUnlockTellsLostFromUnconfirmed(t *testing.T) { // R5, R12
+	cl, c := cluster(t, 5)
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
+		"the lock key set on all 5 nodes")
+	for _, s := range cl.Servers[:3] {
+		s.Kill()
+	}
+	err = l.Unlock(ctx)
+	if !errors.Is(err, redlock.ErrUnlockFailed) || errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock with 3 of 5 nodes down = %v, want ErrUnlockFailed (not ErrNotHeld)", err)
+	}
+	var ne *redlock.NodeError
+	if !errors.As(err, &ne) || ne.Node == "" {
+		t.Fatalf("Unlock error %v names no node", err)
+	}
+	if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
+		t.Fatalf("%d keys left on the live nodes after Unlock", n)
+	}
+}
+
+func TestCloseDuringAcquisitions(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	c := dial(t, cl)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 20; j++ {
+				l, err := c.TryLock(t.Context(), "r"+strconv.Itoa(i))
+				if err != nil {
+					if !errors.Is(err, redlock.ErrClosed) && !errors.Is(err, redlock.ErrNotAcquired) {
+						t.Errorf("TryLock during Close: %v", err)
+					}
+					return
+				}
+				_ = l.Unlock(t.Context())
+			}
+		}()
+	}
+	_ = c.Close()
+	wg.Wait()
+	if _, err := c.TryLock(t.Context(), "after"); !errors.Is(err, redlock.ErrClosed) {
+		t.Fatalf("TryLock after Close = %v, want ErrClosed", err)
+	}
 }
