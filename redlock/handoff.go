@@ -331,7 +331,7 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 		}
 	}
 	if promoted == nil {
-		t = time.NewTimer(c.retryDelay(o))
+		t = time.NewTimer(c.timedDelay(o, elapsed))
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -344,7 +344,7 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 			return nil
 		case <-promoted: // now at the front: run the timed retry
 			promoted = nil
-			t = time.NewTimer(c.retryDelay(o))
+			t = time.NewTimer(c.timedDelay(o, elapsed))
 			defer t.Stop()
 			timeout = t.C
 		case remote = <-wake:
