@@ -14,7 +14,16 @@
 // The lock is held only if validity = ttl - (T2 - T1) - drift is positive,
 // where T2 is the deciding reply and drift = ttl x factor + 2 ms (R8.4, R9).
 // A failed attempt releases on every node, including those that answer after
-// the decision (R8.5, R11), and Lock retries after a random delay (R10).
+// the decision (R8.5, R11); a failed final attempt (TryLock) also waits for
+// those, so that its error reports every node and leaves no key behind. Lock
+// retries after a random delay (R10), and after an attempt that took longer
+// than that delay, waits between its duration and twice it (R14).
+//
+// When the nodes support it (HandoffNode, as redlock/rueidis does), Unlock
+// announces the release and the client's waiters for that resource retry at
+// once, one at a time in FIFO order, instead of sleeping out their delay;
+// the timed random retry stays as the fallback for a lost announcement.
+// WithHandoff(false) turns this off.
 // Unlock releases on every node with a compare-and-delete script (R5, R12).
 // Extend re-sets the expiry on every node that still holds the value and
 // succeeds only if a quorum confirmed within the remaining validity; it never
