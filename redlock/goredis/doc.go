@@ -2,7 +2,8 @@
 // Redlock clients from node URLs.
 //
 // Acquire is SET key value NX PX ttl (R3); Release and Extend are the Lua
-// scripts release.lua (R5) and extend.lua (R17), embedded in the binary and
+// scripts release.lua (R5) and extend.lua (R17) of redlock/scripts, embedded in
+// the binary and
 // run by EVALSHA, falling back to EVAL when a node answers NOSCRIPT (after a
 // restart, say).
 //

@@ -2,19 +2,11 @@ package goredis
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
 
 	"dlm/redlock"
-)
-
-var (
-	//go:embed acquire_fenced.lua
-	acquireFencedLua string
-	//go:embed raise_fence.lua
-	raiseFenceLua string
 )
 
 var _ redlock.FencingNode = (*Node)(nil)

@@ -3,20 +3,13 @@ package goredis
 import (
 	"context"
 	"crypto/tls"
-	_ "embed"
 	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock"
-)
-
-var (
-	//go:embed release.lua
-	releaseLua string
-	//go:embed extend.lua
-	extendLua string
+	"dlm/redlock/scripts"
 )
 
 // Node is a redlock.Node over one go-redis client, which must talk to one
@@ -40,11 +33,11 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 	return &Node{
 		client:  client,
 		name:    name,
-		release: redis.NewScript(releaseLua),
-		extend:  redis.NewScript(extendLua),
+		release: redis.NewScript(scripts.Release),
+		extend:  redis.NewScript(scripts.Extend),
 
-		acquireFenced: redis.NewScript(acquireFencedLua),
-		raiseFence:    redis.NewScript(raiseFenceLua),
+		acquireFenced: redis.NewScript(scripts.AcquireFenced),
+		raiseFence:    redis.NewScript(scripts.RaiseFence),
 	}
 }
 

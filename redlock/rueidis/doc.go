@@ -8,7 +8,8 @@
 // docs/benchmarks.md for measured figures and the command to rerun them.
 //
 // Acquire is SET key value NX PX ttl (R3). Release and Extend are the Lua
-// scripts release.lua (R5) and extend.lua (R17), embedded in the binary and
+// scripts release.lua (R5) and extend.lua (R17) of redlock/scripts, embedded in
+// the binary and
 // run by EVALSHA with the SHA1 computed once per node, falling back to EVAL
 // when a node answers NOSCRIPT (after a restart, say).
 //

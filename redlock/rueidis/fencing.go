@@ -2,19 +2,11 @@ package rueidis
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/redis/rueidis"
-)
-
-var (
-	//go:embed acquire_fenced.lua
-	acquireFencedLua string
-	//go:embed raise_fence.lua
-	raiseFenceLua string
 )
 
 // AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha1"
 	"crypto/tls"
-	_ "embed"
 	"encoding/hex"
 	"net"
 	"strconv"
@@ -15,15 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"dlm/redlock"
-)
-
-var (
-	//go:embed release.lua
-	releaseLua string
-	//go:embed extend.lua
-	extendLua string
-	//go:embed release_publish.lua
-	releasePublishLua string
+	"dlm/redlock/scripts"
 )
 
 // ChannelPrefix starts the name of every release channel: the releases of
@@ -72,12 +63,12 @@ func NewNode(client rueidis.Client, name string) *Node {
 	return &Node{
 		client:  client,
 		name:    name,
-		release: newScript(releaseLua),
-		extend:  newScript(extendLua),
-		publish: newScript(releasePublishLua),
+		release: newScript(scripts.Release),
+		extend:  newScript(scripts.Extend),
+		publish: newScript(scripts.ReleasePublish),
 
-		acquireFenced: newScript(acquireFencedLua),
-		raiseFence:    newScript(raiseFenceLua),
+		acquireFenced: newScript(scripts.AcquireFenced),
+		raiseFence:    newScript(scripts.RaiseFence),
 	}
 }
 

@@ -1,0 +1,39 @@
+// Package scripts holds the Lua scripts that every Redis node adapter runs,
+// as real .lua files embedded in the binary: one copy, so that the adapters
+// (redlock/goredis, redlock/rueidis) cannot drift apart in what a node does.
+// Each script cites the rule it implements.
+package scripts
+
+import _ "embed"
+
+var (
+	// Release deletes the lock key only if it holds the value (R5).
+	// KEYS[1] lock key; ARGV[1] value. Returns 1 when deleted, else 0.
+	//
+	//go:embed release.lua
+	Release string
+
+	// ReleasePublish is Release that also publishes the released value on
+	// the key's hand-off channel in the same atomic step (R10, R14).
+	//
+	//go:embed release_publish.lua
+	ReleasePublish string
+
+	// Extend resets the lock key's expiry only if it holds the value, and
+	// never creates a key (R17).
+	//
+	//go:embed extend.lua
+	Extend string
+
+	// AcquireFenced is SET NX PX that also returns the node's fence value
+	// for the resource (R18, phase 1 of fencing).
+	//
+	//go:embed acquire_fenced.lua
+	AcquireFenced string
+
+	// RaiseFence raises the fence value to the token only if the lock key
+	// still holds the value and the token is above the fence (R18, phase 2).
+	//
+	//go:embed raise_fence.lua
+	RaiseFence string
+)
