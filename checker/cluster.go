@@ -50,7 +50,7 @@ type cluster struct {
 	offsets []int64              // current clock offset of each node, seconds
 	proxies [][]*toxiproxy.Proxy // [group][node]
 	server  *toxiproxy.ApiServer
-	liar    *liar // in front of node liarAt, nil when every node is honest
+	liar    *redisproc.Liar // in front of node liarAt, nil when every node is honest
 	liarAt  int
 	dir     string
 
@@ -127,7 +127,7 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 	}
 	c.liarAt = s.liar
 	if s.liar >= 0 {
-		if c.liar, err = startLiar(c.procs[s.liar].Addr()); err != nil {
+		if c.liar, err = redisproc.StartLiar(c.procs[s.liar].Addr(), redisproc.LieOnSet); err != nil {
 			return nil, err
 		}
 	}
@@ -137,7 +137,7 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 		for i, p := range c.procs {
 			upstream := p.Addr()
 			if c.liar != nil && i == s.liar {
-				upstream = c.liar.addr()
+				upstream = c.liar.Addr()
 			}
 			px := toxiproxy.NewProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), "127.0.0.1:0", upstream)
 			if err := px.Start(); err != nil {
@@ -254,7 +254,7 @@ func (c *cluster) close() {
 		}
 	}
 	if c.liar != nil {
-		c.liar.close()
+		c.liar.Close()
 	}
 	for _, p := range c.procs {
 		if p != nil {
