@@ -8,6 +8,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -275,18 +276,26 @@ type reply struct {
 // call runs op on node i bounded by the node timeout and classifies the
 // answer.
 func (c *Client) call(ctx context.Context, i int, op func(context.Context, Node) (bool, error)) reply {
-	start := time.Now()
 	nctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout)
+	defer cancel()
+	return c.callIn(nctx, i, op)
+}
+
+// callIn runs op on node i within nctx, which the caller has bounded by the
+// node timeout (R8.2), and classifies the answer. A fan-out shares one such
+// context among its nodes: the nodes are asked at the same moment, so one
+// deadline bounds each of them, and the fan-out pays for one timer instead
+// of one per node.
+func (c *Client) callIn(nctx context.Context, i int, op func(context.Context, Node) (bool, error)) reply {
+	start := time.Now()
 	ok, err := op(nctx, c.nodes[i])
-	cancel()
 	return reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(start)}
 }
 
 // outcome classifies an acquire reply.
 func (r reply) outcome() Outcome {
-	var timeout interface{ Timeout() bool }
 	switch {
-	case r.err != nil && (errors.Is(r.err, context.DeadlineExceeded) || errors.As(r.err, &timeout) && timeout.Timeout()):
+	case r.err != nil && isTimeout(r.err):
 		return TimedOut
 	case r.err != nil:
 		return Failed
@@ -294,6 +303,14 @@ func (r reply) outcome() Outcome {
 		return Acquired
 	}
 	return Held
+}
+
+// isTimeout reports whether err is a node timeout: the context's deadline or
+// an error that says it timed out. It is apart from outcome so that a reply
+// without an error does not pay for the errors.As target.
+func isTimeout(err error) bool {
+	var timeout interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout()
 }
 
 // attempt is one acquisition (R8): send SET NX PX to all nodes at once (R15),
@@ -309,49 +326,31 @@ func (r reply) outcome() Outcome {
 func (c *Client) attempt(ctx context.Context, resource, key, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
 	n := len(c.nodes)
 	d := drift(o.ttl, o.driftFactor)
-	replies := make(chan reply, n)
-	verdict := make(chan struct{})
-	var failed bool             // written before close(verdict)
-	early := make([]bool, n)    // nodes that answered before the verdict
-	var releases sync.WaitGroup // releases on the nodes that answered before the verdict
-	var late sync.WaitGroup     // releases on the others
-	inflight := new(sync.WaitGroup)
-	inflight.Add(n)
 	if !c.bgAdd(n) {
 		return nil, &AcquireError{Resource: resource, Quorum: c.quorum, Cause: ErrClosed}
 	}
-
-	acquireOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Acquire(ctx, key, value, o.ttl) }
-	releaseOp := func(ctx context.Context, nd Node) (bool, error) { return nd.Release(ctx, key, value) }
-	var fences []uint64 // phase 1 of fencing reads each node's fence (fencing.go)
-	if c.opts.fencing {
-		fences = make([]uint64, n)
+	a := &attemptRun{
+		c:       c,
+		ctx:     ctx,
+		key:     key,
+		value:   value,
+		ttl:     o.ttl,
+		replies: make(chan reply, n),
+		verdict: make(chan struct{}),
+		early:   make([]bool, n),
 	}
+	a.inflight.Add(n)
+	a.pending.Store(int32(n))
+	if c.opts.fencing {
+		a.fenceKey = c.opts.fencePrefix + resource
+		a.fences = make([]uint64, n) // phase 1 of fencing reads each node's fence (fencing.go)
+	}
+	a.nctx, a.cancel = context.WithTimeout(ctx, c.opts.nodeTimeout)
+	replies, early, fences := a.replies, a.early, a.fences
 
 	t1 := time.Now() // R8.1: before the first request
 	for i := range c.nodes {
-		go func() {
-			defer c.bg.Done()
-			op := acquireOp
-			if fences != nil {
-				op = c.fencedAcquire(key, c.opts.fencePrefix+resource, value, o.ttl, &fences[i])
-			}
-			r := c.call(ctx, i, op)
-			inflight.Done()
-			replies <- r
-			<-verdict
-			if failed {
-				// R8.5: release on every node, even one we believe we did
-				// not lock; detached from ctx so that a cancelled caller
-				// still gives back what it set.
-				c.call(context.WithoutCancel(ctx), i, releaseOp)
-				if early[i] {
-					releases.Done()
-				} else {
-					late.Done()
-				}
-			}
-		}()
+		go a.node(i)
 	}
 
 	results := make([]NodeResult, n)
@@ -383,7 +382,7 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		v = validity(o.ttl, t2.Sub(t1), d)
 	}
 	if state == reached && v > 0 && !fz.failed {
-		close(verdict)
+		close(a.verdict)
 		l := &Lock{
 			client:   c,
 			resource: resource,
@@ -392,7 +391,7 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 			ttl:      o.ttl,
 			drift:    d,
 			until:    t1.Add(o.ttl - d),
-			inflight: inflight,
+			inflight: &a.inflight,
 			token:    fz.token,
 		}
 		c.start(l, o) // auto-extension, Done (life.go)
@@ -402,18 +401,18 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		return l, nil
 	}
 	// R8.5, R11: the attempt failed; give back every key at once.
-	failed = true
-	releases.Add(got)
-	late.Add(n - got)
-	close(verdict)
+	a.failed = true
+	a.releases.Add(got)
+	a.late.Add(n - got)
+	close(a.verdict)
 	if final {
 		for ; got < n; got++ {
 			r := <-replies
 			results[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
 		}
-		late.Wait()
+		a.late.Wait()
 	}
-	releases.Wait()
+	a.releases.Wait()
 	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: results, Fence: fz.nodes, Cause: fz.err}
 	if state == reached && !fz.failed {
 		e.Validity = v
@@ -422,4 +421,63 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: e.outcome(ctx), Elapsed: t2.Sub(t1), Validity: e.Validity, Nodes: results, Fence: fz.nodes})
 	}
 	return nil, e
+}
+
+// attemptRun is the state that one attempt shares with the goroutines of
+// its nodes, in one allocation instead of one per shared variable.
+type attemptRun struct {
+	c          *Client
+	ctx        context.Context    // the caller's
+	nctx       context.Context    // the acquires' node timeout (R8.2), shared (callIn)
+	cancel     context.CancelFunc // of nctx, called by the last acquire to answer
+	pending    atomic.Int32       // acquires not answered yet
+	key, value string
+	fenceKey   string
+	ttl        time.Duration
+	fences     []uint64 // fencing: each node's fence, read in phase 1 (fencing.go)
+	replies    chan reply
+	verdict    chan struct{}  // closed at the decision
+	failed     bool           // written before close(verdict)
+	early      []bool         // nodes that answered before the verdict
+	releases   sync.WaitGroup // releases on the nodes that answered before the verdict
+	late       sync.WaitGroup // releases on the others
+	inflight   sync.WaitGroup // acquires in flight (Lock.inflight)
+}
+
+// node is node i's part of the attempt: acquire, report, and after a failed
+// decision release (R8.5).
+func (a *attemptRun) node(i int) {
+	c := a.c
+	defer c.bg.Done()
+	var r reply
+	if a.fences != nil {
+		r = c.callIn(a.nctx, i, c.fencedAcquire(a.key, a.fenceKey, a.value, a.ttl, &a.fences[i]))
+	} else {
+		start := time.Now()
+		ok, err := c.nodes[i].Acquire(a.nctx, a.key, a.value, a.ttl)
+		r = reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(start)}
+	}
+	if a.pending.Add(-1) == 0 {
+		a.cancel()
+	}
+	a.inflight.Done()
+	a.replies <- r
+	<-a.verdict
+	if !a.failed {
+		return
+	}
+	// R8.5: release on every node, even one we believe we did not lock;
+	// detached from ctx so that a cancelled caller still gives back what it
+	// set.
+	c.call(context.WithoutCancel(a.ctx), i, a.release)
+	if a.early[i] {
+		a.releases.Done()
+	} else {
+		a.late.Done()
+	}
+}
+
+// release is the compare-and-delete of the attempt's value (R5).
+func (a *attemptRun) release(ctx context.Context, n Node) (bool, error) {
+	return n.Release(ctx, a.key, a.value)
 }

@@ -409,13 +409,15 @@ func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
 	}
 	op := func(ctx context.Context, n Node) (bool, error) { return c.releaseNode(ctx, n, key, value) }
 	out := make([]reply, len(c.nodes))
+	nctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
+	defer cancel()
 	var ok atomic.Int32
 	var wg sync.WaitGroup
 	wg.Add(len(c.nodes))
 	for i := range c.nodes {
 		go func() {
 			defer wg.Done()
-			out[i] = c.call(ctx, i, op)
+			out[i] = c.callIn(nctx, i, op)
 			if out[i].ok && ok.Add(1) == int32(c.quorum) {
 				c.hand.ownRelease(key, value)
 			}

@@ -76,12 +76,14 @@ func (l *Lock) Validity() time.Duration {
 // order, once every node has answered or timed out.
 func (c *Client) fanout(ctx context.Context, op func(context.Context, Node) (bool, error)) []reply {
 	out := make([]reply, len(c.nodes))
+	nctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
+	defer cancel()
 	var wg sync.WaitGroup
 	wg.Add(len(c.nodes))
 	for i := range c.nodes {
 		go func() {
 			defer wg.Done()
-			out[i] = c.call(ctx, i, op)
+			out[i] = c.callIn(nctx, i, op)
 		}()
 	}
 	wg.Wait()
