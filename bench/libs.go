@@ -12,19 +12,16 @@ import (
 	redsyncgoredis "github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/redis/go-redis/v9"
 
+	"dlm/lockload"
 	"dlm/redlock"
 	"dlm/redlock/goredis"
 	"dlm/redlock/rueidis"
 )
 
-// locker is one library under test, seen through the two operations the
-// workloads need. Its methods are safe for concurrent use.
+// locker is one library under test: the workloads' lockload.Locker, and
+// close to let go of its connections.
 type locker interface {
-	// tryLock makes one acquisition attempt on key (no retry) and returns
-	// the release.
-	tryLock(ctx context.Context, key string) (release func(context.Context) error, err error)
-	// lock acquires key with the library's default retry.
-	lock(ctx context.Context, key string) (release func(context.Context) error, err error)
+	lockload.Locker
 	close()
 }
 
@@ -42,11 +39,11 @@ func libraries(tune []rueidis.Option, opts []redlock.Option) []lib {
 	return []lib{
 		{name: "dlm (rueidis)", open: func(urls []string) (locker, error) {
 			c, err := rueidis.DialTuned(urls, tune, opts...)
-			return dlmLocker{c}, err
+			return newDLMLocker(c), err
 		}},
 		{name: "dlm (go-redis)", open: func(urls []string) (locker, error) {
 			c, err := goredis.Dial(urls, opts...)
-			return dlmLocker{c}, err
+			return newDLMLocker(c), err
 		}},
 		{name: "go-redsync", open: openRedsync},
 		{name: "redislock (1 node)", single: true, open: openRedislock},
@@ -58,27 +55,17 @@ func libraries(tune []rueidis.Option, opts []redlock.Option) []lib {
 func dlmNoHandoff(opts []redlock.Option) lib {
 	return lib{name: "dlm (rueidis, no hand-off)", open: func(urls []string) (locker, error) {
 		c, err := rueidis.Dial(urls, append([]redlock.Option{redlock.WithHandoff(false)}, opts...)...)
-		return dlmLocker{c}, err
+		return newDLMLocker(c), err
 	}}
 }
 
-type dlmLocker struct{ c *redlock.Client }
-
-func (d dlmLocker) tryLock(ctx context.Context, key string) (func(context.Context) error, error) {
-	l, err := d.c.TryLock(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return l.Unlock, nil
+// dlmLocker is dlm's client through lockload's adapter.
+type dlmLocker struct {
+	lockload.Locker
+	c *redlock.Client
 }
 
-func (d dlmLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
-	l, err := d.c.Lock(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return l.Unlock, nil
-}
+func newDLMLocker(c *redlock.Client) dlmLocker { return dlmLocker{lockload.Client(c), c} }
 
 func (d dlmLocker) close() { _ = d.c.Close() }
 
@@ -105,11 +92,11 @@ func openRedsync(urls []string) (locker, error) {
 	return r, nil
 }
 
-func (r *redsyncLocker) tryLock(ctx context.Context, key string) (func(context.Context) error, error) {
+func (r *redsyncLocker) TryLock(ctx context.Context, key string) (func(context.Context) error, error) {
 	return r.acquire(ctx, r.rs.NewMutex(key, redsync.WithTries(1)))
 }
 
-func (r *redsyncLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
+func (r *redsyncLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
 	return r.acquire(ctx, r.rs.NewMutex(key)) // its default retry: 32 tries, 50-250ms apart
 }
 
@@ -150,7 +137,7 @@ func openRedislock(urls []string) (locker, error) {
 
 const redislockTTL = 10 * time.Second
 
-func (r *redislockLocker) tryLock(ctx context.Context, key string) (func(context.Context) error, error) {
+func (r *redislockLocker) TryLock(ctx context.Context, key string) (func(context.Context) error, error) {
 	l, err := r.rl.Obtain(ctx, key, redislockTTL, nil)
 	if err != nil {
 		return nil, err
@@ -158,7 +145,7 @@ func (r *redislockLocker) tryLock(ctx context.Context, key string) (func(context
 	return l.Release, nil
 }
 
-func (r *redislockLocker) lock(ctx context.Context, key string) (func(context.Context) error, error) {
+func (r *redislockLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
 	l, err := r.rl.Obtain(ctx, key, redislockTTL, &redislock.Options{
 		RetryStrategy: redislock.LinearBackoff(10 * time.Millisecond),
 	})

@@ -23,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"dlm/lockload"
 	"dlm/redlock"
 	"dlm/redlock/redisproc"
 	"dlm/redlock/rueidis"
@@ -191,7 +192,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, l := range rotate(libs, rep) {
 				if err := withLocker(l, func(lk locker) error {
-					v, failed, ferr := throughput(ctx, lk, keyOf(id, l, "tp:"+strconv.Itoa(g)), g, cfg.duration)
+					tp := lockload.Throughput(ctx, lk, keyOf(id, l, "tp:"+strconv.Itoa(g))+":", g, cfg.duration)
+					v, failed, ferr := tp.PerSec, tp.Failed, tp.FirstErr
 					r.S.add(v, "tp", l.name, g)
 					r.S.add(float64(failed), "tpfail", l.name, g)
 					logf("rep %d throughput %-28s g=%-4d %9.0f pairs/s (%d failed)", rep+1, l.name, g, v, failed)
@@ -209,16 +211,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 				break
 			}
 			if err := withLocker(l, func(lk locker) error {
-				s, err := sequential(ctx, lk, keyOf(id, l, "seq"), cfg.seqDur)
+				s, err := lockload.Sequential(ctx, lk, keyOf(id, l, "seq"), cfg.seqDur)
 				if err != nil {
 					return fmt.Errorf("%s sequential: %w", l.name, err)
 				}
-				r.S.add(s.pairP50.Seconds(), "seq-p50", l.name)
-				r.S.add(s.pairP99.Seconds(), "seq-p99", l.name)
-				r.S.add(s.acquireP50.Seconds(), "seq-acq", l.name)
-				r.S.add(s.allocsPerPair, "allocs", l.name)
+				r.S.add(s.PairP50.Seconds(), "seq-p50", l.name)
+				r.S.add(s.PairP99.Seconds(), "seq-p99", l.name)
+				r.S.add(s.AcquireP50.Seconds(), "seq-acq", l.name)
+				r.S.add(s.AllocsPerPair, "allocs", l.name)
 				logf("rep %d sequential %-28s p50 %v p99 %v acquire p50 %v, %.0f allocs/pair (%d pairs)",
-					rep+1, l.name, s.pairP50, s.pairP99, s.acquireP50, s.allocsPerPair, s.n)
+					rep+1, l.name, s.PairP50, s.PairP99, s.AcquireP50, s.AllocsPerPair, s.Pairs)
 				return nil
 			}); err != nil {
 				return err
@@ -233,12 +235,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 				if l.name == "go-redsync" {
 					n = min(n, 3) // it waits seconds for the frozen node every time
 				}
-				h, err := acquireLatency(ctx, lk, keyOf(id, l, "healthy"), n)
+				h, err := lockload.AcquireLatency(ctx, lk, keyOf(id, l, "healthy"), n)
 				if err != nil {
 					return fmt.Errorf("%s healthy: %w", l.name, err)
 				}
 				nodes[4].Freeze()
-				f, err := acquireLatency(ctx, lk, keyOf(id, l, "frozen"), n)
+				f, err := lockload.AcquireLatency(ctx, lk, keyOf(id, l, "frozen"), n)
 				nodes[4].Thaw()
 				if err != nil {
 					return fmt.Errorf("%s frozen: %w", l.name, err)
@@ -256,11 +258,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 				break
 			}
 			if err := withLocker(l, func(lk locker) error {
-				c := contention(ctx, lk, keyOf(id, l, "cont"), cfg.workers, cfg.hold, cfg.contDur)
-				r.S.add(c.perSec, "cont", l.name)
-				r.S.add(c.fairness, "fair", l.name)
-				r.S.add(float64(c.failed), "contfail", l.name)
-				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up", rep+1, l.name, c.perSec, c.fairness, c.failed)
+				c := lockload.Contention(ctx, lk, keyOf(id, l, "cont"), cfg.workers, cfg.hold, cfg.contDur)
+				r.S.add(c.PerSec, "cont", l.name)
+				r.S.add(c.Fairness, "fair", l.name)
+				r.S.add(float64(c.Failed), "contfail", l.name)
+				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up", rep+1, l.name, c.PerSec, c.Fairness, c.Failed)
 				return ctx.Err()
 			}); err != nil {
 				return err

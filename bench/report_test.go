@@ -29,33 +29,6 @@ func TestMedian(t *testing.T) {
 	}
 }
 
-func TestFairness(t *testing.T) {
-	tests := []struct {
-		in   []int64
-		want float64
-	}{
-		{[]int64{10, 20, 15}, 2},
-		{[]int64{5, 5}, 1},
-		{[]int64{0, 3}, math.Inf(1)},
-		{[]int64{0, 0}, 0},
-	}
-	for _, tt := range tests {
-		if got := fairness(tt.in); got != tt.want {
-			t.Errorf("fairness(%v) = %v, want %v", tt.in, got, tt.want)
-		}
-	}
-}
-
-func TestQuantile(t *testing.T) {
-	ds := []time.Duration{5, 1, 4, 2, 3}
-	if got := quantile(ds, 0.5); got != 3 {
-		t.Errorf("p50 = %v, want 3", got)
-	}
-	if got := quantile(ds, 0.99); got != 5 {
-		t.Errorf("p99 = %v, want 5", got)
-	}
-}
-
 // sampleReport is a report over made-up medians.
 func sampleReport() *Report {
 	r := &Report{

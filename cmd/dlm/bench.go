@@ -7,18 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"dlm/lockload"
 	"dlm/redlock"
 	"dlm/redlock/goredis"
 	"dlm/redlock/rueidis"
@@ -156,6 +156,7 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer client.Close()
+	locker := lockload.Client(client)
 	var id [6]byte
 	_, _ = rand.Read(id[:])
 	prefix := "dlm-bench/" + hex.EncodeToString(id[:]) + "/"
@@ -220,22 +221,23 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 		var r tpRow
 		step(fmt.Sprintf("throughput, %d goroutines", g), c.duration, func() {
 			r = tpRow{g: g}
-			r.perSec, r.failed = benchThroughput(ctx, client, prefix+"tp/"+strconv.Itoa(g)+"/", g, c.duration)
+			tp := lockload.Throughput(ctx, locker, prefix+"tp/"+strconv.Itoa(g)+"/", g, c.duration)
+			r.perSec, r.failed = tp.PerSec, tp.Failed
 		})
 		rows = append(rows, r)
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	var seq benchSeq
+	var seq lockload.SeqResult
 	var seqErr error
 	if ctx.Err() == nil {
-		step("sequential", c.seq, func() { seq, seqErr = benchSequential(ctx, client, prefix+"seq", c.seq) })
+		step("sequential", c.seq, func() { seq, seqErr = lockload.Sequential(ctx, locker, prefix+"seq", c.seq) })
 	}
-	var cont benchCont
+	var cont lockload.ContResult
 	if c.workers > 0 && ctx.Err() == nil {
 		step(fmt.Sprintf("contention, %d workers", c.workers), c.contention, func() {
-			cont = benchContention(ctx, client, prefix+"cont", c.workers, c.hold, c.contention)
+			cont = lockload.Contention(ctx, locker, prefix+"cont", c.workers, c.hold, c.contention)
 		})
 	}
 	_ = bar.Finish()
@@ -252,127 +254,16 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	if seqErr != nil {
 		return withCode(exitUnavailable, fmt.Errorf("sequential run: %w", seqErr))
 	}
-	fmt.Fprintf(stdout, "Sequential, one goroutine (%d pairs)\n", seq.n)
+	fmt.Fprintf(stdout, "Sequential, one goroutine (%d pairs)\n", seq.Pairs)
 	fmt.Fprintf(stdout, "  acquire+release p50 %v  p99 %v; acquire alone p50 %v\n\n",
-		seq.pairP50.Round(time.Microsecond), seq.pairP99.Round(time.Microsecond), seq.acquireP50.Round(time.Microsecond))
+		seq.PairP50.Round(time.Microsecond), seq.PairP99.Round(time.Microsecond), seq.AcquireP50.Round(time.Microsecond))
 	if c.workers > 0 {
 		fmt.Fprintf(stdout, "Contention, %d workers on one resource, %v hold\n", c.workers, c.hold)
 		fair := "n/a (a worker got none)"
-		if cont.fairness > 0 {
-			fair = fmt.Sprintf("%.2f", cont.fairness)
+		if !math.IsInf(cont.Fairness, 1) && cont.Fairness > 0 {
+			fair = fmt.Sprintf("%.2f", cont.Fairness)
 		}
-		fmt.Fprintf(stdout, "  %.0f critical sections/s; busiest/least busy worker %s; %d errors\n", cont.perSec, fair, cont.failed)
+		fmt.Fprintf(stdout, "  %.0f critical sections/s; busiest/least busy worker %s; %d errors\n", cont.PerSec, fair, cont.Failed)
 	}
 	return nil
-}
-
-// benchThroughput runs g goroutines locking and releasing their own
-// resource for d; it returns pairs per second and the failed pairs.
-func benchThroughput(ctx context.Context, c *redlock.Client, prefix string, g int, d time.Duration) (float64, int64) {
-	var pairs, failed atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	deadline := start.Add(d)
-	for i := range g {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res := prefix + strconv.Itoa(i)
-			for ctx.Err() == nil && time.Now().Before(deadline) {
-				l, err := c.TryLock(ctx, res)
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				if err := l.Unlock(ctx); err != nil {
-					failed.Add(1)
-					continue
-				}
-				pairs.Add(1)
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(pairs.Load()) / time.Since(start).Seconds(), failed.Load()
-}
-
-// benchSeq is the sequential run's outcome.
-type benchSeq struct {
-	pairP50, pairP99, acquireP50 time.Duration
-	n                            int
-}
-
-func benchSequential(ctx context.Context, c *redlock.Client, res string, d time.Duration) (benchSeq, error) {
-	var pairs, acquires []time.Duration
-	deadline := time.Now().Add(d)
-	for ctx.Err() == nil && time.Now().Before(deadline) {
-		t0 := time.Now()
-		l, err := c.TryLock(ctx, res)
-		if err != nil {
-			return benchSeq{}, err
-		}
-		t1 := time.Now()
-		if err := l.Unlock(ctx); err != nil {
-			return benchSeq{}, err
-		}
-		acquires = append(acquires, t1.Sub(t0))
-		pairs = append(pairs, time.Since(t0))
-	}
-	if len(pairs) == 0 {
-		return benchSeq{}, errors.New("no pair completed")
-	}
-	return benchSeq{pairP50: pct(pairs, 0.5), pairP99: pct(pairs, 0.99), acquireP50: pct(acquires, 0.5), n: len(pairs)}, nil
-}
-
-// pct is the q-quantile of ds (nearest rank); it sorts ds.
-func pct(ds []time.Duration, q float64) time.Duration {
-	slices.Sort(ds)
-	return ds[int(q*float64(len(ds)-1)+0.5)]
-}
-
-// benchCont is the contention run's outcome.
-type benchCont struct {
-	perSec   float64
-	fairness float64 // 0 when a worker got none
-	failed   int64
-}
-
-func benchContention(ctx context.Context, c *redlock.Client, res string, workers int, hold, d time.Duration) benchCont {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	counts := make([]int64, workers)
-	var failed atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				l, err := c.Lock(ctx, res)
-				if err != nil {
-					if ctx.Err() == nil {
-						failed.Add(1)
-					}
-					continue
-				}
-				time.Sleep(hold) // the critical section
-				ok := ctx.Err() == nil
-				_ = l.Unlock(context.WithoutCancel(ctx))
-				if ok {
-					counts[i]++
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	var total int64
-	for _, n := range counts {
-		total += n
-	}
-	r := benchCont{perSec: float64(total) / min(time.Since(start), d).Seconds(), failed: failed.Load()}
-	if lo := slices.Min(counts); lo > 0 {
-		r.fairness = float64(slices.Max(counts)) / float64(lo)
-	}
-	return r
 }
