@@ -407,27 +407,19 @@ func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
 	if c.hand == nil {
 		return c.fanout(ctx, func(ctx context.Context, n Node) (bool, error) { return n.Release(ctx, key, value) })
 	}
-	op := func(ctx context.Context, n Node) (bool, error) { return c.releaseNode(ctx, n, key, value) }
-	out := make([]reply, len(c.nodes))
-	nctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
+	r := &releaseRun{c: c, key: key, value: value, out: make([]reply, len(c.nodes))}
+	var cancel context.CancelFunc
+	r.nctx, cancel = context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
 	defer cancel()
-	var ok atomic.Int32
-	var wg sync.WaitGroup
-	wg.Add(len(c.nodes))
+	r.wg.Add(len(c.nodes))
 	for i := range c.nodes {
-		go func() {
-			defer wg.Done()
-			out[i] = c.callIn(nctx, i, op)
-			if out[i].ok && ok.Add(1) == int32(c.quorum) {
-				c.hand.ownRelease(key, value)
-			}
-		}()
+		go r.node(i)
 	}
-	wg.Wait()
-	if int(ok.Load()) < c.quorum {
+	r.wg.Wait()
+	if int(r.ok.Load()) < c.quorum {
 		c.hand.ownRelease(key, value) // expired or lost: the key may be free
 	}
-	return out
+	return r.out
 }
 
 // WithHandoff turns the hand-off without polling on or off (R10, R14): when
@@ -436,4 +428,28 @@ func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
 // jitter), keeping the timed random retry as a fallback. Default on.
 func WithHandoff(on bool) Option {
 	return clientOption(func(o *clientOptions) { o.noHandoff = !on })
+}
+
+// releaseRun is the state that releaseAll shares with the goroutines of its
+// nodes, in one allocation.
+type releaseRun struct {
+	c          *Client
+	nctx       context.Context // the node timeout (R8.2), shared (callIn)
+	key, value string
+	out        []reply
+	ok         atomic.Int32 // nodes that released
+	wg         sync.WaitGroup
+}
+
+// node releases on node i, announcing the release (releaseNode), and wakes
+// this client's next waiter for the key once a quorum released.
+func (r *releaseRun) node(i int) {
+	defer r.wg.Done()
+	c := r.c
+	start := time.Now()
+	ok, err := c.releaseNode(r.nctx, c.nodes[i], r.key, r.value)
+	r.out[i] = reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(start)}
+	if r.out[i].ok && r.ok.Add(1) == int32(c.quorum) {
+		c.hand.ownRelease(r.key, r.value)
+	}
 }
