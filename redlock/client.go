@@ -252,19 +252,6 @@ func (c *Client) retryDelay(o lockOptions) time.Duration {
 	return d
 }
 
-// timedDelay is the timed retry delay after an attempt that took elapsed:
-// the random delay of R10, or, when the attempt took longer than that (a
-// slow or frozen node kept it undecided), a random delay between elapsed and
-// twice elapsed. R14: a retrying client waits longer than an acquisition
-// takes, or contenders whose attempts overlap keep splitting the votes.
-func (c *Client) timedDelay(o lockOptions, elapsed time.Duration) time.Duration {
-	d := c.retryDelay(o)
-	if d >= elapsed {
-		return d
-	}
-	return elapsed + c.jitter(elapsed)
-}
-
 // reply is one node's answer in a fan-out.
 type reply struct {
 	i       int

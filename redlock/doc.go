@@ -16,8 +16,7 @@
 // A failed attempt releases on every node, including those that answer after
 // the decision (R8.5, R11); a failed final attempt (TryLock) also waits for
 // those, so that its error reports every node and leaves no key behind. Lock
-// retries after a random delay (R10), and after an attempt that took longer
-// than that delay, waits between its duration and twice it (R14).
+// retries after a random delay (R10).
 //
 // When the nodes support it (HandoffNode, as redlock/rueidis does), Unlock
 // announces the release and the client's waiters for that resource retry at

@@ -331,7 +331,7 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 		}
 	}
 	if promoted == nil {
-		t = time.NewTimer(c.timedDelay(o, elapsed))
+		t = time.NewTimer(c.retryDelay(o))
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -344,7 +344,7 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 			return nil
 		case <-promoted: // now at the front: run the timed retry
 			promoted = nil
-			t = time.NewTimer(c.timedDelay(o, elapsed))
+			t = time.NewTimer(c.retryDelay(o))
 			defer t.Stop()
 			timeout = t.C
 		case remote = <-wake:
@@ -412,9 +412,10 @@ func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
 	r.nctx, cancel = context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
 	defer cancel()
 	r.wg.Add(len(c.nodes))
-	for i := range c.nodes {
+	for i := 1; i < len(c.nodes); i++ {
 		go r.node(i)
 	}
+	r.node(0) // Unlock waits for every node anyway: one goroutine fewer
 	r.wg.Wait()
 	if int(r.ok.Load()) < c.quorum {
 		c.hand.ownRelease(key, value) // expired or lost: the key may be free
