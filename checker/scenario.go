@@ -266,9 +266,7 @@ func runLyingNode(ctx context.Context, e *env) error {
 	}
 	a.write(g)
 	e.log("A holds the lock on %s (quorum %d), %s among them lied", names(m), a.client.Quorum(), nodeName(liarAt))
-	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
+	gb, err := e.acquireR(ctx, b)
 	if err == nil {
 		b.write(gb)
 		a.writeIfValid(g)
@@ -299,9 +297,7 @@ func runClockJump(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
+	gb, err := e.acquireR(ctx, b)
 	if err == nil {
 		b.write(gb)
 		a.writeIfValid(g)
@@ -311,22 +307,26 @@ func runClockJump(ctx context.Context, e *env) error {
 	return nil
 }
 
+// acquireR acquires resource "r" for c, retrying for up to three ttls
+// (each attempt one grant of its own, 20ms apart).
+func (e *env) acquireR(ctx context.Context, c *actor) (*grant, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
+	defer cancel()
+	return c.acquireEach(ctx, "r", e.cfg.TTL, 20*time.Millisecond)
+}
+
 // runClientPause: the holder pauses past its validity, then writes (R18).
 func runClientPause(ctx context.Context, e *env) error {
 	a, b, err := e.twoClients()
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	g, err := a.acquireEach(actx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
+	g, err := e.acquireR(ctx, a)
 	if err != nil {
 		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
 	end := e.rec.fault("pause-client", "A", "A stops between its acquisition and its write, until B has acquired and written")
-	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
+	gb, err := e.acquireR(ctx, b)
 	if err != nil {
 		end()
 		return fmt.Errorf("checker: B could not acquire after A's validity: %w", err)
@@ -349,9 +349,7 @@ func runWriteDelay(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	g, err := a.acquireEach(actx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
+	g, err := e.acquireR(ctx, a)
 	if err != nil {
 		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
@@ -362,9 +360,7 @@ func runWriteDelay(ctx context.Context, e *env) error {
 		defer close(written)
 		a.writeDelayed(ctx, g, deliver)
 	}()
-	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
+	gb, err := e.acquireR(ctx, b)
 	if err == nil {
 		b.write(gb)
 	}
@@ -385,9 +381,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 	if err != nil {
 		return err
 	}
-	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
-	g, err := a.acquireEach(actx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
+	g, err := e.acquireR(ctx, a)
 	if err != nil {
 		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
