@@ -41,40 +41,7 @@ func benchLockUnlock(b *testing.B, cl *redlocktest.Cluster, opts []rueidis.Optio
 		b.Fatal(err)
 	}
 	defer c.Close()
-	ctx := b.Context()
-	b.Run("Sequential", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			l, err := c.TryLock(ctx, "seq")
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := l.Unlock(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	for _, par := range []int{8, 32, 128} {
-		b.Run("Parallel"+strconv.Itoa(par), func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetParallelism(par)
-			var ids atomic.Int64
-			b.RunParallel(func(pb *testing.PB) {
-				key := "par-" + strconv.FormatInt(ids.Add(1), 10)
-				for pb.Next() {
-					l, err := c.TryLock(ctx, key)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if err := l.Unlock(ctx); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
-		})
-	}
+	redlocktest.BenchLockUnlock(b, c, 8, 32, 128)
 }
 
 // BenchmarkNode measures one node's operations alone (R3, R5).
