@@ -12,8 +12,9 @@ var (
 	// ErrNotAcquired is returned (wrapped in an *AcquireError) by every
 	// failed acquisition: Lock, TryLock.
 	ErrNotAcquired = errors.New("redlock: lock not acquired")
-	// ErrNoQuorum marks a failed acquisition in which fewer nodes answered
-	// than a quorum needs: the nodes are unreachable, not merely busy.
+	// ErrNoQuorum marks a failed acquisition in which so many nodes failed or
+	// timed out that the rest are fewer than a quorum: the nodes are
+	// unreachable, not merely held by another client.
 	// Errors that satisfy it also satisfy ErrNotAcquired.
 	ErrNoQuorum = errors.New("redlock: nodes unreachable, no quorum possible")
 	// ErrNotHeld is returned by Unlock and Extend for a lock that is no
@@ -54,8 +55,9 @@ func invalidf(format string, args ...any) error {
 
 // AcquireError describes a failed acquisition. errors.Is(err,
 // ErrNotAcquired) holds for every AcquireError; errors.Is(err, ErrNoQuorum)
-// when too few nodes answered; errors.Is(err, context.Canceled) or
-// context.DeadlineExceeded when the context is why it stopped.
+// when failed or timed-out nodes left fewer than a quorum; errors.Is(err,
+// context.Canceled) or context.DeadlineExceeded when the context is why it
+// stopped; errors.Is(err, ErrClosed) when the client was closed.
 type AcquireError struct {
 	// Resource is the resource that was not acquired.
 	Resource string
