@@ -68,15 +68,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.frozenN, "frozen", 40, "acquisitions timed with one node frozen (and as many healthy)")
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
-	multiplex := fs.Int("multiplex", 0, "dlm (rueidis): connections per node, 2^n (0: rueidis's default)")
-	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each connection's pipeline (-1: the adapter's default)")
+	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each node's connection (-1: the adapter's default, 0)")
 	nodeTO := fs.Duration("node-timeout", 0, "dlm: per-node timeout (0: redlock.DefaultNodeTimeout; go-redsync's is 400ms with its defaults)")
 	only := fs.String("only", "tp,seq,frozen,cont", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
-	}
-	if *multiplex != 0 {
-		c.tune = append(c.tune, rueidis.WithPipelineMultiplex(*multiplex))
 	}
 	if *flush >= 0 {
 		c.tune = append(c.tune, rueidis.WithMaxFlushDelay(*flush))

@@ -16,6 +16,7 @@ import (
 // concurrent use; create one per process and share it.
 type Client struct {
 	nodes  []Node
+	async  []AsyncNode // the nodes, when every one is an AsyncNode (async.go)
 	names  []string
 	opts   clientOptions
 	quorum int
@@ -86,6 +87,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		nodes:  append([]Node(nil), nodes...),
+		async:  asyncNodes(nodes),
 		names:  names,
 		opts:   o,
 		quorum: quorum,
@@ -266,6 +268,7 @@ func (c *Client) retryDelay(o lockOptions) time.Duration {
 // reply is one node's answer in a fan-out.
 type reply struct {
 	i       int
+	none    bool // no answer (NoReply): the fan-out returned before it
 	ok      bool
 	err     error
 	latency time.Duration
@@ -293,6 +296,8 @@ func (c *Client) callIn(nctx context.Context, i int, op func(context.Context, No
 // outcome classifies an acquire reply.
 func (r reply) outcome() Outcome {
 	switch {
+	case r.none:
+		return NoReply
 	case r.err != nil && isTimeout(r.err):
 		return TimedOut
 	case r.err != nil:
@@ -333,14 +338,14 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		key:     key,
 		value:   value,
 		ttl:     o.ttl,
+		final:   final,
 		replies: make(chan reply, n),
-		verdict: make(chan struct{}),
 	}
-	a.early, a.results = a.earlyBuf[:0], a.resultsBuf[:0]
+	a.early, a.seen, a.results = a.earlyBuf[:0], a.seenBuf[:0], a.resultsBuf[:0]
 	if n > len(a.earlyBuf) {
-		a.early, a.results = make([]bool, 0, n), make([]NodeResult, 0, n)
+		a.early, a.seen, a.results = make([]bool, 0, n), make([]bool, 0, n), make([]NodeResult, 0, n)
 	}
-	a.early, a.results = a.early[:n], a.results[:n]
+	a.early, a.seen, a.results = a.early[:n], a.seen[:n], a.results[:n]
 	a.inflight.Add(n)
 	a.pending.Store(int32(n))
 	if c.opts.fencing {
@@ -348,29 +353,62 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		a.fences = make([]uint64, n) // phase 1 of fencing reads each node's fence (fencing.go)
 	}
 	a.nctx, a.cancel = context.WithTimeout(ctx, c.opts.nodeTimeout)
-	replies, early, fences := a.replies, a.early, a.fences
-
-	t1 := time.Now() // R8.1: before the first request
-	for i := range c.nodes {
-		go a.node(i)
-	}
-
+	replies, seen, fences := a.replies, a.seen, a.fences
 	results := a.results
 	for i := range results {
 		results[i] = NodeResult{Node: c.names[i], Outcome: NoReply}
 	}
-	yes, no, got := 0, 0, 0
-	var t2 time.Time
-	state := undecided
-	for state == undecided {
-		r := <-replies
-		got++
-		early[r.i] = true
+
+	t1 := time.Now() // R8.1: before the first request
+	a.t1 = t1
+	if c.async != nil && fences == nil {
+		req := Request{Op: OpAcquire, Key: key, Value: value, TTL: o.ttl}
+		for i, an := range c.async {
+			an.Start(a.nctx, req, a, i)
+		}
+	} else {
+		for i := range c.nodes {
+			go a.node(i)
+		}
+	}
+
+	yes, no := 0, 0
+	count := func(r reply) {
+		seen[r.i] = true
 		results[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
 		if r.ok {
 			yes++
 		} else {
 			no++
+		}
+	}
+	expired := a.nctx.Done()
+	var t2 time.Time
+	state := undecided
+	for state == undecided {
+		select {
+		case r := <-replies:
+			count(r)
+		case <-expired:
+			// R8.2: the node timeout has passed (or ctx ended). Every
+			// answer given so far is in replies; the nodes that have not
+			// answered count as timed out, and their answers, when they
+			// come, are handled as late ones.
+			expired = nil
+			for drained := false; !drained; {
+				select {
+				case r := <-replies:
+					count(r)
+				default:
+					drained = true
+				}
+			}
+			err := a.nctx.Err()
+			for i := range seen {
+				if !seen[i] {
+					count(reply{i: i, err: err, latency: time.Since(t1)})
+				}
+			}
 		}
 		state = decide(n, c.quorum, yes, no)
 		t2 = time.Now()
@@ -384,7 +422,7 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		v = validity(o.ttl, t2.Sub(t1), d)
 	}
 	if state == reached && v > 0 && !fz.failed {
-		close(a.verdict)
+		a.verdict(false)
 		l := &Lock{
 			client:   c,
 			resource: resource,
@@ -403,16 +441,9 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		return l, nil
 	}
 	// R8.5, R11: the attempt failed; give back every key at once.
-	a.failed = true
-	a.releases.Add(got)
-	a.late.Add(n - got)
-	close(a.verdict)
+	a.verdict(true)
 	if final {
-		for ; got < n; got++ {
-			r := <-replies
-			results[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
-		}
-		a.late.Wait()
+		a.late.Wait() // every node answered, and released
 	}
 	a.releases.Wait()
 	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: results, Fence: fz.nodes, Cause: fz.err}
@@ -425,8 +456,9 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 	return nil, e
 }
 
-// attemptRun is the state that one attempt shares with the goroutines of
-// its nodes, in one allocation instead of one per shared variable.
+// attemptRun is the state that one attempt shares with the answers of its
+// nodes (goroutines, or an AsyncNode's Receive), in one allocation instead
+// of one per shared variable.
 type attemptRun struct {
 	c          *Client
 	ctx        context.Context    // the caller's
@@ -436,27 +468,32 @@ type attemptRun struct {
 	key, value string
 	fenceKey   string
 	ttl        time.Duration
-	fences     []uint64 // fencing: each node's fence, read in phase 1 (fencing.go)
+	t1         time.Time // R8.1
+	final      bool      // a failed attempt waits for every node (attempt)
+	fences     []uint64  // fencing: each node's fence, read in phase 1 (fencing.go)
 	replies    chan reply
-	verdict    chan struct{}  // closed at the decision
-	failed     bool           // written before close(verdict)
-	early      []bool         // nodes that answered before the verdict
+	seen       []bool         // nodes counted in the decision (attempt's own)
 	results    []NodeResult   // each node's outcome, for errors and observers
 	releases   sync.WaitGroup // releases on the nodes that answered before the verdict
 	late       sync.WaitGroup // releases on the others
 	inflight   sync.WaitGroup // acquires in flight (Lock.inflight)
 
-	// Backing arrays of early and results for up to 7 nodes, so that an
-	// attempt over a usual deployment is one allocation fewer for each.
+	mu      sync.Mutex
+	decided bool   // the verdict is given
+	failed  bool   // the verdict: the attempt failed
+	early   []bool // nodes that answered before the verdict
+
+	// Backing arrays of early, seen and results for up to 7 nodes, so that
+	// an attempt over a usual deployment is fewer allocations.
 	earlyBuf   [7]bool
+	seenBuf    [7]bool
 	resultsBuf [7]NodeResult
 }
 
-// node is node i's part of the attempt: acquire, report, and after a failed
-// decision release (R8.5).
+// node is node i's part of the attempt over a blocking Node: acquire, then
+// answer.
 func (a *attemptRun) node(i int) {
 	c := a.c
-	defer c.bg.Done()
 	var r reply
 	if a.fences != nil {
 		r = c.callIn(a.nctx, i, c.fencedAcquire(a.key, a.fenceKey, a.value, a.ttl, &a.fences[i]))
@@ -465,24 +502,92 @@ func (a *attemptRun) node(i int) {
 		ok, err := c.nodes[i].Acquire(a.nctx, a.key, a.value, a.ttl)
 		r = reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(start)}
 	}
+	a.answer(r, true)
+}
+
+// Receive is an AsyncNode's answer to node tag's acquire (AsyncNode.Start).
+func (a *attemptRun) Receive(tag int, ok bool, err error) {
+	a.answer(reply{i: tag, ok: ok && err == nil, err: err, latency: time.Since(a.t1)}, false)
+}
+
+// answer takes node r.i's answer. Before the verdict it goes to the
+// decision; after a failed verdict it is released at once (R8.5), inline
+// when mayBlock, else on a goroutine. Each node's share of c.bg passes from
+// its acquire to its release.
+func (a *attemptRun) answer(r reply, mayBlock bool) {
+	c := a.c
+	a.inflight.Done()
+	a.mu.Lock()
+	decided, failed := a.decided, a.failed
+	if !decided {
+		a.early[r.i] = true
+		a.replies <- r // buffered for every node: never blocks
+	} else if failed && a.final {
+		// The attempt waits (late.Wait) to report every node.
+		a.results[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
+	}
+	a.mu.Unlock()
 	if a.pending.Add(-1) == 0 {
 		a.cancel()
 	}
-	a.inflight.Done()
-	a.replies <- r
-	<-a.verdict
-	if !a.failed {
-		return
+	switch {
+	case !decided:
+	case !failed:
+		c.bg.Done()
+	case mayBlock:
+		a.releaseNode(r.i, &a.late)
+	default:
+		go a.releaseNode(r.i, &a.late)
 	}
-	// R8.5: release on every node, even one we believe we did not lock;
-	// detached from ctx so that a cancelled caller still gives back what it
-	// set.
-	c.call(context.WithoutCancel(a.ctx), i, a.release)
-	if a.early[i] {
-		a.releases.Done()
-	} else {
-		a.late.Done()
+}
+
+// verdict records the decision and settles the nodes that answered before
+// it: when the attempt failed, each is released (R8.5) on its own
+// goroutine; the others are released as they answer (answer). It counts the
+// releases in a.releases and a.late.
+func (a *attemptRun) verdict(failed bool) {
+	c := a.c
+	a.mu.Lock()
+	a.decided, a.failed = true, failed
+	early := 0
+	for _, e := range a.early {
+		if e {
+			early++
+		}
 	}
+	// Answers that came in after the decision loop stopped reading.
+	for drained := false; !drained; {
+		select {
+		case r := <-a.replies:
+			a.results[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
+		default:
+			drained = true
+		}
+	}
+	if failed {
+		a.releases.Add(early)
+		a.late.Add(len(a.early) - early)
+	}
+	a.mu.Unlock()
+	for i, e := range a.early {
+		switch {
+		case !e:
+		case failed:
+			go a.releaseNode(i, &a.releases)
+		default:
+			c.bg.Done()
+		}
+	}
+}
+
+// releaseNode releases the attempt's key on node i (R8.5): on every node,
+// even one we believe we did not lock, detached from ctx so that a
+// cancelled caller still gives back what it set. It ends node i's share of
+// c.bg and one count of wg.
+func (a *attemptRun) releaseNode(i int, wg *sync.WaitGroup) {
+	a.c.call(context.WithoutCancel(a.ctx), i, a.release)
+	wg.Done()
+	a.c.bg.Done()
 }
 
 // release is the compare-and-delete of the attempt's value (R5).

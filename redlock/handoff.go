@@ -390,37 +390,39 @@ func (c *Client) leaveHandoff(key string, w *waiter) {
 	}
 }
 
-// releaseNode releases key on node n for Unlock (R5, R12), announcing the
-// release where the node can (hand-off, R14).
-func (c *Client) releaseNode(ctx context.Context, n Node, key, value string) (bool, error) {
-	if hn, ok := n.(HandoffNode); ok && c.hand != nil {
-		return hn.ReleaseAnnounce(ctx, key, value)
-	}
-	return n.Release(ctx, key, value)
-}
-
 // releaseAll is Unlock's release on every node (R5, R12): announced where
-// the nodes can, and, with hand-off, waking this client's next waiter for
-// key as soon as a quorum released (no round trip through the nodes, and no
-// wait for the slowest node). It returns every node's reply.
+// the nodes can (hand-off, R14), waking this client's next waiter for the
+// key once a quorum released.
 func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
 	if c.hand == nil {
-		return c.fanout(ctx, func(ctx context.Context, n Node) (bool, error) { return n.Release(ctx, key, value) })
+		return c.fanout(ctx, Request{Op: OpRelease, Key: key, Value: value})
 	}
-	r := &releaseRun{c: c, key: key, value: value, out: make([]reply, len(c.nodes))}
-	var cancel context.CancelFunc
-	r.nctx, cancel = context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
-	defer cancel()
-	r.wg.Add(len(c.nodes))
-	for i := 1; i < len(c.nodes); i++ {
-		go r.node(i)
+	var out []reply
+	if c.async != nil {
+		out = c.fanoutAsync(ctx, Request{Op: OpReleaseAnnounce, Key: key, Value: value})
+	} else {
+		r := &releaseRun{c: c, key: key, value: value, out: make([]reply, len(c.nodes))}
+		var cancel context.CancelFunc
+		r.nctx, cancel = context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
+		defer cancel()
+		r.wg.Add(len(c.nodes))
+		for i := 1; i < len(c.nodes); i++ {
+			go r.node(i)
+		}
+		r.node(0) // Unlock waits for every node anyway: one goroutine fewer
+		r.wg.Wait()
+		out = r.out
 	}
-	r.node(0) // Unlock waits for every node anyway: one goroutine fewer
-	r.wg.Wait()
-	if int(r.ok.Load()) < c.quorum {
+	released := 0
+	for _, r := range out {
+		if r.ok {
+			released++
+		}
+	}
+	if released < c.quorum {
 		c.hand.ownRelease(key, value) // expired or lost: the key may be free
 	}
-	return r.out
+	return out
 }
 
 // WithHandoff turns the hand-off without polling on or off (R10, R14): when
@@ -442,13 +444,13 @@ type releaseRun struct {
 	wg         sync.WaitGroup
 }
 
-// node releases on node i, announcing the release (releaseNode), and wakes
+// node releases on node i, announcing the release (do), and wakes
 // this client's next waiter for the key once a quorum released.
 func (r *releaseRun) node(i int) {
 	defer r.wg.Done()
 	c := r.c
 	start := time.Now()
-	ok, err := c.releaseNode(r.nctx, c.nodes[i], r.key, r.value)
+	ok, err := do(r.nctx, c.nodes[i], Request{Op: OpReleaseAnnounce, Key: r.key, Value: r.value})
 	r.out[i] = reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(start)}
 	if r.out[i].ok && r.ok.Add(1) == int32(c.quorum) {
 		c.hand.ownRelease(r.key, r.value)

@@ -72,12 +72,17 @@ func (l *Lock) Validity() time.Duration {
 	return max(0, time.Until(l.until))
 }
 
-// fanout sends op to every node at once (R15) and returns each reply, in node
-// order, once every node has answered or timed out.
-func (c *Client) fanout(ctx context.Context, op func(context.Context, Node) (bool, error)) []reply {
+// fanout sends req to every node at once (R15) and returns each reply, in
+// node order, once every node has answered or timed out: without a goroutine
+// per node when the nodes are AsyncNodes (async.go).
+func (c *Client) fanout(ctx context.Context, req Request) []reply {
+	if c.async != nil {
+		return c.fanoutAsync(ctx, req)
+	}
 	out := make([]reply, len(c.nodes))
 	nctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
 	defer cancel()
+	op := func(ctx context.Context, n Node) (bool, error) { return do(ctx, n, req) }
 	var wg sync.WaitGroup
 	wg.Add(len(c.nodes))
 	for i := range c.nodes {
@@ -88,6 +93,24 @@ func (c *Client) fanout(ctx context.Context, op func(context.Context, Node) (boo
 	}
 	wg.Wait()
 	return out
+}
+
+// do runs req on n by its blocking method.
+func do(ctx context.Context, n Node, req Request) (bool, error) {
+	switch req.Op {
+	case OpAcquire:
+		return n.Acquire(ctx, req.Key, req.Value, req.TTL)
+	case OpReleaseAnnounce:
+		if hn, ok := n.(HandoffNode); ok {
+			return hn.ReleaseAnnounce(ctx, req.Key, req.Value)
+		}
+		return n.Release(ctx, req.Key, req.Value)
+	case OpRelease:
+		return n.Release(ctx, req.Key, req.Value)
+	case OpExtend:
+		return n.Extend(ctx, req.Key, req.Value, req.TTL)
+	}
+	return false, invalidf("unknown node operation %v", req.Op)
 }
 
 // Unlock releases the lock on every node, whether or not the client believes
@@ -108,8 +131,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	first := l.finish(ErrUnlocked) // Done closes at once (life.go)
 	l.stopExtending()
 	// A node that had not answered the acquisition yet may still set the
-	// key: wait for those requests (bounded by the node timeout) first.
-	l.inflight.Wait()
+	// key: wait for those requests (bounded by the node timeout) first,
+	// unless the nodes keep each node's requests in order (AsyncNode), so
+	// that the release reaches a node after the acquisition.
+	if l.client.async == nil {
+		l.inflight.Wait()
+	}
 	replies := l.client.releaseAll(ctx, l.key, l.value) // and hand-off (handoff.go)
 	released := 0
 	var errs []error
@@ -177,9 +204,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return ErrMaxExtensions
 	}
 	c := l.client
-	replies := c.fanout(ctx, func(ctx context.Context, n Node) (bool, error) {
-		return n.Extend(ctx, l.key, l.value, l.ttl)
-	})
+	replies := c.fanout(ctx, Request{Op: OpExtend, Key: l.key, Value: l.value, TTL: l.ttl})
 	*out = replies
 	t2 := time.Now()
 	extended, notHeld := 0, 0

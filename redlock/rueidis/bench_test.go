@@ -13,22 +13,18 @@ import (
 
 // BenchmarkLockUnlock measures acquire+release pairs of a client over 5
 // local redis-server nodes, from one goroutine and from many on distinct
-// keys, with the defaults (one connection per node, flush delay
-// DefaultMaxFlushDelay), a shorter delay, none, and two connections per
-// node:
+// keys, with the defaults (batches, no flush delay) and with a flush delay
+// of 100µs:
 //
-//	go test -run '^$' -bench . -benchmem ./redlock/rueidis/
+//	go test -run '^$' -bench LockUnlock -benchmem ./redlock/rueidis/
 func BenchmarkLockUnlock(b *testing.B) {
 	cl := redlocktest.Start(b, 5)
 	tunings := []struct {
 		name string
 		opts []rueidis.Option
 	}{
-		{"flush100us", nil}, // the default
-		{"flush20us", []rueidis.Option{rueidis.WithMaxFlushDelay(20 * time.Microsecond)}},
-		{"noflush", []rueidis.Option{rueidis.WithMaxFlushDelay(0)}},
-		{"flush100us-2conns", []rueidis.Option{rueidis.WithPipelineMultiplex(1)}},
-		{"noflush-2conns", []rueidis.Option{rueidis.WithMaxFlushDelay(0), rueidis.WithPipelineMultiplex(1)}},
+		{"default", nil},
+		{"flush100us", []rueidis.Option{rueidis.WithMaxFlushDelay(100 * time.Microsecond)}},
 	}
 	for _, tu := range tunings {
 		b.Run(tu.name, func(b *testing.B) { benchLockUnlock(b, cl, tu.opts) })

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +46,9 @@ type Node struct {
 	publish script
 
 	acquireFenced, raiseFence script // fencing.go
+
+	batch   batcher   // batch.go
+	waiters sync.Pool // of *waiter, for the blocking methods (batch.go)
 }
 
 var (
@@ -78,55 +80,26 @@ func (n *Node) String() string { return n.name }
 // Client returns the underlying rueidis client.
 func (n *Node) Client() rueidis.Client { return n.client }
 
-// Acquire runs SET key value NX PX ttl (R3).
+// Acquire runs SET key value NX PX ttl (R3), in the node's next batch.
 func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	c := n.client
-	err := c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttl.Milliseconds()).Build()).Error()
-	switch {
-	case err == nil:
-		return true, nil
-	case rueidis.IsRedisNil(err):
-		return false, nil
-	}
-	return false, err
+	return n.do(ctx, redlock.Request{Op: redlock.OpAcquire, Key: key, Value: value, TTL: ttl})
 }
 
-// Release deletes key if it holds value (R5).
+// Release deletes key if it holds value (R5), in the node's next batch.
 func (n *Node) Release(ctx context.Context, key, value string) (bool, error) {
-	return n.eval(ctx, n.release, key, value, "")
+	return n.do(ctx, redlock.Request{Op: redlock.OpRelease, Key: key, Value: value})
 }
 
-// Extend resets key's expiry to ttl if it holds value (R17).
+// Extend resets key's expiry to ttl if it holds value (R17), in the node's
+// next batch.
 func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.eval(ctx, n.extend, key, value, strconv.FormatInt(ttl.Milliseconds(), 10))
+	return n.do(ctx, redlock.Request{Op: redlock.OpExtend, Key: key, Value: value, TTL: ttl})
 }
 
 // ReleaseAnnounce deletes key if it holds value (R5) and then publishes value
-// on ChannelPrefix+key, in one script.
+// on ChannelPrefix+key, in one script, in the node's next batch.
 func (n *Node) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
-	return n.eval(ctx, n.publish, key, value, ChannelPrefix+key)
-}
-
-// eval runs s with one key and one or two arguments by EVALSHA, and by EVAL
-// when the node does not have the script (NOSCRIPT: a restart, SCRIPT
-// FLUSH). It reports whether the script returned 1.
-func (n *Node) eval(ctx context.Context, s script, key, arg1, arg2 string) (bool, error) {
-	c := n.client
-	var r rueidis.RedisResult
-	if arg2 == "" {
-		r = c.Do(ctx, c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(key).Arg(arg1).Build())
-	} else {
-		r = c.Do(ctx, c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(key).Arg(arg1, arg2).Build())
-	}
-	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
-		if arg2 == "" {
-			r = c.Do(ctx, c.B().Eval().Script(s.src).Numkeys(1).Key(key).Arg(arg1).Build())
-		} else {
-			r = c.Do(ctx, c.B().Eval().Script(s.src).Numkeys(1).Key(key).Arg(arg1, arg2).Build())
-		}
-	}
-	v, err := r.AsInt64()
-	return v == 1 && err == nil, err
+	return n.do(ctx, redlock.Request{Op: redlock.OpReleaseAnnounce, Key: key, Value: value})
 }
 
 // Close closes the client if this node created it (Dial); a client given to
@@ -235,35 +208,21 @@ func (w *watch) Close() error {
 // Option tunes the rueidis client that NewClient and Dial build.
 type Option func(*rueidis.ClientOption)
 
-// WithPipelineMultiplex sets how many connections (2^n) each node's
-// commands are pipelined over; 0 is rueidis's choice for GOMAXPROCS. Default
-// -1: one connection per node, so that a node executes this client's
-// commands in the order they were issued, and a release never overtakes the
-// acquisition it undoes when that acquisition timed out on the client but
-// still reaches the node (no key is left behind, R8.5, R11).
-func WithPipelineMultiplex(n int) Option {
-	return func(o *rueidis.ClientOption) { o.PipelineMultiplex = n }
-}
-
-// DefaultMaxFlushDelay is the default of WithMaxFlushDelay. Measured with
-// BenchmarkLockUnlock on 5 local nodes, it cut the wall time per pair by a
-// quarter to a third at 64 and 256 goroutines, by halving the write system
-// calls, and did not slow a single goroutine.
-const DefaultMaxFlushDelay = 100 * time.Microsecond
-
-// WithMaxFlushDelay lets each connection wait up to d after a write to
-// gather more commands into the next one (fewer system calls, for the
-// client and for Redis, at the price of up to d of latency under load).
-// Default DefaultMaxFlushDelay; 0 writes at once.
+// WithMaxFlushDelay lets the connection wait up to d after a write to
+// gather more commands into the next one. Default 0: the node's batches
+// (batch.go) already gather the requests of concurrent lock operations into
+// one write each, and a delay only adds latency to them (measured with
+// BenchmarkLockUnlock); it can still help a client that issues many fenced
+// acquisitions, which are not batched.
 func WithMaxFlushDelay(d time.Duration) Option {
 	return func(o *rueidis.ClientOption) { o.MaxFlushDelay = d }
 }
 
 // NewClient returns a rueidis client for one parsed node URL, configured for
-// Redlock: auto-pipelining (R15) of every command, over one connection with
-// a flush delay of DefaultMaxFlushDelay, so that a request that times out
-// never closes the connection under the requests behind it; no client-side
-// cache, no command retries, context deadlines honoured. It
+// Redlock: every command pipelined (R15) over one connection, so that the
+// node executes them in the order they were sent and a request that times
+// out never closes the connection under the requests behind it; no
+// client-side cache, no command retries, context deadlines honoured. It
 // returns a client even when the node cannot be reached now (with the
 // error): the client connects on use.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
@@ -277,7 +236,6 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 		ForceSingleClient: true,
 		Dialer:            net.Dialer{Timeout: time.Second, KeepAlive: time.Minute},
 		ConnWriteTimeout:  10 * time.Second,
-		MaxFlushDelay:     DefaultMaxFlushDelay,
 		PipelineMultiplex: -1, // one ordered connection per node
 		// Always through the pipeline: a lone command with a deadline
 		// would otherwise be written synchronously, and its timeout would
@@ -309,7 +267,7 @@ func Dial(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
 }
 
 // DialTuned is Dial with options for the rueidis clients of the nodes
-// (WithPipelineMultiplex, WithMaxFlushDelay).
+// (WithMaxFlushDelay).
 func DialTuned(urls []string, nodeOpts []Option, opts ...redlock.Option) (*redlock.Client, error) {
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {

@@ -1,0 +1,193 @@
+package redlock
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// AsyncNode is an optional capability of a Node (found by type assertion,
+// like io.Closer): operations that start without blocking and report their
+// answer to a Receiver. When every node of a client has it, the client's
+// fan-outs (R15) run without a goroutine per node, and the adapter is free to
+// gather the requests of many concurrent lock operations into one round trip
+// per node (redlock/rueidis does). Fenced acquisitions (FencingNode) still
+// use the blocking methods.
+type AsyncNode interface {
+	Node
+	// Start begins req on the node and returns without waiting for the
+	// node. Requests started on one node must reach it in the order Start
+	// was called: a release then never overtakes the acquisition it
+	// undoes, which is why Unlock need not wait for the acquisitions still
+	// in flight. It calls to.Receive(tag, ok, err) exactly once, from any
+	// goroutine (possibly before Start returns), with what the blocking
+	// method of req.Op would have returned. Start should answer by ctx's
+	// deadline, and answer at once when ctx is already done; the client
+	// bounds its own waits with the node timeout all the same (R8.2).
+	Start(ctx context.Context, req Request, to Receiver, tag int)
+}
+
+// Op names the operation of a Request.
+type Op uint8
+
+// The operations of an AsyncNode.
+const (
+	// OpAcquire is Node.Acquire (R3).
+	OpAcquire Op = iota + 1
+	// OpRelease is Node.Release (R5).
+	OpRelease
+	// OpReleaseAnnounce is HandoffNode.ReleaseAnnounce (R5, R14); a node
+	// that is not a HandoffNode answers it as OpRelease.
+	OpReleaseAnnounce
+	// OpExtend is Node.Extend (R17).
+	OpExtend
+)
+
+// String returns the operation's name.
+func (op Op) String() string {
+	switch op {
+	case OpAcquire:
+		return "acquire"
+	case OpRelease:
+		return "release"
+	case OpReleaseAnnounce:
+		return "release-announce"
+	case OpExtend:
+		return "extend"
+	}
+	return "Op(" + strconv.Itoa(int(op)) + ")"
+}
+
+// Request is one operation for an AsyncNode.
+type Request struct {
+	// Op is the operation.
+	Op Op
+	// Key is the lock key and Value the lock's random value (R4).
+	Key, Value string
+	// TTL is the expiry that OpAcquire and OpExtend set.
+	TTL time.Duration
+}
+
+// Receiver receives the answers of AsyncNode operations. Receive must not
+// block: it runs on the adapter's goroutines.
+type Receiver interface {
+	// Receive reports the answer to the request started with tag: ok and
+	// err as the blocking method returns them.
+	Receive(tag int, ok bool, err error)
+}
+
+// asyncNodes returns nodes as AsyncNodes when every one of them is one, else
+// nil: a client fans out asynchronously only when it can for every node.
+func asyncNodes(nodes []Node) []AsyncNode {
+	out := make([]AsyncNode, len(nodes))
+	for i, n := range nodes {
+		an, ok := n.(AsyncNode)
+		if !ok {
+			return nil
+		}
+		out[i] = an
+	}
+	return out
+}
+
+// fanRun is one fan-out over asynchronous nodes (Unlock's release, Extend).
+// Its caller returns as soon as a quorum of nodes succeeded, or once every
+// node answered; the requests still out run on, counted in c.bg.
+type fanRun struct {
+	c      *Client
+	start  time.Time
+	req    Request
+	cancel context.CancelFunc // of the requests' context, at the last answer
+	wake   sync.WaitGroup     // done when the caller may return
+
+	mu       sync.Mutex
+	out      []reply
+	answered int
+	oks      int
+	woken    bool
+	returned bool // the caller took a copy of out and returned
+	buf      [7]reply
+}
+
+// Receive records node tag's answer.
+func (f *fanRun) Receive(tag int, ok bool, err error) {
+	c := f.c
+	r := reply{i: tag, ok: ok && err == nil, err: err, latency: time.Since(f.start)}
+	n := len(c.async)
+	f.mu.Lock()
+	if !f.returned {
+		f.out[tag] = r
+	}
+	f.answered++
+	if r.ok {
+		f.oks++
+	}
+	wake := !f.woken && (f.answered == n || f.oks >= c.quorum)
+	f.woken = f.woken || wake
+	announce := f.req.Op == OpReleaseAnnounce && r.ok && f.oks == c.quorum
+	last := f.answered == n
+	f.mu.Unlock()
+	if announce {
+		c.hand.ownRelease(f.req.Key, f.req.Value) // hand-off (handoff.go)
+	}
+	if last {
+		f.cancel()
+	}
+	if wake {
+		f.wake.Done()
+	}
+	c.bg.Done()
+}
+
+// fanoutAsync sends req to every node at once (R15) and returns each reply,
+// in node order, as soon as a quorum of nodes succeeded or every node
+// answered: a release or an extension confirmed by a quorum does not wait
+// for the slowest nodes, whose requests go on in the background (Close waits
+// for them). Those requests are not cancelled with ctx, but end at its
+// deadline or the node timeout, whichever is first; the nodes that had not
+// answered have NoReply. An announced release (OpReleaseAnnounce) wakes this
+// client's next waiter for the key once a quorum released (hand-off).
+func (c *Client) fanoutAsync(ctx context.Context, req Request) []reply {
+	n := len(c.async)
+	if !c.bgAdd(n) {
+		return c.closedReplies()
+	}
+	f := &fanRun{c: c, req: req}
+	f.out = f.buf[:0]
+	if n > len(f.buf) {
+		f.out = make([]reply, 0, n)
+	}
+	f.out = f.out[:n]
+	for i := range f.out {
+		f.out[i] = reply{i: i, none: true}
+	}
+	deadline := time.Now().Add(c.opts.nodeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	var nctx context.Context
+	nctx, f.cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	f.wake.Add(1)
+	f.start = time.Now()
+	for i, an := range c.async {
+		an.Start(nctx, req, f, i)
+	}
+	f.wake.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.answered == n {
+		return f.out // no answer is left to write it
+	}
+	f.returned = true
+	return append([]reply(nil), f.out...)
+}
+
+// closedReplies is the answer of every node to a fan-out of a closed client.
+func (c *Client) closedReplies() []reply {
+	out := make([]reply, len(c.nodes))
+	for i := range out {
+		out[i] = reply{i: i, err: ErrClosed}
+	}
+	return out
+}
