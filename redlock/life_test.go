@@ -75,187 +75,201 @@ func waitDone(t *testing.T, l *redlock.Lock, timeout time.Duration) time.Duratio
 }
 
 func TestAutoExtendKeepsTheLock(t *testing.T) { // R17
-	const ttl = 800 * time.Millisecond
-	cl := redlocktest.Start(t, 5)
-	rec := &recorder{}
-	c := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithObserver(rec))
-	other := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(250*time.Millisecond))
-	l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Hold it for 10 ttls; meanwhile nobody else gets it.
-	hold := time.NewTimer(10 * ttl)
-	defer hold.Stop()
-	tick := time.NewTicker(ttl / 4)
-	defer tick.Stop()
-	tries := 0
-	for held := true; held; {
-		select {
-		case <-l.Done():
-			t.Fatalf("lock lost after %d extensions: %v", rec.autoExtensions(), l.Err())
-		case <-hold.C:
-			held = false
-		case <-tick.C:
-			tries++
-			if l2, err := other.TryLock(t.Context(), "r"); err == nil {
-				_ = l2.Unlock(t.Context())
-				t.Fatal("another client acquired an auto-extended lock")
+	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+		const ttl = 800 * time.Millisecond
+		cl := redlocktest.Start(t, 5)
+		rec := &recorder{}
+		c := dial(t, a, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithObserver(rec))
+		other := dial(t, a, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(250*time.Millisecond))
+		l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Hold it for 10 ttls; meanwhile nobody else gets it.
+		hold := time.NewTimer(10 * ttl)
+		defer hold.Stop()
+		tick := time.NewTicker(ttl / 4)
+		defer tick.Stop()
+		tries := 0
+		for held := true; held; {
+			select {
+			case <-l.Done():
+				t.Fatalf("lock lost after %d extensions: %v", rec.autoExtensions(), l.Err())
+			case <-hold.C:
+				held = false
+			case <-tick.C:
+				tries++
+				if l2, err := other.TryLock(t.Context(), "r"); err == nil {
+					_ = l2.Unlock(t.Context())
+					t.Fatal("another client acquired an auto-extended lock")
+				}
 			}
 		}
-	}
-	if err := l.Err(); err != nil {
-		t.Fatalf("Err after 10 ttls = %v, want nil", err)
-	}
-	if n := rec.autoExtensions(); n < 10 {
-		t.Errorf("%d automatic extensions in 10 ttls, want about 30", n)
-	}
-	if err := l.Unlock(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	waitDone(t, l, time.Second)
-	if err := l.Err(); !errors.Is(err, redlock.ErrUnlocked) {
-		t.Errorf("Err after Unlock = %v, want ErrUnlocked", err)
-	}
-	t.Logf("held for %v with %d extensions; %d foreign attempts refused", 10*ttl, rec.autoExtensions(), tries)
+		if err := l.Err(); err != nil {
+			t.Fatalf("Err after 10 ttls = %v, want nil", err)
+		}
+		if n := rec.autoExtensions(); n < 10 {
+			t.Errorf("%d automatic extensions in 10 ttls, want about 30", n)
+		}
+		if err := l.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, l, time.Second)
+		if err := l.Err(); !errors.Is(err, redlock.ErrUnlocked) {
+			t.Errorf("Err after Unlock = %v, want ErrUnlocked", err)
+		}
+		t.Logf("held for %v with %d extensions; %d foreign attempts refused", 10*ttl, rec.autoExtensions(), tries)
+	})
 }
 
 func TestLossClosesDone(t *testing.T) { // R17
-	const ttl = 1500 * time.Millisecond // extension every 500ms
-	cl := redlocktest.Start(t, 5)
-	rec := &recorder{}
-	c := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithObserver(rec))
-	l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	redlocktest.Eventually(t, 10*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 }, "keys not set on every node")
-	deleteOn(t, cl, redlock.DefaultKeyPrefix+"r", 3)
-	took := waitDone(t, l, 10*time.Second)
-	// ErrLost, not ErrExpired: the next extension noticed, before the
-	// validity ran out.
-	if err := l.Err(); !errors.Is(err, redlock.ErrLost) || !errors.Is(err, redlock.ErrNotHeld) {
-		t.Fatalf("Err = %v, want ErrLost (and ErrNotHeld)", err)
-	}
-	if took >= ttl {
-		t.Errorf("Done closed %v after the loss; the extension every ttl/3 should notice within about %v", took, ttl/3)
-	}
-	t.Logf("loss noticed after %v (extension interval %v)", took, ttl/3)
-	if err := l.Unlock(t.Context()); !errors.Is(err, redlock.ErrNotHeld) {
-		t.Errorf("Unlock after the loss = %v, want ErrNotHeld", err)
-	}
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	if len(rec.ends) != 1 || !errors.Is(rec.ends[0].Reason, redlock.ErrLost) {
-		t.Errorf("End events = %+v, want one, with ErrLost", rec.ends)
-	}
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		const ttl = 1500 * time.Millisecond // extension every 500ms
+		cl := redlocktest.Start(t, 5)
+		rec := &recorder{}
+		c := dial(t, a, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithObserver(rec))
+		l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		redlocktest.Eventually(t, 10*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 }, "keys not set on every node")
+		deleteOn(t, cl, redlock.DefaultKeyPrefix+"r", 3)
+		took := waitDone(t, l, 10*time.Second)
+		// ErrLost, not ErrExpired: the next extension noticed, before the
+		// validity ran out.
+		if err := l.Err(); !errors.Is(err, redlock.ErrLost) || !errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("Err = %v, want ErrLost (and ErrNotHeld)", err)
+		}
+		if took >= ttl {
+			t.Errorf("Done closed %v after the loss; the extension every ttl/3 should notice within about %v", took, ttl/3)
+		}
+		t.Logf("loss noticed after %v (extension interval %v)", took, ttl/3)
+		if err := l.Unlock(t.Context()); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Unlock after the loss = %v, want ErrNotHeld", err)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if len(rec.ends) != 1 || !errors.Is(rec.ends[0].Reason, redlock.ErrLost) {
+			t.Errorf("End events = %+v, want one, with ErrLost", rec.ends)
+		}
+	})
 }
 
 func TestDoCancelsOnLoss(t *testing.T) { // R17
-	const ttl = 1500 * time.Millisecond
-	cl := redlocktest.Start(t, 5)
-	c := dial(t, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
-	var cause error
-	err := c.Do(t.Context(), "r", func(ctx context.Context) error {
-		redlocktest.Eventually(t, 10*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 }, "keys not set on every node")
-		deleteOn(t, cl, redlock.DefaultKeyPrefix+"r", 3)
-		select {
-		case <-ctx.Done():
-			cause = context.Cause(ctx)
-			return ctx.Err()
-		case <-time.After(10 * time.Second):
-			return errors.New("fn's context not cancelled within 10s of the loss")
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		const ttl = 1500 * time.Millisecond
+		cl := redlocktest.Start(t, 5)
+		c := dial(t, a, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
+		var cause error
+		err := c.Do(t.Context(), "r", func(ctx context.Context) error {
+			redlocktest.Eventually(t, 10*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 }, "keys not set on every node")
+			deleteOn(t, cl, redlock.DefaultKeyPrefix+"r", 3)
+			select {
+			case <-ctx.Done():
+				cause = context.Cause(ctx)
+				return ctx.Err()
+			case <-time.After(10 * time.Second):
+				return errors.New("fn's context not cancelled within 10s of the loss")
+			}
+		})
+		if !errors.Is(err, redlock.ErrLost) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("Do = %v, want fn's context.Canceled joined with ErrLost", err)
+		}
+		if !errors.Is(cause, redlock.ErrLost) {
+			t.Errorf("context.Cause in fn = %v, want ErrLost", cause)
 		}
 	})
-	if !errors.Is(err, redlock.ErrLost) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Do = %v, want fn's context.Canceled joined with ErrLost", err)
-	}
-	if !errors.Is(cause, redlock.ErrLost) {
-		t.Errorf("context.Cause in fn = %v, want ErrLost", cause)
-	}
 }
 
 func TestDo(t *testing.T) {
-	cl, c := cluster(t, 5, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithTTL(time.Second))
-	ran := false
-	err := c.Do(t.Context(), "r", func(ctx context.Context) error {
-		ran = true
-		if ctx.Err() != nil {
-			return ctx.Err()
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl, c := cluster(t, a, 5, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithTTL(time.Second))
+		ran := false
+		err := c.Do(t.Context(), "r", func(ctx context.Context) error {
+			ran = true
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil
+		})
+		if err != nil || !ran {
+			t.Fatalf("Do = %v (ran %v), want nil", err, ran)
 		}
-		return nil
+		redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 }, "Do left keys behind")
+		boom := errors.New("boom")
+		if err := c.Do(t.Context(), "r", func(context.Context) error { return boom }); !errors.Is(err, boom) || errors.Is(err, redlock.ErrLost) {
+			t.Errorf("Do with a failing fn = %v, want just fn's error", err)
+		}
+		if err := c.Do(t.Context(), "r", nil); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("Do(nil) = %v, want ErrInvalid", err)
+		}
 	})
-	if err != nil || !ran {
-		t.Fatalf("Do = %v (ran %v), want nil", err, ran)
-	}
-	redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 }, "Do left keys behind")
-	boom := errors.New("boom")
-	if err := c.Do(t.Context(), "r", func(context.Context) error { return boom }); !errors.Is(err, boom) || errors.Is(err, redlock.ErrLost) {
-		t.Errorf("Do with a failing fn = %v, want just fn's error", err)
-	}
-	if err := c.Do(t.Context(), "r", nil); !errors.Is(err, redlock.ErrInvalid) {
-		t.Errorf("Do(nil) = %v, want ErrInvalid", err)
-	}
 }
 
 func TestExtensionBound(t *testing.T) { // R17, R1.2
-	cl := redlocktest.Start(t, 5)
-	rec := &recorder{}
-	c := dial(t, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(rec))
-	l, err := c.Lock(t.Context(), "auto", redlock.WithAutoExtend(), redlock.WithMaxExtensions(3), redlock.WithTries(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitDone(t, l, 10*time.Second)
-	if err := l.Err(); !errors.Is(err, redlock.ErrExpired) || !errors.Is(err, redlock.ErrMaxExtensions) {
-		t.Fatalf("Err = %v, want ErrExpired and ErrMaxExtensions", err)
-	}
-	if n := rec.autoExtensions(); n != 3 {
-		t.Errorf("%d automatic extensions, want the bound, 3", n)
-	}
-	// The bound applies to manual extensions too.
-	m, err := c.Lock(t.Context(), "manual", redlock.WithMaxExtensions(2), redlock.WithTTL(5*time.Second), redlock.WithTries(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, want := range []error{nil, nil, redlock.ErrMaxExtensions} {
-		if err := m.Extend(t.Context()); !errors.Is(err, want) || (want == nil && err != nil) {
-			t.Fatalf("Extend %d = %v, want %v", i+1, err, want)
+	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+		cl := redlocktest.Start(t, 5)
+		rec := &recorder{}
+		c := dial(t, a, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(rec))
+		l, err := c.Lock(t.Context(), "auto", redlock.WithAutoExtend(), redlock.WithMaxExtensions(3), redlock.WithTries(10))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	_ = m.Unlock(t.Context())
+		waitDone(t, l, 10*time.Second)
+		if err := l.Err(); !errors.Is(err, redlock.ErrExpired) || !errors.Is(err, redlock.ErrMaxExtensions) {
+			t.Fatalf("Err = %v, want ErrExpired and ErrMaxExtensions", err)
+		}
+		if n := rec.autoExtensions(); n != 3 {
+			t.Errorf("%d automatic extensions, want the bound, 3", n)
+		}
+		// The bound applies to manual extensions too.
+		m, err := c.Lock(t.Context(), "manual", redlock.WithMaxExtensions(2), redlock.WithTTL(5*time.Second), redlock.WithTries(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range []error{nil, nil, redlock.ErrMaxExtensions} {
+			if err := m.Extend(t.Context()); !errors.Is(err, want) || (want == nil && err != nil) {
+				t.Fatalf("Extend %d = %v, want %v", i+1, err, want)
+			}
+		}
+		_ = m.Unlock(t.Context())
+	})
 }
 
 func TestDoneWithoutAutoExtend(t *testing.T) {
-	_, c := cluster(t, 5, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
-	l, err := c.Lock(t.Context(), "r", redlock.WithTries(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Err(); err != nil {
-		t.Fatalf("Err of a fresh lock = %v", err)
-	}
-	waitDone(t, l, 5*time.Second)
-	if err := l.Err(); !errors.Is(err, redlock.ErrExpired) {
-		t.Fatalf("Err at Until = %v, want ErrExpired", err)
-	}
-	if time.Now().Before(l.Until()) {
-		t.Fatalf("Done closed before Until")
-	}
+	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+		_, c := cluster(t, a, 5, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
+		l, err := c.Lock(t.Context(), "r", redlock.WithTries(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Err(); err != nil {
+			t.Fatalf("Err of a fresh lock = %v", err)
+		}
+		waitDone(t, l, 5*time.Second)
+		if err := l.Err(); !errors.Is(err, redlock.ErrExpired) {
+			t.Fatalf("Err at Until = %v, want ErrExpired", err)
+		}
+		if time.Now().Before(l.Until()) {
+			t.Fatalf("Done closed before Until")
+		}
+	})
 }
 
 func TestCloseStopsAutoExtension(t *testing.T) {
-	cl := redlocktest.Start(t, 5)
-	c := dial(t, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
-	l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Close(); err != nil {
-		t.Fatal(err)
-	}
-	waitDone(t, l, time.Second)
-	if err := l.Err(); !errors.Is(err, redlock.ErrClosed) {
-		t.Fatalf("Err after Close = %v, want ErrClosed", err)
-	}
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl := redlocktest.Start(t, 5)
+		c := dial(t, a, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
+		l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitDone(t, l, time.Second)
+		if err := l.Err(); !errors.Is(err, redlock.ErrClosed) {
+			t.Fatalf("Err after Close = %v, want ErrClosed", err)
+		}
+	})
 }

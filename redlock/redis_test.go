@@ -10,30 +10,8 @@ import (
 	"time"
 
 	"dlm/redlock"
-	"dlm/redlock/goredis"
 	"dlm/redlock/redlocktest"
 )
-
-// cluster starts n real redis-server masters and a client over them.
-func cluster(t *testing.T, n int, opts ...redlock.Option) (*redlocktest.Cluster, *redlock.Client) {
-	t.Helper()
-	cl := redlocktest.Start(t, n)
-	return cl, dial(t, cl, opts...)
-}
-
-// dial returns a client over cl. Its node timeout defaults to 500ms rather
-// than 50ms: these tests run under -race beside other packages on two cores,
-// and only the tests about timeouts set it lower.
-func dial(t *testing.T, cl *redlocktest.Cluster, opts ...redlock.Option) *redlock.Client {
-	t.Helper()
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(500 * time.Millisecond)}, opts...)
-	c, err := goredis.Dial(cl.URLs(), opts...)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
-}
 
 // keysEverywhere counts the lock keys under prefix on the running nodes.
 func keysEverywhere(cl *redlocktest.Cluster, prefix string) int {
@@ -47,398 +25,420 @@ func keysEverywhere(cl *redlocktest.Cluster, prefix string) int {
 }
 
 func TestMutualExclusionUnderContention(t *testing.T) { // R1.1, R13
-	cl, c := cluster(t, 5, redlock.WithTTL(2*time.Second), redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
-	const workers, each = 8, 25
-	var holders, maxHolders, total atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				l, err := c.Lock(t.Context(), "counter")
-				if err != nil {
-					errs <- err
-					return
-				}
-				h := holders.Add(1)
-				for {
-					m := maxHolders.Load()
-					if h <= m || maxHolders.CompareAndSwap(m, h) {
-						break
-					}
-				}
-				total.Add(1)
-				holders.Add(-1)
-				if err := l.Unlock(t.Context()); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatalf("worker: %v", err)
-	}
-	if got := maxHolders.Load(); got != 1 {
-		t.Fatalf("at most %d holders at once, want 1", got)
-	}
-	if got := total.Load(); got != workers*each {
-		t.Fatalf("critical sections = %d, want %d", got, workers*each)
-	}
-	redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
-		"lock keys left on the nodes after every lock was released")
-}
-
-func TestNoStrayKeysAfterFailedAttempts(t *testing.T) { // R8.5, R11
-	cl := redlocktest.Start(t, 5)
-	clients := make([]*redlock.Client, 6)
-	for i := range clients {
-		clients[i] = dial(t, cl)
-	}
-	for round := 0; round < 20; round++ {
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl, c := cluster(t, a, 5, redlock.WithTTL(2*time.Second), redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
+		const workers, each = 8, 25
+		var holders, maxHolders, total atomic.Int64
 		var wg sync.WaitGroup
-		locks := make([]*redlock.Lock, len(clients))
-		for i, c := range clients {
+		errs := make(chan error, workers)
+		for w := 0; w < workers; w++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				locks[i], _ = c.TryLock(t.Context(), "contended")
+				for i := 0; i < each; i++ {
+					l, err := c.Lock(t.Context(), "counter")
+					if err != nil {
+						errs <- err
+						return
+					}
+					h := holders.Add(1)
+					for {
+						m := maxHolders.Load()
+						if h <= m || maxHolders.CompareAndSwap(m, h) {
+							break
+						}
+					}
+					total.Add(1)
+					holders.Add(-1)
+					if err := l.Unlock(t.Context()); err != nil {
+						errs <- err
+						return
+					}
+				}
 			}()
 		}
 		wg.Wait()
-		held := 0
-		for _, l := range locks {
-			if l != nil {
-				held++
-				if err := l.Unlock(t.Context()); err != nil {
-					t.Fatalf("Unlock: %v", err)
+		close(errs)
+		for err := range errs {
+			t.Fatalf("worker: %v", err)
+		}
+		if got := maxHolders.Load(); got != 1 {
+			t.Fatalf("at most %d holders at once, want 1", got)
+		}
+		if got := total.Load(); got != workers*each {
+			t.Fatalf("critical sections = %d, want %d", got, workers*each)
+		}
+		redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
+			"lock keys left on the nodes after every lock was released")
+	})
+}
+
+func TestNoStrayKeysAfterFailedAttempts(t *testing.T) { // R8.5, R11
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl := redlocktest.Start(t, 5)
+		clients := make([]*redlock.Client, 6)
+		for i := range clients {
+			clients[i] = dial(t, a, cl)
+		}
+		for round := 0; round < 20; round++ {
+			var wg sync.WaitGroup
+			locks := make([]*redlock.Lock, len(clients))
+			for i, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					locks[i], _ = c.TryLock(t.Context(), "contended")
+				}()
+			}
+			wg.Wait()
+			held := 0
+			for _, l := range locks {
+				if l != nil {
+					held++
+					if err := l.Unlock(t.Context()); err != nil {
+						t.Fatalf("Unlock: %v", err)
+					}
 				}
 			}
+			if held > 1 {
+				t.Fatalf("round %d: %d clients hold the lock at once", round, held)
+			}
+			// Every failed attempt gave back its keys (those that answered after
+			// the decision as soon as they answered), and the winner's Unlock
+			// removed the rest: no key waits for its 10s expiry.
+			redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
+				"round %d: keys left after every attempt ended", round)
 		}
-		if held > 1 {
-			t.Fatalf("round %d: %d clients hold the lock at once", round, held)
-		}
-		// Every failed attempt gave back its keys (those that answered after
-		// the decision as soon as they answered), and the winner's Unlock
-		// removed the rest: no key waits for its 10s expiry.
-		redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
-			"round %d: keys left after every attempt ended", round)
-	}
+	})
 }
 
 func TestMinorityDown(t *testing.T) { // R1.3
-	cl, c := cluster(t, 5, redlock.WithTTL(time.Second))
-	cl.Servers[0].Kill()
-	cl.Servers[3].Kill()
-	ctx := t.Context()
-	l, err := c.TryLock(ctx, "r")
-	if err != nil {
-		t.Fatalf("TryLock with 2 of 5 nodes down: %v", err)
-	}
-	before := l.Until()
-	if err := l.Extend(ctx); err != nil {
-		t.Fatalf("Extend with 2 of 5 nodes down: %v", err)
-	}
-	if !l.Until().After(before) {
-		t.Fatalf("Until did not move forward: %v then %v", before, l.Until())
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock with 2 of 5 nodes down: %v", err)
-	}
-	if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
-		t.Fatalf("%d keys left after Unlock", n)
-	}
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
+		cl.Servers[0].Kill()
+		cl.Servers[3].Kill()
+		ctx := t.Context()
+		l, err := c.TryLock(ctx, "r")
+		if err != nil {
+			t.Fatalf("TryLock with 2 of 5 nodes down: %v", err)
+		}
+		before := l.Until()
+		if err := l.Extend(ctx); err != nil {
+			t.Fatalf("Extend with 2 of 5 nodes down: %v", err)
+		}
+		if !l.Until().After(before) {
+			t.Fatalf("Until did not move forward: %v then %v", before, l.Until())
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock with 2 of 5 nodes down: %v", err)
+		}
+		if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
+			t.Fatalf("%d keys left after Unlock", n)
+		}
+	})
 }
 
 func TestMajorityDown(t *testing.T) { // R1.3, R8.5
-	cl, c := cluster(t, 5)
-	for _, i := range []int{0, 2, 4} {
-		cl.Servers[i].Kill()
-	}
-	start := time.Now()
-	l, err := c.TryLock(t.Context(), "r")
-	elapsed := time.Since(start)
-	if l != nil || !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, redlock.ErrNoQuorum) {
-		t.Fatalf("TryLock with 3 of 5 down = %v, %v; want ErrNotAcquired and ErrNoQuorum", l, err)
-	}
-	var ae *redlock.AcquireError
-	if !errors.As(err, &ae) {
-		t.Fatalf("error %T is not an *AcquireError", err)
-	}
-	if got := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut); got != 3 {
-		t.Errorf("failed nodes = %d, want 3: %v", got, err)
-	}
-	// TryLock's attempt is final: it reports every node, none "no reply".
-	if got := ae.Count(redlock.Acquired); got != 2 || ae.Count(redlock.NoReply) != 0 {
-		t.Errorf("acquired = %d, no reply = %d; want 2 and 0: %v", got, ae.Count(redlock.NoReply), err)
-	}
-	if len(ae.Nodes) != 5 || ae.Nodes[0].Node != cl.Servers[0].Addr() {
-		t.Errorf("per-node outcomes = %+v, want 5 named after their addresses", ae.Nodes)
-	}
-	// Killed nodes refuse connections at once; a generous bound, far above
-	// the 50ms node timeout, only catches a client that waits on them.
-	if elapsed > 2*time.Second {
-		t.Errorf("TryLock took %v with 3 nodes down", elapsed)
-	}
-	// R8.5: a final attempt gave back every key before it returned.
-	if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
-		t.Fatalf("%d keys left on the live nodes after a failed TryLock", n)
-	}
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl, c := cluster(t, a, 5)
+		for _, i := range []int{0, 2, 4} {
+			cl.Servers[i].Kill()
+		}
+		start := time.Now()
+		l, err := c.TryLock(t.Context(), "r")
+		elapsed := time.Since(start)
+		if l != nil || !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, redlock.ErrNoQuorum) {
+			t.Fatalf("TryLock with 3 of 5 down = %v, %v; want ErrNotAcquired and ErrNoQuorum", l, err)
+		}
+		var ae *redlock.AcquireError
+		if !errors.As(err, &ae) {
+			t.Fatalf("error %T is not an *AcquireError", err)
+		}
+		if got := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut); got != 3 {
+			t.Errorf("failed nodes = %d, want 3: %v", got, err)
+		}
+		// TryLock's attempt is final: it reports every node, none "no reply".
+		if got := ae.Count(redlock.Acquired); got != 2 || ae.Count(redlock.NoReply) != 0 {
+			t.Errorf("acquired = %d, no reply = %d; want 2 and 0: %v", got, ae.Count(redlock.NoReply), err)
+		}
+		if len(ae.Nodes) != 5 || ae.Nodes[0].Node != cl.Servers[0].Addr() {
+			t.Errorf("per-node outcomes = %+v, want 5 named after their addresses", ae.Nodes)
+		}
+		// Killed nodes refuse connections at once; a generous bound, far above
+		// the 50ms node timeout, only catches a client that waits on them.
+		if elapsed > 2*time.Second {
+			t.Errorf("TryLock took %v with 3 nodes down", elapsed)
+		}
+		// R8.5: a final attempt gave back every key before it returned.
+		if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
+			t.Fatalf("%d keys left on the live nodes after a failed TryLock", n)
+		}
+	})
 }
 
 func TestFrozenNodeIsNotWaitedFor(t *testing.T) { // R8.2, R15
-	// A node timeout of 3s: had the client waited for the frozen node, the
-	// acquisition would take 3s.
-	cl, c := cluster(t, 5, redlock.WithNodeTimeout(3*time.Second))
-	cl.Servers[1].Freeze()
-	start := time.Now()
-	l, err := c.TryLock(t.Context(), "r")
-	elapsed := time.Since(start)
-	if err != nil {
-		t.Fatalf("TryLock with one node frozen: %v", err)
-	}
-	if elapsed > 1500*time.Millisecond {
-		t.Fatalf("TryLock took %v: it waited for the frozen node", elapsed)
-	}
-	if v := l.Validity(); v < 8*time.Second {
-		t.Fatalf("validity %v, want close to the 10s ttl", v)
-	}
-	cl.Servers[1].Thaw()
-	if err := l.Unlock(t.Context()); err != nil {
-		t.Fatalf("Unlock: %v", err)
-	}
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		// A node timeout of 3s: had the client waited for the frozen node, the
+		// acquisition would take 3s.
+		cl, c := cluster(t, a, 5, redlock.WithNodeTimeout(3*time.Second))
+		cl.Servers[1].Freeze()
+		start := time.Now()
+		l, err := c.TryLock(t.Context(), "r")
+		elapsed := time.Since(start)
+		if err != nil {
+			t.Fatalf("TryLock with one node frozen: %v", err)
+		}
+		if elapsed > 1500*time.Millisecond {
+			t.Fatalf("TryLock took %v: it waited for the frozen node", elapsed)
+		}
+		if v := l.Validity(); v < 8*time.Second {
+			t.Fatalf("validity %v, want close to the 10s ttl", v)
+		}
+		cl.Servers[1].Thaw()
+		if err := l.Unlock(t.Context()); err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+	})
 }
 
 func TestUnlockNeverDeletesAnotherHoldersKey(t *testing.T) { // R5
-	cl, c := cluster(t, 5, redlock.WithTTL(time.Second))
-	ctx := t.Context()
-	a, err := c.TryLock(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
-		"keys of an expired lock still present")
-	b, err := c.TryLock(ctx, "r", redlock.WithTTL(10*time.Second))
-	if err != nil {
-		t.Fatalf("second holder after expiry: %v", err)
-	}
-	if err := a.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
-		t.Fatalf("Unlock of an expired lock = %v, want ErrNotHeld", err)
-	}
-	// TryLock returns at quorum: wait for b's last SETs, then check that a's
-	// late Unlock took none of them.
-	redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
-		"the second holder's keys on all 5 nodes after the first holder's late Unlock")
-	for _, s := range cl.Servers {
-		if v, _ := s.Client().Get(ctx, redlock.DefaultKeyPrefix+"r").Result(); v != b.Value() {
-			t.Fatalf("node %s holds %q, want the second holder's value", s.Addr(), v)
+	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+		cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
+		ctx := t.Context()
+		first, err := c.TryLock(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if err := b.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
-		t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
-	}
+		redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
+			"keys of an expired lock still present")
+		second, err := c.TryLock(ctx, "r", redlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatalf("second holder after expiry: %v", err)
+		}
+		if err := first.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("Unlock of an expired lock = %v, want ErrNotHeld", err)
+		}
+		// TryLock returns at quorum: wait for second's last SETs, then check that first's
+		// late Unlock took none of them.
+		redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
+			"the second holder's keys on all 5 nodes after the first holder's late Unlock")
+		for _, s := range cl.Servers {
+			if v, _ := s.Client().Get(ctx, redlock.DefaultKeyPrefix+"r").Result(); v != second.Value() {
+				t.Fatalf("node %s holds %q, want the second holder's value", s.Addr(), v)
+			}
+		}
+		if err := second.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := second.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("second Unlock = %v, want ErrNotHeld", err)
+		}
+	})
 }
 
 func TestExtend(t *testing.T) { // R17
-	ctx := t.Context()
-	t.Run("MovesUntilAndResetsTTL", func(t *testing.T) {
-		cl, c := cluster(t, 5, redlock.WithTTL(2*time.Second))
-		l, err := c.TryLock(ctx, "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		before := l.Until()
-		redlocktest.Eventually(t, 5*time.Second, func() bool { return time.Since(before.Add(-2*time.Second)) > 100*time.Millisecond }, "time passes")
-		if err := l.Extend(ctx); err != nil {
-			t.Fatalf("Extend: %v", err)
-		}
-		if !l.Until().After(before) {
-			t.Fatalf("Until %v not after %v", l.Until(), before)
-		}
-		for _, s := range cl.Servers {
-			if d := s.Client().PTTL(ctx, redlock.DefaultKeyPrefix+"r").Val(); d < 1800*time.Millisecond {
-				t.Fatalf("PTTL on %s = %v after Extend, want about 2s", s.Addr(), d)
+	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+		ctx := t.Context()
+		t.Run("MovesUntilAndResetsTTL", func(t *testing.T) {
+			cl, c := cluster(t, a, 5, redlock.WithTTL(2*time.Second))
+			l, err := c.TryLock(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if err := l.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := l.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
-			t.Fatalf("Extend after Unlock = %v, want ErrNotHeld", err)
-		}
-	})
-	t.Run("AfterExpiryCreatesNothing", func(t *testing.T) {
-		cl, c := cluster(t, 5, redlock.WithTTL(time.Second))
-		l, err := c.TryLock(ctx, "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		redlocktest.Eventually(t, 5*time.Second, func() bool {
-			return l.Validity() == 0 && keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0
-		}, "lock expiry")
-		if err := l.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
-			t.Fatalf("Extend after expiry = %v, want ErrNotHeld", err)
-		}
-		if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
-			t.Fatalf("Extend after expiry re-created %d keys", n)
-		}
-	})
-	t.Run("KeysLostOnMajority", func(t *testing.T) {
-		cl, c := cluster(t, 5)
-		l, err := c.TryLock(ctx, "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// TryLock returns at quorum; let the other requests land first.
-		redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
-			"the lock key set on all 5 nodes")
-		for _, s := range cl.Servers[:3] {
-			s.Client().Del(ctx, redlock.DefaultKeyPrefix+"r")
-		}
-		if err := l.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
-			t.Fatalf("Extend with keys gone on 3 of 5 = %v, want ErrNotHeld", err)
-		}
-		if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 2 {
-			t.Fatalf("keys after a refused Extend = %d, want the 2 untouched ones", n)
-		}
+			before := l.Until()
+			redlocktest.Eventually(t, 5*time.Second, func() bool { return time.Since(before.Add(-2*time.Second)) > 100*time.Millisecond }, "time passes")
+			if err := l.Extend(ctx); err != nil {
+				t.Fatalf("Extend: %v", err)
+			}
+			if !l.Until().After(before) {
+				t.Fatalf("Until %v not after %v", l.Until(), before)
+			}
+			for _, s := range cl.Servers {
+				if d := s.Client().PTTL(ctx, redlock.DefaultKeyPrefix+"r").Val(); d < 1800*time.Millisecond {
+					t.Fatalf("PTTL on %s = %v after Extend, want about 2s", s.Addr(), d)
+				}
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+				t.Fatalf("Extend after Unlock = %v, want ErrNotHeld", err)
+			}
+		})
+		t.Run("AfterExpiryCreatesNothing", func(t *testing.T) {
+			cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
+			l, err := c.TryLock(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			redlocktest.Eventually(t, 5*time.Second, func() bool {
+				return l.Validity() == 0 && keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0
+			}, "lock expiry")
+			if err := l.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+				t.Fatalf("Extend after expiry = %v, want ErrNotHeld", err)
+			}
+			if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
+				t.Fatalf("Extend after expiry re-created %d keys", n)
+			}
+		})
+		t.Run("KeysLostOnMajority", func(t *testing.T) {
+			cl, c := cluster(t, a, 5)
+			l, err := c.TryLock(ctx, "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			// TryLock returns at quorum; let the other requests land first.
+			redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
+				"the lock key set on all 5 nodes")
+			for _, s := range cl.Servers[:3] {
+				s.Client().Del(ctx, redlock.DefaultKeyPrefix+"r")
+			}
+			if err := l.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+				t.Fatalf("Extend with keys gone on 3 of 5 = %v, want ErrNotHeld", err)
+			}
+			if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 2 {
+				t.Fatalf("keys after a refused Extend = %d, want the 2 untouched ones", n)
+			}
+		})
 	})
 }
 
 func TestLockWaitsAndReportsContextEnd(t *testing.T) { // R10
-	_, c := cluster(t, 5)
-	ctx := t.Context()
-	held, err := c.TryLock(ctx, "busy")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Unlock(ctx)
-
-	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	_, err = c.Lock(cctx, "busy")
-	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Lock until deadline = %v, want ErrNotAcquired and DeadlineExceeded", err)
-	}
-	var ae *redlock.AcquireError
-	if !errors.As(err, &ae) || ae.Attempts < 1 || len(ae.Nodes) != 5 {
-		t.Fatalf("AcquireError = %+v, want attempts and 5 node outcomes", ae)
-	}
-
-	_, err = c.Lock(ctx, "busy", redlock.WithTries(3), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
-	if !errors.As(err, &ae) || ae.Attempts != 3 || errors.Is(err, redlock.ErrNoQuorum) {
-		t.Fatalf("Lock with 3 tries = %v (attempts %d), want 3 attempts, held elsewhere", err, ae.Attempts)
-	}
-
-	// A waiter gets the lock once the holder releases it.
-	got := make(chan error, 1)
-	go func() {
-		l, err := c.Lock(ctx, "handoff", redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
-		if err == nil {
-			err = l.Unlock(ctx)
-		}
-		got <- err
-	}()
-	first, err := c.TryLock(ctx, "handoff")
-	if err == nil {
-		_ = first.Unlock(ctx)
-	}
-	if err := <-got; err != nil {
-		t.Fatalf("waiter: %v", err)
-	}
-}
-
-func TestDial(t *testing.T) {
-	for _, tt := range []struct {
-		name string
-		urls []string
-	}{
-		{"no URLs", nil},
-		{"unknown scheme", []string{"redis://127.0.0.1:1", "memcached://127.0.0.1:2"}},
-		{"duplicate", []string{"redis://127.0.0.1:1", "redis://127.0.0.1:1"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := goredis.Dial(tt.urls); !errors.Is(err, redlock.ErrInvalid) {
-				t.Fatalf("Dial(%v) = %v, want ErrInvalid", tt.urls, err)
-			}
-		})
-	}
-	t.Run("NodeDownAtStart", func(t *testing.T) { // R1.3: a majority suffices
-		cl := redlocktest.Start(t, 4)
-		cl.Servers[3].Kill()
-		c := dial(t, cl)
-		l, err := c.TryLock(t.Context(), "r")
-		if err != nil {
-			t.Fatalf("TryLock with one of 4 URLs down: %v", err)
-		}
-		_ = l.Unlock(t.Context())
-	})
-	t.Run("Closed", func(t *testing.T) {
-		c, err := goredis.Dial([]string{"redis://127.0.0.1:1"})
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		_, c := cluster(t, a, 5)
+		ctx := t.Context()
+		held, err := c.TryLock(ctx, "busy")
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = c.Close()
-		if _, err := c.TryLock(t.Context(), "r"); !errors.Is(err, redlock.ErrClosed) {
-			t.Fatalf("TryLock after Close = %v, want ErrClosed", err)
+		defer held.Unlock(ctx)
+
+		cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+		defer cancel()
+		_, err = c.Lock(cctx, "busy")
+		if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Lock until deadline = %v, want ErrNotAcquired and DeadlineExceeded", err)
 		}
+		var ae *redlock.AcquireError
+		if !errors.As(err, &ae) || ae.Attempts < 1 || len(ae.Nodes) != 5 {
+			t.Fatalf("AcquireError = %+v, want attempts and 5 node outcomes", ae)
+		}
+
+		_, err = c.Lock(ctx, "busy", redlock.WithTries(3), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
+		if !errors.As(err, &ae) || ae.Attempts != 3 || errors.Is(err, redlock.ErrNoQuorum) {
+			t.Fatalf("Lock with 3 tries = %v (attempts %d), want 3 attempts, held elsewhere", err, ae.Attempts)
+		}
+
+		// A waiter gets the lock once the holder releases it.
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "handoff", redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		first, err := c.TryLock(ctx, "handoff")
+		if err == nil {
+			_ = first.Unlock(ctx)
+		}
+		if err := <-got; err != nil {
+			t.Fatalf("waiter: %v", err)
+		}
+	})
+}
+
+func TestDial(t *testing.T) {
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		for _, tt := range []struct {
+			name string
+			urls []string
+		}{
+			{"no URLs", nil},
+			{"unknown scheme", []string{"redis://127.0.0.1:1", "memcached://127.0.0.1:2"}},
+			{"duplicate", []string{"redis://127.0.0.1:1", "redis://127.0.0.1:1"}},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				if _, err := a.dial(tt.urls); !errors.Is(err, redlock.ErrInvalid) {
+					t.Fatalf("%s.Dial(%v) = %v, want ErrInvalid", a.name, tt.urls, err)
+				}
+			})
+		}
+		t.Run("NodeDownAtStart", func(t *testing.T) { // R1.3: a majority suffices
+			cl := redlocktest.Start(t, 4)
+			cl.Servers[3].Kill()
+			c := dial(t, a, cl)
+			l, err := c.TryLock(t.Context(), "r")
+			if err != nil {
+				t.Fatalf("TryLock with one of 4 URLs down: %v", err)
+			}
+			_ = l.Unlock(t.Context())
+		})
+		t.Run("Closed", func(t *testing.T) {
+			c, err := a.dial([]string{"redis://127.0.0.1:1"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = c.Close()
+			if _, err := c.TryLock(t.Context(), "r"); !errors.Is(err, redlock.ErrClosed) {
+				t.Fatalf("TryLock after Close = %v, want ErrClosed", err)
+			}
+		})
 	})
 }
 
 func TestUnlockTellsLostFromUnconfirmed(t *testing.T) { // R5, R12
-	cl, c := cluster(t, 5)
-	ctx := t.Context()
-	l, err := c.TryLock(ctx, "r")
-	if err != nil {
-		t.Fatal(err)
-	}
-	redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
-		"the lock key set on all 5 nodes")
-	for _, s := range cl.Servers[:3] {
-		s.Kill()
-	}
-	err = l.Unlock(ctx)
-	if !errors.Is(err, redlock.ErrUnlockFailed) || errors.Is(err, redlock.ErrNotHeld) {
-		t.Fatalf("Unlock with 3 of 5 nodes down = %v, want ErrUnlockFailed (not ErrNotHeld)", err)
-	}
-	var ne *redlock.NodeError
-	if !errors.As(err, &ne) || ne.Node == "" {
-		t.Fatalf("Unlock error %v names no node", err)
-	}
-	if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
-		t.Fatalf("%d keys left on the live nodes after Unlock", n)
-	}
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl, c := cluster(t, a, 5)
+		ctx := t.Context()
+		l, err := c.TryLock(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
+			"the lock key set on all 5 nodes")
+		for _, s := range cl.Servers[:3] {
+			s.Kill()
+		}
+		err = l.Unlock(ctx)
+		if !errors.Is(err, redlock.ErrUnlockFailed) || errors.Is(err, redlock.ErrNotHeld) {
+			t.Fatalf("Unlock with 3 of 5 nodes down = %v, want ErrUnlockFailed (not ErrNotHeld)", err)
+		}
+		var ne *redlock.NodeError
+		if !errors.As(err, &ne) || ne.Node == "" {
+			t.Fatalf("Unlock error %v names no node", err)
+		}
+		if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
+			t.Fatalf("%d keys left on the live nodes after Unlock", n)
+		}
+	})
 }
 
 func TestCloseDuringAcquisitions(t *testing.T) {
-	cl := redlocktest.Start(t, 3)
-	c := dial(t, cl)
-	var wg sync.WaitGroup
-	for i := 0; i < 8; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := 0; j < 20; j++ {
-				l, err := c.TryLock(t.Context(), "r"+strconv.Itoa(i))
-				if err != nil {
-					if !errors.Is(err, redlock.ErrClosed) && !errors.Is(err, redlock.ErrNotAcquired) {
-						t.Errorf("TryLock during Close: %v", err)
+	eachAdapter(t, func(t *testing.T, a adapter) {
+		cl := redlocktest.Start(t, 3)
+		c := dial(t, a, cl)
+		var wg sync.WaitGroup
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for j := 0; j < 20; j++ {
+					l, err := c.TryLock(t.Context(), "r"+strconv.Itoa(i))
+					if err != nil {
+						if !errors.Is(err, redlock.ErrClosed) && !errors.Is(err, redlock.ErrNotAcquired) {
+							t.Errorf("TryLock during Close: %v", err)
+						}
+						return
 					}
-					return
+					_ = l.Unlock(t.Context())
 				}
-				_ = l.Unlock(t.Context())
-			}
-		}()
-	}
-	_ = c.Close()
-	wg.Wait()
-	if _, err := c.TryLock(t.Context(), "after"); !errors.Is(err, redlock.ErrClosed) {
-		t.Fatalf("TryLock after Close = %v, want ErrClosed", err)
-	}
+			}()
+		}
+		_ = c.Close()
+		wg.Wait()
+		if _, err := c.TryLock(t.Context(), "after"); !errors.Is(err, redlock.ErrClosed) {
+			t.Fatalf("TryLock after Close = %v, want ErrClosed", err)
+		}
+	})
 }
