@@ -125,12 +125,8 @@ func (f *fanRun) Receive(tag int, ok bool, err error) {
 	}
 	wake := !f.woken && (f.answered == n || f.oks >= c.quorum)
 	f.woken = f.woken || wake
-	announce := f.req.Op == OpReleaseAnnounce && r.ok && f.oks == c.quorum
 	last := f.answered == n
 	f.mu.Unlock()
-	if announce {
-		c.hand.ownRelease(f.req.Key, f.req.Value) // hand-off (handoff.go)
-	}
 	if last {
 		f.cancel()
 	}
@@ -146,8 +142,14 @@ func (f *fanRun) Receive(tag int, ok bool, err error) {
 // for the slowest nodes, whose requests go on in the background (Close waits
 // for them). Those requests are not cancelled with ctx, but end at its
 // deadline or the node timeout, whichever is first; the nodes that had not
-// answered have NoReply. An announced release (OpReleaseAnnounce) wakes this
-// client's next waiter for the key once a quorum released (hand-off).
+// answered have NoReply.
+//
+// An announced release (OpReleaseAnnounce) wakes this client's next waiter
+// for the key as soon as the releases are queued, before the nodes answer
+// (hand-off, R14): each node executes its requests in order (AsyncNode), so
+// the waiter's SET NX reaches every node after the release, often in the
+// same batch, and the hand-off costs one round trip instead of two. When the
+// release fails the waiter's attempt fails too, and it waits again.
 func (c *Client) fanoutAsync(ctx context.Context, req Request) []reply {
 	n := len(c.async)
 	if !c.bgAdd(n) {
@@ -172,6 +174,9 @@ func (c *Client) fanoutAsync(ctx context.Context, req Request) []reply {
 	f.start = time.Now()
 	for i, an := range c.async {
 		an.Start(nctx, req, f, i)
+	}
+	if req.Op == OpReleaseAnnounce && c.hand != nil {
+		c.hand.ownRelease(req.Key, req.Value)
 	}
 	f.wake.Wait()
 	f.mu.Lock()

@@ -392,29 +392,28 @@ func (c *Client) leaveHandoff(key string, w *waiter) {
 
 // releaseAll is Unlock's release on every node (R5, R12): announced where
 // the nodes can (hand-off, R14), waking this client's next waiter for the
-// key once a quorum released.
+// key once a quorum released (at once over asynchronous nodes, fanoutAsync).
 func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
 	if c.hand == nil {
 		return c.fanout(ctx, Request{Op: OpRelease, Key: key, Value: value})
 	}
-	var out []reply
 	if c.async != nil {
-		out = c.fanoutAsync(ctx, Request{Op: OpReleaseAnnounce, Key: key, Value: value})
-	} else {
-		r := &releaseRun{c: c, key: key, value: value, out: make([]reply, len(c.nodes))}
-		var cancel context.CancelFunc
-		r.nctx, cancel = context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
-		defer cancel()
-		r.wg.Add(len(c.nodes))
-		for i := 1; i < len(c.nodes); i++ {
-			go r.node(i)
-		}
-		r.node(0) // Unlock waits for every node anyway: one goroutine fewer
-		r.wg.Wait()
-		out = r.out
+		// The next waiter is woken as soon as the releases are queued
+		// (fanoutAsync).
+		return c.fanoutAsync(ctx, Request{Op: OpReleaseAnnounce, Key: key, Value: value})
 	}
+	r := &releaseRun{c: c, key: key, value: value, out: make([]reply, len(c.nodes))}
+	var cancel context.CancelFunc
+	r.nctx, cancel = context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
+	defer cancel()
+	r.wg.Add(len(c.nodes))
+	for i := 1; i < len(c.nodes); i++ {
+		go r.node(i)
+	}
+	r.node(0) // Unlock waits for every node anyway: one goroutine fewer
+	r.wg.Wait()
 	released := 0
-	for _, r := range out {
+	for _, r := range r.out {
 		if r.ok {
 			released++
 		}
@@ -422,7 +421,7 @@ func (c *Client) releaseAll(ctx context.Context, key, value string) []reply {
 	if released < c.quorum {
 		c.hand.ownRelease(key, value) // expired or lost: the key may be free
 	}
-	return out
+	return r.out
 }
 
 // WithHandoff turns the hand-off without polling on or off (R10, R14): when

@@ -120,6 +120,11 @@ func do(ctx context.Context, n Node, req Request) (bool, error) {
 // that the key was gone or not this lock's (it had expired or been lost);
 // otherwise ErrUnlockFailed (errors or timeouts), joined with the nodes'
 // errors. After Unlock the lock is no longer held, whatever the result.
+//
+// Over AsyncNodes (redlock/rueidis) Unlock returns as soon as a quorum
+// deleted the key: the releases on slower nodes go on in the background,
+// bounded by the node timeout, and Client.Close waits for them. Over
+// blocking nodes it waits for every node.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
