@@ -138,8 +138,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// A node that had not answered the acquisition yet may still set the
 	// key: wait for those requests (bounded by the node timeout) first,
 	// unless the nodes keep each node's requests in order (AsyncNode), so
-	// that the release reaches a node after the acquisition.
-	if l.client.async == nil {
+	// that the release reaches a node after the acquisition. Fenced
+	// acquisitions do not go through AsyncNode.Start, so their order is not
+	// promised: they are waited for.
+	if l.client.async == nil || l.client.opts.fencing {
 		l.inflight.Wait()
 	}
 	replies := l.client.releaseAll(ctx, l.key, l.value) // and hand-off (handoff.go)
