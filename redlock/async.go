@@ -28,6 +28,24 @@ type AsyncNode interface {
 	Start(ctx context.Context, req Request, to Receiver, tag int)
 }
 
+// BatchNode is an optional capability of an AsyncNode: StartAll starts
+// calls in order, like as many Start calls, and sends them to the node
+// together. The hand-off uses it to send a release and the next waiter's
+// acquisition in one round trip.
+type BatchNode interface {
+	AsyncNode
+	// StartAll is Start for each of calls, in order, sent together.
+	StartAll(calls []Call)
+}
+
+// Call is one Start: a request, its context, and where its answer goes.
+type Call struct {
+	Ctx context.Context
+	Req Request
+	To  Receiver
+	Tag int
+}
+
 // Op names the operation of a Request.
 type Op uint8
 
@@ -144,12 +162,13 @@ func (f *fanRun) Receive(tag int, ok bool, err error) {
 // deadline or the node timeout, whichever is first; the nodes that had not
 // answered have NoReply.
 //
-// An announced release (OpReleaseAnnounce) wakes this client's next waiter
-// for the key as soon as the releases are queued, before the nodes answer
-// (hand-off, R14): each node executes its requests in order (AsyncNode), so
-// the waiter's SET NX reaches every node after the release, often in the
-// same batch, and the hand-off costs one round trip instead of two. When the
-// release fails the waiter's attempt fails too, and it waits again.
+// An announced release (OpReleaseAnnounce) hands the lock over to this
+// client's next waiter for the key (hand-off, R14, handOver): the waiter's
+// next attempt goes to each node right behind the release, in the same
+// batch where the node is a BatchNode. Each node executes its requests in
+// order (AsyncNode), so the SET NX finds the key released, and the hand-off
+// costs one round trip instead of two. When a release fails, the waiter's
+// attempt fails too, and it waits again.
 func (c *Client) fanoutAsync(ctx context.Context, req Request) []reply {
 	n := len(c.async)
 	if !c.bgAdd(n) {
@@ -172,11 +191,22 @@ func (c *Client) fanoutAsync(ctx context.Context, req Request) []reply {
 	nctx, f.cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	f.wake.Add(1)
 	f.start = time.Now()
-	for i, an := range c.async {
-		an.Start(nctx, req, f, i)
-	}
+	var pre *attemptRun
 	if req.Op == OpReleaseAnnounce && c.hand != nil {
-		c.hand.ownRelease(req.Key, req.Value)
+		pre = c.hand.handOver(req.Key, req.Value)
+	}
+	for i, an := range c.async {
+		if pre == nil {
+			an.Start(nctx, req, f, i)
+			continue
+		}
+		calls := [2]Call{{Ctx: nctx, Req: req, To: f, Tag: i}, pre.acquireCall(i)}
+		if bn, ok := an.(BatchNode); ok {
+			bn.StartAll(calls[:])
+		} else {
+			an.Start(calls[0].Ctx, calls[0].Req, calls[0].To, calls[0].Tag)
+			an.Start(calls[1].Ctx, calls[1].Req, calls[1].To, calls[1].Tag)
+		}
 	}
 	f.wake.Wait()
 	f.mu.Lock()

@@ -213,22 +213,34 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 	key := c.opts.prefix + resource
 	var last *AcquireError
 	var w *waiter // hand-off queue place, after the first failure
-	defer func() { c.leaveHandoff(key, w) }()
-	if err := c.waitTurn(ctx, key, o, &w); err != nil { // hand-off: no barging
+	acquired := false
+	defer func() { c.leaveHandoff(key, w, acquired) }()
+	// pre is an attempt that this client's Unlock started for this call
+	// when it handed the lock over (handOver).
+	pre, err := c.waitTurn(ctx, key, resource, o, &w) // hand-off: no barging
+	if err != nil {
 		return nil, c.stopped(resource, 0, nil, err)
 	}
 	for try := 1; ; try++ {
-		if err := ctx.Err(); err != nil {
-			return nil, c.stopped(resource, try-1, last, err)
-		}
-		value, err := c.values.next()
-		if err != nil {
-			return nil, err
-		}
 		start := time.Now()
 		final := o.tries > 0 && try >= o.tries
-		l, aerr := c.attempt(ctx, resource, key, value, o, final)
+		var l *Lock
+		var aerr *AcquireError
+		if pre != nil {
+			l, aerr = pre.await()
+			pre = nil
+		} else {
+			if err := ctx.Err(); err != nil {
+				return nil, c.stopped(resource, try-1, last, err)
+			}
+			value, err := c.values.next()
+			if err != nil {
+				return nil, err
+			}
+			l, aerr = c.attempt(ctx, resource, key, value, o, final)
+		}
 		if aerr == nil {
+			acquired = true
 			return l, nil
 		}
 		aerr.Attempts = try
@@ -239,7 +251,7 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 			}
 			return nil, aerr
 		}
-		if err := c.waitRetry(ctx, key, o, time.Since(start), aerr, &w); err != nil {
+		if pre, err = c.waitRetry(ctx, key, resource, o, time.Since(start), aerr, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}
@@ -327,19 +339,32 @@ func isTimeout(err error) bool {
 // "held elsewhere" and "no quorum" are told apart exactly, and no key of the
 // attempt outlives the call. The decision itself never waits for them.
 func (c *Client) attempt(ctx context.Context, resource, key, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
+	a, err := c.prepareAttempt(ctx, resource, key, value, o, final)
+	if err != nil {
+		return nil, err
+	}
+	a.send()
+	return a.await()
+}
+
+// prepareAttempt readies an attempt for send and await. The hand-off
+// prepares the next waiter's attempt in Unlock and sends its requests right
+// behind the releases (handOver).
+func (c *Client) prepareAttempt(ctx context.Context, resource, key, value string, o lockOptions, final bool) (*attemptRun, *AcquireError) {
 	n := len(c.nodes)
-	d := drift(o.ttl, o.driftFactor)
 	if !c.bgAdd(n) {
 		return nil, &AcquireError{Resource: resource, Quorum: c.quorum, Cause: ErrClosed}
 	}
 	a := &attemptRun{
-		c:       c,
-		ctx:     ctx,
-		key:     key,
-		value:   value,
-		ttl:     o.ttl,
-		final:   final,
-		replies: make(chan reply, n),
+		c:        c,
+		ctx:      ctx,
+		resource: resource,
+		key:      key,
+		value:    value,
+		ttl:      o.ttl,
+		opts:     o,
+		final:    final,
+		replies:  make(chan reply, n),
 	}
 	a.early, a.seen, a.results = a.earlyBuf[:0], a.seenBuf[:0], a.resultsBuf[:0]
 	if n > len(a.earlyBuf) {
@@ -353,24 +378,46 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 		a.fences = make([]uint64, n) // phase 1 of fencing reads each node's fence (fencing.go)
 	}
 	a.nctx, a.cancel = context.WithTimeout(ctx, c.opts.nodeTimeout)
-	replies, seen, fences := a.replies, a.seen, a.fences
-	results := a.results
-	for i := range results {
-		results[i] = NodeResult{Node: c.names[i], Outcome: NoReply}
+	for i := range a.results {
+		a.results[i] = NodeResult{Node: c.names[i], Outcome: NoReply}
 	}
+	a.t1 = time.Now() // R8.1: before the first request
+	return a, nil
+}
 
-	t1 := time.Now() // R8.1: before the first request
-	a.t1 = t1
-	if c.async != nil && fences == nil {
-		req := Request{Op: OpAcquire, Key: key, Value: value, TTL: o.ttl}
-		for i, an := range c.async {
-			an.Start(a.nctx, req, a, i)
+// async reports whether the attempt's acquisitions go through
+// AsyncNode.Start (acquireCall) rather than a goroutine per node.
+func (a *attemptRun) async() bool { return a.c.async != nil && a.fences == nil }
+
+// acquireCall is the attempt's acquisition on node i, for AsyncNode.Start.
+func (a *attemptRun) acquireCall(i int) Call {
+	return Call{Ctx: a.nctx, Req: Request{Op: OpAcquire, Key: a.key, Value: a.value, TTL: a.ttl}, To: a, Tag: i}
+}
+
+// send sends the attempt's requests to every node at once (R15).
+func (a *attemptRun) send() {
+	if a.async() {
+		for i, an := range a.c.async {
+			cl := a.acquireCall(i)
+			an.Start(cl.Ctx, cl.Req, cl.To, cl.Tag)
 		}
-	} else {
-		for i := range c.nodes {
-			go a.node(i)
-		}
+		return
 	}
+	for i := range a.c.nodes {
+		go a.node(i)
+	}
+}
+
+// await decides the attempt: as soon as a quorum acquired or can no longer
+// acquire (R8.3, R8.4), or at the node timeout (R8.2); then the validity
+// (R9), fencing's phase 2 (R18), and on failure the releases (R8.5).
+func (a *attemptRun) await() (*Lock, *AcquireError) {
+	c, ctx, o := a.c, a.ctx, a.opts
+	resource, key, value, final := a.resource, a.key, a.value, a.final
+	n := len(c.nodes)
+	d := drift(o.ttl, o.driftFactor)
+	t1 := a.t1
+	replies, seen, fences, results := a.replies, a.seen, a.fences, a.results
 
 	yes, no := 0, 0
 	count := func(r reply) {
@@ -461,7 +508,9 @@ func (c *Client) attempt(ctx context.Context, resource, key, value string, o loc
 // of one per shared variable.
 type attemptRun struct {
 	c          *Client
-	ctx        context.Context    // the caller's
+	ctx        context.Context // the caller's
+	resource   string
+	opts       lockOptions
 	nctx       context.Context    // the acquires' node timeout (R8.2), shared (callIn)
 	cancel     context.CancelFunc // of nctx, called by the last acquire to answer
 	pending    atomic.Int32       // acquires not answered yet

@@ -67,14 +67,29 @@ type handoff struct {
 }
 
 // waiter is one Lock call waiting to retry. ch holds at most one pending
-// wake-up: true for an announcement from the nodes (another client may be
-// woken by it too: jitter), false for this client's own Unlock. head is
+// wake-up: an announcement from the nodes (another client may be woken by it
+// too: jitter), or this client's own Unlock, possibly with an attempt
+// already sent. head is
 // closed when the waiter reaches the front of its queue: only the front
 // waiter runs the timed retry (R10), so that the waiters behind it do not
 // load the nodes with attempts bound to fail.
 type waiter struct {
-	ch   chan bool
+	ch   chan wake
 	head chan struct{}
+
+	// The waiting Lock call, for an attempt prepared on its behalf
+	// (handOver).
+	ctx      context.Context
+	resource string
+	opts     lockOptions
+}
+
+// wake is one wake-up of a waiter: an announcement from the nodes (remote),
+// this client's own Unlock, or this client's Unlock with the attempt it
+// sent for the waiter (pre).
+type wake struct {
+	remote bool
+	pre    *attemptRun
 }
 
 // isHead reports whether w is at the front of its queue.
@@ -114,8 +129,8 @@ func newHandoff(c *Client) *handoff {
 
 // join queues a new waiter for key, subscribing to key's releases on every
 // node when it is the key's first waiter.
-func (h *handoff) join(key string) *waiter {
-	w := &waiter{ch: make(chan bool, 1), head: make(chan struct{})}
+func (h *handoff) join(ctx context.Context, key, resource string, o lockOptions) *waiter {
+	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: resource, opts: o}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
@@ -130,17 +145,29 @@ func (h *handoff) join(key string) *waiter {
 }
 
 // leave removes w from key's queue; the last waiter unsubscribes. A wake-up
-// w had not used is dropped: it is usually a late announcement of the
-// release w itself acquired after.
-func (h *handoff) leave(key string, w *waiter) {
+// w had not used is dropped (it is usually a late announcement of the
+// release w itself acquired after), except an attempt sent for w, which is
+// abandoned. A waiter that leaves without the lock wakes the next one.
+func (h *handoff) leave(key string, w *waiter, acquired bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	var pre *attemptRun
+	select {
+	case wk := <-w.ch:
+		pre = wk.pre
+	default:
+	}
 	q := h.queues[key]
 	for i, x := range q {
 		if x == w {
 			q = append(q[:i], q[i+1:]...)
 			break
 		}
+	}
+	if pre != nil {
+		// Sent for w, which left first: settled in the background, and
+		// the lock handed on from there (abandon).
+		h.c.abandon(key, pre)
 	}
 	if len(q) == 0 {
 		delete(h.queues, key)
@@ -152,6 +179,12 @@ func (h *handoff) leave(key string, w *waiter) {
 	h.queues[key] = q
 	if !q[0].isHead() {
 		close(q[0].head)
+	}
+	if !acquired && pre == nil {
+		// w may have been handed the lock and given up (its context
+		// ended): pass the turn on, lest the next waiter sleep out its
+		// timed retry while the lock is free. At worst one futile attempt.
+		h.wake(q[0], false)
 	}
 }
 
@@ -194,6 +227,71 @@ func (h *handoff) ownRelease(key, value string) {
 	h.wake(q[0], false)
 }
 
+// handOver is ownRelease for a release about to be sent to AsyncNodes
+// (fanoutAsync). For a waiter whose Lock retries without a bound
+// (WithTries 0) and without fencing, it also prepares the waiter's next
+// attempt and gives it to the waiter; the caller sends each node's
+// acquisition right behind its release (in one batch where the node is a
+// BatchNode), so that the hand-off costs one round trip: each node executes
+// its requests in order, so the SET NX finds the key released. It returns
+// that attempt, or nil when it only woke the waiter (or there is none).
+func (h *handoff) handOver(key, value string) *attemptRun {
+	c := h.c
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if len(q) == 0 {
+		return nil
+	}
+	delete(h.own, h.ownRing[h.ownNext])
+	h.ownRing[h.ownNext] = value
+	h.ownNext = (h.ownNext + 1) % len(h.ownRing)
+	h.own[value] = struct{}{}
+	w := q[0]
+	if len(w.ch) > 0 || w.opts.tries != 0 || c.opts.fencing || w.ctx.Err() != nil {
+		h.wake(w, false)
+		return nil
+	}
+	v, err := c.values.next()
+	if err != nil {
+		h.wake(w, false)
+		return nil
+	}
+	pre, aerr := c.prepareAttempt(w.ctx, w.resource, key, v, w.opts, false)
+	if aerr != nil {
+		h.wake(w, false)
+		return nil
+	}
+	w.ch <- wake{pre: pre} // room checked above; every sender holds h.mu
+	return pre
+}
+
+// abandon settles an attempt sent for a waiter that left before taking it:
+// it is decided in the background, a lock it won is released (and handed
+// over), and when it failed the next waiter is woken.
+func (c *Client) abandon(key string, a *attemptRun) {
+	c.bg.Add(1) // a's nodes still count in c.bg until its verdict: never zero here
+	go func() {
+		defer c.bg.Done()
+		l, err := a.await()
+		if err == nil {
+			_ = l.Unlock(context.WithoutCancel(a.ctx)) // hands over in turn
+			return
+		}
+		c.hand.wakeFirst(key) // the lock may be free: the next waiter's turn
+	}()
+}
+
+// wakeFirst wakes the longest-waiting waiter of key, as this client's own
+// release does.
+func (h *handoff) wakeFirst(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[key]; len(q) > 0 {
+		h.wake(q[0], false)
+	}
+}
+
 // wakeHead wakes the longest-waiting waiter of key, as an announcement.
 func (h *handoff) wakeHead(key string) {
 	h.mu.Lock()
@@ -205,7 +303,7 @@ func (h *handoff) wakeHead(key string) {
 
 func (h *handoff) wake(w *waiter, remote bool) {
 	select {
-	case w.ch <- remote:
+	case w.ch <- wake{remote: remote}:
 	default:
 	}
 }
@@ -277,12 +375,12 @@ func (h *handoff) close() {
 // the same key: when key has waiters, the call joins the end of the queue
 // and waits for its turn (or its timed retry) before its first attempt.
 // TryLock never waits.
-func (c *Client) waitTurn(ctx context.Context, key string, o lockOptions, w **waiter) error {
+func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptions, w **waiter) (*attemptRun, error) {
 	h := c.hand
 	if h == nil || o.tries == 1 || !h.queued(key) {
-		return nil
+		return nil, nil
 	}
-	*w = h.join(key)
+	*w = h.join(ctx, key, resource, o)
 	return c.wait(ctx, o, 0, *w)
 }
 
@@ -295,14 +393,14 @@ func (c *Client) waitTurn(ctx context.Context, key string, o lockOptions, w **wa
 // delay, whichever comes first. An attempt that set some keys but not a
 // quorum (a split vote, R10) gave them back unannounced, so it wakes the
 // next waiter itself. It returns ctx's error when ctx ends.
-func (c *Client) waitRetry(ctx context.Context, key string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) error {
+func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (*attemptRun, error) {
 	h := c.hand
 	if h == nil {
 		return c.wait(ctx, o, elapsed, nil)
 	}
 	if *w == nil {
-		*w = h.join(key)
-		return ctx.Err()
+		*w = h.join(ctx, key, resource, o)
+		return nil, ctx.Err()
 	}
 	if failed != nil {
 		for _, r := range failed.Nodes {
@@ -316,16 +414,17 @@ func (c *Client) waitRetry(ctx context.Context, key string, o lockOptions, elaps
 }
 
 // wait sleeps the timed random delay of R10, or less when w is woken: at
-// once after this client's own Unlock, after a jitter of up to elapsed (one
+// once after this client's own Unlock (returning the attempt that Unlock
+// sent for w, if any: handOver), after a jitter of up to elapsed (one
 // attempt's duration, at most the minimum retry delay) after an
 // announcement from the nodes.
-func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) error {
-	var wake <-chan bool
+func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) (*attemptRun, error) {
+	var woken <-chan wake
 	var promoted <-chan struct{}
 	var t *time.Timer
 	var timeout <-chan time.Time
 	if w != nil {
-		wake = w.ch
+		woken = w.ch
 		if !w.isHead() {
 			promoted = w.head
 		}
@@ -335,28 +434,28 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 		defer t.Stop()
 		timeout = t.C
 	}
-	var remote bool
+	var wk wake
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		case <-timeout:
-			return nil
+			return nil, nil
 		case <-promoted: // now at the front: run the timed retry
 			promoted = nil
 			t = time.NewTimer(c.retryDelay(o))
 			defer t.Stop()
 			timeout = t.C
-		case remote = <-wake:
+		case wk = <-woken:
 			done = true
 		}
 	}
-	if !remote {
-		return nil
+	if !wk.remote {
+		return wk.pre, nil
 	}
 	j := c.jitter(min(elapsed, o.retryMin))
 	if j <= 0 {
-		return nil
+		return nil, nil
 	}
 	if t == nil {
 		t = time.NewTimer(j)
@@ -366,9 +465,9 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 	}
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	case <-t.C:
-		return nil
+		return nil, nil
 	}
 }
 
@@ -383,10 +482,11 @@ func (c *Client) jitter(max time.Duration) time.Duration {
 	return d
 }
 
-// leaveHandoff takes a finished Lock call out of key's queue.
-func (c *Client) leaveHandoff(key string, w *waiter) {
+// leaveHandoff takes a finished Lock call out of key's queue; acquired
+// tells whether it got the lock.
+func (c *Client) leaveHandoff(key string, w *waiter, acquired bool) {
 	if c.hand != nil && w != nil {
-		c.hand.leave(key, w)
+		c.hand.leave(key, w, acquired)
 	}
 }
 

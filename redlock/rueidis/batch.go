@@ -43,7 +43,7 @@ type batcher struct {
 	dctx    *deadlineCtx
 }
 
-var _ redlock.AsyncNode = (*Node)(nil)
+var _ redlock.BatchNode = (*Node)(nil)
 
 // Start queues req and returns (redlock.AsyncNode). The answer goes to
 // to.Receive(tag, ...) once the node answered, the request failed, or ctx
@@ -56,6 +56,23 @@ func (n *Node) Start(ctx context.Context, req redlock.Request, to redlock.Receiv
 	b := &n.batch
 	b.mu.Lock()
 	b.queue = append(b.queue, queued{ctx: ctx, req: req, to: to, tag: tag})
+	start := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if start {
+		go n.work()
+	}
+}
+
+// StartAll queues calls, in order, so that they leave in the same batch
+// (redlock.BatchNode): the hand-off sends a release and the next waiter's
+// acquisition together.
+func (n *Node) StartAll(calls []redlock.Call) {
+	b := &n.batch
+	b.mu.Lock()
+	for _, cl := range calls {
+		b.queue = append(b.queue, queued{ctx: cl.Ctx, req: cl.Req, to: cl.To, tag: cl.Tag})
+	}
 	start := !b.running
 	b.running = true
 	b.mu.Unlock()

@@ -3,7 +3,9 @@ package rueidis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,4 +207,90 @@ func TestFencingTokensIncrease(t *testing.T) {
 			t.Fatalf("Unlock %d: %v", i, err)
 		}
 	}
+}
+
+// Waiters that give up (their context ends) while Unlock hands the lock over
+// to them leave no lock behind: an attempt sent on behalf of a waiter that
+// left is settled in the background and its lock released, and mutual
+// exclusion holds throughout (R1.1, R8.5).
+func TestHandoffWaitersThatGiveUp(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c, err := rueidis.Dial(cl.URLs(), redlock.WithNodeTimeout(time.Second),
+		redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var inside, granted atomic.Int64
+	critical := func() error {
+		if n := inside.Add(1); n != 1 {
+			return fmt.Errorf("%d holders at once", n)
+		}
+		granted.Add(1)
+		inside.Add(-1)
+		return nil
+	}
+	errs := make(chan error, 16)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { // a steady holder: every Unlock hands over to the queue's head
+		defer wg.Done()
+		defer close(done)
+		for range 150 {
+			l, err := c.Lock(ctx, "quitters")
+			if err != nil {
+				errs <- fmt.Errorf("holder: %w", err)
+				return
+			}
+			if err := critical(); err != nil {
+				errs <- err
+			}
+			if err := l.Unlock(ctx); err != nil {
+				errs <- fmt.Errorf("holder Unlock: %w", err)
+				return
+			}
+		}
+	}()
+	for w := range 8 {
+		wg.Add(1)
+		go func() { // waiters that give up after 0.1 to 2 ms
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				wctx, wcancel := context.WithTimeout(ctx, time.Duration(100+(w*7919+i*104729)%1900)*time.Microsecond)
+				l, err := c.Lock(wctx, "quitters")
+				wcancel()
+				if err != nil {
+					continue
+				}
+				if err := critical(); err != nil {
+					errs <- err
+				}
+				if err := l.Unlock(ctx); err != nil {
+					errs <- fmt.Errorf("waiter Unlock: %w", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err := c.Close(); err != nil { // waits for the attempts settled in the background
+		t.Fatal(err)
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	for _, s := range cl.Servers {
+		if keys := s.MustKeys(redlock.DefaultKeyPrefix); len(keys) != 0 {
+			t.Fatalf("%s: keys left after every Lock call ended and the client closed: %v (granted %d)", s.Addr(), keys, granted.Load())
+		}
+	}
+	t.Logf("%d critical sections", granted.Load())
 }

@@ -1,0 +1,175 @@
+package rueidis_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
+)
+
+// answers collects the answers of started requests, by tag.
+type answers struct {
+	mu  sync.Mutex
+	got map[int]answer
+	ch  chan int // each tag as it is answered
+}
+
+type answer struct {
+	ok  bool
+	err error
+}
+
+func newAnswers() *answers { return &answers{got: map[int]answer{}, ch: make(chan int, 1024)} }
+
+func (a *answers) Receive(tag int, ok bool, err error) {
+	a.mu.Lock()
+	if _, dup := a.got[tag]; dup {
+		panic("request " + strconv.Itoa(tag) + " answered twice")
+	}
+	a.got[tag] = answer{ok, err}
+	a.mu.Unlock()
+	a.ch <- tag
+}
+
+// wait returns tag's answer, failing the test if it takes more than d.
+func (a *answers) wait(t *testing.T, tag int, d time.Duration) answer {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		a.mu.Lock()
+		r, ok := a.got[tag]
+		a.mu.Unlock()
+		if ok {
+			return r
+		}
+		select {
+		case <-a.ch:
+		case <-deadline:
+			t.Fatalf("request %d: no answer after %v", tag, d)
+		}
+	}
+}
+
+func node(t *testing.T, s *redlocktest.Server) *rueidis.Node {
+	t.Helper()
+	u, err := redlock.ParseNodeURL(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := rueidis.NewClient(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return rueidis.NewNode(c, s.Addr())
+}
+
+// A node executes the requests started on it in the order they were
+// started: a release started right behind its acquisition, without waiting
+// for it, always finds the key (R8.5: a release never overtakes what it
+// undoes; AsyncNode's contract).
+func TestStartKeepsOrder(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	n := node(t, s)
+	a := newAnswers()
+	const keys = 300
+	for k := range keys {
+		key := "order:" + strconv.Itoa(k)
+		n.Start(t.Context(), redlock.Request{Op: redlock.OpAcquire, Key: key, Value: "v", TTL: time.Minute}, a, 2*k)
+		n.Start(t.Context(), redlock.Request{Op: redlock.OpRelease, Key: key, Value: "v"}, a, 2*k+1)
+	}
+	for tag := range 2 * keys {
+		if r := a.wait(t, tag, 10*time.Second); !r.ok || r.err != nil {
+			t.Fatalf("request %d (%s): ok=%v err=%v, want ok", tag, []string{"acquire", "release"}[tag%2], r.ok, r.err)
+		}
+	}
+	if left := s.MustKeys("order:"); len(left) != 0 {
+		t.Fatalf("keys left: %v", left)
+	}
+}
+
+// Every operation answers through Start as its blocking method does.
+func TestStartAnswersEveryOp(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	n := node(t, s)
+	a := newAnswers()
+	ctx := t.Context()
+	steps := []struct {
+		req  redlock.Request
+		want bool
+	}{
+		{redlock.Request{Op: redlock.OpAcquire, Key: "ops", Value: "v1", TTL: time.Minute}, true},
+		{redlock.Request{Op: redlock.OpAcquire, Key: "ops", Value: "v2", TTL: time.Minute}, false}, // held
+		{redlock.Request{Op: redlock.OpExtend, Key: "ops", Value: "v2", TTL: time.Minute}, false},  // not ours
+		{redlock.Request{Op: redlock.OpExtend, Key: "ops", Value: "v1", TTL: time.Minute}, true},
+		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v2"}, false},
+		{redlock.Request{Op: redlock.OpReleaseAnnounce, Key: "ops", Value: "v1"}, true},
+		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v1"}, false}, // gone
+	}
+	for i, st := range steps {
+		n.Start(ctx, st.req, a, i)
+		if r := a.wait(t, i, 10*time.Second); r.ok != st.want || r.err != nil {
+			t.Fatalf("step %d, %v %s: ok=%v err=%v, want ok=%v", i, st.req.Op, st.req.Value, r.ok, r.err, st.want)
+		}
+	}
+}
+
+// A request whose context ends while it waits behind a batch is answered
+// with the context's error and never sent; a request with a later deadline
+// in the same queue is not failed by it (a batch is bounded by its latest
+// deadline).
+func TestStartDeadlines(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	n := node(t, s)
+	a := newAnswers()
+
+	done, cancel := context.WithCancel(t.Context())
+	cancel()
+	n.Start(done, redlock.Request{Op: redlock.OpAcquire, Key: "dl:done", Value: "v", TTL: time.Minute}, a, 0)
+	if r := a.wait(t, 0, time.Second); !errors.Is(r.err, context.Canceled) {
+		t.Fatalf("request with a done context: err=%v, want context.Canceled", r.err)
+	}
+
+	s.Freeze()
+	thawed := false
+	defer func() {
+		if !thawed {
+			s.Thaw()
+		}
+	}()
+	first, cancel1 := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel1()
+	n.Start(first, redlock.Request{Op: redlock.OpAcquire, Key: "dl:first", Value: "v", TTL: time.Minute}, a, 1)
+	// The first batch, this request alone, is on its way to the frozen node.
+	redlocktest.Eventually(t, 5*time.Second, func() bool { return rueidis.Queued(n) == 0 }, "the first request was not taken into a batch")
+	short, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel2()
+	n.Start(short, redlock.Request{Op: redlock.OpAcquire, Key: "dl:short", Value: "v", TTL: time.Minute}, a, 2)
+	long, cancel3 := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel3()
+	n.Start(long, redlock.Request{Op: redlock.OpAcquire, Key: "dl:long", Value: "v", TTL: time.Minute}, a, 3)
+
+	if r := a.wait(t, 1, 10*time.Second); !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("request to a frozen node: err=%v, want a deadline error", r.err)
+	}
+	if r := a.wait(t, 2, 10*time.Second); !errors.Is(r.err, context.DeadlineExceeded) {
+		t.Fatalf("request whose deadline passed in the queue: err=%v, want context.DeadlineExceeded", r.err)
+	}
+	s.Thaw()
+	thawed = true
+	if r := a.wait(t, 3, 20*time.Second); !r.ok || r.err != nil {
+		t.Fatalf("request with a later deadline: ok=%v err=%v, want acquired", r.ok, r.err)
+	}
+	keys := s.MustKeys("dl:")
+	for _, k := range keys {
+		if k == "dl:short" {
+			t.Fatalf("the expired request was sent: keys %v", keys)
+		}
+	}
+}
