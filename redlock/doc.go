@@ -28,6 +28,14 @@
 // succeeds only if a quorum confirmed within the remaining validity; it never
 // re-creates an expired key (R17).
 //
+// When every node is an AsyncNode (redlock/rueidis), the fan-outs run
+// without a goroutine per node and the adapter batches the requests of all
+// concurrent lock operations to a node into one round trip; Unlock and
+// Extend then return as soon as a quorum confirmed (the slower nodes'
+// requests finish in the background, and Close waits for them), and
+// Unlock hands the lock to this client's next waiter by sending the
+// waiter's SET NX to each node right behind the release, in the same batch.
+//
 // # What is promised, under which assumptions
 //
 // Mutual exclusion (R1.1) holds until Lock.Until, provided that

@@ -1,10 +1,17 @@
 // Package rueidis adapts rueidis clients to redlock.Node, and dials Redlock
 // clients from node URLs.
 //
-// rueidis pipelines automatically: the commands that concurrent callers send
-// to one node share a few connections and go out in shared writes, so many
-// lock operations ride on each round trip (R15's multiplexing). Under
-// concurrency this is several times faster than a connection pool; see
+// Each Node batches (R15's multiplexing): every request to the node, from
+// any goroutine and any lock operation, joins the node's queue, and one
+// worker at a time sends the whole queue with one DoMulti, one write and
+// one round trip, over one connection. The batches are self-clocking: the
+// busier the node, the more requests each carries, with no flush delay; a
+// lone request leaves at once. Node implements redlock.AsyncNode and
+// redlock.BatchNode, so a redlock client over these nodes fans out without
+// a goroutine per node, and its hand-off sends a release and the next
+// waiter's acquisition to each node in one batch. A node executes its
+// requests in the order they were queued, which AsyncNode requires: a
+// release never overtakes the acquisition it undoes (R8.5). See
 // docs/benchmarks.md for measured figures and the command to rerun them.
 //
 // Acquire is SET key value NX PX ttl (R3). Release and Extend are the Lua
@@ -15,15 +22,19 @@
 //
 // Node also implements redlock.HandoffNode: ReleaseAnnounce runs
 // release_publish.lua, which deletes the key and publishes the released
-// value on ChannelPrefix+key in one atomic step, and WatchReleases opens one
+// value on ChannelPrefix+key in one atomic step (the script builds the
+// channel name from the prefix), and WatchReleases opens one
 // subscription connection per node, on which each waited-for key is one
 // SUBSCRIBE. A redlock client over these nodes hands a lock off to the next
 // waiter without polling (R10, R14).
 //
 // Node implements redlock.FencingNode too, with acquire_fenced.lua and
-// raise_fence.lua (R18), so a client built WithFencing accepts it.
+// raise_fence.lua (R18), so a client built WithFencing accepts it. The
+// fenced scripts are sent with Do, outside the batches.
 //
-// A client you build yourself should set DisableRetry, so that rueidis does
-// not resend a command whose reply was lost (the redlock client retries
-// whole attempts instead), and DisableCache. NewClient and Dial do both.
+// A client you build yourself for NewNode should set DisableRetry, so that
+// rueidis does not resend a command whose reply was lost (the redlock client
+// retries whole attempts instead), DisableCache, and one connection
+// (PipelineMultiplex -1), so that the node keeps the order of the requests.
+// NewClient and Dial do all three.
 package rueidis

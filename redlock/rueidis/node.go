@@ -32,11 +32,11 @@ func newScript(src string) script {
 }
 
 // Node is a redlock.Node over one rueidis client, which must talk to one
-// independent master (R2). rueidis pipelines the commands of concurrent
-// callers to a node into shared writes on a few connections (R15), which is
-// what makes this adapter fast under concurrency. Node also implements
-// redlock.HandoffNode and redlock.FencingNode. It is safe for concurrent
-// use.
+// independent master (R2). It gathers the requests of concurrent callers to
+// the node into batches, one DoMulti each (R15, batch.go), which is what
+// makes this adapter fast under concurrency. Node also implements
+// redlock.AsyncNode, redlock.BatchNode, redlock.HandoffNode and
+// redlock.FencingNode. It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client
 	name    string
@@ -59,8 +59,10 @@ var (
 
 // NewNode wraps client, named name in errors and reports (its address, say).
 // The client should disable rueidis's retries (DisableRetry) so that a
-// command whose reply was lost is not sent twice; NewClient does. Close does
-// not close a client passed here: its owner does.
+// command whose reply was lost is not sent twice, and use one connection
+// (PipelineMultiplex -1) so that the node executes the requests in the
+// order they were queued (redlock.AsyncNode); NewClient does both. Close
+// does not close a client passed here: its owner does.
 func NewNode(client rueidis.Client, name string) *Node {
 	return &Node{
 		client:  client,
