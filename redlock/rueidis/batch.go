@@ -37,9 +37,14 @@ type batcher struct {
 	spare   []queued // the worker's last batch, for reuse
 	running bool     // a worker goroutine is draining the queue
 
+	// worker is the node's work method, made into a func value once:
+	// starting a worker then allocates nothing (NewNode).
+	worker func()
+
 	// The running worker's buffers and deadline.
 	cmds    []rueidis.Completed
 	retries []int
+	one     [1]rueidis.RedisResult
 	dctx    *deadlineCtx
 }
 
@@ -60,7 +65,7 @@ func (n *Node) Start(ctx context.Context, req redlock.Request, to redlock.Receiv
 	b.running = true
 	b.mu.Unlock()
 	if start {
-		go n.work()
+		go n.batch.worker()
 	}
 }
 
@@ -77,7 +82,7 @@ func (n *Node) StartAll(calls []redlock.Call) {
 	b.running = true
 	b.mu.Unlock()
 	if start {
-		go n.work()
+		go n.batch.worker()
 	}
 }
 
@@ -142,7 +147,14 @@ func (n *Node) send(batch []queued) {
 			}
 		}()
 	}
-	res := c.DoMulti(ctx, cmds...)
+	var res []rueidis.RedisResult
+	if len(cmds) == 1 {
+		// A lone request: Do allocates less than DoMulti for one command.
+		b.one[0] = c.Do(ctx, cmds[0])
+		res = b.one[:]
+	} else {
+		res = c.DoMulti(ctx, cmds...)
+	}
 	retries := b.retries[:0]
 	for i, q := range live {
 		if rerr, ok := rueidis.IsRedisErr(res[i].Error()); ok && rerr.IsNoScript() && q.req.Op != redlock.OpAcquire {

@@ -64,7 +64,7 @@ var (
 // order they were queued (redlock.AsyncNode); NewClient does both. Close
 // does not close a client passed here: its owner does.
 func NewNode(client rueidis.Client, name string) *Node {
-	return &Node{
+	n := &Node{
 		client:  client,
 		name:    name,
 		release: newScript(scripts.Release),
@@ -74,6 +74,8 @@ func NewNode(client rueidis.Client, name string) *Node {
 		acquireFenced: newScript(scripts.AcquireFenced),
 		raiseFence:    newScript(scripts.RaiseFence),
 	}
+	n.batch.worker = n.work
+	return n
 }
 
 // String returns the node's name.
