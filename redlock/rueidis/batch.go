@@ -2,6 +2,7 @@ package rueidis
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,7 @@ var _ redlock.BatchNode = (*Node)(nil)
 // to.Receive(tag, ...) once the node answered, the request failed, or ctx
 // was already done when its batch left.
 func (n *Node) Start(ctx context.Context, req redlock.Request, to redlock.Receiver, tag int) {
-	if err := ctx.Err(); err != nil {
+	if err := refuse(ctx, req); err != nil {
 		to.Receive(tag, false, err)
 		return
 	}
@@ -76,6 +77,10 @@ func (n *Node) StartAll(calls []redlock.Call) {
 	b := &n.batch
 	b.mu.Lock()
 	for _, cl := range calls {
+		if err := refuse(cl.Ctx, cl.Req); err != nil {
+			defer cl.To.Receive(cl.Tag, false, err) // outside b.mu
+			continue
+		}
 		b.queue = append(b.queue, queued{ctx: cl.Ctx, req: cl.Req, to: cl.To, tag: cl.Tag})
 	}
 	start := !b.running
@@ -84,6 +89,19 @@ func (n *Node) StartAll(calls []redlock.Call) {
 	if start {
 		go n.batch.worker()
 	}
+}
+
+// refuse is the error that answers a request at once: its context is done,
+// or its operation is not one of redlock's.
+func refuse(ctx context.Context, req redlock.Request) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch req.Op {
+	case redlock.OpAcquire, redlock.OpRelease, redlock.OpReleaseAnnounce, redlock.OpExtend:
+		return nil
+	}
+	return fmt.Errorf("rueidis: unknown operation %v: expected acquire, release, release-announce or extend", req.Op)
 }
 
 // work sends the queue in batches until it finds it empty.
@@ -192,7 +210,7 @@ func (n *Node) command(req redlock.Request, eval bool) rueidis.Completed {
 		s, arg2 = n.extend, strconv.FormatInt(req.TTL.Milliseconds(), 10)
 	case redlock.OpReleaseAnnounce:
 		s, arg2 = n.publish, ChannelPrefix
-	default:
+	default: // OpRelease (refuse lets no other op in)
 		s = n.release
 	}
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,5 +172,31 @@ func TestStartDeadlines(t *testing.T) {
 		if k == "dl:short" {
 			t.Fatalf("the expired request was sent: keys %v", keys)
 		}
+	}
+}
+
+// A request for an operation that is not one of redlock's is answered at
+// once with an error naming it, and nothing is sent; the others of the same
+// StartAll go on.
+func TestStartRefusesUnknownOp(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	n := node(t, s)
+	a := newAnswers()
+	ctx := t.Context()
+	n.Start(ctx, redlock.Request{Key: "unknown", Value: "v"}, a, 0)
+	n.StartAll([]redlock.Call{
+		{Ctx: ctx, Req: redlock.Request{Op: 99, Key: "unknown", Value: "v"}, To: a, Tag: 1},
+		{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire, Key: "known", Value: "v", TTL: time.Minute}, To: a, Tag: 2},
+	})
+	for tag := range 2 {
+		if r := a.wait(t, tag, 10*time.Second); r.ok || r.err == nil || !strings.Contains(r.err.Error(), "unknown operation") {
+			t.Fatalf("request %d: ok=%v err=%v, want an unknown operation error", tag, r.ok, r.err)
+		}
+	}
+	if r := a.wait(t, 2, 10*time.Second); !r.ok || r.err != nil {
+		t.Fatalf("the valid request beside it: ok=%v err=%v, want acquired", r.ok, r.err)
+	}
+	if keys := s.MustKeys("unknown"); len(keys) != 0 {
+		t.Fatalf("an unknown operation reached the node: %v", keys)
 	}
 }

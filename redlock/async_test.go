@@ -1,0 +1,177 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
+)
+
+// withholding is an AsyncNode over a real rueidis node whose answers to
+// started requests the test can hold back (hold) and then let go: a node
+// whose replies arrive as late as the test likes. The requests themselves
+// reach the node at once. It is deliberately not a BatchNode or a
+// HandoffNode, so that every request goes through its Start.
+type withholding struct {
+	node *rueidis.Node
+
+	mu      sync.Mutex
+	holding bool
+	held    []func()
+}
+
+var _ redlock.AsyncNode = (*withholding)(nil)
+
+func (w *withholding) String() string { return w.node.String() }
+
+func (w *withholding) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return w.node.Acquire(ctx, key, value, ttl)
+}
+
+func (w *withholding) Release(ctx context.Context, key, value string) (bool, error) {
+	return w.node.Release(ctx, key, value)
+}
+
+func (w *withholding) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return w.node.Extend(ctx, key, value, ttl)
+}
+
+func (w *withholding) Start(ctx context.Context, req redlock.Request, to redlock.Receiver, tag int) {
+	w.node.Start(ctx, req, withheldReceiver{w, to}, tag)
+}
+
+// hold starts holding answers back (on) or lets every held answer go.
+func (w *withholding) hold(on bool) {
+	w.mu.Lock()
+	w.holding = on
+	held := w.held
+	w.held = nil
+	w.mu.Unlock()
+	for _, f := range held {
+		f()
+	}
+}
+
+type withheldReceiver struct {
+	w  *withholding
+	to redlock.Receiver
+}
+
+func (r withheldReceiver) Receive(tag int, ok bool, err error) {
+	r.w.mu.Lock()
+	if r.w.holding {
+		r.w.held = append(r.w.held, func() { r.to.Receive(tag, ok, err) })
+		r.w.mu.Unlock()
+		return
+	}
+	r.w.mu.Unlock()
+	r.to.Receive(tag, ok, err)
+}
+
+// withholdingCluster starts 5 real nodes and a client over withholding
+// nodes on them.
+func withholdingCluster(t *testing.T, opts ...redlock.Option) (*redlocktest.Cluster, []*withholding, *redlock.Client) {
+	t.Helper()
+	cl := redlocktest.Start(t, 5)
+	ws := make([]*withholding, len(cl.Servers))
+	nodes := make([]redlock.Node, len(ws))
+	for i, s := range cl.Servers {
+		u, err := redlock.ParseNodeURL(s.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rc, err := rueidis.NewClient(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(rc.Close)
+		ws[i] = &withholding{node: rueidis.NewNode(rc, s.Addr())}
+		nodes[i] = ws[i]
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, ws, c
+}
+
+// An attempt over AsyncNodes is decided at the node timeout even when a
+// majority's answers have not come (R8.2): those nodes count as timed out,
+// and their answers, when they come, are released as late ones (R8.5), so
+// no key is left behind and Close waits for them.
+func TestAsyncAttemptEndsAtTheNodeTimeout(t *testing.T) {
+	cl, ws, c := withholdingCluster(t, redlock.WithNodeTimeout(100*time.Millisecond),
+		redlock.WithRetryDelay(5*time.Millisecond, 10*time.Millisecond))
+	for _, w := range ws[:3] {
+		w.hold(true)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(ctx, "late")
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("Lock did not return while three nodes' answers were held: the attempt waited past the node timeout")
+	}
+	var ae *redlock.AcquireError
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.As(err, &ae) {
+		t.Fatalf("Lock: %v, want ErrNotAcquired", err)
+	}
+	if ae.Attempts < 1 {
+		t.Fatalf("attempts = %d, want at least 1", ae.Attempts)
+	}
+	for _, r := range ae.Nodes[:3] {
+		if r.Outcome != redlock.TimedOut && r.Outcome != redlock.Failed {
+			t.Fatalf("node %s: outcome %v, want timed out (its answer was held)", r.Node, r.Outcome)
+		}
+	}
+	for _, w := range ws[:3] {
+		w.hold(false) // the late answers: acquired, to be released
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
+		"keys left after the late answers came")
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Over AsyncNodes, Unlock returns once a quorum released, without waiting
+// for the other nodes' answers.
+func TestAsyncUnlockReturnsAtAQuorum(t *testing.T) {
+	cl, ws, c := withholdingCluster(t, redlock.WithNodeTimeout(time.Second))
+	l, err := c.TryLock(t.Context(), "quorum")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range ws[3:] {
+		w.hold(true)
+	}
+	done := make(chan error, 1)
+	go func() { done <- l.Unlock(context.Background()) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Unlock waited for the two nodes whose answers were held")
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
+		"keys left: the releases reach every node, answered or not")
+	for _, w := range ws[3:] {
+		w.hold(false)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
