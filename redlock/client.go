@@ -361,7 +361,6 @@ func (c *Client) prepareAttempt(ctx context.Context, resource, key, value string
 		resource: resource,
 		key:      key,
 		value:    value,
-		ttl:      o.ttl,
 		opts:     o,
 		final:    final,
 		replies:  make(chan reply, n),
@@ -391,7 +390,7 @@ func (a *attemptRun) async() bool { return a.c.async != nil && a.fences == nil }
 
 // acquireCall is the attempt's acquisition on node i, for AsyncNode.Start.
 func (a *attemptRun) acquireCall(i int) Call {
-	return Call{Ctx: a.nctx, Req: Request{Op: OpAcquire, Key: a.key, Value: a.value, TTL: a.ttl}, To: a, Tag: i}
+	return Call{Ctx: a.nctx, Req: Request{Op: OpAcquire, Key: a.key, Value: a.value, TTL: a.opts.ttl}, To: a, Tag: i}
 }
 
 // send sends the attempt's requests to every node at once (R15).
@@ -516,7 +515,6 @@ type attemptRun struct {
 	pending    atomic.Int32       // acquires not answered yet
 	key, value string
 	fenceKey   string
-	ttl        time.Duration
 	t1         time.Time // R8.1
 	final      bool      // a failed attempt waits for every node (attempt)
 	fences     []uint64  // fencing: each node's fence, read in phase 1 (fencing.go)
@@ -545,10 +543,10 @@ func (a *attemptRun) node(i int) {
 	c := a.c
 	var r reply
 	if a.fences != nil {
-		r = c.callIn(a.nctx, i, c.fencedAcquire(a.key, a.fenceKey, a.value, a.ttl, &a.fences[i]))
+		r = c.callIn(a.nctx, i, c.fencedAcquire(a.key, a.fenceKey, a.value, a.opts.ttl, &a.fences[i]))
 	} else {
 		start := time.Now()
-		ok, err := c.nodes[i].Acquire(a.nctx, a.key, a.value, a.ttl)
+		ok, err := c.nodes[i].Acquire(a.nctx, a.key, a.value, a.opts.ttl)
 		r = reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(start)}
 	}
 	a.answer(r, true)

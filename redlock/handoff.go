@@ -220,11 +220,18 @@ func (h *handoff) ownRelease(key, value string) {
 	if len(q) == 0 {
 		return
 	}
+	h.markOwn(value)
+	h.wake(q[0], false)
+}
+
+// markOwn remembers value as one of this client's recent releases, whose
+// announcements from the nodes are then dropped (notify); called with h.mu
+// held.
+func (h *handoff) markOwn(value string) {
 	delete(h.own, h.ownRing[h.ownNext])
 	h.ownRing[h.ownNext] = value
 	h.ownNext = (h.ownNext + 1) % len(h.ownRing)
 	h.own[value] = struct{}{}
-	h.wake(q[0], false)
 }
 
 // handOver is ownRelease for a release about to be sent to AsyncNodes
@@ -243,10 +250,7 @@ func (h *handoff) handOver(key, value string) *attemptRun {
 	if len(q) == 0 {
 		return nil
 	}
-	delete(h.own, h.ownRing[h.ownNext])
-	h.ownRing[h.ownNext] = value
-	h.ownNext = (h.ownNext + 1) % len(h.ownRing)
-	h.own[value] = struct{}{}
+	h.markOwn(value)
 	w := q[0]
 	if len(w.ch) > 0 || w.opts.tries != 0 || c.opts.fencing || w.ctx.Err() != nil {
 		h.wake(w, false)
@@ -278,26 +282,17 @@ func (c *Client) abandon(key string, a *attemptRun) {
 			_ = l.Unlock(context.WithoutCancel(a.ctx)) // hands over in turn
 			return
 		}
-		c.hand.wakeFirst(key) // the lock may be free: the next waiter's turn
+		c.hand.wakeHead(key, false) // the lock may be free: the next waiter's turn
 	}()
 }
 
-// wakeFirst wakes the longest-waiting waiter of key, as this client's own
-// release does.
-func (h *handoff) wakeFirst(key string) {
+// wakeHead wakes the longest-waiting waiter of key: as an announcement
+// from the nodes (remote), or as this client's own release.
+func (h *handoff) wakeHead(key string, remote bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if q := h.queues[key]; len(q) > 0 {
-		h.wake(q[0], false)
-	}
-}
-
-// wakeHead wakes the longest-waiting waiter of key, as an announcement.
-func (h *handoff) wakeHead(key string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if q := h.queues[key]; len(q) > 0 {
-		h.wake(q[0], true)
+		h.wake(q[0], remote)
 	}
 }
 
@@ -405,7 +400,7 @@ func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOpti
 	if failed != nil {
 		for _, r := range failed.Nodes {
 			if r.Outcome == Acquired {
-				h.wakeHead(key)
+				h.wakeHead(key, true)
 				break
 			}
 		}
