@@ -167,8 +167,9 @@ func (f *fanRun) Receive(tag int, ok bool, err error) {
 // next attempt goes to each node right behind the release, in the same
 // batch where the node is a BatchNode. Each node executes its requests in
 // order (AsyncNode), so the SET NX finds the key released, and the hand-off
-// costs one round trip instead of two. When a release fails, the waiter's
-// attempt fails too, and it waits again.
+// costs one round trip instead of two. Such a release is not announced to
+// other clients: the key is taken again in the same batch. When a release
+// fails, the waiter's attempt fails too, and it waits again.
 func (c *Client) fanoutAsync(ctx context.Context, req Request) []reply {
 	n := len(c.async)
 	if !c.bgAdd(n) {
@@ -194,6 +195,13 @@ func (c *Client) fanoutAsync(ctx context.Context, req Request) []reply {
 	var pre *attemptRun
 	if req.Op == OpReleaseAnnounce && c.hand != nil {
 		pre = c.hand.handOver(req.Key, req.Value)
+	}
+	if pre != nil {
+		// The lock goes to this client's waiter in the same batch:
+		// announcing the release would only wake other clients' waiters
+		// (and echo back to this client's own subscription) for attempts
+		// bound to fail. The waiter's own release will announce.
+		req.Op = OpRelease
 	}
 	for i, an := range c.async {
 		if pre == nil {

@@ -175,9 +175,15 @@ func (n *Node) send(batch []queued) {
 	}
 	retries := b.retries[:0]
 	for i, q := range live {
-		if rerr, ok := rueidis.IsRedisErr(res[i].Error()); ok && rerr.IsNoScript() && q.req.Op != redlock.OpAcquire {
-			retries = append(retries, i)
-			continue
+		if s := n.scriptOf(q.req.Op); s != nil {
+			if rerr, ok := rueidis.IsRedisErr(res[i].Error()); ok && rerr.IsNoScript() {
+				s.cached.Store(false) // restarted, or SCRIPT FLUSH
+				retries = append(retries, i)
+				continue
+			}
+			if res[i].NonRedisError() == nil {
+				s.cached.Store(true) // it ran, by EVAL or EVALSHA
+			}
 		}
 		ok, err := answer(q.req.Op, res[i])
 		q.to.Receive(q.tag, ok, err)
@@ -192,27 +198,43 @@ func (n *Node) send(batch []queued) {
 	}
 	res = c.DoMulti(ctx, cmds...)
 	for j, i := range retries {
+		if res[j].NonRedisError() == nil {
+			n.scriptOf(live[i].req.Op).cached.Store(true)
+		}
 		ok, err := answer(live[i].req.Op, res[j])
 		live[i].to.Receive(live[i].tag, ok, err)
 	}
 }
 
+// scriptOf returns the script that runs op, nil for an acquisition (SET).
+func (n *Node) scriptOf(op redlock.Op) *script {
+	switch op {
+	case redlock.OpAcquire:
+		return nil
+	case redlock.OpExtend:
+		return n.extend
+	case redlock.OpReleaseAnnounce:
+		return n.publish
+	}
+	return n.release // OpRelease (refuse lets no other op in)
+}
+
 // command builds req's command: SET NX PX for an acquisition (R3), else its
-// script by EVALSHA, or by EVAL when eval is set.
+// script by EVALSHA, or by EVAL when eval is set or the node is not known
+// to have the script.
 func (n *Node) command(req redlock.Request, eval bool) rueidis.Completed {
 	c := n.client
-	var s script
+	s := n.scriptOf(req.Op)
 	arg2 := ""
 	switch req.Op {
 	case redlock.OpAcquire:
 		return c.B().Set().Key(req.Key).Value(req.Value).Nx().PxMilliseconds(req.TTL.Milliseconds()).Build()
 	case redlock.OpExtend:
-		s, arg2 = n.extend, strconv.FormatInt(req.TTL.Milliseconds(), 10)
+		arg2 = strconv.FormatInt(req.TTL.Milliseconds(), 10)
 	case redlock.OpReleaseAnnounce:
-		s, arg2 = n.publish, ChannelPrefix
-	default: // OpRelease (refuse lets no other op in)
-		s = n.release
+		arg2 = ChannelPrefix
 	}
+	eval = eval || !s.cached.Load()
 	switch {
 	case eval && arg2 == "":
 		return c.B().Eval().Script(s.src).Numkeys(1).Key(req.Key).Arg(req.Value).Build()

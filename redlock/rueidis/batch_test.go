@@ -200,3 +200,28 @@ func TestStartRefusesUnknownOp(t *testing.T) {
 		t.Fatalf("an unknown operation reached the node: %v", keys)
 	}
 }
+
+// A script the node has not run yet goes by EVAL inside a batch, so that the
+// commands queued behind it cannot run first: on a fresh node, a release and
+// the next acquisition of the same key, sent together, both succeed (as the
+// hand-off sends them).
+func TestBatchKeepsOrderOnAFreshNode(t *testing.T) {
+	for _, op := range []redlock.Op{redlock.OpRelease, redlock.OpReleaseAnnounce} {
+		t.Run(op.String(), func(t *testing.T) {
+			s := redlocktest.StartServer(t)
+			n := node(t, s)
+			a := newAnswers()
+			ctx := t.Context()
+			n.StartAll([]redlock.Call{
+				{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire, Key: "fresh", Value: "v1", TTL: time.Minute}, To: a, Tag: 0},
+				{Ctx: ctx, Req: redlock.Request{Op: op, Key: "fresh", Value: "v1"}, To: a, Tag: 1},
+				{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire, Key: "fresh", Value: "v2", TTL: time.Minute}, To: a, Tag: 2},
+			})
+			for tag, what := range []string{"first acquisition", "release", "acquisition behind the release"} {
+				if r := a.wait(t, tag, 10*time.Second); !r.ok || r.err != nil {
+					t.Fatalf("%s: ok=%v err=%v, want ok", what, r.ok, r.err)
+				}
+			}
+		})
+	}
+}

@@ -45,7 +45,7 @@ func (n *Node) RaiseFence(ctx context.Context, key, fenceKey, value string, toke
 
 // evalKeys runs s over keys and args by EVALSHA, and by EVAL when the node
 // answers NOSCRIPT.
-func (n *Node) evalKeys(ctx context.Context, s script, keys []string, args ...string) rueidis.RedisResult {
+func (n *Node) evalKeys(ctx context.Context, s *script, keys []string, args ...string) rueidis.RedisResult {
 	c := n.client
 	r := c.Do(ctx, c.B().Evalsha().Sha1(s.sha).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {

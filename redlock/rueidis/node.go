@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -21,14 +22,18 @@ import (
 const ChannelPrefix = "dlm:released:"
 
 // script is one embedded Lua script and its SHA1, computed once: calls run
-// EVALSHA and fall back to EVAL only when the node answers NOSCRIPT.
+// EVALSHA and fall back to EVAL only when the node answers NOSCRIPT. In
+// batches, the script goes by EVAL until the node is known to have it
+// (cached): a NOSCRIPT inside a batch would let the commands behind it run
+// before the script's retry, out of the order they were queued in.
 type script struct {
 	src, sha string
+	cached   atomic.Bool // the node ran it: EVALSHA will find it (batch.go)
 }
 
-func newScript(src string) script {
+func newScript(src string) *script {
 	sum := sha1.Sum([]byte(src))
-	return script{src: src, sha: hex.EncodeToString(sum[:])}
+	return &script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
 // Node is a redlock.Node over one rueidis client, which must talk to one
@@ -41,11 +46,11 @@ type Node struct {
 	client  rueidis.Client
 	name    string
 	owned   bool
-	release script
-	extend  script
-	publish script
+	release *script
+	extend  *script
+	publish *script
 
-	acquireFenced, raiseFence script // fencing.go
+	acquireFenced, raiseFence *script // fencing.go
 
 	batch   batcher   // batch.go
 	waiters sync.Pool // of *waiter, for the blocking methods (batch.go)

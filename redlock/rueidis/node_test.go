@@ -294,3 +294,51 @@ func TestHandoffWaitersThatGiveUp(t *testing.T) {
 	}
 	t.Logf("%d critical sections", granted.Load())
 }
+
+// A release that hands the lock to a waiter of the same client, in the same
+// batch, is not announced to other clients (they could only fail against
+// the waiter's SET NX); the waiter's own release, with no one left waiting,
+// is (R14).
+func TestLocalHandOverIsNotAnnounced(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	sub := cl.Servers[0].Client().Subscribe(ctx, rueidis.ChannelPrefix+"dlm:lock:local")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil { // the subscription is active
+		t.Fatal(err)
+	}
+	first, err := c.TryLock(ctx, "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		l, err := c.Lock(ctx, "local")
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		return subscribers(t, cl, "dlm:lock:local") == 5+1 // the waiter's client on every node, and ours
+	}, "the waiter never queued")
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Payload != second.Value() {
+		t.Fatalf("first announcement carries %q; want the second holder's release %q (the hand-over from %q was announced)", msg.Payload, second.Value(), first.Value())
+	}
+}
