@@ -34,7 +34,9 @@
 // Extend then return as soon as a quorum confirmed (the slower nodes'
 // requests finish in the background, and Close waits for them), and
 // Unlock hands the lock to this client's next waiter by sending the
-// waiter's SET NX to each node right behind the release, in the same batch.
+// waiter's SET NX to each node right behind the release, in the same batch
+// (such a release is not announced to other clients: the key is taken
+// again at once).
 //
 // # What is promised, under which assumptions
 //

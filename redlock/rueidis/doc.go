@@ -15,10 +15,12 @@
 // docs/benchmarks.md for measured figures and the command to rerun them.
 //
 // Acquire is SET key value NX PX ttl (R3). Release and Extend are the Lua
-// scripts release.lua (R5) and extend.lua (R17) of redlock/scripts, embedded in
-// the binary and
-// run by EVALSHA with the SHA1 computed once per node, falling back to EVAL
-// when a node answers NOSCRIPT (after a restart, say).
+// scripts release.lua (R5) and extend.lua (R17) of redlock/scripts, embedded
+// in the binary and run by EVALSHA with the SHA1 computed once. Until a node
+// has run a script, batches send it by EVAL instead, so that a NOSCRIPT
+// cannot let the commands behind it in the batch run first; a node that
+// answers NOSCRIPT later (after a restart, say) gets the script by EVAL
+// again.
 //
 // Node also implements redlock.HandoffNode: ReleaseAnnounce runs
 // release_publish.lua, which deletes the key and publishes the released
