@@ -81,16 +81,12 @@ func withholdingCluster(t *testing.T, opts ...redlock.Option) (*redlocktest.Clus
 	ws := make([]*withholding, len(cl.Servers))
 	nodes := make([]redlock.Node, len(ws))
 	for i, s := range cl.Servers {
-		u, err := redlock.ParseNodeURL(s.URL())
+		n, err := rueidis.DialNode(s.URL())
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc, err := rueidis.NewClient(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(rc.Close)
-		ws[i] = &withholding{node: rueidis.NewNode(rc, s.Addr())}
+		t.Cleanup(func() { _ = n.Close() })
+		ws[i] = &withholding{node: n}
 		nodes[i] = ws[i]
 	}
 	c, err := redlock.New(nodes, opts...)

@@ -57,18 +57,14 @@ func (a *answers) wait(t *testing.T, tag int, d time.Duration) answer {
 	}
 }
 
-func node(t *testing.T, s *redlocktest.Server) *rueidis.Node {
+func node(t testing.TB, s *redlocktest.Server) *rueidis.Node {
 	t.Helper()
-	u, err := redlock.ParseNodeURL(s.URL())
+	n, err := rueidis.DialNode(s.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := rueidis.NewClient(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return rueidis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	return n
 }
 
 // A node executes the requests started on it in the order they were

@@ -43,16 +43,7 @@ func benchLockUnlock(b *testing.B, cl *redlocktest.Cluster, opts []rueidis.Optio
 // BenchmarkNode measures one node's operations alone (R3, R5).
 func BenchmarkNode(b *testing.B) {
 	s := redlocktest.StartServer(b)
-	u, err := redlock.ParseNodeURL(s.URL())
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := rueidis.NewClient(u)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer rc.Close()
-	n := rueidis.NewNode(rc, s.Addr())
+	n := node(b, s)
 	ctx := b.Context()
 	b.Run("AcquireRelease", func(b *testing.B) {
 		b.ReportAllocs()

@@ -289,15 +289,11 @@ func DialTuned(urls []string, nodeOpts []Option, opts ...redlock.Option) (*redlo
 		}
 	}
 	for _, u := range parsed {
-		c, err := NewClient(u, nodeOpts...)
-		if c == nil {
+		n, err := dialNode(u, nodeOpts)
+		if err != nil {
 			closeAll()
 			return nil, err
 		}
-		// With ForceSingleClient a client comes back even when the node is
-		// down now; it connects on use.
-		n := NewNode(c, u.String())
-		n.owned = true
 		nodes = append(nodes, n)
 	}
 	c, err := redlock.New(nodes, opts...)
@@ -306,4 +302,29 @@ func DialTuned(urls []string, nodeOpts []Option, opts ...redlock.Option) (*redlo
 		return nil, err
 	}
 	return c, nil
+}
+
+// DialNode returns one node (NewClient, NewNode) for a node URL (see
+// redlock.ParseNodeURL), named by its address; its Close closes the
+// client. Use it to build a client over nodes that you wrap or mix; Dial
+// does this for every URL. A node that cannot be reached now is dialled
+// again on use.
+func DialNode(url string, opts ...Option) (*Node, error) {
+	u, err := redlock.ParseNodeURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return dialNode(u, opts)
+}
+
+func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
+	c, err := NewClient(u, opts...)
+	if c == nil {
+		return nil, err
+	}
+	// With ForceSingleClient a client comes back even when the node is
+	// down now; it connects on use.
+	n := NewNode(c, u.String())
+	n.owned = true
+	return n, nil
 }

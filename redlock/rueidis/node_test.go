@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,16 +17,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	redlocktest.RunNodeConformance(t, func(t testing.TB, s *redlocktest.Server) redlock.Node {
-		u, err := redlock.ParseNodeURL(s.URL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := rueidis.NewClient(u)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return rueidis.NewNode(c, s.Addr())
+		return node(t, s)
 	})
 }
 
@@ -62,6 +54,19 @@ func TestDialRefusesBadInput(t *testing.T) {
 				t.Fatalf("Dial error = %v, want ErrInvalid", err)
 			}
 		})
+	}
+}
+
+// DialNode refuses a URL it cannot use with an error that names it.
+func TestDialNodeRefusesBadInput(t *testing.T) {
+	for _, raw := range []string{"", "http://127.0.0.1:1", "redis://127.0.0.1:70000"} {
+		n, err := rueidis.DialNode(raw)
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), raw) {
+			if n != nil {
+				_ = n.Close()
+			}
+			t.Fatalf("DialNode(%q) error = %v, want ErrInvalid naming the URL", raw, err)
+		}
 	}
 }
 
