@@ -228,12 +228,17 @@ func TestHandoffWaitersThatGiveUp(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	var inside, granted atomic.Int64
-	critical := func() error {
+	// critical runs one critical section under l and releases it; it
+	// reports what went wrong.
+	critical := func(l *redlock.Lock, who string) error {
 		if n := inside.Add(1); n != 1 {
 			return fmt.Errorf("%d holders at once", n)
 		}
 		granted.Add(1)
 		inside.Add(-1)
+		if err := l.Unlock(ctx); err != nil {
+			return fmt.Errorf("%s Unlock: %w", who, err)
+		}
 		return nil
 	}
 	errs := make(chan error, 16)
@@ -249,11 +254,8 @@ func TestHandoffWaitersThatGiveUp(t *testing.T) {
 				errs <- fmt.Errorf("holder: %w", err)
 				return
 			}
-			if err := critical(); err != nil {
+			if err := critical(l, "holder"); err != nil {
 				errs <- err
-			}
-			if err := l.Unlock(ctx); err != nil {
-				errs <- fmt.Errorf("holder Unlock: %w", err)
 				return
 			}
 		}
@@ -274,11 +276,8 @@ func TestHandoffWaitersThatGiveUp(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				if err := critical(); err != nil {
+				if err := critical(l, "waiter"); err != nil {
 					errs <- err
-				}
-				if err := l.Unlock(ctx); err != nil {
-					errs <- fmt.Errorf("waiter Unlock: %w", err)
 					return
 				}
 			}
