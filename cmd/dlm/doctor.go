@@ -65,13 +65,9 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if maxSkew <= 0 {
 				return usageErrorf("--max-skew must be positive, got %v", maxSkew)
 			}
-			urls, err := resolveNodes(nodes)
+			parsed, err := resolveParsedNodes(nodes)
 			if err != nil {
 				return err
-			}
-			parsed, err := redlock.ParseNodeURLs(urls)
-			if err != nil {
-				return withCode(exitUsage, err)
 			}
 			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout)
 			fs := diagnose(ps, maxSkew)

@@ -24,6 +24,18 @@ func addNodesFlag(cmd *cobra.Command, dst *[]string) {
 // resolveNodes returns the node URLs from --nodes, else from $DLM_NODES, and
 // validates them; a missing list or a bad URL is bad usage (exit 64).
 func resolveNodes(flag []string) ([]string, error) {
+	urls, _, err := nodeList(flag)
+	return urls, err
+}
+
+// resolveParsedNodes is resolveNodes for the commands that read the nodes'
+// parsed URLs (doctor, status).
+func resolveParsedNodes(flag []string) ([]redlock.NodeURL, error) {
+	_, parsed, err := nodeList(flag)
+	return parsed, err
+}
+
+func nodeList(flag []string) ([]string, []redlock.NodeURL, error) {
 	urls := flag
 	if len(urls) == 0 {
 		for _, u := range strings.Split(os.Getenv(nodesEnv), ",") {
@@ -33,12 +45,13 @@ func resolveNodes(flag []string) ([]string, error) {
 		}
 	}
 	if len(urls) == 0 {
-		return nil, usageErrorf("no nodes: give --nodes URL,URL,... or set %s", nodesEnv)
+		return nil, nil, usageErrorf("no nodes: give --nodes URL,URL,... or set %s", nodesEnv)
 	}
-	if _, err := redlock.ParseNodeURLs(urls); err != nil {
-		return nil, withCode(exitUsage, err)
+	parsed, err := redlock.ParseNodeURLs(urls)
+	if err != nil {
+		return nil, nil, withCode(exitUsage, err)
 	}
-	return urls, nil
+	return urls, parsed, nil
 }
 
 // dial builds the lock client every subcommand uses over urls. Invalid

@@ -34,13 +34,9 @@ Exits 69 when fewer nodes answer than a quorum needs, else 0.`,
 			if timeout <= 0 {
 				return usageErrorf("--timeout must be positive, got %v", timeout)
 			}
-			urls, err := resolveNodes(nodes)
+			parsed, err := resolveParsedNodes(nodes)
 			if err != nil {
 				return err
-			}
-			parsed, err := redlock.ParseNodeURLs(urls)
-			if err != nil {
-				return withCode(exitUsage, err)
 			}
 			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout)
 			printStatus(cmd.OutOrStdout(), ps, args)
