@@ -205,6 +205,18 @@ func (e *env) twoClients() (a, b *actor, err error) {
 	return a, b, nil
 }
 
+// twoClientsAHolding starts clients A and B, and A acquires the register's
+// resource.
+func (e *env) twoClientsAHolding(ctx context.Context) (a, b *actor, g *grant, err error) {
+	if a, b, err = e.twoClients(); err != nil {
+		return nil, nil, nil, err
+	}
+	if g, err = e.acquireR(ctx, a); err != nil {
+		return nil, nil, nil, fmt.Errorf("checker: A could not acquire: %w", err)
+	}
+	return a, b, g, nil
+}
+
 // runRestart is restart-without-persistence, delayed-restart and
 // fsync-always (R16): the same fault, three configurations.
 func runRestart(ctx context.Context, e *env) error {
@@ -317,13 +329,9 @@ func (e *env) acquireR(ctx context.Context, c *actor) (*grant, error) {
 
 // runClientPause: the holder pauses past its validity, then writes (R18).
 func runClientPause(ctx context.Context, e *env) error {
-	a, b, err := e.twoClients()
+	a, b, g, err := e.twoClientsAHolding(ctx)
 	if err != nil {
 		return err
-	}
-	g, err := e.acquireR(ctx, a)
-	if err != nil {
-		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
 	end := e.rec.fault("pause-client", "A", "A stops between its acquisition and its write, until B has acquired and written")
 	gb, err := e.acquireR(ctx, b)
@@ -345,13 +353,9 @@ func runClientPause(ctx context.Context, e *env) error {
 // and lands after the next holder's write (R18). The register is in
 // process: the checker holds the request back, as a slow network would.
 func runWriteDelay(ctx context.Context, e *env) error {
-	a, b, err := e.twoClients()
+	a, b, g, err := e.twoClientsAHolding(ctx)
 	if err != nil {
 		return err
-	}
-	g, err := e.acquireR(ctx, a)
-	if err != nil {
-		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
 	deliver := make(chan struct{})
 	written := make(chan struct{})
@@ -377,13 +381,9 @@ func runWriteDelay(ctx context.Context, e *env) error {
 
 // runExtendAfterExpiry: an expired lock is never resurrected (R17).
 func runExtendAfterExpiry(ctx context.Context, e *env) error {
-	a, b, err := e.twoClients()
+	a, b, g, err := e.twoClientsAHolding(ctx)
 	if err != nil {
 		return err
-	}
-	g, err := e.acquireR(ctx, a)
-	if err != nil {
-		return fmt.Errorf("checker: A could not acquire: %w", err)
 	}
 	end := e.rec.fault("pause-client", "A", "A stops until its keys expired on every node")
 	deadline := time.Now().Add(3 * e.cfg.TTL)
