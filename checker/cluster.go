@@ -189,8 +189,9 @@ func (c *cluster) removeToxic(ctx context.Context, g, i int, name string) {
 	delete(c.toxics, key)
 }
 
-// cut drops every byte between group g and node i, both ways: requests
-// time out, as across a partition.
+// cut holds back every byte between group g and node i, both ways:
+// requests time out, as across a partition. heal delivers what was held;
+// healDropping drops it.
 func (c *cluster) cut(g, i int) error {
 	if err := c.addToxic(g, i, "cut-up", "timeout", "upstream", `{"timeout":0}`); err != nil {
 		return err
@@ -202,6 +203,21 @@ func (c *cluster) cut(g, i int) error {
 func (c *cluster) heal(ctx context.Context, g, i int) {
 	c.removeToxic(ctx, g, i, "cut-up")
 	c.removeToxic(ctx, g, i, "cut-down")
+}
+
+// healDropping undoes cut and drops what the cut held back: the proxy's
+// connections close before the link comes back, so that no request sent
+// across the cut reaches node i late (heal delivers it: the cut delays
+// bytes, as a partition that TCP outlives does). The clients of group g
+// reconnect on their next request.
+func (c *cluster) healDropping(ctx context.Context, g, i int) error {
+	px := c.proxies[g][i]
+	px.Stop()
+	c.heal(ctx, g, i)
+	if err := px.Start(); err != nil {
+		return fmt.Errorf("checker: restarting the proxy for node%d (group %d): %w", i, g, err)
+	}
+	return nil
 }
 
 // slow adds latency to node i's replies, for every group.

@@ -180,14 +180,16 @@ func (e *env) acquireOn(ctx context.Context, a *actor, resource string, m, o []i
 			return nil, err
 		}
 	}
-	defer func() {
-		for _, i := range o {
-			e.cl.heal(ctx, 0, i)
-		}
-	}()
 	actx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL)
 	defer cancel()
 	g, err := a.acquireEach(actx, resource, e.cfg.TTL, 20*time.Millisecond)
+	// The requests to o that the cut held back must never arrive: A holds
+	// exactly m.
+	for _, i := range o {
+		if herr := e.cl.healDropping(ctx, 0, i); herr != nil && err == nil {
+			err = herr
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("checker: %s could not acquire on %s: %w", a.name, names(m), err)
 	}
