@@ -60,6 +60,9 @@ const (
 	OpReleaseAnnounce
 	// OpExtend is Node.Extend (R17).
 	OpExtend
+	// OpTransfer is TransferNode.Transfer: the key goes from Request.From
+	// to Request.Value in one step (the local hand-over).
+	OpTransfer
 )
 
 // String returns the operation's name.
@@ -73,6 +76,8 @@ func (op Op) String() string {
 		return "release-announce"
 	case OpExtend:
 		return "extend"
+	case OpTransfer:
+		return "transfer"
 	}
 	return "Op(" + strconv.Itoa(int(op)) + ")"
 }
@@ -83,8 +88,25 @@ type Request struct {
 	Op Op
 	// Key is the lock key and Value the lock's random value (R4).
 	Key, Value string
-	// TTL is the expiry that OpAcquire and OpExtend set.
+	// TTL is the expiry that OpAcquire, OpExtend and OpTransfer set.
 	TTL time.Duration
+	// From is the value that OpTransfer hands the key over from.
+	From string
+}
+
+// TransferNode is an optional capability of an AsyncNode: a hand-over of
+// the lock key from one value to another in one atomic step, which Start
+// also runs as OpTransfer. When every node of a client has it, Unlock passes
+// the lock to the client's next waiter for the resource without a round
+// trip on the waiter's path (pass.go): the key never comes free on a node
+// in between, so the waiter may hold the lock at once, within the validity
+// it inherits.
+type TransferNode interface {
+	AsyncNode
+	// Transfer sets key to value with an expiry of ttl if key holds from
+	// or does not exist (R3), and leaves a key that holds any other value
+	// alone. It reports whether key now holds value.
+	Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error)
 }
 
 // Receiver receives the answers of AsyncNode operations. Receive must not

@@ -32,9 +32,14 @@ type Client struct {
 	rmu sync.Mutex
 	rng *mrand.Rand
 
-	bg     sync.WaitGroup // late releases and in-flight requests
-	mu     sync.Mutex
-	closed bool
+	bg sync.WaitGroup // late releases and in-flight requests
+	// settlers counts the goroutines that settle what a Lock call left
+	// behind (abandon, drop): while one runs, bgAdd lets requests start
+	// even after Close began, so that its keys are released (settle).
+	settlers int
+	idle     sync.WaitGroup // never added to: Lock.inflight of a passed lock (pass.go)
+	mu       sync.Mutex
+	closed   bool
 }
 
 // New returns a client over nodes, each an independent master (R2, R7). It
@@ -141,10 +146,33 @@ func (c *Client) Close() error {
 func (c *Client) bgAdd(n int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed && c.settlers == 0 {
 		return false
 	}
-	c.bg.Add(n)
+	c.bg.Add(n) // a settler holds a count: never from zero while Close waits
+	return true
+}
+
+// settle runs fn on a goroutine counted in c.bg, as a settler (bgAdd): it
+// gives back a lock or an attempt that a Lock call left behind. It starts
+// fn when the client is open, when another settler runs, or when sure is
+// set (the caller knows c.bg is above zero); else it reports false.
+func (c *Client) settle(sure bool, fn func()) bool {
+	c.mu.Lock()
+	if c.closed && c.settlers == 0 && !sure {
+		c.mu.Unlock()
+		return false
+	}
+	c.settlers++
+	c.bg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.bg.Done()
+		fn()
+		c.mu.Lock()
+		c.settlers--
+		c.mu.Unlock()
+	}()
 	return true
 }
 
@@ -215,20 +243,23 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 	var w *waiter // hand-off queue place, after the first failure
 	acquired := false
 	defer func() { c.leaveHandoff(key, w, acquired) }()
-	// pre is an attempt that this client's Unlock started for this call
-	// when it handed the lock over (handOver).
-	pre, err := c.waitTurn(ctx, key, resource, o, &w) // hand-off: no barging
+	// handed is what this client's Unlock gave this call when it handed
+	// the lock over: an attempt it started (handOver), or the lock (pass).
+	handed, err := c.waitTurn(ctx, key, resource, o, &w) // hand-off: no barging
 	if err != nil {
 		return nil, c.stopped(resource, 0, nil, err)
 	}
 	for try := 1; ; try++ {
+		if handed.lock != nil {
+			acquired = true
+			return handed.lock, nil
+		}
 		start := time.Now()
 		final := o.tries > 0 && try >= o.tries
 		var l *Lock
 		var aerr *AcquireError
-		if pre != nil {
+		if pre := handed.pre; pre != nil {
 			l, aerr = pre.await()
-			pre = nil
 		} else {
 			if err := ctx.Err(); err != nil {
 				return nil, c.stopped(resource, try-1, last, err)
@@ -251,7 +282,7 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 			}
 			return nil, aerr
 		}
-		if pre, err = c.waitRetry(ctx, key, resource, o, time.Since(start), aerr, &w); err != nil {
+		if handed, err = c.waitRetry(ctx, key, resource, o, time.Since(start), aerr, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

@@ -64,6 +64,12 @@ type handoff struct {
 	own     map[string]struct{}
 	ownRing [64]string
 	ownNext int
+	// runs counts, per key, the hand-overs in a row within this client
+	// (WithHandoffLimit, pass.go).
+	runs map[string]int
+	// transfer: every node is a TransferNode, so Unlock may pass a lock
+	// to the next waiter without a round trip (pass.go).
+	transfer bool
 }
 
 // waiter is one Lock call waiting to retry. ch holds at most one pending
@@ -85,11 +91,12 @@ type waiter struct {
 }
 
 // wake is one wake-up of a waiter: an announcement from the nodes (remote),
-// this client's own Unlock, or this client's Unlock with the attempt it
-// sent for the waiter (pre).
+// this client's own Unlock, this client's Unlock with the attempt it sent
+// for the waiter (pre), or with the lock itself (lock, pass.go).
 type wake struct {
 	remote bool
 	pre    *attemptRun
+	lock   *Lock
 }
 
 // isHead reports whether w is at the front of its queue.
@@ -113,11 +120,16 @@ func newHandoff(c *Client) *handoff {
 		nodes:  make([]HandoffNode, len(c.nodes)),
 		queues: map[string][]*waiter{},
 		own:    map[string]struct{}{},
+		runs:   map[string]int{},
 	}
 	any := false
+	h.transfer = c.async != nil
 	for i, n := range c.nodes {
 		if hn, ok := n.(HandoffNode); ok {
 			h.nodes[i], any = hn, true
+		}
+		if _, ok := n.(TransferNode); !ok {
+			h.transfer = false
 		}
 	}
 	if !any {
@@ -147,14 +159,16 @@ func (h *handoff) join(ctx context.Context, key, resource string, o lockOptions)
 // leave removes w from key's queue; the last waiter unsubscribes. A wake-up
 // w had not used is dropped (it is usually a late announcement of the
 // release w itself acquired after), except an attempt sent for w, which is
-// abandoned. A waiter that leaves without the lock wakes the next one.
+// abandoned, and a lock passed to w, which is unlocked (and so passed on).
+// A waiter that leaves without the lock wakes the next one.
 func (h *handoff) leave(key string, w *waiter, acquired bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var pre *attemptRun
+	var passed *Lock
 	select {
 	case wk := <-w.ch:
-		pre = wk.pre
+		pre, passed = wk.pre, wk.lock
 	default:
 	}
 	q := h.queues[key]
@@ -169,8 +183,14 @@ func (h *handoff) leave(key string, w *waiter, acquired bool) {
 		// the lock handed on from there (abandon).
 		h.c.abandon(key, pre)
 	}
+	if passed != nil {
+		// Passed to w, which left first: unlocked in the background (it
+		// takes h.mu), after w is out of the queue.
+		h.c.drop(passed)
+	}
 	if len(q) == 0 {
 		delete(h.queues, key)
+		delete(h.runs, key)
 		if !h.closed {
 			h.subscribe(key, false)
 		}
@@ -180,7 +200,7 @@ func (h *handoff) leave(key string, w *waiter, acquired bool) {
 	if !q[0].isHead() {
 		close(q[0].head)
 	}
-	if !acquired && pre == nil {
+	if !acquired && pre == nil && passed == nil {
 		// w may have been handed the lock and given up (its context
 		// ended): pass the turn on, lest the next waiter sleep out its
 		// timed retry while the lock is free. At worst one futile attempt.
@@ -217,8 +237,8 @@ func (h *handoff) ownRelease(key, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
-	if len(q) == 0 {
-		return
+	if len(q) == 0 || !h.turn(key) {
+		return // none, or announced to every client (yield)
 	}
 	h.markOwn(value)
 	h.wake(q[0], false)
@@ -247,8 +267,8 @@ func (h *handoff) handOver(key, value string) *attemptRun {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
-	if len(q) == 0 {
-		return nil
+	if len(q) == 0 || !h.turn(key) {
+		return nil // none, or announced to every client (yield)
 	}
 	h.markOwn(value)
 	w := q[0]
@@ -274,16 +294,15 @@ func (h *handoff) handOver(key, value string) *attemptRun {
 // it is decided in the background, a lock it won is released (and handed
 // over), and when it failed the next waiter is woken.
 func (c *Client) abandon(key string, a *attemptRun) {
-	c.bg.Add(1) // a's nodes still count in c.bg until its verdict: never zero here
-	go func() {
-		defer c.bg.Done()
+	// a's nodes still count in c.bg until its verdict: never zero here.
+	c.settle(true, func() {
 		l, err := a.await()
 		if err == nil {
 			_ = l.Unlock(context.WithoutCancel(a.ctx)) // hands over in turn
 			return
 		}
 		c.hand.wakeHead(key, false) // the lock may be free: the next waiter's turn
-	}()
+	})
 }
 
 // wakeHead wakes the longest-waiting waiter of key: as an announcement
@@ -370,10 +389,10 @@ func (h *handoff) close() {
 // the same key: when key has waiters, the call joins the end of the queue
 // and waits for its turn (or its timed retry) before its first attempt.
 // TryLock never waits.
-func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptions, w **waiter) (*attemptRun, error) {
+func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptions, w **waiter) (wake, error) {
 	h := c.hand
 	if h == nil || o.tries == 1 || !h.queued(key) {
-		return nil, nil
+		return wake{}, nil
 	}
 	*w = h.join(ctx, key, resource, o)
 	return c.wait(ctx, o, 0, *w)
@@ -388,14 +407,14 @@ func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptio
 // delay, whichever comes first. An attempt that set some keys but not a
 // quorum (a split vote, R10) gave them back unannounced, so it wakes the
 // next waiter itself. It returns ctx's error when ctx ends.
-func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (*attemptRun, error) {
+func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (wake, error) {
 	h := c.hand
 	if h == nil {
 		return c.wait(ctx, o, elapsed, nil)
 	}
 	if *w == nil {
 		*w = h.join(ctx, key, resource, o)
-		return nil, ctx.Err()
+		return wake{}, ctx.Err()
 	}
 	if failed != nil {
 		for _, r := range failed.Nodes {
@@ -410,10 +429,10 @@ func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOpti
 
 // wait sleeps the timed random delay of R10, or less when w is woken: at
 // once after this client's own Unlock (returning the attempt that Unlock
-// sent for w, if any: handOver), after a jitter of up to elapsed (one
-// attempt's duration, at most the minimum retry delay) after an
-// announcement from the nodes.
-func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) (*attemptRun, error) {
+// sent for w, handOver, or the lock it passed to w, pass), after a jitter
+// of up to elapsed (one attempt's duration, at most the minimum retry
+// delay) after an announcement from the nodes.
+func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) (wake, error) {
 	var woken <-chan wake
 	var promoted <-chan struct{}
 	var t *time.Timer
@@ -433,9 +452,9 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 	for done := false; !done; {
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return wake{}, ctx.Err()
 		case <-timeout:
-			return nil, nil
+			return wake{}, nil
 		case <-promoted: // now at the front: run the timed retry
 			promoted = nil
 			t = time.NewTimer(c.retryDelay(o))
@@ -446,11 +465,11 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 		}
 	}
 	if !wk.remote {
-		return wk.pre, nil
+		return wk, nil
 	}
 	j := c.jitter(min(elapsed, o.retryMin))
 	if j <= 0 {
-		return nil, nil
+		return wake{}, nil
 	}
 	if t == nil {
 		t = time.NewTimer(j)
@@ -460,9 +479,9 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 	}
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return wake{}, ctx.Err()
 	case <-t.C:
-		return nil, nil
+		return wake{}, nil
 	}
 }
 

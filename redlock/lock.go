@@ -109,6 +109,10 @@ func do(ctx context.Context, n Node, req Request) (bool, error) {
 		return n.Release(ctx, req.Key, req.Value)
 	case OpExtend:
 		return n.Extend(ctx, req.Key, req.Value, req.TTL)
+	case OpTransfer:
+		if tn, ok := n.(TransferNode); ok {
+			return tn.Transfer(ctx, req.Key, req.From, req.Value, req.TTL)
+		}
 	}
 	return false, invalidf("unknown node operation %v", req.Op)
 }
@@ -143,6 +147,14 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// promised: they are waited for.
 	if l.client.async == nil || l.client.opts.fencing {
 		l.inflight.Wait()
+	}
+	if c := l.client; c.hand != nil && c.hand.pass(l) {
+		// Passed to this client's next waiter (pass.go): its keys took
+		// the place of this lock's on every node, in one step.
+		if first && len(c.obs) > 0 {
+			c.obs.End(EndEvent{Resource: l.resource, Reason: ErrUnlocked, Held: time.Since(l.granted), Handed: true})
+		}
+		return nil
 	}
 	replies := l.client.releaseAll(ctx, l.key, l.value) // and hand-off (handoff.go)
 	released := 0

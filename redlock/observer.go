@@ -84,6 +84,11 @@ type AttemptEvent struct {
 	Fence []NodeResult
 	// Token is the fencing token of a granted fenced lock, else 0.
 	Token uint64
+	// Handed is true when the lock was passed from another Lock call of
+	// this client as it unlocked (WithHandoffLimit): no node was asked
+	// before the grant (Nodes is nil), and Validity is what the lock
+	// inherited.
+	Handed bool
 }
 
 // ExtensionEvent describes one extension.
@@ -115,6 +120,9 @@ type EndEvent struct {
 	Nodes []NodeResult
 	// Err is what Unlock returned, for an Unlock.
 	Err error
+	// Handed is true when Unlock passed the lock to another Lock call of
+	// this client (WithHandoffLimit) instead of releasing it: Nodes is nil.
+	Handed bool
 }
 
 // WithObserver adds an observer of the client's attempts, extensions and

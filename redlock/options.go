@@ -44,12 +44,13 @@ type lockOptions struct {
 
 // clientOptions are a client's settings; lock holds the acquisition defaults.
 type clientOptions struct {
-	lock        lockOptions
-	nodeTimeout time.Duration
-	prefix      string
-	seed        uint64
-	seeded      bool
-	noHandoff   bool // WithHandoff(false), handoff.go
+	lock         lockOptions
+	nodeTimeout  time.Duration
+	prefix       string
+	seed         uint64
+	seeded       bool
+	noHandoff    bool // WithHandoff(false), handoff.go
+	handoffLimit int  // WithHandoffLimit, pass.go
 
 	fencing        bool // WithFencing and the rest of fencing.go
 	fencePrefix    string
@@ -68,9 +69,10 @@ func defaultClientOptions() clientOptions {
 
 			maxExtensions: DefaultMaxExtensions,
 		},
-		nodeTimeout: DefaultNodeTimeout,
-		prefix:      DefaultKeyPrefix,
-		fencePrefix: DefaultFencePrefix,
+		nodeTimeout:  DefaultNodeTimeout,
+		prefix:       DefaultKeyPrefix,
+		handoffLimit: DefaultHandoffLimit,
+		fencePrefix:  DefaultFencePrefix,
 	}
 }
 
@@ -151,6 +153,9 @@ func (o lockOptions) validate(nodeTimeout time.Duration) error {
 func (o clientOptions) validate() error {
 	if o.nodeTimeout <= 0 {
 		return invalidf("node timeout must be positive, got %v", o.nodeTimeout)
+	}
+	if o.handoffLimit < 1 {
+		return invalidf("hand-off limit must be at least 1 (keeping a lock within one client is always bounded, R17), got %d", o.handoffLimit)
 	}
 	return o.lock.validate(o.nodeTimeout)
 }

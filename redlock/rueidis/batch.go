@@ -13,9 +13,9 @@ import (
 	"dlm/redlock"
 )
 
-// The batcher: every Acquire, Release, ReleaseAnnounce and Extend of a Node,
-// blocking or started with Start (redlock.AsyncNode), joins the node's
-// queue. One worker per node at a time takes the whole queue and sends it in
+// The batcher: every Acquire, Release, ReleaseAnnounce, Extend and Transfer
+// of a Node, blocking or started with Start (redlock.AsyncNode), joins the
+// node's queue. One worker per node at a time takes the whole queue and sends it in
 // one DoMulti: one write and one round trip for all the requests that
 // arrived while the previous batch was on the wire (R15). The batches
 // are self-clocking: the busier the node, the larger each batch, with no
@@ -98,10 +98,10 @@ func refuse(ctx context.Context, req redlock.Request) error {
 		return err
 	}
 	switch req.Op {
-	case redlock.OpAcquire, redlock.OpRelease, redlock.OpReleaseAnnounce, redlock.OpExtend:
+	case redlock.OpAcquire, redlock.OpRelease, redlock.OpReleaseAnnounce, redlock.OpExtend, redlock.OpTransfer:
 		return nil
 	}
-	return fmt.Errorf("rueidis: unknown operation %v: expected acquire, release, release-announce or extend", req.Op)
+	return fmt.Errorf("rueidis: unknown operation %v: expected acquire, release, release-announce, extend or transfer", req.Op)
 }
 
 // work sends the queue in batches until it finds it empty.
@@ -215,6 +215,8 @@ func (n *Node) scriptOf(op redlock.Op) *script {
 		return n.extend
 	case redlock.OpReleaseAnnounce:
 		return n.publish
+	case redlock.OpTransfer:
+		return n.handOn
 	}
 	return n.release // OpRelease (refuse lets no other op in)
 }
@@ -233,6 +235,12 @@ func (n *Node) command(req redlock.Request, eval bool) rueidis.Completed {
 		arg2 = strconv.FormatInt(req.TTL.Milliseconds(), 10)
 	case redlock.OpReleaseAnnounce:
 		arg2 = ChannelPrefix
+	case redlock.OpTransfer:
+		ttl := strconv.FormatInt(req.TTL.Milliseconds(), 10)
+		if eval || !s.cached.Load() {
+			return c.B().Eval().Script(s.src).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
+		}
+		return c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
 	}
 	eval = eval || !s.cached.Load()
 	switch {

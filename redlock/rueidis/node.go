@@ -40,8 +40,8 @@ func newScript(src string) *script {
 // independent master (R2). It gathers the requests of concurrent callers to
 // the node into batches, one DoMulti each (R15, batch.go), which is what
 // makes this adapter fast under concurrency. Node also implements
-// redlock.AsyncNode, redlock.BatchNode, redlock.HandoffNode and
-// redlock.FencingNode. It is safe for concurrent use.
+// redlock.AsyncNode, redlock.BatchNode, redlock.HandoffNode,
+// redlock.TransferNode and redlock.FencingNode. It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client
 	name    string
@@ -49,6 +49,7 @@ type Node struct {
 	release *script
 	extend  *script
 	publish *script
+	handOn  *script // Transfer
 
 	acquireFenced, raiseFence *script // fencing.go
 
@@ -57,9 +58,10 @@ type Node struct {
 }
 
 var (
-	_ redlock.Node        = (*Node)(nil)
-	_ redlock.HandoffNode = (*Node)(nil)
-	_ redlock.FencingNode = (*Node)(nil) // fencing.go
+	_ redlock.Node         = (*Node)(nil)
+	_ redlock.HandoffNode  = (*Node)(nil)
+	_ redlock.TransferNode = (*Node)(nil)
+	_ redlock.FencingNode  = (*Node)(nil) // fencing.go
 )
 
 // NewNode wraps client, named name in errors and reports (its address, say).
@@ -75,6 +77,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 		release: newScript(scripts.Release),
 		extend:  newScript(scripts.Extend),
 		publish: newScript(scripts.ReleasePublish),
+		handOn:  newScript(scripts.Transfer),
 
 		acquireFenced: newScript(scripts.AcquireFenced),
 		raiseFence:    newScript(scripts.RaiseFence),
@@ -109,6 +112,12 @@ func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 // on ChannelPrefix+key, in one script, in the node's next batch.
 func (n *Node) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
 	return n.do(ctx, redlock.Request{Op: redlock.OpReleaseAnnounce, Key: key, Value: value})
+}
+
+// Transfer sets key to value with an expiry of ttl if key holds from or is
+// absent, in one script, in the node's next batch (redlock.TransferNode).
+func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error) {
+	return n.do(ctx, redlock.Request{Op: redlock.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
 }
 
 // Close closes the client if this node created it (Dial); a client given to

@@ -25,6 +25,15 @@ var (
 	//go:embed extend.lua
 	Extend string
 
+	// Transfer hands the lock key from one value to another in one step,
+	// or sets it when it is absent; a key that holds any other value is
+	// left alone (R3, R5; the local hand-over of redlock.TransferNode).
+	// KEYS[1] lock key; ARGV[1] value handed over; ARGV[2] new value;
+	// ARGV[3] ttl in ms. Returns 1 when the key holds the new value, else 0.
+	//
+	//go:embed transfer.lua
+	Transfer string
+
 	// AcquireFenced is SET NX PX that also returns the node's fence value
 	// for the resource (R18, phase 1 of fencing).
 	//
