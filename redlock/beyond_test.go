@@ -123,6 +123,7 @@ func TestNewRefusesBadBeyondOptions(t *testing.T) {
 		{"byzantine N=3 f=1", nodesOf(3, false), []Option{WithByzantineNodes(1)}, "f=1 needs at least 3f+1 = 4 nodes, got 3"},
 		{"byzantine fencing N=4 f=1", nodesOf(4, true), []Option{WithByzantineNodes(1), WithFencing()}, "4f+1 = 5 nodes, got 4"},
 		{"zero max extensions", nodesOf(5, false), []Option{WithMaxExtensions(0)}, "max extensions must be at least 1"},
+		{"zero hand-off limit", nodesOf(5, false), []Option{WithHandoffLimit(0)}, "hand-off limit must be at least 1"},
 		{"extend interval beyond ttl", nodesOf(5, false), []Option{WithTTL(time.Second), WithExtendInterval(time.Second)}, "extend interval 1s must be less than the ttl 1s"},
 		{"negative extend interval", nodesOf(5, false), []Option{WithExtendInterval(-time.Second)}, "extend interval must be"},
 	}

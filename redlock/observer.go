@@ -192,6 +192,9 @@ func (o logObserver) Attempt(e AttemptEvent) {
 	if e.Token != 0 {
 		args = append(args, slog.Uint64("token", e.Token))
 	}
+	if e.Handed {
+		args = append(args, slog.Bool("handed", true))
+	}
 	o.l.Debug("redlock: attempt", args...)
 }
 
@@ -211,6 +214,9 @@ func (o logObserver) End(e EndEvent) {
 	args := []any{slog.String("resource", e.Resource), slog.Duration("held", e.Held), slog.Any("reason", e.Reason)}
 	if e.Err != nil {
 		args = append(args, slog.Any("err", e.Err))
+	}
+	if e.Handed {
+		args = append(args, slog.Bool("handed", true))
 	}
 	level := slog.LevelDebug
 	if !errors.Is(e.Reason, ErrUnlocked) || e.Err != nil {

@@ -90,6 +90,31 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 		ok, err = n.Release(ctx, "c:f", "mine")
 		mustOK("Release after SCRIPT FLUSH", ok, err, true)
 	})
+	if tn, ok := n.(redlock.TransferNode); ok {
+		t.Run("TransferOnlyFromOwnValueOrFree", func(t *testing.T) { // R3, R5
+			_, _ = n.Acquire(ctx, "c:t", "a", 200*time.Millisecond)
+			ok, err := tn.Transfer(ctx, "c:t", "other", "b", ttl)
+			mustOK("Transfer from another value", ok, err, false)
+			if got := get("c:t"); got != "a" {
+				t.Fatalf("a foreign transfer changed the key: value %q, want a", got)
+			}
+			ok, err = tn.Transfer(ctx, "c:t", "a", "b", ttl)
+			mustOK("Transfer from the held value", ok, err, true)
+			if got := get("c:t"); got != "b" {
+				t.Fatalf("value after Transfer = %q, want b", got)
+			}
+			if d := pttl("c:t"); d < ttl-time.Second || d > ttl {
+				t.Fatalf("PTTL after Transfer = %v, want the new ttl %v", d, ttl)
+			}
+			ok, err = tn.Transfer(ctx, "c:t", "a", "c", ttl)
+			mustOK("Transfer from a value already handed on", ok, err, false)
+			ok, err = tn.Transfer(ctx, "c:t-free", "gone", "d", ttl)
+			mustOK("Transfer of a free key", ok, err, true)
+			if got := get("c:t-free"); got != "d" {
+				t.Fatalf("a free key after Transfer holds %q, want d", got)
+			}
+		})
+	}
 	if fn, ok := n.(redlock.FencingNode); ok {
 		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, s, fn) })
 	}

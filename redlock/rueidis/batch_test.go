@@ -107,7 +107,11 @@ func TestStartAnswersEveryOp(t *testing.T) {
 		{redlock.Request{Op: redlock.OpExtend, Key: "ops", Value: "v1", TTL: time.Minute}, true},
 		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v2"}, false},
 		{redlock.Request{Op: redlock.OpReleaseAnnounce, Key: "ops", Value: "v1"}, true},
-		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v1"}, false}, // gone
+		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v1"}, false},                               // gone
+		{redlock.Request{Op: redlock.OpTransfer, Key: "ops", From: "v0", Value: "v3", TTL: time.Minute}, true}, // free
+		{redlock.Request{Op: redlock.OpTransfer, Key: "ops", From: "v3", Value: "v4", TTL: time.Minute}, true},
+		{redlock.Request{Op: redlock.OpTransfer, Key: "ops", From: "v3", Value: "v5", TTL: time.Minute}, false}, // v4's
+		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v4"}, true},
 	}
 	for i, st := range steps {
 		n.Start(ctx, st.req, a, i)

@@ -1,0 +1,246 @@
+package rueidis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// handed is an Observer that counts the grants and ends of passed locks.
+type handed struct {
+	mu                   sync.Mutex
+	granted, passedGrant int
+	passedEnd            int
+}
+
+func (h *handed) Attempt(e redlock.AttemptEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.Outcome == redlock.AttemptAcquired {
+		h.granted++
+		if e.Handed {
+			h.passedGrant++
+		}
+	}
+}
+
+func (h *handed) Extension(redlock.ExtensionEvent) {}
+
+func (h *handed) End(e redlock.EndEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.Handed {
+		h.passedEnd++
+	}
+}
+
+func (h *handed) counts() (granted, passedGrant, passedEnd int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.granted, h.passedGrant, h.passedEnd
+}
+
+// waitFor starts Lock on resource in the background and returns once the
+// call waits in c's hand-off queue (its subscription is on every node).
+func waitFor(t *testing.T, ctx context.Context, cl *redlocktest.Cluster, c *redlock.Client, resource string, opts ...redlock.LockOption) <-chan *redlock.Lock {
+	t.Helper()
+	before := subscribers(t, cl, "dlm:lock:"+resource)
+	got := make(chan *redlock.Lock, 1)
+	go func() {
+		l, err := c.Lock(ctx, resource, opts...)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- l
+	}()
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		return subscribers(t, cl, "dlm:lock:"+resource) >= before+5
+	}, "the waiter never queued")
+	return got
+}
+
+// valuesOn returns what each node holds under key.
+func valuesOn(t *testing.T, cl *redlocktest.Cluster, key string) []string {
+	t.Helper()
+	out := make([]string, len(cl.Servers))
+	for i, s := range cl.Servers {
+		out[i], _ = s.Client().Get(t.Context(), key).Result()
+	}
+	return out
+}
+
+// Unlock with a waiter of the same client passes the lock: the waiter holds
+// it under its own value at once, the key never comes free on a node, and
+// its Until moves to its own T1 + ttl - drift once a quorum confirmed the
+// transfer (R9, R13).
+func TestPassHandsTheLockOver(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	obs := &handed{}
+	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithObserver(obs))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	first, err := c.TryLock(ctx, "pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, ctx, cl, c, "pass")
+	firstUntil := first.Until()
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	if second.Value() == first.Value() {
+		t.Fatal("the passed lock kept the holder's value; each holder needs its own (R4)")
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		return second.Until().After(firstUntil)
+	}, "Until never moved past the inherited %v: the transfer was not confirmed", firstUntil)
+	for i, v := range valuesOn(t, cl, "dlm:lock:pass") {
+		if v != second.Value() {
+			t.Fatalf("node %d holds %q, want the new holder's value %q", i, v, second.Value())
+		}
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range cl.Servers {
+		if keys := s.MustKeys(redlock.DefaultKeyPrefix); len(keys) != 0 {
+			t.Fatalf("%s: keys left after the last Unlock: %v", s.Addr(), keys)
+		}
+	}
+	if granted, pg, pe := obs.counts(); granted != 2 || pg != 1 || pe != 1 {
+		t.Fatalf("observer saw %d grants, %d passed grants, %d passed ends; want 2, 1, 1", granted, pg, pe)
+	}
+}
+
+// A passed lock never claims more validity than its own keys have: a
+// waiter with a shorter ttl than the holder's gets at most its own ttl.
+func TestPassInheritsNoMoreThanItsOwnTTL(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	obs := &handed{}
+	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithObserver(obs))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	first, err := c.TryLock(ctx, "short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, ctx, cl, c, "short", redlock.WithTTL(2*time.Second))
+	before := time.Now()
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	if v := second.Until().Sub(before); v > 2*time.Second {
+		t.Fatalf("passed lock valid %v after the Unlock; its ttl is 2s", v)
+	}
+	if _, pg, _ := obs.counts(); pg != 1 {
+		t.Fatalf("%d passed grants, want 1", pg)
+	}
+	_ = second.Unlock(ctx)
+}
+
+// A holder with less than half the waiter's validity left does not pass
+// the lock (the waiter would inherit too little): the release and the
+// waiter's acquisition go to the nodes as usual.
+func TestPassRefusedWhenLittleValidityIsLeft(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	obs := &handed{}
+	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithObserver(obs))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	first, err := c.TryLock(ctx, "late", redlock.WithTTL(10*time.Second)) // < half of the waiter's minute
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, ctx, cl, c, "late")
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	if granted, pg, pe := obs.counts(); granted != 2 || pg != 0 || pe != 0 {
+		t.Fatalf("observer saw %d grants, %d passed grants, %d passed ends; want 2, 0, 0", granted, pg, pe)
+	}
+	_ = second.Unlock(ctx)
+}
+
+// With a busy client passing a lock among its own workers, another client
+// that waits for it still gets it: after WithHandoffLimit passes in a row
+// the release is announced to every client's waiters (R17's bound applied
+// to hand-overs). Mutual exclusion holds across both clients throughout.
+func TestHandoffLimitLetsOtherClientsIn(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	busy := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(2))
+	other := dial(t, cl.URLs(), redlock.WithTTL(time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	var inside atomic.Int64
+	critical := func(l *redlock.Lock) error {
+		if n := inside.Add(1); n != 1 {
+			return fmt.Errorf("%d holders at once", n)
+		}
+		time.Sleep(time.Millisecond) // work: the busy client's waiters queue up meanwhile
+		inside.Add(-1)
+		return l.Unlock(context.WithoutCancel(ctx))
+	}
+	stop := make(chan struct{})
+	errs := make(chan error, 8)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				l, err := busy.Lock(ctx, "shared")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if err := critical(l); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for range 3 {
+		l, err := other.Lock(ctx, "shared")
+		if err != nil {
+			close(stop)
+			wg.Wait()
+			t.Fatalf("the other client never got the lock from the busy one: %v", err)
+		}
+		if err := critical(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, context.Canceled) {
+			t.Fatal(err)
+		}
+	}
+}
