@@ -44,6 +44,7 @@ type config struct {
 	goroutines []int
 	workers    int
 	hold       time.Duration
+	holdMode   string
 	contDur    time.Duration
 	frozenN    int
 	plot       string
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&gs, "goroutines", "1,4,16,64,256", "goroutine counts of the throughput runs, comma-separated")
 	fs.IntVar(&c.workers, "workers", 32, "workers of the contention run")
 	fs.DurationVar(&c.hold, "hold", time.Millisecond, "how long each contention worker holds the lock")
+	fs.StringVar(&c.holdMode, "hold-mode", "sleep", "how a contention worker holds: sleep (time.Sleep, the default) or block (one blocking nanosleep, exact to the runtime's timers)")
 	fs.DurationVar(&c.contDur, "contention", 3*time.Second, "length of each contention run")
 	fs.IntVar(&c.frozenN, "frozen", 40, "acquisitions timed with one node frozen (and as many healthy)")
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
@@ -108,6 +110,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-workers must be at least 1, got %d", c.workers)
 	case c.frozenN < 1:
 		return c, fmt.Errorf("-frozen must be at least 1, got %d", c.frozenN)
+	case c.holdMode != "sleep" && c.holdMode != "block":
+		return c, fmt.Errorf("-hold-mode must be sleep or block, got %q", c.holdMode)
 	}
 	return c, nil
 }
@@ -145,6 +149,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Goroutines: cfg.goroutines,
 		Workers:    cfg.workers,
 		Hold:       cfg.hold,
+		HoldMode:   cfg.holdMode,
 		S:          samples{},
 	}
 	for _, l := range libs {
@@ -254,7 +259,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 				break
 			}
 			if err := withLocker(l, func(lk locker) error {
-				c := lockload.Contention(ctx, lk, keyOf(id, l, "cont"), cfg.workers, cfg.hold, cfg.contDur)
+				how := time.Sleep
+				if cfg.holdMode == "block" {
+					how = lockload.HoldBlocking
+				}
+				c := lockload.ContentionHeld(ctx, lk, keyOf(id, l, "cont"), cfg.workers, cfg.hold, cfg.contDur, how)
 				r.S.add(c.PerSec, "cont", l.name)
 				r.S.add(c.Fairness, "fair", l.name)
 				r.S.add(float64(c.Failed), "contfail", l.name)

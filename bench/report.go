@@ -53,6 +53,7 @@ type Report struct {
 	FrozenLibs []string
 	Workers    int
 	Hold       time.Duration
+	HoldMode   string // sleep or block (-hold-mode); "" reads as sleep
 	S          samples
 }
 
@@ -127,7 +128,7 @@ func (r *Report) targets() []target {
 		want:     1.5, atMost: true,
 	})
 	ts = append(ts, target{
-		what:     fmt.Sprintf("contention, %d workers, one key, %v hold, critical sections/s: %s / go-redsync", r.Workers, r.Hold, dlm),
+		what:     fmt.Sprintf("contention, %d workers, one key, %v hold (%s), critical sections/s: %s / go-redsync", r.Workers, r.Hold, r.holdHow(), dlm),
 		measured: ratio(r.S.med("cont", dlm), r.S.med("cont", rs)),
 		want:     1.5,
 	})
@@ -182,7 +183,7 @@ func (r *Report) Markdown(w io.Writer) {
 		p("| %s | %s | %s | %sx |\n", l, ms(h), ms(f), num(ratio(f, h), "%.2f"))
 	}
 
-	p("\n**Contention** (%d workers, one key, %v hold, each library's default retry)\n\n", r.Workers, r.Hold)
+	p("\n**Contention** (%d workers, one key, %v hold by %s, each library's default retry)\n\n", r.Workers, r.Hold, r.holdHow())
 	p("| library | critical sections/s | busiest / least busy | gave up |\n|---|---:|---:|---:|\n")
 	for _, l := range r.ContLibs {
 		p("| %s | %s | %s | %s |\n", l, num(r.S.med("cont", l), "%.0f"), num(r.S.med("fair", l), "%.2f"), num(r.S.med("contfail", l), "%.0f"))
@@ -282,4 +283,12 @@ func si(v float64) string {
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}
+
+// holdHow names how the contention workers held the lock.
+func (r *Report) holdHow() string {
+	if r.HoldMode == "block" {
+		return "blocking nanosleep"
+	}
+	return "time.Sleep"
 }

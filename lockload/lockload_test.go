@@ -29,6 +29,17 @@ func TestFairness(t *testing.T) {
 	}
 }
 
+// HoldBlocking holds at least as long as asked.
+func TestHoldBlocking(t *testing.T) {
+	for _, d := range []time.Duration{0, 100 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		lockload.HoldBlocking(d)
+		if el := time.Since(start); el < d {
+			t.Errorf("HoldBlocking(%v) returned after %v", d, el)
+		}
+	}
+}
+
 func TestQuantile(t *testing.T) {
 	ds := []time.Duration{5, 1, 4, 2, 3}
 	for _, tt := range []struct {
@@ -67,6 +78,9 @@ func TestWorkloads(t *testing.T) {
 	}
 	if r := lockload.Contention(ctx, l, "cont", 4, time.Millisecond, 300*time.Millisecond); r.PerSec <= 0 {
 		t.Errorf("Contention = %+v, want critical sections", r)
+	}
+	if r := lockload.ContentionHeld(ctx, l, "contb", 4, time.Millisecond, 300*time.Millisecond, lockload.HoldBlocking); r.PerSec <= 0 {
+		t.Errorf("ContentionHeld(HoldBlocking) = %+v, want critical sections", r)
 	}
 	redlocktest.Eventually(t, 3*time.Second, func() bool {
 		for _, s := range cl.Servers {

@@ -32,6 +32,7 @@ type benchConfig struct {
 	seq        time.Duration
 	workers    int
 	hold       time.Duration
+	holdMode   string
 	contention time.Duration
 	ttl        time.Duration
 	nodeTO     time.Duration
@@ -85,6 +86,7 @@ local nodes, see the bench/ module of the source tree.`,
 	f.DurationVar(&c.seq, "seq", time.Second, "length of the sequential run")
 	f.IntVar(&c.workers, "workers", 32, "workers of the contention run (0: skip it)")
 	f.DurationVar(&c.hold, "hold", time.Millisecond, "how long each contention worker holds the lock")
+	f.StringVar(&c.holdMode, "hold-mode", "sleep", "how a contention worker holds: sleep (time.Sleep) or block (one blocking nanosleep, exact to the runtime's timers)")
 	f.DurationVar(&c.contention, "contention", 3*time.Second, "length of the contention run")
 	f.DurationVar(&c.ttl, "ttl", 10*time.Second, "lock validity time of the benchmark's locks")
 	f.DurationVar(&c.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2)")
@@ -128,6 +130,8 @@ func (c benchConfig) validate() error {
 		return usageErrorf("--contention must be positive, got %v", c.contention)
 	case c.hold < 0:
 		return usageErrorf("--hold must not be negative, got %v", c.hold)
+	case c.holdMode != "sleep" && c.holdMode != "block":
+		return usageErrorf("--hold-mode: unknown mode %q; expected sleep or block", c.holdMode)
 	case c.nodeTO <= 0 || c.nodeTO >= c.ttl:
 		return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", c.ttl, c.nodeTO)
 	case c.adapter != "rueidis" && c.adapter != "goredis":
@@ -237,7 +241,11 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	var cont lockload.ContResult
 	if c.workers > 0 && ctx.Err() == nil {
 		step(fmt.Sprintf("contention, %d workers", c.workers), c.contention, func() {
-			cont = lockload.Contention(ctx, locker, prefix+"cont", c.workers, c.hold, c.contention)
+			how := time.Sleep
+			if c.holdMode == "block" {
+				how = lockload.HoldBlocking
+			}
+			cont = lockload.ContentionHeld(ctx, locker, prefix+"cont", c.workers, c.hold, c.contention, how)
 		})
 	}
 	_ = bar.Finish()
@@ -258,7 +266,7 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 	fmt.Fprintf(stdout, "  acquire+release p50 %v  p99 %v; acquire alone p50 %v\n\n",
 		seq.PairP50.Round(time.Microsecond), seq.PairP99.Round(time.Microsecond), seq.AcquireP50.Round(time.Microsecond))
 	if c.workers > 0 {
-		fmt.Fprintf(stdout, "Contention, %d workers on one resource, %v hold\n", c.workers, c.hold)
+		fmt.Fprintf(stdout, "Contention, %d workers on one resource, %v hold (%s)\n", c.workers, c.hold, c.holdMode)
 		fair := "n/a (a worker got none)"
 		if !math.IsInf(cont.Fairness, 1) && cont.Fairness > 0 {
 			fair = fmt.Sprintf("%.2f", cont.Fairness)

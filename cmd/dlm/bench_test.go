@@ -49,6 +49,7 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"node timeout over ttl", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--node-timeout", "20s"}, nil, "--node-timeout must be positive"},
 		{"bad adapter", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--adapter", "x"}, nil, "unknown adapter"},
 		{"hold over ttl", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--hold", "20s"}, nil, "must be well under --ttl"},
+		{"unknown hold mode", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--hold-mode", "spin"}, nil, "--hold-mode: unknown mode \"spin\""},
 		{"bad url", nil, []string{nodesEnv + "=http://x"}, "unknown scheme"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,17 @@
+//go:build unix
+
+package lockload
+
+import (
+	"syscall"
+	"time"
+)
+
+// HoldBlocking holds for d in one blocking nanosleep system call, as a
+// critical section that blocks its thread (a synchronous write, say): its
+// length does not depend on the runtime's timers (ContentionHeld).
+func HoldBlocking(d time.Duration) {
+	ts := syscall.NsecToTimespec(int64(d))
+	for syscall.Nanosleep(&ts, &ts) == syscall.EINTR {
+	}
+}
