@@ -22,7 +22,15 @@
 // announces the release and the client's waiters for that resource retry at
 // once, one at a time in FIFO order, instead of sleeping out their delay;
 // the timed random retry stays as the fallback for a lost announcement.
-// WithHandoff(false) turns this off.
+// When every node is also a TransferNode (redlock/rueidis), Unlock passes
+// the lock to the client's next waiter directly: each node turns the key
+// from the holder's value to the waiter's in one atomic step, so the key is
+// never free, and the waiter holds the lock at once under its own value,
+// within the validity it inherits (the holder's Until, capped by its own
+// ttl) until a quorum confirms, then T1 + ttl - drift as usual (R9, R13).
+// WithHandoffLimit bounds the passes in a row (default 16) before a release
+// is announced to every client's waiters alike. WithHandoff(false) turns
+// the hand-off off.
 // Unlock releases on every node with a compare-and-delete script (R5, R12).
 // Extend re-sets the expiry on every node that still holds the value and
 // succeeds only if a quorum confirmed within the remaining validity; it never
