@@ -129,6 +129,11 @@ func do(ctx context.Context, n Node, req Request) (bool, error) {
 // deleted the key: the releases on slower nodes go on in the background,
 // bounded by the node timeout, and Client.Close waits for them. Over
 // blocking nodes it waits for every node.
+//
+// When another Lock call of the same client waits for the resource and the
+// nodes are TransferNodes, Unlock may pass the lock to it instead (see
+// WithHandoffLimit): it then returns nil at once, and the nodes swap this
+// lock's value for the waiter's in the background.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
