@@ -55,7 +55,23 @@ type Config struct {
 	// LivenessBound is the longest a resource may be wanted and held by
 	// nobody while no fault is active. 0 means 2 x TTL.
 	LivenessBound time.Duration `json:"liveness_bound"`
+	// Adapter is the clients' node adapter: "goredis" (blocking requests,
+	// the default; "" reads as goredis) or "rueidis" (batched, with the
+	// local pass between the workers of one client, redlock.TransferNode).
+	Adapter string `json:"adapter,omitempty"`
+	// Workers is how many Lock calls each client of the looping scenarios
+	// and random mode runs at once, each a contender of its own in the
+	// history (named cN.wM beyond the first). Workers of one client queue
+	// in its hand-off, and over rueidis the lock passes between them.
+	// Default 1 (0 reads as 1).
+	Workers int `json:"workers,omitempty"`
 }
+
+// Adapters lists the node adapters a run can use (Config.Adapter).
+func Adapters() []string { return []string{"goredis", "rueidis"} }
+
+// workers is Workers, with 0 read as 1.
+func (c Config) workers() int { return max(c.Workers, 1) }
 
 // Fault kinds of random mode.
 const (
@@ -94,6 +110,8 @@ func DefaultConfig(name string) Config {
 		Duration:    10 * time.Second,
 		Clients:     4,
 		Resources:   2,
+		Adapter:     "goredis",
+		Workers:     1,
 	}
 	switch name {
 	case "delayed-restart":
@@ -145,6 +163,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("checker: lying-node cannot be combined with fencing: its node lies about SET, and a fenced acquisition is a script, which it forwards truthfully")
 	case c.LivenessBound < 0:
 		return fmt.Errorf("checker: liveness bound must be 0 (2 x ttl) or positive, got %v", c.LivenessBound)
+	case c.Adapter != "" && !slices.Contains(Adapters(), c.Adapter):
+		return fmt.Errorf("checker: unknown adapter %q; want one of %s", c.Adapter, strings.Join(Adapters(), ", "))
+	case c.Workers < 0 || c.Workers > 16:
+		return fmt.Errorf("checker: workers per client must be 1 to 16 (0 reads as 1), got %d", c.Workers)
 	}
 	for _, f := range c.Faults {
 		if !slices.Contains(AllFaults(), f) {
@@ -262,8 +284,14 @@ func (c Config) String() string {
 	if c.Byzantine > 0 {
 		s += fmt.Sprintf(" --byzantine %d", c.Byzantine)
 	}
+	if c.Adapter != "" && c.Adapter != "goredis" {
+		s += " --adapter " + c.Adapter
+	}
 	if usesLoop(c.Scenario) {
 		s += fmt.Sprintf(" --duration %v --clients %d", c.Duration, c.Clients)
+		if c.workers() > 1 {
+			s += fmt.Sprintf(" --workers %d", c.workers())
+		}
 	}
 	if c.Scenario == "random" {
 		s += fmt.Sprintf(" --resources %d --faults %s", c.Resources, strings.Join(c.Faults, ","))

@@ -13,6 +13,7 @@ import (
 
 	"dlm/redlock"
 	"dlm/redlock/goredis"
+	"dlm/redlock/rueidis"
 )
 
 // Scenario is a named fault pattern that reproduces one published argument
@@ -126,7 +127,11 @@ func (e *env) newActor(name string, g int) (*actor, error) {
 	if e.cfg.Byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(e.cfg.Byzantine))
 	}
-	c, err := goredis.Dial(e.cl.urls(g), opts...)
+	dial := goredis.Dial
+	if e.cfg.Adapter == "rueidis" {
+		dial = rueidis.Dial
+	}
+	c, err := dial(e.cl.urls(g), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("checker: client %s: %w", name, err)
 	}
@@ -472,7 +477,8 @@ func (e *env) contend(ctx context.Context, a *actor, resources []string, rng *ra
 }
 
 // contenders dials n clients, alternating between the groups, and runs
-// their loops until ctx ends, all starting at the same instant.
+// their loops until ctx ends, all starting at the same instant: Workers
+// loops per client, each a contender of its own that shares the client.
 func (e *env) contenders(ctx context.Context, n, groups int, resources []string, pauses []*pauseFlag) error {
 	var as []*actor
 	var rngs []*rand.Rand
@@ -483,6 +489,10 @@ func (e *env) contenders(ctx context.Context, n, groups int, resources []string,
 		}
 		as = append(as, a)
 		rngs = append(rngs, rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64())))
+		for w := 1; w < e.cfg.workers(); w++ {
+			as = append(as, &actor{name: fmt.Sprintf("c%d.w%d", i, w), client: a.client, rec: e.rec, reg: e.reg})
+			rngs = append(rngs, rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64())))
+		}
 	}
 	start := make(chan struct{})
 	var wg sync.WaitGroup

@@ -3,6 +3,7 @@ package checker
 import (
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,10 @@ func TestScenarios(t *testing.T) {
 		{"lying-node", func(c *Config) { c.Byzantine = 1 }, ExpectSafe},
 		{"restart-without-persistence", func(c *Config) { c.Byzantine = 1 }, ExpectSafe}, // one amnesiac node outvoted
 		{"random", nil, ExpectSafe},
+		// Workers of one client pass the lock among themselves (rueidis,
+		// redlock.TransferNode) while the faults hit.
+		{"random", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
+		{"split-votes", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
 	}
 	// At most 4 runs at once: each is a handful of processes and an
 	// in-process proxy per link, and a starved 2-core machine turns node
@@ -84,7 +89,12 @@ func TestScenarios(t *testing.T) {
 		if tt.mod != nil {
 			c := DefaultConfig(tt.name)
 			tt.mod(&c)
-			name += strings.ReplaceAll(strings.TrimPrefix(c.String(), DefaultConfig(tt.name).String()), " --", "/")
+			def := strings.Split(DefaultConfig(tt.name).String(), " --")
+			for _, f := range strings.Split(c.String(), " --") {
+				if !slices.Contains(def, f) {
+					name += "/" + f // the flags that differ from the defaults
+				}
+			}
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -104,6 +114,17 @@ func TestScenarios(t *testing.T) {
 			}
 			if rep.Expected == ExpectViolation && rep.Counterexample == nil {
 				t.Errorf("violation without a counterexample")
+			}
+			if cfg.Workers > 1 {
+				workers := 0
+				for _, op := range rep.History.Ops {
+					if op.Kind == Acquire && op.OK && strings.Contains(op.Client, ".w") {
+						workers++
+					}
+				}
+				if workers == 0 {
+					t.Errorf("%d workers per client, but no extra worker acquired", cfg.Workers)
+				}
 			}
 			if cfg.Fencing {
 				for _, op := range rep.History.Ops {

@@ -31,7 +31,8 @@ func newTortureCmd() *cobra.Command {
 		nodes, clients, resources            = d.Nodes, d.Clients, d.Resources
 		ttl, nodeTimeout, duration, delay    = d.TTL, d.NodeTimeout, d.Duration, d.RestartDelay
 		persistence, delayed, fencing, bound = false, false, false, time.Duration(0)
-		byzantine                            = 0
+		byzantine, workers                   = 0, d.Workers
+		adapter                              = d.Adapter
 	)
 	cmd := &cobra.Command{
 		Use:   "torture --scenario NAME | --random | --list | --check HISTORY.json",
@@ -96,6 +97,8 @@ Scenarios (dlm torture --list for the expected verdicts):
 			set("delayed-restart", func() { cfg.DelayedRestart = delayed })
 			set("fencing", func() { cfg.Fencing = fencing })
 			set("byzantine", func() { cfg.Byzantine = byzantine })
+			set("adapter", func() { cfg.Adapter = adapter })
+			set("workers", func() { cfg.Workers = workers })
 			set("faults", func() { cfg.Faults = faults })
 			set("liveness-bound", func() { cfg.LivenessBound = bound })
 			if f.Changed("seed") {
@@ -173,6 +176,8 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.DurationVar(&delay, "restart-delay", 0, "delay of a delayed restart (implies --delayed-restart; default ttl + ttl/4)")
 	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones (R18)")
 	fl.IntVar(&byzantine, "byzantine", 0, "clients tolerate this many lying nodes (redlock.WithByzantineNodes): quorum ceil((N+f+1)/2)")
+	fl.StringVar(&adapter, "adapter", d.Adapter, "node adapter of the clients: "+strings.Join(checker.Adapters(), " or ")+" (rueidis: batched, and the lock passes between a client's workers)")
+	fl.IntVar(&workers, "workers", d.Workers, "Lock calls each client runs at once in the looping scenarios and --random (1 to 16)")
 	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(checker.AllFaults(), ", "))
 	fl.DurationVar(&bound, "liveness-bound", 0, "longest a wanted resource may stay unheld with no fault active (default 2 x ttl)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")

@@ -28,6 +28,8 @@ func TestTortureUsage(t *testing.T) {
 		{"both", []string{"torture", "--scenario", "clock-jump", "--random"}, exitUsage, "not both"},
 		{"short ttl", []string{"torture", "--scenario", "split-votes", "--ttl", "10ms"}, exitUsage, "ttl must be at least 200ms"},
 		{"unknown fault", []string{"torture", "--random", "--faults", "meteor"}, exitUsage, `unknown fault "meteor"`},
+		{"unknown adapter", []string{"torture", "--random", "--adapter", "jedis"}, exitUsage, `unknown adapter "jedis"`},
+		{"too many workers", []string{"torture", "--random", "--workers", "17"}, exitUsage, "workers per client must be 1 to 16"},
 		{"short delay", []string{"torture", "--scenario", "delayed-restart", "--restart-delay", "100ms"}, exitUsage, "must wait longer than the ttl"},
 		{"list", []string{"torture", "--list"}, exitOK, "lying-node"},
 	}
