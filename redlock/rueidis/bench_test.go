@@ -75,3 +75,44 @@ func BenchmarkNode(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkHandOver measures critical sections on one contended key: 4 x
+// GOMAXPROCS goroutines lock and unlock it with no work in between, so an
+// operation is one hand-over from one Lock call to the next (pass.go), or,
+// without hand-off, one release and the next timed retry that wins:
+//
+//	go test -run '^$' -bench HandOver -benchmem ./redlock/rueidis/
+func BenchmarkHandOver(b *testing.B) {
+	cl := redlocktest.Start(b, 5)
+	for _, tt := range []struct {
+		name string
+		opts []redlock.Option
+	}{
+		{"pass", nil},
+		{"no-handoff", []redlock.Option{redlock.WithHandoff(false)}},
+	} {
+		b.Run(tt.name, func(b *testing.B) {
+			c, err := rueidis.Dial(cl.URLs(), append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, tt.opts...)...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := b.Context()
+			b.ReportAllocs()
+			b.SetParallelism(4)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l, err := c.Lock(ctx, "contended")
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					if err := l.Unlock(ctx); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
