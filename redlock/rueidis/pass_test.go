@@ -76,49 +76,66 @@ func valuesOn(t *testing.T, cl *redlocktest.Cluster, key string) []string {
 	return out
 }
 
+// handOver is one hand-over between two Lock calls of one client.
+type handOver struct {
+	cl            *redlocktest.Cluster
+	obs           *handed
+	first, second *redlock.Lock
+	firstUntil    time.Time // the first lock's Until as it unlocked
+	unlocked      time.Time // just before the first Unlock
+}
+
+// handOverOnce starts 5 nodes and a client (ttl a minute, timed retry a
+// minute away), locks resource with firstOpts, queues a Lock call with
+// waiterOpts, unlocks the first lock and returns what the waiter got.
+func handOverOnce(t *testing.T, resource string, firstOpts, waiterOpts []redlock.LockOption) handOver {
+	t.Helper()
+	h := handOver{cl: redlocktest.Start(t, 5), obs: &handed{}}
+	c := dial(t, h.cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithObserver(h.obs))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	var err error
+	if h.first, err = c.TryLock(ctx, resource, firstOpts...); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, ctx, h.cl, c, resource, waiterOpts...)
+	h.firstUntil, h.unlocked = h.first.Until(), time.Now()
+	if err := h.first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h.second = <-got; h.second == nil {
+		t.FailNow()
+	}
+	return h
+}
+
 // Unlock with a waiter of the same client passes the lock: the waiter holds
 // it under its own value at once, the key never comes free on a node, and
 // its Until moves to its own T1 + ttl - drift once a quorum confirmed the
 // transfer (R9, R13).
 func TestPassHandsTheLockOver(t *testing.T) {
-	cl := redlocktest.Start(t, 5)
-	obs := &handed{}
-	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithObserver(obs))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	first, err := c.TryLock(ctx, "pass")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := waitFor(t, ctx, cl, c, "pass")
-	firstUntil := first.Until()
-	if err := first.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	second := <-got
-	if second == nil {
-		t.FailNow()
-	}
-	if second.Value() == first.Value() {
+	h := handOverOnce(t, "pass", nil, nil)
+	second := h.second
+	if second.Value() == h.first.Value() {
 		t.Fatal("the passed lock kept the holder's value; each holder needs its own (R4)")
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
-		return second.Until().After(firstUntil)
-	}, "Until never moved past the inherited %v: the transfer was not confirmed", firstUntil)
-	for i, v := range valuesOn(t, cl, "dlm:lock:pass") {
+		return second.Until().After(h.firstUntil)
+	}, "Until never moved past the inherited %v: the transfer was not confirmed", h.firstUntil)
+	for i, v := range valuesOn(t, h.cl, "dlm:lock:pass") {
 		if v != second.Value() {
 			t.Fatalf("node %d holds %q, want the new holder's value %q", i, v, second.Value())
 		}
 	}
-	if err := second.Unlock(ctx); err != nil {
+	if err := second.Unlock(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range cl.Servers {
+	for _, s := range h.cl.Servers {
 		if keys := s.MustKeys(redlock.DefaultKeyPrefix); len(keys) != 0 {
 			t.Fatalf("%s: keys left after the last Unlock: %v", s.Addr(), keys)
 		}
 	}
-	if granted, pg, pe := obs.counts(); granted != 2 || pg != 1 || pe != 1 {
+	if granted, pg, pe := h.obs.counts(); granted != 2 || pg != 1 || pe != 1 {
 		t.Fatalf("observer saw %d grants, %d passed grants, %d passed ends; want 2, 1, 1", granted, pg, pe)
 	}
 }
@@ -126,58 +143,25 @@ func TestPassHandsTheLockOver(t *testing.T) {
 // A passed lock never claims more validity than its own keys have: a
 // waiter with a shorter ttl than the holder's gets at most its own ttl.
 func TestPassInheritsNoMoreThanItsOwnTTL(t *testing.T) {
-	cl := redlocktest.Start(t, 5)
-	obs := &handed{}
-	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithObserver(obs))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	first, err := c.TryLock(ctx, "short")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := waitFor(t, ctx, cl, c, "short", redlock.WithTTL(2*time.Second))
-	before := time.Now()
-	if err := first.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	second := <-got
-	if second == nil {
-		t.FailNow()
-	}
-	if v := second.Until().Sub(before); v > 2*time.Second {
+	h := handOverOnce(t, "short", nil, []redlock.LockOption{redlock.WithTTL(2 * time.Second)})
+	if v := h.second.Until().Sub(h.unlocked); v > 2*time.Second {
 		t.Fatalf("passed lock valid %v after the Unlock; its ttl is 2s", v)
 	}
-	if _, pg, _ := obs.counts(); pg != 1 {
+	if _, pg, _ := h.obs.counts(); pg != 1 {
 		t.Fatalf("%d passed grants, want 1", pg)
 	}
-	_ = second.Unlock(ctx)
+	_ = h.second.Unlock(t.Context())
 }
 
 // A holder with less than half the waiter's validity left does not pass
 // the lock (the waiter would inherit too little): the release and the
 // waiter's acquisition go to the nodes as usual.
 func TestPassRefusedWhenLittleValidityIsLeft(t *testing.T) {
-	cl := redlocktest.Start(t, 5)
-	obs := &handed{}
-	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithObserver(obs))
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	first, err := c.TryLock(ctx, "late", redlock.WithTTL(10*time.Second)) // < half of the waiter's minute
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := waitFor(t, ctx, cl, c, "late")
-	if err := first.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	second := <-got
-	if second == nil {
-		t.FailNow()
-	}
-	if granted, pg, pe := obs.counts(); granted != 2 || pg != 0 || pe != 0 {
+	h := handOverOnce(t, "late", []redlock.LockOption{redlock.WithTTL(10 * time.Second)}, nil) // < half of the waiter's minute
+	if granted, pg, pe := h.obs.counts(); granted != 2 || pg != 0 || pe != 0 {
 		t.Fatalf("observer saw %d grants, %d passed grants, %d passed ends; want 2, 0, 0", granted, pg, pe)
 	}
-	_ = second.Unlock(ctx)
+	_ = h.second.Unlock(t.Context())
 }
 
 // With a busy client passing a lock among its own workers, another client
