@@ -10,8 +10,9 @@
 //	node_request_duration_seconds{node,op}       histogram of each node's answer time, by operation (acquire, fence, extend, release)
 //	node_errors_total{node,op,kind}              node errors (kind "error") and timeouts (kind "timeout")
 //	held_locks                                   locks granted and not yet ended (unlocked, lost, expired, closed)
+//	handovers_total                              locks passed by Unlock to a waiting Lock call of the same client (not attempts)
 //	extensions_total{mode,result}                extensions (mode auto or manual; result ok or failed)
-//	releases_total{result}                       Unlock calls (result released, or not_held when no quorum deleted the key)
+//	releases_total{result}                       Unlock calls (result released, not_held when no quorum deleted the key, or handed)
 //	losses_total{reason}                         locks lost while held (reason lost, expired, extension_bound, closed)
 //
 // Resource names are never labels: they are unbounded. A lock without

@@ -45,6 +45,7 @@ type Observer struct {
 	nodeTime     *prom.HistogramVec
 	nodeErrors   *prom.CounterVec
 	held         prom.Gauge
+	handovers    prom.Counter
 	extensions   *prom.CounterVec
 	releases     *prom.CounterVec
 	losses       *prom.CounterVec
@@ -75,11 +76,12 @@ func New(reg prom.Registerer, opts ...Option) (*Observer, error) {
 		nodeTime:    prom.NewHistogramVec(ho("node_request_duration_seconds", "Time each node took to answer, by node and operation."), []string{"node", "op"}),
 		nodeErrors:  prom.NewCounterVec(prom.CounterOpts(co("node_errors_total", "Node errors and timeouts, by node, operation and kind.")), []string{"node", "op", "kind"}),
 		held:        prom.NewGauge(prom.GaugeOpts(co("held_locks", "Locks granted and not yet ended."))),
+		handovers:   prom.NewCounter(prom.CounterOpts(co("handovers_total", "Locks passed by Unlock to a waiting Lock call of the same client, without an attempt (redlock.WithHandoffLimit)."))),
 		extensions:  prom.NewCounterVec(prom.CounterOpts(co("extensions_total", "Lock extensions (R17), by mode (auto, manual) and result (ok, failed).")), []string{"mode", "result"}),
-		releases:    prom.NewCounterVec(prom.CounterOpts(co("releases_total", "Unlock calls, by result (released, not_held).")), []string{"result"}),
+		releases:    prom.NewCounterVec(prom.CounterOpts(co("releases_total", "Unlock calls, by result (released, not_held, handed: passed to a waiter of the same client).")), []string{"result"}),
 		losses:      prom.NewCounterVec(prom.CounterOpts(co("losses_total", "Locks lost while held, by reason (lost, expired, extension_bound, closed).")), []string{"reason"}),
 	}
-	o.collectorSet = []prom.Collector{o.attempts, o.attemptTime, o.nodeTime, o.nodeErrors, o.held, o.extensions, o.releases, o.losses}
+	o.collectorSet = []prom.Collector{o.attempts, o.attemptTime, o.nodeTime, o.nodeErrors, o.held, o.handovers, o.extensions, o.releases, o.losses}
 	for _, col := range o.collectorSet {
 		if err := reg.Register(col); err != nil {
 			for _, done := range o.collectorSet {
@@ -111,6 +113,12 @@ func (o *Observer) nodes(op string, rs []redlock.NodeResult) {
 
 // Attempt records one acquisition attempt.
 func (o *Observer) Attempt(e redlock.AttemptEvent) {
+	if e.Handed {
+		// A pass, not an attempt: no node was asked, nothing to time.
+		o.handovers.Inc()
+		o.held.Inc()
+		return
+	}
 	out := e.Outcome.String()
 	o.attempts.WithLabelValues(out).Inc()
 	o.attemptTime.WithLabelValues(out).Observe(e.Elapsed.Seconds())
@@ -141,7 +149,10 @@ func (o *Observer) End(e redlock.EndEvent) {
 	switch {
 	case errors.Is(e.Reason, redlock.ErrUnlocked):
 		result := "released"
-		if e.Err != nil {
+		switch {
+		case e.Handed:
+			result = "handed"
+		case e.Err != nil:
 			result = "not_held"
 		}
 		o.releases.WithLabelValues(result).Inc()

@@ -151,6 +151,35 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// A lock passed between two Lock calls of one client (redlock/pass.go) is
+// a hand-over, not an attempt: it moves the held gauge and the hand-over
+// counter, and its Unlock counts as handed.
+func TestHandOverMetrics(t *testing.T) {
+	reg := prom.NewRegistry()
+	o, err := rlprom.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Attempt(redlock.AttemptEvent{Resource: "r", Outcome: redlock.AttemptAcquired, Elapsed: time.Millisecond})
+	o.End(redlock.EndEvent{Resource: "r", Reason: redlock.ErrUnlocked, Handed: true})
+	o.Attempt(redlock.AttemptEvent{Resource: "r", Outcome: redlock.AttemptAcquired, Validity: time.Second, Handed: true})
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"dlm_redlock_acquire_attempts_total", map[string]string{"outcome": "acquired"}, 1},
+		{"dlm_redlock_acquire_attempt_duration_seconds", map[string]string{"outcome": "acquired"}, 1},
+		{"dlm_redlock_handovers_total", nil, 1},
+		{"dlm_redlock_held_locks", nil, 1},
+		{"dlm_redlock_releases_total", map[string]string{"result": "handed"}, 1},
+	} {
+		if got := value(t, reg, m.name, m.labels); got != m.want {
+			t.Errorf("%s%v = %v, want %v", m.name, m.labels, got, m.want)
+		}
+	}
+}
+
 func TestNewReportsDuplicateRegistration(t *testing.T) {
 	reg := prom.NewRegistry()
 	if _, err := rlprom.New(reg); err != nil {
