@@ -14,6 +14,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"dlm/redlock"
+	"dlm/redlock/internal/batch"
 	"dlm/redlock/scripts"
 )
 
@@ -53,8 +54,8 @@ type Node struct {
 
 	acquireFenced, raiseFence *script // fencing.go
 
-	batch   batcher   // batch.go
-	waiters sync.Pool // of *waiter, for the blocking methods (batch.go)
+	queue  batch.Queue // every request's way to the node (batch.go)
+	sender sender      // the queue's batch worker (batch.go)
 }
 
 var (
@@ -82,7 +83,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 		acquireFenced: newScript(scripts.AcquireFenced),
 		raiseFence:    newScript(scripts.RaiseFence),
 	}
-	n.batch.worker = n.work
+	n.queue.Init("rueidis", n.send)
 	return n
 }
 

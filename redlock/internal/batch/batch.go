@@ -1,0 +1,227 @@
+// Package batch is the request queue that the Redis node adapters share
+// (redlock/rueidis, redlock/goredis): every request to a node, blocking or
+// started with redlock.AsyncNode.Start, joins the node's queue; one worker
+// per node at a time takes the whole queue and hands it to the adapter's
+// send function, which puts it on the wire in one write and one round trip
+// (R15). The batches are self-clocking: the busier the node, the larger
+// each batch, with no flush delay; a lone request goes out at once. A node
+// executes its requests in the order they joined the queue, so a release
+// never overtakes the acquisition it undoes (R8.5).
+package batch
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"dlm/redlock"
+)
+
+// Item is one request waiting in a node's queue.
+type Item struct {
+	Ctx context.Context
+	Req redlock.Request
+	To  redlock.Receiver
+	Tag int
+}
+
+// Queue is one node's queue and the state of its worker. The zero value is
+// not usable: call Init.
+type Queue struct {
+	mu      sync.Mutex
+	queue   []Item
+	spare   []Item // the worker's last batch, for reuse
+	running bool   // a worker goroutine is draining the queue
+
+	send    func([]Item) // the adapter's: answers every item of a batch
+	worker  func()       // q.work as a func value, made once (Init)
+	adapter string       // the adapter's name, in errors
+	waiters sync.Pool    // of *waiter, for Do
+}
+
+// Init readies q to hand its batches to send, which must answer every item
+// (Item.To.Receive), in the order given; adapter names it in errors.
+func (q *Queue) Init(adapter string, send func([]Item)) {
+	q.adapter, q.send = adapter, send
+	q.worker = q.work
+}
+
+// Start queues req (redlock.AsyncNode.Start). The answer goes to
+// to.Receive(tag, ...) once the node answered, the request failed, or ctx
+// was already done when its batch left.
+func (q *Queue) Start(ctx context.Context, req redlock.Request, to redlock.Receiver, tag int) {
+	if err := q.refuse(ctx, req); err != nil {
+		to.Receive(tag, false, err)
+		return
+	}
+	q.mu.Lock()
+	q.queue = append(q.queue, Item{Ctx: ctx, Req: req, To: to, Tag: tag})
+	start := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if start {
+		go q.worker()
+	}
+}
+
+// StartAll queues calls, in order, so that they leave in the same batch
+// (redlock.BatchNode.StartAll).
+func (q *Queue) StartAll(calls []redlock.Call) {
+	q.mu.Lock()
+	for _, cl := range calls {
+		if err := q.refuse(cl.Ctx, cl.Req); err != nil {
+			defer cl.To.Receive(cl.Tag, false, err) // outside q.mu
+			continue
+		}
+		q.queue = append(q.queue, Item{Ctx: cl.Ctx, Req: cl.Req, To: cl.To, Tag: cl.Tag})
+	}
+	start := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if start {
+		go q.worker()
+	}
+}
+
+// Len returns how many requests wait in q, not yet taken into a batch.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.queue)
+}
+
+// refuse is the error that answers a request at once: its context is done,
+// or its operation is not one of redlock's.
+func (q *Queue) refuse(ctx context.Context, req redlock.Request) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	switch req.Op {
+	case redlock.OpAcquire, redlock.OpRelease, redlock.OpReleaseAnnounce, redlock.OpExtend, redlock.OpTransfer:
+		return nil
+	}
+	return fmt.Errorf("%s: unknown operation %v: expected acquire, release, release-announce, extend or transfer", q.adapter, req.Op)
+}
+
+// work sends the queue in batches until it finds it empty.
+func (q *Queue) work() {
+	q.mu.Lock()
+	batch := q.spare
+	q.spare = nil
+	for len(q.queue) > 0 {
+		batch, q.queue = q.queue, batch[:0]
+		q.mu.Unlock()
+		q.send(batch)
+		clear(batch) // drop the references to contexts and receivers
+		q.mu.Lock()
+	}
+	q.running = false
+	q.queue, q.spare = batch[:0], q.queue[:0] // the next Start appends to a buffer
+	q.mu.Unlock()
+}
+
+// Live answers the items whose context is already done with its error and
+// returns the others, reusing batch's array, with the latest of their
+// deadlines (bounded is false when one of them has none): a batch is bounded
+// by its latest deadline, so that one caller's short deadline does not fail
+// the others.
+func Live(batch []Item) (live []Item, deadline time.Time, bounded bool) {
+	bounded = true
+	live = batch[:0]
+	for _, it := range batch {
+		if err := it.Ctx.Err(); err != nil {
+			it.To.Receive(it.Tag, false, err)
+			continue
+		}
+		if d, ok := it.Ctx.Deadline(); !ok {
+			bounded = false
+		} else if d.After(deadline) {
+			deadline = d
+		}
+		live = append(live, it)
+	}
+	return live, deadline, bounded
+}
+
+// waiter turns one queued request back into a blocking call.
+type waiter struct {
+	ch chan waited
+}
+
+type waited struct {
+	ok  bool
+	err error
+}
+
+// Receive hands the answer to the blocked caller.
+func (w *waiter) Receive(_ int, ok bool, err error) { w.ch <- waited{ok, err} }
+
+// Do queues req and waits for its answer, or for ctx to end: the blocking
+// methods of a node go through the same queue as Start, in the same order.
+func (q *Queue) Do(ctx context.Context, req redlock.Request) (bool, error) {
+	w, _ := q.waiters.Get().(*waiter)
+	if w == nil {
+		w = &waiter{ch: make(chan waited, 1)}
+	}
+	q.Start(ctx, req, w, 0)
+	select {
+	case r := <-w.ch:
+		q.waiters.Put(w)
+		return r.ok, r.err
+	case <-ctx.Done():
+		// The answer still comes, to this waiter, which is not reused.
+		return false, ctx.Err()
+	}
+}
+
+// DeadlineCtx is a batch worker's reusable context: a deadline, and a Done
+// channel that a timer closes at it. Re-armed for each batch, it spares a
+// batch the context, timer and channel that context.WithDeadline makes; a
+// fresh one replaces it only when a deadline actually passed.
+type DeadlineCtx struct {
+	deadline time.Time
+	done     chan struct{}
+	expired  atomic.Bool
+	timer    *time.Timer
+}
+
+// NewDeadlineCtx returns a disarmed DeadlineCtx.
+func NewDeadlineCtx() *DeadlineCtx {
+	d := &DeadlineCtx{done: make(chan struct{})}
+	d.timer = time.AfterFunc(time.Hour, func() {
+		d.expired.Store(true)
+		close(d.done)
+	})
+	d.timer.Stop()
+	return d
+}
+
+// Arm sets the deadline of the next batch and starts the timer.
+func (d *DeadlineCtx) Arm(deadline time.Time) context.Context {
+	d.deadline = deadline
+	d.timer.Reset(time.Until(deadline))
+	return d
+}
+
+// Disarm stops the timer; it reports false when the deadline had already
+// passed (the context is spent and must not be armed again).
+func (d *DeadlineCtx) Disarm() bool { return d.timer.Stop() }
+
+// Deadline returns the batch's deadline.
+func (d *DeadlineCtx) Deadline() (time.Time, bool) { return d.deadline, true }
+
+// Done is closed when the deadline passes.
+func (d *DeadlineCtx) Done() <-chan struct{} { return d.done }
+
+// Err is context.DeadlineExceeded once the deadline passed, else nil.
+func (d *DeadlineCtx) Err() error {
+	if d.expired.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Value carries no values.
+func (d *DeadlineCtx) Value(any) any { return nil }
