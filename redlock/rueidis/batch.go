@@ -81,12 +81,12 @@ func (n *Node) send(items []batch.Item) {
 	for i, it := range live {
 		if s := n.scriptOf(it.Req.Op); s != nil {
 			if rerr, ok := rueidis.IsRedisErr(res[i].Error()); ok && rerr.IsNoScript() {
-				s.cached.Store(false) // restarted, or SCRIPT FLUSH
+				s.Cached.Store(false) // restarted, or SCRIPT FLUSH
 				retries = append(retries, i)
 				continue
 			}
 			if res[i].NonRedisError() == nil {
-				s.cached.Store(true) // it ran, by EVAL or EVALSHA
+				s.Cached.Store(true) // it ran, by EVAL or EVALSHA
 			}
 		}
 		ok, err := answer(it.Req.Op, res[i])
@@ -103,7 +103,7 @@ func (n *Node) send(items []batch.Item) {
 	res = c.DoMulti(ctx, cmds...)
 	for j, i := range retries {
 		if res[j].NonRedisError() == nil {
-			n.scriptOf(live[i].Req.Op).cached.Store(true)
+			n.scriptOf(live[i].Req.Op).Cached.Store(true)
 		}
 		ok, err := answer(live[i].Req.Op, res[j])
 		live[i].To.Receive(live[i].Tag, ok, err)
@@ -111,7 +111,7 @@ func (n *Node) send(items []batch.Item) {
 }
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
-func (n *Node) scriptOf(op redlock.Op) *script {
+func (n *Node) scriptOf(op redlock.Op) *batch.Script {
 	switch op {
 	case redlock.OpAcquire:
 		return nil
@@ -141,21 +141,21 @@ func (n *Node) command(req redlock.Request, eval bool) rueidis.Completed {
 		arg2 = ChannelPrefix
 	case redlock.OpTransfer:
 		ttl := strconv.FormatInt(req.TTL.Milliseconds(), 10)
-		if eval || !s.cached.Load() {
-			return c.B().Eval().Script(s.src).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
+		if eval || !s.Cached.Load() {
+			return c.B().Eval().Script(s.Src).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
 		}
-		return c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
+		return c.B().Evalsha().Sha1(s.SHA).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
 	}
-	eval = eval || !s.cached.Load()
+	eval = eval || !s.Cached.Load()
 	switch {
 	case eval && arg2 == "":
-		return c.B().Eval().Script(s.src).Numkeys(1).Key(req.Key).Arg(req.Value).Build()
+		return c.B().Eval().Script(s.Src).Numkeys(1).Key(req.Key).Arg(req.Value).Build()
 	case eval:
-		return c.B().Eval().Script(s.src).Numkeys(1).Key(req.Key).Arg(req.Value, arg2).Build()
+		return c.B().Eval().Script(s.Src).Numkeys(1).Key(req.Key).Arg(req.Value, arg2).Build()
 	case arg2 == "":
-		return c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(req.Key).Arg(req.Value).Build()
+		return c.B().Evalsha().Sha1(s.SHA).Numkeys(1).Key(req.Key).Arg(req.Value).Build()
 	}
-	return c.B().Evalsha().Sha1(s.sha).Numkeys(1).Key(req.Key).Arg(req.Value, arg2).Build()
+	return c.B().Evalsha().Sha1(s.SHA).Numkeys(1).Key(req.Key).Arg(req.Value, arg2).Build()
 }
 
 // answer reads a reply as the blocking method of op returns it: SET NX

@@ -2,13 +2,10 @@ package rueidis
 
 import (
 	"context"
-	"crypto/sha1"
 	"crypto/tls"
-	"encoding/hex"
 	"net"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -20,22 +17,7 @@ import (
 
 // ChannelPrefix starts the name of every release channel: the releases of
 // lock key k are announced on ChannelPrefix+k (hand-off, R14).
-const ChannelPrefix = "dlm:released:"
-
-// script is one embedded Lua script and its SHA1, computed once: calls run
-// EVALSHA and fall back to EVAL only when the node answers NOSCRIPT. In
-// batches, the script goes by EVAL until the node is known to have it
-// (cached): a NOSCRIPT inside a batch would let the commands behind it run
-// before the script's retry, out of the order they were queued in.
-type script struct {
-	src, sha string
-	cached   atomic.Bool // the node ran it: EVALSHA will find it (batch.go)
-}
-
-func newScript(src string) *script {
-	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:])}
-}
+const ChannelPrefix = scripts.ChannelPrefix
 
 // Node is a redlock.Node over one rueidis client, which must talk to one
 // independent master (R2). It gathers the requests of concurrent callers to
@@ -47,12 +29,12 @@ type Node struct {
 	client  rueidis.Client
 	name    string
 	owned   bool
-	release *script
-	extend  *script
-	publish *script
-	handOn  *script // Transfer
+	release *batch.Script
+	extend  *batch.Script
+	publish *batch.Script
+	handOn  *batch.Script // Transfer
 
-	acquireFenced, raiseFence *script // fencing.go
+	acquireFenced, raiseFence *batch.Script // fencing.go
 
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
@@ -75,13 +57,13 @@ func NewNode(client rueidis.Client, name string) *Node {
 	n := &Node{
 		client:  client,
 		name:    name,
-		release: newScript(scripts.Release),
-		extend:  newScript(scripts.Extend),
-		publish: newScript(scripts.ReleasePublish),
-		handOn:  newScript(scripts.Transfer),
+		release: batch.NewScript(scripts.Release),
+		extend:  batch.NewScript(scripts.Extend),
+		publish: batch.NewScript(scripts.ReleasePublish),
+		handOn:  batch.NewScript(scripts.Transfer),
 
-		acquireFenced: newScript(scripts.AcquireFenced),
-		raiseFence:    newScript(scripts.RaiseFence),
+		acquireFenced: batch.NewScript(scripts.AcquireFenced),
+		raiseFence:    batch.NewScript(scripts.RaiseFence),
 	}
 	n.queue.Init("rueidis", n.send)
 	return n

@@ -6,6 +6,12 @@ package scripts
 
 import _ "embed"
 
+// ChannelPrefix starts the name of every release channel: ReleasePublish
+// announces the release of lock key k on ChannelPrefix+k (hand-off, R14).
+// Every adapter uses it, so that clients over different adapters hear each
+// other's releases.
+const ChannelPrefix = "dlm:released:"
+
 var (
 	// Release deletes the lock key only if it holds the value (R5).
 	// KEYS[1] lock key; ARGV[1] value. Returns 1 when deleted, else 0.

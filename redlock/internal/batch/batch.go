@@ -11,6 +11,8 @@ package batch
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -225,3 +227,21 @@ func (d *DeadlineCtx) Err() error {
 
 // Value carries no values.
 func (d *DeadlineCtx) Value(any) any { return nil }
+
+// Script is one embedded Lua script and its SHA1, computed once: calls run
+// EVALSHA and fall back to EVAL only when the node answers NOSCRIPT. In
+// batches, the script goes by EVAL until the node is known to have it
+// (Cached): a NOSCRIPT inside a batch would let the commands behind it run
+// before the script's retry, out of the order they were queued in.
+type Script struct {
+	Src, SHA string
+	// Cached is set once the node ran the script (by EVAL or EVALSHA), and
+	// cleared when it answers NOSCRIPT (a restart, SCRIPT FLUSH).
+	Cached atomic.Bool
+}
+
+// NewScript returns src with its SHA1.
+func NewScript(src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{Src: src, SHA: hex.EncodeToString(sum[:])}
+}
