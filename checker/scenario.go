@@ -189,7 +189,10 @@ func (e *env) acquireOn(ctx context.Context, a *actor, resource string, m, o []i
 	defer cancel()
 	g, err := a.acquireEach(actx, resource, e.cfg.TTL, 20*time.Millisecond)
 	// The requests to o that the cut held back must never arrive: A holds
-	// exactly m.
+	// exactly m. The cut stays while they run out their node timeout (an
+	// asynchronous client returns at the quorum, before they end), then the
+	// proxies drop what they hold.
+	sleep(ctx, 2*e.cfg.NodeTimeout)
 	for _, i := range o {
 		if herr := e.cl.healDropping(ctx, 0, i); herr != nil && err == nil {
 			err = herr
