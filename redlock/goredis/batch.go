@@ -67,12 +67,18 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
-	pipe := n.client.Pipeline()
 	cmds := b.cmds[:0]
-	for _, it := range live {
-		cmds = append(cmds, n.command(ctx, pipe, it.Req, false))
+	if len(live) == 1 {
+		// A lone request goes as a plain command: a pipeline of one
+		// allocates more.
+		cmds = append(cmds, n.command(ctx, n.client, live[0].Req, false))
+	} else {
+		pipe := n.client.Pipeline()
+		for _, it := range live {
+			cmds = append(cmds, n.command(ctx, pipe, it.Req, false))
+		}
+		_, _ = pipe.Exec(ctx) // each command holds its own result
 	}
-	_, _ = pipe.Exec(ctx) // each command holds its own result
 	retries := b.retries[:0]
 	for i, it := range live {
 		if s := n.scriptOf(it.Req.Op); s != nil {
@@ -90,7 +96,7 @@ func (n *Node) send(items []batch.Item) {
 		it.To.Receive(it.Tag, ok, err)
 	}
 	if len(retries) > 0 {
-		pipe = n.client.Pipeline()
+		pipe := n.client.Pipeline()
 		again := make([]redis.Cmder, 0, len(retries))
 		for _, i := range retries {
 			again = append(again, n.command(ctx, pipe, live[i].Req, true))
@@ -130,15 +136,15 @@ func (n *Node) scriptOf(op redlock.Op) *batch.Script {
 	return n.release // OpRelease (the queue lets no other op in)
 }
 
-// command queues req's command on pipe: SET NX PX for an acquisition (R3),
-// else its script by EVALSHA, or by EVAL when eval is set or the node is
-// not known to have the script.
-func (n *Node) command(ctx context.Context, pipe redis.Pipeliner, req redlock.Request, eval bool) redis.Cmder {
+// command runs req's command on c (the client, or a pipeline that queues
+// it): SET NX PX for an acquisition (R3), else its script by EVALSHA, or
+// by EVAL when eval is set or the node is not known to have the script.
+func (n *Node) command(ctx context.Context, c redis.Cmdable, req redlock.Request, eval bool) redis.Cmder {
 	keys := []string{req.Key}
 	var args []any
 	switch req.Op {
 	case redlock.OpAcquire:
-		return pipe.SetArgs(ctx, req.Key, req.Value, redis.SetArgs{Mode: "NX", TTL: req.TTL})
+		return c.SetArgs(ctx, req.Key, req.Value, redis.SetArgs{Mode: "NX", TTL: req.TTL})
 	case redlock.OpExtend:
 		args = []any{req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10)}
 	case redlock.OpReleaseAnnounce:
@@ -150,9 +156,9 @@ func (n *Node) command(ctx context.Context, pipe redis.Pipeliner, req redlock.Re
 	}
 	s := n.scriptOf(req.Op)
 	if eval || !s.Cached.Load() {
-		return pipe.Eval(ctx, s.Src, keys, args...)
+		return c.Eval(ctx, s.Src, keys, args...)
 	}
-	return pipe.EvalSha(ctx, s.SHA, keys, args...)
+	return c.EvalSha(ctx, s.SHA, keys, args...)
 }
 
 // answer reads a reply as the blocking method of op returns it: SET NX
