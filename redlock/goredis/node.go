@@ -138,9 +138,7 @@ func Dial(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
 	}
 	nodes := make([]redlock.Node, len(parsed))
 	for i, u := range parsed {
-		n := NewNode(NewClient(u), u.String())
-		n.owned = true
-		nodes[i] = n
+		nodes[i] = dialNode(u)
 	}
 	c, err := redlock.New(nodes, opts...)
 	if err != nil {
@@ -150,4 +148,21 @@ func Dial(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// DialNode returns one node over a client of its own for url (see
+// redlock.ParseNodeURL); Close closes that client. A URL it cannot use is
+// an error wrapping redlock.ErrInvalid that names it.
+func DialNode(url string) (*Node, error) {
+	u, err := redlock.ParseNodeURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return dialNode(u), nil
+}
+
+func dialNode(u redlock.NodeURL) *Node {
+	n := NewNode(NewClient(u), u.String())
+	n.owned = true
+	return n
 }

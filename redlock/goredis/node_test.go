@@ -1,6 +1,8 @@
 package goredis_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -32,5 +34,18 @@ func TestNewNodeLeavesCallersClientOpen(t *testing.T) {
 	}
 	if err := c.Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("caller's client closed by Node.Close: %v", err)
+	}
+}
+
+// DialNode refuses a URL it cannot use with an error that names it.
+func TestDialNodeRefusesBadInput(t *testing.T) {
+	for _, raw := range []string{"", "http://127.0.0.1:1", "redis://127.0.0.1:70000"} {
+		n, err := goredis.DialNode(raw)
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), raw) {
+			if n != nil {
+				_ = n.Close()
+			}
+			t.Fatalf("DialNode(%q) error = %v, want ErrInvalid naming the URL", raw, err)
+		}
 	}
 }

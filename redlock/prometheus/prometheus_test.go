@@ -1,7 +1,6 @@
 package prometheus_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -57,29 +56,6 @@ func metricValue(m *dto.Metric) float64 {
 	return -1
 }
 
-// blocking is a node without its asynchronous capabilities: every fan-out
-// over it waits for every node, so that the answers of a node no quorum
-// needed are recorded too (over AsyncNodes, Unlock returns at a quorum).
-type blocking struct{ n *goredis.Node }
-
-func (b blocking) String() string { return b.n.String() }
-func (b blocking) Close() error   { return b.n.Close() }
-func (b blocking) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return b.n.Acquire(ctx, key, value, ttl)
-}
-func (b blocking) Release(ctx context.Context, key, value string) (bool, error) {
-	return b.n.Release(ctx, key, value)
-}
-func (b blocking) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return b.n.Extend(ctx, key, value, ttl)
-}
-func (b blocking) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
-	return b.n.AcquireFenced(ctx, key, fenceKey, value, ttl)
-}
-func (b blocking) RaiseFence(ctx context.Context, key, fenceKey, value string, token uint64, retention time.Duration) (bool, error) {
-	return b.n.RaiseFence(ctx, key, fenceKey, value, token, retention)
-}
-
 func TestMetrics(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	reg := prom.NewPedanticRegistry()
@@ -87,15 +63,16 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Blocking nodes: every fan-out waits for every node, so that the
+	// answers of a node no quorum needed are recorded too (over AsyncNodes,
+	// Unlock returns at a quorum).
 	var nodes []redlock.Node
-	for _, s := range cl.Servers {
-		u, err := redlock.ParseNodeURL(s.URL())
+	for _, u := range cl.URLs() {
+		n, err := goredis.DialNode(u)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rc := goredis.NewClient(u)
-		t.Cleanup(func() { _ = rc.Close() })
-		nodes = append(nodes, blocking{goredis.NewNode(rc, s.Addr())})
+		nodes = append(nodes, redlocktest.Blocking(n))
 	}
 	c, err := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithFencing(),
 		redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200*time.Millisecond))

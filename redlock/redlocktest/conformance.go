@@ -12,7 +12,9 @@ import (
 type NodeFactory func(t testing.TB, s *Server) redlock.Node
 
 // RunNodeConformance runs the node conformance suite against one real
-// redis-server: every redlock.Node adapter must pass it (R3, R5, R17).
+// redis-server: every redlock.Node adapter must pass it (R3, R5, R17), and
+// the cases of the capabilities the node has (TransferNode, FencingNode,
+// BatchNode; the batch cases start servers of their own).
 func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 	s := StartServer(t)
 	n := newNode(t, s)
@@ -117,6 +119,9 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 	}
 	if fn, ok := n.(redlock.FencingNode); ok {
 		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, s, fn) })
+	}
+	if _, ok := n.(redlock.BatchNode); ok {
+		t.Run("Batch", func(t *testing.T) { runBatchConformance(t, newNode) })
 	}
 	t.Run("DeadlineIsHonoured", func(t *testing.T) { // R8.2
 		s2 := StartServer(t)

@@ -179,3 +179,7 @@ func answer(op redlock.Op, r rueidis.RedisResult) (bool, error) {
 func (n *Node) do(ctx context.Context, req redlock.Request) (bool, error) {
 	return n.queue.Do(ctx, req)
 }
+
+// Queued returns how many requests wait in the node's queue, not yet taken
+// into a batch: a gauge of the node's backlog.
+func (n *Node) Queued() int { return n.queue.Len() }

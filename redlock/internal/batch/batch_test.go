@@ -1,0 +1,94 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+)
+
+type got map[int]error
+
+func (g got) Receive(tag int, _ bool, err error) { g[tag] = err }
+
+// Live answers the items whose context is done and bounds the others by
+// the latest deadline among them; an item without a deadline unbounds the
+// batch.
+func TestLive(t *testing.T) {
+	now := time.Now()
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	early, c1 := context.WithDeadline(context.Background(), now.Add(time.Second))
+	defer c1()
+	late, c2 := context.WithDeadline(context.Background(), now.Add(time.Hour))
+	defer c2()
+	tests := []struct {
+		name        string
+		ctxs        []context.Context
+		live        int
+		deadline    time.Time
+		bounded     bool
+		answeredTag []int
+	}{
+		{"bounded by the latest", []context.Context{early, done, late}, 2, now.Add(time.Hour), true, []int{1}},
+		{"one without a deadline", []context.Context{early, context.Background()}, 2, now.Add(time.Second), false, nil},
+		{"all done", []context.Context{done, done}, 0, time.Time{}, true, []int{0, 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := got{}
+			var items []Item
+			for i, ctx := range tt.ctxs {
+				items = append(items, Item{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire}, To: g, Tag: i})
+			}
+			live, deadline, bounded := Live(items)
+			if len(live) != tt.live || !deadline.Equal(tt.deadline) || bounded != tt.bounded {
+				t.Fatalf("Live = %d items, %v, %v; want %d, %v, %v", len(live), deadline, bounded, tt.live, tt.deadline, tt.bounded)
+			}
+			for _, tag := range tt.answeredTag {
+				if !errors.Is(g[tag], context.Canceled) {
+					t.Errorf("item %d: answered %v, want context.Canceled", tag, g[tag])
+				}
+			}
+			if len(g) != len(tt.answeredTag) {
+				t.Errorf("%d items answered, want %d", len(g), len(tt.answeredTag))
+			}
+		})
+	}
+}
+
+// A DeadlineCtx re-armed before its deadline is reusable; once the deadline
+// passes it is done with context.DeadlineExceeded and Disarm says so.
+func TestDeadlineCtx(t *testing.T) {
+	d := NewDeadlineCtx()
+	ctx := d.Arm(time.Now().Add(time.Hour))
+	if ctx.Err() != nil || !d.Disarm() {
+		t.Fatalf("armed an hour ahead: Err %v; want nil and a stopped timer", ctx.Err())
+	}
+	ctx = d.Arm(time.Now().Add(time.Millisecond))
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("Done not closed 10s after a 1ms deadline")
+	}
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) || d.Disarm() {
+		t.Fatalf("after the deadline: Err %v, Disarm true; want DeadlineExceeded and false", ctx.Err())
+	}
+}
+
+// A queue refuses an operation that is not redlock's, naming the adapter
+// and the operation, without sending anything.
+func TestQueueRefusesUnknownOp(t *testing.T) {
+	var q Queue
+	sent := 0
+	q.Init("test", func(items []Item) { sent += len(items) })
+	_, err := q.Do(context.Background(), redlock.Request{Op: 42})
+	if err == nil || err.Error() != "test: unknown operation Op(42): expected acquire, release, release-announce, extend or transfer" {
+		t.Fatalf("Do(Op 42) = %v, want the unknown operation error", err)
+	}
+	if sent != 0 || q.Len() != 0 {
+		t.Fatalf("sent %d, queued %d; want nothing", sent, q.Len())
+	}
+}
