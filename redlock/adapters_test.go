@@ -1,7 +1,6 @@
 package redlock_test
 
 import (
-	"io"
 	"testing"
 	"time"
 
@@ -13,11 +12,9 @@ import (
 
 // adapter is one node adapter package, as the tests of the core see it: a
 // way to dial a client from node URLs. The tests of client behaviour over
-// real nodes run over every adapter (style rule 13): goredis and rueidis
-// are redlock.AsyncNodes, which take the core's callback path (async.go)
-// and the hand-off; "blocking" is goredis's nodes with their blocking
-// methods only (redlocktest.Blocking), the core's path for adapters
-// without AsyncNode: a goroutine per node and request.
+// real nodes run over every adapter (style rule 13): goredis blocks, a
+// goroutine per node and request; rueidis is a redlock.AsyncNode, which
+// takes the core's callback path (async.go), the batches and the hand-off.
 type adapter struct {
 	name string
 	dial func(urls []string, opts ...redlock.Option) (*redlock.Client, error)
@@ -28,30 +25,7 @@ func adapters() []adapter {
 	return []adapter{
 		{"goredis", goredis.Dial},
 		{"rueidis", rueidis.Dial},
-		{"blocking", dialBlocking},
 	}
-}
-
-// dialBlocking is goredis.Dial with every node behind redlocktest.Blocking.
-func dialBlocking(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
-	var nodes []redlock.Node
-	for _, u := range urls {
-		n, err := goredis.DialNode(u)
-		if err != nil {
-			for _, n := range nodes {
-				_ = n.(io.Closer).Close()
-			}
-			return nil, err
-		}
-		nodes = append(nodes, redlocktest.Blocking(n))
-	}
-	c, err := redlock.New(nodes, opts...)
-	if err != nil {
-		for _, n := range nodes {
-			_ = n.(io.Closer).Close()
-		}
-	}
-	return c, err
 }
 
 // eachAdapter runs body as one subtest per adapter, named after it.

@@ -18,11 +18,11 @@
 // those, so that its error reports every node and leaves no key behind. Lock
 // retries after a random delay (R10).
 //
-// When the nodes support it (HandoffNode, as both adapters do), Unlock
+// When the nodes support it (HandoffNode, as redlock/rueidis does), Unlock
 // announces the release and the client's waiters for that resource retry at
 // once, one at a time in FIFO order, instead of sleeping out their delay;
 // the timed random retry stays as the fallback for a lost announcement.
-// When every node is also a TransferNode (both adapters), Unlock passes
+// When every node is also a TransferNode (redlock/rueidis), Unlock passes
 // the lock to the client's next waiter directly: each node turns the key
 // from the holder's value to the waiter's in one atomic step, so the key is
 // never free, and the waiter holds the lock at once under its own value,
@@ -36,7 +36,7 @@
 // succeeds only if a quorum confirmed within the remaining validity; it never
 // re-creates an expired key (R17).
 //
-// When every node is an AsyncNode (both adapters), the fan-outs run
+// When every node is an AsyncNode (redlock/rueidis), the fan-outs run
 // without a goroutine per node and the adapter batches the requests of all
 // concurrent lock operations to a node into one round trip; Unlock and
 // Extend then return as soon as a quorum confirmed (the slower nodes'

@@ -90,7 +90,7 @@ local nodes, see the bench/ module of the source tree.`,
 	f.DurationVar(&c.contention, "contention", 3*time.Second, "length of the contention run")
 	f.DurationVar(&c.ttl, "ttl", 10*time.Second, "lock validity time of the benchmark's locks")
 	f.DurationVar(&c.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2)")
-	f.StringVar(&c.adapter, "adapter", "rueidis", "Redis client adapter: rueidis or goredis (both batched per node, with the hand-off)")
+	f.StringVar(&c.adapter, "adapter", "rueidis", "Redis client adapter: rueidis (batched per node, hand-off) or goredis")
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress bar")
 	return cmd
 }

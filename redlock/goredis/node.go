@@ -3,63 +3,42 @@ package goredis
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock"
-	"dlm/redlock/internal/batch"
 	"dlm/redlock/scripts"
 )
 
-// ChannelPrefix starts the name of every release channel: the releases of
-// lock key k are announced on ChannelPrefix+k (hand-off, R14); the same for
-// every adapter.
-const ChannelPrefix = scripts.ChannelPrefix
-
 // Node is a redlock.Node over one go-redis client, which must talk to one
-// independent master (R2). It gathers the requests of concurrent callers to
-// the node into batches, one pipeline each (R15, batch.go). Node also
-// implements redlock.AsyncNode, redlock.BatchNode, redlock.HandoffNode,
-// redlock.TransferNode and redlock.FencingNode. It is safe for concurrent
-// use.
+// independent master (R2). It is safe for concurrent use.
 type Node struct {
 	client  redis.UniversalClient
 	name    string
 	owned   bool
-	release *batch.Script
-	extend  *batch.Script
-	publish *batch.Script
-	handOn  *batch.Script // Transfer
+	release *redis.Script
+	extend  *redis.Script
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
-
-	queue  batch.Queue // every request's way to the node (batch.go)
-	sender sender      // the queue's batch worker (batch.go)
 }
 
-var (
-	_ redlock.Node        = (*Node)(nil)
-	_ redlock.HandoffNode = (*Node)(nil)
-)
+var _ redlock.Node = (*Node)(nil)
 
 // NewNode wraps client, named name in errors and reports (its address, say).
 // Close does not close a client passed here: its owner does.
 func NewNode(client redis.UniversalClient, name string) *Node {
-	n := &Node{
+	return &Node{
 		client:  client,
 		name:    name,
-		release: batch.NewScript(scripts.Release),
-		extend:  batch.NewScript(scripts.Extend),
-		publish: batch.NewScript(scripts.ReleasePublish),
-		handOn:  batch.NewScript(scripts.Transfer),
+		release: redis.NewScript(scripts.Release),
+		extend:  redis.NewScript(scripts.Extend),
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
 	}
-	n.queue.Init("goredis", n.send)
-	return n
 }
 
 // String returns the node's name.
@@ -68,32 +47,28 @@ func (n *Node) String() string { return n.name }
 // Client returns the underlying go-redis client.
 func (n *Node) Client() redis.UniversalClient { return n.client }
 
-// Acquire runs SET key value NX PX ttl (R3), in the node's next batch.
+// Acquire runs SET key value NX PX ttl (R3).
 func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpAcquire, Key: key, Value: value, TTL: ttl})
+	err := n.client.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, redis.Nil):
+		return false, nil
+	}
+	return false, err
 }
 
-// Release deletes key if it holds value (R5), in the node's next batch.
+// Release deletes key if it holds value (R5).
 func (n *Node) Release(ctx context.Context, key, value string) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpRelease, Key: key, Value: value})
+	v, err := n.release.Run(ctx, n.client, []string{key}, value).Int64()
+	return v == 1, err
 }
 
-// Extend resets key's expiry to ttl if it holds value (R17), in the node's
-// next batch.
+// Extend resets key's expiry to ttl if it holds value (R17).
 func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpExtend, Key: key, Value: value, TTL: ttl})
-}
-
-// ReleaseAnnounce deletes key if it holds value (R5) and then publishes value
-// on ChannelPrefix+key, in one script, in the node's next batch.
-func (n *Node) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpReleaseAnnounce, Key: key, Value: value})
-}
-
-// Transfer sets key to value with an expiry of ttl if key holds from or is
-// absent, in one script, in the node's next batch (redlock.TransferNode).
-func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
+	v, err := n.extend.Run(ctx, n.client, []string{key}, value, ttl.Milliseconds()).Int64()
+	return v == 1, err
 }
 
 // Close closes the client if this node created it (Dial); a client given to

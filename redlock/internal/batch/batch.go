@@ -1,12 +1,12 @@
-// Package batch is the request queue that the Redis node adapters share
-// (redlock/rueidis, redlock/goredis): every request to a node, blocking or
-// started with redlock.AsyncNode.Start, joins the node's queue; one worker
-// per node at a time takes the whole queue and hands it to the adapter's
-// send function, which puts it on the wire in one write and one round trip
-// (R15). The batches are self-clocking: the busier the node, the larger
-// each batch, with no flush delay; a lone request goes out at once. A node
-// executes its requests in the order they joined the queue, so a release
-// never overtakes the acquisition it undoes (R8.5).
+// Package batch is the per-node request queue of the batching node adapter
+// (redlock/rueidis), apart from its driver: every request to a node,
+// blocking or started with redlock.AsyncNode.Start, joins the node's queue;
+// one worker per node at a time takes the whole queue and hands it to the
+// adapter's send function, which puts it on the wire in one write and one
+// round trip (R15). The batches are self-clocking: the busier the node, the
+// larger each batch, with no flush delay; a lone request goes out at once.
+// A node executes its requests in the order they joined the queue, so a
+// release never overtakes the acquisition it undoes (R8.5).
 package batch
 
 import (
