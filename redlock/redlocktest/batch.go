@@ -27,7 +27,7 @@ func runBatchConformance(t *testing.T, newNode NodeFactory) {
 }
 
 // queuer is a node that tells how many requests wait in its queue, not yet
-// taken into a batch (both adapters' Queued).
+// taken into a batch (as redlock/rueidis's Node.Queued does).
 type queuer interface{ Queued() int }
 
 // batchNode returns a node of s that must be a BatchNode and a queuer.
