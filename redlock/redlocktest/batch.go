@@ -30,14 +30,16 @@ func runBatchConformance(t *testing.T, newNode NodeFactory) {
 // taken into a batch (as redlock/rueidis's Node.Queued does).
 type queuer interface{ Queued() int }
 
-// batchNode returns a node of s that must be a BatchNode and a queuer.
-func batchNode(t *testing.T, newNode NodeFactory, s *Server) redlock.BatchNode {
+// batchCase starts a server and returns it, a node of it that must be a
+// BatchNode and a queuer, and a collector of answers.
+func batchCase(t *testing.T, newNode NodeFactory) (*Server, redlock.BatchNode, *answers) {
 	t.Helper()
+	s := StartServer(t)
 	n, ok := newNode(t, s).(redlock.BatchNode)
 	if _, q := n.(queuer); !ok || !q {
 		t.Fatalf("node %T is not a BatchNode with Queued", n)
 	}
-	return n
+	return s, n, newAnswers()
 }
 
 // answers collects the answers of started requests, by tag.
@@ -88,9 +90,7 @@ func (a *answers) wait(t *testing.T, tag int, d time.Duration) answer {
 // for it, always finds the key (R8.5: a release never overtakes what it
 // undoes; AsyncNode's contract).
 func batchKeepsOrder(t *testing.T, newNode NodeFactory) {
-	s := StartServer(t)
-	n := batchNode(t, newNode, s)
-	a := newAnswers()
+	s, n, a := batchCase(t, newNode)
 	const keys = 300
 	for k := range keys {
 		key := "order:" + strconv.Itoa(k)
@@ -109,9 +109,7 @@ func batchKeepsOrder(t *testing.T, newNode NodeFactory) {
 
 // Every operation answers through Start as its blocking method does.
 func batchAnswersEveryOp(t *testing.T, newNode NodeFactory) {
-	s := StartServer(t)
-	n := batchNode(t, newNode, s)
-	a := newAnswers()
+	_, n, a := batchCase(t, newNode)
 	ctx := t.Context()
 	steps := []struct {
 		req  redlock.Request
@@ -142,9 +140,7 @@ func batchAnswersEveryOp(t *testing.T, newNode NodeFactory) {
 // in the same queue is not failed by it (a batch is bounded by its latest
 // deadline).
 func batchDeadlines(t *testing.T, newNode NodeFactory) {
-	s := StartServer(t)
-	n := batchNode(t, newNode, s)
-	a := newAnswers()
+	s, n, a := batchCase(t, newNode)
 
 	done, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -196,9 +192,7 @@ func batchDeadlines(t *testing.T, newNode NodeFactory) {
 // once with an error naming it, and nothing is sent; the others of the same
 // StartAll go on.
 func batchRefusesUnknownOp(t *testing.T, newNode NodeFactory) {
-	s := StartServer(t)
-	n := batchNode(t, newNode, s)
-	a := newAnswers()
+	s, n, a := batchCase(t, newNode)
 	ctx := t.Context()
 	n.Start(ctx, redlock.Request{Key: "unknown", Value: "v"}, a, 0)
 	n.StartAll([]redlock.Call{
@@ -225,9 +219,7 @@ func batchRefusesUnknownOp(t *testing.T, newNode NodeFactory) {
 func batchKeepsOrderOnAFreshNode(t *testing.T, newNode NodeFactory) {
 	for _, op := range []redlock.Op{redlock.OpRelease, redlock.OpReleaseAnnounce} {
 		t.Run(op.String(), func(t *testing.T) {
-			s := StartServer(t)
-			n := batchNode(t, newNode, s)
-			a := newAnswers()
+			_, n, a := batchCase(t, newNode)
 			ctx := t.Context()
 			n.StartAll([]redlock.Call{
 				{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire, Key: "fresh", Value: "v1", TTL: time.Minute}, To: a, Tag: 0},
