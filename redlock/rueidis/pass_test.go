@@ -228,3 +228,48 @@ func TestHandoffLimitLetsOtherClientsIn(t *testing.T) {
 		}
 	}
 }
+
+// When the transfer fails on too many nodes (here a foreign value took the
+// key on 3 of 5 behind the holder's back, as after a fault), the passed
+// lock keeps the validity it inherited instead of moving it to its own, and
+// its Unlock reports that it no longer holds the lock, leaving the foreign
+// keys alone (R5, R9).
+func TestPassNotConfirmedKeepsTheInheritedValidity(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	first, err := c.TryLock(ctx, "lost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, ctx, cl, c, "lost")
+	for _, s := range cl.Servers[:3] {
+		if err := s.Client().Set(ctx, "dlm:lock:lost", "foreign", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inherited := first.Until()
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		v := valuesOn(t, cl, "dlm:lock:lost")
+		return v[3] == second.Value() && v[4] == second.Value()
+	}, "the transfer never reached the two nodes that held the first lock")
+	if u := second.Until(); !u.Equal(inherited) {
+		t.Fatalf("Until = %v after a transfer confirmed by 2 of 5 nodes; want the inherited %v", u, inherited)
+	}
+	if err := second.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock = %v, want ErrNotHeld (3 of 5 nodes hold another value)", err)
+	}
+	for i, v := range valuesOn(t, cl, "dlm:lock:lost") {
+		if want := map[bool]string{true: "foreign", false: ""}[i < 3]; v != want {
+			t.Fatalf("node %d holds %q after the Unlock, want %q", i, v, want)
+		}
+	}
+}
