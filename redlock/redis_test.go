@@ -24,6 +24,20 @@ func keysEverywhere(cl *redlocktest.Cluster, prefix string) int {
 	return n
 }
 
+// lockOnAll locks resource and waits until every node of cl holds its key:
+// TryLock returns at the quorum, and the other requests may land later.
+func lockOnAll(t *testing.T, cl *redlocktest.Cluster, c *redlock.Client, resource string) *redlock.Lock {
+	t.Helper()
+	l, err := c.TryLock(t.Context(), resource)
+	if err != nil {
+		t.Fatal(err)
+	}
+	redlocktest.Eventually(t, 2*time.Second, func() bool {
+		return keysEverywhere(cl, redlock.DefaultKeyPrefix) == len(cl.Servers)
+	}, "the lock key set on all %d nodes", len(cl.Servers))
+	return l
+}
+
 func TestMutualExclusionUnderContention(t *testing.T) { // R1.1, R13
 	eachAdapter(t, func(t *testing.T, a adapter) {
 		cl, c := cluster(t, a, 5, redlock.WithTTL(2*time.Second), redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
@@ -283,13 +297,7 @@ func TestExtend(t *testing.T) { // R17
 		})
 		t.Run("KeysLostOnMajority", func(t *testing.T) {
 			cl, c := cluster(t, a, 5)
-			l, err := c.TryLock(ctx, "r")
-			if err != nil {
-				t.Fatal(err)
-			}
-			// TryLock returns at quorum; let the other requests land first.
-			redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
-				"the lock key set on all 5 nodes")
+			l := lockOnAll(t, cl, c, "r")
 			for _, s := range cl.Servers[:3] {
 				s.Client().Del(ctx, redlock.DefaultKeyPrefix+"r")
 			}
@@ -391,16 +399,11 @@ func TestUnlockTellsLostFromUnconfirmed(t *testing.T) { // R5, R12
 	eachAdapter(t, func(t *testing.T, a adapter) {
 		cl, c := cluster(t, a, 5)
 		ctx := t.Context()
-		l, err := c.TryLock(ctx, "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		redlocktest.Eventually(t, 2*time.Second, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 5 },
-			"the lock key set on all 5 nodes")
+		l := lockOnAll(t, cl, c, "r")
 		for _, s := range cl.Servers[:3] {
 			s.Kill()
 		}
-		err = l.Unlock(ctx)
+		err := l.Unlock(ctx)
 		if !errors.Is(err, redlock.ErrUnlockFailed) || errors.Is(err, redlock.ErrNotHeld) {
 			t.Fatalf("Unlock with 3 of 5 nodes down = %v, want ErrUnlockFailed (not ErrNotHeld)", err)
 		}
