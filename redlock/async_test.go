@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -169,5 +170,37 @@ func TestAsyncUnlockReturnsAtAQuorum(t *testing.T) {
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A settler that Close finds running (a lock or an attempt left behind by a
+// Lock call whose context ended) may still release on the nodes: Close
+// waits for it, and no key outlives the client (R12).
+func TestSettlerReleasesAfterCloseBegan(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c, err := rueidis.Dial(cl.URLs(), redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := lockOnAll(t, cl, c, "r")
+	unlocked := make(chan error, 1)
+	sawClose := false
+	if !redlock.Settle(c, func() {
+		for deadline := time.Now().Add(10 * time.Second); !sawClose && time.Now().Before(deadline); {
+			runtime.Gosched() // Close sets its flag before it waits for the settler
+			sawClose = redlock.Closing(c)
+		}
+		unlocked <- l.Unlock(context.Background())
+	}) {
+		t.Fatal("Settle refused on an open client")
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-unlocked; err != nil || !sawClose {
+		t.Fatalf("Unlock by a settler while Close waited = %v (Close seen: %v), want nil", err, sawClose)
+	}
+	if n := keysEverywhere(cl, redlock.DefaultKeyPrefix); n != 0 {
+		t.Fatalf("%d keys left after Close", n)
 	}
 }

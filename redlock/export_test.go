@@ -4,3 +4,10 @@ package redlock
 // acquisition, so that a test can freeze a client there. Set it before the
 // client is used.
 func SetPhaseHook(c *Client, hook func(resource string)) { c.phaseHook = hook }
+
+// Settle runs fn as a settler of c (Client.settle), as the hand-off does
+// for what a Lock call left behind.
+func Settle(c *Client, fn func()) bool { return c.settle(false, fn) }
+
+// Closing reports whether Close has begun on c.
+func Closing(c *Client) bool { return c.isClosed() }
