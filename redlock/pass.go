@@ -65,18 +65,17 @@ func (h *handoff) pass(l *Lock) bool {
 	if !h.transfer || c.opts.fencing {
 		return false
 	}
-	until := l.Until()
 	h.mu.Lock()
 	q := h.queues[l.key]
 	if h.closed || len(q) == 0 {
 		h.mu.Unlock()
-		return false
+		return false // the usual Unlock: nobody waits here
 	}
 	w := q[0]
 	o := w.opts
 	d := drift(o.ttl, o.driftFactor)
 	t1 := time.Now() // R8.1, before the first request
-	until = minTime(until, t1.Add(o.ttl-d))
+	until := minTime(l.Until(), t1.Add(o.ttl-d)) // l.mu under h.mu, as c.start takes it
 	if len(w.ch) > 0 || o.tries != 0 || w.ctx.Err() != nil || until.Sub(t1) < (o.ttl-d)/2 || h.runs[l.key] >= c.opts.handoffLimit {
 		h.mu.Unlock()
 		return false
