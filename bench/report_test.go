@@ -65,6 +65,7 @@ func TestMarkdownRatiosAndTargets(t *testing.T) {
 		"one node frozen / healthy: dlm (rueidis) | 2.00 | <= 1.5 | **missed** |",
 		"critical sections/s: dlm (rueidis) / go-redsync | 2.00 | >= 1.5 | met |",
 		"busiest / least busy worker: dlm (rueidis) | 1.20 | <= 2 | met |",
+		"1ms hold (time.Sleep), critical sections/s",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
@@ -94,6 +95,19 @@ func TestSVGIsWellFormed(t *testing.T) {
 	}
 }
 
+// A contention run held by a blocking nanosleep says so in both places.
+func TestMarkdownNamesTheHoldMode(t *testing.T) {
+	r := sampleReport()
+	r.HoldMode = "block"
+	var b bytes.Buffer
+	r.Markdown(&b)
+	for _, want := range []string{"1ms hold by blocking nanosleep", "1ms hold (blocking nanosleep), critical sections/s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
 func TestParseFlagsRefusesBadInput(t *testing.T) {
 	tests := [][]string{
 		{"-goroutines", "1,x"},
@@ -101,6 +115,7 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 		{"-reps", "0"},
 		{"-only", "tp,nope"},
 		{"-workers", "0"},
+		{"-hold-mode", "spin"},
 	}
 	for _, args := range tests {
 		if _, err := parseFlags(args, io.Discard); err == nil {

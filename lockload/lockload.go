@@ -208,12 +208,15 @@ func Contention(ctx context.Context, l Locker, key string, workers int, hold, d 
 }
 
 // ContentionHeld is Contention with the critical section run by how(hold):
-// time.Sleep, or HoldBlocking. A Go time.Sleep of 1 ms lasts 1.1 to 1.6 ms
+// time.Sleep (also when how is nil), or HoldBlocking. A Go time.Sleep of 1 ms lasts 1.1 to 1.6 ms
 // depending on what else the process does: the runtime rounds the rest of
 // a timer's wait up to a whole millisecond each time network I/O wakes it
 // (runtime/netpoll_epoll.go), so it charges a lock client for the replies
 // it reads during the hold; HoldBlocking does not.
 func ContentionHeld(ctx context.Context, l Locker, key string, workers int, hold, d time.Duration, how func(time.Duration)) ContResult {
+	if how == nil {
+		how = time.Sleep
+	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	counts := make([]int64, workers)
