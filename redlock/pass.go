@@ -74,7 +74,7 @@ func (h *handoff) pass(l *Lock) bool {
 	w := q[0]
 	o := w.opts
 	d := drift(o.ttl, o.driftFactor)
-	t1 := time.Now() // R8.1, before the first request
+	t1 := time.Now()                             // R8.1, before the first request
 	until := minTime(l.Until(), t1.Add(o.ttl-d)) // l.mu under h.mu, as c.start takes it
 	if len(w.ch) > 0 || o.tries != 0 || w.ctx.Err() != nil || until.Sub(t1) < (o.ttl-d)/2 || h.runs[l.key] >= c.opts.handoffLimit {
 		h.mu.Unlock()
