@@ -114,7 +114,7 @@ func TestNewRefusesBadBeyondOptions(t *testing.T) {
 		opts  []Option
 		want  string
 	}{
-		{"fencing without the capability", nodesOf(5, false), []Option{WithFencing()}, `node "a" (position 0) does not implement redlock.FencingNode`},
+		{"fencing without the capability", nodesOf(5, false), []Option{WithFencing()}, `node "a" (position 0) does not implement adapter.FencingNode`},
 		{"overlapping prefixes", nodesOf(5, true), []Option{WithFencing(), WithKeyPrefix("")}, "overlap"},
 		{"fence prefix inside the lock prefix", nodesOf(5, true), []Option{WithFencing(), WithKeyPrefix("x:"), WithFencePrefix("x:f:")}, "overlap"},
 		{"empty fence prefix", nodesOf(5, true), []Option{WithFencing(), WithFencePrefix("")}, "fence key prefix must not be empty"},

@@ -29,7 +29,7 @@ func liarCluster(t *testing.T, rules ...redlocktest.LieRule) ([]*redlocktest.Ser
 // tries), plain majority mode lets both clients hold the lock at once for
 // some split, and Byzantine mode with f=1 (quorum 4) for none.
 func TestLyingNode(t *testing.T) { // R1.1, B3
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		honest, liar, urls := liarCluster(t)
 		tests := []struct {
 			name       string
@@ -112,7 +112,7 @@ func inflateFence(args []string) (string, bool) {
 // mode, once two honest nodes are frozen so that the liar is part of every
 // quorum, it can. Tokens keep increasing throughout.
 func TestLiarCannotInflateTokens(t *testing.T) { // R18
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		honest, _, urls := liarCluster(t, inflateFence)
 		var last uint64
 		grants := func(name string, c *redlock.Client, inflated bool) {
@@ -143,7 +143,7 @@ func TestLiarCannotInflateTokens(t *testing.T) { // R18
 }
 
 func TestByzantineModeRefusesTooFewNodes(t *testing.T) { // B3
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 3)
 		_, err := a.dial(cl.URLs(), redlock.WithByzantineNodes(1))
 		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "needs at least 3f+1 = 4 nodes, got 3") {
@@ -169,7 +169,7 @@ func lieOnExtend(args []string) (string, bool) {
 // lock, and a second client acquires it too; in Byzantine mode with f=1 the
 // next extension fails and Done closes with ErrLost (R17, B3).
 func TestLiarClaimingToHold(t *testing.T) {
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		honest, _, urls := liarCluster(t, redlocktest.LieOnSet, lieOnExtend)
 		const ttl = 1500 * time.Millisecond
 		for _, tt := range []struct {

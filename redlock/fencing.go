@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"dlm/redlock/adapter"
 )
 
 // DefaultFencePrefix is the default prefix of the fence keys (WithFencePrefix).
@@ -59,8 +61,8 @@ func (o clientOptions) validateFencing(nodes []Node, names []string) error {
 		return nil
 	}
 	for i, n := range nodes {
-		if _, ok := n.(FencingNode); !ok {
-			return invalidf("node %q (position %d) does not implement redlock.FencingNode, which WithFencing needs: use an adapter with the fencing scripts, such as redlock/goredis", names[i], i)
+		if _, ok := n.(adapter.FencingNode); !ok {
+			return invalidf("node %q (position %d) does not implement adapter.FencingNode, which WithFencing needs: use an adapter with the fencing scripts, such as redlock/goredis", names[i], i)
 		}
 	}
 	switch {
@@ -81,18 +83,6 @@ func (o clientOptions) checkRetention(ttl time.Duration) error {
 		return invalidf("fence retention %v must exceed the ttl %v (a fence key must outlive its lock; retention is meant to be long, days)", o.fenceRetention, ttl)
 	}
 	return nil
-}
-
-// fencedAcquire returns the phase-1 operation of fencing for one node: SET
-// NX PX and, when set, read the node's fence into *fence. The node's
-// goroutine writes *fence before it sends its reply, and the deciding
-// goroutine reads it after receiving that reply.
-func (c *Client) fencedAcquire(key, fenceKey, value string, ttl time.Duration, fence *uint64) func(context.Context, Node) (bool, error) {
-	return func(ctx context.Context, n Node) (bool, error) {
-		ok, f, err := n.(FencingNode).AcquireFenced(ctx, key, fenceKey, value, ttl)
-		*fence = f
-		return ok, err
-	}
 }
 
 // errTokenSpace is a phase-1 read that leaves no larger token.
@@ -139,18 +129,13 @@ type fenceResult struct {
 // quorum (R18): compute the token from the fences that the nodes of the
 // acquiring quorum read (phase1 and fences, in node order), then raise every
 // node's fence to it where the lock key still holds value, and decide as
-// soon as a quorum confirmed or can no longer confirm. Replies after the
-// decision are not waited for (their goroutines are the client's background
-// work); a late raise is harmless, as raising is monotone.
+// soon as a quorum confirmed or can no longer confirm (a fan, engine.go).
+// Late answers are ignored: a late raise is harmless, as raising is monotone.
 func (c *Client) fence(ctx context.Context, resource, key, value string, phase1 []NodeResult, fences []uint64) fenceResult {
 	if c.phaseHook != nil {
 		c.phaseHook(resource) // tests: a client frozen between the phases
 	}
-	n := len(c.nodes)
-	res := fenceResult{nodes: make([]NodeResult, n)}
-	for i := range res.nodes {
-		res.nodes[i] = NodeResult{Node: c.names[i], Outcome: NoReply}
-	}
+	var res fenceResult
 	read := make([]uint64, 0, c.quorum)
 	for i, r := range phase1 {
 		if r.Outcome == Acquired {
@@ -163,37 +148,15 @@ func (c *Client) fence(ctx context.Context, resource, key, value string, phase1 
 		return res
 	}
 	res.token = token
-	fenceKey := c.opts.fencePrefix + resource
-	raise := func(ctx context.Context, nd Node) (bool, error) {
-		return nd.(FencingNode).RaiseFence(ctx, key, fenceKey, value, token, c.opts.fenceRetention)
-	}
-	replies := make(chan reply, n)
-	if !c.bgAdd(n) {
+	f := c.newFan(ctx, ctx, adapter.Request{Op: opRaiseFence, Key: key, Value: value}, stopDecided)
+	if f == nil {
 		res.at, res.failed, res.err = time.Now(), true, ErrClosed
 		return res
 	}
-	for i := range c.nodes {
-		go func() {
-			defer c.bg.Done()
-			replies <- c.call(ctx, i, raise)
-		}()
-	}
-	yes, no := 0, 0
-	for {
-		r := <-replies
-		res.nodes[r.i] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
-		if r.ok {
-			yes++
-		} else {
-			no++
-		}
-		switch decide(n, c.quorum, yes, no) {
-		case reached:
-			res.at = time.Now()
-			return res
-		case impossible:
-			res.at, res.failed = time.Now(), true
-			return res
-		}
-	}
+	f.fenceKey, f.token = c.opts.fencePrefix+resource, token
+	c.send(f)
+	state, t2 := f.await()
+	f.settle(false, false)
+	res.nodes, res.at, res.failed = f.results(), t2, state != reached
+	return res
 }

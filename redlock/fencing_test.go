@@ -21,7 +21,7 @@ import (
 // data across the restart (R16.2: AOF, appendfsync always), as fencing
 // requires.
 func TestTokensIncreaseInGrantOrder(t *testing.T) { // R18, R16
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		// AOF with appendfsync always, in a directory on tmpfs when there is
 		// one: the data survives the process's death (what is under test)
 		// without paying a disk fsync per write.
@@ -134,7 +134,7 @@ func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // never ends up holding a token larger than the next holder's (R18): its
 // phase 2 finds its keys gone, and it is not granted.
 func TestFrozenBetweenPhases(t *testing.T) { // R18, R8.5
-	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		tests := []struct {
 			name string
 			ttl  time.Duration
@@ -217,7 +217,7 @@ func TestFrozenBetweenPhases(t *testing.T) { // R18, R8.5
 // TestFencePhaseFailureIsReported: phase 2 finds the keys gone on every node
 // within the validity; the error names the fencing phase.
 func TestFencePhaseFailureIsReported(t *testing.T) {
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 5)
 		c := dial(t, a, cl, redlock.WithFencing(), redlock.WithNodeTimeout(500*time.Millisecond))
 		key := redlock.DefaultKeyPrefix + "r"
@@ -247,7 +247,7 @@ func TestFencePhaseFailureIsReported(t *testing.T) {
 // TestFenceRetention: with a retention, the fence key expires and tokens
 // carry the clock-derived floor.
 func TestFenceRetention(t *testing.T) {
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 3)
 		c := dial(t, a, cl, redlock.WithFencing(), redlock.WithFenceRetention(time.Hour), redlock.WithNodeTimeout(200*time.Millisecond))
 		before := uint64(time.Now().UnixMicro())

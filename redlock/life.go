@@ -150,9 +150,9 @@ func (l *Lock) expire() {
 	l.lose(ErrExpired)
 }
 
-// start sets up the lock's life after its grant: the extender of
+// grant sets up the lock's life after its grant: the extender of
 // WithAutoExtend, tracked by the client's background work.
-func (c *Client) start(l *Lock, o lockOptions) {
+func (c *Client) grant(l *Lock, o lockOptions) {
 	l.granted = time.Now()
 	l.maxExt = o.maxExtensions
 	if !o.autoExtend {
@@ -269,7 +269,6 @@ func (c *Client) Do(ctx context.Context, resource string, fn func(ctx context.Co
 		return err
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 	stop, watched := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watched)
@@ -279,9 +278,23 @@ func (c *Client) Do(ctx context.Context, resource string, fn func(ctx context.Co
 		case <-stop:
 		}
 	}()
+	// The lock is given back however fn ends, a panic included (it goes
+	// on up once the lock is released): a panic recovered higher up, as
+	// net/http does, must not leave the lock held and extended.
+	finished := false
+	defer func() {
+		if !finished {
+			close(stop)
+			<-watched
+			cancel(nil)
+			_ = l.Unlock(context.WithoutCancel(ctx))
+		}
+	}()
 	ferr := fn(fctx)
+	finished = true
 	close(stop)
 	<-watched
+	cancel(nil)
 	l.mu.Lock()
 	lost := l.err // nil while held: auto-extension keeps err current
 	l.mu.Unlock()

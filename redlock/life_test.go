@@ -75,7 +75,7 @@ func waitDone(t *testing.T, l *redlock.Lock, timeout time.Duration) time.Duratio
 }
 
 func TestAutoExtendKeepsTheLock(t *testing.T) { // R17
-	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		const ttl = 800 * time.Millisecond
 		cl := redlocktest.Start(t, 5)
 		rec := &recorder{}
@@ -123,7 +123,7 @@ func TestAutoExtendKeepsTheLock(t *testing.T) { // R17
 }
 
 func TestLossClosesDone(t *testing.T) { // R17
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		const ttl = 1500 * time.Millisecond // extension every 500ms
 		cl := redlocktest.Start(t, 5)
 		rec := &recorder{}
@@ -156,7 +156,7 @@ func TestLossClosesDone(t *testing.T) { // R17
 }
 
 func TestDoCancelsOnLoss(t *testing.T) { // R17
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		const ttl = 1500 * time.Millisecond
 		cl := redlocktest.Start(t, 5)
 		c := dial(t, a, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
@@ -182,7 +182,7 @@ func TestDoCancelsOnLoss(t *testing.T) { // R17
 }
 
 func TestDo(t *testing.T) {
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithTTL(time.Second))
 		ran := false
 		err := c.Do(t.Context(), "r", func(ctx context.Context) error {
@@ -207,7 +207,7 @@ func TestDo(t *testing.T) {
 }
 
 func TestExtensionBound(t *testing.T) { // R17, R1.2
-	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 5)
 		rec := &recorder{}
 		c := dial(t, a, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(rec))
@@ -237,7 +237,7 @@ func TestExtensionBound(t *testing.T) { // R17, R1.2
 }
 
 func TestDoneWithoutAutoExtend(t *testing.T) {
-	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		_, c := cluster(t, a, 5, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300*time.Millisecond))
 		l, err := c.Lock(t.Context(), "r", redlock.WithTries(10))
 		if err != nil {
@@ -257,7 +257,7 @@ func TestDoneWithoutAutoExtend(t *testing.T) {
 }
 
 func TestCloseStopsAutoExtension(t *testing.T) {
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 5)
 		c := dial(t, a, cl, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200*time.Millisecond))
 		l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend(), redlock.WithTries(10))

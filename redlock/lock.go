@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"dlm/redlock/adapter"
 )
 
 // Lock is a held lock on one resource. It is safe for concurrent use: Extend,
@@ -22,6 +24,7 @@ type Lock struct {
 	drift    time.Duration
 	inflight *sync.WaitGroup // acquire requests of the grant still in flight
 	token    uint64          // fencing token (fencing.go), 0 without fencing
+	run      int             // hand-overs in a row within the client that led to it
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time
@@ -45,7 +48,8 @@ type Lock struct {
 func (l *Lock) Resource() string { return l.resource }
 
 // Value returns the lock's random value (R4): 20 bytes from crypto/rand,
-// base64url-encoded. It is what the nodes hold under the lock key, and can
+// base64url-encoded. A quorum of nodes held it under the lock key when the
+// lock was granted (a lock handed over within a client included), so it can
 // serve a storage system as a check-and-set guard (R18).
 func (l *Lock) Value() string { return l.value }
 
@@ -62,144 +66,175 @@ func (l *Lock) Until() time.Time {
 }
 
 // Validity returns how much of the lock's validity remains now: Until minus
-// the current time, or zero once it has passed or the lock was released.
+// the current time, or zero once it has passed, the lock was released, or
+// the lock ended otherwise (Err is not nil: lost, expired, closed).
 func (l *Lock) Validity() time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.released {
+	if l.released || l.err != nil {
 		return 0
 	}
 	return max(0, time.Until(l.until))
 }
 
-// fanout sends req to every node at once (R15) and returns each reply, in
-// node order, once every node has answered or timed out: without a goroutine
-// per node when the nodes are AsyncNodes (async.go).
-func (c *Client) fanout(ctx context.Context, req Request) []reply {
-	if c.async != nil {
-		return c.fanoutAsync(ctx, req)
-	}
-	out := make([]reply, len(c.nodes))
-	nctx, cancel := context.WithTimeout(ctx, c.opts.nodeTimeout) // shared (callIn)
-	defer cancel()
-	op := func(ctx context.Context, n Node) (bool, error) { return do(ctx, n, req) }
-	var wg sync.WaitGroup
-	wg.Add(len(c.nodes))
-	for i := range c.nodes {
-		go func() {
-			defer wg.Done()
-			out[i] = c.callIn(nctx, i, op)
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-// do runs req on n by its blocking method.
-func do(ctx context.Context, n Node, req Request) (bool, error) {
-	switch req.Op {
-	case OpAcquire:
-		return n.Acquire(ctx, req.Key, req.Value, req.TTL)
-	case OpReleaseAnnounce:
-		if hn, ok := n.(HandoffNode); ok {
-			return hn.ReleaseAnnounce(ctx, req.Key, req.Value)
-		}
-		return n.Release(ctx, req.Key, req.Value)
-	case OpRelease:
-		return n.Release(ctx, req.Key, req.Value)
-	case OpExtend:
-		return n.Extend(ctx, req.Key, req.Value, req.TTL)
-	case OpTransfer:
-		if tn, ok := n.(TransferNode); ok {
-			return tn.Transfer(ctx, req.Key, req.From, req.Value, req.TTL)
-		}
-	}
-	return false, invalidf("unknown node operation %v", req.Op)
-}
-
 // Unlock releases the lock on every node, whether or not the client believes
 // it locked that node (R12), with the compare-and-delete script of R5: it
-// never deletes a key that holds another value. It returns nil when a quorum
-// of nodes deleted this lock's key; ErrNotHeld when too many nodes answered
-// that the key was gone or not this lock's (it had expired or been lost);
-// otherwise ErrUnlockFailed (errors or timeouts), joined with the nodes'
-// errors. After Unlock the lock is no longer held, whatever the result.
+// never deletes a key that holds another value. The releases are sent even
+// when ctx is already cancelled or past its deadline; each is bounded by the
+// node timeout. Unlock returns nil when a quorum of nodes deleted this
+// lock's key (it does not wait for the slower nodes, whose releases go on in
+// the background; Client.Close waits for them); ErrNotHeld when too many
+// nodes answered that the key was gone or not this lock's, or when the lock
+// had already ended before Unlock (lost, expired, client closed: the error
+// then also wraps that reason); otherwise ErrUnlockFailed (errors or
+// timeouts), joined with the nodes' errors. After Unlock the lock is no
+// longer held, whatever the result. Unlock on a nil *Lock returns ErrNotHeld,
+// so that a deferred Unlock after a failed acquisition is safe.
 //
-// Over AsyncNodes (redlock/rueidis) Unlock returns as soon as a quorum
-// deleted the key: the releases on slower nodes go on in the background,
-// bounded by the node timeout, and Client.Close waits for them. Over
-// blocking nodes it waits for every node.
-//
-// When another Lock call of the same client waits for the resource and the
-// nodes are TransferNodes, Unlock may pass the lock to it instead (see
-// WithHandoffLimit): it then returns nil at once, and the nodes swap this
-// lock's value for the waiter's in the background.
+// When another Lock call of the same client waits for the resource, Unlock
+// hands the lock over to it (see WithHandoffLimit): it acquires on the
+// waiter's behalf right behind the release, or in the same atomic step
+// where the nodes are adapter.TransferNodes, and returns once that
+// acquisition is decided.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l == nil {
+		return ErrNotHeld
+	}
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
 		return ErrNotHeld
 	}
 	l.released = true
+	prior := l.err // the lock ended before Unlock: lost, expired, closed
+	if prior == nil && !time.Now().Before(l.until) {
+		prior = ErrExpired
+	}
 	l.mu.Unlock()
 	first := l.finish(ErrUnlocked) // Done closes at once (life.go)
 	l.stopExtending()
+	c := l.client
 	// A node that had not answered the acquisition yet may still set the
 	// key: wait for those requests (bounded by the node timeout) first,
 	// unless the nodes keep each node's requests in order (AsyncNode), so
 	// that the release reaches a node after the acquisition. Fenced
-	// acquisitions do not go through AsyncNode.Start, so their order is not
-	// promised: they are waited for.
-	if l.client.async == nil || l.client.opts.fencing {
+	// acquisitions use the blocking methods, so they are waited for.
+	if l.inflight != nil && (c.async == nil || c.opts.fencing) {
 		l.inflight.Wait()
 	}
-	if c := l.client; c.hand != nil && c.hand.pass(l) {
-		// Passed to this client's next waiter (pass.go): its keys took
-		// the place of this lock's on every node, in one step.
-		if first && len(c.obs) > 0 {
-			c.obs.End(EndEvent{Resource: l.resource, Reason: ErrUnlocked, Held: time.Since(l.granted), Handed: true})
-		}
-		return nil
+	hand := handNone
+	var err error
+	if prior == nil {
+		// Never hand over a lock that is known to be lost: the waiter
+		// would start from keys that another client may hold.
+		hand, err = c.hand.handOver(l)
 	}
-	replies := l.client.releaseAll(ctx, l.key, l.value) // and hand-off (handoff.go)
-	released := 0
+	var replies []reply
+	if hand != handDone {
+		replies = c.releaseAll(l.key, l.value, true)
+		err = c.unlockErr(replies)
+		if c.hand != nil && hand == handNone {
+			c.hand.ownRelease(l.key, l.value) // the key may be free: next waiter
+		}
+	}
+	if prior != nil {
+		err = errors.Join(ErrNotHeld, prior)
+	}
+	if first && len(c.obs) > 0 {
+		e := EndEvent{Resource: l.resource, Reason: ErrUnlocked, Held: time.Since(l.granted), Err: err, Handed: hand == handDone}
+		if replies != nil {
+			e.Nodes = c.results(replies)
+		}
+		c.obs.End(e)
+	}
+	return err
+}
+
+// releaseAll releases key from value on every node (R5, R12), announced
+// where the nodes can and announce is set (hand-off, R14), and returns each
+// node's reply once a quorum released or every node answered. The requests
+// outlive any caller's context, bounded by the node timeout.
+func (c *Client) releaseAll(key, value string, announce bool) []reply {
+	op := adapter.OpRelease
+	if announce && c.hand != nil {
+		op = adapter.OpReleaseAnnounce
+	}
+	bg := context.Background()
+	f := c.newFan(bg, bg, adapter.Request{Op: op, Key: key, Value: value}, stopQuorum)
+	if f == nil {
+		return c.closedReplies()
+	}
+	c.send(f)
+	f.await()
+	f.settle(false, false)
+	return f.replies()
+}
+
+// released decides a release fan that is already sent and returns Unlock's
+// error for it.
+func (c *Client) released(f *fan) error {
+	f.await()
+	f.settle(false, false)
+	return c.unlockErr(f.replies())
+}
+
+// unlockErr is Unlock's verdict over the releases' replies: nil when a
+// quorum deleted the key; ErrNotHeld when so many answered that the key was
+// gone or not this lock's that no quorum can have held it; else
+// ErrUnlockFailed. Both are joined with the nodes' errors.
+func (c *Client) unlockErr(replies []reply) error {
+	released, notHeld := 0, 0
 	var errs []error
 	for _, r := range replies {
 		switch {
+		case r.none:
 		case r.err != nil:
-			errs = append(errs, nodeError(l.client.names[r.i], r.err))
+			errs = append(errs, nodeError(c.names[r.i], r.err))
 		case r.ok:
 			released++
+		default:
+			notHeld++
 		}
 	}
-	var err error
-	switch notHeld := len(replies) - released - len(errs); {
-	case released >= l.client.quorum:
-	case notHeld > len(replies)-l.client.quorum:
+	switch {
+	case released >= c.quorum:
+		return nil
+	case notHeld > len(replies)-c.quorum:
 		// A quorum answered that the key is gone or not ours: the lock had
 		// expired or been lost before Unlock.
-		err = errors.Join(append([]error{ErrNotHeld}, errs...)...)
-	default:
-		err = errors.Join(append([]error{ErrUnlockFailed}, errs...)...)
+		return errors.Join(append([]error{ErrNotHeld}, errs...)...)
 	}
-	if c := l.client; first && len(c.obs) > 0 {
-		c.obs.End(EndEvent{Resource: l.resource, Reason: ErrUnlocked, Held: time.Since(l.granted), Nodes: c.results(replies), Err: err})
+	return errors.Join(append([]error{ErrUnlockFailed}, errs...)...)
+}
+
+// closedReplies is the answer of every node to a fan-out of a closed client.
+func (c *Client) closedReplies() []reply {
+	out := make([]reply, len(c.nodes))
+	for i := range out {
+		out[i] = reply{i: i, err: ErrClosed}
 	}
-	return err
+	return out
 }
 
 // Extend resets the lock's ttl on every node that still holds its value
 // (R17). It succeeds only if a quorum was extended within the remaining
 // validity; then Until moves to T1 + ttl - drift of this extension. It never
 // re-creates a key that expired. It returns ErrNotHeld, contacting no node,
-// when the validity has already passed or the lock was released, and
-// ErrNotHeld when too many nodes no longer hold the value; ErrExtendFailed
-// (joined with the nodes' errors) when errors or timeouts kept a quorum from
-// confirming, in which case the lock is still held until the previous Until.
+// when the validity has already passed, the lock ended or was released (or
+// l is nil), and ErrNotHeld when too many nodes no longer hold the value;
+// ErrExtendFailed (joined with the nodes' errors) when errors or timeouts
+// kept a quorum from confirming, in which case the lock is still held until
+// the previous Until.
 //
-// Extensions are bounded (WithMaxExtensions, R17): beyond the bound Extend
-// returns ErrMaxExtensions, contacting no node.
-func (l *Lock) Extend(ctx context.Context) error { return l.extend(ctx, false) }
+// Extensions are bounded (WithMaxExtensions, R17), across the locks handed
+// over within one client as well: beyond the bound Extend returns
+// ErrMaxExtensions, contacting no node.
+func (l *Lock) Extend(ctx context.Context) error {
+	if l == nil {
+		return ErrNotHeld
+	}
+	return l.extend(ctx, false)
+}
 
 // extend is Extend, reported to the observers as manual or automatic.
 func (l *Lock) extend(ctx context.Context, auto bool) error {
@@ -219,22 +254,30 @@ func (l *Lock) extend(ctx context.Context, auto bool) error {
 
 func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 	l.mu.Lock()
-	until, released, bound := l.until, l.released, l.extensions >= l.maxExt
+	until, ended, bound := l.until, l.released || l.err != nil, l.extensions >= l.maxExt
 	l.mu.Unlock()
-	if released || !t1.Before(until) {
+	if ended || !t1.Before(until) {
 		return ErrNotHeld
 	}
 	if bound {
 		return ErrMaxExtensions
 	}
 	c := l.client
-	replies := c.fanout(ctx, Request{Op: OpExtend, Key: l.key, Value: l.value, TTL: l.ttl})
+	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpExtend, Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
+	if f == nil {
+		return errors.Join(ErrExtendFailed, ErrClosed)
+	}
+	t1 = f.t1
+	c.send(f)
+	_, t2 := f.await()
+	f.settle(false, false)
+	replies := f.replies()
 	*out = replies
-	t2 := time.Now()
 	extended, notHeld := 0, 0
 	var errs []error
 	for _, r := range replies {
 		switch {
+		case r.none:
 		case r.err != nil:
 			errs = append(errs, nodeError(c.names[r.i], r.err))
 		case r.ok:
@@ -248,7 +291,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 	case extended >= c.quorum && t2.Before(until) && validity(l.ttl, t2.Sub(t1), l.drift) > 0:
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.released {
+		if l.released || l.err != nil {
 			return ErrNotHeld
 		}
 		if newUntil.After(l.until) {
@@ -262,18 +305,10 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 	return errors.Join(append([]error{ErrExtendFailed}, errs...)...)
 }
 
-// NodeError is one node's error in a fan-out, naming the node.
-type NodeError struct {
-	// Node is the node's name.
-	Node string
-	// Err is what the node answered.
-	Err error
+// extensionsDone returns how many times the lock was extended, counting
+// the locks it was handed over from (R17).
+func (l *Lock) extensionsDone() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.extensions
 }
-
-// Error names the node and its error.
-func (e *NodeError) Error() string { return e.Node + ": " + e.Err.Error() }
-
-// Unwrap returns the node's error.
-func (e *NodeError) Unwrap() error { return e.Err }
-
-func nodeError(node string, err error) error { return &NodeError{Node: node, Err: err} }

@@ -2,37 +2,30 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"dlm/redlock/adapter"
 )
 
 // Node is one independent Redis master, seen at Redlock's level of meaning
-// (R3, R5, R17). Adapters such as redlock/goredis implement it; a Node must
-// be safe for concurrent use. Every method must return promptly once ctx is
-// done: the client bounds each call with the node timeout (R8.2).
-type Node interface {
-	// Acquire sets key to value with an expiry of ttl only if key does not
-	// exist (R3: SET key value NX PX ttl). It reports whether the key was set;
-	// false with a nil error means the key is held (by another value).
-	Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
-	// Release deletes key only if it holds value, atomically (R5). It reports
-	// whether a key was deleted.
-	Release(ctx context.Context, key, value string) (bool, error)
-	// Extend resets the expiry of key to ttl only if key holds value,
-	// atomically (R17). It never creates a key. It reports whether the
-	// expiry was reset.
-	Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
-}
+// (R3, R5, R17): acquire, release and extend a key with a value and a ttl.
+// Build nodes with an adapter package (redlock/goredis, redlock/rueidis);
+// the interface and the optional capabilities an adapter may add are
+// documented in redlock/adapter, for adapter writers.
+type Node = adapter.Node
 
 // Outcome is what one node did in one acquisition attempt.
 type Outcome int
 
 // The outcomes of one node in one attempt.
 const (
-	// NoReply: the attempt was decided before this node answered; the
-	// client did not wait for it (R8.2, R15). A failed final attempt
-	// (TryLock, or the last of WithTries) waits for every node before it
-	// returns, so its error has no NoReply.
+	// NoReply: the attempt was decided, or its context ended, before this
+	// node answered; the client did not wait for it (R8.2, R15). A failed
+	// final attempt (TryLock, or the last of WithTries) waits for every
+	// node before it returns, so its error has no NoReply unless the
+	// context ended it.
 	NoReply Outcome = iota
 	// Acquired: the node set the key to this client's value.
 	Acquired
@@ -82,3 +75,73 @@ func nodeName(n Node, i int) string {
 	}
 	return fmt.Sprintf("node[%d]", i)
 }
+
+// reply is one node's answer in a fan-out.
+type reply struct {
+	i       int
+	none    bool // no answer (NoReply)
+	ok      bool
+	err     error
+	latency time.Duration
+}
+
+// outcome classifies a reply.
+func (r reply) outcome() Outcome {
+	switch {
+	case r.none:
+		return NoReply
+	case r.err != nil && isTimeout(r.err):
+		return TimedOut
+	case r.err != nil:
+		return Failed
+	case r.ok:
+		return Acquired
+	}
+	return Held
+}
+
+// isTimeout reports whether err is a node timeout: the context's deadline or
+// an error that says it timed out. It is apart from outcome so that a reply
+// without an error does not pay for the errors.As target.
+func isTimeout(err error) bool {
+	var timeout interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout()
+}
+
+// do runs req on n by its blocking method.
+func do(ctx context.Context, n Node, req adapter.Request) (bool, error) {
+	switch req.Op {
+	case adapter.OpAcquire:
+		return n.Acquire(ctx, req.Key, req.Value, req.TTL)
+	case adapter.OpReleaseAnnounce:
+		if hn, ok := n.(adapter.HandoffNode); ok {
+			return hn.ReleaseAnnounce(ctx, req.Key, req.Value)
+		}
+		return n.Release(ctx, req.Key, req.Value)
+	case adapter.OpRelease:
+		return n.Release(ctx, req.Key, req.Value)
+	case adapter.OpExtend:
+		return n.Extend(ctx, req.Key, req.Value, req.TTL)
+	case adapter.OpTransfer:
+		if tn, ok := n.(adapter.TransferNode); ok {
+			return tn.Transfer(ctx, req.Key, req.From, req.Value, req.TTL)
+		}
+	}
+	return false, invalidf("unknown node operation %v", req.Op)
+}
+
+// NodeError is one node's error in a fan-out, naming the node.
+type NodeError struct {
+	// Node is the node's name.
+	Node string
+	// Err is what the node answered.
+	Err error
+}
+
+// Error names the node and its error.
+func (e *NodeError) Error() string { return e.Node + ": " + e.Err.Error() }
+
+// Unwrap returns the node's error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+func nodeError(node string, err error) error { return &NodeError{Node: node, Err: err} }

@@ -39,7 +39,7 @@ func lockOnAll(t *testing.T, cl *redlocktest.Cluster, c *redlock.Client, resourc
 }
 
 func TestMutualExclusionUnderContention(t *testing.T) { // R1.1, R13
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5, redlock.WithTTL(2*time.Second), redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond))
 		const workers, each = 8, 25
 		var holders, maxHolders, total atomic.Int64
@@ -88,7 +88,7 @@ func TestMutualExclusionUnderContention(t *testing.T) { // R1.1, R13
 }
 
 func TestNoStrayKeysAfterFailedAttempts(t *testing.T) { // R8.5, R11
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 5)
 		clients := make([]*redlock.Client, 6)
 		for i := range clients {
@@ -127,7 +127,7 @@ func TestNoStrayKeysAfterFailedAttempts(t *testing.T) { // R8.5, R11
 }
 
 func TestMinorityDown(t *testing.T) { // R1.3
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
 		cl.Servers[0].Kill()
 		cl.Servers[3].Kill()
@@ -153,7 +153,7 @@ func TestMinorityDown(t *testing.T) { // R1.3
 }
 
 func TestMajorityDown(t *testing.T) { // R1.3, R8.5
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5)
 		for _, i := range []int{0, 2, 4} {
 			cl.Servers[i].Kill()
@@ -191,7 +191,7 @@ func TestMajorityDown(t *testing.T) { // R1.3, R8.5
 }
 
 func TestFrozenNodeIsNotWaitedFor(t *testing.T) { // R8.2, R15
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		// A node timeout of 3s: had the client waited for the frozen node, the
 		// acquisition would take 3s.
 		cl, c := cluster(t, a, 5, redlock.WithNodeTimeout(3*time.Second))
@@ -216,7 +216,7 @@ func TestFrozenNodeIsNotWaitedFor(t *testing.T) { // R8.2, R15
 }
 
 func TestUnlockNeverDeletesAnotherHoldersKey(t *testing.T) { // R5
-	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
 		ctx := t.Context()
 		first, err := c.TryLock(ctx, "r")
@@ -251,7 +251,7 @@ func TestUnlockNeverDeletesAnotherHoldersKey(t *testing.T) { // R5
 }
 
 func TestExtend(t *testing.T) { // R17
-	eachAdapterParallel(t, func(t *testing.T, a adapter) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		ctx := t.Context()
 		t.Run("MovesUntilAndResetsTTL", func(t *testing.T) {
 			cl, c := cluster(t, a, 5, redlock.WithTTL(2*time.Second))
@@ -312,7 +312,7 @@ func TestExtend(t *testing.T) { // R17
 }
 
 func TestLockWaitsAndReportsContextEnd(t *testing.T) { // R10
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		_, c := cluster(t, a, 5)
 		ctx := t.Context()
 		held, err := c.TryLock(ctx, "busy")
@@ -357,7 +357,7 @@ func TestLockWaitsAndReportsContextEnd(t *testing.T) { // R10
 }
 
 func TestDial(t *testing.T) {
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		for _, tt := range []struct {
 			name string
 			urls []string
@@ -396,7 +396,7 @@ func TestDial(t *testing.T) {
 }
 
 func TestUnlockTellsLostFromUnconfirmed(t *testing.T) { // R5, R12
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5)
 		ctx := t.Context()
 		l := lockOnAll(t, cl, c, "r")
@@ -418,7 +418,7 @@ func TestUnlockTellsLostFromUnconfirmed(t *testing.T) { // R5, R12
 }
 
 func TestCloseDuringAcquisitions(t *testing.T) {
-	eachAdapter(t, func(t *testing.T, a adapter) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 3)
 		c := dial(t, a, cl)
 		var wg sync.WaitGroup

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"time"
 
-	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
-var _ redlock.FencingNode = (*Node)(nil)
+var _ adapter.FencingNode = (*Node)(nil)
 
 // AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads
 // the fence value under fenceKey, in one script (R3, R18 phase 1).

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
-// runBatchConformance checks the redlock.BatchNode capability (and so
+// runBatchConformance checks the adapter.BatchNode capability (and so
 // AsyncNode, R15): requests started on one node run in the order they were
 // started, every operation answers as its blocking method does, deadlines
 // hold inside the queue, unknown operations are refused, and a script the
@@ -32,10 +32,10 @@ type queuer interface{ Queued() int }
 
 // batchCase starts a server and returns it, a node of it that must be a
 // BatchNode and a queuer, and a collector of answers.
-func batchCase(t *testing.T, newNode NodeFactory) (*Server, redlock.BatchNode, *answers) {
+func batchCase(t *testing.T, newNode NodeFactory) (*Server, adapter.BatchNode, *answers) {
 	t.Helper()
 	s := StartServer(t)
-	n, ok := newNode(t, s).(redlock.BatchNode)
+	n, ok := newNode(t, s).(adapter.BatchNode)
 	if _, q := n.(queuer); !ok || !q {
 		t.Fatalf("node %T is not a BatchNode with Queued", n)
 	}
@@ -94,8 +94,8 @@ func batchKeepsOrder(t *testing.T, newNode NodeFactory) {
 	const keys = 300
 	for k := range keys {
 		key := "order:" + strconv.Itoa(k)
-		n.Start(t.Context(), redlock.Request{Op: redlock.OpAcquire, Key: key, Value: "v", TTL: time.Minute}, a, 2*k)
-		n.Start(t.Context(), redlock.Request{Op: redlock.OpRelease, Key: key, Value: "v"}, a, 2*k+1)
+		n.Start(t.Context(), adapter.Request{Op: adapter.OpAcquire, Key: key, Value: "v", TTL: time.Minute}, a, 2*k)
+		n.Start(t.Context(), adapter.Request{Op: adapter.OpRelease, Key: key, Value: "v"}, a, 2*k+1)
 	}
 	for tag := range 2 * keys {
 		if r := a.wait(t, tag, 10*time.Second); !r.ok || r.err != nil {
@@ -112,20 +112,20 @@ func batchAnswersEveryOp(t *testing.T, newNode NodeFactory) {
 	_, n, a := batchCase(t, newNode)
 	ctx := t.Context()
 	steps := []struct {
-		req  redlock.Request
+		req  adapter.Request
 		want bool
 	}{
-		{redlock.Request{Op: redlock.OpAcquire, Key: "ops", Value: "v1", TTL: time.Minute}, true},
-		{redlock.Request{Op: redlock.OpAcquire, Key: "ops", Value: "v2", TTL: time.Minute}, false}, // held
-		{redlock.Request{Op: redlock.OpExtend, Key: "ops", Value: "v2", TTL: time.Minute}, false},  // not ours
-		{redlock.Request{Op: redlock.OpExtend, Key: "ops", Value: "v1", TTL: time.Minute}, true},
-		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v2"}, false},
-		{redlock.Request{Op: redlock.OpReleaseAnnounce, Key: "ops", Value: "v1"}, true},
-		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v1"}, false},                               // gone
-		{redlock.Request{Op: redlock.OpTransfer, Key: "ops", From: "v0", Value: "v3", TTL: time.Minute}, true}, // free
-		{redlock.Request{Op: redlock.OpTransfer, Key: "ops", From: "v3", Value: "v4", TTL: time.Minute}, true},
-		{redlock.Request{Op: redlock.OpTransfer, Key: "ops", From: "v3", Value: "v5", TTL: time.Minute}, false}, // v4's
-		{redlock.Request{Op: redlock.OpRelease, Key: "ops", Value: "v4"}, true},
+		{adapter.Request{Op: adapter.OpAcquire, Key: "ops", Value: "v1", TTL: time.Minute}, true},
+		{adapter.Request{Op: adapter.OpAcquire, Key: "ops", Value: "v2", TTL: time.Minute}, false}, // held
+		{adapter.Request{Op: adapter.OpExtend, Key: "ops", Value: "v2", TTL: time.Minute}, false},  // not ours
+		{adapter.Request{Op: adapter.OpExtend, Key: "ops", Value: "v1", TTL: time.Minute}, true},
+		{adapter.Request{Op: adapter.OpRelease, Key: "ops", Value: "v2"}, false},
+		{adapter.Request{Op: adapter.OpReleaseAnnounce, Key: "ops", Value: "v1"}, true},
+		{adapter.Request{Op: adapter.OpRelease, Key: "ops", Value: "v1"}, false},                               // gone
+		{adapter.Request{Op: adapter.OpTransfer, Key: "ops", From: "v0", Value: "v3", TTL: time.Minute}, true}, // free
+		{adapter.Request{Op: adapter.OpTransfer, Key: "ops", From: "v3", Value: "v4", TTL: time.Minute}, true},
+		{adapter.Request{Op: adapter.OpTransfer, Key: "ops", From: "v3", Value: "v5", TTL: time.Minute}, false}, // v4's
+		{adapter.Request{Op: adapter.OpRelease, Key: "ops", Value: "v4"}, true},
 	}
 	for i, st := range steps {
 		n.Start(ctx, st.req, a, i)
@@ -144,7 +144,7 @@ func batchDeadlines(t *testing.T, newNode NodeFactory) {
 
 	done, cancel := context.WithCancel(t.Context())
 	cancel()
-	n.Start(done, redlock.Request{Op: redlock.OpAcquire, Key: "dl:done", Value: "v", TTL: time.Minute}, a, 0)
+	n.Start(done, adapter.Request{Op: adapter.OpAcquire, Key: "dl:done", Value: "v", TTL: time.Minute}, a, 0)
 	if r := a.wait(t, 0, time.Second); !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("request with a done context: err=%v, want context.Canceled", r.err)
 	}
@@ -158,15 +158,15 @@ func batchDeadlines(t *testing.T, newNode NodeFactory) {
 	}()
 	first, cancel1 := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel1()
-	n.Start(first, redlock.Request{Op: redlock.OpAcquire, Key: "dl:first", Value: "v", TTL: time.Minute}, a, 1)
+	n.Start(first, adapter.Request{Op: adapter.OpAcquire, Key: "dl:first", Value: "v", TTL: time.Minute}, a, 1)
 	// The first batch, this request alone, is on its way to the frozen node.
 	Eventually(t, 5*time.Second, func() bool { return n.(queuer).Queued() == 0 }, "the first request was not taken into a batch")
 	short, cancel2 := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel2()
-	n.Start(short, redlock.Request{Op: redlock.OpAcquire, Key: "dl:short", Value: "v", TTL: time.Minute}, a, 2)
+	n.Start(short, adapter.Request{Op: adapter.OpAcquire, Key: "dl:short", Value: "v", TTL: time.Minute}, a, 2)
 	long, cancel3 := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel3()
-	n.Start(long, redlock.Request{Op: redlock.OpAcquire, Key: "dl:long", Value: "v", TTL: time.Minute}, a, 3)
+	n.Start(long, adapter.Request{Op: adapter.OpAcquire, Key: "dl:long", Value: "v", TTL: time.Minute}, a, 3)
 
 	var timeout interface{ Timeout() bool }
 	if r := a.wait(t, 1, 10*time.Second); !errors.Is(r.err, context.DeadlineExceeded) && !(errors.As(r.err, &timeout) && timeout.Timeout()) {
@@ -194,10 +194,10 @@ func batchDeadlines(t *testing.T, newNode NodeFactory) {
 func batchRefusesUnknownOp(t *testing.T, newNode NodeFactory) {
 	s, n, a := batchCase(t, newNode)
 	ctx := t.Context()
-	n.Start(ctx, redlock.Request{Key: "unknown", Value: "v"}, a, 0)
-	n.StartAll([]redlock.Call{
-		{Ctx: ctx, Req: redlock.Request{Op: 99, Key: "unknown", Value: "v"}, To: a, Tag: 1},
-		{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire, Key: "known", Value: "v", TTL: time.Minute}, To: a, Tag: 2},
+	n.Start(ctx, adapter.Request{Key: "unknown", Value: "v"}, a, 0)
+	n.StartAll([]adapter.Call{
+		{Ctx: ctx, Req: adapter.Request{Op: 99, Key: "unknown", Value: "v"}, To: a, Tag: 1},
+		{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire, Key: "known", Value: "v", TTL: time.Minute}, To: a, Tag: 2},
 	})
 	for tag := range 2 {
 		if r := a.wait(t, tag, 10*time.Second); r.ok || r.err == nil || !strings.Contains(r.err.Error(), "unknown operation") {
@@ -217,14 +217,14 @@ func batchRefusesUnknownOp(t *testing.T, newNode NodeFactory) {
 // the next acquisition of the same key, sent together, both succeed (as the
 // hand-off sends them).
 func batchKeepsOrderOnAFreshNode(t *testing.T, newNode NodeFactory) {
-	for _, op := range []redlock.Op{redlock.OpRelease, redlock.OpReleaseAnnounce} {
+	for _, op := range []adapter.Op{adapter.OpRelease, adapter.OpReleaseAnnounce} {
 		t.Run(op.String(), func(t *testing.T) {
 			_, n, a := batchCase(t, newNode)
 			ctx := t.Context()
-			n.StartAll([]redlock.Call{
-				{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire, Key: "fresh", Value: "v1", TTL: time.Minute}, To: a, Tag: 0},
-				{Ctx: ctx, Req: redlock.Request{Op: op, Key: "fresh", Value: "v1"}, To: a, Tag: 1},
-				{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire, Key: "fresh", Value: "v2", TTL: time.Minute}, To: a, Tag: 2},
+			n.StartAll([]adapter.Call{
+				{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire, Key: "fresh", Value: "v1", TTL: time.Minute}, To: a, Tag: 0},
+				{Ctx: ctx, Req: adapter.Request{Op: op, Key: "fresh", Value: "v1"}, To: a, Tag: 1},
+				{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire, Key: "fresh", Value: "v2", TTL: time.Minute}, To: a, Tag: 2},
 			})
 			for tag, what := range []string{"first acquisition", "release", "acquisition behind the release"} {
 				if r := a.wait(t, tag, 10*time.Second); !r.ok || r.err != nil {

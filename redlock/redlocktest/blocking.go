@@ -7,17 +7,18 @@ import (
 	"time"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
 // Blocking returns n with its blocking methods only: redlock.Node, and
-// redlock.FencingNode when n has it, but none of the asynchronous
+// adapter.FencingNode when n has it, but none of the asynchronous
 // capabilities (AsyncNode, BatchNode, HandoffNode, TransferNode). A client
 // over such nodes takes the core's path for adapters without AsyncNode: a
 // goroutine per node and request, every fan-out waiting for every node. It
 // keeps n's name (fmt.Stringer) and Close (io.Closer).
 func Blocking(n redlock.Node) redlock.Node {
 	b := blocking{n: n}
-	if f, ok := n.(redlock.FencingNode); ok {
+	if f, ok := n.(adapter.FencingNode); ok {
 		return blockingFencing{blocking: b, f: f}
 	}
 	return b
@@ -53,7 +54,7 @@ func (b blocking) Extend(ctx context.Context, key, value string, ttl time.Durati
 
 type blockingFencing struct {
 	blocking
-	f redlock.FencingNode
+	f adapter.FencingNode
 }
 
 func (b blockingFencing) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {

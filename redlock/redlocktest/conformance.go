@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
 // NodeFactory returns a redlock.Node talking to server s.
@@ -92,7 +93,7 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 		ok, err = n.Release(ctx, "c:f", "mine")
 		mustOK("Release after SCRIPT FLUSH", ok, err, true)
 	})
-	if tn, ok := n.(redlock.TransferNode); ok {
+	if tn, ok := n.(adapter.TransferNode); ok {
 		t.Run("TransferOnlyFromOwnValueOrFree", func(t *testing.T) { // R3, R5
 			_, _ = n.Acquire(ctx, "c:t", "a", 200*time.Millisecond)
 			ok, err := tn.Transfer(ctx, "c:t", "other", "b", ttl)
@@ -117,10 +118,10 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 			}
 		})
 	}
-	if fn, ok := n.(redlock.FencingNode); ok {
+	if fn, ok := n.(adapter.FencingNode); ok {
 		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, s, fn) })
 	}
-	if _, ok := n.(redlock.BatchNode); ok {
+	if _, ok := n.(adapter.BatchNode); ok {
 		t.Run("Batch", func(t *testing.T) { runBatchConformance(t, newNode) })
 	}
 	t.Run("DeadlineIsHonoured", func(t *testing.T) { // R8.2
@@ -146,7 +147,7 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 // fenced acquire reads the fence only when it set the key; the raise acts
 // only for the holder and only above the fence, compares tokens beyond 2^53
 // exactly, and sets the fence key's retention.
-func runFencingConformance(t *testing.T, s *Server, n redlock.FencingNode) {
+func runFencingConformance(t *testing.T, s *Server, n adapter.FencingNode) {
 	ctx := t.Context()
 	const ttl = 5 * time.Second
 	get := func(key string) string {

@@ -6,13 +6,13 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"dlm/redlock"
+	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
 )
 
 // The batches (redlock/internal/batch): every Acquire, Release,
 // ReleaseAnnounce, Extend and Transfer of a Node, blocking or started with
-// Start (redlock.AsyncNode), joins the node's queue, and one worker at a
+// Start (adapter.AsyncNode), joins the node's queue, and one worker at a
 // time sends the whole queue in one DoMulti (R15), in queue order.
 
 // sender is the state of a node's batch worker: its buffers and deadline,
@@ -24,19 +24,19 @@ type sender struct {
 	dctx    *batch.DeadlineCtx
 }
 
-var _ redlock.BatchNode = (*Node)(nil)
+var _ adapter.BatchNode = (*Node)(nil)
 
-// Start queues req and returns (redlock.AsyncNode). The answer goes to
+// Start queues req and returns (adapter.AsyncNode). The answer goes to
 // to.Receive(tag, ...) once the node answered, the request failed, or ctx
 // was already done when its batch left.
-func (n *Node) Start(ctx context.Context, req redlock.Request, to redlock.Receiver, tag int) {
+func (n *Node) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
 	n.queue.Start(ctx, req, to, tag)
 }
 
 // StartAll queues calls, in order, so that they leave in the same batch
-// (redlock.BatchNode): the hand-off sends a release and the next waiter's
+// (adapter.BatchNode): the hand-off sends a release and the next waiter's
 // acquisition together.
-func (n *Node) StartAll(calls []redlock.Call) { n.queue.StartAll(calls) }
+func (n *Node) StartAll(calls []adapter.Call) { n.queue.StartAll(calls) }
 
 // send runs one batch: one DoMulti of every request whose context is still
 // live, bounded by the latest of their deadlines (so that one caller's short
@@ -111,15 +111,15 @@ func (n *Node) send(items []batch.Item) {
 }
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
-func (n *Node) scriptOf(op redlock.Op) *batch.Script {
+func (n *Node) scriptOf(op adapter.Op) *batch.Script {
 	switch op {
-	case redlock.OpAcquire:
+	case adapter.OpAcquire:
 		return nil
-	case redlock.OpExtend:
+	case adapter.OpExtend:
 		return n.extend
-	case redlock.OpReleaseAnnounce:
+	case adapter.OpReleaseAnnounce:
 		return n.publish
-	case redlock.OpTransfer:
+	case adapter.OpTransfer:
 		return n.handOn
 	}
 	return n.release // OpRelease (the queue lets no other op in)
@@ -128,18 +128,18 @@ func (n *Node) scriptOf(op redlock.Op) *batch.Script {
 // command builds req's command: SET NX PX for an acquisition (R3), else its
 // script by EVALSHA, or by EVAL when eval is set or the node is not known
 // to have the script.
-func (n *Node) command(req redlock.Request, eval bool) rueidis.Completed {
+func (n *Node) command(req adapter.Request, eval bool) rueidis.Completed {
 	c := n.client
 	s := n.scriptOf(req.Op)
 	arg2 := ""
 	switch req.Op {
-	case redlock.OpAcquire:
+	case adapter.OpAcquire:
 		return c.B().Set().Key(req.Key).Value(req.Value).Nx().PxMilliseconds(req.TTL.Milliseconds()).Build()
-	case redlock.OpExtend:
+	case adapter.OpExtend:
 		arg2 = strconv.FormatInt(req.TTL.Milliseconds(), 10)
-	case redlock.OpReleaseAnnounce:
+	case adapter.OpReleaseAnnounce:
 		arg2 = ChannelPrefix
-	case redlock.OpTransfer:
+	case adapter.OpTransfer:
 		ttl := strconv.FormatInt(req.TTL.Milliseconds(), 10)
 		if eval || !s.Cached.Load() {
 			return c.B().Eval().Script(s.Src).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
@@ -160,9 +160,9 @@ func (n *Node) command(req redlock.Request, eval bool) rueidis.Completed {
 
 // answer reads a reply as the blocking method of op returns it: SET NX
 // answers OK or nil (held); the scripts answer 1 when they acted.
-func answer(op redlock.Op, r rueidis.RedisResult) (bool, error) {
+func answer(op adapter.Op, r rueidis.RedisResult) (bool, error) {
 	err := r.Error()
-	if op == redlock.OpAcquire {
+	if op == adapter.OpAcquire {
 		switch {
 		case err == nil:
 			return true, nil
@@ -176,7 +176,7 @@ func answer(op redlock.Op, r rueidis.RedisResult) (bool, error) {
 }
 
 // do queues req and waits for its answer, or for ctx to end.
-func (n *Node) do(ctx context.Context, req redlock.Request) (bool, error) {
+func (n *Node) do(ctx context.Context, req adapter.Request) (bool, error) {
 	return n.queue.Do(ctx, req)
 }
 

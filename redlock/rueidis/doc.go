@@ -6,8 +6,8 @@
 // worker at a time sends the whole queue with one DoMulti, one write and
 // one round trip, over one connection. The batches are self-clocking: the
 // busier the node, the more requests each carries, with no flush delay; a
-// lone request leaves at once. Node implements redlock.AsyncNode and
-// redlock.BatchNode, so a redlock client over these nodes fans out without
+// lone request leaves at once. Node implements adapter.AsyncNode and
+// adapter.BatchNode, so a redlock client over these nodes fans out without
 // a goroutine per node, and its hand-off sends a release and the next
 // waiter's acquisition to each node in one batch. A node executes its
 // requests in the order they were queued, which AsyncNode requires: a
@@ -22,7 +22,7 @@
 // answers NOSCRIPT later (after a restart, say) gets the script by EVAL
 // again.
 //
-// Node also implements redlock.HandoffNode: ReleaseAnnounce runs
+// Node also implements adapter.HandoffNode: ReleaseAnnounce runs
 // release_publish.lua, which deletes the key and publishes the released
 // value on ChannelPrefix+key in one atomic step (the script builds the
 // channel name from the prefix), and WatchReleases opens one
@@ -30,7 +30,7 @@
 // SUBSCRIBE. A redlock client over these nodes hands a lock off to the next
 // waiter without polling (R10, R14).
 //
-// Node implements redlock.FencingNode too, with acquire_fenced.lua and
+// Node implements adapter.FencingNode too, with acquire_fenced.lua and
 // raise_fence.lua (R18), so a client built WithFencing accepts it. The
 // fenced scripts are sent with Do, outside the batches.
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
 	"dlm/redlock/scripts"
 )
@@ -23,8 +24,8 @@ const ChannelPrefix = scripts.ChannelPrefix
 // independent master (R2). It gathers the requests of concurrent callers to
 // the node into batches, one DoMulti each (R15, batch.go), which is what
 // makes this adapter fast under concurrency. Node also implements
-// redlock.AsyncNode, redlock.BatchNode, redlock.HandoffNode,
-// redlock.TransferNode and redlock.FencingNode. It is safe for concurrent use.
+// adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode,
+// adapter.TransferNode and adapter.FencingNode. It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client
 	name    string
@@ -42,16 +43,16 @@ type Node struct {
 
 var (
 	_ redlock.Node         = (*Node)(nil)
-	_ redlock.HandoffNode  = (*Node)(nil)
-	_ redlock.TransferNode = (*Node)(nil)
-	_ redlock.FencingNode  = (*Node)(nil) // fencing.go
+	_ adapter.HandoffNode  = (*Node)(nil)
+	_ adapter.TransferNode = (*Node)(nil)
+	_ adapter.FencingNode  = (*Node)(nil) // fencing.go
 )
 
 // NewNode wraps client, named name in errors and reports (its address, say).
 // The client should disable rueidis's retries (DisableRetry) so that a
 // command whose reply was lost is not sent twice, and use one connection
 // (PipelineMultiplex -1) so that the node executes the requests in the
-// order they were queued (redlock.AsyncNode); NewClient does both. Close
+// order they were queued (adapter.AsyncNode); NewClient does both. Close
 // does not close a client passed here: its owner does.
 func NewNode(client rueidis.Client, name string) *Node {
 	n := &Node{
@@ -77,30 +78,30 @@ func (n *Node) Client() rueidis.Client { return n.client }
 
 // Acquire runs SET key value NX PX ttl (R3), in the node's next batch.
 func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpAcquire, Key: key, Value: value, TTL: ttl})
+	return n.do(ctx, adapter.Request{Op: adapter.OpAcquire, Key: key, Value: value, TTL: ttl})
 }
 
 // Release deletes key if it holds value (R5), in the node's next batch.
 func (n *Node) Release(ctx context.Context, key, value string) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpRelease, Key: key, Value: value})
+	return n.do(ctx, adapter.Request{Op: adapter.OpRelease, Key: key, Value: value})
 }
 
 // Extend resets key's expiry to ttl if it holds value (R17), in the node's
 // next batch.
 func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpExtend, Key: key, Value: value, TTL: ttl})
+	return n.do(ctx, adapter.Request{Op: adapter.OpExtend, Key: key, Value: value, TTL: ttl})
 }
 
 // ReleaseAnnounce deletes key if it holds value (R5) and then publishes value
 // on ChannelPrefix+key, in one script, in the node's next batch.
 func (n *Node) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpReleaseAnnounce, Key: key, Value: value})
+	return n.do(ctx, adapter.Request{Op: adapter.OpReleaseAnnounce, Key: key, Value: value})
 }
 
 // Transfer sets key to value with an expiry of ttl if key holds from or is
-// absent, in one script, in the node's next batch (redlock.TransferNode).
+// absent, in one script, in the node's next batch (adapter.TransferNode).
 func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, redlock.Request{Op: redlock.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
+	return n.do(ctx, adapter.Request{Op: adapter.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
 }
 
 // Close closes the client if this node created it (Dial); a client given to
@@ -113,9 +114,9 @@ func (n *Node) Close() error {
 }
 
 // WatchReleases opens the node's release subscription for one redlock
-// client (redlock.HandoffNode): a dedicated connection, opened on the first
+// client (adapter.HandoffNode): a dedicated connection, opened on the first
 // Watch, on which every watched key is one SUBSCRIBE to its channel.
-func (n *Node) WatchReleases(notify func(key, value string)) (redlock.ReleaseWatch, error) {
+func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
 	return &watch{node: n, notify: notify, keys: map[string]struct{}{}}, nil
 }
 

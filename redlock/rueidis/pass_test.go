@@ -55,7 +55,7 @@ func waitFor(t *testing.T, ctx context.Context, cl *redlocktest.Cluster, c *redl
 	got := make(chan *redlock.Lock, 1)
 	go func() {
 		l, err := c.Lock(ctx, resource, opts...)
-		if err != nil {
+		if err != nil && ctx.Err() == nil {
 			t.Error(err)
 		}
 		got <- l
@@ -153,17 +153,6 @@ func TestPassInheritsNoMoreThanItsOwnTTL(t *testing.T) {
 	_ = h.second.Unlock(t.Context())
 }
 
-// A holder with less than half the waiter's validity left does not pass
-// the lock (the waiter would inherit too little): the release and the
-// waiter's acquisition go to the nodes as usual.
-func TestPassRefusedWhenLittleValidityIsLeft(t *testing.T) {
-	h := handOverOnce(t, "late", []redlock.LockOption{redlock.WithTTL(10 * time.Second)}, nil) // < half of the waiter's minute
-	if granted, pg, pe := h.obs.counts(); granted != 2 || pg != 0 || pe != 0 {
-		t.Fatalf("observer saw %d grants, %d passed grants, %d passed ends; want 2, 0, 0", granted, pg, pe)
-	}
-	_ = h.second.Unlock(t.Context())
-}
-
 // With a busy client passing a lock among its own workers, another client
 // that waits for it still gets it: after WithHandoffLimit passes in a row
 // the release is announced to every client's waiters (R17's bound applied
@@ -230,11 +219,11 @@ func TestHandoffLimitLetsOtherClientsIn(t *testing.T) {
 }
 
 // When the transfer fails on too many nodes (here a foreign value took the
-// key on 3 of 5 behind the holder's back, as after a fault), the passed
-// lock keeps the validity it inherited instead of moving it to its own, and
-// its Unlock reports that it no longer holds the lock, leaving the foreign
-// keys alone (R5, R9).
-func TestPassNotConfirmedKeepsTheInheritedValidity(t *testing.T) {
+// key on 3 of 5 behind the holder's back, as after a fault), the waiter is
+// not given a lock: a hand-over grants only what a quorum holds (R8.3). The
+// keys the transfer moved are released, the foreign ones left alone (R5),
+// and the holder's Unlock reports that it no longer held the lock.
+func TestHandOverNotConfirmedIsNoGrant(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
@@ -243,33 +232,32 @@ func TestPassNotConfirmedKeepsTheInheritedValidity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := waitFor(t, ctx, cl, c, "lost")
+	wctx, wcancel := context.WithCancel(ctx)
+	got := waitFor(t, wctx, cl, c, "lost")
 	for _, s := range cl.Servers[:3] {
 		if err := s.Client().Set(ctx, "dlm:lock:lost", "foreign", time.Minute).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	inherited := first.Until()
-	if err := first.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	second := <-got
-	if second == nil {
-		t.FailNow()
+	if err := first.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("Unlock = %v, want ErrNotHeld (3 of 5 nodes hold another value)", err)
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
 		v := valuesOn(t, cl, "dlm:lock:lost")
-		return v[3] == second.Value() && v[4] == second.Value()
-	}, "the transfer never reached the two nodes that held the first lock")
-	if u := second.Until(); !u.Equal(inherited) {
-		t.Fatalf("Until = %v after a transfer confirmed by 2 of 5 nodes; want the inherited %v", u, inherited)
+		return v[3] == "" && v[4] == ""
+	}, "the keys the transfer moved were not released")
+	select {
+	case l := <-got:
+		t.Fatalf("the waiter got a lock (%v) that only 2 of 5 nodes held", l)
+	default:
 	}
-	if err := second.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
-		t.Fatalf("Unlock = %v, want ErrNotHeld (3 of 5 nodes hold another value)", err)
+	wcancel()
+	if l := <-got; l != nil {
+		t.Fatalf("the waiter got a lock after its context ended")
 	}
 	for i, v := range valuesOn(t, cl, "dlm:lock:lost") {
 		if want := map[bool]string{true: "foreign", false: ""}[i < 3]; v != want {
-			t.Fatalf("node %d holds %q after the Unlock, want %q", i, v, want)
+			t.Fatalf("node %d holds %q, want %q", i, v, want)
 		}
 	}
 }

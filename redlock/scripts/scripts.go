@@ -33,7 +33,7 @@ var (
 
 	// Transfer hands the lock key from one value to another in one step,
 	// or sets it when it is absent; a key that holds any other value is
-	// left alone (R3, R5; the local hand-over of redlock.TransferNode).
+	// left alone (R3, R5; the local hand-over of adapter.TransferNode).
 	// KEYS[1] lock key; ARGV[1] value handed over; ARGV[2] new value;
 	// ARGV[3] ttl in ms. Returns 1 when the key holds the new value, else 0.
 	//

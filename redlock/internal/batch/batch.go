@@ -1,6 +1,6 @@
 // Package batch is the per-node request queue of the batching node adapter
 // (redlock/rueidis), apart from its driver: every request to a node,
-// blocking or started with redlock.AsyncNode.Start, joins the node's queue;
+// blocking or started with adapter.AsyncNode.Start, joins the node's queue;
 // one worker per node at a time takes the whole queue and hands it to the
 // adapter's send function, which puts it on the wire in one write and one
 // round trip (R15). The batches are self-clocking: the busier the node, the
@@ -18,14 +18,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
 // Item is one request waiting in a node's queue.
 type Item struct {
 	Ctx context.Context
-	Req redlock.Request
-	To  redlock.Receiver
+	Req adapter.Request
+	To  adapter.Receiver
 	Tag int
 }
 
@@ -50,10 +50,10 @@ func (q *Queue) Init(adapter string, send func([]Item)) {
 	q.worker = q.work
 }
 
-// Start queues req (redlock.AsyncNode.Start). The answer goes to
+// Start queues req (adapter.AsyncNode.Start). The answer goes to
 // to.Receive(tag, ...) once the node answered, the request failed, or ctx
 // was already done when its batch left.
-func (q *Queue) Start(ctx context.Context, req redlock.Request, to redlock.Receiver, tag int) {
+func (q *Queue) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
 	if err := q.refuse(ctx, req); err != nil {
 		to.Receive(tag, false, err)
 		return
@@ -69,8 +69,8 @@ func (q *Queue) Start(ctx context.Context, req redlock.Request, to redlock.Recei
 }
 
 // StartAll queues calls, in order, so that they leave in the same batch
-// (redlock.BatchNode.StartAll).
-func (q *Queue) StartAll(calls []redlock.Call) {
+// (adapter.BatchNode.StartAll).
+func (q *Queue) StartAll(calls []adapter.Call) {
 	q.mu.Lock()
 	for _, cl := range calls {
 		if err := q.refuse(cl.Ctx, cl.Req); err != nil {
@@ -96,12 +96,12 @@ func (q *Queue) Len() int {
 
 // refuse is the error that answers a request at once: its context is done,
 // or its operation is not one of redlock's.
-func (q *Queue) refuse(ctx context.Context, req redlock.Request) error {
+func (q *Queue) refuse(ctx context.Context, req adapter.Request) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	switch req.Op {
-	case redlock.OpAcquire, redlock.OpRelease, redlock.OpReleaseAnnounce, redlock.OpExtend, redlock.OpTransfer:
+	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer:
 		return nil
 	}
 	return fmt.Errorf("%s: unknown operation %v: expected acquire, release, release-announce, extend or transfer", q.adapter, req.Op)
@@ -162,7 +162,7 @@ func (w *waiter) Receive(_ int, ok bool, err error) { w.ch <- waited{ok, err} }
 
 // Do queues req and waits for its answer, or for ctx to end: the blocking
 // methods of a node go through the same queue as Start, in the same order.
-func (q *Queue) Do(ctx context.Context, req redlock.Request) (bool, error) {
+func (q *Queue) Do(ctx context.Context, req adapter.Request) (bool, error) {
 	w, _ := q.waiters.Get().(*waiter)
 	if w == nil {
 		w = &waiter{ch: make(chan waited, 1)}

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
 type got map[int]error
@@ -41,7 +41,7 @@ func TestLive(t *testing.T) {
 			g := got{}
 			var items []Item
 			for i, ctx := range tt.ctxs {
-				items = append(items, Item{Ctx: ctx, Req: redlock.Request{Op: redlock.OpAcquire}, To: g, Tag: i})
+				items = append(items, Item{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire}, To: g, Tag: i})
 			}
 			live, deadline, bounded := Live(items)
 			if len(live) != tt.live || !deadline.Equal(tt.deadline) || bounded != tt.bounded {
@@ -84,7 +84,7 @@ func TestQueueRefusesUnknownOp(t *testing.T) {
 	var q Queue
 	sent := 0
 	q.Init("test", func(items []Item) { sent += len(items) })
-	_, err := q.Do(context.Background(), redlock.Request{Op: 42})
+	_, err := q.Do(context.Background(), adapter.Request{Op: 42})
 	if err == nil || err.Error() != "test: unknown operation Op(42): expected acquire, release, release-announce, extend or transfer" {
 		t.Fatalf("Do(Op 42) = %v, want the unknown operation error", err)
 	}

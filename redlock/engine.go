@@ -1,0 +1,355 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// The engine. Every operation that goes to all nodes (an acquisition, the
+// fencing raise, an extension, a release, a hand-over) is one fan: the same
+// request started on every node at once (R15), through AsyncNode.Start when
+// every node has it (no goroutine per node; the adapter may batch), else on
+// one goroutine per node that calls the blocking method. The answers are
+// collected until the fan's stop rule holds (stopDecided: the pure quorum
+// rule of quorum.go says reached or impossible; stopQuorum: a quorum
+// succeeded or every node answered) or the node timeout passes (R8.2). The
+// caller then settles the fan once, which fixes the rule for the answers
+// still to come (late answers): a failed acquisition releases every node's
+// key, early and late (R8.5, R11); every other operation ignores them.
+//
+// Each request counts in the client's background work (Client.bg) from its
+// start until its answer is settled, including the release that may follow
+// it, so Close waits for all of it and nothing is left on a node.
+
+// stopRule is when the caller of a fan may go on.
+type stopRule uint8
+
+const (
+	// stopDecided: as soon as decide says reached or impossible.
+	stopDecided stopRule = iota
+	// stopQuorum: as soon as a quorum succeeded, or every node answered.
+	stopQuorum
+)
+
+// The operations of a fan that only the blocking methods of FencingNode
+// carry; they never go to AsyncNode.Start.
+const (
+	opAcquireFenced adapter.Op = 200 + iota // phase 1 of fencing (R18)
+	opRaiseFence                            // phase 2 of fencing (R18)
+)
+
+// fan is one request to every node and the collection of its answers.
+type fan struct {
+	c      *Client
+	req    adapter.Request
+	stop   stopRule
+	ctx    context.Context    // the caller's: a cancelled caller is not a node timeout
+	nctx   context.Context    // the requests' context, bounded by the node timeout
+	cancel context.CancelFunc // of nctx, at the last answer or when settled
+	t1     time.Time          // before the first request (R8.1)
+	ready  chan struct{}      // closed when the stop rule holds
+
+	// inflight counts the requests not answered yet: a lock granted over
+	// blocking nodes waits for them before its release (Lock.inflight).
+	inflight sync.WaitGroup
+
+	// Fencing (blocking methods only).
+	fenceKey string
+	token    uint64
+	fences   []uint64 // phase 1: each node's fence, written before its answer
+
+	mu        sync.Mutex
+	rs        []reply
+	yes, no   int
+	answered  int
+	signalled bool // ready is closed
+	decided   bool // awaited: later answers are late
+	settled   bool // settle ran: the rule for late answers is set
+	release   bool // settled as a failed acquisition: release every node
+	keep      bool // record late answers in rs (a final attempt reports them)
+	rctx      context.Context
+	rcancel   context.CancelFunc
+	early     sync.WaitGroup // releases of the nodes that answered before the decision
+	late      sync.WaitGroup // releases of the others
+
+	got    []bool   // nodes that answered before the decision
+	rsBuf  [7]reply // rs and got for up to 7 nodes, in the same allocation
+	gotBuf [7]bool
+}
+
+// newFan readies a fan of req over every node of c, with the caller's ctx
+// and base, the context its requests derive from (ctx itself, or a context
+// that outlives a cancelled caller, for releases). It returns nil, and
+// starts nothing, when the client is closed.
+func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
+	n := len(c.nodes)
+	if !c.bgAdd(n) {
+		return nil
+	}
+	f := &fan{c: c, req: req, stop: stop, ctx: ctx, ready: make(chan struct{})}
+	f.rs, f.got = f.rsBuf[:0], f.gotBuf[:0]
+	if n > len(f.rsBuf) {
+		f.rs, f.got = make([]reply, 0, n), make([]bool, 0, n)
+	}
+	f.rs, f.got = f.rs[:n], f.got[:n]
+	for i := range f.rs {
+		f.rs[i] = reply{i: i, none: true}
+	}
+	f.inflight.Add(n)
+	f.nctx, f.cancel = context.WithTimeout(base, c.opts.nodeTimeout)
+	f.t1 = time.Now() // R8.1: before the first request
+	return f
+}
+
+// async reports whether the fan's requests go through AsyncNode.Start.
+func (f *fan) async() bool { return f.c.async != nil && f.req.Op < opAcquireFenced }
+
+// call is the fan's request on node i, for AsyncNode.Start.
+func (f *fan) call(i int) adapter.Call {
+	return adapter.Call{Ctx: f.nctx, Req: f.req, To: f, Tag: i}
+}
+
+// blocking runs the fan's request on node i by the blocking method.
+func (f *fan) blocking(i int) (bool, error) {
+	c := f.c
+	switch f.req.Op {
+	case opAcquireFenced:
+		ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.req.TTL)
+		f.fences[i] = fence // read after the answer, under f.mu
+		return ok, err
+	case opRaiseFence:
+		return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.token, c.opts.fenceRetention)
+	}
+	return do(f.nctx, c.nodes[i], f.req)
+}
+
+// send starts fans on every node, in order on each node: a node executes
+// the request of fans[0] before that of fans[1] (AsyncNode's order, one
+// batch where the node is a BatchNode; over blocking nodes, one goroutine
+// per node runs them in turn). The hand-off sends a release and the next
+// waiter's acquisition together this way.
+func (c *Client) send(fans ...*fan) {
+	async := true
+	for _, f := range fans {
+		async = async && f.async()
+	}
+	for i := range c.nodes {
+		switch {
+		case async && len(fans) == 1:
+			cl := fans[0].call(i)
+			c.async[i].Start(cl.Ctx, cl.Req, cl.To, cl.Tag)
+		case async:
+			var buf [2]adapter.Call
+			calls := buf[:0]
+			for _, f := range fans {
+				calls = append(calls, f.call(i))
+			}
+			if bn, ok := c.async[i].(adapter.BatchNode); ok {
+				bn.StartAll(calls)
+				continue
+			}
+			for _, cl := range calls {
+				c.async[i].Start(cl.Ctx, cl.Req, cl.To, cl.Tag)
+			}
+		default:
+			go func() {
+				for _, f := range fans {
+					ok, err := f.blocking(i)
+					f.Receive(i, ok, err)
+				}
+			}()
+		}
+	}
+}
+
+// stopNow reports whether the stop rule holds; called with f.mu held.
+func (f *fan) stopNow() bool {
+	n := len(f.rs)
+	if f.stop == stopQuorum {
+		return f.yes >= f.c.quorum || f.answered == n
+	}
+	return decide(n, f.c.quorum, f.yes, f.no) != undecided
+}
+
+// Receive takes node tag's answer (adapter.Receiver). Tags from n on are
+// the answers to the releases of a failed acquisition (releaseNode).
+func (f *fan) Receive(tag int, ok bool, err error) {
+	c := f.c
+	n := len(f.rs)
+	if tag >= n {
+		if tag < 2*n {
+			f.early.Done()
+		} else {
+			f.late.Done()
+		}
+		c.bg.Done()
+		return
+	}
+	r := reply{i: tag, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
+	f.mu.Lock()
+	f.answered++
+	late, settled := f.decided, f.settled
+	if !settled || f.keep {
+		f.rs[tag] = r
+	}
+	if !settled {
+		// Answered before the rule for late answers was set: settle
+		// treats it as it treats the answers before the decision.
+		f.got[tag] = true
+	}
+	if !late {
+		if r.ok {
+			f.yes++
+		} else {
+			f.no++
+		}
+		if !f.signalled && f.stopNow() {
+			f.signalled = true
+			close(f.ready)
+		}
+	}
+	release := settled && f.release
+	last := f.answered == n
+	f.mu.Unlock()
+	if last {
+		f.cancel()
+	}
+	f.inflight.Done()
+	switch {
+	case !settled:
+		// Settled with the others (settle): its share of c.bg goes on.
+	case release:
+		f.releaseNode(tag, 2*n+tag) // takes over the share of c.bg
+	default:
+		c.bg.Done()
+	}
+}
+
+// await waits for the stop rule or the node timeout (R8.2), whichever is
+// first, and returns the decision and the moment of the deciding answer
+// (T2). From then on, answers are late. A node that has not answered is
+// NoReply when the stop rule held first, TimedOut when the node timeout
+// did; NoReply too when the caller's context ended the wait (then an answer
+// that only reports the cancelled context is NoReply as well: a cancelled
+// acquisition is not a failed node).
+func (f *fan) await() (decision, time.Time) {
+	select {
+	case <-f.ready:
+	case <-f.nctx.Done():
+	}
+	t2 := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.decided = true
+	canceled := f.ctx.Err() != nil
+	for i, r := range f.rs {
+		switch {
+		case canceled && (r.none || r.err != nil && isContextErr(r.err)):
+			f.rs[i] = reply{i: i, none: true}
+		case r.none && (!f.signalled || f.nctx.Err() != nil):
+			// The node timeout passed first (R8.2).
+			f.rs[i] = reply{i: i, err: context.DeadlineExceeded, latency: t2.Sub(f.t1)}
+			f.no++
+		}
+	}
+	return decide(len(f.rs), f.c.quorum, f.yes, f.no), t2
+}
+
+// isContextErr reports whether err is a context's cancellation or deadline.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// settle is called once, after await. For a failed acquisition (release)
+// it releases every node's key (R8.5, R11): at once on the nodes that have
+// answered, as they answer on the others, and waits for the first; with
+// waitAll (a final attempt) it also waits for every node to answer and be
+// released, recording the late answers. Otherwise late answers are ignored.
+func (f *fan) settle(release, waitAll bool) {
+	c := f.c
+	n := len(f.rs)
+	f.mu.Lock()
+	f.settled = true
+	f.release, f.keep = release, release && waitAll
+	var answered []int
+	var buf [7]int
+	if release {
+		answered = buf[:0]
+		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*c.opts.nodeTimeout)
+	}
+	early := 0
+	for i := range f.rs {
+		if f.got[i] {
+			early++
+			if release {
+				answered = append(answered, i)
+			} else {
+				c.bg.Done() // its share ends with the decision
+			}
+		}
+	}
+	if release {
+		f.early.Add(early)
+		f.late.Add(n - early)
+	}
+	f.mu.Unlock()
+	if !release {
+		return
+	}
+	for _, i := range answered {
+		f.releaseNode(i, n+i)
+	}
+	f.early.Wait()
+	if waitAll {
+		f.inflight.Wait()
+		f.late.Wait()
+	}
+}
+
+// releaseNode releases the fan's key on node i (R5, R8.5), even where the
+// attempt believes it did not set it: an answer lost to a timeout may hide
+// a key that was set. Its answer comes back to Receive with tag.
+func (f *fan) releaseNode(i, tag int) {
+	c := f.c
+	req := adapter.Request{Op: adapter.OpRelease, Key: f.req.Key, Value: f.req.Value}
+	if f.async() {
+		c.async[i].Start(f.rctx, req, f, tag)
+		return
+	}
+	go func() {
+		ok, err := do(f.rctx, c.nodes[i], req)
+		f.Receive(tag, ok, err)
+	}()
+}
+
+// replies returns a copy of each node's reply, in node order.
+func (f *fan) replies() []reply {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]reply(nil), f.rs...)
+}
+
+// results returns each node's outcome, in node order.
+func (f *fan) results() []NodeResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.c.results(f.rs)
+}
+
+// asyncNodes returns nodes as AsyncNodes when every one of them is one, else
+// nil: a client fans out asynchronously only when it can for every node.
+func asyncNodes(nodes []Node) []adapter.AsyncNode {
+	out := make([]adapter.AsyncNode, len(nodes))
+	for i, n := range nodes {
+		an, ok := n.(adapter.AsyncNode)
+		if !ok {
+			return nil
+		}
+		out[i] = an
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package redlock
+
+import (
+	"context"
+	"time"
+)
+
+// The waits of Lock between attempts (R10): a random delay, shortened by
+// the hand-off when a release is announced or when this client's Unlock
+// hands the lock over (handoff.go).
+
+// retryDelay draws the random delay of R10 from [min, max].
+func (c *Client) retryDelay(o lockOptions) time.Duration {
+	if o.retryMax <= o.retryMin {
+		return o.retryMin
+	}
+	c.rmu.Lock()
+	d := o.retryMin + time.Duration(c.rng.Int64N(int64(o.retryMax-o.retryMin)+1))
+	c.rmu.Unlock()
+	return d
+}
+
+// jitter draws a random delay in [0, max].
+func (c *Client) jitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	c.rmu.Lock()
+	d := time.Duration(c.rng.Int64N(int64(max) + 1))
+	c.rmu.Unlock()
+	return d
+}
+
+// waitTurn keeps a Lock call from barging past this client's waiters for
+// the same key: when key has waiters, the call joins the end of the queue
+// and waits for its turn (or its timed retry) before its first attempt.
+// TryLock never waits.
+func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptions, w **waiter) (wake, error) {
+	h := c.hand
+	if h == nil || o.tries == 1 || !h.queued(key) {
+		return wake{}, nil
+	}
+	*w = h.join(ctx, key, resource, o)
+	return c.wait(ctx, o, 0, *w)
+}
+
+// waitRetry is the wait of Lock between attempts (R10). Without hand-off it
+// sleeps a random delay. With hand-off, the first call joins key's queue
+// (subscribing to the key's releases); every call then waits for a release
+// announcement and a random jitter of up to one attempt's duration (which
+// keeps R10's desynchronizing role between clients), for a hand-over from
+// this client's Unlock, or for the timed random delay, whichever comes
+// first. An attempt that set some keys but not a quorum (a split vote, R10)
+// gave them back unannounced, so it wakes the next waiter itself. It
+// returns ctx's error when ctx ends, and ErrClosed when the client closes.
+func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (wake, error) {
+	h := c.hand
+	if h == nil {
+		return c.wait(ctx, o, elapsed, nil)
+	}
+	if *w == nil {
+		*w = h.join(ctx, key, resource, o)
+	}
+	for _, r := range failed.Nodes {
+		if r.Outcome == Acquired {
+			h.wakeHead(key, true)
+			break
+		}
+	}
+	return c.wait(ctx, o, elapsed, *w)
+}
+
+// wait sleeps the timed random delay of R10, or less when w is woken: at
+// once after this client's own Unlock (with the lock itself when Unlock
+// handed it over), after a jitter of up to elapsed (one attempt's
+// duration, at most the minimum retry delay) after an announcement from the
+// nodes. A waiter behind the front of its queue runs no timed retry until
+// it reaches the front.
+func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) (wake, error) {
+	var woken <-chan wake
+	var promoted <-chan struct{}
+	var t *time.Timer
+	var timeout <-chan time.Time
+	if w != nil {
+		woken = w.ch
+		if !w.isHead() {
+			promoted = w.head
+		}
+	}
+	if promoted == nil {
+		t = time.NewTimer(c.retryDelay(o))
+		defer t.Stop()
+		timeout = t.C
+	}
+	var wk wake
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			return wake{}, ctx.Err()
+		case <-c.stop:
+			return wake{}, ErrClosed
+		case <-timeout:
+			return wake{}, nil
+		case <-promoted: // now at the front: run the timed retry
+			promoted = nil
+			t = time.NewTimer(c.retryDelay(o))
+			defer t.Stop()
+			timeout = t.C
+		case wk = <-woken:
+			done = true
+		}
+	}
+	if !wk.remote {
+		return wk, nil
+	}
+	j := c.jitter(min(elapsed, o.retryMin))
+	if j <= 0 {
+		return wake{}, nil
+	}
+	if t == nil {
+		t = time.NewTimer(j)
+		defer t.Stop()
+	} else {
+		t.Reset(j)
+	}
+	select {
+	case <-ctx.Done():
+		return wake{}, ctx.Err()
+	case <-c.stop:
+		return wake{}, ErrClosed
+	case <-t.C:
+		return wake{}, nil
+	}
+}
