@@ -148,9 +148,14 @@ type Config struct {
 	RoundTimeout time.Duration `json:"round_timeout"`
 	// Seed seeds every random choice: keys, traitors, faults.
 	Seed int64 `json:"seed"`
-	// Seq is the sequence number of this run, signed into every SM message so
-	// that an order from another run cannot be replayed (B9).
+	// Seq is the sequence number of this run, carried by every message and
+	// signed into every SM message so that an order from another run cannot
+	// be replayed (B9); OM and SM refuse other sequence numbers as stale.
 	Seq uint64 `json:"seq"`
+	// RunID binds every message and signature to this run (see RunID and
+	// Run). Zero means one derived from Seq; package tcp derives it from
+	// the cluster, the start time and Seq.
+	RunID RunID `json:"run_id,omitzero"`
 	// AllowUnsafe lets Validate accept n < 3m+1 for OM, n < m+2 for SM, and
 	// more than m traitors, to demonstrate B3.
 	AllowUnsafe bool `json:"allow_unsafe,omitempty"`

@@ -57,6 +57,7 @@ func WithHistory(msgs []Message) GeneralOption {
 // safe for concurrent use.
 type General struct {
 	cfg      Config
+	run      RunID // cfg.Run(), carried by every message
 	id       ID
 	n, m     int
 	strategy Strategy // "" for a loyal general
@@ -124,6 +125,7 @@ func NewGeneral(cfg Config, id ID, keys Keyring, opts ...GeneralOption) (*Genera
 	}
 	g := &General{
 		cfg:      cfg,
+		run:      cfg.Run(),
 		id:       id,
 		n:        n,
 		m:        cfg.MaxTraitors,
@@ -330,7 +332,7 @@ func (g *General) omOutbox(buf []Message, r int) []Message {
 		}
 		path := []ID{0} // shared by every message of the fan-out
 		for q := 1; q < g.n; q++ {
-			buf = g.send(buf, Message{From: 0, To: ID(q), Round: 0, Seq: g.cfg.Seq, Order: g.cfg.Order, Path: path}, nil)
+			buf = g.send(buf, Message{From: 0, To: ID(q), Round: 0, Seq: g.cfg.Seq, Run: g.run, Order: g.cfg.Order, Path: path}, nil)
 		}
 		return buf
 	}
@@ -362,7 +364,7 @@ func (g *General) omRelay(buf []Message, d int, idx *int) []Message {
 			if o.used[q] || ID(q) == g.id {
 				continue
 			}
-			buf = g.send(buf, Message{From: g.id, To: ID(q), Round: d + 1, Seq: g.cfg.Seq, Order: v, Path: np}, nil)
+			buf = g.send(buf, Message{From: g.id, To: ID(q), Round: d + 1, Seq: g.cfg.Seq, Run: g.run, Order: v, Path: np}, nil)
 		}
 		return buf
 	}
@@ -420,9 +422,12 @@ func (g *General) checkPath(m Message) RejectReason {
 // counted in Stats and never influence the decision.
 func (g *General) Receive(m Message) RejectReason {
 	var why RejectReason
-	if g.cfg.Algorithm == OM {
+	switch {
+	case m.To == g.id && (m.Seq != g.cfg.Seq || m.Run != g.run):
+		why = RejectStale // another run's message (B9), in OM as in SM
+	case g.cfg.Algorithm == OM:
 		why = g.omReceive(m)
-	} else {
+	default:
 		why = g.smReceive(m)
 	}
 	if why != "" {

@@ -93,6 +93,7 @@ func newGenerals(cfg Config) ([]*General, error) {
 func previousRun(cfg Config, commander ed25519.PrivateKey, pub []ed25519.PublicKey) []Message {
 	old := cfg
 	old.Seq = cfg.Seq - 1
+	old.RunID = RunID{} // derived from the old sequence number
 	old.Order = Flip(cfg.Order)
 	old.Faulty = nil
 	g, err := NewGeneral(old, 0, Keyring{Private: commander, Public: pub})

@@ -21,7 +21,7 @@ import (
 const (
 	kindHello   = 1 // handshake
 	kindMessage = 2 // a byzantine.Message in wire format
-	kindMarker  = 3 // end of round: 2-byte round number
+	kindMarker  = 3 // end of round: 2-byte round number, 16-byte run id
 )
 
 const (
@@ -48,6 +48,7 @@ var ErrClosed = errors.New("tcp: node closed")
 // replayable, so it is the one random choice not drawn from the seed.
 type Node struct {
 	id       byzantine.ID
+	run      byzantine.RunID // set by Start, before any connection is served
 	priv     ed25519.PrivateKey
 	ln       net.Listener
 	maxFrame int
@@ -99,8 +100,12 @@ func (n *Node) Refused() int { return int(n.refused.Load()) }
 
 // Start accepts the cluster's connections and dials every other general of
 // the cluster, retrying until ctx ends. It returns the errors of the peers it
-// could not reach; the node still works with the others.
-func (n *Node) Start(ctx context.Context, c Cluster) error {
+// could not reach; the node still works with the others. run is the run id
+// (see RunID): both sides of every handshake sign it, and it is carried by
+// every end-of-round marker, so a general of another run (sharing the
+// keys, or reached through a cluster entry pointing elsewhere) fails the
+// handshake and is refused.
+func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error {
 	keys, err := c.PublicKeys()
 	if err != nil {
 		return err
@@ -110,6 +115,7 @@ func (n *Node) Start(ctx context.Context, c Cluster) error {
 	}
 	n.mu.Lock()
 	n.keys = keys
+	n.run = run
 	n.mu.Unlock()
 	n.wg.Add(1)
 	go n.acceptLoop()
@@ -155,8 +161,9 @@ func (n *Node) dial(ctx context.Context, id byzantine.ID, addr string, key ed255
 	}
 }
 
-func transcript(role string, nonce []byte, dialer, listener byzantine.ID) []byte {
-	b := []byte("dlm/byzantine/tcp/v1/" + role)
+func transcript(role string, run byzantine.RunID, nonce []byte, dialer, listener byzantine.ID) []byte {
+	b := []byte("dlm/byzantine/tcp/v2/" + role)
+	b = append(b, run[:]...)
 	b = append(b, nonce...)
 	b = binary.BigEndian.AppendUint16(b, uint16(dialer))
 	return binary.BigEndian.AppendUint16(b, uint16(listener))
@@ -183,10 +190,10 @@ func (n *Node) clientHandshake(conn net.Conn, want byzantine.ID, key ed25519.Pub
 		return fmt.Errorf("%w: peer says it is %d, want %d", ErrHandshake, got, want)
 	}
 	nonceL := reply[3 : 3+nonceSize]
-	if !ed25519.Verify(key, transcript("accept", nonceD, n.id, want), reply[3+nonceSize:]) {
+	if !ed25519.Verify(key, transcript("accept", n.run, nonceD, n.id, want), reply[3+nonceSize:]) {
 		return fmt.Errorf("%w: peer %d signature", ErrHandshake, want)
 	}
-	sig := ed25519.Sign(n.priv, transcript("dial", nonceL, n.id, want))
+	sig := ed25519.Sign(n.priv, transcript("dial", n.run, nonceL, n.id, want))
 	return WriteFrame(conn, append([]byte{kindHello}, sig...))
 }
 
@@ -204,14 +211,14 @@ func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
 	}
 	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
 	n.mu.Lock()
-	keys := n.keys
+	keys, run := n.keys, n.run
 	n.mu.Unlock()
 	if int(peer) >= len(keys) || peer == n.id {
 		return 0, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
 	}
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
-	sig := ed25519.Sign(n.priv, transcript("accept", hello[3:], peer, n.id))
+	sig := ed25519.Sign(n.priv, transcript("accept", run, hello[3:], peer, n.id))
 	reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
 	reply = append(append(reply, nonceL...), sig...)
 	if err := WriteFrame(conn, reply); err != nil {
@@ -222,7 +229,7 @@ func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
 		return 0, err
 	}
 	if len(proof) != 1+ed25519.SignatureSize || proof[0] != kindHello ||
-		!ed25519.Verify(keys[peer], transcript("dial", nonceL, peer, n.id), proof[1:]) {
+		!ed25519.Verify(keys[peer], transcript("dial", run, nonceL, peer, n.id), proof[1:]) {
 		return 0, fmt.Errorf("%w: general %d did not prove its identity", ErrHandshake, peer)
 	}
 	return peer, nil
@@ -279,7 +286,7 @@ func (n *Node) readLoop(conn net.Conn) {
 			n.push(ev)
 			return
 		}
-		ev, ok := decodeFrame(peer, frame)
+		ev, ok := decodeFrame(peer, n.run, frame)
 		if !n.push(ev) || !ok {
 			return
 		}
@@ -287,8 +294,8 @@ func (n *Node) readLoop(conn net.Conn) {
 }
 
 // decodeFrame turns a frame into an event; ok is false when the frame is
-// garbage and the peer must be cut off.
-func decodeFrame(peer byzantine.ID, frame []byte) (byzantine.Inbound, bool) {
+// garbage, or a marker of another run, and the peer must be cut off.
+func decodeFrame(peer byzantine.ID, run byzantine.RunID, frame []byte) (byzantine.Inbound, bool) {
 	bad := byzantine.Inbound{From: peer, Gone: true, Rejected: byzantine.RejectMalformed}
 	if len(frame) == 0 {
 		return bad, false
@@ -302,7 +309,7 @@ func decodeFrame(peer byzantine.ID, frame []byte) (byzantine.Inbound, bool) {
 		m.From = peer // A2: the connection names the sender
 		return byzantine.Inbound{From: peer, Message: &m}, true
 	case kindMarker:
-		if len(frame) != 3 {
+		if len(frame) != 3+len(run) || !bytes.Equal(frame[3:], run[:]) {
 			return bad, false
 		}
 		return byzantine.Inbound{From: peer, Marker: true, EndOfRound: int(binary.BigEndian.Uint16(frame[1:]))}, true
@@ -358,6 +365,7 @@ func (n *Node) EndRound(ctx context.Context, r int) error {
 	}
 	n.mu.Unlock()
 	frame := binary.BigEndian.AppendUint16([]byte{kindMarker}, uint16(r))
+	frame = append(frame, n.run[:]...)
 	var errs []error
 	for _, id := range ids {
 		if err := n.write(id, frame); err != nil {

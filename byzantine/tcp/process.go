@@ -96,7 +96,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // connects to the cluster, runs the rounds from start, and returns the
 // general's result and, when cfg.Trace is set, what it received. This is
 // the entry point for generals on several machines, each given the same
-// cluster file, config and start time.
+// cluster file, config and start time. The run id is always derived here,
+// RunID(c, start, cfg.Seq), replacing any cfg.RunID: generals of another
+// cluster, start or sequence number cannot take part.
 func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.GeneralResult, []byzantine.TraceEvent, error) {
 	keys, err := c.PublicKeys()
 	if err != nil {
@@ -105,13 +107,14 @@ func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519
 	if len(keys) != cfg.Generals {
 		return byzantine.GeneralResult{}, nil, fmt.Errorf("%w: %d generals in the cluster, config says %d", ErrCluster, len(keys), cfg.Generals)
 	}
+	cfg.RunID = RunID(c, start, cfg.Seq)
 	g, err := byzantine.NewGeneral(cfg, node.id, byzantine.Keyring{Private: priv, Public: keys})
 	if err != nil {
 		return byzantine.GeneralResult{}, nil, err
 	}
 	// Rounds are timed from start: give up on unreachable peers soon after.
 	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
-	err = node.Start(dctx, c)
+	err = node.Start(dctx, c, cfg.RunID)
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return byzantine.GeneralResult{}, nil, err
@@ -240,6 +243,7 @@ func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantin
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	cfg.RunID = RunID(cluster, start, cfg.Seq)
 	results := make([]byzantine.GeneralResult, n)
 	traces := make([][]byzantine.TraceEvent, n)
 	for i, r := range reports {
