@@ -99,7 +99,8 @@ type smState struct {
 	verified map[string]bool
 	pending  []smJob // accepted this round, relayed next round
 	ready    []smJob
-	received []Message // Replay strategy
+	received []Message // Replay strategy: accepted this round
+	resend   []Message // Replay strategy: accepted last round, re-sent this round
 	buf      []byte
 }
 
@@ -222,12 +223,17 @@ func (g *General) Advance(r int) {
 	}
 	if g.cfg.Algorithm == SM {
 		g.sm.ready, g.sm.pending = g.sm.pending, nil
+		g.sm.resend, g.sm.received = g.sm.received, nil
 	}
 }
 
 // Outbox appends to buf the messages the general sends in the current
 // round and returns the extended slice. Call it once per round, after
-// Advance; in round r it relays what was received in round r-1.
+// Advance; in round r it relays what was received in round r-1. What it
+// sends in round r depends only on what was received before Advance(r),
+// whatever the strategy, so the order in which a transport delivers the
+// messages of one round (in memory, lower ids send first) gives no general
+// an advantage.
 func (g *General) Outbox(buf []Message) []Message {
 	r := g.round
 	held := g.late
@@ -407,6 +413,9 @@ func (g *General) checkPath(m Message) RejectReason {
 	}
 	if m.Path[len(m.Path)-1] != m.From {
 		return RejectSpoofed // A2: the receiver knows who sent it
+	}
+	if len(m.Path)-1 > m.Round {
+		return RejectMalformed // k relays take k rounds: the chain names its round
 	}
 	if m.Round < g.round || g.round > g.m {
 		return RejectLate

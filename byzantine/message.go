@@ -70,6 +70,9 @@ const (
 	RejectDuplicate RejectReason = "duplicate"
 	// RejectForged: a signature of the chain does not verify (A4).
 	RejectForged RejectReason = "forged"
+	// RejectFlood: a peer sent more messages for a round not yet reached
+	// than it can legitimately send in that round; the excess is not kept.
+	RejectFlood RejectReason = "flood"
 	// RejectStale: the sequence number or run id is another run's (replay,
 	// or a message of a concurrent run; B9).
 	RejectStale RejectReason = "stale"

@@ -68,3 +68,40 @@ func TestNewRunID(t *testing.T) {
 		t.Errorf("UnmarshalText(String()) = %s, %v; want %s", back, err, base)
 	}
 }
+
+// TestSMChainLengthTiedToRound: an SM chain with k relays belongs to round
+// k; a longer chain tagged with an earlier round is refused as malformed,
+// as OM refuses such a path (regression: SM accepted it).
+func TestSMChainLengthTiedToRound(t *testing.T) {
+	f := newChainFixture(t)
+	g := general(t, f.cfg, 3, f.keys, f.pub)
+	g.Advance(0)
+	g.Advance(1)
+	early := f.v012 // attack:0:1:2, sent in round 2
+	early.Round = 1
+	if got := g.Receive(early); got != byzantine.RejectMalformed {
+		t.Errorf("chain of 2 relays in round 1: Receive = %q, want %q", got, byzantine.RejectMalformed)
+	}
+	if v := g.Values(); len(v) != 0 {
+		t.Errorf("V = %v, want empty", v)
+	}
+}
+
+// TestReplayTraitorSeesNoSameRoundMessages: whatever the order in which the
+// in-memory transport delivers a round, a general's messages of round r
+// depend only on what it received before round r (regression: a Replay
+// traitor with a high id re-sent, in round 1, chains the lower ids had
+// sent it in that same round).
+func TestReplayTraitorSeesNoSameRoundMessages(t *testing.T) {
+	cfg := byzantine.DefaultConfig()
+	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.SM, 4, 2
+	cfg.Faulty = []byzantine.Traitor{{ID: 3, Strategy: byzantine.Replay}}
+	cfg.Trace = true
+	res := mustRun(t, cfg)
+	for _, ev := range res.Trace {
+		m := ev.Message
+		if m.From == 3 && m.Round == 1 && len(m.Path) == 2 && m.Path[1] != 3 {
+			t.Errorf("general 3 re-sent %s in round 1, a chain sent in round 1", m.Chain())
+		}
+	}
+}

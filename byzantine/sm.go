@@ -86,7 +86,7 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 		}
 		// Re-send what was received verbatim: the path does not end with
 		// this general, so A2 exposes it.
-		for _, got := range g.sm.received {
+		for _, got := range g.sm.resend {
 			for q := 1; q < g.n; q++ {
 				if ID(q) == g.id || ID(q) == got.From {
 					continue
@@ -96,7 +96,7 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 				buf = g.count(buf, m)
 			}
 		}
-		g.sm.received = nil
+		g.sm.resend = nil
 	}
 	return buf
 }

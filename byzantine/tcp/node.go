@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,26 @@ const (
 	handshakeTimeout = 5 * time.Second
 	writeTimeout     = 5 * time.Second
 	nonceSize        = 32
+	// acceptBackoffMin and acceptBackoffMax bound the pause after an
+	// Accept error (for example EMFILE): the loop backs off, then accepts
+	// again, instead of stopping.
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// Limits that keep one peer, or a stranger, from starving the others.
+const (
+	// MaxHandshakes bounds the inbound connections that have not yet
+	// authenticated; above it the oldest of them is closed to make room,
+	// so idle strangers cannot hold more than this many descriptors, and a
+	// peer's handshake (a few milliseconds) still gets through unless that
+	// many connections arrive during it.
+	MaxHandshakes = 64
+	// PeerQueue is how many received events of one peer may wait for the
+	// general to take them. A peer that sends faster is not read further
+	// until the general catches up: it slows only its own connection,
+	// never the others'.
+	PeerQueue = 128
 )
 
 // ErrHandshake is wrapped when a peer fails to authenticate.
@@ -53,16 +74,20 @@ type Node struct {
 	ln       net.Listener
 	maxFrame int
 
-	in      chan byzantine.Inbound
-	done    chan struct{}
-	closing sync.Once
-	wg      sync.WaitGroup
-	refused atomic.Int64
+	in         chan byzantine.Inbound
+	slots      []chan struct{} // per peer: a token per queued event
+	done       chan struct{}
+	closing    sync.Once
+	wg         sync.WaitGroup
+	refused    atomic.Int64
+	acceptErrs atomic.Int64
 
-	mu    sync.Mutex
-	keys  []ed25519.PublicKey
-	out   map[byzantine.ID]*outConn
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	keys    []ed25519.PublicKey
+	out     map[byzantine.ID]*outConn
+	conns   map[net.Conn]struct{}
+	inbound map[byzantine.ID]bool // peers with an authenticated inbound connection
+	pending []net.Conn            // inbound connections still in their handshake, oldest first
 }
 
 type outConn struct {
@@ -84,19 +109,25 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 		id:       id,
 		priv:     priv,
 		ln:       ln,
-		maxFrame: maxFrame,
-		in:       make(chan byzantine.Inbound, 4096),
-		done:     make(chan struct{}),
-		out:      make(map[byzantine.ID]*outConn),
-		conns:    make(map[net.Conn]struct{}),
+		maxFrame:   maxFrame,
+		done:       make(chan struct{}),
+		out:        make(map[byzantine.ID]*outConn),
+		conns:      make(map[net.Conn]struct{}),
+		inbound:    make(map[byzantine.ID]bool),
 	}, nil
 }
 
 // Addr returns the address the node listens on.
 func (n *Node) Addr() string { return n.ln.Addr().String() }
 
-// Refused returns how many inbound connections failed to authenticate.
+// Refused returns how many inbound connections were refused: failed
+// handshakes, connections above MaxHandshakes, and second connections of
+// an already connected peer.
 func (n *Node) Refused() int { return int(n.refused.Load()) }
+
+// AcceptErrors returns how many Accept calls failed (the loop backed off
+// and went on accepting).
+func (n *Node) AcceptErrors() int { return int(n.acceptErrs.Load()) }
 
 // Start accepts the cluster's connections and dials every other general of
 // the cluster, retrying until ctx ends. It returns the errors of the peers it
@@ -116,6 +147,11 @@ func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error 
 	n.mu.Lock()
 	n.keys = keys
 	n.run = run
+	n.in = make(chan byzantine.Inbound, len(keys)*PeerQueue)
+	n.slots = make([]chan struct{}, len(keys))
+	for i := range n.slots {
+		n.slots[i] = make(chan struct{}, PeerQueue)
+	}
 	n.mu.Unlock()
 	n.wg.Add(1)
 	go n.acceptLoop()
@@ -235,13 +271,37 @@ func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
 	return peer, nil
 }
 
+// acceptLoop accepts until the node closes. An Accept error (out of file
+// descriptors, a reset connection) pauses it, with a backoff doubling from
+// acceptBackoffMin to acceptBackoffMax, and it accepts again: no error
+// leaves the general deaf. Connections above MaxHandshakes waiting to
+// authenticate evict the oldest such connection.
 func (n *Node) acceptLoop() {
 	defer n.wg.Done()
+	backoff := time.Duration(0)
 	for {
 		conn, err := n.ln.Accept()
 		if err != nil {
-			return
+			select {
+			case <-n.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			n.acceptErrs.Add(1)
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			t := time.NewTimer(backoff)
+			select {
+			case <-n.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
 		}
+		backoff = 0
 		n.mu.Lock()
 		select {
 		case <-n.done:
@@ -250,6 +310,11 @@ func (n *Node) acceptLoop() {
 			return
 		default:
 		}
+		if len(n.pending) >= MaxHandshakes {
+			n.pending[0].Close() // its handshake fails and it is refused
+			n.pending = n.pending[1:]
+		}
+		n.pending = append(n.pending, conn)
 		n.conns[conn] = struct{}{}
 		n.wg.Add(1)
 		n.mu.Unlock()
@@ -257,7 +322,14 @@ func (n *Node) acceptLoop() {
 	}
 }
 
+// push queues ev, waiting while its peer already has PeerQueue events
+// queued: a fast peer is throttled on its own connection.
 func (n *Node) push(ev byzantine.Inbound) bool {
+	select {
+	case n.slots[ev.From] <- struct{}{}:
+	case <-n.done:
+		return false
+	}
 	select {
 	case n.in <- ev:
 		return true
@@ -272,10 +344,30 @@ func (n *Node) readLoop(conn net.Conn) {
 	defer n.wg.Done()
 	defer n.drop(conn)
 	peer, err := n.serverHandshake(conn)
+	n.mu.Lock()
+	if i := slices.Index(n.pending, conn); i >= 0 {
+		n.pending = slices.Delete(n.pending, i, i+1)
+	}
+	n.mu.Unlock()
 	if err != nil {
 		n.refused.Add(1)
 		return
 	}
+	// One authenticated connection per peer: a second one (a replayed or
+	// mixed-up dial) is refused while the first lives.
+	n.mu.Lock()
+	dup := n.inbound[peer]
+	n.inbound[peer] = true
+	n.mu.Unlock()
+	if dup {
+		n.refused.Add(1)
+		return
+	}
+	defer func() {
+		n.mu.Lock()
+		delete(n.inbound, peer)
+		n.mu.Unlock()
+	}()
 	for {
 		frame, err := ReadFrame(conn, n.maxFrame)
 		if err != nil {
@@ -379,6 +471,7 @@ func (n *Node) EndRound(ctx context.Context, r int) error {
 func (n *Node) Recv(ctx context.Context) (byzantine.Inbound, error) {
 	select {
 	case ev := <-n.in:
+		<-n.slots[ev.From]
 		return ev, nil
 	case <-ctx.Done():
 		return byzantine.Inbound{}, ctx.Err()
