@@ -109,11 +109,11 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 		id:       id,
 		priv:     priv,
 		ln:       ln,
-		maxFrame:   maxFrame,
-		done:       make(chan struct{}),
-		out:        make(map[byzantine.ID]*outConn),
-		conns:      make(map[net.Conn]struct{}),
-		inbound:    make(map[byzantine.ID]bool),
+		maxFrame: maxFrame,
+		done:     make(chan struct{}),
+		out:      make(map[byzantine.ID]*outConn),
+		conns:    make(map[net.Conn]struct{}),
+		inbound:  make(map[byzantine.ID]bool),
 	}, nil
 }
 
