@@ -67,6 +67,15 @@ type Traitor struct {
 	Strategy Strategy `json:"strategy"`
 }
 
+// Crash makes a general stop, as a crashed process does, at the start of a
+// round: from that round on it sends nothing (not even end-of-round
+// markers over TCP) and reports no decision. By B11 a crash is a fault: a
+// crashed general counts among the m tolerated ones.
+type Crash struct {
+	ID    ID  `json:"id"`
+	Round int `json:"round"`
+}
+
 // Fault is what the in-memory transport does to one message.
 type Fault int
 
@@ -159,6 +168,9 @@ type Config struct {
 	// AllowUnsafe lets Validate accept n < 3m+1 for OM, n < m+2 for SM, and
 	// more than m traitors, to demonstrate B3.
 	AllowUnsafe bool `json:"allow_unsafe,omitempty"`
+	// Crashes lists the generals that crash, and when (for demonstrations
+	// and tests of crash faults, on every transport).
+	Crashes []Crash `json:"crashes,omitempty"`
 	// Faults are the in-memory transport's fault hooks.
 	Faults Faults `json:"faults,omitzero"`
 	// Trace records every delivered message in Result.Trace.
@@ -194,6 +206,9 @@ var (
 	// ErrStopped is wrapped, together with ctx.Err(), when a run's context
 	// ends before the run does.
 	ErrStopped = errors.New("byzantine: run stopped")
+	// ErrCrashed is returned by RunGeneral for a general that Config.Crashes
+	// makes crash.
+	ErrCrashed = errors.New("byzantine: general crashed")
 )
 
 // MaxGenerals is the largest n a run accepts.
@@ -201,6 +216,11 @@ const MaxGenerals = 256
 
 // MaxOMMessages bounds the messages of one OM run (n^(m+1) growth, B6).
 const MaxOMMessages = 50_000_000
+
+// MaxTraceMessages bounds the messages of a run that records a trace
+// (Config.Trace): every delivery is kept in memory, so a traced run is
+// held to a far smaller size than an untraced one.
+const MaxTraceMessages = 200_000
 
 // OMMessages returns the number of messages OM(m) sends with n loyal
 // generals: (n-1) + (n-1)(n-2) + ... + (n-1)(n-2)...(n-m-1) (B6). It
@@ -268,6 +288,8 @@ func (c Config) Validate() error {
 			return unsafe("SM(%d) needs n >= m+2 = %d generals, got n = %d (B9)", m, m+2, n)
 		case len(c.Faulty) > m:
 			return unsafe("%d traitors but the run tolerates m = %d", len(c.Faulty), m)
+		case c.faultyCount() > m:
+			return unsafe("%d faulty generals (traitors and crashed) but the run tolerates m = %d", c.faultyCount(), m)
 		}
 	}
 	if !c.Order.valid() {
@@ -295,6 +317,19 @@ func (c Config) Validate() error {
 			return bad("traitor %d: strategy %q needs signatures (SM only)", t.ID, t.Strategy)
 		}
 	}
+	crashed := make(map[ID]bool, len(c.Crashes))
+	for _, cr := range c.Crashes {
+		if cr.ID < 0 || int(cr.ID) >= n {
+			return bad("crashed general %d out of range 0..%d", cr.ID, n-1)
+		}
+		if crashed[cr.ID] {
+			return bad("crashed general %d listed twice", cr.ID)
+		}
+		crashed[cr.ID] = true
+		if cr.Round < 0 || cr.Round > m {
+			return bad("general %d crashes in round %d: want 0..%d", cr.ID, cr.Round, m)
+		}
+	}
 	for _, r := range []float64{c.Faults.Drop, c.Faults.Duplicate, c.Faults.Corrupt, c.Faults.Delay} {
 		if r < 0 || r > 1 {
 			return bad("fault rate %v outside [0, 1]", r)
@@ -303,8 +338,46 @@ func (c Config) Validate() error {
 	if c.Algorithm == OM && OMMessages(n, m) > MaxOMMessages {
 		return fmt.Errorf("%w: %w: OM(%d) with %d generals sends %d messages, more than %d", ErrInvalidConfig, ErrTooLarge, m, n, OMMessages(n, m), MaxOMMessages)
 	}
+	if c.Trace {
+		// SM relays each new value once; a traitorous commander can make
+		// every lieutenant hold several, hence the factor 2.
+		msgs := OMMessages(n, m)
+		if c.Algorithm == SM {
+			msgs = 2 * SMLoyalMessages(n, m)
+		}
+		if msgs > MaxTraceMessages {
+			return fmt.Errorf("%w: %w: a trace of %s(%d) with %d generals would hold about %d messages, more than %d; run it without a trace",
+				ErrInvalidConfig, ErrTooLarge, strings.ToUpper(string(c.Algorithm)), m, n, msgs, MaxTraceMessages)
+		}
+	}
 	return nil
 }
+
+// faultyCount counts the generals that are traitors or crash.
+func (c Config) faultyCount() int {
+	ids := make(map[ID]bool)
+	for _, t := range c.Faulty {
+		ids[t.ID] = true
+	}
+	for _, cr := range c.Crashes {
+		ids[cr.ID] = true
+	}
+	return len(ids)
+}
+
+// CrashRound returns the round at which general id crashes, or -1 when it
+// does not.
+func (c Config) CrashRound(id ID) int {
+	for _, cr := range c.Crashes {
+		if cr.ID == id {
+			return cr.Round
+		}
+	}
+	return -1
+}
+
+// StrategyOf returns the strategy of general id, or "" when it is loyal.
+func (c Config) StrategyOf(id ID) Strategy { return c.strategyOf(id) }
 
 // strategyOf returns the strategy of general id, or "" when it is loyal.
 func (c Config) strategyOf(id ID) Strategy {

@@ -1,6 +1,7 @@
 package byzantine_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -103,5 +104,34 @@ func TestReplayTraitorSeesNoSameRoundMessages(t *testing.T) {
 		if m.From == 3 && m.Round == 1 && len(m.Path) == 2 && m.Path[1] != 3 {
 			t.Errorf("general 3 re-sent %s in round 1, a chain sent in round 1", m.Chain())
 		}
+	}
+}
+
+// TestTraceCountsAgainstTheSizeLimit: a traced run is refused when its
+// trace would hold too many messages (regression: -n 16 -m 5 --trace took
+// 1.8 GB and -n 20 -m 5 --trace ran out of memory).
+func TestTraceCountsAgainstTheSizeLimit(t *testing.T) {
+	tests := []struct {
+		name    string
+		alg     byzantine.Algorithm
+		n, m    int
+		trace   bool
+		wantErr error
+	}{
+		{"OM n16 m5 traced", byzantine.OM, 16, 5, true, byzantine.ErrTooLarge},
+		{"OM n20 m5 traced", byzantine.OM, 20, 5, true, byzantine.ErrTooLarge},
+		{"OM n16 m5 untraced", byzantine.OM, 16, 5, false, nil},
+		{"OM n13 m4 traced", byzantine.OM, 13, 4, true, nil},
+		{"SM n100 m3 traced", byzantine.SM, 100, 3, true, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := byzantine.DefaultConfig()
+			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.Trace = tt.alg, tt.n, tt.m, tt.trace
+			err := cfg.Validate()
+			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("Validate() = %v, want %v", err, tt.wantErr)
+			}
+		})
 	}
 }

@@ -53,6 +53,8 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // traitor sends no markers either, like a crashed general; the others wait
 // for the round timeout. Every general of a run must be given the same
 // start. When trace is non-nil, every received message is recorded there.
+// A general that cfg.Crashes makes crash returns, at the start of its
+// crash round, a result marked Crashed and an error wrapping ErrCrashed.
 func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, trace *[]TraceEvent) (GeneralResult, error) {
 	n, m := g.n, g.m
 	ended := make([]int, n) // last round each peer finished
@@ -79,7 +81,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 	}
 	var out []Message
+	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
+		if r == crash {
+			return GeneralResult{ID: g.id, Loyal: g.Loyal(), Strategy: g.strategy, Crashed: true, Stats: g.Stats()},
+				fmt.Errorf("%w: general %d at round %d", ErrCrashed, g.id, r)
+		}
 		g.Advance(r)
 		out = g.Outbox(out[:0])
 		for _, msg := range out {

@@ -35,7 +35,13 @@ type generalsFlags struct {
 	unsafe       bool
 	trace        bool
 	json         bool
+	crash        string
 }
+
+// exitCouldNotRun is the status of a generals run that could not take
+// place (a general's process could not start, the run was interrupted):
+// distinct from exitFailure, which means IC1 or IC2 was violated.
+const exitCouldNotRun = exitUnavailable
 
 // newGeneralsCmd builds "dlm generals": one run of OM(m) or SM(m), with the
 // decisions, the counters and the IC1/IC2 verdict.
@@ -58,11 +64,22 @@ on loopback, authenticated by its own ed25519 key.
 OM needs n >= 3m+1 and SM n >= m+2; --unsafe runs a smaller n anyway, to
 watch B3 break. The same --seed replays the same run.
 
-Exit 0 when IC1 and IC2 hold, 1 when they do not, 64 on bad usage.`,
+--crash 2@1 makes general 2 crash at the start of round 1 (ids and rounds
+comma-separated); a crashed general counts among the m faulty ones. With
+--transport tcp a general whose process dies is reported as crashed too;
+the verdict covers the loyal generals that survive.
+
+Exit status:
+  0   IC1 and IC2 hold (over the loyal survivors)
+  1   IC1 or IC2 is violated
+  64  bad usage (with the reason)
+  69  the run could not take place (a general could not start, or the run
+      was interrupted)`,
 		Example: `  dlm generals --algorithm om --generals 4 --traitors 1 --faulty 3 --strategy two-faced
   dlm generals --algorithm sm --generals 3 --traitors 1 --faulty 0 --trace
   dlm generals --algorithm om --generals 3 --traitors 1 --faulty 2 --strategy flip --unsafe
-  dlm generals --generals 7 --traitors 2 --faulty 0,4 --strategy colluding --transport tcp --json`,
+  dlm generals --generals 7 --traitors 2 --faulty 0,4 --strategy colluding --transport tcp --json
+  dlm generals --transport tcp --crash 2@1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runGenerals(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -92,6 +109,7 @@ func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
 	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp (A3)")
 	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
+	fl.StringVar(&f.crash, "crash", "", "generals that crash, as id@round, comma-separated (2@1: general 2 stops at the start of round 1)")
 }
 
 // generalsConfig turns the flags into a run configuration.
@@ -116,6 +134,17 @@ func generalsConfig(f generalsFlags) (byzantine.Config, error) {
 			cfg.Faulty = append(cfg.Faulty, byzantine.Traitor{ID: byzantine.ID(id), Strategy: byzantine.Strategy(strat)})
 		}
 	}
+	if f.crash != "" {
+		for _, item := range strings.Split(f.crash, ",") {
+			idText, roundText, found := strings.Cut(strings.TrimSpace(item), "@")
+			id, err1 := strconv.Atoi(idText)
+			round, err2 := strconv.Atoi(roundText)
+			if !found || err1 != nil || err2 != nil {
+				return cfg, fmt.Errorf("--crash: %q: want id@round, as 2@1", item)
+			}
+			cfg.Crashes = append(cfg.Crashes, byzantine.Crash{ID: byzantine.ID(id), Round: round})
+		}
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -137,7 +166,7 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 		res, err = byzantine.Run(ctx, cfg)
 	}
 	if err != nil {
-		return err
+		return withCode(exitCouldNotRun, err)
 	}
 	if f.json {
 		if err := writeGeneralsJSON(stdout, f.transport, res); err != nil {
@@ -226,11 +255,18 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 			role = "commander"
 		}
 		decision := string(g.Decision)
-		if !g.Loyal {
+		if !g.Loyal || g.Crashed {
 			decision = "-"
 		}
-		line := fmt.Sprintf("  general %-3d %-10s %-22s %s", g.ID, role, loyalLabel(g), decision)
-		if cfg.Algorithm == byzantine.SM && g.ID != 0 && g.Loyal {
+		label := loyalLabel(g)
+		if g.Crashed {
+			label += ", crashed"
+			if r := cfg.CrashRound(g.ID); r >= 0 {
+				label = fmt.Sprintf("%s, crashed at round %d", loyalLabel(g), r)
+			}
+		}
+		line := fmt.Sprintf("  general %-3d %-10s %-22s %s", g.ID, role, label, decision)
+		if cfg.Algorithm == byzantine.SM && g.ID != 0 && g.Loyal && !g.Crashed {
 			line += fmt.Sprintf("   V=%v", g.Values)
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
@@ -247,10 +283,16 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 		}
 		fmt.Fprintf(w, "rejected: %s\n", strings.Join(parts, ", "))
 	}
+	if crashed := res.Crashed(); len(crashed) > 0 {
+		fmt.Fprintf(w, "crashed: %v (the verdict covers the loyal survivors)\n", crashed)
+	}
 	fmt.Fprintf(w, "IC1 (all loyal lieutenants obey the same order): %s\n", holds(res.IC1()))
 	ic2 := holds(res.IC2())
-	if !res.Generals[0].Loyal {
+	switch {
+	case !res.Generals[0].Loyal:
 		ic2 += " (vacuously: the commander is a traitor)"
+	case res.Generals[0].Crashed:
+		ic2 += " (vacuously: the commander crashed)"
 	}
 	fmt.Fprintf(w, "IC2 (a loyal commander's order is obeyed):       %s\n", ic2)
 }
@@ -287,6 +329,7 @@ type generalsJSON struct {
 	Generals           int                            `json:"generals"`
 	MaxTraitors        int                            `json:"max_traitors"`
 	Faulty             []byzantine.ID                 `json:"faulty"`
+	Crashed            []byzantine.ID                 `json:"crashed"`
 	Strategies         map[string]byzantine.Strategy  `json:"strategies"`
 	Order              byzantine.Order                `json:"order"`
 	Majority           byzantine.MajorityVariant      `json:"majority"`
@@ -340,6 +383,10 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	}
 	if out.Faulty == nil {
 		out.Faulty = []byzantine.ID{}
+	}
+	out.Crashed = res.Crashed()
+	if out.Crashed == nil {
+		out.Crashed = []byzantine.ID{}
 	}
 	if out.Rejected == nil {
 		out.Rejected = map[byzantine.RejectReason]int{}
