@@ -175,6 +175,9 @@ type Config struct {
 	Faults Faults `json:"faults,omitzero"`
 	// Trace records every delivered message in Result.Trace.
 	Trace bool `json:"trace,omitempty"`
+	// Explain lists the generals whose GeneralResult carries an
+	// Explanation of their decision.
+	Explain []ID `json:"explain,omitempty"`
 }
 
 // DefaultConfig returns OM(1) with four loyal generals, the order Attack,
@@ -337,6 +340,15 @@ func (c Config) Validate() error {
 	}
 	if c.Algorithm == OM && OMMessages(n, m) > MaxOMMessages {
 		return fmt.Errorf("%w: %w: OM(%d) with %d generals sends %d messages, more than %d", ErrInvalidConfig, ErrTooLarge, m, n, OMMessages(n, m), MaxOMMessages)
+	}
+	for _, id := range c.Explain {
+		if id < 0 || int(id) >= n {
+			return bad("explain: general %d out of range 0..%d", id, n-1)
+		}
+	}
+	if len(c.Explain) > 0 && c.Algorithm == OM && explainNodes(n, m) > MaxExplainNodes {
+		return fmt.Errorf("%w: %w: the OM(%d) decision tree of a lieutenant among %d generals has more than %d nodes; explain a smaller run",
+			ErrInvalidConfig, ErrTooLarge, m, n, MaxExplainNodes)
 	}
 	if c.Trace {
 		// SM relays each new value once; a traitorous commander can make

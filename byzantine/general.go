@@ -99,7 +99,8 @@ type smState struct {
 	verified map[string]bool
 	pending  []smJob // accepted this round, relayed next round
 	ready    []smJob
-	received []Message // Replay strategy: accepted this round
+	firsts   []ExplainValue // per order of v: the first chain that brought it
+	received []Message      // Replay strategy: accepted this round
 	resend   []Message // Replay strategy: accepted last round, re-sent this round
 	buf      []byte
 }

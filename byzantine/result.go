@@ -27,6 +27,9 @@ type GeneralResult struct {
 	Values []Order `json:"values,omitempty"`
 	// Stats are the general's counters.
 	Stats Stats `json:"stats"`
+	// Explanation says how the general decided, for the ids listed in
+	// Config.Explain.
+	Explanation *Explanation `json:"explanation,omitempty"`
 }
 
 // TraceEvent records one delivery (or non-delivery) of a message.

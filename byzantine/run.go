@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // Run executes cfg over the in-memory transport and returns the outcome.
@@ -56,6 +57,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			Decision: g.Decide(),
 			Values:   g.Values(),
 			Stats:    g.Stats(),
+		}
+		if slices.Contains(cfg.Explain, ID(i)) {
+			res.Generals[i].Explanation = g.Explain()
 		}
 	}
 	res.Faults = net.counts

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -158,14 +159,18 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	for _, msg := range fut.take(-1) {
 		refuse(m+1, msg, RejectLate)
 	}
-	return GeneralResult{
+	res := GeneralResult{
 		ID:       g.id,
 		Loyal:    g.Loyal(),
 		Strategy: g.strategy,
 		Decision: g.Decide(),
 		Values:   g.Values(),
 		Stats:    g.Stats(),
-	}, nil
+	}
+	if slices.Contains(g.cfg.Explain, g.id) {
+		res.Explanation = g.Explain()
+	}
+	return res, nil
 }
 
 // Assemble builds a Result from the per-general results of a run over a

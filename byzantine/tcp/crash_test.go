@@ -92,3 +92,22 @@ func TestLaunchReportsCrashedGeneral(t *testing.T) {
 		})
 	}
 }
+
+// TestLaunchExplains: an explanation asked for in the config comes back
+// from the general's process with its report.
+func TestLaunchExplains(t *testing.T) {
+	cfg := byzantine.DefaultConfig()
+	cfg.Faulty = []byzantine.Traitor{{ID: 3, Strategy: byzantine.TwoFaced}}
+	cfg.Explain = []byzantine.ID{2}
+	res, err := Launch(t.Context(), cfg, LocalSpawner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Generals[2].Explanation
+	if e == nil || e.Tree == nil || len(e.Tree.Children) != 2 || e.Tree.Majority != byzantine.Attack {
+		t.Fatalf("explanation of general 2 = %+v, want a tree of 3 nodes deciding attack", e)
+	}
+	if res.Generals[1].Explanation != nil {
+		t.Errorf("general 1 explained without being asked")
+	}
+}

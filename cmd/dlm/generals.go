@@ -36,6 +36,7 @@ type generalsFlags struct {
 	trace        bool
 	json         bool
 	crash        string
+	explain      int
 }
 
 // exitCouldNotRun is the status of a generals run that could not take
@@ -68,6 +69,11 @@ watch B3 break. The same --seed replays the same run.
 comma-separated); a crashed general counts among the m faulty ones. With
 --transport tcp a general whose process dies is reported as crashed too;
 the verdict covers the loyal generals that survive.
+
+--explain 2 prints how lieutenant 2 decided: for OM the value received
+along every relay path of its tree (a missing message shown as the default
+RETREAT) and the majority taken at each level; for SM its set V, each order
+with the first chain that brought it.
 
 Exit status:
   0   IC1 and IC2 hold (over the loyal survivors)
@@ -109,6 +115,7 @@ func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
 	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp (A3)")
 	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
+	fl.IntVar(&f.explain, "explain", -1, "explain how lieutenant ID decided: OM's tree of values and majorities, SM's V with the first chain of each order")
 	fl.StringVar(&f.crash, "crash", "", "generals that crash, as id@round, comma-separated (2@1: general 2 stops at the start of round 1)")
 }
 
@@ -133,6 +140,9 @@ func generalsConfig(f generalsFlags) (byzantine.Config, error) {
 			}
 			cfg.Faulty = append(cfg.Faulty, byzantine.Traitor{ID: byzantine.ID(id), Strategy: byzantine.Strategy(strat)})
 		}
+	}
+	if f.explain >= 0 {
+		cfg.Explain = []byzantine.ID{byzantine.ID(f.explain)}
 	}
 	if f.crash != "" {
 		for _, item := range strings.Split(f.crash, ",") {
@@ -271,6 +281,7 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
+	writeExplanations(w, res)
 	fmt.Fprintf(w, "messages %d, rounds %d, bytes %d", res.Messages, res.Rounds, res.Bytes)
 	if cfg.Algorithm == byzantine.SM {
 		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
@@ -295,6 +306,32 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 		ic2 += " (vacuously: the commander crashed)"
 	}
 	fmt.Fprintf(w, "IC2 (a loyal commander's order is obeyed):       %s\n", ic2)
+}
+
+// writeExplanations prints how each explained general decided.
+func writeExplanations(w io.Writer, res *byzantine.Result) {
+	for _, g := range res.Generals {
+		switch {
+		case !slices.Contains(res.Config.Explain, g.ID):
+		case g.Explanation == nil:
+			fmt.Fprintf(w, "explain general %d: no decision to explain (crashed)\n", g.ID)
+		case g.ID == 0:
+			fmt.Fprintf(w, "explain general 0: the commander obeys his own order\n")
+		default:
+			how := "tree of values by relay path; missing messages count as RETREAT"
+			if res.Config.Algorithm == byzantine.SM {
+				how = "the set V, each order with the first chain that brought it"
+			}
+			note := ""
+			if !g.Loyal {
+				note = " (a traitor: what it would decide)"
+			}
+			fmt.Fprintf(w, "explain general %d%s: %s\n", g.ID, note, how)
+			for _, line := range g.Explanation.Lines() {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	}
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
@@ -325,27 +362,28 @@ func writeGeneralsTrace(w io.Writer, res *byzantine.Result) {
 
 // generalsJSON is the --json output.
 type generalsJSON struct {
-	Algorithm          byzantine.Algorithm            `json:"algorithm"`
-	Generals           int                            `json:"generals"`
-	MaxTraitors        int                            `json:"max_traitors"`
-	Faulty             []byzantine.ID                 `json:"faulty"`
-	Crashed            []byzantine.ID                 `json:"crashed"`
-	Strategies         map[string]byzantine.Strategy  `json:"strategies"`
-	Order              byzantine.Order                `json:"order"`
-	Majority           byzantine.MajorityVariant      `json:"majority"`
-	Transport          string                         `json:"transport"`
-	Seed               int64                          `json:"seed"`
-	Decisions          map[string]byzantine.Order     `json:"decisions"`
-	Messages           int                            `json:"messages"`
-	Rounds             int                            `json:"rounds"`
-	Bytes              int64                          `json:"bytes"`
-	SignaturesMade     int                            `json:"signatures_made"`
-	SignaturesVerified int                            `json:"signatures_verified"`
-	Rejected           map[byzantine.RejectReason]int `json:"rejected"`
-	IC1                bool                           `json:"ic1"`
-	IC2                bool                           `json:"ic2"`
-	Verdict            string                         `json:"verdict"`
-	Trace              []generalsTraceJSON            `json:"trace,omitempty"`
+	Algorithm          byzantine.Algorithm               `json:"algorithm"`
+	Generals           int                               `json:"generals"`
+	MaxTraitors        int                               `json:"max_traitors"`
+	Faulty             []byzantine.ID                    `json:"faulty"`
+	Crashed            []byzantine.ID                    `json:"crashed"`
+	Strategies         map[string]byzantine.Strategy     `json:"strategies"`
+	Order              byzantine.Order                   `json:"order"`
+	Majority           byzantine.MajorityVariant         `json:"majority"`
+	Transport          string                            `json:"transport"`
+	Seed               int64                             `json:"seed"`
+	Decisions          map[string]byzantine.Order        `json:"decisions"`
+	Messages           int                               `json:"messages"`
+	Rounds             int                               `json:"rounds"`
+	Bytes              int64                             `json:"bytes"`
+	SignaturesMade     int                               `json:"signatures_made"`
+	SignaturesVerified int                               `json:"signatures_verified"`
+	Rejected           map[byzantine.RejectReason]int    `json:"rejected"`
+	IC1                bool                              `json:"ic1"`
+	IC2                bool                              `json:"ic2"`
+	Verdict            string                            `json:"verdict"`
+	Trace              []generalsTraceJSON               `json:"trace,omitempty"`
+	Explanations       map[string]*byzantine.Explanation `json:"explanations,omitempty"`
 }
 
 type generalsTraceJSON struct {
@@ -396,6 +434,14 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	}
 	for id, d := range res.Decisions() {
 		out.Decisions[strconv.Itoa(int(id))] = d
+	}
+	for _, g := range res.Generals {
+		if g.Explanation != nil {
+			if out.Explanations == nil {
+				out.Explanations = map[string]*byzantine.Explanation{}
+			}
+			out.Explanations[strconv.Itoa(int(g.ID))] = g.Explanation
+		}
 	}
 	if err := res.Verify(); err != nil {
 		out.Verdict = err.Error()

@@ -170,3 +170,36 @@ func TestGeneralsCrashFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneralsExplain: --explain prints the OM tree with missing messages
+// as the default, or SM's V with the first chains; --json carries it.
+func TestGeneralsExplain(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"OM silent lieutenant", []string{"--faulty", "3", "--strategy", "silent", "--explain", "1"}, exitOK, "0:3 missing -> retreat (default)", ""},
+		{"OM majority", []string{"--faulty", "3", "--explain", "2"}, exitOK, "majority(attack, attack, retreat) = attack", ""},
+		{"SM first chains", []string{"--algorithm", "sm", "-n", "3", "--faulty", "0", "--explain", "1"}, exitOK, "retreat    first by retreat:0:2 in round 1", ""},
+		{"JSON", []string{"--explain", "1", "--json"}, exitOK, `"explanations"`, ""},
+		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
+		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+		})
+	}
+}

@@ -209,6 +209,11 @@ found before anything listens. A cluster address without a host (":7400",
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "general %d (%s) decides %s; sent %d messages, rejected %v\n",
 				res.ID, loyalLabel(res), res.Decision, res.Stats.Sent, res.Stats.Rejected)
+			if res.Explanation != nil {
+				for _, line := range res.Explanation.Lines() {
+					fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", line)
+				}
+			}
 			return nil
 		},
 	}
