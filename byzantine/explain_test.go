@@ -108,7 +108,7 @@ func ExampleExplanation_Lines() {
 		fmt.Println(line)
 	}
 	// Output:
-	// 0       attack   majority(attack, attack, retreat) = attack
-	//   0:1   attack
-	//   0:3   retreat
+	// 0     attack   majority(attack, attack, retreat) = attack
+	//   0:1 attack
+	//   0:3 retreat
 }

@@ -101,7 +101,7 @@ type smState struct {
 	ready    []smJob
 	firsts   []ExplainValue // per order of v: the first chain that brought it
 	received []Message      // Replay strategy: accepted this round
-	resend   []Message // Replay strategy: accepted last round, re-sent this round
+	resend   []Message      // Replay strategy: accepted last round, re-sent this round
 	buf      []byte
 }
 
