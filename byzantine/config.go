@@ -65,6 +65,8 @@ func OralStrategies() []Strategy {
 type Traitor struct {
 	ID       ID       `json:"id"`
 	Strategy Strategy `json:"strategy"`
+	// Func is the behaviour of a Custom traitor (in process only).
+	Func TraitorFunc `json:"-"`
 }
 
 // Crash makes a general stop, as a crashed process does, at the start of a
@@ -313,6 +315,15 @@ func (c Config) Validate() error {
 			return bad("traitor id %d listed twice", t.ID)
 		}
 		seen[t.ID] = true
+		if t.Strategy == Custom {
+			if t.Func == nil {
+				return bad("traitor %d: strategy %q needs Traitor.Func (in process only)", t.ID, Custom)
+			}
+			continue
+		}
+		if t.Func != nil {
+			return bad("traitor %d: Func is only for strategy %q", t.ID, Custom)
+		}
 		if !slices.Contains(Strategies(), t.Strategy) {
 			return bad("traitor %d: unknown strategy %q (want one of %v)", t.ID, t.Strategy, Strategies())
 		}
@@ -390,6 +401,16 @@ func (c Config) CrashRound(id ID) int {
 
 // StrategyOf returns the strategy of general id, or "" when it is loyal.
 func (c Config) StrategyOf(id ID) Strategy { return c.strategyOf(id) }
+
+// funcOf returns the function of a Custom traitor id, nil otherwise.
+func (c Config) funcOf(id ID) TraitorFunc {
+	for _, t := range c.Faulty {
+		if t.ID == id && t.Strategy == Custom {
+			return t.Func
+		}
+	}
+	return nil
+}
 
 // strategyOf returns the strategy of general id, or "" when it is loyal.
 func (c Config) strategyOf(id ID) Strategy {

@@ -69,6 +69,7 @@ type General struct {
 	groupA   []bool    // Colluding: the half of the loyal told the true order
 	faulty   []bool
 	history  []Message
+	custom   TraitorFunc // Custom strategy
 
 	om omState
 	sm smState
@@ -146,6 +147,7 @@ func NewGeneral(cfg Config, id ID, keys Keyring, opts ...GeneralOption) (*Genera
 	if g.strategy == Colluding {
 		g.groupA = colludingSplit(cfg)
 	}
+	g.custom = cfg.funcOf(id)
 	if cfg.Algorithm == OM && id != 0 {
 		g.om.radix = make([]int, g.m+1)
 		for t := 1; t <= g.m; t++ {
@@ -236,6 +238,9 @@ func (g *General) Advance(r int) {
 // messages of one round (in memory, lower ids send first) gives no general
 // an advantage.
 func (g *General) Outbox(buf []Message) []Message {
+	if g.custom != nil {
+		return g.customOutbox(buf)
+	}
 	r := g.round
 	held := g.late
 	g.late = nil

@@ -95,7 +95,7 @@ Exit status:
 	fl := cmd.Flags()
 	fl.StringVar(&f.transport, "transport", "memory", "memory (deterministic, in process) or tcp (one process per general)")
 	fl.BoolVar(&f.trace, "trace", false, "print the message flow round by round")
-	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd())
+	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd(), newGeneralsExhaustCmd())
 	return cmd
 }
 

@@ -203,3 +203,32 @@ func TestGeneralsExplain(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneralsExhaust: the exhaustive mode holds for the safe small cases
+// and finds B3's counterexample for OM with three generals.
+func TestGeneralsExhaust(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+	}{
+		{"OM n4 m1", []string{"--algorithm", "om", "-n", "4", "-m", "1"}, exitOK, "110 traitor behaviours enumerated"},
+		{"SM n3 m1", []string{"--algorithm", "sm", "-n", "3", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
+		{"SM n4 m1", []string{"--algorithm", "sm", "-n", "4", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
+		{"OM n3 m1 counterexample", []string{"--algorithm", "om", "-n", "3", "-m", "1"}, exitFailure, "first counterexample"},
+		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"behaviours": 32`},
+		{"too many behaviours", []string{"--algorithm", "om", "-n", "7", "-m", "2"}, exitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, append([]string{"exhaust"}, tt.args...)...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
+			}
+		})
+	}
+}
