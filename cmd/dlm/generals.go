@@ -37,6 +37,7 @@ type generalsFlags struct {
 	json         bool
 	crash        string
 	explain      int
+	report       string
 }
 
 // exitCouldNotRun is the status of a generals run that could not take
@@ -70,6 +71,10 @@ comma-separated); a crashed general counts among the m faulty ones. With
 --transport tcp a general whose process dies is reported as crashed too;
 the verdict covers the loyal generals that survive.
 
+--report run.html writes the run as one self-contained page: the messages
+per round between generals (traitors marked), each loyal lieutenant's
+decision tree (OM) or set V (SM), and the verdict.
+
 --explain 2 prints how lieutenant 2 decided: for OM the value received
 along every relay path of its tree (a missing message shown as the default
 RETREAT) and the majority taken at each level; for SM its set V, each order
@@ -95,6 +100,7 @@ Exit status:
 	fl := cmd.Flags()
 	fl.StringVar(&f.transport, "transport", "memory", "memory (deterministic, in process) or tcp (one process per general)")
 	fl.BoolVar(&f.trace, "trace", false, "print the message flow round by round")
+	fl.StringVar(&f.report, "report", "", "write the run as a self-contained HTML page: messages per round, each loyal lieutenant's decision, the verdict")
 	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd(), newGeneralsExhaustCmd())
 	return cmd
 }
@@ -169,6 +175,18 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 		}
 		return withCode(exitUsage, err)
 	}
+	requested := cfg.Explain
+	if f.report != "" {
+		// The page needs the trace and every lieutenant's explanation.
+		cfg.Trace = true
+		cfg.Explain = nil
+		for i := 1; i < cfg.Generals; i++ {
+			cfg.Explain = append(cfg.Explain, byzantine.ID(i))
+		}
+		if err := cfg.Validate(); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--report: %w", err))
+		}
+	}
 	var res *byzantine.Result
 	if f.transport == "tcp" {
 		res, err = launchGenerals(ctx, cfg, stderr)
@@ -177,6 +195,17 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 	}
 	if err != nil {
 		return withCode(exitCouldNotRun, err)
+	}
+	if f.report != "" {
+		if err := writeGeneralsReport(f.report, f.transport, res); err != nil {
+			return err
+		}
+		shown := *res // print only what was asked for
+		shown.Config.Trace, shown.Config.Explain = f.trace, requested
+		if !f.trace {
+			shown.Trace = nil
+		}
+		res = &shown
 	}
 	if f.json {
 		if err := writeGeneralsJSON(stdout, f.transport, res); err != nil {
@@ -436,7 +465,7 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 		out.Decisions[strconv.Itoa(int(id))] = d
 	}
 	for _, g := range res.Generals {
-		if g.Explanation != nil {
+		if g.Explanation != nil && slices.Contains(cfg.Explain, g.ID) {
 			if out.Explanations == nil {
 				out.Explanations = map[string]*byzantine.Explanation{}
 			}
