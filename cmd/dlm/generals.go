@@ -101,7 +101,7 @@ Exit status:
 	fl.StringVar(&f.transport, "transport", "memory", "memory (deterministic, in process) or tcp (one process per general)")
 	fl.BoolVar(&f.trace, "trace", false, "print the message flow round by round")
 	fl.StringVar(&f.report, "report", "", "write the run as a self-contained HTML page: messages per round, each loyal lieutenant's decision, the verdict")
-	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd(), newGeneralsExhaustCmd())
+	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd(), newGeneralsExhaustCmd(), newGeneralsSweepCmd())
 	return cmd
 }
 
