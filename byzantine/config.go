@@ -93,6 +93,10 @@ const (
 	Corrupt
 	// Delay delivers the message one round late, after its round ended.
 	Delay
+	// Missing is not injected: a trace records with it a message a general
+	// expected and never received (A3), which it counted as the default
+	// RETREAT (OM).
+	Missing
 )
 
 // String returns the fault's name.
@@ -108,6 +112,8 @@ func (f Fault) String() string {
 		return "corrupt"
 	case Delay:
 		return "delay"
+	case Missing:
+		return "missing"
 	}
 	return fmt.Sprintf("fault(%d)", int(f))
 }

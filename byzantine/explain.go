@@ -184,3 +184,27 @@ func joinOrders(vs []string) string {
 	}
 	return s
 }
+
+// Missing returns the messages an OM lieutenant expected and never
+// received, one per relay path (From is the path's last general, Round
+// its length minus one); it counted each as the default RETREAT (B6, A3).
+// It is nil for the commander and for SM, where a loyal lieutenant relays
+// only new values and absence is not an error.
+func (g *General) Missing() []Message {
+	if g.id == 0 || g.cfg.Algorithm != OM {
+		return nil
+	}
+	var out []Message
+	var walk func(n *ExplainNode)
+	walk = func(n *ExplainNode) {
+		if n.Missing {
+			out = append(out, Message{From: n.Path[len(n.Path)-1], To: g.id, Round: len(n.Path) - 1, Seq: g.cfg.Seq, Run: g.run, Path: n.Path})
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	clear(g.om.used)
+	walk(g.omExplain(0, 0, []ID{0}))
+	return out
+}

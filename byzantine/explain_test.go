@@ -112,3 +112,25 @@ func ExampleExplanation_Lines() {
 	//   0:1 attack
 	//   0:3 retreat
 }
+
+// TestTraceShowsMissingMessages: with a silent lieutenant, the trace of an
+// OM run records the messages the loyal lieutenants never received.
+func TestTraceShowsMissingMessages(t *testing.T) {
+	cfg := byzantine.DefaultConfig()
+	cfg.Faulty = []byzantine.Traitor{{ID: 3, Strategy: byzantine.Silent}}
+	cfg.Trace = true
+	res := mustRun(t, cfg)
+	var missing []string
+	for _, ev := range res.Trace {
+		if ev.Fault == byzantine.Missing {
+			missing = append(missing, ev.String())
+		}
+	}
+	want := []string{
+		"round 1: 3 -> 1  0:3  [missing: RETREAT by default]",
+		"round 1: 3 -> 2  0:3  [missing: RETREAT by default]",
+	}
+	if !slices.Equal(missing, want) {
+		t.Errorf("missing in the trace:\n%s\nwant:\n%s", strings.Join(missing, "\n"), strings.Join(want, "\n"))
+	}
+}

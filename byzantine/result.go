@@ -46,6 +46,9 @@ type TraceEvent struct {
 
 // String formats the event as one line of a trace.
 func (e TraceEvent) String() string {
+	if e.Fault == Missing {
+		return fmt.Sprintf("round %d: %d -> %d  %s  [missing: RETREAT by default]", e.Round, e.Message.From, e.Message.To, pathString(e.Message.Path))
+	}
 	s := fmt.Sprintf("round %d: %d -> %d  %s", e.Round, e.Message.From, e.Message.To, e.Message.Chain())
 	if e.Message.Round != e.Round {
 		s += fmt.Sprintf(" (sent in round %d)", e.Message.Round)

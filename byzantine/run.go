@@ -62,6 +62,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.Generals[i].Explanation = g.Explain()
 		}
 	}
+	if cfg.Trace {
+		// A3 made visible: what each loyal lieutenant never received.
+		missing := false
+		for i, g := range gens {
+			if crashedBy(cfg, ID(i), m+1) || !g.Loyal() {
+				continue
+			}
+			for _, msg := range g.Missing() {
+				res.Trace = append(res.Trace, TraceEvent{Round: msg.Round, Message: msg, Fault: Missing})
+				missing = true
+			}
+		}
+		if missing {
+			sortTrace(res.Trace)
+		}
+	}
 	res.Faults = net.counts
 	res.finish()
 	return res, nil

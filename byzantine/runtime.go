@@ -170,6 +170,11 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	if slices.Contains(g.cfg.Explain, g.id) {
 		res.Explanation = g.Explain()
 	}
+	if trace != nil && g.Loyal() {
+		for _, msg := range g.Missing() {
+			*trace = append(*trace, TraceEvent{Round: msg.Round, Message: msg, Fault: Missing})
+		}
+	}
 	return res, nil
 }
 

@@ -189,7 +189,7 @@ func buildReport(transport string, res *byzantine.Result) reportPage {
 		any := false
 		for _, ev := range res.Trace {
 			from, to := int(ev.Message.From), int(ev.Message.To)
-			if ev.Round != r || from < 0 || from >= n || to < 0 || to >= n {
+			if ev.Round != r || from < 0 || from >= n || to < 0 || to >= n || ev.Fault == byzantine.Missing {
 				continue
 			}
 			any = true
