@@ -456,6 +456,9 @@ func (g *General) omReceive(m Message) RejectReason {
 	if why := g.checkPath(m); why != "" {
 		return why
 	}
+	if len(m.Sigs) != 0 {
+		return RejectMalformed // oral messages carry no signatures
+	}
 	d := len(m.Path) - 1
 	if d != m.Round {
 		if d < m.Round {

@@ -135,3 +135,18 @@ func TestTraceCountsAgainstTheSizeLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestOMRefusesSignatures: an oral message carrying signatures (the
+// insider's 63 KiB frame) is malformed, not believed.
+func TestOMRefusesSignatures(t *testing.T) {
+	cfg := byzantine.DefaultConfig()
+	g, err := byzantine.NewGeneral(cfg, 1, byzantine.Keyring{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Advance(0)
+	m := byzantine.Message{From: 0, To: 1, Round: 0, Seq: cfg.Seq, Run: cfg.Run(), Order: byzantine.Attack, Path: []byzantine.ID{0}, Sigs: [][]byte{make([]byte, 250)}}
+	if got := g.Receive(m); got != byzantine.RejectMalformed {
+		t.Errorf("Receive(OM message with a signature) = %q, want %q", got, byzantine.RejectMalformed)
+	}
+}
