@@ -467,7 +467,7 @@ func (n *Node) EndRound(ctx context.Context, r int) error {
 	return errors.Join(errs...)
 }
 
-// Recv returns the next inbound event.
+// Recv returns the next inbound event. Call it once Start has returned.
 func (n *Node) Recv(ctx context.Context) (byzantine.Inbound, error) {
 	select {
 	case ev := <-n.in:

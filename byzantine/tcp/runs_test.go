@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -269,4 +270,46 @@ func runReplayer(ctx context.Context, n *Node, cfg byzantine.Config, keys []ed25
 	}
 	_, err = byzantine.RunGeneral(ctx, g, replayer{Node: n, old: old}, start, nil)
 	return err
+}
+
+// TestRunIDBindsTheCluster: one cluster entry pointing elsewhere, another
+// start or another seq gives another run id; and two nodes with the same
+// keys but different run ids fail the handshake.
+func TestRunIDBindsTheCluster(t *testing.T) {
+	keys := newKeys(t, 2)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	base := clusterOf([]string{"127.0.0.1:7400", "127.0.0.1:7401"}, keys)
+	moved := clusterOf([]string{"127.0.0.1:7400", "127.0.0.1:7501"}, keys)
+	id := RunID(base, t0, 1)
+	for name, other := range map[string]byzantine.RunID{
+		"moved entry": RunID(moved, t0, 1),
+		"start":       RunID(base, t0.Add(time.Millisecond), 1),
+		"seq":         RunID(base, t0, 2),
+	} {
+		if other == id {
+			t.Errorf("%s: same run id %s", name, id)
+		}
+	}
+	if again := RunID(base, t0, 1); again != id {
+		t.Errorf("RunID is not deterministic")
+	}
+
+	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
+	c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- n1.Start(ctx, c, RunID(c, t0, 2)) }()
+	err := n0.Start(ctx, c, RunID(c, t0, 1))
+	if !errors.Is(err, ErrHandshake) {
+		t.Errorf("general 0 of another run: Start = %v, want ErrHandshake", err)
+	}
+	if err := <-errc; !errors.Is(err, ErrHandshake) {
+		t.Errorf("general 1 of another run: Start = %v, want ErrHandshake", err)
+	}
+	waitFor(t, 3*time.Second, func() bool { return n0.Refused() > 0 && n1.Refused() > 0 })
+	if n0.Refused() == 0 || n1.Refused() == 0 {
+		t.Errorf("refused = %d and %d, want both nodes to refuse the other run", n0.Refused(), n1.Refused())
+	}
 }
