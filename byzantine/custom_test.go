@@ -126,3 +126,19 @@ func ExampleTraitorFunc() {
 	// general 3: V=[hold attack retreat] decides retreat
 	// IC1 and IC2: true
 }
+
+// B3 made exhaustive: with three generals, one traitor can break OM(1).
+func ExampleExhaust() {
+	cfg := byzantine.DefaultConfig()
+	cfg.Generals = 3
+	res, err := byzantine.Exhaust(context.Background(), cfg, nil)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("behaviours:", res.Behaviours, "violations:", res.Violations)
+	c := res.Counterexample
+	fmt.Printf("traitor %d sent %v; loyal decisions %v\n", c.Traitor, c.Sent, c.Decisions)
+	// Output:
+	// behaviours: 32 violations: 4
+	// traitor 1 sent [2 <- nothing]; loyal decisions map[2:retreat]
+}
