@@ -65,6 +65,17 @@ func OralStrategies() []Strategy {
 type Traitor struct {
 	ID       ID       `json:"id"`
 	Strategy Strategy `json:"strategy"`
+	// Func is the behaviour of a Custom traitor (in process only).
+	Func TraitorFunc `json:"-"`
+}
+
+// Crash makes a general stop, as a crashed process does, at the start of a
+// round: from that round on it sends nothing (not even end-of-round
+// markers over TCP) and reports no decision. By B11 a crash is a fault: a
+// crashed general counts among the m tolerated ones.
+type Crash struct {
+	ID    ID  `json:"id"`
+	Round int `json:"round"`
 }
 
 // Fault is what the in-memory transport does to one message.
@@ -82,6 +93,10 @@ const (
 	Corrupt
 	// Delay delivers the message one round late, after its round ended.
 	Delay
+	// Missing is not injected: a trace records with it a message a general
+	// expected and never received (A3), which it counted as the default
+	// RETREAT (OM).
+	Missing
 )
 
 // String returns the fault's name.
@@ -97,6 +112,8 @@ func (f Fault) String() string {
 		return "corrupt"
 	case Delay:
 		return "delay"
+	case Missing:
+		return "missing"
 	}
 	return fmt.Sprintf("fault(%d)", int(f))
 }
@@ -148,16 +165,27 @@ type Config struct {
 	RoundTimeout time.Duration `json:"round_timeout"`
 	// Seed seeds every random choice: keys, traitors, faults.
 	Seed int64 `json:"seed"`
-	// Seq is the sequence number of this run, signed into every SM message so
-	// that an order from another run cannot be replayed (B9).
+	// Seq is the sequence number of this run, carried by every message and
+	// signed into every SM message so that an order from another run cannot
+	// be replayed (B9); OM and SM refuse other sequence numbers as stale.
 	Seq uint64 `json:"seq"`
+	// RunID binds every message and signature to this run (see RunID and
+	// Run). Zero means one derived from Seq; package tcp derives it from
+	// the cluster, the start time and Seq.
+	RunID RunID `json:"run_id,omitzero"`
 	// AllowUnsafe lets Validate accept n < 3m+1 for OM, n < m+2 for SM, and
 	// more than m traitors, to demonstrate B3.
 	AllowUnsafe bool `json:"allow_unsafe,omitempty"`
+	// Crashes lists the generals that crash, and when (for demonstrations
+	// and tests of crash faults, on every transport).
+	Crashes []Crash `json:"crashes,omitempty"`
 	// Faults are the in-memory transport's fault hooks.
 	Faults Faults `json:"faults,omitzero"`
 	// Trace records every delivered message in Result.Trace.
 	Trace bool `json:"trace,omitempty"`
+	// Explain lists the generals whose GeneralResult carries an
+	// Explanation of their decision.
+	Explain []ID `json:"explain,omitempty"`
 }
 
 // DefaultConfig returns OM(1) with four loyal generals, the order Attack,
@@ -189,6 +217,9 @@ var (
 	// ErrStopped is wrapped, together with ctx.Err(), when a run's context
 	// ends before the run does.
 	ErrStopped = errors.New("byzantine: run stopped")
+	// ErrCrashed is returned by RunGeneral for a general that Config.Crashes
+	// makes crash.
+	ErrCrashed = errors.New("byzantine: general crashed")
 )
 
 // MaxGenerals is the largest n a run accepts.
@@ -196,6 +227,11 @@ const MaxGenerals = 256
 
 // MaxOMMessages bounds the messages of one OM run (n^(m+1) growth, B6).
 const MaxOMMessages = 50_000_000
+
+// MaxTraceMessages bounds the messages of a run that records a trace
+// (Config.Trace): every delivery is kept in memory, so a traced run is
+// held to a far smaller size than an untraced one.
+const MaxTraceMessages = 200_000
 
 // OMMessages returns the number of messages OM(m) sends with n loyal
 // generals: (n-1) + (n-1)(n-2) + ... + (n-1)(n-2)...(n-m-1) (B6). It
@@ -263,6 +299,8 @@ func (c Config) Validate() error {
 			return unsafe("SM(%d) needs n >= m+2 = %d generals, got n = %d (B9)", m, m+2, n)
 		case len(c.Faulty) > m:
 			return unsafe("%d traitors but the run tolerates m = %d", len(c.Faulty), m)
+		case c.faultyCount() > m:
+			return unsafe("%d faulty generals (traitors and crashed) but the run tolerates m = %d", c.faultyCount(), m)
 		}
 	}
 	if !c.Order.valid() {
@@ -283,11 +321,33 @@ func (c Config) Validate() error {
 			return bad("traitor id %d listed twice", t.ID)
 		}
 		seen[t.ID] = true
+		if t.Strategy == Custom {
+			if t.Func == nil {
+				return bad("traitor %d: strategy %q needs Traitor.Func (in process only)", t.ID, Custom)
+			}
+			continue
+		}
+		if t.Func != nil {
+			return bad("traitor %d: Func is only for strategy %q", t.ID, Custom)
+		}
 		if !slices.Contains(Strategies(), t.Strategy) {
 			return bad("traitor %d: unknown strategy %q (want one of %v)", t.ID, t.Strategy, Strategies())
 		}
 		if c.Algorithm == OM && (t.Strategy == Forge || t.Strategy == Replay) {
 			return bad("traitor %d: strategy %q needs signatures (SM only)", t.ID, t.Strategy)
+		}
+	}
+	crashed := make(map[ID]bool, len(c.Crashes))
+	for _, cr := range c.Crashes {
+		if cr.ID < 0 || int(cr.ID) >= n {
+			return bad("crashed general %d out of range 0..%d", cr.ID, n-1)
+		}
+		if crashed[cr.ID] {
+			return bad("crashed general %d listed twice", cr.ID)
+		}
+		crashed[cr.ID] = true
+		if cr.Round < 0 || cr.Round > m {
+			return bad("general %d crashes in round %d: want 0..%d", cr.ID, cr.Round, m)
 		}
 	}
 	for _, r := range []float64{c.Faults.Drop, c.Faults.Duplicate, c.Faults.Corrupt, c.Faults.Delay} {
@@ -297,6 +357,63 @@ func (c Config) Validate() error {
 	}
 	if c.Algorithm == OM && OMMessages(n, m) > MaxOMMessages {
 		return fmt.Errorf("%w: %w: OM(%d) with %d generals sends %d messages, more than %d", ErrInvalidConfig, ErrTooLarge, m, n, OMMessages(n, m), MaxOMMessages)
+	}
+	for _, id := range c.Explain {
+		if id < 0 || int(id) >= n {
+			return bad("explain: general %d out of range 0..%d", id, n-1)
+		}
+	}
+	if len(c.Explain) > 0 && c.Algorithm == OM && explainNodes(n, m) > MaxExplainNodes {
+		return fmt.Errorf("%w: %w: the OM(%d) decision tree of a lieutenant among %d generals has more than %d nodes; explain a smaller run",
+			ErrInvalidConfig, ErrTooLarge, m, n, MaxExplainNodes)
+	}
+	if c.Trace {
+		// SM relays each new value once; a traitorous commander can make
+		// every lieutenant hold several, hence the factor 2.
+		msgs := OMMessages(n, m)
+		if c.Algorithm == SM {
+			msgs = 2 * SMLoyalMessages(n, m)
+		}
+		if msgs > MaxTraceMessages {
+			return fmt.Errorf("%w: %w: a trace of %s(%d) with %d generals would hold about %d messages, more than %d; run it without a trace",
+				ErrInvalidConfig, ErrTooLarge, strings.ToUpper(string(c.Algorithm)), m, n, msgs, MaxTraceMessages)
+		}
+	}
+	return nil
+}
+
+// faultyCount counts the generals that are traitors or crash.
+func (c Config) faultyCount() int {
+	ids := make(map[ID]bool)
+	for _, t := range c.Faulty {
+		ids[t.ID] = true
+	}
+	for _, cr := range c.Crashes {
+		ids[cr.ID] = true
+	}
+	return len(ids)
+}
+
+// CrashRound returns the round at which general id crashes, or -1 when it
+// does not.
+func (c Config) CrashRound(id ID) int {
+	for _, cr := range c.Crashes {
+		if cr.ID == id {
+			return cr.Round
+		}
+	}
+	return -1
+}
+
+// StrategyOf returns the strategy of general id, or "" when it is loyal.
+func (c Config) StrategyOf(id ID) Strategy { return c.strategyOf(id) }
+
+// funcOf returns the function of a Custom traitor id, nil otherwise.
+func (c Config) funcOf(id ID) TraitorFunc {
+	for _, t := range c.Faulty {
+		if t.ID == id && t.Strategy == Custom {
+			return t.Func
+		}
 	}
 	return nil
 }

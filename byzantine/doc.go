@@ -40,9 +40,34 @@
 // sub-execution of OM(m-1); a lieutenant stores one value per path, in
 // arrays indexed by the path's rank, and decides by applying majority
 // bottom-up over the tree of paths. SM messages carry their signature chain
-// v:0:j1:...:jk; each link signs the order, the sequence number of the run,
-// the chain so far and the previous signature, and is verified link by link
+// v:0:j1:...:jk; each link signs the order, the run id and sequence number
+// of the run, the chain so far and the previous signature, and is verified link by link
 // with a cache, so a prefix verified once is not verified again. Following
 // B9, the m-th link is not signed: it is never relayed, and A2 names its
 // sender.
+//
+// # Runs
+//
+// Every message carries the run's sequence number and RunID (Config.Run);
+// OM and SM refuse another run's messages as stale, and SM signatures
+// cover the run id, so an order signed in one run cannot be replayed in
+// another (B9). Package tcp derives the run id from the cluster, the start
+// time and the sequence number.
+//
+// # Crashes, explanations, custom traitors
+//
+// Config.Crashes stops generals at chosen rounds (B11: a crash counts
+// among the m faults); results mark them Crashed and the verdict covers
+// the loyal survivors. Config.Explain asks for an Explanation of a
+// decision (OM's tree of values and majorities, SM's V with first chains).
+// A Custom traitor runs a caller's TraitorFunc, signing with Signer;
+// Exhaust enumerates every behaviour of one traitor over a value domain
+// for small runs.
+//
+// # Bounds
+//
+// RunGeneral keeps messages that arrive before their round only after
+// checking their shape, without duplicates, and at most as many per peer
+// and round as that peer can legitimately send (MaxFuturePerPeer, or the
+// number of OM relay paths); the rest is refused as RejectFlood.
 package byzantine

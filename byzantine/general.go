@@ -57,6 +57,7 @@ func WithHistory(msgs []Message) GeneralOption {
 // safe for concurrent use.
 type General struct {
 	cfg      Config
+	run      RunID // cfg.Run(), carried by every message
 	id       ID
 	n, m     int
 	strategy Strategy // "" for a loyal general
@@ -68,6 +69,7 @@ type General struct {
 	groupA   []bool    // Colluding: the half of the loyal told the true order
 	faulty   []bool
 	history  []Message
+	custom   TraitorFunc // Custom strategy
 
 	om omState
 	sm smState
@@ -98,7 +100,9 @@ type smState struct {
 	verified map[string]bool
 	pending  []smJob // accepted this round, relayed next round
 	ready    []smJob
-	received []Message // Replay strategy
+	firsts   []ExplainValue // per order of v: the first chain that brought it
+	received []Message      // Replay strategy: accepted this round
+	resend   []Message      // Replay strategy: accepted last round, re-sent this round
 	buf      []byte
 }
 
@@ -124,6 +128,7 @@ func NewGeneral(cfg Config, id ID, keys Keyring, opts ...GeneralOption) (*Genera
 	}
 	g := &General{
 		cfg:      cfg,
+		run:      cfg.Run(),
 		id:       id,
 		n:        n,
 		m:        cfg.MaxTraitors,
@@ -142,6 +147,7 @@ func NewGeneral(cfg Config, id ID, keys Keyring, opts ...GeneralOption) (*Genera
 	if g.strategy == Colluding {
 		g.groupA = colludingSplit(cfg)
 	}
+	g.custom = cfg.funcOf(id)
 	if cfg.Algorithm == OM && id != 0 {
 		g.om.radix = make([]int, g.m+1)
 		for t := 1; t <= g.m; t++ {
@@ -220,13 +226,21 @@ func (g *General) Advance(r int) {
 	}
 	if g.cfg.Algorithm == SM {
 		g.sm.ready, g.sm.pending = g.sm.pending, nil
+		g.sm.resend, g.sm.received = g.sm.received, nil
 	}
 }
 
 // Outbox appends to buf the messages the general sends in the current
 // round and returns the extended slice. Call it once per round, after
-// Advance; in round r it relays what was received in round r-1.
+// Advance; in round r it relays what was received in round r-1. What it
+// sends in round r depends only on what was received before Advance(r),
+// whatever the strategy, so the order in which a transport delivers the
+// messages of one round (in memory, lower ids send first) gives no general
+// an advantage.
 func (g *General) Outbox(buf []Message) []Message {
+	if g.custom != nil {
+		return g.customOutbox(buf)
+	}
 	r := g.round
 	held := g.late
 	g.late = nil
@@ -330,7 +344,7 @@ func (g *General) omOutbox(buf []Message, r int) []Message {
 		}
 		path := []ID{0} // shared by every message of the fan-out
 		for q := 1; q < g.n; q++ {
-			buf = g.send(buf, Message{From: 0, To: ID(q), Round: 0, Seq: g.cfg.Seq, Order: g.cfg.Order, Path: path}, nil)
+			buf = g.send(buf, Message{From: 0, To: ID(q), Round: 0, Seq: g.cfg.Seq, Run: g.run, Order: g.cfg.Order, Path: path}, nil)
 		}
 		return buf
 	}
@@ -362,7 +376,7 @@ func (g *General) omRelay(buf []Message, d int, idx *int) []Message {
 			if o.used[q] || ID(q) == g.id {
 				continue
 			}
-			buf = g.send(buf, Message{From: g.id, To: ID(q), Round: d + 1, Seq: g.cfg.Seq, Order: v, Path: np}, nil)
+			buf = g.send(buf, Message{From: g.id, To: ID(q), Round: d + 1, Seq: g.cfg.Seq, Run: g.run, Order: v, Path: np}, nil)
 		}
 		return buf
 	}
@@ -406,6 +420,9 @@ func (g *General) checkPath(m Message) RejectReason {
 	if m.Path[len(m.Path)-1] != m.From {
 		return RejectSpoofed // A2: the receiver knows who sent it
 	}
+	if len(m.Path)-1 > m.Round {
+		return RejectMalformed // k relays take k rounds: the chain names its round
+	}
 	if m.Round < g.round || g.round > g.m {
 		return RejectLate
 	}
@@ -420,9 +437,12 @@ func (g *General) checkPath(m Message) RejectReason {
 // counted in Stats and never influence the decision.
 func (g *General) Receive(m Message) RejectReason {
 	var why RejectReason
-	if g.cfg.Algorithm == OM {
+	switch {
+	case m.To == g.id && (m.Seq != g.cfg.Seq || m.Run != g.run):
+		why = RejectStale // another run's message (B9), in OM as in SM
+	case g.cfg.Algorithm == OM:
 		why = g.omReceive(m)
-	} else {
+	default:
 		why = g.smReceive(m)
 	}
 	if why != "" {
@@ -435,6 +455,9 @@ func (g *General) Receive(m Message) RejectReason {
 func (g *General) omReceive(m Message) RejectReason {
 	if why := g.checkPath(m); why != "" {
 		return why
+	}
+	if len(m.Sigs) != 0 {
+		return RejectMalformed // oral messages carry no signatures
 	}
 	d := len(m.Path) - 1
 	if d != m.Round {

@@ -25,6 +25,8 @@ type Message struct {
 	Round int `json:"round"`
 	// Seq is the run's sequence number (B9: no replay across runs).
 	Seq uint64 `json:"seq"`
+	// Run is the run id (see RunID): a message of another run is stale.
+	Run RunID `json:"run"`
 	// Order is the value carried.
 	Order Order `json:"order"`
 	// Path is the relay path (OM) or signer chain (SM), starting with 0.
@@ -68,7 +70,11 @@ const (
 	RejectDuplicate RejectReason = "duplicate"
 	// RejectForged: a signature of the chain does not verify (A4).
 	RejectForged RejectReason = "forged"
-	// RejectStale: the sequence number is another run's (SM replay, B9).
+	// RejectFlood: a peer sent more messages for a round not yet reached
+	// than it can legitimately send in that round; the excess is not kept.
+	RejectFlood RejectReason = "flood"
+	// RejectStale: the sequence number or run id is another run's (replay,
+	// or a message of a concurrent run; B9).
 	RejectStale RejectReason = "stale"
 )
 
@@ -78,12 +84,13 @@ const (
 //	from, to  2 bytes each
 //	round     2 bytes
 //	seq       8 bytes
+//	run       16 bytes (the run id)
 //	order     1 byte length, then the bytes
 //	path      1 byte length, then 2 bytes per id
 //	sigs      1 byte count, then per signature 1 byte length and the bytes
 //
 // All integers are big-endian.
-const wireVersion = 1
+const wireVersion = 2
 
 // ErrMalformedMessage is returned by UnmarshalBinary for bytes that are not a
 // message.
@@ -91,7 +98,7 @@ var ErrMalformedMessage = errors.New("byzantine: malformed message")
 
 // EncodedSize returns the length of m's wire encoding.
 func (m Message) EncodedSize() int {
-	size := 1 + 2 + 2 + 2 + 8 + 1 + len(m.Order) + 1 + 2*len(m.Path) + 1
+	size := 1 + 2 + 2 + 2 + 8 + len(RunID{}) + 1 + len(m.Order) + 1 + 2*len(m.Path) + 1
 	for _, s := range m.Sigs {
 		size += 1 + len(s)
 	}
@@ -108,6 +115,7 @@ func (m Message) AppendBinary(b []byte) ([]byte, error) {
 	b = binary.BigEndian.AppendUint16(b, uint16(m.To))
 	b = binary.BigEndian.AppendUint16(b, uint16(m.Round))
 	b = binary.BigEndian.AppendUint64(b, m.Seq)
+	b = append(b, m.Run[:]...)
 	b = append(b, byte(len(m.Order)))
 	b = append(b, m.Order...)
 	b = append(b, byte(len(m.Path)))
@@ -142,6 +150,7 @@ func (m *Message) UnmarshalBinary(b []byte) error {
 	out.To = ID(r.u16())
 	out.Round = int(r.u16())
 	out.Seq = r.u64()
+	copy(out.Run[:], r.take(len(out.Run)))
 	out.Order = Order(r.bytes(int(r.byte())))
 	if np := int(r.byte()); np > 0 {
 		out.Path = make([]ID, np)

@@ -16,12 +16,20 @@ type GeneralResult struct {
 	// Strategy is the traitor's strategy, empty when loyal.
 	Strategy Strategy `json:"strategy,omitempty"`
 	// Decision is the order the general obeys (for a loyal commander, his
-	// own order). A traitor's decision means nothing.
+	// own order). A traitor's decision means nothing; a crashed general has
+	// none.
 	Decision Order `json:"decision"`
+	// Crashed is true when the general stopped before the end of the run
+	// (Config.Crashes, or its process died): it is faulty (B11), and the
+	// verdict covers the loyal survivors only.
+	Crashed bool `json:"crashed,omitempty"`
 	// Values is the set V of an SM lieutenant (B9).
 	Values []Order `json:"values,omitempty"`
 	// Stats are the general's counters.
 	Stats Stats `json:"stats"`
+	// Explanation says how the general decided, for the ids listed in
+	// Config.Explain.
+	Explanation *Explanation `json:"explanation,omitempty"`
 }
 
 // TraceEvent records one delivery (or non-delivery) of a message.
@@ -38,6 +46,9 @@ type TraceEvent struct {
 
 // String formats the event as one line of a trace.
 func (e TraceEvent) String() string {
+	if e.Fault == Missing {
+		return fmt.Sprintf("round %d: %d -> %d  %s  [missing: RETREAT by default]", e.Round, e.Message.From, e.Message.To, pathString(e.Message.Path))
+	}
 	s := fmt.Sprintf("round %d: %d -> %d  %s", e.Round, e.Message.From, e.Message.To, e.Message.Chain())
 	if e.Message.Round != e.Round {
 		s += fmt.Sprintf(" (sent in round %d)", e.Message.Round)
@@ -110,12 +121,24 @@ func (r *Result) Faulty() []ID {
 	return ids
 }
 
-// Decisions returns the decisions of the loyal lieutenants (not the
-// commander), by id.
+// Crashed returns the ids of the generals that crashed, in increasing
+// order.
+func (r *Result) Crashed() []ID {
+	var ids []ID
+	for _, g := range r.Generals {
+		if g.Crashed {
+			ids = append(ids, g.ID)
+		}
+	}
+	return ids
+}
+
+// Decisions returns the decisions of the loyal lieutenants that did not
+// crash (not the commander), by id.
 func (r *Result) Decisions() map[ID]Order {
 	d := make(map[ID]Order)
 	for _, g := range r.Generals {
-		if g.Loyal && g.ID != 0 {
+		if g.Loyal && !g.Crashed && g.ID != 0 {
 			d[g.ID] = g.Decision
 		}
 	}
@@ -195,10 +218,16 @@ func (r *Result) IC1() bool {
 	return true
 }
 
+// CommanderLoyal reports whether the commander is loyal and did not crash.
+func (r *Result) CommanderLoyal() bool {
+	return len(r.Generals) > 0 && r.Generals[0].Loyal && !r.Generals[0].Crashed
+}
+
 // IC2 reports whether, if the commander is loyal, every loyal lieutenant
-// obeys his order (B1). It holds vacuously with a traitorous commander.
+// obeys his order (B1). It holds vacuously with a traitorous or crashed
+// commander.
 func (r *Result) IC2() bool {
-	if len(r.Generals) == 0 || !r.Generals[0].Loyal {
+	if !r.CommanderLoyal() {
 		return true
 	}
 	for _, d := range r.Decisions() {
@@ -218,7 +247,7 @@ func (r *Result) Verify() error {
 	}
 	e := &VerifyError{IC1: ic1, IC2: ic2, Decisions: r.Decisions()}
 	ref := Order("")
-	if r.Generals[0].Loyal {
+	if r.CommanderLoyal() {
 		e.Order = r.Config.Order
 		ref = r.Config.Order
 	} else {

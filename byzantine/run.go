@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // Run executes cfg over the in-memory transport and returns the outcome.
@@ -29,18 +30,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w in round %d: %w", ErrStopped, r, err)
 		}
-		for _, g := range gens {
-			g.Advance(r)
+		for i, g := range gens {
+			if !crashedBy(cfg, ID(i), r) {
+				g.Advance(r)
+			}
 		}
 		for _, d := range net.due(r) {
 			net.deliver(res, gens, r, d.msg, Delay)
 		}
-		for _, g := range gens {
-			g.stream(func(msg Message) { net.route(res, gens, r, msg) })
+		for i, g := range gens {
+			if !crashedBy(cfg, ID(i), r) {
+				g.stream(func(msg Message) { net.route(res, gens, r, msg) })
+			}
 		}
 	}
 	res.Generals = make([]GeneralResult, n)
 	for i, g := range gens {
+		if crashedBy(cfg, ID(i), m+1) {
+			res.Generals[i] = GeneralResult{ID: ID(i), Loyal: g.Loyal(), Strategy: g.strategy, Crashed: true, Stats: g.Stats()}
+			continue
+		}
 		res.Generals[i] = GeneralResult{
 			ID:       ID(i),
 			Loyal:    g.Loyal(),
@@ -49,10 +58,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			Values:   g.Values(),
 			Stats:    g.Stats(),
 		}
+		if slices.Contains(cfg.Explain, ID(i)) {
+			res.Generals[i].Explanation = g.Explain()
+		}
+	}
+	if cfg.Trace {
+		// A3 made visible: what each loyal lieutenant never received.
+		missing := false
+		for i, g := range gens {
+			if crashedBy(cfg, ID(i), m+1) || !g.Loyal() {
+				continue
+			}
+			for _, msg := range g.Missing() {
+				res.Trace = append(res.Trace, TraceEvent{Round: msg.Round, Message: msg, Fault: Missing})
+				missing = true
+			}
+		}
+		if missing {
+			sortTrace(res.Trace)
+		}
 	}
 	res.Faults = net.counts
 	res.finish()
 	return res, nil
+}
+
+// crashedBy reports whether general id has crashed by round r.
+func crashedBy(cfg Config, id ID, r int) bool {
+	c := cfg.CrashRound(id)
+	return c >= 0 && c <= r
 }
 
 // newGenerals builds the n generals of an in-memory run, with keys derived
@@ -93,6 +127,7 @@ func newGenerals(cfg Config) ([]*General, error) {
 func previousRun(cfg Config, commander ed25519.PrivateKey, pub []ed25519.PublicKey) []Message {
 	old := cfg
 	old.Seq = cfg.Seq - 1
+	old.RunID = RunID{} // derived from the old sequence number
 	old.Order = Flip(cfg.Order)
 	old.Faulty = nil
 	g, err := NewGeneral(old, 0, Keyring{Private: commander, Public: pub})
@@ -121,6 +156,7 @@ type memNet struct {
 	pending []delayed
 	counts  map[string]int
 	trace   bool
+	cfg     Config
 }
 
 func newMemNet(cfg Config) *memNet {
@@ -128,6 +164,7 @@ func newMemNet(cfg Config) *memNet {
 		faults: cfg.Faults,
 		rng:    rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfa17)),
 		trace:  cfg.Trace,
+		cfg:    cfg,
 	}
 	if len(cfg.Faults.Partition) > 0 {
 		net.group = make(map[ID]int)
@@ -218,6 +255,9 @@ func (net *memNet) route(res *Result, gens []*General, r int, msg Message) {
 }
 
 func (net *memNet) deliver(res *Result, gens []*General, r int, msg Message, f Fault) {
+	if crashedBy(net.cfg, msg.To, r) {
+		return // a crashed general receives nothing
+	}
 	why := gens[msg.To].Receive(msg)
 	if net.trace {
 		res.Trace = append(res.Trace, TraceEvent{Round: r, Message: msg, Fault: f, Rejected: why})

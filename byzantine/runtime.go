@@ -2,8 +2,10 @@ package byzantine
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -52,6 +54,8 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // traitor sends no markers either, like a crashed general; the others wait
 // for the round timeout. Every general of a run must be given the same
 // start. When trace is non-nil, every received message is recorded there.
+// A general that cfg.Crashes makes crash returns, at the start of its
+// crash round, a result marked Crashed and an error wrapping ErrCrashed.
 func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, trace *[]TraceEvent) (GeneralResult, error) {
 	n, m := g.n, g.m
 	ended := make([]int, n) // last round each peer finished
@@ -60,7 +64,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		ended[i] = -1
 	}
 	gone[g.id] = true
-	var future []Message
+	fut := newFutureBuf(g)
 	mute := g.strategy == Silent
 	deliver := func(r int, msg Message) {
 		why := g.Receive(msg)
@@ -70,12 +74,20 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	}
 	refuse := func(r int, msg Message, why RejectReason) {
 		g.Refuse(why)
+		if why == RejectOversized || why == RejectMalformed || why == RejectFlood {
+			msg.Sigs = nil // a refused giant is not kept, even in a trace
+		}
 		if trace != nil {
 			*trace = append(*trace, TraceEvent{Round: r, Message: msg, Rejected: why})
 		}
 	}
 	var out []Message
+	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
+		if r == crash {
+			return GeneralResult{ID: g.id, Loyal: g.Loyal(), Strategy: g.strategy, Crashed: true, Stats: g.Stats()},
+				fmt.Errorf("%w: general %d at round %d", ErrCrashed, g.id, r)
+		}
 		g.Advance(r)
 		out = g.Outbox(out[:0])
 		for _, msg := range out {
@@ -88,15 +100,9 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
 			}
 		}
-		keep := future[:0]
-		for _, msg := range future {
-			if msg.Round == r {
-				deliver(r, msg)
-			} else {
-				keep = append(keep, msg)
-			}
+		for _, msg := range fut.take(r) {
+			deliver(r, msg)
 		}
-		future = keep
 		rctx, cancel := context.WithDeadline(ctx, start.Add(time.Duration(r+1)*g.cfg.RoundTimeout))
 		for {
 			done := true
@@ -134,8 +140,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 					refuse(r, msg, RejectLate)
 				case msg.Round > m+1:
 					refuse(r, msg, RejectMalformed) // no such round: not buffered
+				case msg.Round > m:
+					refuse(r, msg, RejectLate) // round m+1 carries only stragglers
 				case msg.Round > r:
-					future = append(future, msg)
+					if why := fut.add(msg); why != "" {
+						refuse(r, msg, why)
+					}
 				default:
 					deliver(r, msg)
 				}
@@ -146,17 +156,26 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 		cancel()
 	}
-	for _, msg := range future {
+	for _, msg := range fut.take(-1) {
 		refuse(m+1, msg, RejectLate)
 	}
-	return GeneralResult{
+	res := GeneralResult{
 		ID:       g.id,
 		Loyal:    g.Loyal(),
 		Strategy: g.strategy,
 		Decision: g.Decide(),
 		Values:   g.Values(),
 		Stats:    g.Stats(),
-	}, nil
+	}
+	if slices.Contains(g.cfg.Explain, g.id) {
+		res.Explanation = g.Explain()
+	}
+	if trace != nil && g.Loyal() {
+		for _, msg := range g.Missing() {
+			*trace = append(*trace, TraceEvent{Round: msg.Round, Message: msg, Fault: Missing})
+		}
+	}
+	return res, nil
 }
 
 // Assemble builds a Result from the per-general results of a run over a
@@ -169,4 +188,97 @@ func Assemble(cfg Config, generals []GeneralResult, traces ...[]TraceEvent) *Res
 	sortTrace(res.Trace)
 	res.finish()
 	return res
+}
+
+// MaxFuturePerPeer bounds the messages of one peer for one round that a
+// general holds while it has not reached that round yet (a peer whose clock runs ahead sends them
+// early). With OM the bound is tighter: the number of paths through which
+// the peer can relay to this general in that round.
+const MaxFuturePerPeer = 256
+
+// futureBuf holds messages that arrived before their round, bounded per
+// peer and without duplicates, so that one insider resending frames for a
+// later round cannot grow a loyal general's memory (issue 13). Messages
+// whose shape cannot be valid in their round are refused before they are
+// kept.
+type futureBuf struct {
+	g     *General
+	msgs  []Message
+	count map[[2]int]int // per (peer, round)
+	seen  map[string]struct{}
+}
+
+func newFutureBuf(g *General) *futureBuf {
+	return &futureBuf{g: g, count: make(map[[2]int]int), seen: make(map[string]struct{})}
+}
+
+// omPaths returns how many OM paths of round r end with a given peer and
+// avoid the receiver: (n-3)(n-4)...(n-r-1), 1 for r = 1.
+func omPaths(n, r int) int {
+	c := 1
+	for k := 3; k <= r+1; k++ {
+		c *= n - k
+		if c > MaxFuturePerPeer {
+			return MaxFuturePerPeer
+		}
+	}
+	return c
+}
+
+// add keeps msg for its round, or says why it is refused.
+func (f *futureBuf) add(msg Message) RejectReason {
+	g := f.g
+	if len(msg.Order) > MaxOrderLen || len(msg.Path) > g.m+1 {
+		return RejectOversized
+	}
+	if len(msg.Path) != msg.Round+1 {
+		return RejectMalformed // the path or chain length names the round
+	}
+	switch g.cfg.Algorithm {
+	case OM:
+		if len(msg.Sigs) != 0 {
+			return RejectMalformed
+		}
+	case SM:
+		if len(msg.Sigs) != len(msg.Path) {
+			return RejectMalformed
+		}
+		for _, s := range msg.Sigs {
+			if len(s) > ed25519.SignatureSize {
+				return RejectOversized
+			}
+		}
+	}
+	key := fmt.Sprintf("%d\x00%s\x00%s", msg.Round, msg.Order, pathKey(msg.Path))
+	if _, dup := f.seen[key]; dup {
+		return RejectDuplicate
+	}
+	limit := MaxFuturePerPeer
+	if g.cfg.Algorithm == OM {
+		limit = omPaths(g.n, msg.Round)
+	}
+	pr := [2]int{int(msg.From), msg.Round}
+	if f.count[pr] >= limit {
+		return RejectFlood
+	}
+	f.seen[key] = struct{}{}
+	f.count[pr]++
+	f.msgs = append(f.msgs, msg)
+	return ""
+}
+
+// take removes and returns the messages of round r (all of them for r < 0).
+func (f *futureBuf) take(r int) []Message {
+	var out []Message
+	keep := f.msgs[:0]
+	for _, msg := range f.msgs {
+		if r < 0 || msg.Round == r {
+			out = append(out, msg)
+		} else {
+			keep = append(keep, msg)
+		}
+	}
+	clear(f.msgs[len(keep):])
+	f.msgs = keep
+	return out
 }

@@ -32,14 +32,15 @@ func DeriveKeys(seed int64, n int) ([]ed25519.PrivateKey, []ed25519.PublicKey) {
 }
 
 // signDomain separates SM signatures from any other use of the keys.
-const signDomain = "dlm/byzantine/sm/v1"
+const signDomain = "dlm/byzantine/sm/v2"
 
 // linkBytes appends to b the bytes signed by the general at position t of
-// a chain: the domain, the run's sequence number, the order, the chain up to
+// a chain: the domain, the run id, the run's sequence number, the order, the chain up to
 // and including position t, and the previous link's signature. Each link
 // thus signs the whole message it received plus its own id (B9: v:0:j1..jk:i).
-func linkBytes(b []byte, seq uint64, o Order, path []ID, prevSig []byte) []byte {
+func linkBytes(b []byte, run RunID, seq uint64, o Order, path []ID, prevSig []byte) []byte {
 	b = append(b, signDomain...)
+	b = append(b, run[:]...)
 	b = binary.BigEndian.AppendUint64(b, seq)
 	b = append(b, byte(len(o)))
 	b = append(b, o...)

@@ -3,6 +3,7 @@ package byzantine
 import (
 	"crypto/ed25519"
 	"slices"
+	"time"
 )
 
 // signer signs one relayed chain, once per distinct order (a two-faced
@@ -32,7 +33,7 @@ func (s *signer) sigsFor(g *General, o Order) [][]byte {
 		if t > 0 {
 			prev = s.prefix[t-1]
 		}
-		g.sm.buf = linkBytes(g.sm.buf[:0], g.cfg.Seq, o, s.path, prev)
+		g.sm.buf = linkBytes(g.sm.buf[:0], g.run, g.cfg.Seq, o, s.path, prev)
 		sigs[t] = ed25519.Sign(g.keys.Private, g.sm.buf)
 		g.stats.SignaturesMade++
 	}
@@ -50,7 +51,7 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 		// B9 step 1: the commander signs his value and sends v:0.
 		s := &signer{path: []ID{0}}
 		for q := 1; q < g.n; q++ {
-			buf = g.send(buf, Message{From: 0, To: ID(q), Round: 0, Seq: g.cfg.Seq, Order: g.cfg.Order, Path: s.path}, s)
+			buf = g.send(buf, Message{From: 0, To: ID(q), Round: 0, Seq: g.cfg.Seq, Run: g.run, Order: g.cfg.Order, Path: s.path}, s)
 		}
 		if g.strategy == Replay && g.m > 0 {
 			buf = g.replayOld(buf)
@@ -71,7 +72,7 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 			if ID(q) == g.id || slices.Contains(job.path, ID(q)) {
 				continue
 			}
-			buf = g.send(buf, Message{From: g.id, To: ID(q), Round: r, Seq: g.cfg.Seq, Order: job.order, Path: np}, s)
+			buf = g.send(buf, Message{From: g.id, To: ID(q), Round: r, Seq: g.cfg.Seq, Run: g.run, Order: job.order, Path: np}, s)
 		}
 	}
 	switch g.strategy {
@@ -85,7 +86,7 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 		}
 		// Re-send what was received verbatim: the path does not end with
 		// this general, so A2 exposes it.
-		for _, got := range g.sm.received {
+		for _, got := range g.sm.resend {
 			for q := 1; q < g.n; q++ {
 				if ID(q) == g.id || ID(q) == got.From {
 					continue
@@ -95,7 +96,7 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 				buf = g.count(buf, m)
 			}
 		}
-		g.sm.received = nil
+		g.sm.resend = nil
 	}
 	return buf
 }
@@ -112,7 +113,7 @@ func (g *General) fabricate(buf []Message) []Message {
 		if ID(q) == g.id {
 			continue
 		}
-		m := Message{From: g.id, To: ID(q), Round: 1, Seq: g.cfg.Seq, Order: Flip(g.cfg.Order), Path: s.path}
+		m := Message{From: g.id, To: ID(q), Round: 1, Seq: g.cfg.Seq, Run: g.run, Order: Flip(g.cfg.Order), Path: s.path}
 		m.Sigs = s.sigsFor(g, m.Order)
 		buf = g.count(buf, m)
 	}
@@ -126,11 +127,13 @@ func (g *General) replayOld(buf []Message) []Message {
 	if g.id == 0 {
 		var prev []Message
 		s := &signer{path: []ID{0}}
-		saved := g.cfg.Seq
+		saved, savedRun := g.cfg.Seq, g.run
 		g.cfg.Seq = saved - 1
+		g.run = NewRunID(nil, time.Time{}, saved-1)
 		sigs := s.sigsFor(g, Flip(g.cfg.Order))
-		g.cfg.Seq = saved
-		prev = append(prev, Message{From: 0, Seq: saved - 1, Order: Flip(g.cfg.Order), Path: s.path, Sigs: sigs})
+		oldRun := g.run
+		g.cfg.Seq, g.run = saved, savedRun
+		prev = append(prev, Message{From: 0, Seq: saved - 1, Run: oldRun, Order: Flip(g.cfg.Order), Path: s.path, Sigs: sigs})
 		old = prev
 	}
 	for _, h := range old {
@@ -147,9 +150,6 @@ func (g *General) replayOld(buf []Message) []Message {
 }
 
 func (g *General) smReceive(m Message) RejectReason {
-	if m.Seq != g.cfg.Seq && m.To == g.id {
-		return RejectStale // B9: an order of another run
-	}
 	if why := g.checkPath(m); why != "" {
 		return why
 	}
@@ -176,6 +176,7 @@ func (g *General) smReceive(m Message) RejectReason {
 	}
 	// B9 step 2 (A)/(B): a new value joins V and is relayed if k < m.
 	g.sm.v = append(g.sm.v, m.Order)
+	g.sm.firsts = append(g.sm.firsts, ExplainValue{Order: m.Order, Chain: m.Chain(), Round: g.round})
 	if k < g.m {
 		g.sm.pending = append(g.sm.pending, smJob{order: m.Order, path: m.Path, sigs: m.Sigs})
 	}
@@ -210,7 +211,7 @@ func (g *General) verifyChain(m Message) bool {
 		if t > 0 {
 			prev = m.Sigs[t-1]
 		}
-		g.sm.buf = linkBytes(g.sm.buf[:0], m.Seq, m.Order, m.Path[:t+1], prev)
+		g.sm.buf = linkBytes(g.sm.buf[:0], m.Run, m.Seq, m.Order, m.Path[:t+1], prev)
 		g.sm.buf = append(g.sm.buf, sig...)
 		if ok, done := g.sm.verified[string(g.sm.buf)]; done {
 			if !ok {

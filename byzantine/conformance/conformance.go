@@ -103,6 +103,34 @@ func Cases() []Case {
 		{"SM/n4m2/forge", cfg(sm, 4, 2, traitor(0, byzantine.TwoFaced), traitor(2, byzantine.Forge)), rejects(byzantine.RejectForged)},
 		{"SM/n5m3/mixed", cfg(sm, 5, 3, traitor(0, byzantine.Colluding), traitor(1, byzantine.Replay), traitor(3, byzantine.Late)), rejects(byzantine.RejectDuplicate, byzantine.RejectLate)},
 		{"SM/n4m1/lieutenant-silent", cfg(sm, 4, 1, traitor(3, byzantine.Silent)), agree},
+		{"OM/n4m1/lieutenant-crashes-round1", crash(cfg(om, 4, 1), 2, 1), crashed(2, 2)},
+		{"OM/n4m1/commander-crashes-round0", crash(cfg(om, 4, 1), 0, 0), crashed(0, 3)},
+		{"SM/n4m1/lieutenant-crashes-round1", crash(cfg(sm, 4, 1), 3, 1), crashed(3, 2)},
+		{"SM/n5m2/crash-and-traitor", crash(cfg(sm, 5, 2, traitor(0, byzantine.TwoFaced)), 2, 1), crashed(2, 3)},
+	}
+}
+
+// crash makes general id of c crash at the start of round r.
+func crash(c byzantine.Config, id byzantine.ID, r int) byzantine.Config {
+	c.Crashes = append(c.Crashes, byzantine.Crash{ID: id, Round: r})
+	return c
+}
+
+// crashed checks that general id is reported crashed, that survivors loyal
+// lieutenants decided, and that IC1 and IC2 hold over them.
+func crashed(id byzantine.ID, survivors int) func(*testing.T, *byzantine.Result) {
+	return func(t *testing.T, res *byzantine.Result) {
+		t.Helper()
+		agree(t, res)
+		if !res.Generals[id].Crashed {
+			t.Errorf("general %d not reported crashed", id)
+		}
+		if got := res.Crashed(); len(got) != 1 {
+			t.Errorf("crashed = %v, want [%d]", got, id)
+		}
+		if got := len(res.Decisions()); got != survivors {
+			t.Errorf("%d loyal survivors decided (%v), want %d", got, res.Decisions(), survivors)
+		}
 	}
 }
 

@@ -3,10 +3,13 @@ package tcp
 import (
 	"crypto/ed25519"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"time"
 
 	"dlm/byzantine"
 )
@@ -78,6 +81,27 @@ func (c Cluster) Addr(id byzantine.ID) string {
 		}
 	}
 	return ""
+}
+
+// RunID derives the id of the run of cluster c that starts at start with
+// sequence number seq: byzantine.NewRunID over the cluster's ids,
+// addresses and public keys (in id order), the start time and seq. Every
+// general of a run computes the same id from the same cluster file, --start
+// and --seq; a run with another cluster (even one entry pointing
+// elsewhere), another start or another seq gets another id, and its
+// handshakes, markers and signatures are refused.
+func RunID(c Cluster, start time.Time, seq uint64) byzantine.RunID {
+	peers := slices.Clone(c.Generals)
+	slices.SortFunc(peers, func(a, b Peer) int { return int(a.ID - b.ID) })
+	var b []byte
+	for _, p := range peers {
+		b = binary.BigEndian.AppendUint16(b, uint16(p.ID))
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p.Addr)))
+		b = append(b, p.Addr...)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(p.PublicKey)))
+		b = append(b, p.PublicKey...)
+	}
+	return byzantine.NewRunID(b, start, seq)
 }
 
 // EncodeKey returns the base64 form of a public key used in cluster files.

@@ -25,6 +25,18 @@
 // file, the same byzantine.Config and the same start time; the dlm command
 // wraps this as "dlm generals node" (see docs/agreement.md).
 //
+// # Runs and resources
+//
+// Both sides of a handshake sign the run id (RunID: the cluster, the start
+// time and the sequence number) and every end-of-round marker carries it,
+// so generals of another run, even with the same keys, are refused. The
+// accept loop backs off on errors and keeps accepting; at most
+// MaxHandshakes connections may be unauthenticated (a new one evicts the
+// oldest); each peer has one inbound connection and a queue of PeerQueue
+// events, so a fast or hostile peer slows only its own connection. Launch
+// marks a general whose process dies as crashed and keeps the survivors'
+// results.
+//
 // Handshake nonces and process keys come from crypto/rand: authentication
 // must not be predictable from a seed.
 package tcp

@@ -83,6 +83,7 @@ func TestConformanceTCPProcesses(t *testing.T) {
 		"OM/n7m2/loyal/B6-count",
 		"OM/n4m1/commander-two-faced",
 		"SM/n5m3/mixed",
+		"OM/n4m1/lieutenant-crashes-round1",
 	))
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,7 @@ import (
 const (
 	kindHello   = 1 // handshake
 	kindMessage = 2 // a byzantine.Message in wire format
-	kindMarker  = 3 // end of round: 2-byte round number
+	kindMarker  = 3 // end of round: 2-byte round number, 16-byte run id
 )
 
 const (
@@ -29,6 +30,26 @@ const (
 	handshakeTimeout = 5 * time.Second
 	writeTimeout     = 5 * time.Second
 	nonceSize        = 32
+	// acceptBackoffMin and acceptBackoffMax bound the pause after an
+	// Accept error (for example EMFILE): the loop backs off, then accepts
+	// again, instead of stopping.
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// Limits that keep one peer, or a stranger, from starving the others.
+const (
+	// MaxHandshakes bounds the inbound connections that have not yet
+	// authenticated; above it the oldest of them is closed to make room,
+	// so idle strangers cannot hold more than this many descriptors, and a
+	// peer's handshake (a few milliseconds) still gets through unless that
+	// many connections arrive during it.
+	MaxHandshakes = 64
+	// PeerQueue is how many received events of one peer may wait for the
+	// general to take them. A peer that sends faster is not read further
+	// until the general catches up: it slows only its own connection,
+	// never the others'.
+	PeerQueue = 128
 )
 
 // ErrHandshake is wrapped when a peer fails to authenticate.
@@ -48,20 +69,25 @@ var ErrClosed = errors.New("tcp: node closed")
 // replayable, so it is the one random choice not drawn from the seed.
 type Node struct {
 	id       byzantine.ID
+	run      byzantine.RunID // set by Start, before any connection is served
 	priv     ed25519.PrivateKey
 	ln       net.Listener
 	maxFrame int
 
-	in      chan byzantine.Inbound
-	done    chan struct{}
-	closing sync.Once
-	wg      sync.WaitGroup
-	refused atomic.Int64
+	in         chan byzantine.Inbound
+	slots      []chan struct{} // per peer: a token per queued event
+	done       chan struct{}
+	closing    sync.Once
+	wg         sync.WaitGroup
+	refused    atomic.Int64
+	acceptErrs atomic.Int64
 
-	mu    sync.Mutex
-	keys  []ed25519.PublicKey
-	out   map[byzantine.ID]*outConn
-	conns map[net.Conn]struct{}
+	mu      sync.Mutex
+	keys    []ed25519.PublicKey
+	out     map[byzantine.ID]*outConn
+	conns   map[net.Conn]struct{}
+	inbound map[byzantine.ID]bool // peers with an authenticated inbound connection
+	pending []net.Conn            // inbound connections still in their handshake, oldest first
 }
 
 type outConn struct {
@@ -84,23 +110,33 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 		priv:     priv,
 		ln:       ln,
 		maxFrame: maxFrame,
-		in:       make(chan byzantine.Inbound, 4096),
 		done:     make(chan struct{}),
 		out:      make(map[byzantine.ID]*outConn),
 		conns:    make(map[net.Conn]struct{}),
+		inbound:  make(map[byzantine.ID]bool),
 	}, nil
 }
 
 // Addr returns the address the node listens on.
 func (n *Node) Addr() string { return n.ln.Addr().String() }
 
-// Refused returns how many inbound connections failed to authenticate.
+// Refused returns how many inbound connections were refused: failed
+// handshakes, connections above MaxHandshakes, and second connections of
+// an already connected peer.
 func (n *Node) Refused() int { return int(n.refused.Load()) }
+
+// AcceptErrors returns how many Accept calls failed (the loop backed off
+// and went on accepting).
+func (n *Node) AcceptErrors() int { return int(n.acceptErrs.Load()) }
 
 // Start accepts the cluster's connections and dials every other general of
 // the cluster, retrying until ctx ends. It returns the errors of the peers it
-// could not reach; the node still works with the others.
-func (n *Node) Start(ctx context.Context, c Cluster) error {
+// could not reach; the node still works with the others. run is the run id
+// (see RunID): both sides of every handshake sign it, and it is carried by
+// every end-of-round marker, so a general of another run (sharing the
+// keys, or reached through a cluster entry pointing elsewhere) fails the
+// handshake and is refused.
+func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error {
 	keys, err := c.PublicKeys()
 	if err != nil {
 		return err
@@ -110,6 +146,12 @@ func (n *Node) Start(ctx context.Context, c Cluster) error {
 	}
 	n.mu.Lock()
 	n.keys = keys
+	n.run = run
+	n.in = make(chan byzantine.Inbound, len(keys)*PeerQueue)
+	n.slots = make([]chan struct{}, len(keys))
+	for i := range n.slots {
+		n.slots[i] = make(chan struct{}, PeerQueue)
+	}
 	n.mu.Unlock()
 	n.wg.Add(1)
 	go n.acceptLoop()
@@ -155,8 +197,9 @@ func (n *Node) dial(ctx context.Context, id byzantine.ID, addr string, key ed255
 	}
 }
 
-func transcript(role string, nonce []byte, dialer, listener byzantine.ID) []byte {
-	b := []byte("dlm/byzantine/tcp/v1/" + role)
+func transcript(role string, run byzantine.RunID, nonce []byte, dialer, listener byzantine.ID) []byte {
+	b := []byte("dlm/byzantine/tcp/v2/" + role)
+	b = append(b, run[:]...)
 	b = append(b, nonce...)
 	b = binary.BigEndian.AppendUint16(b, uint16(dialer))
 	return binary.BigEndian.AppendUint16(b, uint16(listener))
@@ -183,10 +226,10 @@ func (n *Node) clientHandshake(conn net.Conn, want byzantine.ID, key ed25519.Pub
 		return fmt.Errorf("%w: peer says it is %d, want %d", ErrHandshake, got, want)
 	}
 	nonceL := reply[3 : 3+nonceSize]
-	if !ed25519.Verify(key, transcript("accept", nonceD, n.id, want), reply[3+nonceSize:]) {
+	if !ed25519.Verify(key, transcript("accept", n.run, nonceD, n.id, want), reply[3+nonceSize:]) {
 		return fmt.Errorf("%w: peer %d signature", ErrHandshake, want)
 	}
-	sig := ed25519.Sign(n.priv, transcript("dial", nonceL, n.id, want))
+	sig := ed25519.Sign(n.priv, transcript("dial", n.run, nonceL, n.id, want))
 	return WriteFrame(conn, append([]byte{kindHello}, sig...))
 }
 
@@ -204,14 +247,14 @@ func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
 	}
 	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
 	n.mu.Lock()
-	keys := n.keys
+	keys, run := n.keys, n.run
 	n.mu.Unlock()
 	if int(peer) >= len(keys) || peer == n.id {
 		return 0, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
 	}
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
-	sig := ed25519.Sign(n.priv, transcript("accept", hello[3:], peer, n.id))
+	sig := ed25519.Sign(n.priv, transcript("accept", run, hello[3:], peer, n.id))
 	reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
 	reply = append(append(reply, nonceL...), sig...)
 	if err := WriteFrame(conn, reply); err != nil {
@@ -222,19 +265,43 @@ func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
 		return 0, err
 	}
 	if len(proof) != 1+ed25519.SignatureSize || proof[0] != kindHello ||
-		!ed25519.Verify(keys[peer], transcript("dial", nonceL, peer, n.id), proof[1:]) {
+		!ed25519.Verify(keys[peer], transcript("dial", run, nonceL, peer, n.id), proof[1:]) {
 		return 0, fmt.Errorf("%w: general %d did not prove its identity", ErrHandshake, peer)
 	}
 	return peer, nil
 }
 
+// acceptLoop accepts until the node closes. An Accept error (out of file
+// descriptors, a reset connection) pauses it, with a backoff doubling from
+// acceptBackoffMin to acceptBackoffMax, and it accepts again: no error
+// leaves the general deaf. Connections above MaxHandshakes waiting to
+// authenticate evict the oldest such connection.
 func (n *Node) acceptLoop() {
 	defer n.wg.Done()
+	backoff := time.Duration(0)
 	for {
 		conn, err := n.ln.Accept()
 		if err != nil {
-			return
+			select {
+			case <-n.done:
+				return
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			n.acceptErrs.Add(1)
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			t := time.NewTimer(backoff)
+			select {
+			case <-n.done:
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
 		}
+		backoff = 0
 		n.mu.Lock()
 		select {
 		case <-n.done:
@@ -243,6 +310,11 @@ func (n *Node) acceptLoop() {
 			return
 		default:
 		}
+		if len(n.pending) >= MaxHandshakes {
+			n.pending[0].Close() // its handshake fails and it is refused
+			n.pending = n.pending[1:]
+		}
+		n.pending = append(n.pending, conn)
 		n.conns[conn] = struct{}{}
 		n.wg.Add(1)
 		n.mu.Unlock()
@@ -250,7 +322,14 @@ func (n *Node) acceptLoop() {
 	}
 }
 
+// push queues ev, waiting while its peer already has PeerQueue events
+// queued: a fast peer is throttled on its own connection.
 func (n *Node) push(ev byzantine.Inbound) bool {
+	select {
+	case n.slots[ev.From] <- struct{}{}:
+	case <-n.done:
+		return false
+	}
 	select {
 	case n.in <- ev:
 		return true
@@ -265,10 +344,30 @@ func (n *Node) readLoop(conn net.Conn) {
 	defer n.wg.Done()
 	defer n.drop(conn)
 	peer, err := n.serverHandshake(conn)
+	n.mu.Lock()
+	if i := slices.Index(n.pending, conn); i >= 0 {
+		n.pending = slices.Delete(n.pending, i, i+1)
+	}
+	n.mu.Unlock()
 	if err != nil {
 		n.refused.Add(1)
 		return
 	}
+	// One authenticated connection per peer: a second one (a replayed or
+	// mixed-up dial) is refused while the first lives.
+	n.mu.Lock()
+	dup := n.inbound[peer]
+	n.inbound[peer] = true
+	n.mu.Unlock()
+	if dup {
+		n.refused.Add(1)
+		return
+	}
+	defer func() {
+		n.mu.Lock()
+		delete(n.inbound, peer)
+		n.mu.Unlock()
+	}()
 	for {
 		frame, err := ReadFrame(conn, n.maxFrame)
 		if err != nil {
@@ -279,7 +378,7 @@ func (n *Node) readLoop(conn net.Conn) {
 			n.push(ev)
 			return
 		}
-		ev, ok := decodeFrame(peer, frame)
+		ev, ok := decodeFrame(peer, n.run, frame)
 		if !n.push(ev) || !ok {
 			return
 		}
@@ -287,8 +386,8 @@ func (n *Node) readLoop(conn net.Conn) {
 }
 
 // decodeFrame turns a frame into an event; ok is false when the frame is
-// garbage and the peer must be cut off.
-func decodeFrame(peer byzantine.ID, frame []byte) (byzantine.Inbound, bool) {
+// garbage, or a marker of another run, and the peer must be cut off.
+func decodeFrame(peer byzantine.ID, run byzantine.RunID, frame []byte) (byzantine.Inbound, bool) {
 	bad := byzantine.Inbound{From: peer, Gone: true, Rejected: byzantine.RejectMalformed}
 	if len(frame) == 0 {
 		return bad, false
@@ -302,7 +401,7 @@ func decodeFrame(peer byzantine.ID, frame []byte) (byzantine.Inbound, bool) {
 		m.From = peer // A2: the connection names the sender
 		return byzantine.Inbound{From: peer, Message: &m}, true
 	case kindMarker:
-		if len(frame) != 3 {
+		if len(frame) != 3+len(run) || !bytes.Equal(frame[3:], run[:]) {
 			return bad, false
 		}
 		return byzantine.Inbound{From: peer, Marker: true, EndOfRound: int(binary.BigEndian.Uint16(frame[1:]))}, true
@@ -358,6 +457,7 @@ func (n *Node) EndRound(ctx context.Context, r int) error {
 	}
 	n.mu.Unlock()
 	frame := binary.BigEndian.AppendUint16([]byte{kindMarker}, uint16(r))
+	frame = append(frame, n.run[:]...)
 	var errs []error
 	for _, id := range ids {
 		if err := n.write(id, frame); err != nil {
@@ -367,10 +467,11 @@ func (n *Node) EndRound(ctx context.Context, r int) error {
 	return errors.Join(errs...)
 }
 
-// Recv returns the next inbound event.
+// Recv returns the next inbound event. Call it once Start has returned.
 func (n *Node) Recv(ctx context.Context) (byzantine.Inbound, error) {
 	select {
 	case ev := <-n.in:
+		<-n.slots[ev.From]
 		return ev, nil
 	case <-ctx.Done():
 		return byzantine.Inbound{}, ctx.Err()

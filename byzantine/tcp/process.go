@@ -82,6 +82,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 		return fmt.Errorf("tcp: reading go: %w", err)
 	}
 	res, trace, err := RunNode(ctx, node, a.Config, priv, g.Cluster, g.Start)
+	if errors.Is(err, byzantine.ErrCrashed) {
+		return err // a crash sends no report: the coordinator finds it dead
+	}
 	r := report{Result: res, Trace: trace}
 	if err != nil {
 		r.Error = err.Error()
@@ -96,7 +99,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // connects to the cluster, runs the rounds from start, and returns the
 // general's result and, when cfg.Trace is set, what it received. This is
 // the entry point for generals on several machines, each given the same
-// cluster file, config and start time.
+// cluster file, config and start time. The run id is always derived here,
+// RunID(c, start, cfg.Seq), replacing any cfg.RunID: generals of another
+// cluster, start or sequence number cannot take part.
 func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.GeneralResult, []byzantine.TraceEvent, error) {
 	keys, err := c.PublicKeys()
 	if err != nil {
@@ -105,15 +110,19 @@ func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519
 	if len(keys) != cfg.Generals {
 		return byzantine.GeneralResult{}, nil, fmt.Errorf("%w: %d generals in the cluster, config says %d", ErrCluster, len(keys), cfg.Generals)
 	}
+	if int(node.id) >= len(keys) || !keys[node.id].Equal(priv.Public()) {
+		return byzantine.GeneralResult{}, nil, fmt.Errorf("%w: general %d: key does not match the cluster file", ErrCluster, node.id)
+	}
+	cfg.RunID = RunID(c, start, cfg.Seq)
 	g, err := byzantine.NewGeneral(cfg, node.id, byzantine.Keyring{Private: priv, Public: keys})
 	if err != nil {
 		return byzantine.GeneralResult{}, nil, err
 	}
 	// Rounds are timed from start: give up on unreachable peers soon after.
 	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
-	err = node.Start(dctx, c)
+	err = node.Start(dctx, c, cfg.RunID)
 	cancel()
-	if err != nil && ctx.Err() != nil {
+	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrCluster)) {
 		return byzantine.GeneralResult{}, nil, err
 	}
 	// A peer that cannot be reached is treated as silent: its rounds time out.
@@ -178,6 +187,12 @@ func LocalSpawner() Spawner {
 
 // Launch runs cfg with every general in its own process (or goroutine)
 // made by spawn, connected over TCP on loopback, and assembles the result.
+// A general that dies after the run started (no report, or a report with
+// an error) is marked Crashed in the result and the survivors' decisions
+// are kept: the verdict then covers the loyal survivors. Launch returns an
+// error wrapping ErrGeneral only when the run could not take place (a
+// general could not be started or did not come up), or one wrapping
+// ctx.Err() when ctx ends first.
 func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantine.Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -237,14 +252,26 @@ func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantin
 		})
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", byzantine.ErrStopped, errors.Join(err, errors.Join(errs...)))
 	}
+	cfg.RunID = RunID(cluster, start, cfg.Seq)
 	results := make([]byzantine.GeneralResult, n)
 	traces := make([][]byzantine.TraceEvent, n)
+	crashed := 0
 	for i, r := range reports {
+		if errs[i] != nil {
+			id := byzantine.ID(i)
+			strat := cfg.StrategyOf(id)
+			results[i] = byzantine.GeneralResult{ID: id, Loyal: strat == "", Strategy: strat, Crashed: true}
+			crashed++
+			continue
+		}
 		results[i] = r.Result
 		traces[i] = r.Trace
+	}
+	if crashed == n {
+		return nil, errors.Join(errs...)
 	}
 	return byzantine.Assemble(cfg, results, traces...), nil
 }

@@ -55,7 +55,7 @@ func serveGarbage(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	sctx, cancel := context.WithDeadline(ctx, g.Start.Add(a.Config.RoundTimeout))
 	defer cancel()
-	if err := node.Start(sctx, g.Cluster); err != nil {
+	if err := node.Start(sctx, g.Cluster, RunID(g.Cluster, g.Start, a.Config.Seq)); err != nil {
 		return err
 	}
 	frames := garbageFrames()
@@ -187,8 +187,8 @@ func TestUnauthenticatedGarbage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- n0.Start(ctx, c) }()
-	if err := n1.Start(ctx, c); err != nil {
+	go func() { errc <- n0.Start(ctx, c, byzantine.RunID{}) }()
+	if err := n1.Start(ctx, c, byzantine.RunID{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {
@@ -227,7 +227,7 @@ func TestUnauthenticatedGarbage(t *testing.T) {
 // TestSenderIsAuthenticated: a message claiming another sender is stamped
 // with the connection's authenticated peer (A2).
 func TestSenderIsAuthenticated(t *testing.T) {
-	ev, ok := decodeFrame(2, mustFrame(t, byzantine.Message{From: 0, To: 1, Order: byzantine.Attack, Path: []byzantine.ID{0}}))
+	ev, ok := decodeFrame(2, byzantine.RunID{}, mustFrame(t, byzantine.Message{From: 0, To: 1, Order: byzantine.Attack, Path: []byzantine.ID{0}}))
 	if !ok || ev.Message == nil {
 		t.Fatalf("decodeFrame failed: %+v", ev)
 	}

@@ -35,7 +35,15 @@ type generalsFlags struct {
 	unsafe       bool
 	trace        bool
 	json         bool
+	crash        string
+	explain      int
+	report       string
 }
+
+// exitCouldNotRun is the status of a generals run that could not take
+// place (a general's process could not start, the run was interrupted):
+// distinct from exitFailure, which means IC1 or IC2 was violated.
+const exitCouldNotRun = exitUnavailable
 
 // newGeneralsCmd builds "dlm generals": one run of OM(m) or SM(m), with the
 // decisions, the counters and the IC1/IC2 verdict.
@@ -58,11 +66,31 @@ on loopback, authenticated by its own ed25519 key.
 OM needs n >= 3m+1 and SM n >= m+2; --unsafe runs a smaller n anyway, to
 watch B3 break. The same --seed replays the same run.
 
-Exit 0 when IC1 and IC2 hold, 1 when they do not, 64 on bad usage.`,
+--crash 2@1 makes general 2 crash at the start of round 1 (ids and rounds
+comma-separated); a crashed general counts among the m faulty ones. With
+--transport tcp a general whose process dies is reported as crashed too;
+the verdict covers the loyal generals that survive.
+
+--report run.html writes the run as one self-contained page: the messages
+per round between generals (traitors marked), each loyal lieutenant's
+decision tree (OM) or set V (SM), and the verdict.
+
+--explain 2 prints how lieutenant 2 decided: for OM the value received
+along every relay path of its tree (a missing message shown as the default
+RETREAT) and the majority taken at each level; for SM its set V, each order
+with the first chain that brought it.
+
+Exit status:
+  0   IC1 and IC2 hold (over the loyal survivors)
+  1   IC1 or IC2 is violated
+  64  bad usage (with the reason)
+  69  the run could not take place (a general could not start, or the run
+      was interrupted)`,
 		Example: `  dlm generals --algorithm om --generals 4 --traitors 1 --faulty 3 --strategy two-faced
   dlm generals --algorithm sm --generals 3 --traitors 1 --faulty 0 --trace
   dlm generals --algorithm om --generals 3 --traitors 1 --faulty 2 --strategy flip --unsafe
-  dlm generals --generals 7 --traitors 2 --faulty 0,4 --strategy colluding --transport tcp --json`,
+  dlm generals --generals 7 --traitors 2 --faulty 0,4 --strategy colluding --transport tcp --json
+  dlm generals --transport tcp --crash 2@1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runGenerals(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
@@ -72,7 +100,8 @@ Exit 0 when IC1 and IC2 hold, 1 when they do not, 64 on bad usage.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.transport, "transport", "memory", "memory (deterministic, in process) or tcp (one process per general)")
 	fl.BoolVar(&f.trace, "trace", false, "print the message flow round by round")
-	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd())
+	fl.StringVar(&f.report, "report", "", "write the run as a self-contained HTML page: messages per round, each loyal lieutenant's decision, the verdict")
+	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd(), newGeneralsExhaustCmd(), newGeneralsSweepCmd())
 	return cmd
 }
 
@@ -92,6 +121,8 @@ func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
 	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp (A3)")
 	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
+	fl.IntVar(&f.explain, "explain", -1, "explain how lieutenant ID decided: OM's tree of values and majorities, SM's V with the first chain of each order")
+	fl.StringVar(&f.crash, "crash", "", "generals that crash, as id@round, comma-separated (2@1: general 2 stops at the start of round 1)")
 }
 
 // generalsConfig turns the flags into a run configuration.
@@ -116,6 +147,20 @@ func generalsConfig(f generalsFlags) (byzantine.Config, error) {
 			cfg.Faulty = append(cfg.Faulty, byzantine.Traitor{ID: byzantine.ID(id), Strategy: byzantine.Strategy(strat)})
 		}
 	}
+	if f.explain >= 0 {
+		cfg.Explain = []byzantine.ID{byzantine.ID(f.explain)}
+	}
+	if f.crash != "" {
+		for _, item := range strings.Split(f.crash, ",") {
+			idText, roundText, found := strings.Cut(strings.TrimSpace(item), "@")
+			id, err1 := strconv.Atoi(idText)
+			round, err2 := strconv.Atoi(roundText)
+			if !found || err1 != nil || err2 != nil {
+				return cfg, fmt.Errorf("--crash: %q: want id@round, as 2@1", item)
+			}
+			cfg.Crashes = append(cfg.Crashes, byzantine.Crash{ID: byzantine.ID(id), Round: round})
+		}
+	}
 	return cfg, cfg.Validate()
 }
 
@@ -130,6 +175,18 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 		}
 		return withCode(exitUsage, err)
 	}
+	requested := cfg.Explain
+	if f.report != "" {
+		// The page needs the trace and every lieutenant's explanation.
+		cfg.Trace = true
+		cfg.Explain = nil
+		for i := 1; i < cfg.Generals; i++ {
+			cfg.Explain = append(cfg.Explain, byzantine.ID(i))
+		}
+		if err := cfg.Validate(); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--report: %w", err))
+		}
+	}
 	var res *byzantine.Result
 	if f.transport == "tcp" {
 		res, err = launchGenerals(ctx, cfg, stderr)
@@ -137,7 +194,18 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 		res, err = byzantine.Run(ctx, cfg)
 	}
 	if err != nil {
-		return err
+		return withCode(exitCouldNotRun, err)
+	}
+	if f.report != "" {
+		if err := writeGeneralsReport(f.report, f.transport, res); err != nil {
+			return err
+		}
+		shown := *res // print only what was asked for
+		shown.Config.Trace, shown.Config.Explain = f.trace, requested
+		if !f.trace {
+			shown.Trace = nil
+		}
+		res = &shown
 	}
 	if f.json {
 		if err := writeGeneralsJSON(stdout, f.transport, res); err != nil {
@@ -226,15 +294,23 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 			role = "commander"
 		}
 		decision := string(g.Decision)
-		if !g.Loyal {
+		if !g.Loyal || g.Crashed {
 			decision = "-"
 		}
-		line := fmt.Sprintf("  general %-3d %-10s %-22s %s", g.ID, role, loyalLabel(g), decision)
-		if cfg.Algorithm == byzantine.SM && g.ID != 0 && g.Loyal {
+		label := loyalLabel(g)
+		if g.Crashed {
+			label += ", crashed"
+			if r := cfg.CrashRound(g.ID); r >= 0 {
+				label = fmt.Sprintf("%s, crashed at round %d", loyalLabel(g), r)
+			}
+		}
+		line := fmt.Sprintf("  general %-3d %-10s %-22s %s", g.ID, role, label, decision)
+		if cfg.Algorithm == byzantine.SM && g.ID != 0 && g.Loyal && !g.Crashed {
 			line += fmt.Sprintf("   V=%v", g.Values)
 		}
 		fmt.Fprintln(w, strings.TrimRight(line, " "))
 	}
+	writeExplanations(w, res)
 	fmt.Fprintf(w, "messages %d, rounds %d, bytes %d", res.Messages, res.Rounds, res.Bytes)
 	if cfg.Algorithm == byzantine.SM {
 		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
@@ -247,12 +323,44 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 		}
 		fmt.Fprintf(w, "rejected: %s\n", strings.Join(parts, ", "))
 	}
+	if crashed := res.Crashed(); len(crashed) > 0 {
+		fmt.Fprintf(w, "crashed: %v (the verdict covers the loyal survivors)\n", crashed)
+	}
 	fmt.Fprintf(w, "IC1 (all loyal lieutenants obey the same order): %s\n", holds(res.IC1()))
 	ic2 := holds(res.IC2())
-	if !res.Generals[0].Loyal {
+	switch {
+	case !res.Generals[0].Loyal:
 		ic2 += " (vacuously: the commander is a traitor)"
+	case res.Generals[0].Crashed:
+		ic2 += " (vacuously: the commander crashed)"
 	}
 	fmt.Fprintf(w, "IC2 (a loyal commander's order is obeyed):       %s\n", ic2)
+}
+
+// writeExplanations prints how each explained general decided.
+func writeExplanations(w io.Writer, res *byzantine.Result) {
+	for _, g := range res.Generals {
+		switch {
+		case !slices.Contains(res.Config.Explain, g.ID):
+		case g.Explanation == nil:
+			fmt.Fprintf(w, "explain general %d: no decision to explain (crashed)\n", g.ID)
+		case g.ID == 0:
+			fmt.Fprintf(w, "explain general 0: the commander obeys his own order\n")
+		default:
+			how := "tree of values by relay path; missing messages count as RETREAT"
+			if res.Config.Algorithm == byzantine.SM {
+				how = "the set V, each order with the first chain that brought it"
+			}
+			note := ""
+			if !g.Loyal {
+				note = " (a traitor: what it would decide)"
+			}
+			fmt.Fprintf(w, "explain general %d%s: %s\n", g.ID, note, how)
+			for _, line := range g.Explanation.Lines() {
+				fmt.Fprintf(w, "  %s\n", line)
+			}
+		}
+	}
 }
 
 func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
@@ -283,26 +391,28 @@ func writeGeneralsTrace(w io.Writer, res *byzantine.Result) {
 
 // generalsJSON is the --json output.
 type generalsJSON struct {
-	Algorithm          byzantine.Algorithm            `json:"algorithm"`
-	Generals           int                            `json:"generals"`
-	MaxTraitors        int                            `json:"max_traitors"`
-	Faulty             []byzantine.ID                 `json:"faulty"`
-	Strategies         map[string]byzantine.Strategy  `json:"strategies"`
-	Order              byzantine.Order                `json:"order"`
-	Majority           byzantine.MajorityVariant      `json:"majority"`
-	Transport          string                         `json:"transport"`
-	Seed               int64                          `json:"seed"`
-	Decisions          map[string]byzantine.Order     `json:"decisions"`
-	Messages           int                            `json:"messages"`
-	Rounds             int                            `json:"rounds"`
-	Bytes              int64                          `json:"bytes"`
-	SignaturesMade     int                            `json:"signatures_made"`
-	SignaturesVerified int                            `json:"signatures_verified"`
-	Rejected           map[byzantine.RejectReason]int `json:"rejected"`
-	IC1                bool                           `json:"ic1"`
-	IC2                bool                           `json:"ic2"`
-	Verdict            string                         `json:"verdict"`
-	Trace              []generalsTraceJSON            `json:"trace,omitempty"`
+	Algorithm          byzantine.Algorithm               `json:"algorithm"`
+	Generals           int                               `json:"generals"`
+	MaxTraitors        int                               `json:"max_traitors"`
+	Faulty             []byzantine.ID                    `json:"faulty"`
+	Crashed            []byzantine.ID                    `json:"crashed"`
+	Strategies         map[string]byzantine.Strategy     `json:"strategies"`
+	Order              byzantine.Order                   `json:"order"`
+	Majority           byzantine.MajorityVariant         `json:"majority"`
+	Transport          string                            `json:"transport"`
+	Seed               int64                             `json:"seed"`
+	Decisions          map[string]byzantine.Order        `json:"decisions"`
+	Messages           int                               `json:"messages"`
+	Rounds             int                               `json:"rounds"`
+	Bytes              int64                             `json:"bytes"`
+	SignaturesMade     int                               `json:"signatures_made"`
+	SignaturesVerified int                               `json:"signatures_verified"`
+	Rejected           map[byzantine.RejectReason]int    `json:"rejected"`
+	IC1                bool                              `json:"ic1"`
+	IC2                bool                              `json:"ic2"`
+	Verdict            string                            `json:"verdict"`
+	Trace              []generalsTraceJSON               `json:"trace,omitempty"`
+	Explanations       map[string]*byzantine.Explanation `json:"explanations,omitempty"`
 }
 
 type generalsTraceJSON struct {
@@ -341,6 +451,10 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	if out.Faulty == nil {
 		out.Faulty = []byzantine.ID{}
 	}
+	out.Crashed = res.Crashed()
+	if out.Crashed == nil {
+		out.Crashed = []byzantine.ID{}
+	}
 	if out.Rejected == nil {
 		out.Rejected = map[byzantine.RejectReason]int{}
 	}
@@ -349,6 +463,14 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	}
 	for id, d := range res.Decisions() {
 		out.Decisions[strconv.Itoa(int(id))] = d
+	}
+	for _, g := range res.Generals {
+		if g.Explanation != nil && slices.Contains(cfg.Explain, g.ID) {
+			if out.Explanations == nil {
+				out.Explanations = map[string]*byzantine.Explanation{}
+			}
+			out.Explanations[strconv.Itoa(int(g.ID))] = g.Explanation
+		}
 	}
 	if err := res.Verify(); err != nil {
 		out.Verdict = err.Error()

@@ -5,8 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -19,11 +23,18 @@ import (
 // newGeneralsKeygenCmd builds "dlm generals keygen": a new ed25519 identity
 // for one general of a multi-machine run.
 func newGeneralsKeygenCmd() *cobra.Command {
-	var out string
+	var (
+		out   string
+		force bool
+	)
 	cmd := &cobra.Command{
-		Use:   "keygen --out FILE",
+		Use:   "keygen --out FILE [--force]",
 		Short: "Create a general's ed25519 key; print its public key for the cluster file",
-		Args:  cobra.NoArgs,
+		Long: `Create a general's ed25519 key in --out (base64 seed, mode 0600, readable by
+its owner only) and print its public key for the cluster file. An existing
+file is never overwritten unless --force is given; with --force the new key
+replaces it atomically, still with mode 0600.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return usageErrorf("--out is required")
@@ -33,7 +44,7 @@ func newGeneralsKeygenCmd() *cobra.Command {
 				return err
 			}
 			seed := base64.StdEncoding.EncodeToString(priv.Seed())
-			if err := os.WriteFile(out, []byte(seed+"\n"), 0o600); err != nil {
+			if err := writePrivateKey(out, []byte(seed+"\n"), force); err != nil {
 				return err
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), tcp.EncodeKey(pub))
@@ -41,7 +52,45 @@ func newGeneralsKeygenCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "", "file to write the private key to (base64 seed, mode 0600)")
+	cmd.Flags().BoolVar(&force, "force", false, "replace an existing --out file")
 	return cmd
+}
+
+// writePrivateKey writes data to path with mode 0600. Without force an
+// existing file is a usage error; with force the file is replaced through
+// a new 0600 file renamed over it, so the old mode never carries over.
+func writePrivateKey(path string, data []byte, force bool) error {
+	if !force {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			return usageErrorf("%s exists: not overwriting a key (use --force to replace it)", path)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := f.Write(data); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".dlm-key-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 func readGeneralKey(path string) (ed25519.PrivateKey, error) {
@@ -56,6 +105,35 @@ func readGeneralKey(path string) (ed25519.PrivateKey, error) {
 	return ed25519.NewKeyFromSeed(seed), nil
 }
 
+// checkNodeIdentity checks, before anything listens, that general id is in
+// the cluster, that the cluster has as many generals as the run, that priv
+// is the key the cluster lists for id, and that its address names a host
+// (unless anyAddr); it returns the address to listen on.
+func checkNodeIdentity(c tcp.Cluster, cfg byzantine.Config, id int, priv ed25519.PrivateKey, anyAddr bool) (string, error) {
+	keys, err := c.PublicKeys()
+	if err != nil {
+		return "", err
+	}
+	if id < 0 || id >= len(keys) {
+		return "", fmt.Errorf("--id %d is not in the cluster file (ids 0..%d)", id, len(keys)-1)
+	}
+	if len(keys) != cfg.Generals {
+		return "", fmt.Errorf("the cluster file lists %d generals but -n is %d", len(keys), cfg.Generals)
+	}
+	if !keys[id].Equal(priv.Public()) {
+		return "", fmt.Errorf("--key is not the key the cluster file lists for general %d", id)
+	}
+	addr := c.Addr(byzantine.ID(id))
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("general %d: address %q: %w", id, addr, err)
+	}
+	if ip := net.ParseIP(host); (host == "" || ip != nil && ip.IsUnspecified()) && !anyAddr {
+		return "", fmt.Errorf("general %d: address %q would listen on all interfaces; give a host, or --listen-any", id, addr)
+	}
+	return addr, nil
+}
+
 // newGeneralsNodeCmd builds "dlm generals node": one general of a run over
 // several machines, described by a cluster file.
 func newGeneralsNodeCmd() *cobra.Command {
@@ -65,6 +143,7 @@ func newGeneralsNodeCmd() *cobra.Command {
 		id      int
 		keyPath string
 		start   string
+		anyAddr bool
 	)
 	cmd := &cobra.Command{
 		Use:   "node --cluster FILE --id N --key FILE --start TIME [run flags]",
@@ -73,9 +152,24 @@ func newGeneralsNodeCmd() *cobra.Command {
 machine gets the same cluster file (ids, addresses, public keys), the same
 run flags and the same --start time (RFC 3339; clocks must agree within
 the round timeout); each runs "dlm generals node" with its own --id and
---key. The node prints its own decision; gather them to check IC1/IC2.`,
+--key. The node prints its own decision; gather them to check IC1/IC2.
+
+The run id, signed into every message and handshake, is derived from the
+cluster file, --start and --seq; without --seq the sequence number is
+derived from --start, so every run with a new start time refuses the signed
+orders of earlier runs. A key that does not match the cluster file, an id
+not in it, or -n different from its size is a usage error (exit 64),
+found before anything listens. A cluster address without a host (":7400",
+"0.0.0.0:7400") would listen on all interfaces: that needs --listen-any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			t0, err := time.Parse(time.RFC3339Nano, start)
+			if err != nil {
+				return usageErrorf("--start %q: want an RFC 3339 time: %v", start, err)
+			}
+			if !cmd.Flags().Changed("seq") {
+				f.seq = uint64(t0.UnixNano()) // fresh for every start time
+			}
 			cfg, err := generalsConfig(f)
 			if err != nil {
 				return withCode(exitUsage, err)
@@ -88,18 +182,25 @@ the round timeout); each runs "dlm generals node" with its own --id and
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			t0, err := time.Parse(time.RFC3339Nano, start)
+			addr, err := checkNodeIdentity(c, cfg, id, priv, anyAddr)
 			if err != nil {
-				return usageErrorf("--start %q: want an RFC 3339 time: %v", start, err)
+				return withCode(exitUsage, err)
 			}
-			node, err := tcp.Listen(c.Addr(byzantine.ID(id)), byzantine.ID(id), priv, 0)
+			node, err := tcp.Listen(addr, byzantine.ID(id), priv, 0)
 			if err != nil {
 				return err
 			}
 			defer node.Close()
 			res, _, err := tcp.RunNode(cmd.Context(), node, cfg, priv, c, t0)
+			if errors.Is(err, byzantine.ErrCrashed) {
+				fmt.Fprintf(cmd.OutOrStdout(), "general %d crashed as asked (--crash): %v\n", id, err)
+				return nil
+			}
+			if errors.Is(err, tcp.ErrCluster) {
+				return withCode(exitUsage, err)
+			}
 			if err != nil {
-				return err
+				return withCode(exitCouldNotRun, err)
 			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -108,6 +209,11 @@ the round timeout); each runs "dlm generals node" with its own --id and
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "general %d (%s) decides %s; sent %d messages, rejected %v\n",
 				res.ID, loyalLabel(res), res.Decision, res.Stats.Sent, res.Stats.Rejected)
+			if res.Explanation != nil {
+				for _, line := range res.Explanation.Lines() {
+					fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", line)
+				}
+			}
 			return nil
 		},
 	}
@@ -117,6 +223,7 @@ the round timeout); each runs "dlm generals node" with its own --id and
 	fl.IntVar(&id, "id", -1, "this general's id in the cluster file")
 	fl.StringVar(&keyPath, "key", "", "this general's key file (dlm generals keygen)")
 	fl.StringVar(&start, "start", "", "common start time of round 0, RFC 3339")
+	fl.BoolVar(&anyAddr, "listen-any", false, "allow a cluster address without a host, which listens on all interfaces")
 	for _, name := range []string{"cluster", "id", "key", "start"} {
 		cmd.MarkFlagRequired(name)
 	}

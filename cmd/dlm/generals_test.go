@@ -204,6 +204,33 @@ func TestGeneralsProcesses(t *testing.T) {
 	}
 	t.Run("transport tcp", func(t *testing.T) { testGeneralsTCP(t, bin) })
 	t.Run("cluster file", func(t *testing.T) { testGeneralsCluster(t, bin) })
+	t.Run("transport tcp crash", func(t *testing.T) { testGeneralsTCPCrash(t, bin) })
+}
+
+// testGeneralsTCPCrash: over tcp, a general whose process crashes (--crash)
+// is reported crashed, the survivors' decisions are kept and the run exits
+// 0 (regression: one crashed general made the coordinator discard every
+// decision and exit 1, the status of a violated IC1/IC2).
+func testGeneralsTCPCrash(t *testing.T, bin string) {
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "generals", "--transport", "tcp", "--json", "--round-timeout", "500ms", "--crash", "2@1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("dlm: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var got struct {
+		Crashed   []int             `json:"crashed"`
+		Decisions map[string]string `json:"decisions"`
+		IC1, IC2  bool
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("%v\n%s", err, stdout.String())
+	}
+	if !slices.Equal(got.Crashed, []int{2}) || len(got.Decisions) != 2 || got.Decisions["1"] != "attack" || got.Decisions["3"] != "attack" {
+		t.Errorf("crashed %v, decisions %v; want [2] and survivors 1, 3 attacking", got.Crashed, got.Decisions)
+	}
 }
 
 // testGeneralsTCP runs "dlm generals --transport tcp", which starts every

@@ -1,0 +1,113 @@
+package tcp
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// serveDying follows the launch protocol until the go signal, then dies
+// without a report, as a general whose process crashes.
+func serveDying(_ context.Context, in io.Reader, out io.Writer) error {
+	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
+	var a assignment
+	if err := dec.Decode(&a); err != nil {
+		return err
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	node, err := Listen("127.0.0.1:0", a.ID, priv, 0)
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	if err := enc.Encode(Peer{ID: a.ID, Addr: node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
+		return err
+	}
+	var g goSignal
+	dec.Decode(&g)
+	return io.ErrUnexpectedEOF // dies: no report
+}
+
+// dyingSpawner runs general dead as serveDying and the others as Serve.
+func dyingSpawner(dead byzantine.ID) Spawner {
+	local := LocalSpawner()
+	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
+		if id != dead {
+			return local(ctx, id)
+		}
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			err := serveDying(ctx, inR, outW)
+			inR.CloseWithError(io.EOF)
+			outW.CloseWithError(io.EOF)
+			done <- err
+		}()
+		return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}, nil
+	}
+}
+
+// TestLaunchReportsCrashedGeneral: a general whose process dies during the
+// run is reported as crashed; the survivors' decisions are kept and the
+// verdict covers the loyal survivors (regression: Launch discarded every
+// decision and returned an error).
+func TestLaunchReportsCrashedGeneral(t *testing.T) {
+	for _, dead := range []byzantine.ID{0, 2} {
+		t.Run(map[byzantine.ID]string{0: "commander", 2: "lieutenant"}[dead], func(t *testing.T) {
+			cfg := byzantine.DefaultConfig()
+			cfg.RoundTimeout = 500 * time.Millisecond
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			res, err := Launch(ctx, cfg, dyingSpawner(dead))
+			if err != nil {
+				t.Fatalf("Launch = %v, want the survivors' result", err)
+			}
+			if !res.Generals[dead].Crashed {
+				t.Errorf("general %d not marked crashed: %+v", dead, res.Generals[dead])
+			}
+			if err := res.Verify(); err != nil {
+				t.Errorf("Verify() = %v, want nil over the loyal survivors", err)
+			}
+			if _, ok := res.Decisions()[dead]; ok {
+				t.Errorf("decisions %v include the crashed general %d", res.Decisions(), dead)
+			}
+			for id, d := range res.Decisions() {
+				if dead != 0 && d != cfg.Order {
+					t.Errorf("survivor %d decided %s, want %s", id, d, cfg.Order)
+				}
+			}
+			if got, want := len(res.Decisions()), map[byzantine.ID]int{0: 3, 2: 2}[dead]; got != want {
+				t.Errorf("%d survivors' decisions, want %d", got, want)
+			}
+		})
+	}
+}
+
+// TestLaunchExplains: an explanation asked for in the config comes back
+// from the general's process with its report.
+func TestLaunchExplains(t *testing.T) {
+	cfg := byzantine.DefaultConfig()
+	cfg.Faulty = []byzantine.Traitor{{ID: 3, Strategy: byzantine.TwoFaced}}
+	cfg.Explain = []byzantine.ID{2}
+	res, err := Launch(t.Context(), cfg, LocalSpawner())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := res.Generals[2].Explanation
+	if e == nil || e.Tree == nil || len(e.Tree.Children) != 2 || e.Tree.Majority != byzantine.Attack {
+		t.Fatalf("explanation of general 2 = %+v, want a tree of 3 nodes deciding attack", e)
+	}
+	if res.Generals[1].Explanation != nil {
+		t.Errorf("general 1 explained without being asked")
+	}
+}

@@ -1,0 +1,315 @@
+package tcp
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// newKeys returns n fresh ed25519 private keys.
+func newKeys(t *testing.T, n int) []ed25519.PrivateKey {
+	t.Helper()
+	keys := make([]ed25519.PrivateKey, n)
+	for i := range keys {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i] = priv
+	}
+	return keys
+}
+
+// listenAt starts a node for general id with key priv on addr and closes it
+// at the end of the test.
+func listenAt(t *testing.T, addr string, id byzantine.ID, priv ed25519.PrivateKey) *Node {
+	t.Helper()
+	n, err := Listen(addr, id, priv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// clusterOf lists the generals with the given addresses and keys.
+func clusterOf(addrs []string, keys []ed25519.PrivateKey) Cluster {
+	var c Cluster
+	for i, a := range addrs {
+		c.Generals = append(c.Generals, Peer{ID: byzantine.ID(i), Addr: a, PublicKey: EncodeKey(keys[i].Public().(ed25519.PublicKey))})
+	}
+	return c
+}
+
+// runNodes runs RunNode on every node of nodes (nil entries are skipped)
+// concurrently and returns the results by id.
+func runNodes(ctx context.Context, t *testing.T, nodes []*Node, cfg byzantine.Config, keys []ed25519.PrivateKey, c Cluster, start time.Time) []byzantine.GeneralResult {
+	t.Helper()
+	res := make([]byzantine.GeneralResult, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		if n == nil {
+			continue
+		}
+		wg.Go(func() { res[i], _, errs[i] = RunNode(ctx, n, cfg, keys[i], c, start) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("general %d: %v", i, err)
+		}
+	}
+	return res
+}
+
+// TestMixedRunsCannotSway: two runs share their key files; run A's cluster
+// file points general 1 at run B's general 1. Run A's generals then reach
+// B's general 1 and authenticate with the shared keys; without a run id in
+// the handshake their orders replaced run B's commander's (regression: B's
+// loyal general 1 decided attack while B's loyal commander ordered
+// retreat). With the run bound into the handshake, B1 refuses A's
+// connections and every loyal general decides its own commander's order.
+func TestMixedRunsCannotSway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	keys := newKeys(t, 4)
+	cfgA := byzantine.DefaultConfig()
+	cfgA.RoundTimeout = 300 * time.Millisecond
+	cfgA.Order = byzantine.Attack
+	cfgB := cfgA
+	cfgB.Order = byzantine.Retreat
+
+	nodesB := make([]*Node, 4)
+	addrsB := make([]string, 4)
+	for i := range nodesB {
+		nodesB[i] = listenAt(t, "127.0.0.1:0", byzantine.ID(i), keys[i])
+		addrsB[i] = nodesB[i].Addr()
+	}
+	clusterB := clusterOf(addrsB, keys)
+	nodesA := make([]*Node, 4)
+	addrsA := make([]string, 4)
+	for _, i := range []int{0, 2, 3} {
+		nodesA[i] = listenAt(t, "127.0.0.1:0", byzantine.ID(i), keys[i])
+		addrsA[i] = nodesA[i].Addr()
+	}
+	addrsA[1] = addrsB[1] // the mixed entry
+	clusterA := clusterOf(addrsA, keys)
+
+	t0 := time.Now()
+	startA := t0.Add(200 * time.Millisecond)
+	startB := t0.Add(3 * time.Second)
+	// B1 starts first and accepts; B's other generals start once run A is
+	// over, so whatever A sent B1 is queued before B's own messages.
+	var b1 byzantine.GeneralResult
+	b1done := make(chan error, 1)
+	go func() {
+		var err error
+		b1, _, err = RunNode(ctx, nodesB[1], cfgB, keys[1], clusterB, startB)
+		b1done <- err
+	}()
+	resA := runNodes(ctx, t, nodesA, cfgA, keys, clusterA, startA)
+	for _, i := range []int{0, 2, 3} {
+		nodesA[i].Close()
+	}
+	others := []*Node{nodesB[0], nil, nodesB[2], nodesB[3]}
+	resB := runNodes(ctx, t, others, cfgB, keys, clusterB, startB)
+	if err := <-b1done; err != nil {
+		t.Fatalf("general B1: %v", err)
+	}
+	resB[1] = b1
+	for _, i := range []int{2, 3} {
+		if got := resA[i].Decision; got != cfgA.Order {
+			t.Errorf("run A: loyal general %d decided %s, want %s", i, got, cfgA.Order)
+		}
+	}
+	for _, i := range []int{1, 2, 3} {
+		if got := resB[i].Decision; got != cfgB.Order {
+			t.Errorf("run B: loyal general %d decided %s, want %s (its loyal commander's order)", i, got, cfgB.Order)
+		}
+	}
+}
+
+// replayer is an Endpoint that adds, to every message of round 1 it sends,
+// a chosen extra message to the same receiver: a traitorous lieutenant
+// relaying an order signed in an earlier run.
+type replayer struct {
+	*Node
+	old byzantine.Message
+}
+
+func (r replayer) Send(ctx context.Context, m byzantine.Message) error {
+	if err := r.Node.Send(ctx, m); err != nil {
+		return err
+	}
+	if m.Round != 1 {
+		return nil
+	}
+	x := r.old
+	x.From, x.To, x.Round = m.From, m.To, 1
+	return r.Node.Send(ctx, x)
+}
+
+// TestReplayOfEarlierRunRejected: the same cluster (same addresses, same
+// keys) and the same --seq run twice; in the second run a traitorous
+// lieutenant relays the commander's signed order of the first run
+// (regression: it was accepted, V = {attack, hold}, and the loyal
+// lieutenants retreated while the loyal commander ordered attack). The run
+// id binds the start time into every signature, so the old order is
+// refused as stale.
+func TestReplayOfEarlierRunRejected(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	keys := newKeys(t, 4)
+	cfg := byzantine.DefaultConfig()
+	cfg.Algorithm = byzantine.SM
+	cfg.RoundTimeout = 300 * time.Millisecond
+	cfg.Seq = 1
+
+	// Run 1: all loyal, the commander orders hold; lieutenant 1 records
+	// what it received.
+	nodes := make([]*Node, 4)
+	addrs := make([]string, 4)
+	for i := range nodes {
+		nodes[i] = listenAt(t, "127.0.0.1:0", byzantine.ID(i), keys[i])
+		addrs[i] = nodes[i].Addr()
+	}
+	c := clusterOf(addrs, keys)
+	cfg1 := cfg
+	cfg1.Order = "hold"
+	cfg1.Trace = true
+	start1 := time.Now().Add(200 * time.Millisecond)
+	var old byzantine.Message
+	{
+		res := make([]byzantine.GeneralResult, 4)
+		var trace []byzantine.TraceEvent
+		errs := make([]error, 4)
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Go(func() {
+				var tr []byzantine.TraceEvent
+				res[i], tr, errs[i] = RunNode(ctx, n, cfg1, keys[i], c, start1)
+				if i == 1 {
+					trace = tr
+				}
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("run 1 general %d: %v", i, err)
+			}
+		}
+		for _, ev := range trace {
+			if len(ev.Message.Path) == 1 && ev.Message.Order == "hold" {
+				old = ev.Message
+			}
+		}
+		if old.Order == "" {
+			t.Fatal("run 1: lieutenant 1 recorded no signed order from the commander")
+		}
+		for _, n := range nodes {
+			n.Close()
+		}
+	}
+	old.Path = []byzantine.ID{0, 3}
+	old.Sigs = append(old.Sigs, nil) // SM(1): the last link is unsigned
+
+	// Run 2: same addresses, keys and seq; the commander orders attack;
+	// lieutenant 3 relays the old order as well.
+	for i := range nodes {
+		nodes[i] = listenAt(t, addrs[i], byzantine.ID(i), keys[i])
+	}
+	start2 := time.Now().Add(200 * time.Millisecond)
+	res := make([]byzantine.GeneralResult, 4)
+	errs := make([]error, 4)
+	var wg sync.WaitGroup
+	for i, n := range nodes[:3] {
+		wg.Go(func() { res[i], _, errs[i] = RunNode(ctx, n, cfg, keys[i], c, start2) })
+	}
+	wg.Go(func() { errs[3] = runReplayer(ctx, nodes[3], cfg, keys, c, start2, old) })
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("run 2 general %d: %v", i, err)
+		}
+	}
+	for _, i := range []int{1, 2} {
+		if got := res[i].Decision; got != cfg.Order {
+			t.Errorf("loyal general %d decided %s (V=%v), want %s", i, got, res[i].Values, cfg.Order)
+		}
+		if res[i].Stats.Rejected[byzantine.RejectStale] == 0 {
+			t.Errorf("general %d rejected %v, want the replayed order counted as stale", i, res[i].Stats.Rejected)
+		}
+	}
+}
+
+// runReplayer runs general 3 as a lieutenant that follows SM but also
+// relays old, an order signed in an earlier run.
+func runReplayer(ctx context.Context, n *Node, cfg byzantine.Config, keys []ed25519.PrivateKey, c Cluster, start time.Time, old byzantine.Message) error {
+	pubs, err := c.PublicKeys()
+	if err != nil {
+		return err
+	}
+	cfg.RunID = RunID(c, start, cfg.Seq)
+	g, err := byzantine.NewGeneral(cfg, 3, byzantine.Keyring{Private: keys[3], Public: pubs})
+	if err != nil {
+		return err
+	}
+	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
+	err = n.Start(dctx, c, cfg.RunID)
+	cancel()
+	if err != nil {
+		return err
+	}
+	_, err = byzantine.RunGeneral(ctx, g, replayer{Node: n, old: old}, start, nil)
+	return err
+}
+
+// TestRunIDBindsTheCluster: one cluster entry pointing elsewhere, another
+// start or another seq gives another run id; and two nodes with the same
+// keys but different run ids fail the handshake.
+func TestRunIDBindsTheCluster(t *testing.T) {
+	keys := newKeys(t, 2)
+	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	base := clusterOf([]string{"127.0.0.1:7400", "127.0.0.1:7401"}, keys)
+	moved := clusterOf([]string{"127.0.0.1:7400", "127.0.0.1:7501"}, keys)
+	id := RunID(base, t0, 1)
+	for name, other := range map[string]byzantine.RunID{
+		"moved entry": RunID(moved, t0, 1),
+		"start":       RunID(base, t0.Add(time.Millisecond), 1),
+		"seq":         RunID(base, t0, 2),
+	} {
+		if other == id {
+			t.Errorf("%s: same run id %s", name, id)
+		}
+	}
+	if again := RunID(base, t0, 1); again != id {
+		t.Errorf("RunID is not deterministic")
+	}
+
+	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
+	c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- n1.Start(ctx, c, RunID(c, t0, 2)) }()
+	err := n0.Start(ctx, c, RunID(c, t0, 1))
+	if !errors.Is(err, ErrHandshake) {
+		t.Errorf("general 0 of another run: Start = %v, want ErrHandshake", err)
+	}
+	if err := <-errc; !errors.Is(err, ErrHandshake) {
+		t.Errorf("general 1 of another run: Start = %v, want ErrHandshake", err)
+	}
+	waitFor(t, 3*time.Second, func() bool { return n0.Refused() > 0 && n1.Refused() > 0 })
+	if n0.Refused() == 0 || n1.Refused() == 0 {
+		t.Errorf("refused = %d and %d, want both nodes to refuse the other run", n0.Refused(), n1.Refused())
+	}
+}

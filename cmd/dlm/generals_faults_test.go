@@ -1,0 +1,234 @@
+package main
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeKey writes a general's key file as keygen does and returns its
+// public key in cluster form.
+func writeKey(t *testing.T, path string) string {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(priv.Seed())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(pub)
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// TestGeneralsNodeUsageErrors: a node that cannot take part as asked is a
+// usage error (exit 64) and refuses before it listens (regressions: a key
+// that does not match the cluster printed "decides attack" and exited 0;
+// --id 9 and a cluster/-n mismatch exited 1 after listening on all
+// interfaces).
+func TestGeneralsNodeUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	var pubs []string
+	for i := range 4 {
+		pubs = append(pubs, writeKey(t, filepath.Join(dir, fmt.Sprintf("g%d.key", i))))
+	}
+	other := filepath.Join(dir, "other.key")
+	writeKey(t, other)
+	writeCluster := func(name string, addrs []string) string {
+		var c struct {
+			Generals []map[string]any `json:"generals"`
+		}
+		for i, a := range addrs {
+			c.Generals = append(c.Generals, map[string]any{"id": i, "addr": a, "public_key": pubs[i]})
+		}
+		b, _ := json.Marshal(c)
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)}
+	good := writeCluster("cluster.json", addrs)
+	anyAddr := writeCluster("any.json", []string{addrs[0], ":0", addrs[2], addrs[3]})
+	start := time.Now().Add(100 * time.Millisecond).UTC().Format(time.RFC3339Nano)
+	key1 := filepath.Join(dir, "g1.key")
+	tests := []struct {
+		name       string
+		args       []string
+		wantStderr string
+	}{
+		{"key does not match the cluster", []string{"--cluster", good, "--id", "1", "--key", other}, "key"},
+		{"id not in the cluster", []string{"--cluster", good, "--id", "9", "--key", key1}, "id 9"},
+		{"cluster and -n disagree", []string{"--cluster", good, "--id", "1", "--key", key1, "-n", "5"}, "5"},
+		{"all interfaces not asked", []string{"--cluster", anyAddr, "--id", "1", "--key", key1}, "all interfaces"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"node", "--start", start, "--round-timeout", "200ms"}, tt.args...)
+			code, stdout, stderr := runGeneralsCLI(t, args...)
+			if code != exitUsage {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitUsage, stdout, stderr)
+			}
+			if strings.Contains(stdout, "decides") {
+				t.Errorf("stdout reports a decision: %s", stdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+		})
+	}
+}
+
+// TestGeneralsKeygenFile: keygen writes a private key readable by its owner
+// only and refuses to overwrite one without --force (regression: it
+// overwrote an existing key and left it 0644).
+func TestGeneralsKeygenFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "general.key")
+	if err := os.WriteFile(path, []byte("precious\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runGeneralsCLI(t, "keygen", "--out", path)
+	if code != exitUsage {
+		t.Errorf("keygen over an existing key: exit %d, want %d (stderr %s)", code, exitUsage, stderr)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "precious\n" {
+		t.Errorf("the existing key was overwritten without --force")
+	}
+	code, stdout, stderr := runGeneralsCLI(t, "keygen", "--out", path, "--force")
+	if code != exitOK {
+		t.Fatalf("keygen --force: exit %d, stderr %s", code, stderr)
+	}
+	if strings.TrimSpace(stdout) == "" {
+		t.Errorf("keygen printed no public key")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := fi.Mode().Perm(); mode != 0o600 {
+		t.Errorf("key file mode %o, want 600", mode)
+	}
+	fresh := filepath.Join(dir, "fresh.key")
+	if code, _, stderr := runGeneralsCLI(t, "keygen", "--out", fresh); code != exitOK {
+		t.Fatalf("keygen: exit %d, stderr %s", code, stderr)
+	}
+	if fi, err := os.Stat(fresh); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("new key file: %v, mode %o; want 600", err, fi.Mode().Perm())
+	}
+}
+
+// TestGeneralsCrashFlag: --crash stops a general at a round; it is
+// reported crashed, the verdict covers the loyal survivors, and a crash
+// counts among the m faulty generals.
+func TestGeneralsCrashFlag(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"lieutenant crashes in round 1", []string{"--crash", "2@1"}, exitOK, "crashed: [2]", ""},
+		{"commander crashes in round 0", []string{"--crash", "0@0"}, exitOK, "vacuously: the commander crashed", ""},
+		{"SM lieutenant crashes", []string{"--algorithm", "sm", "--crash", "3@1"}, exitOK, "crashed at round 1", ""},
+		{"crash and traitor exceed m", []string{"--crash", "2@1", "--faulty", "3"}, exitUsage, "", "tolerates m = 1"},
+		{"crash round out of range", []string{"--crash", "2@5"}, exitUsage, "", "round 5"},
+		{"crash not id@round", []string{"--crash", "2"}, exitUsage, "", "id@round"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+		})
+	}
+}
+
+// TestGeneralsExplain: --explain prints the OM tree with missing messages
+// as the default, or SM's V with the first chains; --json carries it.
+func TestGeneralsExplain(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"OM silent lieutenant", []string{"--faulty", "3", "--strategy", "silent", "--explain", "1"}, exitOK, "0:3 missing -> retreat (default)", ""},
+		{"OM majority", []string{"--faulty", "3", "--explain", "2"}, exitOK, "majority(attack, attack, retreat) = attack", ""},
+		{"SM first chains", []string{"--algorithm", "sm", "-n", "3", "--faulty", "0", "--explain", "1"}, exitOK, "retreat    first by retreat:0:2 in round 1", ""},
+		{"JSON", []string{"--explain", "1", "--json"}, exitOK, `"explanations"`, ""},
+		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
+		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+		})
+	}
+}
+
+// TestGeneralsExhaust: the exhaustive mode holds for the safe small cases
+// and finds B3's counterexample for OM with three generals.
+func TestGeneralsExhaust(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+	}{
+		{"OM n4 m1", []string{"--algorithm", "om", "-n", "4", "-m", "1"}, exitOK, "110 traitor behaviours enumerated"},
+		{"SM n3 m1", []string{"--algorithm", "sm", "-n", "3", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
+		{"SM n4 m1", []string{"--algorithm", "sm", "-n", "4", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
+		{"OM n3 m1 counterexample", []string{"--algorithm", "om", "-n", "3", "-m", "1"}, exitFailure, "first counterexample"},
+		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"behaviours": 32`},
+		{"too many behaviours", []string{"--algorithm", "om", "-n", "7", "-m", "2"}, exitUsage, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, append([]string{"exhaust"}, tt.args...)...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
+			}
+		})
+	}
+}
