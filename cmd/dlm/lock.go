@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,11 +56,21 @@ func newLockCmd() *cobra.Command {
 The lock is extended every ttl/3 while the command runs (R17), at most
 --max-extensions times. The command gets DLM_LOCK_RESOURCE, DLM_LOCK_VALUE
 (the lock's random value, R4) and, with --fencing, DLM_LOCK_TOKEN (a fencing
-token, R18) in its environment. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to it; the
-lock is released after it exits, whatever the exit path.
+token, R18) in its environment. It does NOT get DLM_NODES, which may hold
+passwords; the rest of dlm's environment is passed on.
+
+The command runs in its own process group (the terminal's foreground group
+when dlm is in the foreground, so Ctrl-C reaches it once), under a small
+guard process. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlm are
+forwarded to the whole group. The command and everything it started never
+outlive the lock: when the command exits, what it left running is killed
+before the lock is released; if dlm itself dies, even by SIGKILL, the guard
+kills the group at once (on Linux also through a parent-death signal;
+elsewhere through a pipe from dlm, which the kernel closes on any death).
+Only a process that leaves the group on purpose (setsid, setpgid) escapes.
 
 If the lock is lost while the command runs (an extension could not reach a
-quorum before the validity ran out), the command gets SIGTERM, then SIGKILL
+quorum before the validity ran out), the group gets SIGTERM, then SIGKILL
 after --grace, and dlm exits 74.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
@@ -241,17 +252,12 @@ func (r *lockRun) run(ctx context.Context) error {
 		}
 	}()
 
-	child := exec.Command(r.argv[0], r.argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = r.stdin, r.stdout, r.stderr
-	child.Env = append(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())
-	if tok := l.Token(); tok != 0 {
-		child.Env = append(child.Env, envLockToken+"="+strconv.FormatUint(tok, 10))
+	child, err := r.start(l)
+	if err != nil {
+		return err
 	}
-	if err := child.Start(); err != nil {
-		return withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
+	pgid := child.guard.Process.Pid // the guard leads the group
+	group := func(s syscall.Signal) { _ = syscall.Kill(-pgid, s) }
 
 	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
 	// closes Done when it is lost.
@@ -263,22 +269,90 @@ func (r *lockRun) run(ctx context.Context) error {
 	for {
 		select {
 		case s := <-sigs:
-			_ = child.Process.Signal(s)
+			group(s.(syscall.Signal))
 		case <-lostc:
 			lostc = nil
 			lostErr = l.Err()
-			r.errf("lock on %q lost while the command ran: %v; sending SIGTERM to the command (SIGKILL in %v)", r.resource, lostErr, r.grace)
-			_ = child.Process.Signal(syscall.SIGTERM)
+			r.errf("lock on %q lost while the command ran: %v; sending SIGTERM to the command's process group (SIGKILL in %v)", r.resource, lostErr, r.grace)
+			group(syscall.SIGTERM)
 			kill = time.After(r.grace)
 		case <-kill:
-			_ = child.Process.Kill()
-		case werr := <-exited:
+			group(syscall.SIGKILL)
+		case werr := <-child.exited:
+			// Whatever the command left running dies before the lock is
+			// released: nothing may run unprotected.
+			group(syscall.SIGKILL)
+			child.done()
 			if lostErr != nil {
-				return withCode(exitLockLost, fmt.Errorf("lock on %q lost while the command ran: %w", r.resource, lostErr))
+				return withCode(exitLockLost, nil) // the reason was printed above, once
 			}
 			return childExit(werr)
 		}
 	}
+}
+
+// family is the guard process dlm lock started, with the command under it.
+type family struct {
+	guard  *exec.Cmd
+	exited chan error
+	// done releases what the family held in dlm: its pipe, the terminal
+	// and the OS thread.
+	done func()
+}
+
+// start starts the guard (dlm lock-guard) as the leader of a new process
+// group, which runs the command; see lock_guard.go for why. The child's
+// environment is dlm's without DLM_NODES (it may hold passwords), plus the
+// lock's variables.
+func (r *lockRun) start(l *redlock.Lock) (*family, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the dlm executable to start the command under: %w", err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fg := foregroundTTY(r.stdin)
+	guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
+	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, r.stdout, r.stderr
+	guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
+	guard.SysProcAttr = guardAttr(fg)
+	guard.Env = childEnv(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())
+	if tok := l.Token(); tok != 0 {
+		guard.Env = append(guard.Env, envLockToken+"="+strconv.FormatUint(tok, 10))
+	}
+	// The guard's parent-death signal fires when the thread that forked it
+	// ends: keep this goroutine on that thread while the guard lives.
+	runtime.LockOSThread()
+	err = guard.Start()
+	pr.Close()
+	if err != nil {
+		runtime.UnlockOSThread()
+		pw.Close()
+		return nil, withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
+	}
+	f := &family{guard: guard, exited: make(chan error, 1)}
+	f.done = func() {
+		pw.Close()
+		if fg >= 0 {
+			takeTerminalBack(fg)
+		}
+		runtime.UnlockOSThread()
+	}
+	go func() { f.exited <- guard.Wait() }()
+	return f, nil
+}
+
+// childEnv is env without DLM_NODES, plus extra.
+func childEnv(env []string, extra ...string) []string {
+	out := make([]string, 0, len(env)+len(extra))
+	for _, e := range env {
+		if !strings.HasPrefix(e, nodesEnv+"=") {
+			out = append(out, e)
+		}
+	}
+	return append(out, extra...)
 }
 
 // acquire tries once, or keeps trying until --wait has passed with a

@@ -86,6 +86,7 @@ unix:///path/to/socket.
 		newDemoCmd(),
 		newGeneralsCmd(),
 		newTortureCmd(),
+		newLockGuardCmd(),
 		newBenchCmd(),
 	)
 	return root
