@@ -315,7 +315,7 @@ func (r *lockRun) start(l *redlock.Lock) (*family, error) {
 	}
 	fg := foregroundTTY(r.stdin)
 	guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
-	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, r.stdout, r.stderr
+	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
 	guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
 	guard.SysProcAttr = guardAttr(fg)
 	guard.Env = childEnv(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())

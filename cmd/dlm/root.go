@@ -20,6 +20,8 @@ const exitCodesHelp = `Exit codes:
 
 // run builds the root command, executes it with ctx and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	red := newRedactor(args)
+	stdout, stderr = &redactWriter{w: stdout, r: red}, &redactWriter{w: stderr, r: red}
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
