@@ -113,6 +113,9 @@ killed by signal N).`,
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
+			if err := refuseAliases(cmd.Context(), urls, nodeTO); err != nil {
+				return err
+			}
 			client, err := dial(urls, opts...)
 			if err != nil {
 				return err

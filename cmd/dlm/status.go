@@ -28,7 +28,11 @@ replication role and the number of lock keys under the key prefix. For each
 RESOURCE given: which lock value holds it on which nodes, whether that is a
 quorum (a valid lock) and the remaining ttl.
 
-Exits 69 when fewer nodes answer than a quorum needs, else 0.`,
+Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
+localhost) are flagged: they are not independent masters (R2).
+
+Exits 69 when fewer nodes answer than a quorum needs, 1 when two URLs reach
+the same server, else 0.`,
 		Example: `  dlm status --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if timeout <= 0 {
@@ -42,6 +46,9 @@ Exits 69 when fewer nodes answer than a quorum needs, else 0.`,
 			printStatus(cmd.OutOrStdout(), ps, args)
 			if up, q := reachable(ps), quorumOf(len(ps)); up < q {
 				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d: no lock can be acquired", up, len(ps), q))
+			}
+			if as := findAliases(ps); len(as) > 0 {
+				return withCode(exitFailure, fmt.Errorf("%d node URL(s) reach a server already listed (same run_id): the nodes are not independent (R2)", len(as)))
 			}
 			return nil
 		},
@@ -80,6 +87,9 @@ func printStatus(w io.Writer, ps []probe, resources []string) {
 		verdict = "NO QUORUM: no lock can be acquired"
 	}
 	fmt.Fprintf(w, "%d nodes, %d reachable, quorum %d: %s\n", len(ps), up, q, verdict)
+	for _, a := range findAliases(ps) {
+		fmt.Fprintf(w, "NOT INDEPENDENT: %s is the same server as %s (run_id %s): each node must be its own redis-server (R2)\n", a.Second, a.First, a.RunID)
+	}
 	for _, r := range resources {
 		fmt.Fprintln(w)
 		fmt.Fprint(w, describeHolders(r, ps))

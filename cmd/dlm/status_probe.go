@@ -168,3 +168,26 @@ func quorumOf(n int) int { return n/2 + 1 }
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
 }
+
+// alias is two node URLs that reached one server (the same run_id).
+type alias struct {
+	First, Second, RunID string
+}
+
+// findAliases returns every node whose run_id an earlier node already had.
+// Nodes that did not answer, or gave no run_id, are not compared.
+func findAliases(ps []probe) []alias {
+	var out []alias
+	seen := map[string]string{}
+	for _, p := range ps {
+		if p.Err != nil || p.RunID == "" {
+			continue
+		}
+		if prev, dup := seen[p.RunID]; dup {
+			out = append(out, alias{First: prev, Second: p.Node, RunID: p.RunID})
+			continue
+		}
+		seen[p.RunID] = p.Node
+	}
+	return out
+}
