@@ -119,6 +119,16 @@ func parseCounts(fields []string) ([]int, error) {
 }
 
 func (c benchConfig) validate() error {
+	if err := firstErr(overDuration("--duration", c.duration, maxRunTime), overDuration("--seq", c.seq, maxRunTime),
+		overDuration("--contention", c.contention, maxRunTime), overDuration("--ttl", c.ttl, maxLockTTL),
+		overCount("--workers", c.workers, maxBenchGoroutines)); err != nil {
+		return err
+	}
+	for _, g := range c.goroutines {
+		if err := overCount("--goroutines", g, maxBenchGoroutines); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.duration <= 0:
 		return usageErrorf("--duration must be positive, got %v", c.duration)

@@ -58,6 +58,8 @@ terminal) prints plain log lines instead.`,
 			switch {
 			case dc.duration < 2*time.Second:
 				return usageErrorf("--duration must be at least 2s, got %v", dc.duration)
+			case dc.duration > maxRunTime:
+				return overDuration("--duration", dc.duration, maxRunTime)
 			case dc.workers < 1 || dc.workers > 64:
 				return usageErrorf("--workers must be from 1 to 64, got %d", dc.workers)
 			}

@@ -95,6 +95,8 @@ killed by signal N).`,
 				return usageErrorf("no command after `--`: dlm lock [flags] RESOURCE -- COMMAND [ARGS...]")
 			case ttl <= 0:
 				return usageErrorf("--ttl must be positive, got %v", ttl)
+			case ttl > maxLockTTL:
+				return overDuration("--ttl", ttl, maxLockTTL)
 			case wait < 0:
 				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
 			case grace < 0:

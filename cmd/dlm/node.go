@@ -94,6 +94,8 @@ func (nc *nodeConfig) validate() error {
 		return usageErrorf("--port must be from 1 to 65535, got %d", nc.port)
 	case nc.maxTTL <= 0:
 		return usageErrorf("--max-ttl must be positive (and exceed the largest lock ttl in use), got %v", nc.maxTTL)
+	case nc.maxTTL > maxNodeMaxTTL:
+		return overDuration("--max-ttl", nc.maxTTL, maxNodeMaxTTL)
 	case nc.startTimeout <= 0:
 		return usageErrorf("--start-timeout must be positive, got %v", nc.startTimeout)
 	case nc.dir == "":

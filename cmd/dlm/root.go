@@ -73,7 +73,7 @@ Nodes are given with --nodes URL,URL,... or the DLM_NODES environment
 variable: redis://[user:password@]host:port[/db], rediss://... (TLS) or
 unix:///path/to/socket.
 
-` + exitCodesHelp,
+` + exitCodesHelp + "\n\n" + limitsHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
