@@ -41,8 +41,14 @@ type Report struct {
 	Checks []Result `json:"checks"`
 	// Matches is true when the outcome is what the configuration promises:
 	// no violation (and liveness held) where safety is promised, the
-	// violation reproduced where the scenario breaks it.
+	// violation reproduced where the scenario breaks it. It is false when
+	// the report is Inconclusive.
 	Matches bool `json:"matches"`
+	// Inconclusive is true when the history cannot decide what was
+	// promised: it holds no successful acquisition, a safety check ran out
+	// of time or could not decide, or its values are out of range (a ttl
+	// whose end overflows, negative times). Outcome says which.
+	Inconclusive bool `json:"inconclusive"`
 	// Outcome says in words what was found against what was expected.
 	Outcome string `json:"outcome"`
 	// ElapsedMS is the run's wall time in milliseconds.
@@ -132,6 +138,25 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 // promises. It is pure: Run calls it on the history it recorded, and a
 // stored history can be judged again.
 func Analyze(cfg Config, h *History) *Report {
+	return analyze(cfg, h, checkers{})
+}
+
+// checkers are the checks analyze runs; a nil field is the package's own
+// check (tests replace one to force its verdict).
+type checkers struct {
+	mutex, fencing, linearizable, liveness func(*History) Result
+}
+
+func analyze(cfg Config, h *History, cs checkers) *Report {
+	or := func(f, def func(*History) Result) func(*History) Result {
+		if f != nil {
+			return f
+		}
+		return def
+	}
+	checkMutex, checkFencing := or(cs.mutex, CheckMutex), or(cs.fencing, CheckFencing)
+	checkLin := or(cs.linearizable, func(h *History) Result { return CheckLinearizable(h, 10*time.Second) })
+	checkLive := or(cs.liveness, func(h *History) Result { return CheckLiveness(h, cfg.livenessBound(), cfg.TTL) })
 	rep := &Report{Scenario: cfg.Scenario, Seed: cfg.Seed, Config: cfg, Expected: cfg.Expect(), History: h, Faults: h.Faults}
 	if rep.Faults == nil {
 		rep.Faults = []Fault{}
@@ -144,8 +169,8 @@ func Analyze(cfg Config, h *History) *Report {
 			}
 		}
 	}
-	mutex, fencing, lin := CheckMutex(h), CheckFencing(h), CheckLinearizable(h, 10*time.Second)
-	live := CheckLiveness(h, cfg.livenessBound(), cfg.TTL)
+	mutex, fencing, lin := checkMutex(h), checkFencing(h), checkLin(h)
+	live := checkLive(h)
 	rep.Checks = []Result{mutex, fencing, lin, live}
 	rep.StaleWritesAccepted = len(StaleWrites(h))
 	for _, r := range []Result{mutex, fencing, lin} {
@@ -157,6 +182,27 @@ func Analyze(cfg Config, h *History) *Report {
 	}
 	if u, ok := MaxUnavailable(h); ok {
 		rep.MaxUnavailableMS = float64(u.Duration()) / float64(time.Millisecond)
+	}
+	// What cannot decide, decides nothing: never "as promised" for it.
+	var undecided string
+	switch {
+	case rep.Acquisitions == 0:
+		undecided = fmt.Sprintf("no acquisition succeeded (%d attempted): an empty history shows nothing", rep.Attempts)
+	case h.outOfRange() != "":
+		undecided = "values out of range: " + h.outOfRange()
+	}
+	if undecided == "" && rep.Violations == 0 {
+		for _, r := range []Result{mutex, fencing, lin} {
+			if r.Verdict == Unknown {
+				undecided = "check " + r.Check + " undecided: " + r.Counterexample
+				break
+			}
+		}
+	}
+	if undecided != "" && !(rep.Expected == ExpectViolation && rep.Violations > 0) {
+		rep.Inconclusive, rep.Matches = true, false
+		rep.Outcome = "inconclusive: " + undecided
+		return rep
 	}
 	switch rep.Expected {
 	case ExpectViolation:

@@ -64,7 +64,7 @@ releases every lock it takes. For a comparison with other libraries on
 local nodes, see the bench/ module of the source tree.`,
 		Example: `  dlm bench --nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
   DLM_NODES=... dlm bench --goroutines 1,64,256 --duration 5s`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if c.nodes, err = resolveNodes(c.nodes); err != nil {

@@ -54,6 +54,7 @@ if mutual exclusion held, 1 otherwise.
 
 The live view needs a terminal; --no-tui (automatic when stdout is not a
 terminal) prints plain log lines instead.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case dc.duration < 2*time.Second:
@@ -131,7 +132,7 @@ type phase struct {
 // operation.
 func demoScript() []phase {
 	return []phase{
-		{0, "all up", -1, false, "5 of 5 nodes up, quorum 3"},
+		{0, "all up", -1, false, "all nodes up at the start: workers contend for the lock"},
 		{0.15, "1 down", 0, false, "node-1 crashed: 4 of 5 up, a quorum (3) is still possible, so locks continue (R1.3)"},
 		{0.30, "2 down", 1, false, "node-2 crashed: 3 of 5 up, exactly a quorum, locks continue (R1.3)"},
 		{0.45, "3 down", 2, false, "node-3 crashed: 2 of 5 up, NO QUORUM: no lock can be granted, workers wait"},
@@ -145,6 +146,10 @@ type nodeView struct {
 	Up         bool
 	Note       string
 	Keys       int
+	// Held is true while the fault script holds the node down (crashed,
+	// or waiting for its delayed restart): the monitor leaves it alone
+	// then, and probes it again as soon as the script brings it back.
+	Held bool
 }
 
 // workerView is the live state of one worker.
@@ -215,6 +220,18 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	}
 	defer client.Close()
 
+	// The real count of nodes up, before anything runs.
+	up, err := countUp(ctx, urls, time.Second)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	q := client.Quorum()
+	first := fmt.Sprintf("%d of %d nodes up, quorum %d", up, len(urls), q)
+	if up < q {
+		fmt.Fprintln(stdout, "dlm demo: "+first)
+		return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes up, a quorum needs %d: no lock can be acquired, nothing to show", up, len(urls), q))
+	}
+
 	rctx, cancel := context.WithTimeout(ctx, dc.duration)
 	defer cancel()
 	d.start = time.Now()
@@ -232,7 +249,7 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 		d.mu.Lock()
 		d.logw = stdout
 		d.mu.Unlock()
-		d.event("%s", demoScript()[0].about)
+		d.event("%s", first)
 		d.plainLoop(rctx, finished)
 	} else if err := d.runTUI(stdin, stdout, cancel, finished); err != nil {
 		cancel()
@@ -241,6 +258,34 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	}
 	<-finished
 	return d.summary(stdout)
+}
+
+// countUp counts the nodes of urls that answer a PING within timeout.
+func countUp(ctx context.Context, urls []string, timeout time.Duration) (int, error) {
+	parsed, err := redlock.ParseNodeURLs(urls)
+	if err != nil {
+		return 0, err
+	}
+	clients := make([]*redis.Client, len(parsed))
+	for i, u := range parsed {
+		clients[i] = goredis.NewClient(u)
+		defer clients[i].Close()
+	}
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if c.Ping(pctx).Err() == nil {
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(n.Load()), nil
 }
 
 // plainLoop prints a status line every tenth of the run until the demo ends.
@@ -346,16 +391,21 @@ func (d *demo) script(ctx context.Context) {
 	}
 }
 
+// setNode records what the script did to node i: down (held down until the
+// script says otherwise) or back up.
 func (d *demo) setNode(i int, up bool, note string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.nodes[i].Up, d.nodes[i].Note = up, note
+	d.nodes[i].Up, d.nodes[i].Note, d.nodes[i].Held = up, note, !up
 	if !up {
 		d.nodes[i].Keys = 0
 	}
 }
 
-// monitor polls every node for liveness and its lock keys.
+// monitor polls every node, concurrently, for liveness and its lock keys,
+// until ctx ends. A node the script holds down is left alone; every other
+// node shows what its last poll found, so a restarted node is seen up again
+// at the first poll after its restart (issue 16, defect 12).
 func (d *demo) monitor(ctx context.Context, urls []string) {
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {
@@ -369,31 +419,52 @@ func (d *demo) monitor(ctx context.Context, urls []string) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		for i, c := range clients {
-			pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			keys, err := countKeys(pctx, c, demoPrefix)
-			cancel()
-			if ctx.Err() != nil {
-				return
-			}
-			d.mu.Lock()
+		up, keys := pollNodes(ctx, clients, 300*time.Millisecond)
+		if ctx.Err() != nil {
+			return
+		}
+		d.mu.Lock()
+		for i := range d.nodes {
 			n := &d.nodes[i]
 			switch {
-			case d.backend.Owned && !n.Up:
-				// the script knows best while it holds a node down
-			case err != nil:
+			case n.Held:
+				// the script holds it down
+			case !up[i]:
 				n.Up, n.Keys, n.Note = false, 0, "unreachable"
 			default:
-				n.Up, n.Keys, n.Note = true, keys, ""
+				n.Up, n.Keys, n.Note = true, keys[i], ""
 			}
-			d.mu.Unlock()
 		}
+		d.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// pollNodes asks every node at once for its keys under the demo's prefix,
+// each within timeout, and reports which answered. A node that fails once
+// (a pooled connection to a server that has since restarted) is asked once
+// more on a fresh connection before it counts as down.
+func pollNodes(ctx context.Context, clients []*redis.Client, timeout time.Duration) (up []bool, keys []int) {
+	up, keys = make([]bool, len(clients)), make([]int, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for try := 0; try < 2 && !up[i] && ctx.Err() == nil; try++ {
+				pctx, cancel := context.WithTimeout(ctx, timeout)
+				n, err := countKeys(pctx, c, demoPrefix)
+				cancel()
+				up[i], keys[i] = err == nil, n
+			}
+		}()
+	}
+	wg.Wait()
+	return up, keys
 }
 
 // countKeys counts the keys under prefix on one node.
@@ -509,6 +580,13 @@ func (d *demo) summary(w io.Writer) error {
 	for i, wk := range d.workers {
 		fmt.Fprintf(w, "  worker-%d: %d acquisitions\n", i+1, wk.Acquired)
 	}
+	up := 0
+	for _, n := range d.nodes {
+		if n.Up {
+			up++
+		}
+	}
+	fmt.Fprintf(w, "  nodes up %d/%d at the end\n", up, len(d.nodes))
 	ov, ok := checkExclusion(d.windows)
 	lost := counter != sections
 	if d.overran > 0 {

@@ -65,7 +65,7 @@ func TestDemo(t *testing.T) {
 		backend  string
 	}{
 		{"miniredis", t.TempDir(), "5s", "miniredis"},
-		{"redis-server", "", "3s", "real redis-server processes"},
+		{"redis-server", "", "5s", "real redis-server processes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +88,51 @@ func TestDemo(t *testing.T) {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("output lacks %q:\n%s", want, r.stdout)
 				}
+			}
+			// The restored nodes are seen up again (issue 16, defect 12):
+			// the last status line counts all five.
+			last := ""
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if strings.Contains(line, "nodes up ") {
+					last = line
+				}
+			}
+			if !strings.Contains(last, "nodes up 5/5") {
+				t.Errorf("last status line %q, want nodes up 5/5 after the restore:\n%s", last, r.stdout)
+			}
+		})
+	}
+}
+
+// TestDemoNoQuorum: against nodes that do not answer, the demo says how
+// many are up and exits 69 instead of running nothing and exiting 0; stray
+// arguments are refused (issue 16, defect 9).
+func TestDemoNoQuorum(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"nothing there", []string{"demo", "--no-tui", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3"}, exitUnavailable, "0 of 3 nodes up"},
+		{"demo extra", []string{"demo", "extra"}, exitUsage, "takes no arguments"},
+		{"doctor extra", []string{"doctor", "--nodes", "redis://127.0.0.1:1", "extra"}, exitUsage, "takes no arguments"},
+		{"bench extra", []string{"bench", "--nodes", "redis://127.0.0.1:1", "extra"}, exitUsage, "takes no arguments"},
+		{"torture extra", []string{"torture", "--list", "extra"}, exitUsage, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runDLM(t, 30*time.Second, nil, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout+r.stderr, tt.want) {
+				t.Errorf("output lacks %q:\nstdout: %s\nstderr: %s", tt.want, r.stdout, r.stderr)
+			}
+			if strings.Contains(r.stdout, "5 of 5 nodes up") {
+				t.Errorf("claims 5 of 5 nodes up:\n%s", r.stdout)
 			}
 		})
 	}

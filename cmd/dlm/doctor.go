@@ -58,6 +58,7 @@ finding with its fix:
 
 Exits 1 when a finding breaks safety (FAIL), 69 when fewer nodes answer than
 a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 {
 				return usageErrorf("--timeout must be positive, got %v", timeout)

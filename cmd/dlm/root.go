@@ -12,6 +12,8 @@ import (
 const exitCodesHelp = `Exit codes:
   0   success
   1   a check failed (IC1/IC2 broken, a doctor finding that breaks safety, a checker verdict)
+  3   inconclusive: a check could not decide (dlm torture: empty history,
+      a check that hit its time limit, values out of range)
   64  bad usage (the reason is printed)
   69  nodes unreachable: no quorum possible
   74  lock lost while the command ran
@@ -59,6 +61,15 @@ func isCobraUsageError(err error) bool {
 		}
 	}
 	return false
+}
+
+// noArgs is the Args check of the subcommands that take no arguments: a
+// stray one is bad usage (64), said in dlm's words.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q (flags start with --)", cmd.CommandPath(), args)
+	}
+	return nil
 }
 
 func newRootCmd() *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,8 +55,12 @@ anything. Every run prints its seed; --seed replays the same choices.
 
 Exit status: 0 when the outcome matches what the configuration promises
 (no violation where safety is promised, the violation reproduced where the
-scenario breaks it), 1 otherwise, 64 for bad usage, 69 when this machine
-cannot run the scenario (redis-server or libfaketime missing).
+scenario breaks it), 1 otherwise, 3 when the history cannot decide
+(inconclusive: no successful acquisition, a check that ran out of time or
+could not decide, values out of range; never reported as promised), 64 for
+bad usage (including an output path that cannot be written, refused before
+the run), 69 when this machine cannot run the scenario (redis-server or
+libfaketime missing).
 
 Scenarios (dlm torture --list for the expected verdicts):
   ` + strings.Join(checker.ScenarioNames(), ", "),
@@ -63,7 +68,7 @@ Scenarios (dlm torture --list for the expected verdicts):
   dlm torture --scenario client-pause --fencing --report pause.html
   dlm torture --random --duration 60s --seed 42 --json
   dlm torture --check history.json --scenario split-votes`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if list {
@@ -113,6 +118,10 @@ Scenarios (dlm torture --list for the expected verdicts):
 			if err := cfg.Validate(); err != nil {
 				return withCode(exitUsage, err)
 			}
+			// Output paths are checked before a run that may take minutes.
+			if err := firstErr(checkOutputPath("--history", historyPath), checkOutputPath("--report", reportPath)); err != nil {
+				return err
+			}
 			var rep *checker.Report
 			if checkPath != "" {
 				h, err := checker.LoadHistory(checkPath)
@@ -153,6 +162,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 				}
 			} else if err := rep.WriteSummary(out); err != nil {
 				return err
+			}
+			if rep.Inconclusive {
+				return withCode(exitInconclusive, nil)
 			}
 			if !rep.Matches {
 				return withCode(exitFailure, nil)
@@ -197,6 +209,25 @@ func listScenarios(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Rule, checker.DefaultConfig(s.Name).Expect(), s.Summary)
 	}
 	return tw.Flush()
+}
+
+// checkOutputPath refuses (64) an output path that cannot be written: its
+// directory must exist and take a new file, and the path must not be a
+// directory. It creates nothing at path. An empty path is not asked for.
+func checkOutputPath(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usageErrorf("%s %s: is a directory; give a file name", flag, path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".dlm-write-check-*")
+	if err != nil {
+		return usageErrorf("%s %s: cannot write there: %v", flag, path, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // writeFile writes path with write, reporting the path on error.
