@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -25,12 +24,6 @@ const (
 	envLockResource = "DLM_LOCK_RESOURCE"
 	envLockValue    = "DLM_LOCK_VALUE"
 	envLockToken    = "DLM_LOCK_TOKEN"
-)
-
-// Bounds of the random delay between attempts of dlm lock --wait (R10).
-const (
-	retryMin = redlock.DefaultRetryMin
-	retryMax = redlock.DefaultRetryMax
 )
 
 // releaseTimeout bounds the release of the lock after the child exits.
@@ -360,30 +353,34 @@ func childEnv(env []string, extra ...string) []string {
 	return append(out, extra...)
 }
 
-// acquire tries once, or keeps trying until --wait has passed with a
-// random delay between attempts (R10). Each attempt runs to its end, so the
-// reason given on failure is that of a complete attempt.
+// acquire tries once (TryLock), or, with --wait, lets the library's Lock
+// keep trying with its random delays (R10, from the client's own seeded
+// source) until the deadline. The reason given on failure is that of the
+// last complete attempt.
 func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
-	deadline := time.Now().Add(r.wait)
-	for attempts := 1; ; attempts++ {
-		l, err := r.client.TryLock(ctx, r.resource)
-		if err == nil {
-			return l, nil
-		}
-		left := time.Until(deadline)
-		if ctx.Err() != nil {
-			return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w): the command was not run", r.resource, context.Cause(ctx)))
-		}
-		if !errors.Is(err, redlock.ErrNotAcquired) || left <= 0 {
-			return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
-		}
-		t := time.NewTimer(min(left, retryMin+rand.N(retryMax-retryMin)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
+	var (
+		l   *redlock.Lock
+		err error
+	)
+	if r.wait == 0 {
+		l, err = r.client.TryLock(ctx, r.resource)
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, r.wait)
+		l, err = r.client.Lock(wctx, r.resource)
+		cancel()
 	}
+	if err == nil {
+		return l, nil
+	}
+	if ctx.Err() != nil {
+		return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w): the command was not run", r.resource, context.Cause(ctx)))
+	}
+	attempts := 1
+	var ae *redlock.AcquireError
+	if errors.As(err, &ae) {
+		attempts = max(ae.Attempts, 1)
+	}
+	return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
 }
 
 // childExit maps the child's wait error to dlm's result: nil for success,
