@@ -225,10 +225,9 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 
 	fmt.Fprintf(stdout, "dlm bench: %d nodes (quorum %d), %s adapter: %s\n\n", len(c.nodes), client.Quorum(), c.adapter, strings.Join(client.Nodes(), ", "))
 	type tpRow struct {
-		g       int
-		perSec  float64
-		failed  int64
-		elapsed time.Duration
+		g      int
+		perSec float64
+		failed int64
 	}
 	var rows []tpRow
 	for _, g := range c.goroutines {

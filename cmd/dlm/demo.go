@@ -179,7 +179,6 @@ type demo struct {
 	windows  []holdWindow
 	overran  int
 	events   []string
-	done     bool
 	logw     io.Writer // plain log lines (no-tui), else nil
 }
 
