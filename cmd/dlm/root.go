@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"errors"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -36,9 +36,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		if !(asExit(err, &ee) && ee.err == nil) {
 			fmt.Fprintf(stderr, "dlm: %v\n", err)
 		}
-		if code == exitFailure && isCobraUsageError(err) {
-			code = exitUsage
-		}
 	}
 	return code
 }
@@ -49,18 +46,6 @@ func asExit(err error, target **exitError) bool {
 		*target = e
 	}
 	return ok
-}
-
-// isCobraUsageError recognises the errors cobra itself returns for unknown
-// commands and flags, which are bad usage (exit 64).
-func isCobraUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }
 
 // noArgs is the Args check of the subcommands that take no arguments: a
@@ -87,6 +72,15 @@ unix:///path/to/socket.
 ` + exitCodesHelp + "\n\n" + limitsHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, so that cobra hands an unknown subcommand to Args below
+		// instead of returning its own untyped error.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q; `dlm help` lists the commands", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(exitUsage, err)
@@ -102,5 +96,35 @@ unix:///path/to/socket.
 		newLockGuardCmd(),
 		newBenchCmd(),
 	)
+	typeUsageErrors(root)
 	return root
+}
+
+// typeUsageErrors makes every error cobra finds in the arguments and flags
+// of cmd and its subcommands a usage error (exit 64) by type, so that no
+// message text is ever matched: flag errors go through the root's
+// FlagErrorFunc; argument checks (cobra's own validators included) and
+// required or grouped flags are checked in each command's Args, wrapped.
+func typeUsageErrors(cmd *cobra.Command) {
+	check := cmd.Args
+	if check == nil {
+		check = cobra.ArbitraryArgs
+	}
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		err := check(c, args)
+		if err == nil {
+			err = c.ValidateRequiredFlags()
+		}
+		if err == nil {
+			err = c.ValidateFlagGroups()
+		}
+		var ee *exitError
+		if err != nil && !errors.As(err, &ee) {
+			return withCode(exitUsage, err)
+		}
+		return err
+	}
+	for _, sub := range cmd.Commands() {
+		typeUsageErrors(sub)
+	}
 }
