@@ -165,6 +165,7 @@ type demo struct {
 	backend *demoBackend
 	ttl     time.Duration
 	start   time.Time
+	quorum  int // the client's (redlock.Client.Quorum)
 
 	counter  atomic.Int64 // the shared resource: read-modify-write under the lock
 	sections atomic.Int64
@@ -225,6 +226,7 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 		return withCode(exitUsage, err)
 	}
 	q := client.Quorum()
+	d.quorum = q
 	first := fmt.Sprintf("%d of %d nodes up, quorum %d", up, len(urls), q)
 	if up < q {
 		fmt.Fprintln(stdout, "dlm demo: "+first)

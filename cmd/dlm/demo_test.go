@@ -42,7 +42,7 @@ func TestCheckExclusion(t *testing.T) {
 // TestDemoView renders the live view of a demo state.
 func TestDemoView(t *testing.T) {
 	d := &demo{cfg: demoConfig{duration: 10 * time.Second, workers: 2}, ttl: time.Second, start: time.Now(),
-		backend: &demoBackend{Owned: true}, holder: 1, until: time.Now().Add(time.Second), phase: 3,
+		backend: &demoBackend{Owned: true}, quorum: 2, holder: 1, until: time.Now().Add(time.Second), phase: 3,
 		nodes:   []nodeView{{Name: "node-1", Addr: "127.0.0.1:1", Note: "crashed (keys lost)"}, {Name: "node-2", Addr: "127.0.0.1:2", Up: true, Keys: 1}},
 		workers: []workerView{{State: "waiting", Reason: "no quorum"}, {State: "holding", Acquired: 3}},
 		events:  []string{"+  1.0s  node-1 crashed"}}

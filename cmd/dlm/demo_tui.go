@@ -108,7 +108,7 @@ func (m demoModel) view() string {
 		}
 		fmt.Fprintf(&b, "  %-7s %-21s %s  %-14s %s\n", n.Name, n.Addr, state, keys, st.dim.Render(n.Note))
 	}
-	q := quorumOf(len(d.nodes))
+	q := d.quorum
 	if up >= q {
 		fmt.Fprintf(&b, "  %d of %d up, quorum %d: %s\n", up, len(d.nodes), q, st.up.Render("locks can be granted"))
 	} else {

@@ -37,9 +37,10 @@ type finding struct {
 // newDoctorCmd builds "dlm doctor".
 func newDoctorCmd() *cobra.Command {
 	var (
-		nodes   []string
-		timeout time.Duration
-		maxSkew time.Duration
+		nodes     []string
+		timeout   time.Duration
+		maxSkew   time.Duration
+		byzantine int
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor [flags]",
@@ -70,10 +71,14 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if err != nil {
 				return err
 			}
+			q, err := quorumOf(len(parsed), byzantine)
+			if err != nil {
+				return err
+			}
 			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout)
-			fs := diagnose(ps, maxSkew)
+			fs := diagnose(ps, q, maxSkew)
 			fails := printFindings(cmd.OutOrStdout(), fs)
-			switch up, q := reachable(ps), quorumOf(len(ps)); {
+			switch up := reachable(ps); {
 			case fails > 0:
 				return withCode(exitFailure, fmt.Errorf("%d finding(s) break Redlock's safety (FAIL above)", fails))
 			case up < q:
@@ -85,6 +90,7 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 	addNodesFlag(cmd, &nodes)
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
 	cmd.Flags().DurationVar(&maxSkew, "max-skew", 250*time.Millisecond, "largest disagreement between node clocks before it is reported")
+	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
 	return cmd
 }
 
@@ -111,7 +117,7 @@ func printFindings(w io.Writer, fs []finding) int {
 
 // diagnose checks the probes against Redlock's requirements. It is a pure
 // function of what the nodes answered.
-func diagnose(ps []probe, maxSkew time.Duration) []finding {
+func diagnose(ps []probe, q int, maxSkew time.Duration) []finding {
 	var fs []finding
 	add := func(sev severity, node, rule, what, fix string) {
 		fs = append(fs, finding{Sev: sev, Node: node, Rule: rule, What: what, Fix: fix})
@@ -119,13 +125,13 @@ func diagnose(ps []probe, maxSkew time.Duration) []finding {
 	n := len(ps)
 	switch {
 	case n < 3:
-		add(sevWarn, "", "R7", fmt.Sprintf("%d node(s): the deployment tolerates no node failure (a quorum of %d is every node)", n, quorumOf(n)),
+		add(sevWarn, "", "R7", fmt.Sprintf("%d node(s): the deployment tolerates no node failure (a quorum of %d is every node)", n, q),
 			"run at least 3 independent masters (5 recommended), on machines that fail independently")
 	case n%2 == 0:
-		add(sevWarn, "", "R7", fmt.Sprintf("%d nodes, an even count: tolerates %d failures, no more than %d nodes would", n, n-quorumOf(n), n-1),
+		add(sevWarn, "", "R7", fmt.Sprintf("%d nodes, an even count: tolerates %d failures, no more than %d nodes would", n, n-q, n-1),
 			fmt.Sprintf("use an odd number of nodes (%d or %d)", n-1, n+1))
 	default:
-		add(sevOK, "", "R7", fmt.Sprintf("%d nodes: a quorum is %d, %d may fail", n, quorumOf(n), n-quorumOf(n)), "")
+		add(sevOK, "", "R7", fmt.Sprintf("%d nodes: a quorum is %d, %d may fail", n, q, n-q), "")
 	}
 	runIDs := map[string]string{}
 	for _, p := range ps {

@@ -50,7 +50,11 @@ func TestDiagnose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := diagnose(tt.ps, 250*time.Millisecond)
+			q, err := quorumOf(len(tt.ps), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := diagnose(tt.ps, q, 250*time.Millisecond)
 			worst := sevOK
 			for _, f := range fs {
 				worst = max(worst, f.Sev)

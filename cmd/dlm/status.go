@@ -16,9 +16,10 @@ import (
 // newStatusCmd builds "dlm status".
 func newStatusCmd() *cobra.Command {
 	var (
-		nodes   []string
-		prefix  string
-		timeout time.Duration
+		nodes     []string
+		prefix    string
+		timeout   time.Duration
+		byzantine int
 	)
 	cmd := &cobra.Command{
 		Use:   "status [flags] [RESOURCE...]",
@@ -42,9 +43,13 @@ the same server, else 0.`,
 			if err != nil {
 				return err
 			}
+			q, err := quorumOf(len(parsed), byzantine)
+			if err != nil {
+				return err
+			}
 			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout)
-			printStatus(cmd.OutOrStdout(), ps, args)
-			if up, q := reachable(ps), quorumOf(len(ps)); up < q {
+			printStatus(cmd.OutOrStdout(), ps, q, args)
+			if up := reachable(ps); up < q {
 				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d: no lock can be acquired", up, len(ps), q))
 			}
 			if as := findAliases(ps); len(as) > 0 {
@@ -56,11 +61,12 @@ the same server, else 0.`,
 	addNodesFlag(cmd, &nodes)
 	cmd.Flags().StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
+	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
 	return cmd
 }
 
 // printStatus writes the node table and the per-resource holders.
-func printStatus(w io.Writer, ps []probe, resources []string) {
+func printStatus(w io.Writer, ps []probe, q int, resources []string) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tRTT\tVERSION\tROLE\tLOCK KEYS")
 	for _, p := range ps {
@@ -81,7 +87,7 @@ func printStatus(w io.Writer, ps []probe, resources []string) {
 		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%d\n", p.Node, ms(p.RTT), orDash(p.Version), role, p.Keys)
 	}
 	tw.Flush()
-	up, q := reachable(ps), quorumOf(len(ps))
+	up := reachable(ps)
 	verdict := "locks can be acquired"
 	if up < q {
 		verdict = "NO QUORUM: no lock can be acquired"
@@ -92,14 +98,14 @@ func printStatus(w io.Writer, ps []probe, resources []string) {
 	}
 	for _, r := range resources {
 		fmt.Fprintln(w)
-		fmt.Fprint(w, describeHolders(r, ps))
+		fmt.Fprint(w, describeHolders(r, ps, q))
 	}
 }
 
 // describeHolders says who holds resource on which nodes: a value on a
 // quorum of nodes is a valid lock (R8.3); on fewer it is a remnant (a failed
 // attempt, or a lock whose keys are expiring).
-func describeHolders(resource string, ps []probe) string {
+func describeHolders(resource string, ps []probe, q int) string {
 	type holder struct {
 		nodes  []string
 		minTTL time.Duration
@@ -127,7 +133,6 @@ func describeHolders(resource string, ps []probe) string {
 	}
 	sort.Slice(values, func(i, j int) bool { return len(by[values[i]].nodes) > len(by[values[j]].nodes) })
 	var b strings.Builder
-	q := quorumOf(len(ps))
 	for _, v := range values {
 		h := by[v]
 		kind := "HELD (quorum)"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -161,8 +162,42 @@ func reachable(ps []probe) int {
 	return n
 }
 
-// quorumOf is the majority of n nodes (R8.3).
-func quorumOf(n int) int { return n/2 + 1 }
+// quorumOf is the quorum the library computes for n nodes of which
+// byzantine may lie (redlock.WithByzantineNodes; 0: the majority of R8.3),
+// asked of a client over n placeholder nodes that never do I/O. An
+// impossible setting (too few nodes for the Byzantine bound) is bad usage.
+func quorumOf(n, byzantine int) (int, error) {
+	nodes := make([]redlock.Node, n)
+	for i := range nodes {
+		nodes[i] = placeholderNode(i)
+	}
+	c, err := redlock.New(nodes, redlock.WithByzantineNodes(byzantine))
+	if err != nil {
+		return 0, withCode(exitUsage, err)
+	}
+	defer c.Close()
+	return c.Quorum(), nil
+}
+
+// placeholderNode is a node that is never asked anything: quorumOf needs
+// only the count.
+type placeholderNode int
+
+func (p placeholderNode) String() string { return "placeholder-" + strconv.Itoa(int(p)) }
+func (placeholderNode) Acquire(context.Context, string, string, time.Duration) (bool, error) {
+	return false, errPlaceholder
+}
+func (placeholderNode) Release(context.Context, string, string) (bool, error) {
+	return false, errPlaceholder
+}
+func (placeholderNode) Extend(context.Context, string, string, time.Duration) (bool, error) {
+	return false, errPlaceholder
+}
+
+// errPlaceholder is what a placeholder node answers, should it be asked.
+var errPlaceholder = errors.New("dlm: placeholder node")
+
+var _ redlock.Node = placeholderNode(0)
 
 // ms formats a duration in milliseconds with one decimal.
 func ms(d time.Duration) string {
