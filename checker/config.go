@@ -55,9 +55,10 @@ type Config struct {
 	// LivenessBound is the longest a resource may be wanted and held by
 	// nobody while no fault is active. 0 means 2 x TTL.
 	LivenessBound time.Duration `json:"liveness_bound"`
-	// Adapter is the clients' node adapter: "goredis" (blocking requests,
-	// the default; "" reads as goredis) or "rueidis" (batched, with the
-	// local pass between the workers of one client, redlock.TransferNode).
+	// Adapter is the clients' node adapter: "rueidis" (batched, with the
+	// local pass between the workers of one client, redlock.TransferNode;
+	// the default, as in every dlm subcommand; "" reads as it) or
+	// "goredis" (blocking requests).
 	Adapter string `json:"adapter,omitempty"`
 	// Workers is how many Lock calls each client of the looping scenarios
 	// and random mode runs at once, each a contender of its own in the
@@ -66,6 +67,18 @@ type Config struct {
 	// rueidis the lock passes between them.
 	// Default 1 (0 reads as 1).
 	Workers int `json:"workers,omitempty"`
+}
+
+// DefaultAdapter is the adapter of DefaultConfig, and what an empty
+// Config.Adapter reads as.
+const DefaultAdapter = "rueidis"
+
+// adapter returns the configured adapter, "" read as DefaultAdapter.
+func (c Config) adapter() string {
+	if c.Adapter == "" {
+		return DefaultAdapter
+	}
+	return c.Adapter
 }
 
 // Adapters lists the node adapters a run can use (Config.Adapter).
@@ -111,7 +124,7 @@ func DefaultConfig(name string) Config {
 		Duration:    10 * time.Second,
 		Clients:     4,
 		Resources:   2,
-		Adapter:     "goredis",
+		Adapter:     DefaultAdapter,
 		Workers:     1,
 	}
 	switch name {
@@ -285,8 +298,8 @@ func (c Config) String() string {
 	if c.Byzantine > 0 {
 		s += fmt.Sprintf(" --byzantine %d", c.Byzantine)
 	}
-	if c.Adapter != "" && c.Adapter != "goredis" {
-		s += " --adapter " + c.Adapter
+	if c.adapter() != DefaultAdapter {
+		s += " --adapter " + c.adapter()
 	}
 	if usesLoop(c.Scenario) {
 		s += fmt.Sprintf(" --duration %v --clients %d", c.Duration, c.Clients)

@@ -127,9 +127,9 @@ func (e *env) newActor(name string, g int) (*actor, error) {
 	if e.cfg.Byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(e.cfg.Byzantine))
 	}
-	dial := goredis.Dial
-	if e.cfg.Adapter == "rueidis" {
-		dial = rueidis.Dial
+	dial := rueidis.Dial
+	if e.cfg.adapter() == "goredis" {
+		dial = goredis.Dial
 	}
 	c, err := dial(e.cl.urls(g), opts...)
 	if err != nil {

@@ -79,6 +79,8 @@ func TestScenarios(t *testing.T) {
 		// redlock.TransferNode) while the faults hit.
 		{"random", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
 		{"split-votes", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
+		// The other adapter (rueidis is the default).
+		{"split-votes", func(c *Config) { c.Adapter = "goredis" }, ExpectSafe},
 	}
 	// At most 4 runs at once: each is a handful of processes and an
 	// in-process proxy per link, and a starved 2-core machine turns node

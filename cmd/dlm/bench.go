@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,8 +19,6 @@ import (
 
 	"dlm/lockload"
 	"dlm/redlock"
-	"dlm/redlock/goredis"
-	"dlm/redlock/rueidis"
 )
 
 // benchConfig is one dlm bench run, from the flags.
@@ -37,6 +34,7 @@ type benchConfig struct {
 	ttl        time.Duration
 	nodeTO     time.Duration
 	adapter    string
+	tls        tlsFiles
 	quiet      bool
 }
 
@@ -90,7 +88,8 @@ local nodes, see the bench/ module of the source tree.`,
 	f.DurationVar(&c.contention, "contention", 3*time.Second, "length of the contention run")
 	f.DurationVar(&c.ttl, "ttl", 10*time.Second, "lock validity time of the benchmark's locks")
 	f.DurationVar(&c.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2)")
-	f.StringVar(&c.adapter, "adapter", "rueidis", "Redis client adapter: rueidis (batched per node, hand-off) or goredis")
+	f.StringVar(&c.adapter, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	addTLSFlags(cmd, &c.tls)
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress bar")
 	return cmd
 }
@@ -119,6 +118,9 @@ func parseCounts(fields []string) ([]int, error) {
 }
 
 func (c benchConfig) validate() error {
+	if _, err := findAdapter(c.adapter); err != nil {
+		return err
+	}
 	if err := firstErr(overDuration("--duration", c.duration, maxRunTime), overDuration("--seq", c.seq, maxRunTime),
 		overDuration("--contention", c.contention, maxRunTime), overDuration("--ttl", c.ttl, maxLockTTL),
 		overCount("--workers", c.workers, maxBenchGoroutines)); err != nil {
@@ -144,8 +146,6 @@ func (c benchConfig) validate() error {
 		return usageErrorf("--hold-mode: unknown mode %q; expected sleep or block", c.holdMode)
 	case c.nodeTO <= 0 || c.nodeTO >= c.ttl:
 		return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", c.ttl, c.nodeTO)
-	case c.adapter != "rueidis" && c.adapter != "goredis":
-		return usageErrorf("--adapter: unknown adapter %q; expected rueidis or goredis", c.adapter)
 	case c.hold >= c.ttl:
 		return usageErrorf("--hold %v must be well under --ttl %v", c.hold, c.ttl)
 	}
@@ -156,20 +156,11 @@ func (c benchConfig) validate() error {
 // the results on stdout.
 func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) error {
 	opts := []redlock.Option{redlock.WithTTL(c.ttl), redlock.WithNodeTimeout(c.nodeTO)}
-	var client *redlock.Client
-	var err error
-	if c.adapter == "goredis" {
-		client, err = goredis.Dial(c.nodes, opts...)
-	} else {
-		client, err = rueidis.Dial(c.nodes, opts...)
-	}
-	if errors.Is(err, redlock.ErrInvalid) {
-		return withCode(exitUsage, err)
-	}
+	client, closeClient, err := dial(c.adapter, c.nodes, c.tls, opts...)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
+	defer closeClient()
 	locker := lockload.Client(client)
 	var id [6]byte
 	_, _ = rand.Read(id[:])

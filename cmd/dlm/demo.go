@@ -90,6 +90,7 @@ terminal) prints plain log lines instead.`,
 	f.BoolVar(&dc.noTUI, "no-tui", false, "print plain log lines instead of the live view (automatic when stdout is not a terminal)")
 	f.Uint64Var(&dc.seed, "seed", 0, "seed of the workers' random work times and retry delays (0: random, printed)")
 	f.StringSliceVar(&nodes, "nodes", nil, "run against these node URLs instead of starting nodes (no faults then)")
+	f.StringVar(&dc.adapter, "adapter", defaultAdapter, "Redis client adapter of the workers: "+strings.Join(adapterNames(), " or "))
 	return cmd
 }
 
@@ -110,6 +111,7 @@ type demoConfig struct {
 	noTUI    bool
 	seed     uint64
 	urls     []string
+	adapter  string
 }
 
 // ttl is the demo's lock ttl: a twentieth of the run, within [100ms, 2s],
@@ -214,11 +216,11 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	fmt.Fprintf(stdout, "dlm demo: %d workers, lock ttl %v, duration %v, seed %d (--seed %d replays the workers' random choices)\n",
 		dc.workers, d.ttl, dc.duration, dc.seed, dc.seed)
 
-	client, err := goredis.Dial(urls, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
+	client, closeClient, err := dial(dc.adapter, urls, tlsFiles{}, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
 	if err != nil {
-		return withCode(exitUsage, err)
+		return err
 	}
-	defer client.Close()
+	defer closeClient()
 
 	// The real count of nodes up, before anything runs.
 	up, err := countUp(ctx, urls, time.Second)

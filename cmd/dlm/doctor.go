@@ -41,6 +41,7 @@ func newDoctorCmd() *cobra.Command {
 		timeout   time.Duration
 		maxSkew   time.Duration
 		byzantine int
+		tlsf      tlsFiles
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor [flags]",
@@ -75,7 +76,11 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if err != nil {
 				return err
 			}
-			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout)
+			cfg, err := tlsf.config()
+			if err != nil {
+				return err
+			}
+			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout, cfg)
 			fs := diagnose(ps, q, maxSkew)
 			fails := printFindings(cmd.OutOrStdout(), fs)
 			switch up := reachable(ps); {
@@ -91,6 +96,7 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
 	cmd.Flags().DurationVar(&maxSkew, "max-skew", 250*time.Millisecond, "largest disagreement between node clocks before it is reported")
 	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
+	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
 

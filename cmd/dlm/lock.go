@@ -40,6 +40,8 @@ func newLockCmd() *cobra.Command {
 		maxExt int
 		fence  bool
 		prefix string
+		tlsf   tlsFiles
+		adapt  string
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE -- COMMAND [ARGS...]",
@@ -108,14 +110,14 @@ killed by signal N).`,
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
-			if err := refuseAliases(cmd.Context(), urls, nodeTO); err != nil {
+			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
 			}
-			client, err := dial(urls, opts...)
+			client, closeClient, err := dial(adapt, urls, tlsf, opts...)
 			if err != nil {
 				return err
 			}
-			defer client.Close()
+			defer closeClient()
 			lr := lockRun{
 				client: client, resource: resource, argv: argv, wait: wait, grace: grace,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
@@ -132,6 +134,8 @@ killed by signal N).`,
 	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN (R18), strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
+	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
 
@@ -195,7 +199,7 @@ func acquireReason(err error, wait time.Duration, attempts int) error {
 		sep = ", "
 		b.WriteString(n.Node + " " + n.Outcome.String())
 		if n.Err != nil && n.Outcome == redlock.Failed {
-			fmt.Fprintf(&b, " (%v)", n.Err)
+			fmt.Fprintf(&b, " (%v)", withTLSHint(n.Err))
 		}
 	}
 	return &reasonError{msg: b.String(), err: err}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"os"
 	"strings"
@@ -14,7 +13,6 @@ import (
 
 	"dlm/redlock"
 	"dlm/redlock/goredis"
-	"dlm/redlock/rueidis"
 )
 
 // nodesEnv is the environment variable that lists node URLs when --nodes is
@@ -65,16 +63,6 @@ func nodeList(flag []string) ([]string, []redlock.NodeURL, error) {
 	return urls, parsed, nil
 }
 
-// dial builds the lock client every subcommand uses over urls. Invalid
-// options are bad usage (exit 64).
-func dial(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
-	c, err := rueidis.Dial(urls, opts...)
-	if errors.Is(err, redlock.ErrInvalid) {
-		return nil, withCode(exitUsage, err)
-	}
-	return c, err
-}
-
 // checkURLShape refuses what redlock.ParseNodeURL would silently read
 // otherwise: a unix socket path that is not absolute (unix://relative/sock
 // reads as host "relative", path "/sock") and a tcp URL with a port but no
@@ -101,7 +89,11 @@ func checkURLShape(raw string) error {
 // timeout, and refuses two URLs that reach the same server: they are not
 // independent masters (R2), and a quorum counted over them would count one
 // server twice. Nodes that do not answer are not checked.
-func refuseAliases(ctx context.Context, urls []string, timeout time.Duration) error {
+func refuseAliases(ctx context.Context, urls []string, t tlsFiles, timeout time.Duration) error {
+	cfg, err := t.config()
+	if err != nil {
+		return err
+	}
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {
 		return withCode(exitUsage, err)
@@ -112,7 +104,7 @@ func refuseAliases(ctx context.Context, urls []string, timeout time.Duration) er
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := goredis.NewClient(u)
+			c := goredisTLS(goredis.NewClient(u), cfg)
 			defer c.Close()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()

@@ -20,6 +20,7 @@ func newStatusCmd() *cobra.Command {
 		prefix    string
 		timeout   time.Duration
 		byzantine int
+		tlsf      tlsFiles
 	)
 	cmd := &cobra.Command{
 		Use:   "status [flags] [RESOURCE...]",
@@ -47,7 +48,11 @@ the same server, else 0.`,
 			if err != nil {
 				return err
 			}
-			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout)
+			cfg, err := tlsf.config()
+			if err != nil {
+				return err
+			}
+			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout, cfg)
 			printStatus(cmd.OutOrStdout(), ps, q, args)
 			if up := reachable(ps); up < q {
 				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d: no lock can be acquired", up, len(ps), q))
@@ -62,6 +67,7 @@ the same server, else 0.`,
 	cmd.Flags().StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
 	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
+	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"strconv"
 	"strings"
@@ -65,14 +66,15 @@ type hold struct {
 }
 
 // probeNodes probes every node concurrently, each bounded by timeout.
-func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration) []probe {
+// cfg (nil: the adapter's defaults) applies to rediss:// URLs.
+func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration, cfg *tls.Config) []probe {
 	out := make([]probe, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := goredis.NewClient(u)
+			c := goredisTLS(goredis.NewClient(u), cfg)
 			defer c.Close()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -90,7 +92,7 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string, resour
 	p := probe{Node: name}
 	start := time.Now()
 	if err := c.Ping(ctx).Err(); err != nil {
-		p.Err = err
+		p.Err = withTLSHint(err)
 		return p
 	}
 	p.RTT = time.Since(start)
