@@ -66,8 +66,10 @@ a Redlock client over independent Redis masters, the OM(m) and SM(m)
 Byzantine agreement algorithms, and a safety checker that injects real faults.
 
 Nodes are given with --nodes URL,URL,... or the DLM_NODES environment
-variable: redis://[user:password@]host:port[/db], rediss://... (TLS) or
-unix:///path/to/socket.
+variable: redis://[user:password@]host:port[/db], rediss://... (TLS, with
+--tls-ca-file and --tls-cert-file/--tls-key-file for a private CA and a
+client certificate) or unix:///absolute/path/to/socket. Passwords are never
+printed; dlm lock does not pass DLM_NODES to its command.
 
 ` + exitCodesHelp + "\n\n" + limitsHelp,
 		SilenceUsage:  true,
