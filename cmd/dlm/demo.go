@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"dlm/checker"
 	"dlm/redlock"
 	"dlm/redlock/goredis"
 )
@@ -590,18 +591,19 @@ func (d *demo) summary(w io.Writer) error {
 		}
 	}
 	fmt.Fprintf(w, "  nodes up %d/%d at the end\n", up, len(d.nodes))
-	ov, ok := checkExclusion(d.windows)
+	res := checkExclusion(d.start, len(d.nodes), d.windows)
+	ok := res.Verdict == checker.OK
 	lost := counter != sections
 	if d.overran > 0 {
 		fmt.Fprintf(w, "  %d critical section(s) outlasted the lock's validity (their windows end at the validity)\n", d.overran)
 	}
 	if ok && !lost {
-		fmt.Fprintf(w, "mutual exclusion: HELD: no two holders' windows overlapped (%d windows checked), and the shared counter is %d = %d sections (no lost update)\n", len(d.windows), counter, sections)
+		fmt.Fprintf(w, "mutual exclusion: HELD: no two holders' windows overlapped (%d windows checked by the checker's mutex check), and the shared counter is %d = %d sections (no lost update)\n", len(d.windows), counter, sections)
 		return nil
 	}
 	var why []string
 	if !ok {
-		why = append(why, "overlapping holders: "+ov.String())
+		why = append(why, "the checker's mutual-exclusion check says "+res.String())
 	}
 	if lost {
 		why = append(why, fmt.Sprintf("shared counter %d != %d sections: updates were lost", counter, sections))

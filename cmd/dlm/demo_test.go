@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"dlm/checker"
 	"dlm/redlock/redlocktest"
 )
 
@@ -28,12 +29,16 @@ func TestCheckExclusion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ov, ok := checkExclusion(tt.ws)
-			if ok != tt.ok {
-				t.Fatalf("checkExclusion = %v (%v), want %v", ok, ov, tt.ok)
+			res := checkExclusion(t0, 5, tt.ws)
+			want := checker.OK
+			if !tt.ok {
+				want = checker.Violated
 			}
-			if !ok && !ov.B.Start.Before(ov.A.End) {
-				t.Errorf("counterexample %v does not overlap", ov)
+			if res.Verdict != want {
+				t.Fatalf("checkExclusion = %v, want %v", res, want)
+			}
+			if !tt.ok && len(res.Ops) != 2 {
+				t.Errorf("counterexample %v does not name the two overlapping grants", res)
 			}
 		})
 	}
