@@ -87,29 +87,6 @@ func Adapters() []string { return []string{"goredis", "rueidis"} }
 // workers is Workers, with 0 read as 1.
 func (c Config) workers() int { return max(c.Workers, 1) }
 
-// Fault kinds of random mode.
-const (
-	FaultRestart     = "restart"      // SIGKILL and restart (delayed when DelayedRestart)
-	FaultPauseNode   = "pause-node"   // SIGSTOP, then SIGCONT
-	FaultLatency     = "latency"      // slow replies from one node
-	FaultPartition   = "partition"    // one client group cut from two nodes
-	FaultClockJump   = "clock-jump"   // a node's clock jumps forward past the ttl
-	FaultPauseClient = "pause-client" // a holder pauses past its validity, then writes
-)
-
-// DefaultRandomFaults returns the faults random mode draws from by default:
-// crashes, pauses, latency and partitions, under which the configuration
-// decides whether safety holds. Clock jumps and client pauses are added with
-// Config.Faults.
-func DefaultRandomFaults() []string {
-	return []string{FaultRestart, FaultPauseNode, FaultLatency, FaultPartition}
-}
-
-// AllFaults returns every fault kind random mode knows.
-func AllFaults() []string {
-	return []string{FaultRestart, FaultPauseNode, FaultLatency, FaultPartition, FaultClockJump, FaultPauseClient}
-}
-
 // DefaultConfig returns the defaults for scenario name, with the settings
 // the scenario is named after: delayed-restart turns on DelayedRestart,
 // fsync-always turns on Persistence; random turns on DelayedRestart and
@@ -252,7 +229,7 @@ func (e Expectation) MarshalText() ([]byte, error) { return []byte(e.String()), 
 // protected resource unless it is fenced (R18); a lying node breaks it unless the clients tolerate a liar;
 // partitions, slow nodes, contention and late extensions break nothing.
 func (c Config) Expect() Expectation {
-	restartSafe := c.Persistence || c.DelayedRestart || c.Byzantine > 0
+	restartSafe := c.restartSafe()
 	switch c.Scenario {
 	case "restart-without-persistence", "delayed-restart", "fsync-always":
 		if restartSafe {
@@ -271,8 +248,7 @@ func (c Config) Expect() Expectation {
 		return ExpectViolation
 	case "random":
 		for _, f := range c.Faults {
-			switch {
-			case f == FaultRestart && !restartSafe, f == FaultClockJump && c.Byzantine == 0, f == FaultPauseClient && !c.Fencing:
+			if k, ok := findFault(f); ok && k.Breaks(c) {
 				return ExpectNoPromise
 			}
 		}

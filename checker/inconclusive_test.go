@@ -39,6 +39,14 @@ func TestInconclusive(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no grant, liveness violated", func(t *testing.T) {
+		// Wanted for 5s, granted to nobody, no fault: that is evidence.
+		h := &History{Ops: []Op{{ID: 1, Client: "c", Resource: "r", Kind: Acquire, Lock: "a", Start: 0, End: int64(5 * time.Second)}}}
+		rep := Analyze(DefaultConfig("split-votes"), h)
+		if rep.Inconclusive || rep.Matches || !strings.Contains(rep.Outcome, "liveness violated") {
+			t.Errorf("inconclusive %v, matches %v, outcome %q; want the liveness violation reported", rep.Inconclusive, rep.Matches, rep.Outcome)
+		}
+	})
 	t.Run("mutex on overflow", func(t *testing.T) {
 		if got := CheckMutex(tests[2].h); got.Verdict != Unknown {
 			t.Errorf("CheckMutex = %v, want unknown: a ttl that overflows decides nothing", got)

@@ -186,7 +186,9 @@ func analyze(cfg Config, h *History, cs checkers) *Report {
 	// What cannot decide, decides nothing: never "as promised" for it.
 	var undecided string
 	switch {
-	case rep.Acquisitions == 0:
+	case rep.Acquisitions == 0 && live.Verdict != Violated:
+		// Safety holds vacuously when nothing was granted; only a liveness
+		// violation (wanted, and granted to nobody) is evidence then.
 		undecided = fmt.Sprintf("no acquisition succeeded (%d attempted): an empty history shows nothing", rep.Attempts)
 	case h.outOfRange() != "":
 		undecided = "values out of range: " + h.outOfRange()

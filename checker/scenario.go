@@ -591,7 +591,6 @@ func runRandom(ctx context.Context, e *env) error {
 // until ctx ends.
 func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pauseFlag) error {
 	ttl := e.cfg.TTL
-	bg := context.WithoutCancel(ctx)
 	for {
 		sleep(ctx, ttl/2+time.Duration(rng.Int64N(int64(ttl))))
 		if ctx.Err() != nil {
@@ -600,54 +599,12 @@ func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pause
 		kind := e.cfg.Faults[rng.IntN(len(e.cfg.Faults))]
 		node := rng.IntN(e.cfg.Nodes)
 		dur := ttl/4 + time.Duration(rng.Int64N(int64(ttl*3/4)))
-		switch kind {
-		case FaultRestart:
-			delay := e.cfg.restartDelay()
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("SIGKILL, restart after %v, persistence %v", delay, e.cfg.Persistence))
-			err := e.cl.procs[node].Restart(bg, delay)
-			end()
-			if err != nil {
-				return fmt.Errorf("checker: restart %s: %w", nodeName(node), err)
-			}
-		case FaultPauseNode:
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("SIGSTOP for %v", dur.Round(time.Millisecond)))
-			e.cl.procs[node].Freeze()
-			sleep(ctx, dur)
-			e.cl.procs[node].Thaw()
-			end()
-		case FaultLatency:
-			d := 4 * e.cfg.NodeTimeout
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("replies delayed %v for %v", d, dur.Round(time.Millisecond)))
-			if err := e.cl.slow(node, d); err != nil {
-				return err
-			}
-			sleep(ctx, dur)
-			e.cl.unslow(bg, node)
-			end()
-		case FaultPartition:
-			g := rng.IntN(2)
-			cutNodes := rng.Perm(e.cfg.Nodes)[:(e.cfg.Nodes-1)/2]
-			sort.Ints(cutNodes)
-			end := e.rec.fault(kind, fmt.Sprintf("group%d|%s", g, names(cutNodes)), fmt.Sprintf("for %v", dur.Round(time.Millisecond)))
-			for _, i := range cutNodes {
-				if err := e.cl.cut(g, i); err != nil {
-					return err
-				}
-			}
-			sleep(ctx, dur)
-			for _, i := range cutNodes {
-				e.cl.heal(bg, g, i)
-			}
-			end()
-		case FaultClockJump:
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("clock jumps forward %v", 2*ttl))
-			err := e.cl.jump(node, 2*ttl)
-			end()
-			if err != nil {
-				return err
-			}
-		case FaultPauseClient:
-			pauses[rng.IntN(len(pauses))].on.Store(true)
+		k, ok := findFault(kind)
+		if !ok {
+			return fmt.Errorf("checker: unknown fault %q", kind) // Validate refuses it first
+		}
+		if err := k.inject(ctx, e, rng, node, dur, pauses); err != nil {
+			return err
 		}
 	}
 }
