@@ -5,7 +5,9 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"reflect"
 	"syscall"
 
 	rueidisgo "github.com/redis/rueidis"
@@ -105,7 +107,8 @@ func tlsHint(err error) string {
 	switch {
 	case err == nil:
 		return ""
-	case errors.As(err, &alert) && alert == 116, errors.Is(err, syscall.ECONNRESET):
+	case errors.As(err, &alert) && alert == alertCertificateRequired, remoteAlert(err) == alertCertificateRequired,
+		errors.Is(err, syscall.ECONNRESET):
 		return "the server may demand a client certificate (tls-auth-clients yes): give --tls-cert-file and --tls-key-file"
 	case errors.As(err, &unknownCA):
 		return "the node's certificate is signed by an authority not trusted here: give --tls-ca-file (or set SSL_CERT_FILE)"
@@ -113,6 +116,24 @@ func tlsHint(err error) string {
 		return "the node does not speak TLS on this port: use redis:// for a plain port, rediss:// for its tls-port"
 	}
 	return ""
+}
+
+// alertCertificateRequired is TLS alert 116 (RFC 8446): the server wants a
+// client certificate.
+const alertCertificateRequired = 116
+
+// remoteAlert returns the code of a TLS alert the server sent, as crypto/tls
+// reports it over TCP (a *net.OpError with Op "remote error" around its
+// unexported alert type, a uint8), or -1.
+func remoteAlert(err error) int {
+	var op *net.OpError
+	if !errors.As(err, &op) || op.Op != "remote error" || op.Err == nil {
+		return -1
+	}
+	if v := reflect.ValueOf(op.Err); v.Kind() == reflect.Uint8 {
+		return int(v.Uint())
+	}
+	return -1
 }
 
 // withTLSHint appends tlsHint's advice to err's text, keeping err.
