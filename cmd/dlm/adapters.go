@@ -20,10 +20,11 @@ type adapterDef struct {
 	Name string
 	// About says what distinguishes it.
 	About string
-	// dial builds a lock client over urls; cfg (nil: the adapter's
-	// defaults) applies to rediss:// URLs. The function returned closes
-	// what dial opened beyond the client (call it after the client's Close).
-	dial func(urls []string, cfg *tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error)
+	// dial builds a lock client over urls; cfgs[i] (nil: the adapter's
+	// defaults) applies to urls[i] when it is rediss://. The function
+	// returned closes what dial opened beyond the client (call it after the
+	// client's Close).
+	dial func(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error)
 }
 
 // adapterTable is the one table of adapters: add a new adapter here (and
@@ -54,16 +55,30 @@ func findAdapter(name string) (adapterDef, error) {
 	return adapterDef{}, usageErrorf("--adapter: unknown adapter %q; expected %s", name, strings.Join(adapterNames(), " or "))
 }
 
-func dialRueidis(urls []string, cfg *tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error) {
-	c, err := rueidis.DialTuned(urls, []rueidis.Option{rueidisTLS(cfg)}, opts...)
-	return c, func() {}, err
+func dialRueidis(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error) {
+	nodes := make([]redlock.Node, 0, len(urls))
+	closeAll := func() {
+		for _, n := range nodes {
+			_ = n.(*rueidis.Node).Close()
+		}
+	}
+	for i, raw := range urls {
+		n, err := rueidis.DialNode(raw, rueidisTLS(cfgs[i]))
+		if err != nil {
+			closeAll()
+			return nil, func() {}, err
+		}
+		nodes = append(nodes, n)
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		closeAll()
+		return nil, func() {}, err
+	}
+	return c, func() {}, nil
 }
 
-func dialGoredis(urls []string, cfg *tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error) {
-	if cfg == nil {
-		c, err := goredis.Dial(urls, opts...)
-		return c, func() {}, err
-	}
+func dialGoredis(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error) {
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {
 		return nil, func() {}, err
@@ -76,7 +91,7 @@ func dialGoredis(urls []string, cfg *tls.Config, opts ...redlock.Option) (*redlo
 		}
 	}
 	for i, u := range parsed {
-		rc := goredisTLS(goredis.NewClient(u), cfg)
+		rc := goredisTLS(goredis.NewClient(u), cfgs[i])
 		closers = append(closers, rc.Close)
 		nodes[i] = goredis.NewNode(rc, u.String()) // does not own rc: closeAll does
 	}
@@ -96,11 +111,11 @@ func dial(adapter string, urls []string, t tlsFiles, opts ...redlock.Option) (*r
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := t.config()
+	cfgs, err := t.forURLs(urls)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, closeRest, err := a.dial(urls, cfg, opts...)
+	c, closeRest, err := a.dial(urls, cfgs, opts...)
 	if errors.Is(err, redlock.ErrInvalid) {
 		return nil, nil, withCode(exitUsage, err)
 	}

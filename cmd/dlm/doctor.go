@@ -76,11 +76,15 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := tlsf.config()
+			raws := make([]string, len(parsed))
+			for i, u := range parsed {
+				raws[i] = u.Raw
+			}
+			cfgs, err := tlsf.forURLs(raws)
 			if err != nil {
 				return err
 			}
-			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout, cfg)
+			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout, cfgs)
 			fs := diagnose(ps, q, maxSkew)
 			fails := printFindings(cmd.OutOrStdout(), fs)
 			switch up := reachable(ps); {

@@ -90,7 +90,7 @@ func checkURLShape(raw string) error {
 // independent masters (R2), and a quorum counted over them would count one
 // server twice. Nodes that do not answer are not checked.
 func refuseAliases(ctx context.Context, urls []string, t tlsFiles, timeout time.Duration) error {
-	cfg, err := t.config()
+	cfgs, err := t.forURLs(urls)
 	if err != nil {
 		return err
 	}
@@ -104,7 +104,7 @@ func refuseAliases(ctx context.Context, urls []string, t tlsFiles, timeout time.
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := goredisTLS(goredis.NewClient(u), cfg)
+			c := goredisTLS(goredis.NewClient(u), cfgs[i])
 			defer c.Close()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()

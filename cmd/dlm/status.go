@@ -48,11 +48,15 @@ the same server, else 0.`,
 			if err != nil {
 				return err
 			}
-			cfg, err := tlsf.config()
+			raws := make([]string, len(parsed))
+			for i, u := range parsed {
+				raws[i] = u.Raw
+			}
+			cfgs, err := tlsf.forURLs(raws)
 			if err != nil {
 				return err
 			}
-			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout, cfg)
+			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout, cfgs)
 			printStatus(cmd.OutOrStdout(), ps, q, args)
 			if up := reachable(ps); up < q {
 				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d: no lock can be acquired", up, len(ps), q))

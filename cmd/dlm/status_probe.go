@@ -66,15 +66,16 @@ type hold struct {
 }
 
 // probeNodes probes every node concurrently, each bounded by timeout.
-// cfg (nil: the adapter's defaults) applies to rediss:// URLs.
-func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration, cfg *tls.Config) []probe {
+// cfgs[i] (nil: the adapter's defaults) applies to urls[i] when it is
+// rediss://.
+func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration, cfgs []*tls.Config) []probe {
 	out := make([]probe, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := goredisTLS(goredis.NewClient(u), cfg)
+			c := goredisTLS(goredis.NewClient(u), cfgs[i])
 			defer c.Close()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()

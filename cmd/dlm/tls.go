@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"reflect"
 	"syscall"
@@ -30,7 +31,7 @@ func addTLSFlags(cmd *cobra.Command, dst *tlsFiles) {
 	f := cmd.Flags()
 	f.StringVar(&dst.ca, "tls-ca-file", "", "PEM file of the CA that signs the nodes' certificates (rediss:// URLs; default: the system's roots, or $SSL_CERT_FILE)")
 	f.StringVar(&dst.cert, "tls-cert-file", "", "PEM client certificate, for nodes that demand one (tls-auth-clients yes); needs --tls-key-file")
-	f.StringVar(&dst.key, "tls-key-file", "", "PEM private key of --tls-cert-file")
+	f.StringVar(&dst.key, "tls-key-file", "", "PEM private key of --tls-cert-file (each of the three may also be given per node as a URL parameter: rediss://host:port?tls-ca-file=...&tls-cert-file=...&tls-key-file=...)")
 }
 
 // config builds the TLS settings the files describe, nil when none is
@@ -63,6 +64,40 @@ func (t tlsFiles) config() (*tls.Config, error) {
 		cfg.Certificates = []tls.Certificate{pair}
 	}
 	return cfg, nil
+}
+
+// URL parameters of a rediss:// URL that name its TLS files, overriding the
+// flags for that node: rediss://host:port?tls-ca-file=ca.pem&tls-cert-file=
+// c.pem&tls-key-file=k.pem.
+var tlsURLParams = [3]string{"tls-ca-file", "tls-cert-file", "tls-key-file"}
+
+// forURL returns the TLS settings of the node at raw: the flags, each
+// overridden by the URL parameter of the same name.
+func (t tlsFiles) forURL(raw string) (*tls.Config, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return t.config() // ParseNodeURL has refused it already
+	}
+	q := u.Query()
+	for i, dst := range []*string{&t.ca, &t.cert, &t.key} {
+		if v := q.Get(tlsURLParams[i]); v != "" {
+			*dst = v
+		}
+	}
+	return t.config()
+}
+
+// forURLs is forURL for every URL, in order.
+func (t tlsFiles) forURLs(raws []string) ([]*tls.Config, error) {
+	out := make([]*tls.Config, len(raws))
+	for i, raw := range raws {
+		c, err := t.forURL(raw)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = c
+	}
+	return out, nil
 }
 
 // forServer returns cfg for one server name (nil stays nil).

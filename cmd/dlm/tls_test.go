@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,6 +100,7 @@ func TestTLS(t *testing.T) {
 		"--tls-cert-file", pki.serverCert, "--tls-key-file", pki.serverKey, "--tls-ca-cert-file", pki.ca, "--tls-auth-clients", "yes"))
 	node := "rediss://127.0.0.1:" + strconv.Itoa(tlsPort)
 	client := []string{"--tls-cert-file", pki.clientCert, "--tls-key-file", pki.clientKey}
+	withParams := node + "?tls-ca-file=" + url.QueryEscape(pki.ca) + "&tls-cert-file=" + url.QueryEscape(pki.clientCert) + "&tls-key-file=" + url.QueryEscape(pki.clientKey)
 	locks := 0
 	lock := func(extra ...string) []string { // each on its own resource: the subtests run in parallel
 		locks++
@@ -118,6 +120,9 @@ func TestTLS(t *testing.T) {
 		{"unknown CA", nil, lock(client...), exitUnavailable, "--tls-ca-file"},
 		{"status", nil, append([]string{"status", "--nodes", node, "--tls-ca-file", pki.ca}, client...), 0, " up "},
 		{"status without client certificate", nil, []string{"status", "--nodes", node, "--tls-ca-file", pki.ca}, exitUnavailable, "client certificate"},
+		{"files as URL parameters", nil, []string{"lock", "--nodes", withParams, "--node-timeout", "1s", "rp", "--", "true"}, 0, ""},
+		{"URL parameters, goredis", nil, []string{"lock", "--nodes", withParams, "--adapter", "goredis", "--node-timeout", "1s", "rpg", "--", "true"}, 0, ""},
+		{"status with URL parameters", nil, []string{"status", "--nodes", withParams}, 0, " up "},
 		{"CA file missing", nil, lock("--tls-ca-file", filepath.Join(t.TempDir(), "none.pem")), exitUsage, "--tls-ca-file"},
 		{"key without certificate", nil, lock("--tls-key-file", pki.clientKey), exitUsage, "go together"},
 	}
