@@ -101,6 +101,7 @@ func TestLockSIGKILLTakesTheFamily(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline above
 	}
+	t.Logf("the command and its children were gone %v after dlm was killed (ttl %v)", time.Since(killed).Round(time.Millisecond), ttl)
 	<-done
 }
 
