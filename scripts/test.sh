@@ -28,7 +28,9 @@ if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server >/dev/
 staticcheck_version=v0.8.2 # staticcheck 2026.2.2
 staticcheck="$(command -v staticcheck || true)"
 if [ -z "$staticcheck" ]; then
-  staticcheck="$(go env GOPATH)/bin/staticcheck"
+  bindir="$(go env GOBIN)"
+  [ -n "$bindir" ] || bindir="$(go env GOPATH)/bin"
+  staticcheck="$bindir/staticcheck"
   if [ ! -x "$staticcheck" ]; then
     echo "test.sh: installing staticcheck $staticcheck_version (go install)"
     go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
