@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"dlm/checker"
+	"dlm/checker/torture"
 	"dlm/redlock/redlocktest"
 )
 
@@ -114,7 +114,7 @@ func TestDoctor(t *testing.T) {
 // flagged (R9), the others are not.
 func TestDoctorClock(t *testing.T) {
 	t.Parallel()
-	lib, err := checker.FaketimeLibrary()
+	lib, err := torture.FaketimeLibrary()
 	if err != nil {
 		if os.Getenv("CI") != "" || os.Getenv("DLM_REQUIRE_REDIS") != "" {
 			t.Fatalf("%v (CI or DLM_REQUIRE_REDIS is set, so this is a failure)", err)

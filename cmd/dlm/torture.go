@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlm/checker"
+	"dlm/checker/torture"
 )
 
 // newTortureCmd builds "dlm torture": the safety checker over real
@@ -27,7 +28,7 @@ func newTortureCmd() *cobra.Command {
 		seed                                         uint64
 		faults                                       []string
 	)
-	d := checker.DefaultConfig("random")
+	d := torture.DefaultConfig("random")
 	var (
 		nodes, clients, resources            = d.Nodes, d.Clients, d.Resources
 		ttl, nodeTimeout, duration, delay    = d.TTL, d.NodeTimeout, d.Duration, d.RestartDelay
@@ -63,7 +64,7 @@ the run), 69 when this machine cannot run the scenario (redis-server or
 libfaketime missing).
 
 Scenarios (dlm torture --list for the expected verdicts):
-  ` + strings.Join(checker.ScenarioNames(), ", "),
+  ` + strings.Join(torture.ScenarioNames(), ", "),
 		Example: `  dlm torture --scenario restart-without-persistence
   dlm torture --scenario client-pause --fencing --report pause.html
   dlm torture --random --duration 60s --seed 42 --json
@@ -80,11 +81,11 @@ Scenarios (dlm torture --list for the expected verdicts):
 			case random:
 				scenario = "random"
 			case scenario == "" && checkPath == "":
-				return usageErrorf("no scenario: give --scenario NAME (one of %s), --random, --list or --check FILE", strings.Join(checker.ScenarioNames(), ", "))
+				return usageErrorf("no scenario: give --scenario NAME (one of %s), --random, --list or --check FILE", strings.Join(torture.ScenarioNames(), ", "))
 			case scenario == "":
 				scenario = "split-votes"
 			}
-			cfg := checker.DefaultConfig(scenario)
+			cfg := torture.DefaultConfig(scenario)
 			f := cmd.Flags()
 			set := func(name string, apply func()) {
 				if f.Changed(name) {
@@ -122,22 +123,22 @@ Scenarios (dlm torture --list for the expected verdicts):
 			if err := firstErr(checkOutputPath("--history", historyPath), checkOutputPath("--report", reportPath)); err != nil {
 				return err
 			}
-			var rep *checker.Report
+			var rep *torture.Report
 			if checkPath != "" {
 				h, err := checker.LoadHistory(checkPath)
 				if err != nil {
 					return withCode(exitUsage, err)
 				}
-				rep = checker.Analyze(cfg, h)
+				rep = torture.Analyze(cfg, h)
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "dlm torture: %s (replay: dlm torture %s)\n", cfg.Scenario, cfg)
-				var opts []checker.Option
+				var opts []torture.Option
 				if verbose {
-					opts = append(opts, checker.WithLog(cmd.ErrOrStderr()))
+					opts = append(opts, torture.WithLog(cmd.ErrOrStderr()))
 				}
 				var err error
-				rep, err = checker.Run(cmd.Context(), cfg, opts...)
-				if errors.Is(err, checker.ErrEnvironment) {
+				rep, err = torture.Run(cmd.Context(), cfg, opts...)
+				if errors.Is(err, torture.ErrEnvironment) {
 					return withCode(exitUnavailable, err)
 				}
 				if err != nil {
@@ -173,7 +174,7 @@ Scenarios (dlm torture --list for the expected verdicts):
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&scenario, "scenario", "", "scenario to run: "+strings.Join(checker.ScenarioNames(), ", "))
+	fl.StringVar(&scenario, "scenario", "", "scenario to run: "+strings.Join(torture.ScenarioNames(), ", "))
 	fl.BoolVar(&random, "random", false, "random mode: faults from a seeded schedule for --duration")
 	fl.BoolVar(&list, "list", false, "list the scenarios with what each promises, and exit")
 	fl.Uint64Var(&seed, "seed", 0, "seed of every random choice (default: a fresh one, printed)")
@@ -188,9 +189,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.DurationVar(&delay, "restart-delay", 0, "delay of a delayed restart (implies --delayed-restart; default ttl + ttl/4)")
 	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones (R18)")
 	fl.IntVar(&byzantine, "byzantine", 0, "clients tolerate this many lying nodes (redlock.WithByzantineNodes): quorum ceil((N+f+1)/2)")
-	fl.StringVar(&adapter, "adapter", d.Adapter, "node adapter of the clients: "+strings.Join(checker.Adapters(), " or "))
+	fl.StringVar(&adapter, "adapter", d.Adapter, "node adapter of the clients: "+strings.Join(torture.Adapters(), " or "))
 	fl.IntVar(&workers, "workers", d.Workers, "Lock calls each client runs at once in the looping scenarios and --random (1 to 16); over rueidis the lock passes between them")
-	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(checker.AllFaults(), ", "))
+	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(torture.AllFaults(), ", "))
 	fl.DurationVar(&bound, "liveness-bound", 0, "longest a wanted resource may stay unheld with no fault active (default 2 x ttl)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fl.StringVar(&reportPath, "report", "", "write an HTML timeline of the run to this file")
@@ -205,8 +206,8 @@ Scenarios (dlm torture --list for the expected verdicts):
 func listScenarios(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tRULE\tEXPECTED\tWHAT HAPPENS")
-	for _, s := range checker.Scenarios() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Rule, checker.DefaultConfig(s.Name).Expect(), s.Summary)
+	for _, s := range torture.Scenarios() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Rule, torture.DefaultConfig(s.Name).Expect(), s.Summary)
 	}
 	return tw.Flush()
 }

@@ -1,4 +1,4 @@
-package checker
+package torture
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dlm/checker"
 	"dlm/redlock"
 	"dlm/redlock/goredis"
 	"dlm/redlock/rueidis"
@@ -133,7 +134,7 @@ func (e *env) newActor(name string, g int) (*actor, error) {
 	}
 	c, err := dial(e.cl.urls(g), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("checker: client %s: %w", name, err)
+		return nil, fmt.Errorf("torture: client %s: %w", name, err)
 	}
 	a := &actor{name: name, client: c, rec: e.rec, reg: e.reg}
 	e.actors = append(e.actors, a)
@@ -199,7 +200,7 @@ func (e *env) acquireOn(ctx context.Context, a *actor, resource string, m, o []i
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("checker: %s could not acquire on %s: %w", a.name, names(m), err)
+		return nil, fmt.Errorf("torture: %s could not acquire on %s: %w", a.name, names(m), err)
 	}
 	return g, nil
 }
@@ -222,7 +223,7 @@ func (e *env) twoClientsAHolding(ctx context.Context) (a, b *actor, g *grant, er
 		return nil, nil, nil, err
 	}
 	if g, err = e.acquireR(ctx, a); err != nil {
-		return nil, nil, nil, fmt.Errorf("checker: A could not acquire: %w", err)
+		return nil, nil, nil, fmt.Errorf("torture: A could not acquire: %w", err)
 	}
 	return a, b, g, nil
 }
@@ -252,7 +253,7 @@ func runRestart(ctx context.Context, e *env) error {
 	}()
 	if delay == 0 {
 		if err := <-restarted; err != nil {
-			return fmt.Errorf("checker: restart %s: %w", nodeName(victim), err)
+			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}
 	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL+delay)
@@ -266,7 +267,7 @@ func runRestart(ctx context.Context, e *env) error {
 	}
 	if delay > 0 {
 		if err := <-restarted; err != nil {
-			return fmt.Errorf("checker: restart %s: %w", nodeName(victim), err)
+			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}
 	return nil
@@ -347,7 +348,7 @@ func runClientPause(ctx context.Context, e *env) error {
 	gb, err := e.acquireR(ctx, b)
 	if err != nil {
 		end()
-		return fmt.Errorf("checker: B could not acquire after A's validity: %w", err)
+		return fmt.Errorf("torture: B could not acquire after A's validity: %w", err)
 	}
 	b.write(gb)
 	end()
@@ -382,7 +383,7 @@ func runWriteDelay(ctx context.Context, e *env) error {
 	close(deliver)
 	<-written
 	if err != nil {
-		return fmt.Errorf("checker: B could not acquire after A's validity: %w", err)
+		return fmt.Errorf("torture: B could not acquire after A's validity: %w", err)
 	}
 	b.readUnder(gb)
 	_ = b.release(ctx, gb)
@@ -412,7 +413,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 		}
 		if time.Now().After(deadline) {
 			end()
-			return fmt.Errorf("checker: A's keys still on the nodes %v after its ttl", 3*e.cfg.TTL)
+			return fmt.Errorf("torture: A's keys still on the nodes %v after its ttl", 3*e.cfg.TTL)
 		}
 		sleep(ctx, 10*time.Millisecond) // polling interval, bounded by the deadline
 	}
@@ -420,7 +421,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 	_ = a.extend(ctx, g)
 	// The nodes' extend script itself, called directly with A's value: it
 	// must not re-create the key (R17).
-	i := e.rec.invoke(Op{Client: "A(raw)", Resource: "r", Kind: Extend, Lock: g.id})
+	i := e.rec.invoke(checker.Op{Client: "A(raw)", Resource: "r", Kind: checker.Extend, Lock: g.id})
 	extended := false
 	var errs []error
 	for _, p := range e.cl.procs {
@@ -429,7 +430,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 		extended = extended || ok
 		errs = append(errs, err)
 	}
-	e.rec.complete(i, func(o *Op) {
+	e.rec.complete(i, func(o *checker.Op) {
 		o.OK = extended
 		if err := errors.Join(errs...); err != nil {
 			o.Err = err.Error()
@@ -601,7 +602,7 @@ func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pause
 		dur := ttl/4 + time.Duration(rng.Int64N(int64(ttl*3/4)))
 		k, ok := findFault(kind)
 		if !ok {
-			return fmt.Errorf("checker: unknown fault %q", kind) // Validate refuses it first
+			return fmt.Errorf("torture: unknown fault %q", kind) // Validate refuses it first
 		}
 		if err := k.inject(ctx, e, rng, node, dur, pauses); err != nil {
 			return err

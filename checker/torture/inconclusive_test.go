@@ -1,6 +1,7 @@
-package checker
+package torture
 
 import (
+	"dlm/checker"
 	"math"
 	"strings"
 	"testing"
@@ -11,20 +12,20 @@ import (
 // out of range give the distinct verdict "inconclusive", never "as
 // promised" (issue 16, defect 8).
 func TestInconclusive(t *testing.T) {
-	ok := func(id int, lock string, start, end, ttl int64) Op {
-		return Op{ID: id, Client: "c" + lock, Resource: "r", Kind: Acquire, Lock: lock, Start: start, End: end, OK: true, TTL: ttl, Until: start + ttl}
+	ok := func(id int, lock string, start, end, ttl int64) checker.Op {
+		return checker.Op{ID: id, Client: "c" + lock, Resource: "r", Kind: checker.Acquire, Lock: lock, Start: start, End: end, OK: true, TTL: ttl, Until: start + ttl}
 	}
 	overflow := ok(1, "a", 10, 20, math.MaxInt64-5)
 	overflow.Until = math.MinInt64 + 4 // what start + ttl wraps to
 	tests := []struct {
 		name string
-		h    *History
+		h    *checker.History
 		want string
 	}{
-		{"empty", &History{}, "no acquisition"},
-		{"only failed attempts", &History{Ops: []Op{{ID: 1, Client: "c", Resource: "r", Kind: Acquire, Lock: "a", Start: 1, End: 2}}}, "no acquisition"},
-		{"ttl overflows", &History{Ops: []Op{overflow, ok(2, "b", 30, 40, int64(time.Second))}}, "out of range"},
-		{"negative time", &History{Ops: []Op{ok(1, "a", -50, 20, int64(time.Second))}}, "out of range"},
+		{"empty", &checker.History{}, "no acquisition"},
+		{"only failed attempts", &checker.History{Ops: []checker.Op{{ID: 1, Client: "c", Resource: "r", Kind: checker.Acquire, Lock: "a", Start: 1, End: 2}}}, "no acquisition"},
+		{"ttl overflows", &checker.History{Ops: []checker.Op{overflow, ok(2, "b", 30, 40, int64(time.Second))}}, "out of range"},
+		{"negative time", &checker.History{Ops: []checker.Op{ok(1, "a", -50, 20, int64(time.Second))}}, "out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -41,14 +42,14 @@ func TestInconclusive(t *testing.T) {
 	}
 	t.Run("no grant, liveness violated", func(t *testing.T) {
 		// Wanted for 5s, granted to nobody, no fault: that is evidence.
-		h := &History{Ops: []Op{{ID: 1, Client: "c", Resource: "r", Kind: Acquire, Lock: "a", Start: 0, End: int64(5 * time.Second)}}}
+		h := &checker.History{Ops: []checker.Op{{ID: 1, Client: "c", Resource: "r", Kind: checker.Acquire, Lock: "a", Start: 0, End: int64(5 * time.Second)}}}
 		rep := Analyze(DefaultConfig("split-votes"), h)
 		if rep.Inconclusive || rep.Matches || !strings.Contains(rep.Outcome, "liveness violated") {
 			t.Errorf("inconclusive %v, matches %v, outcome %q; want the liveness violation reported", rep.Inconclusive, rep.Matches, rep.Outcome)
 		}
 	})
 	t.Run("mutex on overflow", func(t *testing.T) {
-		if got := CheckMutex(tests[2].h); got.Verdict != Unknown {
+		if got := checker.CheckMutex(tests[2].h); got.Verdict != checker.Unknown {
 			t.Errorf("CheckMutex = %v, want unknown: a ttl that overflows decides nothing", got)
 		}
 	})
@@ -57,9 +58,9 @@ func TestInconclusive(t *testing.T) {
 // TestInconclusiveTimeLimit: a linearizability check that ran out of time
 // makes the report inconclusive (issue 16, defect 8).
 func TestInconclusiveTimeLimit(t *testing.T) {
-	h := &History{Ops: []Op{{ID: 1, Client: "c", Resource: "r", Kind: Acquire, Lock: "a", Start: 1, End: 2, OK: true, TTL: 100, Until: 100}}}
-	rep := analyze(DefaultConfig("split-votes"), h, checkers{linearizable: func(*History) Result {
-		return Result{Check: "linearizable", Verdict: Unknown, Counterexample: "porcupine found no answer within 10s"}
+	h := &checker.History{Ops: []checker.Op{{ID: 1, Client: "c", Resource: "r", Kind: checker.Acquire, Lock: "a", Start: 1, End: 2, OK: true, TTL: 100, Until: 100}}}
+	rep := analyze(DefaultConfig("split-votes"), h, checkers{linearizable: func(*checker.History) checker.Result {
+		return checker.Result{Check: "linearizable", Verdict: checker.Unknown, Counterexample: "porcupine found no answer within 10s"}
 	}})
 	if !rep.Inconclusive || rep.Matches || !strings.Contains(rep.Outcome, "linearizable") {
 		t.Errorf("inconclusive %v, matches %v, outcome %q; want inconclusive naming the linearizable check", rep.Inconclusive, rep.Matches, rep.Outcome)

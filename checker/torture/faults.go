@@ -1,4 +1,4 @@
-package checker
+package torture
 
 import (
 	"context"
@@ -98,7 +98,7 @@ func injectRestart(ctx context.Context, e *env, _ *rand.Rand, node int, _ time.D
 	err := e.cl.procs[node].Restart(context.WithoutCancel(ctx), delay)
 	end()
 	if err != nil {
-		return fmt.Errorf("checker: restart %s: %w", nodeName(node), err)
+		return fmt.Errorf("torture: restart %s: %w", nodeName(node), err)
 	}
 	return nil
 }
