@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
@@ -92,6 +93,7 @@ terminal) prints plain log lines instead.`,
 	f.Uint64Var(&dc.seed, "seed", 0, "seed of the workers' random work times and retry delays (0: random, printed)")
 	f.StringSliceVar(&nodes, "nodes", nil, "run against these node URLs instead of starting nodes (no faults then)")
 	f.StringVar(&dc.adapter, "adapter", defaultAdapter, "Redis client adapter of the workers: "+strings.Join(adapterNames(), " or "))
+	addTLSFlags(cmd, &dc.tls)
 	return cmd
 }
 
@@ -113,6 +115,7 @@ type demoConfig struct {
 	seed     uint64
 	urls     []string
 	adapter  string
+	tls      tlsFiles
 }
 
 // ttl is the demo's lock ttl: a twentieth of the run, within [100ms, 2s],
@@ -217,14 +220,18 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	fmt.Fprintf(stdout, "dlm demo: %d workers, lock ttl %v, duration %v, seed %d (--seed %d replays the workers' random choices)\n",
 		dc.workers, d.ttl, dc.duration, dc.seed, dc.seed)
 
-	client, closeClient, err := dial(dc.adapter, urls, tlsFiles{}, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
+	cfgs, err := dc.tls.forURLs(urls)
+	if err != nil {
+		return err
+	}
+	client, closeClient, err := dial(dc.adapter, urls, dc.tls, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
 	if err != nil {
 		return err
 	}
 	defer closeClient()
 
 	// The real count of nodes up, before anything runs.
-	up, err := countUp(ctx, urls, time.Second)
+	up, err := countUp(ctx, urls, cfgs, time.Second)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -241,7 +248,7 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	d.start = time.Now()
 	var wg sync.WaitGroup
 	wg.Add(2 + dc.workers)
-	go func() { defer wg.Done(); d.monitor(rctx, urls) }()
+	go func() { defer wg.Done(); d.monitor(rctx, urls, cfgs) }()
 	go func() { defer wg.Done(); d.script(rctx) }()
 	for i := 0; i < dc.workers; i++ {
 		go func() { defer wg.Done(); d.worker(rctx, client, i) }()
@@ -265,14 +272,14 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 }
 
 // countUp counts the nodes of urls that answer a PING within timeout.
-func countUp(ctx context.Context, urls []string, timeout time.Duration) (int, error) {
+func countUp(ctx context.Context, urls []string, cfgs []*tls.Config, timeout time.Duration) (int, error) {
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {
 		return 0, err
 	}
 	clients := make([]*redis.Client, len(parsed))
 	for i, u := range parsed {
-		clients[i] = goredis.NewClient(u)
+		clients[i] = goredisTLS(goredis.NewClient(u), cfgs[i])
 		defer clients[i].Close()
 	}
 	var n atomic.Int64
@@ -410,14 +417,14 @@ func (d *demo) setNode(i int, up bool, note string) {
 // until ctx ends. A node the script holds down is left alone; every other
 // node shows what its last poll found, so a restarted node is seen up again
 // at the first poll after its restart (issue 16, defect 12).
-func (d *demo) monitor(ctx context.Context, urls []string) {
+func (d *demo) monitor(ctx context.Context, urls []string, cfgs []*tls.Config) {
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {
 		return
 	}
 	clients := make([]*redis.Client, len(parsed))
 	for i, u := range parsed {
-		clients[i] = goredis.NewClient(u)
+		clients[i] = goredisTLS(goredis.NewClient(u), cfgs[i])
 		defer clients[i].Close()
 	}
 	t := time.NewTicker(200 * time.Millisecond)

@@ -123,6 +123,8 @@ func TestTLS(t *testing.T) {
 		{"files as URL parameters", nil, []string{"lock", "--nodes", withParams, "--node-timeout", "1s", "rp", "--", "true"}, 0, ""},
 		{"URL parameters, goredis", nil, []string{"lock", "--nodes", withParams, "--adapter", "goredis", "--node-timeout", "1s", "rpg", "--", "true"}, 0, ""},
 		{"status with URL parameters", nil, []string{"status", "--nodes", withParams}, 0, " up "},
+		{"demo", nil, []string{"demo", "--no-tui", "--duration", "2s", "--workers", "2", "--nodes", node, "--tls-ca-file", pki.ca,
+			"--tls-cert-file", pki.clientCert, "--tls-key-file", pki.clientKey}, 0, "1 of 1 nodes up"},
 		{"CA file missing", nil, lock("--tls-ca-file", filepath.Join(t.TempDir(), "none.pem")), exitUsage, "--tls-ca-file"},
 		{"key without certificate", nil, lock("--tls-key-file", pki.clientKey), exitUsage, "go together"},
 	}
