@@ -19,8 +19,10 @@ import (
 const redacted = "xxxxx"
 
 // userinfoRE finds the user information of a URL in free text:
-// scheme://USERINFO@ (USERINFO has no '/', no space and no quote).
-var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)([^/\s"'@]*(?:@[^/\s"'@]*)*)@`)
+// scheme://USERINFO@ (USERINFO has no '/', no space, no quote and no
+// square bracket, so that the usage text "redis://[user:password@]host"
+// stays as written).
+var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)([^/\s"'@\[\]]*(?:@[^/\s"'@\[\]]*)*)@`)
 
 // minSecret is the shortest password also replaced where it appears
 // outside a URL: shorter ones would blank out ordinary words.

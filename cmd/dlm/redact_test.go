@@ -96,6 +96,7 @@ func TestRedact(t *testing.T) {
 		{"decoded pa/ss leaked", "decoded xxxxx leaked"},
 		{"unix:///tmp/sock and redis://h:1 stay", "unix:///tmp/sock and redis://h:1 stay"},
 		{"redis://a:b@c@h:1", "redis://a:xxxxx@h:1"},
+		{"usage: redis://[user:password@]host:port", "usage: redis://[user:password@]host:port"},
 	}
 	for _, tt := range tests {
 		if got := r.String(tt.in); got != tt.want {
