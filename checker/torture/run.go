@@ -72,7 +72,10 @@ func (r *Report) Check(name string) checker.Result {
 // Option adjusts how Run reports its progress.
 type Option func(*runOptions)
 
-type runOptions struct{ log io.Writer }
+type runOptions struct {
+	log io.Writer
+	dlm string // the dlm executable (WithDLM)
+}
 
 // WithLog makes Run narrate the run's steps to w. Default: silent.
 func WithLog(w io.Writer) Option { return func(o *runOptions) { o.log = w } }
@@ -113,6 +116,7 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 		rng: seedRng,
 		cl:  cl,
 		rec: newRecorder(cfg.Nodes, cfg.Fencing),
+		dlm: o.dlm,
 		reg: newRegister(cfg.Fencing),
 		log: func(format string, args ...any) {
 			if o.log != nil {

@@ -61,6 +61,8 @@ func scenarioList() []Scenario {
 			Summary: "client A lets its lock expire, then extends it, through the client and through each node's extend script directly: nothing may resurrect it"},
 		{Name: "lying-node", Rule: "B3 (WithByzantineNodes)", groups: 2, faketime: never, liar: true, run: runLyingNode,
 			Summary: "one node answers OK to every SET without performing it; client A locks exactly a quorum that includes the liar; client B then locks the resource"},
+		{Name: "process-holders", Rule: "R1.1, R17", groups: 1, faketime: never, loop: true, run: runProcessHolders,
+			Summary: "the clients are dlm lock processes whose commands log their critical sections; the dlm process of a client in its section is SIGKILLed at seeded times: its command must die with it, before the lock can expire"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}
@@ -113,6 +115,7 @@ type env struct {
 	reg    *register
 	actors []*actor
 	log    func(format string, args ...any)
+	dlm    string // the dlm executable, for process-holders
 }
 
 // newActor dials a client of group g with the run's settings.

@@ -133,6 +133,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "dlm torture: %s (replay: dlm torture %s)\n", cfg.Scenario, cfg)
 				var opts []torture.Option
+				if self, err := os.Executable(); err == nil {
+					opts = append(opts, torture.WithDLM(self)) // process-holders runs dlm lock processes
+				}
 				if verbose {
 					opts = append(opts, torture.WithLog(cmd.ErrOrStderr()))
 				}
