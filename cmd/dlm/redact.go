@@ -18,11 +18,11 @@ import (
 // redacted replaces a password.
 const redacted = "xxxxx"
 
-// userinfoRE finds the user information of a URL in free text:
+// userinfoPattern finds the user information of a URL in free text:
 // scheme://USERINFO@ (USERINFO has no '/', no space, no quote and no
 // square bracket, so that the usage text "redis://[user:password@]host"
 // stays as written).
-var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://)([^/\s"'@\[\]]*(?:@[^/\s"'@\[\]]*)*)@`)
+const userinfoPattern = `([A-Za-z][A-Za-z0-9+.\-]*://)([^/\s"'@\[\]]*(?:@[^/\s"'@\[\]]*)*)@`
 
 // minSecret is the shortest password also replaced where it appears
 // outside a URL: shorter ones would blank out ordinary words.
@@ -30,6 +30,8 @@ const minSecret = 4
 
 // redactor hides the passwords of node URLs in text.
 type redactor struct {
+	// userinfo is userinfoPattern, compiled.
+	userinfo *regexp.Regexp
 	// secrets are the passwords (raw and percent-decoded) found in the
 	// node URLs dlm was given, longest first.
 	secrets []string
@@ -39,7 +41,7 @@ type redactor struct {
 // in the environment variable DLM_NODES, whether or not the URL is valid
 // (an invalid URL's message quotes it too).
 func newRedactor(args []string) *redactor {
-	r := &redactor{}
+	r := &redactor{userinfo: regexp.MustCompile(userinfoPattern)}
 	words := append([]string(nil), args...)
 	words = append(words, strings.Split(os.Getenv(nodesEnv), ",")...)
 	seen := map[string]bool{}
@@ -51,7 +53,7 @@ func newRedactor(args []string) *redactor {
 	}
 	for _, w := range words {
 		for _, part := range strings.Split(w, ",") {
-			for _, m := range userinfoRE.FindAllStringSubmatch(part, -1) {
+			for _, m := range r.userinfo.FindAllStringSubmatch(part, -1) {
 				info := m[2]
 				pw := info
 				if _, p, ok := strings.Cut(info, ":"); ok {
@@ -75,10 +77,15 @@ func newRedactor(args []string) *redactor {
 
 // String returns s with the user information of every URL in it replaced
 // ("user:xxxxx@", or "xxxxx@" for the password-only form) and every known
-// password replaced wherever it appears.
+// password replaced wherever it appears. A nil redactor knows no password
+// and hides only the user information of URLs.
 func (r *redactor) String(s string) string {
-	s = userinfoRE.ReplaceAllStringFunc(s, func(m string) string {
-		sub := userinfoRE.FindStringSubmatch(m)
+	re := regexp.MustCompile(userinfoPattern)
+	if r != nil {
+		re = r.userinfo
+	}
+	s = re.ReplaceAllStringFunc(s, func(m string) string {
+		sub := re.FindStringSubmatch(m)
 		user, _, hasPass := strings.Cut(sub[2], ":")
 		if hasPass && user != "" {
 			return sub[1] + user + ":" + redacted + "@"

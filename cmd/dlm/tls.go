@@ -69,7 +69,11 @@ func (t tlsFiles) config() (*tls.Config, error) {
 // URL parameters of a rediss:// URL that name its TLS files, overriding the
 // flags for that node: rediss://host:port?tls-ca-file=ca.pem&tls-cert-file=
 // c.pem&tls-key-file=k.pem.
-var tlsURLParams = [3]string{"tls-ca-file", "tls-cert-file", "tls-key-file"}
+const (
+	paramCA   = "tls-ca-file"
+	paramCert = "tls-cert-file"
+	paramKey  = "tls-key-file"
+)
 
 // forURL returns the TLS settings of the node at raw: the flags, each
 // overridden by the URL parameter of the same name.
@@ -79,8 +83,8 @@ func (t tlsFiles) forURL(raw string) (*tls.Config, error) {
 		return t.config() // ParseNodeURL has refused it already
 	}
 	q := u.Query()
-	for i, dst := range []*string{&t.ca, &t.cert, &t.key} {
-		if v := q.Get(tlsURLParams[i]); v != "" {
+	for param, dst := range map[string]*string{paramCA: &t.ca, paramCert: &t.cert, paramKey: &t.key} {
+		if v := q.Get(param); v != "" {
 			*dst = v
 		}
 	}
