@@ -1,4 +1,5 @@
-# make test: the whole suite (installs redis-server and faketime when root).
+# make test: the whole suite (installs redis-server and faketime when root,
+# staticcheck from the Go module proxy when missing).
 # make demo: the live demo on embedded nodes (nothing to install).
 .PHONY: test demo bench
 

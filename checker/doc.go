@@ -1,10 +1,8 @@
-// Package checker is dlm's safety checker: it runs Redlock clients against
-// real redis-server processes, injects real faults (crashes with and without
-// persistence and the delayed restart of R16.3, SIGSTOP pauses, slow and
-// partitioned links through a toxiproxy TCP proxy per node and client group,
-// clock jumps under libfaketime, client pauses past the ttl, a lying node
-// that acknowledges SETs it never performs), records a history, and checks
-// it.
+// Package checker holds dlm's safety checks: pure functions over a
+// recorded History of lock operations, register writes and faults, with
+// the standard library and porcupine as their only dependencies. The
+// fault-injecting runner that records such histories against real
+// redis-server processes is package dlm/checker/torture.
 //
 // The checkers are pure functions over a recorded History, each returning a
 // Result with a three-way Verdict (OK, Violated, Unknown) and a readable
@@ -37,14 +35,14 @@
 // faults (a fence value kept on a node that restarts empty is lost with it).
 // A lying node breaks mutual exclusion under the majority quorum; the
 // Byzantine quorum of redlock.WithByzantineNodes outvotes it, and with it
-// one amnesiac or clock-jumped node. Run, with a Config naming a scenario,
-// reproduces each of these cases; Config.Expect states what each
-// configuration promises; docs/guarantees.md records the measured table.
+// one amnesiac or clock-jumped node. torture.Run, with a torture.Config
+// naming a scenario, reproduces each of these cases; torture.Config.Expect
+// states what each configuration promises; docs/guarantees.md records the
+// measured table.
 //
-// libfaketime and Debian's redis-server: the server links jemalloc, which
-// deadlocks libfaketime's initialisation (libfaketime issue #130); the
-// checker preloads libc after libfaketime so that malloc resolves to
-// glibc's, and the clock-jump scenario works with the stock packages.
+// A history whose values are out of range (a ttl whose end overflows,
+// negative times: History.OutOfRange) decides nothing: the checks answer
+// Unknown for it.
 //
 // Times in a History are nanoseconds of one monotonic clock, counted from the
 // start of the run, so intervals recorded by different clients compare.

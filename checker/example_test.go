@@ -1,7 +1,6 @@
 package checker_test
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -31,52 +30,20 @@ func ExampleCheckMutex() {
 	// resource "r": B (lock B#1) acquired it at 302.0ms, while A (lock A#1) still held it until 988.0ms (validity end), 686.0ms later
 }
 
-// Analyze judges a history against what a configuration promises: the same
-// overlap is the expected outcome of restart-without-persistence, and a
-// broken promise under delayed-restart.
-func ExampleAnalyze() {
+// Holds gives the intervals the checks reason about, for reports that draw
+// them.
+func ExampleHistory_Holds() {
 	h, err := checker.DecodeHistory(strings.NewReader(overlapping))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	for _, name := range []string{"restart-without-persistence", "delayed-restart"} {
-		rep := checker.Analyze(checker.DefaultConfig(name), h)
-		fmt.Printf("%s: expected %s; %s (matches: %v)\n", name, rep.Expected, rep.Outcome, rep.Matches)
+	for _, hd := range h.Holds()["r"] {
+		fmt.Printf("%s held by %s from %dms to %dms (%s)\n", hd.Lock, hd.Client, hd.From/1e6, hd.To/1e6, hd.Why)
 	}
+	fmt.Printf("out of range: %q\n", h.OutOfRange())
 	// Output:
-	// restart-without-persistence: expected violation expected; violation reproduced, as expected (matches: true)
-	// delayed-restart: expected no violation; safety violated where it is promised (matches: false)
-}
-
-// Every configuration states what it promises under its scenario's faults.
-func ExampleConfig_Expect() {
-	for _, c := range []struct {
-		name   string
-		fenced bool
-	}{{"client-pause", false}, {"client-pause", true}, {"fsync-always", false}} {
-		cfg := checker.DefaultConfig(c.name)
-		cfg.Fencing = c.fenced
-		fmt.Printf("%s fencing=%v: %s\n", c.name, c.fenced, cfg.Expect())
-	}
-	// Output:
-	// client-pause fencing=false: violation expected
-	// client-pause fencing=true: no violation
-	// fsync-always fencing=false: no violation
-}
-
-// Run starts real redis-server processes, injects the scenario's faults and
-// checks what it recorded. (Not run as a test: it needs redis-server.)
-func ExampleRun() {
-	cfg := checker.DefaultConfig("restart-without-persistence")
-	cfg.Seed = 42 // the same seed replays the same choices
-	rep, err := checker.Run(context.Background(), cfg)
-	if err != nil {
-		fmt.Println(err) // errors.Is(err, checker.ErrEnvironment): redis-server missing
-		return
-	}
-	fmt.Println(rep.Outcome)
-	if rep.Counterexample != nil {
-		fmt.Println(*rep.Counterexample)
-	}
+	// A#1 held by A from 5ms to 988ms (validity end)
+	// B#1 held by B from 302ms to 1290ms (validity end)
+	// out of range: ""
 }

@@ -154,6 +154,38 @@ func (h *History) Validate() error {
 	return nil
 }
 
+// maxTime bounds every time and ttl of a history, in nanoseconds (about
+// 146 years): beyond it, sums such as start + ttl may overflow int64.
+const maxTime = int64(1) << 62
+
+// outOfRange describes the first value of h that no run can have produced
+// and that the checks' arithmetic cannot take (a negative time, a ttl or
+// time beyond maxTime, a validity end before its acquisition), or returns
+// "".
+func (h *History) outOfRange() string {
+	in := func(v int64) bool { return v >= 0 && v <= maxTime }
+	for _, o := range h.Ops {
+		switch {
+		case !in(o.Start):
+			return fmt.Sprintf("op %d starts at %d ns", o.ID, o.Start)
+		case o.End != -1 && !in(o.End):
+			return fmt.Sprintf("op %d ends at %d ns", o.ID, o.End)
+		case !in(o.TTL):
+			return fmt.Sprintf("op %d has ttl %d ns (at most %d)", o.ID, o.TTL, maxTime)
+		case o.Until != 0 && !in(o.Until):
+			return fmt.Sprintf("op %d has validity end %d ns", o.ID, o.Until)
+		case o.Kind == Acquire && o.OK && !o.Pending() && o.Until < o.Start:
+			return fmt.Sprintf("acquisition %d is valid until %d ns, before it started (%d ns)", o.ID, o.Until, o.Start)
+		}
+	}
+	for i, f := range h.Faults {
+		if !in(f.Start) || f.End != -1 && !in(f.End) {
+			return fmt.Sprintf("fault %d spans %d..%d ns", i, f.Start, f.End)
+		}
+	}
+	return ""
+}
+
 // WriteJSON writes the history as indented JSON.
 func (h *History) WriteJSON(w io.Writer) error {
 	enc := json.NewEncoder(w)

@@ -131,6 +131,10 @@ func MaxUnavailable(h *History) (u Unavailable, ok bool) {
 // verdict is Unknown when no acquisition was made outside the faults.
 func CheckLiveness(h *History, bound, grace time.Duration) Result {
 	res := Result{Check: "liveness"}
+	if why := h.outOfRange(); why != "" {
+		res.Verdict, res.Counterexample = Unknown, "values out of range: "+why
+		return res
+	}
 	end := h.horizon()
 	var faults []span
 	for _, f := range h.Faults {

@@ -13,8 +13,15 @@ import (
 // had ended resurrected the lock, which is a violation too. Overlaps that
 // involve an acquisition whose outcome is unknown make the verdict Unknown,
 // unless a definite violation exists.
+//
+// A history with values out of range (a ttl whose end overflows, negative
+// times) is Unknown: its intervals mean nothing.
 func CheckMutex(h *History) Result {
 	res := Result{Check: "mutex"}
+	if why := h.outOfRange(); why != "" {
+		res.Verdict, res.Counterexample = Unknown, "values out of range: "+why
+		return res
+	}
 	holds := h.holds()
 	resources := make([]string, 0, len(holds))
 	for r := range holds {

@@ -24,9 +24,24 @@ fi
 # Tests start their own redis-server processes; a system one is not needed.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server >/dev/null 2>&1 || true; fi
 
+# staticcheck, pinned, from the Go module proxy when it is not installed.
+staticcheck_version=v0.8.2 # staticcheck 2026.2.2
+staticcheck="$(command -v staticcheck || true)"
+if [ -z "$staticcheck" ]; then
+  bindir="$(go env GOBIN)"
+  [ -n "$bindir" ] || bindir="$(go env GOPATH)/bin"
+  staticcheck="$bindir/staticcheck"
+  if [ ! -x "$staticcheck" ]; then
+    echo "test.sh: installing staticcheck $staticcheck_version (go install)"
+    go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+  fi
+fi
+
 export DLM_REQUIRE_REDIS=1
 echo "== go vet ./..."
 go vet ./...
+echo "== staticcheck ./..."
+"$staticcheck" ./...
 echo "== go test -race ./..."
 go test -race -count=1 -timeout 15m ./...
 if [ -f bench/go.mod ]; then

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -20,8 +19,6 @@ import (
 
 	"dlm/lockload"
 	"dlm/redlock"
-	"dlm/redlock/goredis"
-	"dlm/redlock/rueidis"
 )
 
 // benchConfig is one dlm bench run, from the flags.
@@ -37,6 +34,7 @@ type benchConfig struct {
 	ttl        time.Duration
 	nodeTO     time.Duration
 	adapter    string
+	tls        tlsFiles
 	quiet      bool
 }
 
@@ -64,7 +62,7 @@ releases every lock it takes. For a comparison with other libraries on
 local nodes, see the bench/ module of the source tree.`,
 		Example: `  dlm bench --nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
   DLM_NODES=... dlm bench --goroutines 1,64,256 --duration 5s`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if c.nodes, err = resolveNodes(c.nodes); err != nil {
@@ -90,7 +88,8 @@ local nodes, see the bench/ module of the source tree.`,
 	f.DurationVar(&c.contention, "contention", 3*time.Second, "length of the contention run")
 	f.DurationVar(&c.ttl, "ttl", 10*time.Second, "lock validity time of the benchmark's locks")
 	f.DurationVar(&c.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2)")
-	f.StringVar(&c.adapter, "adapter", "rueidis", "Redis client adapter: rueidis (batched per node, hand-off) or goredis")
+	f.StringVar(&c.adapter, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	addTLSFlags(cmd, &c.tls)
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress bar")
 	return cmd
 }
@@ -119,6 +118,19 @@ func parseCounts(fields []string) ([]int, error) {
 }
 
 func (c benchConfig) validate() error {
+	if _, err := findAdapter(c.adapter); err != nil {
+		return err
+	}
+	if err := firstErr(overDuration("--duration", c.duration, maxRunTime), overDuration("--seq", c.seq, maxRunTime),
+		overDuration("--contention", c.contention, maxRunTime), overDuration("--ttl", c.ttl, maxLockTTL),
+		overCount("--workers", c.workers, maxBenchGoroutines)); err != nil {
+		return err
+	}
+	for _, g := range c.goroutines {
+		if err := overCount("--goroutines", g, maxBenchGoroutines); err != nil {
+			return err
+		}
+	}
 	switch {
 	case c.duration <= 0:
 		return usageErrorf("--duration must be positive, got %v", c.duration)
@@ -134,8 +146,6 @@ func (c benchConfig) validate() error {
 		return usageErrorf("--hold-mode: unknown mode %q; expected sleep or block", c.holdMode)
 	case c.nodeTO <= 0 || c.nodeTO >= c.ttl:
 		return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", c.ttl, c.nodeTO)
-	case c.adapter != "rueidis" && c.adapter != "goredis":
-		return usageErrorf("--adapter: unknown adapter %q; expected rueidis or goredis", c.adapter)
 	case c.hold >= c.ttl:
 		return usageErrorf("--hold %v must be well under --ttl %v", c.hold, c.ttl)
 	}
@@ -146,20 +156,11 @@ func (c benchConfig) validate() error {
 // the results on stdout.
 func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) error {
 	opts := []redlock.Option{redlock.WithTTL(c.ttl), redlock.WithNodeTimeout(c.nodeTO)}
-	var client *redlock.Client
-	var err error
-	if c.adapter == "goredis" {
-		client, err = goredis.Dial(c.nodes, opts...)
-	} else {
-		client, err = rueidis.Dial(c.nodes, opts...)
-	}
-	if errors.Is(err, redlock.ErrInvalid) {
-		return withCode(exitUsage, err)
-	}
+	client, closeClient, err := dial(c.adapter, c.nodes, c.tls, opts...)
 	if err != nil {
 		return err
 	}
-	defer client.Close()
+	defer closeClient()
 	locker := lockload.Client(client)
 	var id [6]byte
 	_, _ = rand.Read(id[:])
@@ -215,10 +216,9 @@ func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) erro
 
 	fmt.Fprintf(stdout, "dlm bench: %d nodes (quorum %d), %s adapter: %s\n\n", len(c.nodes), client.Quorum(), c.adapter, strings.Join(client.Nodes(), ", "))
 	type tpRow struct {
-		g       int
-		perSec  float64
-		failed  int64
-		elapsed time.Duration
+		g      int
+		perSec float64
+		failed int64
 	}
 	var rows []tpRow
 	for _, g := range c.goroutines {

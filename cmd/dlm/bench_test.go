@@ -51,6 +51,10 @@ func TestBenchRefusesBadInput(t *testing.T) {
 		{"hold over ttl", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--hold", "20s"}, nil, "must be well under --ttl"},
 		{"unknown hold mode", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--hold-mode", "spin"}, nil, "--hold-mode: unknown mode \"spin\""},
 		{"bad url", nil, []string{nodesEnv + "=http://x"}, "unknown scheme"},
+		{"too many goroutines", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--goroutines", "1,10000000"}, nil, "--goroutines: 10000000 is over the limit of 10000"},
+		{"too many workers", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--workers", "1000000"}, nil, "--workers: 1000000 is over the limit of 10000"},
+		{"too long", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--duration", "100h"}, nil, "--duration: 100h0m0s is over the limit of 1h0m0s"},
+		{"ttl too long", []string{"bench", "--nodes", "redis://127.0.0.1:1", "--ttl", "2562047h"}, nil, "--ttl: 2562047h0m0s is over the limit of 24h0m0s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
+	"dlm/checker"
 	"dlm/redlock"
 	"dlm/redlock/goredis"
 )
@@ -54,10 +56,13 @@ if mutual exclusion held, 1 otherwise.
 
 The live view needs a terminal; --no-tui (automatic when stdout is not a
 terminal) prints plain log lines instead.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case dc.duration < 2*time.Second:
 				return usageErrorf("--duration must be at least 2s, got %v", dc.duration)
+			case dc.duration > maxRunTime:
+				return overDuration("--duration", dc.duration, maxRunTime)
 			case dc.workers < 1 || dc.workers > 64:
 				return usageErrorf("--workers must be from 1 to 64, got %d", dc.workers)
 			}
@@ -87,12 +92,14 @@ terminal) prints plain log lines instead.`,
 	f.BoolVar(&dc.noTUI, "no-tui", false, "print plain log lines instead of the live view (automatic when stdout is not a terminal)")
 	f.Uint64Var(&dc.seed, "seed", 0, "seed of the workers' random work times and retry delays (0: random, printed)")
 	f.StringSliceVar(&nodes, "nodes", nil, "run against these node URLs instead of starting nodes (no faults then)")
+	f.StringVar(&dc.adapter, "adapter", defaultAdapter, "Redis client adapter of the workers: "+strings.Join(adapterNames(), " or "))
+	addTLSFlags(cmd, &dc.tls)
 	return cmd
 }
 
 // isTerminal reports whether w is a character device (a terminal).
 func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+	f, ok := rawWriter(w).(*os.File)
 	if !ok {
 		return false
 	}
@@ -107,6 +114,8 @@ type demoConfig struct {
 	noTUI    bool
 	seed     uint64
 	urls     []string
+	adapter  string
+	tls      tlsFiles
 }
 
 // ttl is the demo's lock ttl: a twentieth of the run, within [100ms, 2s],
@@ -129,7 +138,7 @@ type phase struct {
 // operation.
 func demoScript() []phase {
 	return []phase{
-		{0, "all up", -1, false, "5 of 5 nodes up, quorum 3"},
+		{0, "all up", -1, false, "all nodes up at the start: workers contend for the lock"},
 		{0.15, "1 down", 0, false, "node-1 crashed: 4 of 5 up, a quorum (3) is still possible, so locks continue (R1.3)"},
 		{0.30, "2 down", 1, false, "node-2 crashed: 3 of 5 up, exactly a quorum, locks continue (R1.3)"},
 		{0.45, "3 down", 2, false, "node-3 crashed: 2 of 5 up, NO QUORUM: no lock can be granted, workers wait"},
@@ -143,6 +152,10 @@ type nodeView struct {
 	Up         bool
 	Note       string
 	Keys       int
+	// Held is true while the fault script holds the node down (crashed,
+	// or waiting for its delayed restart): the monitor leaves it alone
+	// then, and probes it again as soon as the script brings it back.
+	Held bool
 }
 
 // workerView is the live state of one worker.
@@ -158,6 +171,7 @@ type demo struct {
 	backend *demoBackend
 	ttl     time.Duration
 	start   time.Time
+	quorum  int // the client's (redlock.Client.Quorum)
 
 	counter  atomic.Int64 // the shared resource: read-modify-write under the lock
 	sections atomic.Int64
@@ -172,7 +186,6 @@ type demo struct {
 	windows  []holdWindow
 	overran  int
 	events   []string
-	done     bool
 	logw     io.Writer // plain log lines (no-tui), else nil
 }
 
@@ -207,18 +220,35 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	fmt.Fprintf(stdout, "dlm demo: %d workers, lock ttl %v, duration %v, seed %d (--seed %d replays the workers' random choices)\n",
 		dc.workers, d.ttl, dc.duration, dc.seed, dc.seed)
 
-	client, err := goredis.Dial(urls, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
+	cfgs, err := dc.tls.forURLs(urls)
+	if err != nil {
+		return err
+	}
+	client, closeClient, err := dial(dc.adapter, urls, dc.tls, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+
+	// The real count of nodes up, before anything runs.
+	up, err := countUp(ctx, urls, cfgs, time.Second)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	defer client.Close()
+	q := client.Quorum()
+	d.quorum = q
+	first := fmt.Sprintf("%d of %d nodes up, quorum %d", up, len(urls), q)
+	if up < q {
+		fmt.Fprintln(stdout, "dlm demo: "+first)
+		return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes up, a quorum needs %d: no lock can be acquired, nothing to show", up, len(urls), q))
+	}
 
 	rctx, cancel := context.WithTimeout(ctx, dc.duration)
 	defer cancel()
 	d.start = time.Now()
 	var wg sync.WaitGroup
 	wg.Add(2 + dc.workers)
-	go func() { defer wg.Done(); d.monitor(rctx, urls) }()
+	go func() { defer wg.Done(); d.monitor(rctx, urls, cfgs) }()
 	go func() { defer wg.Done(); d.script(rctx) }()
 	for i := 0; i < dc.workers; i++ {
 		go func() { defer wg.Done(); d.worker(rctx, client, i) }()
@@ -230,7 +260,7 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 		d.mu.Lock()
 		d.logw = stdout
 		d.mu.Unlock()
-		d.event("%s", demoScript()[0].about)
+		d.event("%s", first)
 		d.plainLoop(rctx, finished)
 	} else if err := d.runTUI(stdin, stdout, cancel, finished); err != nil {
 		cancel()
@@ -239,6 +269,34 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	}
 	<-finished
 	return d.summary(stdout)
+}
+
+// countUp counts the nodes of urls that answer a PING within timeout.
+func countUp(ctx context.Context, urls []string, cfgs []*tls.Config, timeout time.Duration) (int, error) {
+	parsed, err := redlock.ParseNodeURLs(urls)
+	if err != nil {
+		return 0, err
+	}
+	clients := make([]*redis.Client, len(parsed))
+	for i, u := range parsed {
+		clients[i] = goredisTLS(goredis.NewClient(u), cfgs[i])
+		defer clients[i].Close()
+	}
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			if c.Ping(pctx).Err() == nil {
+				n.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(n.Load()), nil
 }
 
 // plainLoop prints a status line every tenth of the run until the demo ends.
@@ -344,54 +402,80 @@ func (d *demo) script(ctx context.Context) {
 	}
 }
 
+// setNode records what the script did to node i: down (held down until the
+// script says otherwise) or back up.
 func (d *demo) setNode(i int, up bool, note string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.nodes[i].Up, d.nodes[i].Note = up, note
+	d.nodes[i].Up, d.nodes[i].Note, d.nodes[i].Held = up, note, !up
 	if !up {
 		d.nodes[i].Keys = 0
 	}
 }
 
-// monitor polls every node for liveness and its lock keys.
-func (d *demo) monitor(ctx context.Context, urls []string) {
+// monitor polls every node, concurrently, for liveness and its lock keys,
+// until ctx ends. A node the script holds down is left alone; every other
+// node shows what its last poll found, so a restarted node is seen up again
+// at the first poll after its restart (issue 16, defect 12).
+func (d *demo) monitor(ctx context.Context, urls []string, cfgs []*tls.Config) {
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {
 		return
 	}
 	clients := make([]*redis.Client, len(parsed))
 	for i, u := range parsed {
-		clients[i] = goredis.NewClient(u)
+		clients[i] = goredisTLS(goredis.NewClient(u), cfgs[i])
 		defer clients[i].Close()
 	}
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for {
-		for i, c := range clients {
-			pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-			keys, err := countKeys(pctx, c, demoPrefix)
-			cancel()
-			if ctx.Err() != nil {
-				return
-			}
-			d.mu.Lock()
+		up, keys := pollNodes(ctx, clients, 300*time.Millisecond)
+		if ctx.Err() != nil {
+			return
+		}
+		d.mu.Lock()
+		for i := range d.nodes {
 			n := &d.nodes[i]
 			switch {
-			case d.backend.Owned && !n.Up:
-				// the script knows best while it holds a node down
-			case err != nil:
+			case n.Held:
+				// the script holds it down
+			case !up[i]:
 				n.Up, n.Keys, n.Note = false, 0, "unreachable"
 			default:
-				n.Up, n.Keys, n.Note = true, keys, ""
+				n.Up, n.Keys, n.Note = true, keys[i], ""
 			}
-			d.mu.Unlock()
 		}
+		d.mu.Unlock()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// pollNodes asks every node at once for its keys under the demo's prefix,
+// each within timeout, and reports which answered. A node that fails once
+// (a pooled connection to a server that has since restarted) is asked once
+// more on a fresh connection before it counts as down.
+func pollNodes(ctx context.Context, clients []*redis.Client, timeout time.Duration) (up []bool, keys []int) {
+	up, keys = make([]bool, len(clients)), make([]int, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for try := 0; try < 2 && !up[i] && ctx.Err() == nil; try++ {
+				pctx, cancel := context.WithTimeout(ctx, timeout)
+				n, err := countKeys(pctx, c, demoPrefix)
+				cancel()
+				up[i], keys[i] = err == nil, n
+			}
+		}()
+	}
+	wg.Wait()
+	return up, keys
 }
 
 // countKeys counts the keys under prefix on one node.
@@ -507,18 +591,26 @@ func (d *demo) summary(w io.Writer) error {
 	for i, wk := range d.workers {
 		fmt.Fprintf(w, "  worker-%d: %d acquisitions\n", i+1, wk.Acquired)
 	}
-	ov, ok := checkExclusion(d.windows)
+	up := 0
+	for _, n := range d.nodes {
+		if n.Up {
+			up++
+		}
+	}
+	fmt.Fprintf(w, "  nodes up %d/%d at the end\n", up, len(d.nodes))
+	res := checkExclusion(d.start, len(d.nodes), d.windows)
+	ok := res.Verdict == checker.OK
 	lost := counter != sections
 	if d.overran > 0 {
 		fmt.Fprintf(w, "  %d critical section(s) outlasted the lock's validity (their windows end at the validity)\n", d.overran)
 	}
 	if ok && !lost {
-		fmt.Fprintf(w, "mutual exclusion: HELD: no two holders' windows overlapped (%d windows checked), and the shared counter is %d = %d sections (no lost update)\n", len(d.windows), counter, sections)
+		fmt.Fprintf(w, "mutual exclusion: HELD: no two holders' windows overlapped (%d windows checked by the checker's mutex check), and the shared counter is %d = %d sections (no lost update)\n", len(d.windows), counter, sections)
 		return nil
 	}
 	var why []string
 	if !ok {
-		why = append(why, "overlapping holders: "+ov.String())
+		why = append(why, "the checker's mutual-exclusion check says "+res.String())
 	}
 	if lost {
 		why = append(why, fmt.Sprintf("shared counter %d != %d sections: updates were lost", counter, sections))

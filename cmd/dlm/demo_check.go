@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	"sort"
 	"time"
+
+	"dlm/checker"
 )
 
 // holdWindow is the time during which one worker believed it held the
@@ -14,30 +15,25 @@ type holdWindow struct {
 	Start, End time.Time
 }
 
-// overlap is two windows that broke mutual exclusion (R1.1).
-type overlap struct{ A, B holdWindow }
-
-func (o overlap) String() string {
-	return fmt.Sprintf("worker-%d held [%s, %s] while worker-%d held [%s, %s]",
-		o.A.Worker+1, o.A.Start.Format("15:04:05.000"), o.A.End.Format("15:04:05.000"),
-		o.B.Worker+1, o.B.Start.Format("15:04:05.000"), o.B.End.Format("15:04:05.000"))
+// demoHistory records the demo's hold windows as a checker history, on
+// the clock of t0 (the demo's start): each window is an acquisition that
+// completed at the window's start and was valid until its end, so that the
+// checker's mutual-exclusion check judges the demo as it judges any run.
+func demoHistory(t0 time.Time, nodes int, ws []holdWindow) *checker.History {
+	h := &checker.History{Nodes: nodes, Ops: make([]checker.Op, 0, len(ws))}
+	for i, w := range ws {
+		start, end := int64(w.Start.Sub(t0)), int64(w.End.Sub(t0))
+		h.Ops = append(h.Ops, checker.Op{
+			ID: i, Client: fmt.Sprintf("worker-%d", w.Worker+1), Resource: demoResource, Kind: checker.Acquire,
+			Lock: fmt.Sprintf("grant-%d", i), Start: start, End: start, OK: true, TTL: end - start, Until: end,
+		})
+	}
+	return h
 }
 
-// checkExclusion reports the first pair of hold windows that overlap, if
-// any: mutual exclusion held iff no two holders' windows intersect. It is a
-// pure function of the recorded windows (times from one process's
-// monotonic clock).
-func checkExclusion(ws []holdWindow) (overlap, bool) {
-	s := append([]holdWindow(nil), ws...)
-	sort.Slice(s, func(i, j int) bool { return s[i].Start.Before(s[j].Start) })
-	far := 0 // the earlier window that reaches furthest
-	for i := 1; i < len(s); i++ {
-		if s[i].Start.Before(s[far].End) {
-			return overlap{A: s[far], B: s[i]}, false
-		}
-		if s[i].End.After(s[far].End) {
-			far = i
-		}
-	}
-	return overlap{}, true
+// checkExclusion judges the windows with the checker's mutual-exclusion
+// check (checker.CheckMutex, R1.1): ok when no two holders' windows
+// intersect, else the checker's counterexample.
+func checkExclusion(t0 time.Time, nodes int, ws []holdWindow) checker.Result {
+	return checker.CheckMutex(demoHistory(t0, nodes, ws))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"dlm/checker"
 	"dlm/redlock/redlocktest"
 )
 
@@ -28,12 +29,16 @@ func TestCheckExclusion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ov, ok := checkExclusion(tt.ws)
-			if ok != tt.ok {
-				t.Fatalf("checkExclusion = %v (%v), want %v", ok, ov, tt.ok)
+			res := checkExclusion(t0, 5, tt.ws)
+			want := checker.OK
+			if !tt.ok {
+				want = checker.Violated
 			}
-			if !ok && !ov.B.Start.Before(ov.A.End) {
-				t.Errorf("counterexample %v does not overlap", ov)
+			if res.Verdict != want {
+				t.Fatalf("checkExclusion = %v, want %v", res, want)
+			}
+			if !tt.ok && len(res.Ops) != 2 {
+				t.Errorf("counterexample %v does not name the two overlapping grants", res)
 			}
 		})
 	}
@@ -42,7 +47,7 @@ func TestCheckExclusion(t *testing.T) {
 // TestDemoView renders the live view of a demo state.
 func TestDemoView(t *testing.T) {
 	d := &demo{cfg: demoConfig{duration: 10 * time.Second, workers: 2}, ttl: time.Second, start: time.Now(),
-		backend: &demoBackend{Owned: true}, holder: 1, until: time.Now().Add(time.Second), phase: 3,
+		backend: &demoBackend{Owned: true}, quorum: 2, holder: 1, until: time.Now().Add(time.Second), phase: 3,
 		nodes:   []nodeView{{Name: "node-1", Addr: "127.0.0.1:1", Note: "crashed (keys lost)"}, {Name: "node-2", Addr: "127.0.0.1:2", Up: true, Keys: 1}},
 		workers: []workerView{{State: "waiting", Reason: "no quorum"}, {State: "holding", Acquired: 3}},
 		events:  []string{"+  1.0s  node-1 crashed"}}
@@ -65,7 +70,7 @@ func TestDemo(t *testing.T) {
 		backend  string
 	}{
 		{"miniredis", t.TempDir(), "5s", "miniredis"},
-		{"redis-server", "", "3s", "real redis-server processes"},
+		{"redis-server", "", "5s", "real redis-server processes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +93,51 @@ func TestDemo(t *testing.T) {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("output lacks %q:\n%s", want, r.stdout)
 				}
+			}
+			// The restored nodes are seen up again (issue 16, defect 12):
+			// the last status line counts all five.
+			last := ""
+			for _, line := range strings.Split(r.stdout, "\n") {
+				if strings.Contains(line, "nodes up ") {
+					last = line
+				}
+			}
+			if !strings.Contains(last, "nodes up 5/5") {
+				t.Errorf("last status line %q, want nodes up 5/5 after the restore:\n%s", last, r.stdout)
+			}
+		})
+	}
+}
+
+// TestDemoNoQuorum: against nodes that do not answer, the demo says how
+// many are up and exits 69 instead of running nothing and exiting 0; stray
+// arguments are refused (issue 16, defect 9).
+func TestDemoNoQuorum(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"nothing there", []string{"demo", "--no-tui", "--nodes", "redis://127.0.0.1:1,redis://127.0.0.1:2,redis://127.0.0.1:3"}, exitUnavailable, "0 of 3 nodes up"},
+		{"demo extra", []string{"demo", "extra"}, exitUsage, "takes no arguments"},
+		{"doctor extra", []string{"doctor", "--nodes", "redis://127.0.0.1:1", "extra"}, exitUsage, "takes no arguments"},
+		{"bench extra", []string{"bench", "--nodes", "redis://127.0.0.1:1", "extra"}, exitUsage, "takes no arguments"},
+		{"torture extra", []string{"torture", "--list", "extra"}, exitUsage, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runDLM(t, 30*time.Second, nil, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout+r.stderr, tt.want) {
+				t.Errorf("output lacks %q:\nstdout: %s\nstderr: %s", tt.want, r.stdout, r.stderr)
+			}
+			if strings.Contains(r.stdout, "5 of 5 nodes up") {
+				t.Errorf("claims 5 of 5 nodes up:\n%s", r.stdout)
 			}
 		})
 	}

@@ -15,7 +15,7 @@ import (
 // cancel it), leaving the last frame on the terminal.
 func (d *demo) runTUI(stdin io.Reader, stdout io.Writer, cancel context.CancelFunc, finished <-chan struct{}) error {
 	m := demoModel{d: d, cancel: cancel, finished: finished, st: newDemoStyles()}
-	_, err := tea.NewProgram(m, tea.WithInput(stdin), tea.WithOutput(stdout), tea.WithoutSignalHandler()).Run()
+	_, err := tea.NewProgram(m, tea.WithInput(stdin), tea.WithOutput(rawWriter(stdout)), tea.WithoutSignalHandler()).Run()
 	return err
 }
 
@@ -78,7 +78,11 @@ func (m demoModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 // View renders nodes, workers, the lock and the latest events.
-func (m demoModel) View() string {
+// View renders the live view, with credentials redacted as everything dlm
+// prints (the program writes to the terminal directly).
+func (m demoModel) View() string { return (*redactor)(nil).String(m.view()) }
+
+func (m demoModel) view() string {
 	d, st := m.d, m.st
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -104,7 +108,7 @@ func (m demoModel) View() string {
 		}
 		fmt.Fprintf(&b, "  %-7s %-21s %s  %-14s %s\n", n.Name, n.Addr, state, keys, st.dim.Render(n.Note))
 	}
-	q := quorumOf(len(d.nodes))
+	q := d.quorum
 	if up >= q {
 		fmt.Fprintf(&b, "  %d of %d up, quorum %d: %s\n", up, len(d.nodes), q, st.up.Render("locks can be granted"))
 	} else {

@@ -37,9 +37,11 @@ type finding struct {
 // newDoctorCmd builds "dlm doctor".
 func newDoctorCmd() *cobra.Command {
 	var (
-		nodes   []string
-		timeout time.Duration
-		maxSkew time.Duration
+		nodes     []string
+		timeout   time.Duration
+		maxSkew   time.Duration
+		byzantine int
+		tlsf      tlsFiles
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor [flags]",
@@ -58,6 +60,7 @@ finding with its fix:
 
 Exits 1 when a finding breaks safety (FAIL), 69 when fewer nodes answer than
 a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 {
 				return usageErrorf("--timeout must be positive, got %v", timeout)
@@ -69,10 +72,22 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if err != nil {
 				return err
 			}
-			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout)
-			fs := diagnose(ps, maxSkew)
+			q, err := quorumOf(len(parsed), byzantine)
+			if err != nil {
+				return err
+			}
+			raws := make([]string, len(parsed))
+			for i, u := range parsed {
+				raws[i] = u.Raw
+			}
+			cfgs, err := tlsf.forURLs(raws)
+			if err != nil {
+				return err
+			}
+			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout, cfgs)
+			fs := diagnose(ps, q, maxSkew)
 			fails := printFindings(cmd.OutOrStdout(), fs)
-			switch up, q := reachable(ps), quorumOf(len(ps)); {
+			switch up := reachable(ps); {
 			case fails > 0:
 				return withCode(exitFailure, fmt.Errorf("%d finding(s) break Redlock's safety (FAIL above)", fails))
 			case up < q:
@@ -84,6 +99,8 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 	addNodesFlag(cmd, &nodes)
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
 	cmd.Flags().DurationVar(&maxSkew, "max-skew", 250*time.Millisecond, "largest disagreement between node clocks before it is reported")
+	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
+	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
 
@@ -110,7 +127,7 @@ func printFindings(w io.Writer, fs []finding) int {
 
 // diagnose checks the probes against Redlock's requirements. It is a pure
 // function of what the nodes answered.
-func diagnose(ps []probe, maxSkew time.Duration) []finding {
+func diagnose(ps []probe, q int, maxSkew time.Duration) []finding {
 	var fs []finding
 	add := func(sev severity, node, rule, what, fix string) {
 		fs = append(fs, finding{Sev: sev, Node: node, Rule: rule, What: what, Fix: fix})
@@ -118,13 +135,13 @@ func diagnose(ps []probe, maxSkew time.Duration) []finding {
 	n := len(ps)
 	switch {
 	case n < 3:
-		add(sevWarn, "", "R7", fmt.Sprintf("%d node(s): the deployment tolerates no node failure (a quorum of %d is every node)", n, quorumOf(n)),
+		add(sevWarn, "", "R7", fmt.Sprintf("%d node(s): the deployment tolerates no node failure (a quorum of %d is every node)", n, q),
 			"run at least 3 independent masters (5 recommended), on machines that fail independently")
 	case n%2 == 0:
-		add(sevWarn, "", "R7", fmt.Sprintf("%d nodes, an even count: tolerates %d failures, no more than %d nodes would", n, n-quorumOf(n), n-1),
+		add(sevWarn, "", "R7", fmt.Sprintf("%d nodes, an even count: tolerates %d failures, no more than %d nodes would", n, n-q, n-1),
 			fmt.Sprintf("use an odd number of nodes (%d or %d)", n-1, n+1))
 	default:
-		add(sevOK, "", "R7", fmt.Sprintf("%d nodes: a quorum is %d, %d may fail", n, quorumOf(n), n-quorumOf(n)), "")
+		add(sevOK, "", "R7", fmt.Sprintf("%d nodes: a quorum is %d, %d may fail", n, q, n-q), "")
 	}
 	runIDs := map[string]string{}
 	for _, p := range ps {

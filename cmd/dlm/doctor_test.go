@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"dlm/checker"
+	"dlm/checker/torture"
 	"dlm/redlock/redlocktest"
 )
 
@@ -50,7 +50,11 @@ func TestDiagnose(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := diagnose(tt.ps, 250*time.Millisecond)
+			q, err := quorumOf(len(tt.ps), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs := diagnose(tt.ps, q, 250*time.Millisecond)
 			worst := sevOK
 			for _, f := range fs {
 				worst = max(worst, f.Sev)
@@ -110,7 +114,7 @@ func TestDoctor(t *testing.T) {
 // flagged (R9), the others are not.
 func TestDoctorClock(t *testing.T) {
 	t.Parallel()
-	lib, err := checker.FaketimeLibrary()
+	lib, err := torture.FaketimeLibrary()
 	if err != nil {
 		if os.Getenv("CI") != "" || os.Getenv("DLM_REQUIRE_REDIS") != "" {
 			t.Fatalf("%v (CI or DLM_REQUIRE_REDIS is set, so this is a failure)", err)

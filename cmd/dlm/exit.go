@@ -8,12 +8,13 @@ import (
 // Exit codes of the dlm command, documented in `dlm help`. They follow
 // sysexits.h where one fits.
 const (
-	exitOK          = 0  // success
-	exitFailure     = 1  // a check failed (IC1/IC2 broken, doctor finding, checker verdict)
-	exitUsage       = 64 // bad usage: a flag, argument or URL is wrong
-	exitUnavailable = 69 // nodes unreachable: no quorum possible
-	exitLockLost    = 74 // the lock was lost while the command ran
-	exitNotAcquired = 75 // lock not acquired (held elsewhere) within the wait
+	exitOK           = 0  // success
+	exitFailure      = 1  // a check failed (IC1/IC2 broken, doctor finding, checker verdict)
+	exitUsage        = 64 // bad usage: a flag, argument or URL is wrong
+	exitUnavailable  = 69 // nodes unreachable: no quorum possible
+	exitLockLost     = 74 // the lock was lost while the command ran
+	exitNotAcquired  = 75 // lock not acquired (held elsewhere) within the wait
+	exitInconclusive = 3  // a check could not decide (checker: empty history, time limit, values out of range)
 )
 
 // exitError carries an exit code up to main through cobra's RunE.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,12 +26,6 @@ const (
 	envLockToken    = "DLM_LOCK_TOKEN"
 )
 
-// Bounds of the random delay between attempts of dlm lock --wait (R10).
-const (
-	retryMin = redlock.DefaultRetryMin
-	retryMax = redlock.DefaultRetryMax
-)
-
 // releaseTimeout bounds the release of the lock after the child exits.
 const releaseTimeout = 5 * time.Second
 
@@ -46,6 +40,8 @@ func newLockCmd() *cobra.Command {
 		maxExt int
 		fence  bool
 		prefix string
+		tlsf   tlsFiles
+		adapt  string
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE -- COMMAND [ARGS...]",
@@ -55,11 +51,21 @@ func newLockCmd() *cobra.Command {
 The lock is extended every ttl/3 while the command runs (R17), at most
 --max-extensions times. The command gets DLM_LOCK_RESOURCE, DLM_LOCK_VALUE
 (the lock's random value, R4) and, with --fencing, DLM_LOCK_TOKEN (a fencing
-token, R18) in its environment. SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to it; the
-lock is released after it exits, whatever the exit path.
+token, R18) in its environment. It does NOT get DLM_NODES, which may hold
+passwords; the rest of dlm's environment is passed on.
+
+The command runs in its own process group (the terminal's foreground group
+when dlm is in the foreground, so Ctrl-C reaches it once), under a small
+guard process. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlm are
+forwarded to the whole group. The command and everything it started never
+outlive the lock: when the command exits, what it left running is killed
+before the lock is released; if dlm itself dies, even by SIGKILL, the guard
+kills the group at once (on Linux also through a parent-death signal;
+elsewhere through a pipe from dlm, which the kernel closes on any death).
+Only a process that leaves the group on purpose (setsid, setpgid) escapes.
 
 If the lock is lost while the command runs (an extension could not reach a
-quorum before the validity ran out), the command gets SIGTERM, then SIGKILL
+quorum before the validity ran out), the group gets SIGTERM, then SIGKILL
 after --grace, and dlm exits 74.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
@@ -84,6 +90,8 @@ killed by signal N).`,
 				return usageErrorf("no command after `--`: dlm lock [flags] RESOURCE -- COMMAND [ARGS...]")
 			case ttl <= 0:
 				return usageErrorf("--ttl must be positive, got %v", ttl)
+			case ttl > maxLockTTL:
+				return overDuration("--ttl", ttl, maxLockTTL)
 			case wait < 0:
 				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
 			case grace < 0:
@@ -102,11 +110,14 @@ killed by signal N).`,
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
-			client, err := dial(urls, opts...)
+			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
+				return err
+			}
+			client, closeClient, err := dial(adapt, urls, tlsf, opts...)
 			if err != nil {
 				return err
 			}
-			defer client.Close()
+			defer closeClient()
 			lr := lockRun{
 				client: client, resource: resource, argv: argv, wait: wait, grace: grace,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
@@ -123,6 +134,8 @@ killed by signal N).`,
 	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN (R18), strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
+	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
 
@@ -186,7 +199,7 @@ func acquireReason(err error, wait time.Duration, attempts int) error {
 		sep = ", "
 		b.WriteString(n.Node + " " + n.Outcome.String())
 		if n.Err != nil && n.Outcome == redlock.Failed {
-			fmt.Fprintf(&b, " (%v)", n.Err)
+			fmt.Fprintf(&b, " (%v)", withTLSHint(n.Err))
 		}
 	}
 	return &reasonError{msg: b.String(), err: err}
@@ -241,17 +254,12 @@ func (r *lockRun) run(ctx context.Context) error {
 		}
 	}()
 
-	child := exec.Command(r.argv[0], r.argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = r.stdin, r.stdout, r.stderr
-	child.Env = append(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())
-	if tok := l.Token(); tok != 0 {
-		child.Env = append(child.Env, envLockToken+"="+strconv.FormatUint(tok, 10))
+	child, err := r.start(l)
+	if err != nil {
+		return err
 	}
-	if err := child.Start(); err != nil {
-		return withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
+	pgid := child.guard.Process.Pid // the guard leads the group
+	group := func(s syscall.Signal) { _ = syscall.Kill(-pgid, s) }
 
 	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
 	// closes Done when it is lost.
@@ -263,48 +271,120 @@ func (r *lockRun) run(ctx context.Context) error {
 	for {
 		select {
 		case s := <-sigs:
-			_ = child.Process.Signal(s)
+			group(s.(syscall.Signal))
 		case <-lostc:
 			lostc = nil
 			lostErr = l.Err()
-			r.errf("lock on %q lost while the command ran: %v; sending SIGTERM to the command (SIGKILL in %v)", r.resource, lostErr, r.grace)
-			_ = child.Process.Signal(syscall.SIGTERM)
+			r.errf("lock on %q lost while the command ran: %v; sending SIGTERM to the command's process group (SIGKILL in %v)", r.resource, lostErr, r.grace)
+			group(syscall.SIGTERM)
 			kill = time.After(r.grace)
 		case <-kill:
-			_ = child.Process.Kill()
-		case werr := <-exited:
+			group(syscall.SIGKILL)
+		case werr := <-child.exited:
+			// Whatever the command left running dies before the lock is
+			// released: nothing may run unprotected.
+			group(syscall.SIGKILL)
+			child.done()
 			if lostErr != nil {
-				return withCode(exitLockLost, fmt.Errorf("lock on %q lost while the command ran: %w", r.resource, lostErr))
+				return withCode(exitLockLost, nil) // the reason was printed above, once
 			}
 			return childExit(werr)
 		}
 	}
 }
 
-// acquire tries once, or keeps trying until --wait has passed with a
-// random delay between attempts (R10). Each attempt runs to its end, so the
-// reason given on failure is that of a complete attempt.
-func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
-	deadline := time.Now().Add(r.wait)
-	for attempts := 1; ; attempts++ {
-		l, err := r.client.TryLock(ctx, r.resource)
-		if err == nil {
-			return l, nil
+// family is the guard process dlm lock started, with the command under it.
+type family struct {
+	guard  *exec.Cmd
+	exited chan error
+	// done releases what the family held in dlm: its pipe, the terminal
+	// and the OS thread.
+	done func()
+}
+
+// start starts the guard (dlm lock-guard) as the leader of a new process
+// group, which runs the command; see lock_guard.go for why. The child's
+// environment is dlm's without DLM_NODES (it may hold passwords), plus the
+// lock's variables.
+func (r *lockRun) start(l *redlock.Lock) (*family, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the dlm executable to start the command under: %w", err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	fg := foregroundTTY(r.stdin)
+	guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
+	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
+	guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
+	guard.SysProcAttr = guardAttr(fg)
+	guard.Env = childEnv(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())
+	if tok := l.Token(); tok != 0 {
+		guard.Env = append(guard.Env, envLockToken+"="+strconv.FormatUint(tok, 10))
+	}
+	// The guard's parent-death signal fires when the thread that forked it
+	// ends: keep this goroutine on that thread while the guard lives.
+	runtime.LockOSThread()
+	err = guard.Start()
+	pr.Close()
+	if err != nil {
+		runtime.UnlockOSThread()
+		pw.Close()
+		return nil, withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
+	}
+	f := &family{guard: guard, exited: make(chan error, 1)}
+	f.done = func() {
+		pw.Close()
+		if fg >= 0 {
+			takeTerminalBack(fg)
 		}
-		left := time.Until(deadline)
-		if ctx.Err() != nil {
-			return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w): the command was not run", r.resource, context.Cause(ctx)))
-		}
-		if !errors.Is(err, redlock.ErrNotAcquired) || left <= 0 {
-			return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
-		}
-		t := time.NewTimer(min(left, retryMin+rand.N(retryMax-retryMin)))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
+		runtime.UnlockOSThread()
+	}
+	go func() { f.exited <- guard.Wait() }()
+	return f, nil
+}
+
+// childEnv is env without DLM_NODES, plus extra.
+func childEnv(env []string, extra ...string) []string {
+	out := make([]string, 0, len(env)+len(extra))
+	for _, e := range env {
+		if !strings.HasPrefix(e, nodesEnv+"=") {
+			out = append(out, e)
 		}
 	}
+	return append(out, extra...)
+}
+
+// acquire tries once (TryLock), or, with --wait, lets the library's Lock
+// keep trying with its random delays (R10, from the client's own seeded
+// source) until the deadline. The reason given on failure is that of the
+// last complete attempt.
+func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
+	var (
+		l   *redlock.Lock
+		err error
+	)
+	if r.wait == 0 {
+		l, err = r.client.TryLock(ctx, r.resource)
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, r.wait)
+		l, err = r.client.Lock(wctx, r.resource)
+		cancel()
+	}
+	if err == nil {
+		return l, nil
+	}
+	if ctx.Err() != nil {
+		return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w): the command was not run", r.resource, context.Cause(ctx)))
+	}
+	attempts := 1
+	var ae *redlock.AcquireError
+	if errors.As(err, &ae) {
+		attempts = max(ae.Attempts, 1)
+	}
+	return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
 }
 
 // childExit maps the child's wait error to dlm's result: nil for success,

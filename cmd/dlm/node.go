@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -44,6 +45,9 @@ restarted node has forgotten its keys whatever the shutdown (R16.1), so every
 restart waits.
 
 --max-ttl must exceed the largest ttl any client uses with these nodes.
+A port already in use is refused (exit 64) before anything is written or
+started; dlm node writes only to the redis-server it started (checked by
+its process id), using a --requirepass given after --.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to redis-server. Restarts
 are the supervisor's job (systemd: Restart=always); dlm node exits with
 redis-server's exit code. Arguments after -- go to redis-server and override
@@ -90,6 +94,8 @@ func (nc *nodeConfig) validate() error {
 		return usageErrorf("--port must be from 1 to 65535, got %d", nc.port)
 	case nc.maxTTL <= 0:
 		return usageErrorf("--max-ttl must be positive (and exceed the largest lock ttl in use), got %v", nc.maxTTL)
+	case nc.maxTTL > maxNodeMaxTTL:
+		return overDuration("--max-ttl", nc.maxTTL, maxNodeMaxTTL)
 	case nc.startTimeout <= 0:
 		return usageErrorf("--start-timeout must be positive, got %v", nc.startTimeout)
 	case nc.dir == "":
@@ -100,6 +106,48 @@ func (nc *nodeConfig) validate() error {
 	}
 	if err := os.MkdirAll(nc.dir, 0o755); err != nil {
 		return usageErrorf("--dir %q: %v", nc.dir, err)
+	}
+	return nc.portFree()
+}
+
+// setting returns the last value given to redis-server for --name on its
+// command line (ours or the user's after --, which come later and win),
+// or "" when none is.
+func (nc *nodeConfig) setting(name string) string {
+	argv, v := nc.argv(), ""
+	for i := 0; i+1 < len(argv); i++ {
+		if argv[i] == "--"+name {
+			v = argv[i+1]
+		}
+	}
+	return v
+}
+
+// portFree refuses a port that something already listens on, before the
+// marker is written or anything is started: a redis-server there is not
+// ours, and dlm node must never write to it (issue 16, defect 5).
+func (nc *nodeConfig) portFree() error {
+	port := nc.setting("port")
+	for _, addr := range strings.Fields(nc.setting("bind")) {
+		optional := strings.HasPrefix(addr, "-") // redis-server's "-addr": skipped when unavailable
+		addr = strings.TrimPrefix(addr, "-")
+		switch addr {
+		case "*":
+			addr = "0.0.0.0"
+		case "::*":
+			addr = "::"
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(addr, port))
+		if err == nil {
+			ln.Close()
+			continue
+		}
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return usageErrorf("port %s on %s is already in use (another server listens there): give a free --port; dlm node starts nothing and writes nothing there", port, addr)
+		}
+		if !optional {
+			return usageErrorf("--bind %s, port %s: %v", addr, port, err)
+		}
 	}
 	return nil
 }
@@ -158,23 +206,21 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 	go func() { exited <- srv.Wait() }()
 	logf("redis-server pid %d starting on port %d (data dir %s)", srv.Process.Pid, nc.port, nc.dir)
 
-	persistent := make(chan bool, 1)
+	// Whether the node persists its keys follows from its command line,
+	// where our --appendonly yes is overridden only by the user's.
+	persists := nc.setting("appendonly") == "yes"
+	readyDone := make(chan struct{})
 	rctx, stopReady := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopReady()
-	go func() { persistent <- nc.ready(rctx, logf) }()
+	go func() { defer close(readyDone); nc.ready(rctx, srv.Process.Pid, persists, logf) }()
 
-	persists, known := false, false
 	for {
 		select {
 		case s := <-sigs:
 			_ = srv.Process.Signal(s)
-		case persists = <-persistent:
-			known = true
 		case werr := <-exited:
 			stopReady()
-			if !known {
-				persists = <-persistent // ready returns at once once stopped
-			}
+			<-readyDone // ready returns at once once stopped
 			if werr == nil && persists {
 				if err := os.Remove(marker); err != nil {
 					logf("clean shutdown, but the marker could not be removed (%v): the next start will wait --max-ttl", err)
@@ -193,53 +239,59 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 }
 
-// ready waits for the new server to answer, records --max-ttl on it for
-// dlm doctor, and reports whether it persists its keys (appendonly yes).
-func (nc *nodeConfig) ready(ctx context.Context, logf func(string, ...any)) bool {
+// ready waits for the new server to answer and, once it has checked that
+// the server answering is the process it started (INFO's process_id is
+// pid), records --max-ttl on it for dlm doctor. It logs "serving" only
+// then. A --requirepass given after -- is used to talk to it.
+func (nc *nodeConfig) ready(ctx context.Context, pid int, persists bool, logf func(string, ...any)) {
 	host := "127.0.0.1"
-	if ip := net.ParseIP(firstField(nc.bind)); ip != nil && !ip.IsUnspecified() {
+	if ip := net.ParseIP(strings.TrimPrefix(firstField(nc.setting("bind")), "-")); ip != nil && !ip.IsUnspecified() {
 		host = ip.String()
 	}
-	u, err := redlock.ParseNodeURL("redis://" + net.JoinHostPort(host, strconv.Itoa(nc.port)))
+	u, err := redlock.ParseNodeURL("redis://" + net.JoinHostPort(host, nc.setting("port")))
 	if err != nil {
-		return false
+		return
 	}
+	u.Password = nc.setting("requirepass")
 	c := goredis.NewClient(u)
 	defer c.Close()
 	deadline := time.Now().Add(nc.startTimeout)
+	var info string
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-		err := c.Ping(pctx).Err()
+		info, err = c.Info(pctx, "server").Result()
 		cancel()
 		var rerr redis.Error
 		if err == nil || errors.As(err, &rerr) {
 			break // up (a redis error such as NOAUTH also means it serves)
 		}
 		if ctx.Err() != nil {
-			return false
+			return
 		}
 		if time.Now().After(deadline) {
-			logf("redis-server did not answer PING within --start-timeout %v: %v", nc.startTimeout, err)
-			return false
+			logf("redis-server did not answer within --start-timeout %v: %v", nc.startTimeout, err)
+			return
 		}
 		t := time.NewTimer(50 * time.Millisecond) // polling interval, bounded by the deadline
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return false
+			return
 		case <-t.C:
 		}
 	}
-	if err := c.Set(ctx, nodeMaxTTLKey, nc.maxTTL.String(), 0).Err(); err != nil {
-		logf("could not record --max-ttl on the node for dlm doctor: %v", err)
+	aof := map[bool]string{true: "yes", false: "no"}[persists]
+	switch got := parseInfo(info)["process_id"]; {
+	case err != nil:
+		logf("serving on %s (appendonly %s, delayed restart after a crash: %v); --max-ttl not recorded for dlm doctor: %v", u.Addr, aof, nc.maxTTL, err)
+	case got != strconv.Itoa(pid):
+		logf("the server answering on %s is process %s, not the redis-server started here (%d): nothing written to it", u.Addr, got, pid)
+	default:
+		if err := c.Set(ctx, nodeMaxTTLKey, nc.maxTTL.String(), 0).Err(); err != nil {
+			logf("could not record --max-ttl on the node for dlm doctor: %v", err)
+		}
+		logf("serving on %s (appendonly %s, delayed restart after a crash: %v)", u.Addr, aof, nc.maxTTL)
 	}
-	m, err := c.ConfigGet(ctx, "appendonly").Result()
-	aof := m["appendonly"]
-	if err != nil {
-		aof = "unknown (" + err.Error() + ")"
-	}
-	logf("serving on %s (appendonly %s, delayed restart after a crash: %v)", u.Addr, aof, nc.maxTTL)
-	return aof == "yes"
 }
 
 // writeMarker writes the restart marker durably (file and directory

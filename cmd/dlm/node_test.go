@@ -137,3 +137,68 @@ func TestNode(t *testing.T) {
 		t.Errorf("doctor does not see the node's delayed restarts:\n%s", r.stdout)
 	}
 }
+
+// TestNodePortInUse: dlm node on a port another server uses refuses before
+// touching anything: no marker file, nothing written to that server, no
+// "serving" (issue 16, defect 5).
+func TestNodePortInUse(t *testing.T) {
+	t.Parallel()
+	other := redlocktest.StartServer(t)
+	dir := t.TempDir()
+	r := runDLM(t, 30*time.Second, nil, "node", "--port", strconv.Itoa(other.Port()), "--dir", dir, "--max-ttl", "1s")
+	if r.code != exitUsage {
+		t.Errorf("exit %d, want %d; stderr: %s", r.code, exitUsage, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "in use") || strings.Contains(r.stderr, "serving") {
+		t.Errorf("stderr %q does not refuse the port in use (or says it serves)", r.stderr)
+	}
+	if n, err := other.Client().Exists(t.Context(), nodeMaxTTLKey).Result(); err != nil || n != 0 {
+		t.Errorf("dlm node wrote %s into a server it did not start (exists %d, %v)", nodeMaxTTLKey, n, err)
+	}
+	if fileExists(filepath.Join(dir, nodeMarker)) {
+		t.Errorf("marker written for a node that never ran")
+	}
+}
+
+// TestNodeRequirePass: a node started with -- --requirepass X still learns
+// that it persists, so a clean stop removes the marker, and it records
+// --max-ttl with the password (issue 16, defect 5).
+func TestNodeRequirePass(t *testing.T) {
+	t.Parallel()
+	redlocktest.Require(t)
+	port, err := redisproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cmd, _, stderr := dlmCmd(t, nil, "node", "--port", strconv.Itoa(port), "--dir", dir, "--max-ttl", "1s",
+		"--", "--save", "", "--loglevel", "warning", "--requirepass", "node-pw")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(stderr.String(), "serving") },
+		"dlm node never served; log:\n%s", stderr)
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Password: "node-pw"})
+	defer c.Close()
+	if v, err := c.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "1s" {
+		t.Errorf("%s = %q, %v; want 1s", nodeMaxTTLKey, v, err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if code := exitOf(err); code != 0 {
+			t.Errorf("clean stop: exit %d, want 0; log:\n%s", code, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("dlm node did not stop; log:\n%s", stderr)
+	}
+	if fileExists(filepath.Join(dir, nodeMarker)) {
+		t.Errorf("marker left after a clean stop of a persistent node with --requirepass; log:\n%s", stderr)
+	}
+	if strings.Contains(stderr.String(), "node-pw") {
+		t.Errorf("the password is printed:\n%s", stderr)
+	}
+}

@@ -1,14 +1,18 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"net/url"
 	"os"
 	"strings"
+
+	"sync"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"dlm/redlock"
-	"dlm/redlock/rueidis"
+	"dlm/redlock/goredis"
 )
 
 // nodesEnv is the environment variable that lists node URLs when --nodes is
@@ -47,6 +51,11 @@ func nodeList(flag []string) ([]string, []redlock.NodeURL, error) {
 	if len(urls) == 0 {
 		return nil, nil, usageErrorf("no nodes: give --nodes URL,URL,... or set %s", nodesEnv)
 	}
+	for _, u := range urls {
+		if err := checkURLShape(u); err != nil {
+			return nil, nil, err
+		}
+	}
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {
 		return nil, nil, withCode(exitUsage, err)
@@ -54,12 +63,64 @@ func nodeList(flag []string) ([]string, []redlock.NodeURL, error) {
 	return urls, parsed, nil
 }
 
-// dial builds the lock client every subcommand uses over urls. Invalid
-// options are bad usage (exit 64).
-func dial(urls []string, opts ...redlock.Option) (*redlock.Client, error) {
-	c, err := rueidis.Dial(urls, opts...)
-	if errors.Is(err, redlock.ErrInvalid) {
-		return nil, withCode(exitUsage, err)
+// checkURLShape refuses what redlock.ParseNodeURL would silently read
+// otherwise: a unix socket path that is not absolute (unix://relative/sock
+// reads as host "relative", path "/sock") and a tcp URL with a port but no
+// host (redis://:7601). The error says what is expected (exit 64).
+func checkURLShape(raw string) error {
+	u, err := url.Parse(strings.TrimSpace(raw))
+	if err != nil {
+		return nil // ParseNodeURL says what is wrong
 	}
-	return c, err
+	switch u.Scheme {
+	case "unix":
+		if u.Host != "" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+			return usageErrorf("node URL %q: the socket path must be absolute, with three slashes: unix:///absolute/path (a relative path would depend on the directory dlm runs in)", raw)
+		}
+	case "redis", "rediss":
+		if u.Host != "" && u.Hostname() == "" {
+			return usageErrorf("node URL %q has no host name before the port; expected %s://host:port, e.g. %s://127.0.0.1%s", raw, u.Scheme, u.Scheme, u.Host)
+		}
+	}
+	return nil
+}
+
+// refuseAliases asks every node for its run_id (INFO server), each within
+// timeout, and refuses two URLs that reach the same server: they are not
+// independent masters (R2), and a quorum counted over them would count one
+// server twice. Nodes that do not answer are not checked.
+func refuseAliases(ctx context.Context, urls []string, t tlsFiles, timeout time.Duration) error {
+	cfgs, err := t.forURLs(urls)
+	if err != nil {
+		return err
+	}
+	parsed, err := redlock.ParseNodeURLs(urls)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	ps := make([]probe, len(parsed))
+	var wg sync.WaitGroup
+	for i, u := range parsed {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := goredisTLS(goredis.NewClient(u), cfgs[i])
+			defer c.Close()
+			pctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			ps[i] = probe{Node: u.String()}
+			info, err := c.Info(pctx, "server").Result()
+			if err != nil {
+				ps[i].Err = err
+				return
+			}
+			ps[i].RunID = parseInfo(info)["run_id"]
+		}()
+	}
+	wg.Wait()
+	if as := findAliases(ps); len(as) > 0 {
+		a := as[0]
+		return usageErrorf("%s and %s are the same server (run_id %s): each node must be an independent master (R2); give each URL its own redis-server", a.First, a.Second, a.RunID)
+	}
+	return nil
 }

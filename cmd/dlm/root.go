@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -12,6 +12,8 @@ import (
 const exitCodesHelp = `Exit codes:
   0   success
   1   a check failed (IC1/IC2 broken, a doctor finding that breaks safety, a checker verdict)
+  3   inconclusive: a check could not decide (dlm torture: empty history,
+      a check that hit its time limit, values out of range)
   64  bad usage (the reason is printed)
   69  nodes unreachable: no quorum possible
   74  lock lost while the command ran
@@ -20,6 +22,8 @@ const exitCodesHelp = `Exit codes:
 
 // run builds the root command, executes it with ctx and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	red := newRedactor(args)
+	stdout, stderr = &redactWriter{w: stdout, r: red}, &redactWriter{w: stderr, r: red}
 	root := newRootCmd()
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -31,9 +35,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		var ee *exitError
 		if !(asExit(err, &ee) && ee.err == nil) {
 			fmt.Fprintf(stderr, "dlm: %v\n", err)
-		}
-		if code == exitFailure && isCobraUsageError(err) {
-			code = exitUsage
 		}
 	}
 	return code
@@ -47,16 +48,13 @@ func asExit(err error, target **exitError) bool {
 	return ok
 }
 
-// isCobraUsageError recognises the errors cobra itself returns for unknown
-// commands and flags, which are bad usage (exit 64).
-func isCobraUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand flag", "flag needs an argument", "invalid argument", "accepts ", "requires at least", "requires at most", "required flag"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
+// noArgs is the Args check of the subcommands that take no arguments: a
+// stray one is bad usage (64), said in dlm's words.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q (flags start with --)", cmd.CommandPath(), args)
 	}
-	return false
+	return nil
 }
 
 func newRootCmd() *cobra.Command {
@@ -68,12 +66,23 @@ a Redlock client over independent Redis masters, the OM(m) and SM(m)
 Byzantine agreement algorithms, and a safety checker that injects real faults.
 
 Nodes are given with --nodes URL,URL,... or the DLM_NODES environment
-variable: redis://[user:password@]host:port[/db], rediss://... (TLS) or
-unix:///path/to/socket.
+variable: redis://[user:password@]host:port[/db], rediss://... (TLS, with
+--tls-ca-file and --tls-cert-file/--tls-key-file for a private CA and a
+client certificate) or unix:///absolute/path/to/socket. Passwords are never
+printed; dlm lock does not pass DLM_NODES to its command.
 
-` + exitCodesHelp,
+` + exitCodesHelp + "\n\n" + limitsHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Runnable, so that cobra hands an unknown subcommand to Args below
+		// instead of returning its own untyped error.
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown command %q for %q; `dlm help` lists the commands", args[0], cmd.CommandPath())
+			}
+			return nil
+		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(exitUsage, err)
@@ -86,7 +95,38 @@ unix:///path/to/socket.
 		newDemoCmd(),
 		newGeneralsCmd(),
 		newTortureCmd(),
+		newLockGuardCmd(),
 		newBenchCmd(),
 	)
+	typeUsageErrors(root)
 	return root
+}
+
+// typeUsageErrors makes every error cobra finds in the arguments and flags
+// of cmd and its subcommands a usage error (exit 64) by type, so that no
+// message text is ever matched: flag errors go through the root's
+// FlagErrorFunc; argument checks (cobra's own validators included) and
+// required or grouped flags are checked in each command's Args, wrapped.
+func typeUsageErrors(cmd *cobra.Command) {
+	check := cmd.Args
+	if check == nil {
+		check = cobra.ArbitraryArgs
+	}
+	cmd.Args = func(c *cobra.Command, args []string) error {
+		err := check(c, args)
+		if err == nil {
+			err = c.ValidateRequiredFlags()
+		}
+		if err == nil {
+			err = c.ValidateFlagGroups()
+		}
+		var ee *exitError
+		if err != nil && !errors.As(err, &ee) {
+			return withCode(exitUsage, err)
+		}
+		return err
+	}
+	for _, sub := range cmd.Commands() {
+		typeUsageErrors(sub)
+	}
 }

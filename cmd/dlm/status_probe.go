@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -64,14 +66,16 @@ type hold struct {
 }
 
 // probeNodes probes every node concurrently, each bounded by timeout.
-func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration) []probe {
+// cfgs[i] (nil: the adapter's defaults) applies to urls[i] when it is
+// rediss://.
+func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration, cfgs []*tls.Config) []probe {
 	out := make([]probe, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := goredis.NewClient(u)
+			c := goredisTLS(goredis.NewClient(u), cfgs[i])
 			defer c.Close()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
@@ -89,7 +93,7 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string, resour
 	p := probe{Node: name}
 	start := time.Now()
 	if err := c.Ping(ctx).Err(); err != nil {
-		p.Err = err
+		p.Err = withTLSHint(err)
 		return p
 	}
 	p.RTT = time.Since(start)
@@ -161,10 +165,67 @@ func reachable(ps []probe) int {
 	return n
 }
 
-// quorumOf is the majority of n nodes (R8.3).
-func quorumOf(n int) int { return n/2 + 1 }
+// quorumOf is the quorum the library computes for n nodes of which
+// byzantine may lie (redlock.WithByzantineNodes; 0: the majority of R8.3),
+// asked of a client over n placeholder nodes that never do I/O. An
+// impossible setting (too few nodes for the Byzantine bound) is bad usage.
+func quorumOf(n, byzantine int) (int, error) {
+	nodes := make([]redlock.Node, n)
+	for i := range nodes {
+		nodes[i] = placeholderNode(i)
+	}
+	c, err := redlock.New(nodes, redlock.WithByzantineNodes(byzantine))
+	if err != nil {
+		return 0, withCode(exitUsage, err)
+	}
+	defer c.Close()
+	return c.Quorum(), nil
+}
+
+// placeholderNode is a node that is never asked anything: quorumOf needs
+// only the count.
+type placeholderNode int
+
+func (p placeholderNode) String() string { return "placeholder-" + strconv.Itoa(int(p)) }
+func (placeholderNode) Acquire(context.Context, string, string, time.Duration) (bool, error) {
+	return false, errPlaceholder
+}
+func (placeholderNode) Release(context.Context, string, string) (bool, error) {
+	return false, errPlaceholder
+}
+func (placeholderNode) Extend(context.Context, string, string, time.Duration) (bool, error) {
+	return false, errPlaceholder
+}
+
+// errPlaceholder is what a placeholder node answers, should it be asked.
+var errPlaceholder = errors.New("dlm: placeholder node")
+
+var _ redlock.Node = placeholderNode(0)
 
 // ms formats a duration in milliseconds with one decimal.
 func ms(d time.Duration) string {
 	return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + "ms"
+}
+
+// alias is two node URLs that reached one server (the same run_id).
+type alias struct {
+	First, Second, RunID string
+}
+
+// findAliases returns every node whose run_id an earlier node already had.
+// Nodes that did not answer, or gave no run_id, are not compared.
+func findAliases(ps []probe) []alias {
+	var out []alias
+	seen := map[string]string{}
+	for _, p := range ps {
+		if p.Err != nil || p.RunID == "" {
+			continue
+		}
+		if prev, dup := seen[p.RunID]; dup {
+			out = append(out, alias{First: prev, Second: p.Node, RunID: p.RunID})
+			continue
+		}
+		seen[p.RunID] = p.Node
+	}
+	return out
 }

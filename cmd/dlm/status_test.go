@@ -53,3 +53,33 @@ func TestStatus(t *testing.T) {
 		t.Errorf("3 of 5 down: exit %d, want %d and NO QUORUM; stdout:\n%s\nstderr: %s", r.code, exitUnavailable, r.stdout, r.stderr)
 	}
 }
+
+// TestQuorumFromLibrary: status and doctor take their quorum from the
+// library, Byzantine mode included: 5 nodes need 3, or 4 with one liar
+// tolerated (ceil((N+f+1)/2)); too few nodes for the bound is bad usage.
+func TestQuorumFromLibrary(t *testing.T) {
+	tests := []struct {
+		n, f, want int
+		bad        bool
+	}{
+		{5, 0, 3, false},
+		{4, 0, 3, false},
+		{5, 1, 4, false},
+		{7, 2, 5, false},
+		{2, 1, 0, true},
+	}
+	for _, tt := range tests {
+		got, err := quorumOf(tt.n, tt.f)
+		if (err != nil) != tt.bad || got != tt.want {
+			t.Errorf("quorumOf(%d, %d) = %d, %v; want %d (error %v)", tt.n, tt.f, got, err, tt.want, tt.bad)
+		}
+		if err != nil && exitCode(err) != exitUsage {
+			t.Errorf("quorumOf(%d, %d): exit %d, want %d", tt.n, tt.f, exitCode(err), exitUsage)
+		}
+	}
+	c := redlocktest.Start(t, 5)
+	r := runDLM(t, 30*time.Second, nil, "status", "--byzantine", "1", "--nodes", strings.Join(c.URLs(), ","))
+	if r.code != 0 || !strings.Contains(r.stdout, "quorum 4") {
+		t.Errorf("status --byzantine 1 over 5 nodes: exit %d, want 0 and quorum 4:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

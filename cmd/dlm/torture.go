@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlm/checker"
+	"dlm/checker/torture"
 )
 
 // newTortureCmd builds "dlm torture": the safety checker over real
@@ -26,7 +28,7 @@ func newTortureCmd() *cobra.Command {
 		seed                                         uint64
 		faults                                       []string
 	)
-	d := checker.DefaultConfig("random")
+	d := torture.DefaultConfig("random")
 	var (
 		nodes, clients, resources            = d.Nodes, d.Clients, d.Resources
 		ttl, nodeTimeout, duration, delay    = d.TTL, d.NodeTimeout, d.Duration, d.RestartDelay
@@ -54,16 +56,20 @@ anything. Every run prints its seed; --seed replays the same choices.
 
 Exit status: 0 when the outcome matches what the configuration promises
 (no violation where safety is promised, the violation reproduced where the
-scenario breaks it), 1 otherwise, 64 for bad usage, 69 when this machine
-cannot run the scenario (redis-server or libfaketime missing).
+scenario breaks it), 1 otherwise, 3 when the history cannot decide
+(inconclusive: no successful acquisition, a check that ran out of time or
+could not decide, values out of range; never reported as promised), 64 for
+bad usage (including an output path that cannot be written, refused before
+the run), 69 when this machine cannot run the scenario (redis-server or
+libfaketime missing).
 
 Scenarios (dlm torture --list for the expected verdicts):
-  ` + strings.Join(checker.ScenarioNames(), ", "),
+  ` + strings.Join(torture.ScenarioNames(), ", "),
 		Example: `  dlm torture --scenario restart-without-persistence
   dlm torture --scenario client-pause --fencing --report pause.html
   dlm torture --random --duration 60s --seed 42 --json
   dlm torture --check history.json --scenario split-votes`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			if list {
@@ -75,11 +81,11 @@ Scenarios (dlm torture --list for the expected verdicts):
 			case random:
 				scenario = "random"
 			case scenario == "" && checkPath == "":
-				return usageErrorf("no scenario: give --scenario NAME (one of %s), --random, --list or --check FILE", strings.Join(checker.ScenarioNames(), ", "))
+				return usageErrorf("no scenario: give --scenario NAME (one of %s), --random, --list or --check FILE", strings.Join(torture.ScenarioNames(), ", "))
 			case scenario == "":
 				scenario = "split-votes"
 			}
-			cfg := checker.DefaultConfig(scenario)
+			cfg := torture.DefaultConfig(scenario)
 			f := cmd.Flags()
 			set := func(name string, apply func()) {
 				if f.Changed(name) {
@@ -113,22 +119,29 @@ Scenarios (dlm torture --list for the expected verdicts):
 			if err := cfg.Validate(); err != nil {
 				return withCode(exitUsage, err)
 			}
-			var rep *checker.Report
+			// Output paths are checked before a run that may take minutes.
+			if err := firstErr(checkOutputPath("--history", historyPath), checkOutputPath("--report", reportPath)); err != nil {
+				return err
+			}
+			var rep *torture.Report
 			if checkPath != "" {
 				h, err := checker.LoadHistory(checkPath)
 				if err != nil {
 					return withCode(exitUsage, err)
 				}
-				rep = checker.Analyze(cfg, h)
+				rep = torture.Analyze(cfg, h)
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "dlm torture: %s (replay: dlm torture %s)\n", cfg.Scenario, cfg)
-				var opts []checker.Option
+				var opts []torture.Option
+				if self, err := os.Executable(); err == nil {
+					opts = append(opts, torture.WithDLM(self)) // process-holders runs dlm lock processes
+				}
 				if verbose {
-					opts = append(opts, checker.WithLog(cmd.ErrOrStderr()))
+					opts = append(opts, torture.WithLog(cmd.ErrOrStderr()))
 				}
 				var err error
-				rep, err = checker.Run(cmd.Context(), cfg, opts...)
-				if errors.Is(err, checker.ErrEnvironment) {
+				rep, err = torture.Run(cmd.Context(), cfg, opts...)
+				if errors.Is(err, torture.ErrEnvironment) {
 					return withCode(exitUnavailable, err)
 				}
 				if err != nil {
@@ -154,6 +167,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 			} else if err := rep.WriteSummary(out); err != nil {
 				return err
 			}
+			if rep.Inconclusive {
+				return withCode(exitInconclusive, nil)
+			}
 			if !rep.Matches {
 				return withCode(exitFailure, nil)
 			}
@@ -161,7 +177,7 @@ Scenarios (dlm torture --list for the expected verdicts):
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&scenario, "scenario", "", "scenario to run: "+strings.Join(checker.ScenarioNames(), ", "))
+	fl.StringVar(&scenario, "scenario", "", "scenario to run: "+strings.Join(torture.ScenarioNames(), ", "))
 	fl.BoolVar(&random, "random", false, "random mode: faults from a seeded schedule for --duration")
 	fl.BoolVar(&list, "list", false, "list the scenarios with what each promises, and exit")
 	fl.Uint64Var(&seed, "seed", 0, "seed of every random choice (default: a fresh one, printed)")
@@ -176,9 +192,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.DurationVar(&delay, "restart-delay", 0, "delay of a delayed restart (implies --delayed-restart; default ttl + ttl/4)")
 	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones (R18)")
 	fl.IntVar(&byzantine, "byzantine", 0, "clients tolerate this many lying nodes (redlock.WithByzantineNodes): quorum ceil((N+f+1)/2)")
-	fl.StringVar(&adapter, "adapter", d.Adapter, "node adapter of the clients: "+strings.Join(checker.Adapters(), " or "))
+	fl.StringVar(&adapter, "adapter", d.Adapter, "node adapter of the clients: "+strings.Join(torture.Adapters(), " or "))
 	fl.IntVar(&workers, "workers", d.Workers, "Lock calls each client runs at once in the looping scenarios and --random (1 to 16); over rueidis the lock passes between them")
-	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(checker.AllFaults(), ", "))
+	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(torture.AllFaults(), ", "))
 	fl.DurationVar(&bound, "liveness-bound", 0, "longest a wanted resource may stay unheld with no fault active (default 2 x ttl)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fl.StringVar(&reportPath, "report", "", "write an HTML timeline of the run to this file")
@@ -193,10 +209,29 @@ Scenarios (dlm torture --list for the expected verdicts):
 func listScenarios(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SCENARIO\tRULE\tEXPECTED\tWHAT HAPPENS")
-	for _, s := range checker.Scenarios() {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Rule, checker.DefaultConfig(s.Name).Expect(), s.Summary)
+	for _, s := range torture.Scenarios() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Rule, torture.DefaultConfig(s.Name).Expect(), s.Summary)
 	}
 	return tw.Flush()
+}
+
+// checkOutputPath refuses (64) an output path that cannot be written: its
+// directory must exist and take a new file, and the path must not be a
+// directory. It creates nothing at path. An empty path is not asked for.
+func checkOutputPath(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usageErrorf("%s %s: is a directory; give a file name", flag, path)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".dlm-write-check-*")
+	if err != nil {
+		return usageErrorf("%s %s: cannot write there: %v", flag, path, err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return nil
 }
 
 // writeFile writes path with write, reporting the path on error.

@@ -1,7 +1,8 @@
-package checker
+package torture
 
 import (
 	"context"
+	"dlm/checker"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -36,36 +37,45 @@ type Report struct {
 	// client wanted a resource and nobody held it, in milliseconds.
 	MaxUnavailableMS float64 `json:"max_unavailable_ms"`
 	// Faults lists the faults injected.
-	Faults []Fault `json:"faults"`
+	Faults []checker.Fault `json:"faults"`
 	// Checks holds each checker's result.
-	Checks []Result `json:"checks"`
+	Checks []checker.Result `json:"checks"`
 	// Matches is true when the outcome is what the configuration promises:
 	// no violation (and liveness held) where safety is promised, the
-	// violation reproduced where the scenario breaks it.
+	// violation reproduced where the scenario breaks it. It is false when
+	// the report is Inconclusive.
 	Matches bool `json:"matches"`
+	// Inconclusive is true when the history cannot decide what was
+	// promised: it holds no successful acquisition, a safety check ran out
+	// of time or could not decide, or its values are out of range (a ttl
+	// whose end overflows, negative times). Outcome says which.
+	Inconclusive bool `json:"inconclusive"`
 	// Outcome says in words what was found against what was expected.
 	Outcome string `json:"outcome"`
 	// ElapsedMS is the run's wall time in milliseconds.
 	ElapsedMS float64 `json:"elapsed_ms"`
 	// History is the recorded history (written with --history, not in the
 	// JSON summary).
-	History *History `json:"-"`
+	History *checker.History `json:"-"`
 }
 
 // Check returns the result of the named check, or a zero Result.
-func (r *Report) Check(name string) Result {
+func (r *Report) Check(name string) checker.Result {
 	for _, c := range r.Checks {
 		if c.Check == name {
 			return c
 		}
 	}
-	return Result{}
+	return checker.Result{}
 }
 
 // Option adjusts how Run reports its progress.
 type Option func(*runOptions)
 
-type runOptions struct{ log io.Writer }
+type runOptions struct {
+	log io.Writer
+	dlm string // the dlm executable (WithDLM)
+}
 
 // WithLog makes Run narrate the run's steps to w. Default: silent.
 func WithLog(w io.Writer) Option { return func(o *runOptions) { o.log = w } }
@@ -106,6 +116,7 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 		rng: seedRng,
 		cl:  cl,
 		rec: newRecorder(cfg.Nodes, cfg.Fencing),
+		dlm: o.dlm,
 		reg: newRegister(cfg.Fencing),
 		log: func(format string, args ...any) {
 			if o.log != nil {
@@ -131,32 +142,74 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 // Analyze runs every checker over h and judges the outcome against what cfg
 // promises. It is pure: Run calls it on the history it recorded, and a
 // stored history can be judged again.
-func Analyze(cfg Config, h *History) *Report {
+func Analyze(cfg Config, h *checker.History) *Report {
+	return analyze(cfg, h, checkers{})
+}
+
+// checkers are the checks analyze runs; a nil field is the package's own
+// check (tests replace one to force its verdict).
+type checkers struct {
+	mutex, fencing, linearizable, liveness func(*checker.History) checker.Result
+}
+
+func analyze(cfg Config, h *checker.History, cs checkers) *Report {
+	or := func(f, def func(*checker.History) checker.Result) func(*checker.History) checker.Result {
+		if f != nil {
+			return f
+		}
+		return def
+	}
+	checkMutex, checkFencing := or(cs.mutex, checker.CheckMutex), or(cs.fencing, checker.CheckFencing)
+	checkLin := or(cs.linearizable, func(h *checker.History) checker.Result { return checker.CheckLinearizable(h, 10*time.Second) })
+	checkLive := or(cs.liveness, func(h *checker.History) checker.Result { return checker.CheckLiveness(h, cfg.livenessBound(), cfg.TTL) })
 	rep := &Report{Scenario: cfg.Scenario, Seed: cfg.Seed, Config: cfg, Expected: cfg.Expect(), History: h, Faults: h.Faults}
 	if rep.Faults == nil {
-		rep.Faults = []Fault{}
+		rep.Faults = []checker.Fault{}
 	}
 	for _, op := range h.Ops {
-		if op.Kind == Acquire {
+		if op.Kind == checker.Acquire {
 			rep.Attempts++
 			if op.OK {
 				rep.Acquisitions++
 			}
 		}
 	}
-	mutex, fencing, lin := CheckMutex(h), CheckFencing(h), CheckLinearizable(h, 10*time.Second)
-	live := CheckLiveness(h, cfg.livenessBound(), cfg.TTL)
-	rep.Checks = []Result{mutex, fencing, lin, live}
-	rep.StaleWritesAccepted = len(StaleWrites(h))
-	for _, r := range []Result{mutex, fencing, lin} {
+	mutex, fencing, lin := checkMutex(h), checkFencing(h), checkLin(h)
+	live := checkLive(h)
+	rep.Checks = []checker.Result{mutex, fencing, lin, live}
+	rep.StaleWritesAccepted = len(checker.StaleWrites(h))
+	for _, r := range []checker.Result{mutex, fencing, lin} {
 		rep.Violations += r.Violations
-		if r.Verdict == Violated && rep.Counterexample == nil {
+		if r.Verdict == checker.Violated && rep.Counterexample == nil {
 			s := r.Check + ": " + r.Counterexample
 			rep.Counterexample = &s
 		}
 	}
-	if u, ok := MaxUnavailable(h); ok {
+	if u, ok := checker.MaxUnavailable(h); ok {
 		rep.MaxUnavailableMS = float64(u.Duration()) / float64(time.Millisecond)
+	}
+	// What cannot decide, decides nothing: never "as promised" for it.
+	var undecided string
+	switch {
+	case rep.Acquisitions == 0 && live.Verdict != checker.Violated:
+		// Safety holds vacuously when nothing was granted; only a liveness
+		// violation (wanted, and granted to nobody) is evidence then.
+		undecided = fmt.Sprintf("no acquisition succeeded (%d attempted): an empty history shows nothing", rep.Attempts)
+	case h.OutOfRange() != "":
+		undecided = "values out of range: " + h.OutOfRange()
+	}
+	if undecided == "" && rep.Violations == 0 {
+		for _, r := range []checker.Result{mutex, fencing, lin} {
+			if r.Verdict == checker.Unknown {
+				undecided = "check " + r.Check + " undecided: " + r.Counterexample
+				break
+			}
+		}
+	}
+	if undecided != "" && !(rep.Expected == ExpectViolation && rep.Violations > 0) {
+		rep.Inconclusive, rep.Matches = true, false
+		rep.Outcome = "inconclusive: " + undecided
+		return rep
 	}
 	switch rep.Expected {
 	case ExpectViolation:
@@ -167,11 +220,11 @@ func Analyze(cfg Config, h *History) *Report {
 			rep.Outcome = "expected a violation, found none"
 		}
 	case ExpectSafe:
-		rep.Matches = rep.Violations == 0 && live.Verdict != Violated
+		rep.Matches = rep.Violations == 0 && live.Verdict != checker.Violated
 		switch {
 		case rep.Violations > 0:
 			rep.Outcome = "safety violated where it is promised"
-		case live.Verdict == Violated:
+		case live.Verdict == checker.Violated:
 			rep.Outcome = "safe, but liveness violated where it is promised"
 		default:
 			rep.Outcome = "no violation, as promised"

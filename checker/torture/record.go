@@ -1,4 +1,4 @@
-package checker
+package torture
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"dlm/checker"
 	"dlm/redlock"
 )
 
@@ -18,8 +19,8 @@ type recorder struct {
 	mu     sync.Mutex
 	nodes  int
 	fenced bool
-	ops    []Op
-	faults []Fault
+	ops    []checker.Op
+	faults []checker.Fault
 }
 
 func newRecorder(nodes int, fenced bool) *recorder {
@@ -33,7 +34,7 @@ func (r *recorder) now() int64 { return int64(time.Since(r.start)) }
 func (r *recorder) at(t time.Time) int64 { return int64(t.Sub(r.start)) }
 
 // invoke records the invocation of op and returns its index.
-func (r *recorder) invoke(op Op) int {
+func (r *recorder) invoke(op checker.Op) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	op.ID = len(r.ops) + 1
@@ -43,7 +44,7 @@ func (r *recorder) invoke(op Op) int {
 }
 
 // complete records the completion of the op at index i.
-func (r *recorder) complete(i int, f func(*Op)) {
+func (r *recorder) complete(i int, f func(*checker.Op)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f(&r.ops[i])
@@ -55,7 +56,7 @@ func (r *recorder) complete(i int, f func(*Op)) {
 func (r *recorder) fault(kind, target, note string) func() {
 	r.mu.Lock()
 	i := len(r.faults)
-	r.faults = append(r.faults, Fault{Kind: kind, Target: target, Start: r.now(), End: -1, Note: note})
+	r.faults = append(r.faults, checker.Fault{Kind: kind, Target: target, Start: r.now(), End: -1, Note: note})
 	r.mu.Unlock()
 	return func() {
 		r.mu.Lock()
@@ -67,14 +68,14 @@ func (r *recorder) fault(kind, target, note string) func() {
 }
 
 // history returns a copy of what was recorded.
-func (r *recorder) history() *History {
+func (r *recorder) history() *checker.History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return &History{
+	return &checker.History{
 		Nodes:  r.nodes,
 		Fenced: r.fenced,
-		Ops:    append([]Op{}, r.ops...),
-		Faults: append([]Fault{}, r.faults...),
+		Ops:    append([]checker.Op{}, r.ops...),
+		Faults: append([]checker.Fault{}, r.faults...),
 	}
 }
 
@@ -136,7 +137,7 @@ type grant struct {
 func (a *actor) acquire(ctx context.Context, resource string, ttl time.Duration, tries int) (*grant, error) {
 	a.grants++
 	id := fmt.Sprintf("%s#%d", a.name, a.grants)
-	i := a.rec.invoke(Op{Client: a.name, Resource: resource, Kind: Acquire, Lock: id, TTL: int64(ttl)})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: resource, Kind: checker.Acquire, Lock: id, TTL: int64(ttl)})
 	var l *redlock.Lock
 	var err error
 	if tries == 1 {
@@ -145,7 +146,7 @@ func (a *actor) acquire(ctx context.Context, resource string, ttl time.Duration,
 		l, err = a.client.Lock(ctx, resource, redlock.WithTTL(ttl), redlock.WithTries(tries))
 	}
 	g := &grant{lock: l, id: id}
-	a.rec.complete(i, func(o *Op) {
+	a.rec.complete(i, func(o *checker.Op) {
 		if err != nil {
 			o.Err = err.Error()
 			var ae *redlock.AcquireError
@@ -172,9 +173,9 @@ func (a *actor) acquire(ctx context.Context, resource string, ttl time.Duration,
 // write writes the grant's id to the register under the grant's token.
 func (a *actor) write(g *grant) bool {
 	r := g.lock.Resource()
-	i := a.rec.invoke(Op{Client: a.name, Resource: r, Kind: Write, Lock: g.id, Token: g.token, Value: g.id})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: r, Kind: checker.Write, Lock: g.id, Token: g.token, Value: g.id})
 	ok := a.reg.write(r, g.token, g.id)
-	a.rec.complete(i, func(o *Op) {
+	a.rec.complete(i, func(o *checker.Op) {
 		o.OK = ok
 		if !ok {
 			o.Err = "register: stale fencing token"
@@ -196,13 +197,13 @@ func (a *actor) writeIfValid(g *grant) {
 // deliver is closed (or ctx ends).
 func (a *actor) writeDelayed(ctx context.Context, g *grant, deliver <-chan struct{}) bool {
 	r := g.lock.Resource()
-	i := a.rec.invoke(Op{Client: a.name, Resource: r, Kind: Write, Lock: g.id, Token: g.token, Value: g.id})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: r, Kind: checker.Write, Lock: g.id, Token: g.token, Value: g.id})
 	select {
 	case <-deliver:
 	case <-ctx.Done():
 	}
 	ok := a.reg.write(r, g.token, g.id)
-	a.rec.complete(i, func(o *Op) {
+	a.rec.complete(i, func(o *checker.Op) {
 		o.OK = ok
 		if !ok {
 			o.Err = "register: stale fencing token"
@@ -214,25 +215,25 @@ func (a *actor) writeDelayed(ctx context.Context, g *grant, deliver <-chan struc
 // readUnder reads the register as the holder of g.
 func (a *actor) readUnder(g *grant) string {
 	r := g.lock.Resource()
-	i := a.rec.invoke(Op{Client: a.name, Resource: r, Kind: Read, Lock: g.id})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: r, Kind: checker.Read, Lock: g.id})
 	v := a.reg.read(r)
-	a.rec.complete(i, func(o *Op) { o.OK, o.Value = true, v })
+	a.rec.complete(i, func(o *checker.Op) { o.OK, o.Value = true, v })
 	return v
 }
 
 // read reads the register.
 func (a *actor) read(resource string) string {
-	i := a.rec.invoke(Op{Client: a.name, Resource: resource, Kind: Read})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: resource, Kind: checker.Read})
 	v := a.reg.read(resource)
-	a.rec.complete(i, func(o *Op) { o.OK, o.Value = true, v })
+	a.rec.complete(i, func(o *checker.Op) { o.OK, o.Value = true, v })
 	return v
 }
 
 // release unlocks and records it.
 func (a *actor) release(ctx context.Context, g *grant) error {
-	i := a.rec.invoke(Op{Client: a.name, Resource: g.lock.Resource(), Kind: Release, Lock: g.id})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: g.lock.Resource(), Kind: checker.Release, Lock: g.id})
 	err := g.lock.Unlock(ctx)
-	a.rec.complete(i, func(o *Op) {
+	a.rec.complete(i, func(o *checker.Op) {
 		o.OK = err == nil
 		if err != nil {
 			o.Err = err.Error()
@@ -243,9 +244,9 @@ func (a *actor) release(ctx context.Context, g *grant) error {
 
 // extend extends and records it.
 func (a *actor) extend(ctx context.Context, g *grant) error {
-	i := a.rec.invoke(Op{Client: a.name, Resource: g.lock.Resource(), Kind: Extend, Lock: g.id})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: g.lock.Resource(), Kind: checker.Extend, Lock: g.id})
 	err := g.lock.Extend(ctx)
-	a.rec.complete(i, func(o *Op) {
+	a.rec.complete(i, func(o *checker.Op) {
 		o.OK = err == nil
 		if err != nil {
 			o.Err = err.Error()

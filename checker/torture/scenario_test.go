@@ -1,6 +1,7 @@
-package checker
+package torture
 
 import (
+	"dlm/checker"
 	"errors"
 	"os"
 	"slices"
@@ -79,6 +80,8 @@ func TestScenarios(t *testing.T) {
 		// redlock.TransferNode) while the faults hit.
 		{"random", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
 		{"split-votes", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
+		// The other adapter.
+		{"split-votes", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
 	}
 	// At most 4 runs at once: each is a handful of processes and an
 	// in-process proxy per link, and a starved 2-core machine turns node
@@ -118,7 +121,7 @@ func TestScenarios(t *testing.T) {
 			if cfg.Workers > 1 {
 				workers := 0
 				for _, op := range rep.History.Ops {
-					if op.Kind == Acquire && op.OK && strings.Contains(op.Client, ".w") {
+					if op.Kind == checker.Acquire && op.OK && strings.Contains(op.Client, ".w") {
 						workers++
 					}
 				}
@@ -128,7 +131,7 @@ func TestScenarios(t *testing.T) {
 			}
 			if cfg.Fencing {
 				for _, op := range rep.History.Ops {
-					if op.Kind == Acquire && op.OK && op.Token == 0 {
+					if op.Kind == checker.Acquire && op.OK && op.Token == 0 {
 						t.Errorf("fencing on, but grant %s carries no token", op.Lock)
 					}
 				}

@@ -1,4 +1,4 @@
-package checker
+package torture
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // ErrEnvironment is wrapped by the errors of a run that this machine cannot
 // perform: redis-server or libfaketime missing. The message says what to
 // install.
-var ErrEnvironment = errors.New("checker: environment cannot run this scenario")
+var ErrEnvironment = errors.New("torture: environment cannot run this scenario")
 
 // faketimeDirs are where Debian and a source install put libfaketime.
 var faketimeDirs = []string{
@@ -141,7 +141,7 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 			}
 			px := toxiproxy.NewProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), "127.0.0.1:0", upstream)
 			if err := px.Start(); err != nil {
-				return nil, fmt.Errorf("checker: proxy for node%d: %w", i, err)
+				return nil, fmt.Errorf("torture: proxy for node%d: %w", i, err)
 			}
 			c.proxies[g][i] = px
 		}
@@ -171,7 +171,7 @@ func (c *cluster) addToxic(g, i int, name, typ, stream string, attrs string) err
 	}
 	js := fmt.Sprintf(`{"name":%q,"type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, name, typ, stream, attrs)
 	if _, err := c.proxies[g][i].Toxics.AddToxicJson(strings.NewReader(js)); err != nil {
-		return fmt.Errorf("checker: toxic %s on node%d (group %d): %w", name, i, g, err)
+		return fmt.Errorf("torture: toxic %s on node%d (group %d): %w", name, i, g, err)
 	}
 	c.toxics[key] = true
 	return nil
@@ -215,7 +215,7 @@ func (c *cluster) healDropping(ctx context.Context, g, i int) error {
 	px.Stop()
 	c.heal(ctx, g, i)
 	if err := px.Start(); err != nil {
-		return fmt.Errorf("checker: restarting the proxy for node%d (group %d): %w", i, g, err)
+		return fmt.Errorf("torture: restarting the proxy for node%d (group %d): %w", i, g, err)
 	}
 	return nil
 }
@@ -241,7 +241,7 @@ func (c *cluster) unslow(ctx context.Context, i int) {
 // libfaketime's timestamp file.
 func (c *cluster) jump(i int, d time.Duration) error {
 	if c.clocks[i] == "" {
-		return fmt.Errorf("checker: node%d does not run under libfaketime", i)
+		return fmt.Errorf("torture: node%d does not run under libfaketime", i)
 	}
 	secs := int64((d + time.Second - 1) / time.Second)
 	c.mu.Lock()

@@ -1,6 +1,7 @@
-package checker
+package torture
 
 import (
+	"dlm/checker"
 	_ "embed"
 	"fmt"
 	"html/template"
@@ -88,28 +89,28 @@ type htmlFault struct {
 func (r *Report) WriteHTML(w io.Writer) error {
 	h := r.History
 	if h == nil {
-		h = &History{}
+		h = &checker.History{}
 	}
 	bad := map[int]bool{}
 	for _, c := range r.Checks {
-		if c.Verdict == Violated {
+		if c.Verdict == checker.Violated {
 			for _, id := range c.Ops {
 				bad[id] = true
 			}
 		}
 	}
-	holds := h.holds()
-	end := max(h.horizon(), 1)
+	holds := h.Holds()
+	end := max(h.Horizon(), 1)
 	for _, hs := range holds {
 		for _, hd := range hs {
-			end = max(end, hd.to) // validity that outlasts the last event
+			end = max(end, hd.To) // validity that outlasts the last event
 		}
 	}
 	x := func(t int64) float64 { return tlLeft + float64(t)*tlWidth/float64(end) }
 	span := func(from, to int64) float64 { return max(1, float64(to-from)*tlWidth/float64(end)) }
 	var resources []string
 	for _, o := range h.Ops {
-		if o.Kind == Acquire && !containsFault(resources, o.Resource) {
+		if o.Kind == checker.Acquire && !containsFault(resources, o.Resource) {
 			resources = append(resources, o.Resource)
 		}
 	}
@@ -134,7 +135,7 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		var clients []string
 		row := map[string]int{}
 		for _, o := range h.Ops {
-			if o.Resource == res && o.Kind != Read {
+			if o.Resource == res && o.Kind != checker.Read {
 				if _, ok := row[o.Client]; !ok {
 					row[o.Client] = len(clients)
 					clients = append(clients, o.Client)
@@ -155,16 +156,16 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		}
 		ids := opIDs(h)
 		for _, hd := range holds[res] {
-			y := float64(tlTop + tlRow*row[hd.client])
+			y := float64(tlTop + tlRow*row[hd.Client])
 			cls := "hold"
-			if hd.possible {
+			if hd.Possible {
 				cls = "maybe"
 			}
-			if bad[ids[hd.lock]] {
+			if bad[ids[hd.Lock]] {
 				cls += " violation"
 			}
-			tl.Bars = append(tl.Bars, tlBar{X: x(hd.from), Y: y + 3, W: span(hd.from, hd.to), H: tlRow - 8, Class: cls,
-				Title: fmt.Sprintf("%s held by %s from %s to %s (%s)%s", hd.lock, hd.client, ms(hd.from), ms(hd.to), hd.why, tokenNote(hd.token))})
+			tl.Bars = append(tl.Bars, tlBar{X: x(hd.From), Y: y + 3, W: span(hd.From, hd.To), H: tlRow - 8, Class: cls,
+				Title: fmt.Sprintf("%s held by %s from %s to %s (%s)%s", hd.Lock, hd.Client, ms(hd.From), ms(hd.To), hd.Why, tokenNote(hd.Token))})
 		}
 		for _, o := range h.Ops {
 			if o.Resource != res {
@@ -176,10 +177,10 @@ func (r *Report) WriteHTML(w io.Writer) error {
 				e = end
 			}
 			switch {
-			case o.Kind == Acquire && !o.OK:
+			case o.Kind == checker.Acquire && !o.OK:
 				tl.Bars = append(tl.Bars, tlBar{X: x(o.Start), Y: y + tlRow/2 - 1, W: span(o.Start, e), H: 2, Class: "attempt",
 					Title: fmt.Sprintf("%s tried from %s to %s: %s", o.Client, ms(o.Start), ms(e), o.Err)})
-			case o.Kind == Write:
+			case o.Kind == checker.Write:
 				cls := "write"
 				if !o.OK {
 					cls = "rejected"
@@ -206,6 +207,20 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		return err
 	}
 	return t.Execute(w, data)
+}
+
+// ms formats nanoseconds since the start of the run as milliseconds.
+func ms(ns int64) string { return fmt.Sprintf("%.1fms", float64(ns)/float64(time.Millisecond)) }
+
+// opIDs maps each grant to the id of its acquisition.
+func opIDs(h *checker.History) map[string]int {
+	m := map[string]int{}
+	for _, o := range h.Ops {
+		if o.Kind == checker.Acquire {
+			m[o.Lock] = o.ID
+		}
+	}
+	return m
 }
 
 func tokenNote(t uint64) string {

@@ -1,4 +1,4 @@
-package checker
+package torture
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"dlm/checker"
 	"dlm/redlock"
 	"dlm/redlock/goredis"
 	"dlm/redlock/rueidis"
@@ -60,6 +61,8 @@ func scenarioList() []Scenario {
 			Summary: "client A lets its lock expire, then extends it, through the client and through each node's extend script directly: nothing may resurrect it"},
 		{Name: "lying-node", Rule: "B3 (WithByzantineNodes)", groups: 2, faketime: never, liar: true, run: runLyingNode,
 			Summary: "one node answers OK to every SET without performing it; client A locks exactly a quorum that includes the liar; client B then locks the resource"},
+		{Name: "process-holders", Rule: "R1.1, R17", groups: 1, faketime: never, loop: true, run: runProcessHolders,
+			Summary: "the clients are dlm lock processes whose commands log their critical sections; the dlm process of a client in its section is SIGKILLed at seeded times: its command must die with it, before the lock can expire"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}
@@ -112,6 +115,7 @@ type env struct {
 	reg    *register
 	actors []*actor
 	log    func(format string, args ...any)
+	dlm    string // the dlm executable, for process-holders
 }
 
 // newActor dials a client of group g with the run's settings.
@@ -127,13 +131,13 @@ func (e *env) newActor(name string, g int) (*actor, error) {
 	if e.cfg.Byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(e.cfg.Byzantine))
 	}
-	dial := goredis.Dial
-	if e.cfg.Adapter == "rueidis" {
-		dial = rueidis.Dial
+	dial := rueidis.Dial
+	if e.cfg.adapter() == "goredis" {
+		dial = goredis.Dial
 	}
 	c, err := dial(e.cl.urls(g), opts...)
 	if err != nil {
-		return nil, fmt.Errorf("checker: client %s: %w", name, err)
+		return nil, fmt.Errorf("torture: client %s: %w", name, err)
 	}
 	a := &actor{name: name, client: c, rec: e.rec, reg: e.reg}
 	e.actors = append(e.actors, a)
@@ -199,7 +203,7 @@ func (e *env) acquireOn(ctx context.Context, a *actor, resource string, m, o []i
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("checker: %s could not acquire on %s: %w", a.name, names(m), err)
+		return nil, fmt.Errorf("torture: %s could not acquire on %s: %w", a.name, names(m), err)
 	}
 	return g, nil
 }
@@ -222,7 +226,7 @@ func (e *env) twoClientsAHolding(ctx context.Context) (a, b *actor, g *grant, er
 		return nil, nil, nil, err
 	}
 	if g, err = e.acquireR(ctx, a); err != nil {
-		return nil, nil, nil, fmt.Errorf("checker: A could not acquire: %w", err)
+		return nil, nil, nil, fmt.Errorf("torture: A could not acquire: %w", err)
 	}
 	return a, b, g, nil
 }
@@ -252,7 +256,7 @@ func runRestart(ctx context.Context, e *env) error {
 	}()
 	if delay == 0 {
 		if err := <-restarted; err != nil {
-			return fmt.Errorf("checker: restart %s: %w", nodeName(victim), err)
+			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}
 	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL+delay)
@@ -266,7 +270,7 @@ func runRestart(ctx context.Context, e *env) error {
 	}
 	if delay > 0 {
 		if err := <-restarted; err != nil {
-			return fmt.Errorf("checker: restart %s: %w", nodeName(victim), err)
+			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}
 	return nil
@@ -347,7 +351,7 @@ func runClientPause(ctx context.Context, e *env) error {
 	gb, err := e.acquireR(ctx, b)
 	if err != nil {
 		end()
-		return fmt.Errorf("checker: B could not acquire after A's validity: %w", err)
+		return fmt.Errorf("torture: B could not acquire after A's validity: %w", err)
 	}
 	b.write(gb)
 	end()
@@ -382,7 +386,7 @@ func runWriteDelay(ctx context.Context, e *env) error {
 	close(deliver)
 	<-written
 	if err != nil {
-		return fmt.Errorf("checker: B could not acquire after A's validity: %w", err)
+		return fmt.Errorf("torture: B could not acquire after A's validity: %w", err)
 	}
 	b.readUnder(gb)
 	_ = b.release(ctx, gb)
@@ -412,7 +416,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 		}
 		if time.Now().After(deadline) {
 			end()
-			return fmt.Errorf("checker: A's keys still on the nodes %v after its ttl", 3*e.cfg.TTL)
+			return fmt.Errorf("torture: A's keys still on the nodes %v after its ttl", 3*e.cfg.TTL)
 		}
 		sleep(ctx, 10*time.Millisecond) // polling interval, bounded by the deadline
 	}
@@ -420,7 +424,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 	_ = a.extend(ctx, g)
 	// The nodes' extend script itself, called directly with A's value: it
 	// must not re-create the key (R17).
-	i := e.rec.invoke(Op{Client: "A(raw)", Resource: "r", Kind: Extend, Lock: g.id})
+	i := e.rec.invoke(checker.Op{Client: "A(raw)", Resource: "r", Kind: checker.Extend, Lock: g.id})
 	extended := false
 	var errs []error
 	for _, p := range e.cl.procs {
@@ -429,7 +433,7 @@ func runExtendAfterExpiry(ctx context.Context, e *env) error {
 		extended = extended || ok
 		errs = append(errs, err)
 	}
-	e.rec.complete(i, func(o *Op) {
+	e.rec.complete(i, func(o *checker.Op) {
 		o.OK = extended
 		if err := errors.Join(errs...); err != nil {
 			o.Err = err.Error()
@@ -591,7 +595,6 @@ func runRandom(ctx context.Context, e *env) error {
 // until ctx ends.
 func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pauseFlag) error {
 	ttl := e.cfg.TTL
-	bg := context.WithoutCancel(ctx)
 	for {
 		sleep(ctx, ttl/2+time.Duration(rng.Int64N(int64(ttl))))
 		if ctx.Err() != nil {
@@ -600,54 +603,12 @@ func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pause
 		kind := e.cfg.Faults[rng.IntN(len(e.cfg.Faults))]
 		node := rng.IntN(e.cfg.Nodes)
 		dur := ttl/4 + time.Duration(rng.Int64N(int64(ttl*3/4)))
-		switch kind {
-		case FaultRestart:
-			delay := e.cfg.restartDelay()
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("SIGKILL, restart after %v, persistence %v", delay, e.cfg.Persistence))
-			err := e.cl.procs[node].Restart(bg, delay)
-			end()
-			if err != nil {
-				return fmt.Errorf("checker: restart %s: %w", nodeName(node), err)
-			}
-		case FaultPauseNode:
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("SIGSTOP for %v", dur.Round(time.Millisecond)))
-			e.cl.procs[node].Freeze()
-			sleep(ctx, dur)
-			e.cl.procs[node].Thaw()
-			end()
-		case FaultLatency:
-			d := 4 * e.cfg.NodeTimeout
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("replies delayed %v for %v", d, dur.Round(time.Millisecond)))
-			if err := e.cl.slow(node, d); err != nil {
-				return err
-			}
-			sleep(ctx, dur)
-			e.cl.unslow(bg, node)
-			end()
-		case FaultPartition:
-			g := rng.IntN(2)
-			cutNodes := rng.Perm(e.cfg.Nodes)[:(e.cfg.Nodes-1)/2]
-			sort.Ints(cutNodes)
-			end := e.rec.fault(kind, fmt.Sprintf("group%d|%s", g, names(cutNodes)), fmt.Sprintf("for %v", dur.Round(time.Millisecond)))
-			for _, i := range cutNodes {
-				if err := e.cl.cut(g, i); err != nil {
-					return err
-				}
-			}
-			sleep(ctx, dur)
-			for _, i := range cutNodes {
-				e.cl.heal(bg, g, i)
-			}
-			end()
-		case FaultClockJump:
-			end := e.rec.fault(kind, nodeName(node), fmt.Sprintf("clock jumps forward %v", 2*ttl))
-			err := e.cl.jump(node, 2*ttl)
-			end()
-			if err != nil {
-				return err
-			}
-		case FaultPauseClient:
-			pauses[rng.IntN(len(pauses))].on.Store(true)
+		k, ok := findFault(kind)
+		if !ok {
+			return fmt.Errorf("torture: unknown fault %q", kind) // Validate refuses it first
+		}
+		if err := k.inject(ctx, e, rng, node, dur, pauses); err != nil {
+			return err
 		}
 	}
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"strings"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+	"dlm/redlock/rueidis"
+)
+
+// defaultAdapter is the node adapter of every subcommand that dials a lock
+// client (lock, bench, demo), unless --adapter says otherwise. dlm torture
+// defaults to torture.DefaultAdapter (go-redis) until rueidis passes its
+// slow-node scenario reliably.
+const defaultAdapter = "rueidis"
+
+// adapterDef is one Redis client adapter the command line can use.
+type adapterDef struct {
+	// Name is the value of --adapter (and of torture.Config.Adapter).
+	Name string
+	// About says what distinguishes it.
+	About string
+	// dial builds a lock client over urls; cfgs[i] (nil: the adapter's
+	// defaults) applies to urls[i] when it is rediss://. The function
+	// returned closes what dial opened beyond the client (call it after the
+	// client's Close).
+	dial func(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error)
+}
+
+// adapterTable is the one table of adapters: add a new adapter here (and
+// to torture.Adapters) and every subcommand offers it.
+func adapterTable() []adapterDef {
+	return []adapterDef{
+		{Name: "rueidis", About: "batched per node, hand-off to waiters (default)", dial: dialRueidis},
+		{Name: "goredis", About: "go-redis v9, one blocking request at a time per call", dial: dialGoredis},
+	}
+}
+
+// adapterNames lists the adapters, for flag help and messages.
+func adapterNames() []string {
+	var out []string
+	for _, a := range adapterTable() {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// findAdapter returns the adapter named name; an unknown name is bad usage.
+func findAdapter(name string) (adapterDef, error) {
+	for _, a := range adapterTable() {
+		if a.Name == name {
+			return a, nil
+		}
+	}
+	return adapterDef{}, usageErrorf("--adapter: unknown adapter %q; expected %s", name, strings.Join(adapterNames(), " or "))
+}
+
+func dialRueidis(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error) {
+	nodes := make([]redlock.Node, 0, len(urls))
+	closeAll := func() {
+		for _, n := range nodes {
+			_ = n.(*rueidis.Node).Close()
+		}
+	}
+	for i, raw := range urls {
+		n, err := rueidis.DialNode(raw, rueidisTLS(cfgs[i]))
+		if err != nil {
+			closeAll()
+			return nil, func() {}, err
+		}
+		nodes = append(nodes, n)
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		closeAll()
+		return nil, func() {}, err
+	}
+	return c, func() {}, nil
+}
+
+func dialGoredis(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*redlock.Client, func(), error) {
+	parsed, err := redlock.ParseNodeURLs(urls)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	nodes := make([]redlock.Node, len(parsed))
+	var closers []func() error
+	closeAll := func() {
+		for _, f := range closers {
+			_ = f()
+		}
+	}
+	for i, u := range parsed {
+		rc := goredisTLS(goredis.NewClient(u), cfgs[i])
+		closers = append(closers, rc.Close)
+		nodes[i] = goredis.NewNode(rc, u.String()) // does not own rc: closeAll does
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		closeAll()
+		return nil, func() {}, err
+	}
+	return c, closeAll, nil
+}
+
+// dial builds the lock client of a subcommand over urls with the named
+// adapter and the TLS files. Invalid options are bad usage (exit 64). The
+// function returned closes the client and everything dial opened.
+func dial(adapter string, urls []string, t tlsFiles, opts ...redlock.Option) (*redlock.Client, func(), error) {
+	a, err := findAdapter(adapter)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfgs, err := t.forURLs(urls)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, closeRest, err := a.dial(urls, cfgs, opts...)
+	if errors.Is(err, redlock.ErrInvalid) {
+		return nil, nil, withCode(exitUsage, err)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, func() { _ = c.Close(); closeRest() }, nil
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// familyScript is a command with grandchildren: it starts two sleeps in
+// the background, writes their pids and its own to "$1", then waits.
+const familyScript = `sleep 27 & echo $! > "$1.tmp"; sleep 26 & echo $! >> "$1.tmp"; echo $$ >> "$1.tmp"; mv "$1.tmp" "$1"; wait`
+
+// readPids waits until path holds the three pids familyScript writes.
+func readPids(t *testing.T, path string, stderr *syncBuf) []int {
+	t.Helper()
+	var pids []int
+	redlocktest.Eventually(t, 20*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return false
+		}
+		pids = pids[:0]
+		for _, f := range strings.Fields(string(b)) {
+			p, err := strconv.Atoi(f)
+			if err != nil {
+				return false
+			}
+			pids = append(pids, p)
+		}
+		return len(pids) == 3
+	}, "the command never wrote its pids; stderr: %s", stderr)
+	return pids
+}
+
+// alive reports whether pid is a running process (a zombie counts as gone:
+// it runs nothing, it only waits to be reaped).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// pid (comm) STATE ...: the state follows the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// allGone reports whether none of pids runs any more.
+func allGone(pids []int) bool {
+	for _, p := range pids {
+		if alive(p) {
+			return false
+		}
+	}
+	return true
+}
+
+// TestLockSIGKILLTakesTheFamily: when dlm lock itself is killed with
+// SIGKILL, its command and the command's children are gone well before
+// the lock can expire, so no second holder can run beside them (issue 16,
+// defect 1).
+func TestLockSIGKILLTakesTheFamily(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	const ttl = 8 * time.Second
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", ttl.String(), "--node-timeout", "1s",
+		"res", "--", "sh", "-c", familyScript, "sh", pidFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pids := readPids(t, pidFile, stderr)
+	t.Cleanup(func() {
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	killed := time.Now()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for !allGone(pids) {
+		if time.Since(killed) > ttl/2 {
+			var left []int
+			for _, p := range pids {
+				if alive(p) {
+					left = append(left, p)
+				}
+			}
+			t.Fatalf("%v after dlm was killed, processes %v of its command still run (the lock expires after %v)", time.Since(killed).Round(time.Millisecond), left, ttl)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline above
+	}
+	t.Logf("the command and its children were gone %v after dlm was killed (ttl %v)", time.Since(killed).Round(time.Millisecond), ttl)
+	<-done
+}
+
+// TestLockLostStopsTheFamily: on a lost lock, the command's children are
+// stopped too, not only the command (issue 16, defect 2).
+func TestLockLostStopsTheFamily(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pids")
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "2s",
+		"res", "--", "sh", "-c", familyScript, "sh", pidFile)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	pids := readPids(t, pidFile, stderr)
+	t.Cleanup(func() {
+		for _, p := range pids {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 3 }, "the lock key never reached all 3 nodes")
+	for _, s := range c.Servers {
+		for _, k := range s.MustKeys("") {
+			_ = s.Client().Del(t.Context(), k).Err()
+		}
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("dlm lock did not end after its keys were deleted; stderr: %s", stderr)
+	}
+	if code := exitOf(err); code != exitLockLost {
+		t.Errorf("exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
+	}
+	redlocktest.Eventually(t, 2*time.Second, func() bool { return allGone(pids) },
+		"dlm exited %d after the lock was lost, yet processes of its command still run: %v", exitOf(err), pids)
+	if n := strings.Count(stderr.String(), "lost while the command ran"); n != 1 {
+		t.Errorf("the lock-lost reason is printed %d times, want once:\n%s", n, stderr)
+	}
+}
+
+// TestLockInterruptOnce: a terminal's Ctrl-C sends SIGINT to dlm's whole
+// process group; the command must get it once, not once from the terminal
+// and once more forwarded by dlm (issue 16, defect 3).
+func TestLockInterruptOnce(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	dir := t.TempDir()
+	ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
+	script := `trap 'echo INT >> "$2"' INT; touch "$1"; while [ ! -s "$2" ]; do sleep 0.05; done; sleep 1; exit 4`
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "res", "--", "sh", "-c", script, "sh", ready, got)
+	cmd.SysProcAttr.Setpgid = true // dlm leads its own group, as a shell's foreground job does
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) }, "the command never ran; stderr: %s", stderr)
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil { // what the terminal does on Ctrl-C
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("dlm lock did not end; stderr: %s", stderr)
+	}
+	if code := exitOf(err); code != 4 {
+		t.Errorf("exit %d, want the command's 4; stderr: %s", code, stderr)
+	}
+	b, _ := os.ReadFile(got)
+	if n := strings.Count(string(b), "INT"); n != 1 {
+		t.Errorf("the command got SIGINT %d times, want once", n)
+	}
+}

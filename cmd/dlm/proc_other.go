@@ -1,0 +1,23 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// guardAttr is how dlm lock starts its guard: leader of a new process
+// group. There is no parent-death signal outside Linux: the guard learns of
+// dlm's death from its pipe alone. fg >= 0 makes the group the foreground
+// group of the terminal fg.
+func guardAttr(fg int) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if fg >= 0 {
+		a.Foreground, a.Ctty = true, fg
+	}
+	return a
+}
+
+// commandAttr is how the guard starts the command: in the guard's group.
+// Without a parent-death signal, a command whose guard alone is killed
+// (dlm lock still running) is stopped by dlm lock, which signals the group
+// when the guard exits.
+func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// testPassword is the password of the URLs in TestNoPasswordPrinted.
+const testPassword = "s3cr3tPW"
+
+// TestNoPasswordPrinted runs every error path that quotes or dials a node
+// URL, in every subcommand that takes node URLs, and greps all the output
+// for the password (issue 16, defect 4). The last case shows that the
+// command dlm lock runs does not inherit DLM_NODES.
+func TestNoPasswordPrinted(t *testing.T) {
+	t.Parallel()
+	srv := redlocktest.StartServer(t)
+	// Set after the start: the helper's readiness PING has no password.
+	if err := srv.Client().ConfigSet(t.Context(), "requirepass", "other-password").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A port nothing listens on: refused at once.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := ln.Addr().String()
+	ln.Close()
+	pw := testPassword
+	u := func(hostport string) string { return "redis://user:" + pw + "@" + hostport }
+	wrongPW := u(srv.Addr())
+	refused := u(closed)
+	badURLs := []struct{ name, url string }{
+		{"bad port", u("127.0.0.1:99999")},
+		{"bad db", u("127.0.0.1:1/x")},
+		{"unknown scheme", "http://user:" + pw + "@127.0.0.1:1"},
+		{"parse error", "redis://user:" + pw + "@[::1"},
+		{"password only", "redis://" + pw + "@127.0.0.1:99999"},
+		{"empty host", "redis://user:" + pw + "@:7601"},
+		{"percent-encoded", "redis://user:" + pw + "%21@127.0.0.1:99999"},
+	}
+	type tc struct {
+		name string
+		env  []string
+		args []string
+	}
+	var tests []tc
+	for _, b := range badURLs {
+		tests = append(tests,
+			tc{"lock " + b.name, nil, []string{"lock", "--nodes", b.url, "r", "--", "true"}},
+			tc{"lock env " + b.name, []string{nodesEnv + "=" + b.url}, []string{"lock", "r", "--", "true"}},
+			tc{"status " + b.name, nil, []string{"status", "--nodes", b.url}},
+			tc{"doctor " + b.name, nil, []string{"doctor", "--nodes", b.url}},
+			tc{"bench " + b.name, nil, []string{"bench", "--nodes", b.url}},
+			tc{"demo " + b.name, nil, []string{"demo", "--no-tui", "--nodes", b.url}},
+		)
+	}
+	tests = append(tests,
+		tc{"lock duplicate", nil, []string{"lock", "--nodes", refused + "," + refused, "r", "--", "true"}},
+		tc{"lock refused", nil, []string{"lock", "--node-timeout", "300ms", "--nodes", refused, "r", "--", "true"}},
+		tc{"lock wrong password", nil, []string{"lock", "--node-timeout", "1s", "--nodes", wrongPW, "r", "--", "true"}},
+		tc{"status refused", nil, []string{"status", "--timeout", "500ms", "--nodes", refused + "," + wrongPW, "r"}},
+		tc{"doctor refused", nil, []string{"doctor", "--timeout", "500ms", "--nodes", refused + "," + wrongPW}},
+		tc{"bench refused", nil, []string{"bench", "--duration", "100ms", "--nodes", refused}},
+		tc{"bench wrong password", nil, []string{"bench", "--duration", "100ms", "--nodes", wrongPW}},
+		tc{"demo refused", nil, []string{"demo", "--no-tui", "--duration", "2s", "--nodes", refused}},
+		tc{"lock child env", []string{nodesEnv + "=" + u(srv.Addr())}, []string{"lock", "--nodes", "redis://:other-password@" + srv.Addr(), "--node-timeout", "1s", "r", "--", "env"}},
+	)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := runDLM(t, 30*time.Second, tt.env, tt.args...)
+			if tt.name != "lock child env" && r.code == 0 {
+				t.Errorf("exit 0, want an error; stdout: %s", r.stdout)
+			}
+			if strings.Contains(r.stdout+r.stderr, pw) {
+				t.Errorf("the password is printed (exit %d):\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			if tt.name == "lock child env" && strings.Contains(r.stdout, nodesEnv+"=") {
+				t.Errorf("the command inherited %s:\n%s", nodesEnv, r.stdout)
+			}
+		})
+	}
+}
+
+// TestRedact checks the one redaction on its own.
+func TestRedact(t *testing.T) {
+	r := newRedactor([]string{"--nodes", "redis://u:pa%2Fss@h:1,rediss://solo-secret@h:2"})
+	tests := []struct{ in, want string }{
+		{"dial redis://u:pa%2Fss@h:1: refused", "dial redis://u:xxxxx@h:1: refused"},
+		{`node URL "rediss://solo-secret@h:2" bad`, `node URL "rediss://xxxxx@h:2" bad`},
+		{"decoded pa/ss leaked", "decoded xxxxx leaked"},
+		{"unix:///tmp/sock and redis://h:1 stay", "unix:///tmp/sock and redis://h:1 stay"},
+		{"redis://a:b@c@h:1", "redis://a:xxxxx@h:1"},
+		{"usage: redis://[user:password@]host:port", "usage: redis://[user:password@]host:port"},
+	}
+	for _, tt := range tests {
+		if got := r.String(tt.in); got != tt.want {
+			t.Errorf("redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// foregroundTTY returns the descriptor of in when it is a terminal whose
+// foreground process group is dlm's own, else -1: only then may dlm hand
+// the terminal to the command's group.
+func foregroundTTY(in io.Reader) int {
+	f, ok := in.(*os.File)
+	if !ok {
+		return -1
+	}
+	fd := int(f.Fd())
+	pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP)
+	if err != nil || pg != syscall.Getpgrp() {
+		return -1
+	}
+	return fd
+}
+
+// takeTerminalBack makes dlm's process group the foreground group of the
+// terminal fd again, after the command's group had it. SIGTTOU, which a
+// background group gets for this, is ignored meanwhile.
+func takeTerminalBack(fd int) {
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, syscall.Getpgrp())
+}
