@@ -1,0 +1,63 @@
+package redlocktest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var _ Inspector = serverInspector{}
+
+// Inspector returns an Inspector that reads the server with its own
+// go-redis client (GET, PTTL, KEYS, SET), outside any node under test.
+func (s *Server) Inspector() Inspector { return serverInspector{s} }
+
+type serverInspector struct{ s *Server }
+
+func (i serverInspector) Value(ctx context.Context, key string) (string, bool, error) {
+	v, err := i.s.Client().Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	return v, err == nil, err
+}
+
+func (i serverInspector) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
+	d, err := i.s.Client().PTTL(ctx, key).Result()
+	switch {
+	case err != nil:
+		return 0, false, err
+	case d == -2 || d == -2*time.Millisecond:
+		return 0, false, nil
+	case d == -1 || d == -1*time.Millisecond:
+		return NoExpiry, true, nil
+	}
+	return d, true, nil
+}
+
+func (i serverInspector) Fence(ctx context.Context, fenceKey string) (uint64, error) {
+	v, ok, err := i.Value(ctx, fenceKey)
+	if err != nil || !ok {
+		return 0, err
+	}
+	f, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redlocktest: fence %q is not a uint64: %w", v, err)
+	}
+	return f, nil
+}
+
+func (i serverInspector) Keys(ctx context.Context, prefix string) ([]string, error) {
+	keys, err := i.s.Process.Keys(ctx, prefix)
+	sort.Strings(keys)
+	return keys, err
+}
+
+func (i serverInspector) Put(ctx context.Context, key, value string) error {
+	return i.s.Client().Set(ctx, key, value, 0).Err()
+}
