@@ -103,6 +103,21 @@ func TestModel(t *testing.T) {
 	t.Logf("%d rounds, %d client operations, %d grants, %d register writes in %v", rounds, ops, grants, writes, time.Since(start).Round(time.Millisecond))
 }
 
+// The model's negative control: with every node lying that it acquired
+// (outside Redlock's assumptions, R2), the same workload must show mutual
+// exclusion violated, or the model and its checks could not see one.
+func TestModelDetectsLies(t *testing.T) {
+	cfg := modelConfig(1, 0)
+	cfg.liars = true
+	var res modelResult
+	synctest.Test(t, func(t *testing.T) { res = runModelRound(t, cfg) })
+	if got := checker.CheckMutex(res.h); got.Verdict != checker.Violated {
+		t.Fatalf("CheckMutex over lying nodes = %v, want violated", got)
+	} else {
+		t.Logf("as expected: %v", got)
+	}
+}
+
 // saveHistory writes h where it outlives the test: $DLM_MODEL_HISTORY_DIR,
 // else the system's temporary directory.
 func saveHistory(t *testing.T, h *checker.History, seed uint64, round int) string {
@@ -130,6 +145,9 @@ type modelRound struct {
 	fencing  bool
 	handoff  bool
 	blocking bool // nodes without the async capabilities (redlocktest.Blocking)
+	// liars makes every node lie from the start (outside the assumptions):
+	// the negative control that shows the checks see violations.
+	liars bool
 }
 
 func (c modelRound) String() string {
@@ -235,6 +253,11 @@ func runModelRound(t *testing.T, cfg modelRound) modelResult {
 			m.latency[i] = 0
 		}
 		n.SetSlow(m.latency[i])
+	}
+	if cfg.liars {
+		for _, n := range mems {
+			n.SetLie(redlocktest.LieAcquired)
+		}
 	}
 	if cfg.blocking {
 		for i, n := range m.nodes {
