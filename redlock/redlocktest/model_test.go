@@ -75,7 +75,7 @@ func TestModel(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d, %d operations (replay: go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d)", seed, total, seed, total)
-	var ops, writes, grants, rounds, attempts, extensions int
+	var ops, writes, grants, rounds, attempts, extensions, refused int
 	start := time.Now()
 	for r := 0; ops < total; r++ {
 		cfg := modelConfig(seed, r)
@@ -90,7 +90,7 @@ func TestModel(t *testing.T) {
 		watchdog.Stop()
 		rounds++
 		ops, writes, grants = ops+res.ops, writes+res.writes, grants+res.grants
-		attempts, extensions = attempts+res.attempts, extensions+res.extensions
+		attempts, extensions, refused = attempts+res.attempts, extensions+res.extensions, refused+res.refused
 		for _, check := range []checker.Result{checker.CheckMutex(res.h), checker.CheckFencing(res.h)} {
 			if check.Verdict == checker.Violated {
 				path := saveHistory(t, res.h, seed, r)
@@ -102,8 +102,8 @@ func TestModel(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("%d rounds, %d client operations (%d acquisition attempts, %d extensions), %d grants, %d register writes in %v",
-		rounds, ops, attempts, extensions, grants, writes, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds, %d client operations (%d acquisition attempts, %d extensions), %d grants, %d register writes (%d refused by the fence) in %v",
+		rounds, ops, attempts, extensions, grants, writes, refused, time.Since(start).Round(time.Millisecond))
 }
 
 // The model's negative control: with every node lying that it acquired
@@ -118,6 +118,27 @@ func TestModelDetectsLies(t *testing.T) {
 		t.Fatalf("CheckMutex over lying nodes = %v, want violated", got)
 	} else {
 		t.Logf("as expected: %v", got)
+	}
+}
+
+// The negative control of the fencing check: fenced grants whose paused
+// holders write late to a register that ignores the tokens must show stale
+// writes (R18), or the model could not see one.
+func TestModelDetectsStaleWrites(t *testing.T) {
+	for seed := uint64(1); ; seed++ {
+		cfg := modelConfig(seed, 0)
+		if !cfg.fencing {
+			continue
+		}
+		cfg.unfenced = true
+		var res modelResult
+		synctest.Test(t, func(t *testing.T) { res = runModelRound(t, cfg) })
+		if got := checker.CheckFencing(res.h); got.Verdict != checker.Violated {
+			t.Fatalf("CheckFencing over an unfenced register = %v, want violated", got)
+		} else {
+			t.Logf("as expected: %v", got)
+		}
+		return
 	}
 }
 
@@ -151,6 +172,9 @@ type modelRound struct {
 	// liars makes every node lie from the start (outside the assumptions):
 	// the negative control that shows the checks see violations.
 	liars bool
+	// unfenced makes the register accept every write, tokens or not: the
+	// negative control of the fencing check.
+	unfenced bool
 }
 
 func (c modelRound) String() string {
@@ -176,6 +200,7 @@ type modelResult struct {
 	h                    *checker.History
 	ops, writes, grants  int
 	attempts, extensions int
+	refused              int
 }
 
 // model is one round's world: nodes, the clients' slots, the recorder and
@@ -198,6 +223,7 @@ type model struct {
 	grants   int
 	register map[string]uint64 // per resource: the highest token accepted
 	doIDs    int
+	refused  int // writes the fenced register refused
 	errs     []error
 
 	attempts, extensions atomic.Int64
@@ -308,7 +334,7 @@ func runModelRound(t *testing.T, cfg modelRound) modelResult {
 	for _, err := range m.errs {
 		t.Error(err)
 	}
-	return modelResult{h: &m.h, ops: m.ops, writes: m.writes, grants: m.grants, attempts: int(m.attempts.Load()), extensions: int(m.extensions.Load())}
+	return modelResult{h: &m.h, ops: m.ops, writes: m.writes, grants: m.grants, attempts: int(m.attempts.Load()), extensions: int(m.extensions.Load()), refused: m.refused}
 }
 
 // injectFaults keeps at most modelFaulty nodes faulty at a time, each fault
@@ -511,6 +537,13 @@ func (m *model) hold(rng *rand.Rand, hd *held, name, resource string, auto bool)
 			m.record(o)
 		}
 	}
+	if m.cfg.fencing && rng.IntN(8) == 0 {
+		// A holder that pauses past its validity (GC, a page fault) and
+		// writes when it resumes, without looking at the lock, as R18 warns:
+		// the fenced register must refuse the write if a newer grant wrote.
+		time.Sleep(time.Until(hd.l.Until()) + time.Duration(rng.IntN(int(modelTTL/time.Millisecond)))*time.Millisecond)
+		m.writePaused(hd, name, resource)
+	}
 	if rng.IntN(10) == 0 && !auto {
 		return // left to expire
 	}
@@ -552,10 +585,20 @@ func (m *model) write(hd *held, name, resource string) {
 	if hd.l.Err() != nil || !time.Now().Before(hd.until) {
 		return
 	}
+	m.writePaused(hd, name, resource)
+}
+
+// writePaused writes to resource's register under hd without asking
+// whether the lock is still held.
+func (m *model) writePaused(hd *held, name, resource string) {
 	m.mu.Lock()
-	ok := !m.cfg.fencing || hd.token >= m.register[resource]
-	if ok && m.cfg.fencing {
+	fenced := m.cfg.fencing && !m.cfg.unfenced
+	ok := !fenced || hd.token >= m.register[resource]
+	if ok && fenced {
 		m.register[resource] = hd.token
+	}
+	if !ok {
+		m.refused++
 	}
 	m.writes++
 	v := strconv.Itoa(m.writes)
