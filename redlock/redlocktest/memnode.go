@@ -445,6 +445,12 @@ func (c *memCall) answer() {
 	}
 }
 
+// isDown reports whether the node refuses requests: SetDown, or the down
+// time of a Restart. Called with n.mu held.
+func (n *MemNode) isDown() bool {
+	return n.down || (!n.downUntil.IsZero() && n.base().Before(n.downUntil))
+}
+
 // submit puts c on the wire: it is applied now, or held while the node is
 // frozen, and answered as the faults say.
 func (n *MemNode) submit(c *memCall) {
@@ -453,7 +459,7 @@ func (n *MemNode) submit(c *memCall) {
 		return
 	}
 	n.mu.Lock()
-	if n.down || (!n.downUntil.IsZero() && n.base().Before(n.downUntil)) {
+	if n.isDown() {
 		n.mu.Unlock()
 		c.reply(memResult{err: fmt.Errorf("%w: %s", ErrNodeDown, n.name)})
 		return
@@ -654,7 +660,7 @@ func (n *MemNode) StartAll(calls []redlock.Call) {
 func (n *MemNode) WatchReleases(notify func(key, value string)) (redlock.ReleaseWatch, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.down {
+	if n.isDown() {
 		return nil, fmt.Errorf("%w: %s", ErrNodeDown, n.name)
 	}
 	w := &memWatch{n: n, notify: notify, keys: map[string]bool{}}
