@@ -76,6 +76,7 @@ func TestModel(t *testing.T) {
 	}
 	t.Logf("seed %d, %d operations (replay: go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d)", seed, total, seed, total)
 	var ops, writes, grants, rounds, attempts, extensions, refused int
+	var checking time.Duration
 	start := time.Now()
 	for r := 0; ops < total; r++ {
 		cfg := modelConfig(seed, r)
@@ -91,7 +92,10 @@ func TestModel(t *testing.T) {
 		rounds++
 		ops, writes, grants = ops+res.ops, writes+res.writes, grants+res.grants
 		attempts, extensions, refused = attempts+res.attempts, extensions+res.extensions, refused+res.refused
-		for _, check := range []checker.Result{checker.CheckMutex(res.h), checker.CheckFencing(res.h)} {
+		checkStart := time.Now()
+		checks := []checker.Result{checker.CheckMutex(res.h), checker.CheckFencing(res.h)}
+		checking += time.Since(checkStart)
+		for _, check := range checks {
 			if check.Verdict == checker.Violated {
 				path := saveHistory(t, res.h, seed, r)
 				t.Errorf("round %d (%s): %s\n  history: %s\n  replay: go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d",
@@ -102,8 +106,8 @@ func TestModel(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("%d rounds, %d client operations (%d acquisition attempts, %d extensions), %d grants, %d register writes (%d refused by the fence) in %v",
-		rounds, ops, attempts, extensions, grants, writes, refused, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d rounds, %d client operations (%d acquisition attempts, %d extensions), %d grants, %d register writes (%d refused by the fence) in %v (checks: %v)",
+		rounds, ops, attempts, extensions, grants, writes, refused, time.Since(start).Round(time.Millisecond), checking.Round(time.Millisecond))
 }
 
 // The model's negative control: with every node lying that it acquired
