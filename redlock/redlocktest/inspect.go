@@ -19,6 +19,7 @@ func (s *Server) Inspector() Inspector { return serverInspector{s} }
 
 type serverInspector struct{ s *Server }
 
+// Value reads key with GET.
 func (i serverInspector) Value(ctx context.Context, key string) (string, bool, error) {
 	v, err := i.s.Client().Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
@@ -27,6 +28,7 @@ func (i serverInspector) Value(ctx context.Context, key string) (string, bool, e
 	return v, err == nil, err
 }
 
+// TTL reads key's expiry with PTTL.
 func (i serverInspector) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
 	d, err := i.s.Client().PTTL(ctx, key).Result()
 	switch {
@@ -40,6 +42,7 @@ func (i serverInspector) TTL(ctx context.Context, key string) (time.Duration, bo
 	return d, true, nil
 }
 
+// Fence reads the fence under fenceKey with GET.
 func (i serverInspector) Fence(ctx context.Context, fenceKey string) (uint64, error) {
 	v, ok, err := i.Value(ctx, fenceKey)
 	if err != nil || !ok {
@@ -52,12 +55,14 @@ func (i serverInspector) Fence(ctx context.Context, fenceKey string) (uint64, er
 	return f, nil
 }
 
+// Keys lists the keys under prefix with SCAN, sorted.
 func (i serverInspector) Keys(ctx context.Context, prefix string) ([]string, error) {
 	keys, err := i.s.Process.Keys(ctx, prefix)
 	sort.Strings(keys)
 	return keys, err
 }
 
+// Put sets key with SET, without expiry.
 func (i serverInspector) Put(ctx context.Context, key, value string) error {
 	return i.s.Client().Set(ctx, key, value, 0).Err()
 }
