@@ -57,7 +57,7 @@ type Config struct {
 	LivenessBound time.Duration `json:"liveness_bound"`
 	// Adapter is the clients' node adapter: "goredis" (blocking requests;
 	// DefaultAdapter, "" reads as it) or "rueidis" (batched, with the local
-	// pass between the workers of one client, redlock.TransferNode).
+	// pass between the workers of one client, adapter.TransferNode).
 	Adapter string `json:"adapter,omitempty"`
 	// Workers is how many Lock calls each client of the looping scenarios
 	// and random mode runs at once, each a contender of its own in the

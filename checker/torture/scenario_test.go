@@ -77,7 +77,7 @@ func TestScenarios(t *testing.T) {
 		{"restart-without-persistence", func(c *Config) { c.Byzantine = 1 }, ExpectSafe}, // one amnesiac node outvoted
 		{"random", nil, ExpectSafe},
 		// Workers of one client pass the lock among themselves (rueidis,
-		// redlock.TransferNode) while the faults hit.
+		// adapter.TransferNode) while the faults hit.
 		{"random", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
 		{"split-votes", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
 		// The other adapter.

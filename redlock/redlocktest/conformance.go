@@ -12,26 +12,80 @@ import (
 // NodeFactory returns a redlock.Node talking to server s.
 type NodeFactory func(t testing.TB, s *Server) redlock.Node
 
-// RunNodeConformance runs the node conformance suite against one real
-// redis-server: every redlock.Node adapter must pass it (R3, R5, R17), and
-// the cases of the capabilities the node has (TransferNode, FencingNode,
-// BatchNode; the batch cases start servers of their own).
+// Backend is one store under the conformance suite: a node that talks to
+// it, and the ways to look at it and to stop it that do not go through the
+// node. A redis-server with an adapter's node is one (RunNodeConformance);
+// a MemNode is one (MemBackend).
+type Backend struct {
+	// Node is the node under test.
+	Node redlock.Node
+	// Inspect reads the store behind Node directly.
+	Inspect Inspector
+	// Freeze and Thaw stop the store and resume it, requests waiting in
+	// between (SIGSTOP and SIGCONT for a redis-server).
+	Freeze, Thaw func()
+	// FlushScripts forgets the node's cached scripts (SCRIPT FLUSH), or is
+	// nil for a store without scripts: the case that needs it is skipped.
+	FlushScripts func(ctx context.Context) error
+}
+
+// BackendFactory returns a new, empty Backend for one test.
+type BackendFactory func(t testing.TB) Backend
+
+// RunNodeConformance runs the node conformance suite (RunConformance)
+// against real redis-server processes, the node under test made by
+// newNode: every redlock.Node adapter must pass it (R3, R5, R17).
 func RunNodeConformance(t *testing.T, newNode NodeFactory) {
-	s := StartServer(t)
-	n := newNode(t, s)
+	RunConformance(t, func(t testing.TB) Backend {
+		s := StartServer(t)
+		return Backend{
+			Node:    newNode(t, s),
+			Inspect: s.Inspector(),
+			Freeze:  s.Freeze,
+			Thaw:    s.Thaw,
+			FlushScripts: func(ctx context.Context) error {
+				return s.Client().ScriptFlush(ctx).Err()
+			},
+		}
+	})
+}
+
+// MemBackend returns the BackendFactory of MemNodes made with opts, for
+// RunConformance.
+func MemBackend(opts ...MemOption) BackendFactory {
+	return func(testing.TB) Backend {
+		n := NewMemNode("mem", opts...)
+		return Backend{Node: n, Inspect: n, Freeze: n.Freeze, Thaw: n.Thaw}
+	}
+}
+
+// RunConformance runs the node conformance suite over the backends that
+// newBackend makes, reading the store through their Inspector: the cases
+// of redlock.Node (R3, R5, R17, R8.2) and those of the capabilities the
+// node has (TransferNode, FencingNode, BatchNode). The same case bodies run
+// over every adapter on redis-server and over MemNode (style rule 13).
+func RunConformance(t *testing.T, newBackend BackendFactory) {
+	b := newBackend(t)
+	n, in := b.Node, b.Inspect
 	ctx := t.Context()
 	const ttl = 5 * time.Second
 	pttl := func(key string) time.Duration {
 		t.Helper()
-		d, err := s.Client().PTTL(ctx, key).Result()
+		d, ok, err := in.TTL(ctx, key)
 		if err != nil {
-			t.Fatalf("PTTL %s: %v", key, err)
+			t.Fatalf("TTL %s: %v", key, err)
+		}
+		if !ok {
+			return -2
 		}
 		return d
 	}
 	get := func(key string) string {
 		t.Helper()
-		v, _ := s.Client().Get(ctx, key).Result()
+		v, _, err := in.Value(ctx, key)
+		if err != nil {
+			t.Fatalf("value of %s: %v", key, err)
+		}
 		return v
 	}
 	mustOK := func(name string, ok bool, err error, want bool) {
@@ -79,13 +133,16 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 		}
 		ok, err = n.Extend(ctx, "c:missing", "mine", ttl)
 		mustOK("Extend of a missing key", ok, err, false)
-		if n, _ := s.Client().Exists(ctx, "c:missing").Result(); n != 0 {
+		if _, exists, _ := in.Value(ctx, "c:missing"); exists {
 			t.Fatal("Extend created a key")
 		}
 	})
 	t.Run("ScriptsSurviveScriptFlush", func(t *testing.T) { // NOSCRIPT fallback
+		if b.FlushScripts == nil {
+			t.Skip("the node runs no scripts")
+		}
 		_, _ = n.Acquire(ctx, "c:f", "mine", ttl)
-		if err := s.Client().ScriptFlush(ctx).Err(); err != nil {
+		if err := b.FlushScripts(ctx); err != nil {
 			t.Fatal(err)
 		}
 		ok, err := n.Extend(ctx, "c:f", "mine", ttl)
@@ -119,17 +176,17 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 		})
 	}
 	if fn, ok := n.(adapter.FencingNode); ok {
-		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, s, fn) })
+		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, in, fn) })
 	}
 	if _, ok := n.(adapter.BatchNode); ok {
-		t.Run("Batch", func(t *testing.T) { runBatchConformance(t, newNode) })
+		t.Run("Batch", func(t *testing.T) { runBatchConformance(t, newBackend) })
 	}
 	t.Run("DeadlineIsHonoured", func(t *testing.T) { // R8.2
-		s2 := StartServer(t)
-		n2 := newNode(t, s2)
+		b2 := newBackend(t)
+		n2 := b2.Node
 		_, _ = n2.Acquire(ctx, "warm", "x", ttl)
-		s2.Freeze()
-		defer s2.Thaw()
+		b2.Freeze()
+		defer b2.Thaw()
 		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -147,13 +204,27 @@ func RunNodeConformance(t *testing.T, newNode NodeFactory) {
 // fenced acquire reads the fence only when it set the key; the raise acts
 // only for the holder and only above the fence, compares tokens beyond 2^53
 // exactly, and sets the fence key's retention.
-func runFencingConformance(t *testing.T, s *Server, n adapter.FencingNode) {
+func runFencingConformance(t *testing.T, in Inspector, n adapter.FencingNode) {
 	ctx := t.Context()
 	const ttl = 5 * time.Second
 	get := func(key string) string {
 		t.Helper()
-		v, _ := s.Client().Get(ctx, key).Result()
+		v, _, err := in.Value(ctx, key)
+		if err != nil {
+			t.Fatalf("value of %s: %v", key, err)
+		}
 		return v
+	}
+	pttl := func(key string) time.Duration {
+		t.Helper()
+		d, ok, err := in.TTL(ctx, key)
+		if err != nil {
+			t.Fatalf("TTL %s: %v", key, err)
+		}
+		if !ok {
+			return -2
+		}
+		return d
 	}
 	check := func(name string, gotOK bool, err error, wantOK bool) {
 		t.Helper()
@@ -166,7 +237,7 @@ func runFencingConformance(t *testing.T, s *Server, n adapter.FencingNode) {
 	if f != 0 {
 		t.Fatalf("fence of a new resource = %d, want 0", f)
 	}
-	if d, _ := s.Client().PTTL(ctx, "f:l").Result(); d <= 0 || d > ttl {
+	if d := pttl("f:l"); d <= 0 || d > ttl {
 		t.Fatalf("PTTL after AcquireFenced = %v, want in (0, %v]", d, ttl)
 	}
 	ok, _, err = n.AcquireFenced(ctx, "f:l", "f:fence", "other", ttl)
@@ -196,7 +267,7 @@ func runFencingConformance(t *testing.T, s *Server, n adapter.FencingNode) {
 	const big, bigger = 9_999_999_999_999_999_999, 18_446_744_073_709_551_615
 	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", big, time.Hour)
 	check("RaiseFence to a 19-digit token", ok, err, true)
-	if d, _ := s.Client().PTTL(ctx, "f:fence").Result(); d < 59*time.Minute || d > time.Hour {
+	if d := pttl("f:fence"); d < 59*time.Minute || d > time.Hour {
 		t.Fatalf("fence PTTL with retention 1h = %v", d)
 	}
 	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", big-1, 0)
@@ -206,10 +277,13 @@ func runFencingConformance(t *testing.T, s *Server, n adapter.FencingNode) {
 	if v := get("f:fence"); v != "18446744073709551615" {
 		t.Fatalf("fence = %q, want 18446744073709551615", v)
 	}
-	if d, _ := s.Client().PTTL(ctx, "f:fence").Result(); d != -1 {
+	if d := pttl("f:fence"); d != NoExpiry {
 		t.Fatalf("fence PTTL without retention = %v, want none (-1)", d)
 	}
-	if err := s.Client().Set(ctx, "f:bad", "not a number", 0).Err(); err != nil {
+	if f, err := in.Fence(ctx, "f:fence"); err != nil || f != bigger {
+		t.Fatalf("Fence = %d, %v; want %d", f, err, uint64(bigger))
+	}
+	if err := in.Put(ctx, "f:bad", "not a number"); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := n.AcquireFenced(ctx, "f:l2", "f:bad", "v", ttl); err == nil {
