@@ -14,6 +14,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,13 +41,19 @@ type Queue struct {
 	send    func([]Item) // the adapter's: answers every item of a batch
 	worker  func()       // q.work as a func value, made once (Init)
 	adapter string       // the adapter's name, in errors
+	max     int          // the most items in one batch
 	waiters sync.Pool    // of *waiter, for Do
 }
 
 // Init readies q to hand its batches to send, which must answer every item
-// (Item.To.Receive), in the order given; adapter names it in errors.
-func (q *Queue) Init(adapter string, send func([]Item)) {
-	q.adapter, q.send = adapter, send
+// (Item.To.Receive), in the order given; adapter names it in errors. A batch
+// holds at most max items (max > 0): a longer queue leaves in several
+// batches, one after the other, each sent once the one before it returned.
+func (q *Queue) Init(adapter string, max int, send func([]Item)) {
+	if max <= 0 {
+		panic("batch: Init with a batch size of " + strconv.Itoa(max) + ", want > 0")
+	}
+	q.adapter, q.max, q.send = adapter, max, send
 	q.worker = q.work
 }
 
@@ -107,13 +114,21 @@ func (q *Queue) refuse(ctx context.Context, req redlock.Request) error {
 	return fmt.Errorf("%s: unknown operation %v: expected acquire, release, release-announce, extend or transfer", q.adapter, req.Op)
 }
 
-// work sends the queue in batches until it finds it empty.
+// work sends the queue in batches, the oldest items first and at most q.max
+// at a time, until it finds it empty.
 func (q *Queue) work() {
 	q.mu.Lock()
 	batch := q.spare
 	q.spare = nil
 	for len(q.queue) > 0 {
-		batch, q.queue = q.queue, batch[:0]
+		if len(q.queue) <= q.max {
+			batch, q.queue = q.queue, batch[:0]
+		} else {
+			batch = append(batch[:0], q.queue[:q.max]...)
+			rest := copy(q.queue, q.queue[q.max:])
+			clear(q.queue[rest:])
+			q.queue = q.queue[:rest]
+		}
 		q.mu.Unlock()
 		q.send(batch)
 		clear(batch) // drop the references to contexts and receivers
