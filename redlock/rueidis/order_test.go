@@ -131,3 +131,104 @@ func TestLargeQueueKeepsOneConnection(t *testing.T) {
 		})
 	}
 }
+
+// warm runs op once on an unrelated key, so that the node knows its script
+// is cached and sends it by EVALSHA from then on.
+func warm(t *testing.T, n *rueidis.Node, op redlock.Op) {
+	t.Helper()
+	got := newCollect(1)
+	n.Start(t.Context(), redlock.Request{Op: op, Key: "warm:" + op.String(), Value: "x", From: "x", TTL: time.Minute}, got, 0)
+	got.wait(t)
+	if got.err[0] != nil {
+		t.Fatalf("warming %v: %v", op, got.err[0])
+	}
+}
+
+// The requests of a batch run in Start order whatever the node's script
+// cache holds: after SCRIPT FLUSH, a script the node is known to have had
+// (so sent by EVALSHA, answered NOSCRIPT and sent again) does not let the
+// requests of the same key behind it in the batch run first.
+func TestNoScriptKeepsOrder(t *testing.T) {
+	type step struct {
+		req  redlock.Request
+		want bool
+	}
+	acquire := func(v string) redlock.Request {
+		return redlock.Request{Op: redlock.OpAcquire, Key: "k", Value: v, TTL: time.Minute}
+	}
+	tests := []struct {
+		name   string
+		warm   []redlock.Op // scripts the node ran before the flush
+		held   string       // the key's value before the batch
+		batch  []step
+		holder string // the key's value after it ("": absent)
+	}{
+		{"release then acquire", []redlock.Op{redlock.OpRelease}, "v1", []step{
+			{redlock.Request{Op: redlock.OpRelease, Key: "k", Value: "v1"}, true},
+			{acquire("v2"), true},
+		}, "v2"},
+		{"announced release then acquire", []redlock.Op{redlock.OpReleaseAnnounce}, "v1", []step{
+			{redlock.Request{Op: redlock.OpReleaseAnnounce, Key: "k", Value: "v1"}, true},
+			{acquire("v2"), true},
+		}, "v2"},
+		{"release then transfer", []redlock.Op{redlock.OpRelease}, "v1", []step{
+			{redlock.Request{Op: redlock.OpRelease, Key: "k", Value: "v1"}, true},
+			{redlock.Request{Op: redlock.OpTransfer, Key: "k", From: "v0", Value: "v2", TTL: time.Minute}, true},
+		}, "v2"},
+		{"transfer then release", []redlock.Op{redlock.OpTransfer}, "v1", []step{
+			{redlock.Request{Op: redlock.OpTransfer, Key: "k", From: "v1", Value: "v2", TTL: time.Minute}, true},
+			{redlock.Request{Op: redlock.OpRelease, Key: "k", Value: "v2"}, true},
+		}, ""},
+		{"extend then release", []redlock.Op{redlock.OpExtend}, "v1", []step{
+			{redlock.Request{Op: redlock.OpExtend, Key: "k", Value: "v1", TTL: time.Minute}, true},
+			{redlock.Request{Op: redlock.OpRelease, Key: "k", Value: "v1"}, true},
+		}, ""},
+		{"every script cached", []redlock.Op{redlock.OpRelease, redlock.OpTransfer, redlock.OpExtend}, "v1", []step{
+			{redlock.Request{Op: redlock.OpExtend, Key: "k", Value: "v1", TTL: time.Minute}, true},
+			{redlock.Request{Op: redlock.OpRelease, Key: "k", Value: "v1"}, true},
+			{acquire("v2"), true},
+			{redlock.Request{Op: redlock.OpTransfer, Key: "k", From: "v2", Value: "v3", TTL: time.Minute}, true},
+			{acquire("v4"), false},
+			{redlock.Request{Op: redlock.OpRelease, Key: "k", Value: "v3"}, true},
+			{acquire("v5"), true},
+		}, "v5"},
+	}
+	s := redlocktest.StartServer(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := node(t, s)
+			ctx := t.Context()
+			if err := s.Client().FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range tt.warm {
+				warm(t, n, op)
+			}
+			if ok, err := n.Acquire(ctx, "k", tt.held, time.Minute); !ok || err != nil {
+				t.Fatalf("Acquire before the batch: %v %v", ok, err)
+			}
+			if err := s.Client().ScriptFlush(ctx).Err(); err != nil {
+				t.Fatalf("SCRIPT FLUSH: %v", err)
+			}
+			got := newCollect(len(tt.batch))
+			calls := make([]redlock.Call, len(tt.batch))
+			for i, st := range tt.batch {
+				calls[i] = redlock.Call{Ctx: ctx, Req: st.req, To: got, Tag: i}
+			}
+			n.StartAll(calls)
+			got.wait(t)
+			for i, st := range tt.batch {
+				if got.ok[i] != st.want || got.err[i] != nil {
+					t.Errorf("step %d (%v): ok=%v err=%v, want ok=%v", i, st.req.Op, got.ok[i], got.err[i], st.want)
+				}
+			}
+			v, err := s.Client().Get(ctx, "k").Result()
+			if err != nil {
+				v = ""
+			}
+			if v != tt.holder {
+				t.Errorf("key holds %q after the batch, want %q", v, tt.holder)
+			}
+		})
+	}
+}

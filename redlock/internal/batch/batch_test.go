@@ -3,6 +3,7 @@ package batch
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -148,5 +149,28 @@ func TestQueueCapsBatches(t *testing.T) {
 	}
 	if next != n {
 		t.Fatalf("%d items sent, want %d", next, n)
+	}
+}
+
+// Tails marks the last item of each key in a batch, and only those.
+func TestTails(t *testing.T) {
+	tests := []struct {
+		keys []string
+		want []bool
+	}{
+		{[]string{"a"}, []bool{true}},
+		{[]string{"a", "b", "c"}, []bool{true, true, true}},
+		{[]string{"a", "a", "b", "a"}, []bool{false, false, true, true}},
+		{nil, nil},
+	}
+	var tl Tails
+	for _, tt := range tests {
+		items := make([]Item, len(tt.keys))
+		for i, k := range tt.keys {
+			items[i].Req.Key = k
+		}
+		if got := tl.Mark(items); !slices.Equal(got, tt.want) {
+			t.Errorf("Mark(%v) = %v, want %v", tt.keys, got, tt.want)
+		}
 	}
 }
