@@ -1,0 +1,321 @@
+package goredis
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock"
+	"dlm/redlock/internal/batch"
+)
+
+// The batches (redlock/internal/batch): every Acquire, Release,
+// ReleaseAnnounce, Extend and Transfer of a Node, blocking or started with
+// Start (redlock.AsyncNode), joins the node's queue, and one worker at a
+// time takes it, at most MaxBatch requests at a time, and submits them in
+// queue order to the client's AsyncAutoPipeline in its ordered full-duplex
+// form: one connection, a writer that streams the commands without waiting
+// for replies, and a reader that completes them in order. The worker waits
+// for a batch's replies, or for its deadline, before it takes the next
+// batch, as over rueidis: the busier the node, the larger the batches.
+//
+// Deadlines are the adapter's, not go-redis's: a batch still waiting at the
+// latest deadline among its requests is answered with
+// context.DeadlineExceeded, while its commands stay on the connection and
+// their replies, when they come, are read and dropped. go-redis never sees
+// a deadline pass on a read, so it never closes the connection and dials
+// again under the requests behind (the reason the one-pipeline-per-batch
+// design failed the checker's slow-node scenario). Only a node silent for
+// connTimeout loses its connection.
+//
+// Scripts go by EVAL: with several batches in flight, the EVAL that would
+// follow a NOSCRIPT answer to an EVALSHA could only be sent behind later
+// batches, out of Start order; EVAL cannot be answered NOSCRIPT.
+
+// MaxBatch is the most requests a Node submits at once: a longer queue
+// leaves in several batches, each submitted right after the one before.
+const MaxBatch = 1000
+
+var _ redlock.BatchNode = (*Node)(nil)
+
+// streamOptions is the autopipeline the node's requests go through: ordered
+// (one stream, the default), full-duplex, and held for an hour under load
+// (go-redis's default of 5 s would drain the stream every 5 s to hand the
+// connection back, a pause of one round trip of a slow node).
+func streamOptions() *redis.AutoPipelineOptions {
+	o := redis.DefaultAutoPipelineOptions()
+	o.FullDuplex = true
+	o.FullDuplexMaxHold = time.Hour
+	return o
+}
+
+// stream is the node's way to the connection: the client's ordered
+// full-duplex autopipeline, opened on the first batch, or nil when the
+// client cannot give one (then each batch is one pipeline, sent after the
+// one before returned: pipeline).
+type stream struct {
+	client redis.UniversalClient
+	opened bool
+	ap     *redis.AutoPipeliner
+	timer  *time.Timer // the batch deadline, reused
+	pipe   pipeline
+}
+
+func (s *stream) init(c redis.UniversalClient) { s.client = c }
+
+// open finds the client's ordered full-duplex autopipeline; called by the
+// queue's worker, one at a time.
+func (s *stream) open() {
+	s.opened = true
+	rc, ok := s.client.(*redis.Client)
+	if !ok {
+		return
+	}
+	ap, err := rc.AsyncAutoPipelineWithOptions(streamOptions())
+	if err != nil {
+		return
+	}
+	// The client's first configuration wins: use it only if it keeps order.
+	if cfg := ap.Config(); cfg.FullDuplex && !cfg.Unordered && cfg.NumShards <= 1 && cfg.MaxConcurrentBatches <= 1 {
+		s.ap = ap
+	}
+}
+
+// Start queues req and returns (redlock.AsyncNode). The answer goes to
+// to.Receive(tag, ...) once the node answered, by the latest deadline of
+// the requests of its batch, or at once when ctx is already done.
+func (n *Node) Start(ctx context.Context, req redlock.Request, to redlock.Receiver, tag int) {
+	n.queue.Start(ctx, req, to, tag)
+}
+
+// StartAll queues calls, in order, so that they leave in the same batch
+// (redlock.BatchNode): the hand-off sends a release and the next waiter's
+// acquisition together.
+func (n *Node) StartAll(calls []redlock.Call) { n.queue.StartAll(calls) }
+
+// send submits one batch to the stream and waits for its replies, or for
+// the latest deadline of its requests, whichever comes first; at the
+// deadline it answers the batch with context.DeadlineExceeded and returns,
+// and the next batch is streamed behind it on the same connection (as
+// rueidis does with a DoMulti whose context ends).
+func (n *Node) send(items []batch.Item) {
+	live, deadline, bounded := batch.Live(items)
+	if len(live) == 0 {
+		return
+	}
+	s := &n.stream
+	if !s.opened {
+		s.open()
+	}
+	if s.ap == nil {
+		n.sendPipeline(live, deadline, bounded)
+		return
+	}
+	f := &flight{items: make([]batch.Item, len(live)), cmds: make([]redis.Cmder, len(live)), fin: make(chan struct{})}
+	copy(f.items, live) // the queue reuses live's array
+	var failed error
+	for i, it := range f.items {
+		f.cmds[i] = n.command(it.Ctx, it.Req, true)
+		if failed != nil {
+			// A request behind one that could not be submitted is not
+			// submitted either: it would run out of order.
+			f.cmds[i].SetErr(failed)
+			continue
+		}
+		// Process returns at once on the deferred face, with an error only
+		// when the command was not submitted (it.Ctx ended while it waited
+		// for room, the client is closed); once submitted, go-redis no
+		// longer looks at it.Ctx. Reading the command's result waits for
+		// its reply.
+		if err := s.ap.Process(it.Ctx, f.cmds[i]); err != nil {
+			failed = err
+		}
+	}
+	if !bounded {
+		f.wait()
+		return
+	}
+	go f.wait()
+	if s.timer == nil {
+		s.timer = time.NewTimer(time.Until(deadline))
+	} else {
+		s.timer.Reset(time.Until(deadline))
+	}
+	select {
+	case <-f.fin:
+		s.timer.Stop()
+	case <-s.timer.C:
+		f.expire()
+	}
+}
+
+// flight is one batch submitted to the stream.
+type flight struct {
+	items []batch.Item
+	cmds  []redis.Cmder
+	done  atomic.Bool   // answered, by wait or expire
+	fin   chan struct{} // closed by wait
+}
+
+// wait waits for the replies, in order, and answers the batch unless its
+// deadline answered it first.
+func (f *flight) wait() {
+	defer close(f.fin)
+	for _, c := range f.cmds {
+		_ = c.Err() // waits for the reply; they come in order
+	}
+	if !f.done.CompareAndSwap(false, true) {
+		return // expired: the replies are dropped
+	}
+	for i, it := range f.items {
+		ok, err := answer(it.Req.Op, f.cmds[i])
+		it.To.Receive(it.Tag, ok, err)
+	}
+}
+
+// expire answers the batch with context.DeadlineExceeded at its deadline.
+func (f *flight) expire() {
+	if !f.done.CompareAndSwap(false, true) {
+		return
+	}
+	for _, it := range f.items {
+		it.To.Receive(it.Tag, false, context.DeadlineExceeded)
+	}
+}
+
+// command builds req's command: SET NX PX for an acquisition (R3), else its
+// script, by EVAL when eval is set or the node is not known to have it,
+// else by EVALSHA.
+func (n *Node) command(ctx context.Context, req redlock.Request, eval bool) redis.Cmder {
+	if req.Op == redlock.OpAcquire {
+		return redis.NewCmd(ctx, "set", req.Key, req.Value, "nx", "px", req.TTL.Milliseconds())
+	}
+	s := n.scriptOf(req.Op)
+	args := make([]any, 0, 7)
+	if eval || !s.Cached.Load() {
+		args = append(args, "eval", s.Src, 1, req.Key)
+	} else {
+		args = append(args, "evalsha", s.SHA, 1, req.Key)
+	}
+	switch req.Op {
+	case redlock.OpExtend:
+		args = append(args, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
+	case redlock.OpReleaseAnnounce:
+		args = append(args, req.Value, ChannelPrefix)
+	case redlock.OpTransfer:
+		args = append(args, req.From, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
+	default: // OpRelease
+		args = append(args, req.Value)
+	}
+	return redis.NewCmd(ctx, args...)
+}
+
+// scriptOf returns the script that runs op, nil for an acquisition (SET).
+func (n *Node) scriptOf(op redlock.Op) *batch.Script {
+	switch op {
+	case redlock.OpAcquire:
+		return nil
+	case redlock.OpExtend:
+		return n.extend
+	case redlock.OpReleaseAnnounce:
+		return n.publish
+	case redlock.OpTransfer:
+		return n.handOn
+	}
+	return n.release // OpRelease (the queue lets no other op in)
+}
+
+// answer reads a reply as the blocking method of op returns it: SET NX
+// answers OK or nil (held); the scripts answer 1 when they acted.
+func answer(op redlock.Op, c redis.Cmder) (bool, error) {
+	if op == redlock.OpAcquire {
+		return answerSet(c.Err())
+	}
+	v, err := c.(*redis.Cmd).Int64()
+	return v == 1 && err == nil, err
+}
+
+// pipeline is the state of the one-batch-at-a-time path, for a client
+// without an ordered full-duplex autopipeline, reused from batch to batch.
+type pipeline struct {
+	cmds    []redis.Cmder
+	retries []int
+	tails   batch.Tails
+	dctx    *batch.DeadlineCtx
+}
+
+// sendPipeline sends one batch as one pipeline and waits for its replies,
+// bounded by the latest deadline of its requests; then EVAL for the scripts
+// the node did not have (NOSCRIPT). Only the last request of the batch on
+// its key goes by EVALSHA, so a retry moves a request behind other keys'
+// requests only (batch.Tails). A deadline that passes closes the connection
+// (go-redis drops a connection that timed out).
+func (n *Node) sendPipeline(live []batch.Item, deadline time.Time, bounded bool) {
+	b := &n.stream.pipe
+	ctx := context.Background()
+	if bounded {
+		if b.dctx == nil {
+			b.dctx = batch.NewDeadlineCtx()
+		}
+		ctx = b.dctx.Arm(deadline)
+		defer func() {
+			if !b.dctx.Disarm() {
+				b.dctx = nil // spent: its Done channel is closed
+			}
+		}()
+	}
+	pipe := n.client.Pipeline()
+	cmds := b.cmds[:0]
+	tail := b.tails.Mark(live)
+	for i, it := range live {
+		c := n.command(ctx, it.Req, !tail[i])
+		_ = pipe.Process(ctx, c)
+		cmds = append(cmds, c)
+	}
+	_, _ = pipe.Exec(ctx) // each command holds its own result
+	retries := b.retries[:0]
+	for i, it := range live {
+		if s := n.scriptOf(it.Req.Op); s != nil {
+			err := cmds[i].Err()
+			if redis.HasErrorPrefix(err, "NOSCRIPT") {
+				s.Cached.Store(false) // restarted, or SCRIPT FLUSH
+				retries = append(retries, i)
+				continue
+			}
+			if ran(err) {
+				s.Cached.Store(true) // it ran, by EVAL or EVALSHA
+			}
+		}
+		ok, err := answer(it.Req.Op, cmds[i])
+		it.To.Receive(it.Tag, ok, err)
+	}
+	if len(retries) > 0 {
+		pipe = n.client.Pipeline()
+		again := make([]redis.Cmder, 0, len(retries))
+		for _, i := range retries {
+			c := n.command(ctx, live[i].Req, true)
+			_ = pipe.Process(ctx, c)
+			again = append(again, c)
+		}
+		_, _ = pipe.Exec(ctx)
+		for j, i := range retries {
+			if ran(again[j].Err()) {
+				n.scriptOf(live[i].Req.Op).Cached.Store(true)
+			}
+			ok, err := answer(live[i].Req.Op, again[j])
+			live[i].To.Receive(live[i].Tag, ok, err)
+		}
+	}
+	clear(cmds)
+	b.cmds, b.retries = cmds[:0], retries[:0]
+}
+
+// ran reports whether a script's reply shows that the node ran it: no
+// error, or an error from the node itself rather than from the connection.
+func ran(err error) bool {
+	_, isRedis := err.(redis.Error)
+	return err == nil || isRedis
+}
