@@ -3,7 +3,6 @@ package goredis
 import (
 	"context"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,9 +30,8 @@ import (
 // design failed the checker's slow-node scenario). Only a node silent for
 // connTimeout loses its connection.
 //
-// Scripts go by EVAL: with several batches in flight, the EVAL that would
-// follow a NOSCRIPT answer to an EVALSHA could only be sent behind later
-// batches, out of Start order; EVAL cannot be answered NOSCRIPT.
+// Scripts go by EVALSHA only as the last request of their batch on their
+// key, else by EVAL (batch.Tails, as over rueidis; see send).
 
 // MaxBatch is the most requests a Node submits at once: a longer queue
 // leaves in several batches, each submitted right after the one before.
@@ -57,11 +55,13 @@ func streamOptions() *redis.AutoPipelineOptions {
 // client cannot give one (then each batch is one pipeline, sent after the
 // one before returned: pipeline).
 type stream struct {
-	client redis.UniversalClient
-	opened bool
-	ap     *redis.AutoPipeliner
-	timer  *time.Timer // the batch deadline, reused
-	pipe   pipeline
+	client  redis.UniversalClient
+	opened  bool
+	ap      *redis.AutoPipeliner
+	timer   *time.Timer // the batch deadline, reused
+	tails   batch.Tails
+	retries []batch.Item
+	pipe    pipeline
 }
 
 func (s *stream) init(c redis.UniversalClient) { s.client = c }
@@ -97,10 +97,16 @@ func (n *Node) Start(ctx context.Context, req redlock.Request, to redlock.Receiv
 func (n *Node) StartAll(calls []redlock.Call) { n.queue.StartAll(calls) }
 
 // send submits one batch to the stream and waits for its replies, or for
-// the latest deadline of its requests, whichever comes first; at the
+// the latest deadline of its requests, whichever comes first. At the
 // deadline it answers the batch with context.DeadlineExceeded and returns,
 // and the next batch is streamed behind it on the same connection (as
-// rueidis does with a DoMulti whose context ends).
+// rueidis does with a DoMulti whose context ends). When the replies came
+// in time, the scripts the node did not have (NOSCRIPT: a restart, SCRIPT
+// FLUSH) are sent again by EVAL before the next batch; only the last
+// request of the batch on its key went by EVALSHA (batch.Tails), so a
+// retry moves a request behind other keys' requests only. A batch whose
+// deadline passed is not retried: a script answered NOSCRIPT did not run,
+// and the client was told it may not have.
 func (n *Node) send(items []batch.Item) {
 	live, deadline, bounded := batch.Live(items)
 	if len(live) == 0 {
@@ -114,75 +120,103 @@ func (n *Node) send(items []batch.Item) {
 		n.sendPipeline(live, deadline, bounded)
 		return
 	}
-	f := &flight{items: make([]batch.Item, len(live)), cmds: make([]redis.Cmder, len(live)), fin: make(chan struct{})}
-	copy(f.items, live) // the queue reuses live's array
-	var failed error
-	for i, it := range f.items {
-		f.cmds[i] = n.command(it.Ctx, it.Req, true)
-		if failed != nil {
-			// A request behind one that could not be submitted is not
-			// submitted either: it would run out of order.
-			f.cmds[i].SetErr(failed)
+	tail := s.tails.Mark(live)
+	cmds := make([]redis.Cmder, len(live)) // not reused: a late reply may still fill it
+	for i, it := range live {
+		cmds[i] = n.command(it.Ctx, it.Req, !tail[i])
+	}
+	if !s.await(n.submit(live, cmds), deadline, bounded) {
+		for _, it := range live {
+			it.To.Receive(it.Tag, false, context.DeadlineExceeded)
+		}
+		return
+	}
+	retries := s.retries[:0]
+	for i, it := range live {
+		if sc := n.scriptOf(it.Req.Op); sc != nil {
+			err := cmds[i].Err()
+			if redis.HasErrorPrefix(err, "NOSCRIPT") {
+				sc.Cached.Store(false) // restarted, or SCRIPT FLUSH
+				retries = append(retries, it)
+				continue
+			}
+			if ran(err) {
+				sc.Cached.Store(true) // it ran, by EVAL or EVALSHA
+			}
+		}
+		ok, err := answer(it.Req.Op, cmds[i])
+		it.To.Receive(it.Tag, ok, err)
+	}
+	s.retries = retries[:0]
+	if len(retries) == 0 {
+		return
+	}
+	again := make([]redis.Cmder, len(retries))
+	for i, it := range retries {
+		again[i] = n.command(it.Ctx, it.Req, true)
+	}
+	inTime := s.await(n.submit(retries, again), deadline, bounded)
+	for i, it := range retries {
+		if !inTime {
+			it.To.Receive(it.Tag, false, context.DeadlineExceeded)
 			continue
 		}
-		// Process returns at once on the deferred face, with an error only
-		// when the command was not submitted (it.Ctx ended while it waited
-		// for room, the client is closed); once submitted, go-redis no
-		// longer looks at it.Ctx. Reading the command's result waits for
-		// its reply.
-		if err := s.ap.Process(it.Ctx, f.cmds[i]); err != nil {
+		if ran(again[i].Err()) {
+			n.scriptOf(it.Req.Op).Cached.Store(true)
+		}
+		ok, err := answer(it.Req.Op, again[i])
+		it.To.Receive(it.Tag, ok, err)
+	}
+	clear(retries)
+}
+
+// submit submits cmds, the commands of items, in order, and returns them.
+// Process returns at once on the deferred face, with an error only when
+// the command was not submitted (the request's context ended while it
+// waited for room, the client is closed); once submitted, go-redis no
+// longer looks at the context. A command behind one that was not submitted
+// is not submitted either, with the same error: it would run out of order.
+func (n *Node) submit(items []batch.Item, cmds []redis.Cmder) []redis.Cmder {
+	var failed error
+	for i, it := range items {
+		if failed != nil {
+			cmds[i].SetErr(failed)
+			continue
+		}
+		if err := n.stream.ap.Process(it.Ctx, cmds[i]); err != nil {
 			failed = err
 		}
 	}
+	return cmds
+}
+
+// await waits for the replies of cmds until deadline (when bounded), and
+// reports whether they all came.
+func (s *stream) await(cmds []redis.Cmder, deadline time.Time, bounded bool) bool {
 	if !bounded {
-		f.wait()
-		return
+		for _, c := range cmds {
+			_ = c.Err() // waits for the reply; they come in order
+		}
+		return true
 	}
-	go f.wait()
+	fin := make(chan struct{})
+	go func() {
+		for _, c := range cmds {
+			_ = c.Err()
+		}
+		close(fin)
+	}()
 	if s.timer == nil {
 		s.timer = time.NewTimer(time.Until(deadline))
 	} else {
 		s.timer.Reset(time.Until(deadline))
 	}
 	select {
-	case <-f.fin:
+	case <-fin:
 		s.timer.Stop()
+		return true
 	case <-s.timer.C:
-		f.expire()
-	}
-}
-
-// flight is one batch submitted to the stream.
-type flight struct {
-	items []batch.Item
-	cmds  []redis.Cmder
-	done  atomic.Bool   // answered, by wait or expire
-	fin   chan struct{} // closed by wait
-}
-
-// wait waits for the replies, in order, and answers the batch unless its
-// deadline answered it first.
-func (f *flight) wait() {
-	defer close(f.fin)
-	for _, c := range f.cmds {
-		_ = c.Err() // waits for the reply; they come in order
-	}
-	if !f.done.CompareAndSwap(false, true) {
-		return // expired: the replies are dropped
-	}
-	for i, it := range f.items {
-		ok, err := answer(it.Req.Op, f.cmds[i])
-		it.To.Receive(it.Tag, ok, err)
-	}
-}
-
-// expire answers the batch with context.DeadlineExceeded at its deadline.
-func (f *flight) expire() {
-	if !f.done.CompareAndSwap(false, true) {
-		return
-	}
-	for _, it := range f.items {
-		it.To.Receive(it.Tag, false, context.DeadlineExceeded)
+		return false
 	}
 }
 

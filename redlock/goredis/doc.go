@@ -10,9 +10,10 @@
 // the client's AsyncAutoPipeline in its ordered full-duplex form: one
 // connection per node, a writer that streams the commands and a reader that
 // completes them in order, so the node executes the requests in the order
-// they were started (redlock.AsyncNode). The scripts go by EVAL there: an
-// EVALSHA answered NOSCRIPT (after a restart or SCRIPT FLUSH) could only be
-// retried behind later requests.
+// they were started (redlock.AsyncNode). A script goes by EVALSHA only as
+// the last request of its batch on its key, else by EVAL, so that its
+// retry after a NOSCRIPT answer (a restart, SCRIPT FLUSH), sent before the
+// next batch, moves it behind other keys' requests only.
 //
 // Deadlines are the node's, not go-redis's. A batch still unanswered at the
 // latest deadline of its requests is answered with
