@@ -64,13 +64,10 @@ type stream struct {
 	pipe    pipeline
 }
 
-func (s *stream) init(c redis.UniversalClient) { s.client = c }
-
-// open finds the client's ordered full-duplex autopipeline; called by the
-// queue's worker, one at a time.
-func (s *stream) open() {
-	s.opened = true
-	rc, ok := s.client.(*redis.Client)
+// open finds the client's ordered full-duplex autopipeline (it dials
+// nothing yet).
+func (s *stream) open(c redis.UniversalClient) {
+	rc, ok := c.(*redis.Client)
 	if !ok {
 		return
 	}
@@ -82,6 +79,21 @@ func (s *stream) open() {
 	if cfg := ap.Config(); cfg.FullDuplex && !cfg.Unordered && cfg.NumShards <= 1 && cfg.MaxConcurrentBatches <= 1 {
 		s.ap = ap
 	}
+}
+
+// warm dials the stream's connection in the background, with a PING, so
+// that the first requests of a client that Dial made do not wait for the
+// dial (rueidis dials its clients when they are made). It gives up after
+// 2 s; the stream dials again on use.
+func (s *stream) warm() {
+	if s.ap == nil {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = s.ap.Submit(ctx, redis.NewCmd(ctx, "ping")).WaitContext(ctx)
+	}()
 }
 
 // Start queues req and returns (redlock.AsyncNode). The answer goes to
@@ -113,9 +125,6 @@ func (n *Node) send(items []batch.Item) {
 		return
 	}
 	s := &n.stream
-	if !s.opened {
-		s.open()
-	}
 	if s.ap == nil {
 		n.sendPipeline(live, deadline, bounded)
 		return

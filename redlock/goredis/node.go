@@ -51,8 +51,9 @@ var (
 // NewNode wraps client, named name in errors and reports (its address, say).
 // The client should be a *redis.Client: the node then sends every batched
 // request through its ordered full-duplex autopipeline (one connection, a
-// writer and a reader; see batch.go), and a configuration that its
-// AsyncAutoPipeline already holds must be ordered and full-duplex. Any other
+// writer and a reader; see batch.go): NewNode makes the client's
+// AsyncAutoPipeline with that configuration, and one the client already
+// made (go-redis keeps the first) must be ordered and full-duplex. Any other
 // client is sent one batch at a time as a pipeline, which a deadline that
 // passes closes. NewClient builds a client as the node wants it. Close does
 // not close a client passed here: its owner does.
@@ -68,7 +69,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
 	}
-	n.stream.init(client)
+	n.stream.open(client)
 	n.queue.Init("goredis", MaxBatch, n.send)
 	return n
 }
@@ -199,6 +200,7 @@ func DialNode(url string) (*Node, error) {
 func dialNode(u redlock.NodeURL) *Node {
 	n := NewNode(NewClient(u), u.String())
 	n.owned = true
+	n.stream.warm()
 	return n
 }
 
