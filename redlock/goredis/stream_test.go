@@ -128,7 +128,7 @@ func TestFrozenNodeKeepsTheConnection(t *testing.T) {
 // each node keeps to one connection for them.
 func TestManyGoroutines(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
-	c, err := goredis.Dial(cl.URLs(), redlock.WithNodeTimeout(2*time.Second))
+	c, err := goredis.Dial(cl.URLs(), redlock.WithNodeTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,6 +233,40 @@ func TestUnreachableNodeLogsNothing(t *testing.T) {
 			t.Fatalf("AcquireFenced %d on a closed port: no error", i)
 		}
 	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.lines) > 0 {
+		t.Fatalf("go-redis logged %d lines, want none: %q", len(rec.lines), rec.lines)
+	}
+}
+
+// A node killed under a client and restarted fails the requests meanwhile,
+// serves them again once it is back, and go-redis logs nothing throughout.
+func TestRestartedNodeLogsNothing(t *testing.T) {
+	var rec logLines
+	redis.SetLogger(&rec) // process-wide, for this test only
+	t.Cleanup(logging.Enable)
+	s := redlocktest.StartServer(t)
+	n := node(t, s)
+	if ok, err := n.Acquire(t.Context(), "before", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire before the kill: %v %v", ok, err)
+	}
+	s.Kill()
+	for i := range 3 {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		ok, err := n.Acquire(ctx, "down"+strconv.Itoa(i), "v", time.Minute)
+		cancel()
+		if ok || err == nil {
+			t.Fatalf("Acquire %d on a killed node: ok=%v err=%v, want an error", i, ok, err)
+		}
+	}
+	s.Restart(0)
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		ok, err := n.Acquire(ctx, "after", "v", time.Minute)
+		return ok && err == nil
+	}, "the restarted node never answered again")
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	if len(rec.lines) > 0 {
