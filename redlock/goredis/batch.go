@@ -51,12 +51,10 @@ func streamOptions() *redis.AutoPipelineOptions {
 }
 
 // stream is the node's way to the connection: the client's ordered
-// full-duplex autopipeline, opened on the first batch, or nil when the
-// client cannot give one (then each batch is one pipeline, sent after the
-// one before returned: pipeline).
+// full-duplex autopipeline, found by NewNode, or nil when the client cannot
+// give one (then each batch is one pipeline, sent after the one before
+// returned: pipeline). Its other fields belong to the queue's worker.
 type stream struct {
-	client  redis.UniversalClient
-	opened  bool
 	ap      *redis.AutoPipeliner
 	timer   *time.Timer // the batch deadline, reused
 	tails   batch.Tails
