@@ -128,9 +128,11 @@ func (n *Node) send(items []batch.Item) {
 		return
 	}
 	tail := s.tails.Mark(live)
-	cmds := make([]redis.Cmder, len(live)) // not reused: a late reply may still fill it
+	// Not reused from batch to batch: a late reply may still fill them.
+	cmds := make([]redis.Cmder, len(live))
+	buf := make([]any, 0, maxArgs*len(live))
 	for i, it := range live {
-		cmds[i] = n.command(it.Ctx, it.Req, !tail[i])
+		cmds[i], buf = n.command(it.Ctx, it.Req, !tail[i], buf)
 	}
 	if !s.await(n.submit(live, cmds), deadline, bounded) {
 		for _, it := range live {
@@ -142,7 +144,7 @@ func (n *Node) send(items []batch.Item) {
 	for i, it := range live {
 		if sc := n.scriptOf(it.Req.Op); sc != nil {
 			err := cmds[i].Err()
-			if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 				sc.Cached.Store(false) // restarted, or SCRIPT FLUSH
 				retries = append(retries, it)
 				continue
@@ -159,8 +161,9 @@ func (n *Node) send(items []batch.Item) {
 		return
 	}
 	again := make([]redis.Cmder, len(retries))
+	buf = make([]any, 0, maxArgs*len(retries))
 	for i, it := range retries {
-		again[i] = n.command(it.Ctx, it.Req, true)
+		again[i], buf = n.command(it.Ctx, it.Req, true, buf)
 	}
 	inTime := s.await(n.submit(retries, again), deadline, bounded)
 	for i, it := range retries {
@@ -229,33 +232,50 @@ func (s *stream) await(cmds []redis.Cmder, deadline time.Time, bounded bool) boo
 
 // command builds req's command: SET NX PX for an acquisition (R3), else its
 // script, by EVAL when eval is set or the node is not known to have it,
-// else by EVALSHA.
-func (n *Node) command(ctx context.Context, req redlock.Request, eval bool) redis.Cmder {
+// else by EVALSHA. Its arguments are appended to buf, the batch's (one
+// allocation per batch), and the grown buf is returned.
+func (n *Node) command(ctx context.Context, req redlock.Request, eval bool, buf []any) (redis.Cmder, []any) {
+	start := len(buf)
 	if req.Op == redlock.OpAcquire {
-		return redis.NewCmd(ctx, "set", req.Key, req.Value, "nx", "px", req.TTL.Milliseconds())
+		buf = append(buf, "set", req.Key, req.Value, "nx", "px", req.TTL.Milliseconds())
+		return redis.NewCmd(ctx, buf[start:len(buf):len(buf)]...), buf
 	}
 	s := n.scriptOf(req.Op)
-	args := make([]any, 0, 7)
 	if eval || !s.Cached.Load() {
-		args = append(args, "eval", s.Src, 1, req.Key)
+		buf = append(buf, "eval", s.src, 1, req.Key)
 	} else {
-		args = append(args, "evalsha", s.SHA, 1, req.Key)
+		buf = append(buf, "evalsha", s.sha, 1, req.Key)
 	}
 	switch req.Op {
 	case redlock.OpExtend:
-		args = append(args, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
+		buf = append(buf, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
 	case redlock.OpReleaseAnnounce:
-		args = append(args, req.Value, ChannelPrefix)
+		buf = append(buf, req.Value, ChannelPrefix)
 	case redlock.OpTransfer:
-		args = append(args, req.From, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
+		buf = append(buf, req.From, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
 	default: // OpRelease
-		args = append(args, req.Value)
+		buf = append(buf, req.Value)
 	}
-	return redis.NewCmd(ctx, args...)
+	return redis.NewCmd(ctx, buf[start:len(buf):len(buf)]...), buf
+}
+
+// maxArgs is the most arguments a command of the node has (Transfer).
+const maxArgs = 7
+
+// script is one of the node's scripts with its source and SHA1 boxed once
+// as command arguments.
+type script struct {
+	*batch.Script
+	src, sha any
+}
+
+func newScript(src string) *script {
+	s := batch.NewScript(src)
+	return &script{Script: s, src: s.Src, sha: s.SHA}
 }
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
-func (n *Node) scriptOf(op redlock.Op) *batch.Script {
+func (n *Node) scriptOf(op redlock.Op) *script {
 	switch op {
 	case redlock.OpAcquire:
 		return nil
@@ -311,8 +331,10 @@ func (n *Node) sendPipeline(live []batch.Item, deadline time.Time, bounded bool)
 	pipe := n.client.Pipeline()
 	cmds := b.cmds[:0]
 	tail := b.tails.Mark(live)
+	buf := make([]any, 0, maxArgs*len(live))
 	for i, it := range live {
-		c := n.command(ctx, it.Req, !tail[i])
+		var c redis.Cmder
+		c, buf = n.command(ctx, it.Req, !tail[i], buf)
 		_ = pipe.Process(ctx, c)
 		cmds = append(cmds, c)
 	}
@@ -321,7 +343,7 @@ func (n *Node) sendPipeline(live []batch.Item, deadline time.Time, bounded bool)
 	for i, it := range live {
 		if s := n.scriptOf(it.Req.Op); s != nil {
 			err := cmds[i].Err()
-			if redis.HasErrorPrefix(err, "NOSCRIPT") {
+			if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 				s.Cached.Store(false) // restarted, or SCRIPT FLUSH
 				retries = append(retries, i)
 				continue
@@ -336,8 +358,10 @@ func (n *Node) sendPipeline(live []batch.Item, deadline time.Time, bounded bool)
 	if len(retries) > 0 {
 		pipe = n.client.Pipeline()
 		again := make([]redis.Cmder, 0, len(retries))
+		buf = buf[:0:0]
 		for _, i := range retries {
-			c := n.command(ctx, live[i].Req, true)
+			var c redis.Cmder
+			c, buf = n.command(ctx, live[i].Req, true, buf)
 			_ = pipe.Process(ctx, c)
 			again = append(again, c)
 		}

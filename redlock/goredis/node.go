@@ -30,10 +30,10 @@ type Node struct {
 	client  redis.UniversalClient
 	name    string
 	owned   bool
-	release *batch.Script
-	extend  *batch.Script
-	publish *batch.Script
-	handOn  *batch.Script // Transfer
+	release *script
+	extend  *script
+	publish *script
+	handOn  *script // Transfer
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
@@ -61,10 +61,10 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 	n := &Node{
 		client:  client,
 		name:    name,
-		release: batch.NewScript(scripts.Release),
-		extend:  batch.NewScript(scripts.Extend),
-		publish: batch.NewScript(scripts.ReleasePublish),
-		handOn:  batch.NewScript(scripts.Transfer),
+		release: newScript(scripts.Release),
+		extend:  newScript(scripts.Extend),
+		publish: newScript(scripts.ReleasePublish),
+		handOn:  newScript(scripts.Transfer),
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
