@@ -2,6 +2,7 @@ package goredis
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -56,7 +57,8 @@ func streamOptions() *redis.AutoPipelineOptions {
 // returned: pipeline). Its other fields belong to the queue's worker.
 type stream struct {
 	ap      *redis.AutoPipeliner
-	timer   *time.Timer // the batch deadline, reused
+	probe   notYet             // asks a future whether it completed
+	dctx    *batch.DeadlineCtx // the batch deadline, reused
 	tails   batch.Tails
 	retries []batch.Item
 	pipe    pipeline
@@ -75,7 +77,7 @@ func (s *stream) open(c redis.UniversalClient) {
 	}
 	// The client's first configuration wins: use it only if it keeps order.
 	if cfg := ap.Config(); cfg.FullDuplex && !cfg.Unordered && cfg.NumShards <= 1 && cfg.MaxConcurrentBatches <= 1 {
-		s.ap = ap
+		s.ap, s.probe = ap, newNotYet()
 	}
 }
 
@@ -180,54 +182,79 @@ func (n *Node) send(items []batch.Item) {
 	clear(retries)
 }
 
-// submit submits cmds, the commands of items, in order, and returns them.
-// Process returns at once on the deferred face, with an error only when
-// the command was not submitted (the request's context ended while it
-// waited for room, the client is closed); once submitted, go-redis no
+// submit submits cmds, the commands of items, in order, and returns their
+// futures. Submit returns at once on the deferred face; a command it did
+// not submit (the request's context ended while it waited for room, the
+// client is closed) comes back already failed. Once submitted, go-redis no
 // longer looks at the context. A command behind one that was not submitted
-// is not submitted either, with the same error: it would run out of order.
-func (n *Node) submit(items []batch.Item, cmds []redis.Cmder) []redis.Cmder {
+// is not submitted either, with the same error (a zero future): it would
+// run out of order.
+func (n *Node) submit(items []batch.Item, cmds []redis.Cmder) []redis.AutoFuture {
+	futs := make([]redis.AutoFuture, len(cmds))
 	var failed error
 	for i, it := range items {
 		if failed != nil {
 			cmds[i].SetErr(failed)
 			continue
 		}
-		if err := n.stream.ap.Process(it.Ctx, cmds[i]); err != nil {
-			failed = err
+		futs[i] = n.stream.ap.Submit(it.Ctx, cmds[i])
+		if err := futs[i].WaitContext(n.stream.probe); err != errNotYet && err != nil && !isReply(err) {
+			failed = err // refused at once, not a reply
 		}
 	}
-	return cmds
+	return futs
 }
 
-// await waits for the replies of cmds until deadline (when bounded), and
-// reports whether they all came.
-func (s *stream) await(cmds []redis.Cmder, deadline time.Time, bounded bool) bool {
-	if !bounded {
-		for _, c := range cmds {
-			_ = c.Err() // waits for the reply; they come in order
+// isReply reports whether err is the node's answer (a Redis error reply).
+func isReply(err error) bool {
+	_, ok := err.(redis.Error)
+	return ok
+}
+
+// errNotYet is notYet's Err: a future that WaitContext(notYet{}) answers
+// with it has not completed.
+var errNotYet = errors.New("goredis: not completed yet")
+
+// notYet is a context that is already done, with its own error, to ask a
+// future whether it completed without waiting.
+type notYet struct{ done chan struct{} }
+
+func newNotYet() notYet {
+	c := make(chan struct{})
+	close(c)
+	return notYet{c}
+}
+
+func (notYet) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (n notYet) Done() <-chan struct{}     { return n.done }
+func (notYet) Err() error                  { return errNotYet }
+func (notYet) Value(any) any               { return nil }
+
+// await waits for the futures until deadline (when bounded), and reports
+// whether they all completed. The deadline context is reused from batch to
+// batch until a deadline passes (batch.DeadlineCtx).
+func (s *stream) await(futs []redis.AutoFuture, deadline time.Time, bounded bool) bool {
+	ctx := context.Context(context.Background())
+	if bounded {
+		if s.dctx == nil {
+			s.dctx = batch.NewDeadlineCtx()
 		}
-		return true
+		ctx = s.dctx.Arm(deadline)
+		defer func() {
+			if !s.dctx.Disarm() {
+				s.dctx = nil // spent: its Done channel is closed
+			}
+		}()
 	}
-	fin := make(chan struct{})
-	go func() {
-		for _, c := range cmds {
-			_ = c.Err()
+	for _, f := range futs {
+		if f.Cmd() == nil {
+			continue // not submitted
 		}
-		close(fin)
-	}()
-	if s.timer == nil {
-		s.timer = time.NewTimer(time.Until(deadline))
-	} else {
-		s.timer.Reset(time.Until(deadline))
+		if err := f.WaitContext(ctx); err != nil && ctx.Err() != nil {
+			return false
+		}
 	}
-	select {
-	case <-fin:
-		s.timer.Stop()
-		return true
-	case <-s.timer.C:
-		return false
-	}
+	return true
 }
 
 // command builds req's command: SET NX PX for an acquisition (R3), else its
