@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -150,6 +151,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Workers:    cfg.workers,
 		Hold:       cfg.hold,
 		HoldMode:   cfg.holdMode,
+		LoadStart:  loadAvg(),
 		S:          samples{},
 	}
 	for _, l := range libs {
@@ -193,11 +195,27 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, l := range rotate(libs, rep) {
 				if err := withLocker(l, func(lk locker) error {
+					before, err := readCPU(ctx, nodes)
+					if err != nil {
+						return err
+					}
 					tp := lockload.Throughput(ctx, lk, keyOf(id, l, "tp:"+strconv.Itoa(g))+":", g, cfg.duration)
+					after, err := readCPU(ctx, nodes)
+					if err != nil {
+						return err
+					}
 					v, failed, ferr := tp.PerSec, tp.Failed, tp.FirstErr
 					r.S.add(v, "tp", l.name, g)
 					r.S.add(float64(failed), "tpfail", l.name, g)
-					logf("rep %d throughput %-28s g=%-4d %9.0f pairs/s (%d failed)", rep+1, l.name, g, v, failed)
+					cl, rd := math.NaN(), math.NaN()
+					if tp.Pairs > 0 {
+						cl = (after.client - before.client).Seconds() / float64(tp.Pairs)
+						rd = (after.redis - before.redis).Seconds() / float64(tp.Pairs)
+					}
+					r.S.add(cl, "cpu-client", l.name, g)
+					r.S.add(rd, "cpu-redis", l.name, g)
+					logf("rep %d throughput %-28s g=%-4d %9.0f pairs/s (%d failed), CPU per pair %.1fµs client, %.1fµs redis",
+						rep+1, l.name, g, v, failed, cl*1e6, rd*1e6)
 					if ferr != nil {
 						logf("    first failure: %v", ferr)
 					}
@@ -275,6 +293,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
+	r.LoadEnd = loadAvg()
 	r.Markdown(stdout)
 	if cfg.out != "" {
 		f, err := os.Create(cfg.out)

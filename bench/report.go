@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,7 +56,11 @@ type Report struct {
 	Workers    int
 	Hold       time.Duration
 	HoldMode   string // sleep or block (-hold-mode); "" reads as sleep
-	S          samples
+	// LoadStart and LoadEnd are the 1-minute load averages when the run
+	// started and ended ("" where unknown): above the CPU count, the
+	// machine was loaded by other work, and the figures say so.
+	LoadStart, LoadEnd string
+	S                  samples
 }
 
 // ms formats seconds as milliseconds.
@@ -144,6 +150,9 @@ func (r *Report) targets() []target {
 func (r *Report) Markdown(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
 	p("Machine: %s.\n\n", r.Machine)
+	if r.LoadStart != "" {
+		p("Load average (1 min) at the start %s, at the end %s: %s.\n\n", r.LoadStart, r.LoadEnd, r.loadLabel())
+	}
 	p("Medians of %d repetitions, libraries alternating; %v per throughput run. Rerun:\n\n", r.Reps, r.Duration)
 	p("    %s\n\n", r.Command)
 
@@ -167,6 +176,24 @@ func (r *Report) Markdown(w io.Writer) {
 			p(" %s |", cell)
 		}
 		p(" %sx |\n", num(ratio(r.S.med("tp", r.Libs[0], g), r.S.med("tp", "go-redsync", g)), "%.1f"))
+	}
+
+	p("\n**Cost of a pair** (CPU time per acquire+release pair in the throughput runs, in µs: the whole client process (getrusage) / the redis-server nodes together (INFO cpu))\n\n")
+	p("| goroutines |")
+	for _, l := range r.Libs {
+		p(" %s |", l)
+	}
+	p("\n|---:|")
+	for range r.Libs {
+		p("---:|")
+	}
+	p("\n")
+	for _, g := range r.Goroutines {
+		p("| %d |", g)
+		for _, l := range r.Libs {
+			p(" %s / %s |", num(r.S.med("cpu-client", l, g)*1e6, "%.1f"), num(r.S.med("cpu-redis", l, g)*1e6, "%.1f"))
+		}
+		p("\n")
 	}
 
 	p("\n**Sequential** (one goroutine, one key)\n\n")
@@ -283,6 +310,20 @@ func si(v float64) string {
 
 func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
+}
+
+// loadLabel says whether other work loaded the machine: a 1-minute load
+// average at the start (before this program's own load) above half the
+// number of CPUs. The load at the end counts the run's own.
+func (r *Report) loadLabel() string {
+	v, err := strconv.ParseFloat(r.LoadStart, 64)
+	switch {
+	case err != nil:
+		return "load unknown"
+	case v > float64(runtime.NumCPU())/2:
+		return "LOADED machine (other work kept the CPUs busy)"
+	}
+	return "quiet machine"
 }
 
 // holdHow names how the contention workers held the lock.

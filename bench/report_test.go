@@ -127,3 +127,35 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 		t.Errorf("parseFlags = %+v, %v", c, err)
 	}
 }
+
+// redisCPU adds the user and system CPU of an INFO cpu reply, and refuses a
+// reply without them.
+func TestRedisCPU(t *testing.T) {
+	got, err := redisCPU("# CPU\r\nused_cpu_sys:1.500000\r\nused_cpu_user:0.250000\r\nused_cpu_sys_children:9.0\r\n")
+	if err != nil || got != 1750*time.Millisecond {
+		t.Fatalf("redisCPU = %v, %v; want 1.75s", got, err)
+	}
+	if _, err := redisCPU("# CPU\r\n"); err == nil {
+		t.Fatal("redisCPU of a reply without the fields: no error")
+	}
+}
+
+// The cost table shows client / redis µs per pair, and the load label
+// follows the load average at the start.
+func TestCostAndLoad(t *testing.T) {
+	r := sampleReport()
+	r.S.add(12e-6, "cpu-client", "dlm (rueidis)", 64)
+	r.S.add(3.5e-6, "cpu-redis", "dlm (rueidis)", 64)
+	r.LoadStart, r.LoadEnd = "100", "100"
+	var b bytes.Buffer
+	r.Markdown(&b)
+	for _, want := range []string{"| 64 | 12.0 / 3.5 |", "LOADED machine"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+	r.LoadStart = "0.00"
+	if got := r.loadLabel(); got != "quiet machine" {
+		t.Errorf("loadLabel at load 0 = %q, want quiet machine", got)
+	}
+}

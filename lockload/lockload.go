@@ -57,6 +57,8 @@ func (r redlockLocker) Lock(ctx context.Context, key string) (func(context.Conte
 type ThroughputResult struct {
 	// PerSec is acquire+release pairs per second.
 	PerSec float64
+	// Pairs counts the pairs that completed.
+	Pairs int64
 	// Failed counts pairs whose acquisition or release failed.
 	Failed int64
 	// FirstErr is the first failure, nil when none.
@@ -96,7 +98,7 @@ func Throughput(ctx context.Context, l Locker, prefix string, g int, d time.Dura
 		}()
 	}
 	wg.Wait()
-	return ThroughputResult{PerSec: float64(pairs.Load()) / time.Since(start).Seconds(), Failed: fails.Load(), FirstErr: firstErr}
+	return ThroughputResult{PerSec: float64(pairs.Load()) / time.Since(start).Seconds(), Pairs: pairs.Load(), Failed: fails.Load(), FirstErr: firstErr}
 }
 
 // SeqResult is the outcome of Sequential.

@@ -22,6 +22,7 @@ type sender struct {
 	retries []int
 	one     [1]rueidis.RedisResult
 	dctx    *batch.DeadlineCtx
+	tails   batch.Tails
 }
 
 var _ adapter.BatchNode = (*Node)(nil)
@@ -41,7 +42,11 @@ func (n *Node) StartAll(calls []adapter.Call) { n.queue.StartAll(calls) }
 // send runs one batch: one DoMulti of every request whose context is still
 // live, bounded by the latest of their deadlines (so that one caller's short
 // deadline does not fail the others), then EVAL for the scripts the node did
-// not have (NOSCRIPT: a restart, SCRIPT FLUSH).
+// not have (NOSCRIPT: a restart, SCRIPT FLUSH). Only a script that is the
+// last request of the batch on its key goes by EVALSHA (batch.Tails), so the
+// retry after the batch moves it behind other keys' requests only: every
+// request runs in Start order for its key, whatever the node's script cache
+// holds.
 func (n *Node) send(items []batch.Item) {
 	b := &n.sender
 	c := n.client
@@ -50,8 +55,9 @@ func (n *Node) send(items []batch.Item) {
 		return
 	}
 	cmds := b.cmds[:0]
-	for _, it := range live {
-		cmds = append(cmds, n.command(it.Req, false))
+	tail := b.tails.Mark(live)
+	for i, it := range live {
+		cmds = append(cmds, n.command(it.Req, !tail[i]))
 	}
 	b.cmds = cmds
 	ctx := context.Background()

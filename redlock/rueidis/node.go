@@ -48,12 +48,22 @@ var (
 	_ adapter.FencingNode  = (*Node)(nil) // fencing.go
 )
 
+// MaxBatch is the most requests a Node sends in one DoMulti; a longer queue
+// leaves in several, one after the other. rueidis sends a DoMulti of
+// ClientOption.BlockingPipeline commands or more (2000 by default) over a
+// pooled connection of its own instead of the pipeline, where it could run
+// before or after the requests around it; batches of at most MaxBatch stay
+// on the node's one connection under any BlockingPipeline above MaxBatch.
+const MaxBatch = 1000
+
 // NewNode wraps client, named name in errors and reports (its address, say).
 // The client should disable rueidis's retries (DisableRetry) so that a
-// command whose reply was lost is not sent twice, and use one connection
-// (PipelineMultiplex -1) so that the node executes the requests in the
-// order they were queued (adapter.AsyncNode); NewClient does both. Close
-// does not close a client passed here: its owner does.
+// command whose reply was lost is not sent twice, use one connection
+// (PipelineMultiplex -1, AlwaysPipelining) and leave BlockingPipeline at 0
+// (2000), negative or above MaxBatch, so that every request goes over that
+// connection and the node executes them in the order they were queued
+// (adapter.AsyncNode); NewClient does all this. Close does not close a
+// client passed here: its owner does.
 func NewNode(client rueidis.Client, name string) *Node {
 	n := &Node{
 		client:  client,
@@ -66,7 +76,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
 	}
-	n.queue.Init("rueidis", n.send)
+	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n
 }
 
@@ -221,7 +231,8 @@ func WithMaxFlushDelay(d time.Duration) Option {
 }
 
 // NewClient returns a rueidis client for one parsed node URL, configured for
-// Redlock: every command pipelined (R15) over one connection, so that the
+// Redlock: every command pipelined (R15) over one connection, however many
+// a DoMulti holds (BlockingPipeline -1, set after opts), so that the
 // node executes them in the order they were sent and a request that times
 // out never closes the connection under the requests behind it; no
 // client-side cache, no command retries, context deadlines honoured. It
@@ -256,6 +267,9 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	// Never a pooled connection for a long DoMulti, whatever opts said:
+	// the node's batches (at most MaxBatch) all go through the pipeline.
+	o.BlockingPipeline = -1
 	return rueidis.NewClient(o)
 }
 

@@ -14,6 +14,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,13 +41,19 @@ type Queue struct {
 	send    func([]Item) // the adapter's: answers every item of a batch
 	worker  func()       // q.work as a func value, made once (Init)
 	adapter string       // the adapter's name, in errors
+	max     int          // the most items in one batch
 	waiters sync.Pool    // of *waiter, for Do
 }
 
 // Init readies q to hand its batches to send, which must answer every item
-// (Item.To.Receive), in the order given; adapter names it in errors.
-func (q *Queue) Init(adapter string, send func([]Item)) {
-	q.adapter, q.send = adapter, send
+// (Item.To.Receive), in the order given; adapter names it in errors. A batch
+// holds at most max items (max > 0): a longer queue leaves in several
+// batches, one after the other, each sent once the one before it returned.
+func (q *Queue) Init(adapter string, max int, send func([]Item)) {
+	if max <= 0 {
+		panic("batch: Init with a batch size of " + strconv.Itoa(max) + ", want > 0")
+	}
+	q.adapter, q.max, q.send = adapter, max, send
 	q.worker = q.work
 }
 
@@ -107,13 +114,21 @@ func (q *Queue) refuse(ctx context.Context, req adapter.Request) error {
 	return fmt.Errorf("%s: unknown operation %v: expected acquire, release, release-announce, extend or transfer", q.adapter, req.Op)
 }
 
-// work sends the queue in batches until it finds it empty.
+// work sends the queue in batches, the oldest items first and at most q.max
+// at a time, until it finds it empty.
 func (q *Queue) work() {
 	q.mu.Lock()
 	batch := q.spare
 	q.spare = nil
 	for len(q.queue) > 0 {
-		batch, q.queue = q.queue, batch[:0]
+		if len(q.queue) <= q.max {
+			batch, q.queue = q.queue, batch[:0]
+		} else {
+			batch = append(batch[:0], q.queue[:q.max]...)
+			rest := copy(q.queue, q.queue[q.max:])
+			clear(q.queue[rest:])
+			q.queue = q.queue[:rest]
+		}
 		q.mu.Unlock()
 		q.send(batch)
 		clear(batch) // drop the references to contexts and receivers
@@ -228,11 +243,16 @@ func (d *DeadlineCtx) Err() error {
 // Value carries no values.
 func (d *DeadlineCtx) Value(any) any { return nil }
 
-// Script is one embedded Lua script and its SHA1, computed once: calls run
-// EVALSHA and fall back to EVAL only when the node answers NOSCRIPT. In
-// batches, the script goes by EVAL until the node is known to have it
-// (Cached): a NOSCRIPT inside a batch would let the commands behind it run
-// before the script's retry, out of the order they were queued in.
+// Script is one embedded Lua script and its SHA1, computed once.
+//
+// Inside a batch, a script goes by EVALSHA only when nothing behind it in
+// the batch touches its key (Tails); every other script goes by EVAL. A
+// node that lost its scripts (a restart, SCRIPT FLUSH) answers an EVALSHA
+// with NOSCRIPT while it runs the commands behind it, and the adapter sends
+// the script again by EVAL after the batch: moved behind requests of other
+// keys only, which commute with it, the request runs in Start order for
+// every key it touches. A script the node is not known to have (Cached
+// false) goes by EVAL everywhere.
 type Script struct {
 	Src, SHA string
 	// Cached is set once the node ran the script (by EVAL or EVALSHA), and
@@ -244,4 +264,35 @@ type Script struct {
 func NewScript(src string) *Script {
 	sum := sha1.Sum([]byte(src))
 	return &Script{Src: src, SHA: hex.EncodeToString(sum[:])}
+}
+
+// Tails finds the requests of a batch that no later request of the batch
+// touches the key of: the only ones a NOSCRIPT retry, which runs after the
+// batch, may move (Script). Its buffers are reused from batch to batch; the
+// zero value is ready.
+type Tails struct {
+	last map[string]int
+	tail []bool
+}
+
+// Mark returns, for each item of batch, whether no later item has its key.
+// The result is valid until the next Mark.
+func (t *Tails) Mark(batch []Item) []bool {
+	tail := t.tail[:0]
+	if len(batch) == 1 {
+		t.tail = append(tail, true)
+		return t.tail
+	}
+	if t.last == nil {
+		t.last = make(map[string]int, len(batch))
+	}
+	clear(t.last)
+	for i, it := range batch {
+		t.last[it.Req.Key] = i
+	}
+	for i, it := range batch {
+		tail = append(tail, t.last[it.Req.Key] == i)
+	}
+	t.tail = tail
+	return tail
 }

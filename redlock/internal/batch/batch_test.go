@@ -3,6 +3,8 @@ package batch
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -83,12 +85,92 @@ func TestDeadlineCtx(t *testing.T) {
 func TestQueueRefusesUnknownOp(t *testing.T) {
 	var q Queue
 	sent := 0
-	q.Init("test", func(items []Item) { sent += len(items) })
+	q.Init("test", 10, func(items []Item) { sent += len(items) })
 	_, err := q.Do(context.Background(), adapter.Request{Op: 42})
 	if err == nil || err.Error() != "test: unknown operation Op(42): expected acquire, release, release-announce, extend or transfer" {
 		t.Fatalf("Do(Op 42) = %v, want the unknown operation error", err)
 	}
 	if sent != 0 || q.Len() != 0 {
 		t.Fatalf("sent %d, queued %d; want nothing", sent, q.Len())
+	}
+}
+
+// order records the tags of the items its batches held, batch by batch.
+type order struct {
+	mu      sync.Mutex
+	batches [][]int
+}
+
+func (o *order) send(items []Item) {
+	tags := make([]int, len(items))
+	for i, it := range items {
+		tags[i] = it.Tag
+		it.To.Receive(it.Tag, true, nil)
+	}
+	o.mu.Lock()
+	o.batches = append(o.batches, tags)
+	o.mu.Unlock()
+}
+
+type count struct{ wg *sync.WaitGroup }
+
+func (c count) Receive(int, bool, error) { c.wg.Done() }
+
+// A queue longer than the batch size leaves in batches of at most that
+// size, every item once, in the order the items were queued.
+func TestQueueCapsBatches(t *testing.T) {
+	const max, n = 7, 100
+	var (
+		q  Queue
+		o  order
+		wg sync.WaitGroup
+	)
+	q.Init("test", max, o.send)
+	wg.Add(n)
+	calls := make([]adapter.Call, n)
+	for i := range calls {
+		calls[i] = adapter.Call{Ctx: context.Background(), Req: adapter.Request{Op: adapter.OpAcquire}, To: count{&wg}, Tag: i}
+	}
+	q.StartAll(calls)
+	wg.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	next := 0
+	for _, b := range o.batches {
+		if len(b) == 0 || len(b) > max {
+			t.Fatalf("a batch of %d items, want 1..%d", len(b), max)
+		}
+		for _, tag := range b {
+			if tag != next {
+				t.Fatalf("item %d sent where %d was due (batches %v)", tag, next, o.batches)
+			}
+			next++
+		}
+	}
+	if next != n {
+		t.Fatalf("%d items sent, want %d", next, n)
+	}
+}
+
+// Tails marks the last item of each key in a batch, and only those.
+func TestTails(t *testing.T) {
+	tests := []struct {
+		keys []string
+		want []bool
+	}{
+		{[]string{"a"}, []bool{true}},
+		{[]string{"a", "b", "c"}, []bool{true, true, true}},
+		{[]string{"a", "a", "b", "a"}, []bool{false, false, true, true}},
+		{nil, nil},
+	}
+	var tl Tails
+	for _, tt := range tests {
+		items := make([]Item, len(tt.keys))
+		for i, k := range tt.keys {
+			items[i].Req.Key = k
+		}
+		if got := tl.Mark(items); !slices.Equal(got, tt.want) {
+			t.Errorf("Mark(%v) = %v, want %v", tt.keys, got, tt.want)
+		}
 	}
 }
