@@ -256,6 +256,19 @@ func (h *handoff) wakeHead(key string, remote bool) {
 	}
 }
 
+// wakeNext wakes the longest-waiting waiter of key other than self, as an
+// announcement from the nodes would.
+func (h *handoff) wakeNext(key string, self *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.queues[key] {
+		if w != self {
+			h.wake(w, true)
+			return
+		}
+	}
+}
+
 // wake gives w a wake-up unless it has one or a hand-over to it is under
 // way; called with h.mu held.
 func (h *handoff) wake(w *waiter, remote bool) {

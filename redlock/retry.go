@@ -51,7 +51,8 @@ func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptio
 // keeps R10's desynchronizing role between clients), for a hand-over from
 // this client's Unlock, or for the timed random delay, whichever comes
 // first. An attempt that set some keys but not a quorum (a split vote, R10)
-// gave them back unannounced, so it wakes the next waiter itself. It
+// gave them back unannounced, so it wakes the longest waiter other than
+// itself: a lone waiter never wakes itself out of R10's delay. It
 // returns ctx's error when ctx ends, and ErrClosed when the client closes.
 func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (wake, error) {
 	h := c.hand
@@ -63,7 +64,7 @@ func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOpti
 	}
 	for _, r := range failed.Nodes {
 		if r.Outcome == Acquired {
-			h.wakeHead(key, true)
+			h.wakeNext(key, *w)
 			break
 		}
 	}

@@ -2,7 +2,6 @@ package redlocktest_test
 
 import (
 	"context"
-	"os"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -11,10 +10,6 @@ import (
 	"dlm/redlock"
 	"dlm/redlock/redlocktest"
 )
-
-// knownDefectsEnv turns on the tests of defects the core still has; each
-// names its defect in its skip message.
-const knownDefectsEnv = "DLM_KNOWN_DEFECTS"
 
 // attemptCounter counts acquisition attempts and ends the caller's context
 // at a bound, so that a retry loop without delay ends instead of spinning.
@@ -36,14 +31,11 @@ func (a *attemptCounter) End(redlock.EndEvent)             {}
 // attempts, also when its attempt set keys on a minority (a split vote):
 // behind a holder that keeps a majority, a Lock bounded by 1s makes at most
 // 1s / WithRetryDelay's minimum attempts. The hand-off wakes the head of
-// the queue after a split vote (waitRetry), and the head is the waiter
-// itself, so it retries after a jitter bounded by its attempt's duration:
-// at the pace of the round trip, and over nodes that answer in no time,
-// without any delay at all.
+// the queue after a split vote (waitRetry); it used to wake the waiter
+// itself, which then retried after a jitter bounded by its attempt's
+// duration: at the pace of the round trip, and over nodes that answer in no
+// time, without any delay at all.
 func TestHandoffLoneWaiterWaitsTheRetryDelay(t *testing.T) { // R10
-	if os.Getenv(knownDefectsEnv) == "" {
-		t.Skip("known defect of the core (issue 12, near item 10): a lone waiter's split vote wakes itself and retries without R10's delay; set " + knownDefectsEnv + "=1 to run")
-	}
 	for _, latency := range []time.Duration{0, time.Millisecond} {
 		t.Run("latency "+latency.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { loneWaiter(t, latency) })
