@@ -55,6 +55,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
+	o.releaseTimeout = max(o.releaseTimeout, o.nodeTimeout)
 	if len(nodes) == 0 {
 		return nil, invalidf("no nodes: Redlock needs independent masters (5 recommended, R7)")
 	}

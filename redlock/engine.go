@@ -86,6 +86,12 @@ type fan struct {
 // that outlives a cancelled caller, for releases). It returns nil, and
 // starts nothing, when the client is closed.
 func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
+	return c.newFanWithin(ctx, base, req, stop, c.opts.nodeTimeout)
+}
+
+// newFanWithin is newFan with requests bounded by timeout instead of the
+// node timeout: releases get the longer release timeout.
+func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, stop stopRule, timeout time.Duration) *fan {
 	n := len(c.nodes)
 	if !c.bgAdd(n) {
 		return nil
@@ -100,7 +106,7 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 		f.rs[i] = reply{i: i, none: true}
 	}
 	f.inflight.Add(n)
-	f.nctx, f.cancel = context.WithTimeout(base, c.opts.nodeTimeout)
+	f.nctx, f.cancel = context.WithTimeout(base, timeout)
 	f.t1 = time.Now() // R8.1: before the first request
 	return f
 }
@@ -279,7 +285,7 @@ func (f *fan) settle(release, waitAll bool) {
 	var buf [7]int
 	if release {
 		answered = buf[:0]
-		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*c.opts.nodeTimeout)
+		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), c.opts.nodeTimeout+c.opts.releaseTimeout)
 	}
 	early := 0
 	for i := range f.rs {

@@ -330,7 +330,7 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 	if h.transfer {
 		acq = c.newFan(bg, bg, adapter.Request{Op: adapter.OpTransfer, Key: l.key, Value: value, TTL: o.ttl, From: l.value}, stopDecided)
 	} else {
-		rel = c.newFan(bg, bg, adapter.Request{Op: adapter.OpRelease, Key: l.key, Value: l.value}, stopQuorum)
+		rel = c.newFanWithin(bg, bg, adapter.Request{Op: adapter.OpRelease, Key: l.key, Value: l.value}, stopQuorum, c.opts.releaseTimeout)
 		if rel != nil {
 			acq = c.newFan(bg, bg, adapter.Request{Op: adapter.OpAcquire, Key: l.key, Value: value, TTL: o.ttl}, stopDecided)
 		}

@@ -160,7 +160,7 @@ func (c *Client) releaseAll(key, value string, announce bool) []reply {
 		op = adapter.OpReleaseAnnounce
 	}
 	bg := context.Background()
-	f := c.newFan(bg, bg, adapter.Request{Op: op, Key: key, Value: value}, stopQuorum)
+	f := c.newFanWithin(bg, bg, adapter.Request{Op: op, Key: key, Value: value}, stopQuorum, c.opts.releaseTimeout)
 	if f == nil {
 		return c.closedReplies()
 	}

@@ -10,9 +10,11 @@ const (
 	DefaultTTL         = 10 * time.Second
 	DefaultDriftFactor = 0.01
 	DefaultNodeTimeout = 50 * time.Millisecond
-	DefaultRetryMin    = 10 * time.Millisecond
-	DefaultRetryMax    = 100 * time.Millisecond
-	DefaultKeyPrefix   = "dlm:lock:"
+	// DefaultReleaseTimeout is the default of WithReleaseTimeout.
+	DefaultReleaseTimeout = time.Second
+	DefaultRetryMin       = 10 * time.Millisecond
+	DefaultRetryMax       = 100 * time.Millisecond
+	DefaultKeyPrefix      = "dlm:lock:"
 )
 
 // Option configures a Client (New, and the adapters' Dial functions).
@@ -44,13 +46,14 @@ type lockOptions struct {
 
 // clientOptions are a client's settings; lock holds the acquisition defaults.
 type clientOptions struct {
-	lock         lockOptions
-	nodeTimeout  time.Duration
-	prefix       string
-	seed         uint64
-	seeded       bool
-	noHandoff    bool // WithHandoff(false), handoff.go
-	handoffLimit int  // WithHandoffLimit, pass.go
+	lock           lockOptions
+	nodeTimeout    time.Duration
+	releaseTimeout time.Duration // WithReleaseTimeout
+	prefix         string
+	seed           uint64
+	seeded         bool
+	noHandoff      bool // WithHandoff(false), handoff.go
+	handoffLimit   int  // WithHandoffLimit, pass.go
 
 	fencing        bool // WithFencing and the rest of fencing.go
 	fencePrefix    string
@@ -69,10 +72,11 @@ func defaultClientOptions() clientOptions {
 
 			maxExtensions: DefaultMaxExtensions,
 		},
-		nodeTimeout:  DefaultNodeTimeout,
-		prefix:       DefaultKeyPrefix,
-		handoffLimit: DefaultHandoffLimit,
-		fencePrefix:  DefaultFencePrefix,
+		nodeTimeout:    DefaultNodeTimeout,
+		releaseTimeout: DefaultReleaseTimeout,
+		prefix:         DefaultKeyPrefix,
+		handoffLimit:   DefaultHandoffLimit,
+		fencePrefix:    DefaultFencePrefix,
 	}
 }
 
@@ -111,11 +115,27 @@ func WithDriftFactor(f float64) SharedOption {
 	return sharedOption(func(o *lockOptions) { o.driftFactor = f })
 }
 
-// WithNodeTimeout bounds each request to each node (R8.2), so that a node that
-// is down does not hold the client up. Default 50ms; it must be well under
-// the ttl (and is refused when it is not less than the ttl).
+// WithNodeTimeout bounds each acquisition, extension and fencing request to
+// each node (R8.2), so that a node that is down does not hold the client up.
+// A node that answers later than this counts as timed out for that attempt
+// only (Lock retries); the decision never waits for it when a quorum can be
+// had from the others. Releases have their own, longer bound
+// (WithReleaseTimeout). Default 50ms; it must be well under the ttl (and is
+// refused when it is not less than the ttl).
 func WithNodeTimeout(d time.Duration) Option {
 	return clientOption(func(o *clientOptions) { o.nodeTimeout = d })
+}
+
+// WithReleaseTimeout bounds each release request to each node (Unlock, and
+// the releases of a failed attempt, R5, R8.5). Releases are not timed by
+// R8.2: a late release costs no validity, while a release given up on a
+// healthy node that answers slowly because its machine is busy would leave
+// the key for a whole ttl and block every waiter that long. Unlock still
+// returns as soon as a quorum confirmed; only a quorum of slow or frozen
+// nodes makes it wait, at most this long. Default DefaultReleaseTimeout (1s);
+// it is never shorter than the node timeout.
+func WithReleaseTimeout(d time.Duration) Option {
+	return clientOption(func(o *clientOptions) { o.releaseTimeout = d })
 }
 
 // WithKeyPrefix sets the prefix of the lock keys on the nodes: the key of
@@ -153,6 +173,9 @@ func (o lockOptions) validate(nodeTimeout time.Duration) error {
 func (o clientOptions) validate() error {
 	if o.nodeTimeout <= 0 {
 		return invalidf("node timeout must be positive, got %v", o.nodeTimeout)
+	}
+	if o.releaseTimeout <= 0 {
+		return invalidf("release timeout must be positive, got %v", o.releaseTimeout)
 	}
 	if o.handoffLimit < 1 {
 		return invalidf("hand-off limit must be at least 1 (keeping a lock within one client is always bounded, R17), got %d", o.handoffLimit)
