@@ -1,6 +1,6 @@
 // Package redlock is a Redlock client: mutual exclusion over N independent
-// Redis masters, as specified in the project's spec/redlock.md (rules R1-R18,
-// cited in the code).
+// Redis masters, as specified in the repository's docs/spec/redlock.md (rules
+// R1-R18, cited in the code).
 //
 // # What it does
 //
@@ -18,33 +18,47 @@
 // those, so that its error reports every node and leaves no key behind. Lock
 // retries after a random delay (R10).
 //
-// When the nodes support it (HandoffNode, as redlock/rueidis does), Unlock
-// announces the release and the client's waiters for that resource retry at
-// once, one at a time in FIFO order, instead of sleeping out their delay;
-// the timed random retry stays as the fallback for a lost announcement.
-// When every node is also a TransferNode (redlock/rueidis), Unlock passes
-// the lock to the client's next waiter directly: each node turns the key
-// from the holder's value to the waiter's in one atomic step, so the key is
-// never free, and the waiter holds the lock at once under its own value,
-// within the validity it inherits (the holder's Until, capped by its own
-// ttl) until a quorum confirms, then T1 + ttl - drift as usual (R9, R13).
-// WithHandoffLimit bounds the passes in a row (default 16) before a release
-// is announced to every client's waiters alike. WithHandoff(false) turns
-// the hand-off off.
-// Unlock releases on every node with a compare-and-delete script (R5, R12).
+// When the nodes support it (adapter.HandoffNode, as redlock/rueidis does),
+// Unlock announces the release and the client's waiters for that resource
+// retry at once, one at a time in FIFO order, instead of sleeping out their
+// delay; the timed random retry stays as the fallback for a lost
+// announcement. When another Lock call of the same client waits for the
+// resource, Unlock hands the lock over: it acquires on the waiter's behalf,
+// sending the waiter's SET NX to each node right behind the release (in the
+// same batch over redlock/rueidis), or, when every node is an
+// adapter.TransferNode, turning the key from the holder's value into the
+// waiter's in one atomic step so that the key is never free. The waiter's
+// Lock returns that lock only once a quorum holds its value within its
+// validity, exactly as after its own attempt (R8.3, R9); otherwise it
+// retries at once. WithHandoffLimit bounds the hand-overs in a row within
+// one client (default 16) before a release is announced to every client's
+// waiters alike, and a lock handed over keeps counting the extensions of
+// the locks before it (R17). A lock that had already ended (lost, expired)
+// is never handed over. WithHandoff(false) turns the hand-off off.
+// Unlock releases on every node with a compare-and-delete script (R5, R12),
+// even when its context is already done, each release bounded by the
+// release timeout (WithReleaseTimeout, 1s by default), not the node
+// timeout: a healthy node that answers slowly because its machine is busy
+// must not turn a release into a failure and leave the key for a ttl.
 // Extend re-sets the expiry on every node that still holds the value and
-// succeeds only if a quorum confirmed within the remaining validity; it never
-// re-creates an expired key (R17).
+// succeeds only if a quorum confirmed within the remaining validity; it
+// never re-creates an expired key (R17).
 //
-// When every node is an AsyncNode (redlock/rueidis), the fan-outs run
-// without a goroutine per node and the adapter batches the requests of all
-// concurrent lock operations to a node into one round trip; Unlock and
-// Extend then return as soon as a quorum confirmed (the slower nodes'
-// requests finish in the background, and Close waits for them), and
-// Unlock hands the lock to this client's next waiter by sending the
-// waiter's SET NX to each node right behind the release, in the same batch
-// (such a release is not announced to other clients: the key is taken
-// again at once).
+// Every operation that goes to all nodes runs through one engine: the
+// request starts on every node at once, through adapter.AsyncNode.Start
+// where every node has it (no goroutine per node; redlock/rueidis batches
+// the requests of all concurrent operations to a node into one round trip),
+// else on a goroutine per node; the answers are collected until the quorum
+// rule decides or the node timeout passes, and an explicit rule settles the
+// answers that come later (a failed acquisition releases them, R8.5).
+// Unlock and Extend return as soon as a quorum confirmed; the slower nodes'
+// requests finish in the background, and Close waits for them.
+//
+// Close makes Lock calls that wait to retry return at once with an error
+// that satisfies errors.Is(err, ErrClosed). Client.Do releases the lock
+// however fn ends, a panic included. An acquisition ended by its context
+// reports the nodes that had not answered as NoReply, so such an error
+// never claims ErrNoQuorum.
 //
 // # What is promised, under which assumptions
 //
@@ -111,7 +125,7 @@
 //
 // The cost is a second round trip to the nodes per acquisition (see
 // BenchmarkFencing) and a Lua script instead of SET for phase 1; Unlock and
-// Extend are unchanged. Every node must implement FencingNode (New refuses
+// Extend are unchanged. Every node must implement adapter.FencingNode (New refuses
 // others), and must keep fence values across crashes: AOF with appendfsync
 // always (R16.2). The delayed restart of R16.3 protects lock keys but not
 // fence values, and a node that forgets its fence can let a later grant
@@ -185,7 +199,9 @@
 // # Nodes
 //
 // The package imports no Redis driver: a Node speaks Redlock (acquire,
-// release, extend a key with a value and a ttl). redlock/goredis adapts
+// release, extend a key with a value and a ttl). What only adapter writers
+// need (Node's optional capabilities, the asynchronous requests) is in
+// redlock/adapter. redlock/goredis adapts
 // go-redis v9 and provides Dial over node URLs (ParseNodeURL);
 // redlock/redlocktest starts real redis-server processes for tests and
 // holds the node conformance suite every adapter must pass.

@@ -285,7 +285,7 @@ func (f *fan) settle(release, waitAll bool) {
 	var buf [7]int
 	if release {
 		answered = buf[:0]
-		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), c.opts.nodeTimeout+c.opts.releaseTimeout)
+		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*c.opts.nodeTimeout)
 	}
 	early := 0
 	for i := range f.rs {

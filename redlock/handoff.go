@@ -246,16 +246,6 @@ func (h *handoff) ownRelease(key, value string) {
 	h.wake(q[0], false)
 }
 
-// wakeHead wakes the longest-waiting waiter of key: as an announcement
-// from the nodes (remote), or as this client's own release.
-func (h *handoff) wakeHead(key string, remote bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if q := h.queues[key]; len(q) > 0 {
-		h.wake(q[0], remote)
-	}
-}
-
 // wakeNext wakes the longest-waiting waiter of key other than self, as an
 // announcement from the nodes would.
 func (h *handoff) wakeNext(key string, self *waiter) {

@@ -126,14 +126,16 @@ func WithNodeTimeout(d time.Duration) Option {
 	return clientOption(func(o *clientOptions) { o.nodeTimeout = d })
 }
 
-// WithReleaseTimeout bounds each release request to each node (Unlock, and
-// the releases of a failed attempt, R5, R8.5). Releases are not timed by
+// WithReleaseTimeout bounds each release request to each node made by
+// Unlock (R5, R12), a hand-over's included. Such releases are not timed by
 // R8.2: a late release costs no validity, while a release given up on a
 // healthy node that answers slowly because its machine is busy would leave
 // the key for a whole ttl and block every waiter that long. Unlock still
 // returns as soon as a quorum confirmed; only a quorum of slow or frozen
-// nodes makes it wait, at most this long. Default DefaultReleaseTimeout (1s);
-// it is never shorter than the node timeout.
+// nodes makes it wait, at most this long. The releases of a failed attempt
+// (R8.5) keep a bound of twice the node timeout, so that a TryLock that
+// fails near a frozen node returns promptly. Default DefaultReleaseTimeout
+// (1s); it is never shorter than the node timeout.
 func WithReleaseTimeout(d time.Duration) Option {
 	return clientOption(func(o *clientOptions) { o.releaseTimeout = d })
 }
