@@ -112,26 +112,29 @@ func TestMetrics(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("auto-extended lock not lost within 10s of its keys' deletion")
 	}
-	// A node down: its errors are counted under its name.
+	// Nodes down: their errors are counted under their names. A quorum of
+	// them, so that the failed TryLock waits for every node's answer (Unlock
+	// and a granted attempt return at a quorum, before a slower node's).
 	down := cl.Servers[0]
-	down.Kill()
-	lc, err := c.TryLock(ctx, "c")
-	if err != nil {
-		t.Fatal(err)
+	for _, s := range cl.Servers[:3] {
+		s.Kill()
 	}
-	_ = lc.Unlock(ctx)
+	if _, err := c.TryLock(ctx, "c"); !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("TryLock with 3 of 5 nodes down: %v, want ErrNoQuorum", err)
+	}
 
 	tests := []struct {
 		metric string
 		labels map[string]string
 		want   float64
 	}{
-		{"dlm_redlock_acquire_attempts_total", map[string]string{"outcome": "acquired", "service": "test"}, 3},
+		{"dlm_redlock_acquire_attempts_total", map[string]string{"outcome": "acquired", "service": "test"}, 2},
 		{"dlm_redlock_acquire_attempts_total", map[string]string{"outcome": "contended"}, 1},
-		{"dlm_redlock_acquire_attempt_duration_seconds", map[string]string{"outcome": "acquired"}, 3},
+		{"dlm_redlock_acquire_attempt_duration_seconds", map[string]string{"outcome": "acquired"}, 2},
+		{"dlm_redlock_acquire_attempts_total", map[string]string{"outcome": "no_quorum"}, 1},
 		{"dlm_redlock_extensions_total", map[string]string{"mode": "manual", "result": "ok"}, 1},
 		{"dlm_redlock_extensions_total", map[string]string{"mode": "auto", "result": "failed"}, 1},
-		{"dlm_redlock_releases_total", map[string]string{"result": "released"}, 2},
+		{"dlm_redlock_releases_total", map[string]string{"result": "released"}, 1},
 		{"dlm_redlock_losses_total", map[string]string{"reason": "lost"}, 1},
 		{"dlm_redlock_held_locks", nil, 0},
 	}
@@ -140,8 +143,8 @@ func TestMetrics(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", tt.metric, tt.labels, got, tt.want)
 		}
 	}
-	if got := value(t, reg, "dlm_redlock_node_errors_total", map[string]string{"node": down.Addr(), "op": "release", "kind": "error"}); got < 1 {
-		t.Errorf("node_errors_total of the killed node %s for release = %v, want >= 1", down.Addr(), got)
+	if got := value(t, reg, "dlm_redlock_node_errors_total", map[string]string{"node": down.Addr(), "op": "acquire", "kind": "error"}); got < 1 {
+		t.Errorf("node_errors_total of the killed node %s for acquire = %v, want >= 1", down.Addr(), got)
 	}
 	// Per-node latencies, by operation: a node not needed for a quorum may
 	// answer after the decision and go unrecorded, so look at all of them.
