@@ -383,68 +383,79 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorum(t *testing.T) {
 // TestDefect6SubscriptionsFollowTheQueue is issue 12 item 6: the hand-off's
 // subscribe and unsubscribe of a key run in order per node, so that while a
 // waiter is queued every node is subscribed to the key's releases, however
-// quickly waiters came and went before. Many short Lock calls join and
-// leave the queue (each join of an empty queue subscribes, each leave that
-// empties it unsubscribes), then one waiter stays: every node must count
-// the client's subscription (PUBSUB NUMSUB).
+// quickly waiters came and went before. On many resources at once, short
+// Lock calls join and leave the queue (a join of an empty queue subscribes,
+// a leave that empties it unsubscribes), then a last Lock call on each stays:
+// every node must count the client's subscription to every resource's
+// channel (PUBSUB NUMSUB), within the subscribe timeout.
 func TestDefect6SubscriptionsFollowTheQueue(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	holder := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithHandoff(false))
 	c := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
-	const resource = "defect6"
-	channel := rueidis.ChannelPrefix + defectKey(resource)
+	const resources, churners, cycles, rounds = 12, 2, 10, 4
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Second)
 	defer cancel()
-	held, err := holder.TryLock(ctx, resource, redlock.WithTTL(20*time.Second))
-	if err != nil {
-		t.Fatal(err)
+	var channels []string
+	for r := range resources {
+		resource := fmt.Sprintf("defect6-%d", r)
+		channels = append(channels, rueidis.ChannelPrefix+defectKey(resource))
+		held, err := holder.TryLock(ctx, resource, redlock.WithTTL(20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = held.Unlock(ctx) }()
 	}
-	defer func() { _ = held.Unlock(ctx) }()
-	subscribed := func() []int64 {
-		out := make([]int64, len(cl.Servers))
+	// subscribed returns, per node, how many of channels it counts want
+	// subscribers on.
+	subscribed := func(want int64) []int {
+		out := make([]int, len(cl.Servers))
 		for i, s := range cl.Servers {
-			m, err := s.Client().PubSubNumSub(ctx, channel).Result()
+			m, err := s.Client().PubSubNumSub(ctx, channels...).Result()
 			if err != nil {
 				t.Fatalf("PUBSUB NUMSUB on %s: %v", s.Addr(), err)
 			}
-			out[i] = m[channel]
+			for _, ch := range channels {
+				if m[ch] == want {
+					out[i]++
+				}
+			}
 		}
 		return out
 	}
 	all := func(want int64) bool {
-		for _, n := range subscribed() {
-			if n != want {
+		for _, n := range subscribed(want) {
+			if n != len(channels) {
 				return false
 			}
 		}
 		return true
 	}
-	for round := range 15 {
-		// Churn: short Lock calls joining and leaving the queue.
-		var wg sync.WaitGroup
-		for g := range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range 8 {
-					cctx, ccancel := context.WithTimeout(ctx, time.Duration(1+(g+i)%3)*time.Millisecond)
-					if l, err := c.Lock(cctx, resource); err == nil {
+	for round := range rounds {
+		stay, unstay := context.WithCancel(ctx)
+		var churned, stayed sync.WaitGroup
+		for r := range resources {
+			resource := fmt.Sprintf("defect6-%d", r)
+			for g := range churners {
+				churned.Add(1)
+				stayed.Add(1)
+				go func() {
+					defer stayed.Done()
+					for i := range cycles {
+						cctx, ccancel := context.WithTimeout(ctx, time.Duration(500+((r+g+i)%7)*400)*time.Microsecond)
+						if l, err := c.Lock(cctx, resource); err == nil {
+							_ = l.Unlock(ctx)
+						}
+						ccancel()
+					}
+					churned.Done()
+					// The last call of each churner stays queued.
+					if l, err := c.Lock(stay, resource); err == nil {
 						_ = l.Unlock(ctx)
 					}
-					ccancel()
-				}
-			}()
-		}
-		// The waiter that stays, joining while the churn goes on.
-		wctx, wcancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			if l, err := c.Lock(wctx, resource); err == nil {
-				_ = l.Unlock(ctx)
+				}()
 			}
-		}()
-		wg.Wait()
+		}
+		churned.Wait()
 		ok := true
 		deadline := time.Now().Add(2 * time.Second) // beyond the subscribe timeout
 		for !all(1) {
@@ -454,13 +465,13 @@ func TestDefect6SubscriptionsFollowTheQueue(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond) // polling, bounded by the deadline
 		}
-		got := subscribed()
-		wcancel()
-		<-done
+		got := subscribed(1)
+		unstay()
+		stayed.Wait()
 		if !ok {
-			t.Fatalf("round %d: a waiter is queued but the nodes count %v subscriptions to %s 2s later, want 1 on each", round, got, channel)
+			t.Fatalf("round %d: waiters are queued on each of %d resources, but 2s later the nodes count a subscription to %v of them", round, len(channels), got)
 		}
-		redlocktest.Eventually(t, 3*time.Second, func() bool { return all(0) }, "round %d: subscriptions left after every waiter left: %v", round, subscribed())
+		redlocktest.Eventually(t, 3*time.Second, func() bool { return all(0) }, "round %d: subscriptions left after every waiter left: %v", round, subscribed(1))
 	}
 }
 
