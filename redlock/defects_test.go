@@ -7,6 +7,13 @@ package redlock_test
 // real-node version of each runs against redis-server, and where the
 // behaviour does not need a real node a second variant runs over
 // redlocktest.NewMemNodes under testing/synctest.
+//
+// Two rows show defects the rewritten core still has, and are skipped
+// unless DLM_KNOWN_DEFECTS is set (as in redlocktest's defects_test.go):
+// item 5's TryLock row (a final attempt waits for every node although its
+// context was cancelled, then reports ErrNoQuorum) and item 10's split-vote
+// row (a lone waiter whose attempt set keys on a minority wakes itself and
+// retries without the retry delay).
 
 import (
 	"context"
