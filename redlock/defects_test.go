@@ -8,18 +8,16 @@ package redlock_test
 // behaviour does not need a real node a second variant runs over
 // redlocktest.NewMemNodes under testing/synctest.
 //
-// Two rows show defects the rewritten core still has, and are skipped
-// unless DLM_KNOWN_DEFECTS is set (as in redlocktest's defects_test.go):
-// item 5's TryLock row (a final attempt waits for every node although its
-// context was cancelled, then reports ErrNoQuorum) and item 10's split-vote
-// row (a lone waiter whose attempt set keys on a minority wakes itself and
-// retries without the retry delay).
+// Two rows showed defects that the first rewrite of the core still had and
+// that are fixed since: item 5's TryLock row (a final attempt waited for
+// every node although its context was cancelled, then reported
+// ErrNoQuorum) and item 10's split-vote row (a lone waiter whose attempt
+// set keys on a minority woke itself and retried without the delay).
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -355,17 +353,13 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorum(t *testing.T) {
 			}
 		}()
 		for _, tc := range []struct {
-			name  string
-			try   func(ctx context.Context) (*redlock.Lock, error)
-			known string
+			name string
+			try  func(ctx context.Context) (*redlock.Lock, error)
 		}{
-			{"Lock", func(ctx context.Context) (*redlock.Lock, error) { return c.Lock(ctx, "defect5") }, ""},
-			{"TryLock", func(ctx context.Context) (*redlock.Lock, error) { return c.TryLock(ctx, "defect5") }, "the final attempt (TryLock, the last of WithTries) waits in fan.settle(release, waitAll) for every node's answer and release, up to twice the node timeout, although ctx was cancelled, and then counts the nodes that had not answered as timed out: the error satisfies ErrNoQuorum and comes 2 x node timeout late"},
+			{"Lock", func(ctx context.Context) (*redlock.Lock, error) { return c.Lock(ctx, "defect5") }},
+			{"TryLock", func(ctx context.Context) (*redlock.Lock, error) { return c.TryLock(ctx, "defect5") }},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				if tc.known != "" && os.Getenv("DLM_KNOWN_DEFECTS") == "" {
-					t.Skip("defect of the core (issue 12 item 5): " + tc.known + "; set DLM_KNOWN_DEFECTS=1 to run")
-				}
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				stop := time.AfterFunc(200*time.Millisecond, cancel) // while the frozen nodes have not answered
@@ -535,17 +529,13 @@ func TestDefect7UnlockPastDeadlineReleases(t *testing.T) {
 // nodes, a split vote, and gives them back).
 func TestDefect10TriesWaitTheRetryDelay(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		held  int // nodes holding the other client's value
-		known string
+		name string
+		held int // nodes holding the other client's value
 	}{
-		{"held on every node", 5, ""},
-		{"split vote", 3, "a lone waiter's split vote wakes itself (waitRetry's wakeHead after an attempt that set keys on a minority), so it retries after a jitter instead of the retry delay"},
+		{"held on every node", 5},
+		{"split vote", 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.known != "" && os.Getenv("DLM_KNOWN_DEFECTS") == "" {
-				t.Skip("known defect of the core (issue 12, near item 10): " + tc.known + "; set DLM_KNOWN_DEFECTS=1 to run")
-			}
 			cl := redlocktest.Start(t, 5)
 			obs := &attempts{}
 			const delay = 300 * time.Millisecond
@@ -888,15 +878,11 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorumMem(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		tries int
-		known string
 	}{
-		{"Lock", 0, ""},
-		{"TryLock", 1, "the final attempt waits for every node's answer and release although ctx was cancelled, and counts the nodes that had not answered as timed out (see TestDefect5CancelledAcquisitionIsNotNoQuorum)"},
+		{"Lock", 0},
+		{"TryLock", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if tc.known != "" && os.Getenv("DLM_KNOWN_DEFECTS") == "" {
-				t.Skip("defect of the core (issue 12 item 5): " + tc.known + "; set DLM_KNOWN_DEFECTS=1 to run")
-			}
 			synctest.Test(t, func(t *testing.T) {
 				nodes, mems := redlocktest.NewMemNodes(5)
 				c := memClient(t, nodes, redlock.WithNodeTimeout(3*time.Second))

@@ -275,9 +275,15 @@ func isContextErr(err error) bool {
 // answered, as they answer on the others, and waits for the first; with
 // waitAll (a final attempt) it also waits for every node to answer and be
 // released, recording the late answers. Otherwise late answers are ignored.
+// When the caller's context has ended, settle waits for nothing.
 func (f *fan) settle(release, waitAll bool) {
 	c := f.c
 	n := len(f.rs)
+	// A caller whose context ended does not wait: the releases go on in
+	// the background (counted in c.bg), and the nodes that had not
+	// answered stay NoReply in its error.
+	canceled := f.ctx.Err() != nil
+	waitAll = waitAll && !canceled
 	f.mu.Lock()
 	f.settled = true
 	f.release, f.keep = release, release && waitAll
@@ -308,6 +314,9 @@ func (f *fan) settle(release, waitAll bool) {
 	}
 	for _, i := range answered {
 		f.releaseNode(i, n+i)
+	}
+	if canceled {
+		return
 	}
 	f.early.Wait()
 	if waitAll {
