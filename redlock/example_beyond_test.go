@@ -4,50 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"sync"
 	"time"
 
 	"dlm/redlock"
 )
 
-// fenceMapNode adds the fencing capability to the toy mapNode.
-type fenceMapNode struct {
-	*mapNode
-	fmu    sync.Mutex
-	fences map[string]uint64
-}
-
-func (n *fenceMapNode) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
-	n.fmu.Lock()
-	defer n.fmu.Unlock()
-	ok, err := n.Acquire(ctx, key, value, ttl)
-	if !ok || err != nil {
-		return ok, 0, err
-	}
-	return true, n.fences[fenceKey], nil
-}
-
-func (n *fenceMapNode) RaiseFence(_ context.Context, key, fenceKey, value string, token uint64, _ time.Duration) (bool, error) {
-	n.fmu.Lock()
-	defer n.fmu.Unlock()
-	n.mu.Lock()
-	e, ok := n.live(key)
-	n.mu.Unlock()
-	if !ok || e.value != value || n.fences[fenceKey] >= token {
-		return false, nil
-	}
-	n.fences[fenceKey] = token
-	return true, nil
-}
-
-func fencingNodes() []redlock.Node {
-	nodes := make([]redlock.Node, 5)
-	for i := range nodes {
-		nodes[i] = &fenceMapNode{mapNode: newMapNode("n" + strconv.Itoa(i+1)), fences: map[string]uint64{}}
-	}
-	return nodes
-}
+// fencingNodes returns in-memory nodes for the fencing examples: MemNode
+// has the fencing capability too.
+func fencingNodes() []redlock.Node { return exampleNodes() }
 
 // Every grant of a resource carries a larger fencing token (R18); the
 // protected storage keeps the largest token it has seen and refuses writes

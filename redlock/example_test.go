@@ -4,73 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"dlm/redlock"
+	"dlm/redlock/redlocktest"
 )
 
-// mapNode is a toy in-memory redlock.Node, enough to run the examples
-// without servers. Real deployments use an adapter such as redlock/goredis.
-type mapNode struct {
-	name string
-	mu   sync.Mutex
-	keys map[string]mapEntry
-}
-
-type mapEntry struct {
-	value   string
-	expires time.Time
-}
-
-func newMapNode(name string) *mapNode { return &mapNode{name: name, keys: map[string]mapEntry{}} }
-
-func (n *mapNode) String() string { return n.name }
-
-func (n *mapNode) live(key string) (mapEntry, bool) {
-	e, ok := n.keys[key]
-	if ok && time.Now().After(e.expires) {
-		delete(n.keys, key)
-		return e, false
-	}
-	return e, ok
-}
-
-func (n *mapNode) Acquire(_ context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.live(key); ok {
-		return false, nil
-	}
-	n.keys[key] = mapEntry{value, time.Now().Add(ttl)}
-	return true, nil
-}
-
-func (n *mapNode) Release(_ context.Context, key, value string) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if e, ok := n.live(key); ok && e.value == value {
-		delete(n.keys, key)
-		return true, nil
-	}
-	return false, nil
-}
-
-func (n *mapNode) Extend(_ context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if e, ok := n.live(key); ok && e.value == value {
-		n.keys[key] = mapEntry{value, time.Now().Add(ttl)}
-		return true, nil
-	}
-	return false, nil
-}
-
+// exampleNodes returns five in-memory nodes (redlocktest.MemNode, with
+// every capability), enough to run the examples without servers. Real
+// deployments use an adapter such as redlock/rueidis or redlock/goredis.
 func exampleNodes() []redlock.Node {
-	nodes := make([]redlock.Node, 5)
-	for i := range nodes {
-		nodes[i] = newMapNode(fmt.Sprintf("n%d", i+1))
-	}
+	nodes, _ := redlocktest.NewMemNodes(5)
 	return nodes
 }
 

@@ -186,13 +186,12 @@ func (c modelRound) String() string {
 }
 
 // modelZeroLatencyEnv, when set, makes every node answer in no fake time.
-// It shows a known defect of the core (issue 12, near item 10): with the
-// hand-off on, an attempt that set some keys but no quorum wakes the head of
-// its own hand-off queue, which is itself when it waits alone, and retries
-// after a jitter bounded by the attempt's duration instead of R10's random
-// delay. On a network that is a retry loop at the pace of the round trip;
-// over nodes that answer in no time it spins at one instant, the fake clock
-// stops, and the round's watchdog reports it.
+// It showed a defect of the core, fixed since (issue 12, near item 10): with
+// the hand-off on, an attempt that set some keys but no quorum woke the head
+// of its own hand-off queue, itself when it waited alone, and retried after
+// a jitter bounded by the attempt's duration instead of R10's random delay;
+// over nodes that answer in no time it spun at one instant and the fake
+// clock stopped. TestHandoffLoneWaiterWaitsTheRetryDelay keeps it fixed.
 const modelZeroLatencyEnv = "DLM_MODEL_ZERO_LATENCY"
 
 func modelConfig(seed uint64, round int) modelRound {
