@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"errors"
 	"net"
 	"net/url"
 	"strconv"
@@ -42,9 +43,14 @@ func (u NodeURL) String() string {
 // and names what is wrong and what is expected.
 func ParseNodeURL(raw string) (NodeURL, error) {
 	const expected = "expected redis://[user:password@]host:port[/db], rediss://... or unix:///path"
+	shown := redactURL(raw) // errors never carry a password
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
-		return NodeURL{}, invalidf("node URL %q: %v; %s", raw, err, expected)
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error quotes the whole URL, password included
+		}
+		return NodeURL{}, invalidf("node URL %q: %v; %s", shown, err, expected)
 	}
 	n := NodeURL{Raw: raw}
 	if u.User != nil {
@@ -58,39 +64,42 @@ func ParseNodeURL(raw string) (NodeURL, error) {
 	switch u.Scheme {
 	case "redis", "rediss":
 		n.Network, n.TLS = "tcp", u.Scheme == "rediss"
-		if u.Host == "" {
-			return NodeURL{}, invalidf("node URL %q has no host; %s", raw, expected)
+		if u.Hostname() == "" {
+			return NodeURL{}, invalidf("node URL %q has no host; %s", shown, expected)
 		}
 		host, port := u.Hostname(), u.Port()
 		if port == "" {
 			port = "6379"
 		}
 		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-			return NodeURL{}, invalidf("node URL %q: port %q is not a number from 1 to 65535", raw, port)
+			return NodeURL{}, invalidf("node URL %q: port %q is not a number from 1 to 65535", shown, port)
 		}
 		n.Host, n.Addr = host, net.JoinHostPort(host, port)
 		if db := strings.Trim(u.Path, "/"); db != "" {
 			d, err := strconv.Atoi(db)
 			if err != nil || d < 0 {
-				return NodeURL{}, invalidf("node URL %q: database %q is not a number >= 0", raw, db)
+				return NodeURL{}, invalidf("node URL %q: database %q is not a number >= 0", shown, db)
 			}
 			n.DB = d
 		}
 	case "unix":
 		n.Network = "unix"
 		n.Addr = u.Path
+		if u.Host != "" {
+			return NodeURL{}, invalidf("node URL %q: the socket path must be absolute (unix:///path/to/sock, three slashes), not relative to %q; %s", shown, u.Host, expected)
+		}
 		if n.Addr == "" {
-			return NodeURL{}, invalidf("node URL %q has no socket path; %s", raw, expected)
+			return NodeURL{}, invalidf("node URL %q has no socket path; %s", shown, expected)
 		}
 	case "":
-		return NodeURL{}, invalidf("node URL %q has no scheme; %s", raw, expected)
+		return NodeURL{}, invalidf("node URL %q has no scheme; %s", shown, expected)
 	default:
-		return NodeURL{}, invalidf("node URL %q: unknown scheme %q; %s", raw, u.Scheme, expected)
+		return NodeURL{}, invalidf("node URL %q: unknown scheme %q; %s", shown, u.Scheme, expected)
 	}
 	if db := u.Query().Get("db"); db != "" {
 		d, err := strconv.Atoi(db)
 		if err != nil || d < 0 {
-			return NodeURL{}, invalidf("node URL %q: db=%q is not a number >= 0", raw, db)
+			return NodeURL{}, invalidf("node URL %q: db=%q is not a number >= 0", shown, db)
 		}
 		n.DB = d
 	}
@@ -112,10 +121,35 @@ func ParseNodeURLs(raws []string) ([]NodeURL, error) {
 		}
 		id := n.Network + "|" + n.Addr
 		if prev, dup := seen[id]; dup {
-			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", prev, raw)
+			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", redactURL(prev), redactURL(raw))
 		}
 		seen[id] = raw
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// redactURL returns raw with the password of its user information, if any,
+// replaced by "xxxxx", for messages. It works on text that does not parse
+// as a URL as well: everything between "://" and the last "@" before the
+// host is user information.
+func redactURL(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	user, _, hasPass := strings.Cut(rest[:at], ":")
+	if !hasPass {
+		user = "" // redis://password@host: the one word is the password
+		return scheme + "://xxxxx@" + rest[at+1:]
+	}
+	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
 }

@@ -429,6 +429,9 @@ func (d *demo) monitor(ctx context.Context, urls []string, cfgs []*tls.Config) {
 	}
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
+	// A node seen up counts as down only after two polls in a row found
+	// nothing: one slow answer on a busy machine is not a crash.
+	misses := make([]int, len(clients))
 	for {
 		up, keys := pollNodes(ctx, clients, 300*time.Millisecond)
 		if ctx.Err() != nil {
@@ -437,12 +440,17 @@ func (d *demo) monitor(ctx context.Context, urls []string, cfgs []*tls.Config) {
 		d.mu.Lock()
 		for i := range d.nodes {
 			n := &d.nodes[i]
+			if up[i] {
+				misses[i] = 0
+			} else {
+				misses[i]++
+			}
 			switch {
 			case n.Held:
 				// the script holds it down
-			case !up[i]:
+			case !up[i] && (!n.Up || misses[i] >= 2):
 				n.Up, n.Keys, n.Note = false, 0, "unreachable"
-			default:
+			case up[i]:
 				n.Up, n.Keys, n.Note = true, keys[i], ""
 			}
 		}

@@ -421,6 +421,13 @@ func (m *model) injectFaults(rng *rand.Rand, stop <-chan struct{}) {
 		case 5:
 			down := modelTTL*3 + 100*time.Millisecond // past the largest ttl (R16.3)
 			lasts = max(lasts, down)
+			if m.cfg.fencing {
+				// Fencing needs fence values that survive a crash (R16.2,
+				// AOF): the delayed restart protects lock keys, not fences.
+				kind, note, undo = "restart", "restart with persistence (fencing, R16.2), "+down.String(), func() { n.SetDown(false) }
+				n.SetDown(true)
+				break
+			}
 			kind, note, undo = "restart", "delayed restart without persistence, "+down.String(), func() {}
 			n.Restart(down)
 		}
