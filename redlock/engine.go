@@ -72,9 +72,10 @@ type fan struct {
 	release   bool // settled as a failed acquisition: release every node
 	keep      bool // record late answers in rs (a final attempt reports them)
 	rctx      context.Context
-	rcancel   context.CancelFunc
-	early     sync.WaitGroup // releases of the nodes that answered before the decision
-	late      sync.WaitGroup // releases of the others
+	rcancel   context.CancelFunc // of rctx, at the last release's answer
+	releasing int                // releases not answered yet
+	early     sync.WaitGroup     // releases of the nodes that answered before the decision
+	late      sync.WaitGroup     // releases of the others
 
 	got    []bool   // nodes that answered before the decision
 	rsBuf  [7]reply // rs and got for up to 7 nodes, in the same allocation
@@ -187,6 +188,13 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 	c := f.c
 	n := len(f.rs)
 	if tag >= n {
+		f.mu.Lock()
+		f.releasing--
+		last := f.releasing == 0
+		f.mu.Unlock()
+		if last {
+			f.rcancel()
+		}
 		if tag < 2*n {
 			f.early.Done()
 		} else {
@@ -292,6 +300,7 @@ func (f *fan) settle(release, waitAll bool) {
 	if release {
 		answered = buf[:0]
 		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*c.opts.nodeTimeout)
+		f.releasing = n // every node is released, now or as it answers
 	}
 	early := 0
 	for i := range f.rs {

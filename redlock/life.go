@@ -259,7 +259,9 @@ func (l *Lock) atBound() bool {
 // with the loss reason (ErrLost, ErrExpired, ErrClosed) when the lock was
 // lost while fn ran, or with Unlock's error when the release found the lock
 // no longer held; nil when fn succeeded under the lock throughout. When the
-// lock cannot be acquired, fn is not run and the error is Lock's.
+// lock cannot be acquired, fn is not run and the error is Lock's. When fn
+// panics, the lock is released first and the panic then goes on up, so a
+// panic recovered higher up (as net/http does) leaves no lock behind.
 func (c *Client) Do(ctx context.Context, resource string, fn func(ctx context.Context) error, opts ...LockOption) error {
 	if fn == nil {
 		return invalidf("Do: nil function")
