@@ -25,6 +25,7 @@ type Lock struct {
 	inflight *sync.WaitGroup // acquire requests of the grant still in flight
 	token    uint64          // fencing token (fencing.go), 0 without fencing
 	run      int             // hand-overs in a row within the client that led to it
+	mode     lockMode        // exclusive, or a read or write lock (rw.go)
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time
@@ -119,19 +120,25 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// unless the nodes keep each node's requests in order (AsyncNode), so
 	// that the release reaches a node after the acquisition. Fenced
 	// acquisitions use the blocking methods, so they are waited for.
-	if l.inflight != nil && (c.async == nil || c.opts.fencing) {
+	// Read-write acquisitions use the blocking methods too (rw.go).
+	if l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive) {
 		l.inflight.Wait()
 	}
 	hand := handNone
 	var err error
-	if prior == nil {
+	if prior == nil && l.mode != modeRead {
 		// Never hand over a lock that is known to be lost: the waiter
-		// would start from keys that another client may hold.
+		// would start from keys that another client may hold. A reader
+		// shares the key: it has nothing to hand over.
 		hand, err = c.hand.handOver(l)
 	}
 	var replies []reply
 	if hand != handDone {
-		replies = c.releaseAll(l.key, l.value, true)
+		if l.mode == modeRead {
+			replies = c.releaseShared(l.key, l.value) // rw.go
+		} else {
+			replies = c.releaseAll(l.key, l.value, true)
+		}
 		err = c.unlockErr(replies)
 		if c.hand != nil && hand == handNone {
 			c.hand.ownRelease(l.key, l.value) // the key may be free: next waiter
@@ -263,7 +270,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return ErrMaxExtensions
 	}
 	c := l.client
-	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpExtend, Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
+	f := c.newFan(ctx, ctx, adapter.Request{Op: l.extendOp(), Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
 	if f == nil {
 		return errors.Join(ErrExtendFailed, ErrClosed)
 	}

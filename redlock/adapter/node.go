@@ -168,6 +168,9 @@ func (op Op) String() string {
 	case OpTransfer:
 		return "transfer"
 	}
+	if name, ok := rwName(op); ok {
+		return name
+	}
 	return "Op(" + strconv.Itoa(int(op)) + ")"
 }
 
@@ -181,6 +184,9 @@ type Request struct {
 	TTL time.Duration
 	// From is the value that OpTransfer hands the key over from.
 	From string
+	// Waiter identifies a waiting writer (OpWAcquire, OpWUnwait: RWNode);
+	// empty for every other operation.
+	Waiter string
 }
 
 // Receiver receives the answers of AsyncNode operations. Receive must not

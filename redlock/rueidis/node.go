@@ -36,6 +36,7 @@ type Node struct {
 	handOn  *batch.Script // Transfer
 
 	acquireFenced, raiseFence *batch.Script // fencing.go
+	rw                        *batch.Script // rw.go
 
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
@@ -75,6 +76,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
+		rw:            batch.NewScript(scripts.RW),
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n
