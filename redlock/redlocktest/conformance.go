@@ -178,6 +178,9 @@ func RunConformance(t *testing.T, newBackend BackendFactory) {
 	if fn, ok := n.(adapter.FencingNode); ok {
 		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, in, fn) })
 	}
+	if rn, ok := n.(adapter.RWNode); ok {
+		t.Run("ReadWrite", func(t *testing.T) { runRWConformance(t, b, rn) }) // conformance_rw.go
+	}
 	if _, ok := n.(adapter.BatchNode); ok {
 		t.Run("Batch", func(t *testing.T) { runBatchConformance(t, newBackend) })
 	}

@@ -63,9 +63,9 @@ local function expire(latest)
 end
 
 if op == "racquire" or op == "rextend" then
-	local f, until = "r:" .. ARGV[2], now + tonumber(ARGV[3])
+	local f, expiry = "r:" .. ARGV[2], now + tonumber(ARGV[3])
 	if kind == "none" and op == "racquire" then
-		redis.call("HSET", key, f, string.format("%d", until))
+		redis.call("HSET", key, f, string.format("%d", expiry))
 		redis.call("PEXPIRE", key, ARGV[3])
 		return 1
 	end
@@ -82,8 +82,8 @@ if op == "racquire" or op == "rextend" then
 			return 0
 		end
 	end
-	redis.call("HSET", key, f, string.format("%d", until))
-	expire(math.max(latest, until))
+	redis.call("HSET", key, f, string.format("%d", expiry))
+	expire(math.max(latest, expiry))
 	return 1
 elseif op == "rrelease" or op == "wunwait" then
 	if kind ~= "hash" then
@@ -107,9 +107,9 @@ elseif op == "wacquire" then
 			redis.call("DEL", key) -- only marks: the writer goes first
 			kind = "none"
 		elseif ARGV[4] ~= "" then
-			local until = now + tonumber(ARGV[3])
-			redis.call("HSET", key, "w:" .. ARGV[4], string.format("%d", until))
-			expire(math.max(latest, until))
+			local expiry = now + tonumber(ARGV[3])
+			redis.call("HSET", key, "w:" .. ARGV[4], string.format("%d", expiry))
+			expire(math.max(latest, expiry))
 		end
 	end
 	if kind == "none" then
