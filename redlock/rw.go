@@ -215,9 +215,10 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 	}
 }
 
-// unwait removes a writer's waiting mark from every node, waiting for a
-// quorum to confirm or every node to answer, bounded by the release
-// timeout; a mark left on a node that did not answer expires with its ttl.
+// unwait removes a writer's waiting mark from every node, waiting for
+// every node to answer, bounded by the release timeout, so that readers
+// are admitted again as soon as the writer's call returns; a mark left on
+// a node that did not answer expires with its ttl.
 func (c *Client) unwait(key, waiter string) {
 	bg := context.Background()
 	f := c.newFanWithin(bg, bg, adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, stopQuorum, c.opts.releaseTimeout)
@@ -226,6 +227,7 @@ func (c *Client) unwait(key, waiter string) {
 	}
 	c.send(f)
 	f.await()
+	f.inflight.Wait() // every node, not only a quorum: each request is bounded
 	f.settle(false, false)
 }
 
