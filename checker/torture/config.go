@@ -31,7 +31,8 @@ type Config struct {
 	// Clients is the number of contending clients of the looping scenarios
 	// and random mode. Default 4 (split-votes uses twice as many).
 	Clients int `json:"clients"`
-	// Resources is the number of resources random mode locks. Default 2.
+	// Resources is the number of resources random mode and read-write
+	// lock. Default 2.
 	Resources int `json:"resources"`
 	// Persistence runs the nodes with AOF and appendfsync always (R16.2).
 	// Default off.
@@ -49,7 +50,7 @@ type Config struct {
 	// (redlock.WithByzantineNodes): the quorum grows to ceil((N+f+1)/2).
 	// Default 0: every node is trusted and the quorum is the majority.
 	Byzantine int `json:"byzantine"`
-	// Faults lists the fault kinds random mode draws from. Default
+	// Faults lists the fault kinds random mode and read-write draw from. Default
 	// DefaultRandomFaults().
 	Faults []string `json:"faults,omitempty"`
 	// LivenessBound is the longest a resource may be wanted and held by
@@ -93,8 +94,8 @@ func (c Config) workers() int { return max(c.Workers, 1) }
 
 // DefaultConfig returns the defaults for scenario name, with the settings
 // the scenario is named after: delayed-restart turns on DelayedRestart,
-// fsync-always turns on Persistence; random turns on DelayedRestart and
-// draws from DefaultRandomFaults.
+// fsync-always turns on Persistence; random and read-write turn on
+// DelayedRestart and draw from DefaultRandomFaults.
 func DefaultConfig(name string) Config {
 	c := Config{
 		Scenario:    name,
@@ -113,9 +114,10 @@ func DefaultConfig(name string) Config {
 		c.DelayedRestart = true
 	case "fsync-always":
 		c.Persistence = true
-	case "random":
+	case "random", "read-write":
 		// Random mode's default is a configuration that promises safety
 		// under its default faults: crashed nodes restart late (R16.3).
+		// read-write draws its faults the same way.
 		c.Faults = DefaultRandomFaults()
 		c.DelayedRestart = true
 	}
@@ -154,6 +156,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("torture: tolerating %d lying nodes needs at least 3f+1 = %d nodes, got %d", c.Byzantine, 3*c.Byzantine+1, c.Nodes)
 	case c.Byzantine > 0 && c.Fencing && c.Nodes < 4*c.Byzantine+1:
 		return fmt.Errorf("torture: tolerating %d lying nodes with fencing needs at least 4f+1 = %d nodes, got %d", c.Byzantine, 4*c.Byzantine+1, c.Nodes)
+	case c.Scenario == "read-write" && c.Fencing:
+		return fmt.Errorf("torture: read-write cannot be combined with fencing: read-write locks carry no fencing tokens (redlock refuses RLock and WLock with WithFencing)")
 	case c.Scenario == "lying-node" && c.Fencing:
 		return fmt.Errorf("torture: lying-node cannot be combined with fencing: its node lies about SET, and a fenced acquisition is a script, which it forwards truthfully")
 	case c.LivenessBound < 0:
@@ -168,8 +172,8 @@ func (c Config) Validate() error {
 			return fmt.Errorf("torture: unknown fault %q; want some of %s", f, strings.Join(AllFaults(), ", "))
 		}
 	}
-	if c.Scenario == "random" && len(c.Faults) == 0 {
-		return fmt.Errorf("torture: random mode needs at least one fault kind (%s)", strings.Join(AllFaults(), ", "))
+	if (c.Scenario == "random" || c.Scenario == "read-write") && len(c.Faults) == 0 {
+		return fmt.Errorf("torture: %s needs at least one fault kind (%s)", c.Scenario, strings.Join(AllFaults(), ", "))
 	}
 	return nil
 }
@@ -250,7 +254,7 @@ func (c Config) Expect() Expectation {
 			return ExpectSafe
 		}
 		return ExpectViolation
-	case "random":
+	case "random", "read-write":
 		for _, f := range c.Faults {
 			if k, ok := findFault(f); ok && k.Breaks(c) {
 				return ExpectNoPromise
@@ -287,7 +291,7 @@ func (c Config) String() string {
 			s += fmt.Sprintf(" --workers %d", c.workers())
 		}
 	}
-	if c.Scenario == "random" {
+	if c.Scenario == "random" || c.Scenario == "read-write" {
 		s += fmt.Sprintf(" --resources %d --faults %s", c.Resources, strings.Join(c.Faults, ","))
 	}
 	return s

@@ -135,15 +135,29 @@ type grant struct {
 // acquire calls Lock (tries 0: until ctx ends) or TryLock (tries 1) and
 // records it.
 func (a *actor) acquire(ctx context.Context, resource string, ttl time.Duration, tries int) (*grant, error) {
+	return a.acquireAs(ctx, resource, ttl, tries, "")
+}
+
+// acquireAs is acquire in a mode: "" for Lock and TryLock, ModeRead for
+// RLock and TryRLock, ModeWrite for WLock and TryWLock (read-write locks);
+// the history records the mode.
+func (a *actor) acquireAs(ctx context.Context, resource string, ttl time.Duration, tries int, mode checker.Mode) (*grant, error) {
 	a.grants++
 	id := fmt.Sprintf("%s#%d", a.name, a.grants)
-	i := a.rec.invoke(checker.Op{Client: a.name, Resource: resource, Kind: checker.Acquire, Lock: id, TTL: int64(ttl)})
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: resource, Kind: checker.Acquire, Lock: id, TTL: int64(ttl), Mode: mode})
+	lock, try := a.client.Lock, a.client.TryLock
+	switch mode {
+	case checker.ModeRead:
+		lock, try = a.client.RLock, a.client.TryRLock
+	case checker.ModeWrite:
+		lock, try = a.client.WLock, a.client.TryWLock
+	}
 	var l *redlock.Lock
 	var err error
 	if tries == 1 {
-		l, err = a.client.TryLock(ctx, resource, redlock.WithTTL(ttl))
+		l, err = try(ctx, resource, redlock.WithTTL(ttl))
 	} else {
-		l, err = a.client.Lock(ctx, resource, redlock.WithTTL(ttl), redlock.WithTries(tries))
+		l, err = lock(ctx, resource, redlock.WithTTL(ttl), redlock.WithTries(tries))
 	}
 	g := &grant{lock: l, id: id}
 	a.rec.complete(i, func(o *checker.Op) {

@@ -63,6 +63,8 @@ func scenarioList() []Scenario {
 			Summary: "one node answers OK to every SET without performing it; client A locks exactly a quorum that includes the liar; client B then locks the resource"},
 		{Name: "process-holders", Rule: "R1.1, R17", groups: 1, faketime: never, loop: true, run: runProcessHolders,
 			Summary: "the clients are dlm lock processes whose commands log their critical sections; the dlm process of a client in its section is SIGKILLed at seeded times: its command must die with it, before the lock can expire"},
+		{Name: "read-write", Rule: "R1.1 (RLock, WLock)", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runReadWrite,
+			Summary: "clients take read locks (two in three) and write locks on several resources, readers reading the register and writers writing it, while faults drawn from a seeded schedule (--faults) hit nodes, links and clients: reads may overlap, nothing else"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}
@@ -610,5 +612,83 @@ func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pause
 		if err := k.inject(ctx, e, rng, node, dur, pauses); err != nil {
 			return err
 		}
+	}
+}
+
+// runReadWrite: readers and writers contend on several resources (RLock,
+// WLock) under seeded random faults, as in random mode.
+func runReadWrite(ctx context.Context, e *env) error {
+	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
+	defer cancel()
+	resources := make([]string, e.cfg.Resources)
+	for i := range resources {
+		resources[i] = fmt.Sprintf("r%d", i)
+	}
+	pauses := make([]*pauseFlag, e.cfg.Clients)
+	for i := range pauses {
+		pauses[i] = new(pauseFlag)
+	}
+	frng := rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64()))
+	done := make(chan error, 1)
+	go func() { done <- e.faultSchedule(rctx, frng, pauses) }()
+	var as []*actor
+	var rngs []*rand.Rand
+	for i := range e.cfg.Clients {
+		a, err := e.newActor(fmt.Sprintf("c%d", i), i%2)
+		if err != nil {
+			cancel()
+			return errors.Join(err, <-done)
+		}
+		as = append(as, a)
+		rngs = append(rngs, rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64())))
+	}
+	var wg sync.WaitGroup
+	for i, a := range as {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.contendRW(rctx, a, resources, rngs[i], pauses[i])
+		}()
+	}
+	wg.Wait()
+	return <-done
+}
+
+// contendRW runs a client's read-write loop until ctx ends: two times in
+// three a read lock, under which it reads the register, else a write lock,
+// under which it writes it twice (pausing past its validity in between
+// when pause is armed), each held a little, then released.
+func (e *env) contendRW(ctx context.Context, a *actor, resources []string, rng *rand.Rand, pause *pauseFlag) {
+	ttl := e.cfg.TTL
+	for ctx.Err() == nil {
+		r := resources[rng.IntN(len(resources))]
+		mode := checker.ModeWrite
+		if rng.IntN(3) < 2 {
+			mode = checker.ModeRead
+		}
+		actx, cancel := context.WithTimeout(ctx, ttl)
+		g, err := a.acquireAs(actx, r, ttl, 0, mode)
+		cancel()
+		if err != nil {
+			continue
+		}
+		work := time.Duration(rng.Int64N(int64(ttl/10) + 1))
+		if mode == checker.ModeRead {
+			a.readUnder(g)
+			sleep(ctx, work)
+		} else {
+			a.write(g)
+			if pause.on.CompareAndSwap(true, false) {
+				end := e.rec.fault("pause-client", a.name, "writer pauses 1.5 x ttl between two writes")
+				sleep(ctx, ttl+ttl/2)
+				end()
+			} else {
+				sleep(ctx, work)
+			}
+			a.write(g)
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+		_ = a.release(rctx, g)
+		cancel()
 	}
 }

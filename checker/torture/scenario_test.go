@@ -82,6 +82,9 @@ func TestScenarios(t *testing.T) {
 		{"split-votes", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},
 		// The other adapter.
 		{"split-votes", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
+		// Readers and writers (RLock, WLock) under the random faults.
+		{"read-write", nil, ExpectSafe},
+		{"read-write", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
 	}
 	// At most 4 runs at once: each is a handful of processes and an
 	// in-process proxy per link, and a starved 2-core machine turns node
@@ -129,6 +132,11 @@ func TestScenarios(t *testing.T) {
 					t.Errorf("%d workers per client, but no extra worker acquired", cfg.Workers)
 				}
 			}
+			if cfg.Scenario == "read-write" {
+				if reads, writes, shared := rwGrants(rep.History); reads == 0 || writes == 0 || shared == 0 {
+					t.Errorf("read-write granted %d reads and %d writes, %d pairs of reads overlapping: the run did not exercise read-write locks", reads, writes, shared)
+				}
+			}
 			if cfg.Fencing {
 				for _, op := range rep.History.Ops {
 					if op.Kind == checker.Acquire && op.OK && op.Token == 0 {
@@ -143,4 +151,27 @@ func TestScenarios(t *testing.T) {
 			t.Logf("%s: %s; %d acquisitions, max unavailable %.0fms; counterexample: %s", name, rep.Outcome, rep.Acquisitions, rep.MaxUnavailableMS, ce)
 		})
 	}
+}
+
+// rwGrants counts the read and write grants of h and the pairs of read
+// holds of one resource that overlapped (which only read locks allow).
+func rwGrants(h *checker.History) (reads, writes, shared int) {
+	for _, hs := range h.Holds() {
+		for i, a := range hs {
+			if a.Possible {
+				continue
+			}
+			if a.Shared {
+				reads++
+			} else {
+				writes++
+			}
+			for _, b := range hs[i+1:] {
+				if a.Shared && b.Shared && !b.Possible && b.From < a.To {
+					shared++
+				}
+			}
+		}
+	}
+	return reads, writes, shared
 }
