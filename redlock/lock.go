@@ -166,13 +166,24 @@ func (c *Client) releaseAll(key, value string, announce bool) []reply {
 	if announce && c.hand != nil {
 		op = adapter.OpReleaseAnnounce
 	}
+	return c.releaseEvery(adapter.Request{Op: op, Key: key, Value: value}, false)
+}
+
+// releaseEvery sends req, a release of some kind, to every node and returns
+// each node's reply once a quorum confirmed or every node answered (with
+// all, once every node answered). The requests outlive any caller's
+// context, bounded by the release timeout.
+func (c *Client) releaseEvery(req adapter.Request, all bool) []reply {
 	bg := context.Background()
-	f := c.newFanWithin(bg, bg, adapter.Request{Op: op, Key: key, Value: value}, stopQuorum, c.opts.releaseTimeout)
+	f := c.newFanWithin(bg, bg, req, stopQuorum, c.opts.releaseTimeout)
 	if f == nil {
 		return c.closedReplies()
 	}
 	c.send(f)
 	f.await()
+	if all {
+		f.inflight.Wait() // each request is bounded by the release timeout
+	}
 	f.settle(false, false)
 	return f.replies()
 }

@@ -220,28 +220,11 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 // are admitted again as soon as the writer's call returns; a mark left on
 // a node that did not answer expires with its ttl.
 func (c *Client) unwait(key, waiter string) {
-	bg := context.Background()
-	f := c.newFanWithin(bg, bg, adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, stopQuorum, c.opts.releaseTimeout)
-	if f == nil {
-		return
-	}
-	c.send(f)
-	f.await()
-	f.inflight.Wait() // every node, not only a quorum: each request is bounded
-	f.settle(false, false)
+	c.releaseEvery(adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, true)
 }
 
 // releaseShared removes a reader from every node (R5, R12) and returns
-// each node's reply once a quorum confirmed or every node answered. The
-// requests outlive any caller's context, bounded by the release timeout.
+// each node's reply once a quorum confirmed or every node answered.
 func (c *Client) releaseShared(key, value string) []reply {
-	bg := context.Background()
-	f := c.newFanWithin(bg, bg, adapter.Request{Op: adapter.OpRRelease, Key: key, Value: value}, stopQuorum, c.opts.releaseTimeout)
-	if f == nil {
-		return c.closedReplies()
-	}
-	c.send(f)
-	f.await()
-	f.settle(false, false)
-	return f.replies()
+	return c.releaseEvery(adapter.Request{Op: adapter.OpRRelease, Key: key, Value: value}, false)
 }

@@ -578,19 +578,27 @@ func runSplitVotes(ctx context.Context, e *env) error {
 func runRandom(ctx context.Context, e *env) error {
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
 	defer cancel()
-	resources := make([]string, e.cfg.Resources)
+	resources, pauses, done := e.underFaults(rctx)
+	err := e.contenders(rctx, e.cfg.Clients, 2, resources, pauses)
+	return errors.Join(err, <-done)
+}
+
+// underFaults readies the resources and the clients' pause flags of a run
+// under seeded random faults (random mode, read-write) and starts its
+// fault schedule, whose error done gives once rctx ends.
+func (e *env) underFaults(rctx context.Context) (resources []string, pauses []*pauseFlag, done <-chan error) {
+	resources = make([]string, e.cfg.Resources)
 	for i := range resources {
 		resources[i] = fmt.Sprintf("r%d", i)
 	}
-	pauses := make([]*pauseFlag, e.cfg.Clients)
+	pauses = make([]*pauseFlag, e.cfg.Clients)
 	for i := range pauses {
 		pauses[i] = new(pauseFlag)
 	}
 	frng := rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64()))
-	done := make(chan error, 1)
-	go func() { done <- e.faultSchedule(rctx, frng, pauses) }()
-	err := e.contenders(rctx, e.cfg.Clients, 2, resources, pauses)
-	return errors.Join(err, <-done)
+	ch := make(chan error, 1)
+	go func() { ch <- e.faultSchedule(rctx, frng, pauses) }()
+	return resources, pauses, ch
 }
 
 // faultSchedule injects one fault at a time, drawn from the seeded rng,
@@ -620,17 +628,7 @@ func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pause
 func runReadWrite(ctx context.Context, e *env) error {
 	rctx, cancel := context.WithTimeout(ctx, e.cfg.Duration)
 	defer cancel()
-	resources := make([]string, e.cfg.Resources)
-	for i := range resources {
-		resources[i] = fmt.Sprintf("r%d", i)
-	}
-	pauses := make([]*pauseFlag, e.cfg.Clients)
-	for i := range pauses {
-		pauses[i] = new(pauseFlag)
-	}
-	frng := rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64()))
-	done := make(chan error, 1)
-	go func() { done <- e.faultSchedule(rctx, frng, pauses) }()
+	resources, pauses, done := e.underFaults(rctx)
 	var as []*actor
 	var rngs []*rand.Rand
 	for i := range e.cfg.Clients {
