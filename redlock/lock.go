@@ -19,6 +19,7 @@ type Lock struct {
 	client   *Client
 	resource string
 	key      string
+	keys     []string // a set's lock keys, sorted (multi.go); nil for one resource
 	value    string
 	ttl      time.Duration
 	drift    time.Duration
@@ -131,10 +132,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	var replies []reply
 	if hand != handDone {
-		replies = c.releaseAll(l.key, l.value, true)
+		replies = c.releaseAll(l.request(adapter.OpRelease), true)
 		err = c.unlockErr(replies)
 		if c.hand != nil && hand == handNone {
-			c.hand.ownRelease(l.key, l.value) // the key may be free: next waiter
+			for _, key := range l.lockKeys() {
+				c.hand.ownRelease(key, l.value) // the key may be free: next waiter
+			}
 		}
 	}
 	if prior != nil {
@@ -150,17 +153,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// releaseAll releases key from value on every node (R5, R12), announced
-// where the nodes can and announce is set (hand-off, R14), and returns each
-// node's reply once a quorum released or every node answered. The requests
-// outlive any caller's context, bounded by the node timeout.
-func (c *Client) releaseAll(key, value string, announce bool) []reply {
+// releaseAll releases req's key (or a set's keys) from its value on every
+// node (R5, R12), announced where the nodes can and announce is set
+// (hand-off, R14), and returns each node's reply once a quorum released or
+// every node answered. The requests outlive any caller's context, bounded
+// by the node timeout. req.Op is set here.
+func (c *Client) releaseAll(req adapter.Request, announce bool) []reply {
 	op := adapter.OpRelease
 	if announce && c.hand != nil {
 		op = adapter.OpReleaseAnnounce
 	}
+	req.Op = setOp(op, req.Keys)
 	bg := context.Background()
-	f := c.newFanWithin(bg, bg, adapter.Request{Op: op, Key: key, Value: value}, stopQuorum, c.opts.releaseTimeout)
+	f := c.newFanWithin(bg, bg, req, stopQuorum, c.opts.releaseTimeout)
 	if f == nil {
 		return c.closedReplies()
 	}
@@ -263,7 +268,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return ErrMaxExtensions
 	}
 	c := l.client
-	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpExtend, Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
+	f := c.newFan(ctx, ctx, l.request(adapter.OpExtend), stopQuorum)
 	if f == nil {
 		return errors.Join(ErrExtendFailed, ErrClosed)
 	}
