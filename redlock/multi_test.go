@@ -405,3 +405,101 @@ func TestLockAllHandoff(t *testing.T) {
 		})
 	})
 }
+
+// Over real redis-servers, through each adapter: clients locking
+// overlapping sets (and single resources) from many goroutines never hold
+// a resource twice at once and all get through; a failed TryLockAll leaves
+// no key of its set on any server.
+func TestLockAllRedis(t *testing.T) { // R1.1, R8.5, R13
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
+		opts := []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithRetryDelay(time.Millisecond, 5*time.Millisecond)}
+		cl, c1 := cluster(t, a, 3, opts...)
+		c2 := dial(t, a, cl, opts...)
+		sets := [][]string{{"a", "b"}, {"b", "c"}, {"c", "a"}, {"a"}, {"a", "b", "c"}}
+		const workers, each = 6, 10
+		var mu sync.Mutex
+		holder := map[string]int{}
+		var violations []string
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		var wg sync.WaitGroup
+		errs := make(chan error, workers)
+		for w := range workers {
+			wg.Go(func() {
+				c := []*redlock.Client{c1, c2}[w%2]
+				for i := range each {
+					set := sets[(w+i)%len(sets)]
+					l, err := c.LockAll(ctx, set)
+					if err != nil {
+						errs <- fmt.Errorf("worker %d, %q: %w", w, set, err)
+						return
+					}
+					mu.Lock()
+					for _, r := range set {
+						if h, held := holder[r]; held {
+							violations = append(violations, fmt.Sprintf("worker %d got %q while worker %d held %q", w, set, h, r))
+						}
+						holder[r] = w
+					}
+					for _, r := range set {
+						delete(holder, r)
+					}
+					mu.Unlock()
+					if err := l.Unlock(context.Background()); err != nil {
+						errs <- fmt.Errorf("worker %d: Unlock %q: %w", w, set, err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		if len(violations) > 0 {
+			t.Fatalf("%d violations of mutual exclusion, first: %s", len(violations), violations[0])
+		}
+
+		held, err := c2.TryLock(t.Context(), "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer held.Unlock(context.Background())
+		if l, err := c1.TryLockAll(t.Context(), []string{"a", "b", "c"}); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("TryLockAll over a held resource = %v, %v; want ErrNotAcquired", l, err)
+		}
+		for _, r := range []string{"a", "c"} {
+			if n := keysEverywhere(cl, redlock.DefaultKeyPrefix+r); n != 0 {
+				t.Fatalf("%s left on %d servers after a failed TryLockAll", r, n)
+			}
+		}
+		l, err := c1.TryLockAll(t.Context(), []string{"c", "a"}, redlock.WithTTL(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Extend(t.Context()); err != nil {
+			t.Fatalf("Extend of a set: %v", err)
+		}
+		if err := l.Unlock(t.Context()); err != nil {
+			t.Fatalf("Unlock of a set: %v", err)
+		}
+		redlocktest.Eventually(t, 2*time.Second, func() bool {
+			return keysEverywhere(cl, redlock.DefaultKeyPrefix+"a")+keysEverywhere(cl, redlock.DefaultKeyPrefix+"c") == 0
+		}, "the set's keys released on every server")
+
+		fc := dial(t, a, cl, redlock.WithFencing())
+		var last uint64
+		for _, set := range [][]string{{"f1", "f2"}, {"f2"}, {"f2", "f3"}} {
+			l, err := fc.LockAll(t.Context(), set)
+			if err != nil {
+				t.Fatalf("fenced LockAll(%q): %v", set, err)
+			}
+			if l.Token() <= last {
+				t.Fatalf("token of %q = %d, not above the last token of f2, %d", set, l.Token(), last)
+			}
+			last = l.Token()
+			_ = l.Unlock(context.Background())
+		}
+	})
+}
