@@ -9,7 +9,8 @@ import (
 	"dlm/redlock/adapter"
 )
 
-// Lock is a held lock on one resource. It is safe for concurrent use: Extend,
+// Lock is a held lock on one resource, or on a set of resources as one
+// (Client.LockAll). It is safe for concurrent use: Extend,
 // Unlock and the accessors may be called from any goroutine.
 //
 // The lock is held, at most, until Until (R6, R9): the keys live on a quorum
@@ -45,7 +46,9 @@ type Lock struct {
 	expiry     *time.Timer   // closes Done at Until, without auto-extension
 }
 
-// Resource returns the name of the locked resource.
+// Resource returns the name of the locked resource. For a set (LockAll),
+// it returns the set's names, sorted, joined by "," (as in errors and
+// events): a name for display; Resources returns the names themselves.
 func (l *Lock) Resource() string { return l.resource }
 
 // Value returns the lock's random value (R4): 20 bytes from crypto/rand,
