@@ -9,7 +9,8 @@ import (
 	"dlm/redlock/adapter"
 )
 
-// Lock is a held lock on one resource. It is safe for concurrent use: Extend,
+// Lock is a held lock on one resource, or on a set of resources as one
+// (Client.LockAll). It is safe for concurrent use: Extend,
 // Unlock and the accessors may be called from any goroutine.
 //
 // The lock is held, at most, until Until (R6, R9): the keys live on a quorum
@@ -19,6 +20,7 @@ type Lock struct {
 	client   *Client
 	resource string
 	key      string
+	keys     []string // a set's lock keys, sorted (multi.go); nil for one resource
 	value    string
 	ttl      time.Duration
 	drift    time.Duration
@@ -44,7 +46,9 @@ type Lock struct {
 	expiry     *time.Timer   // closes Done at Until, without auto-extension
 }
 
-// Resource returns the name of the locked resource.
+// Resource returns the name of the locked resource. For a set (LockAll),
+// it returns the set's names, sorted, joined by "," (as in errors and
+// events): a name for display; Resources returns the names themselves.
 func (l *Lock) Resource() string { return l.resource }
 
 // Value returns the lock's random value (R4): 20 bytes from crypto/rand,
@@ -131,10 +135,12 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	var replies []reply
 	if hand != handDone {
-		replies = c.releaseAll(l.key, l.value, true)
+		replies = c.releaseAll(l.request(adapter.OpRelease), true)
 		err = c.unlockErr(replies)
 		if c.hand != nil && hand == handNone {
-			c.hand.ownRelease(l.key, l.value) // the key may be free: next waiter
+			for _, key := range l.lockKeys() {
+				c.hand.ownRelease(key, l.value) // the key may be free: next waiter
+			}
 		}
 	}
 	if prior != nil {
@@ -150,17 +156,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// releaseAll releases key from value on every node (R5, R12), announced
-// where the nodes can and announce is set (hand-off, R14), and returns each
-// node's reply once a quorum released or every node answered. The requests
-// outlive any caller's context, bounded by the node timeout.
-func (c *Client) releaseAll(key, value string, announce bool) []reply {
+// releaseAll releases req's key (or a set's keys) from its value on every
+// node (R5, R12), announced where the nodes can and announce is set
+// (hand-off, R14), and returns each node's reply once a quorum released or
+// every node answered. The requests outlive any caller's context, bounded
+// by the node timeout. req.Op is set here.
+func (c *Client) releaseAll(req adapter.Request, announce bool) []reply {
 	op := adapter.OpRelease
 	if announce && c.hand != nil {
 		op = adapter.OpReleaseAnnounce
 	}
+	req.Op = setOp(op, req.Keys)
 	bg := context.Background()
-	f := c.newFanWithin(bg, bg, adapter.Request{Op: op, Key: key, Value: value}, stopQuorum, c.opts.releaseTimeout)
+	f := c.newFanWithin(bg, bg, req, stopQuorum, c.opts.releaseTimeout)
 	if f == nil {
 		return c.closedReplies()
 	}
@@ -263,7 +271,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return ErrMaxExtensions
 	}
 	c := l.client
-	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpExtend, Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
+	f := c.newFan(ctx, ctx, l.request(adapter.OpExtend), stopQuorum)
 	if f == nil {
 		return errors.Join(ErrExtendFailed, ErrClosed)
 	}

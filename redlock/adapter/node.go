@@ -168,6 +168,9 @@ func (op Op) String() string {
 	case OpTransfer:
 		return "transfer"
 	}
+	if s := op.multiString(); s != "" {
+		return s
+	}
 	return "Op(" + strconv.Itoa(int(op)) + ")"
 }
 
@@ -181,6 +184,10 @@ type Request struct {
 	TTL time.Duration
 	// From is the value that OpTransfer hands the key over from.
 	From string
+	// Keys are the lock keys of a set, for the operations of a MultiNode
+	// (Op.IsMulti: OpAcquireAll, ...), distinct and sorted; Key is then
+	// empty.
+	Keys []string
 }
 
 // Receiver receives the answers of AsyncNode operations. Receive must not

@@ -23,6 +23,8 @@ type Node struct {
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
+
+	multi multiScripts // multi.go
 }
 
 var _ redlock.Node = (*Node)(nil)
@@ -38,6 +40,8 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
+
+		multi: newMultiScripts(),
 	}
 }
 
