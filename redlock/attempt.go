@@ -62,6 +62,7 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 			until:    t1.Add(o.ttl - d),
 			inflight: &f.inflight,
 			token:    fz.token,
+			mode:     modeOf(f.req.Op), // rw.go
 		}
 		if from != nil {
 			l.run = from.run + 1

@@ -251,6 +251,57 @@
 // and fewer than a quorum of honest nodes are up. Liars can make an Unlock
 // look more successful than it was, by up to f nodes.
 //
+// # Read-write locks (RLock, WLock)
+//
+// Client.RLock and Client.TryRLock acquire a resource for reading, shared
+// with any number of readers; Client.WLock and Client.TryWLock for writing,
+// exclusive of readers, other writers and plain locks (Lock). Both return a
+// *Lock with the usual Extend, Unlock, WithAutoExtend, Done and Err;
+// Lock.Shared tells a read lock. The nodes must implement adapter.RWNode
+// (the shared script redlock/scripts/rw.lua; MemNode, goredis, rueidis).
+//
+// On each node, one atomic step decides (as SET NX does for R3): a writer
+// holds the lock key as a string, exactly like a plain lock, and readers
+// hold the same key as a hash of reader values to expiries on the node's
+// clock. So on every node the key is held by one writer or plain lock, or
+// by readers, never both. A reader or a writer is granted only once a
+// quorum of nodes admitted it within its validity (R8.3, R9), and any two
+// quorums share a node (two majorities of N; with WithByzantineNodes(f),
+// quorums of ceil((N+f+1)/2) share f+1 nodes, so an honest one): if a
+// reader and a writer were both believed held at one moment, that shared
+// node would hold the writer's string and the reader's field at once, each
+// until its own expiry on that node, which R9's validity does not outlast.
+// Readers never exclude each other. Each reader has its own expiry (its
+// hash field), the key's expiry is the latest of them, and every step
+// prunes the fields whose expiry passed, so a reader that crashed holds
+// nothing past its ttl, as a plain lock.
+//
+// Writers are not starved by a stream of readers. A WLock attempt that
+// finds readers on a node leaves a waiting mark there (its waiter id, drawn
+// once per WLock call, with an expiry of its ttl, refreshed by each
+// attempt), and a node admits no new reader while a mark is alive. After
+// the writer's first failed attempt, the nodes where readers held it admit
+// no one new, so the readers already in leave within their holds (at most
+// ttl x (1+WithMaxExtensions) for an auto-extended reader, like any lock),
+// and the writer acquires at its next attempt after that, unless another
+// writer or a plain lock takes the resource first (writers compete as
+// plain locks do, without order). A WLock that is granted or gives up
+// (context, tries, Close) removes its marks from every node before it
+// returns; a writer that dies leaves marks that keep readers out for at
+// most one ttl after its last attempt. The marks stay alive between
+// attempts while the retry delay (WithRetryDelay) is below the ttl, as it
+// is by default. Limits, stated: a node held by a writer or a plain lock
+// (a string) cannot carry a mark, so right after that holder's release
+// readers may get in before the waiting writer; its next failed attempt
+// marks those nodes. Readers, in turn, can be delayed by a stream of
+// writers: the preference is the writers'. TryWLock leaves no mark.
+//
+// Read-write locks take no part in the hand-off: they retry after R10's
+// random delay, and Unlock never hands a read lock over. They carry no
+// fencing token: RLock and WLock refuse a client built with WithFencing
+// (ErrInvalid). A fenced plain Lock, on a client with the same key prefix,
+// does exclude readers and writers, as it holds the same key as a string.
+//
 // # Observability
 //
 // WithObserver registers an Observer called with every attempt's outcome

@@ -27,6 +27,7 @@ type Lock struct {
 	inflight *sync.WaitGroup // acquire requests of the grant still in flight
 	token    uint64          // fencing token (fencing.go), 0 without fencing
 	run      int             // hand-overs in a row within the client that led to it
+	mode     lockMode        // exclusive, or a read or write lock (rw.go)
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time
@@ -123,14 +124,16 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// unless the nodes keep each node's requests in order (AsyncNode), so
 	// that the release reaches a node after the acquisition. Fenced
 	// acquisitions use the blocking methods, so they are waited for.
-	if l.inflight != nil && (c.async == nil || c.opts.fencing) {
+	// Read-write acquisitions use the blocking methods too (rw.go).
+	if l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive) {
 		l.inflight.Wait()
 	}
 	hand := handNone
 	var err error
-	if prior == nil {
+	if prior == nil && l.mode != modeRead {
 		// Never hand over a lock that is known to be lost: the waiter
-		// would start from keys that another client may hold.
+		// would start from keys that another client may hold. A reader
+		// shares the key: it has nothing to hand over.
 		hand, err = c.hand.handOver(l)
 	}
 	var replies []reply
@@ -162,11 +165,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // every node answered. The requests outlive any caller's context, bounded
 // by the node timeout. req.Op is set here.
 func (c *Client) releaseAll(req adapter.Request, announce bool) []reply {
-	op := adapter.OpRelease
-	if announce && c.hand != nil {
-		op = adapter.OpReleaseAnnounce
+	if req.Op != adapter.OpRRelease { // a reader leaves the readers' hash (rw.go)
+		op := adapter.OpRelease
+		if announce && c.hand != nil {
+			op = adapter.OpReleaseAnnounce
+		}
+		req.Op = setOp(op, req.Keys)
 	}
-	req.Op = setOp(op, req.Keys)
 	bg := context.Background()
 	f := c.newFanWithin(bg, bg, req, stopQuorum, c.opts.releaseTimeout)
 	if f == nil {

@@ -128,6 +128,9 @@ func (f *fan) blockingAll(i int) (bool, error) {
 // request is the request of op (OpRelease, OpExtend, ...) for l: on its
 // key, or, for a set, op's form on its keys.
 func (l *Lock) request(op adapter.Op) adapter.Request {
+	if l.mode == modeRead {
+		op = readOp(op) // rw.go
+	}
 	return adapter.Request{Op: setOp(op, l.keys), Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
 }
 

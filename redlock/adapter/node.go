@@ -171,6 +171,9 @@ func (op Op) String() string {
 	if s := op.multiString(); s != "" {
 		return s
 	}
+	if name, ok := rwName(op); ok {
+		return name
+	}
 	return "Op(" + strconv.Itoa(int(op)) + ")"
 }
 
@@ -188,6 +191,9 @@ type Request struct {
 	// (Op.IsMulti: OpAcquireAll, ...), distinct and sorted; Key is then
 	// empty.
 	Keys []string
+	// Waiter identifies a waiting writer (OpWAcquire, OpWUnwait: RWNode);
+	// empty for every other operation.
+	Waiter string
 }
 
 // Receiver receives the answers of AsyncNode operations. Receive must not

@@ -23,6 +23,7 @@ type Node struct {
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
+	rw            *redis.Script // rw.go
 
 	multi multiScripts // multi.go
 }
@@ -40,6 +41,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
+		rw:            redis.NewScript(scripts.RW),
 
 		multi: newMultiScripts(),
 	}

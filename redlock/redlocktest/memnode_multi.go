@@ -91,7 +91,7 @@ func (n *MemNode) applyMulti(c *memCall, now time.Time) (memResult, bool) {
 			}
 		}
 		for _, k := range keys {
-			n.keys[k] = memEntry{r.Value, now.Add(r.TTL)}
+			n.keys[k] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		}
 		return true
 	}
@@ -140,7 +140,7 @@ func (n *MemNode) applyMulti(c *memCall, now time.Time) (memResult, bool) {
 			return memResult{}, true
 		}
 		for _, k := range r.Keys {
-			n.keys[k] = memEntry{r.Value, now.Add(r.TTL)}
+			n.keys[k] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		}
 		return memResult{ok: true}, true
 	case opRaiseFences:
@@ -165,7 +165,7 @@ func (n *MemNode) applyMulti(c *memCall, now time.Time) (memResult, bool) {
 			exp = now.Add(c.retention)
 		}
 		for _, fk := range fences {
-			n.keys[fk] = memEntry{strconv.FormatUint(c.token, 10), exp}
+			n.keys[fk] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
 		}
 		return memResult{ok: true}, true
 	}

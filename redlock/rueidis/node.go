@@ -36,6 +36,7 @@ type Node struct {
 	handOn  *batch.Script // Transfer
 
 	acquireFenced, raiseFence *batch.Script // fencing.go
+	rw                        *batch.Script // rw.go
 
 	multi multiScripts // multi.go
 
@@ -77,6 +78,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
+		rw:            batch.NewScript(scripts.RW),
 
 		multi: newMultiScripts(),
 	}

@@ -5,7 +5,7 @@
 -- KEYS lock keys; ARGV[1] value; ARGV[2] ttl in milliseconds.
 -- Returns 1 when the expiries were reset, else 0.
 for i = 1, #KEYS do
-	if redis.call("GET", KEYS[i]) ~= ARGV[1] then
+	if redis.pcall("GET", KEYS[i]) ~= ARGV[1] then
 		return 0
 	end
 end

@@ -11,7 +11,7 @@
 local n = #KEYS / 2
 local tok = ARGV[2]
 for i = 1, n do
-	if redis.call("GET", KEYS[i]) ~= ARGV[1] then
+	if redis.pcall("GET", KEYS[i]) ~= ARGV[1] then
 		return 0
 	end
 	local cur = redis.call("GET", KEYS[n + i])

@@ -7,7 +7,7 @@
 -- else 0; the keys that held the value are deleted either way.
 local all = 1
 for i = 1, #KEYS do
-	if redis.call("GET", KEYS[i]) == ARGV[1] then
+	if redis.pcall("GET", KEYS[i]) == ARGV[1] then
 		redis.call("DEL", KEYS[i])
 		if ARGV[2] ~= "" then
 			redis.call("PUBLISH", ARGV[2] .. KEYS[i], ARGV[1])
