@@ -70,12 +70,16 @@ func doRW(ctx context.Context, n Node, req adapter.Request) (bool, error) {
 // WLock and TryWLock.
 func (l *Lock) Shared() bool { return l.mode == modeRead }
 
-// extendOp is the operation that extends the lock on a node (R17).
-func (l *Lock) extendOp() adapter.Op {
-	if l.mode == modeRead {
+// readOp is the reader's form of op, for a lock held in read mode: a
+// reader leaves or extends its entry in the readers' hash.
+func readOp(op adapter.Op) adapter.Op {
+	switch op {
+	case adapter.OpRelease, adapter.OpReleaseAnnounce:
+		return adapter.OpRRelease
+	case adapter.OpExtend:
 		return adapter.OpRExtend
 	}
-	return adapter.OpExtend
+	return op
 }
 
 // RLock acquires resource for reading: any number of readers hold it at
@@ -221,10 +225,4 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 // a node that did not answer expires with its ttl.
 func (c *Client) unwait(key, waiter string) {
 	c.releaseEvery(adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, true)
-}
-
-// releaseShared removes a reader from every node (R5, R12) and returns
-// each node's reply once a quorum confirmed or every node answered.
-func (c *Client) releaseShared(key, value string) []reply {
-	return c.releaseEvery(adapter.Request{Op: adapter.OpRRelease, Key: key, Value: value}, false)
 }

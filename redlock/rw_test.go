@@ -16,9 +16,6 @@ import (
 // bubbles: fake time, so the waits are exact and independent of the
 // machine's load.
 
-// plainNode hides every capability of the node it wraps but redlock.Node.
-type plainNode struct{ redlock.Node }
-
 func TestRWReadersShareWritersExclude(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := redlocktest.NewMemNodes(5)

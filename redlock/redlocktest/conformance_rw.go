@@ -78,6 +78,19 @@ func runRWConformance(t *testing.T, b Backend, n adapter.RWNode) {
 			ok, err = fn.RaiseFence(ctx, "rw:p", "rw:p-fence", "lost", 1, 0)
 			check(t, "RaiseFence on a key held by readers", ok, err, false)
 		}
+		if mn, is := n.(adapter.MultiNode); is {
+			keys := []string{"rw:p", "rw:p2"}
+			ok, err = mn.AcquireAll(ctx, keys, "set", ttl)
+			check(t, "AcquireAll of a set with a key held by readers", ok, err, false)
+			ok, err = mn.ReleaseAll(ctx, keys, "lost", false)
+			check(t, "ReleaseAll of a set with a key held by readers", ok, err, false)
+			ok, err = mn.ExtendAll(ctx, keys, "lost", ttl)
+			check(t, "ExtendAll of a set with a key held by readers", ok, err, false)
+		}
+		if mf, is := n.(adapter.MultiFencingNode); is {
+			ok, err = mf.RaiseFences(ctx, []string{"rw:p"}, []string{"rw:p-fence"}, "lost", 1, 0)
+			check(t, "RaiseFences on a set with a key held by readers", ok, err, false)
+		}
 		ok, err = n.RExtend(ctx, "rw:p", "r", ttl)
 		check(t, "RExtend of the reader after the plain operations", ok, err, true)
 	})

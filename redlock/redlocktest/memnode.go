@@ -576,6 +576,9 @@ func (n *MemNode) apply(c *memCall) memResult {
 		n.keys[c.fenceKey] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
 		return memResult{ok: true}
 	}
+	if res, ok := n.applyMulti(c, now); ok { // memnode_multi.go
+		return res
+	}
 	n.applied.Add(-1)
 	return memResult{err: fmt.Errorf("redlocktest: %s: unknown operation %v", n.name, r.Op)}
 }
@@ -646,7 +649,8 @@ func (n *MemNode) ReleaseAnnounce(ctx context.Context, key, value string) (bool,
 func (n *MemNode) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
 	c := &memCall{ctx: ctx, req: req, reply: func(r memResult) { to.Receive(tag, r.ok, r.err) }}
 	switch req.Op {
-	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer:
+	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer,
+		adapter.OpAcquireAll, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpExtendAll:
 	default:
 		c.reply(memResult{err: fmt.Errorf("redlocktest: %s: unknown operation %v", n.name, req.Op)})
 		return

@@ -38,6 +38,8 @@ type Node struct {
 	acquireFenced, raiseFence *batch.Script // fencing.go
 	rw                        *batch.Script // rw.go
 
+	multi multiScripts // multi.go
+
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
 }
@@ -77,6 +79,8 @@ func NewNode(client rueidis.Client, name string) *Node {
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
 		rw:            batch.NewScript(scripts.RW),
+
+		multi: newMultiScripts(),
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n
