@@ -40,6 +40,8 @@ func newLockCmd() *cobra.Command {
 		nodeTO time.Duration
 		maxExt int
 		fence  bool
+		read   bool // --read: a read lock (RLock)
+		write  bool // --write: a write lock (WLock)
 		prefix string
 		tlsf   tlsFiles
 		adapt  string
@@ -71,6 +73,12 @@ kills the group at once (on Linux also through a parent-death signal;
 elsewhere through a pipe from dlm, which the kernel closes on any death).
 Only a process that leaves the group on purpose (setsid, setpgid) escapes.
 
+With --read, the lock is a read lock: any number of dlm lock --read
+commands on RESOURCE run at once, and none while a --write or a plain dlm
+lock holds it. With --write, it excludes readers, writers and plain locks
+alike, and a waiting writer keeps new readers out (writers are not starved
+by readers). Both take one RESOURCE and no --fencing.
+
 If the lock is lost while the command runs (an extension could not reach a
 quorum before the validity ran out), the group gets SIGTERM, then SIGKILL
 after --grace, and dlm exits 74.
@@ -81,7 +89,8 @@ within --wait); otherwise the command's own exit code (128+N when it was
 killed by signal N).`,
 		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
   DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report
-  DLM_NODES=... dlm lock --wait 5m db-primary db-replica -- ./migrate.sh`,
+  DLM_NODES=... dlm lock --wait 5m db-primary db-replica -- ./migrate.sh
+  DLM_NODES=... dlm lock --read --wait 1m catalog -- ./export.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 {
@@ -106,6 +115,12 @@ killed by signal N).`,
 				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
 			case nodeTO <= 0 || nodeTO >= ttl:
 				return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
+			case read && write:
+				return usageErrorf("give --read or --write, not both")
+			case (read || write) && len(resources) > 1:
+				return usageErrorf("--read and --write lock one RESOURCE, got %d", len(resources))
+			case (read || write) && fence:
+				return usageErrorf("--read and --write cannot be combined with --fencing: read-write locks carry no fencing tokens")
 			}
 			urls, err := resolveNodes(nodes)
 			if err != nil {
@@ -126,7 +141,7 @@ killed by signal N).`,
 			defer closeClient()
 			lr := lockRun{
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
-				argv: argv, wait: wait, grace: grace,
+				argv: argv, wait: wait, grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
 			}
 			return lr.run(cmd.Context())
@@ -138,6 +153,8 @@ killed by signal N).`,
 	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to the command")
 	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17): the command is stopped as on a lost lock after about max-extensions x ttl/3")
+	f.BoolVar(&read, "read", false, "take a read lock: shared with other --read locks on RESOURCE, exclusive of --write and plain locks")
+	f.BoolVar(&write, "write", false, "take a write lock: exclusive, and a waiting writer keeps new readers out")
 	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN (R18), strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
@@ -251,6 +268,8 @@ type lockRun struct {
 	argv      []string
 	wait      time.Duration
 	grace     time.Duration
+	read      bool // --read: RLock
+	write     bool // --write: WLock
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
@@ -396,10 +415,10 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 		err error
 	)
 	if r.wait == 0 {
-		l, err = r.client.TryLockAll(ctx, r.resources)
+		l, err = r.lock(ctx, true)
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, r.wait)
-		l, err = r.client.LockAll(wctx, r.resources)
+		l, err = r.lock(wctx, false)
 		cancel()
 	}
 	if err == nil {
@@ -414,6 +433,25 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 		attempts = max(ae.Attempts, 1)
 	}
 	return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
+}
+
+// lock makes one attempt (try) or retries until ctx ends: a read or write
+// lock on the one resource with --read or --write, else the resources as
+// one lock.
+func (r *lockRun) lock(ctx context.Context, try bool) (*redlock.Lock, error) {
+	switch {
+	case r.read && try:
+		return r.client.TryRLock(ctx, r.resources[0])
+	case r.read:
+		return r.client.RLock(ctx, r.resources[0])
+	case r.write && try:
+		return r.client.TryWLock(ctx, r.resources[0])
+	case r.write:
+		return r.client.WLock(ctx, r.resources[0])
+	case try:
+		return r.client.TryLockAll(ctx, r.resources)
+	}
+	return r.client.LockAll(ctx, r.resources)
 }
 
 // childExit maps the child's wait error to dlm's result: nil for success,
