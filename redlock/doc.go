@@ -297,10 +297,14 @@
 // writers: the preference is the writers'. TryWLock leaves no mark.
 //
 // Read-write locks take no part in the hand-off: they retry after R10's
-// random delay, and Unlock never hands a read lock over. They carry no
-// fencing token: RLock and WLock refuse a client built with WithFencing
-// (ErrInvalid). A fenced plain Lock, on a client with the same key prefix,
-// does exclude readers and writers, as it holds the same key as a string.
+// random delay, and Unlock never hands a read lock over. With WithFencing,
+// a writer gets a fencing token exactly as a plain lock does (R18): its
+// acquisition reads the resource's fence in the same atomic step
+// (RWNode.WAcquireFenced), and phase 2 raises the fence where the
+// writer's key, a plain string, still holds its value; writers and plain
+// locks of a resource share one sequence of tokens. A reader's Token is 0:
+// it writes nothing that needs fencing, and it neither reads nor raises
+// the fence.
 //
 // # Observability
 //

@@ -137,6 +137,8 @@ func (f *fan) blocking(i int) (bool, error) {
 		return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.token, c.opts.fenceRetention)
 	case opAcquireAllFenced, opRaiseFences:
 		return f.blockingAll(i) // multi.go
+	case opWAcquireFenced:
+		return f.blockingWrite(i) // rw.go
 	}
 	return do(f.nctx, c.nodes[i], f.req)
 }

@@ -20,15 +20,33 @@ const (
 	modeWrite                     // WLock, TryWLock: exclusive
 )
 
+// opWAcquireFenced is a writer's acquisition on a client with fencing
+// (phase 1 of R18, adapter.RWNode.WAcquireFenced); like engine.go's
+// opAcquireFenced, it runs by the blocking method only.
+const opWAcquireFenced adapter.Op = 232
+
 // modeOf is the mode of a lock granted by an acquisition of op.
 func modeOf(op adapter.Op) lockMode {
 	switch op {
 	case adapter.OpRAcquire:
 		return modeRead
-	case adapter.OpWAcquire:
+	case adapter.OpWAcquire, opWAcquireFenced:
 		return modeWrite
 	}
 	return modeExclusive
+}
+
+// blockingWrite runs the fan's fenced writer acquisition on node i (R18
+// phase 1): the fence read goes where engine.go's fenced acquisitions put
+// theirs.
+func (f *fan) blockingWrite(i int) (bool, error) {
+	rn, ok := f.c.nodes[i].(adapter.RWNode)
+	if !ok { // checkRW checks every node first
+		return false, invalidf("node %q does not implement adapter.RWNode", f.c.names[i])
+	}
+	ok, fence, err := rn.WAcquireFenced(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.req.Waiter, f.req.TTL)
+	f.fences[i] = fence // read after the answer, under f.mu
+	return ok, err
 }
 
 // isRWOp reports whether op is one of adapter.RWNode's operations, which
@@ -92,8 +110,8 @@ func readOp(op adapter.Op) adapter.Op {
 //
 // The returned Lock is a read lock (Shared reports true): Extend, Unlock,
 // WithAutoExtend, Done and Err work as for Lock; Unlock never hands a read
-// lock over to a waiter. Its Token is 0: read-write locks refuse clients
-// built with WithFencing (ErrInvalid), as a reader writes nothing to fence.
+// lock over to a waiter. Its Token is 0, with WithFencing too: a reader
+// writes nothing to fence, and it neither reads nor raises the fence.
 // Every node must implement adapter.RWNode (the MemNode of redlocktest,
 // redlock/goredis and redlock/rueidis do); otherwise RLock returns an error
 // wrapping ErrInvalid that names the node. Errors are Lock's.
@@ -118,8 +136,12 @@ func (c *Client) TryRLock(ctx context.Context, resource string, opts ...LockOpti
 // every attempt, so they stay alive while the retry delay (WithRetryDelay)
 // is below the ttl, as it is by default.
 //
-// The returned Lock's Token is 0 (see RLock for fencing and the nodes it
-// needs). Errors are Lock's.
+// With WithFencing, the returned Lock's Token is a fencing token (R18),
+// from the same sequence as Lock's for the resource: strictly greater than
+// the token of every earlier grant of the resource, writer or plain lock
+// (the writer's key is a plain lock key, so phase 2 is Lock's). Without
+// it, Token is 0. Every node must implement adapter.RWNode (see RLock).
+// Errors are Lock's.
 func (c *Client) WLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
 	return c.rwLock(ctx, resource, modeWrite, false, opts)
 }
@@ -147,9 +169,6 @@ func (c *Client) rwLock(ctx context.Context, resource string, mode lockMode, try
 
 // checkRW refuses read-write locks on a client that cannot give them.
 func (c *Client) checkRW() error {
-	if c.opts.fencing {
-		return invalidf("read-write locks carry no fencing tokens: use a client without WithFencing for RLock and WLock")
-	}
 	for i, n := range c.nodes {
 		if _, ok := n.(adapter.RWNode); !ok {
 			return invalidf("node %q (position %d) does not implement adapter.RWNode, which read-write locks need: use redlock/goredis, redlock/rueidis or redlocktest.MemNode", c.names[i], i)
@@ -197,10 +216,17 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		req := adapter.Request{Op: adapter.OpRAcquire, Key: key, Value: value, TTL: o.ttl}
 		if mode == modeWrite {
 			req.Op, req.Waiter = adapter.OpWAcquire, waiter
+			if c.opts.fencing {
+				req.Op = opWAcquireFenced // R18: a writer gets a token
+			}
 		}
 		f := c.newFan(ctx, ctx, req, stopDecided)
 		if f == nil {
 			return nil, c.stopped(resource, try-1, last, ErrClosed)
+		}
+		if req.Op == opWAcquireFenced {
+			f.fenceKey = c.opts.fencePrefix + resource
+			f.fences = make([]uint64, len(c.nodes))
 		}
 		c.send(f)
 		marked = marked || waiter != ""

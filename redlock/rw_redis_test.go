@@ -138,3 +138,33 @@ func TestRWLostPlainLockOnReadersKey(t *testing.T) {
 		}
 	})
 }
+
+// With WithFencing over redis-server, a writer's token follows the plain
+// locks' tokens of the resource; a reader's is 0.
+func TestRWFencingOverRedis(t *testing.T) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
+		_, c := cluster(t, a, 3, redlock.WithFencing())
+		ctx := t.Context()
+		p, err := c.TryLock(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = p.Unlock(ctx)
+		w, err := c.TryWLock(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.Token() <= p.Token() {
+			t.Fatalf("writer's token %d after a plain lock's %d: want it greater", w.Token(), p.Token())
+		}
+		_ = w.Unlock(ctx)
+		r, err := c.TryRLock(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Token() != 0 {
+			t.Fatalf("reader's token = %d, want 0", r.Token())
+		}
+		_ = r.Unlock(ctx)
+	})
+}

@@ -324,11 +324,6 @@ func TestRWNodeFaults(t *testing.T) {
 
 func TestRWBadInput(t *testing.T) {
 	nodes, _ := redlocktest.NewMemNodes(3)
-	fenced, err := redlock.New(nodes, redlock.WithFencing())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer fenced.Close()
 	mixed, err := redlock.New([]redlock.Node{nodes[0], plainNode{nodes[1]}, nodes[2]})
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +340,6 @@ func TestRWBadInput(t *testing.T) {
 		lock func() (*redlock.Lock, error)
 		want string
 	}{
-		{"fencing client", func() (*redlock.Lock, error) { return fenced.RLock(ctx, "r") }, "WithFencing"},
 		{"node without RWNode", func() (*redlock.Lock, error) { return mixed.WLock(ctx, "r") }, `position 1`},
 		{"empty resource", func() (*redlock.Lock, error) { return ok.TryRLock(ctx, "") }, "empty resource"},
 		{"bad ttl", func() (*redlock.Lock, error) { return ok.TryWLock(ctx, "r", redlock.WithTTL(-1)) }, "ttl must be positive"},
@@ -363,4 +357,65 @@ func TestRWBadInput(t *testing.T) {
 			t.Fatalf("%s: keys %v left by refused calls", m, keys)
 		}
 	}
+}
+
+// With WithFencing, writers get fencing tokens from the same sequence as
+// plain locks (R18), strictly increasing across both; readers get 0 and
+// leave the fence alone.
+func TestRWFencing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		c := memClient(t, nodes, redlock.WithFencing())
+		ctx := t.Context()
+		var last uint64
+		for i, lock := range []func(context.Context, string, ...redlock.LockOption) (*redlock.Lock, error){c.WLock, c.Lock, c.WLock, c.TryWLock} {
+			l, err := lock(ctx, "f")
+			if err != nil {
+				t.Fatalf("grant %d: %v", i, err)
+			}
+			if l.Token() <= last {
+				t.Fatalf("grant %d: token %d, want above the previous %d", i, l.Token(), last)
+			}
+			last = l.Token()
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := c.RLock(ctx, "f")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Token() != 0 {
+			t.Fatalf("reader's token = %d, want 0", r.Token())
+		}
+		at := 0 // the fence is a quorum max-register: a quorum holds the last token
+		for _, m := range mems {
+			f, err := m.Fence(ctx, redlock.DefaultFencePrefix+"f")
+			if err != nil || f > last {
+				t.Fatalf("%s: fence %d, %v after a reader; want at most the last writer's %d", m, f, err, last)
+			}
+			if f == last {
+				at++
+			}
+		}
+		if at < c.Quorum() {
+			t.Fatalf("%d nodes hold the last token %d, want a quorum (%d)", at, last, c.Quorum())
+		}
+		// A writer waiting behind the reader gets the next token.
+		got := make(chan *redlock.Lock, 1)
+		go func() {
+			w, err := c.WLock(ctx, "f")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- w
+		}()
+		synctest.Wait() // the writer failed its first attempt, left its marks, and sleeps
+		_ = r.Unlock(ctx)
+		w := <-got
+		if w == nil || w.Token() != last+1 {
+			t.Fatalf("waiting writer: %v, want token %d", w, last+1)
+		}
+		_ = w.Unlock(ctx)
+	})
 }

@@ -156,8 +156,6 @@ func (c Config) Validate() error {
 		return fmt.Errorf("torture: tolerating %d lying nodes needs at least 3f+1 = %d nodes, got %d", c.Byzantine, 3*c.Byzantine+1, c.Nodes)
 	case c.Byzantine > 0 && c.Fencing && c.Nodes < 4*c.Byzantine+1:
 		return fmt.Errorf("torture: tolerating %d lying nodes with fencing needs at least 4f+1 = %d nodes, got %d", c.Byzantine, 4*c.Byzantine+1, c.Nodes)
-	case c.Scenario == "read-write" && c.Fencing:
-		return fmt.Errorf("torture: read-write cannot be combined with fencing: read-write locks carry no fencing tokens (redlock refuses RLock and WLock with WithFencing)")
 	case c.Scenario == "lying-node" && c.Fencing:
 		return fmt.Errorf("torture: lying-node cannot be combined with fencing: its node lies about SET, and a fenced acquisition is a script, which it forwards truthfully")
 	case c.LivenessBound < 0:

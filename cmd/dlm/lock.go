@@ -77,7 +77,7 @@ With --read, the lock is a read lock: any number of dlm lock --read
 commands on RESOURCE run at once, and none while a --write or a plain dlm
 lock holds it. With --write, it excludes readers, writers and plain locks
 alike, and a waiting writer keeps new readers out (writers are not starved
-by readers). Both take one RESOURCE and no --fencing.
+by readers). Both take one RESOURCE; --write takes --fencing too.
 
 If the lock is lost while the command runs (an extension could not reach a
 quorum before the validity ran out), the group gets SIGTERM, then SIGKILL
@@ -119,8 +119,8 @@ killed by signal N).`,
 				return usageErrorf("give --read or --write, not both")
 			case (read || write) && len(resources) > 1:
 				return usageErrorf("--read and --write lock one RESOURCE, got %d", len(resources))
-			case (read || write) && fence:
-				return usageErrorf("--read and --write cannot be combined with --fencing: read-write locks carry no fencing tokens")
+			case read && fence:
+				return usageErrorf("--read cannot be combined with --fencing: a read lock carries no fencing token (--write does)")
 			}
 			urls, err := resolveNodes(nodes)
 			if err != nil {

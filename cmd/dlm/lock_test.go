@@ -396,7 +396,7 @@ func TestUsage(t *testing.T) {
 		{"lock resource twice", nil, []string{"lock", "--nodes", good, "a", "b", "a", "--", "true"}, `RESOURCE "a" is given twice`},
 		{"lock read and write", nil, []string{"lock", "--nodes", good, "--read", "--write", "r", "--", "true"}, "--read or --write, not both"},
 		{"lock read set", nil, []string{"lock", "--nodes", good, "--read", "a", "b", "--", "true"}, "lock one RESOURCE, got 2"},
-		{"lock write fencing", nil, []string{"lock", "--nodes", good, "--write", "--fencing", "r", "--", "true"}, "no fencing tokens"},
+		{"lock read fencing", nil, []string{"lock", "--nodes", good, "--read", "--fencing", "r", "--", "true"}, "carries no fencing token"},
 		{"lock ttl 0", nil, []string{"lock", "--nodes", good, "--ttl", "0", "r", "--", "true"}, "--ttl must be positive"},
 		{"lock negative wait", nil, []string{"lock", "--nodes", good, "--wait", "-1s", "r", "--", "true"}, "--wait"},
 		{"lock bad ttl", nil, []string{"lock", "--nodes", good, "--ttl", "ten", "r", "--", "true"}, "invalid argument"},

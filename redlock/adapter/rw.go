@@ -43,6 +43,12 @@ type RWNode interface {
 	// WUnwait removes waiter's mark from key. It reports whether a live
 	// mark was removed.
 	WUnwait(ctx context.Context, key, waiter string) (bool, error)
+	// WAcquireFenced is WAcquire that, in the same atomic step and only
+	// when it set key, also reads the fence value stored under fenceKey
+	// (R18 phase 1, as FencingNode.AcquireFenced): a writer of a client
+	// with fencing gets a token like a plain lock. It reports whether key
+	// was set and, if so, the fence value (0 when there is none).
+	WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (ok bool, fence uint64, err error)
 }
 
 // The operations of RWNode in a Request (32..47 are read-write locks').

@@ -15,6 +15,12 @@ var _ adapter.FencingNode = (*Node)(nil)
 // the fence value under fenceKey, in one script (R3, R18 phase 1).
 func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
 	res, err := n.acquireFenced.Run(ctx, n.client, []string{key, fenceKey}, value, ttl.Milliseconds()).Slice()
+	return parseFenced(fenceKey, res, err)
+}
+
+// parseFenced reads the {set, fence} reply of a fenced acquisition script
+// (acquire_fenced.lua, rw.lua's wacquirefenced) over fenceKey.
+func parseFenced(fenceKey string, res []any, err error) (bool, uint64, error) {
 	if err != nil {
 		return false, 0, err
 	}

@@ -202,6 +202,32 @@ func runRWConformance(t *testing.T, b Backend, n adapter.RWNode) {
 			t.Fatalf("PTTL after the latest reader left = %v, want at most %v", d, short)
 		}
 	})
+	t.Run("FencedWriter", func(t *testing.T) { // R18 phase 1 for writers
+		ok, err := n.RAcquire(ctx, "rw:fw", "r", ttl)
+		check(t, "RAcquire", ok, err, true)
+		ok, f, err := n.WAcquireFenced(ctx, "rw:fw", "rw:fw-fence", "w", "W", ttl)
+		if ok || f != 0 || err != nil {
+			t.Fatalf("WAcquireFenced while a reader holds = %v, %d, %v; want false, 0, nil", ok, f, err)
+		}
+		ok, err = n.RAcquire(ctx, "rw:fw", "r2", ttl)
+		check(t, "RAcquire while the fenced writer waits", ok, err, false)
+		ok, err = n.RRelease(ctx, "rw:fw", "r")
+		check(t, "RRelease", ok, err, true)
+		if err := in.Put(ctx, "rw:fw-fence", "41"); err != nil {
+			t.Fatal(err)
+		}
+		ok, f, err = n.WAcquireFenced(ctx, "rw:fw", "rw:fw-fence", "w", "W", ttl)
+		if !ok || f != 41 || err != nil {
+			t.Fatalf("WAcquireFenced of a key of marks only = %v, %d, %v; want true, 41, nil", ok, f, err)
+		}
+		if v, _, err := in.Value(ctx, "rw:fw"); err != nil || v != "w" {
+			t.Fatalf("a fenced writer's key = %q, %v; want the plain value w", v, err)
+		}
+		ok, f, err = n.WAcquireFenced(ctx, "rw:fw-free", "rw:fw-none", "w", "", ttl)
+		if !ok || f != 0 || err != nil {
+			t.Fatalf("WAcquireFenced of a free key without a fence = %v, %d, %v; want true, 0, nil", ok, f, err)
+		}
+	})
 	t.Run("ScriptsSurviveScriptFlush", func(t *testing.T) {
 		if b.FlushScripts == nil {
 			t.Skip("the node runs no scripts")

@@ -47,6 +47,18 @@ func (n *MemNode) WUnwait(ctx context.Context, key, waiter string) (bool, error)
 	return r.ok, r.err
 }
 
+// opWAcquireFenced is WAcquireFenced on the wire (beyond adapter.Op's).
+const opWAcquireFenced adapter.Op = 232
+
+// WAcquireFenced is WAcquire that, when it set key, also reads the fence
+// under fenceKey (adapter.RWNode, R18 phase 1). A fence that is not a
+// decimal uint64 is an error, the key being set all the same.
+func (n *MemNode) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {
+	r := n.call(&memCall{ctx: ctx, fenceKey: fenceKey,
+		req: adapter.Request{Op: opWAcquireFenced, Key: key, Value: value, TTL: ttl, Waiter: waiter}})
+	return r.ok, r.fence, r.err
+}
+
 // Readers returns the values of the live readers of key and the waiters
 // whose marks are alive, on the node's clock (for tests), without going
 // through the wire or the faults.
@@ -73,7 +85,8 @@ func (n *MemNode) Readers(key string) (readers, waiters []string) {
 
 // applyRW runs one of RWNode's operations on the keyspace, as rw.lua does;
 // called with n.mu held.
-func (n *MemNode) applyRW(r adapter.Request, now time.Time, lieAcq, lieAll bool) memResult {
+func (n *MemNode) applyRW(c *memCall, now time.Time, lieAcq, lieAll bool) memResult {
+	r := c.req
 	e, exists := n.live(r.Key, now)
 	isHash := exists && e.hash != nil
 	switch r.Op {
@@ -117,9 +130,9 @@ func (n *MemNode) applyRW(r adapter.Request, now time.Time, lieAcq, lieAll bool)
 		latest, _, _ := pruneHash(e.hash, now)
 		n.setHash(r.Key, e.hash, latest, now)
 		return memResult{ok: cur.After(now)}
-	case adapter.OpWAcquire:
+	case adapter.OpWAcquire, opWAcquireFenced:
 		if lieAcq {
-			return memResult{ok: true}
+			return n.fenced(c, now)
 		}
 		if isHash {
 			latest, readers, _ := pruneHash(e.hash, now)
@@ -139,9 +152,19 @@ func (n *MemNode) applyRW(r adapter.Request, now time.Time, lieAcq, lieAll bool)
 			return memResult{}
 		}
 		n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
-		return memResult{ok: true}
+		return n.fenced(c, now)
 	}
 	return memResult{}
+}
+
+// fenced is the answer of a writer's acquisition that set its key: with
+// the fence under c.fenceKey when it is fenced (opWAcquireFenced).
+func (n *MemNode) fenced(c *memCall, now time.Time) memResult {
+	if c.req.Op != opWAcquireFenced {
+		return memResult{ok: true}
+	}
+	f, err := n.fenceLocked(c.fenceKey, now)
+	return memResult{ok: true, fence: f, err: err}
 }
 
 // pruneHash deletes the fields of h whose expiry passed and returns the

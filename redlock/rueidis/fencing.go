@@ -15,6 +15,12 @@ import (
 // the fence value under fenceKey, in one script (R3, R18 phase 1).
 func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
 	res, err := n.evalKeys(ctx, n.acquireFenced, []string{key, fenceKey}, value, strconv.FormatInt(ttl.Milliseconds(), 10)).ToArray()
+	return parseFenced(fenceKey, res, err)
+}
+
+// parseFenced reads the {set, fence} reply of a fenced acquisition script
+// (acquire_fenced.lua, rw.lua's wacquirefenced) over fenceKey.
+func parseFenced(fenceKey string, res []rueidis.RedisMessage, err error) (bool, uint64, error) {
 	if err != nil {
 		return false, 0, err
 	}

@@ -20,8 +20,13 @@
 --                            when waiter is not empty and readers hold the
 --                            key, it leaves or refreshes its waiting mark
 --   wunwait  waiter          a writer that stops waiting removes its mark
+--   wacquirefenced value ttl-ms waiter
+--                            wacquire that, when it set the key, also reads
+--                            the fence value under KEYS[2] in the same step
+--                            (R18 phase 1, as acquire_fenced.lua)
 -- Returns 1 when the operation acted as asked (acquired, released,
--- extended, mark removed), else 0.
+-- extended, mark removed), else 0; wacquirefenced returns {1, fence} when
+-- it set the key (fence "0" when absent), else {0, "0"}.
 local key, op = KEYS[1], ARGV[1]
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -100,7 +105,7 @@ elseif op == "rrelease" or op == "wunwait" then
 		return 0 -- it had expired: not held
 	end
 	return 1
-elseif op == "wacquire" then
+elseif op == "wacquire" or op == "wacquirefenced" then
 	if kind == "hash" then
 		local latest, readers = prune()
 		if readers == 0 then
@@ -112,9 +117,16 @@ elseif op == "wacquire" then
 			expire(math.max(latest, expiry))
 		end
 	end
+	local fenced = op == "wacquirefenced"
 	if kind == "none" then
 		redis.call("SET", key, ARGV[2], "PX", ARGV[3])
+		if fenced then
+			return {1, redis.call("GET", KEYS[2]) or "0"}
+		end
 		return 1
+	end
+	if fenced then
+		return {0, "0"}
 	end
 	return 0
 end
