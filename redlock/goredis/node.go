@@ -23,6 +23,8 @@ type Node struct {
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
+
+	putRecord, readRecord *redis.Script // record.go
 }
 
 var _ redlock.Node = (*Node)(nil)
@@ -38,6 +40,9 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
+
+		putRecord:  redis.NewScript(scripts.PutRecord),
+		readRecord: redis.NewScript(scripts.ReadRecord),
 	}
 }
 

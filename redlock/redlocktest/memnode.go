@@ -23,6 +23,7 @@ var (
 	_ adapter.BatchNode    = (*MemNode)(nil)
 	_ adapter.HandoffNode  = (*MemNode)(nil)
 	_ adapter.TransferNode = (*MemNode)(nil)
+	_ adapter.RecordNode   = (*MemNode)(nil) // memnode_record.go
 	_ adapter.ReleaseWatch = (*memWatch)(nil)
 	_ Inspector            = (*MemNode)(nil)
 )
@@ -388,6 +389,8 @@ type memCall struct {
 	fenceKey  string
 	token     uint64
 	retention time.Duration
+	recordKey string // memnode_record.go
+	record    string
 
 	reply func(memResult)
 	slow  time.Duration
@@ -401,9 +404,10 @@ type memCall struct {
 }
 
 type memResult struct {
-	ok    bool
-	fence uint64
-	err   error
+	ok     bool
+	fence  uint64
+	record string // memnode_record.go
+	err    error
 	// notify, when set, is the release to announce (ReleaseAnnounce).
 	announce []func()
 }
@@ -568,6 +572,8 @@ func (n *MemNode) apply(c *memCall) memResult {
 		}
 		n.keys[c.fenceKey] = memEntry{strconv.FormatUint(c.token, 10), exp}
 		return memResult{ok: true}
+	case opPutRecord, opReadRecord:
+		return n.applyRecord(c, now)
 	}
 	n.applied.Add(-1)
 	return memResult{err: fmt.Errorf("redlocktest: %s: unknown operation %v", n.name, r.Op)}

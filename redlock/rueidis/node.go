@@ -36,6 +36,7 @@ type Node struct {
 	handOn  *batch.Script // Transfer
 
 	acquireFenced, raiseFence *batch.Script // fencing.go
+	putRecord, readRecord     *batch.Script // record.go
 
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
@@ -46,6 +47,7 @@ var (
 	_ adapter.HandoffNode  = (*Node)(nil)
 	_ adapter.TransferNode = (*Node)(nil)
 	_ adapter.FencingNode  = (*Node)(nil) // fencing.go
+	_ adapter.RecordNode   = (*Node)(nil) // record.go
 )
 
 // MaxBatch is the most requests a Node sends in one DoMulti; a longer queue
@@ -75,6 +77,8 @@ func NewNode(client rueidis.Client, name string) *Node {
 
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
+		putRecord:     batch.NewScript(scripts.PutRecord),
+		readRecord:    batch.NewScript(scripts.ReadRecord),
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n
