@@ -313,6 +313,16 @@ func parseRecord(s string) (Leader, bool) {
 	return Leader{ID: id, Term: term}, true
 }
 
+// CheckName returns an error wrapping ErrInvalid, saying what is wrong,
+// when name cannot name an election (New refuses it): empty, longer than
+// MaxNameLen bytes, or not printable UTF-8.
+func CheckName(name string) error { return checkText("election name", name) }
+
+// CheckID returns an error wrapping ErrInvalid, saying what is wrong, when
+// id cannot be a candidate's identity (Campaign refuses it): empty, longer
+// than MaxNameLen bytes, or not printable UTF-8.
+func CheckID(id string) error { return checkText("candidate id", id) }
+
 // checkText refuses an empty, overlong or unprintable name or identity.
 func checkText(what, s string) error {
 	switch {
