@@ -132,18 +132,11 @@ interrupted); otherwise the command's own exit code.`,
 			switch {
 			case len(argv) == 0:
 				return usageErrorf("no command after `--`: dlm elect [flags] NAME --id ID -- COMMAND [ARGS...]")
-			case ttl <= 0:
-				return usageErrorf("--ttl must be positive, got %v", ttl)
-			case ttl > maxLockTTL:
-				return overDuration("--ttl", ttl, maxLockTTL)
 			case wait < 0:
 				return usageErrorf("--wait must be 0 (campaign until interrupted) or positive, got %v", wait)
-			case grace < 0:
-				return usageErrorf("--grace must be 0 or positive, got %v", grace)
-			case maxExt < 1:
-				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
-			case ef.nodeTO >= ttl:
-				return usageErrorf("--node-timeout must be well under --ttl %v, got %v", ttl, ef.nodeTO)
+			}
+			if err := checkHoldFlags(ttl, grace, maxExt, ef.nodeTO); err != nil {
+				return err
 			}
 			// Signals from now on end the campaign (through the root
 			// context) and, once elected, go to the command.

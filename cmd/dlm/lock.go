@@ -88,18 +88,11 @@ killed by signal N).`,
 				return usageErrorf("RESOURCE is empty: name the resource to lock")
 			case len(argv) == 0:
 				return usageErrorf("no command after `--`: dlm lock [flags] RESOURCE -- COMMAND [ARGS...]")
-			case ttl <= 0:
-				return usageErrorf("--ttl must be positive, got %v", ttl)
-			case ttl > maxLockTTL:
-				return overDuration("--ttl", ttl, maxLockTTL)
 			case wait < 0:
 				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
-			case grace < 0:
-				return usageErrorf("--grace must be 0 or positive, got %v", grace)
-			case maxExt < 1:
-				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
-			case nodeTO <= 0 || nodeTO >= ttl:
-				return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
+			}
+			if err := checkHoldFlags(ttl, grace, maxExt, nodeTO); err != nil {
+				return err
 			}
 			urls, err := resolveNodes(nodes)
 			if err != nil {
@@ -137,6 +130,24 @@ killed by signal N).`,
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	addTLSFlags(cmd, &tlsf)
 	return cmd
+}
+
+// checkHoldFlags checks the flags of a command that runs a child while it
+// holds a lock or a leadership (dlm lock, dlm elect).
+func checkHoldFlags(ttl, grace time.Duration, maxExt int, nodeTO time.Duration) error {
+	switch {
+	case ttl <= 0:
+		return usageErrorf("--ttl must be positive, got %v", ttl)
+	case ttl > maxLockTTL:
+		return overDuration("--ttl", ttl, maxLockTTL)
+	case grace < 0:
+		return usageErrorf("--grace must be 0 or positive, got %v", grace)
+	case maxExt < 1:
+		return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
+	case nodeTO <= 0 || nodeTO >= ttl:
+		return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
+	}
+	return nil
 }
 
 // acquireCode maps a failed acquisition to its exit code: 69 when no quorum
