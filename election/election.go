@@ -196,8 +196,8 @@ func (e *Election) Leader(ctx context.Context) (Leader, bool, error) {
 		}
 	}
 	if answered < q {
-		return Leader{}, false, fmt.Errorf("election %q: %w: %d of %d nodes answered, a quorum needs %d: %w",
-			e.name, ErrNoQuorum, answered, len(reads), q, errors.Join(errs...))
+		return Leader{}, false, fmt.Errorf("%w of election %q: %d of %d nodes answered, a quorum needs %d: %w",
+			ErrNoQuorum, e.name, answered, len(reads), q, errors.Join(errs...))
 	}
 	for ld, n := range votes {
 		if n >= q {
