@@ -105,7 +105,12 @@ func TestElect(t *testing.T) {
 	}
 	doneB := make(chan error, 1)
 	go func() { doneB <- b.Wait() }()
-	_ = leaderOf(t, nodes, "db") // b campaigns meanwhile
+	// c gives up after --wait while a leads: exit 75, its command not run.
+	r := runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--wait", "1s",
+		"db", "--id", "c", "--", "sh", "-c", "echo ran > \"$1\"", "sh", filepath.Join(dir, "c"))
+	if r.code != exitNotAcquired || fileExists(filepath.Join(dir, "c")) || !strings.Contains(r.stderr, `"c" not elected`) {
+		t.Errorf("c with --wait 1s: exit %d (want %d), command ran: %v; stderr: %s", r.code, exitNotAcquired, fileExists(filepath.Join(dir, "c")), r.stderr)
+	}
 	if fileExists(readyB) {
 		t.Fatalf("b's command ran while a leads")
 	}
