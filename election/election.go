@@ -125,7 +125,9 @@ type Leader struct {
 // elected, the leadership lasts until Resign, or until it is lost (see
 // Leadership.Done). A campaign that ctx ends leaves no lock key behind (the
 // lock client's guarantee) and returns an error that satisfies
-// errors.Is(err, ctx.Err()).
+// errors.Is(err, ctx.Err()); the election's record key (one per election
+// name and node, like the fence key, replaced by every leader) may hold its
+// record, which is never reported since no lock key holds its value.
 func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error) {
 	if err := checkText("candidate id", id); err != nil {
 		return nil, err
