@@ -38,7 +38,8 @@ type Node struct {
 	acquireFenced, raiseFence *batch.Script // fencing.go
 	rw                        *batch.Script // rw.go
 
-	multi multiScripts // multi.go
+	multi                 multiScripts  // multi.go
+	putRecord, readRecord *batch.Script // record.go
 
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
@@ -49,6 +50,7 @@ var (
 	_ adapter.HandoffNode  = (*Node)(nil)
 	_ adapter.TransferNode = (*Node)(nil)
 	_ adapter.FencingNode  = (*Node)(nil) // fencing.go
+	_ adapter.RecordNode   = (*Node)(nil) // record.go
 )
 
 // MaxBatch is the most requests a Node sends in one DoMulti; a longer queue
@@ -80,7 +82,9 @@ func NewNode(client rueidis.Client, name string) *Node {
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
 		rw:            batch.NewScript(scripts.RW),
 
-		multi: newMultiScripts(),
+		multi:      newMultiScripts(),
+		putRecord:  batch.NewScript(scripts.PutRecord),
+		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n
