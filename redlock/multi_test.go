@@ -474,3 +474,44 @@ func contend(t *testing.T, ctx context.Context, clients []*redlock.Client, sets 
 		t.Fatalf("%d violations of mutual exclusion, first: %s", len(violations), violations[0])
 	}
 }
+
+// DoAll runs fn under the set, auto-extended, cancels fn's context the
+// moment the set is lost (one key gone on a quorum), and releases the set.
+func TestDoAll(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		c := memClient(t, nodes)
+		if err := c.DoAll(t.Context(), []string{"a", "b"}, nil); !errors.Is(err, redlock.ErrInvalid) {
+			t.Fatalf("DoAll with a nil function = %v, want ErrInvalid", err)
+		}
+		ran := false
+		err := c.DoAll(t.Context(), []string{"b", "a"}, func(ctx context.Context) error {
+			ran = true
+			if _, err := c.TryLockAll(ctx, []string{"b", "c"}); !errors.Is(err, redlock.ErrNotAcquired) {
+				t.Errorf("TryLockAll over b inside DoAll = %v, want ErrNotAcquired", err)
+			}
+			time.Sleep(20 * time.Second) // auto-extension keeps the set past its ttl
+			return nil
+		}, redlock.WithTTL(3*time.Second))
+		if err != nil || !ran {
+			t.Fatalf("DoAll = %v (ran %v), want nil", err, ran)
+		}
+		if n := memKeyNodes(mems, redlock.DefaultKeyPrefix+"a") + memKeyNodes(mems, redlock.DefaultKeyPrefix+"b"); n != 0 {
+			t.Fatalf("%d keys of the set left after DoAll", n)
+		}
+
+		err = c.DoAll(t.Context(), []string{"a", "b"}, func(ctx context.Context) error {
+			for _, m := range mems[:3] { // a is taken there: the set is lost
+				_ = m.Put(context.Background(), redlock.DefaultKeyPrefix+"a", "intruder")
+			}
+			<-ctx.Done()
+			if !errors.Is(context.Cause(ctx), redlock.ErrLost) {
+				t.Errorf("fn's context cause = %v, want ErrLost", context.Cause(ctx))
+			}
+			return ctx.Err()
+		}, redlock.WithTTL(3*time.Second))
+		if !errors.Is(err, redlock.ErrLost) {
+			t.Fatalf("DoAll after the set was lost = %v, want ErrLost", err)
+		}
+	})
+}
