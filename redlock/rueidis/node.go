@@ -25,7 +25,8 @@ const ChannelPrefix = scripts.ChannelPrefix
 // the node into batches, one DoMulti each (R15, batch.go), which is what
 // makes this adapter fast under concurrency. Node also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode,
-// adapter.TransferNode and adapter.FencingNode. It is safe for concurrent use.
+// adapter.TransferNode, adapter.FencingNode, adapter.MultiNode and
+// adapter.MultiFencingNode (multi.go). It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client
 	name    string
