@@ -31,6 +31,13 @@ import (
 )
 
 func main() {
+	if isChild, err := runChild(os.Stdin, os.Stdout); isChild {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -48,6 +55,9 @@ type config struct {
 	holdMode   string
 	contDur    time.Duration
 	frozenN    int
+	busy       int
+	procs      int
+	procWork   int
 	plot       string
 	out        string
 	only       map[string]bool
@@ -68,12 +78,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.hold, "hold", time.Millisecond, "how long each contention worker holds the lock")
 	fs.StringVar(&c.holdMode, "hold-mode", "sleep", "how a contention worker holds: sleep (time.Sleep, the default) or block (one blocking nanosleep, exact to the runtime's timers)")
 	fs.DurationVar(&c.contDur, "contention", 3*time.Second, "length of each contention run")
+	fs.IntVar(&c.busy, "busy", 0, "keep this many cores busy with spinning processes during the whole run (a reproducible loaded machine)")
+	fs.IntVar(&c.procs, "procs", 8, "processes of the contention across processes")
+	fs.IntVar(&c.procWork, "proc-workers", 4, "workers in each process of the contention across processes")
 	fs.IntVar(&c.frozenN, "frozen", 40, "acquisitions timed with one node frozen (and as many healthy)")
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
 	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each node's connection (-1: the adapter's default, 0)")
 	nodeTO := fs.Duration("node-timeout", 0, "dlm: per-node timeout (0: redlock.DefaultNodeTimeout; go-redsync's is 400ms with its defaults)")
-	only := fs.String("only", "tp,seq,frozen,cont", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention)")
+	only := fs.String("only", "tp,seq,frozen,cont,mp", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention in one process), mp (contention across processes)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -89,10 +102,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c.only = map[string]bool{}
 	for _, w := range strings.Split(*only, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "tp", "seq", "frozen", "cont":
+		case "tp", "seq", "frozen", "cont", "mp":
 			c.only[w] = true
 		default:
-			return c, fmt.Errorf("-only: unknown workload %q; expected tp, seq, frozen or cont", w)
+			return c, fmt.Errorf("-only: unknown workload %q; expected tp, seq, frozen, cont or mp", w)
 		}
 	}
 	for _, f := range strings.Split(gs, ",") {
@@ -109,6 +122,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-duration, -seq and -contention must be positive")
 	case c.workers < 1:
 		return c, fmt.Errorf("-workers must be at least 1, got %d", c.workers)
+	case c.busy < 0:
+		return c, fmt.Errorf("-busy must not be negative, got %d", c.busy)
+	case c.procs < 2 || c.procWork < 1:
+		return c, fmt.Errorf("-procs must be at least 2 and -proc-workers at least 1, got %d and %d", c.procs, c.procWork)
 	case c.frozenN < 1:
 		return c, fmt.Errorf("-frozen must be at least 1, got %d", c.frozenN)
 	case c.holdMode != "sleep" && c.holdMode != "block":
@@ -124,6 +141,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+
+	// Other work on the machine, in the second before this program adds
+	// its own: the label of the figures says so.
+	loadStart := loadAvg()
+	othersBefore, err := othersCPU(ctx, time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench: cannot measure the machine's load:", err)
+		othersBefore = math.NaN()
+	}
+	spin, err := startSpinners(cfg.busy)
+	if err != nil {
+		return err
+	}
+	defer spin.stop()
+	machineStart, _ := readMachineCPU()
+	var childCPU time.Duration // CPU of the contention children
 
 	nodes := make([]*redisproc.Process, 5)
 	defer func() {
@@ -151,17 +184,33 @@ func run(args []string, stdout, stderr io.Writer) error {
 		Workers:    cfg.workers,
 		Hold:       cfg.hold,
 		HoldMode:   cfg.holdMode,
-		LoadStart:  loadAvg(),
+		LoadStart:  loadStart,
+		Busy:       cfg.busy,
+		Others:     othersBefore,
+		OthersRun:  math.NaN(),
+		Procs:      cfg.procs,
+		ProcWorker: cfg.procWork,
 		S:          samples{},
 	}
 	for _, l := range libs {
 		r.Libs = append(r.Libs, l.name)
 	}
-	contLibs := []lib{libs[0], dlmNoHandoff(cfg.dlmOpts), libs[1], libs[2]}
+	named := func(names ...string) []lib {
+		var ls []lib
+		for _, n := range names {
+			for _, l := range append(libs, dlmNoHandoff(cfg.dlmOpts)) {
+				if l.name == n {
+					ls = append(ls, l)
+				}
+			}
+		}
+		return ls
+	}
+	contLibs := named(libDLM, libDLMNoHandoff, libDLMGoRedis, libRedsync, libRueidislock)
 	for _, l := range contLibs {
 		r.ContLibs = append(r.ContLibs, l.name)
 	}
-	frozenLibs := []lib{libs[0], libs[1], libs[2]}
+	frozenLibs := named(libDLM, libDLMGoRedis, libRedsync)
 	for _, l := range frozenLibs {
 		r.FrozenLibs = append(r.FrozenLibs, l.name)
 	}
@@ -281,19 +330,83 @@ func run(args []string, stdout, stderr io.Writer) error {
 				if cfg.holdMode == "block" {
 					how = lockload.HoldBlocking
 				}
+				before, err := readCPU(ctx, nodes)
+				if err != nil {
+					return err
+				}
 				c := lockload.ContentionHeld(ctx, lk, keyOf(id, l, "cont"), cfg.workers, cfg.hold, cfg.contDur, how)
+				after, err := readCPU(ctx, nodes)
+				if err != nil {
+					return err
+				}
+				n := c.PerSec * cfg.contDur.Seconds()
+				cl, rd := (after.client-before.client).Seconds()/n, (after.redis-before.redis).Seconds()/n
 				r.S.add(c.PerSec, "cont", l.name)
 				r.S.add(c.Fairness, "fair", l.name)
 				r.S.add(float64(c.Failed), "contfail", l.name)
-				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up", rep+1, l.name, c.PerSec, c.Fairness, c.Failed)
+				r.S.add(cl, "cont-cpu-client", l.name)
+				r.S.add(rd, "cont-cpu-redis", l.name)
+				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up, CPU per CS %.0fµs client, %.0fµs redis",
+					rep+1, l.name, c.PerSec, c.Fairness, c.Failed, cl*1e6, rd*1e6)
 				return ctx.Err()
 			}); err != nil {
 				return err
 			}
 		}
+		for _, l := range rotate(contLibs, rep) {
+			if !cfg.only["mp"] {
+				break
+			}
+			before, err := readCPU(ctx, nodes)
+			if err != nil {
+				return err
+			}
+			rs, cpu, err := runContProcs(ctx, contParams{
+				Args: args, Lib: l.name, URLs: urls, Key: keyOf(id, l, "mp"),
+				Workers: cfg.procWork, Hold: cfg.hold, HoldMode: "block", Dur: cfg.contDur,
+			}, cfg.procs)
+			childCPU += cpu
+			if err != nil {
+				return err
+			}
+			after, err := readCPU(ctx, nodes)
+			if err != nil {
+				return err
+			}
+			st := analyzeCont(rs, cfg.contDur)
+			n := st.PerSec * cfg.contDur.Seconds()
+			cl, rd := cpu.Seconds()/n, (after.redis-before.redis).Seconds()/n
+			r.S.add(st.PerSec, "mp", l.name)
+			r.S.add(st.ProcFairness, "mp-fair", l.name)
+			r.S.add(st.WorkerFairness, "mp-wfair", l.name)
+			r.S.add(float64(st.Failed), "mp-fail", l.name)
+			r.S.add(cl, "mp-cpu-client", l.name)
+			r.S.add(rd, "mp-cpu-redis", l.name)
+			r.S.add(st.Attempts, "mp-attempts", l.name)
+			for _, q := range []struct {
+				name string
+				q    quantiles
+			}{{"cross", st.Cross}, {"local", st.Local}, {"release", st.Release}, {"wake", st.Wake}, {"round", st.Round}} {
+				if q.q.N > 0 {
+					r.S.add(q.q.P50.Seconds(), "mp-"+q.name+"-p50", l.name)
+					r.S.add(q.q.P99.Seconds(), "mp-"+q.name+"-p99", l.name)
+				}
+			}
+			logf("rep %d across %d processes %-24s %6.0f CS/s, busiest/least process %.2f (worker %.2f), %d gave up, CPU per CS %.0fµs clients, %.0fµs redis",
+				rep+1, cfg.procs, l.name, st.PerSec, st.ProcFairness, st.WorkerFairness, st.Failed, cl*1e6, rd*1e6)
+			logf("    hand-off across processes p50 %v p99 %v (%d), within one p50 %v p99 %v (%d); release p50 %v, unlock to winning attempt p50 %v p99 %v, attempt p50 %v p99 %v, %.1f attempts per CS",
+				st.Cross.P50, st.Cross.P99, st.Cross.N, st.Local.P50, st.Local.P99, st.Local.N, st.Release.P50, st.Wake.P50, st.Wake.P99, st.Round.P50, st.Round.P99, st.Attempts)
+		}
 	}
 
 	r.LoadEnd = loadAvg()
+	if machineEnd, err := readMachineCPU(); err == nil && !machineStart.at.IsZero() {
+		self, err := readCPU(ctx, nodes)
+		if err == nil {
+			ours := self.client + self.redis + childCPU + spin.cpu()
+			r.OthersRun = machineEnd.othersSince(machineStart, ours)
+		}
+	}
 	r.Markdown(stdout)
 	if cfg.out != "" {
 		f, err := os.Create(cfg.out)
