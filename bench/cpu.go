@@ -12,6 +12,15 @@ import (
 	"dlm/redlock/redisproc"
 )
 
+// selfCPU is this process's CPU time so far (getrusage).
+func selfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
+}
+
 // cpuTimes is CPU time spent so far: by this process (the client under
 // test, its goroutines and go's runtime) and by the redis-server nodes
 // together.

@@ -33,6 +33,12 @@ type contStats struct {
 	// Attempts is the mean number of attempts in the whole run per
 	// critical section.
 	Attempts float64
+	// PerProc counts each process's critical sections; Turn is the mean
+	// number of critical sections in a row in one process.
+	PerProc []int64
+	Turn    float64
+	// CPU is the CPU time of all client processes during the run.
+	CPU time.Duration
 }
 
 // quantiles are a p50 and a p99; N counts the samples.
@@ -70,6 +76,7 @@ func analyzeCont(rs []contChildResult, dur time.Duration) contStats {
 		}
 		procCounts = append(procCounts, n)
 		st.Failed += r.Failed
+		st.CPU += r.CPU
 		attempts += len(r.Attempts)
 		for _, c := range r.CS {
 			all = append(all, holding{i, c})
@@ -81,6 +88,7 @@ func analyzeCont(rs []contChildResult, dur time.Duration) contStats {
 		total += n
 	}
 	st.PerSec = float64(total) / dur.Seconds()
+	st.PerProc = procCounts
 	st.ProcFairness = lockload.Fairness(procCounts)
 	st.WorkerFairness = lockload.Fairness(workerCounts)
 	if len(all) > 0 && attempts > 0 {
@@ -103,6 +111,9 @@ func analyzeCont(rs []contChildResult, dur time.Duration) contStats {
 		}
 	}
 	st.Cross, st.Local = quantilesOf(cross), quantilesOf(local)
+	if len(all) > 0 {
+		st.Turn = float64(len(all)) / float64(len(cross)+1)
+	}
 	st.Release = quantilesOf(rel)
 	st.Wake, st.Round = quantilesOf(wake), quantilesOf(round)
 	return st

@@ -61,6 +61,7 @@ type config struct {
 	plot       string
 	out        string
 	only       map[string]bool
+	libs       map[string]bool // nil: all
 	tune       []rueidis.Option
 	dlmOpts    []redlock.Option
 }
@@ -86,6 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
 	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each node's connection (-1: the adapter's default, 0)")
 	nodeTO := fs.Duration("node-timeout", 0, "dlm: per-node timeout (0: redlock.DefaultNodeTimeout; go-redsync's is 400ms with its defaults)")
+	libsOnly := fs.String("libs", "", "run only these libraries, comma-separated names as in the tables (default: all)")
 	only := fs.String("only", "tp,seq,frozen,cont,mp", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention in one process), mp (contention across processes)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -98,6 +100,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if *nodeTO > 0 {
 		c.dlmOpts = append(c.dlmOpts, redlock.WithNodeTimeout(*nodeTO))
+	}
+	if *libsOnly != "" {
+		c.libs = map[string]bool{}
+		known := map[string]bool{libDLMNoHandoff: true}
+		for _, l := range libraries(nil, nil) {
+			known[l.name] = true
+		}
+		for _, n := range strings.Split(*libsOnly, ",") {
+			n = strings.TrimSpace(n)
+			if !known[n] {
+				return c, fmt.Errorf("-libs: unknown library %q; expected names such as %q, %q, %q", n, libDLM, libRedsync, libRueidislock)
+			}
+			c.libs[n] = true
+		}
 	}
 	c.only = map[string]bool{}
 	for _, w := range strings.Split(*only, ",") {
@@ -174,10 +190,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 		urls[i] = nodes[i].URL()
 	}
 
-	libs := libraries(cfg.tune, cfg.dlmOpts)
+	var libs []lib
+	for _, l := range libraries(cfg.tune, cfg.dlmOpts) {
+		if cfg.libs == nil || cfg.libs[l.name] {
+			libs = append(libs, l)
+		}
+	}
 	r := &Report{
 		Machine:    machine(),
-		Command:    "cd bench && go run . " + strings.Join(args, " "),
+		Command:    "cd bench && go run . " + shellJoin(args),
 		Reps:       cfg.reps,
 		Duration:   cfg.duration,
 		Goroutines: cfg.goroutines,
@@ -199,7 +220,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		var ls []lib
 		for _, n := range names {
 			for _, l := range append(libs, dlmNoHandoff(cfg.dlmOpts)) {
-				if l.name == n {
+				if l.name == n && (cfg.libs == nil || cfg.libs[n]) {
 					ls = append(ls, l)
 				}
 			}
@@ -357,25 +378,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if !cfg.only["mp"] {
 				break
 			}
-			before, err := readCPU(ctx, nodes)
-			if err != nil {
-				return err
-			}
+			var before, after cpuTimes
 			rs, cpu, err := runContProcs(ctx, contParams{
 				Args: args, Lib: l.name, URLs: urls, Key: keyOf(id, l, "mp"),
 				Workers: cfg.procWork, Hold: cfg.hold, HoldMode: "block", Dur: cfg.contDur,
-			}, cfg.procs)
+			}, cfg.procs,
+				func() (err error) { before, err = readCPU(ctx, nodes); return err },
+				func() (err error) { after, err = readCPU(ctx, nodes); return err })
 			childCPU += cpu
-			if err != nil {
-				return err
-			}
-			after, err := readCPU(ctx, nodes)
 			if err != nil {
 				return err
 			}
 			st := analyzeCont(rs, cfg.contDur)
 			n := st.PerSec * cfg.contDur.Seconds()
-			cl, rd := cpu.Seconds()/n, (after.redis-before.redis).Seconds()/n
+			cl, rd := st.CPU.Seconds()/n, (after.redis-before.redis).Seconds()/n
 			r.S.add(st.PerSec, "mp", l.name)
 			r.S.add(st.ProcFairness, "mp-fair", l.name)
 			r.S.add(st.WorkerFairness, "mp-wfair", l.name)
@@ -394,6 +410,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			logf("rep %d across %d processes %-24s %6.0f CS/s, busiest/least process %.2f (worker %.2f), %d gave up, CPU per CS %.0fµs clients, %.0fµs redis",
 				rep+1, cfg.procs, l.name, st.PerSec, st.ProcFairness, st.WorkerFairness, st.Failed, cl*1e6, rd*1e6)
+			logf("    per process %v, %.1f critical sections in a row in one process", st.PerProc, st.Turn)
+			r.S.add(st.Turn, "mp-turn", l.name)
 			logf("    hand-off across processes p50 %v p99 %v (%d), within one p50 %v p99 %v (%d); release p50 %v, unlock to winning attempt p50 %v p99 %v, attempt p50 %v p99 %v, %.1f attempts per CS",
 				st.Cross.P50, st.Cross.P99, st.Cross.N, st.Local.P50, st.Local.P99, st.Local.N, st.Release.P50, st.Wake.P50, st.Wake.P99, st.Round.P50, st.Round.P99, st.Attempts)
 		}
@@ -451,4 +469,16 @@ func machine() string {
 	}
 	return fmt.Sprintf("%d CPUs (nproc), %s, redis-server %s, %s %s/%s",
 		runtime.NumCPU(), model, redisV, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// shellJoin quotes the arguments that need it for a shell.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " ()'\"$\\;&|<>*?") && !strings.ContainsAny(a, "'") {
+			q[i] = "'" + a + "'"
+		}
+	}
+	return strings.Join(q, " ")
 }

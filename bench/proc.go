@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"time"
@@ -23,8 +25,9 @@ import (
 // A child exits when its standard input closes, so that none outlives the
 // parent, however the parent ends.
 const (
-	childEnv   = "DLM_BENCH_CHILD"  // "spin" or "cont"
-	paramsEnv  = "DLM_BENCH_PARAMS" // a cont child's contParams, as JSON
+	childEnv   = "DLM_BENCH_CHILD"   // "spin" or "cont"
+	paramsEnv  = "DLM_BENCH_PARAMS"  // a cont child's contParams, as JSON
+	profileEnv = "DLM_BENCH_PROFILE" // a directory: each cont child writes its CPU profile there
 	childSpin  = "spin"
 	childCont  = "cont"
 	readyLine  = "ready"
@@ -199,7 +202,9 @@ type contChildResult struct {
 	Failed   int64           `json:"failed"`
 	CS       []csRecord      `json:"cs"`
 	Attempts []attemptRecord `json:"attempts"`
-	Err      string          `json:"err,omitempty"`
+	// CPU is the process's CPU time during the run (getrusage), without
+	// its start, warm-up and exit.
+	CPU time.Duration `json:"cpu"`
 }
 
 // attemptLog is a redlock.Observer that records attempts.
@@ -266,6 +271,17 @@ func contChild(p contParams, stdin io.Reader, stdout io.Writer) error {
 	}
 	start := time.Unix(0, startNS)
 	time.Sleep(time.Until(start))
+	if dir := os.Getenv(profileEnv); dir != "" {
+		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("cont-%d.pprof", os.Getpid())))
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	ctx, cancel := context.WithDeadline(ctx, start.Add(p.Dur))
 	defer cancel()
 	hold := time.Sleep
@@ -273,6 +289,10 @@ func contChild(p contParams, stdin io.Reader, stdout io.Writer) error {
 		hold = lockload.HoldBlocking
 	}
 	res := contChildResult{PID: os.Getpid(), Counts: make([]int64, p.Workers)}
+	cpu0, err := selfCPU()
+	if err != nil {
+		return err
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for w := range p.Workers {
@@ -307,6 +327,11 @@ func contChild(p contParams, stdin io.Reader, stdout io.Writer) error {
 		}()
 	}
 	wg.Wait()
+	cpu1, err := selfCPU()
+	if err != nil {
+		return err
+	}
+	res.CPU = cpu1 - cpu0
 	log.mu.Lock()
 	res.Attempts = log.as
 	log.mu.Unlock()
@@ -315,8 +340,10 @@ func contChild(p contParams, stdin io.Reader, stdout io.Writer) error {
 
 // runContProcs runs the contention across processes for one library: procs
 // children with workers each, started together, and returns their results
-// and the CPU time they used.
-func runContProcs(ctx context.Context, p contParams, procs int) ([]contChildResult, time.Duration, error) {
+// and the CPU time the children used in all (start and exit included).
+// atStart runs once every child is ready, before they start; atEnd once
+// they all reported, before they exit.
+func runContProcs(ctx context.Context, p contParams, procs int, atStart, atEnd func() error) ([]contChildResult, time.Duration, error) {
 	var cs []*child
 	defer func() {
 		for _, c := range cs {
@@ -336,6 +363,9 @@ func runContProcs(ctx context.Context, p contParams, procs int) ([]contChildResu
 			return nil, 0, fmt.Errorf("contention child %d of %s did not get ready: %q %v", i+1, p.Lib, line, err)
 		}
 	}
+	if err := atStart(); err != nil {
+		return nil, 0, err
+	}
 	start := time.Now().Add(100 * time.Millisecond)
 	for _, c := range cs {
 		if _, err := fmt.Fprintf(c.stdin, "%d\n", start.UnixNano()); err != nil {
@@ -351,6 +381,9 @@ func runContProcs(ctx context.Context, p contParams, procs int) ([]contChildResu
 			continue
 		}
 		rs = append(rs, r)
+	}
+	if err := atEnd(); err != nil {
+		errs = append(errs, err)
 	}
 	var cpu time.Duration
 	for _, c := range cs {

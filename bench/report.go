@@ -119,7 +119,7 @@ func (t target) met() string {
 // targets computes the targets from the medians: dlm is the first
 // library, go-redsync the one named so.
 func (r *Report) targets() []target {
-	dlm, rs := r.Libs[0], "go-redsync"
+	dlm, rs := libDLM, libRedsync
 	var ts []target
 	for _, g := range []int{64, 256} {
 		want := 5.0
