@@ -86,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
 	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each node's connection (-1: the adapter's default, 0)")
+	limit := fs.Int("handoff-limit", 0, "dlm: WithHandoffLimit, hand-overs in a row within one client before a release is announced to all (0: redlock.DefaultHandoffLimit)")
 	nodeTO := fs.Duration("node-timeout", 0, "dlm: per-node timeout (0: redlock.DefaultNodeTimeout; go-redsync's is 400ms with its defaults)")
 	libsOnly := fs.String("libs", "", "run only these libraries, comma-separated names as in the tables (default: all)")
 	only := fs.String("only", "tp,seq,frozen,cont,mp", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention in one process), mp (contention across processes)")
@@ -97,6 +98,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if *nodeTO < 0 {
 		return c, fmt.Errorf("-node-timeout must not be negative, got %v", *nodeTO)
+	}
+	if *limit < 0 {
+		return c, fmt.Errorf("-handoff-limit must not be negative, got %d", *limit)
+	}
+	if *limit > 0 {
+		c.dlmOpts = append(c.dlmOpts, redlock.WithHandoffLimit(*limit))
 	}
 	if *nodeTO > 0 {
 		c.dlmOpts = append(c.dlmOpts, redlock.WithNodeTimeout(*nodeTO))
