@@ -13,16 +13,31 @@ import (
 )
 
 // minimalLocker is the smallest Redlock that is still one: on every node
-// one SET key value NX PX ttl to acquire and one compare-and-delete script
-// (EVALSHA) to release, sent to all nodes at once over rueidis clients,
-// which pipeline the requests of concurrent goroutines on one connection
-// per node by themselves; granted at a majority of OKs within the ttl,
-// released everywhere when not. No retry, no node timeout beyond the
-// caller's context, no clock drift, no hand-off, no fencing: the floor of
-// CPU and latency that a full Redlock client is measured against.
+// one SET key value NX PX ttl to acquire and one EVALSHA of a
+// compare-and-delete script to release, auto-pipelined: one goroutine per
+// node sends whatever requests queued up meanwhile, from any goroutine, in
+// one DoMulti (one write, one round trip). Granted when a majority set the
+// key within the ttl (every node's answer is awaited), released everywhere
+// when not. No retry, no node timeout beyond the caller's context, no
+// clock drift, no hand-off, no fencing, no observer: the floor of CPU and
+// latency a full Redlock client is measured against.
 type minimalLocker struct {
-	clients []rueidis.Client
-	del     *rueidis.Lua
+	nodes []*minimalNode
+	wg    sync.WaitGroup
+}
+
+// minimalNode is one node's client and request queue.
+type minimalNode struct {
+	c   rueidis.Client
+	q   chan minimalReq
+	sha string
+}
+
+// minimalReq is one request and where its outcome goes.
+type minimalReq struct {
+	cmd     rueidis.Completed
+	release bool // EVALSHA: ok when it deleted; else SET NX: ok when set
+	done    chan<- bool
 }
 
 // minimalTTL is the minimal reference's lock ttl.
@@ -31,8 +46,16 @@ const minimalTTL = 10 * time.Second
 // minimalDel deletes KEYS[1] if it holds ARGV[1].
 const minimalDel = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
 
+// minimalBatch bounds the requests of one DoMulti.
+const minimalBatch = 512
+
+var (
+	errMinimalNotAcquired = errors.New("minimal: lock not acquired")
+	errMinimalNotHeld     = errors.New("minimal: release confirmed by no majority")
+)
+
 func openMinimal(urls []string) (locker, error) {
-	m := &minimalLocker{del: rueidis.NewLuaScript(minimalDel)}
+	m := &minimalLocker{}
 	for _, u := range urls {
 		o, err := rueidis.ParseURL(u)
 		if err != nil {
@@ -45,68 +68,93 @@ func openMinimal(urls []string) (locker, error) {
 			m.close()
 			return nil, fmt.Errorf("minimal: node %v: %w", o.InitAddress, err)
 		}
-		m.clients = append(m.clients, c)
+		sha, err := c.Do(context.Background(), c.B().ScriptLoad().Script(minimalDel).Build()).ToString()
+		if err != nil {
+			c.Close()
+			m.close()
+			return nil, fmt.Errorf("minimal: SCRIPT LOAD on %v: %w", o.InitAddress, err)
+		}
+		n := &minimalNode{c: c, q: make(chan minimalReq, 4*minimalBatch), sha: sha}
+		m.nodes = append(m.nodes, n)
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			n.run()
+		}()
 	}
 	return m, nil
 }
 
-var (
-	errMinimalNotAcquired = errors.New("minimal: lock not acquired")
-	errMinimalNotHeld     = errors.New("minimal: key not held")
-)
-
-// each runs f on every node at once and returns how many returned nil.
-func (m *minimalLocker) each(f func(c rueidis.Client) error) int {
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	ok := 0
-	for _, c := range m.clients[1:] {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if f(c) == nil {
-				mu.Lock()
-				ok++
-				mu.Unlock()
+// run sends the queued requests in batches until the queue closes.
+func (n *minimalNode) run() {
+	reqs := make([]minimalReq, 0, minimalBatch)
+	cmds := make(rueidis.Commands, 0, minimalBatch)
+	for r := range n.q {
+		reqs, cmds = append(reqs[:0], r), append(cmds[:0], r.cmd)
+	gather:
+		for len(reqs) < minimalBatch {
+			select {
+			case r, ok := <-n.q:
+				if !ok {
+					break gather
+				}
+				reqs, cmds = append(reqs, r), append(cmds, r.cmd)
+			default:
+				break gather
 			}
-		}()
+		}
+		for i, res := range n.c.DoMulti(context.Background(), cmds...) {
+			ok := res.Error() == nil
+			if reqs[i].release {
+				d, err := res.AsInt64()
+				ok = err == nil && d == 1
+			}
+			reqs[i].done <- ok
+		}
 	}
-	err0 := f(m.clients[0])
-	wg.Wait()
-	if err0 == nil {
-		ok++
+}
+
+// all sends one request per node, built by cmd, and returns how many
+// succeeded once every node answered.
+func (m *minimalLocker) all(release bool, cmd func(n *minimalNode) rueidis.Completed) int {
+	done := make(chan bool, len(m.nodes))
+	for _, n := range m.nodes {
+		n.q <- minimalReq{cmd: cmd(n), release: release, done: done}
+	}
+	ok := 0
+	for range m.nodes {
+		if <-done {
+			ok++
+		}
 	}
 	return ok
 }
 
-func (m *minimalLocker) TryLock(ctx context.Context, key string) (func(context.Context) error, error) {
+func (m *minimalLocker) TryLock(_ context.Context, key string) (func(context.Context) error, error) {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	val := hex.EncodeToString(b[:])
 	start := time.Now()
-	n := m.each(func(c rueidis.Client) error {
-		return c.Do(ctx, c.B().Set().Key(key).Value(val).Nx().PxMilliseconds(minimalTTL.Milliseconds()).Build()).Error()
+	n := m.all(false, func(n *minimalNode) rueidis.Completed {
+		return n.c.B().Set().Key(key).Value(val).Nx().PxMilliseconds(minimalTTL.Milliseconds()).Build()
 	})
-	release := func(ctx context.Context) error {
-		if n := m.each(func(c rueidis.Client) error {
-			if n, err := m.del.Exec(ctx, c, []string{key}, []string{val}).AsInt64(); err != nil || n != 1 {
-				return errMinimalNotHeld
-			}
-			return nil
-		}); n < len(m.clients)/2+1 {
-			return fmt.Errorf("minimal: release confirmed by %d nodes", n)
+	release := func(context.Context) error {
+		if n := m.all(true, func(n *minimalNode) rueidis.Completed {
+			return n.c.B().Evalsha().Sha1(n.sha).Numkeys(1).Key(key).Arg(val).Build()
+		}); n < len(m.nodes)/2+1 {
+			return errMinimalNotHeld
 		}
 		return nil
 	}
-	if n < len(m.clients)/2+1 || time.Since(start) >= minimalTTL {
-		_ = release(context.WithoutCancel(ctx))
+	if n < len(m.nodes)/2+1 || time.Since(start) >= minimalTTL {
+		_ = release(context.Background())
 		return nil, errMinimalNotAcquired
 	}
 	return release, nil
 }
 
-// Lock retries TryLock every 1-2 ms until ctx ends (the reference is for
-// throughput; it has no retry policy of its own).
+// Lock retries TryLock every millisecond until ctx ends (the reference is
+// for throughput; it has no retry policy of its own).
 func (m *minimalLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
 	for {
 		r, err := m.TryLock(ctx, key)
@@ -118,7 +166,11 @@ func (m *minimalLocker) Lock(ctx context.Context, key string) (func(context.Cont
 }
 
 func (m *minimalLocker) close() {
-	for _, c := range m.clients {
-		c.Close()
+	for _, n := range m.nodes {
+		close(n.q)
+	}
+	m.wg.Wait()
+	for _, n := range m.nodes {
+		n.c.Close()
 	}
 }
