@@ -10,8 +10,6 @@ import (
 	"time"
 )
 
-var inf = math.Inf(1)
-
 // median returns the median of xs (the mean of the middle two for an even
 // count), or NaN for none.
 func median(xs []float64) float64 {
@@ -176,7 +174,7 @@ func (r *Report) targets() []target {
 			failed = math.NaN()
 		}
 		ts = append(ts, target{
-			what:     fmt.Sprintf("failed pairs, all throughput runs together: %s", l),
+			what:     fmt.Sprintf("failed pairs, all throughput runs and repetitions together: %s", l),
 			measured: failed,
 			want:     0, atMost: true,
 		})
