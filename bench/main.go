@@ -309,7 +309,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if err := withLocker(l, func(lk locker) error {
 				s, err := lockload.Sequential(ctx, lk, keyOf(id, l, "seq"), cfg.seqDur)
 				if err != nil {
-					return fmt.Errorf("%s sequential: %w", l.name, err)
+					r.failure(rep, l.name, "sequential", err)
+					logf("rep %d sequential %-28s FAILED: %v", rep+1, l.name, err)
+					return ctx.Err()
 				}
 				r.S.add(s.PairP50.Seconds(), "seq-p50", l.name)
 				r.S.add(s.PairP99.Seconds(), "seq-p99", l.name)
@@ -333,13 +335,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 				}
 				h, err := lockload.AcquireLatency(ctx, lk, keyOf(id, l, "healthy"), n)
 				if err != nil {
-					return fmt.Errorf("%s healthy: %w", l.name, err)
+					r.failure(rep, l.name, "one node frozen (healthy part)", err)
+					logf("rep %d frozen node %-28s FAILED (healthy part): %v", rep+1, l.name, err)
+					return ctx.Err()
 				}
 				nodes[4].Freeze()
 				f, err := lockload.AcquireLatency(ctx, lk, keyOf(id, l, "frozen"), n)
 				nodes[4].Thaw()
 				if err != nil {
-					return fmt.Errorf("%s frozen: %w", l.name, err)
+					r.failure(rep, l.name, "one node frozen", err)
+					logf("rep %d frozen node %-28s FAILED: %v", rep+1, l.name, err)
+					return ctx.Err()
 				}
 				r.S.add(h.Seconds(), "healthy", l.name)
 				r.S.add(f.Seconds(), "frozen", l.name)

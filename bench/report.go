@@ -68,6 +68,14 @@ type Report struct {
 	// Procs and ProcWorker shape the contention across processes.
 	Procs, ProcWorker int
 	S                 samples
+	// Failures are the workloads that stopped at an error (Sequential and
+	// AcquireLatency stop at the first), one line each.
+	Failures []string
+}
+
+// failure records that a workload of a library stopped at err.
+func (r *Report) failure(rep int, lib, workload string, err error) {
+	r.Failures = append(r.Failures, fmt.Sprintf("repetition %d, %s, %s: %v", rep+1, lib, workload, err))
 }
 
 // ms formats seconds as milliseconds.
@@ -276,6 +284,13 @@ func (r *Report) Markdown(w io.Writer) {
 		p("| %s | %s / %s | %s / %s | %s / %s | %s |\n", l, ms(r.S.med("mp-release-p50", l)), ms(r.S.med("mp-release-p99", l)),
 			ms(r.S.med("mp-wake-p50", l)), ms(r.S.med("mp-wake-p99", l)), ms(r.S.med("mp-round-p50", l)), ms(r.S.med("mp-round-p99", l)),
 			num(r.S.med("mp-attempts", l), "%.1f"))
+	}
+
+	if len(r.Failures) > 0 {
+		p("\n**Workloads that stopped at a failure** (their figures are missing from the tables above, or are the other repetitions' only)\n\n")
+		for _, f := range r.Failures {
+			p("- %s\n", f)
+		}
 	}
 
 	p("\n**Targets** (issues 7 and 14)\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"math"
 	"strings"
@@ -184,5 +185,16 @@ func TestLoadLabel(t *testing.T) {
 		if !strings.Contains(b.String(), "Load: **"+tt.want+"**") {
 			t.Errorf("report lacks the label %q", tt.want)
 		}
+	}
+}
+
+// A workload that stopped at a failure is listed, with its error.
+func TestMarkdownListsFailures(t *testing.T) {
+	r := sampleReport()
+	r.failure(0, "dlm (go-redis)", "sequential", errors.New("no quorum"))
+	var b bytes.Buffer
+	r.Markdown(&b)
+	if want := "- repetition 1, dlm (go-redis), sequential: no quorum"; !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q", want)
 	}
 }
