@@ -378,8 +378,10 @@ func run(args []string, stdout, stderr io.Writer) error {
 				r.S.add(c.PerSec, "cont", l.name)
 				r.S.add(c.Fairness, "fair", l.name)
 				r.S.add(float64(c.Failed), "contfail", l.name)
-				r.S.add(cl, "cont-cpu-client", l.name)
-				r.S.add(rd, "cont-cpu-redis", l.name)
+				if n > 0 { // no critical section: no cost per one
+					r.S.add(cl, "cont-cpu-client", l.name)
+					r.S.add(rd, "cont-cpu-redis", l.name)
+				}
 				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up, CPU per CS %.0fµs client, %.0fµs redis",
 					rep+1, l.name, c.PerSec, c.Fairness, c.Failed, cl*1e6, rd*1e6)
 				return ctx.Err()
@@ -409,9 +411,11 @@ func run(args []string, stdout, stderr io.Writer) error {
 			r.S.add(st.ProcFairness, "mp-fair", l.name)
 			r.S.add(st.WorkerFairness, "mp-wfair", l.name)
 			r.S.add(float64(st.Failed), "mp-fail", l.name)
-			r.S.add(cl, "mp-cpu-client", l.name)
-			r.S.add(rd, "mp-cpu-redis", l.name)
-			r.S.add(st.Attempts, "mp-attempts", l.name)
+			if n > 0 { // no critical section: no cost per one
+				r.S.add(cl, "mp-cpu-client", l.name)
+				r.S.add(rd, "mp-cpu-redis", l.name)
+				r.S.add(st.Attempts, "mp-attempts", l.name)
+			}
 			for _, q := range []struct {
 				name string
 				q    quantiles
