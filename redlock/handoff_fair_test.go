@@ -9,8 +9,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"dlm/redlock"
 	"dlm/lockload"
+	"dlm/redlock"
 	"dlm/redlock/redlocktest"
 )
 
