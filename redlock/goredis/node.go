@@ -23,6 +23,9 @@ type Node struct {
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
+	rw            *redis.Script // rw.go
+
+	multi multiScripts // multi.go
 }
 
 var _ redlock.Node = (*Node)(nil)
@@ -38,6 +41,9 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
+		rw:            redis.NewScript(scripts.RW),
+
+		multi: newMultiScripts(),
 	}
 }
 
