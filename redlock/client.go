@@ -8,6 +8,7 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -32,6 +33,10 @@ type Client struct {
 
 	rmu sync.Mutex
 	rng *mrand.Rand
+	// lastAttempt is how long this client's latest acquisition attempt
+	// took (nanoseconds): the jitter bound of a waiter that has made no
+	// attempt of its own yet (waitTurn).
+	lastAttempt atomic.Int64
 
 	bg sync.WaitGroup // late releases and in-flight requests
 	// settlers counts the goroutines that settle what a Lock call left
@@ -271,6 +276,8 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		}
 		start := time.Now()
 		l, aerr := c.attempt(ctx, t, value, o, final)
+		elapsed := time.Since(start)
+		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
 			acquired = true
 			return l, nil
@@ -281,7 +288,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			// The last try, the context, or Close ended it.
 			return nil, aerr
 		}
-		if wk, err = c.waitRetry(ctx, t, o, time.Since(start), aerr, &w); err != nil {
+		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

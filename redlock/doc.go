@@ -164,9 +164,9 @@
 //
 // # Several resources in one lock (LockAll)
 //
-// Client.LockAll and Client.TryLockAll lock a set of resources as one lock,
-// all or nothing, in one round: one key per resource on every node, all
-// holding the lock's one value. Each operation on the set is one atomic
+// Client.LockAll, Client.TryLockAll and Client.DoAll lock a set of
+// resources as one lock, all or nothing, in one round: one key per
+// resource on every node, all holding the lock's one value. Each operation on the set is one atomic
 // step per node (adapter.MultiNode, one Lua script): AcquireAll sets every
 // key of the set only if none exists; ExtendAll extends them only if every
 // one holds the value; ReleaseAll deletes those that do. The engine carries

@@ -188,6 +188,21 @@ func (c *Client) LockAll(ctx context.Context, resources []string, opts ...LockOp
 	return c.acquire(ctx, t, o)
 }
 
+// DoAll is Do for a set of resources locked as one (LockAll): it acquires
+// every resource of resources, keeps them with WithAutoExtend, runs fn with
+// a context cancelled the moment the lock is lost, then releases them. Its
+// errors are Do's, and LockAll's for the acquisition.
+func (c *Client) DoAll(ctx context.Context, resources []string, fn func(ctx context.Context) error, opts ...LockOption) error {
+	if fn == nil {
+		return invalidf("DoAll: nil function")
+	}
+	l, err := c.LockAll(ctx, resources, append(slices.Clone(opts), WithAutoExtend())...)
+	if err != nil {
+		return err
+	}
+	return l.doFn(ctx, fn) // life.go
+}
+
 // TryLockAll makes exactly one attempt to acquire every resource of
 // resources as one lock (see LockAll). On failure the error satisfies
 // errors.Is(err, ErrNotAcquired) and errors.As gives an *AcquireError,

@@ -58,6 +58,7 @@ type clientOptions struct {
 	fencing        bool // WithFencing and the rest of fencing.go
 	fencePrefix    string
 	fenceRetention time.Duration
+	recordPrefix   string     // WithRecordPrefix (record.go)
 	byzantine      int        // WithByzantineNodes (byzantine.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
@@ -77,6 +78,7 @@ func defaultClientOptions() clientOptions {
 		prefix:         DefaultKeyPrefix,
 		handoffLimit:   DefaultHandoffLimit,
 		fencePrefix:    DefaultFencePrefix,
+		recordPrefix:   DefaultRecordPrefix,
 	}
 }
 

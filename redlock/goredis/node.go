@@ -26,6 +26,8 @@ type Node struct {
 	rw            *redis.Script // rw.go
 
 	multi multiScripts // multi.go
+
+	putRecord, readRecord *redis.Script // record.go
 }
 
 var _ redlock.Node = (*Node)(nil)
@@ -44,6 +46,9 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 		rw:            redis.NewScript(scripts.RW),
 
 		multi: newMultiScripts(),
+
+		putRecord:  redis.NewScript(scripts.PutRecord),
+		readRecord: redis.NewScript(scripts.ReadRecord),
 	}
 }
 

@@ -46,7 +46,7 @@ func (n *Node) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
 // value under fenceKey, in the same script (R18 phase 1).
 func (n *Node) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {
 	res, err := n.rw.Run(ctx, n.client, []string{key, fenceKey}, "wacquirefenced", value, ms(ttl), waiter).Slice()
-	return parseFenced(fenceKey, res, err)
+	return fencedReply(res, err, strconv.Quote(fenceKey))
 }
 
 func (n *Node) runRW(ctx context.Context, key string, args ...any) (bool, error) {

@@ -14,13 +14,14 @@ import (
 // AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads
 // the fence value under fenceKey, in one script (R3, R18 phase 1).
 func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
-	res, err := n.evalKeys(ctx, n.acquireFenced, []string{key, fenceKey}, value, strconv.FormatInt(ttl.Milliseconds(), 10)).ToArray()
-	return parseFenced(fenceKey, res, err)
+	r := n.evalKeys(ctx, n.acquireFenced, []string{key, fenceKey}, value, strconv.FormatInt(ttl.Milliseconds(), 10))
+	return fencedReply(r, fmt.Sprintf("%q", fenceKey))
 }
 
-// parseFenced reads the {set, fence} reply of a fenced acquisition script
-// (acquire_fenced.lua, rw.lua's wacquirefenced) over fenceKey.
-func parseFenced(fenceKey string, res []rueidis.RedisMessage, err error) (bool, uint64, error) {
+// fencedReply reads the reply {set, fence} of a fenced acquisition (of one
+// key or of a set); where names the fence keys in errors.
+func fencedReply(r rueidis.RedisResult, where string) (bool, uint64, error) {
+	res, err := r.ToArray()
 	if err != nil {
 		return false, 0, err
 	}
@@ -32,12 +33,12 @@ func parseFenced(fenceKey string, res []rueidis.RedisMessage, err error) (bool, 
 	}
 	s, err := res[1].ToString()
 	if err != nil {
-		return true, 0, fmt.Errorf("rueidis: fence value under %q: %w", fenceKey, err)
+		return true, 0, fmt.Errorf("rueidis: fence value under %s: %w", where, err)
 	}
 	f, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		// The key was set: report it, so that the client releases it.
-		return true, 0, fmt.Errorf("rueidis: fence value under %q is %q, not a uint64", fenceKey, s)
+		return true, 0, fmt.Errorf("rueidis: fence value under %s is %q, not a uint64", where, s)
 	}
 	return true, f, nil
 }

@@ -47,8 +47,7 @@ func (n *Node) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
 // WAcquireFenced is WAcquire that, when it set key, also reads the fence
 // value under fenceKey, in the same script (R18 phase 1).
 func (n *Node) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {
-	res, err := n.evalKeys(ctx, n.rw, []string{key, fenceKey}, "wacquirefenced", value, ms(ttl), waiter).ToArray()
-	return parseFenced(fenceKey, res, err)
+	return fencedReply(n.evalKeys(ctx, n.rw, []string{key, fenceKey}, "wacquirefenced", value, ms(ttl), waiter), strconv.Quote(fenceKey))
 }
 
 func (n *Node) runRW(ctx context.Context, key string, args ...string) (bool, error) {
