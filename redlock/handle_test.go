@@ -142,7 +142,7 @@ func TestHandleRedacted(t *testing.T) {
 	slog.New(slog.NewTextHandler(&logs, nil)).Info("m", "h", h)
 	slog.New(slog.NewJSONHandler(&logs, nil)).Info("m", "h", h)
 	outs := map[string]string{
-		"%v": fmt.Sprintf("%v", h), "%+v": fmt.Sprintf("%+v", h), "%#v": fmt.Sprintf("%#v", h), "%s": fmt.Sprintf("%s", h),
+		"%v": fmt.Sprintf("%v", h), "%+v": fmt.Sprintf("%+v", h), "%#v": fmt.Sprintf("%#v", h), "Sprint": fmt.Sprint(h),
 		"*%v": fmt.Sprintf("%v", &h), "slog": logs.String(),
 	}
 	for verb, out := range outs {
