@@ -9,23 +9,6 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// valueOn returns the value of resource's lock key on every server of cl
-// ("" where it is missing).
-func valueOn(t *testing.T, cl *redlocktest.Cluster, resource string) []string {
-	t.Helper()
-	out := make([]string, len(cl.Servers))
-	for i, s := range cl.Servers {
-		v, ok, err := s.Inspector().Value(t.Context(), redlock.DefaultKeyPrefix+resource)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok {
-			out[i] = v
-		}
-	}
-	return out
-}
-
 // A lock acquired by one client is resumed, extended and released by
 // another client over real servers, through the handle's text form; the
 // resuming client uses the other adapter, as another program might.
@@ -82,7 +65,7 @@ func TestHandleAcrossClients(t *testing.T) {
 				t.Fatal(err)
 			}
 			redlocktest.Eventually(t, 5*time.Second, func() bool {
-				vs := valueOn(t, cl, "job")
+				vs := cl.MustValues(redlock.DefaultKeyPrefix + "job")
 				return vs[0] == secretValue && vs[1] == secretValue && vs[2] == secretValue
 			}, "every node holds the caller's value")
 			forged := l.Handle()
@@ -93,7 +76,7 @@ func TestHandleAcrossClients(t *testing.T) {
 			if _, err := second.Resume(t.Context(), forged); !errors.Is(err, redlock.ErrNotHeld) {
 				t.Errorf("Resume(forged) = %v, want ErrNotHeld", err)
 			}
-			for i, v := range valueOn(t, cl, "job") {
+			for i, v := range cl.MustValues(redlock.DefaultKeyPrefix + "job") {
 				if v != secretValue {
 					t.Errorf("node %d holds %q after the forged handle, want the holder's value", i, v)
 				}

@@ -306,6 +306,39 @@ func (rc *resumeCluster) holding(resource, value string) int {
 	return n
 }
 
+// lockHandle locks "r" through the first client, lets every request land,
+// and returns the lock and its handle after act (if any) ran.
+func (rc *resumeCluster) lockHandle(t *testing.T, act func(rc *resumeCluster, l *redlock.Lock, h *redlock.Handle)) (*redlock.Lock, redlock.Handle) {
+	t.Helper()
+	l, err := rc.a.TryLock(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	h := l.Handle()
+	if act != nil {
+		act(rc, l, &h)
+	}
+	return l, h
+}
+
+// checkErr checks err against every error of want (nil: no error), its
+// text against say, and that it never quotes the secret value.
+func checkErr(t *testing.T, err error, want []error, say, value string) {
+	t.Helper()
+	if want == nil && err != nil {
+		t.Errorf("err = %v, want nil", err)
+	}
+	for _, w := range want {
+		if !errors.Is(err, w) {
+			t.Errorf("err = %v, want %v", err, w)
+		}
+	}
+	if err != nil && (!strings.Contains(err.Error(), say) || strings.Contains(err.Error(), value)) {
+		t.Errorf("err = %q: want it to say %q, and never quote the value", err, say)
+	}
+}
+
 // Resume and Release over in-memory nodes on a fake clock: exact timing.
 func TestResume(t *testing.T) {
 	const ttl = time.Second
@@ -444,37 +477,16 @@ func TestResume(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rc := newResumeCluster(t)
-				l, err := rc.a.TryLock(t.Context(), "r")
-				if err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
-				h := l.Handle()
-				if tt.act != nil {
-					tt.act(rc, l, &h)
-				}
+				l, h := rc.lockHandle(t, tt.act)
 				r, err := rc.b.Resume(t.Context(), h, tt.opts...)
-				if tt.wantErr == nil {
-					if err != nil {
-						t.Fatalf("Resume: %v", err)
-					}
-				} else {
-					if r != nil {
-						t.Errorf("Resume returned a lock with error %v", err)
-					}
-					for _, want := range tt.wantErr {
-						if !errors.Is(err, want) {
-							t.Errorf("err = %v, want %v", err, want)
-						}
-					}
+				checkErr(t, err, tt.wantErr, tt.say, h.Value)
+				if err == nil && tt.wantErr != nil || err != nil && r != nil {
+					t.Fatalf("Resume = %v, %v", r, err)
 				}
 				for _, not := range tt.notErr {
 					if errors.Is(err, not) {
 						t.Errorf("err = %v, must not be %v", err, not)
 					}
-				}
-				if err != nil && (!strings.Contains(err.Error(), tt.say) || strings.Contains(err.Error(), h.Value)) {
-					t.Errorf("err = %q: want it to say %q, and never quote the value", err, tt.say)
 				}
 				if tt.after != nil {
 					tt.after(t, rc, l, r, h)
@@ -555,27 +567,8 @@ func TestRelease(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rc := newResumeCluster(t)
-				l, err := rc.a.TryLock(t.Context(), "r")
-				if err != nil {
-					t.Fatal(err)
-				}
-				synctest.Wait()
-				h := l.Handle()
-				if tt.act != nil {
-					tt.act(rc, l, &h)
-				}
-				err = rc.b.Release(t.Context(), h)
-				for _, want := range tt.wantErr {
-					if !errors.Is(err, want) {
-						t.Errorf("err = %v, want %v", err, want)
-					}
-				}
-				if tt.wantErr == nil && err != nil {
-					t.Errorf("err = %v, want nil", err)
-				}
-				if err != nil && (!strings.Contains(err.Error(), tt.say) || strings.Contains(err.Error(), h.Value)) {
-					t.Errorf("err = %q: want it to say %q, and never quote the value", err, tt.say)
-				}
+				l, h := rc.lockHandle(t, tt.act)
+				checkErr(t, rc.b.Release(t.Context(), h), tt.wantErr, tt.say, h.Value)
 				synctest.Wait()
 				for _, m := range rc.mems {
 					m.SetDown(false)
