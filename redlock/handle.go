@@ -124,7 +124,9 @@ type Handle struct {
 // resume (Client.Resume) or release (Client.Release). Its Until is now plus
 // the validity that remains (Validity), by this machine's wall clock,
 // rounded down to the millisecond. The handle holds the lock's secret
-// value: see Handle.
+// value: see Handle. A handle is worth what the nodes hold: once the lock
+// was released, expired or lost, Resume and Release of it return
+// ErrNotHeld.
 func (l *Lock) Handle() Handle {
 	now := time.Now()
 	l.mu.Lock()
@@ -403,7 +405,8 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 // sent even when ctx is already done, each bounded by the release timeout,
 // and they are announced to this client's waiters (WithHandoff). A Lock of
 // this process for the same lock is not told: its next Extend finds it
-// gone.
+// gone. Release is not reported to the observers, as no lock of this
+// client ended.
 func (c *Client) Release(ctx context.Context, h Handle) error {
 	if err := c.checkHandle(h); err != nil {
 		return err

@@ -96,7 +96,7 @@ func (hio *handleIO) addFile(cmd *cobra.Command, help string) {
 
 // addJSON adds --json.
 func (hio *handleIO) addJSON(cmd *cobra.Command) {
-	cmd.Flags().BoolVar(&hio.json, "json", false, `print {"handle":...,"resource":...,"until":...,"ttl":...,"token":N} instead of the handle alone`)
+	cmd.Flags().BoolVar(&hio.json, "json", false, `print {"handle":...,"resource":...,"until":...,"ttl":...,"token":N} instead of the handle alone (no "handle" with --handle-file: it is in the file)`)
 }
 
 // read returns the handle given as HANDLE (the text, or - for standard
@@ -147,7 +147,7 @@ func (hio *handleIO) read(cmd *cobra.Command, args []string) (redlock.Handle, er
 
 // handleJSON is the output of --json.
 type handleJSON struct {
-	Handle   string `json:"handle"`
+	Handle   string `json:"handle,omitempty"` // not with --handle-file
 	Resource string `json:"resource"`
 	Until    string `json:"until"`
 	TTL      string `json:"ttl"`
@@ -155,26 +155,38 @@ type handleJSON struct {
 }
 
 // write puts the handle of l where the command's flags say: into
-// --handle-file (replaced whole, mode 0600) when toFile is set, else on
-// stdout, as one line of text or as JSON.
+// --handle-file (replaced whole, mode 0600) when toFile is set and the
+// flag given, else on stdout as one line; with --json, stdout gets a JSON
+// object instead, with the handle in it unless it went to the file.
 func (hio *handleIO) write(cmd *cobra.Command, l *redlock.Lock, toFile bool) error {
 	h := l.Handle()
 	text, err := h.MarshalText()
 	if err != nil {
 		return err
 	}
-	out := append(text, '\n')
+	line := append(text, '\n')
+	inFile := toFile && hio.file != ""
+	if inFile {
+		if err := writeSecret(hio.file, line); err != nil {
+			return err
+		}
+	}
 	if hio.json {
-		js, err := json.Marshal(handleJSON{Handle: string(text), Resource: h.Resource, Until: h.Until.Format(time.RFC3339Nano), TTL: h.TTL.String(), Token: h.Token})
+		out := handleJSON{Resource: h.Resource, Until: h.Until.Format(time.RFC3339Nano), TTL: h.TTL.String(), Token: h.Token}
+		if !inFile {
+			out.Handle = string(text)
+		}
+		js, err := json.Marshal(out)
 		if err != nil {
 			return err
 		}
-		out = append(js, '\n')
+		_, err = cmd.OutOrStdout().Write(append(js, '\n'))
+		return err
 	}
-	if toFile && hio.file != "" {
-		return writeSecret(hio.file, out)
+	if inFile {
+		return nil
 	}
-	_, err = cmd.OutOrStdout().Write(out)
+	_, err = cmd.OutOrStdout().Write(line)
 	return err
 }
 

@@ -129,8 +129,8 @@ func TestHandleExpired(t *testing.T) {
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	file := filepath.Join(t.TempDir(), "h")
 	r := runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "200ms", "--ttl", "700ms", "--handle-file", file, "--json", "short")
-	if r.code != 0 || r.stdout != "" {
-		t.Fatalf("acquire --handle-file: exit %d, stdout %q; stderr: %s", r.code, r.stdout, r.stderr)
+	if r.code != 0 {
+		t.Fatalf("acquire --handle-file: exit %d; stderr: %s", r.code, r.stderr)
 	}
 	st, err := os.Stat(file)
 	if err != nil {
@@ -139,17 +139,17 @@ func TestHandleExpired(t *testing.T) {
 	if st.Mode().Perm() != 0o600 {
 		t.Errorf("handle file mode %v, want 0600", st.Mode().Perm())
 	}
-	b, _ := os.ReadFile(file)
 	var out struct {
 		Handle, Resource, Until, TTL string
 		Token                        uint64
 	}
-	if err := json.Unmarshal(b, &out); err != nil || out.Resource != "short" || out.TTL != "700ms" {
-		t.Fatalf("--json: %v, %+v", err, out)
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Resource != "short" || out.TTL != "700ms" || out.Handle != "" {
+		t.Fatalf("--json with --handle-file: %v, %+v; want the resource and ttl, and the handle in the file only", err, out)
 	}
-	h := mustParse(t, out.Handle)
-	if err := os.WriteFile(file, []byte(out.Handle+"\n"), 0o600); err != nil {
-		t.Fatal(err)
+	b, _ := os.ReadFile(file)
+	h := mustParse(t, string(b))
+	if until, err := time.Parse(time.RFC3339Nano, out.Until); err != nil || !until.Equal(h.Until) {
+		t.Errorf("--json until %q, want the handle's %v", out.Until, h.Until)
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 0 && time.Now().After(h.Until) },
 		"the lock expires with its ttl")
@@ -161,7 +161,7 @@ func TestHandleExpired(t *testing.T) {
 	if k := keysOn(c); len(k) != 0 {
 		t.Errorf("an extension of an expired lock re-created keys: %v", k)
 	}
-	if b, _ := os.ReadFile(file); strings.TrimSpace(string(b)) != out.Handle {
+	if b2, _ := os.ReadFile(file); string(b2) != string(b) {
 		t.Error("a failed extend replaced the handle file")
 	}
 }
@@ -233,16 +233,20 @@ func TestAcquireValueEnv(t *testing.T) {
 	if k := keysOn(c); len(k) != 0 {
 		t.Errorf("a refused value left keys: %v", k)
 	}
-	r = runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "1s", "--value-env", "MY_GOOD_VALUE", "job")
+	r = runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "1s", "--value-env", "MY_GOOD_VALUE", "--json", "job")
 	if r.code != 0 {
 		t.Fatalf("exit %d; stderr: %s", r.code, r.stderr)
 	}
-	if h := mustParse(t, r.stdout); h.Value != "pipeline-4711-Zq8rT2vXk9LmW3" {
+	var out struct{ Handle string }
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("--json: %v", err)
+	}
+	if h := mustParse(t, out.Handle); h.Value != "pipeline-4711-Zq8rT2vXk9LmW3" {
 		t.Errorf("handle value %q, want the caller's", h.Value)
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return heldEverywhere(t, c, "job", "pipeline-4711-Zq8rT2vXk9LmW3") },
 		"every node holds the caller's value")
-	if r := runDLMIn(t, r.stdout, env, "release", "--node-timeout", "1s", "-"); r.code != 0 {
+	if r := runDLMIn(t, out.Handle, env, "release", "--node-timeout", "1s", "-"); r.code != 0 {
 		t.Errorf("release -: exit %d; stderr: %s", r.code, r.stderr)
 	}
 }
