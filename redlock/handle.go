@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,11 +92,13 @@ func checkValue(v string) error {
 // and extends nothing: every node compares the value before it deletes or
 // extends a key (R5, R17).
 type Handle struct {
-	// Resource is the name of the locked resource.
+	// Resource is the name of the locked resource, or for a lock on a set
+	// of resources (Client.LockAll) their names, sorted, joined by ","
+	// (as Lock.Resource).
 	Resource string
-	// Resources lists the locked resources: one element, Resource, for a
-	// lock on one resource. Handles of locks on several resources at once
-	// are refused by this version.
+	// Resources lists the locked resources (as Lock.Resources): one
+	// element, Resource, for a lock on one resource; for a set, its
+	// names, sorted and distinct.
 	Resources []string
 	// Value is the lock's value (R4): the secret.
 	Value string
@@ -135,7 +138,7 @@ func (l *Lock) Handle() Handle {
 	wall := now.Round(0).Add(until.Sub(now)).Truncate(time.Millisecond).UTC()
 	return Handle{
 		Resource:   l.resource,
-		Resources:  []string{l.resource},
+		Resources:  l.Resources(),
 		Value:      l.value,
 		Until:      wall,
 		TTL:        l.ttl,
@@ -280,10 +283,20 @@ func (h Handle) validate() error {
 	switch {
 	case h.Resource == "":
 		return invalidf("handle: empty resource")
-	case len(rs) != 1:
-		return invalidf("handle: names %d resources; this version resumes locks on one resource only", len(rs))
-	case rs[0] != h.Resource:
+	case len(rs) == 1 && rs[0] != h.Resource:
 		return invalidf("handle: resources %q do not match resource %q", rs, h.Resource)
+	case len(rs) > 1:
+		names, err := setNames(rs)
+		switch {
+		case err != nil:
+			return fmt.Errorf("handle: %w", err)
+		case !slices.Equal(names, rs):
+			return invalidf("handle: resources %q are not sorted", rs)
+		case strings.Join(names, ",") != h.Resource:
+			return invalidf("handle: resource %q is not its resources %q joined by \",\"", h.Resource, rs)
+		}
+	}
+	switch {
 	case h.TTL <= 0:
 		return invalidf("handle: ttl must be positive, got %v", h.TTL)
 	case h.Until.IsZero():
@@ -322,7 +335,7 @@ func (h Handle) LogValue() slog.Value {
 }
 
 // Resume takes over the lock written in h, acquired by this or another
-// process, and returns a *Lock that this process can Extend, Unlock and
+// process (on one resource, or on a set by LockAll), and returns a *Lock that this process can Extend, Unlock and
 // keep with WithAutoExtend, as if it had acquired it. The client must have
 // the same key prefix (WithKeyPrefix) as the one that acquired the lock,
 // and its nodes must be the same.
@@ -350,7 +363,8 @@ func (h Handle) LogValue() slog.Value {
 // is trusted with it (a lying client is not covered, see the package
 // documentation).
 func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Lock, error) {
-	if err := c.checkHandle(h); err != nil {
+	t, err := c.handleTarget(h)
+	if err != nil {
 		return nil, err
 	}
 	o := c.opts.lock
@@ -371,8 +385,9 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 	d := drift(o.ttl, o.driftFactor)
 	l := &Lock{
 		client:     c,
-		resource:   h.Resource,
-		key:        c.opts.prefix + h.Resource,
+		resource:   t.resource,
+		key:        t.key,
+		keys:       t.keys,
 		value:      h.Value,
 		ttl:        o.ttl,
 		drift:      d,
@@ -393,8 +408,8 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 	return l, nil
 }
 
-// Release releases the lock written in h on every node (R5, R12), from
-// any process, without resuming it: the compare-and-delete of R5 deletes
+// Release releases the lock written in h (on one resource, or on a set)
+// on every node (R5, R12), from any process, without resuming it: the compare-and-delete of R5 deletes
 // only keys that hold h.Value, so a handle with a forged or wrong value
 // releases nothing. It returns nil when a quorum of nodes deleted the
 // lock's key; an error wrapping ErrNotHeld when too many nodes answered
@@ -408,14 +423,16 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 // gone. Release is not reported to the observers, as no lock of this
 // client ended.
 func (c *Client) Release(ctx context.Context, h Handle) error {
-	if err := c.checkHandle(h); err != nil {
+	t, err := c.handleTarget(h)
+	if err != nil {
 		return err
 	}
 	_ = ctx // the releases outlive the caller's context, as Unlock's do
-	key := c.opts.prefix + h.Resource
-	err := c.unlockErr(c.releaseAll(adapter.Request{Key: key, Value: h.Value}, true))
+	err = c.unlockErr(c.releaseAll(adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value}, true))
 	if c.hand != nil {
-		c.hand.ownRelease(key, h.Value) // the key may be free: next waiter
+		for _, key := range t.lockKeys() {
+			c.hand.ownRelease(key, h.Value) // the key may be free: next waiter
+		}
 	}
 	if err != nil {
 		return h.notHeld("release", err)
@@ -423,15 +440,24 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 	return nil
 }
 
-// checkHandle validates h and its key prefix against the client's.
-func (c *Client) checkHandle(h Handle) error {
+// handleTarget validates h, and its key prefix against the client's, and
+// returns what it locks: one resource, or a set (multi.go), for which
+// every node must be an adapter.MultiNode.
+func (c *Client) handleTarget(h Handle) (target, error) {
 	if err := h.validate(); err != nil {
-		return err
+		return target{}, err
 	}
 	if h.KeyPrefix != c.opts.prefix {
-		return invalidf("handle: written by a client with key prefix %q, and this client uses %q: give it the same WithKeyPrefix", h.KeyPrefix, c.opts.prefix)
+		return target{}, invalidf("handle: written by a client with key prefix %q, and this client uses %q: give it the same WithKeyPrefix", h.KeyPrefix, c.opts.prefix)
 	}
-	return nil
+	rs := h.resources()
+	if len(rs) == 1 {
+		return c.one(rs[0]), nil
+	}
+	if err := c.checkMulti(); err != nil {
+		return target{}, err
+	}
+	return c.set(slices.Clone(rs)), nil
 }
 
 // notHeld words the failure of op (resume, release) on h: ErrNotHeld

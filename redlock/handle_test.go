@@ -106,7 +106,10 @@ func TestParseHandleRefuses(t *testing.T) {
 		{"unknown field", sampleWire(func(m map[string]any) { m["owner"] = "x" }), `unknown field "owner"`},
 		{"wrong type", sampleWire(func(m map[string]any) { m["token"] = "x" }), "field token must be"},
 		{"no resource", sampleWire(func(m map[string]any) { delete(m, "resource"); delete(m, "resources") }), "empty resource"},
-		{"two resources", sampleWire(func(m map[string]any) { m["resources"] = []string{"a", "b"} }), "names 2 resources"},
+		{"set not named by its resources", sampleWire(func(m map[string]any) { m["resources"] = []string{"a", "b"} }), `resource "deploy" is not its resources ["a" "b"] joined by ","`},
+		{"set not sorted", sampleWire(func(m map[string]any) { m["resources"] = []string{"b", "a"}; m["resource"] = "b,a" }), "are not sorted"},
+		{"set with a duplicate", sampleWire(func(m map[string]any) { m["resources"] = []string{"a", "a"}; m["resource"] = "a,a" }), `"a" is listed twice`},
+		{"set with an empty name", sampleWire(func(m map[string]any) { m["resources"] = []string{"", "a"}; m["resource"] = ",a" }), "empty name"},
 		{"resources mismatch", sampleWire(func(m map[string]any) { m["resources"] = []string{"other"} }), "do not match"},
 		{"no value", sampleWire(func(m map[string]any) { delete(m, "value") }), "lock value is 0 bytes"},
 		{"short value", sampleWire(func(m map[string]any) { m["value"] = "short" }), "at least 16"},
@@ -653,5 +656,68 @@ func TestWithValueNotHandedOver(t *testing.T) {
 			t.Errorf("the waiter's lock has value %q, want its own", l.Value())
 		}
 		_ = l.Unlock(context.Background())
+	})
+}
+
+// A lock on a set of resources (LockAll) crosses processes as one: its
+// handle names the set, and Resume and Release act on every key of it.
+func TestResumeSet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rc := newResumeCluster(t)
+		l, err := rc.a.TryLockAll(t.Context(), []string{"b", "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		text, err := l.Handle().MarshalText()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := redlock.ParseHandle(string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Resource != "a,b" || fmt.Sprint(h.Resources) != "[a b]" {
+			t.Errorf("handle of a set: resource %q, resources %q; want \"a,b\" and [a b]", h.Resource, h.Resources)
+		}
+		r, err := rc.b.Resume(t.Context(), h)
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		if fmt.Sprint(r.Resources()) != "[a b]" {
+			t.Errorf("resumed Resources = %q", r.Resources())
+		}
+		// A set excludes a single lock on any of its resources.
+		if _, err := rc.a.TryLock(t.Context(), "b"); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Errorf("TryLock(b) while the resumed set holds it = %v, want ErrNotAcquired", err)
+		}
+		time.Sleep(900 * time.Millisecond) // past the first validity: the resume extended it
+		if err := r.Extend(t.Context()); err != nil {
+			t.Fatalf("Extend: %v", err)
+		}
+		if err := r.Unlock(t.Context()); err != nil {
+			t.Fatalf("Unlock: %v", err)
+		}
+		synctest.Wait()
+		if n := rc.holding("a", l.Value()) + rc.holding("b", l.Value()); n != 0 {
+			t.Errorf("%d keys of the set left after Unlock", n)
+		}
+
+		l2, err := rc.a.TryLockAll(t.Context(), []string{"a", "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		forged := l2.Handle()
+		forged.Value = secretValue
+		checkErr(t, rc.b.Release(t.Context(), forged), []error{redlock.ErrNotHeld}, "no longer holds its value", secretValue)
+		if n := rc.holding("a", l2.Value()) + rc.holding("b", l2.Value()); n != 10 {
+			t.Errorf("%d keys of 10 left after a forged release", n)
+		}
+		checkErr(t, rc.b.Release(t.Context(), l2.Handle()), nil, "", l2.Value())
+		synctest.Wait()
+		if n := rc.holding("a", l2.Value()) + rc.holding("b", l2.Value()); n != 0 {
+			t.Errorf("%d keys of the set left after Release", n)
+		}
 	})
 }

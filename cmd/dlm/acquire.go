@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,7 +24,7 @@ func newAcquireCmd() *cobra.Command {
 		valueEnv string
 	)
 	cmd := &cobra.Command{
-		Use:   "acquire [flags] RESOURCE",
+		Use:   "acquire [flags] RESOURCE...",
 		Short: "Acquire a lock on RESOURCE and print its handle, for dlm extend and dlm release",
 		Long: `Acquire a Redlock lock on RESOURCE, print its handle and exit, holding it:
 a CI pipeline can lock a deployment in one step and release it in a later
@@ -32,6 +33,9 @@ one, from another process or machine, with dlm release.
 Nothing extends the lock after dlm acquire exits: it lives its --ttl from
 the acquisition, unless dlm extend extends it, and dlm release ends it.
 Choose a ttl that covers the work, with room to spare.
+
+Several resources are locked as one, all or nothing (as dlm lock a b c),
+under one handle.
 
 The handle goes to standard output, one line of text (--json: an object
 with the resource, the end of the validity and the fencing token too), or
@@ -47,13 +51,15 @@ unique to this acquisition).
   dlm acquire --ttl 1h --wait 5m --handle-file "$RUNNER_TEMP/deploy.lock" deploy
   dlm release --handle-file "$RUNNER_TEMP/deploy.lock"     # in a later step`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErrorf("want exactly one RESOURCE, got %d arguments (%q): dlm acquire [flags] RESOURCE", len(args), args)
+			if len(args) == 0 {
+				return usageErrorf("no RESOURCE: dlm acquire [flags] RESOURCE...")
 			}
-			resource := args[0]
+			for i, r := range args {
+				if r == "" {
+					return usageErrorf("RESOURCE %d of %d is empty: name the resource to lock", i+1, len(args))
+				}
+			}
 			switch {
-			case resource == "":
-				return usageErrorf("RESOURCE is empty: name the resource to lock")
 			case ttl <= 0:
 				return usageErrorf("--ttl must be positive, got %v", ttl)
 			case ttl > maxLockTTL:
@@ -78,7 +84,7 @@ unique to this acquisition).
 				return err
 			}
 			defer closeClient()
-			l, err := acquireOnce(cmd.Context(), client, resource, wait, lopts...)
+			l, err := acquireOnce(cmd.Context(), client, args, wait, lopts...)
 			if err != nil {
 				return err
 			}
@@ -87,7 +93,7 @@ unique to this acquisition).
 				uctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), releaseTimeout)
 				defer cancel()
 				_ = l.Unlock(uctx)
-				return fmt.Errorf("lock %q released again: its handle could not be written: %w", resource, err)
+				return fmt.Errorf("lock %q released again: its handle could not be written: %w", l.Resource(), err)
 			}
 			return nil
 		},
@@ -103,18 +109,18 @@ unique to this acquisition).
 	return cmd
 }
 
-// acquireOnce acquires resource with one try (TryLock) or, with wait,
-// keeps trying until the deadline (Lock: the library's random delays,
-// R10); a failure is given its exit code and the reason of its last
-// complete attempt.
-func acquireOnce(ctx context.Context, c *redlock.Client, resource string, wait time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
+// acquireOnce acquires resources as one lock (LockAll: one resource is
+// Lock) with one try or, with wait, keeps trying until the deadline (the
+// library's random delays, R10); a failure is given its exit code and the
+// reason of its last complete attempt.
+func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wait time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
 	var l *redlock.Lock
 	var err error
 	if wait == 0 {
-		l, err = c.TryLock(ctx, resource, opts...)
+		l, err = c.TryLockAll(ctx, resources, opts...)
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, wait)
-		l, err = c.Lock(wctx, resource, opts...)
+		l, err = c.LockAll(wctx, resources, opts...)
 		cancel()
 	}
 	switch {
@@ -123,7 +129,7 @@ func acquireOnce(ctx context.Context, c *redlock.Client, resource string, wait t
 	case errors.Is(err, redlock.ErrInvalid):
 		return nil, withCode(exitUsage, err)
 	case ctx.Err() != nil:
-		return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w)", resource, context.Cause(ctx)))
+		return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w)", strings.Join(resources, ","), context.Cause(ctx)))
 	}
 	attempts := 1
 	var ae *redlock.AcquireError

@@ -200,8 +200,9 @@ func TestHandleUsage(t *testing.T) {
 		{"extend negative ttl", nil, "", []string{"extend", "--nodes", good, "--ttl", "-1s", "--handle-file", file}, "--ttl must be positive"},
 		{"extend ttl too long", nil, "", []string{"extend", "--nodes", good, "--ttl", "25h", "--handle-file", file}, "over the limit of 24h"},
 		{"extend node timeout over ttl", nil, "", []string{"extend", "--nodes", good, "--node-timeout", "2m", "--handle-file", file}, "--node-timeout must be positive and well under the ttl 1m0s"},
-		{"acquire no resource", nil, "", []string{"acquire", "--nodes", good}, "want exactly one RESOURCE"},
-		{"acquire empty resource", nil, "", []string{"acquire", "--nodes", good, ""}, "RESOURCE is empty"},
+		{"acquire no resource", nil, "", []string{"acquire", "--nodes", good}, "no RESOURCE"},
+		{"acquire empty resource", nil, "", []string{"acquire", "--nodes", good, "a", ""}, "RESOURCE 2 of 2 is empty"},
+		{"acquire duplicate resource", nil, "", []string{"acquire", "--nodes", "redis://127.0.0.1:1", "--node-timeout", "10ms", "a", "a"}, `"a" is listed twice`},
 		{"acquire ttl 0", nil, "", []string{"acquire", "--nodes", good, "--ttl", "0", "r"}, "--ttl must be positive"},
 		{"acquire value env unset", nil, "", []string{"acquire", "--nodes", good, "--value-env", "DLM_TEST_UNSET", "r"}, `"DLM_TEST_UNSET" is not set`},
 		{"acquire no nodes", nil, "", []string{"acquire", "r"}, "no nodes"},
@@ -249,4 +250,30 @@ func TestAcquireValueEnv(t *testing.T) {
 	if r := runDLMIn(t, out.Handle, env, "release", "--node-timeout", "1s", "-"); r.code != 0 {
 		t.Errorf("release -: exit %d; stderr: %s", r.code, r.stderr)
 	}
+}
+
+// Several resources under one handle: dlm acquire b a locks both as one,
+// dlm lock on either is refused, dlm release frees both.
+func TestHandleSet(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
+	r := runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "1s", "--ttl", "30s", "b", "a")
+	if r.code != 0 {
+		t.Fatalf("acquire b a: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	text := r.stdout
+	h := mustParse(t, text)
+	if h.Resource != "a,b" || len(h.Resources) != 2 {
+		t.Errorf("handle names %q (%q), want the set a,b", h.Resource, h.Resources)
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		return heldEverywhere(t, c, "a", h.Value) && heldEverywhere(t, c, "b", h.Value)
+	}, "both keys on every node")
+	if r := runDLM(t, 30*time.Second, env, "lock", "--node-timeout", "1s", "b", "--", "true"); r.code != exitNotAcquired {
+		t.Errorf("dlm lock b under the set: exit %d, want %d; stderr: %s", r.code, exitNotAcquired, r.stderr)
+	}
+	if r := runDLMIn(t, text, env, "release", "--node-timeout", "1s", "-"); r.code != 0 {
+		t.Fatalf("release -: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 0 }, "every key of the set released: %v", keysOn(c))
 }
