@@ -335,8 +335,9 @@ func (h Handle) LogValue() slog.Value {
 }
 
 // Resume takes over the lock written in h, acquired by this or another
-// process (on one resource, or on a set by LockAll), and returns a *Lock that this process can Extend, Unlock and
-// keep with WithAutoExtend, as if it had acquired it. The client must have
+// process (on one resource, or on a set by LockAll), and returns a *Lock
+// that this process can Extend, Unlock and keep with WithAutoExtend, as if
+// it had acquired it. The client must have
 // the same key prefix (WithKeyPrefix) as the one that acquired the lock,
 // and its nodes must be the same.
 //
@@ -409,19 +410,19 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 }
 
 // Release releases the lock written in h (on one resource, or on a set)
-// on every node (R5, R12), from any process, without resuming it: the compare-and-delete of R5 deletes
-// only keys that hold h.Value, so a handle with a forged or wrong value
-// releases nothing. It returns nil when a quorum of nodes deleted the
-// lock's key; an error wrapping ErrNotHeld when too many nodes answered
-// that the key was gone or held another value (and also ErrExpired when
-// h.Until has passed by this machine's clock); ErrUnlockFailed, joined with
-// the nodes' errors, when errors or timeouts kept a quorum from
-// confirming; ErrInvalid for a bad handle. Like Unlock, the releases are
-// sent even when ctx is already done, each bounded by the release timeout,
-// and they are announced to this client's waiters (WithHandoff). A Lock of
-// this process for the same lock is not told: its next Extend finds it
-// gone. Release is not reported to the observers, as no lock of this
-// client ended.
+// on every node (R5, R12), from any process, without resuming it: the
+// compare-and-delete of R5 deletes only keys that hold h.Value, so a
+// handle with a forged or wrong value releases nothing. It returns nil
+// when a quorum of nodes deleted the lock's keys; an error wrapping
+// ErrNotHeld when too many nodes answered that they were gone or held
+// another value (and also ErrExpired when h.Until has passed by this
+// machine's clock); ErrUnlockFailed, joined with the nodes' errors, when
+// errors or timeouts kept a quorum from confirming; ErrInvalid for a bad
+// handle. Like Unlock, the releases are sent even when ctx is already
+// done, each bounded by the release timeout, and they are announced to
+// this client's waiters (WithHandoff). A Lock of this process for the
+// same lock is not told: its next Extend finds it gone. Release is not
+// reported to the observers, as no lock of this client ended.
 func (c *Client) Release(ctx context.Context, h Handle) error {
 	t, err := c.handleTarget(h)
 	if err != nil {
