@@ -229,7 +229,7 @@
 // A lock need not end in the process that acquired it. Lock.Handle writes
 // it down as a Handle (the resource, or the set of LockAll, value, the
 // end of its validity by the writer's wall clock, ttl, fencing token,
-// extensions so far, key prefix);
+// extensions so far, whether it is a read lock, key prefix);
 // Handle.MarshalText turns it into one word of text ("dlm1." and base64url
 // JSON) and ParseHandle reads it back. Another process, with a client over
 // the same nodes and key prefix, passes it to Client.Resume to get a *Lock

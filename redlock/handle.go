@@ -117,6 +117,10 @@ type Handle struct {
 	// on by Resume so that WithMaxExtensions bounds a lock's extensions
 	// across the processes that hold it in turn (R17).
 	Extensions int
+	// Shared is true for a read lock (RLock, TryRLock; Lock.Shared), which
+	// Resume resumes as a read lock: its extension and release are a
+	// reader's.
+	Shared bool
 	// KeyPrefix is the key prefix of the client that acquired the lock
 	// (WithKeyPrefix): a client with another prefix refuses the handle
 	// rather than look for the lock under the wrong key.
@@ -144,6 +148,7 @@ func (l *Lock) Handle() Handle {
 		TTL:        l.ttl,
 		Token:      l.token,
 		Extensions: ext,
+		Shared:     l.Shared(),
 		KeyPrefix:  l.client.opts.prefix,
 	}
 }
@@ -157,6 +162,7 @@ type handleWire struct {
 	TTL        string   `json:"ttl"`
 	Token      uint64   `json:"token"`
 	Extensions int      `json:"extensions"`
+	Shared     bool     `json:"shared,omitempty"`
 	KeyPrefix  *string  `json:"key_prefix"`
 }
 
@@ -177,6 +183,7 @@ func (h Handle) MarshalText() ([]byte, error) {
 		TTL:        h.TTL.String(),
 		Token:      h.Token,
 		Extensions: h.Extensions,
+		Shared:     h.Shared,
 		KeyPrefix:  &prefix,
 	}
 	js, err := json.Marshal(w)
@@ -229,7 +236,7 @@ func ParseHandle(s string) (Handle, error) {
 	if dec.More() {
 		return Handle{}, invalidf("handle: damaged: data after the handle's JSON object")
 	}
-	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions}
+	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions, Shared: w.Shared}
 	if w.KeyPrefix == nil {
 		return Handle{}, invalidf("handle: no key_prefix")
 	}
@@ -285,6 +292,8 @@ func (h Handle) validate() error {
 		return invalidf("handle: empty resource")
 	case len(rs) == 1 && rs[0] != h.Resource:
 		return invalidf("handle: resources %q do not match resource %q", rs, h.Resource)
+	case len(rs) > 1 && h.Shared:
+		return invalidf("handle: a read lock (shared) is on one resource, got %d", len(rs))
 	case len(rs) > 1:
 		names, err := setNames(rs)
 		switch {
@@ -399,6 +408,9 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 		// of its own extension, which starts no earlier than now (R17).
 		until: time.Now().Add(o.ttl - d),
 	}
+	if h.Shared {
+		l.mode = modeRead // extended and released as a reader (rw.go)
+	}
 	if err := l.extend(ctx, false); err != nil {
 		return nil, h.notHeld("resume", err)
 	}
@@ -429,7 +441,11 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 		return err
 	}
 	_ = ctx // the releases outlive the caller's context, as Unlock's do
-	err = c.unlockErr(c.releaseAll(adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value}, true))
+	req := adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value}
+	if h.Shared {
+		req.Op = adapter.OpRRelease // a reader leaves the readers' hash (rw.go)
+	}
+	err = c.unlockErr(c.releaseAll(req, true))
 	if c.hand != nil {
 		for _, key := range t.lockKeys() {
 			c.hand.ownRelease(key, h.Value) // the key may be free: next waiter
@@ -452,6 +468,11 @@ func (c *Client) handleTarget(h Handle) (target, error) {
 		return target{}, invalidf("handle: written by a client with key prefix %q, and this client uses %q: give it the same WithKeyPrefix", h.KeyPrefix, c.opts.prefix)
 	}
 	rs := h.resources()
+	if h.Shared {
+		if err := c.checkRW(); err != nil {
+			return target{}, err
+		}
+	}
 	if len(rs) == 1 {
 		return c.one(rs[0]), nil
 	}

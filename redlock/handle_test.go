@@ -30,6 +30,7 @@ func sampleHandle() redlock.Handle {
 		TTL:        10 * time.Second,
 		Token:      42,
 		Extensions: 3,
+		Shared:     true,
 		KeyPrefix:  redlock.DefaultKeyPrefix,
 	}
 }
@@ -71,7 +72,7 @@ func TestHandleTextRoundTrip(t *testing.T) {
 			t.Fatalf("ParseHandle: %v", err)
 		}
 		if fmt.Sprint(got.Resources) != fmt.Sprint(h.Resources) || got.Resource != h.Resource || got.Value != h.Value ||
-			!got.Until.Equal(h.Until) || got.TTL != h.TTL || got.Token != h.Token || got.Extensions != h.Extensions || got.KeyPrefix != h.KeyPrefix {
+			!got.Until.Equal(h.Until) || got.TTL != h.TTL || got.Token != h.Token || got.Extensions != h.Extensions || got.KeyPrefix != h.KeyPrefix || got.Shared != h.Shared {
 			t.Errorf("round trip: got %+v (value %q), want %+v", got, got.Value, h)
 		}
 	}
@@ -109,6 +110,7 @@ func TestParseHandleRefuses(t *testing.T) {
 		{"set not named by its resources", sampleWire(func(m map[string]any) { m["resources"] = []string{"a", "b"} }), `resource "deploy" is not its resources ["a" "b"] joined by ","`},
 		{"set not sorted", sampleWire(func(m map[string]any) { m["resources"] = []string{"b", "a"}; m["resource"] = "b,a" }), "are not sorted"},
 		{"set with a duplicate", sampleWire(func(m map[string]any) { m["resources"] = []string{"a", "a"}; m["resource"] = "a,a" }), `"a" is listed twice`},
+		{"shared set", sampleWire(func(m map[string]any) { m["resources"] = []string{"a", "b"}; m["resource"] = "a,b"; m["shared"] = true }), "a read lock (shared) is on one resource"},
 		{"set with an empty name", sampleWire(func(m map[string]any) { m["resources"] = []string{"", "a"}; m["resource"] = ",a" }), "empty name"},
 		{"resources mismatch", sampleWire(func(m map[string]any) { m["resources"] = []string{"other"} }), "do not match"},
 		{"no value", sampleWire(func(m map[string]any) { delete(m, "value") }), "lock value is 0 bytes"},
@@ -719,5 +721,62 @@ func TestResumeSet(t *testing.T) {
 		if n := rc.holding("a", l2.Value()) + rc.holding("b", l2.Value()); n != 0 {
 			t.Errorf("%d keys of the set left after Release", n)
 		}
+	})
+}
+
+// A read lock crosses processes as a read lock: its handle says Shared,
+// the resumed lock extends and releases as a reader, and other readers
+// keep theirs.
+func TestResumeShared(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rc := newResumeCluster(t)
+		l, err := rc.a.TryRLock(t.Context(), "r", redlock.WithValue(secretValue))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Value() != secretValue {
+			t.Errorf("RLock with WithValue: value %q, want the caller's", l.Value())
+		}
+		other, err := rc.a.TryRLock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		text, _ := l.Handle().MarshalText()
+		h, err := redlock.ParseHandle(string(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.Shared {
+			t.Fatal("the handle of a read lock is not Shared")
+		}
+		r, err := rc.b.Resume(t.Context(), h)
+		if err != nil {
+			t.Fatalf("Resume: %v", err)
+		}
+		if !r.Shared() {
+			t.Error("the resumed read lock is not Shared")
+		}
+		if _, err := rc.b.TryWLock(t.Context(), "r"); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Errorf("TryWLock under two readers = %v, want ErrNotAcquired", err)
+		}
+		if err := r.Extend(t.Context()); err != nil {
+			t.Fatalf("Extend as a reader: %v", err)
+		}
+		checkErr(t, rc.b.Release(t.Context(), h), nil, "", h.Value)
+		synctest.Wait()
+		if err := other.Extend(t.Context()); err != nil {
+			t.Errorf("the other reader lost its lock to the release of a handle: %v", err)
+		}
+		if err := r.Extend(t.Context()); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Extend of the released reader = %v, want ErrNotHeld", err)
+		}
+		_ = other.Unlock(t.Context())
+		synctest.Wait()
+		w, err := rc.b.TryWLock(t.Context(), "r")
+		if err != nil {
+			t.Fatalf("TryWLock after both readers left: %v", err)
+		}
+		_ = w.Unlock(t.Context())
 	})
 }
