@@ -158,7 +158,13 @@ type handleJSON struct {
 // --handle-file (replaced whole, mode 0600) when toFile is set and the
 // flag given, else on stdout as one line; with --json, stdout gets a JSON
 // object instead, with the handle in it unless it went to the file.
+//
+// The handle goes to stdout past the redaction of passwords (redact.go),
+// byte for byte: it holds no node URL, and a password of a few letters
+// that happened to occur in its base64 would otherwise be replaced and
+// the handle damaged, leaving a lock that nobody can release.
 func (hio *handleIO) write(cmd *cobra.Command, l *redlock.Lock, toFile bool) error {
+	stdout := rawWriter(cmd.OutOrStdout())
 	h := l.Handle()
 	text, err := h.MarshalText()
 	if err != nil {
@@ -180,13 +186,13 @@ func (hio *handleIO) write(cmd *cobra.Command, l *redlock.Lock, toFile bool) err
 		if err != nil {
 			return err
 		}
-		_, err = cmd.OutOrStdout().Write(append(js, '\n'))
+		_, err = stdout.Write(append(js, '\n'))
 		return err
 	}
 	if inFile {
 		return nil
 	}
-	_, err = cmd.OutOrStdout().Write(line)
+	_, err = stdout.Write(line)
 	return err
 }
 

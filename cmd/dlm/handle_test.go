@@ -277,3 +277,24 @@ func TestHandleSet(t *testing.T) {
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 0 }, "every key of the set released: %v", keysOn(c))
 }
+
+// The handle is printed byte for byte, past the redaction of passwords:
+// every handle starts with "dlm1.eyJyZXNv" (base64 of `{"reso`), and a
+// node password "eyJyZXNv" known to the redactor (from DLM_NODES, which
+// --nodes overrides) replaced it in the handle, which could then never be
+// parsed, and its lock never released, before the fix.
+func TestAcquireHandleNotRedacted(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	env := []string{nodesEnv + "=redis://:eyJyZXNv@127.0.0.1:1"}
+	r := runDLM(t, 30*time.Second, env, "acquire", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "deploy")
+	if r.code != 0 {
+		t.Fatalf("acquire: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	if !strings.HasPrefix(r.stdout, "dlm1.eyJyZXNv") {
+		t.Errorf("handle %.20q...: redacted where it contains a password", r.stdout)
+	}
+	mustParse(t, r.stdout)
+	if r := runDLMIn(t, r.stdout, nil, "release", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "-"); r.code != 0 {
+		t.Errorf("release: exit %d; stderr: %s", r.code, r.stderr)
+	}
+}
