@@ -270,12 +270,19 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return nil, c.stopped(resource, try-1, last, err)
 		}
 		final := o.tries > 0 && try >= o.tries
-		value, err := c.values.next()
+		value, err := o.value, error(nil)
+		if !o.valueSet {
+			value, err = c.values.next()
+		}
 		if err != nil {
 			return nil, err
 		}
 		start := time.Now()
-		l, aerr := c.attempt(ctx, t, value, o, final)
+		// A value of the caller's (WithValue) is the same in every
+		// attempt: a failed attempt then waits for every node's answer
+		// and release, as a final one does, so that no release of it
+		// lands after the next attempt set the same value (R8.5).
+		l, aerr := c.attempt(ctx, t, value, o, final || o.valueSet)
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {

@@ -231,12 +231,19 @@ func (c *Client) settingsAll(resources []string, opts []LockOption) (target, loc
 	if err := c.checkMulti(); err != nil {
 		return target{}, lockOptions{}, err
 	}
+	t := c.set(names)
+	o, err := c.settings(t.resource, opts)
+	return t, o, err
+}
+
+// set is the target of a set of two or more names, sorted and distinct
+// (setNames).
+func (c *Client) set(names []string) target {
 	t := target{resource: strings.Join(names, ","), names: names, keys: make([]string, len(names))}
 	for i, name := range names {
 		t.keys[i] = c.opts.prefix + name
 	}
-	o, err := c.settings(t.resource, opts)
-	return t, o, err
+	return t
 }
 
 // setNames returns a sorted copy of resources, or an error wrapping

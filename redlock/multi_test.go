@@ -155,6 +155,7 @@ func TestLockAllExtendAndPartialLoss(t *testing.T) {
 		if got := l.Resources(); !slices.Equal(got, []string{"a", "b"}) || l.Resource() != "a,b" {
 			t.Fatalf("Resources() = %q, Resource() = %q; want [a b], a,b", got, l.Resource())
 		}
+		synctest.Wait() // the grant needs a quorum; the other nodes answer after it
 		if n, m := memHolders(mems, ka, l.Value()), memHolders(mems, kb, l.Value()); n != 5 || m != 5 {
 			t.Fatalf("a held on %d nodes, b on %d; want 5 and 5", n, m)
 		}
@@ -287,8 +288,9 @@ func TestLockAllHandoff(t *testing.T) {
 			if time.Since(start) >= slow {
 				t.Fatalf("the waiter got a after %v: not woken by the set's release", time.Since(start))
 			}
-			if n := memHolders(mems, key("a"), l.Value()); n != 5 {
-				t.Fatalf("a holds the waiter's value on %d nodes, want 5", n)
+			synctest.Wait() // the grant needs a quorum; the other nodes answer after it
+			if n := memHolders(mems, key("a"), l.Value()); n < 3 {
+				t.Fatalf("a holds the waiter's value on %d nodes, want a quorum of 5", n)
 			}
 			if n := memKeyNodes(mems, key("b")); n != 0 {
 				t.Fatalf("b is on %d nodes after the set's release, want none", n)
@@ -346,9 +348,12 @@ func TestLockAllHandoff(t *testing.T) {
 			if got := set.l.Resources(); !slices.Equal(got, []string{"a", "b"}) {
 				t.Fatalf("the set waiter got %q, want [a b]", got)
 			}
+			synctest.Wait() // the grant needs a quorum; the other nodes answer after it
 			for _, r := range []string{"a", "b"} {
-				if n := memHolders(mems, key(r), set.l.Value()); n != 5 {
-					t.Fatalf("%s holds the set's value on %d nodes, want 5", r, n)
+				// A quorum at least: the release of a may still be on its
+				// way to the nodes the set's attempt reached first.
+				if n := memHolders(mems, key(r), set.l.Value()); n < 3 {
+					t.Fatalf("%s holds the set's value on %d nodes, want a quorum of 5", r, n)
 				}
 			}
 			_ = set.l.Unlock(context.Background())

@@ -42,6 +42,9 @@ type lockOptions struct {
 	autoExtend    bool          // WithAutoExtend (life.go)
 	extendEvery   time.Duration // 0: ttl/3
 	maxExtensions int
+
+	value    string // WithValue (handle.go); "" with valueSet unset: random (R4)
+	valueSet bool
 }
 
 // clientOptions are a client's settings; lock holds the acquisition defaults.
@@ -170,6 +173,11 @@ func (o lockOptions) validate(nodeTimeout time.Duration) error {
 		return invalidf("tries must be 0 (until the context ends) or more, got %d", o.tries)
 	case o.retryMin < 0 || o.retryMax < o.retryMin:
 		return invalidf("retry delay range must satisfy 0 <= min <= max, got [%v, %v]", o.retryMin, o.retryMax)
+	}
+	if o.valueSet {
+		if err := checkValue(o.value); err != nil {
+			return err
+		}
 	}
 	return o.validateLife()
 }
