@@ -33,6 +33,8 @@ type Client struct {
 	rmu sync.Mutex
 	rng *mrand.Rand
 
+	rtt rto // the round trips seen, for the node timeout (rto.go)
+
 	bg sync.WaitGroup // late releases and in-flight requests
 	// settlers counts the goroutines that settle what a Lock call left
 	// behind (abandon, drop): while one runs, bgAdd lets requests start

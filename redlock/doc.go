@@ -11,6 +11,27 @@
 // failed for a quorum to be reached. It never waits for a slow or frozen
 // node beyond that point. The value is 20 bytes from crypto/rand (R4).
 //
+// # The node timeout on a loaded machine
+//
+// Healthy nodes that are loaded are never reported as failed by a fixed
+// clock: the node timeout (WithNodeTimeout, 50 ms by default) is a floor,
+// and the bound the client applies is measured against the round trips it
+// sees, as TCP's retransmission timeout is (RFC 6298). Each fan-out's sample
+// is the time from T1 to its quorum-th answer that is not an error; the
+// bound is the smoothed sample plus four mean deviations, between the
+// node timeout and its limit, ten node timeouts or a quarter of the ttl,
+// whichever is less (and never below the node timeout). Time the request
+// spent queued in the client, or waiting for a core on a busy machine,
+// counts in the samples exactly as it counts in the waits, so the bound
+// follows the load. A fan-out whose time ran out before a quorum answered
+// doubles the bound of the next ones (up to the limit) until a sample
+// comes, and a new client waits up to the limit until its first sample. One
+// slow or frozen node among N never moves the bound, since it is not among
+// the quorum-th fastest, so it still costs an acquisition nothing when a
+// quorum answers; a quorum of frozen nodes costs an attempt the current
+// bound: the node timeout once the client has seen fast answers. Safety
+// does not depend on the bound: validity is counted from T1 (R9).
+//
 // The lock is held only if validity = ttl - (T2 - T1) - drift is positive,
 // where T2 is the deciding reply and drift = ttl x factor + 2 ms (R8.4, R9).
 // A failed attempt releases on every node, including those that answer after

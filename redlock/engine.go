@@ -44,14 +44,15 @@ const (
 
 // fan is one request to every node and the collection of its answers.
 type fan struct {
-	c      *Client
-	req    adapter.Request
-	stop   stopRule
-	ctx    context.Context    // the caller's: a cancelled caller is not a node timeout
-	nctx   context.Context    // the requests' context, bounded by the node timeout
-	cancel context.CancelFunc // of nctx, at the last answer or when settled
-	t1     time.Time          // before the first request (R8.1)
-	ready  chan struct{}      // closed when the stop rule holds
+	c       *Client
+	req     adapter.Request
+	stop    stopRule
+	ctx     context.Context    // the caller's: a cancelled caller is not a node timeout
+	nctx    context.Context    // the requests' context, bounded by the node timeout
+	cancel  context.CancelFunc // of nctx, at the last answer or when settled
+	t1      time.Time          // before the first request (R8.1)
+	timeout time.Duration      // of nctx: the node timeout of this fan (rto.go)
+	ready   chan struct{}      // closed when the stop rule holds
 
 	// inflight counts the requests not answered yet: a lock granted over
 	// blocking nodes waits for them before its release (Lock.inflight).
@@ -66,6 +67,7 @@ type fan struct {
 	rs        []reply
 	yes, no   int
 	answered  int
+	replied   int  // answers that are not errors: the quorum-th is the fan's sample (rto.go)
 	signalled bool // ready is closed
 	decided   bool // awaited: later answers are late
 	settled   bool // settle ran: the rule for late answers is set
@@ -84,10 +86,17 @@ type fan struct {
 
 // newFan readies a fan of req over every node of c, with the caller's ctx
 // and base, the context its requests derive from (ctx itself, or a context
-// that outlives a cancelled caller, for releases). It returns nil, and
-// starts nothing, when the client is closed.
+// that outlives a cancelled caller, for releases). Its requests are bounded
+// by the adaptive node timeout (rto.go). It returns nil, and starts
+// nothing, when the client is closed.
 func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
-	return c.newFanWithin(ctx, base, req, stop, c.opts.nodeTimeout)
+	return c.newFanWithin(ctx, base, req, stop, c.nodeTimeout(req.TTL))
+}
+
+// nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
+// the node timeout adapted to the round trips seen (rto.go, R8.2).
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	return c.rtt.timeout(c.opts.nodeTimeout, timeoutLimit(c.opts.nodeTimeout, ttl))
 }
 
 // newFanWithin is newFan with requests bounded by timeout instead of the
@@ -97,7 +106,7 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	if !c.bgAdd(n) {
 		return nil
 	}
-	f := &fan{c: c, req: req, stop: stop, ctx: ctx, ready: make(chan struct{})}
+	f := &fan{c: c, req: req, stop: stop, ctx: ctx, timeout: timeout, ready: make(chan struct{})}
 	f.rs, f.got = f.rsBuf[:0], f.gotBuf[:0]
 	if n > len(f.rsBuf) {
 		f.rs, f.got = make([]reply, 0, n), make([]bool, 0, n)
@@ -206,6 +215,13 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 	r := reply{i: tag, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
 	f.mu.Lock()
 	f.answered++
+	if err == nil {
+		f.replied++
+		if f.replied == c.quorum {
+			// The answer a decision waits for, late or not (rto.go).
+			c.rtt.sample(r.latency)
+		}
+	}
 	late, settled := f.decided, f.settled
 	if !settled || f.keep {
 		f.rs[tag] = r
@@ -260,6 +276,12 @@ func (f *fan) await() (decision, time.Time) {
 	defer f.mu.Unlock()
 	f.decided = true
 	canceled := f.ctx.Err() != nil
+	if !canceled && f.replied < f.c.quorum && errors.Is(f.nctx.Err(), context.DeadlineExceeded) {
+		// The time ran out before a quorum of nodes answered (whether
+		// the adapters' answers at the deadline came first or not): the
+		// fans after this one wait longer (rto.go).
+		f.c.rtt.expired()
+	}
 	for i, r := range f.rs {
 		switch {
 		case canceled && (r.none || r.err != nil && isContextErr(r.err)):
@@ -299,7 +321,7 @@ func (f *fan) settle(release, waitAll bool) {
 	var buf [7]int
 	if release {
 		answered = buf[:0]
-		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*c.opts.nodeTimeout)
+		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
 		f.releasing = n // every node is released, now or as it answers
 	}
 	early := 0
