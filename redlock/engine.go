@@ -51,8 +51,12 @@ type fan struct {
 	nctx    context.Context    // the requests' context, bounded by the node timeout
 	cancel  context.CancelFunc // of nctx, at the last answer or when settled
 	t1      time.Time          // before the first request (R8.1)
-	timeout time.Duration      // of nctx: the node timeout of this fan (rto.go)
-	ready   chan struct{}      // closed when the stop rule holds
+	timeout time.Duration      // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
+	// adaptive: the wait for answers ends at the adaptive bound (newFan),
+	// not at nctx's deadline (the limit); await then cancels nctx.
+	adaptive bool
+	timedOut bool          // await ended at the adaptive bound
+	ready    chan struct{} // closed when the stop rule holds
 
 	// inflight counts the requests not answered yet: a lock granted over
 	// blocking nodes waits for them before its release (Lock.inflight).
@@ -90,7 +94,14 @@ type fan struct {
 // by the adaptive node timeout (rto.go). It returns nil, and starts
 // nothing, when the client is closed.
 func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
-	return c.newFanWithin(ctx, base, req, stop, c.nodeTimeout(req.TTL))
+	limit := timeoutLimit(c.opts.nodeTimeout, req.TTL)
+	f := c.newFanWithin(ctx, base, req, stop, limit)
+	if f != nil {
+		// The requests live until the limit; the wait ends at the
+		// adaptive bound, which await reads again when it passes.
+		f.adaptive, f.timeout = true, c.nodeTimeout(req.TTL)
+	}
+	return f
 }
 
 // nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
@@ -223,7 +234,8 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 		}
 	}
 	late, settled := f.decided, f.settled
-	if !settled || f.keep {
+	if (!settled || f.keep) && !(late && f.timedOut && err != nil && isContextErr(err)) {
+		// (A request that await cancelled at the bound stays timed out.)
 		f.rs[tag] = r
 	}
 	if !settled {
@@ -267,16 +279,48 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 // that only reports the cancelled context is NoReply as well: a cancelled
 // acquisition is not a failed node).
 func (f *fan) await() (decision, time.Time) {
-	select {
-	case <-f.ready:
-	case <-f.nctx.Done():
+	timedOut := false
+	if f.adaptive {
+		timer := time.NewTimer(f.timeout - time.Since(f.t1))
+		defer timer.Stop()
+	wait:
+		for {
+			select {
+			case <-f.ready:
+				break wait
+			case <-f.nctx.Done():
+				break wait
+			case <-timer.C:
+				// The bound passed; the fans that ran out meanwhile
+				// may have raised it (rto.go): wait on to the new one.
+				if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
+					if left := d - time.Since(f.t1); left > 0 {
+						f.timeout = d
+						timer.Reset(left)
+						continue
+					}
+				}
+				timedOut = true
+				break wait
+			}
+		}
+	} else {
+		select {
+		case <-f.ready:
+		case <-f.nctx.Done():
+		}
+	}
+	if timedOut {
+		// The requests still waiting are answered at once.
+		defer f.cancel()
 	}
 	t2 := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.decided = true
+	f.decided, f.timedOut = true, timedOut
 	canceled := f.ctx.Err() != nil
-	if !canceled && f.replied < f.c.quorum && errors.Is(f.nctx.Err(), context.DeadlineExceeded) {
+	expired := timedOut || f.nctx.Err() != nil
+	if !canceled && f.replied < f.c.quorum && (timedOut || errors.Is(f.nctx.Err(), context.DeadlineExceeded)) {
 		// The time ran out before a quorum of nodes answered (whether
 		// the adapters' answers at the deadline came first or not): the
 		// fans after this one wait longer (rto.go).
@@ -286,7 +330,7 @@ func (f *fan) await() (decision, time.Time) {
 		switch {
 		case canceled && (r.none || r.err != nil && isContextErr(r.err)):
 			f.rs[i] = reply{i: i, none: true}
-		case r.none && (!f.signalled || f.nctx.Err() != nil):
+		case r.none && (!f.signalled || expired):
 			// The node timeout passed first (R8.2).
 			f.rs[i] = reply{i: i, err: context.DeadlineExceeded, latency: t2.Sub(f.t1)}
 			f.no++
