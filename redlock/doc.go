@@ -25,7 +25,11 @@
 // counts in the samples exactly as it counts in the waits, so the bound
 // follows the load. A fan-out whose time ran out before a quorum answered
 // doubles the bound of the next ones (up to the limit) until a sample
-// comes, and a new client waits up to the limit until its first sample. One
+// comes, and a new client waits up to the limit until its first sample.
+// When the bound passes, the attempt reads it again (the attempts that ran
+// out meanwhile may have raised it), and a node that has not answered this
+// request but has answered another since it started is busy, not failed:
+// the attempt waits on for it, one bound at a time, up to the limit. One
 // slow or frozen node among N never moves the bound, since it is not among
 // the quorum-th fastest, so it still costs an acquisition nothing when a
 // quorum answers; a quorum of frozen nodes costs an attempt the current

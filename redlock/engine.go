@@ -227,6 +227,7 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 	f.mu.Lock()
 	f.answered++
 	if err == nil {
+		c.heard[tag].Store(int64(time.Since(c.born)))
 		f.replied++
 		if f.replied == c.quorum {
 			// The answer a decision waits for, late or not (rto.go).
@@ -300,6 +301,14 @@ func (f *fan) await() (decision, time.Time) {
 						continue
 					}
 				}
+				// A node that has not answered this request but has
+				// answered another since it started is busy, not failed:
+				// wait on, one more bound at a time, until the limit
+				// (nctx's deadline) ends the wait (rto.go).
+				if f.busy() {
+					timer.Reset(f.timeout)
+					continue
+				}
 				timedOut = true
 				break wait
 			}
@@ -337,6 +346,21 @@ func (f *fan) await() (decision, time.Time) {
 		}
 	}
 	return decide(len(f.rs), f.c.quorum, f.yes, f.no), t2
+}
+
+// busy reports whether a node that has not answered the fan yet has
+// answered another request (without an error) since the fan started.
+func (f *fan) busy() bool {
+	c := f.c
+	since := int64(f.t1.Sub(c.born))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, r := range f.rs {
+		if r.none && c.heard[i].Load() > since {
+			return true
+		}
+	}
+	return false
 }
 
 // isContextErr reports whether err is a context's cancellation or deadline.

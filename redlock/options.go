@@ -123,7 +123,9 @@ func WithDriftFactor(f float64) SharedOption {
 // less than d and never more than ten times d nor a quarter of the ttl
 // (but at least d); a new client, which has seen no round trip, waits up to
 // that limit, and a request whose time ran out before a quorum answered
-// doubles the bound of the next ones until an answer comes. So healthy nodes
+// doubles the bound of the next ones until an answer comes; a node that
+// has answered other requests since this one started is waited for, up to
+// the limit, as busy rather than failed. So healthy nodes
 // that all answer late because the machine is busy are not reported as
 // failed, while one slow or frozen node never moves the bound (it is not
 // among the quorum-th fastest). A node that answers later than the bound

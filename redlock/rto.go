@@ -25,6 +25,10 @@ import (
 // timeout of the fans after it (up to limit), until a sample comes: a
 // load that rises faster than the average follows is caught by the next
 // attempt. A client that has no sample yet (just made) waits up to limit.
+// When the bound passes, a fan reads it again, and waits on, one bound at a
+// time up to limit, while a node that has not answered it has answered
+// another request since it started (Client.heard): that node is busy, not
+// failed. A frozen node answers nothing, so it is never waited for.
 //
 // None of this touches safety: the validity is counted from T1, before the
 // first request (R8.1, R9), however long the client waits; a longer wait
