@@ -106,7 +106,7 @@ func TestAsyncAttemptEndsAtTheNodeTimeout(t *testing.T) {
 	rec := &recorder{}
 	cl, ws, c := withholdingCluster(t, redlock.WithNodeTimeout(100*time.Millisecond),
 		redlock.WithRetryDelay(5*time.Millisecond, 10*time.Millisecond), redlock.WithObserver(rec))
-	// A client that has seen no round trip waits up to ten node timeouts
+	// A client that has seen no round trip waits up to twenty node timeouts
 	// (rto.go); one pair teaches it the nodes' pace.
 	warm, err := c.TryLock(t.Context(), "warm")
 	if err != nil {

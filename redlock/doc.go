@@ -19,7 +19,7 @@
 // sees, as TCP's retransmission timeout is (RFC 6298). Each fan-out's sample
 // is the time from T1 to its quorum-th answer that is not an error; the
 // bound is the smoothed sample plus four mean deviations, between the
-// node timeout and its limit, ten node timeouts or a quarter of the ttl,
+// node timeout and its limit, twenty node timeouts or a tenth of the ttl,
 // whichever is less (and never below the node timeout). Time the request
 // spent queued in the client, or waiting for a core on a busy machine,
 // counts in the samples exactly as it counts in the waits, so the bound

@@ -120,7 +120,7 @@ func WithDriftFactor(f float64) SharedOption {
 // down does not hold the client up. The bound adapts to the round trips
 // the client sees, as TCP's retransmission timeout does: it is the
 // smoothed time to the quorum-th answer plus four mean deviations, never
-// less than d and never more than ten times d nor a quarter of the ttl
+// less than d and never more than twenty times d nor a tenth of the ttl
 // (but at least d); a new client, which has seen no round trip, waits up to
 // that limit, and a request whose time ran out before a quorum answered
 // doubles the bound of the next ones until an answer comes; a node that

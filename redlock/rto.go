@@ -17,7 +17,7 @@ import (
 //	clamp(srtt + 4 x rttvar, node timeout, limit)
 //
 // of the request's start is timed out, where limit = max(node timeout,
-// min(10 x node timeout, ttl / 4)). The sample of a fan is the time to its
+// min(20 x node timeout, ttl / 10)). The sample of a fan is the time to its
 // quorum-th answer that is not an error (the answer a decision waits for,
 // late answers included): one slow, frozen or partitioned node among N
 // never moves it, and an error (a refused connection) answers at once. A
@@ -95,12 +95,12 @@ func (r *rto) timeout(floor, limit time.Duration) time.Duration {
 }
 
 // timeoutLimit is the most a fan with requests of ttl (0: none) waits for
-// its nodes: ten node timeouts, and no more than a quarter of the ttl, but
+// its nodes: twenty node timeouts, and no more than a tenth of the ttl, but
 // never less than the node timeout itself.
 func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
-	limit := 10 * nodeTimeout
+	limit := 20 * nodeTimeout
 	if ttl > 0 {
-		limit = min(limit, ttl/4)
+		limit = min(limit, ttl/10)
 	}
 	return max(limit, nodeTimeout)
 }

@@ -10,13 +10,13 @@ func TestTimeoutLimit(t *testing.T) {
 	tests := []struct {
 		nt, ttl, want time.Duration
 	}{
-		{50 * ms, 10 * time.Second, 500 * ms}, // ten node timeouts
-		{50 * ms, 0, 500 * ms},                // no ttl (phase 2 of fencing)
-		{400 * ms, 2 * time.Second, 500 * ms}, // a quarter of the ttl
-		{50 * ms, 100 * ms, 50 * ms},          // never below the node timeout
-		{50 * ms, time.Minute, 500 * ms},      // the ttl does not raise it
-		{200 * ms, 300 * ms, 200 * ms},        // ttl/4 below the node timeout
-		{time.Second, time.Hour, 10 * time.Second},
+		{50 * ms, 10 * time.Second, time.Second}, // twenty node timeouts, a tenth of the ttl
+		{50 * ms, 0, time.Second},                // no ttl (phase 2 of fencing)
+		{50 * ms, 5 * time.Second, 500 * ms},     // a tenth of the ttl
+		{400 * ms, 2 * time.Second, 400 * ms},    // ttl/10 below the node timeout
+		{50 * ms, 100 * ms, 50 * ms},             // never below the node timeout
+		{50 * ms, time.Minute, time.Second},      // the ttl does not raise it
+		{time.Second, time.Hour, 20 * time.Second},
 	}
 	for _, tt := range tests {
 		if got := timeoutLimit(tt.nt, tt.ttl); got != tt.want {
