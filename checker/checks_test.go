@@ -22,6 +22,7 @@ func TestGoldenHistories(t *testing.T) {
 	checks := map[string]func(*History) Result{
 		"mutex":        CheckMutex,
 		"extend":       CheckMutex, // R17: no resurrection
+		"rw":           CheckMutex, // read and write holds
 		"fencing":      CheckFencing,
 		"linearizable": func(h *History) Result { return CheckLinearizable(h, 5*time.Second) },
 		"liveness":     func(h *History) Result { return CheckLiveness(h, time.Second, time.Second) },
@@ -79,6 +80,8 @@ func TestDecodeHistoryRejectsMalformed(t *testing.T) {
 		{"unknown kind", `{"nodes":5,"ops":[{"id":1,"kind":"grab","start":0,"end":1}],"faults":[]}`, `unknown kind "grab"`},
 		{"orphan release", `{"nodes":5,"ops":[{"id":1,"kind":"release","lock":"x","start":0,"end":1}],"faults":[]}`, `lock "x", which no acquisition created`},
 		{"unknown field", `{"nodes":5,"opz":[]}`, `unknown field "opz"`},
+		{"unknown mode", `{"nodes":5,"ops":[{"id":1,"kind":"acquire","lock":"a","start":0,"end":1,"mode":"share"}],"faults":[]}`, `mode "share"`},
+		{"mode on a release", `{"nodes":5,"ops":[{"id":1,"kind":"acquire","lock":"a","start":0,"end":1},{"id":2,"kind":"release","lock":"a","start":2,"end":3,"mode":"read"}],"faults":[]}`, "only acquisitions have a mode"},
 		{"acquire without lock", `{"nodes":5,"ops":[{"id":1,"kind":"acquire","start":0,"end":1}],"faults":[]}`, "names no lock"},
 	}
 	for _, tt := range tests {
@@ -112,5 +115,33 @@ func TestSpans(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("got %v, want %v", got, want)
 		}
+	}
+}
+
+// CheckMutex over two overlapping grants of one resource, by mode: only
+// two reads may overlap; an acquisition without a mode is a write.
+func TestCheckMutexModes(t *testing.T) {
+	tests := []struct {
+		a, b Mode
+		want Verdict
+	}{
+		{ModeRead, ModeRead, OK},
+		{ModeRead, ModeWrite, Violated},
+		{ModeWrite, ModeRead, Violated},
+		{ModeRead, "", Violated},
+		{"", ModeRead, Violated},
+		{ModeWrite, ModeWrite, Violated},
+		{"", "", Violated},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.a)+"/"+string(tt.b), func(t *testing.T) {
+			h := &History{Nodes: 5, Ops: []Op{
+				{ID: 1, Client: "A", Resource: "r", Kind: Acquire, Lock: "A#1", Mode: tt.a, Start: 0, End: 1, OK: true, TTL: 100, Until: 90},
+				{ID: 2, Client: "B", Resource: "r", Kind: Acquire, Lock: "B#1", Mode: tt.b, Start: 10, End: 11, OK: true, TTL: 100, Until: 100},
+			}}
+			if got := CheckMutex(h); got.Verdict != tt.want {
+				t.Fatalf("verdict = %v, want %v (%s)", got.Verdict, tt.want, got)
+			}
+		})
 	}
 }

@@ -13,7 +13,10 @@
 //     the completion of its acquisition until the earliest of its validity end
 //     (Until: T1 + ttl - drift, R9, moved by successful extensions, R17) and
 //     the start of its release. An extension that succeeds after the validity
-//     ended (a resurrected lock) is a violation too.
+//     ended (a resurrected lock) is a violation too. Read-write histories
+//     mark acquisitions with a Mode: two read holds (ModeRead) may overlap;
+//     a read and a write hold, or two write holds, may not. An acquisition
+//     without a mode is a write, so older histories keep their meaning.
 //   - CheckFencing: the protected resource (a register) never accepted a
 //     write from an older grant after it had accepted one from a newer grant
 //     (R18), grants ordered by the completion of their acquisitions; and

@@ -26,6 +26,19 @@ const (
 	Read Kind = "read"
 )
 
+// Mode is how an acquisition holds its resource: exclusively (a plain lock
+// or a writer) or shared with other readers (read-write locks).
+type Mode string
+
+// The modes of an acquisition. The empty mode is ModeWrite, so that
+// histories recorded before read-write locks keep their meaning.
+const (
+	// ModeWrite is an exclusive hold: Lock, TryLock, WLock, TryWLock.
+	ModeWrite Mode = "write"
+	// ModeRead is a hold shared with other readers: RLock, TryRLock.
+	ModeRead Mode = "read"
+)
+
 // Op is one operation in a History: an invocation at Start and its
 // completion at End, in nanoseconds since the start of the run on one
 // monotonic clock. End is -1 while the outcome is unknown (the client crashed
@@ -63,6 +76,9 @@ type Op struct {
 	Nodes []string `json:"nodes,omitempty"`
 	// Err is the error the client saw, if any.
 	Err string `json:"error,omitempty"`
+	// Mode is how an acquisition holds its resource (ModeRead: shared
+	// with readers); empty means ModeWrite. Only acquisitions carry it.
+	Mode Mode `json:"mode,omitempty"`
 }
 
 // Pending reports whether the operation's outcome is unknown.
@@ -140,8 +156,14 @@ func (h *History) Validate() error {
 			if o.Lock == "" {
 				return fmt.Errorf("checker: history: acquisition %d names no lock", o.ID)
 			}
+			if o.Mode != "" && o.Mode != ModeRead && o.Mode != ModeWrite {
+				return fmt.Errorf("checker: history: acquisition %d has mode %q (want read, write or none)", o.ID, o.Mode)
+			}
 			grants[o.Lock] = true
 		case Release, Extend, Write, Read:
+			if o.Mode != "" {
+				return fmt.Errorf("checker: history: op %d is a %s with mode %q: only acquisitions have a mode", o.ID, o.Kind, o.Mode)
+			}
 		default:
 			return fmt.Errorf("checker: history: op %d has unknown kind %q (want acquire, release, extend, write or read)", o.ID, o.Kind)
 		}
@@ -206,6 +228,7 @@ type hold struct {
 	token    uint64
 	order    int  // grant order per resource: by completion of the acquisition
 	possible bool // the acquisition's outcome is unknown: maybe held
+	shared   bool // a read hold (ModeRead): overlaps other read holds
 	why      string
 }
 
@@ -218,7 +241,7 @@ func (h *History) holds() map[string][]*hold {
 		if o.Kind != Acquire || !(o.OK || o.Pending()) {
 			continue
 		}
-		hd := &hold{lock: o.Lock, client: o.Client, resource: o.Resource, token: o.Token, invoked: o.Start}
+		hd := &hold{lock: o.Lock, client: o.Client, resource: o.Resource, token: o.Token, invoked: o.Start, shared: o.Mode == ModeRead}
 		if o.Pending() {
 			// Unknown outcome: the keys may have been set from the
 			// invocation for up to one ttl.

@@ -17,6 +17,9 @@ type Hold struct {
 	// Possible is true when the acquisition's outcome is unknown: the
 	// grant may have been held.
 	Possible bool
+	// Shared is true for a read hold (ModeRead), which may overlap other
+	// read holds.
+	Shared bool
 	// Why says what ended the interval ("validity end", "release", ...).
 	Why string
 }
@@ -28,7 +31,7 @@ func (h *History) Holds() map[string][]Hold {
 	for r, hs := range h.holds() {
 		for _, hd := range hs {
 			out[r] = append(out[r], Hold{Lock: hd.lock, Client: hd.client, Resource: hd.resource, From: hd.from, To: hd.to,
-				Token: hd.token, Possible: hd.possible, Why: hd.why})
+				Token: hd.token, Possible: hd.possible, Shared: hd.shared, Why: hd.why})
 		}
 		sort.SliceStable(out[r], func(i, j int) bool { return out[r][i].From < out[r][j].From })
 	}

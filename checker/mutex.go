@@ -6,7 +6,9 @@ import (
 )
 
 // CheckMutex checks mutual exclusion (R1.1) over h: no two grants of one
-// resource were believed held at overlapping times. A grant is believed held
+// resource were believed held at overlapping times, except two read holds
+// (Op.Mode ModeRead: read-write locks admit any number of readers at once);
+// a read hold and a write hold, or two write holds, never overlap. A grant is believed held
 // from the completion of its acquisition until the earliest of its validity
 // end (R9, moved by extensions that succeeded while it was valid, R17) and
 // the start of its release. An extension that succeeded after the validity
@@ -37,7 +39,7 @@ func CheckMutex(h *History) Result {
 			for _, b := range hs[i+1:] {
 				// b.from >= a.from (sorted): they overlap iff b began
 				// before a ended.
-				if b.from >= a.to || b.lock == a.lock {
+				if b.from >= a.to || b.lock == a.lock || a.shared && b.shared {
 					continue
 				}
 				if a.possible || b.possible {
@@ -86,7 +88,12 @@ func CheckMutex(h *History) Result {
 	return res
 }
 
-func (hd *hold) who() string { return fmt.Sprintf("%s (lock %s)", hd.client, hd.lock) }
+func (hd *hold) who() string {
+	if hd.shared {
+		return fmt.Sprintf("%s (read lock %s)", hd.client, hd.lock)
+	}
+	return fmt.Sprintf("%s (lock %s)", hd.client, hd.lock)
+}
 
 func describeHold(hd *hold) string {
 	return fmt.Sprintf("%s [%s, %s]", hd.who(), ms(hd.from), ms(hd.to))

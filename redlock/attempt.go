@@ -1,10 +1,6 @@
 package redlock
 
-import (
-	"context"
-
-	"dlm/redlock/adapter"
-)
+import "context"
 
 // attempt is one acquisition (R8): send SET NX PX to all nodes at once
 // (R15), decide as soon as a quorum acquired or can no longer acquire, compute
@@ -16,17 +12,17 @@ import (
 // their releases: the error then reports every node's outcome, so that
 // "held elsewhere" and "no quorum" are told apart exactly, and no key of the
 // attempt outlives the call. The decision itself never waits for them.
-func (c *Client) attempt(ctx context.Context, resource, key, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
-	req := adapter.Request{Op: adapter.OpAcquire, Key: key, Value: value, TTL: o.ttl}
-	if c.opts.fencing {
-		req.Op = opAcquireFenced
-	}
+func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
+	resource := t.resource
+	req := t.acquireRequest(value, o.ttl, c.opts.fencing) // multi.go
 	f := c.newFan(ctx, ctx, req, stopDecided)
 	if f == nil {
 		return nil, &AcquireError{Resource: resource, Quorum: c.quorum, Cause: ErrClosed}
 	}
 	if c.opts.fencing {
-		f.fenceKey = c.opts.fencePrefix + resource
+		if f.fenceKeys = t.fenceKeys(c.opts.fencePrefix); f.fenceKeys == nil {
+			f.fenceKey = c.opts.fencePrefix + resource
+		}
 		f.fences = make([]uint64, len(c.nodes))
 	}
 	c.send(f)
@@ -49,7 +45,7 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		f.mu.Lock()
 		results := c.results(f.rs)
 		f.mu.Unlock()
-		fz = c.fence(f.ctx, resource, f.req.Key, f.req.Value, results, f.fences)
+		fz = c.fence(f.ctx, resource, f, results)
 		t2 = fz.at
 		v = validity(o.ttl, t2.Sub(t1), d)
 	}
@@ -59,12 +55,14 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 			client:   c,
 			resource: resource,
 			key:      f.req.Key,
+			keys:     f.req.Keys,
 			value:    f.req.Value,
 			ttl:      o.ttl,
 			drift:    d,
 			until:    t1.Add(o.ttl - d),
 			inflight: &f.inflight,
 			token:    fz.token,
+			mode:     modeOf(f.req.Op), // rw.go
 		}
 		if from != nil {
 			l.run = from.run + 1

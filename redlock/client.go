@@ -232,7 +232,7 @@ func (c *Client) TryLock(ctx context.Context, resource string, opts ...LockOptio
 		return nil, err
 	}
 	o.tries = 1
-	return c.acquire(ctx, resource, o)
+	return c.acquire(ctx, c.one(resource), o)
 }
 
 // Lock acquires resource, retrying after a random delay (R10) until it
@@ -244,24 +244,24 @@ func (c *Client) Lock(ctx context.Context, resource string, opts ...LockOption) 
 	if err != nil {
 		return nil, err
 	}
-	return c.acquire(ctx, resource, o)
+	return c.acquire(ctx, c.one(resource), o)
 }
 
 // acquire is Lock and TryLock: attempts (R8) until one succeeds, the tries
 // run out, ctx ends or the client is closed, waiting between them (R10,
 // retry.go) or for a hand-over from this client's Unlock (handoff.go).
-func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*Lock, error) {
+func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, error) {
+	resource := t.resource
 	if c.isClosed() {
 		return nil, c.stopped(resource, 0, nil, ErrClosed)
 	}
-	key := c.opts.prefix + resource
 	var last *AcquireError
 	var w *waiter // hand-off queue place, after the first failure
 	acquired := false
-	defer func() { c.leaveHandoff(key, w, acquired) }()
+	defer func() { c.leaveHandoff(t, w, acquired) }()
 	// A lock handed over by this client's Unlock (handoff.go) arrives in
 	// wk; no barging past this client's waiters.
-	wk, err := c.waitTurn(ctx, key, resource, o, &w)
+	wk, err := c.waitTurn(ctx, t, o, &w)
 	if err != nil {
 		return nil, c.stopped(resource, 0, nil, err)
 	}
@@ -279,7 +279,7 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 			return nil, err
 		}
 		start := time.Now()
-		l, aerr := c.attempt(ctx, resource, key, value, o, final)
+		l, aerr := c.attempt(ctx, t, value, o, final)
 		if aerr == nil {
 			acquired = true
 			return l, nil
@@ -290,7 +290,7 @@ func (c *Client) acquire(ctx context.Context, resource string, o lockOptions) (*
 			// The last try, the context, or Close ended it.
 			return nil, aerr
 		}
-		if wk, err = c.waitRetry(ctx, key, resource, o, time.Since(start), aerr, &w); err != nil {
+		if wk, err = c.waitRetry(ctx, t, o, time.Since(start), aerr, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

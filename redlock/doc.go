@@ -187,6 +187,68 @@
 // notice, not a guarantee: a holder that is paused does not see it, which
 // is what fencing is for.
 //
+// # Several resources in one lock (LockAll)
+//
+// Client.LockAll and Client.TryLockAll lock a set of resources as one lock,
+// all or nothing, in one round: one key per resource on every node, all
+// holding the lock's one value. Each operation on the set is one atomic
+// step per node (adapter.MultiNode, one Lua script): AcquireAll sets every
+// key of the set only if none exists; ExtendAll extends them only if every
+// one holds the value; ReleaseAll deletes those that do. The engine carries
+// these requests as it carries those of one key, so the quorum, the
+// validity (T1 before the first request, T2 at the deciding answer), the
+// release of a failed attempt on every node (R8.5), the timeouts and the
+// observers are those of one resource. The names are sorted; an empty
+// list, an empty name or a duplicate is refused (ErrInvalid). What is
+// promised, and why:
+//
+//   - Mutual exclusion per resource, against sets and single locks alike
+//     (the keys are the same). A grant of the set S rests on a quorum where
+//     S's keys were all set at one instant (the script is atomic) and live
+//     the ttl (R13). Any other grant that includes a resource r of S needs a
+//     quorum where r's key was free; the two quorums share a node, where r's
+//     key held S's value throughout. This is the argument for one resource,
+//     applied to each resource of the set, under the same assumptions.
+//   - All or nothing: no node ever holds part of a set for one value
+//     (short of an outside deletion or an eviction), so a grant is of the
+//     whole set. An attempt that fails releases the whole set everywhere,
+//     even where it got nothing.
+//   - No deadlock, and never both: two clients whose sets overlap on r never
+//     both succeed on one node, so never both on a quorum; and neither ever
+//     waits while holding part of its set, which is how locking resources
+//     one at a time deadlocks (two clients taking a then b and b then a
+//     each hold one key until its ttl). A split vote is resolved as for one
+//     key: release, then a random delay (R10).
+//   - Extension is all or nothing per node: a node counts for the set only
+//     where it holds the whole set. A node that lost one key of the set
+//     extends none of them: its remaining keys then expire instead of
+//     blocking others for a lock that node no longer counts for. When too
+//     many nodes lost any key, Extend says ErrNotHeld and auto-extension
+//     ends the lock with ErrLost, as for one resource. ReleaseAll reports a
+//     node as released only when it held the whole set.
+//   - Fencing (WithFencing) gives one token for the set, and every node must
+//     implement adapter.MultiFencingNode. Phase 1 reads, atomically with the
+//     acquisition, the largest fence of the set's resources on each node;
+//     the token is computed from them as for one resource; phase 2 raises
+//     every fence of the set to the token, on a node only if the node holds
+//     the set and every fence there is below the token. For each resource r
+//     of the set, the argument for one resource then holds word for word
+//     (r's fence is among those read, and r's raise only succeeds above
+//     it): tokens of r grow strictly across every grant that includes r,
+//     by a set or alone.
+//   - Hand-off: a waiting set is woken by the announced release of any of
+//     its resources, and retries after the usual jitter. It waits in no
+//     resource's queue, so it never holds up the waiters of one resource
+//     while another of its resources is held, and Unlock never hands it
+//     one key of its set; the release of a set is never handed over either
+//     (its waiters are woken). Nothing orders a set against a stream of
+//     single locks on one of its resources: under such a stream a set may
+//     wait long, as under R10 without hand-off.
+//
+// A set costs what one resource costs in round trips (one per acquisition,
+// two with fencing), with a script instead of SET; its keys count one per
+// resource on every node.
+//
 // # Byzantine quorum mode (WithByzantineNodes)
 //
 // WithByzantineNodes(f) tolerates up to f nodes that lie: answer OK to a
@@ -213,6 +275,57 @@
 // a timing fault, not a lie, R9); liveness when liars refuse every request
 // and fewer than a quorum of honest nodes are up. Liars can make an Unlock
 // look more successful than it was, by up to f nodes.
+//
+// # Read-write locks (RLock, WLock)
+//
+// Client.RLock and Client.TryRLock acquire a resource for reading, shared
+// with any number of readers; Client.WLock and Client.TryWLock for writing,
+// exclusive of readers, other writers and plain locks (Lock). Both return a
+// *Lock with the usual Extend, Unlock, WithAutoExtend, Done and Err;
+// Lock.Shared tells a read lock. The nodes must implement adapter.RWNode
+// (the shared script redlock/scripts/rw.lua; MemNode, goredis, rueidis).
+//
+// On each node, one atomic step decides (as SET NX does for R3): a writer
+// holds the lock key as a string, exactly like a plain lock, and readers
+// hold the same key as a hash of reader values to expiries on the node's
+// clock. So on every node the key is held by one writer or plain lock, or
+// by readers, never both. A reader or a writer is granted only once a
+// quorum of nodes admitted it within its validity (R8.3, R9), and any two
+// quorums share a node (two majorities of N; with WithByzantineNodes(f),
+// quorums of ceil((N+f+1)/2) share f+1 nodes, so an honest one): if a
+// reader and a writer were both believed held at one moment, that shared
+// node would hold the writer's string and the reader's field at once, each
+// until its own expiry on that node, which R9's validity does not outlast.
+// Readers never exclude each other. Each reader has its own expiry (its
+// hash field), the key's expiry is the latest of them, and every step
+// prunes the fields whose expiry passed, so a reader that crashed holds
+// nothing past its ttl, as a plain lock.
+//
+// Writers are not starved by a stream of readers. A WLock attempt that
+// finds readers on a node leaves a waiting mark there (its waiter id, drawn
+// once per WLock call, with an expiry of its ttl, refreshed by each
+// attempt), and a node admits no new reader while a mark is alive. After
+// the writer's first failed attempt, the nodes where readers held it admit
+// no one new, so the readers already in leave within their holds (at most
+// ttl x (1+WithMaxExtensions) for an auto-extended reader, like any lock),
+// and the writer acquires at its next attempt after that, unless another
+// writer or a plain lock takes the resource first (writers compete as
+// plain locks do, without order). A WLock that is granted or gives up
+// (context, tries, Close) removes its marks from every node before it
+// returns; a writer that dies leaves marks that keep readers out for at
+// most one ttl after its last attempt. The marks stay alive between
+// attempts while the retry delay (WithRetryDelay) is below the ttl, as it
+// is by default. Limits, stated: a node held by a writer or a plain lock
+// (a string) cannot carry a mark, so right after that holder's release
+// readers may get in before the waiting writer; its next failed attempt
+// marks those nodes. Readers, in turn, can be delayed by a stream of
+// writers: the preference is the writers'. TryWLock leaves no mark.
+//
+// Read-write locks take no part in the hand-off: they retry after R10's
+// random delay, and Unlock never hands a read lock over. They carry no
+// fencing token: RLock and WLock refuse a client built with WithFencing
+// (ErrInvalid). A fenced plain Lock, on a client with the same key prefix,
+// does exclude readers and writers, as it holds the same key as a string.
 //
 // # Observability
 //

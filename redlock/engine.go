@@ -63,9 +63,10 @@ type fan struct {
 	inflight sync.WaitGroup
 
 	// Fencing (blocking methods only).
-	fenceKey string
-	token    uint64
-	fences   []uint64 // phase 1: each node's fence, written before its answer
+	fenceKey  string
+	fenceKeys []string // a set's (multi.go)
+	token     uint64
+	fences    []uint64 // phase 1: each node's fence, written before its answer
 
 	mu        sync.Mutex
 	rs        []reply
@@ -133,7 +134,11 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 }
 
 // async reports whether the fan's requests go through AsyncNode.Start.
-func (f *fan) async() bool { return f.c.async != nil && f.req.Op < opAcquireFenced }
+// The operations of read-write locks (rw.go) run by the blocking methods
+// of adapter.RWNode too.
+func (f *fan) async() bool {
+	return f.c.async != nil && f.req.Op < opAcquireFenced && !isRWOp(f.req.Op)
+}
 
 // call is the fan's request on node i, for AsyncNode.Start.
 func (f *fan) call(i int) adapter.Call {
@@ -150,6 +155,8 @@ func (f *fan) blocking(i int) (bool, error) {
 		return ok, err
 	case opRaiseFence:
 		return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.token, c.opts.fenceRetention)
+	case opAcquireAllFenced, opRaiseFences:
+		return f.blockingAll(i) // multi.go
 	}
 	return do(f.nctx, c.nodes[i], f.req)
 }
@@ -429,7 +436,7 @@ func (f *fan) settle(release, waitAll bool) {
 // a key that was set. Its answer comes back to Receive with tag.
 func (f *fan) releaseNode(i, tag int) {
 	c := f.c
-	req := adapter.Request{Op: adapter.OpRelease, Key: f.req.Key, Value: f.req.Value}
+	req := adapter.Request{Op: setOp(releaseOp(f.req.Op), f.req.Keys), Key: f.req.Key, Keys: f.req.Keys, Value: f.req.Value}
 	if f.async() {
 		c.async[i].Start(f.rctx, req, f, tag)
 		return

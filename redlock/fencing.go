@@ -131,7 +131,7 @@ type fenceResult struct {
 // node's fence to it where the lock key still holds value, and decide as
 // soon as a quorum confirmed or can no longer confirm (a fan, engine.go).
 // Late answers are ignored: a late raise is harmless, as raising is monotone.
-func (c *Client) fence(ctx context.Context, resource, key, value string, phase1 []NodeResult, fences []uint64) fenceResult {
+func (c *Client) fence(ctx context.Context, resource string, acq *fan, phase1 []NodeResult) fenceResult {
 	if c.phaseHook != nil {
 		c.phaseHook(resource) // tests: a client frozen between the phases
 	}
@@ -139,7 +139,7 @@ func (c *Client) fence(ctx context.Context, resource, key, value string, phase1 
 	read := make([]uint64, 0, c.quorum)
 	for i, r := range phase1 {
 		if r.Outcome == Acquired {
-			read = append(read, fences[i])
+			read = append(read, acq.fences[i])
 		}
 	}
 	token, err := nextToken(read, c.opts.byzantine, c.fenceFloor())
@@ -148,12 +148,16 @@ func (c *Client) fence(ctx context.Context, resource, key, value string, phase1 
 		return res
 	}
 	res.token = token
-	f := c.newFan(ctx, ctx, adapter.Request{Op: opRaiseFence, Key: key, Value: value}, stopDecided)
+	req := adapter.Request{Op: opRaiseFence, Key: acq.req.Key, Value: acq.req.Value}
+	if acq.req.Keys != nil {
+		req = adapter.Request{Op: opRaiseFences, Keys: acq.req.Keys, Value: acq.req.Value} // multi.go
+	}
+	f := c.newFan(ctx, ctx, req, stopDecided)
 	if f == nil {
 		res.at, res.failed, res.err = time.Now(), true, ErrClosed
 		return res
 	}
-	f.fenceKey, f.token = c.opts.fencePrefix+resource, token
+	f.fenceKey, f.fenceKeys, f.token = acq.fenceKey, acq.fenceKeys, token
 	c.send(f)
 	state, t2 := f.await()
 	f.settle(false, false)

@@ -66,6 +66,10 @@ type handoff struct {
 	watches []adapter.ReleaseWatch
 	subs    []subQueue // per node: Watch and Unwatch, in order
 	queues  map[string][]*waiter
+	// sets holds the waiters for sets of resources, by key (multi.go):
+	// they are woken by the release of any key of their set, and never
+	// stand in a key's queue.
+	sets map[string][]*waiter
 	// own holds the values of this client's recent releases of keys that
 	// had waiters: their announcements come back through the nodes after
 	// Unlock already woke the next waiter, and are dropped.
@@ -130,6 +134,7 @@ func newHandoff(c *Client) *handoff {
 		nodes:  make([]adapter.HandoffNode, len(c.nodes)),
 		queues: map[string][]*waiter{},
 		own:    map[string]struct{}{},
+		sets:   map[string][]*waiter{},
 	}
 	any := false
 	h.transfer = c.async != nil
@@ -159,7 +164,9 @@ func (h *handoff) join(ctx context.Context, key, resource string, o lockOptions)
 	h.queues[key] = append(q, w)
 	if len(q) == 0 {
 		close(w.head)
-		h.subscribe(key, true)
+		if len(h.sets[key]) == 0 {
+			h.subscribe(key, true)
+		}
 	}
 	return w
 }
@@ -192,7 +199,9 @@ func (h *handoff) leave(key string, w *waiter, acquired bool) {
 	}
 	if len(q) == 0 {
 		delete(h.queues, key)
-		h.subscribe(key, false)
+		if len(h.sets[key]) == 0 {
+			h.subscribe(key, false)
+		}
 		return
 	}
 	h.queues[key] = q
@@ -227,6 +236,7 @@ func (h *handoff) notify(key, value string) {
 	if q := h.queues[key]; len(q) > 0 {
 		h.wake(q[0], true)
 	}
+	h.wakeSets(key) // multi.go
 }
 
 // ownRelease wakes the longest-waiting waiter of key after this client's
@@ -236,6 +246,10 @@ func (h *handoff) ownRelease(key, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
+	if len(q) == 0 && len(h.sets[key]) == 0 {
+		return
+	}
+	h.wakeSets(key) // multi.go
 	if len(q) == 0 {
 		return
 	}
@@ -288,8 +302,8 @@ const (
 // that acquisition fails, the waiter is woken to retry. It returns handDone
 // and Unlock's error then; handYield at the limit; otherwise handNone.
 func (h *handoff) handOver(l *Lock) (handResult, error) {
-	if h == nil {
-		return handNone, nil
+	if h == nil || l.keys != nil {
+		return handNone, nil // a set is released, never handed over (multi.go)
 	}
 	c := h.c
 	h.mu.Lock()
@@ -350,7 +364,7 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 		// The transfer reached no quorum, and the keys it moved are
 		// released (decideAcquire): release what is left of l.
 		moved := acq.replies()
-		rs := c.releaseAll(l.key, l.value, true)
+		rs := c.releaseAll(l.request(adapter.OpRelease), true)
 		for i := range rs {
 			if moved[i].ok {
 				rs[i] = moved[i]
@@ -473,11 +487,16 @@ func (h *handoff) close() {
 	}
 }
 
-// leaveHandoff takes a finished Lock call out of key's queue; acquired
-// tells whether it got the lock.
-func (c *Client) leaveHandoff(key string, w *waiter, acquired bool) {
-	if c.hand != nil && w != nil {
-		c.hand.leave(key, w, acquired)
+// leaveHandoff takes a finished Lock call out of its key's queue, or a
+// LockAll call out of its set's waiters; acquired tells whether it got the
+// lock.
+func (c *Client) leaveHandoff(t target, w *waiter, acquired bool) {
+	switch {
+	case c.hand == nil || w == nil:
+	case t.keys != nil:
+		c.hand.leaveSet(t.keys, w) // multi.go
+	default:
+		c.hand.leave(t.key, w, acquired)
 	}
 }
 

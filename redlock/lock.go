@@ -9,7 +9,8 @@ import (
 	"dlm/redlock/adapter"
 )
 
-// Lock is a held lock on one resource. It is safe for concurrent use: Extend,
+// Lock is a held lock on one resource, or on a set of resources as one
+// (Client.LockAll). It is safe for concurrent use: Extend,
 // Unlock and the accessors may be called from any goroutine.
 //
 // The lock is held, at most, until Until (R6, R9): the keys live on a quorum
@@ -19,12 +20,14 @@ type Lock struct {
 	client   *Client
 	resource string
 	key      string
+	keys     []string // a set's lock keys, sorted (multi.go); nil for one resource
 	value    string
 	ttl      time.Duration
 	drift    time.Duration
 	inflight *sync.WaitGroup // acquire requests of the grant still in flight
 	token    uint64          // fencing token (fencing.go), 0 without fencing
 	run      int             // hand-overs in a row within the client that led to it
+	mode     lockMode        // exclusive, or a read or write lock (rw.go)
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time
@@ -44,7 +47,9 @@ type Lock struct {
 	expiry     *time.Timer   // closes Done at Until, without auto-extension
 }
 
-// Resource returns the name of the locked resource.
+// Resource returns the name of the locked resource. For a set (LockAll),
+// it returns the set's names, sorted, joined by "," (as in errors and
+// events): a name for display; Resources returns the names themselves.
 func (l *Lock) Resource() string { return l.resource }
 
 // Value returns the lock's random value (R4): 20 bytes from crypto/rand,
@@ -119,22 +124,26 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// unless the nodes keep each node's requests in order (AsyncNode), so
 	// that the release reaches a node after the acquisition. Fenced
 	// acquisitions use the blocking methods, so they are waited for.
-	if l.inflight != nil && (c.async == nil || c.opts.fencing) {
+	// Read-write acquisitions use the blocking methods too (rw.go).
+	if l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive) {
 		l.inflight.Wait()
 	}
 	hand := handNone
 	var err error
-	if prior == nil {
+	if prior == nil && l.mode != modeRead {
 		// Never hand over a lock that is known to be lost: the waiter
-		// would start from keys that another client may hold.
+		// would start from keys that another client may hold. A reader
+		// shares the key: it has nothing to hand over.
 		hand, err = c.hand.handOver(l)
 	}
 	var replies []reply
 	if hand != handDone {
-		replies = c.releaseAll(l.key, l.value, true)
+		replies = c.releaseAll(l.request(adapter.OpRelease), true)
 		err = c.unlockErr(replies)
 		if c.hand != nil && hand == handNone {
-			c.hand.ownRelease(l.key, l.value) // the key may be free: next waiter
+			for _, key := range l.lockKeys() {
+				c.hand.ownRelease(key, l.value) // the key may be free: next waiter
+			}
 		}
 	}
 	if prior != nil {
@@ -150,17 +159,21 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return err
 }
 
-// releaseAll releases key from value on every node (R5, R12), announced
-// where the nodes can and announce is set (hand-off, R14), and returns each
-// node's reply once a quorum released or every node answered. The requests
-// outlive any caller's context, bounded by the node timeout.
-func (c *Client) releaseAll(key, value string, announce bool) []reply {
-	op := adapter.OpRelease
-	if announce && c.hand != nil {
-		op = adapter.OpReleaseAnnounce
+// releaseAll releases req's key (or a set's keys) from its value on every
+// node (R5, R12), announced where the nodes can and announce is set
+// (hand-off, R14), and returns each node's reply once a quorum released or
+// every node answered. The requests outlive any caller's context, bounded
+// by the node timeout. req.Op is set here.
+func (c *Client) releaseAll(req adapter.Request, announce bool) []reply {
+	if req.Op != adapter.OpRRelease { // a reader leaves the readers' hash (rw.go)
+		op := adapter.OpRelease
+		if announce && c.hand != nil {
+			op = adapter.OpReleaseAnnounce
+		}
+		req.Op = setOp(op, req.Keys)
 	}
 	bg := context.Background()
-	f := c.newFanWithin(bg, bg, adapter.Request{Op: op, Key: key, Value: value}, stopQuorum, c.opts.releaseTimeout)
+	f := c.newFanWithin(bg, bg, req, stopQuorum, c.opts.releaseTimeout)
 	if f == nil {
 		return c.closedReplies()
 	}
@@ -263,7 +276,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return ErrMaxExtensions
 	}
 	c := l.client
-	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpExtend, Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
+	f := c.newFan(ctx, ctx, l.request(adapter.OpExtend), stopQuorum)
 	if f == nil {
 		return errors.Join(ErrExtendFailed, ErrClosed)
 	}

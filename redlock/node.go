@@ -127,6 +127,12 @@ func do(ctx context.Context, n Node, req adapter.Request) (bool, error) {
 			return tn.Transfer(ctx, req.Key, req.From, req.Value, req.TTL)
 		}
 	}
+	if mn, ok := n.(adapter.MultiNode); ok && req.Op.IsMulti() {
+		return doAll(ctx, mn, req) // multi.go
+	}
+	if isRWOp(req.Op) {
+		return doRW(ctx, n, req) // rw.go
+	}
 	return false, invalidf("unknown node operation %v", req.Op)
 }
 

@@ -35,12 +35,12 @@ func (c *Client) jitter(max time.Duration) time.Duration {
 // the same key: when key has waiters, the call joins the end of the queue
 // and waits for its turn (or its timed retry) before its first attempt.
 // TryLock never waits.
-func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptions, w **waiter) (wake, error) {
+func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **waiter) (wake, error) {
 	h := c.hand
-	if h == nil || o.tries == 1 || !h.queued(key) {
-		return wake{}, nil
+	if h == nil || o.tries == 1 || t.keys != nil || !h.queued(t.key) {
+		return wake{}, nil // a set queues behind nobody (multi.go)
 	}
-	*w = h.join(ctx, key, resource, o)
+	*w = h.join(ctx, t.key, t.resource, o)
 	return c.wait(ctx, o, 0, *w)
 }
 
@@ -54,17 +54,19 @@ func (c *Client) waitTurn(ctx context.Context, key, resource string, o lockOptio
 // gave them back unannounced, so it wakes the longest waiter other than
 // itself: a lone waiter never wakes itself out of R10's delay. It
 // returns ctx's error when ctx ends, and ErrClosed when the client closes.
-func (c *Client) waitRetry(ctx context.Context, key, resource string, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (wake, error) {
+func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (wake, error) {
 	h := c.hand
 	if h == nil {
 		return c.wait(ctx, o, elapsed, nil)
 	}
 	if *w == nil {
-		*w = h.join(ctx, key, resource, o)
+		*w = h.joinTarget(ctx, t, o) // multi.go
 	}
 	for _, r := range failed.Nodes {
 		if r.Outcome == Acquired {
-			h.wakeNext(key, *w)
+			for _, key := range t.lockKeys() {
+				h.wakeNext(key, *w)
+			}
 			break
 		}
 	}

@@ -68,19 +68,7 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if maxSkew <= 0 {
 				return usageErrorf("--max-skew must be positive, got %v", maxSkew)
 			}
-			parsed, err := resolveParsedNodes(nodes)
-			if err != nil {
-				return err
-			}
-			q, err := quorumOf(len(parsed), byzantine)
-			if err != nil {
-				return err
-			}
-			raws := make([]string, len(parsed))
-			for i, u := range parsed {
-				raws[i] = u.Raw
-			}
-			cfgs, err := tlsf.forURLs(raws)
+			parsed, q, cfgs, err := probeTargets(nodes, byzantine, tlsf)
 			if err != nil {
 				return err
 			}

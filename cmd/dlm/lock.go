@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -44,9 +45,15 @@ func newLockCmd() *cobra.Command {
 		adapt  string
 	)
 	cmd := &cobra.Command{
-		Use:   "lock [flags] RESOURCE -- COMMAND [ARGS...]",
+		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding a distributed lock on RESOURCE",
 		Long: `Acquire a Redlock lock on RESOURCE, run COMMAND, release the lock.
+
+With several resources, they are locked as one lock, all or nothing, in one
+round (each node sets every resource's key in one atomic step, only if none
+is held): two commands whose sets overlap never both run, and never
+deadlock whatever order they name the resources in. DLM_LOCK_RESOURCE then
+holds the names, sorted, joined by ",".
 
 The lock is extended every ttl/3 while the command runs (R17), at most
 --max-extensions times. The command gets DLM_LOCK_RESOURCE, DLM_LOCK_VALUE
@@ -73,21 +80,20 @@ Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 within --wait); otherwise the command's own exit code (128+N when it was
 killed by signal N).`,
 		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
-  DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report`,
+  DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report
+  DLM_NODES=... dlm lock --wait 5m db-primary db-replica -- ./migrate.sh`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dash := cmd.ArgsLenAtDash()
 			if dash < 0 {
-				return usageErrorf("missing `--` before the command: dlm lock [flags] RESOURCE -- COMMAND [ARGS...]")
+				return usageErrorf("missing `--` before the command: dlm lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]")
 			}
-			if dash != 1 {
-				return usageErrorf("want exactly one RESOURCE before `--`, got %d (%q)", dash, args[:dash])
+			resources, argv := args[:dash], args[dash:]
+			if err := checkResources(resources); err != nil {
+				return err
 			}
-			resource, argv := args[0], args[dash:]
 			switch {
-			case resource == "":
-				return usageErrorf("RESOURCE is empty: name the resource to lock")
 			case len(argv) == 0:
-				return usageErrorf("no command after `--`: dlm lock [flags] RESOURCE -- COMMAND [ARGS...]")
+				return usageErrorf("no command after `--`: dlm lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]")
 			case ttl <= 0:
 				return usageErrorf("--ttl must be positive, got %v", ttl)
 			case ttl > maxLockTTL:
@@ -119,7 +125,8 @@ killed by signal N).`,
 			}
 			defer closeClient()
 			lr := lockRun{
-				client: client, resource: resource, argv: argv, wait: wait, grace: grace,
+				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
+				argv: argv, wait: wait, grace: grace,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
 			}
 			return lr.run(cmd.Context())
@@ -137,6 +144,27 @@ killed by signal N).`,
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	addTLSFlags(cmd, &tlsf)
 	return cmd
+}
+
+// checkResources refuses an empty list of resources, an empty name and a
+// name given twice, before any node is contacted.
+func checkResources(resources []string) error {
+	if len(resources) == 0 {
+		return usageErrorf("no RESOURCE before `--`: name the resource (or resources) to lock")
+	}
+	seen := make(map[string]bool, len(resources))
+	for i, r := range resources {
+		switch {
+		case r == "" && len(resources) == 1:
+			return usageErrorf("RESOURCE is empty: name the resource to lock")
+		case r == "":
+			return usageErrorf("RESOURCE %d of %d is empty: name every resource to lock", i+1, len(resources))
+		case seen[r]:
+			return usageErrorf("RESOURCE %q is given twice: the resources of one lock must be distinct", r)
+		}
+		seen[r] = true
+	}
+	return nil
 }
 
 // acquireCode maps a failed acquisition to its exit code: 69 when no quorum
@@ -217,14 +245,15 @@ func (e *reasonError) Unwrap() error { return e.err }
 
 // lockRun is one dlm lock invocation.
 type lockRun struct {
-	client   *redlock.Client
-	resource string
-	argv     []string
-	wait     time.Duration
-	grace    time.Duration
-	stdin    io.Reader
-	stdout   io.Writer
-	stderr   io.Writer
+	client    *redlock.Client
+	resources []string // one, or a set locked as one (LockAll)
+	resource  string   // the resources, sorted, joined by "," (messages, DLM_LOCK_RESOURCE)
+	argv      []string
+	wait      time.Duration
+	grace     time.Duration
+	stdin     io.Reader
+	stdout    io.Writer
+	stderr    io.Writer
 }
 
 func (r *lockRun) errf(format string, args ...any) {
@@ -367,10 +396,10 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 		err error
 	)
 	if r.wait == 0 {
-		l, err = r.client.TryLock(ctx, r.resource)
+		l, err = r.client.TryLockAll(ctx, r.resources)
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, r.wait)
-		l, err = r.client.Lock(wctx, r.resource)
+		l, err = r.client.LockAll(wctx, r.resources)
 		cancel()
 	}
 	if err == nil {

@@ -40,19 +40,7 @@ the same server, else 0.`,
 			if timeout <= 0 {
 				return usageErrorf("--timeout must be positive, got %v", timeout)
 			}
-			parsed, err := resolveParsedNodes(nodes)
-			if err != nil {
-				return err
-			}
-			q, err := quorumOf(len(parsed), byzantine)
-			if err != nil {
-				return err
-			}
-			raws := make([]string, len(parsed))
-			for i, u := range parsed {
-				raws[i] = u.Raw
-			}
-			cfgs, err := tlsf.forURLs(raws)
+			parsed, q, cfgs, err := probeTargets(nodes, byzantine, tlsf)
 			if err != nil {
 				return err
 			}

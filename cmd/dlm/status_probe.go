@@ -165,6 +165,28 @@ func reachable(ps []probe) int {
 	return n
 }
 
+// probeTargets resolves the node URLs of --nodes (or DLM_NODES), the quorum
+// for them and the TLS configuration of each: what status and doctor probe.
+func probeTargets(nodes []string, byzantine int, tlsf tlsFiles) ([]redlock.NodeURL, int, []*tls.Config, error) {
+	parsed, err := resolveParsedNodes(nodes)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	q, err := quorumOf(len(parsed), byzantine)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	raws := make([]string, len(parsed))
+	for i, u := range parsed {
+		raws[i] = u.Raw
+	}
+	cfgs, err := tlsf.forURLs(raws)
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	return parsed, q, cfgs, nil
+}
+
 // quorumOf is the quorum the library computes for n nodes of which
 // byzantine may lie (redlock.WithByzantineNodes; 0: the majority of R8.3),
 // asked of a client over n placeholder nodes that never do I/O. An

@@ -168,6 +168,12 @@ func (op Op) String() string {
 	case OpTransfer:
 		return "transfer"
 	}
+	if s := op.multiString(); s != "" {
+		return s
+	}
+	if name, ok := rwName(op); ok {
+		return name
+	}
 	return "Op(" + strconv.Itoa(int(op)) + ")"
 }
 
@@ -181,6 +187,13 @@ type Request struct {
 	TTL time.Duration
 	// From is the value that OpTransfer hands the key over from.
 	From string
+	// Keys are the lock keys of a set, for the operations of a MultiNode
+	// (Op.IsMulti: OpAcquireAll, ...), distinct and sorted; Key is then
+	// empty.
+	Keys []string
+	// Waiter identifies a waiting writer (OpWAcquire, OpWUnwait: RWNode);
+	// empty for every other operation.
+	Waiter string
 }
 
 // Receiver receives the answers of AsyncNode operations. Receive must not

@@ -71,8 +71,14 @@ func (n *Node) blocking(ctx context.Context, req adapter.Request) (bool, error) 
 		return n.goExtend(ctx, req.Key, req.Value, req.TTL)
 	case adapter.OpTransfer:
 		return n.goTransfer(ctx, req.Key, req.From, req.Value, req.TTL)
+	case adapter.OpAcquireAll:
+		return n.AcquireAll(ctx, req.Keys, req.Value, req.TTL)
+	case adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce:
+		return n.ReleaseAll(ctx, req.Keys, req.Value, req.Op == adapter.OpReleaseAllAnnounce)
+	case adapter.OpExtendAll:
+		return n.ExtendAll(ctx, req.Keys, req.Value, req.TTL)
 	}
-	return false, fmt.Errorf("goredis: unknown operation %v: expected acquire, release, extend or transfer", req.Op)
+	return false, fmt.Errorf("goredis: unknown operation %v: expected acquire, release, extend, transfer or their -all forms for a set", req.Op)
 }
 
 // send runs one batch: one pipeline of every request whose context is
@@ -167,6 +173,9 @@ func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
 func (n *Node) scriptOf(op adapter.Op) *batch.Script {
+	if op.IsMulti() {
+		return n.multiScript(op) // multi.go
+	}
 	switch op {
 	case adapter.OpAcquire:
 		return nil
@@ -186,6 +195,9 @@ func (n *Node) command(buf []byte, req adapter.Request, eval bool) []byte {
 		return appendCommand(buf, "SET", req.Key, req.Value, "NX", "PX", strconv.FormatInt(req.TTL.Milliseconds(), 10))
 	}
 	s := n.scriptOf(req.Op)
+	if req.Op.IsMulti() {
+		return multiCommand(buf, s, req, eval) // multi.go
+	}
 	verb, body := "EVALSHA", s.SHA
 	if eval || !s.Cached.Load() {
 		verb, body = "EVAL", s.Src

@@ -31,6 +31,10 @@ type Node struct {
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
+	rw            *redis.Script // rw.go
+	transfer      *redis.Script
+
+	multi multiScripts // multi.go
 
 	// The batched way (batch.go, conn.go); pipe is nil when the client
 	// cannot be pipelined on (NewNode).
@@ -39,7 +43,7 @@ type Node struct {
 	sender            sender
 	releaseS, extendS *batch.Script
 	transferS         *batch.Script
-	transfer          *redis.Script
+	multiB            multiBatchScripts // multi.go
 }
 
 var (
@@ -72,7 +76,10 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
+		rw:            redis.NewScript(scripts.RW),
 		transfer:      redis.NewScript(scripts.Transfer),
+
+		multi: newMultiScripts(),
 	}
 	if rc, ok := client.(*redis.Client); ok {
 		if o := rc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil && o.Dialer != nil {
@@ -80,6 +87,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 			n.releaseS = batch.NewScript(scripts.Release)
 			n.extendS = batch.NewScript(scripts.Extend)
 			n.transferS = batch.NewScript(scripts.Transfer)
+			n.multiB = newMultiBatchScripts()
 			n.queue.Init("goredis", MaxBatch, n.send)
 		}
 	}

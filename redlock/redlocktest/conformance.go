@@ -178,6 +178,12 @@ func RunConformance(t *testing.T, newBackend BackendFactory) {
 	if fn, ok := n.(adapter.FencingNode); ok {
 		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, in, fn) })
 	}
+	if mn, ok := n.(adapter.MultiNode); ok {
+		t.Run("Multi", func(t *testing.T) { runMultiConformance(t, b, mn) }) // conformance_multi.go
+	}
+	if rn, ok := n.(adapter.RWNode); ok {
+		t.Run("ReadWrite", func(t *testing.T) { runRWConformance(t, b, rn) }) // conformance_rw.go
+	}
 	if _, ok := n.(adapter.BatchNode); ok {
 		t.Run("Batch", func(t *testing.T) { runBatchConformance(t, newBackend) })
 	}

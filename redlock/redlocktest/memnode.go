@@ -23,6 +23,7 @@ var (
 	_ adapter.BatchNode    = (*MemNode)(nil)
 	_ adapter.HandoffNode  = (*MemNode)(nil)
 	_ adapter.TransferNode = (*MemNode)(nil)
+	_ adapter.RWNode       = (*MemNode)(nil) // memnode_rw.go
 	_ adapter.ReleaseWatch = (*memWatch)(nil)
 	_ Inspector            = (*MemNode)(nil)
 )
@@ -128,6 +129,10 @@ type MemNode struct {
 type memEntry struct {
 	value   string
 	expires time.Time // node clock; zero: no expiry
+	// hash, when not nil, makes the key a hash of fields to expiries on
+	// the node's clock, as read-write locks keep readers (memnode_rw.go);
+	// value is then empty.
+	hash map[string]time.Time
 }
 
 // NewMemNode returns an empty, healthy MemNode named name (its String).
@@ -497,14 +502,14 @@ func (n *MemNode) apply(c *memCall) memResult {
 		if _, held := n.live(r.Key, now); held {
 			return memResult{}
 		}
-		n.keys[r.Key] = memEntry{r.Value, now.Add(r.TTL)}
+		n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		return memResult{ok: true}
 	case opAcquireFenced:
 		if !lieAcq {
 			if _, held := n.live(r.Key, now); held {
 				return memResult{}
 			}
-			n.keys[r.Key] = memEntry{r.Value, now.Add(r.TTL)}
+			n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		}
 		f, err := n.fenceLocked(c.fenceKey, now)
 		if err != nil {
@@ -535,7 +540,7 @@ func (n *MemNode) apply(c *memCall) memResult {
 		if !ok || e.value != r.Value {
 			return memResult{}
 		}
-		n.keys[r.Key] = memEntry{r.Value, now.Add(r.TTL)}
+		n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		return memResult{ok: true}
 	case adapter.OpTransfer:
 		if lieAcq {
@@ -545,8 +550,10 @@ func (n *MemNode) apply(c *memCall) memResult {
 		if ok && e.value != r.From {
 			return memResult{}
 		}
-		n.keys[r.Key] = memEntry{r.Value, now.Add(r.TTL)}
+		n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		return memResult{ok: true}
+	case adapter.OpRAcquire, adapter.OpRRelease, adapter.OpRExtend, adapter.OpWAcquire, adapter.OpWUnwait:
+		return n.applyRW(r, now, lieAcq, lieAll) // memnode_rw.go
 	case opRaiseFence:
 		if lieAll {
 			return memResult{ok: true}
@@ -566,8 +573,11 @@ func (n *MemNode) apply(c *memCall) memResult {
 		if c.retention > 0 {
 			exp = now.Add(c.retention)
 		}
-		n.keys[c.fenceKey] = memEntry{strconv.FormatUint(c.token, 10), exp}
+		n.keys[c.fenceKey] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
 		return memResult{ok: true}
+	}
+	if res, ok := n.applyMulti(c, now); ok { // memnode_multi.go
+		return res
 	}
 	n.applied.Add(-1)
 	return memResult{err: fmt.Errorf("redlocktest: %s: unknown operation %v", n.name, r.Op)}
@@ -639,7 +649,8 @@ func (n *MemNode) ReleaseAnnounce(ctx context.Context, key, value string) (bool,
 func (n *MemNode) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
 	c := &memCall{ctx: ctx, req: req, reply: func(r memResult) { to.Receive(tag, r.ok, r.err) }}
 	switch req.Op {
-	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer:
+	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer,
+		adapter.OpAcquireAll, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpExtendAll:
 	default:
 		c.reply(memResult{err: fmt.Errorf("redlocktest: %s: unknown operation %v", n.name, req.Op)})
 		return

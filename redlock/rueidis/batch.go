@@ -118,6 +118,9 @@ func (n *Node) send(items []batch.Item) {
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
 func (n *Node) scriptOf(op adapter.Op) *batch.Script {
+	if op.IsMulti() {
+		return n.multiScript(op) // multi.go
+	}
 	switch op {
 	case adapter.OpAcquire:
 		return nil
@@ -137,6 +140,9 @@ func (n *Node) scriptOf(op adapter.Op) *batch.Script {
 func (n *Node) command(req adapter.Request, eval bool) rueidis.Completed {
 	c := n.client
 	s := n.scriptOf(req.Op)
+	if req.Op.IsMulti() {
+		return n.multiCommand(s, req, eval) // multi.go
+	}
 	arg2 := ""
 	switch req.Op {
 	case adapter.OpAcquire:

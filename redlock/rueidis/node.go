@@ -36,6 +36,9 @@ type Node struct {
 	handOn  *batch.Script // Transfer
 
 	acquireFenced, raiseFence *batch.Script // fencing.go
+	rw                        *batch.Script // rw.go
+
+	multi multiScripts // multi.go
 
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
@@ -75,6 +78,9 @@ func NewNode(client rueidis.Client, name string) *Node {
 
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
+		rw:            batch.NewScript(scripts.RW),
+
+		multi: newMultiScripts(),
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n

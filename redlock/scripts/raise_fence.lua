@@ -9,7 +9,9 @@
 -- Decimal strings are compared by length, then bytewise, so that tokens
 -- beyond 2^53 (where Lua's doubles lose precision) compare exactly.
 -- Returns 1 when the fence was set to the token, else 0.
-if redis.call("GET", KEYS[1]) ~= ARGV[1] then
+-- GET by redis.pcall: a key that readers hold as a hash (rw.lua) answers
+-- WRONGTYPE, which is "held by another" here, not an error.
+if redis.pcall("GET", KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 local cur = redis.call("GET", KEYS[2])

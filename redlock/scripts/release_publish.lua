@@ -6,7 +6,9 @@
 -- which is ARGV[2] .. KEYS[1] (built here, so that a release sends the
 -- prefix, a constant, instead of a string made for each call).
 -- Returns 1 when deleted, else 0.
-if redis.call("GET", KEYS[1]) == ARGV[1] then
+-- GET by redis.pcall: a key that readers hold as a hash (rw.lua) answers
+-- WRONGTYPE, which is "held by another" here, not an error.
+if redis.pcall("GET", KEYS[1]) == ARGV[1] then
 	redis.call("DEL", KEYS[1])
 	redis.call("PUBLISH", ARGV[2] .. KEYS[1], ARGV[1])
 	return 1

@@ -51,4 +51,14 @@ var (
 	//
 	//go:embed raise_fence.lua
 	RaiseFence string
+
+	// RW runs the operations of read-write locks (adapter.RWNode): readers
+	// share the lock key as a hash of expiries, a writer holds it as a
+	// string like a plain lock, and a waiting writer's mark keeps new
+	// readers out. KEYS[1] lock key; ARGV[1] the operation (racquire,
+	// rrelease, rextend, wacquire, wunwait), then its arguments (see the
+	// script). Returns 1 when it acted, else 0.
+	//
+	//go:embed rw.lua
+	RW string
 )

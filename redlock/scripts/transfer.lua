@@ -6,8 +6,10 @@
 -- KEYS[1] lock key; ARGV[1] value handed over; ARGV[2] new value;
 -- ARGV[3] ttl in milliseconds.
 -- Returns 1 when the key now holds the new value, else 0.
-local cur = redis.call("GET", KEYS[1])
-if cur == ARGV[1] or not cur then
+-- GET by redis.pcall: a key that readers hold as a hash (rw.lua) answers
+-- WRONGTYPE, which is "held by another" here, not an error.
+local cur = redis.pcall("GET", KEYS[1])
+if cur == ARGV[1] or cur == false then
 	redis.call("SET", KEYS[1], ARGV[2], "PX", ARGV[3])
 	return 1
 end

@@ -108,10 +108,11 @@ func (q *Queue) refuse(ctx context.Context, req adapter.Request) error {
 		return err
 	}
 	switch req.Op {
-	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer:
+	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer,
+		adapter.OpAcquireAll, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpExtendAll:
 		return nil
 	}
-	return fmt.Errorf("%s: unknown operation %v: expected acquire, release, release-announce, extend or transfer", q.adapter, req.Op)
+	return fmt.Errorf("%s: unknown operation %v: expected acquire, release, release-announce, extend, transfer or their -all forms for a set", q.adapter, req.Op)
 }
 
 // work sends the queue in batches, the oldest items first and at most q.max
@@ -289,9 +290,16 @@ func (t *Tails) Mark(batch []Item) []bool {
 	clear(t.last)
 	for i, it := range batch {
 		t.last[it.Req.Key] = i
+		for _, k := range it.Req.Keys { // a set's keys (adapter.MultiNode)
+			t.last[k] = i
+		}
 	}
 	for i, it := range batch {
-		tail = append(tail, t.last[it.Req.Key] == i)
+		last := t.last[it.Req.Key] == i
+		for _, k := range it.Req.Keys {
+			last = last && t.last[k] == i
+		}
+		tail = append(tail, last)
 	}
 	t.tail = tail
 	return tail

@@ -87,7 +87,7 @@ func TestQueueRefusesUnknownOp(t *testing.T) {
 	sent := 0
 	q.Init("test", 10, func(items []Item) { sent += len(items) })
 	_, err := q.Do(context.Background(), adapter.Request{Op: 42})
-	if err == nil || err.Error() != "test: unknown operation Op(42): expected acquire, release, release-announce, extend or transfer" {
+	if err == nil || err.Error() != "test: unknown operation Op(42): expected acquire, release, release-announce, extend, transfer or their -all forms for a set" {
 		t.Fatalf("Do(Op 42) = %v, want the unknown operation error", err)
 	}
 	if sent != 0 || q.Len() != 0 {

@@ -1,0 +1,312 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// Several resources in one lock (LockAll). A set of resources is locked
+// under one value, with one key per resource on every node, and every
+// operation on the set is one atomic step per node (adapter.MultiNode): the
+// acquisition sets every key of the set only if none exists, the extension
+// extends them only if all still hold the value, the release deletes those
+// that hold it. The engine carries these requests as it carries those of
+// one key (one fan per operation, the same quorum, validity, late-answer
+// releases and timeouts), so the argument for one resource holds for the
+// set: see the package documentation.
+
+// The operations of a fan on a set that only the blocking methods of
+// adapter.MultiFencingNode carry (engine.go's opAcquireFenced and
+// opRaiseFence for a set); they never go to AsyncNode.Start.
+const (
+	opAcquireAllFenced adapter.Op = 216 + iota // phase 1 of fencing a set (R18)
+	opRaiseFences                              // phase 2 of fencing a set (R18)
+)
+
+// target is what one acquisition locks: one resource, or a set.
+type target struct {
+	// resource names the target in errors and events: the resource, or
+	// the set's names in order, joined by ",".
+	resource string
+	key      string   // the lock key of one resource; "" for a set
+	names    []string // a set's resource names, sorted; nil for one resource
+	keys     []string // their lock keys, in the same order
+}
+
+// one is the target of Lock and TryLock: one resource.
+func (c *Client) one(resource string) target {
+	return target{resource: resource, key: c.opts.prefix + resource}
+}
+
+// lockKeys returns the target's lock keys: its key, or a set's keys.
+func (t target) lockKeys() []string {
+	if t.keys != nil {
+		return t.keys
+	}
+	return []string{t.key}
+}
+
+// acquireRequest is the request of one attempt on t (R3): SET NX PX for
+// one resource, AcquireAll for a set, and their fenced forms (R18).
+func (t target) acquireRequest(value string, ttl time.Duration, fencing bool) adapter.Request {
+	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Keys: t.keys, Value: value, TTL: ttl}
+	switch {
+	case t.keys != nil && fencing:
+		req.Op = opAcquireAllFenced
+	case t.keys != nil:
+		req.Op = adapter.OpAcquireAll
+	case fencing:
+		req.Op = opAcquireFenced
+	}
+	return req
+}
+
+// fenceKeys returns the fence keys of a set's resources (WithFencing), in
+// the order of its lock keys; nil for one resource.
+func (t target) fenceKeys(prefix string) []string {
+	if t.keys == nil {
+		return nil
+	}
+	out := make([]string, len(t.names))
+	for i, name := range t.names {
+		out[i] = prefix + name
+	}
+	return out
+}
+
+// setOp returns op's form for a set of keys (adapter.MultiNode) when keys is
+// not nil, else op.
+func setOp(op adapter.Op, keys []string) adapter.Op {
+	if keys == nil {
+		return op
+	}
+	switch op {
+	case adapter.OpAcquire:
+		return adapter.OpAcquireAll
+	case adapter.OpRelease:
+		return adapter.OpReleaseAll
+	case adapter.OpReleaseAnnounce:
+		return adapter.OpReleaseAllAnnounce
+	case adapter.OpExtend:
+		return adapter.OpExtendAll
+	}
+	return op
+}
+
+// doAll runs req, an operation on a set, on n by its blocking method.
+func doAll(ctx context.Context, n adapter.MultiNode, req adapter.Request) (bool, error) {
+	switch req.Op {
+	case adapter.OpAcquireAll:
+		return n.AcquireAll(ctx, req.Keys, req.Value, req.TTL)
+	case adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce:
+		return n.ReleaseAll(ctx, req.Keys, req.Value, req.Op == adapter.OpReleaseAllAnnounce)
+	case adapter.OpExtendAll:
+		return n.ExtendAll(ctx, req.Keys, req.Value, req.TTL)
+	}
+	return false, invalidf("unknown node operation %v on a set", req.Op)
+}
+
+// blockingAll runs the fan's fenced request on a set on node i (R18).
+func (f *fan) blockingAll(i int) (bool, error) {
+	c := f.c
+	n, ok := c.nodes[i].(adapter.MultiFencingNode)
+	if !ok { // LockAll checks every node first
+		return false, invalidf("node %q does not implement adapter.MultiFencingNode", c.names[i])
+	}
+	if f.req.Op == opAcquireAllFenced {
+		ok, fence, err := n.AcquireAllFenced(f.nctx, f.req.Keys, f.fenceKeys, f.req.Value, f.req.TTL)
+		f.fences[i] = fence // read after the answer, under f.mu
+		return ok, err
+	}
+	return n.RaiseFences(f.nctx, f.req.Keys, f.fenceKeys, f.req.Value, f.token, c.opts.fenceRetention)
+}
+
+// request is the request of op (OpRelease, OpExtend, ...) for l: on its
+// key, or, for a set, op's form on its keys.
+func (l *Lock) request(op adapter.Op) adapter.Request {
+	if l.mode == modeRead {
+		op = readOp(op) // rw.go
+	}
+	return adapter.Request{Op: setOp(op, l.keys), Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
+}
+
+// lockKeys returns l's lock keys: its key, or a set's keys.
+func (l *Lock) lockKeys() []string {
+	if l.keys != nil {
+		return l.keys
+	}
+	return []string{l.key}
+}
+
+// Resources returns the names of the locked resources: for a lock of
+// LockAll or TryLockAll, the set, sorted; for one resource, that one. The
+// slice is the caller's.
+func (l *Lock) Resources() []string {
+	if l.keys == nil {
+		return []string{l.resource}
+	}
+	out := make([]string, len(l.keys))
+	for i, k := range l.keys {
+		out[i] = k[len(l.client.opts.prefix):]
+	}
+	return out
+}
+
+// LockAll acquires every resource of resources as one lock, all or nothing
+// (see the package documentation for the guarantee): each attempt sets
+// every resource's key on each node in one atomic step, only if none of
+// them is held there, so that two clients locking overlapping sets never
+// both win, and neither holds part of a set while it waits for the rest
+// (no deadlock, whatever order the callers list the resources in). It
+// retries as Lock does (R10) until it succeeds, ctx ends, or the tries run
+// out; the error is Lock's.
+//
+// The resources are sorted; an empty list, an empty name or a name listed
+// twice is an error wrapping ErrInvalid. A set excludes, and is excluded
+// by, every lock of any client on any of its resources, Lock's included.
+// The lock has the same validity, extension (Extend, WithAutoExtend),
+// release (Unlock) and fencing (one Token for the set, above the token of
+// every earlier grant of any of its resources) as a lock on one resource.
+// A set waiting to retry is woken by the announced release of any of its
+// resources (WithHandoff), but Unlock hands over only locks on one
+// resource: a set is released, then its waiters are woken. LockAll of one
+// resource is Lock.
+//
+// Every node must implement adapter.MultiNode (and
+// adapter.MultiFencingNode with WithFencing), as redlock/goredis,
+// redlock/rueidis and redlocktest.MemNode do; otherwise LockAll returns an
+// error wrapping ErrInvalid that names the node, contacting none.
+func (c *Client) LockAll(ctx context.Context, resources []string, opts ...LockOption) (*Lock, error) {
+	t, o, err := c.settingsAll(resources, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.acquire(ctx, t, o)
+}
+
+// TryLockAll makes exactly one attempt to acquire every resource of
+// resources as one lock (see LockAll). On failure the error satisfies
+// errors.Is(err, ErrNotAcquired) and errors.As gives an *AcquireError,
+// whose Resource is the set's names joined by ",", and no key of the set
+// is left on any node.
+func (c *Client) TryLockAll(ctx context.Context, resources []string, opts ...LockOption) (*Lock, error) {
+	t, o, err := c.settingsAll(resources, opts)
+	if err != nil {
+		return nil, err
+	}
+	o.tries = 1
+	return c.acquire(ctx, t, o)
+}
+
+// settingsAll validates resources and the options of LockAll, and returns
+// the target: one resource when there is one, else the sorted set.
+func (c *Client) settingsAll(resources []string, opts []LockOption) (target, lockOptions, error) {
+	names, err := setNames(resources)
+	if err != nil {
+		return target{}, lockOptions{}, err
+	}
+	if len(names) == 1 {
+		o, err := c.settings(names[0], opts)
+		return c.one(names[0]), o, err
+	}
+	if err := c.checkMulti(); err != nil {
+		return target{}, lockOptions{}, err
+	}
+	t := target{resource: strings.Join(names, ","), names: names, keys: make([]string, len(names))}
+	for i, name := range names {
+		t.keys[i] = c.opts.prefix + name
+	}
+	o, err := c.settings(t.resource, opts)
+	return t, o, err
+}
+
+// setNames returns a sorted copy of resources, or an error wrapping
+// ErrInvalid for an empty list, an empty name or a duplicate.
+func setNames(resources []string) ([]string, error) {
+	if len(resources) == 0 {
+		return nil, invalidf("no resources: LockAll needs at least one resource name")
+	}
+	names := slices.Clone(resources)
+	for i, name := range names {
+		if name == "" {
+			return nil, invalidf("resource %d of %d is an empty name: every resource of a set needs a name", i+1, len(names))
+		}
+	}
+	slices.Sort(names)
+	for i := 1; i < len(names); i++ {
+		if names[i] == names[i-1] {
+			return nil, invalidf("resource %q is listed twice: the resources of a set must be distinct", names[i])
+		}
+	}
+	return names, nil
+}
+
+// checkMulti refuses a client whose nodes cannot lock a set.
+func (c *Client) checkMulti() error {
+	for i, n := range c.nodes {
+		if _, ok := n.(adapter.MultiNode); !ok {
+			return invalidf("node %q (position %d) does not implement adapter.MultiNode, which LockAll needs for a set: use an adapter that has it, such as redlock/goredis or redlock/rueidis", c.names[i], i)
+		}
+		if _, ok := n.(adapter.MultiFencingNode); c.opts.fencing && !ok {
+			return invalidf("node %q (position %d) does not implement adapter.MultiFencingNode, which LockAll needs for a set with WithFencing", c.names[i], i)
+		}
+	}
+	return nil
+}
+
+// joinTarget makes the waiter of a Lock or LockAll call after its first
+// failed attempt: in its key's queue for one resource (join), or among the
+// waiters of a set.
+func (h *handoff) joinTarget(ctx context.Context, t target, o lockOptions) *waiter {
+	if t.keys == nil {
+		return h.join(ctx, t.key, t.resource, o)
+	}
+	// A set's waiter stands in no queue: it would hold up the waiters of
+	// one of its keys while another key is held. It runs its timed retry
+	// (R10) at once, as the front of a queue does, and is woken early by
+	// the release of any of its keys; Unlock never hands a lock over to it
+	// (handOver looks at the queues only), so a set is never handed one
+	// key of its set.
+	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: t.resource, opts: o}
+	close(w.head)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, key := range t.keys {
+		if len(h.queues[key]) == 0 && len(h.sets[key]) == 0 {
+			h.subscribe(key, true)
+		}
+		h.sets[key] = append(h.sets[key], w)
+	}
+	return w
+}
+
+// leaveSet takes a set's waiter w out of the waiters of keys; the last
+// waiter of a key unsubscribes from it.
+func (h *handoff) leaveSet(keys []string, w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, key := range keys {
+		s := slices.DeleteFunc(h.sets[key], func(x *waiter) bool { return x == w })
+		if len(s) > 0 {
+			h.sets[key] = s
+			continue
+		}
+		delete(h.sets, key)
+		if len(h.queues[key]) == 0 {
+			h.subscribe(key, false)
+		}
+	}
+}
+
+// wakeSets wakes every waiting set that has key, after a release of key:
+// each retries after a random jitter (R10), as after an announcement.
+// Called with h.mu held.
+func (h *handoff) wakeSets(key string) {
+	for _, w := range h.sets[key] {
+		h.wake(w, true)
+	}
+}

@@ -1,0 +1,126 @@
+package rueidis
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/batch"
+	"dlm/redlock/scripts"
+)
+
+var (
+	_ adapter.MultiNode        = (*Node)(nil)
+	_ adapter.MultiFencingNode = (*Node)(nil)
+)
+
+// multiScripts are the scripts of a set of resources (adapter.MultiNode).
+// AcquireAll, ReleaseAll and ExtendAll go through the node's batches
+// (batch.go) like the requests on one key, and so keep Start order with
+// them; the fenced ones are blocking calls, as for one key.
+type multiScripts struct {
+	acquire, release, extend, acquireFenced, raiseFences *batch.Script
+}
+
+func newMultiScripts() multiScripts {
+	return multiScripts{
+		acquire:       batch.NewScript(scripts.AcquireAll),
+		release:       batch.NewScript(scripts.ReleaseAll),
+		extend:        batch.NewScript(scripts.ExtendAll),
+		acquireFenced: batch.NewScript(scripts.AcquireAllFenced),
+		raiseFences:   batch.NewScript(scripts.RaiseFences),
+	}
+}
+
+// multiScript returns the script that runs op, an operation on a set.
+func (n *Node) multiScript(op adapter.Op) *batch.Script {
+	switch op {
+	case adapter.OpAcquireAll:
+		return n.multi.acquire
+	case adapter.OpExtendAll:
+		return n.multi.extend
+	}
+	return n.multi.release // OpReleaseAll, OpReleaseAllAnnounce
+}
+
+// multiCommand builds the command of req, an operation on the set
+// req.Keys, run by s: by EVALSHA, or by EVAL when eval is set or the node
+// is not known to have the script.
+func (n *Node) multiCommand(s *batch.Script, req adapter.Request, eval bool) rueidis.Completed {
+	c := n.client
+	var arg2 string
+	switch req.Op {
+	case adapter.OpAcquireAll, adapter.OpExtendAll:
+		arg2 = strconv.FormatInt(req.TTL.Milliseconds(), 10)
+	case adapter.OpReleaseAllAnnounce:
+		arg2 = ChannelPrefix
+	}
+	nk := int64(len(req.Keys))
+	if eval || !s.Cached.Load() {
+		return c.B().Eval().Script(s.Src).Numkeys(nk).Key(req.Keys...).Arg(req.Value, arg2).Build()
+	}
+	return c.B().Evalsha().Sha1(s.SHA).Numkeys(nk).Key(req.Keys...).Arg(req.Value, arg2).Build()
+}
+
+// AcquireAll sets every key to value with an expiry of ttl only if none
+// exists, in one script, in the node's next batch (R3 for a set).
+func (n *Node) AcquireAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	return n.do(ctx, adapter.Request{Op: adapter.OpAcquireAll, Keys: keys, Value: value, TTL: ttl})
+}
+
+// ReleaseAll deletes every key that holds value, announcing each deletion
+// on ChannelPrefix+key when announce is set, in one script, in the node's
+// next batch (R5, R14). It reports whether every key held value.
+func (n *Node) ReleaseAll(ctx context.Context, keys []string, value string, announce bool) (bool, error) {
+	op := adapter.OpReleaseAll
+	if announce {
+		op = adapter.OpReleaseAllAnnounce
+	}
+	return n.do(ctx, adapter.Request{Op: op, Keys: keys, Value: value})
+}
+
+// ExtendAll resets every key's expiry to ttl only if every key holds value,
+// in one script, in the node's next batch (R17 for a set).
+func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	return n.do(ctx, adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl})
+}
+
+// AcquireAllFenced is AcquireAll that also reads the largest fence value
+// under fenceKeys when it set the keys, in one script (R18 phase 1).
+func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
+	all := append(append(make([]string, 0, 2*len(keys)), keys...), fenceKeys...)
+	res, err := n.evalKeys(ctx, n.multi.acquireFenced, all, value, strconv.FormatInt(ttl.Milliseconds(), 10)).ToArray()
+	if err != nil {
+		return false, 0, err
+	}
+	if len(res) != 2 {
+		return false, 0, fmt.Errorf("rueidis: fenced acquire of a set: unexpected reply of %d elements", len(res))
+	}
+	if set, err := res[0].AsInt64(); err != nil || set != 1 {
+		return false, 0, err
+	}
+	s, err := res[1].ToString()
+	if err != nil {
+		return true, 0, fmt.Errorf("rueidis: fence value under %q: %w", fenceKeys, err)
+	}
+	f, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		// The keys were set: report it, so that the client releases them.
+		return true, 0, fmt.Errorf("rueidis: a fence value under %q is %q, not a uint64", fenceKeys, s)
+	}
+	return true, f, nil
+}
+
+// RaiseFences sets every fence under fenceKeys to token, with an expiry of
+// retention (0: none), only if every key holds value and every fence is
+// below token, in one script (R18 phase 2).
+func (n *Node) RaiseFences(ctx context.Context, keys, fenceKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
+	all := append(append(make([]string, 0, 2*len(keys)), keys...), fenceKeys...)
+	v, err := n.evalKeys(ctx, n.multi.raiseFences, all, value,
+		strconv.FormatUint(token, 10), strconv.FormatInt(retention.Milliseconds(), 10)).AsInt64()
+	return v == 1 && err == nil, err
+}

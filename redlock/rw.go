@@ -1,0 +1,236 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// Read-write locks: RLock and WLock over the same quorum as Lock. See the
+// package documentation ("Read-write locks") for the argument; the
+// per-node step is adapter.RWNode (redlock/scripts/rw.lua).
+
+// lockMode is what a Lock holds its resource as.
+type lockMode uint8
+
+const (
+	modeExclusive lockMode = iota // Lock, TryLock
+	modeRead                      // RLock, TryRLock: shared with readers
+	modeWrite                     // WLock, TryWLock: exclusive
+)
+
+// modeOf is the mode of a lock granted by an acquisition of op.
+func modeOf(op adapter.Op) lockMode {
+	switch op {
+	case adapter.OpRAcquire:
+		return modeRead
+	case adapter.OpWAcquire:
+		return modeWrite
+	}
+	return modeExclusive
+}
+
+// isRWOp reports whether op is one of adapter.RWNode's operations, which
+// run by its blocking methods (never AsyncNode.Start).
+func isRWOp(op adapter.Op) bool { return op >= 32 && op <= 47 }
+
+// releaseOp is the operation that undoes an acquisition of op (R8.5): a
+// reader leaves the readers' hash; a writer's key is a plain lock key.
+func releaseOp(op adapter.Op) adapter.Op {
+	if op == adapter.OpRAcquire {
+		return adapter.OpRRelease
+	}
+	return adapter.OpRelease
+}
+
+// doRW runs req, one of RWNode's operations, on n by its blocking method.
+func doRW(ctx context.Context, n Node, req adapter.Request) (bool, error) {
+	rn, ok := n.(adapter.RWNode)
+	if !ok {
+		return false, invalidf("node does not implement adapter.RWNode, which %v needs", req.Op)
+	}
+	switch req.Op {
+	case adapter.OpRAcquire:
+		return rn.RAcquire(ctx, req.Key, req.Value, req.TTL)
+	case adapter.OpRRelease:
+		return rn.RRelease(ctx, req.Key, req.Value)
+	case adapter.OpRExtend:
+		return rn.RExtend(ctx, req.Key, req.Value, req.TTL)
+	case adapter.OpWAcquire:
+		return rn.WAcquire(ctx, req.Key, req.Value, req.Waiter, req.TTL)
+	case adapter.OpWUnwait:
+		return rn.WUnwait(ctx, req.Key, req.Waiter)
+	}
+	return false, invalidf("unknown node operation %v", req.Op)
+}
+
+// Shared reports whether the lock is a read lock (RLock, TryRLock), which
+// other readers may hold at the same time. It is false for Lock, TryLock,
+// WLock and TryWLock.
+func (l *Lock) Shared() bool { return l.mode == modeRead }
+
+// readOp is the reader's form of op, for a lock held in read mode: a
+// reader leaves or extends its entry in the readers' hash.
+func readOp(op adapter.Op) adapter.Op {
+	switch op {
+	case adapter.OpRelease, adapter.OpReleaseAnnounce:
+		return adapter.OpRRelease
+	case adapter.OpExtend:
+		return adapter.OpRExtend
+	}
+	return op
+}
+
+// RLock acquires resource for reading: any number of readers hold it at
+// once, and no writer (WLock) or plain lock (Lock) while they do. It retries
+// as Lock does (R10, WithTries) until a quorum of nodes admitted the reader
+// within its validity (R8.3, R9). A node admits no new reader while a
+// writer waits for the resource there (writer preference, see the package
+// documentation), so RLock may wait for writers that came after the
+// readers holding the resource.
+//
+// The returned Lock is a read lock (Shared reports true): Extend, Unlock,
+// WithAutoExtend, Done and Err work as for Lock; Unlock never hands a read
+// lock over to a waiter. Its Token is 0: read-write locks refuse clients
+// built with WithFencing (ErrInvalid), as a reader writes nothing to fence.
+// Every node must implement adapter.RWNode (the MemNode of redlocktest,
+// redlock/goredis and redlock/rueidis do); otherwise RLock returns an error
+// wrapping ErrInvalid that names the node. Errors are Lock's.
+func (c *Client) RLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
+	return c.rwLock(ctx, resource, modeRead, false, opts)
+}
+
+// TryRLock is RLock with exactly one attempt (R8), as TryLock.
+func (c *Client) TryRLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
+	return c.rwLock(ctx, resource, modeRead, true, opts)
+}
+
+// WLock acquires resource for writing: exclusively, against readers
+// (RLock), other writers and plain locks (Lock) alike, over a quorum (R8).
+// On the nodes a writer's key is a plain lock key, so a write lock is a
+// plain lock in every respect once granted, and Lock and WLock exclude each
+// other. While readers hold the resource, each failed attempt leaves a
+// waiting mark on the nodes that readers hold, which keeps new readers out
+// until this call acquires or ends (it then removes its marks) or, if the
+// process dies, until the marks expire one ttl after its last attempt: a
+// stream of readers cannot starve a writer. The marks are refreshed by
+// every attempt, so they stay alive while the retry delay (WithRetryDelay)
+// is below the ttl, as it is by default.
+//
+// The returned Lock's Token is 0 (see RLock for fencing and the nodes it
+// needs). Errors are Lock's.
+func (c *Client) WLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
+	return c.rwLock(ctx, resource, modeWrite, false, opts)
+}
+
+// TryWLock is WLock with exactly one attempt (R8), as TryLock. It leaves
+// no waiting mark: it does not wait.
+func (c *Client) TryWLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
+	return c.rwLock(ctx, resource, modeWrite, true, opts)
+}
+
+// rwLock is RLock, TryRLock, WLock and TryWLock.
+func (c *Client) rwLock(ctx context.Context, resource string, mode lockMode, try bool, opts []LockOption) (*Lock, error) {
+	o, err := c.settings(resource, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.checkRW(); err != nil {
+		return nil, err
+	}
+	if try {
+		o.tries = 1
+	}
+	return c.rwAcquire(ctx, resource, mode, o)
+}
+
+// checkRW refuses read-write locks on a client that cannot give them.
+func (c *Client) checkRW() error {
+	if c.opts.fencing {
+		return invalidf("read-write locks carry no fencing tokens: use a client without WithFencing for RLock and WLock")
+	}
+	for i, n := range c.nodes {
+		if _, ok := n.(adapter.RWNode); !ok {
+			return invalidf("node %q (position %d) does not implement adapter.RWNode, which read-write locks need: use redlock/goredis, redlock/rueidis or redlocktest.MemNode", c.names[i], i)
+		}
+	}
+	return nil
+}
+
+// rwAcquire is the retry loop of a read or write lock: attempts (R8) until
+// one succeeds, the tries run out, ctx ends or the client closes, with the
+// timed random delay of R10 in between (no hand-off queue: the nodes
+// announce no reader's release). A writer that may retry draws a waiter id
+// once, so that all its attempts refresh the same waiting mark, and removes
+// the mark from every node when the call ends, granted or not.
+func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, o lockOptions) (*Lock, error) {
+	if c.isClosed() {
+		return nil, c.stopped(resource, 0, nil, ErrClosed)
+	}
+	key := c.opts.prefix + resource
+	waiter := ""
+	if mode == modeWrite && o.tries != 1 {
+		w, err := c.values.next()
+		if err != nil {
+			return nil, err
+		}
+		waiter = w
+	}
+	marked := false
+	defer func() {
+		if marked {
+			c.unwait(key, waiter)
+		}
+	}()
+	var last *AcquireError
+	for try := 1; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return nil, c.stopped(resource, try-1, last, err)
+		}
+		final := o.tries > 0 && try >= o.tries
+		value, err := c.values.next()
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		req := adapter.Request{Op: adapter.OpRAcquire, Key: key, Value: value, TTL: o.ttl}
+		if mode == modeWrite {
+			req.Op, req.Waiter = adapter.OpWAcquire, waiter
+		}
+		f := c.newFan(ctx, ctx, req, stopDecided)
+		if f == nil {
+			return nil, c.stopped(resource, try-1, last, ErrClosed)
+		}
+		c.send(f)
+		marked = marked || waiter != ""
+		l, aerr := c.decideAcquire(f, resource, o, final, nil)
+		if aerr == nil {
+			return l, nil
+		}
+		aerr.Attempts = try
+		last = aerr
+		if final || aerr.Cause != nil {
+			return nil, aerr
+		}
+		if _, err := c.wait(ctx, o, time.Since(start), nil); err != nil {
+			return nil, c.stopped(resource, try, last, err)
+		}
+	}
+}
+
+// unwait removes a writer's waiting mark from every node, waiting for
+// every node to answer, bounded by the release timeout, so that readers
+// are admitted again as soon as the writer's call returns; a mark left on
+// a node that did not answer expires with its ttl.
+func (c *Client) unwait(key, waiter string) {
+	bg := context.Background()
+	f := c.newFanWithin(bg, bg, adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, stopQuorum, c.opts.releaseTimeout)
+	if f == nil {
+		return
+	}
+	c.send(f)
+	f.await()
+	f.inflight.Wait() // every node, not only a quorum: each request is bounded
+	f.settle(false, false)
+}

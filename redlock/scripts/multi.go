@@ -1,0 +1,43 @@
+package scripts
+
+import _ "embed"
+
+// The scripts of a set of resources locked as one (adapter.MultiNode,
+// adapter.MultiFencingNode). Each is one atomic step over every key of
+// the set.
+var (
+	// AcquireAll sets every lock key only if none exists (R3 for a set).
+	// KEYS lock keys; ARGV[1] value; ARGV[2] ttl in ms. Returns 1 when
+	// every key was set, else 0 (nothing set).
+	//
+	//go:embed acquire_all.lua
+	AcquireAll string
+
+	// ReleaseAll deletes every lock key that holds the value, announcing
+	// each deletion when ARGV[2] (a channel prefix) is not empty (R5,
+	// R14). KEYS lock keys; ARGV[1] value; ARGV[2] prefix or "". Returns 1
+	// when every key held the value, else 0.
+	//
+	//go:embed release_all.lua
+	ReleaseAll string
+
+	// ExtendAll resets every lock key's expiry only if every one holds
+	// the value (R17 for a set). KEYS lock keys; ARGV[1] value; ARGV[2]
+	// ttl in ms. Returns 1 when extended, else 0.
+	//
+	//go:embed extend_all.lua
+	ExtendAll string
+
+	// AcquireAllFenced is AcquireAll that also returns the largest fence
+	// value of the set (R18 phase 1). KEYS lock keys then fence keys.
+	//
+	//go:embed acquire_all_fenced.lua
+	AcquireAllFenced string
+
+	// RaiseFences raises every fence of the set to the token only if
+	// every lock key holds the value and every fence is below the token
+	// (R18 phase 2). KEYS lock keys then fence keys.
+	//
+	//go:embed raise_fences.lua
+	RaiseFences string
+)
