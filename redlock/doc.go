@@ -50,7 +50,7 @@
 // announcement. When another Lock call of the same client waits for the
 // resource, Unlock hands the lock over: it acquires on the waiter's behalf,
 // sending the waiter's SET NX to each node right behind the release (in the
-// same batch over redlock/rueidis), or, when every node is an
+// same batch over redlock/rueidis and redlock/goredis), or, when every node is an
 // adapter.TransferNode, turning the key from the holder's value into the
 // waiter's in one atomic step so that the key is never free. The waiter's
 // Lock returns that lock only once a quorum holds its value within its
@@ -71,8 +71,9 @@
 //
 // Every operation that goes to all nodes runs through one engine: the
 // request starts on every node at once, through adapter.AsyncNode.Start
-// where every node has it (no goroutine per node; redlock/rueidis batches
-// the requests of all concurrent operations to a node into one round trip),
+// where every node has it (no goroutine per node; redlock/rueidis and
+// redlock/goredis batch the requests of all concurrent operations to a node
+// into one round trip),
 // else on a goroutine per node; the answers are collected until the quorum
 // rule decides or the node timeout passes, and an explicit rule settles the
 // answers that come later (a failed acquisition releases them, R8.5).
