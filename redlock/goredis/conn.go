@@ -232,10 +232,11 @@ func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
 	p.mu.Unlock()
 	d, _ := ctx.Deadline() // zero: none
 	_ = nc.SetWriteDeadline(d)
-	if _, err := bw.Write(buf); err == nil {
-		err = bw.Flush()
+	_, werr := bw.Write(buf)
+	if werr == nil {
+		werr = bw.Flush()
 	}
-	if err != nil {
+	if werr != nil {
 		// A partial command may be on the wire: the connection is lost.
 		p.mu.Lock()
 		p.broken = true
