@@ -29,7 +29,9 @@
 // When the bound passes, the attempt reads it again (the attempts that ran
 // out meanwhile may have raised it), and a node that has not answered this
 // request but has answered another since it started is busy, not failed:
-// the attempt waits on for it, one bound at a time, up to the limit. One
+// the attempt waits on for it, one bound at a time, up to the limit; and an
+// attempt whose timer fires late by more than a quarter of the bound (the
+// client itself was not running) judges one bound later. One
 // slow or frozen node among N never moves the bound, since it is not among
 // the quorum-th fastest, so it still costs an acquisition nothing when a
 // quorum answers; a quorum of frozen nodes costs an attempt the current

@@ -289,7 +289,8 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 func (f *fan) await() (decision, time.Time) {
 	timedOut := false
 	if f.adaptive {
-		timer := time.NewTimer(f.timeout - time.Since(f.t1))
+		due := f.t1.Add(f.timeout)
+		timer := time.NewTimer(time.Until(due))
 		defer timer.Stop()
 	wait:
 		for {
@@ -299,11 +300,20 @@ func (f *fan) await() (decision, time.Time) {
 			case <-f.nctx.Done():
 				break wait
 			case <-timer.C:
+				// A timer that fires late by more than a quarter of the
+				// bound says the client was not running (a busy machine,
+				// a pause): the answers may be waiting, unread. Its own
+				// stall is not the nodes' fault: judge one bound later.
+				if late := time.Since(due); late > f.timeout/4 {
+					due = time.Now().Add(f.timeout)
+					timer.Reset(f.timeout)
+					continue
+				}
 				// The bound passed; the fans that ran out meanwhile
 				// may have raised it (rto.go): wait on to the new one.
 				if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
 					if left := d - time.Since(f.t1); left > 0 {
-						f.timeout = d
+						f.timeout, due = d, f.t1.Add(d)
 						timer.Reset(left)
 						continue
 					}
@@ -313,6 +323,7 @@ func (f *fan) await() (decision, time.Time) {
 				// wait on, one more bound at a time, until the limit
 				// (nctx's deadline) ends the wait (rto.go).
 				if f.busy() {
+					due = time.Now().Add(f.timeout)
 					timer.Reset(f.timeout)
 					continue
 				}

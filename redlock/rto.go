@@ -28,7 +28,10 @@ import (
 // When the bound passes, a fan reads it again, and waits on, one bound at a
 // time up to limit, while a node that has not answered it has answered
 // another request since it started (Client.heard): that node is busy, not
-// failed. A frozen node answers nothing, so it is never waited for.
+// failed. A frozen node answers nothing, so it is never waited for. A timer
+// that fires late by more than a quarter of the bound means the client was
+// not running (its answers may be waiting unread): the fan judges one bound
+// later.
 //
 // None of this touches safety: the validity is counted from T1, before the
 // first request (R8.1, R9), however long the client waits; a longer wait
