@@ -104,20 +104,10 @@ func withholdingCluster(t *testing.T, opts ...redlock.Option) (*redlocktest.Clus
 // no key is left behind and Close waits for them.
 func TestAsyncAttemptEndsAtTheNodeTimeout(t *testing.T) {
 	rec := &recorder{}
-	cl, ws, c := withholdingCluster(t, redlock.WithNodeTimeout(100*time.Millisecond),
+	// A ttl of 1s puts the adaptive bound's limit (a tenth of the ttl)
+	// at the node timeout itself (rto.go): the attempt ends there.
+	cl, ws, c := withholdingCluster(t, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithTTL(time.Second),
 		redlock.WithRetryDelay(5*time.Millisecond, 10*time.Millisecond), redlock.WithObserver(rec))
-	// A client that has seen no round trip waits up to twenty node timeouts
-	// (rto.go); one pair teaches it the nodes' pace.
-	warm, err := c.TryLock(t.Context(), "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Unlock(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	rec.mu.Lock()
-	rec.attempts = nil
-	rec.mu.Unlock()
 	for _, w := range ws[:3] {
 		w.hold(true)
 	}
@@ -128,6 +118,7 @@ func TestAsyncAttemptEndsAtTheNodeTimeout(t *testing.T) {
 		_, err := c.Lock(ctx, "late")
 		done <- err
 	}()
+	var err error
 	select {
 	case err = <-done:
 	case <-time.After(20 * time.Second):

@@ -28,8 +28,9 @@
 // comes, and a new client waits up to the limit until its first sample.
 // When the bound passes, the attempt reads it again (the attempts that ran
 // out meanwhile may have raised it), and a node that has not answered this
-// request but has answered another since it started is busy, not failed:
-// the attempt waits on for it, one bound at a time, up to the limit; and an
+// request but has answered another within the last limit is busy, not
+// failed: the attempt waits on for it, one bound at a time, up to the limit
+// (a node silent for longer than the limit is timed out at the bound); and an
 // attempt whose timer fires late by more than a quarter of the bound (the
 // client itself was not running) judges one bound later. One
 // slow or frozen node among N never moves the bound, since it is not among

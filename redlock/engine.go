@@ -56,6 +56,7 @@ type fan struct {
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
 	timedOut bool          // await ended at the adaptive bound
+	limit    time.Duration // of an adaptive fan: nctx's timeout
 	ready    chan struct{} // closed when the stop rule holds
 
 	// inflight counts the requests not answered yet: a lock granted over
@@ -100,7 +101,7 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 	if f != nil {
 		// The requests live until the limit; the wait ends at the
 		// adaptive bound, which await reads again when it passes.
-		f.adaptive, f.timeout = true, c.nodeTimeout(req.TTL)
+		f.adaptive, f.timeout, f.limit = true, c.nodeTimeout(req.TTL), limit
 	}
 	return f
 }
@@ -319,9 +320,9 @@ func (f *fan) await() (decision, time.Time) {
 					}
 				}
 				// A node that has not answered this request but has
-				// answered another since it started is busy, not failed:
-				// wait on, one more bound at a time, until the limit
-				// (nctx's deadline) ends the wait (rto.go).
+				// answered another within the limit is busy, not
+				// failed: wait on, one more bound at a time, until the
+				// limit (nctx's deadline) ends the wait (rto.go).
 				if f.busy() {
 					due = time.Now().Add(f.timeout)
 					timer.Reset(f.timeout)
@@ -367,10 +368,12 @@ func (f *fan) await() (decision, time.Time) {
 }
 
 // busy reports whether a node that has not answered the fan yet has
-// answered another request (without an error) since the fan started.
+// answered another request (without an error) within the limit (rto.go):
+// a batching adapter hears from a node once per batch, and a batch may
+// outlast the bound.
 func (f *fan) busy() bool {
 	c := f.c
-	since := int64(f.t1.Sub(c.born))
+	since := int64(time.Since(c.born) - f.limit)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, r := range f.rs {

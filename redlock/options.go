@@ -124,7 +124,7 @@ func WithDriftFactor(f float64) SharedOption {
 // (but at least d); a new client, which has seen no round trip, waits up to
 // that limit, and a request whose time ran out before a quorum answered
 // doubles the bound of the next ones until an answer comes; a node that
-// has answered other requests since this one started is waited for, up to
+// has answered other requests within the last limit is waited for, up to
 // the limit, as busy rather than failed. So healthy nodes
 // that all answer late because the machine is busy are not reported as
 // failed, while one slow or frozen node never moves the bound (it is not

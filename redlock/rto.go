@@ -27,8 +27,11 @@ import (
 // attempt. A client that has no sample yet (just made) waits up to limit.
 // When the bound passes, a fan reads it again, and waits on, one bound at a
 // time up to limit, while a node that has not answered it has answered
-// another request since it started (Client.heard): that node is busy, not
-// failed. A frozen node answers nothing, so it is never waited for. A timer
+// another request within the last limit (Client.heard; a batching adapter
+// hears from a node once per batch, and under load a batch outlasts the
+// bound): that node is busy, not failed. A node silent for longer than the
+// limit (frozen, cut off) is timed out at the bound; one that has just
+// frozen costs the attempts that need it up to the limit. A timer
 // that fires late by more than a quarter of the bound means the client was
 // not running (its answers may be waiting unread): the fan judges one bound
 // later.
