@@ -33,27 +33,40 @@ type lib struct {
 	open   func(urls []string) (locker, error)
 }
 
+// The libraries' names.
+const (
+	libDLM          = "dlm (rueidis)"
+	libDLMGoRedis   = "dlm (go-redis)"
+	libDLMNoHandoff = "dlm (rueidis, no hand-off)"
+	libRedsync      = "go-redsync"
+	libMinimal      = "minimal (rueidis)"
+	libRedislock    = "redislock (1 node)"
+	libRueidislock  = "rueidislock (1 node)"
+)
+
 // libraries returns the libraries the program compares, dlm's first; tune
 // adjusts dlm's rueidis clients and opts dlm's clients (none by default).
 func libraries(tune []rueidis.Option, opts []redlock.Option) []lib {
 	return []lib{
-		{name: "dlm (rueidis)", open: func(urls []string) (locker, error) {
+		{name: libDLM, open: func(urls []string) (locker, error) {
 			c, err := rueidis.DialTuned(urls, tune, opts...)
 			return newDLMLocker(c), err
 		}},
-		{name: "dlm (go-redis)", open: func(urls []string) (locker, error) {
+		{name: libDLMGoRedis, open: func(urls []string) (locker, error) {
 			c, err := goredis.Dial(urls, opts...)
 			return newDLMLocker(c), err
 		}},
-		{name: "go-redsync", open: openRedsync},
-		{name: "redislock (1 node)", single: true, open: openRedislock},
+		{name: libRedsync, open: openRedsync},
+		{name: libMinimal, open: openMinimal},
+		{name: libRedislock, single: true, open: openRedislock},
+		{name: libRueidislock, single: true, open: openRueidislock},
 	}
 }
 
 // dlmNoHandoff is dlm over rueidis with the hand-off turned off, for the
 // contention workload.
 func dlmNoHandoff(opts []redlock.Option) lib {
-	return lib{name: "dlm (rueidis, no hand-off)", open: func(urls []string) (locker, error) {
+	return lib{name: libDLMNoHandoff, open: func(urls []string) (locker, error) {
 		c, err := rueidis.Dial(urls, append([]redlock.Option{redlock.WithHandoff(false)}, opts...)...)
 		return newDLMLocker(c), err
 	}}

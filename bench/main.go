@@ -31,6 +31,13 @@ import (
 )
 
 func main() {
+	if isChild, err := runChild(os.Stdin, os.Stdout); isChild {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench child:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -48,9 +55,13 @@ type config struct {
 	holdMode   string
 	contDur    time.Duration
 	frozenN    int
+	busy       int
+	procs      int
+	procWork   int
 	plot       string
 	out        string
 	only       map[string]bool
+	libs       map[string]bool // nil: all
 	tune       []rueidis.Option
 	dlmOpts    []redlock.Option
 }
@@ -68,12 +79,17 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.hold, "hold", time.Millisecond, "how long each contention worker holds the lock")
 	fs.StringVar(&c.holdMode, "hold-mode", "sleep", "how a contention worker holds: sleep (time.Sleep, the default) or block (one blocking nanosleep, exact to the runtime's timers)")
 	fs.DurationVar(&c.contDur, "contention", 3*time.Second, "length of each contention run")
+	fs.IntVar(&c.busy, "busy", 0, "keep this many cores busy with spinning processes during the whole run (a reproducible loaded machine)")
+	fs.IntVar(&c.procs, "procs", 8, "processes of the contention across processes")
+	fs.IntVar(&c.procWork, "proc-workers", 4, "workers in each process of the contention across processes")
 	fs.IntVar(&c.frozenN, "frozen", 40, "acquisitions timed with one node frozen (and as many healthy)")
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
 	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each node's connection (-1: the adapter's default, 0)")
+	limit := fs.Int("handoff-limit", 0, "dlm: WithHandoffLimit, hand-overs in a row within one client before a release is announced to all (0: redlock.DefaultHandoffLimit)")
 	nodeTO := fs.Duration("node-timeout", 0, "dlm: per-node timeout (0: redlock.DefaultNodeTimeout; go-redsync's is 400ms with its defaults)")
-	only := fs.String("only", "tp,seq,frozen,cont", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention)")
+	libsOnly := fs.String("libs", "", "run only these libraries, comma-separated names as in the tables (default: all)")
+	only := fs.String("only", "tp,seq,frozen,cont,mp", "workloads to run: tp (throughput), seq (sequential), frozen (one node frozen), cont (contention in one process), mp (contention across processes)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -83,16 +99,36 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if *nodeTO < 0 {
 		return c, fmt.Errorf("-node-timeout must not be negative, got %v", *nodeTO)
 	}
+	if *limit < 0 {
+		return c, fmt.Errorf("-handoff-limit must not be negative, got %d", *limit)
+	}
+	if *limit > 0 {
+		c.dlmOpts = append(c.dlmOpts, redlock.WithHandoffLimit(*limit))
+	}
 	if *nodeTO > 0 {
 		c.dlmOpts = append(c.dlmOpts, redlock.WithNodeTimeout(*nodeTO))
+	}
+	if *libsOnly != "" {
+		c.libs = map[string]bool{}
+		known := map[string]bool{libDLMNoHandoff: true}
+		for _, l := range libraries(nil, nil) {
+			known[l.name] = true
+		}
+		for _, n := range strings.Split(*libsOnly, ",") {
+			n = strings.TrimSpace(n)
+			if !known[n] {
+				return c, fmt.Errorf("-libs: unknown library %q; expected names such as %q, %q, %q", n, libDLM, libRedsync, libRueidislock)
+			}
+			c.libs[n] = true
+		}
 	}
 	c.only = map[string]bool{}
 	for _, w := range strings.Split(*only, ",") {
 		switch w = strings.TrimSpace(w); w {
-		case "tp", "seq", "frozen", "cont":
+		case "tp", "seq", "frozen", "cont", "mp":
 			c.only[w] = true
 		default:
-			return c, fmt.Errorf("-only: unknown workload %q; expected tp, seq, frozen or cont", w)
+			return c, fmt.Errorf("-only: unknown workload %q; expected tp, seq, frozen, cont or mp", w)
 		}
 	}
 	for _, f := range strings.Split(gs, ",") {
@@ -109,6 +145,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("-duration, -seq and -contention must be positive")
 	case c.workers < 1:
 		return c, fmt.Errorf("-workers must be at least 1, got %d", c.workers)
+	case c.busy < 0:
+		return c, fmt.Errorf("-busy must not be negative, got %d", c.busy)
+	case c.procs < 2 || c.procWork < 1:
+		return c, fmt.Errorf("-procs must be at least 2 and -proc-workers at least 1, got %d and %d", c.procs, c.procWork)
 	case c.frozenN < 1:
 		return c, fmt.Errorf("-frozen must be at least 1, got %d", c.frozenN)
 	case c.holdMode != "sleep" && c.holdMode != "block":
@@ -124,6 +164,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+
+	// Other work on the machine, in the second before this program adds
+	// its own: the label of the figures says so.
+	loadStart := loadAvg()
+	othersBefore, err := othersCPU(ctx, time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench: cannot measure the machine's load:", err)
+		othersBefore = math.NaN()
+	}
+	spin, err := startSpinners(cfg.busy)
+	if err != nil {
+		return err
+	}
+	defer spin.stop()
+	machineStart, _ := readMachineCPU()
+	var childCPU time.Duration // CPU of the contention children
 
 	nodes := make([]*redisproc.Process, 5)
 	defer func() {
@@ -141,27 +197,48 @@ func run(args []string, stdout, stderr io.Writer) error {
 		urls[i] = nodes[i].URL()
 	}
 
-	libs := libraries(cfg.tune, cfg.dlmOpts)
+	var libs []lib
+	for _, l := range libraries(cfg.tune, cfg.dlmOpts) {
+		if cfg.libs == nil || cfg.libs[l.name] {
+			libs = append(libs, l)
+		}
+	}
 	r := &Report{
 		Machine:    machine(),
-		Command:    "cd bench && go run . " + strings.Join(args, " "),
+		Command:    "cd bench && go run . " + shellJoin(args),
 		Reps:       cfg.reps,
 		Duration:   cfg.duration,
 		Goroutines: cfg.goroutines,
 		Workers:    cfg.workers,
 		Hold:       cfg.hold,
 		HoldMode:   cfg.holdMode,
-		LoadStart:  loadAvg(),
+		LoadStart:  loadStart,
+		Busy:       cfg.busy,
+		Others:     othersBefore,
+		OthersRun:  math.NaN(),
+		Procs:      cfg.procs,
+		ProcWorker: cfg.procWork,
 		S:          samples{},
 	}
 	for _, l := range libs {
 		r.Libs = append(r.Libs, l.name)
 	}
-	contLibs := []lib{libs[0], dlmNoHandoff(cfg.dlmOpts), libs[1], libs[2]}
+	named := func(names ...string) []lib {
+		var ls []lib
+		for _, n := range names {
+			for _, l := range append(libs, dlmNoHandoff(cfg.dlmOpts)) {
+				if l.name == n && (cfg.libs == nil || cfg.libs[n]) {
+					ls = append(ls, l)
+				}
+			}
+		}
+		return ls
+	}
+	contLibs := named(libDLM, libDLMNoHandoff, libDLMGoRedis, libRedsync, libRueidislock)
 	for _, l := range contLibs {
 		r.ContLibs = append(r.ContLibs, l.name)
 	}
-	frozenLibs := []lib{libs[0], libs[1], libs[2]}
+	frozenLibs := named(libDLM, libDLMGoRedis, libRedsync)
 	for _, l := range frozenLibs {
 		r.FrozenLibs = append(r.FrozenLibs, l.name)
 	}
@@ -232,7 +309,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if err := withLocker(l, func(lk locker) error {
 				s, err := lockload.Sequential(ctx, lk, keyOf(id, l, "seq"), cfg.seqDur)
 				if err != nil {
-					return fmt.Errorf("%s sequential: %w", l.name, err)
+					r.failure(rep, l.name, "sequential", err)
+					logf("rep %d sequential %-28s FAILED: %v", rep+1, l.name, err)
+					return ctx.Err()
 				}
 				r.S.add(s.PairP50.Seconds(), "seq-p50", l.name)
 				r.S.add(s.PairP99.Seconds(), "seq-p99", l.name)
@@ -256,13 +335,17 @@ func run(args []string, stdout, stderr io.Writer) error {
 				}
 				h, err := lockload.AcquireLatency(ctx, lk, keyOf(id, l, "healthy"), n)
 				if err != nil {
-					return fmt.Errorf("%s healthy: %w", l.name, err)
+					r.failure(rep, l.name, "one node frozen (healthy part)", err)
+					logf("rep %d frozen node %-28s FAILED (healthy part): %v", rep+1, l.name, err)
+					return ctx.Err()
 				}
 				nodes[4].Freeze()
 				f, err := lockload.AcquireLatency(ctx, lk, keyOf(id, l, "frozen"), n)
 				nodes[4].Thaw()
 				if err != nil {
-					return fmt.Errorf("%s frozen: %w", l.name, err)
+					r.failure(rep, l.name, "one node frozen", err)
+					logf("rep %d frozen node %-28s FAILED: %v", rep+1, l.name, err)
+					return ctx.Err()
 				}
 				r.S.add(h.Seconds(), "healthy", l.name)
 				r.S.add(f.Seconds(), "frozen", l.name)
@@ -281,19 +364,84 @@ func run(args []string, stdout, stderr io.Writer) error {
 				if cfg.holdMode == "block" {
 					how = lockload.HoldBlocking
 				}
+				before, err := readCPU(ctx, nodes)
+				if err != nil {
+					return err
+				}
 				c := lockload.ContentionHeld(ctx, lk, keyOf(id, l, "cont"), cfg.workers, cfg.hold, cfg.contDur, how)
+				after, err := readCPU(ctx, nodes)
+				if err != nil {
+					return err
+				}
+				n := c.PerSec * cfg.contDur.Seconds()
+				cl, rd := (after.client-before.client).Seconds()/n, (after.redis-before.redis).Seconds()/n
 				r.S.add(c.PerSec, "cont", l.name)
 				r.S.add(c.Fairness, "fair", l.name)
 				r.S.add(float64(c.Failed), "contfail", l.name)
-				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up", rep+1, l.name, c.PerSec, c.Fairness, c.Failed)
+				if n > 0 { // no critical section: no cost per one
+					r.S.add(cl, "cont-cpu-client", l.name)
+					r.S.add(rd, "cont-cpu-redis", l.name)
+				}
+				logf("rep %d contention %-28s %6.0f CS/s, busiest/least %.2f, %d gave up, CPU per CS %.0fµs client, %.0fµs redis",
+					rep+1, l.name, c.PerSec, c.Fairness, c.Failed, cl*1e6, rd*1e6)
 				return ctx.Err()
 			}); err != nil {
 				return err
 			}
 		}
+		for _, l := range rotate(contLibs, rep) {
+			if !cfg.only["mp"] {
+				break
+			}
+			var before, after cpuTimes
+			rs, cpu, err := runContProcs(ctx, contParams{
+				Args: args, Lib: l.name, URLs: urls, Key: keyOf(id, l, "mp"),
+				Workers: cfg.procWork, Hold: cfg.hold, HoldMode: "block", Dur: cfg.contDur,
+			}, cfg.procs,
+				func() (err error) { before, err = readCPU(ctx, nodes); return err },
+				func() (err error) { after, err = readCPU(ctx, nodes); return err })
+			childCPU += cpu
+			if err != nil {
+				return err
+			}
+			st := analyzeCont(rs, cfg.contDur)
+			n := st.PerSec * cfg.contDur.Seconds()
+			cl, rd := st.CPU.Seconds()/n, (after.redis-before.redis).Seconds()/n
+			r.S.add(st.PerSec, "mp", l.name)
+			r.S.add(st.ProcFairness, "mp-fair", l.name)
+			r.S.add(st.WorkerFairness, "mp-wfair", l.name)
+			r.S.add(float64(st.Failed), "mp-fail", l.name)
+			if n > 0 { // no critical section: no cost per one
+				r.S.add(cl, "mp-cpu-client", l.name)
+				r.S.add(rd, "mp-cpu-redis", l.name)
+				r.S.add(st.Attempts, "mp-attempts", l.name)
+			}
+			for _, q := range []struct {
+				name string
+				q    quantiles
+			}{{"cross", st.Cross}, {"local", st.Local}, {"release", st.Release}, {"wake", st.Wake}, {"round", st.Round}} {
+				if q.q.N > 0 {
+					r.S.add(q.q.P50.Seconds(), "mp-"+q.name+"-p50", l.name)
+					r.S.add(q.q.P99.Seconds(), "mp-"+q.name+"-p99", l.name)
+				}
+			}
+			logf("rep %d across %d processes %-24s %6.0f CS/s, busiest/least process %.2f (worker %.2f), %d gave up, CPU per CS %.0fµs clients, %.0fµs redis",
+				rep+1, cfg.procs, l.name, st.PerSec, st.ProcFairness, st.WorkerFairness, st.Failed, cl*1e6, rd*1e6)
+			logf("    per process %v, %.1f critical sections in a row in one process", st.PerProc, st.Turn)
+			r.S.add(st.Turn, "mp-turn", l.name)
+			logf("    hand-off across processes p50 %v p99 %v (%d), within one p50 %v p99 %v (%d); release p50 %v, unlock to winning attempt p50 %v p99 %v, attempt p50 %v p99 %v, %.1f attempts per CS",
+				st.Cross.P50, st.Cross.P99, st.Cross.N, st.Local.P50, st.Local.P99, st.Local.N, st.Release.P50, st.Wake.P50, st.Wake.P99, st.Round.P50, st.Round.P99, st.Attempts)
+		}
 	}
 
 	r.LoadEnd = loadAvg()
+	if machineEnd, err := readMachineCPU(); err == nil && !machineStart.at.IsZero() {
+		self, err := readCPU(ctx, nodes)
+		if err == nil {
+			ours := self.client + self.redis + childCPU + spin.cpu()
+			r.OthersRun = machineEnd.othersSince(machineStart, ours)
+		}
+	}
 	r.Markdown(stdout)
 	if cfg.out != "" {
 		f, err := os.Create(cfg.out)
@@ -338,4 +486,16 @@ func machine() string {
 	}
 	return fmt.Sprintf("%d CPUs (nproc), %s, redis-server %s, %s %s/%s",
 		runtime.NumCPU(), model, redisV, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// shellJoin quotes the arguments that need it for a shell.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = a
+		if a == "" || strings.ContainsAny(a, " ()'\"$\\;&|<>*?") && !strings.ContainsAny(a, "'") {
+			q[i] = "'" + a + "'"
+		}
+	}
+	return strings.Join(q, " ")
 }

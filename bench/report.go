@@ -6,12 +6,9 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 )
-
-var inf = math.Inf(1)
 
 // median returns the median of xs (the mean of the middle two for an even
 // count), or NaN for none.
@@ -60,7 +57,25 @@ type Report struct {
 	// started and ended ("" where unknown): above the CPU count, the
 	// machine was loaded by other work, and the figures say so.
 	LoadStart, LoadEnd string
-	S                  samples
+	// Busy is -busy: how many spinning processes kept a core each busy
+	// during the run.
+	Busy int
+	// Others is how many cores other processes kept busy in the second
+	// before the run, OthersRun on average during it (the machine's busy
+	// time less this program's, its children's and the nodes'); NaN where
+	// unknown.
+	Others, OthersRun float64
+	// Procs and ProcWorker shape the contention across processes.
+	Procs, ProcWorker int
+	S                 samples
+	// Failures are the workloads that stopped at an error (Sequential and
+	// AcquireLatency stop at the first), one line each.
+	Failures []string
+}
+
+// failure records that a workload of a library stopped at err.
+func (r *Report) failure(rep int, lib, workload string, err error) {
+	r.Failures = append(r.Failures, fmt.Sprintf("repetition %d, %s, %s: %v", rep+1, lib, workload, err))
 }
 
 // ms formats seconds as milliseconds.
@@ -110,7 +125,7 @@ func (t target) met() string {
 // targets computes the issue's targets from the medians: dlm is the first
 // library, go-redsync the one named so.
 func (r *Report) targets() []target {
-	dlm, rs := r.Libs[0], "go-redsync"
+	dlm, rs := libDLM, libRedsync
 	var ts []target
 	for _, g := range []int{64, 256} {
 		want := 5.0
@@ -143,39 +158,71 @@ func (r *Report) targets() []target {
 		measured: r.S.med("fair", dlm),
 		want:     2, atMost: true,
 	})
+	ts = append(ts, target{
+		what:     fmt.Sprintf("contention across %d processes x %d workers, %v blocking hold, critical sections/s: %s / go-redsync", r.Procs, r.ProcWorker, r.Hold, dlm),
+		measured: ratio(r.S.med("mp", dlm), r.S.med("mp", rs)),
+		want:     1.5,
+	})
+	ts = append(ts, target{
+		what:     fmt.Sprintf("contention across processes, busiest / least busy process: %s", dlm),
+		measured: r.S.med("mp-fair", dlm),
+		want:     2, atMost: true,
+	})
+	for _, l := range r.Libs {
+		if !strings.HasPrefix(l, "dlm") {
+			continue
+		}
+		failed, seen := 0.0, false
+		for _, g := range r.Goroutines {
+			for _, f := range r.S[sampleKey("tpfail", l, g)] {
+				failed, seen = failed+f, true
+			}
+		}
+		if !seen {
+			failed = math.NaN()
+		}
+		ts = append(ts, target{
+			what:     fmt.Sprintf("failed pairs, all throughput runs and repetitions together: %s", l),
+			measured: failed,
+			want:     0, atMost: true,
+		})
+	}
 	return ts
 }
 
 // Markdown writes the report as Markdown tables.
 func (r *Report) Markdown(w io.Writer) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	rs := "go-redsync"
 	p("Machine: %s.\n\n", r.Machine)
-	if r.LoadStart != "" {
-		p("Load average (1 min) at the start %s, at the end %s: %s.\n\n", r.LoadStart, r.LoadEnd, r.loadLabel())
-	}
+	p("Load: **%s**. %s\n\n", r.loadLabel(), r.loadDetail())
 	p("Medians of %d repetitions, libraries alternating; %v per throughput run. Rerun:\n\n", r.Reps, r.Duration)
 	p("    %s\n\n", r.Command)
 
-	p("**Throughput, distinct keys** (acquire+release pairs per second; one attempt, no retry; 5 nodes; in parentheses the median number of failed pairs of a run, when not 0)\n\n")
+	p("**Throughput, distinct keys** (acquire+release pairs per second, and the ratio to go-redsync; one attempt, no retry; 5 nodes, one for the libraries marked 1 node; in parentheses the median number of failed pairs of a run, when not 0)\n\n")
 	p("| goroutines |")
 	for _, l := range r.Libs {
 		p(" %s |", l)
 	}
-	p(" %s / go-redsync |\n|---:|", r.Libs[0])
+	p("\n|---:|")
 	for range r.Libs {
 		p("---:|")
 	}
-	p("---:|\n")
+	p("\n")
 	for _, g := range r.Goroutines {
 		p("| %d |", g)
 		for _, l := range r.Libs {
-			cell := num(r.S.med("tp", l, g), "%.0f")
+			v := r.S.med("tp", l, g)
+			cell := num(v, "%.0f")
+			if l != rs {
+				cell += ", " + num(ratio(v, r.S.med("tp", rs, g)), "%.1fx")
+			}
 			if f := r.S.med("tpfail", l, g); f > 0 {
 				cell += fmt.Sprintf(" (%.0f failed)", f)
 			}
 			p(" %s |", cell)
 		}
-		p(" %sx |\n", num(ratio(r.S.med("tp", r.Libs[0], g), r.S.med("tp", "go-redsync", g)), "%.1f"))
+		p("\n")
 	}
 
 	p("\n**Cost of a pair** (CPU time per acquire+release pair in the throughput runs, in µs: the whole client process (getrusage) / the redis-server nodes together (INFO cpu))\n\n")
@@ -210,13 +257,43 @@ func (r *Report) Markdown(w io.Writer) {
 		p("| %s | %s | %s | %sx |\n", l, ms(h), ms(f), num(ratio(f, h), "%.2f"))
 	}
 
-	p("\n**Contention** (%d workers, one key, %v hold by %s, each library's default retry)\n\n", r.Workers, r.Hold, r.holdHow())
-	p("| library | critical sections/s | busiest / least busy | gave up |\n|---|---:|---:|---:|\n")
+	p("\n**Contention in one process** (%d workers, one key, %v hold by %s, each library's default retry; CPU per critical section in µs, client process / redis-server nodes)\n\n", r.Workers, r.Hold, r.holdHow())
+	p("| library | critical sections/s | / go-redsync | busiest / least busy | gave up | CPU per critical section |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.ContLibs {
-		p("| %s | %s | %s | %s |\n", l, num(r.S.med("cont", l), "%.0f"), num(r.S.med("fair", l), "%.2f"), num(r.S.med("contfail", l), "%.0f"))
+		v := r.S.med("cont", l)
+		p("| %s | %s | %s | %s | %s | %s / %s |\n", l, num(v, "%.0f"), num(ratio(v, r.S.med("cont", rs)), "%.2fx"),
+			num(r.S.med("fair", l), "%.2f"), num(r.S.med("contfail", l), "%.0f"),
+			num(r.S.med("cont-cpu-client", l)*1e6, "%.0f"), num(r.S.med("cont-cpu-redis", l)*1e6, "%.0f"))
 	}
 
-	p("\n**Targets** (issue 7)\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")
+	p("\n**Contention across processes** (%d OS processes x %d workers, one key, %v hold by one blocking nanosleep, each library's default retry; fairness is the busiest process's critical sections over the least busy one's, and the same over all workers; CPU per critical section in µs, all client processes / redis-server nodes; hand-off: from the holder's Unlock call to the next holder's Lock returning, by the host's wall clock, which all processes on one host share)\n\n", r.Procs, r.ProcWorker, r.Hold)
+	p("| library | critical sections/s | / go-redsync | busiest / least busy process | busiest / least busy worker | gave up | CPU per critical section | hand-off across processes p50 / p99 | within a process p50 / p99 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, l := range r.ContLibs {
+		v := r.S.med("mp", l)
+		p("| %s | %s | %s | %s | %s | %s | %s / %s | %s / %s | %s / %s |\n", l, num(v, "%.0f"), num(ratio(v, r.S.med("mp", rs)), "%.2fx"),
+			num(r.S.med("mp-fair", l), "%.2f"), num(r.S.med("mp-wfair", l), "%.2f"), num(r.S.med("mp-fail", l), "%.0f"),
+			num(r.S.med("mp-cpu-client", l)*1e6, "%.0f"), num(r.S.med("mp-cpu-redis", l)*1e6, "%.0f"),
+			ms(r.S.med("mp-cross-p50", l)), ms(r.S.med("mp-cross-p99", l)), ms(r.S.med("mp-local-p50", l)), ms(r.S.med("mp-local-p99", l)))
+	}
+	p("\n**Where a hand-off across processes goes** (dlm's clients, from their observers: the holder's Unlock call to its return; from the Unlock call to the start (T1) of the next holder's winning attempt, which covers the release reaching the nodes, the announcement, the waiter's wake-up and jitter, or its timed retry; the winning attempt itself; and acquisition attempts per critical section)\n\n")
+	p("| library | Unlock p50 / p99 | Unlock to winning attempt p50 / p99 | winning attempt p50 / p99 | attempts per critical section |\n|---|---:|---:|---:|---:|\n")
+	for _, l := range r.ContLibs {
+		if math.IsNaN(r.S.med("mp-wake-p50", l)) {
+			continue
+		}
+		p("| %s | %s / %s | %s / %s | %s / %s | %s |\n", l, ms(r.S.med("mp-release-p50", l)), ms(r.S.med("mp-release-p99", l)),
+			ms(r.S.med("mp-wake-p50", l)), ms(r.S.med("mp-wake-p99", l)), ms(r.S.med("mp-round-p50", l)), ms(r.S.med("mp-round-p99", l)),
+			num(r.S.med("mp-attempts", l), "%.1f"))
+	}
+
+	if len(r.Failures) > 0 {
+		p("\n**Workloads that stopped at a failure** (their figures are missing from the tables above, or are the other repetitions' only)\n\n")
+		for _, f := range r.Failures {
+			p("- %s\n", f)
+		}
+	}
+
+	p("\n**Targets** (issues 7 and 14)\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")
 	for _, t := range r.targets() {
 		op := ">="
 		if t.atMost {
@@ -312,18 +389,42 @@ func xmlEscape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
 }
 
-// loadLabel says whether other work loaded the machine: a 1-minute load
-// average at the start (before this program's own load) above half the
-// number of CPUs. The load at the end counts the run's own.
+// loadLabel says whether the machine was loaded: by -busy, or by other
+// work, which kept a quarter of a core or more busy before or during the
+// run.
 func (r *Report) loadLabel() string {
-	v, err := strconv.ParseFloat(r.LoadStart, 64)
+	others := math.NaN() // the larger of the two known ones
+	for _, o := range []float64{r.Others, r.OthersRun} {
+		if !math.IsNaN(o) && (math.IsNaN(others) || o > others) {
+			others = o
+		}
+	}
 	switch {
-	case err != nil:
+	case r.Busy > 0 && others >= 0.25:
+		return fmt.Sprintf("LOADED (-busy %d, and other work)", r.Busy)
+	case r.Busy > 0:
+		return fmt.Sprintf("LOADED (-busy %d)", r.Busy)
+	case others >= 0.25:
+		return "LOADED by other work"
+	case math.IsNaN(others):
 		return "load unknown"
-	case v > float64(runtime.NumCPU())/2:
-		return "LOADED machine (other work kept the CPUs busy)"
 	}
 	return "quiet machine"
+}
+
+// loadDetail says what the label rests on.
+func (r *Report) loadDetail() string {
+	var b strings.Builder
+	if r.Busy > 0 {
+		fmt.Fprintf(&b, "%d spinning processes kept %d of the %d CPUs busy throughout (-busy %d). ", r.Busy, r.Busy, runtime.NumCPU(), r.Busy)
+	}
+	fmt.Fprintf(&b, "Other processes kept %s cores busy in the second before the run and %s on average during it",
+		num(r.Others, "%.2f"), num(r.OthersRun, "%.2f"))
+	if r.LoadStart != "" {
+		fmt.Fprintf(&b, "; load average (1 min) %s at the start, %s at the end", r.LoadStart, r.LoadEnd)
+	}
+	b.WriteString(".")
+	return b.String()
 }
 
 // holdHow names how the contention workers held the lock.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"io"
 	"math"
 	"strings"
@@ -59,7 +60,7 @@ func TestMarkdownRatiosAndTargets(t *testing.T) {
 	sampleReport().Markdown(&b)
 	out := b.String()
 	for _, want := range []string{
-		"| 64 | 64000 | 6400 | 10.0x |",
+		"| 64 | 64000, 10.0x | 6400 |",
 		"throughput, 64 goroutines, distinct keys: dlm (rueidis) / go-redsync | 10.00 | >= 5 | met |",
 		"sequential pair p50: dlm (rueidis) / go-redsync | 0.50 | <= 0.8 | met |",
 		"one node frozen / healthy: dlm (rueidis) | 2.00 | <= 1.5 | **missed** |",
@@ -116,6 +117,10 @@ func TestParseFlagsRefusesBadInput(t *testing.T) {
 		{"-only", "tp,nope"},
 		{"-workers", "0"},
 		{"-hold-mode", "spin"},
+		{"-busy", "-1"},
+		{"-procs", "1"},
+		{"-proc-workers", "0"},
+		{"-only", "mp,x"},
 	}
 	for _, args := range tests {
 		if _, err := parseFlags(args, io.Discard); err == nil {
@@ -140,22 +145,56 @@ func TestRedisCPU(t *testing.T) {
 	}
 }
 
-// The cost table shows client / redis µs per pair, and the load label
-// follows the load average at the start.
-func TestCostAndLoad(t *testing.T) {
+// The cost table shows client / redis µs per pair.
+func TestCost(t *testing.T) {
 	r := sampleReport()
 	r.S.add(12e-6, "cpu-client", "dlm (rueidis)", 64)
 	r.S.add(3.5e-6, "cpu-redis", "dlm (rueidis)", 64)
-	r.LoadStart, r.LoadEnd = "100", "100"
 	var b bytes.Buffer
 	r.Markdown(&b)
-	for _, want := range []string{"| 64 | 12.0 / 3.5 |", "LOADED machine"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, b.String())
+	if want := "| 64 | 12.0 / 3.5 |"; !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
+}
+
+// The load label follows -busy and the other processes' CPU, before and
+// during the run.
+func TestLoadLabel(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		busy              int
+		others, othersRun float64
+		want              string
+	}{
+		{0, 0, 0.1, "quiet machine"},
+		{0, 0.3, 0, "LOADED by other work"},
+		{0, 0, 1.5, "LOADED by other work"},
+		{2, 0.1, 0.1, "LOADED (-busy 2)"},
+		{2, 0, 0.9, "LOADED (-busy 2, and other work)"},
+		{0, nan, nan, "load unknown"},
+		{0, 0.1, nan, "quiet machine"},
+	}
+	for _, tt := range tests {
+		r := sampleReport()
+		r.Busy, r.Others, r.OthersRun = tt.busy, tt.others, tt.othersRun
+		if got := r.loadLabel(); got != tt.want {
+			t.Errorf("loadLabel(busy %d, others %v, during %v) = %q, want %q", tt.busy, tt.others, tt.othersRun, got, tt.want)
+		}
+		var b bytes.Buffer
+		r.Markdown(&b)
+		if !strings.Contains(b.String(), "Load: **"+tt.want+"**") {
+			t.Errorf("report lacks the label %q", tt.want)
 		}
 	}
-	r.LoadStart = "0.00"
-	if got := r.loadLabel(); got != "quiet machine" {
-		t.Errorf("loadLabel at load 0 = %q, want quiet machine", got)
+}
+
+// A workload that stopped at a failure is listed, with its error.
+func TestMarkdownListsFailures(t *testing.T) {
+	r := sampleReport()
+	r.failure(0, "dlm (go-redis)", "sequential", errors.New("no quorum"))
+	var b bytes.Buffer
+	r.Markdown(&b)
+	if want := "- repetition 1, dlm (go-redis), sequential: no quorum"; !strings.Contains(b.String(), want) {
+		t.Errorf("report lacks %q", want)
 	}
 }

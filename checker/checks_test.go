@@ -26,13 +26,14 @@ func TestGoldenHistories(t *testing.T) {
 		"fencing":      CheckFencing,
 		"linearizable": func(h *History) Result { return CheckLinearizable(h, 5*time.Second) },
 		"liveness":     func(h *History) Result { return CheckLiveness(h, time.Second, time.Second) },
+		"election":     func(h *History) Result { return CheckElection(h, 2*time.Second, time.Second) },
 	}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {
 			check := checks[strings.SplitN(name, "-", 2)[0]]
 			if check == nil {
-				t.Fatalf("no checker for %s: name it mutex-, extend-, fencing-, linearizable- or liveness-", f)
+				t.Fatalf("no checker for %s: name it mutex-, extend-, fencing-, linearizable-, liveness- or election-", f)
 			}
 			var want Verdict
 			switch {
@@ -143,5 +144,33 @@ func TestCheckMutexModes(t *testing.T) {
 				t.Fatalf("verdict = %v, want %v (%s)", got.Verdict, tt.want, got)
 			}
 		})
+	}
+}
+
+// TestElectionChecks: the bad election history breaks every property once
+// (two leaders at once, a term that does not increase, a failover over
+// the bound outside faults); the good one's failovers are measured.
+func TestElectionChecks(t *testing.T) {
+	bad, err := LoadHistory("testdata/election-bad.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := CheckElection(bad, 2*time.Second, time.Second); got.Violations != 3 {
+		t.Errorf("violations of election-bad = %d, want 3: %s", got.Violations, got)
+	}
+	ok, err := LoadHistory("testdata/election-ok.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for _, f := range Failovers(ok) {
+		got = append(got, f.Duration())
+	}
+	want := []time.Duration{30 * time.Millisecond, 1700 * time.Millisecond}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("failovers of election-ok = %v, want %v", got, want)
+	}
+	if r := CheckElection(ok, time.Second, time.Second); r.Verdict != Violated {
+		t.Errorf("election-ok with a bound of 1s = %s, want violated (its 1.7s failover is outside faults)", r)
 	}
 }

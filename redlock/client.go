@@ -33,6 +33,10 @@ type Client struct {
 
 	rmu sync.Mutex
 	rng *mrand.Rand
+	// lastAttempt is how long this client's latest acquisition attempt
+	// took (nanoseconds): the jitter bound of a waiter that has made no
+	// attempt of its own yet (waitTurn).
+	lastAttempt atomic.Int64
 
 	rtt rto // the round trips seen, for the node timeout (rto.go)
 	// heard[i] is when node i last answered a request without an error,
@@ -274,12 +278,21 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return nil, c.stopped(resource, try-1, last, err)
 		}
 		final := o.tries > 0 && try >= o.tries
-		value, err := c.values.next()
+		value, err := o.value, error(nil)
+		if !o.valueSet {
+			value, err = c.values.next()
+		}
 		if err != nil {
 			return nil, err
 		}
 		start := time.Now()
-		l, aerr := c.attempt(ctx, t, value, o, final)
+		// A value of the caller's (WithValue) is the same in every
+		// attempt: a failed attempt then waits for every node's answer
+		// and release, as a final one does, so that no release of it
+		// lands after the next attempt set the same value (R8.5).
+		l, aerr := c.attempt(ctx, t, value, o, final || o.valueSet)
+		elapsed := time.Since(start)
+		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
 			acquired = true
 			return l, nil
@@ -290,7 +303,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			// The last try, the context, or Close ended it.
 			return nil, aerr
 		}
-		if wk, err = c.waitRetry(ctx, t, o, time.Since(start), aerr, &w); err != nil {
+		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

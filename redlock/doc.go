@@ -193,9 +193,9 @@
 //
 // # Several resources in one lock (LockAll)
 //
-// Client.LockAll and Client.TryLockAll lock a set of resources as one lock,
-// all or nothing, in one round: one key per resource on every node, all
-// holding the lock's one value. Each operation on the set is one atomic
+// Client.LockAll, Client.TryLockAll and Client.DoAll lock a set of
+// resources as one lock, all or nothing, in one round: one key per
+// resource on every node, all holding the lock's one value. Each operation on the set is one atomic
 // step per node (adapter.MultiNode, one Lua script): AcquireAll sets every
 // key of the set only if none exists; ExtendAll extends them only if every
 // one holds the value; ReleaseAll deletes those that do. The engine carries
@@ -252,6 +252,60 @@
 // A set costs what one resource costs in round trips (one per acquisition,
 // two with fencing), with a script instead of SET; its keys count one per
 // resource on every node.
+//
+// # Locks that cross processes (Handle, Resume, Release)
+//
+// A lock need not end in the process that acquired it. Lock.Handle writes
+// it down as a Handle (the resource, or the set of LockAll, value, the
+// end of its validity by the writer's wall clock, ttl, fencing token,
+// extensions so far, whether it is a read lock, key prefix);
+// Handle.MarshalText turns it into one word of text ("dlm1." and base64url
+// JSON) and ParseHandle reads it back. Another process, with a client over
+// the same nodes and key prefix, passes it to Client.Resume to get a *Lock
+// it can Extend, Unlock and auto-extend, or to Client.Release to release
+// it in one round. A CI pipeline can so lock a deployment in one step and
+// release it in a later one (`dlm acquire`, `dlm extend`, `dlm release`).
+//
+// The value is the secret (R4, R5): the nodes extend and delete a key only
+// when it holds the value they are given, so a handle with a guessed or
+// forged value extends and releases nothing, and a stolen handle is as
+// good as the lock itself, like a password. Handle's String, GoString and
+// LogValue leave the value out; the text form is the one way to it.
+// WithValue lets the caller choose the value (a secret shared ahead of
+// time), between MinValueLen and MaxValueLen printable bytes; it must be as
+// unique as a random one (R4). Because every attempt of one Lock call then
+// carries the same value, a failed attempt waits for every node's answer
+// and release before the next (R8.5: a late release would delete the next
+// attempt's key, which holds the same value), and such a call is never
+// handed a lock with another value by its client's Unlock.
+//
+// Resume does not trust the handle's Until: it comes from another
+// machine's wall clock, and clocks are not assumed to agree (R9). It
+// confirms the lock instead, by extending it (R17) on every node that
+// still holds the value, and resumes it only if a quorum confirmed within
+// the validity of that extension, counted from this process's T1 before
+// the requests: the new Until is T1 + ttl - drift. Why this is as safe as
+// an Extend: values are unique (R4), so a key that holds the value was set
+// by the one acquisition that drew it and has held it ever since (SET NX
+// never overwrites, and no other client writes that value); a quorum that
+// confirmed holds those keys at some instant after T1, and each lives at
+// least ttl from its confirmation (R13). Any other client's quorum shares
+// a node with it, on which that client's key could not exist while ours
+// did, so no other client holds the lock until the new Until, exactly as
+// after the acquisition. A handle whose lock expired, was released or was
+// taken over finds too few nodes holding its value: Resume then returns
+// ErrNotHeld (with ErrExpired when the handle's Until has passed by this
+// machine's clock, to tell a late resume from a lost lock), extends
+// nothing, and leaves nothing behind. The confirmation is an extension:
+// it counts against WithMaxExtensions, and the handle carries the count
+// from process to process, so that honest holders keep the bound of R17.
+//
+// Release needs no confirmation: it is the release of R12, on every node
+// with the value of the handle, and reports as Unlock does. What a handle
+// does not give: the resumed lock's fencing token is the one written in
+// the handle (whoever knows the value is the holder, and a lying holder is
+// not covered); and a lock written into a handle and not extended lives
+// its ttl, whatever its holder does, as every lock does (R6).
 //
 // # Byzantine quorum mode (WithByzantineNodes)
 //

@@ -33,13 +33,17 @@ const (
 	stopDecided stopRule = iota
 	// stopQuorum: as soon as a quorum succeeded, or every node answered.
 	stopQuorum
+	// stopAll: as soon as every node answered (a read, record.go).
+	stopAll
 )
 
-// The operations of a fan that only the blocking methods of FencingNode
-// carry; they never go to AsyncNode.Start.
+// The operations of a fan that only the blocking methods of FencingNode and
+// RecordNode carry; they never go to AsyncNode.Start.
 const (
 	opAcquireFenced adapter.Op = 200 + iota // phase 1 of fencing (R18)
 	opRaiseFence                            // phase 2 of fencing (R18)
+	opPutRecord                             // RecordNode.PutRecord (record.go)
+	opReadRecord                            // RecordNode.ReadRecord (record.go)
 )
 
 // fan is one request to every node and the collection of its answers.
@@ -68,6 +72,11 @@ type fan struct {
 	fenceKeys []string // a set's (multi.go)
 	token     uint64
 	fences    []uint64 // phase 1: each node's fence, written before its answer
+
+	// Records (record.go; blocking methods only).
+	recordKey string
+	record    string
+	records   []recordRead // each node's read, written before its answer
 
 	mu        sync.Mutex
 	rs        []reply
@@ -158,6 +167,8 @@ func (f *fan) blocking(i int) (bool, error) {
 		return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.token, c.opts.fenceRetention)
 	case opAcquireAllFenced, opRaiseFences:
 		return f.blockingAll(i) // multi.go
+	case opPutRecord, opReadRecord:
+		return f.recordOp(i)
 	}
 	return do(f.nctx, c.nodes[i], f.req)
 }
@@ -204,7 +215,10 @@ func (c *Client) send(fans ...*fan) {
 // stopNow reports whether the stop rule holds; called with f.mu held.
 func (f *fan) stopNow() bool {
 	n := len(f.rs)
-	if f.stop == stopQuorum {
+	switch f.stop {
+	case stopAll:
+		return f.answered == n
+	case stopQuorum:
 		return f.yes >= f.c.quorum || f.answered == n
 	}
 	return decide(n, f.c.quorum, f.yes, f.no) != undecided

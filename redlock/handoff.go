@@ -317,7 +317,7 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 		return handYield, nil
 	}
 	w := q[0]
-	if w.handing || w.opts.tries != 0 || c.opts.fencing || w.ctx.Err() != nil {
+	if w.handing || w.opts.tries != 0 || c.opts.fencing || w.opts.valueSet || w.ctx.Err() != nil {
 		h.mu.Unlock()
 		return handNone, nil // released as usual, then w is woken
 	}

@@ -270,6 +270,12 @@ func (c *Client) Do(ctx context.Context, resource string, fn func(ctx context.Co
 	if err != nil {
 		return err
 	}
+	return l.doFn(ctx, fn)
+}
+
+// doFn is Do once the lock l is granted, with auto-extension: it runs fn
+// with a context cancelled at the lock's loss, then releases l.
+func (l *Lock) doFn(ctx context.Context, fn func(ctx context.Context) error) error {
 	fctx, cancel := context.WithCancelCause(ctx)
 	stop, watched := make(chan struct{}), make(chan struct{})
 	go func() {

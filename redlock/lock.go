@@ -52,8 +52,8 @@ type Lock struct {
 // events): a name for display; Resources returns the names themselves.
 func (l *Lock) Resource() string { return l.resource }
 
-// Value returns the lock's random value (R4): 20 bytes from crypto/rand,
-// base64url-encoded. A quorum of nodes held it under the lock key when the
+// Value returns the lock's value (R4): 20 bytes from crypto/rand,
+// base64url-encoded, or the caller's (WithValue). A quorum of nodes held it under the lock key when the
 // lock was granted (a lock handed over within a client included), so it can
 // serve a storage system as a check-and-set guard (R18).
 func (l *Lock) Value() string { return l.value }

@@ -188,6 +188,21 @@ func (c *Client) LockAll(ctx context.Context, resources []string, opts ...LockOp
 	return c.acquire(ctx, t, o)
 }
 
+// DoAll is Do for a set of resources locked as one (LockAll): it acquires
+// every resource of resources, keeps them with WithAutoExtend, runs fn with
+// a context cancelled the moment the lock is lost, then releases them. Its
+// errors are Do's, and LockAll's for the acquisition.
+func (c *Client) DoAll(ctx context.Context, resources []string, fn func(ctx context.Context) error, opts ...LockOption) error {
+	if fn == nil {
+		return invalidf("DoAll: nil function")
+	}
+	l, err := c.LockAll(ctx, resources, append(slices.Clone(opts), WithAutoExtend())...)
+	if err != nil {
+		return err
+	}
+	return l.doFn(ctx, fn) // life.go
+}
+
 // TryLockAll makes exactly one attempt to acquire every resource of
 // resources as one lock (see LockAll). On failure the error satisfies
 // errors.Is(err, ErrNotAcquired) and errors.As gives an *AcquireError,
@@ -216,12 +231,19 @@ func (c *Client) settingsAll(resources []string, opts []LockOption) (target, loc
 	if err := c.checkMulti(); err != nil {
 		return target{}, lockOptions{}, err
 	}
+	t := c.set(names)
+	o, err := c.settings(t.resource, opts)
+	return t, o, err
+}
+
+// set is the target of a set of two or more names, sorted and distinct
+// (setNames).
+func (c *Client) set(names []string) target {
 	t := target{resource: strings.Join(names, ","), names: names, keys: make([]string, len(names))}
 	for i, name := range names {
 		t.keys[i] = c.opts.prefix + name
 	}
-	o, err := c.settings(t.resource, opts)
-	return t, o, err
+	return t
 }
 
 // setNames returns a sorted copy of resources, or an error wrapping

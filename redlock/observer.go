@@ -89,6 +89,10 @@ type AttemptEvent struct {
 	// before the grant (Nodes is nil), and Validity is what the lock
 	// inherited.
 	Handed bool
+	// Resumed is true when the lock was taken over from a handle
+	// (Client.Resume): Elapsed and Nodes are zero, and the confirming
+	// extension was reported as an ExtensionEvent before.
+	Resumed bool
 }
 
 // ExtensionEvent describes one extension.
@@ -194,6 +198,9 @@ func (o logObserver) Attempt(e AttemptEvent) {
 	}
 	if e.Handed {
 		args = append(args, slog.Bool("handed", true))
+	}
+	if e.Resumed {
+		args = append(args, slog.Bool("resumed", true))
 	}
 	o.l.Debug("redlock: attempt", args...)
 }

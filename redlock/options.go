@@ -42,6 +42,9 @@ type lockOptions struct {
 	autoExtend    bool          // WithAutoExtend (life.go)
 	extendEvery   time.Duration // 0: ttl/3
 	maxExtensions int
+
+	value    string // WithValue (handle.go); "" with valueSet unset: random (R4)
+	valueSet bool
 }
 
 // clientOptions are a client's settings; lock holds the acquisition defaults.
@@ -58,6 +61,7 @@ type clientOptions struct {
 	fencing        bool // WithFencing and the rest of fencing.go
 	fencePrefix    string
 	fenceRetention time.Duration
+	recordPrefix   string     // WithRecordPrefix (record.go)
 	byzantine      int        // WithByzantineNodes (byzantine.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
@@ -77,6 +81,7 @@ func defaultClientOptions() clientOptions {
 		prefix:         DefaultKeyPrefix,
 		handoffLimit:   DefaultHandoffLimit,
 		fencePrefix:    DefaultFencePrefix,
+		recordPrefix:   DefaultRecordPrefix,
 	}
 }
 
@@ -179,6 +184,11 @@ func (o lockOptions) validate(nodeTimeout time.Duration) error {
 		return invalidf("tries must be 0 (until the context ends) or more, got %d", o.tries)
 	case o.retryMin < 0 || o.retryMax < o.retryMin:
 		return invalidf("retry delay range must satisfy 0 <= min <= max, got [%v, %v]", o.retryMin, o.retryMax)
+	}
+	if o.valueSet {
+		if err := checkValue(o.value); err != nil {
+			return err
+		}
 	}
 	return o.validateLife()
 }

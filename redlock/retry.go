@@ -41,7 +41,12 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 		return wake{}, nil // a set queues behind nobody (multi.go)
 	}
 	*w = h.join(ctx, t.key, t.resource, o)
-	return c.wait(ctx, o, 0, *w)
+	// No attempt of its own to bound its jitter after an announcement:
+	// the client's latest attempt stands in for it. With no jitter, the
+	// waiters of a client that yields the key (WithHandoffLimit) would
+	// retry ahead of every other client's, which wait theirs, and win the
+	// key back again and again (R17's bound defeated).
+	return c.wait(ctx, o, time.Duration(c.lastAttempt.Load()), *w)
 }
 
 // waitRetry is the wait of Lock between attempts (R10). Without hand-off it

@@ -189,7 +189,10 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 			return nil, c.stopped(resource, try-1, last, err)
 		}
 		final := o.tries > 0 && try >= o.tries
-		value, err := c.values.next()
+		value, err := o.value, error(nil)
+		if !o.valueSet { // WithValue (handle.go)
+			value, err = c.values.next()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -204,7 +207,9 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		}
 		c.send(f)
 		marked = marked || waiter != ""
-		l, aerr := c.decideAcquire(f, resource, o, final, nil)
+		// A caller's value: wait for every release before the next
+		// attempt, as in acquire (client.go).
+		l, aerr := c.decideAcquire(f, resource, o, final || o.valueSet, nil)
 		if aerr == nil {
 			return l, nil
 		}

@@ -16,7 +16,6 @@ import (
 // bubbles: fake time, so the waits are exact and independent of the
 // machine's load.
 
-
 func TestRWReadersShareWritersExclude(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := redlocktest.NewMemNodes(5)

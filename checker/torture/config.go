@@ -118,6 +118,11 @@ func DefaultConfig(name string) Config {
 		// under its default faults: crashed nodes restart late (R16.3).
 		c.Faults = DefaultRandomFaults()
 		c.DelayedRestart = true
+	case "election":
+		// The term is the fencing token; crashed nodes restart late
+		// (R16.3), so that the faults keep safety.
+		c.Faults = []string{FaultRestart, FaultPauseNode, FaultPartition}
+		c.DelayedRestart, c.Fencing = true, true
 	}
 	return c
 }
@@ -168,7 +173,13 @@ func (c Config) Validate() error {
 			return fmt.Errorf("torture: unknown fault %q; want some of %s", f, strings.Join(AllFaults(), ", "))
 		}
 	}
-	if c.Scenario == "random" && len(c.Faults) == 0 {
+	if c.Scenario == "election" && !c.Fencing {
+		return fmt.Errorf("torture: the election scenario needs fencing: a leader's term is its fencing token")
+	}
+	if c.Scenario == "election" && slices.Contains(c.Faults, FaultPauseClient) {
+		return fmt.Errorf("torture: the election scenario does not model %s: a leader's extensions run in the background, so pausing its loop pauses nothing", FaultPauseClient)
+	}
+	if (c.Scenario == "random" || c.Scenario == "election") && len(c.Faults) == 0 {
 		return fmt.Errorf("torture: random mode needs at least one fault kind (%s)", strings.Join(AllFaults(), ", "))
 	}
 	return nil
@@ -250,7 +261,7 @@ func (c Config) Expect() Expectation {
 			return ExpectSafe
 		}
 		return ExpectViolation
-	case "random":
+	case "random", "election":
 		for _, f := range c.Faults {
 			if k, ok := findFault(f); ok && k.Breaks(c) {
 				return ExpectNoPromise

@@ -178,7 +178,12 @@ func analyze(cfg Config, h *checker.History, cs checkers) *Report {
 	live := checkLive(h)
 	rep.Checks = []checker.Result{mutex, fencing, lin, live}
 	rep.StaleWritesAccepted = len(checker.StaleWrites(h))
-	for _, r := range []checker.Result{mutex, fencing, lin} {
+	safety := []checker.Result{mutex, fencing, lin}
+	if cfg.Scenario == "election" {
+		el := checker.CheckElection(h, cfg.livenessBound(), cfg.TTL)
+		rep.Checks, safety = append(rep.Checks, el), append(safety, el)
+	}
+	for _, r := range safety {
 		rep.Violations += r.Violations
 		if r.Verdict == checker.Violated && rep.Counterexample == nil {
 			s := r.Check + ": " + r.Counterexample
@@ -199,7 +204,7 @@ func analyze(cfg Config, h *checker.History, cs checkers) *Report {
 		undecided = "values out of range: " + h.OutOfRange()
 	}
 	if undecided == "" && rep.Violations == 0 {
-		for _, r := range []checker.Result{mutex, fencing, lin} {
+		for _, r := range safety {
 			if r.Verdict == checker.Unknown {
 				undecided = "check " + r.Check + " undecided: " + r.Counterexample
 				break

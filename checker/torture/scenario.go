@@ -63,6 +63,8 @@ func scenarioList() []Scenario {
 			Summary: "one node answers OK to every SET without performing it; client A locks exactly a quorum that includes the liar; client B then locks the resource"},
 		{Name: "process-holders", Rule: "R1.1, R17", groups: 1, faketime: never, loop: true, run: runProcessHolders,
 			Summary: "the clients are dlm lock processes whose commands log their critical sections; the dlm process of a client in its section is SIGKILLed at seeded times: its command must die with it, before the lock can expire"},
+		{Name: "election", Rule: "R1.1, R18 (package election)", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runElection,
+			Summary: "--clients candidates campaign for one election, lead a while and resign, while faults from the fault table (crashes, pauses, partitions by default) hit nodes and links: never two leaders at once, terms increase, failovers are measured"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}
@@ -118,12 +120,25 @@ type env struct {
 	dlm    string // the dlm executable, for process-holders
 }
 
-// newActor dials a client of group g with the run's settings.
+// newActor dials a client of group g with the run's settings; Run closes
+// it.
 func (e *env) newActor(name string, g int) (*actor, error) {
+	a, err := e.dialActor(name, g, e.rng.Uint64())
+	if err != nil {
+		return nil, err
+	}
+	e.actors = append(e.actors, a)
+	return a, nil
+}
+
+// dialActor dials a client of group g with the run's settings and the
+// retry seed; the caller closes it. It uses nothing of e that changes, so
+// that the clients' goroutines may call it.
+func (e *env) dialActor(name string, g int, seed uint64) (*actor, error) {
 	opts := []redlock.Option{
 		redlock.WithTTL(e.cfg.TTL),
 		redlock.WithNodeTimeout(e.cfg.NodeTimeout),
-		redlock.WithRetrySeed(e.rng.Uint64()),
+		redlock.WithRetrySeed(seed),
 	}
 	if e.cfg.Fencing {
 		opts = append(opts, redlock.WithFencing())
@@ -139,9 +154,7 @@ func (e *env) newActor(name string, g int) (*actor, error) {
 	if err != nil {
 		return nil, fmt.Errorf("torture: client %s: %w", name, err)
 	}
-	a := &actor{name: name, client: c, rec: e.rec, reg: e.reg}
-	e.actors = append(e.actors, a)
-	return a, nil
+	return &actor{name: name, client: c, rec: e.rec, reg: e.reg}, nil
 }
 
 // sleep waits d or until ctx ends: the length of an injected fault or of a

@@ -76,6 +76,7 @@ func TestScenarios(t *testing.T) {
 		{"lying-node", func(c *Config) { c.Byzantine = 1 }, ExpectSafe},
 		{"restart-without-persistence", func(c *Config) { c.Byzantine = 1 }, ExpectSafe}, // one amnesiac node outvoted
 		{"random", nil, ExpectSafe},
+		{"election", nil, ExpectSafe}, // crashes, pauses, partitions under several candidates
 		// Workers of one client pass the lock among themselves (rueidis,
 		// adapter.TransferNode) while the faults hit.
 		{"random", func(c *Config) { c.Adapter, c.Workers = "rueidis", 3 }, ExpectSafe},

@@ -6,7 +6,7 @@ import "time"
 // over one is refused as bad usage (exit 64) with the limit in the message;
 // they are listed in `dlm help`.
 const (
-	// maxLockTTL bounds every lock ttl (dlm lock --ttl, dlm bench --ttl):
+	// maxLockTTL bounds every lock ttl (--ttl of dlm lock, bench, acquire, extend):
 	// a holder that crashes blocks the resource for up to a ttl.
 	maxLockTTL = 24 * time.Hour
 	// maxNodeMaxTTL bounds dlm node --max-ttl: it must exceed the largest
@@ -21,10 +21,10 @@ const (
 )
 
 const limitsHelp = `Limits (over one: exit 64):
-  --ttl of lock and bench           at most 24h
-  --max-ttl of node                 at most 25h
-  --duration, --seq, --contention   at most 1h (bench, demo)
-  --goroutines, --workers of bench  at most 10000 each`
+  --ttl of lock, bench, acquire, extend  at most 24h
+  --max-ttl of node                      at most 25h
+  --duration, --seq, --contention        at most 1h (bench, demo)
+  --goroutines, --workers of bench       at most 10000 each`
 
 // overDuration returns a usage error when d is over max.
 func overDuration(flag string, d, max time.Duration) error {

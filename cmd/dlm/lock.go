@@ -94,18 +94,11 @@ killed by signal N).`,
 			switch {
 			case len(argv) == 0:
 				return usageErrorf("no command after `--`: dlm lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]")
-			case ttl <= 0:
-				return usageErrorf("--ttl must be positive, got %v", ttl)
-			case ttl > maxLockTTL:
-				return overDuration("--ttl", ttl, maxLockTTL)
 			case wait < 0:
 				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
-			case grace < 0:
-				return usageErrorf("--grace must be 0 or positive, got %v", grace)
-			case maxExt < 1:
-				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
-			case nodeTO <= 0 || nodeTO >= ttl:
-				return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
+			}
+			if err := checkHoldFlags(ttl, grace, maxExt, nodeTO); err != nil {
+				return err
 			}
 			urls, err := resolveNodes(nodes)
 			if err != nil {
@@ -127,7 +120,7 @@ killed by signal N).`,
 			lr := lockRun{
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
 				argv: argv, wait: wait, grace: grace,
-				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(),
+				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
 			}
 			return lr.run(cmd.Context())
 		},
@@ -163,6 +156,24 @@ func checkResources(resources []string) error {
 			return usageErrorf("RESOURCE %q is given twice: the resources of one lock must be distinct", r)
 		}
 		seen[r] = true
+	}
+	return nil
+}
+
+// checkHoldFlags checks the flags of a command that runs a child while it
+// holds a lock or a leadership (dlm lock, dlm elect).
+func checkHoldFlags(ttl, grace time.Duration, maxExt int, nodeTO time.Duration) error {
+	switch {
+	case ttl <= 0:
+		return usageErrorf("--ttl must be positive, got %v", ttl)
+	case ttl > maxLockTTL:
+		return overDuration("--ttl", ttl, maxLockTTL)
+	case grace < 0:
+		return usageErrorf("--grace must be 0 or positive, got %v", grace)
+	case maxExt < 1:
+		return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
+	case nodeTO <= 0 || nodeTO >= ttl:
+		return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
 	}
 	return nil
 }
@@ -254,17 +265,18 @@ type lockRun struct {
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
+	name      string // the subcommand, for messages: "lock" or "elect"
 }
 
 func (r *lockRun) errf(format string, args ...any) {
-	fmt.Fprintf(r.stderr, "dlm lock: "+format+"\n", args...)
+	fmt.Fprintf(r.stderr, "dlm "+r.name+": "+format+"\n", args...)
 }
 
 // run acquires, runs the child, keeps the lock and releases it.
 func (r *lockRun) run(ctx context.Context) error {
-	// Signals that arrive from now on are the child's (forwarded below);
-	// the root context, which the same signals cancel, only bounds the
-	// acquisition.
+	// Signals that arrive from now on are the child's (forwarded by
+	// guarded); the root context, which the same signals cancel, only
+	// bounds the acquisition.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
@@ -282,17 +294,38 @@ func (r *lockRun) run(ctx context.Context) error {
 			r.errf("release of %q incomplete (the keys expire by themselves within the ttl): %v", r.resource, uerr)
 		}
 	}()
+	env := []string{envLockResource + "=" + r.resource, envLockValue + "=" + l.Value()}
+	if tok := l.Token(); tok != 0 {
+		env = append(env, envLockToken+"="+strconv.FormatUint(tok, 10))
+	}
+	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
+	// closes Done when it is lost.
+	return r.guarded(sigs, holding{what: fmt.Sprintf("lock on %q", r.resource), env: env, done: l.Done(), err: l.Err})
+}
 
-	child, err := r.start(l)
+// holding is what a guarded command runs under: a lock (dlm lock) or a
+// leadership (dlm elect). Done closes when it is lost, and err says why.
+type holding struct {
+	what string   // "lock on \"x\"", for messages
+	env  []string // the command's extra environment
+	done <-chan struct{}
+	err  func() error
+}
+
+// guarded runs the command under the guard (lock_guard.go) while h is
+// held: it forwards sigs to the command's process group; when h is lost
+// it sends SIGTERM to the group, SIGKILL after the grace, and returns exit
+// 74; when the command exits it kills what the command left running, and
+// returns the command's exit code. The caller gives h up after it returns.
+func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
+	child, err := r.start(h.env)
 	if err != nil {
 		return err
 	}
 	pgid := child.guard.Process.Pid // the guard leads the group
 	group := func(s syscall.Signal) { _ = syscall.Kill(-pgid, s) }
 
-	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
-	// closes Done when it is lost.
-	lostc := l.Done()
+	lostc := h.done
 	var (
 		lostErr error
 		kill    <-chan time.Time
@@ -303,8 +336,8 @@ func (r *lockRun) run(ctx context.Context) error {
 			group(s.(syscall.Signal))
 		case <-lostc:
 			lostc = nil
-			lostErr = l.Err()
-			r.errf("lock on %q lost while the command ran: %v; sending SIGTERM to the command's process group (SIGKILL in %v)", r.resource, lostErr, r.grace)
+			lostErr = h.err()
+			r.errf("%s lost while the command ran: %v; sending SIGTERM to the command's process group (SIGKILL in %v)", h.what, lostErr, r.grace)
 			group(syscall.SIGTERM)
 			kill = time.After(r.grace)
 		case <-kill:
@@ -333,9 +366,9 @@ type family struct {
 
 // start starts the guard (dlm lock-guard) as the leader of a new process
 // group, which runs the command; see lock_guard.go for why. The child's
-// environment is dlm's without DLM_NODES (it may hold passwords), plus the
-// lock's variables.
-func (r *lockRun) start(l *redlock.Lock) (*family, error) {
+// environment is dlm's without DLM_NODES (it may hold passwords), plus
+// extra (the lock's or the leadership's variables).
+func (r *lockRun) start(extra []string) (*family, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the dlm executable to start the command under: %w", err)
@@ -349,10 +382,7 @@ func (r *lockRun) start(l *redlock.Lock) (*family, error) {
 	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
 	guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
 	guard.SysProcAttr = guardAttr(fg)
-	guard.Env = childEnv(os.Environ(), envLockResource+"="+r.resource, envLockValue+"="+l.Value())
-	if tok := l.Token(); tok != 0 {
-		guard.Env = append(guard.Env, envLockToken+"="+strconv.FormatUint(tok, 10))
-	}
+	guard.Env = childEnv(os.Environ(), extra...)
 	// The guard's parent-death signal fires when the thread that forked it
 	// ends: keep this goroutine on that thread while the guard lives.
 	runtime.LockOSThread()

@@ -108,6 +108,13 @@ func (b *syncBuf) String() string {
 func runDLM(t *testing.T, timeout time.Duration, env []string, args ...string) result {
 	t.Helper()
 	cmd, stdout, stderr := dlmCmd(t, env, args...)
+	return finishDLM(t, cmd, stdout, stderr, timeout, args)
+}
+
+// finishDLM runs cmd, prepared by dlmCmd, to completion (bounded by
+// timeout).
+func finishDLM(t *testing.T, cmd *exec.Cmd, stdout, stderr *syncBuf, timeout time.Duration, args []string) result {
+	t.Helper()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start dlm: %v", err)

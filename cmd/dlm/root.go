@@ -16,7 +16,8 @@ const exitCodesHelp = `Exit codes:
       a check that hit its time limit, values out of range)
   64  bad usage (the reason is printed)
   69  nodes unreachable: no quorum possible
-  74  lock lost while the command ran
+  74  lock (or leadership, dlm elect) lost while the command ran; no longer held
+      (dlm extend, dlm release)
   75  lock not acquired (held elsewhere) within the wait
   other: the child's own exit code (dlm lock)`
 
@@ -97,6 +98,8 @@ printed; dlm lock does not pass DLM_NODES to its command.
 		newTortureCmd(),
 		newLockGuardCmd(),
 		newBenchCmd(),
+		newElectCmd(), newLeaderCmd(),
+		newAcquireCmd(), newExtendCmd(), newReleaseCmd(),
 	)
 	typeUsageErrors(root)
 	return root

@@ -2,7 +2,7 @@
 // interface a Redis client must offer to serve as a Redlock node (Node), and
 // the optional capabilities that the lock client discovers by type assertion
 // (fencing, asynchronous and batched requests, release announcements for the
-// hand-off, the local hand-over). Users of locks need none of it: they build
+// hand-off, the local hand-over, a set of keys locked as one). Users of locks need none of it: they build
 // nodes with an adapter package (redlock/goredis, redlock/rueidis) and pass
 // them to redlock.New, where Node is also known as redlock.Node.
 //

@@ -15,6 +15,12 @@ var _ adapter.FencingNode = (*Node)(nil)
 // the fence value under fenceKey, in one script (R3, R18 phase 1).
 func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
 	res, err := n.acquireFenced.Run(ctx, n.client, []string{key, fenceKey}, value, ttl.Milliseconds()).Slice()
+	return fencedReply(res, err, fmt.Sprintf("%q", fenceKey))
+}
+
+// fencedReply reads the reply {set, fence} of a fenced acquisition (of one
+// key or of a set); where names the fence keys in errors.
+func fencedReply(res []any, err error, where string) (bool, uint64, error) {
 	if err != nil {
 		return false, 0, err
 	}
@@ -29,7 +35,7 @@ func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, t
 	f, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		// The key was set: report it, so that the client releases it.
-		return true, 0, fmt.Errorf("goredis: fence value under %q is %q, not a uint64", fenceKey, s)
+		return true, 0, fmt.Errorf("goredis: fence value under %s is %q, not a uint64", where, s)
 	}
 	return true, f, nil
 }

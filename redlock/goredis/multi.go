@@ -125,22 +125,7 @@ func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl t
 // under fenceKeys when it set the keys, in one script (R18 phase 1).
 func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
 	res, err := n.multi.acquireFenced.Run(ctx, n.client, joinKeys(keys, fenceKeys), value, ttl.Milliseconds()).Slice()
-	if err != nil {
-		return false, 0, err
-	}
-	if len(res) != 2 {
-		return false, 0, fmt.Errorf("goredis: fenced acquire of a set: unexpected reply %v", res)
-	}
-	if set, _ := res[0].(int64); set != 1 {
-		return false, 0, nil
-	}
-	s, _ := res[1].(string)
-	f, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		// The keys were set: report it, so that the client releases them.
-		return true, 0, fmt.Errorf("goredis: a fence value under %q is %q, not a uint64", fenceKeys, s)
-	}
-	return true, f, nil
+	return fencedReply(res, err, fmt.Sprintf("one of %q", fenceKeys)) // fencing.go
 }
 
 // RaiseFences sets every fence under fenceKeys to token, with an expiry of

@@ -36,6 +36,8 @@ type Node struct {
 
 	multi multiScripts // multi.go
 
+	putRecord, readRecord *redis.Script // record.go
+
 	// The batched way (batch.go, conn.go); pipe is nil when the client
 	// cannot be pipelined on (NewNode).
 	pipe              *pipe
@@ -80,6 +82,9 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 		transfer:      redis.NewScript(scripts.Transfer),
 
 		multi: newMultiScripts(),
+
+		putRecord:  redis.NewScript(scripts.PutRecord),
+		readRecord: redis.NewScript(scripts.ReadRecord),
 	}
 	if rc, ok := client.(*redis.Client); ok {
 		if o := rc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil && o.Dialer != nil {

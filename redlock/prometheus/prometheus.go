@@ -119,6 +119,11 @@ func (o *Observer) Attempt(e redlock.AttemptEvent) {
 		o.held.Inc()
 		return
 	}
+	if e.Resumed {
+		// Taken over from a handle: held here from now on, not an attempt.
+		o.held.Inc()
+		return
+	}
 	out := e.Outcome.String()
 	o.attempts.WithLabelValues(out).Inc()
 	o.attemptTime.WithLabelValues(out).Observe(e.Elapsed.Seconds())

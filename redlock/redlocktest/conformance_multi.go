@@ -20,25 +20,8 @@ func runMultiConformance(t *testing.T, b Backend, n adapter.MultiNode) {
 	ctx := t.Context()
 	in := b.Inspect
 	const ttl = 5 * time.Second
-	get := func(key string) (string, bool) {
-		t.Helper()
-		v, ok, err := in.Value(ctx, key)
-		if err != nil {
-			t.Fatalf("value of %s: %v", key, err)
-		}
-		return v, ok
-	}
-	pttl := func(key string) time.Duration {
-		t.Helper()
-		d, ok, err := in.TTL(ctx, key)
-		if err != nil {
-			t.Fatalf("TTL %s: %v", key, err)
-		}
-		if !ok {
-			return -2
-		}
-		return d
-	}
+	get := func(key string) (string, bool) { t.Helper(); return inspectValue(t, in, key) }
+	pttl := func(key string) time.Duration { t.Helper(); return inspectTTL(t, in, key) }
 	check := func(name string, gotOK bool, err error, wantOK bool) {
 		t.Helper()
 		if err != nil || gotOK != wantOK {
@@ -280,4 +263,28 @@ func runMultiFencingConformance(t *testing.T, in Inspector, n adapter.MultiFenci
 	if ok, _, err := n.AcquireAllFenced(ctx, []string{"mf:x", "mf:y"}, []string{"mff:x", "mff:bad"}, "v", ttl); err == nil {
 		t.Fatalf("AcquireAllFenced over a corrupt fence value = %v, nil; want an error", ok)
 	}
+}
+
+// inspectValue returns key's value in the store and whether it exists.
+func inspectValue(t *testing.T, in Inspector, key string) (string, bool) {
+	t.Helper()
+	v, ok, err := in.Value(t.Context(), key)
+	if err != nil {
+		t.Fatalf("value of %s: %v", key, err)
+	}
+	return v, ok
+}
+
+// inspectTTL returns key's remaining time to live in the store: NoExpiry
+// for a key without one, -2 for a missing key.
+func inspectTTL(t *testing.T, in Inspector, key string) time.Duration {
+	t.Helper()
+	d, ok, err := in.TTL(t.Context(), key)
+	if err != nil {
+		t.Fatalf("TTL %s: %v", key, err)
+	}
+	if !ok {
+		return -2
+	}
+	return d
 }

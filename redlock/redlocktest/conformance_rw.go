@@ -91,6 +91,12 @@ func runRWConformance(t *testing.T, b Backend, n adapter.RWNode) {
 			ok, err = mf.RaiseFences(ctx, []string{"rw:p"}, []string{"rw:p-fence"}, "lost", 1, 0)
 			check(t, "RaiseFences on a set with a key held by readers", ok, err, false)
 		}
+		if rn, is := n.(adapter.RecordNode); is {
+			ok, err = rn.PutRecord(ctx, "rw:p", "rw:p-rec", "lost", "1 a", 0)
+			check(t, "PutRecord on a key held by readers", ok, err, false)
+			_, ok, _, err = rn.ReadRecord(ctx, "rw:p", "rw:p-rec", "rw:p-fence")
+			check(t, "ReadRecord of a key held by readers", ok, err, false)
+		}
 		ok, err = n.RExtend(ctx, "rw:p", "r", ttl)
 		check(t, "RExtend of the reader after the plain operations", ok, err, true)
 	})

@@ -24,6 +24,7 @@ var (
 	_ adapter.HandoffNode  = (*MemNode)(nil)
 	_ adapter.TransferNode = (*MemNode)(nil)
 	_ adapter.RWNode       = (*MemNode)(nil) // memnode_rw.go
+	_ adapter.RecordNode   = (*MemNode)(nil) // memnode_record.go
 	_ adapter.ReleaseWatch = (*memWatch)(nil)
 	_ Inspector            = (*MemNode)(nil)
 )
@@ -65,7 +66,8 @@ func WithClock(now func() time.Time) MemOption {
 
 // MemNode is an in-memory Redlock node with every capability of the real
 // adapters (redlock.Node, FencingNode, AsyncNode, BatchNode, HandoffNode,
-// TransferNode), with the semantics of their Lua scripts (R3, R5, R17, R18),
+// TransferNode, MultiNode, MultiFencingNode: memnode_multi.go), with the
+// semantics of their Lua scripts (R3, R5, R17, R18),
 // a clock of its own that expires keys, and faults that can be switched at
 // run time. It holds one keyspace, like one redis-server: lock keys and
 // fence keys (decimal strings) side by side.
@@ -393,6 +395,8 @@ type memCall struct {
 	fenceKey  string
 	token     uint64
 	retention time.Duration
+	recordKey string // memnode_record.go
+	record    string
 
 	reply func(memResult)
 	slow  time.Duration
@@ -406,9 +410,10 @@ type memCall struct {
 }
 
 type memResult struct {
-	ok    bool
-	fence uint64
-	err   error
+	ok     bool
+	fence  uint64
+	record string // memnode_record.go
+	err    error
 	// notify, when set, is the release to announce (ReleaseAnnounce).
 	announce []func()
 }
@@ -575,6 +580,8 @@ func (n *MemNode) apply(c *memCall) memResult {
 		}
 		n.keys[c.fenceKey] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
 		return memResult{ok: true}
+	case opPutRecord, opReadRecord:
+		return n.applyRecord(c, now)
 	}
 	if res, ok := n.applyMulti(c, now); ok { // memnode_multi.go
 		return res

@@ -44,6 +44,7 @@ const (
 )
 
 // TestModel drives many clients and workers doing random Lock, TryLock,
+// LockAll and TryLockAll on overlapping sets of two or three resources,
 // Unlock, Extend, WithAutoExtend, Do, cancelled contexts and Client.Close
 // against MemNodes, on synctest's fake clock, with random faults within
 // Redlock's assumptions: at most a minority of nodes faulty at any time
@@ -51,7 +52,8 @@ const (
 // node clocks that run at rates within the drift factor (R9). No node
 // restarts without persistence inside the ttl (R16.1) and no node lies (R2).
 // Every round's history is checked with checker.CheckMutex (R1.1) and
-// checker.CheckFencing (R18).
+// checker.CheckFencing (R18); a grant of a set is recorded as one grant of
+// each of its resources, so the checks hold it to exclusion per resource.
 //
 // The seed fixes each worker's and the fault injector's choices and the
 // clients' retry jitter (WithRetrySeed); goroutines that run at the same fake
@@ -443,10 +445,29 @@ func (m *model) injectFaults(rng *rand.Rand, stop <-chan struct{}) {
 // only before until, which moves only when the worker sees the lock's
 // Until move (an auto-extension or its own Extend).
 type held struct {
-	l     *redlock.Lock
-	id    string
-	token uint64
-	until time.Time
+	l         *redlock.Lock
+	id        string
+	token     uint64
+	until     time.Time
+	resources []string // one, or a set (LockAll)
+}
+
+// lockID names hd's grant of resource r in the history: its value, or, for
+// a set, one grant per resource.
+func (hd *held) lockID(r string) string {
+	if len(hd.resources) == 1 {
+		return hd.id
+	}
+	return hd.id + "#" + r
+}
+
+// each records o once per resource of hd, as an operation on that
+// resource's grant.
+func (m *model) each(o checker.Op, hd *held) {
+	for _, r := range hd.resources {
+		o.Resource, o.Lock = r, hd.lockID(r)
+		m.record(o)
+	}
 }
 
 // Attempt counts acquisition attempts (redlock.Observer).
@@ -485,24 +506,37 @@ func (m *model) step(rng *rand.Rand, slot int, name string) {
 			stop := time.AfterFunc(time.Duration(rng.IntN(100))*time.Millisecond, cancel)
 			defer stop.Stop()
 		}
-		o := checker.Op{Client: name, Resource: resource, Kind: checker.Acquire, Start: m.now(), TTL: int64(modelTTL)}
+		resources := []string{resource}
+		if rng.IntN(5) == 0 { // a set of two or three, overlapping others
+			for _, k := range rng.Perm(modelResources)[:2] {
+				if r := "r" + strconv.Itoa(k); r != resource {
+					resources = append(resources, r)
+				}
+			}
+		}
+		o := checker.Op{Client: name, Kind: checker.Acquire, Start: m.now(), TTL: int64(modelTTL)}
 		var l *redlock.Lock
 		var err error
-		if try {
+		switch {
+		case try && len(resources) > 1:
+			l, err = c.TryLockAll(ctx, resources, opts...)
+		case len(resources) > 1:
+			l, err = c.LockAll(ctx, resources, opts...)
+		case try:
 			l, err = c.TryLock(ctx, resource, opts...)
-		} else {
+		default:
 			l, err = c.Lock(ctx, resource, opts...)
 		}
 		o.End = m.now()
 		if err != nil {
-			o.Err, o.Lock = err.Error(), m.failedID(name)
-			m.record(o)
+			o.Err = err.Error()
+			m.each(o, &held{id: m.failedID(name), resources: resources})
 			return
 		}
-		hd := &held{l: l, id: l.Value(), token: l.Token(), until: l.Until()}
-		o.OK, o.Lock, o.Until, o.Token = true, hd.id, m.at(hd.until), hd.token
-		m.record(o)
-		m.hold(rng, hd, name, resource, auto)
+		hd := &held{l: l, id: l.Value(), token: l.Token(), until: l.Until(), resources: resources}
+		o.OK, o.Until, o.Token = true, m.at(hd.until), hd.token
+		m.each(o, hd)
+		m.hold(rng, hd, name, auto)
 	}
 }
 
@@ -519,20 +553,20 @@ func (m *model) at(t time.Time) int64 { return int64(t.Sub(m.start)) }
 
 // hold works under hd for a while, writing to the register, extending at
 // times, and ends with an Unlock (or, at times, leaves the lock to expire).
-func (m *model) hold(rng *rand.Rand, hd *held, name, resource string, auto bool) {
+func (m *model) hold(rng *rand.Rand, hd *held, name string, auto bool) {
 	steps := 1 + rng.IntN(4)
 	if auto {
 		steps += rng.IntN(8)
 	}
 	for range steps {
 		time.Sleep(time.Duration(rng.IntN(int(modelTTL/8/time.Millisecond))) * time.Millisecond)
-		m.observe(hd, name, resource)
+		m.observe(hd, name)
 		if rng.IntN(2) == 0 {
-			m.write(hd, name, resource)
+			m.write(hd, name)
 		}
 		if rng.IntN(5) == 0 && time.Now().Before(hd.until) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rng.IntN(200))*time.Millisecond)
-			o := checker.Op{Client: name, Resource: resource, Kind: checker.Extend, Lock: hd.id, Start: m.now()}
+			o := checker.Op{Client: name, Kind: checker.Extend, Start: m.now()}
 			err := hd.l.Extend(ctx)
 			cancel()
 			o.End = m.now()
@@ -544,7 +578,7 @@ func (m *model) hold(rng *rand.Rand, hd *held, name, resource string, auto bool)
 			} else {
 				o.Err = err.Error()
 			}
-			m.record(o)
+			m.each(o, hd)
 		}
 	}
 	if m.cfg.fencing && rng.IntN(8) == 0 {
@@ -552,7 +586,7 @@ func (m *model) hold(rng *rand.Rand, hd *held, name, resource string, auto bool)
 		// writes when it resumes, without looking at the lock, as R18 warns:
 		// the fenced register must refuse the write if a newer grant wrote.
 		time.Sleep(time.Until(hd.l.Until()) + time.Duration(rng.IntN(int(modelTTL/time.Millisecond)))*time.Millisecond)
-		m.writePaused(hd, name, resource)
+		m.writePaused(hd, name)
 	}
 	if rng.IntN(10) == 0 && !auto {
 		return // left to expire
@@ -567,40 +601,47 @@ func (m *model) hold(rng *rand.Rand, hd *held, name, resource string, auto bool)
 		ctx, cancel = context.WithTimeout(ctx, 20*time.Millisecond)
 	}
 	defer cancel()
-	o := checker.Op{Client: name, Resource: resource, Kind: checker.Release, Lock: hd.id, Start: m.now()}
+	o := checker.Op{Client: name, Kind: checker.Release, Start: m.now()}
 	err := hd.l.Unlock(ctx)
 	o.End, o.OK = m.now(), err == nil
 	if err != nil {
 		o.Err = err.Error()
 	}
-	m.record(o)
+	m.each(o, hd)
 }
 
 // observe records an extension the worker sees (auto-extension): the
 // lock's Until moved past the worker's belief while the belief still held.
-func (m *model) observe(hd *held, name, resource string) {
+func (m *model) observe(hd *held, name string) {
 	now := time.Now()
 	u := hd.l.Until()
 	if hd.l.Err() != nil || !now.Before(hd.until) || !u.After(hd.until) {
 		return
 	}
 	hd.until = u
-	m.record(checker.Op{Client: name, Resource: resource, Kind: checker.Extend, Lock: hd.id, Start: m.now(), End: m.now(), OK: true, Until: m.at(u)})
+	m.each(checker.Op{Client: name, Kind: checker.Extend, Start: m.now(), End: m.now(), OK: true, Until: m.at(u)}, hd)
 }
 
-// write writes to resource's register under hd when the worker believes it
-// holds the lock. With fencing, the register refuses a token below the
-// highest it has accepted (R18).
-func (m *model) write(hd *held, name, resource string) {
+// write writes to the register of each resource of hd when the worker
+// believes it holds the lock. With fencing, a register refuses a token
+// below the highest it has accepted (R18).
+func (m *model) write(hd *held, name string) {
 	if hd.l.Err() != nil || !time.Now().Before(hd.until) {
 		return
 	}
-	m.writePaused(hd, name, resource)
+	m.writePaused(hd, name)
 }
 
-// writePaused writes to resource's register under hd without asking
+// writePaused writes to the register of each resource of hd without asking
 // whether the lock is still held.
-func (m *model) writePaused(hd *held, name, resource string) {
+func (m *model) writePaused(hd *held, name string) {
+	for _, r := range hd.resources {
+		m.writeOne(hd, name, r)
+	}
+}
+
+// writeOne writes to resource's register under hd.
+func (m *model) writeOne(hd *held, name, resource string) {
 	m.mu.Lock()
 	fenced := m.cfg.fencing && !m.cfg.unfenced
 	ok := !fenced || hd.token >= m.register[resource]
@@ -614,7 +655,7 @@ func (m *model) writePaused(hd *held, name, resource string) {
 	v := strconv.Itoa(m.writes)
 	m.mu.Unlock()
 	now := m.now()
-	m.record(checker.Op{Client: name, Resource: resource, Kind: checker.Write, Lock: hd.id, Start: now, End: now, OK: ok, Token: hd.token, Value: v})
+	m.record(checker.Op{Client: name, Resource: resource, Kind: checker.Write, Lock: hd.lockID(resource), Start: now, End: now, OK: ok, Token: hd.token, Value: v})
 }
 
 // doOp runs Client.Do. The lock is out of sight inside fn, so the worker

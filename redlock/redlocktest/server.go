@@ -130,6 +130,29 @@ func (s *Server) MustKeys(prefix string) []string {
 	return keys
 }
 
+// MustValues returns the value of key on every server of c, in order, ""
+// where it is missing or the server is down; it fails the test on another
+// error.
+func (c *Cluster) MustValues(key string) []string {
+	out := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		if !s.Running() {
+			continue
+		}
+		s.t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		v, ok, err := s.Inspector().Value(ctx, key)
+		cancel()
+		if err != nil {
+			s.t.Fatalf("redlocktest: value of %q on %s: %v", key, s.Addr(), err)
+		}
+		if ok {
+			out[i] = v
+		}
+	}
+	return out
+}
+
 // Eventually polls cond every few milliseconds until it holds or timeout
 // passes, then fails the test with msg. Use it instead of sleeps.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {

@@ -14,7 +14,14 @@ import (
 // AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads
 // the fence value under fenceKey, in one script (R3, R18 phase 1).
 func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
-	res, err := n.evalKeys(ctx, n.acquireFenced, []string{key, fenceKey}, value, strconv.FormatInt(ttl.Milliseconds(), 10)).ToArray()
+	r := n.evalKeys(ctx, n.acquireFenced, []string{key, fenceKey}, value, strconv.FormatInt(ttl.Milliseconds(), 10))
+	return fencedReply(r, fmt.Sprintf("%q", fenceKey))
+}
+
+// fencedReply reads the reply {set, fence} of a fenced acquisition (of one
+// key or of a set); where names the fence keys in errors.
+func fencedReply(r rueidis.RedisResult, where string) (bool, uint64, error) {
+	res, err := r.ToArray()
 	if err != nil {
 		return false, 0, err
 	}
@@ -26,12 +33,12 @@ func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, t
 	}
 	s, err := res[1].ToString()
 	if err != nil {
-		return true, 0, fmt.Errorf("rueidis: fence value under %q: %w", fenceKey, err)
+		return true, 0, fmt.Errorf("rueidis: fence value under %s: %w", where, err)
 	}
 	f, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		// The key was set: report it, so that the client releases it.
-		return true, 0, fmt.Errorf("rueidis: fence value under %q is %q, not a uint64", fenceKey, s)
+		return true, 0, fmt.Errorf("rueidis: fence value under %s is %q, not a uint64", where, s)
 	}
 	return true, f, nil
 }

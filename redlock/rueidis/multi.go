@@ -93,26 +93,8 @@ func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl t
 // under fenceKeys when it set the keys, in one script (R18 phase 1).
 func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
 	all := append(append(make([]string, 0, 2*len(keys)), keys...), fenceKeys...)
-	res, err := n.evalKeys(ctx, n.multi.acquireFenced, all, value, strconv.FormatInt(ttl.Milliseconds(), 10)).ToArray()
-	if err != nil {
-		return false, 0, err
-	}
-	if len(res) != 2 {
-		return false, 0, fmt.Errorf("rueidis: fenced acquire of a set: unexpected reply of %d elements", len(res))
-	}
-	if set, err := res[0].AsInt64(); err != nil || set != 1 {
-		return false, 0, err
-	}
-	s, err := res[1].ToString()
-	if err != nil {
-		return true, 0, fmt.Errorf("rueidis: fence value under %q: %w", fenceKeys, err)
-	}
-	f, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		// The keys were set: report it, so that the client releases them.
-		return true, 0, fmt.Errorf("rueidis: a fence value under %q is %q, not a uint64", fenceKeys, s)
-	}
-	return true, f, nil
+	r := n.evalKeys(ctx, n.multi.acquireFenced, all, value, strconv.FormatInt(ttl.Milliseconds(), 10))
+	return fencedReply(r, fmt.Sprintf("one of %q", fenceKeys)) // fencing.go
 }
 
 // RaiseFences sets every fence under fenceKeys to token, with an expiry of

@@ -25,7 +25,8 @@ const ChannelPrefix = scripts.ChannelPrefix
 // the node into batches, one DoMulti each (R15, batch.go), which is what
 // makes this adapter fast under concurrency. Node also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode,
-// adapter.TransferNode and adapter.FencingNode. It is safe for concurrent use.
+// adapter.TransferNode, adapter.FencingNode, adapter.MultiNode and
+// adapter.MultiFencingNode (multi.go). It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client
 	name    string
@@ -38,7 +39,8 @@ type Node struct {
 	acquireFenced, raiseFence *batch.Script // fencing.go
 	rw                        *batch.Script // rw.go
 
-	multi multiScripts // multi.go
+	multi                 multiScripts  // multi.go
+	putRecord, readRecord *batch.Script // record.go
 
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
@@ -49,6 +51,7 @@ var (
 	_ adapter.HandoffNode  = (*Node)(nil)
 	_ adapter.TransferNode = (*Node)(nil)
 	_ adapter.FencingNode  = (*Node)(nil) // fencing.go
+	_ adapter.RecordNode   = (*Node)(nil) // record.go
 )
 
 // MaxBatch is the most requests a Node sends in one DoMulti; a longer queue
@@ -80,7 +83,9 @@ func NewNode(client rueidis.Client, name string) *Node {
 		raiseFence:    batch.NewScript(scripts.RaiseFence),
 		rw:            batch.NewScript(scripts.RW),
 
-		multi: newMultiScripts(),
+		multi:      newMultiScripts(),
+		putRecord:  batch.NewScript(scripts.PutRecord),
+		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n

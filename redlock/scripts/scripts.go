@@ -61,4 +61,16 @@ var (
 	//
 	//go:embed rw.lua
 	RW string
+	// PutRecord stores the record of a lock's holder, bound to the SHA-1
+	// of its value, only if the lock key holds that value
+	// (adapter.RecordNode).
+	//
+	//go:embed put_record.lua
+	PutRecord string
+
+	// ReadRecord returns the record of the lock key's current holder, and
+	// the fence value, in one step (adapter.RecordNode).
+	//
+	//go:embed read_record.lua
+	ReadRecord string
 )

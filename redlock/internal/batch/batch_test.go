@@ -174,3 +174,30 @@ func TestTails(t *testing.T) {
 		}
 	}
 }
+
+// Tails counts every key of a set's request (adapter.Request.Keys): a
+// request on one key is no tail when a later set touches that key, and a
+// set is a tail only when no later request touches any of its keys, so a
+// NOSCRIPT retry never moves a request behind a set that shares its key.
+func TestTailsOfSets(t *testing.T) {
+	tests := []struct {
+		name string
+		reqs []adapter.Request
+		want []bool
+	}{
+		{"one key, then a set over it", []adapter.Request{{Key: "a"}, {Keys: []string{"a", "b"}}}, []bool{false, true}},
+		{"a set, then one of its keys", []adapter.Request{{Keys: []string{"a", "b"}}, {Key: "b"}}, []bool{false, true}},
+		{"disjoint", []adapter.Request{{Key: "c"}, {Keys: []string{"a", "b"}}}, []bool{true, true}},
+		{"overlapping sets", []adapter.Request{{Keys: []string{"a", "b"}}, {Key: "z"}, {Keys: []string{"b", "c"}}}, []bool{false, true, true}},
+	}
+	var tl Tails
+	for _, tt := range tests {
+		items := make([]Item, len(tt.reqs))
+		for i, r := range tt.reqs {
+			items[i].Req = r
+		}
+		if got := tl.Mark(items); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: Mark = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlm/redlock"
+)
+
+// newAcquireCmd builds "dlm acquire": lock now, release in another process.
+func newAcquireCmd() *cobra.Command {
+	var (
+		nf       nodeFlags
+		hio      handleIO
+		ttl      time.Duration
+		wait     time.Duration
+		fence    bool
+		valueEnv string
+	)
+	cmd := &cobra.Command{
+		Use:   "acquire [flags] RESOURCE...",
+		Short: "Acquire a lock on RESOURCE and print its handle, for dlm extend and dlm release",
+		Long: `Acquire a Redlock lock on RESOURCE, print its handle and exit, holding it:
+a CI pipeline can lock a deployment in one step and release it in a later
+one, from another process or machine, with dlm release.
+
+Nothing extends the lock after dlm acquire exits: it lives its --ttl from
+the acquisition, unless dlm extend extends it, and dlm release ends it.
+Choose a ttl that covers the work, with room to spare.
+
+Several resources are locked as one, all or nothing (as dlm lock a b c),
+under one handle.
+
+The handle goes to standard output, one line of text (--json: an object
+with the resource, the end of the validity and the fencing token too), or
+into --handle-file. With --fencing the lock carries a fencing token (R18).
+The lock's value is 20 random bytes (R4), or with --value-env the content
+of an environment variable of yours (16 to 256 printable bytes, a secret
+unique to this acquisition).
+
+` + handleSecretHelp + `
+
+` + handleExitHelp,
+		Example: `  H=$(dlm acquire --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 --ttl 30m deploy)
+  dlm acquire --ttl 1h --wait 5m --handle-file "$RUNNER_TEMP/deploy.lock" deploy
+  dlm release --handle-file "$RUNNER_TEMP/deploy.lock"     # in a later step`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("no RESOURCE: dlm acquire [flags] RESOURCE...")
+			}
+			for i, r := range args {
+				if r == "" {
+					return usageErrorf("RESOURCE %d of %d is empty: name the resource to lock", i+1, len(args))
+				}
+			}
+			switch {
+			case ttl <= 0:
+				return usageErrorf("--ttl must be positive, got %v", ttl)
+			case ttl > maxLockTTL:
+				return overDuration("--ttl", ttl, maxLockTTL)
+			case wait < 0:
+				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
+			}
+			var lopts []redlock.LockOption
+			if cmd.Flags().Changed("value-env") {
+				v, ok := os.LookupEnv(valueEnv)
+				if !ok {
+					return usageErrorf("--value-env: the environment variable %q is not set", valueEnv)
+				}
+				lopts = append(lopts, redlock.WithValue(v))
+			}
+			var opts []redlock.Option
+			if fence {
+				opts = append(opts, redlock.WithFencing())
+			}
+			client, closeClient, err := nf.client(cmd.Context(), ttl, opts...)
+			if err != nil {
+				return err
+			}
+			defer closeClient()
+			l, err := acquireOnce(cmd.Context(), client, args, wait, lopts...)
+			if err != nil {
+				return err
+			}
+			if err := hio.write(cmd, l, true); err != nil {
+				// Nobody will get the handle: give the lock back.
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), releaseTimeout)
+				defer cancel()
+				_ = l.Unlock(uctx)
+				return fmt.Errorf("lock %q released again: its handle could not be written: %w", l.Resource(), err)
+			}
+			return nil
+		},
+	}
+	nf.add(cmd)
+	hio.addFile(cmd, "write the handle into this file (replaced, mode 0600) instead of standard output")
+	hio.addJSON(cmd)
+	f := cmd.Flags()
+	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time (R6): the lock lives this long unless dlm extend or dlm release")
+	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
+	f.BoolVar(&fence, "fencing", false, "give the lock a fencing token (R18), in the handle and in --json; the nodes must keep their fence keys (persistence)")
+	f.StringVar(&valueEnv, "value-env", "", "take the lock's value from this environment variable (a secret of 16 to 256 printable bytes, unique to this acquisition) instead of 20 random bytes")
+	return cmd
+}
+
+// acquireOnce acquires resources as one lock (LockAll: one resource is
+// Lock) with one try or, with wait, keeps trying until the deadline (the
+// library's random delays, R10); a failure is given its exit code and the
+// reason of its last complete attempt.
+func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wait time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
+	var l *redlock.Lock
+	var err error
+	if wait == 0 {
+		l, err = c.TryLockAll(ctx, resources, opts...)
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		l, err = c.LockAll(wctx, resources, opts...)
+		cancel()
+	}
+	switch {
+	case err == nil:
+		return l, nil
+	case errors.Is(err, redlock.ErrInvalid):
+		return nil, withCode(exitUsage, err)
+	case ctx.Err() != nil:
+		return nil, withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w)", strings.Join(resources, ","), context.Cause(ctx)))
+	}
+	attempts := 1
+	var ae *redlock.AcquireError
+	if errors.As(err, &ae) {
+		attempts = max(ae.Attempts, 1)
+	}
+	return nil, withCode(acquireCode(err), acquireReason(err, wait, attempts))
+}

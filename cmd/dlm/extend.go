@@ -1,0 +1,80 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"dlm/redlock"
+)
+
+// newExtendCmd builds "dlm extend": extend a lock by its handle.
+func newExtendCmd() *cobra.Command {
+	var (
+		nf     nodeFlags
+		hio    handleIO
+		ttl    time.Duration
+		maxExt int
+	)
+	cmd := &cobra.Command{
+		Use:   "extend [flags] [HANDLE | -]",
+		Short: "Extend the lock of a handle (from dlm acquire) and print its new handle",
+		Long: `Extend the lock written in a handle (dlm acquire, dlm extend) by its ttl,
+or by --ttl, from now, and print the new handle (or replace --handle-file
+with it). The lock is extended on every node that still holds its value
+(R17), and only if a quorum confirmed: a lock that expired, was released
+or was taken over stays gone (exit 74). The handle's end of validity is
+not trusted (it comes from the clock of the machine that wrote it): the
+nodes decide.
+
+Extensions are bounded (R17): the handle counts them, and past
+--max-extensions dlm extend refuses (exit 74); the lock then lives out its
+validity.
+
+The handle is HANDLE, or standard input when HANDLE is -, or the file of
+--handle-file, or $` + handleEnv + `.
+
+` + handleSecretHelp + `
+
+` + handleExitHelp,
+		Example: `  dlm extend --handle-file "$RUNNER_TEMP/deploy.lock" --ttl 30m
+  echo "$H" | dlm extend - > new-handle`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			h, err := hio.read(cmd, args)
+			if err != nil {
+				return err
+			}
+			switch {
+			case ttl < 0:
+				return usageErrorf("--ttl must be positive (0: the handle's ttl), got %v", ttl)
+			case ttl > maxLockTTL:
+				return overDuration("--ttl", ttl, maxLockTTL)
+			case maxExt < 1:
+				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
+			}
+			if ttl == 0 {
+				ttl = h.TTL
+			}
+			if err := nf.prefixFor(cmd, h); err != nil {
+				return err
+			}
+			client, closeClient, err := nf.client(cmd.Context(), ttl)
+			if err != nil {
+				return err
+			}
+			defer closeClient()
+			l, err := client.Resume(cmd.Context(), h, redlock.WithTTL(ttl), redlock.WithMaxExtensions(maxExt))
+			if err != nil {
+				return withCode(handleCode(err), err)
+			}
+			return hio.write(cmd, l, true)
+		},
+	}
+	nf.add(cmd)
+	hio.addFile(cmd, "read the handle from this file, and replace it with the new handle (mode 0600)")
+	hio.addJSON(cmd)
+	f := cmd.Flags()
+	f.DurationVar(&ttl, "ttl", 0, "extend the lock by this long from now (0: the handle's ttl)")
+	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17), counted in the handle")
+	return cmd
+}

@@ -1,0 +1,348 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"dlm/redlock"
+)
+
+// Defaults of the options, as stated on each option.
+const (
+	// DefaultPollInterval is the default of WithPollInterval.
+	DefaultPollInterval = 100 * time.Millisecond
+	// ResourcePrefix starts the name of the lock resource of every
+	// election: the election "db" campaigns for the resource
+	// "election:db", so that it never shares a lock with `dlm lock db`.
+	ResourcePrefix = "election:"
+	// MaxNameLen bounds the length of an election name and of a
+	// candidate's identity, in bytes.
+	MaxNameLen = 256
+)
+
+var (
+	// ErrInvalid is wrapped by every error about bad input or
+	// configuration; the message says which value is wrong and what is
+	// expected. Errors from the lock client wrap redlock.ErrInvalid.
+	ErrInvalid = errors.New("election: invalid argument")
+	// ErrNoQuorum is returned by Leader when too few nodes answered to
+	// tell whether there is a leader: fewer than a quorum (R8.3).
+	ErrNoQuorum = errors.New("election: too few nodes answered to tell the leader")
+)
+
+// Option configures an Election (New).
+type Option func(*options)
+
+type options struct {
+	lock []redlock.LockOption
+	poll time.Duration
+}
+
+// WithLockOptions sets the options of the leadership's lock, given to
+// redlock.Client.Lock at each campaign over the client's defaults: the ttl
+// (how long a leader that stops extending stays leader: the failover
+// bound), the retry delay, the extension interval and bound. Default none:
+// the client's settings. WithAutoExtend is always added.
+func WithLockOptions(opts ...redlock.LockOption) Option {
+	return func(o *options) { o.lock = append(o.lock, opts...) }
+}
+
+// WithPollInterval sets how often Observe reads the leader. Default
+// DefaultPollInterval (100ms); it must be positive.
+func WithPollInterval(d time.Duration) Option {
+	return func(o *options) { o.poll = d }
+}
+
+// Election is one named election over a lock client's nodes. It is safe for
+// concurrent use; it holds no state of its own beyond its settings, so any
+// number of Elections of the same name, in any processes, take part in the
+// same election.
+type Election struct {
+	client   *redlock.Client
+	name     string
+	resource string
+	opts     options
+}
+
+// New returns the election name over client, which must have been built
+// with redlock.WithFencing (the term is the fencing token) over nodes that
+// implement adapter.RecordNode (redlock/goredis, redlock/rueidis,
+// redlocktest.MemNode do). It refuses a nil client, a bad name (empty,
+// longer than MaxNameLen bytes, not printable UTF-8) and bad options with
+// an error wrapping ErrInvalid.
+func New(client *redlock.Client, name string, opts ...Option) (*Election, error) {
+	o := options{poll: DefaultPollInterval}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	switch {
+	case client == nil:
+		return nil, invalidf("nil lock client")
+	case !client.Fencing():
+		return nil, invalidf("the lock client must be built with redlock.WithFencing: the term of a leader is its fencing token")
+	case o.poll <= 0:
+		return nil, invalidf("poll interval must be positive, got %v", o.poll)
+	}
+	if err := checkText("election name", name); err != nil {
+		return nil, err
+	}
+	return &Election{client: client, name: name, resource: ResourcePrefix + name, opts: o}, nil
+}
+
+// Name returns the election's name.
+func (e *Election) Name() string { return e.name }
+
+// Leader is the leader of an election as a read found it.
+type Leader struct {
+	// ID is the leader's identity, as given to Campaign; empty when there
+	// is no leader.
+	ID string
+	// Term is the leader's term: its fencing token (R18), strictly greater
+	// than the term of every earlier leader. When there is no leader, it
+	// is the highest term granted so far as far as the nodes read know (0
+	// when none ever was).
+	Term uint64
+}
+
+// Campaign campaigns for the election as id and blocks until id is the
+// leader, ctx ends, or the client is closed. id must be non-empty,
+// printable UTF-8 of at most MaxNameLen bytes; it is public (Leader
+// reports it), unlike the lock's value, which stays secret.
+//
+// Campaigning is acquiring the election's lock with a fencing token (the
+// term), then publishing the record (term, id) on the nodes that hold the
+// lock (redlock.Lock.PutRecord); only when a quorum stored the record within
+// the lock's validity is id the leader. If publishing fails, the lock is
+// released and the campaign goes on. ctx bounds the campaign only: once
+// elected, the leadership lasts until Resign, or until it is lost (see
+// Leadership.Done). A campaign that ctx ends leaves no lock key behind (the
+// lock client's guarantee) and returns an error that satisfies
+// errors.Is(err, ctx.Err()); the election's record key (one per election
+// name and node, like the fence key, replaced by every leader) may hold its
+// record, which is never reported since no lock key holds its value.
+func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error) {
+	if err := checkText("candidate id", id); err != nil {
+		return nil, err
+	}
+	opts := append(append([]redlock.LockOption(nil), e.opts.lock...), redlock.WithAutoExtend())
+	for {
+		l, err := e.client.Lock(ctx, e.resource, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("election %q: campaign of %q: %w", e.name, id, err)
+		}
+		term := l.Token()
+		err = l.PutRecord(ctx, formatRecord(term, id))
+		if err == nil {
+			return &Leadership{election: e, lock: l, id: id, term: term}, nil
+		}
+		// Not elected: give the lock back (bounded by the release
+		// timeout, whatever ctx says) and try again.
+		_ = l.Unlock(context.WithoutCancel(ctx))
+		if cerr := ctx.Err(); cerr != nil || errors.Is(err, redlock.ErrInvalid) || errors.Is(err, redlock.ErrClosed) {
+			return nil, fmt.Errorf("election %q: campaign of %q: %w", e.name, id, errors.Join(err, cerr))
+		}
+		t := time.NewTimer(redlock.DefaultRetryMin)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("election %q: campaign of %q: %w", e.name, id, errors.Join(err, ctx.Err()))
+		case <-t.C:
+		}
+	}
+}
+
+// Leader reads the election's leader from every node at once and reports
+// a leader only when a quorum of nodes (R8.3) hold the same record (term,
+// id) of the current holder of the election's lock: then that candidate was
+// elected with that term and held the lock on each of those nodes when it
+// answered. ok is false when no record has a quorum: there is no leader, or
+// a candidate is between its acquisition and its record (it is not the
+// leader yet: its Campaign has not returned), or too many of the leader's
+// keys were lost. The error wraps ErrNoQuorum, joined with the nodes'
+// errors, when fewer than a quorum of nodes answered.
+//
+// The read is not linearizable: it reports a leader that held the election
+// while the read ran. A leader's own knowledge is its Leadership (Done);
+// writes that must not come from a deposed leader carry its term as a
+// fencing token.
+func (e *Election) Leader(ctx context.Context) (Leader, bool, error) {
+	reads, err := e.client.ReadRecords(ctx, e.resource)
+	if err != nil {
+		return Leader{}, false, fmt.Errorf("election %q: read leader: %w", e.name, err)
+	}
+	q := e.client.Quorum()
+	answered := 0
+	var top uint64
+	var errs []error
+	votes := make(map[Leader]int, 1)
+	for _, r := range reads {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.Node, r.Err))
+			continue
+		}
+		answered++
+		top = max(top, r.Fence)
+		if !r.OK {
+			continue
+		}
+		if ld, ok := parseRecord(r.Record); ok {
+			votes[ld]++
+		}
+	}
+	if answered < q {
+		return Leader{}, false, fmt.Errorf("%w of election %q: %d of %d nodes answered, a quorum needs %d: %w",
+			ErrNoQuorum, e.name, answered, len(reads), q, errors.Join(errs...))
+	}
+	for ld, n := range votes {
+		if n >= q {
+			return ld, true, nil
+		}
+	}
+	return Leader{Term: top}, false, nil
+}
+
+// Observe reads the leader every poll interval (WithPollInterval) until ctx
+// ends, and sends on the channel it returns the first leader it reads and
+// then every change (another ID or Term), in order of term: a read that
+// finds a lower term than one already sent is stale (a node behind) and is
+// skipped, as are reads that fail. A Leader with an empty ID says there is
+// no leader. A leader who comes and goes between two reads is not seen.
+// The channel is closed when ctx ends; the caller must keep receiving
+// until then.
+func (e *Election) Observe(ctx context.Context) <-chan Leader {
+	ch := make(chan Leader)
+	go func() {
+		defer close(ch)
+		var last Leader
+		first := true
+		t := time.NewTicker(e.opts.poll)
+		defer t.Stop()
+		for {
+			ld, _, err := e.Leader(ctx)
+			if err == nil && (first || ld != last) && ld.Term >= last.Term {
+				select {
+				case ch <- ld:
+					last, first = ld, false
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return ch
+}
+
+// Leadership is a won election: the lock of the election held with
+// auto-extension (R17), its term and the leader's identity. It is safe for
+// concurrent use.
+type Leadership struct {
+	election *Election
+	lock     *redlock.Lock
+	id       string
+	term     uint64
+}
+
+// ID returns the leader's identity.
+func (l *Leadership) ID() string { return l.id }
+
+// Term returns the leadership's term: its fencing token (R18), strictly
+// greater than the term of every earlier leader of the election. Pass it
+// with every write that only the leader may make, to a store that refuses a
+// term lower than one it has seen: a deposed leader that has not noticed
+// (paused past its validity) is then refused.
+func (l *Leadership) Term() uint64 { return l.term }
+
+// Election returns the election won.
+func (l *Leadership) Election() *Election { return l.election }
+
+// Until returns the moment, on this process's monotonic clock, until which
+// the leadership is held at least (moved by each extension).
+func (l *Leadership) Until() time.Time { return l.lock.Until() }
+
+// Done returns a channel that is closed when the leadership ends: Resign,
+// or its loss, noticed as for a lock with auto-extension (an extension
+// found the keys gone on too many nodes, or the validity passed without a
+// successful extension, or the extension bound was reached, or the client
+// was closed). Err then says why.
+func (l *Leadership) Done() <-chan struct{} { return l.lock.Done() }
+
+// Err returns nil while the leadership is held, and afterwards why it is
+// not, as redlock.Lock.Err: redlock.ErrUnlocked after Resign,
+// redlock.ErrLost, redlock.ErrExpired (with redlock.ErrMaxExtensions at the
+// extension bound) or redlock.ErrClosed.
+func (l *Leadership) Err() error { return l.lock.Err() }
+
+// Resign gives up the leadership: it releases the election's lock on every
+// node (R5), so that another candidate can be elected at once, and Done
+// closes. It returns the lock's Unlock error: nil when a quorum released;
+// an error wrapping redlock.ErrNotHeld when the leadership had already
+// ended.
+func (l *Leadership) Resign(ctx context.Context) error {
+	if l == nil {
+		return redlock.ErrNotHeld
+	}
+	return l.lock.Unlock(ctx)
+}
+
+// formatRecord is the published record of a leader: "TERM ID".
+func formatRecord(term uint64, id string) string {
+	return strconv.FormatUint(term, 10) + " " + id
+}
+
+// parseRecord reads a record written by formatRecord.
+func parseRecord(s string) (Leader, bool) {
+	t, id, ok := strings.Cut(s, " ")
+	if !ok || id == "" {
+		return Leader{}, false
+	}
+	term, err := strconv.ParseUint(t, 10, 64)
+	if err != nil {
+		return Leader{}, false
+	}
+	return Leader{ID: id, Term: term}, true
+}
+
+// CheckName returns an error wrapping ErrInvalid, saying what is wrong,
+// when name cannot name an election (New refuses it): empty, longer than
+// MaxNameLen bytes, or not printable UTF-8.
+func CheckName(name string) error { return checkText("election name", name) }
+
+// CheckID returns an error wrapping ErrInvalid, saying what is wrong, when
+// id cannot be a candidate's identity (Campaign refuses it): empty, longer
+// than MaxNameLen bytes, or not printable UTF-8.
+func CheckID(id string) error { return checkText("candidate id", id) }
+
+// checkText refuses an empty, overlong or unprintable name or identity.
+func checkText(what, s string) error {
+	switch {
+	case s == "":
+		return invalidf("%s is empty", what)
+	case len(s) > MaxNameLen:
+		return invalidf("%s is %d bytes long, at most %d allowed", what, len(s), MaxNameLen)
+	case !utf8.ValidString(s):
+		return invalidf("%s %q is not valid UTF-8", what, s)
+	}
+	for i, r := range s {
+		if !unicode.IsPrint(r) {
+			return invalidf("%s %q has an unprintable character %U at byte %d: use printable characters", what, s, r, i)
+		}
+	}
+	return nil
+}
+
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}

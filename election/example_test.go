@@ -1,0 +1,115 @@
+package election_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"dlm/election"
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// exampleClient returns a fenced lock client over five in-memory nodes
+// (redlocktest.MemNode), enough to run the examples without servers. Real
+// deployments dial Redis masters with redlock/rueidis or redlock/goredis,
+// with redlock.WithFencing.
+func exampleClient() *redlock.Client {
+	nodes, _ := redlocktest.NewMemNodes(5)
+	c, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(2*time.Second))
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// Campaign until elected, lead while Done is open, resign.
+func ExampleElection_Campaign() {
+	client := exampleClient()
+	defer client.Close()
+	e, err := election.New(client, "scheduler")
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+
+	lead, err := e.Campaign(ctx, "host-a")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("leader", lead.ID(), "term", lead.Term())
+	select {
+	case <-lead.Done():
+		fmt.Println("leadership lost:", lead.Err())
+	default:
+		// ... lead: pass lead.Term() with every write as a fencing token ...
+	}
+	if err := lead.Resign(ctx); err != nil {
+		panic(err)
+	}
+
+	// The next leader's term is higher: a store that saw it refuses the
+	// first leader's writes.
+	next, err := e.Campaign(ctx, "host-b")
+	if err != nil {
+		panic(err)
+	}
+	defer next.Resign(ctx)
+	fmt.Println("leader", next.ID(), "term", next.Term())
+	// Output:
+	// leader host-a term 1
+	// leader host-b term 2
+}
+
+// Read who leads, from any process.
+func ExampleElection_Leader() {
+	client := exampleClient()
+	defer client.Close()
+	e, _ := election.New(client, "scheduler")
+	ctx := context.Background()
+
+	_, ok, err := e.Leader(ctx)
+	fmt.Println("leader before any campaign:", ok, err)
+
+	lead, _ := e.Campaign(ctx, "host-a")
+	ld, ok, _ := e.Leader(ctx)
+	fmt.Println("leader:", ok, ld.ID, ld.Term)
+
+	_ = lead.Resign(ctx)
+	ld, ok, _ = e.Leader(ctx)
+	fmt.Println("after resign:", ok, ld.ID == "", "last term", ld.Term)
+	// Output:
+	// leader before any campaign: false <nil>
+	// leader: true host-a 1
+	// after resign: false true last term 1
+}
+
+// Follow the changes of leader.
+func ExampleElection_Observe() {
+	client := exampleClient()
+	defer client.Close()
+	e, _ := election.New(client, "scheduler", election.WithPollInterval(10*time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	changes := e.Observe(ctx)
+	fmt.Println("first:", <-changes)
+	lead, _ := e.Campaign(ctx, "host-a")
+	for ld := range changes {
+		if ld.ID == "host-a" {
+			fmt.Println("elected:", ld)
+			break
+		}
+	}
+	_ = lead.Resign(ctx)
+	for ld := range changes {
+		if ld.ID == "" {
+			fmt.Println("no leader since term", ld.Term)
+			break
+		}
+	}
+	// Output:
+	// first: { 0}
+	// elected: {host-a 1}
+	// no leader since term 1
+}

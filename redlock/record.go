@@ -1,0 +1,193 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// DefaultRecordPrefix is the default prefix of the record keys
+// (WithRecordPrefix).
+const DefaultRecordPrefix = "dlm:record:"
+
+// ErrRecordFailed is returned by Lock.PutRecord when errors or timeouts
+// kept a quorum of nodes from confirming the record. The lock itself is not
+// affected, and PutRecord may be tried again.
+var ErrRecordFailed = errors.New("redlock: record not stored by a quorum")
+
+// WithRecordPrefix sets the prefix of the record keys (Lock.PutRecord,
+// Client.ReadRecords): the record of resource r is kept under prefix+r.
+// Default "dlm:record:". Neither it nor the lock key prefix (nor, with
+// WithFencing, the fence key prefix) may be a prefix of the other.
+func WithRecordPrefix(p string) Option {
+	return clientOption(func(o *clientOptions) { o.recordPrefix = p })
+}
+
+// Fencing reports whether the client was built WithFencing, so that its
+// locks carry fencing tokens (R18).
+func (c *Client) Fencing() bool { return c.opts.fencing }
+
+// RecordRead is one node's answer to Client.ReadRecords.
+type RecordRead struct {
+	// Node is the node's name.
+	Node string
+	// OK reports that the node holds a record of the current holder of
+	// the lock key: the key exists, and its value is the one the record
+	// was stored for.
+	OK bool
+	// Record is the record when OK, else "".
+	Record string
+	// Fence is the node's fence value for the resource (R18), 0 when it
+	// has none.
+	Fence uint64
+	// Err is the node's error (a timeout included); the other fields are
+	// then zero.
+	Err error
+}
+
+// recordRead is what one node answered to a record read (engine.go).
+type recordRead struct {
+	record string
+	ok     bool
+	fence  uint64
+}
+
+// PutRecord publishes record as the lock's public record, readable by any
+// client with ReadRecords, without the lock's value (R4: the value stays
+// the holder's secret). Each node stores it, in one atomic step, only if
+// the lock key still holds the lock's value, bound to a digest of that
+// value: a reader gets it only while that value holds the key, never
+// after the lock expired, was released or passed to another holder. The
+// record key expires with the fence retention (WithFenceRetention; by
+// default it is kept, one small key per resource, replaced by each holder
+// that publishes). Every node must implement adapter.RecordNode.
+//
+// PutRecord returns nil when a quorum stored the record within the lock's
+// validity; ErrNotHeld when the lock had ended (contacting no node), or
+// too many nodes no longer hold it, or the validity passed; else
+// ErrRecordFailed joined with the nodes' errors.
+func (l *Lock) PutRecord(ctx context.Context, record string) error {
+	if l == nil {
+		return ErrNotHeld
+	}
+	c := l.client
+	if err := c.recordCheck(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	until, ended := l.until, l.released || l.err != nil
+	l.mu.Unlock()
+	if ended || !time.Now().Before(until) {
+		return ErrNotHeld
+	}
+	f := c.newFan(ctx, ctx, adapter.Request{Op: opPutRecord, Key: l.key, Value: l.value}, stopQuorum)
+	if f == nil {
+		return errors.Join(ErrRecordFailed, ErrClosed)
+	}
+	f.recordKey, f.record = c.opts.recordPrefix+l.resource, record
+	c.send(f)
+	_, t2 := f.await()
+	f.settle(false, false)
+	stored, notHeld := 0, 0
+	var errs []error
+	for _, r := range f.replies() {
+		switch {
+		case r.none:
+		case r.err != nil:
+			errs = append(errs, nodeError(c.names[r.i], r.err))
+		case r.ok:
+			stored++
+		default:
+			notHeld++
+		}
+	}
+	switch {
+	case stored >= c.quorum && t2.Before(l.Until()):
+		return nil
+	case notHeld > len(c.nodes)-c.quorum || !t2.Before(l.Until()):
+		return errors.Join(append([]error{ErrNotHeld}, errs...)...)
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(append([]error{ErrRecordFailed}, errs...)...)
+}
+
+// ReadRecords asks every node, at once (R15), for the record of the
+// current holder of resource's lock (Lock.PutRecord) and its fence value,
+// and returns each node's answer in node order, once every node answered
+// or the node timeout passed (R8.2). Each answer is that node's state at
+// the moment it answered; deciding what a quorum says is the caller's
+// (package election does). The error is not nil only for a bad resource
+// name, nodes without adapter.RecordNode, a closed client or an ended ctx.
+func (c *Client) ReadRecords(ctx context.Context, resource string) ([]RecordRead, error) {
+	if resource == "" {
+		return nil, invalidf("empty resource name")
+	}
+	if err := c.recordCheck(); err != nil {
+		return nil, err
+	}
+	f := c.newFan(ctx, ctx, adapter.Request{Op: opReadRecord, Key: c.opts.prefix + resource}, stopAll)
+	if f == nil {
+		return nil, ErrClosed
+	}
+	f.recordKey, f.fenceKey = c.opts.recordPrefix+resource, c.opts.fencePrefix+resource
+	f.records = make([]recordRead, len(c.nodes))
+	c.send(f)
+	f.await()
+	f.settle(false, false)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]RecordRead, len(c.nodes))
+	for _, r := range f.replies() {
+		out[r.i].Node = c.names[r.i]
+		switch {
+		case r.none:
+			out[r.i].Err = context.DeadlineExceeded
+		case r.err != nil:
+			out[r.i].Err = r.err
+		default:
+			// Written before the answer was taken under f.mu; the nodes
+			// that answer late (timed out) are never read here.
+			rr := f.records[r.i]
+			out[r.i].OK, out[r.i].Record, out[r.i].Fence = rr.ok, rr.record, rr.fence
+		}
+	}
+	return out, nil
+}
+
+// recordOp runs a record operation on node i by its blocking method.
+func (f *fan) recordOp(i int) (bool, error) {
+	n := f.c.nodes[i].(adapter.RecordNode)
+	if f.req.Op == opPutRecord {
+		return n.PutRecord(f.nctx, f.req.Key, f.recordKey, f.req.Value, f.record, f.c.opts.fenceRetention)
+	}
+	rec, ok, fence, err := n.ReadRecord(f.nctx, f.req.Key, f.recordKey, f.fenceKey)
+	f.records[i] = recordRead{record: rec, ok: ok, fence: fence}
+	return ok, err
+}
+
+// recordCheck refuses records over nodes without adapter.RecordNode, and a
+// record key prefix that overlaps the lock or fence key prefix.
+func (c *Client) recordCheck() error {
+	for i, n := range c.nodes {
+		if _, ok := n.(adapter.RecordNode); !ok {
+			return invalidf("node %q (position %d) does not implement adapter.RecordNode, which records need: use an adapter with the record scripts, such as redlock/goredis", c.names[i], i)
+		}
+	}
+	p := c.opts.recordPrefix
+	overlap := func(a, b string) bool { return strings.HasPrefix(a, b) || strings.HasPrefix(b, a) }
+	switch {
+	case p == "":
+		return invalidf("record key prefix must not be empty")
+	case overlap(p, c.opts.prefix):
+		return invalidf("lock key prefix %q and record key prefix %q overlap: choose prefixes neither of which starts the other", c.opts.prefix, p)
+	case c.opts.fencing && overlap(p, c.opts.fencePrefix):
+		return invalidf("fence key prefix %q and record key prefix %q overlap: choose prefixes neither of which starts the other", c.opts.fencePrefix, p)
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+package rueidis_test
+
+import (
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
+)
+
+// BenchmarkLockAll measures a set of 1, 2, 5 and 10 resources locked as one
+// (TryLockAll+Unlock) over 5 local redis-server nodes, against one
+// resource (size 1, TryLock's path):
+//
+//	go test -run '^$' -bench LockAll -benchmem ./redlock/rueidis/
+func BenchmarkLockAll(b *testing.B) {
+	cl := redlocktest.Start(b, 5)
+	c, err := rueidis.Dial(cl.URLs(), redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	redlocktest.BenchLockAll(b, c, 1, 2, 5, 10)
+}
