@@ -38,6 +38,12 @@ type Client struct {
 	// attempt of its own yet (waitTurn).
 	lastAttempt atomic.Int64
 
+	rtt rto // the round trips seen, for the node timeout (rto.go)
+	// heard[i] is when node i last answered a request without an error,
+	// as time since born (rto.go: a node that answers is busy, not failed).
+	heard []atomic.Int64
+	born  time.Time
+
 	bg sync.WaitGroup // late releases and in-flight requests
 	// settlers counts the goroutines that settle what a Lock call left
 	// behind (abandon, drop): while one runs, bgAdd lets requests start
@@ -106,6 +112,8 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		rng:    mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		obs:    observers(o.observers),
 		stop:   make(chan struct{}),
+		born:   time.Now(),
+		heard:  make([]atomic.Int64, len(nodes)),
 	}
 	c.hand = newHandoff(c)
 	return c, nil

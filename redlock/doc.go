@@ -11,6 +11,34 @@
 // failed for a quorum to be reached. It never waits for a slow or frozen
 // node beyond that point. The value is 20 bytes from crypto/rand (R4).
 //
+// # The node timeout on a loaded machine
+//
+// Healthy nodes that are loaded are never reported as failed by a fixed
+// clock: the node timeout (WithNodeTimeout, 50 ms by default) is a floor,
+// and the bound the client applies is measured against the round trips it
+// sees, as TCP's retransmission timeout is (RFC 6298). Each fan-out's sample
+// is the time from T1 to its quorum-th answer that is not an error; the
+// bound is the smoothed sample plus four mean deviations, between the
+// node timeout and its limit, twenty node timeouts or a tenth of the ttl,
+// whichever is less (and never below the node timeout). Time the request
+// spent queued in the client, or waiting for a core on a busy machine,
+// counts in the samples exactly as it counts in the waits, so the bound
+// follows the load. A fan-out whose time ran out before a quorum answered
+// doubles the bound of the next ones (up to the limit) until a sample
+// comes, and a new client waits up to the limit until its first sample.
+// When the bound passes, the attempt reads it again (the attempts that ran
+// out meanwhile may have raised it), and a node that has not answered this
+// request but has answered another within the last limit is busy, not
+// failed: the attempt waits on for it, one bound at a time, up to the limit
+// (a node silent for longer than the limit is timed out at the bound); and an
+// attempt whose timer fires late by more than a quarter of the bound (the
+// client itself was not running) judges one bound later. One
+// slow or frozen node among N never moves the bound, since it is not among
+// the quorum-th fastest, so it still costs an acquisition nothing when a
+// quorum answers; a quorum of frozen nodes costs an attempt the current
+// bound: the node timeout once the client has seen fast answers. Safety
+// does not depend on the bound: validity is counted from T1 (R9).
+//
 // The lock is held only if validity = ttl - (T2 - T1) - drift is positive,
 // where T2 is the deciding reply and drift = ttl x factor + 2 ms (R8.4, R9).
 // A failed attempt releases on every node, including those that answer after
@@ -25,7 +53,7 @@
 // announcement. When another Lock call of the same client waits for the
 // resource, Unlock hands the lock over: it acquires on the waiter's behalf,
 // sending the waiter's SET NX to each node right behind the release (in the
-// same batch over redlock/rueidis), or, when every node is an
+// same batch over redlock/rueidis and redlock/goredis), or, when every node is an
 // adapter.TransferNode, turning the key from the holder's value into the
 // waiter's in one atomic step so that the key is never free. The waiter's
 // Lock returns that lock only once a quorum holds its value within its
@@ -46,8 +74,9 @@
 //
 // Every operation that goes to all nodes runs through one engine: the
 // request starts on every node at once, through adapter.AsyncNode.Start
-// where every node has it (no goroutine per node; redlock/rueidis batches
-// the requests of all concurrent operations to a node into one round trip),
+// where every node has it (no goroutine per node; redlock/rueidis and
+// redlock/goredis batch the requests of all concurrent operations to a node
+// into one round trip),
 // else on a goroutine per node; the answers are collected until the quorum
 // rule decides or the node timeout passes, and an explicit rule settles the
 // answers that come later (a failed acquisition releases them, R8.5).

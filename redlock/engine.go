@@ -48,14 +48,20 @@ const (
 
 // fan is one request to every node and the collection of its answers.
 type fan struct {
-	c      *Client
-	req    adapter.Request
-	stop   stopRule
-	ctx    context.Context    // the caller's: a cancelled caller is not a node timeout
-	nctx   context.Context    // the requests' context, bounded by the node timeout
-	cancel context.CancelFunc // of nctx, at the last answer or when settled
-	t1     time.Time          // before the first request (R8.1)
-	ready  chan struct{}      // closed when the stop rule holds
+	c       *Client
+	req     adapter.Request
+	stop    stopRule
+	ctx     context.Context    // the caller's: a cancelled caller is not a node timeout
+	nctx    context.Context    // the requests' context, bounded by the node timeout
+	cancel  context.CancelFunc // of nctx, at the last answer or when settled
+	t1      time.Time          // before the first request (R8.1)
+	timeout time.Duration      // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
+	// adaptive: the wait for answers ends at the adaptive bound (newFan),
+	// not at nctx's deadline (the limit); await then cancels nctx.
+	adaptive bool
+	timedOut bool          // await ended at the adaptive bound
+	limit    time.Duration // of an adaptive fan: nctx's timeout
+	ready    chan struct{} // closed when the stop rule holds
 
 	// inflight counts the requests not answered yet: a lock granted over
 	// blocking nodes waits for them before its release (Lock.inflight).
@@ -76,6 +82,7 @@ type fan struct {
 	rs        []reply
 	yes, no   int
 	answered  int
+	replied   int  // answers that are not errors: the quorum-th is the fan's sample (rto.go)
 	signalled bool // ready is closed
 	decided   bool // awaited: later answers are late
 	settled   bool // settle ran: the rule for late answers is set
@@ -94,10 +101,24 @@ type fan struct {
 
 // newFan readies a fan of req over every node of c, with the caller's ctx
 // and base, the context its requests derive from (ctx itself, or a context
-// that outlives a cancelled caller, for releases). It returns nil, and
-// starts nothing, when the client is closed.
+// that outlives a cancelled caller, for releases). Its requests are bounded
+// by the adaptive node timeout (rto.go). It returns nil, and starts
+// nothing, when the client is closed.
 func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
-	return c.newFanWithin(ctx, base, req, stop, c.opts.nodeTimeout)
+	limit := timeoutLimit(c.opts.nodeTimeout, req.TTL)
+	f := c.newFanWithin(ctx, base, req, stop, limit)
+	if f != nil {
+		// The requests live until the limit; the wait ends at the
+		// adaptive bound, which await reads again when it passes.
+		f.adaptive, f.timeout, f.limit = true, c.nodeTimeout(req.TTL), limit
+	}
+	return f
+}
+
+// nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
+// the node timeout adapted to the round trips seen (rto.go, R8.2).
+func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
+	return c.rtt.timeout(c.opts.nodeTimeout, timeoutLimit(c.opts.nodeTimeout, ttl))
 }
 
 // newFanWithin is newFan with requests bounded by timeout instead of the
@@ -107,7 +128,7 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	if !c.bgAdd(n) {
 		return nil
 	}
-	f := &fan{c: c, req: req, stop: stop, ctx: ctx, ready: make(chan struct{})}
+	f := &fan{c: c, req: req, stop: stop, ctx: ctx, timeout: timeout, ready: make(chan struct{})}
 	f.rs, f.got = f.rsBuf[:0], f.gotBuf[:0]
 	if n > len(f.rsBuf) {
 		f.rs, f.got = make([]reply, 0, n), make([]bool, 0, n)
@@ -229,8 +250,17 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 	r := reply{i: tag, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
 	f.mu.Lock()
 	f.answered++
+	if err == nil {
+		c.heard[tag].Store(int64(time.Since(c.born)))
+		f.replied++
+		if f.replied == c.quorum {
+			// The answer a decision waits for, late or not (rto.go).
+			c.rtt.sample(r.latency)
+		}
+	}
 	late, settled := f.decided, f.settled
-	if !settled || f.keep {
+	if (!settled || f.keep) && !(late && f.timedOut && err != nil && isContextErr(err)) {
+		// (A request that await cancelled at the bound stays timed out.)
 		f.rs[tag] = r
 	}
 	if !settled {
@@ -274,26 +304,100 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 // that only reports the cancelled context is NoReply as well: a cancelled
 // acquisition is not a failed node).
 func (f *fan) await() (decision, time.Time) {
-	select {
-	case <-f.ready:
-	case <-f.nctx.Done():
+	timedOut := false
+	if f.adaptive {
+		due := f.t1.Add(f.timeout)
+		timer := time.NewTimer(time.Until(due))
+		defer timer.Stop()
+	wait:
+		for {
+			select {
+			case <-f.ready:
+				break wait
+			case <-f.nctx.Done():
+				break wait
+			case <-timer.C:
+				// A timer that fires late by more than a quarter of the
+				// bound says the client was not running (a busy machine,
+				// a pause): the answers may be waiting, unread. Its own
+				// stall is not the nodes' fault: judge one bound later.
+				if late := time.Since(due); late > f.timeout/4 {
+					due = time.Now().Add(f.timeout)
+					timer.Reset(f.timeout)
+					continue
+				}
+				// The bound passed; the fans that ran out meanwhile
+				// may have raised it (rto.go): wait on to the new one.
+				if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
+					if left := d - time.Since(f.t1); left > 0 {
+						f.timeout, due = d, f.t1.Add(d)
+						timer.Reset(left)
+						continue
+					}
+				}
+				// A node that has not answered this request but has
+				// answered another within the limit is busy, not
+				// failed: wait on, one more bound at a time, until the
+				// limit (nctx's deadline) ends the wait (rto.go).
+				if f.busy() {
+					due = time.Now().Add(f.timeout)
+					timer.Reset(f.timeout)
+					continue
+				}
+				timedOut = true
+				break wait
+			}
+		}
+	} else {
+		select {
+		case <-f.ready:
+		case <-f.nctx.Done():
+		}
+	}
+	if timedOut {
+		// The requests still waiting are answered at once.
+		defer f.cancel()
 	}
 	t2 := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.decided = true
+	f.decided, f.timedOut = true, timedOut
 	canceled := f.ctx.Err() != nil
+	expired := timedOut || f.nctx.Err() != nil
+	if !canceled && f.replied < f.c.quorum && (timedOut || errors.Is(f.nctx.Err(), context.DeadlineExceeded)) {
+		// The time ran out before a quorum of nodes answered (whether
+		// the adapters' answers at the deadline came first or not): the
+		// fans after this one wait longer (rto.go).
+		f.c.rtt.expired()
+	}
 	for i, r := range f.rs {
 		switch {
 		case canceled && (r.none || r.err != nil && isContextErr(r.err)):
 			f.rs[i] = reply{i: i, none: true}
-		case r.none && (!f.signalled || f.nctx.Err() != nil):
+		case r.none && (!f.signalled || expired):
 			// The node timeout passed first (R8.2).
 			f.rs[i] = reply{i: i, err: context.DeadlineExceeded, latency: t2.Sub(f.t1)}
 			f.no++
 		}
 	}
 	return decide(len(f.rs), f.c.quorum, f.yes, f.no), t2
+}
+
+// busy reports whether a node that has not answered the fan yet has
+// answered another request (without an error) within the limit (rto.go):
+// a batching adapter hears from a node once per batch, and a batch may
+// outlast the bound.
+func (f *fan) busy() bool {
+	c := f.c
+	since := int64(time.Since(c.born) - f.limit)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, r := range f.rs {
+		if r.none && c.heard[i].Load() > since {
+			return true
+		}
+	}
+	return false
 }
 
 // isContextErr reports whether err is a context's cancellation or deadline.
@@ -322,7 +426,7 @@ func (f *fan) settle(release, waitAll bool) {
 	var buf [7]int
 	if release {
 		answered = buf[:0]
-		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*c.opts.nodeTimeout)
+		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
 		f.releasing = n // every node is released, now or as it answers
 	}
 	early := 0

@@ -120,13 +120,24 @@ func WithDriftFactor(f float64) SharedOption {
 	return sharedOption(func(o *lockOptions) { o.driftFactor = f })
 }
 
-// WithNodeTimeout bounds each acquisition, extension and fencing request to
-// each node (R8.2), so that a node that is down does not hold the client up.
-// A node that answers later than this counts as timed out for that attempt
-// only (Lock retries); the decision never waits for it when a quorum can be
-// had from the others. Releases have their own, longer bound
-// (WithReleaseTimeout). Default 50ms; it must be well under the ttl (and is
-// refused when it is not less than the ttl).
+// WithNodeTimeout sets the floor of the bound on each acquisition,
+// extension and fencing request to each node (R8.2), so that a node that is
+// down does not hold the client up. The bound adapts to the round trips
+// the client sees, as TCP's retransmission timeout does: it is the
+// smoothed time to the quorum-th answer plus four mean deviations, never
+// less than d and never more than twenty times d nor a tenth of the ttl
+// (but at least d); a new client, which has seen no round trip, waits up to
+// that limit, and a request whose time ran out before a quorum answered
+// doubles the bound of the next ones until an answer comes; a node that
+// has answered other requests within the last limit is waited for, up to
+// the limit, as busy rather than failed. So healthy nodes
+// that all answer late because the machine is busy are not reported as
+// failed, while one slow or frozen node never moves the bound (it is not
+// among the quorum-th fastest). A node that answers later than the bound
+// counts as timed out for that attempt only (Lock retries); the decision
+// never waits for it when a quorum can be had from the others. Releases
+// have their own, longer bound (WithReleaseTimeout). Default 50ms; it must
+// be well under the ttl (and is refused when it is not less than the ttl).
 func WithNodeTimeout(d time.Duration) Option {
 	return clientOption(func(o *clientOptions) { o.nodeTimeout = d })
 }
@@ -138,7 +149,7 @@ func WithNodeTimeout(d time.Duration) Option {
 // the key for a whole ttl and block every waiter that long. Unlock still
 // returns as soon as a quorum confirmed; only a quorum of slow or frozen
 // nodes makes it wait, at most this long. The releases of a failed attempt
-// (R8.5) keep a bound of twice the node timeout, so that a TryLock that
+// (R8.5) keep a bound of twice the attempt's node timeout, so that a TryLock that
 // fails near a frozen node returns promptly. Default DefaultReleaseTimeout
 // (1s); it is never shorter than the node timeout.
 func WithReleaseTimeout(d time.Duration) Option {

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/internal/batch"
 	"dlm/redlock/scripts"
 )
 
@@ -20,6 +21,55 @@ var (
 // multiScripts are the scripts of a set of resources (adapter.MultiNode).
 type multiScripts struct {
 	acquire, release, extend, acquireFenced, raiseFences *redis.Script
+}
+
+// multiBatchScripts are the same scripts for the batches of a pipelined
+// Node (batch.go): AcquireAll, ReleaseAll and ExtendAll go through the
+// node's queue like the requests on one key, and so keep Start order with
+// them; the fenced ones are blocking calls, as for one key.
+type multiBatchScripts struct {
+	acquire, release, extend *batch.Script
+}
+
+func newMultiBatchScripts() multiBatchScripts {
+	return multiBatchScripts{
+		acquire: batch.NewScript(scripts.AcquireAll),
+		release: batch.NewScript(scripts.ReleaseAll),
+		extend:  batch.NewScript(scripts.ExtendAll),
+	}
+}
+
+// multiScript returns the batch script that runs op, an operation on a set.
+func (n *Node) multiScript(op adapter.Op) *batch.Script {
+	switch op {
+	case adapter.OpAcquireAll:
+		return n.multiB.acquire
+	case adapter.OpExtendAll:
+		return n.multiB.extend
+	}
+	return n.multiB.release // OpReleaseAll, OpReleaseAllAnnounce
+}
+
+// multiCommand appends the command of req, an operation on the set
+// req.Keys, run by s, to buf: by EVALSHA, or by EVAL when eval is set or
+// the node is not known to have the script.
+func multiCommand(buf []byte, s *batch.Script, req adapter.Request, eval bool) []byte {
+	var arg2 string
+	switch req.Op {
+	case adapter.OpAcquireAll, adapter.OpExtendAll:
+		arg2 = strconv.FormatInt(req.TTL.Milliseconds(), 10)
+	case adapter.OpReleaseAllAnnounce:
+		arg2 = scripts.ChannelPrefix
+	}
+	verb, body := "EVALSHA", s.SHA
+	if eval || !s.Cached.Load() {
+		verb, body = "EVAL", s.Src
+	}
+	args := make([]string, 0, 3+len(req.Keys)+2)
+	args = append(args, verb, body, strconv.Itoa(len(req.Keys)))
+	args = append(args, req.Keys...)
+	args = append(args, req.Value, arg2)
+	return appendCommand(buf, args...)
 }
 
 func newMultiScripts() multiScripts {
@@ -35,6 +85,9 @@ func newMultiScripts() multiScripts {
 // AcquireAll sets every key to value with an expiry of ttl only if none
 // exists, in one script (R3 for a set).
 func (n *Node) AcquireAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	if n.pipe != nil {
+		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpAcquireAll, Keys: keys, Value: value, TTL: ttl})
+	}
 	v, err := n.multi.acquire.Run(ctx, n.client, keys, value, ttl.Milliseconds()).Int64()
 	return v == 1, err
 }
@@ -43,6 +96,13 @@ func (n *Node) AcquireAll(ctx context.Context, keys []string, value string, ttl 
 // on its release channel when announce is set, in one script (R5, R14). It
 // reports whether every key held value.
 func (n *Node) ReleaseAll(ctx context.Context, keys []string, value string, announce bool) (bool, error) {
+	if n.pipe != nil {
+		op := adapter.OpReleaseAll
+		if announce {
+			op = adapter.OpReleaseAllAnnounce
+		}
+		return n.queue.Do(ctx, adapter.Request{Op: op, Keys: keys, Value: value})
+	}
 	prefix := ""
 	if announce {
 		prefix = scripts.ChannelPrefix
@@ -54,6 +114,9 @@ func (n *Node) ReleaseAll(ctx context.Context, keys []string, value string, anno
 // ExtendAll resets every key's expiry to ttl only if every key holds value,
 // in one script (R17 for a set).
 func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	if n.pipe != nil {
+		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl})
+	}
 	v, err := n.multi.extend.Run(ctx, n.client, keys, value, ttl.Milliseconds()).Int64()
 	return v == 1, err
 }

@@ -9,11 +9,19 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/batch"
 	"dlm/redlock/scripts"
 )
 
 // Node is a redlock.Node over one go-redis client, which must talk to one
-// independent master (R2). It is safe for concurrent use.
+// independent master (R2). Over a *redis.Client it gathers the requests of
+// concurrent callers into batches, each one pipeline on a connection of its
+// own (batch.go, conn.go), which is what makes it fast under concurrency
+// and keeps a slow node's connection. It also implements
+// adapter.AsyncNode, adapter.BatchNode, adapter.TransferNode and
+// adapter.FencingNode. It is safe
+// for concurrent use.
 type Node struct {
 	client  redis.UniversalClient
 	name    string
@@ -24,18 +32,45 @@ type Node struct {
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
 	rw            *redis.Script // rw.go
+	transfer      *redis.Script
 
 	multi multiScripts // multi.go
 
 	putRecord, readRecord *redis.Script // record.go
+
+	// The batched way (batch.go, conn.go); pipe is nil when the client
+	// cannot be pipelined on (NewNode).
+	pipe              *pipe
+	queue             batch.Queue
+	sender            sender
+	releaseS, extendS *batch.Script
+	transferS         *batch.Script
+	multiB            multiBatchScripts // multi.go
 }
 
-var _ redlock.Node = (*Node)(nil)
+var (
+	_ redlock.Node         = (*Node)(nil)
+	_ adapter.AsyncNode    = (*Node)(nil)
+	_ adapter.TransferNode = (*Node)(nil)
+)
 
 // NewNode wraps client, named name in errors and reports (its address, say).
 // Close does not close a client passed here: its owner does.
+//
+// When client is a *redis.Client, Acquire, Release and Extend do not go
+// through its connection pool: the Node dials one connection of its own
+// with the client's settings (Options: its Dialer, and so its TLSConfig and
+// DialTimeout; Username and Password or its CredentialsProvider; DB;
+// ClientName), on first use and again after the connection fails, and
+// pipelines every request on it (R15). A request whose deadline passes is
+// answered as timed out and its reply read and dropped later; the
+// connection is kept. Fenced acquisitions (FencingNode) use the client
+// itself. Any other client (a Ring, a ClusterClient, a failover client),
+// and a *redis.Client with an OnConnect hook or a
+// StreamingCredentialsProvider, which only go-redis can run, is used as
+// it is, one pooled request per call.
 func NewNode(client redis.UniversalClient, name string) *Node {
-	return &Node{
+	n := &Node{
 		client:  client,
 		name:    name,
 		release: redis.NewScript(scripts.Release),
@@ -44,12 +79,24 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
 		rw:            redis.NewScript(scripts.RW),
+		transfer:      redis.NewScript(scripts.Transfer),
 
 		multi: newMultiScripts(),
 
 		putRecord:  redis.NewScript(scripts.PutRecord),
 		readRecord: redis.NewScript(scripts.ReadRecord),
 	}
+	if rc, ok := client.(*redis.Client); ok {
+		if o := rc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil && o.Dialer != nil {
+			n.pipe = &pipe{opts: o}
+			n.releaseS = batch.NewScript(scripts.Release)
+			n.extendS = batch.NewScript(scripts.Extend)
+			n.transferS = batch.NewScript(scripts.Transfer)
+			n.multiB = newMultiBatchScripts()
+			n.queue.Init("goredis", MaxBatch, n.send)
+		}
+	}
+	return n
 }
 
 // String returns the node's name.
@@ -60,6 +107,13 @@ func (n *Node) Client() redis.UniversalClient { return n.client }
 
 // Acquire runs SET key value NX PX ttl (R3).
 func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if n.pipe != nil {
+		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpAcquire, Key: key, Value: value, TTL: ttl})
+	}
+	return n.goAcquire(ctx, key, value, ttl)
+}
+
+func (n *Node) goAcquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	err := n.client.SetArgs(ctx, key, value, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 	switch {
 	case err == nil:
@@ -72,19 +126,50 @@ func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration
 
 // Release deletes key if it holds value (R5).
 func (n *Node) Release(ctx context.Context, key, value string) (bool, error) {
+	if n.pipe != nil {
+		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpRelease, Key: key, Value: value})
+	}
+	return n.goRelease(ctx, key, value)
+}
+
+func (n *Node) goRelease(ctx context.Context, key, value string) (bool, error) {
 	v, err := n.release.Run(ctx, n.client, []string{key}, value).Int64()
 	return v == 1, err
 }
 
 // Extend resets key's expiry to ttl if it holds value (R17).
 func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if n.pipe != nil {
+		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpExtend, Key: key, Value: value, TTL: ttl})
+	}
+	return n.goExtend(ctx, key, value, ttl)
+}
+
+func (n *Node) goExtend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	v, err := n.extend.Run(ctx, n.client, []string{key}, value, ttl.Milliseconds()).Int64()
 	return v == 1, err
 }
 
-// Close closes the client if this node created it (Dial); a client given to
-// NewNode is left to its owner.
+// Transfer sets key to value with an expiry of ttl if key holds from or is
+// absent, in one script (adapter.TransferNode: the local hand-over).
+func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error) {
+	if n.pipe != nil {
+		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
+	}
+	return n.goTransfer(ctx, key, from, value, ttl)
+}
+
+func (n *Node) goTransfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error) {
+	v, err := n.transfer.Run(ctx, n.client, []string{key}, from, value, ttl.Milliseconds()).Int64()
+	return v == 1, err
+}
+
+// Close closes the node's own connection (NewNode), and the client if this
+// node created it (Dial); a client given to NewNode is left to its owner.
 func (n *Node) Close() error {
+	if n.pipe != nil {
+		n.pipe.close()
+	}
 	if n.owned {
 		return n.client.Close()
 	}

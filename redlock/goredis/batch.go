@@ -1,0 +1,243 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/batch"
+)
+
+// The batches (redlock/internal/batch), as in redlock/rueidis: every
+// Acquire, Release and Extend of a pipelined Node, blocking or started with
+// Start (adapter.AsyncNode), joins the node's queue, and one worker at a
+// time writes the whole queue on the node's own connection (conn.go) as one
+// pipeline (R15), in queue order, and waits for its replies or its
+// deadline, whichever is first.
+
+// MaxBatch is the most requests a Node writes in one pipeline; a longer
+// queue leaves in several, one after the other.
+const MaxBatch = 1000
+
+// sender is the state of a node's batch worker, reused from batch to batch
+// (one worker runs at a time).
+type sender struct {
+	buf     []byte
+	retries []int
+	dctx    *batch.DeadlineCtx
+	tails   batch.Tails
+}
+
+var _ adapter.BatchNode = (*Node)(nil)
+
+// Start queues req and returns (adapter.AsyncNode). The answer goes to
+// to.Receive(tag, ...) once the node answered, the request failed, or ctx
+// ended. A Node over a client it cannot pipeline on (see NewNode) runs the
+// blocking method on a goroutine instead.
+func (n *Node) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
+	if n.pipe != nil {
+		n.queue.Start(ctx, req, to, tag)
+		return
+	}
+	go func() {
+		ok, err := n.blocking(ctx, req)
+		to.Receive(tag, ok, err)
+	}()
+}
+
+// StartAll is Start for each of calls, in order, in one batch
+// (adapter.BatchNode).
+func (n *Node) StartAll(calls []adapter.Call) {
+	if n.pipe != nil {
+		n.queue.StartAll(calls)
+		return
+	}
+	for _, c := range calls {
+		n.Start(c.Ctx, c.Req, c.To, c.Tag)
+	}
+}
+
+// blocking runs req by go-redis (a Node that does not pipeline).
+func (n *Node) blocking(ctx context.Context, req adapter.Request) (bool, error) {
+	switch req.Op {
+	case adapter.OpAcquire:
+		return n.goAcquire(ctx, req.Key, req.Value, req.TTL)
+	case adapter.OpRelease, adapter.OpReleaseAnnounce:
+		return n.goRelease(ctx, req.Key, req.Value)
+	case adapter.OpExtend:
+		return n.goExtend(ctx, req.Key, req.Value, req.TTL)
+	case adapter.OpTransfer:
+		return n.goTransfer(ctx, req.Key, req.From, req.Value, req.TTL)
+	case adapter.OpAcquireAll:
+		return n.AcquireAll(ctx, req.Keys, req.Value, req.TTL)
+	case adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce:
+		return n.ReleaseAll(ctx, req.Keys, req.Value, req.Op == adapter.OpReleaseAllAnnounce)
+	case adapter.OpExtendAll:
+		return n.ExtendAll(ctx, req.Keys, req.Value, req.TTL)
+	}
+	return false, fmt.Errorf("goredis: unknown operation %v: expected acquire, release, extend, transfer or their -all forms for a set", req.Op)
+}
+
+// send runs one batch: one pipeline of every request whose context is
+// still live, bounded by the latest of their deadlines (so that one
+// caller's short deadline does not fail the others), then EVAL for the
+// scripts the node did not have (NOSCRIPT: a restart, SCRIPT FLUSH). Only a
+// script that is the last request of the batch on its key goes by EVALSHA
+// (batch.Tails), so the retry moves it behind other keys' requests only.
+func (n *Node) send(items []batch.Item) {
+	s := &n.sender
+	live, deadline, bounded := batch.Live(items)
+	if len(live) == 0 {
+		return
+	}
+	ctx := context.Background()
+	if bounded {
+		if s.dctx == nil {
+			s.dctx = batch.NewDeadlineCtx()
+		}
+		ctx = s.dctx.Arm(deadline)
+		defer func() {
+			if !s.dctx.Disarm() {
+				s.dctx = nil // spent: its Done channel is closed
+			}
+		}()
+	}
+	tail := s.tails.Mark(live)
+	buf := s.buf[:0]
+	for i, it := range live {
+		buf = n.command(buf, it.Req, !tail[i])
+	}
+	s.buf = buf
+	res, err := n.roundTrip(ctx, buf, len(live))
+	if err != nil {
+		for _, it := range live {
+			it.To.Receive(it.Tag, false, err)
+		}
+		return
+	}
+	retries := s.retries[:0]
+	for i, it := range live {
+		if sc := n.scriptOf(it.Req.Op); sc != nil {
+			if r := res[i]; r.kind == '-' && strings.HasPrefix(r.str, "NOSCRIPT") {
+				sc.Cached.Store(false) // restarted, or SCRIPT FLUSH
+				retries = append(retries, i)
+				continue
+			}
+			sc.Cached.Store(true) // it ran, by EVAL or EVALSHA
+		}
+		ok, err := answer(it.Req.Op, res[i])
+		it.To.Receive(it.Tag, ok, err)
+	}
+	s.retries = retries[:0]
+	if len(retries) == 0 {
+		return
+	}
+	buf = s.buf[:0]
+	for _, i := range retries {
+		buf = n.command(buf, live[i].Req, true)
+	}
+	s.buf = buf
+	res, err = n.roundTrip(ctx, buf, len(retries))
+	for j, i := range retries {
+		if err != nil {
+			live[i].To.Receive(live[i].Tag, false, err)
+			continue
+		}
+		n.scriptOf(live[i].Req.Op).Cached.Store(true)
+		ok, err := answer(live[i].Req.Op, res[j])
+		live[i].To.Receive(live[i].Tag, ok, err)
+	}
+}
+
+// roundTrip writes buf (k commands) and waits for their k replies, or for
+// ctx's end: then it returns ctx's error, and the replies, when they come,
+// are read and dropped (conn.go), so the connection stays in step.
+func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error) {
+	f, err := n.pipe.write(ctx, buf, k)
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.res, nil
+}
+
+// scriptOf returns the script that runs op, nil for an acquisition (SET).
+func (n *Node) scriptOf(op adapter.Op) *batch.Script {
+	if op.IsMulti() {
+		return n.multiScript(op) // multi.go
+	}
+	switch op {
+	case adapter.OpAcquire:
+		return nil
+	case adapter.OpExtend:
+		return n.extendS
+	case adapter.OpTransfer:
+		return n.transferS
+	}
+	return n.releaseS // OpRelease, OpReleaseAnnounce (no announcement here)
+}
+
+// command appends req's command to buf: SET NX PX for an acquisition (R3),
+// else its script by EVALSHA, or by EVAL when eval is set or the node is
+// not known to have the script.
+func (n *Node) command(buf []byte, req adapter.Request, eval bool) []byte {
+	if req.Op == adapter.OpAcquire {
+		return appendCommand(buf, "SET", req.Key, req.Value, "NX", "PX", strconv.FormatInt(req.TTL.Milliseconds(), 10))
+	}
+	s := n.scriptOf(req.Op)
+	if req.Op.IsMulti() {
+		return multiCommand(buf, s, req, eval) // multi.go
+	}
+	verb, body := "EVALSHA", s.SHA
+	if eval || !s.Cached.Load() {
+		verb, body = "EVAL", s.Src
+	}
+	switch req.Op {
+	case adapter.OpExtend:
+		return appendCommand(buf, verb, body, "1", req.Key, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
+	case adapter.OpTransfer:
+		return appendCommand(buf, verb, body, "1", req.Key, req.From, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
+	}
+	return appendCommand(buf, verb, body, "1", req.Key, req.Value)
+}
+
+// answer reads a reply as the blocking method of op returns it: SET NX
+// answers OK or nil (held); the scripts answer 1 when they acted.
+func answer(op adapter.Op, r reply) (bool, error) {
+	if err := r.err(); err != nil {
+		return false, err
+	}
+	if op == adapter.OpAcquire {
+		switch {
+		case r.null:
+			return false, nil
+		case r.kind == '+':
+			return true, nil
+		}
+		return false, fmt.Errorf("goredis: unexpected reply %q to SET", r.kind)
+	}
+	if r.kind != ':' {
+		return false, errors.New("goredis: unexpected reply to a script: want an integer")
+	}
+	return r.num == 1, nil
+}
+
+// Queued returns how many requests wait in the node's queue, not yet taken
+// into a batch: a gauge of the node's backlog (0 for a Node that does not
+// pipeline).
+func (n *Node) Queued() int {
+	if n.pipe == nil {
+		return 0
+	}
+	return n.queue.Len()
+}

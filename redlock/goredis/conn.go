@@ -1,0 +1,337 @@
+package goredis
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The node's own connection. go-redis closes a pooled connection whose read
+// timed out and dials a new one (its replies can no longer be matched to
+// its commands), and its pool makes a request wait for a free connection:
+// on a slow or loaded node both cost more than the node timeout. So the
+// batched requests of a Node go over one connection the adapter owns,
+// dialled with the go-redis client's own settings (Options().Dialer, which
+// carries TLSConfig and DialTimeout; the credentials, DB and client name),
+// on which it writes each batch as one pipeline and a reader goroutine reads
+// the replies in order. A batch whose deadline passes is answered as timed
+// out at once, but its replies are still read, later, and discarded: the
+// connection stays, in step, for the batches behind it. It is closed only
+// when a read or a write fails (the node went away), or by Close; the next
+// batch then dials again.
+
+// errClosed answers the requests of a Node closed under them.
+var errClosed = errors.New("goredis: node closed")
+
+// reply is one RESP2 reply: a status (+), an error (-), an integer (:),
+// a bulk string ($, nil when null), or an array (*, its elements dropped).
+type reply struct {
+	kind byte
+	str  string
+	num  int64
+	null bool
+}
+
+// err returns the reply as an error when it is one (a redis.Error, so that
+// go-redis' helpers recognise it).
+func (r reply) err() error {
+	if r.kind == '-' {
+		return redisError(r.str)
+	}
+	return nil
+}
+
+// redisError is an error reply of the node. It implements redis.Error.
+type redisError string
+
+func (e redisError) Error() string { return string(e) }
+
+// RedisError marks the error as the node's (redis.Error).
+func (redisError) RedisError() {}
+
+var _ redis.Error = redisError("")
+
+// flight is one batch on the wire: its replies, filled by the reader in
+// order, and done, closed when all came or the connection failed (err).
+type flight struct {
+	res  []reply
+	got  int
+	err  error
+	done chan struct{}
+}
+
+// pipe is the node's connection and its reader's state.
+type pipe struct {
+	opts *redis.Options
+
+	mu      sync.Mutex
+	nc      net.Conn
+	bw      *bufio.Writer
+	pending []*flight // in the order written
+	broken  bool      // nc failed: the next batch dials again
+	closed  bool
+}
+
+// conn returns the live connection's writer, dialling one when there is
+// none, bounded by ctx. It is called by the batch worker only (one at a
+// time), so only the worker changes nc.
+func (p *pipe) conn(ctx context.Context) (*bufio.Writer, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, errClosed
+	}
+	if p.nc != nil && !p.broken {
+		bw := p.bw
+		p.mu.Unlock()
+		return bw, nil
+	}
+	p.mu.Unlock()
+	nc, br, err := p.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriterSize(nc, 32<<10)
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		_ = nc.Close()
+		return nil, errClosed
+	}
+	p.nc, p.bw, p.broken, p.pending = nc, bw, false, nil
+	p.mu.Unlock()
+	go p.read(nc, br)
+	return bw, nil
+}
+
+// dial opens a connection as the go-redis client would (its Dialer, so
+// TLS and the dial timeout too) and runs the handshake: AUTH with the
+// client's credentials, SELECT its DB, CLIENT SETNAME its name. The
+// connection speaks RESP2 whatever the client's Protocol.
+func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+	o := p.opts
+	nc, err := o.Dialer(ctx, o.Network, o.Addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	user, pass := o.Username, o.Password
+	switch {
+	case o.CredentialsProviderContext != nil:
+		if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, nil, fmt.Errorf("goredis: credentials: %w", err)
+		}
+	case o.CredentialsProvider != nil:
+		user, pass = o.CredentialsProvider()
+	}
+	var cmds [][]string
+	switch {
+	case pass != "" && user != "":
+		cmds = append(cmds, []string{"AUTH", user, pass})
+	case pass != "":
+		cmds = append(cmds, []string{"AUTH", pass})
+	}
+	if o.DB > 0 {
+		cmds = append(cmds, []string{"SELECT", strconv.Itoa(o.DB)})
+	}
+	if o.ClientName != "" {
+		cmds = append(cmds, []string{"CLIENT", "SETNAME", o.ClientName})
+	}
+	br := bufio.NewReaderSize(nc, 32<<10)
+	if len(cmds) == 0 {
+		return nc, br, nil
+	}
+	if d, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(d)
+	}
+	var buf []byte
+	for _, c := range cmds {
+		buf = appendCommand(buf, c...)
+	}
+	if _, err := nc.Write(buf); err != nil {
+		_ = nc.Close()
+		return nil, nil, err
+	}
+	for i := range cmds {
+		r, err := readReply(br)
+		if err == nil {
+			err = r.err()
+		}
+		if err != nil {
+			_ = nc.Close()
+			// The node's error names the command, never its arguments.
+			return nil, nil, fmt.Errorf("goredis: %s on connecting: %w", cmds[i][0], err)
+		}
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, br, nil
+}
+
+// read reads the replies of nc in order into the flights written on it,
+// until nc fails; then it fails every flight still pending.
+func (p *pipe) read(nc net.Conn, br *bufio.Reader) {
+	for {
+		r, err := readReply(br)
+		p.mu.Lock()
+		if err == nil && len(p.pending) == 0 {
+			err = errors.New("goredis: a reply no request was waiting for")
+		}
+		if err != nil {
+			if p.nc == nc {
+				p.broken = true
+			}
+			pending := p.pending
+			p.pending = nil
+			p.mu.Unlock()
+			_ = nc.Close()
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			for _, f := range pending {
+				f.err = err
+				close(f.done)
+			}
+			return
+		}
+		f := p.pending[0]
+		f.res[f.got] = r
+		f.got++
+		if f.got == len(f.res) {
+			p.pending[0] = nil
+			p.pending = p.pending[1:]
+			close(f.done)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// write puts a batch's commands (buf, n of them) on the wire, after the
+// flights before it, and returns its flight. A write that fails breaks the
+// connection: the reader then fails the flight.
+func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
+	bw, err := p.conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := &flight{res: make([]reply, n), done: make(chan struct{})}
+	p.mu.Lock()
+	nc := p.nc
+	if p.broken || p.closed {
+		p.mu.Unlock()
+		return nil, io.ErrUnexpectedEOF
+	}
+	p.pending = append(p.pending, f)
+	p.mu.Unlock()
+	d, _ := ctx.Deadline() // zero: none
+	_ = nc.SetWriteDeadline(d)
+	_, werr := bw.Write(buf)
+	if werr == nil {
+		werr = bw.Flush()
+	}
+	if werr != nil {
+		// A partial command may be on the wire: the connection is lost.
+		p.mu.Lock()
+		p.broken = true
+		p.mu.Unlock()
+		_ = nc.Close() // the reader fails every pending flight, f too
+	}
+	return f, nil
+}
+
+// close closes the connection; the requests still waiting fail.
+func (p *pipe) close() {
+	p.mu.Lock()
+	p.closed = true
+	nc := p.nc
+	p.mu.Unlock()
+	if nc != nil {
+		_ = nc.Close()
+	}
+}
+
+// appendCommand appends args as one RESP2 command.
+func appendCommand(buf []byte, args ...string) []byte {
+	buf = append(buf, '*')
+	buf = strconv.AppendInt(buf, int64(len(args)), 10)
+	buf = append(buf, '\r', '\n')
+	for _, a := range args {
+		buf = append(buf, '$')
+		buf = strconv.AppendInt(buf, int64(len(a)), 10)
+		buf = append(buf, '\r', '\n')
+		buf = append(buf, a...)
+		buf = append(buf, '\r', '\n')
+	}
+	return buf
+}
+
+// readReply reads one RESP2 reply (RESP3 types are not expected on a
+// connection that never sent HELLO 3).
+func readReply(br *bufio.Reader) (reply, error) {
+	line, err := readLine(br)
+	if err != nil {
+		return reply{}, err
+	}
+	r := reply{kind: line[0]}
+	body := string(line[1:])
+	switch r.kind {
+	case '+', '-':
+		r.str = body
+	case ':':
+		if r.num, err = strconv.ParseInt(body, 10, 64); err != nil {
+			return r, fmt.Errorf("goredis: bad integer reply %q", body)
+		}
+	case '$':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 {
+			return r, fmt.Errorf("goredis: bad bulk length %q", body)
+		}
+		if n == -1 {
+			r.null = true
+			return r, nil
+		}
+		b := make([]byte, n+2)
+		if _, err := io.ReadFull(br, b); err != nil {
+			return r, err
+		}
+		r.str = string(b[:n])
+	case '*':
+		n, err := strconv.Atoi(body)
+		if err != nil || n < -1 {
+			return r, fmt.Errorf("goredis: bad array length %q", body)
+		}
+		if n == -1 {
+			r.null = true
+		}
+		for range max(n, 0) {
+			if _, err := readReply(br); err != nil {
+				return r, err
+			}
+		}
+	default:
+		return r, fmt.Errorf("goredis: unexpected reply type %q", r.kind)
+	}
+	return r, nil
+}
+
+// readLine reads one line without its CRLF; it is not empty.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return nil, errors.New("goredis: reply line too long")
+		}
+		return nil, err
+	}
+	if len(line) < 3 || line[len(line)-2] != '\r' {
+		return nil, fmt.Errorf("goredis: malformed reply line %q", line)
+	}
+	return line[:len(line)-2], nil
+}

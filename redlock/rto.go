@@ -1,0 +1,112 @@
+package redlock
+
+import (
+	"sync"
+	"time"
+)
+
+// The adaptive node timeout (R8.2). WithNodeTimeout is a floor, not a fixed
+// bound: a machine whose cores are busy (the client's, the nodes', or both)
+// answers every request late, and a fixed 50 ms would then report healthy
+// nodes as failed, fail acquisitions that a moment's patience would have
+// granted, and leave their keys to expire. So the client times its nodes as
+// TCP times its segments (RFC 6298): it keeps a smoothed round-trip time
+// (srtt) and its mean deviation (rttvar) of the answer that decides, and a
+// node that has not answered within
+//
+//	clamp(srtt + 4 x rttvar, node timeout, limit)
+//
+// of the request's start is timed out, where limit = max(node timeout,
+// min(20 x node timeout, ttl / 10)). The sample of a fan is the time to its
+// quorum-th answer that is not an error (the answer a decision waits for,
+// late answers included): one slow, frozen or partitioned node among N
+// never moves it, and an error (a refused connection) answers at once. A
+// fan whose time ran out before a quorum of nodes answered doubles the
+// timeout of the fans after it (up to limit), until a sample comes: a
+// load that rises faster than the average follows is caught by the next
+// attempt. A client that has no sample yet (just made) waits up to limit.
+// When the bound passes, a fan reads it again, and waits on, one bound at a
+// time up to limit, while a node that has not answered it has answered
+// another request within the last limit (Client.heard; a batching adapter
+// hears from a node once per batch, and under load a batch outlasts the
+// bound): that node is busy, not failed. A node silent for longer than the
+// limit (frozen, cut off) is timed out at the bound; one that has just
+// frozen costs the attempts that need it up to the limit. A timer
+// that fires late by more than a quarter of the bound means the client was
+// not running (its answers may be waiting unread): the fan judges one bound
+// later.
+//
+// None of this touches safety: the validity is counted from T1, before the
+// first request (R8.1, R9), however long the client waits; a longer wait
+// only costs validity, and the limit keeps it well under the ttl (R8.2).
+
+// rto is a client's round-trip estimator. The zero value is a client with
+// no sample.
+type rto struct {
+	mu      sync.Mutex
+	srtt    time.Duration
+	rttvar  time.Duration
+	sampled bool
+	backoff uint8 // doublings since the last sample
+}
+
+// maxBackoff bounds the doublings (the limit caps the timeout anyway).
+const maxBackoff = 10
+
+// sample records the time a fan took to its quorum-th answer (RFC 6298,
+// 2.2 and 2.3), and ends any backoff.
+func (r *rto) sample(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.backoff = 0
+	if !r.sampled {
+		r.srtt, r.rttvar, r.sampled = d, d/2, true
+		return
+	}
+	dev := r.srtt - d
+	if dev < 0 {
+		dev = -dev
+	}
+	r.rttvar = (3*r.rttvar + dev) / 4
+	r.srtt = (7*r.srtt + d) / 8
+}
+
+// expired records a fan whose time ran out before a quorum of nodes
+// answered (RFC 6298, 5.5: back off).
+func (r *rto) expired() {
+	r.mu.Lock()
+	if r.sampled && r.backoff < maxBackoff {
+		r.backoff++
+	}
+	r.mu.Unlock()
+}
+
+// timeout returns the bound of the next fan's requests, between floor and
+// limit (limit >= floor).
+func (r *rto) timeout(floor, limit time.Duration) time.Duration {
+	r.mu.Lock()
+	sampled, srtt, rttvar, backoff := r.sampled, r.srtt, r.rttvar, r.backoff
+	r.mu.Unlock()
+	if !sampled {
+		return limit
+	}
+	t := max(srtt+4*rttvar, floor)
+	for range backoff {
+		if t >= limit {
+			break
+		}
+		t *= 2
+	}
+	return min(t, limit)
+}
+
+// timeoutLimit is the most a fan with requests of ttl (0: none) waits for
+// its nodes: twenty node timeouts, and no more than a tenth of the ttl, but
+// never less than the node timeout itself.
+func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
+	limit := 20 * nodeTimeout
+	if ttl > 0 {
+		limit = min(limit, ttl/10)
+	}
+	return max(limit, nodeTimeout)
+}
