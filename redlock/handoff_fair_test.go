@@ -88,3 +88,94 @@ func TestHandoffYieldGivesNoHeadStart(t *testing.T) { // R10, R17
 		t.Logf("per client %v, %d turns", counts, turns.Load())
 	})
 }
+
+// herdObserver counts a client's failed acquisition attempts.
+type herdObserver struct{ failed *atomic.Int64 }
+
+func (o herdObserver) Attempt(e redlock.AttemptEvent) {
+	if e.Outcome != redlock.AttemptAcquired {
+		o.failed.Add(1)
+	}
+}
+func (herdObserver) Extension(redlock.ExtensionEvent) {}
+func (herdObserver) End(redlock.EndEvent)             {}
+
+// When a release is announced to the waiters of many clients (a client
+// yields at WithHandoffLimit), they attempt one after another, the client
+// that has waited longest first, rather than all at once (R10): turns go
+// round the clients in order, and each turn costs few failed attempts. The
+// head waiter of every client used to attempt within one attempt's
+// duration of the announcement: the first to reach the nodes won, at
+// random (8 processes x 4 workers on 5 redis-server nodes: one process
+// served 4 times as often as another in 3 s), and every other client's
+// attempt failed.
+func TestHandoffAcrossClientsTakesTurns(t *testing.T) { // R10, R17
+	synctest.Test(t, func(t *testing.T) {
+		const clients, workers, limit = 6, 2, 2
+		nodes, mems := redlocktest.NewMemNodes(5)
+		for _, m := range mems {
+			m.SetSlow(100 * time.Microsecond)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		var failed atomic.Int64
+		var mu sync.Mutex
+		var order []int // the client of each turn, in order
+		var wg sync.WaitGroup
+		for i := range clients {
+			c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit),
+				redlock.WithObserver(herdObserver{&failed}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for range workers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for ctx.Err() == nil {
+						l, err := c.Lock(ctx, "shared")
+						if err != nil {
+							return
+						}
+						mu.Lock()
+						if len(order) == 0 || order[len(order)-1] != i {
+							order = append(order, i)
+						}
+						mu.Unlock()
+						time.Sleep(time.Millisecond) // the critical section
+						_ = l.Unlock(context.WithoutCancel(ctx))
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		// Out of turn: a client won the key while another had waited
+		// longer (since its last turn, or since the start).
+		lastTurn := make([]int, clients)
+		for i := range lastTurn {
+			lastTurn[i] = -1
+		}
+		outOfTurn := 0
+		for n, c := range order {
+			for o := range clients {
+				if o != c && lastTurn[o] < lastTurn[c] && n >= clients {
+					outOfTurn++
+					break
+				}
+			}
+			lastTurn[c] = n
+		}
+		turns := len(order)
+		t.Logf("%d turns, %d out of turn, %d failed attempts; first turns %v", turns, outOfTurn, failed.Load(), order[:min(turns, 30)])
+		if turns < 10*clients {
+			t.Fatalf("%d turns in 5 s, want many more", turns)
+		}
+		if outOfTurn > turns/10 {
+			t.Errorf("%d of %d turns out of turn, want at most a tenth: the longest-waiting client goes first", outOfTurn, turns)
+		}
+		if per := float64(failed.Load()) / float64(turns); per > clients {
+			t.Errorf("%.1f failed attempts per turn with %d clients", per, clients)
+		}
+	})
+}
