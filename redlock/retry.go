@@ -52,8 +52,9 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 // waitRetry is the wait of Lock between attempts (R10). Without hand-off it
 // sleeps a random delay. With hand-off, the first call joins key's queue
 // (subscribing to the key's releases); every call then waits for a release
-// announcement and a random jitter of up to one attempt's duration (which
-// keeps R10's desynchronizing role between clients), for a hand-over from
+// announcement, its rank's delay and a random jitter of up to one
+// attempt's duration (which keep R10's desynchronizing role between
+// clients, handoff.go: spread), for a hand-over from
 // this client's Unlock, or for the timed random delay, whichever comes
 // first. An attempt that set some keys but not a quorum (a split vote, R10)
 // gave them back unannounced, so it wakes the longest waiter other than
