@@ -76,14 +76,23 @@ type handoff struct {
 	own     map[string]struct{}
 	ownRing [64]string
 	ownNext int
-	// seen counts, per key with waiters, the releases announced by the
-	// nodes since this client last won the key: how many turns its
-	// waiters have waited. It ranks the clients' waiters on an
-	// announcement (spread).
-	seen map[string]int
-	// heard is the value of the last release of each key counted in
-	// seen: every node announces it, and it counts once.
-	heard map[string]string
+	// turns ranks this client's waiters among the clients' on each
+	// announcement, per key with waiters (spread).
+	turns map[string]*turns
+}
+
+// turns is what a client heard of the turns other clients took at one key.
+type turns struct {
+	// seen counts the releases announced since this client last held the
+	// key: how many turns its waiters have waited.
+	seen int
+	// heard is the value of the last release counted in seen: every node
+	// announces it, and it counts once. yielded is the value of this
+	// client's last release announced at WithHandoffLimit.
+	heard, yielded string
+	// rival: another client's release was heard between this client's
+	// last two turns; rivalNow: since its last turn.
+	rival, rivalNow bool
 }
 
 // subQueue is one node's pending Watch and Unwatch calls, run in order by
@@ -146,8 +155,7 @@ func newHandoff(c *Client) *handoff {
 		queues: map[string][]*waiter{},
 		own:    map[string]struct{}{},
 		sets:   map[string][]*waiter{},
-		seen:   map[string]int{},
-		heard:  map[string]string{},
+		turns:  map[string]*turns{},
 	}
 	any := false
 	h.transfer = c.async != nil
@@ -210,14 +218,14 @@ func (h *handoff) leave(key string, w *waiter, acquired bool) {
 		// takes h.mu), after w is out of the queue.
 		h.c.drop(handed)
 	}
-	if acquired {
-		// Its waiters start a new wait for the next turn.
-		h.seen[key] = 0
+	if ts := h.turns[key]; acquired && ts != nil && ts.seen > 0 {
+		// A new turn (not a hand-over within this client's): its
+		// waiters start a new wait for the next.
+		ts.seen, ts.rival, ts.rivalNow = 0, ts.rivalNow, false
 	}
 	if len(q) == 0 {
 		delete(h.queues, key)
-		delete(h.seen, key)
-		delete(h.heard, key)
+		delete(h.turns, key)
 		if len(h.sets[key]) == 0 {
 			h.subscribe(key, false)
 		}
@@ -253,14 +261,22 @@ func (h *handoff) notify(key, value string) {
 		return
 	}
 	if q := h.queues[key]; len(q) > 0 {
-		if h.heard[key] == value {
+		ts := h.turns[key]
+		if ts == nil {
+			ts = &turns{}
+			h.turns[key] = ts
+		}
+		if ts.heard == value {
 			// Every node announces a release: one wake-up is
 			// enough. More would make the waiter attempt again
 			// after a failure, once per node, and a herd of it.
 			return
 		}
-		h.heard[key] = value
-		h.seen[key]++
+		ts.heard = value
+		ts.seen++
+		if value != ts.yielded {
+			ts.rivalNow = true
+		}
 		h.give(q[0], wake{remote: true, slots: h.spread(key)})
 	}
 	h.wakeSets(key) // multi.go
@@ -333,10 +349,16 @@ const handoffRanks = 8
 // the key k turns ago k+1. A client goes handoffRanks-seen attempt
 // durations after the announcement: the last holder last, a client that
 // has waited handoffRanks turns or more at once. The ladder is the same for
-// every client, so that no client's rank depends on its own history. Called
-// with h.mu held.
+// every client, so that no client's rank depends on its own history. A
+// client that heard no other client's release between its last two turns
+// (alone, or new) goes at once: nobody else is likely to take the key, and
+// it would only wait. Called with h.mu held.
 func (h *handoff) spread(key string) int {
-	return max(0, handoffRanks-h.seen[key])
+	ts := h.turns[key]
+	if ts == nil || !ts.rival {
+		return 0
+	}
+	return max(0, handoffRanks-ts.seen)
 }
 
 // handResult is what handOver did with a lock that Unlock ends.
@@ -367,6 +389,12 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 		h.mu.Unlock()
 		return handNone, nil
 	case l.run >= c.opts.handoffLimit:
+		ts := h.turns[l.key]
+		if ts == nil {
+			ts = &turns{}
+			h.turns[l.key] = ts
+		}
+		ts.yielded = l.value // its announcement is no rival's
 		h.mu.Unlock()
 		return handYield, nil
 	}
