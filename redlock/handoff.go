@@ -76,6 +76,23 @@ type handoff struct {
 	own     map[string]struct{}
 	ownRing [64]string
 	ownNext int
+	// turns ranks this client's waiters among the clients' on each
+	// announcement, per key with waiters (spread).
+	turns map[string]*turns
+}
+
+// turns is what a client heard of the turns other clients took at one key.
+type turns struct {
+	// seen counts the releases announced since this client last held the
+	// key: how many turns its waiters have waited.
+	seen int
+	// heard is the value of the last release counted in seen: every node
+	// announces it, and it counts once. yielded is the value of this
+	// client's last release announced at WithHandoffLimit.
+	heard, yielded string
+	// rival: another client's release was heard between this client's
+	// last two turns; rivalNow: since its last turn.
+	rival, rivalNow bool
 }
 
 // subQueue is one node's pending Watch and Unwatch calls, run in order by
@@ -111,6 +128,9 @@ type waiter struct {
 type wake struct {
 	remote bool
 	lock   *Lock
+	// slots is, for an announcement, how many attempt durations the
+	// waiter lets pass before its own (spread).
+	slots int
 }
 
 // isHead reports whether w is at the front of its queue.
@@ -135,6 +155,7 @@ func newHandoff(c *Client) *handoff {
 		queues: map[string][]*waiter{},
 		own:    map[string]struct{}{},
 		sets:   map[string][]*waiter{},
+		turns:  map[string]*turns{},
 	}
 	any := false
 	h.transfer = c.async != nil
@@ -197,8 +218,14 @@ func (h *handoff) leave(key string, w *waiter, acquired bool) {
 		// takes h.mu), after w is out of the queue.
 		h.c.drop(handed)
 	}
+	if ts := h.turns[key]; acquired && ts != nil && ts.seen > 0 {
+		// A new turn (not a hand-over within this client's): its
+		// waiters start a new wait for the next.
+		ts.seen, ts.rival, ts.rivalNow = 0, ts.rivalNow, false
+	}
 	if len(q) == 0 {
 		delete(h.queues, key)
+		delete(h.turns, key)
 		if len(h.sets[key]) == 0 {
 			h.subscribe(key, false)
 		}
@@ -234,7 +261,23 @@ func (h *handoff) notify(key, value string) {
 		return
 	}
 	if q := h.queues[key]; len(q) > 0 {
-		h.wake(q[0], true)
+		ts := h.turns[key]
+		if ts == nil {
+			ts = &turns{}
+			h.turns[key] = ts
+		}
+		if ts.heard == value {
+			// Every node announces a release: one wake-up is
+			// enough. More would make the waiter attempt again
+			// after a failure, once per node, and a herd of it.
+			return
+		}
+		ts.heard = value
+		ts.seen++
+		if value != ts.yielded {
+			ts.rivalNow = true
+		}
+		h.give(q[0], wake{remote: true, slots: h.spread(key)})
 	}
 	h.wakeSets(key) // multi.go
 }
@@ -267,7 +310,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 	defer h.mu.Unlock()
 	for _, w := range h.queues[key] {
 		if w != self {
-			h.wake(w, true)
+			h.give(w, wake{remote: true, slots: h.spread(key)})
 			return
 		}
 	}
@@ -276,13 +319,46 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 // wake gives w a wake-up unless it has one or a hand-over to it is under
 // way; called with h.mu held.
 func (h *handoff) wake(w *waiter, remote bool) {
+	h.give(w, wake{remote: remote})
+}
+
+// give gives w the wake-up wk unless it has one or a hand-over to it is
+// under way; called with h.mu held.
+func (h *handoff) give(w *waiter, wk wake) {
 	if w.handing {
 		return
 	}
 	select {
-	case w.ch <- wake{remote: remote}:
+	case w.ch <- wk:
 	default:
 	}
+}
+
+// handoffRanks is how many clients' waiters, woken by one announced
+// release, spread attempts out in order (spread).
+const handoffRanks = 8
+
+// spread is how many attempt durations the longest waiter of key lets pass
+// after an announcement before its attempt, so that the waiters of several
+// clients woken by one release attempt one after another, the client that
+// has waited longest first, instead of all at once (R10: in a herd the
+// first to reach the nodes wins at random, every other attempt is wasted,
+// and votes may split). Every client hears the same announcements, so the
+// number heard since a client last held the key (seen) ranks the clients
+// alike: the last holder has heard one (its own release), the one that held
+// the key k turns ago k+1. A client goes handoffRanks-seen attempt
+// durations after the announcement: the last holder last, a client that
+// has waited handoffRanks turns or more at once. The ladder is the same for
+// every client, so that no client's rank depends on its own history. A
+// client that heard no other client's release between its last two turns
+// (alone, or new) goes at once: nobody else is likely to take the key, and
+// it would only wait. Called with h.mu held.
+func (h *handoff) spread(key string) int {
+	ts := h.turns[key]
+	if ts == nil || !ts.rival {
+		return 0
+	}
+	return max(0, handoffRanks-ts.seen)
 }
 
 // handResult is what handOver did with a lock that Unlock ends.
@@ -313,6 +389,12 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 		h.mu.Unlock()
 		return handNone, nil
 	case l.run >= c.opts.handoffLimit:
+		ts := h.turns[l.key]
+		if ts == nil {
+			ts = &turns{}
+			h.turns[l.key] = ts
+		}
+		ts.yielded = l.value // its announcement is no rival's
 		h.mu.Unlock()
 		return handYield, nil
 	}

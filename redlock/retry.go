@@ -52,8 +52,9 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 // waitRetry is the wait of Lock between attempts (R10). Without hand-off it
 // sleeps a random delay. With hand-off, the first call joins key's queue
 // (subscribing to the key's releases); every call then waits for a release
-// announcement and a random jitter of up to one attempt's duration (which
-// keeps R10's desynchronizing role between clients), for a hand-over from
+// announcement, its rank's delay and a random jitter of up to one
+// attempt's duration (which keep R10's desynchronizing role between
+// clients, handoff.go: spread), for a hand-over from
 // this client's Unlock, or for the timed random delay, whichever comes
 // first. An attempt that set some keys but not a quorum (a split vote, R10)
 // gave them back unannounced, so it wakes the longest waiter other than
@@ -82,8 +83,9 @@ func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed
 // once after this client's own Unlock (with the lock itself when Unlock
 // handed it over), after a jitter of up to elapsed (one attempt's
 // duration, at most the minimum retry delay) after an announcement from the
-// nodes. A waiter behind the front of its queue runs no timed retry until
-// it reaches the front.
+// nodes, later by a slot of that duration per client that has waited
+// longer (handoff.go, spread). A waiter behind the front of its queue runs
+// no timed retry until it reaches the front.
 func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) (wake, error) {
 	var woken <-chan wake
 	var promoted <-chan struct{}
@@ -121,7 +123,11 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 	if !wk.remote {
 		return wk, nil
 	}
-	j := c.jitter(min(elapsed, o.retryMin))
+	// Its rank among the clients woken by the same release (handoff.go,
+	// spread): a slot of one attempt's duration per client ahead of it,
+	// then the jitter within the slot; never past the minimum retry delay.
+	slot := min(elapsed, o.retryMin)
+	j := min(time.Duration(wk.slots)*slot+c.jitter(slot), o.retryMin)
 	if j <= 0 {
 		return wake{}, nil
 	}
