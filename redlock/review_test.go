@@ -67,3 +67,39 @@ func TestReviewWLockCloseRemovesMarks(t *testing.T) {
 		_ = r.Unlock(t.Context())
 	})
 }
+
+// PutRecord publishes the record of the holder of one lock key; a lock on
+// a set (LockAll) has no one key and a read lock (RLock) does not hold the
+// key by its value. Both must be refused as bad input (ErrInvalid), not
+// reported as locks no longer held while they are. Failed on 314a9ee:
+// PutRecord of a held set and of a held read lock returned ErrNotHeld
+// (the set's request went to the empty key "").
+func TestReviewPutRecordOfSetOrReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := redlocktest.NewMemNodes(3)
+		c := memClient(t, nodes, redlock.WithTTL(10*time.Second))
+		set, err := c.LockAll(t.Context(), []string{"a", "b"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.RLock(t.Context(), "c")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name string
+			l    *redlock.Lock
+		}{{"set", set}, {"read lock", r}} {
+			err := tc.l.PutRecord(t.Context(), "1 me")
+			if !errors.Is(err, redlock.ErrInvalid) || errors.Is(err, redlock.ErrNotHeld) {
+				t.Errorf("PutRecord of a held %s: err = %v, want ErrInvalid (and not ErrNotHeld)", tc.name, err)
+			}
+			if err := tc.l.Extend(t.Context()); err != nil {
+				t.Errorf("Extend of the %s after PutRecord: %v", tc.name, err)
+			}
+			if err := tc.l.Unlock(t.Context()); err != nil {
+				t.Errorf("Unlock of the %s: %v", tc.name, err)
+			}
+		}
+	})
+}
