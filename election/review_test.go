@@ -1,0 +1,56 @@
+package election_test
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"dlm/election"
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// A lock value given in WithLockOptions (redlock.WithValue) is used once
+// per campaign by the lock client, and a value used twice binds a new
+// holder to the record of an earlier one: while candidate b holds the
+// election's keys with a's old value, before b's record, Leader reported a
+// (resigned) as leader. Campaign gives every round a value of its own.
+// Failed on 314a9ee: Leader = {a 1}, true while b was mid-campaign.
+func TestReviewCampaignValueNotReused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		fence, record := make(chan struct{}), make(chan struct{})
+		close(fence)
+		held := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			held[i] = holdNode{m, fence, record}
+		}
+		value := redlock.WithValue("0123456789abcdefghijklmnop")
+		reader := newElection(t, newClient(t, nodes))
+		a, err := newElection(t, newClient(t, nodes), election.WithLockOptions(value)).Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustLeader(t, reader, true, election.Leader{ID: "a", Term: 1})
+		if err := a.Resign(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan *election.Leadership, 1)
+		go func() {
+			b, err := newElection(t, newClient(t, held), election.WithLockOptions(value)).Campaign(t.Context(), "b")
+			if err != nil {
+				t.Error(err)
+			}
+			got <- b
+		}()
+		synctest.Wait() // b holds the keys with its token, its record held back
+		if n := lockKeys(t, mems); n != 5 {
+			t.Fatalf("%d lock keys, want b's on all 5 nodes", n)
+		}
+		mustLeader(t, reader, false, election.Leader{Term: 2})
+		close(record)
+		if b := <-got; b != nil {
+			mustLeader(t, reader, true, election.Leader{ID: "b", Term: 2})
+			_ = b.Resign(t.Context())
+		}
+	})
+}
