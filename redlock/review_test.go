@@ -103,3 +103,97 @@ func TestReviewPutRecordOfSetOrReader(t *testing.T) {
 		}
 	})
 }
+
+// Every new kind of lock, resumed from its handle by another client with
+// auto-extension, ends with ErrClosed when that client closes, and leaves
+// no goroutine behind (synctest fails a bubble with goroutines left).
+func TestReviewResumedLocksEndOnClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := redlocktest.NewMemNodes(5)
+		c := memClient(t, nodes, redlock.WithTTL(3*time.Second), redlock.WithFencing(), redlock.WithHandoff(true))
+		set, err := c.LockAll(t.Context(), []string{"x", "y"}, redlock.WithAutoExtend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.RLock(t.Context(), "z", redlock.WithAutoExtend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.WLock(t.Context(), "v", redlock.WithAutoExtend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		other, err := redlock.New(nodes, redlock.WithTTL(3*time.Second), redlock.WithHandoff(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resumed []*redlock.Lock
+		for _, l := range []*redlock.Lock{set, r, w} {
+			rl, err := other.Resume(t.Context(), l.Handle(), redlock.WithAutoExtend())
+			if err != nil {
+				t.Fatalf("Resume of %q: %v", l.Resource(), err)
+			}
+			if rl.Shared() != l.Shared() || rl.Token() != l.Token() {
+				t.Fatalf("Resume of %q: shared %v token %d, want %v %d", l.Resource(), rl.Shared(), rl.Token(), l.Shared(), l.Token())
+			}
+			resumed = append(resumed, rl)
+		}
+		time.Sleep(10 * time.Second) // fake time: several extensions by both clients
+		for _, rl := range resumed {
+			if err := rl.Err(); err != nil {
+				t.Fatalf("resumed %q after 10s: %v", rl.Resource(), err)
+			}
+		}
+		if err := other.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, rl := range resumed {
+			<-rl.Done()
+			if !errors.Is(rl.Err(), redlock.ErrClosed) {
+				t.Errorf("resumed %q after Close: Err = %v, want ErrClosed", rl.Resource(), rl.Err())
+			}
+		}
+		for _, l := range []*redlock.Lock{set, r, w} {
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Errorf("Unlock of %q by its first client: %v", l.Resource(), err)
+			}
+		}
+	})
+}
+
+// A set waiting behind a held resource, with fencing and hand-off, ends at
+// once with ErrClosed when its client closes, and leaves no key of the set
+// on any node (and no goroutine: synctest).
+func TestReviewLockAllWaitingEndsOnClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		holder := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithFencing())
+		h, err := holder.Lock(t.Context(), "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithFencing(), redlock.WithHandoff(true), redlock.WithHandoffLimit(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := c.LockAll(context.Background(), []string{"a", "b", "c"})
+			done <- err
+		}()
+		synctest.Wait()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; !errors.Is(err, redlock.ErrClosed) {
+			t.Fatalf("LockAll when its client closed: err = %v, want ErrClosed", err)
+		}
+		for _, m := range mems {
+			keys, _ := m.Keys(t.Context(), redlock.DefaultKeyPrefix)
+			if len(keys) != 1 {
+				t.Errorf("%s: lock keys %v, want only b's", m, keys)
+			}
+		}
+		_ = h.Unlock(t.Context())
+	})
+}
