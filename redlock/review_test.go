@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -196,4 +197,24 @@ func TestReviewLockAllWaitingEndsOnClose(t *testing.T) {
 		}
 		_ = h.Unlock(t.Context())
 	})
+}
+
+// A handle cut short when copied (the commonest damage) is refused with an
+// error that says so, not "not a JSON object". Failed on 314a9ee: "its
+// content is not a handle's JSON object (not a JSON object)" for both.
+func TestReviewTruncatedHandle(t *testing.T) {
+	h := redlock.Handle{Resource: "a", Value: "0123456789abcdefghij", Until: time.Now(), TTL: time.Second}
+	b, err := h.MarshalText()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []int{1, 5, 40} {
+		_, err := redlock.ParseHandle(string(b[:len(b)-cut]))
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "cut short") {
+			t.Errorf("handle without its last %d bytes: err = %v, want ErrInvalid saying it was cut short", cut, err)
+		}
+	}
+	if _, err := redlock.ParseHandle("dlm1."); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "empty") {
+		t.Errorf(`ParseHandle("dlm1."): err = %v, want ErrInvalid saying it is empty`, err)
+	}
 }
