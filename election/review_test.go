@@ -3,6 +3,7 @@ package election_test
 import (
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"dlm/election"
 	"dlm/redlock"
@@ -52,5 +53,50 @@ func TestReviewCampaignValueNotReused(t *testing.T) {
 			mustLeader(t, reader, true, election.Leader{ID: "b", Term: 2})
 			_ = b.Resign(t.Context())
 		}
+	})
+}
+
+// Campaign blocks until elected or ctx ends, whatever bound on the tries
+// the lock client has by default (redlock.WithTries is a client option
+// too) or WithLockOptions gives. Failed on 314a9ee: b's Campaign returned
+// ErrNotAcquired after 2 attempts while a led, instead of becoming leader
+// when a resigned.
+func TestReviewCampaignIgnoresTries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := redlocktest.NewMemNodes(5)
+		a, err := newElection(t, newClient(t, nodes)).Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			name   string
+			client []redlock.Option
+			opts   []election.Option
+		}{
+			{"client WithTries", []redlock.Option{redlock.WithTries(2)}, nil},
+			{"WithLockOptions WithTries", nil, []election.Option{election.WithLockOptions(redlock.WithTries(2))}},
+		} {
+			got := make(chan error, 1)
+			var lead *election.Leadership
+			go func() {
+				var err error
+				lead, err = newElection(t, newClient(t, nodes, tc.client...), tc.opts...).Campaign(t.Context(), "b")
+				got <- err
+			}()
+			time.Sleep(5 * time.Second) // fake time: many retries while a leads
+			select {
+			case err := <-got:
+				t.Fatalf("%s: Campaign of b returned while a led: %v", tc.name, err)
+			default:
+			}
+			if err := a.Resign(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatalf("%s: Campaign of b after a resigned: %v", tc.name, err)
+			}
+			a = lead // b leads; the next case campaigns behind it
+		}
+		_ = a.Resign(t.Context())
 	})
 }
