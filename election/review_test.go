@@ -1,6 +1,8 @@
 package election_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -98,5 +100,49 @@ func TestReviewCampaignIgnoresTries(t *testing.T) {
 			a = lead // b leads; the next case campaigns behind it
 		}
 		_ = a.Resign(t.Context())
+	})
+}
+
+// A campaign waiting behind a leader ends with ErrClosed when its client
+// closes; the leader's Leadership ends with ErrClosed when its own client
+// closes; an Observe ends with its ctx. No goroutine is left (synctest).
+func TestReviewCloseEndsCampaignAndLeadership(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := redlocktest.NewMemNodes(5)
+		ca, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cb, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := newElection(t, ca).Campaign(t.Context(), "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		octx, stop := context.WithCancel(t.Context())
+		seen := newElection(t, newClient(t, nodes)).Observe(octx)
+		if ld := <-seen; ld.ID != "a" {
+			t.Fatalf("Observe: first leader %+v, want a", ld)
+		}
+		got := make(chan error, 1)
+		go func() {
+			_, err := newElection(t, cb).Campaign(t.Context(), "b")
+			got <- err
+		}()
+		time.Sleep(3 * ttl) // fake time: a keeps the lead, b retries
+		_ = cb.Close()
+		if err := <-got; !errors.Is(err, redlock.ErrClosed) {
+			t.Errorf("Campaign when its client closed: err = %v, want ErrClosed", err)
+		}
+		_ = ca.Close()
+		<-a.Done()
+		if !errors.Is(a.Err(), redlock.ErrClosed) {
+			t.Errorf("Leadership when its client closed: Err = %v, want ErrClosed", a.Err())
+		}
+		stop()
+		for range seen {
+		}
 	})
 }
