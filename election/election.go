@@ -2,6 +2,7 @@ package election
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strconv"
@@ -48,7 +49,10 @@ type options struct {
 // redlock.Client.Lock at each campaign over the client's defaults: the ttl
 // (how long a leader that stops extending stays leader: the failover
 // bound), the retry delay, the extension interval and bound. Default none:
-// the client's settings. WithAutoExtend is always added.
+// the client's settings. WithAutoExtend is always added; WithTries is
+// overridden (a campaign retries until ctx ends, whatever bound the client
+// or opts set), and so is WithValue: every round of a campaign locks with
+// a value of its own, 128 bits from crypto/rand (R4).
 func WithLockOptions(opts ...redlock.LockOption) Option {
 	return func(o *options) { o.lock = append(o.lock, opts...) }
 }
@@ -132,8 +136,15 @@ func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error)
 	if err := checkText("candidate id", id); err != nil {
 		return nil, err
 	}
-	opts := append(append([]redlock.LockOption(nil), e.opts.lock...), redlock.WithAutoExtend())
+	// WithTries(0): a bound on the tries, of the client's defaults or of
+	// WithLockOptions, would end the campaign before ctx does.
+	opts := append(append([]redlock.LockOption(nil), e.opts.lock...), redlock.WithAutoExtend(), redlock.WithTries(0), nil)
 	for {
+		// A value of its own for every round (R4), over any WithValue
+		// among the options: a value used again would bind this round's
+		// keys to the record of an earlier holder (Leader would report
+		// it), and a late release of the earlier lock would delete them.
+		opts[len(opts)-1] = redlock.WithValue(rand.Text())
 		l, err := e.client.Lock(ctx, e.resource, opts...)
 		if err != nil {
 			return nil, fmt.Errorf("election %q: campaign of %q: %w", e.name, id, err)

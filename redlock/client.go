@@ -193,6 +193,30 @@ func (c *Client) settle(sure bool, fn func()) bool {
 	return true
 }
 
+// holdSettler counts the caller as a settler (see settle) until
+// dropSettler, unless the client is closed: then it reports false. A call
+// that leaves state on the nodes which it must clear when it ends (a
+// writer's waiting marks, rw.go) holds one, so that Close waits for the
+// clearing and the clearing's requests are still sent after Close.
+func (c *Client) holdSettler() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.settlers++
+	c.bg.Add(1)
+	return true
+}
+
+// dropSettler ends what holdSettler began.
+func (c *Client) dropSettler() {
+	c.mu.Lock()
+	c.settlers--
+	c.mu.Unlock()
+	c.bg.Done()
+}
+
 func (c *Client) isClosed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -219,6 +220,9 @@ func ParseHandle(s string) (Handle, error) {
 		}
 		return Handle{}, invalidf("handle: not a lock handle: expected a text starting with %q, as printed by `dlm acquire` or Handle.MarshalText", handlePrefix)
 	}
+	if len(s) == len(handlePrefix) {
+		return Handle{}, invalidf("handle: empty after %q (was the handle cut when copied?)", handlePrefix)
+	}
 	js, err := base64.RawURLEncoding.DecodeString(s[len(handlePrefix):])
 	if err != nil {
 		var ce base64.CorruptInputError
@@ -264,6 +268,8 @@ func jsonProblem(err error) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return "it ends early: the handle was cut short when copied"
 	case errors.As(err, &se):
 		return fmt.Sprintf("syntax error at byte %d", se.Offset)
 	case errors.As(err, &te):

@@ -63,12 +63,15 @@ type recordRead struct {
 // after the lock expired, was released or passed to another holder. The
 // record key expires with the fence retention (WithFenceRetention; by
 // default it is kept, one small key per resource, replaced by each holder
-// that publishes). Every node must implement adapter.RecordNode.
+// that publishes). Every node must implement adapter.RecordNode. The lock
+// must be on one resource, held by Lock, TryLock, WLock or TryWLock (or
+// resumed from one): a lock on a set (LockAll) or a read lock (RLock) is
+// refused with ErrInvalid.
 //
 // PutRecord returns nil when a quorum stored the record within the lock's
-// validity; ErrNotHeld when the lock had ended (contacting no node), or
-// too many nodes no longer hold it, or the validity passed; else
-// ErrRecordFailed joined with the nodes' errors.
+// validity; ErrInvalid for a set or a read lock; ErrNotHeld when the lock
+// had ended (contacting no node), or too many nodes no longer hold it, or
+// the validity passed; else ErrRecordFailed joined with the nodes' errors.
 func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if l == nil {
 		return ErrNotHeld
@@ -76,6 +79,12 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	c := l.client
 	if err := c.recordCheck(); err != nil {
 		return err
+	}
+	switch {
+	case l.keys != nil: // multi.go: no one key holds the value
+		return invalidf("PutRecord of lock %q: a lock on a set of resources (LockAll) has no record; publish it under a lock on one resource", l.resource)
+	case l.mode == modeRead: // rw.go: readers share the key
+		return invalidf("PutRecord of lock %q: a read lock (RLock) has no record, as readers share the key; publish it under Lock or WLock", l.resource)
 	}
 	l.mu.Lock()
 	until, ended := l.until, l.released || l.err != nil

@@ -197,11 +197,19 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		waiter = w
 	}
 	marked := false
-	defer func() {
-		if marked {
-			c.unwait(key, waiter)
+	if waiter != "" {
+		// Close ends the call, which must still remove its marks: Close
+		// waits for that (holdSettler), and the removal is sent.
+		if !c.holdSettler() {
+			return nil, c.stopped(resource, 0, nil, ErrClosed)
 		}
-	}()
+		defer func() {
+			if marked {
+				c.unwait(key, waiter)
+			}
+			c.dropSettler()
+		}()
+	}
 	var last *AcquireError
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {
@@ -252,8 +260,9 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 
 // unwait removes a writer's waiting mark from every node, waiting for
 // every node to answer, bounded by the release timeout, so that readers
-// are admitted again as soon as the writer's call returns; a mark left on
-// a node that did not answer expires with its ttl.
+// are admitted again as soon as the writer's call returns (Close
+// included: the call holds a settler); a mark left on a node that did not
+// answer expires with its ttl.
 func (c *Client) unwait(key, waiter string) {
 	c.releaseEvery(adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, true)
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +68,9 @@ unique to this acquisition).
 				return overDuration("--ttl", ttl, maxLockTTL)
 			case wait < 0:
 				return usageErrorf("--wait must be 0 (one try) or positive, got %v", wait)
+			}
+			if err := handleFits(args); err != nil {
+				return err
 			}
 			var lopts []redlock.LockOption
 			if cmd.Flags().Changed("value-env") {
@@ -137,4 +142,32 @@ func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wai
 		attempts = max(ae.Attempts, 1)
 	}
 	return nil, withCode(acquireCode(err), acquireReason(err, wait, attempts))
+}
+
+// handleFits refuses, before anything is locked, resources whose handle
+// could outgrow what dlm extend and dlm release read (maxHandleBytes): the
+// handle of the longest value, token, ttl, end of validity and count of
+// extensions that the lock can ever have is written out and measured.
+// Resources that LockAll refuses (a name listed twice) are left to it.
+func handleFits(resources []string) error {
+	names := slices.Clone(resources)
+	slices.Sort(names)
+	worst := redlock.Handle{
+		Resource:   strings.Join(names, ","),
+		Resources:  names,
+		Value:      strings.Repeat("x", redlock.MaxValueLen),
+		Until:      time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		TTL:        time.Duration(math.MaxInt64),
+		Token:      math.MaxUint64,
+		Extensions: math.MaxInt,
+	}
+	text, err := worst.MarshalText()
+	if err != nil || len(text) <= maxHandleBytes {
+		return nil
+	}
+	total := 0
+	for _, r := range resources {
+		total += len(r)
+	}
+	return usageErrorf("the %d resource names take %d bytes: their handle could be %d bytes, over the %d that dlm extend and dlm release read; lock fewer or shorter names", len(resources), total, len(text), maxHandleBytes)
 }

@@ -64,45 +64,54 @@ func allGone(pids []int) bool {
 	return true
 }
 
-// TestLockSIGKILLTakesTheFamily: when dlm lock itself is killed with
-// SIGKILL, its command and the command's children are gone well before
-// the lock can expire, so no second holder can run beside them (issue 16,
-// defect 1).
+// TestLockSIGKILLTakesTheFamily: when dlm lock (or dlm elect) itself is
+// killed with SIGKILL, its command and the command's children are gone
+// well before the lock can expire, so no second holder (or leader) can
+// run beside them (issue 16, defect 1; dlm elect: issue 15 review).
 func TestLockSIGKILLTakesTheFamily(t *testing.T) {
 	c := redlocktest.Start(t, 3)
-	pidFile := filepath.Join(t.TempDir(), "pids")
 	const ttl = 8 * time.Second
-	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", ttl.String(), "--node-timeout", "1s",
-		"res", "--", "sh", "-c", familyScript, "sh", pidFile)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	pids := readPids(t, pidFile, stderr)
-	t.Cleanup(func() {
-		for _, p := range pids {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-	})
-	killed := time.Now()
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	for !allGone(pids) {
-		if time.Since(killed) > ttl/2 {
-			var left []int
-			for _, p := range pids {
-				if alive(p) {
-					left = append(left, p)
-				}
+	nodes := []string{"--nodes", strings.Join(c.URLs(), ","), "--ttl", ttl.String(), "--node-timeout", "1s"}
+	for _, tc := range []struct{ name, cmd, res string }{
+		{"lock", "lock", "res"},
+		{"elect", "elect", "db --id a"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pidFile := filepath.Join(t.TempDir(), "pids")
+			args := append(append([]string{tc.cmd}, nodes...), strings.Fields(tc.res)...)
+			args = append(args, "--", "sh", "-c", familyScript, "sh", pidFile)
+			cmd, _, stderr := dlmCmd(t, nil, args...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
 			}
-			t.Fatalf("%v after dlm was killed, processes %v of its command still run (the lock expires after %v)", time.Since(killed).Round(time.Millisecond), left, ttl)
-		}
-		time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline above
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			pids := readPids(t, pidFile, stderr)
+			t.Cleanup(func() {
+				for _, p := range pids {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
+			})
+			killed := time.Now()
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			for !allGone(pids) {
+				if time.Since(killed) > ttl/2 {
+					var left []int
+					for _, p := range pids {
+						if alive(p) {
+							left = append(left, p)
+						}
+					}
+					t.Fatalf("%v after dlm %s was killed, processes %v of its command still run (the lock expires after %v)", time.Since(killed).Round(time.Millisecond), tc.cmd, left, ttl)
+				}
+				time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline above
+			}
+			t.Logf("the command and its children were gone %v after dlm %s was killed (ttl %v)", time.Since(killed).Round(time.Millisecond), tc.cmd, ttl)
+			<-done
+		})
 	}
-	t.Logf("the command and its children were gone %v after dlm was killed (ttl %v)", time.Since(killed).Round(time.Millisecond), ttl)
-	<-done
 }
 
 // TestLockLostStopsTheFamily: on a lost lock, the command's children are
