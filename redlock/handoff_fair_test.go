@@ -172,11 +172,17 @@ func TestHandoffAcrossClientsTakesTurns(t *testing.T) { // R10, R17
 		if turns < 10*clients {
 			t.Fatalf("%d turns in 5 s, want many more", turns)
 		}
-		if outOfTurn > turns/10 {
-			t.Errorf("%d of %d turns out of turn, want at most a tenth: the longest-waiting client goes first", outOfTurn, turns)
+		// Measured: without -race 0 turns out of turn and 5.0 failed
+		// attempts per turn; with -race, whose scheduler runs the
+		// goroutines of one instant in another order (which waiter draws
+		// which jitter, which announcement lands first), 23-34% and
+		// 6.5-6.8. Before the turns (83ad835): 80% and 14.6. The bounds
+		// keep the two apart.
+		if outOfTurn > turns/2 {
+			t.Errorf("%d of %d turns out of turn, want at most half: the longest-waiting client goes first", outOfTurn, turns)
 		}
-		if per := float64(failed.Load()) / float64(turns); per > clients {
-			t.Errorf("%.1f failed attempts per turn with %d clients", per, clients)
+		if per := float64(failed.Load()) / float64(turns); per > 10 {
+			t.Errorf("%.1f failed attempts per turn with %d clients, want at most 10 (a herd: every client's waiter attempts at each release)", per, clients)
 		}
 	})
 }
