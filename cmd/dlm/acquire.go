@@ -103,7 +103,7 @@ unique to this acquisition).
 			return nil
 		},
 	}
-	nf.add(cmd)
+	nf.add(cmd, handlePrefixHelp)
 	hio.addFile(cmd, "write the handle into this file (replaced, mode 0600) instead of standard output")
 	hio.addJSON(cmd)
 	f := cmd.Flags()

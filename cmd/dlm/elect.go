@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -25,39 +24,11 @@ const (
 	envLeaderTerm = "DLM_LEADER_TERM"
 )
 
-// electFlags are the settings dlm elect and dlm leader share.
-type electFlags struct {
-	nodes  []string
-	nodeTO time.Duration
-	prefix string
-	tlsf   tlsFiles
-	adapt  string
-}
-
-func (f *electFlags) add(cmd *cobra.Command) {
-	addNodesFlag(cmd, &f.nodes)
-	fl := cmd.Flags()
-	fl.DurationVar(&f.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
-	fl.StringVar(&f.prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
-	fl.StringVar(&f.adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
-	addTLSFlags(cmd, &f.tlsf)
-}
-
-// election dials a fenced client and returns the election name over it,
-// and the function that closes the client.
-func (f *electFlags) election(ctx context.Context, name string, opts ...redlock.Option) (*election.Election, func(), error) {
-	if f.nodeTO <= 0 {
-		return nil, nil, usageErrorf("--node-timeout must be positive, got %v", f.nodeTO)
-	}
-	urls, err := resolveNodes(f.nodes)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := refuseAliases(ctx, urls, f.tlsf, f.nodeTO); err != nil {
-		return nil, nil, err
-	}
-	opts = append([]redlock.Option{redlock.WithFencing(), redlock.WithKeyPrefix(f.prefix), redlock.WithNodeTimeout(f.nodeTO)}, opts...)
-	client, closeClient, err := dial(f.adapt, urls, f.tlsf, opts...)
+// electionOver dials a fenced client with the node flags nf and opts (ttl
+// bounds the node timeout) and returns the election name over it, and the
+// function that closes the client.
+func electionOver(ctx context.Context, nf *nodeFlags, name string, ttl time.Duration, opts ...redlock.Option) (*election.Election, func(), error) {
+	client, closeClient, err := nf.client(ctx, ttl, append([]redlock.Option{redlock.WithFencing()}, opts...)...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -80,7 +51,7 @@ func checkElectionName(name string) error {
 // newElectCmd builds "dlm elect": run a command only while leader.
 func newElectCmd() *cobra.Command {
 	var (
-		ef     electFlags
+		ef     nodeFlags
 		id     string
 		ttl    time.Duration
 		wait   time.Duration
@@ -144,7 +115,7 @@ interrupted); otherwise the command's own exit code.`,
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
 			ctx := cmd.Context()
-			e, closeClient, err := ef.election(ctx, name, redlock.WithTTL(ttl), redlock.WithMaxExtensions(maxExt))
+			e, closeClient, err := electionOver(ctx, &ef, name, ttl, redlock.WithMaxExtensions(maxExt))
 			if err != nil {
 				return err
 			}
@@ -165,7 +136,7 @@ interrupted); otherwise the command's own exit code.`,
 			return r.guarded(sigs, holding{what: fmt.Sprintf("leadership of election %q", name), env: env, done: lead.Done(), err: lead.Err})
 		},
 	}
-	ef.add(cmd)
+	ef.add(cmd, "prefix of the lock keys on the nodes")
 	f := cmd.Flags()
 	f.StringVar(&id, "id", "", "the candidate's identity, public (required; printable, at most 256 bytes)")
 	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "leadership validity (R6): extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
@@ -212,7 +183,7 @@ type leaderJSON struct {
 // newLeaderCmd builds "dlm leader": who leads an election.
 func newLeaderCmd() *cobra.Command {
 	var (
-		ef      electFlags
+		ef      nodeFlags
 		asJSON  bool
 		timeout time.Duration
 	)
@@ -242,7 +213,7 @@ few nodes answered to tell.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			e, closeClient, err := ef.election(ctx, name)
+			e, closeClient, err := electionOver(ctx, &ef, name, redlock.DefaultTTL)
 			if err != nil {
 				return err
 			}
@@ -270,7 +241,7 @@ few nodes answered to tell.`,
 			return err
 		},
 	}
-	ef.add(cmd)
+	ef.add(cmd, "prefix of the lock keys on the nodes")
 	f := cmd.Flags()
 	f.BoolVar(&asJSON, "json", false, `print {"name":NAME,"leader":ID or null,"term":N}`)
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to try to reach the nodes")

@@ -70,7 +70,7 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 			return hio.write(cmd, l, true)
 		},
 	}
-	nf.add(cmd)
+	nf.add(cmd, handlePrefixHelp)
 	hio.addFile(cmd, "read the handle from this file, and replace it with the new handle (mode 0600)")
 	hio.addJSON(cmd)
 	f := cmd.Flags()

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -46,41 +44,8 @@ unreachable (no quorum answered); 74 the lock is no longer held (expired,
 released, taken over, the handle's value is wrong, or the extension bound
 was reached); 75 (acquire) held elsewhere within --wait.`
 
-// nodeFlags are the flags of the handle commands that reach the nodes.
-type nodeFlags struct {
-	nodes  []string
-	nodeTO time.Duration
-	prefix string
-	tlsf   tlsFiles
-	adapt  string
-}
-
-// add adds the flags to cmd.
-func (nf *nodeFlags) add(cmd *cobra.Command) {
-	addNodesFlag(cmd, &nf.nodes)
-	f := cmd.Flags()
-	f.DurationVar(&nf.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
-	f.StringVar(&nf.prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes (extend, release: default the handle's)")
-	f.StringVar(&nf.adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
-	addTLSFlags(cmd, &nf.tlsf)
-}
-
-// client checks the nodes and dials a lock client over them with opts and
-// the flags' node timeout and key prefix; ttl bounds the node timeout.
-func (nf *nodeFlags) client(ctx context.Context, ttl time.Duration, opts ...redlock.Option) (*redlock.Client, func(), error) {
-	if nf.nodeTO <= 0 || nf.nodeTO >= ttl {
-		return nil, nil, usageErrorf("--node-timeout must be positive and well under the ttl %v, got %v", ttl, nf.nodeTO)
-	}
-	urls, err := resolveNodes(nf.nodes)
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := refuseAliases(ctx, urls, nf.tlsf, nf.nodeTO); err != nil {
-		return nil, nil, err
-	}
-	opts = append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(nf.prefix), redlock.WithNodeTimeout(nf.nodeTO)}, opts...)
-	return dial(nf.adapt, urls, nf.tlsf, opts...)
-}
+// handlePrefixHelp is --key-prefix's help in the handle commands.
+const handlePrefixHelp = "prefix of the lock keys on the nodes (extend, release: default the handle's)"
 
 // handleIO is where a handle command reads its handle and writes the new
 // one: --handle-file and --json.

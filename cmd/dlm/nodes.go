@@ -124,3 +124,40 @@ func refuseAliases(ctx context.Context, urls []string, t tlsFiles, timeout time.
 	}
 	return nil
 }
+
+// nodeFlags are the node flags of the commands that dial a lock client
+// (acquire, extend, release, elect, leader).
+type nodeFlags struct {
+	nodes  []string
+	nodeTO time.Duration
+	prefix string
+	tlsf   tlsFiles
+	adapt  string
+}
+
+// add adds the flags to cmd, with prefixHelp as --key-prefix's help.
+func (nf *nodeFlags) add(cmd *cobra.Command, prefixHelp string) {
+	addNodesFlag(cmd, &nf.nodes)
+	f := cmd.Flags()
+	f.DurationVar(&nf.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
+	f.StringVar(&nf.prefix, "key-prefix", redlock.DefaultKeyPrefix, prefixHelp)
+	f.StringVar(&nf.adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	addTLSFlags(cmd, &nf.tlsf)
+}
+
+// client checks the nodes and dials a lock client over them with opts and
+// the flags' node timeout and key prefix; ttl bounds the node timeout.
+func (nf *nodeFlags) client(ctx context.Context, ttl time.Duration, opts ...redlock.Option) (*redlock.Client, func(), error) {
+	if nf.nodeTO <= 0 || nf.nodeTO >= ttl {
+		return nil, nil, usageErrorf("--node-timeout must be positive and well under the ttl %v, got %v", ttl, nf.nodeTO)
+	}
+	urls, err := resolveNodes(nf.nodes)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := refuseAliases(ctx, urls, nf.tlsf, nf.nodeTO); err != nil {
+		return nil, nil, err
+	}
+	opts = append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(nf.prefix), redlock.WithNodeTimeout(nf.nodeTO)}, opts...)
+	return dial(nf.adapt, urls, nf.tlsf, opts...)
+}

@@ -51,7 +51,7 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 			return nil
 		},
 	}
-	nf.add(cmd)
+	nf.add(cmd, handlePrefixHelp)
 	hio.addFile(cmd, "read the handle from this file")
 	return cmd
 }
