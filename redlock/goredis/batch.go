@@ -174,7 +174,7 @@ func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
 func (n *Node) scriptOf(op adapter.Op) *batch.Script {
 	if op.IsMulti() {
-		return n.multiScript(op) // multi.go
+		return n.multiB.Of(op)
 	}
 	switch op {
 	case adapter.OpAcquire:

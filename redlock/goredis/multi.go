@@ -23,33 +23,6 @@ type multiScripts struct {
 	acquire, release, extend, acquireFenced, raiseFences *redis.Script
 }
 
-// multiBatchScripts are the same scripts for the batches of a pipelined
-// Node (batch.go): AcquireAll, ReleaseAll and ExtendAll go through the
-// node's queue like the requests on one key, and so keep Start order with
-// them; the fenced ones are blocking calls, as for one key.
-type multiBatchScripts struct {
-	acquire, release, extend *batch.Script
-}
-
-func newMultiBatchScripts() multiBatchScripts {
-	return multiBatchScripts{
-		acquire: batch.NewScript(scripts.AcquireAll),
-		release: batch.NewScript(scripts.ReleaseAll),
-		extend:  batch.NewScript(scripts.ExtendAll),
-	}
-}
-
-// multiScript returns the batch script that runs op, an operation on a set.
-func (n *Node) multiScript(op adapter.Op) *batch.Script {
-	switch op {
-	case adapter.OpAcquireAll:
-		return n.multiB.acquire
-	case adapter.OpExtendAll:
-		return n.multiB.extend
-	}
-	return n.multiB.release // OpReleaseAll, OpReleaseAllAnnounce
-}
-
 // multiCommand appends the command of req, an operation on the set
 // req.Keys, run by s, to buf: by EVALSHA, or by EVAL when eval is set or
 // the node is not known to have the script.

@@ -45,7 +45,7 @@ type Node struct {
 	sender            sender
 	releaseS, extendS *batch.Script
 	transferS         *batch.Script
-	multiB            multiBatchScripts // multi.go
+	multiB            batch.SetScripts // the set scripts of the batches (multi.go)
 }
 
 var (
@@ -92,7 +92,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 			n.releaseS = batch.NewScript(scripts.Release)
 			n.extendS = batch.NewScript(scripts.Extend)
 			n.transferS = batch.NewScript(scripts.Transfer)
-			n.multiB = newMultiBatchScripts()
+			n.multiB = batch.NewSetScripts()
 			n.queue.Init("goredis", MaxBatch, n.send)
 		}
 	}

@@ -119,7 +119,7 @@ func (n *Node) send(items []batch.Item) {
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
 func (n *Node) scriptOf(op adapter.Op) *batch.Script {
 	if op.IsMulti() {
-		return n.multiScript(op) // multi.go
+		return n.multi.Of(op) // multi.go
 	}
 	switch op {
 	case adapter.OpAcquire:

@@ -23,28 +23,16 @@ var (
 // (batch.go) like the requests on one key, and so keep Start order with
 // them; the fenced ones are blocking calls, as for one key.
 type multiScripts struct {
-	acquire, release, extend, acquireFenced, raiseFences *batch.Script
+	batch.SetScripts
+	acquireFenced, raiseFences *batch.Script
 }
 
 func newMultiScripts() multiScripts {
 	return multiScripts{
-		acquire:       batch.NewScript(scripts.AcquireAll),
-		release:       batch.NewScript(scripts.ReleaseAll),
-		extend:        batch.NewScript(scripts.ExtendAll),
+		SetScripts:    batch.NewSetScripts(),
 		acquireFenced: batch.NewScript(scripts.AcquireAllFenced),
 		raiseFences:   batch.NewScript(scripts.RaiseFences),
 	}
-}
-
-// multiScript returns the script that runs op, an operation on a set.
-func (n *Node) multiScript(op adapter.Op) *batch.Script {
-	switch op {
-	case adapter.OpAcquireAll:
-		return n.multi.acquire
-	case adapter.OpExtendAll:
-		return n.multi.extend
-	}
-	return n.multi.release // OpReleaseAll, OpReleaseAllAnnounce
 }
 
 // multiCommand builds the command of req, an operation on the set
