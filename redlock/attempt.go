@@ -1,6 +1,9 @@
 package redlock
 
-import "context"
+import (
+	"context"
+	"sync/atomic"
+)
 
 // attempt is one acquisition (R8): send SET NX PX to all nodes at once
 // (R15), decide as soon as a quorum acquired or can no longer acquire, compute
@@ -67,6 +70,9 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		if from != nil {
 			l.run = from.run + 1
 			l.extensions = from.extensionsDone()
+		}
+		if l.mode == modeExclusive && l.keys == nil && fz.token == 0 && !c.opts.fencing && !o.valueSet {
+			l.shown = new(atomic.Bool) // may be kept by a hand-over (handoff.go)
 		}
 		c.grant(l, o) // auto-extension, Done (life.go)
 		if len(c.obs) > 0 {

@@ -51,14 +51,22 @@
 // retry at once, one at a time in FIFO order, instead of sleeping out their
 // delay; the timed random retry stays as the fallback for a lost
 // announcement. When another Lock call of the same client waits for the
-// resource, Unlock hands the lock over: it acquires on the waiter's behalf,
-// sending the waiter's SET NX to each node right behind the release (in the
-// same batch over redlock/rueidis and redlock/goredis), or, when every node is an
-// adapter.TransferNode, turning the key from the holder's value into the
-// waiter's in one atomic step so that the key is never free. The waiter's
-// Lock returns that lock only once a quorum holds its value within its
-// validity, exactly as after its own attempt (R8.3, R9); otherwise it
-// retries at once. WithHandoffLimit bounds the hand-overs in a row within
+// resource, Unlock hands the lock over. When nobody read the lock's value
+// (Value, Handle), it was not the caller's (WithValue), fencing is off, the
+// waiter asked for the same ttl and drift factor, and at least 7/8 of the
+// waiter's validity (ttl - drift) remains, the waiter keeps the lock as it
+// is: same value, same Until, and no node is asked, since the keys already
+// hold that value on a quorum until then (R9, R13) and this client alone
+// decides which of its calls relies on them. Otherwise Unlock acquires on
+// the waiter's behalf, sending the waiter's SET NX to each node right
+// behind the release (in the same batch over redlock/rueidis and
+// redlock/goredis), or, when every node is an adapter.TransferNode, turning
+// the key from the holder's value into the waiter's in one atomic step so
+// that the key is never free; the waiter's Lock returns that lock only once
+// a quorum holds its new value within its validity, exactly as after its
+// own attempt (R8.3, R9); otherwise it retries at once. A value that was
+// read is never passed on, so it stays a check-and-set guard of one holder
+// (R18); read it before Unlock, not after. WithHandoffLimit bounds the hand-overs in a row within
 // one client (default 16) before a release is announced to every client's
 // waiters alike, and a lock handed over keeps counting the extensions of
 // the locks before it (R17). The clients woken by one announced release

@@ -136,6 +136,9 @@ type Handle struct {
 // was released, expired or lost, Resume and Release of it return
 // ErrNotHeld.
 func (l *Lock) Handle() Handle {
+	if l.shown != nil {
+		l.shown.Store(true) // never passed on (handoff.go: keep)
+	}
 	now := time.Now()
 	l.mu.Lock()
 	until, ext := l.until, l.extensions

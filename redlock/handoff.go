@@ -403,6 +403,12 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 		h.mu.Unlock()
 		return handNone, nil // released as usual, then w is woken
 	}
+	if nl := c.keep(l, w.opts); nl != nil {
+		w.handing = true
+		h.mu.Unlock()
+		h.deliver(l.key, w, nl)
+		return handDone, nil
+	}
 	value, err := c.values.next()
 	if err != nil {
 		h.mu.Unlock()
@@ -456,6 +462,54 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 	}
 	h.deliver(l.key, w, nl)
 	return handDone, err
+}
+
+// keepShare is the share of a waiter's validity (ttl - drift) that a lock
+// must still have for a hand-over to keep it (keep).
+const keepNum, keepDen = 7, 8
+
+// keep returns the lock that takes over l, which Unlock is ending, for a
+// waiter of this client with options o without asking any node: the keys
+// hold l's value on a quorum until l's Until (R9, R13), and this client
+// decides which of its own Lock calls relies on them, so the waiter
+// continues l (same value, same Until, the chain's runs and extensions,
+// R17) at no round trip. It returns nil, and the hand-over acquires anew
+// (transfer, or release and SET NX), unless l is one exclusive lock of
+// this client's own random value that nobody read (Value, Handle: a value
+// known outside must not serve two holders, R18), without fencing (every
+// holder gets a new token), with the waiter's ttl and drift, and with at
+// least keepNum/keepDen of the waiter's validity left.
+func (c *Client) keep(l *Lock, o lockOptions) *Lock {
+	if l.shown == nil || l.shown.Load() || l.mode != modeExclusive || l.keys != nil || c.opts.fencing || o.ttl != l.ttl || drift(o.ttl, o.driftFactor) != l.drift {
+		return nil
+	}
+	now := time.Now()
+	l.mu.Lock()
+	until, ext := l.until, l.extensions
+	l.mu.Unlock()
+	v := until.Sub(now)
+	if v < (o.ttl-l.drift)/keepDen*keepNum {
+		return nil
+	}
+	nl := &Lock{
+		client:     c,
+		resource:   l.resource,
+		key:        l.key,
+		value:      l.value,
+		ttl:        l.ttl,
+		drift:      l.drift,
+		until:      until,
+		inflight:   l.inflight,
+		run:        l.run + 1,
+		mode:       modeExclusive,
+		shown:      l.shown,
+		extensions: ext,
+	}
+	c.grant(nl, o) // auto-extension, Done (life.go)
+	if len(c.obs) > 0 {
+		c.obs.Attempt(AttemptEvent{Resource: nl.resource, Outcome: AttemptAcquired, Validity: v, Handed: true})
+	}
+	return nl
 }
 
 // deliver ends a hand-over to w: w gets the lock nl, or a wake-up to retry

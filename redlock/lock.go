@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -28,6 +29,11 @@ type Lock struct {
 	token    uint64          // fencing token (fencing.go), 0 without fencing
 	run      int             // hand-overs in a row within the client that led to it
 	mode     lockMode        // exclusive, or a read or write lock (rw.go)
+	// shown is set once the value has left the client's keeping (Value,
+	// Handle), shared by the locks that kept one value (handoff.go: keep);
+	// nil where the value was known outside from the start (WithValue,
+	// Resume) or the lock is never kept (sets, read-write, fencing).
+	shown *atomic.Bool
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time
@@ -53,10 +59,19 @@ type Lock struct {
 func (l *Lock) Resource() string { return l.resource }
 
 // Value returns the lock's value (R4): 20 bytes from crypto/rand,
-// base64url-encoded, or the caller's (WithValue). A quorum of nodes held it under the lock key when the
-// lock was granted (a lock handed over within a client included), so it can
-// serve a storage system as a check-and-set guard (R18).
-func (l *Lock) Value() string { return l.value }
+// base64url-encoded, or the caller's (WithValue). A quorum of nodes held it
+// under the lock key when the lock was granted (a lock handed over within a
+// client included), so it can serve a storage system as a check-and-set
+// guard (R18). A value that was read is never passed on: a lock handed over
+// within the client keeps its holder's value only when nobody read it
+// (WithHandoffLimit), so read Value while you hold the lock, not after
+// Unlock, when you use it as a guard.
+func (l *Lock) Value() string {
+	if l.shown != nil {
+		l.shown.Store(true)
+	}
+	return l.value
+}
 
 // TTL returns the lock validity time the lock was acquired with.
 func (l *Lock) TTL() time.Duration { return l.ttl }
@@ -97,10 +112,12 @@ func (l *Lock) Validity() time.Duration {
 // so that a deferred Unlock after a failed acquisition is safe.
 //
 // When another Lock call of the same client waits for the resource, Unlock
-// hands the lock over to it (see WithHandoffLimit): it acquires on the
-// waiter's behalf right behind the release, or in the same atomic step
-// where the nodes are adapter.TransferNodes, and returns once that
-// acquisition is decided.
+// hands the lock over to it (see WithHandoffLimit and the package
+// documentation): the waiter keeps this lock as it is when nobody read its
+// value and enough validity remains (no node is asked); otherwise Unlock
+// acquires on the waiter's behalf right behind the release, or in the same
+// atomic step where the nodes are adapter.TransferNodes, and returns once
+// that acquisition is decided.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return ErrNotHeld

@@ -84,10 +84,11 @@ type AttemptEvent struct {
 	Fence []NodeResult
 	// Token is the fencing token of a granted fenced lock, else 0.
 	Token uint64
-	// Handed is true when the lock was passed from another Lock call of
-	// this client as it unlocked (WithHandoffLimit): no node was asked
-	// before the grant (Nodes is nil), and Validity is what the lock
-	// inherited.
+	// Handed is true when the lock was handed over by another Lock call
+	// of this client as it unlocked (WithHandoffLimit). Nodes is nil when
+	// the waiter kept that lock (same value and Until, no node asked;
+	// Validity is what it inherited), else the nodes' answers to the
+	// acquisition Unlock made on the waiter's behalf.
 	Handed bool
 	// Resumed is true when the lock was taken over from a handle
 	// (Client.Resume): Elapsed and Nodes are zero, and the confirming

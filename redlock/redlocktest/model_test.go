@@ -77,7 +77,7 @@ func TestModel(t *testing.T) {
 		}
 	}
 	t.Logf("seed %d, %d operations (replay: go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d)", seed, total, seed, total)
-	var ops, writes, grants, rounds, attempts, extensions, refused int
+	var ops, writes, grants, rounds, attempts, extensions, refused, kept int
 	var checking time.Duration
 	start := time.Now()
 	for r := 0; ops < total; r++ {
@@ -93,7 +93,7 @@ func TestModel(t *testing.T) {
 		watchdog.Stop()
 		rounds++
 		ops, writes, grants = ops+res.ops, writes+res.writes, grants+res.grants
-		attempts, extensions, refused = attempts+res.attempts, extensions+res.extensions, refused+res.refused
+		attempts, extensions, refused, kept = attempts+res.attempts, extensions+res.extensions, refused+res.refused, kept+res.kept
 		checkStart := time.Now()
 		checks := []checker.Result{checker.CheckMutex(res.h), checker.CheckFencing(res.h)}
 		checking += time.Since(checkStart)
@@ -108,8 +108,8 @@ func TestModel(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("%d rounds, %d client operations (%d acquisition attempts, %d extensions), %d grants, %d register writes (%d refused by the fence) in %v (checks: %v)",
-		rounds, ops, attempts, extensions, grants, writes, refused, time.Since(start).Round(time.Millisecond), checking.Round(time.Millisecond))
+	t.Logf("%d rounds, %d client operations (%d acquisition attempts, %d extensions), %d grants (%d kept by a hand-over), %d register writes (%d refused by the fence) in %v (checks: %v)",
+		rounds, ops, attempts, extensions, grants, kept, writes, refused, time.Since(start).Round(time.Millisecond), checking.Round(time.Millisecond))
 }
 
 // The model's negative control: with every node lying that it acquired
@@ -205,6 +205,7 @@ type modelResult struct {
 	h                    *checker.History
 	ops, writes, grants  int
 	attempts, extensions int
+	kept                 int // hand-overs that kept the lock (redlock: keep)
 	refused              int
 }
 
@@ -232,6 +233,7 @@ type model struct {
 	errs     []error
 
 	attempts, extensions atomic.Int64
+	kept                 atomic.Int64
 }
 
 func (m *model) now() int64 { return int64(time.Since(m.start)) }
@@ -339,7 +341,7 @@ func runModelRound(t *testing.T, cfg modelRound) modelResult {
 	for _, err := range m.errs {
 		t.Error(err)
 	}
-	return modelResult{h: &m.h, ops: m.ops, writes: m.writes, grants: m.grants, attempts: int(m.attempts.Load()), extensions: int(m.extensions.Load()), refused: m.refused}
+	return modelResult{h: &m.h, ops: m.ops, writes: m.writes, grants: m.grants, attempts: int(m.attempts.Load()), extensions: int(m.extensions.Load()), kept: int(m.kept.Load()), refused: m.refused}
 }
 
 // injectFaults keeps at most modelFaulty nodes faulty at a time, each fault
@@ -470,8 +472,14 @@ func (m *model) each(o checker.Op, hd *held) {
 	}
 }
 
-// Attempt counts acquisition attempts (redlock.Observer).
-func (m *model) Attempt(redlock.AttemptEvent) { m.attempts.Add(1) }
+// Attempt counts acquisition attempts, and the hand-overs that kept a
+// lock without asking any node (redlock.Observer).
+func (m *model) Attempt(e redlock.AttemptEvent) {
+	m.attempts.Add(1)
+	if e.Handed && e.Nodes == nil {
+		m.kept.Add(1)
+	}
+}
 
 // Extension counts extensions (redlock.Observer).
 func (m *model) Extension(redlock.ExtensionEvent) { m.extensions.Add(1) }
@@ -533,11 +541,22 @@ func (m *model) step(rng *rand.Rand, slot int, name string) {
 			m.each(o, &held{id: m.failedID(name), resources: resources})
 			return
 		}
-		hd := &held{l: l, id: l.Value(), token: l.Token(), until: l.Until(), resources: resources}
+		// Named by a grant number, not by the value: a value that was
+		// read is never kept by a hand-over (redlock: keep), and the
+		// model must exercise the kept hand-over too.
+		hd := &held{l: l, id: m.grantID(name), token: l.Token(), until: l.Until(), resources: resources}
 		o.OK, o.Until, o.Token = true, m.at(hd.until), hd.token
 		m.each(o, hd)
 		m.hold(rng, hd, name, auto)
 	}
+}
+
+// grantID names a granted lock in the history.
+func (m *model) grantID(name string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.doIDs++
+	return fmt.Sprintf("lock-%s-%d", name, m.doIDs)
 }
 
 // failedID names a failed acquisition, which the history needs too.
