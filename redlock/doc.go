@@ -70,10 +70,12 @@
 // one client (default 16) before a release is announced to every client's
 // waiters alike, and a lock handed over keeps counting the extensions of
 // the locks before it (R17). The clients woken by one announced release
-// attempt in turn, not all at once: each lets one attempt's duration pass
-// per client that has waited longer, counted by the releases it heard since
-// it last held the key (up to 8 ranks), so that the longest-waiting client
-// goes first and the last holder last. A lock that had already ended (lost, expired)
+// attempt in turn, not all at once: each lets one slot (twice its smoothed
+// round trip to the nodes) pass per client that has waited longer, counted
+// by the releases it heard since it last held the key (up to 8 ranks), so
+// that the longest-waiting client goes first and the last holder last; a
+// client that has heard no rival goes at once, or after one slot when the
+// release was its own yield. A lock that had already ended (lost, expired)
 // is never handed over. WithHandoff(false) turns the hand-off off.
 // Unlock releases on every node with a compare-and-delete script (R5, R12),
 // even when its context is already done, each release bounded by the

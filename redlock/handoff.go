@@ -277,7 +277,7 @@ func (h *handoff) notify(key, value string) {
 		if value != ts.yielded {
 			ts.rivalNow = true
 		}
-		h.give(q[0], wake{remote: true, slots: h.spread(key)})
+		h.give(q[0], wake{remote: true, slots: h.spread(key, value)})
 	}
 	h.wakeSets(key) // multi.go
 }
@@ -310,7 +310,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 	defer h.mu.Unlock()
 	for _, w := range h.queues[key] {
 		if w != self {
-			h.give(w, wake{remote: true, slots: h.spread(key)})
+			h.give(w, wake{remote: true, slots: h.spread(key, "")})
 			return
 		}
 	}
@@ -338,24 +338,38 @@ func (h *handoff) give(w *waiter, wk wake) {
 // release, spread attempts out in order (spread).
 const handoffRanks = 8
 
-// spread is how many attempt durations the longest waiter of key lets pass
-// after an announcement before its attempt, so that the waiters of several
-// clients woken by one release attempt one after another, the client that
-// has waited longest first, instead of all at once (R10: in a herd the
-// first to reach the nodes wins at random, every other attempt is wasted,
-// and votes may split). Every client hears the same announcements, so the
-// number heard since a client last held the key (seen) ranks the clients
-// alike: the last holder has heard one (its own release), the one that held
-// the key k turns ago k+1. A client goes handoffRanks-seen attempt
-// durations after the announcement: the last holder last, a client that
-// has waited handoffRanks turns or more at once. The ladder is the same for
-// every client, so that no client's rank depends on its own history. A
-// client that heard no other client's release between its last two turns
-// (alone, or new) goes at once: nobody else is likely to take the key, and
-// it would only wait. Called with h.mu held.
-func (h *handoff) spread(key string) int {
+// spread is how many rank slots (retry.go: rankSlot) the longest waiter of
+// key lets pass after the announcement of value's release before its
+// attempt, so that the waiters of several clients woken by one release
+// attempt one after another, the client that has waited longest first,
+// instead of all at once (R10: in a herd the first to reach the nodes wins
+// at random, every other attempt is wasted, and votes may split). Every
+// client hears the same announcements, so the number heard since a client
+// last held the key (seen) ranks the clients alike: the last holder has
+// heard one (its own release), the one that held the key k turns ago k+1.
+// A client goes handoffRanks-seen slots after the announcement: the last
+// holder last, a client that has waited handoffRanks turns or more at once.
+// The ladder is the same for every client, so that no client's rank
+// depends on its own history.
+//
+// A client that has heard no other client's release since the turn before
+// its last one (alone at the key, or new to it) has no rival to rank
+// against: it goes at once, except after its own yield (WithHandoffLimit),
+// when it lets one slot pass, so that a rival it did not know of, going at
+// once, reaches the nodes first. Without that slot, a client that won two
+// turns in a row (the jitter can make it) would count itself alone, win
+// again at every yield, and never hear the rivals it kept out. Called with
+// h.mu held.
+func (h *handoff) spread(key, value string) int {
 	ts := h.turns[key]
-	if ts == nil || !ts.rival {
+	if ts == nil {
+		return 0
+	}
+	rivals := ts.rival || ts.rivalNow
+	switch {
+	case value != "" && value == ts.yielded && !rivals:
+		return 1
+	case !rivals:
 		return 0
 	}
 	return max(0, handoffRanks-ts.seen)

@@ -20,6 +20,21 @@ func (c *Client) retryDelay(o lockOptions) time.Duration {
 	return d
 }
 
+// rankSlot is the length of one rank of the hand-off (handoff.go: spread):
+// twice the smoothed round trip of the client's fans (rto.go), so that an
+// attempt started anywhere in the first half of its slot (the jitter) has
+// reached the nodes before the next rank's starts. Clients of the same
+// nodes see about the same round trip, so their ranks line up; a client's
+// own last attempt would not (a failed attempt is decided later than a
+// granted one). Without a sample yet, the last attempt's duration, elapsed,
+// stands in. Never more than the minimum retry delay (R10).
+func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) time.Duration {
+	if srtt, ok := c.rtt.smoothed(); ok {
+		elapsed = 2 * srtt
+	}
+	return min(elapsed, o.retryMin)
+}
+
 // jitter draws a random delay in [0, max].
 func (c *Client) jitter(max time.Duration) time.Duration {
 	if max <= 0 {
@@ -124,10 +139,10 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 		return wk, nil
 	}
 	// Its rank among the clients woken by the same release (handoff.go,
-	// spread): a slot of one attempt's duration per client ahead of it,
-	// then the jitter within the slot; never past the minimum retry delay.
-	slot := min(elapsed, o.retryMin)
-	j := min(time.Duration(wk.slots)*slot+c.jitter(slot), o.retryMin)
+	// spread): a slot per client ahead of it, then a jitter within the
+	// first half of the slot; never past the minimum retry delay.
+	slot := c.rankSlot(elapsed, o)
+	j := min(time.Duration(wk.slots)*slot+c.jitter(slot/2), o.retryMin)
 	if j <= 0 {
 		return wake{}, nil
 	}

@@ -100,6 +100,14 @@ func (r *rto) timeout(floor, limit time.Duration) time.Duration {
 	return min(t, limit)
 }
 
+// smoothed returns the smoothed round trip (srtt), or false with no sample
+// yet (retry.go: the hand-off's rank slot).
+func (r *rto) smoothed() (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.srtt, r.sampled
+}
+
 // timeoutLimit is the most a fan with requests of ttl (0: none) waits for
 // its nodes: twenty node timeouts, and no more than a tenth of the ttl, but
 // never less than the node timeout itself.
