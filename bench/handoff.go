@@ -31,7 +31,8 @@ type contStats struct {
 	// Round: the winning attempt, T1 to its decision.
 	Release, Wake, Round quantiles
 	// Attempts is the mean number of attempts in the whole run per
-	// critical section.
+	// critical section; a lock handed over within a process is not an
+	// attempt of the waiter's (and asks no node when it is kept).
 	Attempts float64
 	// PerProc counts each process's critical sections; Turn is the mean
 	// number of critical sections in a row in one process.
@@ -77,7 +78,11 @@ func analyzeCont(rs []contChildResult, dur time.Duration) contStats {
 		procCounts = append(procCounts, n)
 		st.Failed += r.Failed
 		st.CPU += r.CPU
-		attempts += len(r.Attempts)
+		for _, a := range r.Attempts {
+			if !a.Handed {
+				attempts++
+			}
+		}
 		for _, c := range r.CS {
 			all = append(all, holding{i, c})
 		}

@@ -275,15 +275,15 @@ func (r *Report) Markdown(w io.Writer) {
 			num(r.S.med("mp-cpu-client", l)*1e6, "%.0f"), num(r.S.med("mp-cpu-redis", l)*1e6, "%.0f"),
 			ms(r.S.med("mp-cross-p50", l)), ms(r.S.med("mp-cross-p99", l)), ms(r.S.med("mp-local-p50", l)), ms(r.S.med("mp-local-p99", l)))
 	}
-	p("\n**Where a hand-off across processes goes** (dlm's clients, from their observers: the holder's Unlock call to its return; from the Unlock call to the start (T1) of the next holder's winning attempt, which covers the release reaching the nodes, the announcement, the waiter's wake-up and jitter, or its timed retry; the winning attempt itself; and acquisition attempts per critical section)\n\n")
-	p("| library | Unlock p50 / p99 | Unlock to winning attempt p50 / p99 | winning attempt p50 / p99 | attempts per critical section |\n|---|---:|---:|---:|---:|\n")
+	p("\n**Where a hand-off across processes goes** (dlm's clients, from their observers: the holder's Unlock call to its return; from the Unlock call to the start (T1) of the next holder's winning attempt, which covers the release reaching the nodes, the announcement, the waiter's wake-up and jitter, or its timed retry; the winning attempt itself; acquisition attempts per critical section, a lock handed over within a process not counted (it asks no node when kept); and critical sections in a row in one process)\n\n")
+	p("| library | Unlock p50 / p99 | Unlock to winning attempt p50 / p99 | winning attempt p50 / p99 | attempts per critical section | in a row in one process |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.ContLibs {
 		if math.IsNaN(r.S.med("mp-wake-p50", l)) {
 			continue
 		}
-		p("| %s | %s / %s | %s / %s | %s / %s | %s |\n", l, ms(r.S.med("mp-release-p50", l)), ms(r.S.med("mp-release-p99", l)),
+		p("| %s | %s / %s | %s / %s | %s / %s | %s | %s |\n", l, ms(r.S.med("mp-release-p50", l)), ms(r.S.med("mp-release-p99", l)),
 			ms(r.S.med("mp-wake-p50", l)), ms(r.S.med("mp-wake-p99", l)), ms(r.S.med("mp-round-p50", l)), ms(r.S.med("mp-round-p99", l)),
-			num(r.S.med("mp-attempts", l), "%.1f"))
+			num(r.S.med("mp-attempts", l), "%.2f"), num(r.S.med("mp-turn", l), "%.1f"))
 	}
 
 	if len(r.Failures) > 0 {
