@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,6 +100,10 @@ func handOverOnce(t *testing.T, resource string, firstOpts, waiterOpts []redlock
 	if h.first, err = c.TryLock(ctx, resource, firstOpts...); err != nil {
 		t.Fatal(err)
 	}
+	// Read, so that the hand-over transfers the key to a value of the
+	// waiter's: an unread lock is kept as it is (redlock:
+	// TestHandoffKeepsAnUnreadLock), which asks no node.
+	_ = h.first.Value()
 	got := waitFor(t, ctx, h.cl, c, resource, waiterOpts...)
 	h.firstUntil, h.unlocked = h.first.Until(), time.Now()
 	if err := h.first.Unlock(ctx); err != nil {
@@ -109,8 +115,8 @@ func handOverOnce(t *testing.T, resource string, firstOpts, waiterOpts []redlock
 	return h
 }
 
-// Unlock with a waiter of the same client passes the lock: the waiter holds
-// it under its own value at once, the key never comes free on a node, and
+// Unlock with a waiter of the same client passes a lock whose value was
+// read by a transfer: the waiter holds it under its own value at once, the key never comes free on a node, and
 // its Until moves to its own T1 + ttl - drift once a quorum confirmed the
 // transfer (R9, R13).
 func TestPassHandsTheLockOver(t *testing.T) {
@@ -142,6 +148,62 @@ func TestPassHandsTheLockOver(t *testing.T) {
 	}
 	if granted, pg, pe := h.obs.counts(); granted != 2 || pg != 1 || pe != 1 {
 		t.Fatalf("observer saw %d grants, %d passed grants, %d passed ends; want 2, 1, 1", granted, pg, pe)
+	}
+}
+
+// Over real nodes, a lock whose value nobody read is kept by the waiter of
+// the same client: the same value and Until, and the holder's Unlock sends
+// the nodes nothing (their command counts do not move).
+func TestPassKeepsAnUnreadLock(t *testing.T) {
+	cl := redlocktest.Start(t, 5)
+	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	first, err := c.TryLock(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, ctx, cl, c, "kept")
+	commands := func() (n int64) {
+		for _, s := range cl.Servers {
+			info, err := s.Client().Info(ctx, "commandstats").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(info, "\n") {
+				if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") || strings.HasPrefix(line, "cmdstat_set:") {
+					calls, _, _ := strings.Cut(strings.TrimPrefix(line[strings.Index(line, ":")+1:], "calls="), ",")
+					k, _ := strconv.ParseInt(calls, 10, 64)
+					n += k
+				}
+			}
+		}
+		return n
+	}
+	until, before := first.Until(), commands()
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second := <-got
+	if second == nil {
+		t.FailNow()
+	}
+	if after := commands(); after != before {
+		t.Errorf("the kept hand-over sent %d lock commands to the nodes, want none", after-before)
+	}
+	if !second.Until().Equal(until) {
+		t.Errorf("kept lock's Until %v, want the holder's %v", second.Until(), until)
+	}
+	if v := second.Value(); v != first.Value() {
+		t.Errorf("kept lock's value differs from the holder's")
+	}
+	for i, v := range valuesOn(t, cl, "dlm:lock:kept") {
+		if v != second.Value() {
+			t.Errorf("node %d holds %q, want the kept value", i, v)
+		}
+	}
+	if err := second.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -227,7 +289,10 @@ func TestHandoffLimitLetsOtherClientsIn(t *testing.T) {
 // key on 3 of 5 behind the holder's back, as after a fault), the waiter is
 // not given a lock: a hand-over grants only what a quorum holds (R8.3). The
 // keys the transfer moved are released, the foreign ones left alone (R5),
-// and the holder's Unlock reports that it no longer held the lock.
+// and the holder's Unlock reports that it no longer held the lock. The
+// holder reads its value, so that the hand-over is a transfer: a lock whose
+// value nobody read is kept as it is (redlock: TestHandoffKeepsAnUnreadLock),
+// and is then exactly as good as the holder's was.
 func TestHandOverNotConfirmedIsNoGrant(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
@@ -237,6 +302,7 @@ func TestHandOverNotConfirmedIsNoGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	_ = first.Value() // read: never passed on
 	wctx, wcancel := context.WithCancel(ctx)
 	got := waitFor(t, wctx, cl, c, "lost")
 	for _, s := range cl.Servers[:3] {
