@@ -70,7 +70,8 @@ var (
 // itself. Any other client (a Ring, a ClusterClient, a failover client),
 // and a *redis.Client with an OnConnect hook or a
 // StreamingCredentialsProvider, which only go-redis can run, is used as
-// it is, one pooled request per call.
+// it is, one pooled request per call. Every *redis.Client, batched or not,
+// hears release announcements through go-redis PubSubs (WatchReleases).
 func NewNode(client redis.UniversalClient, name string) *Node {
 	n := &Node{
 		client:  client,
