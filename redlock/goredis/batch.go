@@ -65,8 +65,10 @@ func (n *Node) blocking(ctx context.Context, req adapter.Request) (bool, error) 
 	switch req.Op {
 	case adapter.OpAcquire:
 		return n.goAcquire(ctx, req.Key, req.Value, req.TTL)
-	case adapter.OpRelease, adapter.OpReleaseAnnounce:
+	case adapter.OpRelease:
 		return n.goRelease(ctx, req.Key, req.Value)
+	case adapter.OpReleaseAnnounce:
+		return n.goReleaseAnnounce(ctx, req.Key, req.Value)
 	case adapter.OpExtend:
 		return n.goExtend(ctx, req.Key, req.Value, req.TTL)
 	case adapter.OpTransfer:
@@ -183,8 +185,10 @@ func (n *Node) scriptOf(op adapter.Op) *batch.Script {
 		return n.extendS
 	case adapter.OpTransfer:
 		return n.transferS
+	case adapter.OpReleaseAnnounce:
+		return n.publishS
 	}
-	return n.releaseS // OpRelease, OpReleaseAnnounce (no announcement here)
+	return n.releaseS // OpRelease (the queue lets no other op in)
 }
 
 // command appends req's command to buf: SET NX PX for an acquisition (R3),
@@ -207,6 +211,8 @@ func (n *Node) command(buf []byte, req adapter.Request, eval bool) []byte {
 		return appendCommand(buf, verb, body, "1", req.Key, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
 	case adapter.OpTransfer:
 		return appendCommand(buf, verb, body, "1", req.Key, req.From, req.Value, strconv.FormatInt(req.TTL.Milliseconds(), 10))
+	case adapter.OpReleaseAnnounce:
+		return appendCommand(buf, verb, body, "1", req.Key, req.Value, ChannelPrefix) // R14
 	}
 	return appendCommand(buf, verb, body, "1", req.Key, req.Value)
 }

@@ -30,6 +30,36 @@
 // Fenced acquisitions (FencingNode) and read-write locks (RWNode) always go
 // through the client.
 //
+// # Hand-off
+//
+// A Node is an adapter.HandoffNode (R10, R14), like a redlock/rueidis node
+// and on the same channels: a release that Unlock announces runs
+// release_publish.lua of redlock/scripts, which deletes the key and
+// publishes the released value on ChannelPrefix+key in one atomic step (in
+// the node's batches, or through the client for a Node that does not
+// batch), and the waiters of a redlock client hear the releases through one
+// go-redis PubSub per node, on a connection of its own, where every watched
+// key is one SUBSCRIBE. Clients over go-redis and over rueidis sharing the
+// nodes therefore wake each other's waiters. Watch and Unwatch return once
+// the node confirmed them. The subscription pings a connection that stayed
+// silent for 10 s and lets go-redis drop it when no reply comes within 5 s;
+// go-redis dials again after a dropped connection and subscribes to every
+// watched key again, and the releases announced in between are lost: the
+// waiters' timed random retry (R10) covers them. While the node is down the
+// subscription dials again after a pause that doubles up to 1 s. Close of
+// the redlock client ends the subscriptions and their goroutines.
+//
+// Every *redis.Client hears releases, also one with an OnConnect hook or a
+// StreamingCredentialsProvider (a PubSub connection goes through go-redis'
+// own connection setup, which runs them) and a failover client. Another
+// UniversalClient does not: a Ring routes the channel to another shard than
+// the key whose release it announces, and a ClusterClient is not an
+// independent master (R2). WatchReleases then returns an error wrapping
+// errors.ErrUnsupported, and the client's waiters for other clients'
+// releases fall back to the timed retry (R10); Unlock still hands the lock
+// over to a waiter of its own client directly, which needs no
+// subscription.
+//
 // A client you configure yourself should set ContextTimeoutEnabled, so that
 // the redlock client's per-node timeout (R8.2) bounds every request that
 // goes through go-redis, and MaxRetries -1, so that go-redis does not retry
@@ -43,7 +73,10 @@
 // global its user did not ask it to. The batched requests do not go through
 // go-redis at all, so a node that is down produces errors in the lock
 // results, not lines from go-redis' pool ("failed to dial after 1
-// attempts"). The requests that do go through the client (fenced
+// attempts"). The release subscriptions dial through go-redis' PubSub
+// connections, which do not log a failed dial, and are read by the
+// adapter's own loop, not by PubSub.Channel (which logs a message it
+// could not deliver). The requests that do go through the client (fenced
 // acquisitions, read-write locks, a client that is not pipelined) may still
 // make go-redis log; a program that does not want those lines calls
 // redis.SetLogger itself, as cmd/dlm does.

@@ -19,15 +19,16 @@ import (
 // concurrent callers into batches, each one pipeline on a connection of its
 // own (batch.go, conn.go), which is what makes it fast under concurrency
 // and keeps a slow node's connection. It also implements
-// adapter.AsyncNode, adapter.BatchNode, adapter.TransferNode and
-// adapter.FencingNode. It is safe
-// for concurrent use.
+// adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode (handoff.go),
+// adapter.TransferNode and adapter.FencingNode. It is safe for concurrent
+// use.
 type Node struct {
 	client  redis.UniversalClient
 	name    string
 	owned   bool
 	release *redis.Script
 	extend  *redis.Script
+	publish *redis.Script // ReleaseAnnounce (handoff.go)
 
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
@@ -44,6 +45,7 @@ type Node struct {
 	queue             batch.Queue
 	sender            sender
 	releaseS, extendS *batch.Script
+	publishS          *batch.Script // OpReleaseAnnounce
 	transferS         *batch.Script
 	multiB            batch.SetScripts // the set scripts of the batches (multi.go)
 }
@@ -68,13 +70,15 @@ var (
 // itself. Any other client (a Ring, a ClusterClient, a failover client),
 // and a *redis.Client with an OnConnect hook or a
 // StreamingCredentialsProvider, which only go-redis can run, is used as
-// it is, one pooled request per call.
+// it is, one pooled request per call. Every *redis.Client, batched or not,
+// hears release announcements through go-redis PubSubs (WatchReleases).
 func NewNode(client redis.UniversalClient, name string) *Node {
 	n := &Node{
 		client:  client,
 		name:    name,
 		release: redis.NewScript(scripts.Release),
 		extend:  redis.NewScript(scripts.Extend),
+		publish: redis.NewScript(scripts.ReleasePublish),
 
 		acquireFenced: redis.NewScript(scripts.AcquireFenced),
 		raiseFence:    redis.NewScript(scripts.RaiseFence),
@@ -91,6 +95,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 			n.pipe = &pipe{opts: o}
 			n.releaseS = batch.NewScript(scripts.Release)
 			n.extendS = batch.NewScript(scripts.Extend)
+			n.publishS = batch.NewScript(scripts.ReleasePublish)
 			n.transferS = batch.NewScript(scripts.Transfer)
 			n.multiB = batch.NewSetScripts()
 			n.queue.Init("goredis", MaxBatch, n.send)

@@ -62,7 +62,7 @@ func MemBackend(opts ...MemOption) BackendFactory {
 // RunConformance runs the node conformance suite over the backends that
 // newBackend makes, reading the store through their Inspector: the cases
 // of redlock.Node (R3, R5, R17, R8.2) and those of the capabilities the
-// node has (TransferNode, FencingNode, RecordNode, BatchNode). The same case bodies run
+// node has (TransferNode, FencingNode, HandoffNode, RecordNode, BatchNode). The same case bodies run
 // over every adapter on redis-server and over MemNode (style rule 13).
 func RunConformance(t *testing.T, newBackend BackendFactory) {
 	b := newBackend(t)
@@ -177,6 +177,9 @@ func RunConformance(t *testing.T, newBackend BackendFactory) {
 	}
 	if fn, ok := n.(adapter.FencingNode); ok {
 		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, in, fn) })
+	}
+	if hn, ok := n.(adapter.HandoffNode); ok {
+		t.Run("Handoff", func(t *testing.T) { runHandoffConformance(t, hn) }) // conformance_handoff.go
 	}
 	if mn, ok := n.(adapter.MultiNode); ok {
 		t.Run("Multi", func(t *testing.T) { runMultiConformance(t, b, mn) }) // conformance_multi.go
