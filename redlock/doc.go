@@ -46,7 +46,7 @@
 // those, so that its error reports every node and leaves no key behind. Lock
 // retries after a random delay (R10).
 //
-// When the nodes support it (adapter.HandoffNode, as redlock/rueidis does),
+// When the nodes support it (adapter.HandoffNode, as redlock/rueidis and redlock/goredis do),
 // Unlock announces the release and the client's waiters for that resource
 // retry at once, one at a time in FIFO order, instead of sleeping out their
 // delay; the timed random retry stays as the fallback for a lost

@@ -56,15 +56,15 @@ type Config struct {
 	// LivenessBound is the longest a resource may be wanted and held by
 	// nobody while no fault is active. 0 means 2 x TTL.
 	LivenessBound time.Duration `json:"liveness_bound"`
-	// Adapter is the clients' node adapter: "goredis" (blocking requests;
-	// DefaultAdapter, "" reads as it) or "rueidis" (batched, with the local
-	// pass between the workers of one client, adapter.TransferNode).
+	// Adapter is the clients' node adapter: "goredis" (DefaultAdapter, ""
+	// reads as it) or "rueidis". Both batch lock requests per node and have
+	// the hand-off, the hand-over between the workers of one client
+	// included (adapter.HandoffNode, adapter.TransferNode).
 	Adapter string `json:"adapter,omitempty"`
 	// Workers is how many Lock calls each client of the looping scenarios
 	// and random mode runs at once, each a contender of its own in the
 	// history (named cN.wM beyond the first). Workers of one client queue
-	// in its hand-off (over rueidis; go-redis nodes have none), and over
-	// rueidis the lock passes between them.
+	// in its hand-off, and the lock passes between them.
 	// Default 1 (0 reads as 1).
 	Workers int `json:"workers,omitempty"`
 }

@@ -34,7 +34,7 @@ type adapterDef struct {
 func adapterTable() []adapterDef {
 	return []adapterDef{
 		{Name: "rueidis", About: "batched per node, hand-off to waiters (default)", dial: dialRueidis},
-		{Name: "goredis", About: "go-redis v9, one blocking request at a time per call", dial: dialGoredis},
+		{Name: "goredis", About: "go-redis v9, batched per node on its own connection, hand-off to waiters", dial: dialGoredis},
 	}
 }
 
