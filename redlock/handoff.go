@@ -490,7 +490,9 @@ const keepNum, keepDen = 7, 8
 // R17) at no round trip. It returns nil, and the hand-over acquires anew
 // (transfer, or release and SET NX), unless l is one exclusive lock of
 // this client's own random value that nobody read (Value, Handle: a value
-// known outside must not serve two holders, R18), without fencing (every
+// known outside must not serve two holders, R18) nor bound to a record
+// (PutRecord: the record names its holder), that no extension found gone
+// from too many nodes (R13: its keys may be free), without fencing (every
 // holder gets a new token), with the waiter's ttl and drift, and with at
 // least keepNum/keepDen of the waiter's validity left.
 func (c *Client) keep(l *Lock, o lockOptions) *Lock {
@@ -499,10 +501,10 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 	}
 	now := time.Now()
 	l.mu.Lock()
-	until, ext := l.until, l.extensions
+	until, ext, gone := l.until, l.extensions, l.gone
 	l.mu.Unlock()
 	v := until.Sub(now)
-	if v < (o.ttl-l.drift)/keepDen*keepNum {
+	if gone || v < (o.ttl-l.drift)/keepDen*keepNum {
 		return nil
 	}
 	nl := &Lock{

@@ -30,7 +30,7 @@ type Lock struct {
 	run      int             // hand-overs in a row within the client that led to it
 	mode     lockMode        // exclusive, or a read or write lock (rw.go)
 	// shown is set once the value has left the client's keeping (Value,
-	// Handle), shared by the locks that kept one value (handoff.go: keep);
+	// Handle) or was bound to a published record (PutRecord), shared by the locks that kept one value (handoff.go: keep);
 	// nil where the value was known outside from the start (WithValue,
 	// Resume) or the lock is never kept (sets, read-write, fencing).
 	shown *atomic.Bool
@@ -46,7 +46,12 @@ type Lock struct {
 	mu         sync.Mutex
 	until      time.Time
 	released   bool
-	extensions int           // successful extensions (WithMaxExtensions)
+	extensions int // successful extensions (WithMaxExtensions)
+	// gone is set when an extension found too many nodes without the
+	// value: whatever Until says, the keys may be free, and a hand-over
+	// must not keep the lock (handoff.go: keep), even when Unlock had
+	// already begun (the extender's answer comes while Unlock waits).
+	gone       bool
 	done       chan struct{} // Done; made at the grant (auto) or on demand
 	doneClosed bool          // done has been closed
 	err        error         // why the lock is no longer held (Err)
@@ -340,7 +345,12 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		}
 		l.extensions++
 		return nil
-	case notHeld > len(c.nodes)-c.quorum || !t2.Before(until):
+	case notHeld > len(c.nodes)-c.quorum:
+		l.mu.Lock()
+		l.gone = true // never kept (handoff.go: keep)
+		l.mu.Unlock()
+		return errors.Join(append([]error{ErrNotHeld}, errs...)...)
+	case !t2.Before(until):
 		return errors.Join(append([]error{ErrNotHeld}, errs...)...)
 	}
 	return errors.Join(append([]error{ErrExtendFailed}, errs...)...)

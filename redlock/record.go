@@ -86,6 +86,12 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	case l.mode == modeRead: // rw.go: readers share the key
 		return invalidf("PutRecord of lock %q: a read lock (RLock) has no record, as readers share the key; publish it under Lock or WLock", l.resource)
 	}
+	if l.shown != nil {
+		// The record names this holder and is bound to the value: a
+		// hand-over that kept the value would pass the record on with
+		// it, to a holder it does not name (handoff.go: keep).
+		l.shown.Store(true)
+	}
 	l.mu.Lock()
 	until, ended := l.until, l.released || l.err != nil
 	l.mu.Unlock()
