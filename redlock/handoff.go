@@ -494,7 +494,8 @@ const keepNum, keepDen = 7, 8
 // (PutRecord: the record names its holder), that no extension found gone
 // from too many nodes (R13: its keys may be free), without fencing (every
 // holder gets a new token), with the waiter's ttl and drift, and with at
-// least keepNum/keepDen of the waiter's validity left.
+// least keepNum/keepDen of the waiter's validity left, on a client that is
+// not closed.
 func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 	if l.shown == nil || l.shown.Load() || l.mode != modeExclusive || l.keys != nil || c.opts.fencing || o.ttl != l.ttl || drift(o.ttl, o.driftFactor) != l.drift {
 		return nil
@@ -504,7 +505,9 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 	until, ext, gone := l.until, l.extensions, l.gone
 	l.mu.Unlock()
 	v := until.Sub(now)
-	if gone || v < (o.ttl-l.drift)/keepDen*keepNum {
+	if gone || v < (o.ttl-l.drift)/keepDen*keepNum || c.isClosed() {
+		// A closed client grants nothing, a kept lock included: the
+		// hand-over's fan-out is refused, and Unlock says ErrClosed.
 		return nil
 	}
 	nl := &Lock{

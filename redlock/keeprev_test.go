@@ -233,3 +233,51 @@ func TestKeepWaiterCancelledAtTheKeep(t *testing.T) { // R11, R12
 		})
 	}
 }
+
+// Close refuses new acquisitions, and an Unlock after Close releases
+// nothing and says so (ErrClosed), as a hand-over that acquires on the
+// waiter's behalf does (its fan-out is refused). A kept hand-over asks no
+// node, so it went on after Close began: Unlock reported success and a Lock
+// call could return a lock granted by a closed client. Here Close waits for
+// the waiter's second attempt, on the wire (slow nodes), when the holder
+// unlocks. Before the fix (keep refuses on a closed client) Unlock returned
+// nil.
+func TestKeepNotAfterClose(t *testing.T) { // R12
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		c, err := redlock.New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := t.Context()
+		a, err := c.Lock(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range mems {
+			m.SetSlow(200 * time.Millisecond)
+		}
+		// Attempts at 0-0.2s and 0.3-0.5s.
+		got := make(chan keepResult, 1)
+		go func() {
+			l, err := c.Lock(ctx, "r", redlock.WithRetryDelay(100*time.Millisecond, 100*time.Millisecond))
+			got <- keepResult{l, err}
+		}()
+		time.Sleep(400 * time.Millisecond)
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		synctest.Wait() // Close waits for the waiter's attempt
+		if err := a.Unlock(context.Background()); !errors.Is(err, redlock.ErrClosed) {
+			t.Errorf("Unlock after Close began: %v, want ErrClosed", err)
+		}
+		r := <-got
+		if r.err == nil {
+			t.Errorf("a Lock call returned a lock after Close began (Err %v)", r.l.Err())
+		} else if !errors.Is(r.err, redlock.ErrClosed) {
+			t.Errorf("the waiter's Lock: %v, want ErrClosed", r.err)
+		}
+		if err := <-closed; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
