@@ -281,3 +281,198 @@ func TestKeepNotAfterClose(t *testing.T) { // R12
 		}
 	})
 }
+
+// heldCount is an Observer that counts the locks granted (attempts,
+// hand-overs, resumes) and not yet ended, as redlock/prometheus's
+// held_locks gauge does, and the kept hand-overs.
+type heldCount struct {
+	mu         sync.Mutex
+	held, kept int
+	ends       int
+}
+
+func (o *heldCount) Attempt(e redlock.AttemptEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if e.Outcome == redlock.AttemptAcquired || e.Handed || e.Resumed {
+		o.held++
+	}
+	if e.Handed && e.Nodes == nil {
+		o.kept++
+	}
+}
+func (o *heldCount) Extension(redlock.ExtensionEvent) {}
+func (o *heldCount) End(redlock.EndEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.held--
+	o.ends++
+}
+
+func (o *heldCount) counts() (held, kept int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.held, o.kept
+}
+
+// A Client.Do whose function panics gives the lock back on the way up; a
+// waiter of the same client keeps it. The waiter then holds it on a quorum
+// with validity left, the panicking call's extender is stopped (no
+// extension after the panic), and the observers see every grant end once.
+func TestKeepAfterDoPanics(t *testing.T) { // R12, R17
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		obs := &heldCount{}
+		c := memClient(t, nodes, redlock.WithTTL(3*time.Second), redlock.WithObserver(obs))
+		ctx := t.Context()
+		in, panicNow := make(chan struct{}), make(chan struct{})
+		recovered := make(chan any, 1)
+		go func() {
+			defer func() { recovered <- recover() }()
+			_ = c.Do(ctx, "r", func(context.Context) error {
+				close(in)
+				<-panicNow
+				panic("boom")
+			})
+		}()
+		<-in
+		got := keepWaiter(ctx, c, "r", redlock.WithAutoExtend())
+		close(panicNow)
+		if p := <-recovered; p != "boom" {
+			t.Fatalf("recovered %v, want the panic", p)
+		}
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if _, kept := obs.counts(); kept != 1 {
+			t.Errorf("%d kept hand-overs, want 1", kept)
+		}
+		applied := int64(0)
+		for _, m := range mems {
+			applied += m.Applied()
+		}
+		time.Sleep(5 * time.Second) // the waiter's extender runs: ttl/3
+		if err := r.l.Err(); err != nil {
+			t.Fatalf("the kept lock ended: %v", err)
+		}
+		if n := memHolders(mems, defectKey("r"), r.l.Value()); n < 3 {
+			t.Errorf("the kept lock is on %d of 5 nodes", n)
+		}
+		extended := int64(0)
+		for _, m := range mems {
+			extended += m.Applied()
+		}
+		if extended -= applied; extended == 0 {
+			t.Error("the kept lock's extender did not run")
+		}
+		if err := r.l.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := memKeyNodes(mems, defectKey("r")); n != 0 {
+			t.Errorf("the key is left on %d nodes", n)
+		}
+		if held, _ := obs.counts(); held != 0 {
+			t.Errorf("the observers count %d locks held at the end, want 0", held)
+		}
+	})
+}
+
+// WithHandoffLimit counts kept hand-overs: at the limit the holder's Unlock
+// releases the key on the nodes and announces it, so that another client's
+// waiter may take it (R17), instead of passing it on again.
+func TestKeepChainYieldsAtTheLimit(t *testing.T) { // R10, R17
+	synctest.Test(t, func(t *testing.T) {
+		const limit = 3
+		nodes, mems := redlocktest.NewMemNodes(5)
+		obs := &heldCount{}
+		c := memClient(t, nodes, redlock.WithHandoffLimit(limit), redlock.WithObserver(obs))
+		ctx := t.Context()
+		l, err := c.Lock(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		chain := []*redlock.Lock{l}
+		for i := 1; i <= limit+1; i++ {
+			got := keepWaiter(ctx, c, "r")
+			if err := chain[i-1].Unlock(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			r := <-got
+			if r.err != nil {
+				t.Fatal(r.err)
+			}
+			chain = append(chain, r.l)
+		}
+		if _, kept := obs.counts(); kept != limit {
+			t.Errorf("%d kept hand-overs, want %d (the limit)", kept, limit)
+		}
+		v := chain[0].Value()
+		for i, l := range chain[1:] {
+			if kept := l.Value() == v; kept != (i+1 <= limit) {
+				t.Errorf("lock %d of the chain: kept %v, want %v", i+1, kept, i+1 <= limit)
+			}
+		}
+		if err := chain[limit+1].Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := memKeyNodes(mems, defectKey("r")); n != 0 {
+			t.Errorf("the key is left on %d nodes", n)
+		}
+		if held, _ := obs.counts(); held != 0 {
+			t.Errorf("the observers count %d locks held at the end, want 0", held)
+		}
+	})
+}
+
+// WithMaxExtensions bounds the extensions of a chain of kept locks, the
+// auto-extensions of the holder included: the waiter keeps a lock that
+// reached its bound, and its extender does not extend it again; it runs out
+// at Until with ErrExpired and ErrMaxExtensions (R17).
+func TestKeepCountsAutoExtensions(t *testing.T) { // R17
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		obs := &heldCount{}
+		c := memClient(t, nodes, redlock.WithTTL(3*time.Second), redlock.WithObserver(obs))
+		ctx := t.Context()
+		opts := []redlock.LockOption{redlock.WithAutoExtend(), redlock.WithMaxExtensions(2)}
+		a, err := c.Lock(ctx, "r", opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := keepWaiter(ctx, c, "r", opts...)
+		time.Sleep(2*time.Second + 10*time.Millisecond) // two extensions, at 1s and 2s
+		if err := a.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		r := <-got
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if _, kept := obs.counts(); kept != 1 {
+			t.Fatalf("%d kept hand-overs, want 1", kept)
+		}
+		applied := int64(0)
+		for _, m := range mems {
+			applied += m.Applied()
+		}
+		until := r.l.Until()
+		<-r.l.Done()
+		if err := r.l.Err(); !errors.Is(err, redlock.ErrMaxExtensions) {
+			t.Errorf("the kept lock ended with %v, want ErrMaxExtensions", err)
+		}
+		if now := time.Now(); now.After(until.Add(time.Millisecond)) {
+			t.Errorf("the kept lock ended %v after its Until", now.Sub(until))
+		}
+		asked := -applied
+		for _, m := range mems {
+			asked += m.Applied()
+		}
+		if asked != 0 {
+			t.Errorf("the kept lock asked the nodes %d times past its chain's bound, want none", asked)
+		}
+		_ = r.l.Unlock(context.Background())
+	})
+}

@@ -26,6 +26,7 @@ import (
 var (
 	modelSeed = flag.Uint64("seed", 0, "TestModel: the seed to replay (0: a new one, printed)")
 	modelOps  = flag.Int("model.ops", 0, "TestModel: client operations in total (0: $DLM_MODEL_OPS, else 100000; 20000 with -short)")
+	modelKeep = flag.Bool("model.keep", false, "TestModel: every round with the hand-off on, fencing off and short holds, so that many hand-overs keep the lock (redlock: keep)")
 )
 
 // The model's shape: 5 nodes, so that 2 of them may be faulty at once (a
@@ -76,7 +77,11 @@ func TestModel(t *testing.T) {
 			total = 20_000
 		}
 	}
-	t.Logf("seed %d, %d operations (replay: go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d)", seed, total, seed, total)
+	replay := fmt.Sprintf("go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d", seed, total)
+	if *modelKeep {
+		replay += " -model.keep"
+	}
+	t.Logf("seed %d, %d operations (replay: %s)", seed, total, replay)
 	var ops, writes, grants, rounds, attempts, extensions, refused, kept int
 	var checking time.Duration
 	start := time.Now()
@@ -86,8 +91,8 @@ func TestModel(t *testing.T) {
 		// A round whose fake clock stops (a livelock at one instant) would
 		// never end: say so, with the seed, instead of hanging.
 		watchdog := time.AfterFunc(modelRoundLimit, func() {
-			panic(fmt.Sprintf("TestModel: round %d (%s) ran for %v of real time: the fake clock stopped advancing (a livelock at one instant?); replay: go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d",
-				r, cfg, modelRoundLimit, seed, total))
+			panic(fmt.Sprintf("TestModel: round %d (%s) ran for %v of real time: the fake clock stopped advancing (a livelock at one instant?); replay: %s",
+				r, cfg, modelRoundLimit, replay))
 		})
 		synctest.Test(t, func(t *testing.T) { res = runModelRound(t, cfg) })
 		watchdog.Stop()
@@ -100,8 +105,8 @@ func TestModel(t *testing.T) {
 		for _, check := range checks {
 			if check.Verdict == checker.Violated {
 				path := saveHistory(t, res.h, seed, r)
-				t.Errorf("round %d (%s): %s\n  history: %s\n  replay: go test ./redlock/redlocktest/ -run TestModel -seed=%d -model.ops=%d",
-					r, cfg, check, path, seed, total)
+				t.Errorf("round %d (%s): %s\n  history: %s\n  replay: %s",
+					r, cfg, check, path, replay)
 			}
 		}
 		if t.Failed() {
@@ -181,10 +186,13 @@ type modelRound struct {
 	// unfenced makes the register accept every write, tokens or not: the
 	// negative control of the fencing check.
 	unfenced bool
+	// keep shortens the holds so that most hand-overs within a client
+	// keep the lock (-model.keep).
+	keep bool
 }
 
 func (c modelRound) String() string {
-	return fmt.Sprintf("fencing=%v handoff=%v blocking=%v", c.fencing, c.handoff, c.blocking)
+	return fmt.Sprintf("fencing=%v handoff=%v blocking=%v keep=%v", c.fencing, c.handoff, c.blocking, c.keep)
 }
 
 // modelZeroLatencyEnv, when set, makes every node answer in no fake time.
@@ -198,7 +206,11 @@ const modelZeroLatencyEnv = "DLM_MODEL_ZERO_LATENCY"
 
 func modelConfig(seed uint64, round int) modelRound {
 	rng := rand.New(rand.NewPCG(seed, uint64(round)))
-	return modelRound{seed: seed, round: round, fencing: rng.IntN(3) == 0, handoff: rng.IntN(3) == 0, blocking: rng.IntN(8) == 0}
+	r := modelRound{seed: seed, round: round, fencing: rng.IntN(3) == 0, handoff: rng.IntN(3) == 0, blocking: rng.IntN(8) == 0}
+	if *modelKeep {
+		r.fencing, r.handoff, r.blocking, r.keep = false, true, false, true
+	}
+	return r
 }
 
 type modelResult struct {
@@ -489,7 +501,11 @@ func (m *model) End(redlock.EndEvent) {}
 
 // step runs one random action of a worker.
 func (m *model) step(rng *rand.Rand, slot int, name string) {
-	resource := "r" + strconv.Itoa(rng.IntN(modelResources))
+	nres := modelResources
+	if m.cfg.keep {
+		nres = 2 // contention within each client: hand-overs
+	}
+	resource := "r" + strconv.Itoa(rng.IntN(nres))
 	c := m.client(slot)
 	switch p := rng.IntN(100); {
 	case p < 1:
@@ -577,8 +593,12 @@ func (m *model) hold(rng *rand.Rand, hd *held, name string, auto bool) {
 	if auto {
 		steps += rng.IntN(8)
 	}
+	step := modelTTL / 8 // a lock held longer is never kept (redlock: keep)
+	if m.cfg.keep {
+		step /= time.Duration(steps)
+	}
 	for range steps {
-		time.Sleep(time.Duration(rng.IntN(int(modelTTL/8/time.Millisecond))) * time.Millisecond)
+		time.Sleep(time.Duration(rng.IntN(int(step/time.Millisecond))) * time.Millisecond)
 		m.observe(hd, name)
 		if rng.IntN(2) == 0 {
 			m.write(hd, name)
