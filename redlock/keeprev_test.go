@@ -3,6 +3,9 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -474,5 +477,39 @@ func TestKeepCountsAutoExtensions(t *testing.T) { // R17
 			t.Errorf("the kept lock asked the nodes %d times past its chain's bound, want none", asked)
 		}
 		_ = r.l.Unlock(context.Background())
+	})
+}
+
+// A *Lock printed with fmt or logged with log/slog shows no value: the
+// value is the lock's secret (R4; whoever knows it extends and releases the
+// lock, as with a Handle, whose String, GoString and LogValue leave it out),
+// and a value that left the client unseen by Value would be kept by a
+// hand-over for the next holder (R18). Before the fix (String, GoString,
+// LogValue of *Lock) %v, %+v and %#v printed the struct's fields, value
+// included, and slog logged it.
+func TestLockPrintsNoValue(t *testing.T) { // R4, R18
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := redlocktest.NewMemNodes(5)
+		c := memClient(t, nodes)
+		l, err := c.Lock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Unlock(context.Background())
+		var logged strings.Builder
+		slog.New(slog.NewJSONHandler(&logged, nil)).Info("held", "lock", l)
+		outs := map[string]string{"slog": logged.String()}
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			outs[verb] = fmt.Sprintf(verb, l)
+		}
+		v := l.Value()
+		for how, out := range outs {
+			if strings.Contains(out, v) {
+				t.Errorf("%s shows the value: %s", how, out)
+			}
+			if !strings.Contains(out, "r") {
+				t.Errorf("%s does not name the resource: %s", how, out)
+			}
+		}
 	})
 }

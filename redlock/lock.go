@@ -3,6 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +79,40 @@ func (l *Lock) Value() string {
 		l.shown.Store(true)
 	}
 	return l.value
+}
+
+// String describes the lock without its value, which is its secret (R4):
+// whoever knows it can extend and release the lock, and a value that left
+// the client unseen by Value would be passed on by a hand-over (R18). It
+// gives the resource, the ttl, the validity that remains and the fencing
+// token, if any: %v, %+v and %s print it, %#v too (GoString), and
+// log/slog logs the same without the value (LogValue).
+func (l *Lock) String() string {
+	if l == nil {
+		return "redlock lock <nil>"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "redlock lock on %q (ttl %v, validity %v", l.resource, l.ttl, l.Validity())
+	if l.token != 0 {
+		fmt.Fprintf(&b, ", token %d", l.token)
+	}
+	b.WriteString("), value redacted")
+	return b.String()
+}
+
+// GoString is String, so that %#v does not print the value either.
+func (l *Lock) GoString() string { return "redlock.Lock{" + l.String() + "}" }
+
+// LogValue gives log/slog the lock without its value (see String).
+func (l *Lock) LogValue() slog.Value {
+	if l == nil {
+		return slog.StringValue("<nil>")
+	}
+	attrs := []slog.Attr{slog.String("resource", l.resource), slog.Duration("ttl", l.ttl), slog.Duration("validity", l.Validity())}
+	if l.token != 0 {
+		attrs = append(attrs, slog.Uint64("token", l.token))
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // TTL returns the lock validity time the lock was acquired with.
