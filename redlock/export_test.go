@@ -11,3 +11,9 @@ func Settle(c *Client, fn func()) bool { return c.settle(false, fn) }
 
 // Closing reports whether Close has begun on c.
 func Closing(c *Client) bool { return c.isClosed() }
+
+// Queued reports whether a Lock call of c waits in the hand-off queue of
+// resource (it failed an attempt and waits for a release or a hand-over).
+func Queued(c *Client, resource string) bool {
+	return c.hand != nil && c.hand.queued(c.one(resource).key)
+}

@@ -420,6 +420,13 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 	if nl := c.keep(l, w.opts); nl != nil {
 		w.handing = true
 		h.mu.Unlock()
+		// Never under h.mu: an observer may be slow, and a grant on a
+		// client that Close just began ends the lock at once (ErrClosed),
+		// which the observers hear of.
+		c.grant(nl, w.opts) // auto-extension, Done (life.go)
+		if len(c.obs) > 0 {
+			c.obs.Attempt(AttemptEvent{Resource: nl.resource, Outcome: AttemptAcquired, Validity: nl.Validity(), Handed: true})
+		}
 		h.deliver(l.key, w, nl)
 		return handDone, nil
 	}
@@ -495,7 +502,8 @@ const keepNum, keepDen = 7, 8
 // from too many nodes (R13: its keys may be free), without fencing (every
 // holder gets a new token), with the waiter's ttl and drift, and with at
 // least keepNum/keepDen of the waiter's validity left, on a client that is
-// not closed.
+// not closed. Called with h.mu held: the caller grants the lock (life.go:
+// grant) and reports it to the observers once h.mu is unlocked.
 func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 	if l.shown == nil || l.shown.Load() || l.mode != modeExclusive || l.keys != nil || c.opts.fencing || o.ttl != l.ttl || drift(o.ttl, o.driftFactor) != l.drift {
 		return nil
@@ -510,7 +518,7 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 		// hand-over's fan-out is refused, and Unlock says ErrClosed.
 		return nil
 	}
-	nl := &Lock{
+	return &Lock{
 		client:     c,
 		resource:   l.resource,
 		key:        l.key,
@@ -524,11 +532,6 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 		shown:      l.shown,
 		extensions: ext,
 	}
-	c.grant(nl, o) // auto-extension, Done (life.go)
-	if len(c.obs) > 0 {
-		c.obs.Attempt(AttemptEvent{Resource: nl.resource, Outcome: AttemptAcquired, Validity: v, Handed: true})
-	}
-	return nl
 }
 
 // deliver ends a hand-over to w: w gets the lock nl, or a wake-up to retry

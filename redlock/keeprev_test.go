@@ -199,9 +199,12 @@ func (o *cancelOnHand) Extension(redlock.ExtensionEvent) {}
 func (o *cancelOnHand) End(redlock.EndEvent)             {}
 
 // A waiter whose context ends at the moment Unlock keeps the lock for it
-// either returns the lock or leaves it to be handed on or released: no key
-// outlives the calls (R11, R12). The waiter's select between its context
-// and the hand-over is random, so both ways are run.
+// (after handOver looked at the context, before the lock reaches the
+// waiter) either returns the lock or leaves it to be handed on or
+// released: no key outlives the calls (R11, R12). Run 20 times, as the
+// waiter's select between its context and the hand-over is random; here
+// the waiter, woken by its context first, always gave up, and the lock
+// was dropped (handoff.go: leave, drop).
 func TestKeepWaiterCancelledAtTheKeep(t *testing.T) { // R11, R12
 	for i := range 20 {
 		synctest.Test(t, func(t *testing.T) {
@@ -512,4 +515,76 @@ func TestLockPrintsNoValue(t *testing.T) { // R4, R18
 			}
 		}
 	})
+}
+
+// blockOnHand is an Observer whose Attempt of a hand-over waits for
+// release: a slow observer (a log written to a slow pipe).
+type blockOnHand struct {
+	in      chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+func (o *blockOnHand) Attempt(e redlock.AttemptEvent) {
+	if e.Handed {
+		o.once.Do(func() { close(o.in) })
+		<-o.release
+	}
+}
+func (o *blockOnHand) Extension(redlock.ExtensionEvent) {}
+func (o *blockOnHand) End(redlock.EndEvent)             {}
+
+// The observers are called from the goroutine doing the work, never under
+// a lock of the client's: a slow observer of one hand-over must not stall
+// the Unlock of another resource. The kept hand-over called the observer
+// with the hand-off's mutex held (handoff.go: keep, under handOver's
+// h.mu), so every Lock and Unlock of the client that touches the hand-off
+// waited for the observer. Real time (a goroutine blocked on a mutex stops
+// synctest's clock): the Unlock of "other" gets 5 s, and takes
+// microseconds. Before the fix (the event is sent once h.mu is unlocked)
+// it waited for the observer.
+func TestKeepObserverOutsideTheHandoffLock(t *testing.T) {
+	nodes, _ := redlocktest.NewMemNodes(5)
+	obs := &blockOnHand{in: make(chan struct{}), release: make(chan struct{})}
+	c := memClient(t, nodes, redlock.WithObserver(obs))
+	ctx := t.Context()
+	a, err := c.Lock(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.Lock(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan keepResult, 1)
+	go func() {
+		l, err := c.Lock(ctx, "r")
+		got <- keepResult{l, err}
+	}()
+	// The waiter is queued once it failed an attempt: poll for it.
+	deadline := time.Now().Add(5 * time.Second)
+	for !redlock.Queued(c, "r") {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiter did not queue within 5 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	go func() { _ = a.Unlock(context.Background()) }()
+	<-obs.in // the hand-over of "r" is being reported
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- b.Unlock(context.Background()) }()
+	select {
+	case err := <-unlocked:
+		if err != nil {
+			t.Errorf("Unlock of other: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the Unlock of another resource waits for an observer of a hand-over")
+	}
+	close(obs.release)
+	r := <-got
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	_ = r.l.Unlock(context.Background())
 }
