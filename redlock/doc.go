@@ -52,7 +52,9 @@
 // delay; the timed random retry stays as the fallback for a lost
 // announcement. When another Lock call of the same client waits for the
 // resource, Unlock hands the lock over. When nobody read the lock's value
-// (Value, Handle), it was not the caller's (WithValue), fencing is off, the
+// (Value, Handle) nor published a record bound to it (PutRecord), no
+// extension found it gone from too many nodes, it was not the caller's
+// (WithValue), fencing is off, the client is not closing, the
 // waiter asked for the same ttl and drift factor, and at least 7/8 of the
 // waiter's validity (ttl - drift) remains, the waiter keeps the lock as it
 // is: same value, same Until, and no node is asked, since the keys already
@@ -66,7 +68,8 @@
 // a quorum holds its new value within its validity, exactly as after its
 // own attempt (R8.3, R9); otherwise it retries at once. A value that was
 // read is never passed on, so it stays a check-and-set guard of one holder
-// (R18); read it before Unlock, not after. WithHandoffLimit bounds the hand-overs in a row within
+// (R18); read it before Unlock, not after (a *Lock printed with fmt or
+// logged with log/slog shows no value). WithHandoffLimit bounds the hand-overs in a row within
 // one client (default 16) before a release is announced to every client's
 // waiters alike, and a lock handed over keeps counting the extensions of
 // the locks before it (R17). The clients woken by one announced release
