@@ -17,3 +17,8 @@ func Closing(c *Client) bool { return c.isClosed() }
 func Queued(c *Client, resource string) bool {
 	return c.hand != nil && c.hand.queued(c.one(resource).key)
 }
+
+// RawValue returns l's value without reading it as Value does: a value
+// read is never kept by a hand-over, and Value of a lock that was kept
+// returns "".
+func RawValue(l *Lock) string { return l.value }

@@ -101,7 +101,9 @@ type Handle struct {
 	// element, Resource, for a lock on one resource; for a set, its
 	// names, sorted and distinct.
 	Resources []string
-	// Value is the lock's value (R4): the secret.
+	// Value is the lock's value (R4): the secret. It is empty in the
+	// handle of a lock that was handed over as it was (Lock.Handle), whose
+	// Resume and Release return ErrNotHeld and which MarshalText refuses.
 	Value string
 	// Until is the end of the lock's validity by the wall clock of the
 	// machine that wrote the handle: a hint for people and for error
@@ -134,20 +136,24 @@ type Handle struct {
 // rounded down to the millisecond. The handle holds the lock's secret
 // value: see Handle. A handle is worth what the nodes hold: once the lock
 // was released, expired or lost, Resume and Release of it return
-// ErrNotHeld.
+// ErrNotHeld. The handle of a lock that Unlock handed over to a waiter of
+// the same client by letting it keep the lock (see WithHandoffLimit)
+// carries no value: its Resume and Release return ErrNotHeld too.
 func (l *Lock) Handle() Handle {
-	if l.shown != nil {
-		l.shown.Store(true) // never passed on (handoff.go: keep)
-	}
 	now := time.Now()
 	l.mu.Lock()
-	until, ext := l.until, l.extensions
+	until, ext, value := l.until, l.extensions, l.value
+	if l.passed {
+		value = "" // the next holder's (handoff.go: keep)
+	} else if l.shown != nil {
+		l.shown.Store(true) // never passed on (handoff.go: keep)
+	}
 	l.mu.Unlock()
 	wall := now.Round(0).Add(until.Sub(now)).Truncate(time.Millisecond).UTC()
 	return Handle{
 		Resource:   l.resource,
 		Resources:  l.Resources(),
-		Value:      l.value,
+		Value:      value,
 		Until:      wall,
 		TTL:        l.ttl,
 		Token:      l.token,
@@ -226,9 +232,15 @@ func ParseHandle(s string) (Handle, error) {
 	if len(s) == len(handlePrefix) {
 		return Handle{}, invalidf("handle: empty after %q (was the handle cut when copied?)", handlePrefix)
 	}
-	js, err := base64.RawURLEncoding.DecodeString(s[len(handlePrefix):])
+	enc := s[len(handlePrefix):]
+	js, err := base64.RawURLEncoding.DecodeString(enc)
 	if err != nil {
 		var ce base64.CorruptInputError
+		if errors.As(err, &ce) && len(enc)%4 == 1 && int(ce) >= len(enc)-1 {
+			// No base64 text is 1 byte past a whole quantum: the last
+			// byte is the start of one that was cut off.
+			return Handle{}, invalidf("handle: damaged: it ends early after %q: the handle was cut short when copied", handlePrefix)
+		}
 		if errors.As(err, &ce) {
 			return Handle{}, invalidf("handle: damaged: byte %d after %q is not base64url (was the handle cut or changed when copied?)", int64(ce), handlePrefix)
 		}
@@ -470,6 +482,10 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 // returns what it locks: one resource, or a set (multi.go), for which
 // every node must be an adapter.MultiNode.
 func (c *Client) handleTarget(h Handle) (target, error) {
+	if h.Value == "" && h.Resource != "" {
+		// Lock.Handle of a lock handed over as it was: spent.
+		return target{}, h.notHeld("use", fmt.Errorf("%w: the handle carries no value: its lock was unlocked and handed over to another Lock call of its client", ErrNotHeld))
+	}
 	if err := h.validate(); err != nil {
 		return target{}, err
 	}

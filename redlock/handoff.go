@@ -508,16 +508,21 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 	if l.shown == nil || l.shown.Load() || l.mode != modeExclusive || l.keys != nil || c.opts.fencing || o.ttl != l.ttl || drift(o.ttl, o.driftFactor) != l.drift {
 		return nil
 	}
-	now := time.Now()
-	l.mu.Lock()
-	until, ext, gone := l.until, l.extensions, l.gone
-	l.mu.Unlock()
-	v := until.Sub(now)
-	if gone || v < (o.ttl-l.drift)/keepDen*keepNum || c.isClosed() {
+	if c.isClosed() {
 		// A closed client grants nothing, a kept lock included: the
 		// hand-over's fan-out is refused, and Unlock says ErrClosed.
 		return nil
 	}
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	until, ext := l.until, l.extensions
+	// shown again under l.mu, where Value and Handle set it: from here on
+	// they show no value (passed).
+	if l.gone || l.shown.Load() || until.Sub(now) < (o.ttl-l.drift)/keepDen*keepNum {
+		return nil
+	}
+	l.passed = true
 	return &Lock{
 		client:     c,
 		resource:   l.resource,

@@ -89,14 +89,17 @@ func TestHandoffKeepsAnUnreadLock(t *testing.T) { // R9, R13, R17, R18
 				}
 				v := r.l.Value()
 				if tc.kept {
-					if v != l.Value() || !r.l.Until().Equal(until) {
-						t.Errorf("not kept: value changed %v, Until %v -> %v", v != l.Value(), until, r.l.Until())
+					if v != redlock.RawValue(l) || !r.l.Until().Equal(until) {
+						t.Errorf("not kept: value changed %v, Until %v -> %v", v != redlock.RawValue(l), until, r.l.Until())
+					}
+					if l.Value() != "" || l.Handle().Value != "" {
+						t.Errorf("the lock that was kept still shows its value after Unlock")
 					}
 					if asked != 0 {
 						t.Errorf("a kept lock asked the nodes %d times, want none", asked)
 					}
 				} else {
-					if v == l.Value() {
+					if v == redlock.RawValue(l) {
 						t.Errorf("the waiter holds the holder's value, want one of its own")
 					}
 					if asked == 0 {
@@ -151,13 +154,19 @@ func TestHandoffKeptChain(t *testing.T) { // R17, R18
 			t.Error("the kept lock's Extend succeeded past WithMaxExtensions(1) counted along the chain")
 		}
 		third := hand(second)
-		v := first.Value() // read now, by an earlier holder of the same value
-		if third.Value() != v {
+		v := redlock.RawValue(first)
+		if first.Value() != "" || second.Value() != "" {
+			t.Error("an earlier holder of the chain still shows the value the next holder holds")
+		}
+		if redlock.RawValue(third) != v {
 			t.Fatal("the second hand-over did not keep the lock")
 		}
+		if third.Value() != v { // read by the holder: never passed on
+			t.Fatal("the holder's Value is not its value")
+		}
 		fourth := hand(third)
-		if fourth.Value() == v {
-			t.Error("a value read by an earlier holder was passed on again")
+		if redlock.RawValue(fourth) == v {
+			t.Error("a value read by its holder was passed on")
 		}
 		_ = fourth.Unlock(context.Background())
 	})

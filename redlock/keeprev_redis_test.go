@@ -45,7 +45,12 @@ func TestKeepRedis(t *testing.T) { // R4, R9, R18
 		if err != nil {
 			t.Fatal(err)
 		}
-		before := cl.MustValues(defectKey("unread"))
+		// Lock returns at a quorum: wait for the last node's SET.
+		var before []string
+		redlocktest.Eventually(t, 10*time.Second, func() bool {
+			before = cl.MustValues(defectKey("unread"))
+			return !slices.Contains(before, "")
+		}, "the lock's key reached every node")
 		w := hand(l, "unread")
 		after := cl.MustValues(defectKey("unread"))
 		if !slices.Equal(before, after) || after[0] != w.Value() {

@@ -48,6 +48,7 @@ type Lock struct {
 
 	mu         sync.Mutex
 	until      time.Time
+	passed     bool // kept by another Lock call (handoff.go: keep): Value and Handle show no value
 	released   bool
 	extensions int // successful extensions (WithMaxExtensions)
 	// gone is set when an extension found too many nodes without the
@@ -74,10 +75,20 @@ func (l *Lock) Resource() string { return l.resource }
 // within the client keeps its holder's value only when nobody read it
 // (WithHandoffLimit), so read Value while you hold the lock, not after
 // Unlock, when you use it as a guard.
+//
+// Once Unlock handed the lock over by letting the waiter keep it, this
+// lock's Value returns "", and its Handle carries no value: the value is
+// the next holder's alone.
 func (l *Lock) Value() string {
-	if l.shown != nil {
-		l.shown.Store(true)
+	if l.shown == nil {
+		return l.value
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.passed {
+		return ""
+	}
+	l.shown.Store(true) // under l.mu: keep checks it there
 	return l.value
 }
 
