@@ -51,11 +51,12 @@ type fan struct {
 	c       *Client
 	req     adapter.Request
 	stop    stopRule
-	ctx     context.Context    // the caller's: a cancelled caller is not a node timeout
-	nctx    context.Context    // the requests' context, bounded by the node timeout
-	cancel  context.CancelFunc // of nctx, at the last answer or when settled
-	t1      time.Time          // before the first request (R8.1)
-	timeout time.Duration      // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
+	ctx     context.Context // the caller's: a cancelled caller is not a node timeout
+	nctx    context.Context // the requests' context, bounded by the node timeout: &rc
+	rc      reqCtx          // nctx, in the fan's allocation (cancel)
+	t1      time.Time       // before the first request (R8.1)
+	born    time.Duration   // t1 - c.born, for Client.heard
+	timeout time.Duration   // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
 	// adaptive: the wait for answers ends at the adaptive bound (newFan),
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
@@ -138,10 +139,16 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 		f.rs[i] = reply{i: i, none: true}
 	}
 	f.inflight.Add(n)
-	f.nctx, f.cancel = context.WithTimeout(base, timeout)
 	f.t1 = time.Now() // R8.1: before the first request
+	f.born = f.t1.Sub(c.born)
+	f.rc.init(base, f.t1, timeout)
+	f.nctx = &f.rc
 	return f
 }
+
+// cancel ends the fan's requests (nctx): at the last answer, or when await
+// timed them out.
+func (f *fan) cancel() { f.rc.cancel() }
 
 // async reports whether the fan's requests go through AsyncNode.Start.
 // The operations of read-write locks (rw.go) run by the blocking methods
@@ -251,7 +258,7 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 	f.mu.Lock()
 	f.answered++
 	if err == nil {
-		c.heard[tag].Store(int64(time.Since(c.born)))
+		c.heard[tag].Store(int64(f.born + r.latency)) // time.Since(c.born), one clock read fewer
 		f.replied++
 		if f.replied == c.quorum {
 			// The answer a decision waits for, late or not (rto.go).
@@ -305,54 +312,10 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 // acquisition is not a failed node).
 func (f *fan) await() (decision, time.Time) {
 	timedOut := false
-	if f.adaptive {
-		due := f.t1.Add(f.timeout)
-		timer := time.NewTimer(time.Until(due))
-		defer timer.Stop()
-	wait:
-		for {
-			select {
-			case <-f.ready:
-				break wait
-			case <-f.nctx.Done():
-				break wait
-			case <-timer.C:
-				// A timer that fires late by more than a quarter of the
-				// bound says the client was not running (a busy machine,
-				// a pause): the answers may be waiting, unread. Its own
-				// stall is not the nodes' fault: judge one bound later.
-				if late := time.Since(due); late > f.timeout/4 {
-					due = time.Now().Add(f.timeout)
-					timer.Reset(f.timeout)
-					continue
-				}
-				// The bound passed; the fans that ran out meanwhile
-				// may have raised it (rto.go): wait on to the new one.
-				if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
-					if left := d - time.Since(f.t1); left > 0 {
-						f.timeout, due = d, f.t1.Add(d)
-						timer.Reset(left)
-						continue
-					}
-				}
-				// A node that has not answered this request but has
-				// answered another within the limit is busy, not
-				// failed: wait on, one more bound at a time, until the
-				// limit (nctx's deadline) ends the wait (rto.go).
-				if f.busy() {
-					due = time.Now().Add(f.timeout)
-					timer.Reset(f.timeout)
-					continue
-				}
-				timedOut = true
-				break wait
-			}
-		}
-	} else {
-		select {
-		case <-f.ready:
-		case <-f.nctx.Done():
-		}
+	select {
+	case <-f.ready: // decided already: no timer
+	default:
+		timedOut = f.wait()
 	}
 	if timedOut {
 		// The requests still waiting are answered at once.
@@ -381,6 +344,181 @@ func (f *fan) await() (decision, time.Time) {
 		}
 	}
 	return decide(len(f.rs), f.c.quorum, f.yes, f.no), t2
+}
+
+// wait blocks until the stop rule holds, the caller's context ends, or the
+// time runs out: the limit (nctx's deadline), or for an adaptive fan the
+// adaptive bound, which reports timedOut. One timer serves both: it is
+// never set past the limit.
+func (f *fan) wait() (timedOut bool) {
+	limit := f.rc.deadline()
+	due := limit
+	if f.adaptive {
+		due = minTime(f.t1.Add(f.timeout), limit)
+	}
+	timer := time.NewTimer(time.Until(due))
+	defer timer.Stop()
+	// A caller's context that ends ends the wait; base is the caller's
+	// own context in every fan, but the requests derive from base.
+	cancelled, baseDone := f.ctx.Done(), f.rc.base.Done()
+	for {
+		select {
+		case <-f.ready:
+			return false
+		case <-cancelled:
+			return false
+		case <-baseDone:
+			return false
+		case <-timer.C:
+		}
+		now := time.Now()
+		if !now.Before(limit) {
+			return false // the limit passed: nctx's deadline (R8.2)
+		}
+		// rearm waits on for d, and never past the limit.
+		rearm := func(d time.Duration) { timer.Reset(min(d, limit.Sub(now))) }
+		if !f.adaptive {
+			rearm(limit.Sub(now))
+			continue
+		}
+		// A timer that fires late by more than a quarter of the bound
+		// says the client was not running (a busy machine, a pause): the
+		// answers may be waiting, unread. Its own stall is not the
+		// nodes' fault: judge one bound later.
+		if late := now.Sub(due); late > f.timeout/4 {
+			due = now.Add(f.timeout)
+			rearm(f.timeout)
+			continue
+		}
+		// The bound passed; the fans that ran out meanwhile may have
+		// raised it (rto.go): wait on to the new one.
+		if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
+			if left := d - now.Sub(f.t1); left > 0 {
+				f.timeout, due = d, f.t1.Add(d)
+				rearm(left)
+				continue
+			}
+		}
+		// A node that has not answered this request but has answered
+		// another within the limit is busy, not failed: wait on, one
+		// more bound at a time, until the limit ends the wait (rto.go).
+		if f.busy() {
+			due = now.Add(f.timeout)
+			rearm(f.timeout)
+			continue
+		}
+		return true
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// reqCtx is the context of a fan's requests: base's values and
+// cancellation, a deadline, and the fan's cancel. It behaves as
+// context.WithDeadline(base, deadline) but costs nothing until someone asks
+// for Done: a batching adapter (redlock/internal/batch) asks only for Err
+// and Deadline, which need no timer, no channel and no registration with
+// base, a context often shared by many callers, whose lock WithDeadline
+// takes to register and again to unregister. The first Done (a blocking
+// adapter, a context derived from this one) makes the standard context,
+// and from then on Err, Done and Value are its. The zero value is not
+// usable: call init.
+type reqCtx struct {
+	base context.Context
+	t1   time.Time     // the fan's start
+	d    time.Duration // the deadline is t1 + d
+
+	mu       sync.Mutex
+	err      error // once set, never changes
+	canceled bool  // cancel ran
+	std      context.Context
+	stop     context.CancelFunc // of std
+}
+
+var _ context.Context = (*reqCtx)(nil)
+
+// init readies r with a deadline timeout after t1, or base's, if earlier.
+func (r *reqCtx) init(base context.Context, t1 time.Time, timeout time.Duration) {
+	r.base, r.t1, r.d = base, t1, timeout
+	if dl, ok := base.Deadline(); ok && dl.Before(t1.Add(timeout)) {
+		r.d = dl.Sub(t1)
+	}
+}
+
+// deadline is r's deadline.
+func (r *reqCtx) deadline() time.Time { return r.t1.Add(r.d) }
+
+// Deadline returns r's deadline (context.Context).
+func (r *reqCtx) Deadline() (time.Time, bool) { return r.deadline(), true }
+
+// Err is context.Canceled once r was cancelled, base's error once base
+// ended, context.DeadlineExceeded once the deadline passed, else nil
+// (context.Context); the first of them stays.
+func (r *reqCtx) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.std != nil {
+		return r.std.Err()
+	}
+	if r.err == nil {
+		if err := r.base.Err(); err != nil {
+			r.err = err
+		} else if time.Since(r.t1) >= r.d {
+			r.err = context.DeadlineExceeded
+		}
+	}
+	return r.err
+}
+
+// Done returns a channel closed when Err becomes non-nil (context.Context).
+func (r *reqCtx) Done() <-chan struct{} {
+	return r.standard().Done()
+}
+
+// Value returns base's value for key (context.Context). Once Done was
+// asked for, it is the standard context's, so that a context derived from
+// r registers with it as with any cancelable context (no goroutine).
+func (r *reqCtx) Value(key any) any {
+	r.mu.Lock()
+	std := r.std
+	r.mu.Unlock()
+	if std != nil {
+		return std.Value(key)
+	}
+	return r.base.Value(key)
+}
+
+// standard returns the standard context that stands for r, made on the
+// first call.
+func (r *reqCtx) standard() context.Context {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.std == nil {
+		r.std, r.stop = context.WithDeadline(r.base, r.deadline())
+		if r.canceled {
+			r.stop()
+		}
+	}
+	return r.std
+}
+
+// cancel cancels r; later calls do nothing.
+func (r *reqCtx) cancel() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.std != nil {
+		r.stop()
+		return
+	}
+	r.canceled = true
+	if r.err == nil {
+		r.err = context.Canceled
+	}
 }
 
 // busy reports whether a node that has not answered the fan yet has
