@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -422,22 +423,34 @@ func minTime(a, b time.Time) time.Time {
 // cancellation, a deadline, and the fan's cancel. It behaves as
 // context.WithDeadline(base, deadline) but costs nothing until someone asks
 // for Done: a batching adapter (redlock/internal/batch) asks only for Err
-// and Deadline, which need no timer, no channel and no registration with
-// base, a context often shared by many callers, whose lock WithDeadline
-// takes to register and again to unregister. The first Done (a blocking
-// adapter, a context derived from this one) makes the standard context,
-// and from then on Err, Done and Value are its. The zero value is not
-// usable: call init.
+// and Deadline, which need no timer, no channel, no lock and no
+// registration with base (a context often shared by many callers, whose
+// lock WithDeadline takes to register and again to unregister). The first
+// Done (a blocking adapter, a context derived from this one) makes the
+// standard context, and from then on Err, Done and Value are its. The zero
+// value is not usable: call init.
 type reqCtx struct {
-	base context.Context
-	t1   time.Time     // the fan's start
-	d    time.Duration // the deadline is t1 + d
+	base  context.Context
+	t1    time.Time     // the fan's start
+	d     time.Duration // the deadline is t1 + d
+	state atomic.Uint32 // reqLive, then the first of the others, for good
 
-	mu       sync.Mutex
-	err      error // once set, never changes
-	canceled bool  // cancel ran
-	std      context.Context
-	stop     context.CancelFunc // of std
+	mu  sync.Mutex                // makes std once
+	std atomic.Pointer[stdReqCtx] // made by standard
+}
+
+// The states of a reqCtx before it has a standard context.
+const (
+	reqLive     uint32 = iota
+	reqCanceled        // cancel ran
+	reqExpired         // the deadline passed
+	reqBaseDone        // base ended: Err is base's
+)
+
+// stdReqCtx is the standard context that stands for a reqCtx.
+type stdReqCtx struct {
+	ctx  context.Context
+	stop context.CancelFunc
 }
 
 var _ context.Context = (*reqCtx)(nil)
@@ -460,19 +473,26 @@ func (r *reqCtx) Deadline() (time.Time, bool) { return r.deadline(), true }
 // ended, context.DeadlineExceeded once the deadline passed, else nil
 // (context.Context); the first of them stays.
 func (r *reqCtx) Err() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.std != nil {
-		return r.std.Err()
+	if s := r.std.Load(); s != nil {
+		return s.ctx.Err()
 	}
-	if r.err == nil {
-		if err := r.base.Err(); err != nil {
-			r.err = err
-		} else if time.Since(r.t1) >= r.d {
-			r.err = context.DeadlineExceeded
+	if r.state.Load() == reqLive {
+		switch {
+		case r.base.Err() != nil:
+			r.state.CompareAndSwap(reqLive, reqBaseDone)
+		case time.Since(r.t1) >= r.d:
+			r.state.CompareAndSwap(reqLive, reqExpired)
 		}
 	}
-	return r.err
+	switch r.state.Load() {
+	case reqCanceled:
+		return context.Canceled
+	case reqExpired:
+		return context.DeadlineExceeded
+	case reqBaseDone:
+		return r.base.Err()
+	}
+	return nil
 }
 
 // Done returns a channel closed when Err becomes non-nil (context.Context).
@@ -484,11 +504,8 @@ func (r *reqCtx) Done() <-chan struct{} {
 // asked for, it is the standard context's, so that a context derived from
 // r registers with it as with any cancelable context (no goroutine).
 func (r *reqCtx) Value(key any) any {
-	r.mu.Lock()
-	std := r.std
-	r.mu.Unlock()
-	if std != nil {
-		return std.Value(key)
+	if s := r.std.Load(); s != nil {
+		return s.ctx.Value(key)
 	}
 	return r.base.Value(key)
 }
@@ -496,28 +513,31 @@ func (r *reqCtx) Value(key any) any {
 // standard returns the standard context that stands for r, made on the
 // first call.
 func (r *reqCtx) standard() context.Context {
+	if s := r.std.Load(); s != nil {
+		return s.ctx
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.std == nil {
-		r.std, r.stop = context.WithDeadline(r.base, r.deadline())
-		if r.canceled {
-			r.stop()
+	s := r.std.Load()
+	if s == nil {
+		// Made from base with the same deadline, it has the error Err
+		// reported (if any): base's, or the deadline's.
+		s = &stdReqCtx{}
+		s.ctx, s.stop = context.WithDeadline(r.base, r.deadline())
+		r.std.Store(s)
+		if r.state.Load() == reqCanceled {
+			s.stop()
 		}
 	}
-	return r.std
+	return s.ctx
 }
 
 // cancel cancels r; later calls do nothing.
 func (r *reqCtx) cancel() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.std != nil {
-		r.stop()
-		return
-	}
-	r.canceled = true
-	if r.err == nil {
-		r.err = context.Canceled
+	// Either standard sees the state or this sees its context (or both).
+	r.state.CompareAndSwap(reqLive, reqCanceled)
+	if s := r.std.Load(); s != nil {
+		s.stop()
 	}
 }
 
