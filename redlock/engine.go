@@ -593,8 +593,6 @@ func (f *fan) settle(release, waitAll bool) {
 			early++
 			if release {
 				answered = append(answered, i)
-			} else {
-				c.bg.Done() // its share ends with the decision
 			}
 		}
 	}
@@ -604,6 +602,10 @@ func (f *fan) settle(release, waitAll bool) {
 	}
 	f.mu.Unlock()
 	if !release {
+		// The shares of the answers so far end with the decision: one
+		// Add on the client's counter, which every fan shares, not one
+		// Done each.
+		c.bg.Add(-early)
 		return
 	}
 	for _, i := range answered {
