@@ -637,11 +637,17 @@ func (f *fan) releaseNode(i, tag int) {
 	}()
 }
 
-// replies returns a copy of each node's reply, in node order.
+// replies returns each node's reply, in node order; called after settle,
+// when they no longer change: no answer is recorded after settle unless
+// settle waited for every answer (keep), so the fan's own slice is
+// returned, not a copy.
 func (f *fan) replies() []reply {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]reply(nil), f.rs...)
+	if !f.settled {
+		panic("redlock: fan.replies before settle")
+	}
+	return f.rs
 }
 
 // results returns each node's outcome, in node order.
