@@ -318,6 +318,9 @@ func (f *fan) await() (decision, time.Time) {
 	default:
 		timedOut = f.wait()
 	}
+	// From now on no timer watches the requests' deadline: nctx's Err
+	// reads the clock (reqCtx).
+	f.rc.unwatched.Store(true)
 	if timedOut {
 		// The requests still waiting are answered at once.
 		defer f.cancel()
@@ -374,7 +377,9 @@ func (f *fan) wait() (timedOut bool) {
 		}
 		now := time.Now()
 		if !now.Before(limit) {
-			return false // the limit passed: nctx's deadline (R8.2)
+			// The limit passed: nctx's deadline (R8.2).
+			f.rc.state.CompareAndSwap(reqLive, reqExpired)
+			return false
 		}
 		// rearm waits on for d, and never past the limit.
 		rearm := func(d time.Duration) { timer.Reset(min(d, limit.Sub(now))) }
@@ -427,13 +432,19 @@ func minTime(a, b time.Time) time.Time {
 // registration with base (a context often shared by many callers, whose
 // lock WithDeadline takes to register and again to unregister). The first
 // Done (a blocking adapter, a context derived from this one) makes the
-// standard context, and from then on Err, Done and Value are its. The zero
-// value is not usable: call init.
+// standard context, and from then on Err, Done and Value are its.
+//
+// Until the fan is decided, the timer of its wait (fan.wait) watches the
+// deadline, as a timerCtx's timer does, and Err reads no clock (a clock
+// read is not cheap on every machine, and Err is asked twice per request);
+// after it (unwatched), Err reads the clock. The zero value is not usable:
+// call init.
 type reqCtx struct {
-	base  context.Context
-	t1    time.Time     // the fan's start
-	d     time.Duration // the deadline is t1 + d
-	state atomic.Uint32 // reqLive, then the first of the others, for good
+	base      context.Context
+	t1        time.Time     // the fan's start
+	d         time.Duration // the deadline is t1 + d
+	state     atomic.Uint32 // reqLive, then the first of the others, for good
+	unwatched atomic.Bool   // no timer watches the deadline: Err reads the clock
 
 	mu  sync.Mutex                // makes std once
 	std atomic.Pointer[stdReqCtx] // made by standard
@@ -480,7 +491,7 @@ func (r *reqCtx) Err() error {
 		switch {
 		case r.base.Err() != nil:
 			r.state.CompareAndSwap(reqLive, reqBaseDone)
-		case time.Since(r.t1) >= r.d:
+		case r.unwatched.Load() && time.Since(r.t1) >= r.d:
 			r.state.CompareAndSwap(reqLive, reqExpired)
 		}
 	}

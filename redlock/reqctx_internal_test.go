@@ -12,7 +12,9 @@ type ctxKey struct{}
 
 // TestReqCtx checks that a fan's request context (reqCtx) behaves as
 // context.WithDeadline(base, t1+timeout) with cancel, whether Done is asked
-// for before the event, after it, or never.
+// for before the event, after it, or never, once no wait watches its
+// deadline (unwatched, as after the fan's decision; TestReqCtxWatched
+// covers the wait).
 func TestReqCtx(t *testing.T) {
 	const timeout = 50 * time.Millisecond
 	tests := []struct {
@@ -21,7 +23,7 @@ func TestReqCtx(t *testing.T) {
 		event func(r *reqCtx, cancelBase context.CancelFunc) error
 	}{
 		{"deadline", func(*reqCtx, context.CancelFunc) error {
-			time.Sleep(timeout)
+			time.Sleep(timeout + time.Millisecond)
 			return context.DeadlineExceeded
 		}},
 		{"cancel", func(r *reqCtx, _ context.CancelFunc) error {
@@ -33,7 +35,7 @@ func TestReqCtx(t *testing.T) {
 			return context.Canceled
 		}},
 		{"cancel after the deadline", func(r *reqCtx, _ context.CancelFunc) error {
-			time.Sleep(timeout)
+			time.Sleep(timeout + time.Millisecond)
 			_ = r.Err() // the deadline is seen first: it stays
 			r.cancel()
 			return context.DeadlineExceeded
@@ -52,6 +54,7 @@ func TestReqCtx(t *testing.T) {
 					var r reqCtx
 					t1 := time.Now()
 					r.init(base, t1, timeout)
+					r.unwatched.Store(true)
 					if got, ok := r.Deadline(); !ok || !got.Equal(t1.Add(timeout)) {
 						t.Errorf("Deadline() = %v, %v, want %v, true", got, ok, t1.Add(timeout))
 					}
@@ -107,12 +110,31 @@ func TestReqCtxBaseDeadline(t *testing.T) {
 		want, _ := base.Deadline()
 		var r reqCtx
 		r.init(base, time.Now(), time.Second)
+		r.unwatched.Store(true)
 		if got, _ := r.Deadline(); !got.Equal(want) {
 			t.Errorf("Deadline() = %v, want base's %v", got, want)
 		}
 		time.Sleep(10 * time.Millisecond)
 		if err := r.Err(); !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Err() = %v, want %v", err, context.DeadlineExceeded)
+		}
+	})
+}
+
+// TestReqCtxWatched checks that while a fan's wait watches the deadline,
+// Err reads no clock and reports what the wait marked, and reads the clock
+// once unwatched.
+func TestReqCtxWatched(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var r reqCtx
+		r.init(t.Context(), time.Now(), 10*time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
+		if err := r.Err(); err != nil {
+			t.Errorf("watched, past the deadline, not marked: Err() = %v, want nil (the wait's timer marks it)", err)
+		}
+		r.unwatched.Store(true)
+		if err := r.Err(); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("unwatched, past the deadline: Err() = %v, want %v", err, context.DeadlineExceeded)
 		}
 	})
 }
