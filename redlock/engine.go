@@ -360,8 +360,8 @@ func (f *fan) wait() (timedOut bool) {
 	if f.adaptive {
 		due = minTime(f.t1.Add(f.timeout), limit)
 	}
-	timer := time.NewTimer(time.Until(due))
-	defer timer.Stop()
+	timer := f.c.rtt.timer(time.Until(due))
+	defer f.c.rtt.putTimer(timer)
 	// A caller's context that ends ends the wait; base is the caller's
 	// own context in every fan, but the requests derive from base.
 	cancelled, baseDone := f.ctx.Done(), f.rc.base.Done()
