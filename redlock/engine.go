@@ -212,8 +212,11 @@ func (c *Client) send(fans ...*fan) {
 				c.async[i].Start(cl.Ctx, cl.Req, cl.To, cl.Tag)
 			}
 		default:
+			// A copy for the goroutine: fans itself stays on the
+			// caller's stack (no allocation per send on the async path).
+			fs := append([]*fan(nil), fans...)
 			go func() {
-				for _, f := range fans {
+				for _, f := range fs {
 					ok, err := f.blocking(i)
 					f.Receive(i, ok, err)
 				}
