@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -51,11 +52,12 @@ type fan struct {
 	c       *Client
 	req     adapter.Request
 	stop    stopRule
-	ctx     context.Context    // the caller's: a cancelled caller is not a node timeout
-	nctx    context.Context    // the requests' context, bounded by the node timeout
-	cancel  context.CancelFunc // of nctx, at the last answer or when settled
-	t1      time.Time          // before the first request (R8.1)
-	timeout time.Duration      // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
+	ctx     context.Context // the caller's: a cancelled caller is not a node timeout
+	nctx    context.Context // the requests' context, bounded by the node timeout: &rc
+	rc      reqCtx          // nctx, in the fan's allocation (cancel)
+	t1      time.Time       // before the first request (R8.1)
+	born    time.Duration   // t1 - c.born, for Client.heard
+	timeout time.Duration   // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
 	// adaptive: the wait for answers ends at the adaptive bound (newFan),
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
@@ -138,10 +140,16 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 		f.rs[i] = reply{i: i, none: true}
 	}
 	f.inflight.Add(n)
-	f.nctx, f.cancel = context.WithTimeout(base, timeout)
 	f.t1 = time.Now() // R8.1: before the first request
+	f.born = f.t1.Sub(c.born)
+	f.rc.init(base, f.t1, timeout)
+	f.nctx = &f.rc
 	return f
 }
+
+// cancel ends the fan's requests (nctx): at the last answer, or when await
+// timed them out.
+func (f *fan) cancel() { f.rc.cancel() }
 
 // async reports whether the fan's requests go through AsyncNode.Start.
 // The operations of read-write locks (rw.go) run by the blocking methods
@@ -204,8 +212,11 @@ func (c *Client) send(fans ...*fan) {
 				c.async[i].Start(cl.Ctx, cl.Req, cl.To, cl.Tag)
 			}
 		default:
+			// A copy for the goroutine: fans itself stays on the
+			// caller's stack (no allocation per send on the async path).
+			fs := append([]*fan(nil), fans...)
 			go func() {
-				for _, f := range fans {
+				for _, f := range fs {
 					ok, err := f.blocking(i)
 					f.Receive(i, ok, err)
 				}
@@ -251,7 +262,7 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 	f.mu.Lock()
 	f.answered++
 	if err == nil {
-		c.heard[tag].Store(int64(time.Since(c.born)))
+		c.heard[tag].Store(int64(f.born + r.latency)) // time.Since(c.born), one clock read fewer
 		f.replied++
 		if f.replied == c.quorum {
 			// The answer a decision waits for, late or not (rto.go).
@@ -305,55 +316,14 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 // acquisition is not a failed node).
 func (f *fan) await() (decision, time.Time) {
 	timedOut := false
-	if f.adaptive {
-		due := f.t1.Add(f.timeout)
-		timer := time.NewTimer(time.Until(due))
-		defer timer.Stop()
-	wait:
-		for {
-			select {
-			case <-f.ready:
-				break wait
-			case <-f.nctx.Done():
-				break wait
-			case <-timer.C:
-				// A timer that fires late by more than a quarter of the
-				// bound says the client was not running (a busy machine,
-				// a pause): the answers may be waiting, unread. Its own
-				// stall is not the nodes' fault: judge one bound later.
-				if late := time.Since(due); late > f.timeout/4 {
-					due = time.Now().Add(f.timeout)
-					timer.Reset(f.timeout)
-					continue
-				}
-				// The bound passed; the fans that ran out meanwhile
-				// may have raised it (rto.go): wait on to the new one.
-				if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
-					if left := d - time.Since(f.t1); left > 0 {
-						f.timeout, due = d, f.t1.Add(d)
-						timer.Reset(left)
-						continue
-					}
-				}
-				// A node that has not answered this request but has
-				// answered another within the limit is busy, not
-				// failed: wait on, one more bound at a time, until the
-				// limit (nctx's deadline) ends the wait (rto.go).
-				if f.busy() {
-					due = time.Now().Add(f.timeout)
-					timer.Reset(f.timeout)
-					continue
-				}
-				timedOut = true
-				break wait
-			}
-		}
-	} else {
-		select {
-		case <-f.ready:
-		case <-f.nctx.Done():
-		}
+	select {
+	case <-f.ready: // decided already: no timer
+	default:
+		timedOut = f.wait()
 	}
+	// From now on no timer watches the requests' deadline: nctx's Err
+	// reads the clock (reqCtx).
+	f.rc.unwatched.Store(true)
 	if timedOut {
 		// The requests still waiting are answered at once.
 		defer f.cancel()
@@ -381,6 +351,208 @@ func (f *fan) await() (decision, time.Time) {
 		}
 	}
 	return decide(len(f.rs), f.c.quorum, f.yes, f.no), t2
+}
+
+// wait blocks until the stop rule holds, the caller's context ends, or the
+// time runs out: the limit (nctx's deadline), or for an adaptive fan the
+// adaptive bound, which reports timedOut. One timer serves both: it is
+// never set past the limit.
+func (f *fan) wait() (timedOut bool) {
+	limit := f.rc.deadline()
+	due := limit
+	if f.adaptive {
+		due = minTime(f.t1.Add(f.timeout), limit)
+	}
+	timer := f.c.rtt.timer(time.Until(due))
+	defer f.c.rtt.putTimer(timer)
+	// A caller's context that ends ends the wait; base is the caller's
+	// own context in every fan, but the requests derive from base.
+	cancelled, baseDone := f.ctx.Done(), f.rc.base.Done()
+	for {
+		select {
+		case <-f.ready:
+			return false
+		case <-cancelled:
+			return false
+		case <-baseDone:
+			return false
+		case <-timer.C:
+		}
+		now := time.Now()
+		if !now.Before(limit) {
+			// The limit passed: nctx's deadline (R8.2).
+			f.rc.state.CompareAndSwap(reqLive, reqExpired)
+			return false
+		}
+		// rearm waits on for d, and never past the limit.
+		rearm := func(d time.Duration) { timer.Reset(min(d, limit.Sub(now))) }
+		if !f.adaptive {
+			rearm(limit.Sub(now))
+			continue
+		}
+		// A timer that fires late by more than a quarter of the bound
+		// says the client was not running (a busy machine, a pause): the
+		// answers may be waiting, unread. Its own stall is not the
+		// nodes' fault: judge one bound later.
+		if late := now.Sub(due); late > f.timeout/4 {
+			due = now.Add(f.timeout)
+			rearm(f.timeout)
+			continue
+		}
+		// The bound passed; the fans that ran out meanwhile may have
+		// raised it (rto.go): wait on to the new one.
+		if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
+			if left := d - now.Sub(f.t1); left > 0 {
+				f.timeout, due = d, f.t1.Add(d)
+				rearm(left)
+				continue
+			}
+		}
+		// A node that has not answered this request but has answered
+		// another within the limit is busy, not failed: wait on, one
+		// more bound at a time, until the limit ends the wait (rto.go).
+		if f.busy() {
+			due = now.Add(f.timeout)
+			rearm(f.timeout)
+			continue
+		}
+		return true
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// reqCtx is the context of a fan's requests: base's values and
+// cancellation, a deadline, and the fan's cancel. It behaves as
+// context.WithDeadline(base, deadline) but costs nothing until someone asks
+// for Done: a batching adapter (redlock/internal/batch) asks only for Err
+// and Deadline, which need no timer, no channel, no lock and no
+// registration with base (a context often shared by many callers, whose
+// lock WithDeadline takes to register and again to unregister). The first
+// Done (a blocking adapter, a context derived from this one) makes the
+// standard context, and from then on Err, Done and Value are its.
+//
+// Until the fan is decided, the timer of its wait (fan.wait) watches the
+// deadline, as a timerCtx's timer does, and Err reads no clock (a clock
+// read is not cheap on every machine, and Err is asked twice per request);
+// after it (unwatched), Err reads the clock. The zero value is not usable:
+// call init.
+type reqCtx struct {
+	base      context.Context
+	t1        time.Time     // the fan's start
+	d         time.Duration // the deadline is t1 + d
+	state     atomic.Uint32 // reqLive, then the first of the others, for good
+	unwatched atomic.Bool   // no timer watches the deadline: Err reads the clock
+
+	mu  sync.Mutex                // makes std once
+	std atomic.Pointer[stdReqCtx] // made by standard
+}
+
+// The states of a reqCtx before it has a standard context.
+const (
+	reqLive     uint32 = iota
+	reqCanceled        // cancel ran
+	reqExpired         // the deadline passed
+	reqBaseDone        // base ended: Err is base's
+)
+
+// stdReqCtx is the standard context that stands for a reqCtx.
+type stdReqCtx struct {
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+var _ context.Context = (*reqCtx)(nil)
+
+// init readies r with a deadline timeout after t1, or base's, if earlier.
+func (r *reqCtx) init(base context.Context, t1 time.Time, timeout time.Duration) {
+	r.base, r.t1, r.d = base, t1, timeout
+	if dl, ok := base.Deadline(); ok && dl.Before(t1.Add(timeout)) {
+		r.d = dl.Sub(t1)
+	}
+}
+
+// deadline is r's deadline.
+func (r *reqCtx) deadline() time.Time { return r.t1.Add(r.d) }
+
+// Deadline returns r's deadline (context.Context).
+func (r *reqCtx) Deadline() (time.Time, bool) { return r.deadline(), true }
+
+// Err is context.Canceled once r was cancelled, base's error once base
+// ended, context.DeadlineExceeded once the deadline passed, else nil
+// (context.Context); the first of them stays.
+func (r *reqCtx) Err() error {
+	if s := r.std.Load(); s != nil {
+		return s.ctx.Err()
+	}
+	if r.state.Load() == reqLive {
+		switch {
+		case r.base.Err() != nil:
+			r.state.CompareAndSwap(reqLive, reqBaseDone)
+		case r.unwatched.Load() && time.Since(r.t1) >= r.d:
+			r.state.CompareAndSwap(reqLive, reqExpired)
+		}
+	}
+	switch r.state.Load() {
+	case reqCanceled:
+		return context.Canceled
+	case reqExpired:
+		return context.DeadlineExceeded
+	case reqBaseDone:
+		return r.base.Err()
+	}
+	return nil
+}
+
+// Done returns a channel closed when Err becomes non-nil (context.Context).
+func (r *reqCtx) Done() <-chan struct{} {
+	return r.standard().Done()
+}
+
+// Value returns base's value for key (context.Context). Once Done was
+// asked for, it is the standard context's, so that a context derived from
+// r registers with it as with any cancelable context (no goroutine).
+func (r *reqCtx) Value(key any) any {
+	if s := r.std.Load(); s != nil {
+		return s.ctx.Value(key)
+	}
+	return r.base.Value(key)
+}
+
+// standard returns the standard context that stands for r, made on the
+// first call.
+func (r *reqCtx) standard() context.Context {
+	if s := r.std.Load(); s != nil {
+		return s.ctx
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.std.Load()
+	if s == nil {
+		// Made from base with the same deadline, it has the error Err
+		// reported (if any): base's, or the deadline's.
+		s = &stdReqCtx{}
+		s.ctx, s.stop = context.WithDeadline(r.base, r.deadline())
+		r.std.Store(s)
+		if r.state.Load() == reqCanceled {
+			s.stop()
+		}
+	}
+	return s.ctx
+}
+
+// cancel cancels r; later calls do nothing.
+func (r *reqCtx) cancel() {
+	// Either standard sees the state or this sees its context (or both).
+	r.state.CompareAndSwap(reqLive, reqCanceled)
+	if s := r.std.Load(); s != nil {
+		s.stop()
+	}
 }
 
 // busy reports whether a node that has not answered the fan yet has
@@ -435,8 +607,6 @@ func (f *fan) settle(release, waitAll bool) {
 			early++
 			if release {
 				answered = append(answered, i)
-			} else {
-				c.bg.Done() // its share ends with the decision
 			}
 		}
 	}
@@ -446,6 +616,10 @@ func (f *fan) settle(release, waitAll bool) {
 	}
 	f.mu.Unlock()
 	if !release {
+		// The shares of the answers so far end with the decision: one
+		// Add on the client's counter, which every fan shares, not one
+		// Done each.
+		c.bg.Add(-early)
 		return
 	}
 	for _, i := range answered {
@@ -477,11 +651,17 @@ func (f *fan) releaseNode(i, tag int) {
 	}()
 }
 
-// replies returns a copy of each node's reply, in node order.
+// replies returns each node's reply, in node order; called after settle,
+// when they no longer change: no answer is recorded after settle unless
+// settle waited for every answer (keep), so the fan's own slice is
+// returned, not a copy.
 func (f *fan) replies() []reply {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]reply(nil), f.rs...)
+	if !f.settled {
+		panic("redlock: fan.replies before settle")
+	}
+	return f.rs
 }
 
 // results returns each node's outcome, in node order.

@@ -48,6 +48,28 @@ type rto struct {
 	rttvar  time.Duration
 	sampled bool
 	backoff uint8 // doublings since the last sample
+
+	// timers holds the stopped timers of the fans' waits (fan.wait), for
+	// reuse: a new timer is three allocations, and every fan that is not
+	// decided at once waits on one.
+	timers sync.Pool
+}
+
+// timer returns a timer that fires after d, reused when one is free.
+func (r *rto) timer(d time.Duration) *time.Timer {
+	if t, _ := r.timers.Get().(*time.Timer); t != nil {
+		// Stopped by putTimer: no stale tick can be received (Go 1.23
+		// timers), and Reset starts it afresh.
+		t.Reset(d)
+		return t
+	}
+	return time.NewTimer(d)
+}
+
+// putTimer stops t and keeps it for the next wait.
+func (r *rto) putTimer(t *time.Timer) {
+	t.Stop()
+	r.timers.Put(t)
 }
 
 // maxBackoff bounds the doublings (the limit caps the timeout anyway).

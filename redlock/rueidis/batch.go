@@ -3,6 +3,7 @@ package rueidis
 import (
 	"context"
 	"strconv"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -23,6 +24,17 @@ type sender struct {
 	one     [1]rueidis.RedisResult
 	dctx    *batch.DeadlineCtx
 	tails   batch.Tails
+	ttl     time.Duration // of ttlMs
+	ttlMs   string        // the last ttl's argument, in milliseconds
+}
+
+// ttlArg returns ttl in milliseconds as a command's argument, formatted
+// once per distinct ttl: a client's requests mostly share one.
+func (b *sender) ttlArg(ttl time.Duration) string {
+	if ttl != b.ttl || b.ttlMs == "" {
+		b.ttl, b.ttlMs = ttl, strconv.FormatInt(ttl.Milliseconds(), 10)
+	}
+	return b.ttlMs
 }
 
 var _ adapter.BatchNode = (*Node)(nil)
@@ -136,7 +148,7 @@ func (n *Node) scriptOf(op adapter.Op) *batch.Script {
 
 // command builds req's command: SET NX PX for an acquisition (R3), else its
 // script by EVALSHA, or by EVAL when eval is set or the node is not known
-// to have the script.
+// to have the script. Only the batch worker calls it (it uses n.sender).
 func (n *Node) command(req adapter.Request, eval bool) rueidis.Completed {
 	c := n.client
 	s := n.scriptOf(req.Op)
@@ -146,13 +158,14 @@ func (n *Node) command(req adapter.Request, eval bool) rueidis.Completed {
 	arg2 := ""
 	switch req.Op {
 	case adapter.OpAcquire:
-		return c.B().Set().Key(req.Key).Value(req.Value).Nx().PxMilliseconds(req.TTL.Milliseconds()).Build()
+		// The typed builder formats the ttl for every command.
+		return c.B().Arbitrary("SET").Keys(req.Key).Args(req.Value, "NX", "PX", n.sender.ttlArg(req.TTL)).Build()
 	case adapter.OpExtend:
-		arg2 = strconv.FormatInt(req.TTL.Milliseconds(), 10)
+		arg2 = n.sender.ttlArg(req.TTL)
 	case adapter.OpReleaseAnnounce:
 		arg2 = ChannelPrefix
 	case adapter.OpTransfer:
-		ttl := strconv.FormatInt(req.TTL.Milliseconds(), 10)
+		ttl := n.sender.ttlArg(req.TTL)
 		if eval || !s.Cached.Load() {
 			return c.B().Eval().Script(s.Src).Numkeys(1).Key(req.Key).Arg(req.From, req.Value, ttl).Build()
 		}

@@ -272,7 +272,7 @@ func NewScript(src string) *Script {
 // batch, may move (Script). Its buffers are reused from batch to batch; the
 // zero value is ready.
 type Tails struct {
-	last map[string]int
+	seen map[string]struct{}
 	tail []bool
 }
 
@@ -284,23 +284,29 @@ func (t *Tails) Mark(batch []Item) []bool {
 		t.tail = append(tail, true)
 		return t.tail
 	}
-	if t.last == nil {
-		t.last = make(map[string]int, len(batch))
+	if t.seen == nil {
+		t.seen = make(map[string]struct{}, len(batch))
 	}
-	clear(t.last)
-	for i, it := range batch {
-		t.last[it.Req.Key] = i
+	clear(t.seen)
+	tail = append(tail, make([]bool, len(batch))...)
+	// From the last item back: an item is a tail when none of its keys
+	// was seen behind it. A key is new when adding it grows the set: one
+	// map operation per key.
+	for i := len(batch) - 1; i >= 0; i-- {
+		it := &batch[i]
+		last := t.add(it.Req.Key)
 		for _, k := range it.Req.Keys { // a set's keys (adapter.MultiNode)
-			t.last[k] = i
+			last = t.add(k) && last
 		}
-	}
-	for i, it := range batch {
-		last := t.last[it.Req.Key] == i
-		for _, k := range it.Req.Keys {
-			last = last && t.last[k] == i
-		}
-		tail = append(tail, last)
+		tail[i] = last
 	}
 	t.tail = tail
 	return tail
+}
+
+// add adds key to the keys seen and reports whether it was not there yet.
+func (t *Tails) add(key string) bool {
+	n := len(t.seen)
+	t.seen[key] = struct{}{}
+	return len(t.seen) > n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -199,5 +200,20 @@ func TestTailsOfSets(t *testing.T) {
 		if got := tl.Mark(items); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: Mark = %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// BenchmarkTailsMark measures Mark over a batch of 64 requests on 40 keys:
+//
+//	go test -run '^$' -bench TailsMark ./redlock/internal/batch/
+func BenchmarkTailsMark(b *testing.B) {
+	items := make([]Item, 64)
+	for i := range items {
+		items[i].Req.Key = "key-" + strconv.Itoa(i%40)
+	}
+	var tl Tails
+	b.ReportAllocs()
+	for b.Loop() {
+		tl.Mark(items)
 	}
 }
