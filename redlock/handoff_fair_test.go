@@ -182,8 +182,9 @@ func takeTurns(t *testing.T, clients int) {
 		if turns < 10*clients {
 			t.Fatalf("%d turns in 5 s, want many more", turns)
 		}
-		// Measured: 0 turns out of turn and 5.0-5.2 failed attempts per
-		// turn (one per other client), with and without -race. Before the
+		// Measured: 0 turns out of turn and 5.0-5.8 failed attempts per
+		// turn with 6 clients (about one per other client), 1.0-1.4 with
+		// 2, with and without -race. Before the
 		// turns (83ad835): 80% and 14.6. Before the common rank slot and
 		// the yielder's slot (f82813f): 0% without -race but 15-34% with
 		// it, whose scheduler runs the goroutines of one instant in
@@ -195,8 +196,10 @@ func takeTurns(t *testing.T, clients int) {
 		if outOfTurn > turns/50 {
 			t.Errorf("%d of %d turns out of turn, want at most 2%%: the longest-waiting client goes first", outOfTurn, turns)
 		}
-		if per := float64(failed.Load()) / float64(turns); per > float64(clients) {
-			t.Errorf("%.1f failed attempts per turn with %d clients, want at most %d (a herd: every client's waiter attempts at once at each release)", per, clients, clients)
+		// About one failed attempt per other client (the ranks after the
+		// winner's, and the timed retries): at most 1.5 per client.
+		if per := float64(failed.Load()) / float64(turns); per > 1.5*float64(clients) {
+			t.Errorf("%.1f failed attempts per turn with %d clients, want at most %.0f (a herd: every client's waiter attempts at once at each release)", per, clients, 1.5*float64(clients))
 		}
 	})
 }

@@ -20,19 +20,23 @@ func (c *Client) retryDelay(o lockOptions) time.Duration {
 	return d
 }
 
-// rankSlot is the length of one rank of the hand-off (handoff.go: spread):
-// twice the smoothed round trip of the client's fans (rto.go), so that an
-// attempt started anywhere in the first half of its slot (the jitter) has
-// reached the nodes before the next rank's starts. Clients of the same
-// nodes see about the same round trip, so their ranks line up; a client's
-// own last attempt would not (a failed attempt is decided later than a
-// granted one). Without a sample yet, the last attempt's duration, elapsed,
-// stands in. Never more than the minimum retry delay (R10).
-func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) time.Duration {
-	if srtt, ok := c.rtt.smoothed(); ok {
-		elapsed = 2 * srtt
+// rankSlot is the length of one rank of the hand-off (handoff.go: spread)
+// and the most jitter within it: the jitter is the smoothed round trip of
+// the client's fans (rto.go), and the slot adds the round-trip bound that
+// TCP would use (srtt + 4 x rttvar), so that an attempt started anywhere
+// in the jitter has most likely been decided on the nodes before the next
+// rank's starts: two ranks that overlap split the votes (R10), and under
+// load an attempt's round trip varies a lot. Clients of the same nodes see
+// about the same round trip, so their ranks line up; a client's own last
+// attempt would not (a failed attempt is decided later than a granted
+// one). Without a sample yet, the last attempt's duration, elapsed, stands
+// in for both. Never more than the minimum retry delay (R10).
+func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) (slot, jitter time.Duration) {
+	slot, jitter = 2*elapsed, elapsed
+	if srtt, rttvar, ok := c.rtt.smoothed(); ok {
+		slot, jitter = 2*srtt+4*rttvar, srtt
 	}
-	return min(elapsed, o.retryMin)
+	return min(slot, o.retryMin), min(jitter, o.retryMin)
 }
 
 // jitter draws a random delay in [0, max].
@@ -140,9 +144,9 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 	}
 	// Its rank among the clients woken by the same release (handoff.go,
 	// spread): a slot per client ahead of it, then a jitter within the
-	// first half of the slot; never past the minimum retry delay.
-	slot := c.rankSlot(elapsed, o)
-	j := min(time.Duration(wk.slots)*slot+c.jitter(slot/2), o.retryMin)
+	// start of the slot; never past the minimum retry delay.
+	slot, jit := c.rankSlot(elapsed, o)
+	j := min(time.Duration(wk.slots)*slot+c.jitter(jit), o.retryMin)
 	if j <= 0 {
 		return wake{}, nil
 	}

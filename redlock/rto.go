@@ -122,12 +122,13 @@ func (r *rto) timeout(floor, limit time.Duration) time.Duration {
 	return min(t, limit)
 }
 
-// smoothed returns the smoothed round trip (srtt), or false with no sample
-// yet (retry.go: the hand-off's rank slot).
-func (r *rto) smoothed() (time.Duration, bool) {
+// smoothed returns the smoothed round trip (srtt) and its mean deviation
+// (rttvar), or false with no sample yet (retry.go: the hand-off's rank
+// slot).
+func (r *rto) smoothed() (srtt, rttvar time.Duration, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.srtt, r.sampled
+	return r.srtt, r.rttvar, r.sampled
 }
 
 // timeoutLimit is the most a fan with requests of ttl (0: none) waits for
