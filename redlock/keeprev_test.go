@@ -38,6 +38,22 @@ type keepResult struct {
 	err error
 }
 
+// handTo queues a Lock call of c on r, unlocks l and returns the lock the
+// waiter got (unlocked at the end of the test).
+func handTo(t *testing.T, c *redlock.Client, l *redlock.Lock, r string) *redlock.Lock {
+	t.Helper()
+	got := keepWaiter(t.Context(), c, r)
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w := <-got
+	if w.err != nil {
+		t.Fatal(w.err)
+	}
+	t.Cleanup(func() { _ = w.l.Unlock(context.Background()) })
+	return w.l
+}
+
 // A record published with PutRecord names the holder that published it:
 // PutRecord promises that a reader gets it "never after the lock ...
 // passed to another holder". A kept hand-over gives the next holder the
@@ -57,15 +73,7 @@ func TestKeepPublishedRecordIsNotPassedOn(t *testing.T) { // R4, R18
 		if err := a.PutRecord(ctx, "holder A"); err != nil {
 			t.Fatal(err)
 		}
-		got := keepWaiter(ctx, c, "r")
-		if err := a.Unlock(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		r := <-got
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		defer r.l.Unlock(context.Background())
+		handTo(t, c, a, "r")
 		reads, err := c.ReadRecords(ctx, "r")
 		if err != nil {
 			t.Fatal(err)
@@ -99,15 +107,7 @@ func TestKeepHandleOfUnlockedLock(t *testing.T) { // R5, R13, R18
 				if err != nil {
 					t.Fatal(err)
 				}
-				got := keepWaiter(ctx, c, "r")
-				if err := a.Unlock(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				r := <-got
-				if r.err != nil {
-					t.Fatal(r.err)
-				}
-				defer r.l.Unlock(context.Background())
+				w := handTo(t, c, a, "r")
 				h := a.Handle() // of a released lock
 				switch tc {
 				case "resume":
@@ -117,8 +117,8 @@ func TestKeepHandleOfUnlockedLock(t *testing.T) { // R5, R13, R18
 					}
 					if err == nil {
 						defer rl.Unlock(context.Background())
-						if r.l.Validity() > 0 && rl.Validity() > 0 {
-							t.Errorf("two holders at once: the waiter (value %v) and the resumed handle", r.l.Value() == rl.Value())
+						if w.Validity() > 0 && rl.Validity() > 0 {
+							t.Errorf("two holders at once: the waiter (value %v) and the resumed handle", w.Value() == rl.Value())
 						}
 					}
 				case "release":
@@ -126,7 +126,7 @@ func TestKeepHandleOfUnlockedLock(t *testing.T) { // R5, R13, R18
 					if !errors.Is(err, redlock.ErrNotHeld) {
 						t.Errorf("Release of the handle of an unlocked lock: %v, want ErrNotHeld", err)
 					}
-					if n := memHolders(mems, defectKey("r"), r.l.Value()); n < 3 && r.l.Validity() > 0 {
+					if n := memHolders(mems, defectKey("r"), w.Value()); n < 3 && w.Validity() > 0 {
 						t.Errorf("the waiter's lock is on %d of 5 nodes while it believes it holds it", n)
 					}
 				}

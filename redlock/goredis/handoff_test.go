@@ -151,6 +151,28 @@ func (h heard) next(t *testing.T) string {
 	}
 }
 
+// releaseHeard acquires key with value on n, releases it with an
+// announcement (after a release of wrong, when not "", which must delete
+// nothing) and checks that h hears it.
+func releaseHeard(t *testing.T, n adapter.HandoffNode, h heard, key, value, wrong string) {
+	t.Helper()
+	ctx := t.Context()
+	if ok, err := n.Acquire(ctx, key, value, time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v; want true", ok, err)
+	}
+	if wrong != "" {
+		if ok, err := n.ReleaseAnnounce(ctx, key, wrong); ok || err != nil {
+			t.Fatalf("ReleaseAnnounce of another value = %v, %v; want false", ok, err)
+		}
+	}
+	if ok, err := n.ReleaseAnnounce(ctx, key, value); !ok || err != nil {
+		t.Fatalf("ReleaseAnnounce = %v, %v; want true", ok, err)
+	}
+	if got, want := h.next(t), key+"="+value; got != want {
+		t.Fatalf("heard %q, want %q", got, want)
+	}
+}
+
 // A release is announced, with the released value, only when it deleted
 // the key; a rueidis node on the same server hears the go-redis node's
 // announcements and the other way round. The first announcement heard
@@ -186,18 +208,7 @@ func TestReleaseAnnounceAcrossAdapters(t *testing.T) {
 					if err := w.Watch(ctx, key); err != nil {
 						t.Fatalf("Watch: %v", err)
 					}
-					if ok, err := tt.announcer.Acquire(ctx, key, "mine", time.Minute); !ok || err != nil {
-						t.Fatalf("Acquire = %v, %v; want true", ok, err)
-					}
-					if ok, err := tt.announcer.ReleaseAnnounce(ctx, key, "other"); ok || err != nil {
-						t.Fatalf("ReleaseAnnounce of another value = %v, %v; want false", ok, err)
-					}
-					if ok, err := tt.announcer.ReleaseAnnounce(ctx, key, "mine"); !ok || err != nil {
-						t.Fatalf("ReleaseAnnounce = %v, %v; want true", ok, err)
-					}
-					if got, want := h.next(t), key+"=mine"; got != want {
-						t.Fatalf("heard %q, want %q", got, want)
-					}
+					releaseHeard(t, tt.announcer, h, key, "mine", "other")
 				})
 			}
 		})
@@ -232,15 +243,7 @@ func TestWatchSurvivesADroppedConnection(t *testing.T) {
 				return err == nil && m[goredis.ChannelPrefix+keys[0]] == 1 && m[goredis.ChannelPrefix+keys[1]] == 1
 			}, "the subscription did not come back after its connection was killed")
 			for _, k := range keys {
-				if ok, err := n.Acquire(ctx, k, "v", time.Minute); !ok || err != nil {
-					t.Fatalf("Acquire = %v, %v; want true", ok, err)
-				}
-				if ok, err := n.ReleaseAnnounce(ctx, k, "v"); !ok || err != nil {
-					t.Fatalf("ReleaseAnnounce = %v, %v; want true", ok, err)
-				}
-				if got, want := h.next(t), k+"=v"; got != want {
-					t.Fatalf("heard %q, want %q", got, want)
-				}
+				releaseHeard(t, n, h, k, "v", "")
 			}
 		})
 	}
