@@ -146,3 +146,57 @@ func TestCloseDuringTheFirstWatchsDial(t *testing.T) {
 	_ = c.Close()
 	goleak.VerifyNone(t, before)
 }
+
+// Many keys watched at once over go-redis: a waiter on each of 40 keys
+// hears its release (the waiters' timed retry is a minute away), and once
+// every lock is unlocked no channel keeps a subscriber on any node: the
+// Watch and Unwatch calls of the keys, queued per node, end in order.
+// (Issue 14 final review: held.)
+func TestManyKeysWatchedThenUnwatched(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	holder := dialWith(t, "goredis", cl.URLs(), redlock.WithTTL(time.Minute))
+	waiter := dialWith(t, "goredis", cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	const keys = 40
+	held := make([]*redlock.Lock, keys)
+	for i := range held {
+		l, err := holder.TryLock(ctx, "many"+string(rune('A'+i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i] = l
+	}
+	got := make(chan error, keys)
+	for i := range keys {
+		go func() {
+			l, err := waiter.Lock(ctx, "many"+string(rune('A'+i)))
+			if err == nil {
+				err = l.Unlock(context.WithoutCancel(ctx))
+			}
+			got <- err
+		}()
+	}
+	for i := range keys {
+		key := "dlm:lock:many" + string(rune('A'+i))
+		redlocktest.Eventually(t, 20*time.Second, func() bool {
+			return subscribers(t, cl, key) == len(cl.Servers)
+		}, "the waiter of %s never subscribed on every node", key)
+	}
+	for _, l := range held {
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range keys {
+		if err := <-got; err != nil {
+			t.Fatalf("waiter: %v (a release not heard: the timed retry is a minute away)", err)
+		}
+	}
+	for i := range keys {
+		key := "dlm:lock:many" + string(rune('A'+i))
+		redlocktest.Eventually(t, 20*time.Second, func() bool {
+			return subscribers(t, cl, key) == 0
+		}, "%s still has subscribers after every lock was unlocked", key)
+	}
+}
