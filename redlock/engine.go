@@ -485,8 +485,19 @@ func (r *reqCtx) Deadline() (time.Time, bool) { return r.deadline(), true }
 
 // Err is context.Canceled once r was cancelled, base's error once base
 // ended, context.DeadlineExceeded once the deadline passed, else nil
-// (context.Context); the first of them stays.
+// (context.Context); the first of them stays, also once Done made the
+// standard context (standard). A non-nil answer before that is given
+// under r.mu, where standard reads the state, so that the standard context
+// is made with the error already reported.
 func (r *reqCtx) Err() error {
+	if s := r.std.Load(); s != nil {
+		return s.ctx.Err()
+	}
+	if r.state.Load() == reqLive && r.base.Err() == nil && (!r.unwatched.Load() || time.Since(r.t1) < r.d) {
+		return nil // the fast path: no lock
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if s := r.std.Load(); s != nil {
 		return s.ctx.Err()
 	}
@@ -525,7 +536,9 @@ func (r *reqCtx) Value(key any) any {
 }
 
 // standard returns the standard context that stands for r, made on the
-// first call.
+// first call. Once r ended (cancel, or the deadline that the wait's timer
+// marked or Err saw), it is made ended with that error, whatever base did
+// since: a context's first error stays, and base may have ended after it.
 func (r *reqCtx) standard() context.Context {
 	if s := r.std.Load(); s != nil {
 		return s.ctx
@@ -534,10 +547,17 @@ func (r *reqCtx) standard() context.Context {
 	defer r.mu.Unlock()
 	s := r.std.Load()
 	if s == nil {
-		// Made from base with the same deadline, it has the error Err
-		// reported (if any): base's, or the deadline's.
 		s = &stdReqCtx{}
-		s.ctx, s.stop = context.WithDeadline(r.base, r.deadline())
+		switch r.state.Load() {
+		case reqCanceled:
+			s.ctx, s.stop = newEndedCtx(r.base, r.deadline(), context.Canceled), func() {}
+		case reqExpired:
+			s.ctx, s.stop = newEndedCtx(r.base, r.deadline(), context.DeadlineExceeded), func() {}
+		default:
+			// Live, or base ended first: made from base with the same
+			// deadline, it has base's error (and cause), if any.
+			s.ctx, s.stop = context.WithDeadline(r.base, r.deadline())
+		}
 		r.std.Store(s)
 		if r.state.Load() == reqCanceled {
 			s.stop()
@@ -545,6 +565,27 @@ func (r *reqCtx) standard() context.Context {
 	}
 	return s.ctx
 }
+
+// endedCtx is the standard context of a reqCtx that ended before Done was
+// asked for: its Done is closed and its Err is the reqCtx's; its values are
+// base's (without base's cancellation, whose cause came later if at all).
+type endedCtx struct {
+	context.Context // context.WithoutCancel(base)
+	deadline        time.Time
+	err             error
+	done            chan struct{} // closed
+}
+
+// newEndedCtx returns the ended standard context of a reqCtx over base.
+func newEndedCtx(base context.Context, deadline time.Time, err error) endedCtx {
+	done := make(chan struct{})
+	close(done)
+	return endedCtx{context.WithoutCancel(base), deadline, err, done}
+}
+
+func (e endedCtx) Deadline() (time.Time, bool) { return e.deadline, true }
+func (e endedCtx) Done() <-chan struct{}       { return e.done }
+func (e endedCtx) Err() error                  { return e.err }
 
 // cancel cancels r; later calls do nothing.
 func (r *reqCtx) cancel() {

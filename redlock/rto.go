@@ -58,17 +58,25 @@ type rto struct {
 // timer returns a timer that fires after d, reused when one is free.
 func (r *rto) timer(d time.Duration) *time.Timer {
 	if t, _ := r.timers.Get().(*time.Timer); t != nil {
-		// Stopped by putTimer: no stale tick can be received (Go 1.23
-		// timers), and Reset starts it afresh.
+		// Stopped and drained by putTimer: no stale tick can be
+		// received, and Reset starts it afresh.
 		t.Reset(d)
 		return t
 	}
 	return time.NewTimer(d)
 }
 
-// putTimer stops t and keeps it for the next wait.
+// putTimer stops t and keeps it for the next wait. A tick that came before
+// Stop is drained: Go 1.23's timers drop it themselves, but a program run
+// with GODEBUG=asynctimerchan=1 has the older ones, whose channel keeps it,
+// and the next wait would take it for its own and time its nodes out.
 func (r *rto) putTimer(t *time.Timer) {
-	t.Stop()
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
 	r.timers.Put(t)
 }
 

@@ -141,10 +141,13 @@ func TestPassHandsTheLockOver(t *testing.T) {
 	if err := second.Unlock(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	// Unlock returns at a quorum of releases: the last node's may still
+	// be on its way (1 failure in 50 runs of TestPass on main, two at a
+	// time; the key was gone 250µs later).
 	for _, s := range h.cl.Servers {
-		if keys := s.MustKeys(redlock.DefaultKeyPrefix); len(keys) != 0 {
-			t.Fatalf("%s: keys left after the last Unlock: %v", s.Addr(), keys)
-		}
+		redlocktest.Eventually(t, 10*time.Second, func() bool {
+			return len(s.MustKeys(redlock.DefaultKeyPrefix)) == 0
+		}, "%s: keys left after the last Unlock: %v", s.Addr(), s.MustKeys(redlock.DefaultKeyPrefix))
 	}
 	if granted, pg, pe := h.obs.counts(); granted != 2 || pg != 1 || pe != 1 {
 		t.Fatalf("observer saw %d grants, %d passed grants, %d passed ends; want 2, 1, 1", granted, pg, pe)
