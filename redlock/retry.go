@@ -154,6 +154,15 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 		t = time.NewTimer(j)
 		defer t.Stop()
 	} else {
+		if !t.Stop() {
+			// A tick of the retry timer that came with the wake-up
+			// (GODEBUG=asynctimerchan=1 keeps it) must not end the
+			// rank's wait at once.
+			select {
+			case <-t.C:
+			default:
+			}
+		}
 		t.Reset(j)
 	}
 	select {

@@ -232,7 +232,9 @@ func (w *watch) Unwatch(ctx context.Context, key string) error {
 }
 
 // Close ends the subscription, closes its connection, and returns once its
-// goroutine has returned.
+// goroutine has returned. A Watch or Unwatch that is dialling the node
+// holds go-redis' lock of the PubSub until its own context ends (a redlock
+// client bounds each by one second), and Close waits for it.
 func (w *watch) Close() error {
 	w.mu.Lock()
 	if w.closed {
@@ -246,7 +248,7 @@ func (w *watch) Close() error {
 		return nil
 	}
 	if stop != nil {
-		stop() // a dial in progress returns
+		stop() // the read loop's dial in progress returns
 	}
 	_ = ps.Close()
 	if done != nil {
