@@ -374,6 +374,15 @@ func TestLockAllRedis(t *testing.T) { // R1.1, R8.5, R13
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		contend(t, ctx, []*redlock.Client{c1, c2}, sets, 6, 10, 0)
+		// Unlock returns at a quorum: the contenders' last releases may
+		// still be on their way to one server. Wait for them, so that a
+		// key found below is the failed TryLockAll's (a final attempt
+		// waits for every node's answer and release).
+		for _, r := range []string{"a", "b", "c"} {
+			redlocktest.Eventually(t, 10*time.Second, func() bool {
+				return keysEverywhere(cl, redlock.DefaultKeyPrefix+r) == 0
+			}, "%s still on a server after every contender unlocked", r)
+		}
 
 		held, err := c2.TryLock(t.Context(), "b")
 		if err != nil {
