@@ -71,10 +71,7 @@ func TestHandoffKeepsAnUnreadLock(t *testing.T) { // R9, R13, R17, R18
 					tc.before(l)
 				}
 				until := l.Until()
-				applied := int64(0)
-				for _, m := range mems {
-					applied += m.Applied()
-				}
+				applied := memApplied(mems)
 				if err := l.Unlock(context.Background()); err != nil {
 					t.Fatalf("Unlock: %v", err)
 				}
@@ -83,10 +80,7 @@ func TestHandoffKeepsAnUnreadLock(t *testing.T) { // R9, R13, R17, R18
 					t.Fatalf("the waiter's Lock: %v", r.err)
 				}
 				defer r.l.Unlock(context.Background())
-				asked := -applied
-				for _, m := range mems {
-					asked += m.Applied()
-				}
+				asked := memApplied(mems) - applied
 				v := r.l.Value()
 				if tc.kept {
 					if v != redlock.RawValue(l) || !r.l.Until().Equal(until) {
@@ -115,6 +109,15 @@ func TestHandoffKeepsAnUnreadLock(t *testing.T) { // R9, R13, R17, R18
 			})
 		})
 	}
+}
+
+// memApplied counts the requests the MemNodes have applied.
+func memApplied(mems []*redlocktest.MemNode) int64 {
+	var n int64
+	for _, m := range mems {
+		n += m.Applied()
+	}
+	return n
 }
 
 // The value of a kept lock is shared along the chain of holders that kept

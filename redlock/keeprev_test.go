@@ -353,10 +353,7 @@ func TestKeepAfterDoPanics(t *testing.T) { // R12, R17
 		if _, kept := obs.counts(); kept != 1 {
 			t.Errorf("%d kept hand-overs, want 1", kept)
 		}
-		applied := int64(0)
-		for _, m := range mems {
-			applied += m.Applied()
-		}
+		applied := memApplied(mems)
 		time.Sleep(5 * time.Second) // the waiter's extender runs: ttl/3
 		if err := r.l.Err(); err != nil {
 			t.Fatalf("the kept lock ended: %v", err)
@@ -364,11 +361,7 @@ func TestKeepAfterDoPanics(t *testing.T) { // R12, R17
 		if n := memHolders(mems, defectKey("r"), r.l.Value()); n < 3 {
 			t.Errorf("the kept lock is on %d of 5 nodes", n)
 		}
-		extended := int64(0)
-		for _, m := range mems {
-			extended += m.Applied()
-		}
-		if extended -= applied; extended == 0 {
+		if extended := memApplied(mems) - applied; extended == 0 {
 			t.Error("the kept lock's extender did not run")
 		}
 		if err := r.l.Unlock(context.Background()); err != nil {
@@ -459,10 +452,7 @@ func TestKeepCountsAutoExtensions(t *testing.T) { // R17
 		if _, kept := obs.counts(); kept != 1 {
 			t.Fatalf("%d kept hand-overs, want 1", kept)
 		}
-		applied := int64(0)
-		for _, m := range mems {
-			applied += m.Applied()
-		}
+		applied := memApplied(mems)
 		until := r.l.Until()
 		<-r.l.Done()
 		if err := r.l.Err(); !errors.Is(err, redlock.ErrMaxExtensions) {
@@ -471,10 +461,7 @@ func TestKeepCountsAutoExtensions(t *testing.T) { // R17
 		if now := time.Now(); now.After(until.Add(time.Millisecond)) {
 			t.Errorf("the kept lock ended %v after its Until", now.Sub(until))
 		}
-		asked := -applied
-		for _, m := range mems {
-			asked += m.Applied()
-		}
+		asked := memApplied(mems) - applied
 		if asked != 0 {
 			t.Errorf("the kept lock asked the nodes %d times past its chain's bound, want none", asked)
 		}
