@@ -68,7 +68,8 @@
 // a quorum holds its new value within its validity, exactly as after its
 // own attempt (R8.3, R9); otherwise it retries at once. A value that was
 // read is never passed on, so it stays a check-and-set guard of one holder
-// (R18); read it before Unlock, not after (a *Lock printed with fmt or
+// (R18); once a lock was kept, its old Value is "" and its Handle carries
+// no value, so read the value before Unlock (a *Lock printed with fmt or
 // logged with log/slog shows no value). WithHandoffLimit bounds the hand-overs in a row within
 // one client (default 16) before a release is announced to every client's
 // waiters alike, and a lock handed over keeps counting the extensions of
