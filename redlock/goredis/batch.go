@@ -174,22 +174,7 @@ func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error
 }
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
-func (n *Node) scriptOf(op adapter.Op) *batch.Script {
-	if op.IsMulti() {
-		return n.multiB.Of(op)
-	}
-	switch op {
-	case adapter.OpAcquire:
-		return nil
-	case adapter.OpExtend:
-		return n.extendS
-	case adapter.OpTransfer:
-		return n.transferS
-	case adapter.OpReleaseAnnounce:
-		return n.publishS
-	}
-	return n.releaseS // OpRelease (the queue lets no other op in)
-}
+func (n *Node) scriptOf(op adapter.Op) *batch.Script { return n.scripts.Of(op) }
 
 // command appends req's command to buf: SET NX PX for an acquisition (R3),
 // else its script by EVALSHA, or by EVAL when eval is set or the node is

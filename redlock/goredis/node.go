@@ -41,13 +41,10 @@ type Node struct {
 
 	// The batched way (batch.go, conn.go); pipe is nil when the client
 	// cannot be pipelined on (NewNode).
-	pipe              *pipe
-	queue             batch.Queue
-	sender            sender
-	releaseS, extendS *batch.Script
-	publishS          *batch.Script // OpReleaseAnnounce
-	transferS         *batch.Script
-	multiB            batch.SetScripts // the set scripts of the batches (multi.go)
+	pipe    *pipe
+	queue   batch.Queue
+	sender  sender
+	scripts batch.Scripts // of the batched requests (batch.go)
 }
 
 var (
@@ -93,11 +90,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 	if rc, ok := client.(*redis.Client); ok {
 		if o := rc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil && o.Dialer != nil {
 			n.pipe = &pipe{opts: o}
-			n.releaseS = batch.NewScript(scripts.Release)
-			n.extendS = batch.NewScript(scripts.Extend)
-			n.publishS = batch.NewScript(scripts.ReleasePublish)
-			n.transferS = batch.NewScript(scripts.Transfer)
-			n.multiB = batch.NewSetScripts()
+			n.scripts = batch.NewScripts()
 			n.queue.Init("goredis", MaxBatch, n.send)
 		}
 	}

@@ -129,22 +129,7 @@ func (n *Node) send(items []batch.Item) {
 }
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
-func (n *Node) scriptOf(op adapter.Op) *batch.Script {
-	if op.IsMulti() {
-		return n.multi.Of(op) // multi.go
-	}
-	switch op {
-	case adapter.OpAcquire:
-		return nil
-	case adapter.OpExtend:
-		return n.extend
-	case adapter.OpReleaseAnnounce:
-		return n.publish
-	case adapter.OpTransfer:
-		return n.handOn
-	}
-	return n.release // OpRelease (the queue lets no other op in)
-}
+func (n *Node) scriptOf(op adapter.Op) *batch.Script { return n.scripts.Of(op) }
 
 // command builds req's command: SET NX PX for an acquisition (R3), else its
 // script by EVALSHA, or by EVAL when eval is set or the node is not known

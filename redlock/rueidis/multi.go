@@ -23,13 +23,11 @@ var (
 // (batch.go) like the requests on one key, and so keep Start order with
 // them; the fenced ones are blocking calls, as for one key.
 type multiScripts struct {
-	batch.SetScripts
 	acquireFenced, raiseFences *batch.Script
 }
 
 func newMultiScripts() multiScripts {
 	return multiScripts{
-		SetScripts:    batch.NewSetScripts(),
 		acquireFenced: batch.NewScript(scripts.AcquireAllFenced),
 		raiseFences:   batch.NewScript(scripts.RaiseFences),
 	}

@@ -31,10 +31,7 @@ type Node struct {
 	client  rueidis.Client
 	name    string
 	owned   bool
-	release *batch.Script
-	extend  *batch.Script
-	publish *batch.Script
-	handOn  *batch.Script // Transfer
+	scripts batch.Scripts // of the batched requests (batch.go)
 
 	acquireFenced, raiseFence *batch.Script // fencing.go
 	rw                        *batch.Script // rw.go
@@ -74,10 +71,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 	n := &Node{
 		client:  client,
 		name:    name,
-		release: batch.NewScript(scripts.Release),
-		extend:  batch.NewScript(scripts.Extend),
-		publish: batch.NewScript(scripts.ReleasePublish),
-		handOn:  batch.NewScript(scripts.Transfer),
+		scripts: batch.NewScripts(),
 
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
 		raiseFence:    batch.NewScript(scripts.RaiseFence),

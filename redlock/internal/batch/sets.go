@@ -5,6 +5,45 @@ import (
 	"dlm/redlock/scripts"
 )
 
+// Scripts are the scripts of every batched lock operation but the SET NX
+// PX of an acquisition (R3): one resource's release, announced release,
+// extension and transfer, and the set scripts; shared by the adapters that
+// batch through a Queue, which pick a request's script with Of.
+type Scripts struct {
+	Release, Publish, Extend, Transfer *Script
+	Sets                               SetScripts
+}
+
+// NewScripts returns the batched scripts of redlock/scripts.
+func NewScripts() Scripts {
+	return Scripts{
+		Release:  NewScript(scripts.Release),
+		Publish:  NewScript(scripts.ReleasePublish),
+		Extend:   NewScript(scripts.Extend),
+		Transfer: NewScript(scripts.Transfer),
+		Sets:     NewSetScripts(),
+	}
+}
+
+// Of returns the script that runs op, or nil for the acquisition of one
+// resource (SET NX PX).
+func (s Scripts) Of(op adapter.Op) *Script {
+	if op.IsMulti() {
+		return s.Sets.Of(op)
+	}
+	switch op {
+	case adapter.OpAcquire:
+		return nil
+	case adapter.OpExtend:
+		return s.Extend
+	case adapter.OpTransfer:
+		return s.Transfer
+	case adapter.OpReleaseAnnounce:
+		return s.Publish
+	}
+	return s.Release // OpRelease (a Queue lets no other op in)
+}
+
 // SetScripts are the scripts of the batched operations on a set of
 // resources (adapter.MultiNode: AcquireAll, ReleaseAll, ExtendAll), shared
 // by the adapters that batch through a Queue.
