@@ -102,13 +102,17 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		}
 		seed = binary.LittleEndian.Uint64(b[:])
 	}
+	values, err := newValueSource()
+	if err != nil {
+		return nil, err
+	}
 	c := &Client{
 		nodes:  append([]Node(nil), nodes...),
 		async:  asyncNodes(nodes),
 		names:  names,
 		opts:   o,
 		quorum: quorum,
-		values: newValueSource(),
+		values: values,
 		rng:    mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		obs:    observers(o.observers),
 		stop:   make(chan struct{}),
@@ -327,7 +331,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			// The last try, the context, or Close ended it.
 			return nil, aerr
 		}
-		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, &w); err != nil {
+		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, wk, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

@@ -9,7 +9,8 @@
 // request bounded by the node timeout, and decides as soon as the outcome is
 // known: a quorum (N/2+1, R8.3) acquired, or too many nodes refused or
 // failed for a quorum to be reached. It never waits for a slow or frozen
-// node beyond that point. The value is 20 bytes from crypto/rand (R4).
+// node beyond that point. The value is 20 bytes from crypto/rand (R4), after
+// a tag that names the client (6 random bytes, drawn once per client).
 //
 // # The node timeout on a loaded machine
 //
@@ -73,14 +74,19 @@
 // logged with log/slog shows no value). WithHandoffLimit bounds the hand-overs in a row within
 // one client (default 16) before a release is announced to every client's
 // waiters alike, and a lock handed over keeps counting the extensions of
-// the locks before it (R17). The clients woken by one announced release
-// attempt in turn, not all at once: each lets one slot (twice its smoothed
-// round trip to the nodes) pass per client that has waited longer, counted
-// by the releases it heard since it last held the key (up to 8 ranks), so
-// that the longest-waiting client goes first and the last holder last; a
-// client that has heard no rival goes at once, or after one slot when the
-// release was its own yield. A lock that had already ended (lost, expired)
-// is never handed over. WithHandoff(false) turns the hand-off off.
+// the locks before it (R17). A waiting client listens for a resource's
+// releases on two nodes (every node announces each release; two keep the
+// announcements coming while one node is down). The clients woken by one
+// announced release attempt in turn, not all at once: each value starts
+// with a tag drawn once per client, so every client knows which clients
+// released the resource in which order, and a client lets one slot (its
+// smoothed round trip to the nodes, twice, plus four deviations) pass per
+// client that released before it did: the client that released least
+// recently (or never, as far as it heard) goes at once, with no jitter, and
+// the last holder last; a client alone at the resource lets one slot pass
+// after its own release. After a split vote the first rank draws a
+// jitter too (R10). A lock that had already ended (lost, expired) is never
+// handed over. WithHandoff(false) turns the hand-off off.
 // Unlock releases on every node with a compare-and-delete script (R5, R12),
 // even when its context is already done, each release bounded by the
 // release timeout (WithReleaseTimeout, 1s by default), not the node

@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"hash/fnv"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,6 +67,9 @@ type handoff struct {
 	closed  bool
 	watches []adapter.ReleaseWatch
 	subs    []subQueue // per node: Watch and Unwatch, in order
+	// watched holds the nodes each key with waiters listens on
+	// (subscribe).
+	watched map[string][]int
 	queues  map[string][]*waiter
 	// sets holds the waiters for sets of resources, by key (multi.go):
 	// they are woken by the release of any key of their set, and never
@@ -77,22 +82,54 @@ type handoff struct {
 	ownRing [64]string
 	ownNext int
 	// turns ranks this client's waiters among the clients' on each
-	// announcement, per key with waiters (spread).
+	// announcement (rank), per key with waiters, and for the restKeys keys
+	// whose queues emptied last (rest): a client that takes a key and
+	// waits for it again (a single worker does at every turn) still knows
+	// which clients released it before it did.
 	turns map[string]*turns
+	rests uint64 // the keys whose queues emptied so far
 }
 
-// turns is what a client heard of the turns other clients took at one key.
+// turns is what a client heard of the turns the clients took at one key.
 type turns struct {
-	// seen counts the releases announced since this client last held the
-	// key: how many turns its waiters have waited.
-	seen int
-	// heard is the value of the last release counted in seen: every node
-	// announces it, and it counts once. yielded is the value of this
-	// client's last release announced at WithHandoffLimit.
-	heard, yielded string
-	// rival: another client's release was heard between this client's
-	// last two turns; rivalNow: since its last turn.
-	rival, rivalNow bool
+	// heard is the value of the last release recorded: every node
+	// announces it, and it counts once.
+	heard string
+	// order holds the tags (value.go) of the clients whose releases of
+	// the key were announced while this client waited, each once, the
+	// client that released least recently first: every client hears the
+	// same announcements, so every client ranks alike (rank).
+	order []string
+	// rested counts the keys whose queues emptied, up to this one's
+	// (handoff.rests), while this key has none; 0 while it has.
+	rested uint64
+}
+
+// restKeys is how many keys without waiters keep their turns (rest).
+const restKeys = 256
+
+// maxOrder bounds turns.order: a client never ranks its waiter behind
+// more clients than that.
+const maxOrder = 64
+
+// record notes the announced release of value. The clients ahead of its
+// client in the order were passed over (gone, or their attempts lost):
+// they are forgotten, and one that still waits ranks first again, as a
+// client just come does. A value no client of this package drew (WithValue)
+// leaves the order as it is.
+func (ts *turns) record(value string) {
+	ts.heard = value
+	tag := tagOf(value)
+	if tag == "" {
+		return
+	}
+	if i := slices.Index(ts.order, tag); i >= 0 {
+		ts.order = append(ts.order[:0], ts.order[i+1:]...)
+	}
+	if len(ts.order) == maxOrder {
+		ts.order = append(ts.order[:0], ts.order[1:]...)
+	}
+	ts.order = append(ts.order, tag)
 }
 
 // subQueue is one node's pending Watch and Unwatch calls, run in order by
@@ -129,7 +166,7 @@ type wake struct {
 	remote bool
 	lock   *Lock
 	// slots is, for an announcement, how many attempt durations the
-	// waiter lets pass before its own (spread).
+	// waiter lets pass before its own (rank).
 	slots int
 }
 
@@ -156,6 +193,8 @@ func newHandoff(c *Client) *handoff {
 		own:    map[string]struct{}{},
 		sets:   map[string][]*waiter{},
 		turns:  map[string]*turns{},
+
+		watched: map[string][]int{},
 	}
 	any := false
 	h.transfer = c.async != nil
@@ -184,6 +223,9 @@ func (h *handoff) join(ctx context.Context, key, resource string, o lockOptions)
 	q := h.queues[key]
 	h.queues[key] = append(q, w)
 	if len(q) == 0 {
+		if ts := h.turns[key]; ts != nil {
+			ts.rested = 0
+		}
 		close(w.head)
 		if len(h.sets[key]) == 0 {
 			h.subscribe(key, true)
@@ -218,14 +260,9 @@ func (h *handoff) leave(key string, w *waiter, acquired bool) {
 		// takes h.mu), after w is out of the queue.
 		h.c.drop(handed)
 	}
-	if ts := h.turns[key]; acquired && ts != nil && ts.seen > 0 {
-		// A new turn (not a hand-over within this client's): its
-		// waiters start a new wait for the next.
-		ts.seen, ts.rival, ts.rivalNow = 0, ts.rivalNow, false
-	}
 	if len(q) == 0 {
 		delete(h.queues, key)
-		delete(h.turns, key)
+		h.rest(key)
 		if len(h.sets[key]) == 0 {
 			h.subscribe(key, false)
 		}
@@ -243,6 +280,27 @@ func (h *handoff) leave(key string, w *waiter, acquired bool) {
 	}
 }
 
+// rest keeps the turns of key, whose queue just emptied, for when the
+// client waits for it again; beyond restKeys such keys, the half that
+// rested longest forget theirs. Called with h.mu held.
+func (h *handoff) rest(key string) {
+	ts := h.turns[key]
+	if ts == nil {
+		return
+	}
+	h.rests++
+	ts.rested = h.rests
+	if len(h.turns) <= len(h.queues)+restKeys {
+		return
+	}
+	keep := h.rests - restKeys/2
+	for k, t := range h.turns {
+		if len(h.queues[k]) == 0 && t.rested <= keep {
+			delete(h.turns, k)
+		}
+	}
+}
+
 // queued reports whether key has waiters in this client.
 func (h *handoff) queued(key string) bool {
 	h.mu.Lock()
@@ -250,18 +308,17 @@ func (h *handoff) queued(key string) bool {
 	return len(h.queues[key]) > 0
 }
 
-// notify handles an announcement from a node: it wakes the longest-waiting
-// waiter of key (one waiter per announcement, so that waiters do not split
-// the votes, R10, and the oldest goes first), unless the release was this
-// client's own and its waiter was already woken.
+// notify handles an announcement from a node: it records the release
+// (rank) and wakes the longest-waiting waiter of key (one waiter per
+// announcement, so that waiters do not split the votes, R10, and the
+// oldest goes first), unless the release was this client's own and its
+// waiter was already woken.
 func (h *handoff) notify(key, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, own := h.own[value]; own {
-		return
-	}
-	if q := h.queues[key]; len(q) > 0 {
-		ts := h.turns[key]
+	q := h.queues[key]
+	ts := h.turns[key]
+	if len(q) > 0 {
 		if ts == nil {
 			ts = &turns{}
 			h.turns[key] = ts
@@ -272,12 +329,13 @@ func (h *handoff) notify(key, value string) {
 			// after a failure, once per node, and a herd of it.
 			return
 		}
-		ts.heard = value
-		ts.seen++
-		if value != ts.yielded {
-			ts.rivalNow = true
-		}
-		h.give(q[0], wake{remote: true, slots: h.spread(key, value)})
+		ts.record(value)
+	}
+	if _, own := h.own[value]; own {
+		return
+	}
+	if len(q) > 0 {
+		h.give(q[0], wake{remote: true, slots: h.rank(ts)})
 	}
 	h.wakeSets(key) // multi.go
 }
@@ -288,6 +346,7 @@ func (h *handoff) notify(key, value string) {
 func (h *handoff) ownRelease(key, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.recordOwn(key, value)
 	q := h.queues[key]
 	if len(q) == 0 && len(h.sets[key]) == 0 {
 		return
@@ -303,6 +362,35 @@ func (h *handoff) ownRelease(key, value string) {
 	h.wake(q[0], false)
 }
 
+// yielded wakes the longest-waiting waiter of key after this client's
+// Unlock released value, announced to every client's waiters at
+// WithHandoffLimit, as the announcement would, unless the announcement
+// came first.
+func (h *handoff) yielded(key, value string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.recordOwn(key, value) {
+		return
+	}
+	if q := h.queues[key]; len(q) > 0 {
+		h.give(q[0], wake{remote: true, slots: h.rank(h.turns[key])})
+	}
+}
+
+// recordOwn records this client's release of value at key (rank), unless
+// its announcement was recorded already, and reports whether it recorded
+// it: the announcement comes back from the nodes to a client that waits
+// for the key, but a client that released its last waiter's lock no
+// longer listens. Called with h.mu held.
+func (h *handoff) recordOwn(key, value string) bool {
+	ts := h.turns[key]
+	if ts == nil || ts.heard == value {
+		return false
+	}
+	ts.record(value)
+	return true
+}
+
 // wakeNext wakes the longest-waiting waiter of key other than self, as an
 // announcement from the nodes would.
 func (h *handoff) wakeNext(key string, self *waiter) {
@@ -310,7 +398,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 	defer h.mu.Unlock()
 	for _, w := range h.queues[key] {
 		if w != self {
-			h.give(w, wake{remote: true, slots: h.spread(key, "")})
+			h.give(w, wake{remote: true, slots: h.rank(h.turns[key])})
 			return
 		}
 	}
@@ -334,45 +422,36 @@ func (h *handoff) give(w *waiter, wk wake) {
 	}
 }
 
-// handoffRanks is how many clients' waiters, woken by one announced
-// release, spread attempts out in order (spread).
-const handoffRanks = 8
-
-// spread is how many rank slots (retry.go: rankSlot) the longest waiter of
-// key lets pass after the announcement of value's release before its
+// rank is how many rank slots (retry.go: rankSlot) the longest waiter of a
+// key with turns ts lets pass after an announced release before its
 // attempt, so that the waiters of several clients woken by one release
 // attempt one after another, the client that has waited longest first,
 // instead of all at once (R10: in a herd the first to reach the nodes wins
 // at random, every other attempt is wasted, and votes may split). Every
-// client hears the same announcements, so the number heard since a client
-// last held the key (seen) ranks the clients alike: the last holder has
-// heard one (its own release), the one that held the key k turns ago k+1.
-// A client goes handoffRanks-seen slots after the announcement: the last
-// holder last, a client that has waited handoffRanks turns or more at once.
-// The ladder is the same for every client, so that no client's rank
-// depends on its own history.
-//
-// A client that has heard no other client's release since the turn before
-// its last one (alone at the key, or new to it) has no rival to rank
-// against: it goes at once, except after its own yield (WithHandoffLimit),
-// when it lets one slot pass, so that a rival it did not know of, going at
-// once, reaches the nodes first. Without that slot, a client that won two
-// turns in a row (the jitter can make it) would count itself alone, win
-// again at every yield, and never hear the rivals it kept out. Called with
-// h.mu held.
-func (h *handoff) spread(key, value string) int {
-	ts := h.turns[key]
+// client hears the same announcements, and each value names its client
+// (value.go: tagOf), so the order of the clients' last releases (turns.
+// order) is the same in every client: a client lets pass one slot per
+// client that released before it did, the client that released least
+// recently goes at once, the one that just released last. A client whose
+// release was not heard since it waits (new to the key, or passed over)
+// has waited longest: it goes at once. So does a client alone at the key,
+// except after its own release, when it lets one slot pass, so that a
+// rival it did not know of, going at once, reaches the nodes first. The
+// ladder is the same for every client however many clients share the key
+// (a ladder of fixed length made two or three clients wait most of the
+// minimum retry delay at every turn). Called with h.mu held.
+func (h *handoff) rank(ts *turns) int {
 	if ts == nil {
 		return 0
 	}
-	rivals := ts.rival || ts.rivalNow
-	switch {
-	case value != "" && value == ts.yielded && !rivals:
-		return 1
-	case !rivals:
+	switch i := slices.Index(ts.order, h.c.values.tag); {
+	case i < 0:
 		return 0
+	case i == len(ts.order)-1:
+		return max(i, 1) // its own release was the last one heard
+	default:
+		return i
 	}
-	return max(0, handoffRanks-ts.seen)
 }
 
 // handResult is what handOver did with a lock that Unlock ends.
@@ -403,12 +482,6 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 		h.mu.Unlock()
 		return handNone, nil
 	case l.run >= c.opts.handoffLimit:
-		ts := h.turns[l.key]
-		if ts == nil {
-			ts = &turns{}
-			h.turns[l.key] = ts
-		}
-		ts.yielded = l.value // its announcement is no rival's
 		h.mu.Unlock()
 		return handYield, nil
 	}
@@ -565,24 +638,68 @@ func (h *handoff) deliver(key string, w *waiter, nl *Lock) {
 	}
 }
 
-// subscribe queues a Watch (on) or Unwatch of key on every capable node;
-// one goroutine per node runs its queue in order. Called with h.mu held.
+// HandoffWatchNodes is how many nodes a client listens to for the
+// announced releases of a resource it waits for (when it has that many
+// adapter.HandoffNodes). Every node announces every release, so one would
+// do while it is up; a second keeps the hand-off working while one node is
+// down, and the client picks nodes that answered it lately (the timed retry
+// of R10 covers the rest). Listening on every node cost more than it
+// gained: each release woke every waiting client once per node, all at the
+// same instant, and on a busy machine the release itself then took twice
+// as long (8 OS processes x 4 workers on 5 redis-server nodes, 2 cores:
+// 675-679 critical sections/s listening on 5 nodes, 668-696 on 3, 717-731
+// on 2, 733-740 on 1; cd bench && go run . -only mp).
+const HandoffWatchNodes = 2
+
+// subscribe queues a Watch (on) or Unwatch of key on the nodes that listen
+// for its releases (watchSet); one goroutine per node runs its queue in
+// order. Called with h.mu held.
 func (h *handoff) subscribe(key string, on bool) {
 	if h.closed {
 		return
 	}
-	for i, n := range h.nodes {
-		if n == nil {
-			continue
-		}
+	var at []int
+	if on {
+		at = h.watchSet(key)
+		h.watched[key] = at
+	} else {
+		at = h.watched[key]
+		delete(h.watched, key)
+	}
+	for _, i := range at {
 		s := &h.subs[i]
 		s.ops = append(s.ops, subOp{key: key, on: on})
 		if s.running || !h.c.bgAdd(1) {
 			continue
 		}
 		s.running = true
-		go h.runSubs(i, n)
+		go h.runSubs(i, h.nodes[i])
 	}
+}
+
+// watchSet returns the nodes to listen on for key's releases:
+// HandoffWatchNodes of the capable nodes, taken in order from one chosen by
+// key's hash (so that many keys' subscriptions spread over the nodes),
+// those that answered this client within the last limit first (one that
+// did not may be down, and would announce nothing). Called with h.mu held.
+func (h *handoff) watchSet(key string) []int {
+	f := fnv.New32a()
+	_, _ = f.Write([]byte(key))
+	n := len(h.nodes)
+	first := int(f.Sum32() % uint32(n))
+	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
+	var up, rest []int
+	for k := range n {
+		i := (first + k) % n
+		switch {
+		case h.nodes[i] == nil:
+		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
+			up = append(up, i)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	return append(up, rest...)[:min(HandoffWatchNodes, len(up)+len(rest))]
 }
 
 // runSubs runs node i's queue of Watch and Unwatch calls, in order, until

@@ -261,3 +261,75 @@ func TestHandoffAloneSkipsRanks(t *testing.T) { // R10
 		t.Logf("%d gaps, p50 %v, p90 %v, max %v", len(gaps), gaps[len(gaps)/2], gaps[len(gaps)*9/10], gaps[len(gaps)-1])
 	})
 }
+
+// With fewer clients than the ranks of the old ladder, the next client
+// still goes at once after a yield: the ranks count the clients that
+// released before it, whatever their number. The ladder had a fixed length
+// of 8 ranks, counted from the releases heard since a client's last turn:
+// with 3 clients the longest waiter let 5 slots pass at every yield, so
+// every hand-off across clients cost most of the minimum retry delay
+// (8 OS processes: 3 ms p50; 3 or 4 processes: 10-11 ms p50, on 5
+// redis-server nodes). The first rank also waits no jitter: a timer of a
+// fraction of a millisecond costs a whole one in a process with nothing
+// else to run.
+func TestHandoffFewClientsGoAtOnce(t *testing.T) { // R10, R14
+	for _, clients := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("%d clients", clients), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const workers, limit, slow = 2, 2, 100 * time.Microsecond
+				nodes, mems := redlocktest.NewMemNodes(5)
+				for _, m := range mems {
+					m.SetSlow(slow)
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+				defer cancel()
+				var mu sync.Mutex
+				lastClient := -1
+				var unlocked time.Time
+				var cross []time.Duration // a yield's Unlock to another client's grant
+				var wg sync.WaitGroup
+				for i := range clients {
+					c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer c.Close()
+					for range workers {
+						wg.Go(func() {
+							for ctx.Err() == nil {
+								l, err := c.Lock(ctx, "few")
+								if err != nil {
+									return
+								}
+								mu.Lock()
+								if lastClient >= 0 && lastClient != i {
+									cross = append(cross, time.Since(unlocked))
+								}
+								lastClient = i
+								mu.Unlock()
+								time.Sleep(time.Millisecond) // the critical section
+								mu.Lock()
+								unlocked = time.Now()
+								mu.Unlock()
+								_ = l.Unlock(context.WithoutCancel(ctx))
+							}
+						})
+					}
+				}
+				wg.Wait()
+				if len(cross) < 100 {
+					t.Fatalf("%d hand-offs across clients in 2 s, want hundreds", len(cross))
+				}
+				slices.Sort(cross)
+				// The yield's release, the announcement, and the next
+				// client's attempt: three round trips of the nodes
+				// (2 x slow each), and no slot of the ranks.
+				p90 := cross[len(cross)*9/10]
+				t.Logf("%d hand-offs across clients: p50 %v, p90 %v, max %v", len(cross), cross[len(cross)/2], p90, cross[len(cross)-1])
+				if p90 > 3*2*slow {
+					t.Errorf("unlock to another client's grant p90 %v, want at most three round trips (%v)", p90, 3*2*slow)
+				}
+			})
+		})
+	}
+}

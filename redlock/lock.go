@@ -67,7 +67,8 @@ type Lock struct {
 // events): a name for display; Resources returns the names themselves.
 func (l *Lock) Resource() string { return l.resource }
 
-// Value returns the lock's value (R4): 20 bytes from crypto/rand,
+// Value returns the lock's value (R4): the client's tag (6 random bytes,
+// drawn once per client) and 20 bytes from crypto/rand, 35 characters
 // base64url-encoded, or the caller's (WithValue). A quorum of nodes held it
 // under the lock key when the lock was granted (a lock handed over within a
 // client included), so it can serve a storage system as a check-and-set
@@ -210,9 +211,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if hand != handDone {
 		replies = c.releaseAll(l.request(adapter.OpRelease), true)
 		err = c.unlockErr(replies)
-		if c.hand != nil && hand == handNone {
+		if c.hand != nil {
 			for _, key := range l.lockKeys() {
-				c.hand.ownRelease(key, l.value) // the key may be free: next waiter
+				if hand == handNone {
+					c.hand.ownRelease(key, l.value) // the key may be free: next waiter
+				} else {
+					c.hand.yielded(key, l.value) // every client's turn (rank)
+				}
 			}
 		}
 	}

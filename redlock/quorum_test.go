@@ -167,15 +167,27 @@ func TestParseNodeURL(t *testing.T) {
 }
 
 func TestValuesAreUniqueAndLong(t *testing.T) { // R4
-	s := newValueSource()
+	s, err := newValueSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := newValueSource()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.tag == other.tag || len(s.tag) != tagLen {
+		t.Fatalf("client tags %q and %q, want two different tags of %d characters", s.tag, other.tag, tagLen)
+	}
 	seen := map[string]bool{}
 	for i := 0; i < 10000; i++ {
 		v, err := s.next()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(v) != 27 { // 20 bytes, base64url without padding
-			t.Fatalf("value %q has length %d, want 27", v, len(v))
+		// The client's tag (6 bytes), then 20 random bytes, base64url
+		// without padding.
+		if len(v) != 35 || tagOf(v) != s.tag {
+			t.Fatalf("value %q has length %d and tag %q, want 35 and %q", v, len(v), tagOf(v), s.tag)
 		}
 		if seen[v] {
 			t.Fatalf("value %q repeated", v)

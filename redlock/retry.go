@@ -20,7 +20,7 @@ func (c *Client) retryDelay(o lockOptions) time.Duration {
 	return d
 }
 
-// rankSlot is the length of one rank of the hand-off (handoff.go: spread)
+// rankSlot is the length of one rank of the hand-off (handoff.go: rank)
 // and the most jitter within it: the jitter is the smoothed round trip of
 // the client's fans (rto.go), and the slot adds the round-trip bound that
 // TCP would use (srtt + 4 x rttvar), so that an attempt started anywhere
@@ -60,12 +60,9 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 		return wake{}, nil // a set queues behind nobody (multi.go)
 	}
 	*w = h.join(ctx, t.key, t.resource, o)
-	// No attempt of its own to bound its jitter after an announcement:
-	// the client's latest attempt stands in for it. With no jitter, the
-	// waiters of a client that yields the key (WithHandoffLimit) would
-	// retry ahead of every other client's, which wait theirs, and win the
-	// key back again and again (R17's bound defeated).
-	return c.wait(ctx, o, time.Duration(c.lastAttempt.Load()), *w)
+	// No attempt of its own to bound its rank's slot after an
+	// announcement: the client's latest attempt stands in for it.
+	return c.wait(ctx, o, time.Duration(c.lastAttempt.Load()), afterNothing, *w)
 }
 
 // waitRetry is the wait of Lock between attempts (R10). Without hand-off it
@@ -73,39 +70,70 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 // (subscribing to the key's releases); every call then waits for a release
 // announcement, its rank's delay and a random jitter of up to one
 // attempt's duration (which keep R10's desynchronizing role between
-// clients, handoff.go: spread), for a hand-over from
+// clients, handoff.go: rank), for a hand-over from
 // this client's Unlock, or for the timed random delay, whichever comes
 // first. An attempt that set some keys but not a quorum (a split vote, R10)
 // gave them back unannounced, so it wakes the longest waiter other than
-// itself: a lone waiter never wakes itself out of R10's delay. It
+// itself: a lone waiter never wakes itself out of R10's delay. An attempt
+// that went at once on an announcement (prev, the first rank) and failed
+// may have reached some node before the release did (every node announces
+// the release as it deletes the key, and the first announcement heard is
+// the earliest): no other announcement of that release wakes the waiter,
+// so its timed retry comes one rank slot later, not after R10's delay. It
 // returns ctx's error when ctx ends, and ErrClosed when the client closes.
-func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, w **waiter) (wake, error) {
+func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, prev wake, w **waiter) (wake, error) {
 	h := c.hand
 	if h == nil {
-		return c.wait(ctx, o, elapsed, nil)
+		return c.wait(ctx, o, elapsed, afterNothing, nil)
 	}
 	if *w == nil {
 		*w = h.joinTarget(ctx, t, o) // multi.go
+	}
+	var after waitAfter
+	if prev.remote && prev.slots == 0 && prev.lock == nil {
+		after |= afterFirst
 	}
 	for _, r := range failed.Nodes {
 		if r.Outcome == Acquired {
 			for _, key := range t.lockKeys() {
 				h.wakeNext(key, *w)
 			}
+			after |= afterSplit
 			break
 		}
 	}
-	return c.wait(ctx, o, elapsed, *w)
+	return c.wait(ctx, o, elapsed, after, *w)
 }
+
+// waitAfter says what the failed attempt before a wait was (wait).
+type waitAfter uint8
+
+const (
+	afterNothing waitAfter = 0
+	// afterSplit: the attempt set some keys but missed the quorum (a
+	// split vote, R10).
+	afterSplit waitAfter = 1 << iota
+	// afterFirst: the attempt went at once on an announced release, the
+	// first of the clients' ranks (handoff.go: rank).
+	afterFirst
+)
 
 // wait sleeps the timed random delay of R10, or less when w is woken: at
 // once after this client's own Unlock (with the lock itself when Unlock
-// handed it over), after a jitter of up to elapsed (one attempt's
-// duration, at most the minimum retry delay) after an announcement from the
-// nodes, later by a slot of that duration per client that has waited
-// longer (handoff.go, spread). A waiter behind the front of its queue runs
-// no timed retry until it reaches the front.
-func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, w *waiter) (wake, error) {
+// handed it over); after an announcement from the nodes, at once when no
+// client has waited longer, else a slot per client that has (handoff.go:
+// rank; retry.go: rankSlot, each slot at most elapsed, the minimum retry
+// delay) and a random jitter within the start of the slot. After a split
+// vote (split: the attempt set some keys but missed the quorum), the wait
+// at the first rank has the jitter too: the waiters of two clients that
+// both took themselves for the first (a client just come, or one passed
+// over) went at once, and going at once again could split the votes again
+// (R10). After an attempt at the first rank (afterFirst), the timed retry
+// is one slot and a jitter (waitRetry). A waiter behind the front of its
+// queue runs no timed retry until it reaches the front. It returns the
+// wake-up it acted on (zero after the timed retry): the lock when Unlock
+// handed one over.
+func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, after waitAfter, w *waiter) (wake, error) {
 	var woken <-chan wake
 	var promoted <-chan struct{}
 	var t *time.Timer
@@ -116,8 +144,13 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 			promoted = w.head
 		}
 	}
+	retry := c.retryDelay(o)
+	if after&afterFirst != 0 {
+		slot, jit := c.rankSlot(elapsed, o)
+		retry = min(slot+c.jitter(jit), retry)
+	}
 	if promoted == nil {
-		t = time.NewTimer(c.retryDelay(o))
+		t = time.NewTimer(retry)
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -142,13 +175,19 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 	if !wk.remote {
 		return wk, nil
 	}
+	if wk.slots == 0 && after&afterSplit == 0 {
+		// First: no timer, which would cost a whole millisecond in a
+		// process with nothing else to run (the runtime sleeps on
+		// epoll_wait, to the millisecond).
+		return wk, nil
+	}
 	// Its rank among the clients woken by the same release (handoff.go,
-	// spread): a slot per client ahead of it, then a jitter within the
+	// rank): a slot per client ahead of it, then a jitter within the
 	// start of the slot; never past the minimum retry delay.
 	slot, jit := c.rankSlot(elapsed, o)
 	j := min(time.Duration(wk.slots)*slot+c.jitter(jit), o.retryMin)
 	if j <= 0 {
-		return wake{}, nil
+		return wk, nil
 	}
 	if t == nil {
 		t = time.NewTimer(j)
@@ -171,6 +210,6 @@ func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration,
 	case <-c.stop:
 		return wake{}, ErrClosed
 	case <-t.C:
-		return wake{}, nil
+		return wk, nil
 	}
 }

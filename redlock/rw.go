@@ -252,7 +252,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		if final || aerr.Cause != nil {
 			return nil, aerr
 		}
-		if _, err := c.wait(ctx, o, time.Since(start), nil); err != nil {
+		if _, err := c.wait(ctx, o, time.Since(start), afterNothing, nil); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

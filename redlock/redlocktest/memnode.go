@@ -687,6 +687,25 @@ func (n *MemNode) WatchReleases(notify func(key, value string)) (adapter.Release
 	return w, nil
 }
 
+// Watchers returns how many open subscriptions of the node watch key's
+// releases (the hand-off listens on some nodes only: redlock.
+// HandoffWatchNodes).
+func (n *MemNode) Watchers(key string) int {
+	n.mu.Lock()
+	ws := make([]*memWatch, 0, len(n.watches))
+	for w := range n.watches {
+		ws = append(ws, w)
+	}
+	n.mu.Unlock()
+	c := 0
+	for _, w := range ws {
+		if w.watching(key) {
+			c++
+		}
+	}
+	return c
+}
+
 // memWatch is one subscription of a MemNode (adapter.ReleaseWatch).
 type memWatch struct {
 	n      *MemNode

@@ -131,8 +131,8 @@ func TestHandoffAcrossClients(t *testing.T) {
 		got <- err
 	}()
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
-		return subscribers(t, cl, "dlm:lock:job") == 5
-	}, "the waiter never subscribed to the release channel on every node")
+		return subscribers(t, cl, "dlm:lock:job") == redlock.HandoffWatchNodes
+	}, "the waiter never subscribed to the release channel on %d nodes", redlock.HandoffWatchNodes)
 	if err := l.Unlock(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestLocalHandOverIsNotAnnounced(t *testing.T) {
 		got <- l
 	}()
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
-		return subscribers(t, cl, "dlm:lock:local") == 5+1 // the waiter's client on every node, and ours
+		return subscribers(t, cl, "dlm:lock:local") == redlock.HandoffWatchNodes+1 // the waiter's client, and ours on node 0
 	}, "the waiter never queued")
 	if err := first.Unlock(ctx); err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func (h *handed) counts() (granted, passedGrant, passedEnd int) {
 }
 
 // waitFor starts Lock on resource in the background and returns once the
-// call waits in c's hand-off queue (its subscription is on every node).
+// call waits in c's hand-off queue (it subscribed on HandoffWatchNodes nodes).
 func waitFor(t *testing.T, ctx context.Context, cl *redlocktest.Cluster, c *redlock.Client, resource string, opts ...redlock.LockOption) <-chan *redlock.Lock {
 	t.Helper()
 	before := subscribers(t, cl, "dlm:lock:"+resource)
@@ -63,7 +63,7 @@ func waitFor(t *testing.T, ctx context.Context, cl *redlocktest.Cluster, c *redl
 		got <- l
 	}()
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
-		return subscribers(t, cl, "dlm:lock:"+resource) >= before+5
+		return subscribers(t, cl, "dlm:lock:"+resource) >= before+redlock.HandoffWatchNodes
 	}, "the waiter never queued")
 	return got
 }

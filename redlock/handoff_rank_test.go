@@ -1,0 +1,123 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/redlocktest"
+)
+
+// lateRelease is a node whose announced releases are applied late (late,
+// when set): a release that reaches it after a waiter heard the same
+// release announced by a faster node. Only the blocking and hand-off
+// methods are passed on, so that the client uses them (no AsyncNode).
+type lateRelease struct {
+	n    *redlocktest.MemNode
+	late *atomic.Int64
+}
+
+func (l lateRelease) String() string { return l.n.String() }
+func (l lateRelease) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return l.n.Acquire(ctx, key, value, ttl)
+}
+func (l lateRelease) Release(ctx context.Context, key, value string) (bool, error) {
+	return l.n.Release(ctx, key, value)
+}
+func (l lateRelease) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return l.n.Extend(ctx, key, value, ttl)
+}
+func (l lateRelease) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
+	if d := time.Duration(l.late.Load()); d > 0 {
+		time.Sleep(d)
+	}
+	return l.n.ReleaseAnnounce(ctx, key, value)
+}
+func (l lateRelease) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
+	return l.n.WatchReleases(notify)
+}
+
+// A waiter that goes at once on the first announcement of a release (the
+// first rank) can reach a node before the release does, and fail there;
+// the other announcements of that release wake it no more (one wake-up per
+// release), so it retries one rank slot later instead of after R10's timed
+// delay. Before, its wait was the timed delay (here a minute): seen over
+// go-redis as TestManyKeysWatchedThenUnwatched failing on a loaded machine.
+func TestHandoffFirstRankRetriesAfterARace(t *testing.T) { // R10, R14
+	synctest.Test(t, func(t *testing.T) {
+		const slow = time.Millisecond
+		_, mems := redlocktest.NewMemNodes(3)
+		late := make([]*atomic.Int64, len(mems))
+		nodes := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			m.SetSlow(slow)
+			late[i] = &atomic.Int64{}
+			nodes[i] = lateRelease{m, late[i]}
+		}
+		holder, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		waiter, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer waiter.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		l, err := holder.TryLock(ctx, "race")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			l2, err := waiter.Lock(ctx, "race")
+			if err == nil {
+				err = l2.Unlock(context.WithoutCancel(ctx))
+			}
+			got <- err
+		}()
+		time.Sleep(50 * slow) // the waiter fails once, queues, and listens
+		synctest.Wait()
+		heard := -1
+		for i, m := range mems {
+			if m.Watchers("dlm:lock:race") > 0 {
+				heard = i
+				break
+			}
+		}
+		if heard < 0 {
+			t.Fatal("the waiter listens on no node")
+		}
+		// Every node but one the waiter listens on applies the release
+		// two round trips late: the waiter hears it from that one, goes
+		// at once, and finds the key still held on the others.
+		for i := range late {
+			if i != heard {
+				late[i].Store(int64(2 * slow))
+			}
+		}
+		start := time.Now()
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the waiter did not get the lock within a second of its release (its timed retry is a minute away)")
+		}
+		t.Logf("granted %v after the Unlock call", time.Since(start))
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.Fatal("ran out of time")
+		}
+	})
+}

@@ -1,0 +1,64 @@
+package redlock
+
+import (
+	"slices"
+	"testing"
+)
+
+// The order of the clients' releases, and the rank it gives (handoff.go:
+// record, rank): the client that released least recently first, the last
+// holder last, clients passed over forgotten, values without a tag
+// ignored.
+func TestRankFollowsTheReleases(t *testing.T) { // R10, R14
+	const me, a, b, c = "MMMMMMMM", "AAAAAAAA", "BBBBBBBB", "CCCCCCCC"
+	value := func(tag string) string { return tag + "0123456789012345678901234567"[:valueLen-tagLen] }
+	tests := []struct {
+		name      string
+		releases  []string // tags of the releases heard, in order
+		wantOrder []string
+		wantRank  int
+	}{
+		{"nothing heard: first", nil, nil, 0},
+		{"another's release, mine not heard: first", []string{a}, []string{a}, 0},
+		{"alone, after my own release: one slot", []string{me}, []string{me}, 1},
+		{"two clients, after mine: behind the other", []string{a, me}, []string{a, me}, 1},
+		{"two clients, after the other's: first", []string{me, a}, []string{me, a}, 0},
+		{"four clients in turn", []string{me, a, b, c}, []string{me, a, b, c}, 0},
+		{"four clients, I released second", []string{a, me, b, c}, []string{a, me, b, c}, 1},
+		{"four clients, I released last", []string{a, b, c, me}, []string{a, b, c, me}, 3},
+		{"a client passed over is forgotten", []string{a, b, me, b}, []string{me, b}, 0},
+		{"a client comes back", []string{a, b, me, a}, []string{b, me, a}, 1},
+		{"a value of the caller's changes nothing", []string{a, me, "caller's own value"}, []string{a, me}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &handoff{c: &Client{values: &valueSource{tag: me}}}
+			ts := &turns{}
+			for _, tag := range tt.releases {
+				v := tag
+				if len(tag) == tagLen {
+					v = value(tag)
+				}
+				ts.record(v)
+			}
+			if !slices.Equal(ts.order, tt.wantOrder) {
+				t.Errorf("order %v, want %v", ts.order, tt.wantOrder)
+			}
+			if got := h.rank(ts); got != tt.wantRank {
+				t.Errorf("rank %d, want %d", got, tt.wantRank)
+			}
+		})
+	}
+}
+
+// The order never holds more than maxOrder clients.
+func TestRankOrderIsBounded(t *testing.T) {
+	ts := &turns{}
+	for i := range 3 * maxOrder {
+		tag := string(rune('A'+i%26)) + string(rune('a'+i/26)) + "xxxxxx"
+		ts.record(tag + "0123456789012345678901234567"[:valueLen-tagLen])
+	}
+	if len(ts.order) != maxOrder {
+		t.Fatalf("%d clients in the order, want %d", len(ts.order), maxOrder)
+	}
+}
