@@ -43,9 +43,10 @@ func WithHandoffLimit(n int) Option {
 
 // WithHandoff turns the hand-off without polling on or off (R10, R14): when
 // on and the nodes implement adapter.HandoffNode, Unlock announces each
-// release, a waiting Lock retries at once on the announcement (after a small
-// random jitter), and Unlock hands the lock over to this client's own
-// waiters; the timed random retry stays as a fallback. Default on.
+// release, a waiting Lock retries on the announcement (at once, or in turn
+// behind the clients that waited longer), and Unlock hands the lock over to
+// this client's own waiters; the timed random retry stays as a fallback.
+// Default on.
 func WithHandoff(on bool) Option {
 	return clientOption(func(o *clientOptions) { o.noHandoff = !on })
 }
