@@ -313,6 +313,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		if err != nil {
 			return nil, err
 		}
+		mark := c.hand.releasedMark(t)
 		start := time.Now()
 		// A value of the caller's (WithValue) is the same in every
 		// attempt: a failed attempt then waits for every node's answer
@@ -331,7 +332,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			// The last try, the context, or Close ended it.
 			return nil, aerr
 		}
-		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, wk, &w); err != nil {
+		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, wk, mark, &w); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

@@ -2,9 +2,9 @@ package redlock
 
 import (
 	"context"
-	"hash/fnv"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -71,7 +71,12 @@ type handoff struct {
 	// watched holds the nodes each key with waiters listens on
 	// (subscribe).
 	watched map[string][]int
-	queues  map[string][]*waiter
+	// released counts this client's releases of the keys, per slot of a
+	// key's hash (keyHash), so that a Lock call whose attempt failed
+	// while this client released the key knows it when it joins the
+	// queue, too late to be woken (releasedMark). Written with mu held.
+	released [64]atomic.Uint64
+	queues   map[string][]*waiter
 	// sets holds the waiters for sets of resources, by key (multi.go):
 	// they are woken by the release of any key of their set, and never
 	// stand in a key's queue.
@@ -347,6 +352,7 @@ func (h *handoff) notify(key, value string) {
 func (h *handoff) ownRelease(key, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.bumpReleased(key)
 	h.recordOwn(key, value)
 	q := h.queues[key]
 	if len(q) == 0 && len(h.sets[key]) == 0 {
@@ -370,11 +376,55 @@ func (h *handoff) ownRelease(key, value string) {
 func (h *handoff) yielded(key, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.bumpReleased(key)
 	if !h.recordOwn(key, value) {
 		return
 	}
 	if q := h.queues[key]; len(q) > 0 {
 		h.give(q[0], wake{remote: true, slots: h.rank(h.turns[key])})
+	}
+}
+
+// keyHash is the 32-bit FNV-1a hash of key.
+func keyHash(key string) uint32 {
+	x := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		x ^= uint32(key[i])
+		x *= 16777619
+	}
+	return x
+}
+
+// bumpReleased counts a release of key by this client. Called with h.mu
+// held.
+func (h *handoff) bumpReleased(key string) {
+	h.released[keyHash(key)%uint32(len(h.released))].Add(1)
+}
+
+// releasedMark returns a mark of this client's releases of t's keys so far
+// (0 without a hand-off). Lock takes it before each attempt: a release of
+// the key by this client between the attempt and the waiter's joining the
+// queue woke nobody (the queue was empty), and the waiter, once it joined,
+// retries at once instead of sleeping out R10's delay while the key is
+// free (wakeIfReleased). Keys that share a slot only cost an attempt.
+func (h *handoff) releasedMark(t target) uint64 {
+	if h == nil {
+		return 0
+	}
+	var m uint64
+	for _, key := range t.lockKeys() {
+		m += h.released[keyHash(key)%uint32(len(h.released))].Load()
+	}
+	return m
+}
+
+// wakeIfReleased wakes w, which just joined the queue of t's key (or its
+// set's waiters), when this client released one of t's keys since mark.
+func (h *handoff) wakeIfReleased(t target, w *waiter, mark uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.releasedMark(t) != mark {
+		h.give(w, wake{})
 	}
 }
 
@@ -684,10 +734,8 @@ func (h *handoff) subscribe(key string, on bool) {
 // those that answered this client within the last limit first (one that
 // did not may be down, and would announce nothing). Called with h.mu held.
 func (h *handoff) watchSet(key string) []int {
-	f := fnv.New32a()
-	_, _ = f.Write([]byte(key))
 	n := len(h.nodes)
-	first := int(f.Sum32() % uint32(n))
+	first := int(keyHash(key) % uint32(n))
 	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
 	var up, rest []int
 	for k := range n {

@@ -20,11 +20,19 @@ import (
 type lateRelease struct {
 	n    *redlocktest.MemNode
 	late *atomic.Int64
+	// acqReply, when set, delays the answer of Acquire, applied at once.
+	acqReply *atomic.Int64
 }
 
 func (l lateRelease) String() string { return l.n.String() }
 func (l lateRelease) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return l.n.Acquire(ctx, key, value, ttl)
+	ok, err := l.n.Acquire(ctx, key, value, ttl)
+	if l.acqReply != nil {
+		if d := time.Duration(l.acqReply.Load()); d > 0 {
+			time.Sleep(d)
+		}
+	}
+	return ok, err
 }
 func (l lateRelease) Release(ctx context.Context, key, value string) (bool, error) {
 	return l.n.Release(ctx, key, value)
@@ -57,7 +65,7 @@ func TestHandoffFirstRankRetriesAfterARace(t *testing.T) { // R10, R14
 		for i, m := range mems {
 			m.SetSlow(slow)
 			late[i] = &atomic.Int64{}
-			nodes[i] = lateRelease{m, late[i]}
+			nodes[i] = lateRelease{n: m, late: late[i]}
 		}
 		holder, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
 		if err != nil {
@@ -119,5 +127,60 @@ func TestHandoffFirstRankRetriesAfterARace(t *testing.T) { // R10, R14
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			t.Fatal("ran out of time")
 		}
+	})
+}
+
+// A Lock call whose first attempt failed while the same client released
+// the key joins the queue after the release, which found it empty and woke
+// nobody: it retries at once rather than sleeping out R10's delay (here a
+// minute) while the key is free. Before, the waiter slept the whole delay:
+// seen as TestHandoffWithinClient (8 workers of one rueidis client, a
+// minute's retry) stuck for 30 s with all 8 workers queued, in make test
+// on a loaded machine, also at c399613.
+func TestHandoffReleaseBeforeJoinWakes(t *testing.T) { // R10, R14
+	synctest.Test(t, func(t *testing.T) {
+		_, mems := redlocktest.NewMemNodes(3)
+		var acqReply atomic.Int64
+		nodes := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			nodes[i] = lateRelease{n: m, late: &atomic.Int64{}, acqReply: &acqReply}
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		l, err := c.TryLock(ctx, "gap")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The waiter's attempt is applied at once (the key is held)
+		// and answered 10 ms later; the Unlock in between releases the
+		// key with nobody queued yet.
+		acqReply.Store(int64(10 * time.Millisecond))
+		got := make(chan error, 1)
+		go func() {
+			l2, err := c.Lock(ctx, "gap")
+			if err == nil {
+				err = l2.Unlock(context.WithoutCancel(ctx))
+			}
+			got <- err
+		}()
+		time.Sleep(time.Millisecond)
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the waiter did not get the free lock within a second (its timed retry is a minute away)")
+		}
+		t.Logf("granted %v after the Unlock returned", time.Since(start))
 	})
 }

@@ -79,15 +79,18 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 // may have reached some node before the release did (every node announces
 // the release as it deletes the key, and the first announcement heard is
 // the earliest): no other announcement of that release wakes the waiter,
-// so its timed retry comes one rank slot later, not after R10's delay. It
-// returns ctx's error when ctx ends, and ErrClosed when the client closes.
-func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, prev wake, w **waiter) (wake, error) {
+// so its timed retry comes one rank slot later, not after R10's delay. A
+// first call whose attempt failed while this client released the key
+// (mark: handoff.go, releasedMark) retries at once. It returns ctx's error
+// when ctx ends, and ErrClosed when the client closes.
+func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, prev wake, mark uint64, w **waiter) (wake, error) {
 	h := c.hand
 	if h == nil {
 		return c.wait(ctx, o, elapsed, afterNothing, nil)
 	}
 	if *w == nil {
 		*w = h.joinTarget(ctx, t, o) // multi.go
+		h.wakeIfReleased(t, *w, mark)
 	}
 	var after waitAfter
 	if prev.remote && prev.slots == 0 && prev.lock == nil {
