@@ -93,9 +93,12 @@ type handoff struct {
 
 // turns is what a client heard of the turns the clients took at one key.
 type turns struct {
-	// heard is the value of the last release recorded: every node
-	// announces it, and it counts once.
-	heard string
+	// heard holds the values of the last releases recorded (heardNext
+	// the oldest): every watched node announces each of them, and each
+	// counts once, even when a node that lags announces it after a
+	// faster node announced the next release.
+	heard     [heardReleases]string
+	heardNext int
 	// order holds the tags (value.go) of the clients whose releases of
 	// the key were announced while this client waited, each once, the
 	// client that released least recently first: every client hears the
@@ -105,6 +108,11 @@ type turns struct {
 	// (handoff.rests), while this key has none; 0 while it has.
 	rested uint64
 }
+
+// heardReleases is how many of a key's latest releases a client knows
+// the announcements of (turns.heard): an announcement from a node that
+// lags more releases behind the fastest one counts again.
+const heardReleases = 8
 
 // restKeys is how many keys without waiters keep their turns (rest).
 const restKeys = 256
@@ -119,7 +127,8 @@ const maxOrder = 64
 // client just come does. A value no client of this package drew (WithValue)
 // leaves the order as it is.
 func (ts *turns) record(value string) {
-	ts.heard = value
+	ts.heard[ts.heardNext] = value
+	ts.heardNext = (ts.heardNext + 1) % len(ts.heard)
 	tag := tagOf(value)
 	if tag == "" {
 		return
@@ -131,6 +140,12 @@ func (ts *turns) record(value string) {
 		ts.order = append(ts.order[:0], ts.order[1:]...)
 	}
 	ts.order = append(ts.order, tag)
+}
+
+// seen reports whether the release of value was recorded already: its
+// announcement by another node, or a late one (turns.heard).
+func (ts *turns) seen(value string) bool {
+	return slices.Contains(ts.heard[:], value)
 }
 
 // subQueue is one node's pending Watch and Unwatch calls, run in order by
@@ -324,7 +339,7 @@ func (h *handoff) notify(key, value string) {
 			ts = &turns{}
 			h.turns[key] = ts
 		}
-		if ts.heard == value {
+		if ts.seen(value) {
 			// Every node announces a release: one wake-up is
 			// enough. More would make the waiter attempt again
 			// after a failure, once per node, and a herd of it.
@@ -385,7 +400,7 @@ func (h *handoff) yielded(key, value string) {
 // longer listens. Called with h.mu held.
 func (h *handoff) recordOwn(key, value string) bool {
 	ts := h.turns[key]
-	if ts == nil || ts.heard == value {
+	if ts == nil || ts.seen(value) {
 		return false
 	}
 	ts.record(value)
