@@ -683,13 +683,50 @@ func (h *handoff) subscribe(key string, on bool) {
 		delete(h.watched, key)
 	}
 	for _, i := range at {
-		s := &h.subs[i]
-		s.ops = append(s.ops, subOp{key: key, on: on})
-		if s.running || !h.c.bgAdd(1) {
-			continue
+		h.queueSub(i, key, on)
+	}
+}
+
+// queueSub queues a Watch (on) or Unwatch of key on node i, starting the
+// node's goroutine (runSubs) unless it runs. Called with h.mu held.
+func (h *handoff) queueSub(i int, key string, on bool) {
+	s := &h.subs[i]
+	s.ops = append(s.ops, subOp{key: key, on: on})
+	if s.running || !h.c.bgAdd(1) {
+		return
+	}
+	s.running = true
+	go h.runSubs(i, h.nodes[i])
+}
+
+// rewatch moves key's subscriptions, while it has waiters, to the nodes
+// watchSet picks now: the nodes chosen when its first waiter joined may
+// have stopped answering since (down, frozen), and announce nothing, and a
+// queue that never empties would keep them for good, its waiters woken by
+// their timed retries alone (R10). Called by a waiter after each failed
+// attempt, which is what tells the client which nodes answer; nothing
+// changes while the chosen nodes do.
+func (h *handoff) rewatch(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old, ok := h.watched[key]
+	if !ok || h.closed {
+		return
+	}
+	at := h.watchSet(key)
+	if slices.Equal(at, old) {
+		return
+	}
+	h.watched[key] = at
+	for _, i := range old {
+		if !slices.Contains(at, i) {
+			h.queueSub(i, key, false)
 		}
-		s.running = true
-		go h.runSubs(i, h.nodes[i])
+	}
+	for _, i := range at {
+		if !slices.Contains(old, i) {
+			h.queueSub(i, key, true)
+		}
 	}
 }
 

@@ -88,6 +88,10 @@ func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed
 	}
 	if *w == nil {
 		*w = h.joinTarget(ctx, t, o) // multi.go
+	} else {
+		for _, key := range t.lockKeys() {
+			h.rewatch(key) // its nodes may have stopped answering
+		}
 	}
 	var after waitAfter
 	if prev.remote && prev.slots == 0 && prev.lock == nil {
