@@ -15,8 +15,8 @@ import (
 // the waiter waits (a queue that never empties keeps its nodes forever),
 // the waiter must listen on nodes that answer again, not only hear of the
 // releases by its timed retry (R10). Before, the waiter kept its dead
-// nodes, and took the lock on its timed retry, 10 to 100 ms after each
-// release, instead of at once.
+// nodes, and took the lock on its timed retry (here every second), up to
+// a second after each release, instead of at once.
 func TestHandoffListensAgainWhenItsNodesDie(t *testing.T) { // R10, R14
 	for _, tt := range []struct {
 		name       string
@@ -40,7 +40,7 @@ func listensAgain(t *testing.T, fail, mend func(*redlocktest.MemNode)) {
 			t.Fatal(err)
 		}
 		defer holder.Close()
-		waiter, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
+		waiter, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Second, time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -77,13 +77,16 @@ func listensAgain(t *testing.T, fail, mend func(*redlocktest.MemNode)) {
 			for _, m := range dead {
 				fail(m)
 			}
-			time.Sleep(3 * time.Second) // the waiter's timed retries find them down
+			time.Sleep(5 * time.Second) // the waiter's timed retries find them down
 			start := time.Now()
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 			at := <-got
-			if d := at.Sub(start); d > 5*time.Millisecond {
+			// At once: a round trip, or, when the waiter's attempt
+			// overtook the release on a node, the node timeout (the
+			// nodes that fail answer nothing) and a rank slot.
+			if d := at.Sub(start); d > 200*time.Millisecond {
 				t.Errorf("%s: the waiter took the lock %v after its release, want at once (it listens on nodes that are down)", key, d)
 			}
 			for _, m := range dead {
