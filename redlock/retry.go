@@ -79,7 +79,12 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 // may have reached some node before the release did (every node announces
 // the release as it deletes the key, and the first announcement heard is
 // the earliest): no other announcement of that release wakes the waiter,
-// so its timed retry comes one rank slot later, not after R10's delay. It
+// so its timed retry comes one rank slot later, not after R10's delay.
+// Only when some node granted it, though: the node whose announcement it
+// heard had deleted the key, so an attempt that no node granted lost to
+// another client (which now holds the lock), or went on an announcement
+// that no release made (anyone who may PUBLISH on a node can forge one),
+// and one more attempt would be wasted. It
 // returns ctx's error when ctx ends, and ErrClosed when the client closes.
 func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, prev wake, w **waiter) (wake, error) {
 	h := c.hand
@@ -94,15 +99,15 @@ func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed
 		}
 	}
 	var after waitAfter
-	if prev.remote && prev.slots == 0 && prev.lock == nil {
-		after |= afterFirst
-	}
 	for _, r := range failed.Nodes {
 		if r.Outcome == Acquired {
 			for _, key := range t.lockKeys() {
 				h.wakeNext(key, *w)
 			}
 			after |= afterSplit
+			if prev.remote && prev.slots == 0 && prev.lock == nil {
+				after |= afterFirst
+			}
 			break
 		}
 	}
