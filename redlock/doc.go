@@ -265,7 +265,8 @@
 //     it): tokens of r grow strictly across every grant that includes r,
 //     by a set or alone.
 //   - Hand-off: a waiting set is woken by the announced release of any of
-//     its resources, and retries after the usual jitter. It waits in no
+//     its resources, and retries at once, as the first rank does (with a
+//     jitter only after a split vote, R10). It waits in no
 //     resource's queue, so it never holds up the waiters of one resource
 //     while another of its resources is held, and Unlock never hands it
 //     one key of its set; the release of a set is never handed over either

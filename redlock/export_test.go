@@ -22,3 +22,19 @@ func Queued(c *Client, resource string) bool {
 // read is never kept by a hand-over, and Value of a lock that was kept
 // returns "".
 func RawValue(l *Lock) string { return l.value }
+
+// HandoffState returns how many keys c's hand-off keeps turns for, keys it
+// listens on, keys with queued waiters, and own release values it
+// remembers.
+func HandoffState(c *Client) (turns, watched, queues, own int) {
+	if c.hand == nil {
+		return 0, 0, 0, 0
+	}
+	h := c.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.turns), len(h.watched), len(h.queues), len(h.own)
+}
+
+// RestKeys is restKeys: how many keys without waiters keep their turns.
+const RestKeys = restKeys

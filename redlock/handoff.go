@@ -98,9 +98,12 @@ type handoff struct {
 
 // turns is what a client heard of the turns the clients took at one key.
 type turns struct {
-	// heard is the value of the last release recorded: every node
-	// announces it, and it counts once.
-	heard string
+	// heard holds the values of the last releases recorded (heardNext
+	// the oldest): every watched node announces each of them, and each
+	// counts once, even when a node that lags announces it after a
+	// faster node announced the next release.
+	heard     [heardReleases]string
+	heardNext int
 	// order holds the tags (value.go) of the clients whose releases of
 	// the key were announced while this client waited, each once, the
 	// client that released least recently first: every client hears the
@@ -110,6 +113,11 @@ type turns struct {
 	// (handoff.rests), while this key has none; 0 while it has.
 	rested uint64
 }
+
+// heardReleases is how many of a key's latest releases a client knows
+// the announcements of (turns.heard): an announcement from a node that
+// lags more releases behind the fastest one counts again.
+const heardReleases = 8
 
 // restKeys is how many keys without waiters keep their turns (rest).
 const restKeys = 256
@@ -124,7 +132,8 @@ const maxOrder = 64
 // client just come does. A value no client of this package drew (WithValue)
 // leaves the order as it is.
 func (ts *turns) record(value string) {
-	ts.heard = value
+	ts.heard[ts.heardNext] = value
+	ts.heardNext = (ts.heardNext + 1) % len(ts.heard)
 	tag := tagOf(value)
 	if tag == "" {
 		return
@@ -136,6 +145,12 @@ func (ts *turns) record(value string) {
 		ts.order = append(ts.order[:0], ts.order[1:]...)
 	}
 	ts.order = append(ts.order, tag)
+}
+
+// seen reports whether the release of value was recorded already: its
+// announcement by another node, or a late one (turns.heard).
+func (ts *turns) seen(value string) bool {
+	return slices.Contains(ts.heard[:], value)
 }
 
 // subQueue is one node's pending Watch and Unwatch calls, run in order by
@@ -174,6 +189,8 @@ type wake struct {
 	// slots is, for an announcement, how many attempt durations the
 	// waiter lets pass before its own (rank).
 	slots int
+	// from is the node whose announcement this is, or -1.
+	from int
 }
 
 // isHead reports whether w is at the front of its queue.
@@ -319,7 +336,7 @@ func (h *handoff) queued(key string) bool {
 // announcement, so that waiters do not split the votes, R10, and the
 // oldest goes first), unless the release was this client's own and its
 // waiter was already woken.
-func (h *handoff) notify(key, value string) {
+func (h *handoff) notify(from int, key, value string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
@@ -329,7 +346,7 @@ func (h *handoff) notify(key, value string) {
 			ts = &turns{}
 			h.turns[key] = ts
 		}
-		if ts.heard == value {
+		if ts.seen(value) {
 			// Every node announces a release: one wake-up is
 			// enough. More would make the waiter attempt again
 			// after a failure, once per node, and a herd of it.
@@ -341,7 +358,7 @@ func (h *handoff) notify(key, value string) {
 		return
 	}
 	if len(q) > 0 {
-		h.give(q[0], wake{remote: true, slots: h.rank(ts)})
+		h.give(q[0], wake{remote: true, slots: h.rank(ts), from: from})
 	}
 	h.wakeSets(key) // multi.go
 }
@@ -381,7 +398,7 @@ func (h *handoff) yielded(key, value string) {
 		return
 	}
 	if q := h.queues[key]; len(q) > 0 {
-		h.give(q[0], wake{remote: true, slots: h.rank(h.turns[key])})
+		h.give(q[0], wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
 	}
 }
 
@@ -435,7 +452,7 @@ func (h *handoff) wakeIfReleased(t target, w *waiter, mark uint64) {
 // longer listens. Called with h.mu held.
 func (h *handoff) recordOwn(key, value string) bool {
 	ts := h.turns[key]
-	if ts == nil || ts.heard == value {
+	if ts == nil || ts.seen(value) {
 		return false
 	}
 	ts.record(value)
@@ -449,7 +466,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 	defer h.mu.Unlock()
 	for _, w := range h.queues[key] {
 		if w != self {
-			h.give(w, wake{remote: true, slots: h.rank(h.turns[key])})
+			h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
 			return
 		}
 	}
@@ -458,7 +475,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 // wake gives w a wake-up unless it has one or a hand-over to it is under
 // way; called with h.mu held.
 func (h *handoff) wake(w *waiter, remote bool) {
-	h.give(w, wake{remote: remote})
+	h.give(w, wake{remote: remote, from: -1})
 }
 
 // give gives w the wake-up wk unless it has one or a hand-over to it is
@@ -718,13 +735,50 @@ func (h *handoff) subscribe(key string, on bool) {
 		delete(h.watched, key)
 	}
 	for _, i := range at {
-		s := &h.subs[i]
-		s.ops = append(s.ops, subOp{key: key, on: on})
-		if s.running || !h.c.bgAdd(1) {
-			continue
+		h.queueSub(i, key, on)
+	}
+}
+
+// queueSub queues a Watch (on) or Unwatch of key on node i, starting the
+// node's goroutine (runSubs) unless it runs. Called with h.mu held.
+func (h *handoff) queueSub(i int, key string, on bool) {
+	s := &h.subs[i]
+	s.ops = append(s.ops, subOp{key: key, on: on})
+	if s.running || !h.c.bgAdd(1) {
+		return
+	}
+	s.running = true
+	go h.runSubs(i, h.nodes[i])
+}
+
+// rewatch moves key's subscriptions, while it has waiters, to the nodes
+// watchSet picks now: the nodes chosen when its first waiter joined may
+// have stopped answering since (down, frozen), and announce nothing, and a
+// queue that never empties would keep them for good, its waiters woken by
+// their timed retries alone (R10). Called by a waiter after each failed
+// attempt, which is what tells the client which nodes answer; nothing
+// changes while the chosen nodes do.
+func (h *handoff) rewatch(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old, ok := h.watched[key]
+	if !ok || h.closed {
+		return
+	}
+	at := h.watchSet(key)
+	if slices.Equal(at, old) {
+		return
+	}
+	h.watched[key] = at
+	for _, i := range old {
+		if !slices.Contains(at, i) {
+			h.queueSub(i, key, false)
 		}
-		s.running = true
-		go h.runSubs(i, h.nodes[i])
+	}
+	for _, i := range at {
+		if !slices.Contains(old, i) {
+			h.queueSub(i, key, true)
+		}
 	}
 }
 
@@ -790,7 +844,7 @@ func (h *handoff) watch(i int, n adapter.HandoffNode) (adapter.ReleaseWatch, err
 	if h.watches[i] != nil {
 		return h.watches[i], nil
 	}
-	w, err := n.WatchReleases(h.notify)
+	w, err := n.WatchReleases(func(key, value string) { h.notify(i, key, value) })
 	if err != nil {
 		return nil, err
 	}

@@ -325,7 +325,8 @@ func (h *handoff) leaveSet(keys []string, w *waiter) {
 }
 
 // wakeSets wakes every waiting set that has key, after a release of key:
-// each retries after a random jitter (R10), as after an announcement.
+// each retries at once, as the first rank does (retry.go: wait; a jitter
+// only after a split vote, R10).
 // Called with h.mu held.
 func (h *handoff) wakeSets(key string) {
 	for _, w := range h.sets[key] {

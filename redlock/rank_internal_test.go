@@ -62,3 +62,46 @@ func TestRankOrderIsBounded(t *testing.T) {
 		t.Fatalf("%d clients in the order, want %d", len(ts.order), maxOrder)
 	}
 }
+
+// Every watched node announces every release, and a node that lags (it
+// was not in the quorum of the acquisition that followed) announces a
+// release after a faster node announced the next one. That late echo is
+// the same release: it must neither move its client to the end of the
+// order again (dropping the clients ahead of it as passed over) nor wake
+// the waiter for another attempt. Before, only the last value heard was
+// remembered: the echo of the release before it counted again.
+func TestRankIgnoresLateEchoes(t *testing.T) { // R10, R14
+	const me, a, b, c = "MMMMMMMM", "AAAAAAAA", "BBBBBBBB", "CCCCCCCC"
+	value := func(tag string) string { return tag + "0123456789012345678901234567"[:valueLen-tagLen] }
+	const key = "k"
+	h := &handoff{
+		c:      &Client{values: &valueSource{tag: me}},
+		queues: map[string][]*waiter{},
+		own:    map[string]struct{}{},
+		sets:   map[string][]*waiter{},
+		turns:  map[string]*turns{},
+	}
+	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{})}
+	h.queues[key] = []*waiter{w}
+	// Two nodes announce the releases of c, me, a, b; the second lags
+	// one release behind the first.
+	heard := []string{c, me, c, a, me, b, a, b}
+	wakes := 0
+	for _, tag := range heard {
+		h.notify(0, key, value(tag))
+		select {
+		case <-w.ch:
+			wakes++
+		default:
+		}
+	}
+	if want := []string{c, me, a, b}; !slices.Equal(h.turns[key].order, want) {
+		t.Errorf("order %v, want %v", h.turns[key].order, want)
+	}
+	if got := h.rank(h.turns[key]); got != 1 {
+		t.Errorf("rank %d, want 1 (one client released before me)", got)
+	}
+	if wakes != 4 {
+		t.Errorf("%d wake-ups for 4 releases heard from 2 nodes, want 4", wakes)
+	}
+}

@@ -79,8 +79,13 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 // may have reached some node before the release did (every node announces
 // the release as it deletes the key, and the first announcement heard is
 // the earliest): no other announcement of that release wakes the waiter,
-// so its timed retry comes one rank slot later, not after R10's delay. A
-// first call whose attempt failed while this client released the key
+// so its timed retry comes one rank slot later, not after R10's delay.
+// Only when the node whose announcement woke it granted the attempt or did
+// not answer it, though: when that node, which had deleted the key, says
+// it is held, the attempt lost to another client (which now holds the
+// lock), or went on an announcement that no release made (anyone who may
+// PUBLISH on a node can forge one), and one more attempt would be wasted.
+// A first call whose attempt failed while this client released the key
 // (mark: handoff.go, releasedMark) retries at once. It returns ctx's error
 // when ctx ends, and ErrClosed when the client closes.
 func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, prev wake, mark uint64, w **waiter) (wake, error) {
@@ -91,10 +96,17 @@ func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed
 	if *w == nil {
 		*w = h.joinTarget(ctx, t, o) // multi.go
 		h.wakeIfReleased(t, *w, mark)
+	} else {
+		for _, key := range t.lockKeys() {
+			h.rewatch(key) // its nodes may have stopped answering
+		}
 	}
 	var after waitAfter
-	if prev.remote && prev.slots == 0 && prev.lock == nil {
-		after |= afterFirst
+	if prev.remote && prev.slots == 0 && prev.lock == nil && prev.from >= 0 && prev.from < len(failed.Nodes) {
+		switch failed.Nodes[prev.from].Outcome {
+		case Acquired, NoReply, TimedOut:
+			after |= afterFirst
+		}
 	}
 	for _, r := range failed.Nodes {
 		if r.Outcome == Acquired {

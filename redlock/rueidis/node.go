@@ -132,7 +132,7 @@ func (n *Node) Close() error {
 // client (adapter.HandoffNode): a dedicated connection, opened on the first
 // Watch, on which every watched key is one SUBSCRIBE to its channel.
 func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
-	return &watch{node: n, notify: notify, keys: map[string]struct{}{}}, nil
+	return &watch{node: n, notify: notify, keys: map[string]struct{}{}, stop: make(chan struct{})}, nil
 }
 
 // watch is one node's multiplexed release subscription.
@@ -146,7 +146,17 @@ type watch struct {
 	cancel func()
 	lost   <-chan error // closed when the connection's hooks stop
 	keys   map[string]struct{}
+	stop   chan struct{} // closed by Close: ends redial
 }
+
+// The waits of redial between its attempts to open a lost subscription
+// again, doubling from redialMin to redialMax, each attempt bounded by
+// redialTimeout.
+const (
+	redialMin     = 50 * time.Millisecond
+	redialMax     = time.Second
+	redialTimeout = time.Second
+)
 
 // conn returns the subscription connection, (re)opening it and
 // re-subscribing the watched keys when it was lost; called with w.mu held.
@@ -180,7 +190,45 @@ func (w *watch) conn(ctx context.Context) (rueidis.DedicatedClient, error) {
 		}
 	}
 	w.dc, w.cancel, w.lost = dc, cancel, lost
+	go w.redial(lost)
 	return dc, nil
+}
+
+// redial opens the subscription again once its connection is lost (the
+// node restarted, say), subscribing again to every watched key, as
+// go-redis does for its PubSubs. Without it the keys watched then heard
+// nothing from this node until the next Watch or Unwatch, which a key that
+// always has waiters never makes: its waiters were left to their timed
+// retry (R10) for good. It returns once the subscription is open again,
+// when another call opened it, when no key is watched (the next Watch
+// opens it), or when Close ends the watch.
+func (w *watch) redial(lost <-chan error) {
+	select {
+	case <-lost:
+	case <-w.stop:
+		return
+	}
+	for delay := redialMin; ; delay = min(2*delay, redialMax) {
+		t := time.NewTimer(delay)
+		select {
+		case <-w.stop:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		if w.closed || w.lost != lost || len(w.keys) == 0 {
+			w.mu.Unlock()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), redialTimeout)
+		_, err := w.conn(ctx)
+		cancel()
+		w.mu.Unlock()
+		if err == nil {
+			return
+		}
+	}
 }
 
 // Watch subscribes to the releases of key.
@@ -214,6 +262,7 @@ func (w *watch) Close() error {
 		return nil
 	}
 	w.closed = true
+	close(w.stop)
 	if w.dc != nil {
 		w.dc.SetPubSubHooks(rueidis.PubSubHooks{})
 		w.cancel()

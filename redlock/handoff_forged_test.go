@@ -1,0 +1,138 @@
+package redlock_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/redlocktest"
+)
+
+// overheard is a MemNode whose subscribers an attacker reaches too: a
+// client of the same Redis that may PUBLISH on the release channels
+// (publish records the subscribers' notify functions).
+type overheard struct {
+	n       *redlocktest.MemNode
+	mu      *sync.Mutex
+	notifys *[]func(key, value string)
+}
+
+func (o overheard) String() string { return o.n.String() }
+func (o overheard) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return o.n.Acquire(ctx, key, value, ttl)
+}
+func (o overheard) Release(ctx context.Context, key, value string) (bool, error) {
+	return o.n.Release(ctx, key, value)
+}
+func (o overheard) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return o.n.Extend(ctx, key, value, ttl)
+}
+func (o overheard) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
+	return o.n.ReleaseAnnounce(ctx, key, value)
+}
+func (o overheard) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
+	o.mu.Lock()
+	*o.notifys = append(*o.notifys, notify)
+	o.mu.Unlock()
+	return o.n.WatchReleases(notify)
+}
+
+// Announcements are hints (adapter.ReleaseWatch), and anyone who may
+// PUBLISH on a node can forge them. A forged release of a key that stays
+// held costs each waiting client about one attempt: the attempt at the
+// first rank that failed is retried one rank slot later only when the node
+// whose announcement woke it granted it or had not answered when it was
+// decided (it may have raced the release on the others, retry.go:
+// afterFirst); a node that says the key is held did not release it.
+// Before, every forgery cost two attempts (1000 forgeries: 2000 attempts);
+// measured since: 1139 (the node heard from had not answered in about one
+// attempt in seven).
+func TestHandoffForgedReleaseCostsOneAttempt(t *testing.T) { // R10, R14
+	const forged = 1000
+	if n := forgedAttempts(t, forged); n > forged+forged/4 {
+		t.Errorf("%d attempts on a held key during %d forged announcements, want at most %d", n, forged, forged+forged/4)
+	}
+}
+
+// Finding (skipped): forged release announcements drive attempts. 1000
+// forged announcements, one per millisecond, each of a value no client
+// released (the attacker's tag is unknown to the victim, so it ranks first
+// and goes at once), made a waiter whose timed retry is a minute away
+// attempt once per forgery, a request to every node each. Pushing a
+// victim back instead (forged releases of its own tag, read from any
+// announcement of its releases) is bounded: its rank never exceeds
+// maxOrder-1 slots, and its wait never the minimum retry delay (R10).
+// Nothing in an announcement can be checked by its receiver; a bound
+// would be a budget of attempts on announcements per retry delay.
+func TestHandoffForgedReleasesDoNotDriveAttempts(t *testing.T) { // R10, R14
+	t.Skip("finding: every forged release announcement makes each waiter attempt at once (see the comment)")
+	const forged = 1000
+	if n := forgedAttempts(t, forged); n > forged/100 {
+		t.Errorf("%d attempts on a held key during %d forged announcements, want at most %d", n, forged, forged/100)
+	}
+}
+
+// forgedAttempts returns how many attempts a waiter for a held key made
+// while an attacker published forged release announcements of the key,
+// one a millisecond.
+func forgedAttempts(t *testing.T, forged int) int64 {
+	var n int64
+	synctest.Test(t, func(t *testing.T) {
+		_, mems := redlocktest.NewMemNodes(3)
+		var mu sync.Mutex
+		var notifys []func(key, value string)
+		nodes := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			m.SetSlow(100 * time.Microsecond)
+			nodes[i] = overheard{m, &mu, &notifys}
+		}
+		holder, err := redlock.New(nodes, redlock.WithTTL(time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		var attempts atomic.Int64
+		victim, err := redlock.New(nodes, redlock.WithTTL(time.Hour), redlock.WithRetryDelay(time.Minute, time.Minute),
+			redlock.WithObserver(herdObserver{&attempts}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer victim.Close()
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		if _, err := holder.TryLock(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = victim.Lock(ctx, "k")
+		}()
+		time.Sleep(10 * time.Millisecond) // the victim fails once, queues and listens
+		synctest.Wait()
+		start := attempts.Load()
+		var raw [27]byte
+		for range forged {
+			_, _ = rand.Read(raw[:])
+			v := base64.RawURLEncoding.EncodeToString(raw[:])[:35]
+			mu.Lock()
+			for _, n := range notifys {
+				n("dlm:lock:k", v)
+			}
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+		<-done
+		n = attempts.Load() - start
+		t.Logf("%d attempts during %d forged announcements", n, forged)
+	})
+	return n
+}
