@@ -66,5 +66,8 @@ func (s *valueSource) next() (string, error) {
 	clear(s.buf[s.off : s.off+valueSize])
 	s.off += valueSize
 	s.mu.Unlock()
-	return s.tag + base64.RawURLEncoding.EncodeToString(raw[:]), nil
+	var b [valueLen]byte
+	copy(b[:], s.tag)
+	base64.RawURLEncoding.Encode(b[tagLen:], raw[:])
+	return string(b[:]), nil
 }
