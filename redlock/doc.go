@@ -85,7 +85,12 @@
 // recently (or never, as far as it heard) goes at once, with no jitter, and
 // the last holder last; a client alone at the resource lets one slot pass
 // after its own release. After a split vote the first rank draws a
-// jitter too (R10). A lock that had already ended (lost, expired) is never
+// jitter too (R10). Known limits: the values of WithValue carry no tag, so
+// the other clients cannot rank a client that uses it, and its share of
+// the turns among tagged clients is not bounded by 2 (seen: a quarter of
+// the others' to three times theirs); and anyone who may PUBLISH on a
+// node can forge an announcement, which costs each waiting client about
+// one attempt. A lock that had already ended (lost, expired) is never
 // handed over. WithHandoff(false) turns the hand-off off.
 // Unlock releases on every node with a compare-and-delete script (R5, R12),
 // even when its context is already done, each release bounded by the
