@@ -87,8 +87,9 @@
 // after its own release. After a split vote the first rank draws a
 // jitter too (R10). Known limits: the values of WithValue carry no tag, so
 // the other clients cannot rank a client that uses it, and its share of
-// the turns among tagged clients is not bounded by 2 (seen: a quarter of
-// the others' to three times theirs); and anyone who may PUBLISH on a
+// the turns among tagged clients is not bounded by 2 (seen: 2.2 times
+// theirs, TestHandoffUntaggedClientTakesItsShare, skipped); and anyone who
+// may PUBLISH on a
 // node can forge an announcement, which costs each waiting client about
 // one attempt. A lock that had already ended (lost, expired) is never
 // handed over. WithHandoff(false) turns the hand-off off.
