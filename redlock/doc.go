@@ -89,9 +89,8 @@
 // the other clients cannot rank a client that uses it, and its share of
 // the turns among tagged clients is not bounded by 2 (seen: 2.2 times
 // theirs, TestHandoffUntaggedClientTakesItsShare, skipped); and anyone who
-// may PUBLISH on a
-// node can forge an announcement, which costs each waiting client about
-// one attempt. A lock that had already ended (lost, expired) is never
+// may PUBLISH on a node can forge an announcement, which costs each
+// waiting client about one attempt. A lock that had already ended (lost, expired) is never
 // handed over. WithHandoff(false) turns the hand-off off.
 // Unlock releases on every node with a compare-and-delete script (R5, R12),
 // even when its context is already done, each release bounded by the
