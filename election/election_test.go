@@ -394,7 +394,8 @@ func TestBadInput(t *testing.T) {
 			}
 		})
 	}
-	if n := lockKeys(t, mems); n != 0 {
-		t.Fatalf("%d lock keys left by bad input, want 0", n)
-	}
+	// Unlock returns once a quorum released (R12): the last node's
+	// release may land a moment later.
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return lockKeys(t, mems) == 0 },
+		"lock keys left by bad input 10s after it, want 0")
 }
