@@ -19,21 +19,13 @@ import (
 // client of the same Redis that may PUBLISH on the release channels
 // (publish records the subscribers' notify functions).
 type overheard struct {
-	n       *redlocktest.MemNode
-	mu      *sync.Mutex
-	notifys *[]func(key, value string)
+	redlock.Node // n's blocking methods (redlocktest.Blocking)
+	n            *redlocktest.MemNode
+	mu           *sync.Mutex
+	notifys      *[]func(key, value string)
 }
 
 func (o overheard) String() string { return o.n.String() }
-func (o overheard) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return o.n.Acquire(ctx, key, value, ttl)
-}
-func (o overheard) Release(ctx context.Context, key, value string) (bool, error) {
-	return o.n.Release(ctx, key, value)
-}
-func (o overheard) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return o.n.Extend(ctx, key, value, ttl)
-}
 func (o overheard) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
 	return o.n.ReleaseAnnounce(ctx, key, value)
 }
@@ -91,7 +83,7 @@ func forgedAttempts(t *testing.T, forged int) int64 {
 		nodes := make([]redlock.Node, len(mems))
 		for i, m := range mems {
 			m.SetSlow(100 * time.Microsecond)
-			nodes[i] = overheard{m, &mu, &notifys}
+			nodes[i] = overheard{redlocktest.Blocking(m), m, &mu, &notifys}
 		}
 		holder, err := redlock.New(nodes, redlock.WithTTL(time.Hour))
 		if err != nil {

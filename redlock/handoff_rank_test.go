@@ -18,27 +18,26 @@ import (
 // release announced by a faster node. Only the blocking and hand-off
 // methods are passed on, so that the client uses them (no AsyncNode).
 type lateRelease struct {
-	n    *redlocktest.MemNode
-	late *atomic.Int64
+	redlock.Node // n's blocking methods (redlocktest.Blocking)
+	n            *redlocktest.MemNode
+	late         *atomic.Int64
 	// acqReply, when set, delays the answer of Acquire, applied at once.
 	acqReply *atomic.Int64
 }
 
+func newLateRelease(m *redlocktest.MemNode, late, acqReply *atomic.Int64) lateRelease {
+	return lateRelease{Node: redlocktest.Blocking(m), n: m, late: late, acqReply: acqReply}
+}
+
 func (l lateRelease) String() string { return l.n.String() }
 func (l lateRelease) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	ok, err := l.n.Acquire(ctx, key, value, ttl)
+	ok, err := l.Node.Acquire(ctx, key, value, ttl)
 	if l.acqReply != nil {
 		if d := time.Duration(l.acqReply.Load()); d > 0 {
 			time.Sleep(d)
 		}
 	}
 	return ok, err
-}
-func (l lateRelease) Release(ctx context.Context, key, value string) (bool, error) {
-	return l.n.Release(ctx, key, value)
-}
-func (l lateRelease) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return l.n.Extend(ctx, key, value, ttl)
 }
 func (l lateRelease) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
 	if d := time.Duration(l.late.Load()); d > 0 {
@@ -65,7 +64,7 @@ func TestHandoffFirstRankRetriesAfterARace(t *testing.T) { // R10, R14
 		for i, m := range mems {
 			m.SetSlow(slow)
 			late[i] = &atomic.Int64{}
-			nodes[i] = lateRelease{n: m, late: late[i]}
+			nodes[i] = newLateRelease(m, late[i], nil)
 		}
 		holder, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
 		if err != nil {
@@ -143,7 +142,7 @@ func TestHandoffReleaseBeforeJoinWakes(t *testing.T) { // R10, R14
 		var acqReply atomic.Int64
 		nodes := make([]redlock.Node, len(mems))
 		for i, m := range mems {
-			nodes[i] = lateRelease{n: m, late: &atomic.Int64{}, acqReply: &acqReply}
+			nodes[i] = newLateRelease(m, &atomic.Int64{}, &acqReply)
 		}
 		c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
 		if err != nil {
