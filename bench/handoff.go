@@ -34,6 +34,13 @@ type contStats struct {
 	// critical section; a lock handed over within a process is not an
 	// attempt of the waiter's (and asks no node when it is kept).
 	Attempts float64
+	// HoldMean is a critical section's mean hold (Lock returned to Unlock
+	// called). HoldShare, LocalShare and CrossShare split the time of the
+	// run's critical sections and the gaps between them: the holds, the
+	// hand-offs within a process, and those across processes, as shares
+	// of their sum.
+	HoldMean                          time.Duration
+	HoldShare, LocalShare, CrossShare float64
 	// PerProc counts each process's critical sections; Turn is the mean
 	// number of critical sections in a row in one process.
 	PerProc []int64
@@ -116,6 +123,22 @@ func analyzeCont(rs []contChildResult, dur time.Duration) contStats {
 		}
 	}
 	st.Cross, st.Local = quantilesOf(cross), quantilesOf(local)
+	var hold, localSum, crossSum time.Duration
+	for _, h := range all {
+		hold += time.Duration(h.Unlock - h.Grant)
+	}
+	for _, d := range local {
+		localSum += d
+	}
+	for _, d := range cross {
+		crossSum += d
+	}
+	if sum := hold + localSum + crossSum; sum > 0 {
+		st.HoldMean = hold / time.Duration(len(all))
+		st.HoldShare = float64(hold) / float64(sum)
+		st.LocalShare = float64(localSum) / float64(sum)
+		st.CrossShare = float64(crossSum) / float64(sum)
+	}
 	if len(all) > 0 {
 		st.Turn = float64(len(all)) / float64(len(cross)+1)
 	}

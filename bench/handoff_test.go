@@ -59,6 +59,12 @@ func TestAnalyzeCont(t *testing.T) {
 			t.Errorf("%s = %+v, want %+v", k, got[k], w)
 		}
 	}
+	// 5 holds of 1 ms, 50 µs within a process, 900 µs across.
+	if st.HoldMean != time.Millisecond || math.Abs(st.HoldShare-5000.0/5950) > 1e-9 ||
+		math.Abs(st.LocalShare-50.0/5950) > 1e-9 || math.Abs(st.CrossShare-900.0/5950) > 1e-9 {
+		t.Errorf("hold mean %v, shares %.4f / %.4f / %.4f; want 1ms, %.4f / %.4f / %.4f", st.HoldMean,
+			st.HoldShare, st.LocalShare, st.CrossShare, 5000.0/5950, 50.0/5950, 900.0/5950)
+	}
 	// The hand-over within the first process is not an attempt.
 	if math.Abs(st.Attempts-0.8) > 1e-9 {
 		t.Errorf("Attempts = %v, want 0.8 (4 attempts and a hand-over, 5 critical sections)", st.Attempts)

@@ -429,6 +429,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 				rep+1, cfg.procs, l.name, st.PerSec, st.ProcFairness, st.WorkerFairness, st.Failed, cl*1e6, rd*1e6)
 			logf("    per process %v, %.1f critical sections in a row in one process", st.PerProc, st.Turn)
 			r.S.add(st.Turn, "mp-turn", l.name)
+			if st.HoldMean > 0 {
+				r.S.add(st.HoldMean.Seconds(), "mp-hold", l.name)
+				r.S.add(st.HoldShare, "mp-share-hold", l.name)
+				r.S.add(st.LocalShare, "mp-share-local", l.name)
+				r.S.add(st.CrossShare, "mp-share-cross", l.name)
+			}
 			logf("    hand-off across processes p50 %v p99 %v (%d), within one p50 %v p99 %v (%d); release p50 %v, unlock to winning attempt p50 %v p99 %v, attempt p50 %v p99 %v, %.1f attempts per CS",
 				st.Cross.P50, st.Cross.P99, st.Cross.N, st.Local.P50, st.Local.P99, st.Local.N, st.Release.P50, st.Wake.P50, st.Wake.P99, st.Round.P50, st.Round.P99, st.Attempts)
 		}

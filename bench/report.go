@@ -275,6 +275,12 @@ func (r *Report) Markdown(w io.Writer) {
 			num(r.S.med("mp-cpu-client", l)*1e6, "%.0f"), num(r.S.med("mp-cpu-redis", l)*1e6, "%.0f"),
 			ms(r.S.med("mp-cross-p50", l)), ms(r.S.med("mp-cross-p99", l)), ms(r.S.med("mp-local-p50", l)), ms(r.S.med("mp-local-p99", l)))
 	}
+	p("\n**Where the time across processes goes** (the run's critical sections and the gaps between them: a hold's mean, from Lock returning to the Unlock call, which the blocking nanosleep makes longer than asked on a busy machine, for every library alike; and the shares of their sum spent holding, handing off within a process, and handing off across processes)\n\n")
+	p("| library | hold, mean | holding | hand-offs within a process | hand-offs across processes |\n|---|---:|---:|---:|---:|\n")
+	for _, l := range r.ContLibs {
+		p("| %s | %s | %s | %s | %s |\n", l, ms(r.S.med("mp-hold", l)), num(100*r.S.med("mp-share-hold", l), "%.1f%%"),
+			num(100*r.S.med("mp-share-local", l), "%.1f%%"), num(100*r.S.med("mp-share-cross", l), "%.1f%%"))
+	}
 	p("\n**Where a hand-off across processes goes** (dlm's clients, from their observers: the holder's Unlock call to its return; from the Unlock call to the start (T1) of the next holder's winning attempt, which covers the release reaching the nodes, the announcement, the waiter's wake-up and jitter, or its timed retry; the winning attempt itself; acquisition attempts per critical section, a lock handed over within a process not counted (it asks no node when kept); and critical sections in a row in one process)\n\n")
 	p("| library | Unlock p50 / p99 | Unlock to winning attempt p50 / p99 | winning attempt p50 / p99 | attempts per critical section | in a row in one process |\n|---|---:|---:|---:|---:|---:|\n")
 	for _, l := range r.ContLibs {

@@ -52,6 +52,10 @@ func sampleReport() *Report {
 	r.S.add(900, "cont", "dlm (rueidis)")
 	r.S.add(450, "cont", "go-redsync")
 	r.S.add(1.2, "fair", "dlm (rueidis)")
+	r.S.add(0.00118, "mp-hold", "dlm (rueidis)")
+	r.S.add(0.8, "mp-share-hold", "dlm (rueidis)")
+	r.S.add(0.075, "mp-share-local", "dlm (rueidis)")
+	r.S.add(0.125, "mp-share-cross", "dlm (rueidis)")
 	return r
 }
 
@@ -67,6 +71,8 @@ func TestMarkdownRatiosAndTargets(t *testing.T) {
 		"critical sections/s: dlm (rueidis) / go-redsync | 2.00 | >= 1.5 | met |",
 		"busiest / least busy worker: dlm (rueidis) | 1.20 | <= 2 | met |",
 		"1ms hold (time.Sleep), critical sections/s",
+		"| dlm (rueidis) | 1.180 ms | 80.0% | 7.5% | 12.5% |",
+		"| go-redsync | - | - | - | - |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
