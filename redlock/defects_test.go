@@ -696,6 +696,16 @@ func memClient(t *testing.T, nodes []redlock.Node, opts ...redlock.Option) *redl
 	return c
 }
 
+// slowMemNodes returns n MemNodes whose answers each arrive after d
+// (MemNode.SetSlow), as nodes for a client and as MemNodes.
+func slowMemNodes(n int, d time.Duration) ([]redlock.Node, []*redlocktest.MemNode) {
+	nodes, mems := redlocktest.NewMemNodes(n)
+	for _, m := range mems {
+		m.SetSlow(d)
+	}
+	return nodes, mems
+}
+
 // memHolders counts the MemNodes on which key holds value.
 func memHolders(mems []*redlocktest.MemNode, key, value string) int {
 	n := 0

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"dlm/redlock"
-	"dlm/redlock/redlocktest"
 )
 
 // A client that waits for many keys, one after another, keeps bounded
@@ -18,20 +17,9 @@ import (
 // subscription behind on any node.
 func TestHandoffStateStaysBounded(t *testing.T) { // R14
 	synctest.Test(t, func(t *testing.T) {
-		nodes, mems := redlocktest.NewMemNodes(3)
-		for _, m := range mems {
-			m.SetSlow(100 * time.Microsecond)
-		}
-		holder, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
-		waiter, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer waiter.Close()
+		nodes, mems := slowMemNodes(3, 100*time.Microsecond)
+		holder := memClient(t, nodes, redlock.WithTTL(time.Minute))
+		waiter := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
 		ctx, cancel := context.WithTimeout(t.Context(), time.Hour)
 		defer cancel()
 		const keys = 3 * redlock.RestKeys
@@ -84,15 +72,8 @@ func TestHandoffStateStaysBounded(t *testing.T) { // R14
 // subscription on any node.
 func TestHandoffCloseWhileSubscribing(t *testing.T) { // R14
 	synctest.Test(t, func(t *testing.T) {
-		nodes, mems := redlocktest.NewMemNodes(3)
-		for _, m := range mems {
-			m.SetSlow(100 * time.Microsecond)
-		}
-		holder, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
+		nodes, mems := slowMemNodes(3, 100*time.Microsecond)
+		holder := memClient(t, nodes, redlock.WithTTL(time.Minute))
 		waiter, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
 		if err != nil {
 			t.Fatal(err)

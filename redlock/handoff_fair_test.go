@@ -277,10 +277,7 @@ func TestHandoffFewClientsGoAtOnce(t *testing.T) { // R10, R14
 		t.Run(fmt.Sprintf("%d clients", clients), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const workers, limit, slow = 2, 2, 100 * time.Microsecond
-				nodes, mems := redlocktest.NewMemNodes(5)
-				for _, m := range mems {
-					m.SetSlow(slow)
-				}
+				nodes, _ := slowMemNodes(5, slow)
 				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
 				defer cancel()
 				var mu sync.Mutex
@@ -289,11 +286,7 @@ func TestHandoffFewClientsGoAtOnce(t *testing.T) { // R10, R14
 				var cross []time.Duration // a yield's Unlock to another client's grant
 				var wg sync.WaitGroup
 				for i := range clients {
-					c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer c.Close()
+					c := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
 					for range workers {
 						wg.Go(func() {
 							for ctx.Err() == nil {

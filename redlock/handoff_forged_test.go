@@ -85,18 +85,10 @@ func forgedAttempts(t *testing.T, forged int) int64 {
 			m.SetSlow(100 * time.Microsecond)
 			nodes[i] = overheard{redlocktest.Blocking(m), m, &mu, &notifys}
 		}
-		holder, err := redlock.New(nodes, redlock.WithTTL(time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
+		holder := memClient(t, nodes, redlock.WithTTL(time.Hour))
 		var attempts atomic.Int64
-		victim, err := redlock.New(nodes, redlock.WithTTL(time.Hour), redlock.WithRetryDelay(time.Minute, time.Minute),
+		victim := memClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithRetryDelay(time.Minute, time.Minute),
 			redlock.WithObserver(herdObserver{&attempts}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer victim.Close()
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
 		if _, err := holder.TryLock(ctx, "k"); err != nil {

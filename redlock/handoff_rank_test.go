@@ -66,16 +66,8 @@ func TestHandoffFirstRankRetriesAfterARace(t *testing.T) { // R10, R14
 			late[i] = &atomic.Int64{}
 			nodes[i] = newLateRelease(m, late[i], nil)
 		}
-		holder, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
-		waiter, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer waiter.Close()
+		holder := memClient(t, nodes, redlock.WithTTL(time.Minute))
+		waiter := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		l, err := holder.TryLock(ctx, "race")
@@ -144,11 +136,7 @@ func TestHandoffReleaseBeforeJoinWakes(t *testing.T) { // R10, R14
 		for i, m := range mems {
 			nodes[i] = newLateRelease(m, &atomic.Int64{}, &acqReply)
 		}
-		c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		c := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		l, err := c.TryLock(ctx, "gap")

@@ -11,7 +11,6 @@ import (
 
 	"dlm/lockload"
 	"dlm/redlock"
-	"dlm/redlock/redlocktest"
 )
 
 // A client whose Lock calls carry values of their own (WithValue: no
@@ -48,10 +47,7 @@ func TestHandoffUntaggedClientTakesItsShare(t *testing.T) { // R10, R17
 func oneOfAKind(t *testing.T, copts []redlock.Option, lopts func(int64) []redlock.LockOption) {
 	synctest.Test(t, func(t *testing.T) {
 		const clients, workers, limit = 4, 2, 2 // client 0 uses WithValue
-		nodes, mems := redlocktest.NewMemNodes(5)
-		for _, m := range mems {
-			m.SetSlow(100 * time.Microsecond)
-		}
+		nodes, _ := slowMemNodes(5, 100*time.Microsecond)
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		counts := make([]int64, clients)
@@ -62,11 +58,7 @@ func oneOfAKind(t *testing.T, copts []redlock.Option, lopts func(int64) []redloc
 			if i == 0 {
 				opts = append(opts, copts...)
 			}
-			c, err := redlock.New(nodes, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := memClient(t, nodes, opts...)
 			for range workers {
 				wg.Add(1)
 				go func() {

@@ -31,20 +31,9 @@ func TestHandoffListensAgainWhenItsNodesDie(t *testing.T) { // R10, R14
 
 func listensAgain(t *testing.T, fail, mend func(*redlocktest.MemNode)) {
 	synctest.Test(t, func(t *testing.T) {
-		nodes, mems := redlocktest.NewMemNodes(5)
-		for _, m := range mems {
-			m.SetSlow(100 * time.Microsecond)
-		}
-		holder, err := redlock.New(nodes, redlock.WithTTL(time.Minute))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer holder.Close()
-		waiter, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Second, time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer waiter.Close()
+		nodes, mems := slowMemNodes(5, 100*time.Microsecond)
+		holder := memClient(t, nodes, redlock.WithTTL(time.Minute))
+		waiter := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Second, time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		for _, key := range []string{"a", "b", "c", "d", "e"} {
