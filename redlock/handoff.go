@@ -428,8 +428,11 @@ func (h *handoff) releasedMark(t target) uint64 {
 	if h == nil {
 		return 0
 	}
+	if t.keys == nil { // one key: every Lock attempt takes this mark
+		return h.released[keyHash(t.key)%uint32(len(h.released))].Load()
+	}
 	var m uint64
-	for _, key := range t.lockKeys() {
+	for _, key := range t.keys {
 		m += h.released[keyHash(key)%uint32(len(h.released))].Load()
 	}
 	return m
