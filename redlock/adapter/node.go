@@ -48,9 +48,10 @@ type FencingNode interface {
 
 // HandoffNode is an optional capability of a Node: releases that announce
 // themselves, so that waiters retry at once instead of sleeping out their
-// random delay (R10, R14). The client releases with ReleaseAnnounce, and a
-// waiting Lock subscribes to the resource's releases through one
-// subscription per node (WatchReleases), shared by every resource the client
+// random delay (R10, R14). The client releases with ReleaseAnnounce on
+// every node, and a waiting Lock subscribes to the resource's releases on
+// some of the nodes (redlock.HandoffWatchNodes of them), through one
+// subscription per node (WatchReleases) shared by every resource the client
 // waits for.
 type HandoffNode interface {
 	Node
