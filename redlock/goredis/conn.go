@@ -68,48 +68,72 @@ type flight struct {
 	done chan struct{}
 }
 
-// pipe is the node's connection and its reader's state.
+// fail ends every flight of fs with err.
+func fail(fs []*flight, err error) {
+	for _, f := range fs {
+		f.err = err
+		close(f.done)
+	}
+}
+
+// wire is one connection of a pipe and the flights written on it. Every
+// flight belongs to the connection it was written on: only that
+// connection's reader hands it replies, and when the connection fails its
+// flights fail with it, taken out under pipe.mu by whichever comes first
+// (the reader, a failed write, or the dial of the next connection), so a
+// reply can never reach a flight of another connection.
+type wire struct {
+	nc      net.Conn
+	bw      *bufio.Writer
+	pending []*flight // in the order written; under pipe.mu
+	broken  bool      // failed: no flight joins it; under pipe.mu
+}
+
+// pipe is the node's connection, replaced when it fails.
 type pipe struct {
 	opts *redis.Options
 
-	mu      sync.Mutex
-	nc      net.Conn
-	bw      *bufio.Writer
-	pending []*flight // in the order written
-	broken  bool      // nc failed: the next batch dials again
-	closed  bool
+	mu     sync.Mutex
+	cur    *wire // nil before the first dial
+	closed bool
 }
 
-// conn returns the live connection's writer, dialling one when there is
-// none, bounded by ctx. It is called by the batch worker only (one at a
-// time), so only the worker changes nc.
-func (p *pipe) conn(ctx context.Context) (*bufio.Writer, error) {
+// conn returns the live connection, dialling one when there is none,
+// bounded by ctx. It is called by the batch worker only (one at a time),
+// so only the worker changes cur. The flights of a failed connection are
+// failed before the next one is dialled.
+func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
-	if p.nc != nil && !p.broken {
-		bw := p.bw
+	w := p.cur
+	if w != nil && !w.broken {
 		p.mu.Unlock()
-		return bw, nil
+		return w, nil
+	}
+	var old []*flight
+	if w != nil {
+		old, w.pending = w.pending, nil
 	}
 	p.mu.Unlock()
+	fail(old, io.ErrUnexpectedEOF)
 	nc, br, err := p.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bw := bufio.NewWriterSize(nc, 32<<10)
+	w = &wire{nc: nc, bw: bufio.NewWriterSize(nc, 32<<10)}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		_ = nc.Close()
 		return nil, errClosed
 	}
-	p.nc, p.bw, p.broken, p.pending = nc, bw, false, nil
+	p.cur = w
 	p.mu.Unlock()
-	go p.read(nc, br)
-	return bw, nil
+	go p.read(w, br)
+	return w, nil
 }
 
 // dial opens a connection as the go-redis client would (its Dialer, so
@@ -175,38 +199,34 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	return nc, br, nil
 }
 
-// read reads the replies of nc in order into the flights written on it,
-// until nc fails; then it fails every flight still pending.
-func (p *pipe) read(nc net.Conn, br *bufio.Reader) {
+// read reads the replies of w in order into the flights written on it,
+// until w fails; then it fails every flight of w still pending. It never
+// touches another connection's flights.
+func (p *pipe) read(w *wire, br *bufio.Reader) {
 	for {
 		r, err := readReply(br)
 		p.mu.Lock()
-		if err == nil && len(p.pending) == 0 {
+		if err == nil && len(w.pending) == 0 && !w.broken {
 			err = errors.New("goredis: a reply no request was waiting for")
 		}
-		if err != nil {
-			if p.nc == nc {
-				p.broken = true
-			}
-			pending := p.pending
-			p.pending = nil
+		if err != nil || w.broken {
+			w.broken = true
+			pending := w.pending
+			w.pending = nil
 			p.mu.Unlock()
-			_ = nc.Close()
-			if errors.Is(err, io.EOF) {
+			_ = w.nc.Close()
+			if err == nil || errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			for _, f := range pending {
-				f.err = err
-				close(f.done)
-			}
+			fail(pending, err)
 			return
 		}
-		f := p.pending[0]
+		f := w.pending[0]
 		f.res[f.got] = r
 		f.got++
 		if f.got == len(f.res) {
-			p.pending[0] = nil
-			p.pending = p.pending[1:]
+			w.pending[0] = nil
+			w.pending = w.pending[1:]
 			close(f.done)
 		}
 		p.mu.Unlock()
@@ -215,33 +235,35 @@ func (p *pipe) read(nc net.Conn, br *bufio.Reader) {
 
 // write puts a batch's commands (buf, n of them) on the wire, after the
 // flights before it, and returns its flight. A write that fails breaks the
-// connection: the reader then fails the flight.
+// connection and fails its flights, f too.
 func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
-	bw, err := p.conn(ctx)
+	w, err := p.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	f := &flight{res: make([]reply, n), done: make(chan struct{})}
 	p.mu.Lock()
-	nc := p.nc
-	if p.broken || p.closed {
+	if w.broken || p.closed {
 		p.mu.Unlock()
 		return nil, io.ErrUnexpectedEOF
 	}
-	p.pending = append(p.pending, f)
+	w.pending = append(w.pending, f)
 	p.mu.Unlock()
 	d, _ := ctx.Deadline() // zero: none
-	_ = nc.SetWriteDeadline(d)
-	_, werr := bw.Write(buf)
+	_ = w.nc.SetWriteDeadline(d)
+	_, werr := w.bw.Write(buf)
 	if werr == nil {
-		werr = bw.Flush()
+		werr = w.bw.Flush()
 	}
 	if werr != nil {
 		// A partial command may be on the wire: the connection is lost.
 		p.mu.Lock()
-		p.broken = true
+		w.broken = true
+		pending := w.pending
+		w.pending = nil
 		p.mu.Unlock()
-		_ = nc.Close() // the reader fails every pending flight, f too
+		_ = w.nc.Close()
+		fail(pending, fmt.Errorf("goredis: write: %w", werr))
 	}
 	return f, nil
 }
@@ -250,10 +272,10 @@ func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
 func (p *pipe) close() {
 	p.mu.Lock()
 	p.closed = true
-	nc := p.nc
+	w := p.cur
 	p.mu.Unlock()
-	if nc != nil {
-		_ = nc.Close()
+	if w != nil {
+		_ = w.nc.Close()
 	}
 }
 

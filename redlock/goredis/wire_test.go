@@ -1,0 +1,180 @@
+package goredis_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/goredis"
+	"dlm/redlock/redlocktest"
+)
+
+// lateConn is a connection whose Write fails on demand and whose Read,
+// once it fails (woken by Close), returns only when gate is closed: a
+// reader goroutine that the scheduler has not run yet.
+type lateConn struct {
+	net.Conn
+	failWrite atomic.Bool
+	gate      chan struct{}
+	writes    chan struct{} // one token per Write call
+}
+
+func (c *lateConn) Write(b []byte) (int, error) {
+	select {
+	case c.writes <- struct{}{}:
+	default:
+	}
+	if c.failWrite.Load() {
+		return 0, errors.New("lateConn: write failed on demand")
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *lateConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && c.gate != nil {
+		<-c.gate
+	}
+	return n, err
+}
+
+// lateDialer is a go-redis Dialer that wraps every connection it makes in
+// a lateConn, kept in order.
+type lateDialer struct {
+	mu    sync.Mutex
+	conns []*lateConn
+}
+
+func (d *lateDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &lateConn{Conn: nc, writes: make(chan struct{}, 16)}
+	d.mu.Lock()
+	if len(d.conns) == 0 {
+		c.gate = make(chan struct{})
+	}
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+	return c, nil
+}
+
+func (d *lateDialer) conn(i int) *lateConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i >= len(d.conns) {
+		return nil
+	}
+	return d.conns[i]
+}
+
+// The reader of a connection that failed touches only the requests
+// written on that connection. Before the fix it took the pending list of
+// the connection that replaced it: a write failed and closed connection
+// 1; the next request (A: SET NX k AAAA) went out on connection 2 while
+// the node was paused; connection 1's reader, woken late, failed A and
+// emptied connection 2's list, so A's reply (OK) went to the next request
+// (B: SET NX k BBBB), whose Acquire returned true while the node held
+// AAAA.
+func TestLateReaderKeepsToItsConnection(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	d := &lateDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
+	}
+	c1 := d.conn(0)
+	t.Cleanup(func() {
+		select {
+		case <-c1.gate:
+		default:
+			close(c1.gate)
+		}
+	})
+	c1.failWrite.Store(true)
+	fctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	ok, err := n.Acquire(fctx, "other", "v", time.Minute)
+	cancel()
+	if ok || err == nil {
+		t.Fatalf("Acquire over a failed write = %v, %v; want an error", ok, err)
+	}
+
+	s.Freeze()
+	thawed := false
+	defer func() {
+		if !thawed {
+			s.Thaw()
+		}
+	}()
+	type result struct {
+		ok  bool
+		err error
+	}
+	aDone := make(chan result, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		ok, err := n.Acquire(actx, "k", "AAAA", time.Minute)
+		aDone <- result{ok, err}
+	}()
+	// A is on the wire of connection 2 (the node is paused).
+	var c2 *lateConn
+	waitFor(t, func() bool { c2 = d.conn(1); return c2 != nil })
+	select {
+	case <-c2.writes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A was never written on a new connection")
+	}
+	close(c1.gate) // connection 1's reader wakes, late
+	a := <-aDone
+	if a.ok {
+		t.Fatalf("A = true while the node was paused; want an error")
+	}
+	bDone := make(chan result, 1)
+	go func() {
+		ok, err := n.Acquire(ctx, "k", "BBBB", time.Minute)
+		bDone <- result{ok, err}
+	}()
+	select {
+	case <-c2.writes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B was never written")
+	}
+	s.Thaw()
+	thawed = true
+	b := <-bDone
+	held, _, err := s.Inspector().Value(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != "AAAA" {
+		t.Fatalf("the node holds %q, want AAAA (A reached it first)", held)
+	}
+	if b.ok || b.err != nil {
+		t.Errorf("B's Acquire = %v, %v while the node holds A's value; want false, nil (A's reply went to B: %v)", b.ok, b.err, a.err)
+	}
+}
+
+// waitFor polls cond until it holds, failing t after 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
