@@ -1,0 +1,30 @@
+package goredis_test
+
+import (
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/adapter"
+	"dlm/redlock/goredis"
+	"dlm/redlock/redlocktest/faultconn"
+)
+
+var wireSeed = flag.Uint64("wire.seed", 0, "TestWireFaults: the seed to replay (0: drawn from the clock, logged on failure)")
+
+// Concurrent lock requests over connections that fail, stall, truncate and
+// reset (redlock/redlocktest/faultconn): every answer agrees with what the
+// node holds.
+func TestWireFaults(t *testing.T) {
+	faultconn.Suite{
+		Seed:     *wireSeed,
+		Workload: faultconn.Workload{Rounds: 3000, Budget: 6 * time.Second},
+		NewNode: func(t *testing.T, addr string, in *faultconn.Injector) adapter.Node {
+			c := redis.NewClient(&redis.Options{Addr: addr, Dialer: in.Dial, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: time.Second})
+			t.Cleanup(func() { _ = c.Close() })
+			return goredis.NewNode(c, addr)
+		},
+	}.Run(t)
+}
