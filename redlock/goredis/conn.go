@@ -32,12 +32,14 @@ import (
 var errClosed = errors.New("goredis: node closed")
 
 // reply is one RESP2 reply: a status (+), an error (-), an integer (:),
-// a bulk string ($, nil when null), or an array (*, its elements dropped).
+// a bulk string ($, nil when null), or an array (*, with its elements:
+// only the unbatched scripts, script.go, answer with one).
 type reply struct {
-	kind byte
-	str  string
-	num  int64
-	null bool
+	kind  byte
+	str   string
+	num   int64
+	null  bool
+	elems []reply
 }
 
 // err returns the reply as an error when it is one (a redis.Error, so that
@@ -332,8 +334,11 @@ func readReply(br *bufio.Reader) (reply, error) {
 		if n == -1 {
 			r.null = true
 		}
-		for range max(n, 0) {
-			if _, err := readReply(br); err != nil {
+		if n > 0 {
+			r.elems = make([]reply, n)
+		}
+		for i := range max(n, 0) {
+			if r.elems[i], err = readReply(br); err != nil {
 				return r, err
 			}
 		}

@@ -178,3 +178,140 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// holdConn is a connection whose bytes can be held back on the way to
+// the node (a segment delayed in the network): while held, a Write is
+// kept and reported written, and every Write after it queues behind it;
+// release sends them, in order.
+type holdConn struct {
+	net.Conn
+	mu     sync.Mutex
+	held   bool
+	buf    []byte
+	writes chan struct{} // one token per Write call while held
+}
+
+func (c *holdConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held {
+		c.buf = append(c.buf, b...)
+		select {
+		case c.writes <- struct{}{}:
+		default:
+		}
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *holdConn) hold() {
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+}
+
+func (c *holdConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	_ = c.Conn.SetWriteDeadline(time.Time{}) // the writer's has passed
+	_, err := c.Conn.Write(c.buf)
+	c.buf = nil
+	return err
+}
+
+// holdDialer is a go-redis Dialer that wraps every connection in a
+// holdConn, kept in order.
+type holdDialer struct {
+	mu    sync.Mutex
+	conns []*holdConn
+}
+
+func (d *holdDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &holdConn{Conn: nc, writes: make(chan struct{}, 16)}
+	d.mu.Lock()
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+	return c, nil
+}
+
+func (d *holdDialer) all() []*holdConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*holdConn(nil), d.conns...)
+}
+
+// A lock's requests to one node run there in the order they were made,
+// whatever way they take: a fenced acquisition (attempt 2) made after a
+// release of the same value (attempt 1, as WithValue retries) never runs
+// before that release. Before the fix the fenced acquisition went through
+// the go-redis pool and the release over the node's own connection; with
+// the release's bytes held back on the way (a node that reads them late),
+// the acquisition set the key, answered true, and the late release then
+// deleted it.
+func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	d := &holdDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	const key, fenceKey, value = "fenced", "dlm:fence:fenced", "attempt-value"
+	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
+	}
+	own := d.all()[0] // the node's own connection
+	own.hold()
+	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := n.Release(rctx, key, value) // attempt 1's release, held back
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("held Release = %v; want a deadline error", err)
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	acq := make(chan result, 1)
+	go func() {
+		ok, _, err := n.AcquireFenced(ctx, key, fenceKey, value, time.Minute) // attempt 2
+		acq <- result{ok, err}
+	}()
+	var got result
+	answered := false
+	// Written behind the release (held too), or answered over another way.
+	for !answered && len(own.writes) < 2 {
+		select {
+		case got = <-acq:
+			answered = true
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := own.release(); err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		got = <-acq
+	}
+	if !got.ok || got.err != nil {
+		t.Fatalf("AcquireFenced = %v, %v; want true", got.ok, got.err)
+	}
+	// A request behind both on the node's connection: the release ran.
+	if _, err := n.Acquire(ctx, "barrier", "v", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	held, _, err := s.Inspector().Value(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != value {
+		t.Errorf("the node holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
+	}
+}
