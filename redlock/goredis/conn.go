@@ -86,6 +86,7 @@ func fail(fs []*flight, err error) {
 // reply can never reach a flight of another connection.
 type wire struct {
 	nc      net.Conn
+	id      int64 // the node's CLIENT ID for it; 0: unknown
 	bw      *bufio.Writer
 	pending []*flight // in the order written; under pipe.mu
 	broken  bool      // failed: no flight joins it; under pipe.mu
@@ -96,14 +97,22 @@ type pipe struct {
 	opts *redis.Options
 
 	mu     sync.Mutex
-	cur    *wire // nil before the first dial
+	cur    *wire // nil before the first dial and after a failure
 	closed bool
+	// stale are the CLIENT IDs of the connections given up and not yet
+	// closed on the node by the handshake of a new one (dial).
+	stale []int64
 }
+
+// maxStale bounds pipe.stale: the ids of the connections given up while
+// no dial could complete (the node down) beyond it are forgotten.
+const maxStale = 16
 
 // conn returns the live connection, dialling one when there is none,
 // bounded by ctx. It is called by the batch worker only (one at a time),
 // so only the worker changes cur. The flights of a failed connection are
-// failed before the next one is dialled.
+// failed before the next one is dialled, and the next one closes the
+// failed one on the node before it carries any request (dial).
 func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	p.mu.Lock()
 	if p.closed {
@@ -118,14 +127,22 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	var old []*flight
 	if w != nil {
 		old, w.pending = w.pending, nil
+		p.cur = nil
+		if w.id != 0 {
+			p.stale = append(p.stale, w.id)
+			if len(p.stale) > maxStale {
+				p.stale = append(p.stale[:0], p.stale[len(p.stale)-maxStale:]...)
+			}
+		}
 	}
+	stale := append([]int64(nil), p.stale...)
 	p.mu.Unlock()
 	fail(old, io.ErrUnexpectedEOF)
-	nc, br, err := p.dial(ctx)
+	nc, br, id, err := p.dial(ctx, stale)
 	if err != nil {
 		return nil, err
 	}
-	w = &wire{nc: nc, bw: bufio.NewWriterSize(nc, 32<<10)}
+	w = &wire{nc: nc, id: id, bw: bufio.NewWriterSize(nc, 32<<10)}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -133,6 +150,7 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 		return nil, errClosed
 	}
 	p.cur = w
+	p.stale = p.stale[len(stale):] // closed on the node (dial)
 	p.mu.Unlock()
 	go p.read(w, br)
 	return w, nil
@@ -140,20 +158,32 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 
 // dial opens a connection as the go-redis client would (its Dialer, so
 // TLS and the dial timeout too) and runs the handshake: AUTH with the
-// client's credentials, SELECT its DB, CLIENT SETNAME its name. The
+// client's credentials, SELECT its DB, CLIENT SETNAME its name, CLIENT ID
+// (the connection's id, which the next connection will need). The
 // connection speaks RESP2 whatever the client's Protocol.
-func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+//
+// Then it closes on the node the connections given up before it (stale,
+// by CLIENT KILL ID), so that no request left behind on one of them (its
+// bytes still on the way, or unread in the node's buffers) can run on the
+// node after the requests of this one: a late release would delete a key
+// that a later acquisition of the same value (WithValue, campaigns)
+// counted. Ids only grow while a node runs; an id not below this
+// connection's own belongs to an earlier run of the node (a restart, which
+// closed that connection) and is skipped. A node that refuses CLIENT ID or
+// CLIENT KILL (an ACL without them) leaves its connections unfenced, as
+// before.
+func (p *pipe) dial(ctx context.Context, stale []int64) (net.Conn, *bufio.Reader, int64, error) {
 	o := p.opts
 	nc, err := o.Dialer(ctx, o.Network, o.Addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	user, pass := o.Username, o.Password
 	switch {
 	case o.CredentialsProviderContext != nil:
 		if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
 			_ = nc.Close()
-			return nil, nil, fmt.Errorf("goredis: credentials: %w", err)
+			return nil, nil, 0, fmt.Errorf("goredis: credentials: %w", err)
 		}
 	case o.CredentialsProvider != nil:
 		user, pass = o.CredentialsProvider()
@@ -171,34 +201,61 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	if o.ClientName != "" {
 		cmds = append(cmds, []string{"CLIENT", "SETNAME", o.ClientName})
 	}
+	cmds = append(cmds, []string{"CLIENT", "ID"})
 	br := bufio.NewReaderSize(nc, 32<<10)
-	if len(cmds) == 0 {
-		return nc, br, nil
-	}
 	if d, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(d)
 	}
+	res, err := handshake(nc, br, cmds, len(cmds)-1)
+	if err != nil {
+		_ = nc.Close()
+		return nil, nil, 0, err
+	}
+	var id int64
+	if r := res[len(res)-1]; r.kind == ':' {
+		id = r.num
+	}
+	var kills [][]string
+	for _, old := range stale {
+		if id != 0 && old < id {
+			kills = append(kills, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(old, 10)})
+		}
+	}
+	if len(kills) > 0 {
+		// Each answers how many it closed (0: gone already), or an
+		// error (not allowed): neither stops the dial.
+		if _, err := handshake(nc, br, kills, 0); err != nil {
+			_ = nc.Close()
+			return nil, nil, 0, err
+		}
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, br, id, nil
+}
+
+// handshake writes cmds in one write and reads their replies; an error
+// reply to one of the first must is an error naming its command (never
+// its arguments), to a later one it is only returned in its reply.
+func handshake(nc net.Conn, br *bufio.Reader, cmds [][]string, must int) ([]reply, error) {
 	var buf []byte
 	for _, c := range cmds {
 		buf = appendCommand(buf, c...)
 	}
 	if _, err := nc.Write(buf); err != nil {
-		_ = nc.Close()
-		return nil, nil, err
+		return nil, err
 	}
+	res := make([]reply, len(cmds))
 	for i := range cmds {
 		r, err := readReply(br)
-		if err == nil {
+		if err == nil && i < must {
 			err = r.err()
 		}
 		if err != nil {
-			_ = nc.Close()
-			// The node's error names the command, never its arguments.
-			return nil, nil, fmt.Errorf("goredis: %s on connecting: %w", cmds[i][0], err)
+			return nil, fmt.Errorf("goredis: %s on connecting: %w", cmds[i][0], err)
 		}
+		res[i] = r
 	}
-	_ = nc.SetDeadline(time.Time{})
-	return nc, br, nil
+	return res, nil
 }
 
 // read reads the replies of w in order into the flights written on it,

@@ -79,8 +79,8 @@ func (d *lateDialer) conn(i int) *lateConn {
 // The reader of a connection that failed touches only the requests
 // written on that connection. Before the fix it took the pending list of
 // the connection that replaced it: a write failed and closed connection
-// 1; the next request (A: SET NX k AAAA) went out on connection 2 while
-// the node was paused; connection 1's reader, woken late, failed A and
+// 1; the next request (A: SET NX k AAAA) went out on connection 2 (dialled
+// meanwhile) while the node was paused; connection 1's reader, woken late, failed A and
 // emptied connection 2's list, so A's reply (OK) went to the next request
 // (B: SET NX k BBBB), whose Acquire returned true while the node held
 // AAAA.
@@ -111,6 +111,18 @@ func TestLateReaderKeepsToItsConnection(t *testing.T) {
 		t.Fatalf("Acquire over a failed write = %v, %v; want an error", ok, err)
 	}
 
+	// Connection 2, dialled while the node runs (its handshake waits for
+	// the node).
+	if ok, err := n.Acquire(ctx, "warm", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(warm) = %v, %v; want true", ok, err)
+	}
+	c2 := d.conn(1)
+	if c2 == nil {
+		t.Fatal("no second connection")
+	}
+	for len(c2.writes) > 0 {
+		<-c2.writes
+	}
 	s.Freeze()
 	thawed := false
 	defer func() {
@@ -130,8 +142,6 @@ func TestLateReaderKeepsToItsConnection(t *testing.T) {
 		aDone <- result{ok, err}
 	}()
 	// A is on the wire of connection 2 (the node is paused).
-	var c2 *lateConn
-	waitFor(t, func() bool { c2 = d.conn(1); return c2 != nil })
 	select {
 	case <-c2.writes:
 	case <-time.After(10 * time.Second):
@@ -183,17 +193,51 @@ func waitFor(t *testing.T, cond func() bool) {
 // the node (a segment delayed in the network): while held, a Write is
 // kept and reported written, and every Write after it queues behind it;
 // release sends them, in order.
+//
+// A Write fails on demand (failWrite), and Close while bytes are held
+// closes the connection only after release sent them (the segments of a
+// connection already on their way when its client gave it up).
 type holdConn struct {
 	net.Conn
-	mu     sync.Mutex
-	held   bool
-	buf    []byte
-	writes chan struct{} // one token per Write call while held
+	mu         sync.Mutex
+	held       bool
+	buf        []byte
+	failWrite  bool
+	closeLater bool
+	writes     chan struct{} // one token per Write call while held
+
+	readEnded atomic.Bool   // a Read failed: the reader is gone
+	reads     chan struct{} // one token per Read that returned
+}
+
+func (c *holdConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.readEnded.Store(true)
+	}
+	select {
+	case c.reads <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+func (c *holdConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.buf) > 0 {
+		c.closeLater = true
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 func (c *holdConn) Write(b []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.failWrite {
+		return 0, errors.New("holdConn: write failed on demand")
+	}
 	if c.held {
 		c.buf = append(c.buf, b...)
 		select {
@@ -218,6 +262,10 @@ func (c *holdConn) release() error {
 	_ = c.Conn.SetWriteDeadline(time.Time{}) // the writer's has passed
 	_, err := c.Conn.Write(c.buf)
 	c.buf = nil
+	if c.closeLater {
+		c.closeLater = false
+		return errors.Join(err, c.Conn.Close())
+	}
 	return err
 }
 
@@ -234,7 +282,7 @@ func (d *holdDialer) dial(ctx context.Context, network, addr string) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
-	c := &holdConn{Conn: nc, writes: make(chan struct{}, 16)}
+	c := &holdConn{Conn: nc, writes: make(chan struct{}, 16), reads: make(chan struct{}, 16)}
 	d.mu.Lock()
 	d.conns = append(d.conns, c)
 	d.mu.Unlock()
@@ -313,5 +361,94 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	}
 	if held != value {
 		t.Errorf("the node holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
+	}
+}
+
+// A request left behind on a connection the node's client gave up never
+// runs on the node after the requests of the connection that replaced it.
+// Attempt 1's release of a value was on its way on connection 1 (held
+// back) when a write failed and the client gave connection 1 up; attempt 2
+// acquired the same value (WithValue) over connection 2. Before the fix
+// the node read the late release after that and deleted the key attempt 2
+// counted; now connection 2's handshake closes connection 1 on the node
+// (CLIENT KILL ID) before it carries any request.
+func TestReplacedConnectionCannotRunLate(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	d := &holdDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	const key, value = "late", "attempt-value"
+	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
+	}
+	c1 := d.all()[0]
+	c1.hold()
+	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := n.Release(rctx, key, value) // attempt 1's release, on its way
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("held Release = %v; want a deadline error", err)
+	}
+	c1.mu.Lock()
+	c1.failWrite = true
+	c1.mu.Unlock()
+	if ok, err := n.Acquire(ctx, "other", "v", time.Minute); ok || err == nil {
+		t.Fatalf("Acquire over a failed write = %v, %v; want an error", ok, err)
+	}
+	// Attempt 2, over connection 2.
+	if ok, err := n.Acquire(ctx, key, value, time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(%s) = %v, %v; want true", key, ok, err)
+	}
+	if len(d.all()) != 2 {
+		t.Fatalf("%d connections, want 2", len(d.all()))
+	}
+	for len(c1.reads) > 0 {
+		<-c1.reads
+	}
+	// The late release reaches the node on connection 1, unless the node
+	// closed connection 1 first (its reader then ended).
+	c1.mu.Lock()
+	c1.failWrite = false
+	c1.mu.Unlock()
+	_ = c1.release()
+	waitFor(t, func() bool { return c1.readEnded.Load() || len(c1.reads) > 0 })
+	held, _, err := s.Inspector().Value(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != value {
+		t.Errorf("the node holds %q under %s after attempt 2 acquired it; want %q (attempt 1's late release deleted it)", held, key, value)
+	}
+}
+
+// A user whose ACL refuses CLIENT (so neither CLIENT ID nor CLIENT KILL)
+// still gets a working node, dialled again after a failure: the fence on
+// replaced connections is skipped, not an error.
+func TestConnectionWithoutClientCommands(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	ctx := t.Context()
+	if err := s.Client().Do(ctx, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all", "-client").Err(); err != nil {
+		t.Fatal(err)
+	}
+	d := &holdDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "limited", Password: "pw", Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	if ok, err := n.Acquire(ctx, "a", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v; want true", ok, err)
+	}
+	c1 := d.all()[0]
+	c1.mu.Lock()
+	c1.failWrite = true
+	c1.mu.Unlock()
+	if _, err := n.Acquire(ctx, "b", "v", time.Minute); err == nil {
+		t.Fatal("Acquire over a failed write: want an error")
+	}
+	if ok, err := n.Release(ctx, "a", "v"); !ok || err != nil {
+		t.Fatalf("Release over the next connection = %v, %v; want true", ok, err)
 	}
 }
