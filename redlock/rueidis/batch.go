@@ -99,6 +99,15 @@ func (n *Node) send(items []batch.Item) {
 	} else {
 		res = c.DoMulti(ctx, cmds...)
 	}
+	for i := range res {
+		if res[i].NonRedisError() != nil {
+			// The connection failed (or the deadline passed) under the
+			// batch: rueidis answered it at once, but its writer may still
+			// be writing these commands, so the buffer is not reused.
+			b.cmds = nil
+			break
+		}
+	}
 	retries := b.retries[:0]
 	for i, it := range live {
 		if s := n.itemScript(it); s != nil {

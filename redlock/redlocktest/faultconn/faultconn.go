@@ -3,6 +3,7 @@ package faultconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -65,6 +66,28 @@ func (f Fault) String() string {
 		return "reset-after-dial"
 	}
 	return "fault(?)"
+}
+
+// ParseFaults reads a comma-separated list of fault names (Fault.String);
+// "" or "all" is every fault.
+func ParseFaults(s string) ([]Fault, error) {
+	if s == "" || s == "all" {
+		return AllFaults(), nil
+	}
+	var out []Fault
+	for name := range strings.SplitSeq(s, ",") {
+		found := false
+		for _, f := range AllFaults() {
+			if f.String() == strings.TrimSpace(name) {
+				out = append(out, f)
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("faultconn: unknown fault %q: expected a comma-separated list of %v, or all", name, AllFaults())
+		}
+	}
+	return out, nil
 }
 
 // AllFaults returns every fault, in order.

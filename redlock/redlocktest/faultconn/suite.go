@@ -20,6 +20,8 @@ type Suite struct {
 	Nodes int
 	// Rate of faults per call (Config.Rate); default 0.03.
 	Rate float64
+	// Faults are the faults drawn (Config.Faults); nil: every one.
+	Faults []Fault
 	// Workload of the run (its Seed is Suite.Seed's).
 	Workload Workload
 	// NewNode returns the adapter's node for the redis-server at addr,
@@ -29,6 +31,39 @@ type Suite struct {
 	// AllowOrphans accepts Result.Orphans (an adapter that does not order
 	// its requests across a replaced connection); they are logged.
 	AllowOrphans bool
+}
+
+// The workload and fault rate of one fault alone in RunMatrix: a quick
+// run, with the fault more often than among all of them.
+var eachWorkload = Workload{Rounds: 1000, Budget: 1500 * time.Millisecond}
+
+const eachRate = 0.1
+
+// RunMatrix runs s as subtests: "all", every fault at once with
+// s.Workload, then one quick run per fault alone, where a fault that only
+// acts once a connection fails or is dialled again (StallReader,
+// FailDial, ResetAfterDial) comes with FailWrite. Each fault alone is
+// drawn at a rate of 0.1 (s.Rate is for "all"). The per-fault runs are
+// what docs/guarantees.md reports.
+func (s Suite) RunMatrix(t *testing.T) {
+	t.Run("all", func(t *testing.T) {
+		all := s
+		all.Faults = AllFaults()
+		all.Run(t)
+	})
+	for _, f := range AllFaults() {
+		t.Run(f.String(), func(t *testing.T) {
+			one := s
+			one.Faults = []Fault{f}
+			switch f {
+			case StallReader, FailDial, ResetAfterDial:
+				one.Faults = append(one.Faults, FailWrite)
+			}
+			one.Workload, one.Rate = eachWorkload, eachRate
+			one.Workload.Timeout, one.Workload.TTL = s.Workload.Timeout, s.Workload.TTL
+			one.Run(t)
+		})
+	}
 }
 
 // Run starts the nodes, runs RunLocks over them with every fault on, and
@@ -53,7 +88,7 @@ func (s Suite) Run(t *testing.T) {
 	cl := redlocktest.Start(t, s.Nodes)
 	targets := make([]Target, s.Nodes)
 	for i, srv := range cl.Servers {
-		in := New(Config{Seed: seed + uint64(i), Rate: s.Rate})
+		in := New(Config{Seed: seed + uint64(i), Rate: s.Rate, Faults: s.Faults})
 		n := s.NewNode(t, srv.Addr(), in)
 		t.Cleanup(func() {
 			if c, ok := n.(io.Closer); ok {
