@@ -110,6 +110,10 @@ func (n *Node) send(items []batch.Item) {
 	tail := s.tails.Mark(live)
 	buf := s.buf[:0]
 	for i, it := range live {
+		if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
+			buf = sc.command(buf) // script.go
+			continue
+		}
 		buf = n.command(buf, it.Req, !tail[i])
 	}
 	s.buf = buf
@@ -122,6 +126,11 @@ func (n *Node) send(items []batch.Item) {
 	}
 	retries := s.retries[:0]
 	for i, it := range live {
+		if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
+			sc.res = res[i] // read once Receive closed sc.done
+			it.To.Receive(it.Tag, false, nil)
+			continue
+		}
 		if sc := n.scriptOf(it.Req.Op); sc != nil {
 			if r := res[i]; r.kind == '-' && strings.HasPrefix(r.str, "NOSCRIPT") {
 				sc.Cached.Store(false) // restarted, or SCRIPT FLUSH

@@ -32,12 +32,14 @@ import (
 var errClosed = errors.New("goredis: node closed")
 
 // reply is one RESP2 reply: a status (+), an error (-), an integer (:),
-// a bulk string ($, nil when null), or an array (*, its elements dropped).
+// a bulk string ($, nil when null), or an array (*, with its elements:
+// only the unbatched scripts, script.go, answer with one).
 type reply struct {
-	kind byte
-	str  string
-	num  int64
-	null bool
+	kind  byte
+	str   string
+	num   int64
+	null  bool
+	elems []reply
 }
 
 // err returns the reply as an error when it is one (a redis.Error, so that
@@ -68,66 +70,120 @@ type flight struct {
 	done chan struct{}
 }
 
-// pipe is the node's connection and its reader's state.
+// fail ends every flight of fs with err.
+func fail(fs []*flight, err error) {
+	for _, f := range fs {
+		f.err = err
+		close(f.done)
+	}
+}
+
+// wire is one connection of a pipe and the flights written on it. Every
+// flight belongs to the connection it was written on: only that
+// connection's reader hands it replies, and when the connection fails its
+// flights fail with it, taken out under pipe.mu by whichever comes first
+// (the reader, a failed write, or the dial of the next connection), so a
+// reply can never reach a flight of another connection.
+type wire struct {
+	nc      net.Conn
+	id      int64 // the node's CLIENT ID for it; 0: unknown
+	bw      *bufio.Writer
+	pending []*flight // in the order written; under pipe.mu
+	broken  bool      // failed: no flight joins it; under pipe.mu
+}
+
+// pipe is the node's connection, replaced when it fails.
 type pipe struct {
 	opts *redis.Options
 
-	mu      sync.Mutex
-	nc      net.Conn
-	bw      *bufio.Writer
-	pending []*flight // in the order written
-	broken  bool      // nc failed: the next batch dials again
-	closed  bool
+	mu     sync.Mutex
+	cur    *wire // nil before the first dial and after a failure
+	closed bool
+	// stale are the CLIENT IDs of the connections given up and not yet
+	// closed on the node by the handshake of a new one (dial).
+	stale []int64
 }
 
-// conn returns the live connection's writer, dialling one when there is
-// none, bounded by ctx. It is called by the batch worker only (one at a
-// time), so only the worker changes nc.
-func (p *pipe) conn(ctx context.Context) (*bufio.Writer, error) {
+// maxStale bounds pipe.stale: the ids of the connections given up while
+// no dial could complete (the node down) beyond it are forgotten.
+const maxStale = 16
+
+// conn returns the live connection, dialling one when there is none,
+// bounded by ctx. It is called by the batch worker only (one at a time),
+// so only the worker changes cur. The flights of a failed connection are
+// failed before the next one is dialled, and the next one closes the
+// failed one on the node before it carries any request (dial).
+func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
-	if p.nc != nil && !p.broken {
-		bw := p.bw
+	w := p.cur
+	if w != nil && !w.broken {
 		p.mu.Unlock()
-		return bw, nil
+		return w, nil
 	}
+	var old []*flight
+	if w != nil {
+		old, w.pending = w.pending, nil
+		p.cur = nil
+		if w.id != 0 {
+			p.stale = append(p.stale, w.id)
+			if len(p.stale) > maxStale {
+				p.stale = append(p.stale[:0], p.stale[len(p.stale)-maxStale:]...)
+			}
+		}
+	}
+	stale := append([]int64(nil), p.stale...)
 	p.mu.Unlock()
-	nc, br, err := p.dial(ctx)
+	fail(old, io.ErrUnexpectedEOF)
+	nc, br, id, err := p.dial(ctx, stale)
 	if err != nil {
 		return nil, err
 	}
-	bw := bufio.NewWriterSize(nc, 32<<10)
+	w = &wire{nc: nc, id: id, bw: bufio.NewWriterSize(nc, 32<<10)}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		_ = nc.Close()
 		return nil, errClosed
 	}
-	p.nc, p.bw, p.broken, p.pending = nc, bw, false, nil
+	p.cur = w
+	p.stale = p.stale[len(stale):] // closed on the node (dial)
 	p.mu.Unlock()
-	go p.read(nc, br)
-	return bw, nil
+	go p.read(w, br)
+	return w, nil
 }
 
 // dial opens a connection as the go-redis client would (its Dialer, so
 // TLS and the dial timeout too) and runs the handshake: AUTH with the
-// client's credentials, SELECT its DB, CLIENT SETNAME its name. The
+// client's credentials, SELECT its DB, CLIENT SETNAME its name, CLIENT ID
+// (the connection's id, which the next connection will need). The
 // connection speaks RESP2 whatever the client's Protocol.
-func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
+//
+// Then it closes on the node the connections given up before it (stale,
+// by CLIENT KILL ID), so that no request left behind on one of them (its
+// bytes still on the way, or unread in the node's buffers) can run on the
+// node after the requests of this one: a late release would delete a key
+// that a later acquisition of the same value (WithValue, campaigns)
+// counted. Ids only grow while a node runs; an id not below this
+// connection's own belongs to an earlier run of the node (a restart, which
+// closed that connection) and is skipped. A node that refuses CLIENT ID or
+// CLIENT KILL (an ACL without them) leaves its connections unfenced, as
+// before.
+func (p *pipe) dial(ctx context.Context, stale []int64) (net.Conn, *bufio.Reader, int64, error) {
 	o := p.opts
 	nc, err := o.Dialer(ctx, o.Network, o.Addr)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	user, pass := o.Username, o.Password
 	switch {
 	case o.CredentialsProviderContext != nil:
 		if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
 			_ = nc.Close()
-			return nil, nil, fmt.Errorf("goredis: credentials: %w", err)
+			return nil, nil, 0, fmt.Errorf("goredis: credentials: %w", err)
 		}
 	case o.CredentialsProvider != nil:
 		user, pass = o.CredentialsProvider()
@@ -145,68 +201,91 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, error) {
 	if o.ClientName != "" {
 		cmds = append(cmds, []string{"CLIENT", "SETNAME", o.ClientName})
 	}
+	cmds = append(cmds, []string{"CLIENT", "ID"})
 	br := bufio.NewReaderSize(nc, 32<<10)
-	if len(cmds) == 0 {
-		return nc, br, nil
-	}
 	if d, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(d)
 	}
+	res, err := handshake(nc, br, cmds, len(cmds)-1)
+	if err != nil {
+		_ = nc.Close()
+		return nil, nil, 0, err
+	}
+	var id int64
+	if r := res[len(res)-1]; r.kind == ':' {
+		id = r.num
+	}
+	var kills [][]string
+	for _, old := range stale {
+		if id != 0 && old < id {
+			kills = append(kills, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(old, 10)})
+		}
+	}
+	if len(kills) > 0 {
+		// Each answers how many it closed (0: gone already), or an
+		// error (not allowed): neither stops the dial.
+		if _, err := handshake(nc, br, kills, 0); err != nil {
+			_ = nc.Close()
+			return nil, nil, 0, err
+		}
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, br, id, nil
+}
+
+// handshake writes cmds in one write and reads their replies; an error
+// reply to one of the first must is an error naming its command (never
+// its arguments), to a later one it is only returned in its reply.
+func handshake(nc net.Conn, br *bufio.Reader, cmds [][]string, must int) ([]reply, error) {
 	var buf []byte
 	for _, c := range cmds {
 		buf = appendCommand(buf, c...)
 	}
 	if _, err := nc.Write(buf); err != nil {
-		_ = nc.Close()
-		return nil, nil, err
+		return nil, err
 	}
+	res := make([]reply, len(cmds))
 	for i := range cmds {
 		r, err := readReply(br)
-		if err == nil {
+		if err == nil && i < must {
 			err = r.err()
 		}
 		if err != nil {
-			_ = nc.Close()
-			// The node's error names the command, never its arguments.
-			return nil, nil, fmt.Errorf("goredis: %s on connecting: %w", cmds[i][0], err)
+			return nil, fmt.Errorf("goredis: %s on connecting: %w", cmds[i][0], err)
 		}
+		res[i] = r
 	}
-	_ = nc.SetDeadline(time.Time{})
-	return nc, br, nil
+	return res, nil
 }
 
-// read reads the replies of nc in order into the flights written on it,
-// until nc fails; then it fails every flight still pending.
-func (p *pipe) read(nc net.Conn, br *bufio.Reader) {
+// read reads the replies of w in order into the flights written on it,
+// until w fails; then it fails every flight of w still pending. It never
+// touches another connection's flights.
+func (p *pipe) read(w *wire, br *bufio.Reader) {
 	for {
 		r, err := readReply(br)
 		p.mu.Lock()
-		if err == nil && len(p.pending) == 0 {
+		if err == nil && len(w.pending) == 0 && !w.broken {
 			err = errors.New("goredis: a reply no request was waiting for")
 		}
-		if err != nil {
-			if p.nc == nc {
-				p.broken = true
-			}
-			pending := p.pending
-			p.pending = nil
+		if err != nil || w.broken {
+			w.broken = true
+			pending := w.pending
+			w.pending = nil
 			p.mu.Unlock()
-			_ = nc.Close()
-			if errors.Is(err, io.EOF) {
+			_ = w.nc.Close()
+			if err == nil || errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			for _, f := range pending {
-				f.err = err
-				close(f.done)
-			}
+			fail(pending, err)
 			return
 		}
-		f := p.pending[0]
+		f := w.pending[0]
 		f.res[f.got] = r
 		f.got++
 		if f.got == len(f.res) {
-			p.pending[0] = nil
-			p.pending = p.pending[1:]
+			w.pending[0] = nil
+			w.pending = w.pending[1:]
 			close(f.done)
 		}
 		p.mu.Unlock()
@@ -215,33 +294,35 @@ func (p *pipe) read(nc net.Conn, br *bufio.Reader) {
 
 // write puts a batch's commands (buf, n of them) on the wire, after the
 // flights before it, and returns its flight. A write that fails breaks the
-// connection: the reader then fails the flight.
+// connection and fails its flights, f too.
 func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
-	bw, err := p.conn(ctx)
+	w, err := p.conn(ctx)
 	if err != nil {
 		return nil, err
 	}
 	f := &flight{res: make([]reply, n), done: make(chan struct{})}
 	p.mu.Lock()
-	nc := p.nc
-	if p.broken || p.closed {
+	if w.broken || p.closed {
 		p.mu.Unlock()
 		return nil, io.ErrUnexpectedEOF
 	}
-	p.pending = append(p.pending, f)
+	w.pending = append(w.pending, f)
 	p.mu.Unlock()
 	d, _ := ctx.Deadline() // zero: none
-	_ = nc.SetWriteDeadline(d)
-	_, werr := bw.Write(buf)
+	_ = w.nc.SetWriteDeadline(d)
+	_, werr := w.bw.Write(buf)
 	if werr == nil {
-		werr = bw.Flush()
+		werr = w.bw.Flush()
 	}
 	if werr != nil {
 		// A partial command may be on the wire: the connection is lost.
 		p.mu.Lock()
-		p.broken = true
+		w.broken = true
+		pending := w.pending
+		w.pending = nil
 		p.mu.Unlock()
-		_ = nc.Close() // the reader fails every pending flight, f too
+		_ = w.nc.Close()
+		fail(pending, fmt.Errorf("goredis: write: %w", werr))
 	}
 	return f, nil
 }
@@ -250,10 +331,10 @@ func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
 func (p *pipe) close() {
 	p.mu.Lock()
 	p.closed = true
-	nc := p.nc
+	w := p.cur
 	p.mu.Unlock()
-	if nc != nil {
-		_ = nc.Close()
+	if w != nil {
+		_ = w.nc.Close()
 	}
 }
 
@@ -310,8 +391,11 @@ func readReply(br *bufio.Reader) (reply, error) {
 		if n == -1 {
 			r.null = true
 		}
-		for range max(n, 0) {
-			if _, err := readReply(br); err != nil {
+		if n > 0 {
+			r.elems = make([]reply, n)
+		}
+		for i := range max(n, 0) {
+			if r.elems[i], err = readReply(br); err != nil {
 				return r, err
 			}
 		}

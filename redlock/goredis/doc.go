@@ -27,8 +27,12 @@
 // next batch dials again. A client with an OnConnect hook or a
 // StreamingCredentialsProvider, and any other UniversalClient (Ring,
 // ClusterClient, failover), is used as it is, one pooled request per call.
-// Fenced acquisitions (FencingNode) and read-write locks (RWNode) always go
-// through the client.
+// Fenced acquisitions and fence raises (FencingNode, MultiFencingNode),
+// read-write locks (RWNode) and records (RecordNode) go through the same
+// queue and connection, one script each, so that every request of a lock
+// reaches the node in the order it was made: a release of one attempt
+// never runs after the next attempt's acquisition of the same value
+// (WithValue, election campaigns).
 //
 // # Hand-off
 //

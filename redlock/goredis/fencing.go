@@ -14,7 +14,7 @@ var _ adapter.FencingNode = (*Node)(nil)
 // AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads
 // the fence value under fenceKey, in one script (R3, R18 phase 1).
 func (n *Node) AcquireFenced(ctx context.Context, key, fenceKey, value string, ttl time.Duration) (bool, uint64, error) {
-	res, err := n.acquireFenced.Run(ctx, n.client, []string{key, fenceKey}, value, ttl.Milliseconds()).Slice()
+	res, err := n.acquireFenced.Run(ctx, n.scripter(), []string{key, fenceKey}, value, ttl.Milliseconds()).Slice()
 	return fencedReply(res, err, fmt.Sprintf("%q", fenceKey))
 }
 
@@ -44,6 +44,6 @@ func fencedReply(res []any, err error, where string) (bool, uint64, error) {
 // retention (0: none), if key holds value and the fence is below token, in
 // one script (R18 phase 2).
 func (n *Node) RaiseFence(ctx context.Context, key, fenceKey, value string, token uint64, retention time.Duration) (bool, error) {
-	v, err := n.raiseFence.Run(ctx, n.client, []string{key, fenceKey}, value, strconv.FormatUint(token, 10), retention.Milliseconds()).Int64()
+	v, err := n.raiseFence.Run(ctx, n.scripter(), []string{key, fenceKey}, value, strconv.FormatUint(token, 10), retention.Milliseconds()).Int64()
 	return v == 1, err
 }

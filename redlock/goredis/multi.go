@@ -97,7 +97,7 @@ func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl t
 // AcquireAllFenced is AcquireAll that also reads the largest fence value
 // under fenceKeys when it set the keys, in one script (R18 phase 1).
 func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
-	res, err := n.multi.acquireFenced.Run(ctx, n.client, joinKeys(keys, fenceKeys), value, ttl.Milliseconds()).Slice()
+	res, err := n.multi.acquireFenced.Run(ctx, n.scripter(), joinKeys(keys, fenceKeys), value, ttl.Milliseconds()).Slice()
 	return fencedReply(res, err, fmt.Sprintf("one of %q", fenceKeys)) // fencing.go
 }
 
@@ -105,7 +105,7 @@ func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, v
 // retention (0: none), only if every key holds value and every fence is
 // below token, in one script (R18 phase 2).
 func (n *Node) RaiseFences(ctx context.Context, keys, fenceKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
-	v, err := n.multi.raiseFences.Run(ctx, n.client, joinKeys(keys, fenceKeys), value, strconv.FormatUint(token, 10), retention.Milliseconds()).Int64()
+	v, err := n.multi.raiseFences.Run(ctx, n.scripter(), joinKeys(keys, fenceKeys), value, strconv.FormatUint(token, 10), retention.Milliseconds()).Int64()
 	return v == 1, err
 }
 

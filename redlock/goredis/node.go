@@ -63,8 +63,8 @@ var (
 // ClientName), on first use and again after the connection fails, and
 // pipelines every request on it (R15). A request whose deadline passes is
 // answered as timed out and its reply read and dropped later; the
-// connection is kept. Fenced acquisitions (FencingNode) use the client
-// itself. Any other client (a Ring, a ClusterClient, a failover client),
+// connection is kept. Fenced acquisitions, read-write locks and records
+// go the same way, in order with the rest. Any other client (a Ring, a ClusterClient, a failover client),
 // and a *redis.Client with an OnConnect hook or a
 // StreamingCredentialsProvider, which only go-redis can run, is used as
 // it is, one pooled request per call. Every *redis.Client, batched or not,
@@ -92,6 +92,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 			n.pipe = &pipe{opts: o}
 			n.scripts = batch.NewScripts()
 			n.queue.Init("goredis", MaxBatch, n.send)
+			n.queue.Allow(opEval, opEvalSha) // script.go
 		}
 	}
 	return n

@@ -15,7 +15,7 @@ var _ adapter.RecordNode = (*Node)(nil)
 // with an expiry of retention (0: none), if key holds value, in one script
 // (adapter.RecordNode).
 func (n *Node) PutRecord(ctx context.Context, key, recordKey, value, record string, retention time.Duration) (bool, error) {
-	v, err := n.putRecord.Run(ctx, n.client, []string{key, recordKey}, value, record, retention.Milliseconds()).Int64()
+	v, err := n.putRecord.Run(ctx, n.scripter(), []string{key, recordKey}, value, record, retention.Milliseconds()).Int64()
 	return v == 1, err
 }
 
@@ -23,7 +23,7 @@ func (n *Node) PutRecord(ctx context.Context, key, recordKey, value, record stri
 // was stored for, and the fence under fenceKey, in one script
 // (adapter.RecordNode).
 func (n *Node) ReadRecord(ctx context.Context, key, recordKey, fenceKey string) (string, bool, uint64, error) {
-	res, err := n.readRecord.Run(ctx, n.client, []string{key, recordKey, fenceKey}).Slice()
+	res, err := n.readRecord.Run(ctx, n.scripter(), []string{key, recordKey, fenceKey}).Slice()
 	if err != nil {
 		return "", false, 0, err
 	}

@@ -45,12 +45,12 @@ func (n *Node) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
 // WAcquireFenced is WAcquire that, when it set key, also reads the fence
 // value under fenceKey, in the same script (R18 phase 1).
 func (n *Node) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {
-	res, err := n.rw.Run(ctx, n.client, []string{key, fenceKey}, "wacquirefenced", value, ms(ttl), waiter).Slice()
+	res, err := n.rw.Run(ctx, n.scripter(), []string{key, fenceKey}, "wacquirefenced", value, ms(ttl), waiter).Slice()
 	return fencedReply(res, err, strconv.Quote(fenceKey))
 }
 
 func (n *Node) runRW(ctx context.Context, key string, args ...any) (bool, error) {
-	v, err := n.rw.Run(ctx, n.client, []string{key}, args...).Int64()
+	v, err := n.rw.Run(ctx, n.scripter(), []string{key}, args...).Int64()
 	return v == 1, err
 }
 

@@ -69,6 +69,10 @@ func (n *Node) send(items []batch.Item) {
 	cmds := b.cmds[:0]
 	tail := b.tails.Mark(live)
 	for i, it := range live {
+		if sc := callOf(it); sc != nil {
+			cmds = append(cmds, sc.command(c, !tail[i])) // script.go
+			continue
+		}
 		cmds = append(cmds, n.command(it.Req, !tail[i]))
 	}
 	b.cmds = cmds
@@ -95,9 +99,18 @@ func (n *Node) send(items []batch.Item) {
 	} else {
 		res = c.DoMulti(ctx, cmds...)
 	}
+	for i := range res {
+		if res[i].NonRedisError() != nil {
+			// The connection failed (or the deadline passed) under the
+			// batch: rueidis answered it at once, but its writer may still
+			// be writing these commands, so the buffer is not reused.
+			b.cmds = nil
+			break
+		}
+	}
 	retries := b.retries[:0]
 	for i, it := range live {
-		if s := n.scriptOf(it.Req.Op); s != nil {
+		if s := n.itemScript(it); s != nil {
 			if rerr, ok := rueidis.IsRedisErr(res[i].Error()); ok && rerr.IsNoScript() {
 				s.Cached.Store(false) // restarted, or SCRIPT FLUSH
 				retries = append(retries, i)
@@ -107,8 +120,7 @@ func (n *Node) send(items []batch.Item) {
 				s.Cached.Store(true) // it ran, by EVAL or EVALSHA
 			}
 		}
-		ok, err := answer(it.Req.Op, res[i])
-		it.To.Receive(it.Tag, ok, err)
+		deliver(it, res[i])
 	}
 	b.retries = retries[:0]
 	if len(retries) == 0 {
@@ -116,16 +128,39 @@ func (n *Node) send(items []batch.Item) {
 	}
 	cmds = make([]rueidis.Completed, 0, len(retries))
 	for _, i := range retries {
+		if sc := callOf(live[i]); sc != nil {
+			cmds = append(cmds, sc.command(c, true))
+			continue
+		}
 		cmds = append(cmds, n.command(live[i].Req, true))
 	}
 	res = c.DoMulti(ctx, cmds...)
 	for j, i := range retries {
 		if res[j].NonRedisError() == nil {
-			n.scriptOf(live[i].Req.Op).Cached.Store(true)
+			n.itemScript(live[i]).Cached.Store(true)
 		}
-		ok, err := answer(live[i].Req.Op, res[j])
-		live[i].To.Receive(live[i].Tag, ok, err)
+		deliver(live[i], res[j])
 	}
+}
+
+// itemScript returns the script an item runs: its own for a script call
+// (script.go), else its operation's; nil for an acquisition (SET).
+func (n *Node) itemScript(it batch.Item) *batch.Script {
+	if sc := callOf(it); sc != nil {
+		return sc.s
+	}
+	return n.scriptOf(it.Req.Op)
+}
+
+// deliver answers an item with its result r: a script call gets r itself.
+func deliver(it batch.Item, r rueidis.RedisResult) {
+	if sc := callOf(it); sc != nil {
+		sc.res = r // read once Receive closed sc.done
+		it.To.Receive(it.Tag, false, nil)
+		return
+	}
+	ok, err := answer(it.Req.Op, r)
+	it.To.Receive(it.Tag, ok, err)
 }
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).

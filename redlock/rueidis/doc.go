@@ -32,7 +32,11 @@
 //
 // Node implements adapter.FencingNode too, with acquire_fenced.lua and
 // raise_fence.lua (R18), so a client built WithFencing accepts it. The
-// fenced scripts are sent with Do, outside the batches.
+// fenced scripts, like those of read-write locks and records, join the
+// node's queue and leave in its batches, so that every request of a lock
+// reaches the node in the order it was made: a release of one attempt
+// never runs after the next attempt's acquisition of the same value
+// (WithValue, election campaigns).
 //
 // A client you build yourself for NewNode should set DisableRetry, so that
 // rueidis does not resend a command whose reply was lost (the redlock client

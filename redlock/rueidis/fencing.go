@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"dlm/redlock/internal/batch"
 )
 
 // AcquireFenced runs SET key value NX PX ttl and, when it set the key, reads
@@ -50,15 +48,4 @@ func (n *Node) RaiseFence(ctx context.Context, key, fenceKey, value string, toke
 	v, err := n.evalKeys(ctx, n.raiseFence, []string{key, fenceKey}, value,
 		strconv.FormatUint(token, 10), strconv.FormatInt(retention.Milliseconds(), 10)).AsInt64()
 	return v == 1 && err == nil, err
-}
-
-// evalKeys runs s over keys and args by EVALSHA, and by EVAL when the node
-// answers NOSCRIPT.
-func (n *Node) evalKeys(ctx context.Context, s *batch.Script, keys []string, args ...string) rueidis.RedisResult {
-	c := n.client
-	r := c.Do(ctx, c.B().Evalsha().Sha1(s.SHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
-		r = c.Do(ctx, c.B().Eval().Script(s.Src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
-	}
-	return r
 }

@@ -82,6 +82,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
+	n.queue.Allow(opScript) // script.go
 	return n
 }
 

@@ -42,6 +42,7 @@ type Queue struct {
 	worker  func()       // q.work as a func value, made once (Init)
 	adapter string       // the adapter's name, in errors
 	max     int          // the most items in one batch
+	allowed []adapter.Op // the adapter's own operations (Allow)
 	waiters sync.Pool    // of *waiter, for Do
 }
 
@@ -56,6 +57,11 @@ func (q *Queue) Init(adapter string, max int, send func([]Item)) {
 	q.adapter, q.max, q.send = adapter, max, send
 	q.worker = q.work
 }
+
+// Allow lets ops, operations of the adapter's own, into q besides
+// redlock's; send must know them. Call it after Init, before the first
+// request.
+func (q *Queue) Allow(ops ...adapter.Op) { q.allowed = append(q.allowed, ops...) }
 
 // Start queues req (adapter.AsyncNode.Start). The answer goes to
 // to.Receive(tag, ...) once the node answered, the request failed, or ctx
@@ -111,6 +117,11 @@ func (q *Queue) refuse(ctx context.Context, req adapter.Request) error {
 	case adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer,
 		adapter.OpAcquireAll, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpExtendAll:
 		return nil
+	}
+	for _, op := range q.allowed {
+		if op == req.Op {
+			return nil
+		}
 	}
 	return fmt.Errorf("%s: unknown operation %v: expected acquire, release, release-announce, extend, transfer or their -all forms for a set", q.adapter, req.Op)
 }

@@ -1,0 +1,454 @@
+package goredis_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/goredis"
+	"dlm/redlock/redlocktest"
+)
+
+// lateConn is a connection whose Write fails on demand and whose Read,
+// once it fails (woken by Close), returns only when gate is closed: a
+// reader goroutine that the scheduler has not run yet.
+type lateConn struct {
+	net.Conn
+	failWrite atomic.Bool
+	gate      chan struct{}
+	writes    chan struct{} // one token per Write call
+}
+
+func (c *lateConn) Write(b []byte) (int, error) {
+	select {
+	case c.writes <- struct{}{}:
+	default:
+	}
+	if c.failWrite.Load() {
+		return 0, errors.New("lateConn: write failed on demand")
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *lateConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil && c.gate != nil {
+		<-c.gate
+	}
+	return n, err
+}
+
+// lateDialer is a go-redis Dialer that wraps every connection it makes in
+// a lateConn, kept in order.
+type lateDialer struct {
+	mu    sync.Mutex
+	conns []*lateConn
+}
+
+func (d *lateDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &lateConn{Conn: nc, writes: make(chan struct{}, 16)}
+	d.mu.Lock()
+	if len(d.conns) == 0 {
+		c.gate = make(chan struct{})
+	}
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+	return c, nil
+}
+
+func (d *lateDialer) conn(i int) *lateConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if i >= len(d.conns) {
+		return nil
+	}
+	return d.conns[i]
+}
+
+// The reader of a connection that failed touches only the requests
+// written on that connection. Before the fix it took the pending list of
+// the connection that replaced it: a write failed and closed connection
+// 1; the next request (A: SET NX k AAAA) went out on connection 2 (dialled
+// meanwhile) while the node was paused; connection 1's reader, woken late, failed A and
+// emptied connection 2's list, so A's reply (OK) went to the next request
+// (B: SET NX k BBBB), whose Acquire returned true while the node held
+// AAAA.
+func TestLateReaderKeepsToItsConnection(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	d := &lateDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
+	}
+	c1 := d.conn(0)
+	t.Cleanup(func() {
+		select {
+		case <-c1.gate:
+		default:
+			close(c1.gate)
+		}
+	})
+	c1.failWrite.Store(true)
+	fctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	ok, err := n.Acquire(fctx, "other", "v", time.Minute)
+	cancel()
+	if ok || err == nil {
+		t.Fatalf("Acquire over a failed write = %v, %v; want an error", ok, err)
+	}
+
+	// Connection 2, dialled while the node runs (its handshake waits for
+	// the node).
+	if ok, err := n.Acquire(ctx, "warm", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(warm) = %v, %v; want true", ok, err)
+	}
+	c2 := d.conn(1)
+	if c2 == nil {
+		t.Fatal("no second connection")
+	}
+	for len(c2.writes) > 0 {
+		<-c2.writes
+	}
+	s.Freeze()
+	thawed := false
+	defer func() {
+		if !thawed {
+			s.Thaw()
+		}
+	}()
+	type result struct {
+		ok  bool
+		err error
+	}
+	aDone := make(chan result, 1)
+	go func() {
+		actx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		defer cancel()
+		ok, err := n.Acquire(actx, "k", "AAAA", time.Minute)
+		aDone <- result{ok, err}
+	}()
+	// A is on the wire of connection 2 (the node is paused).
+	select {
+	case <-c2.writes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A was never written on a new connection")
+	}
+	close(c1.gate) // connection 1's reader wakes, late
+	a := <-aDone
+	if a.ok {
+		t.Fatalf("A = true while the node was paused; want an error")
+	}
+	bDone := make(chan result, 1)
+	go func() {
+		ok, err := n.Acquire(ctx, "k", "BBBB", time.Minute)
+		bDone <- result{ok, err}
+	}()
+	select {
+	case <-c2.writes:
+	case <-time.After(10 * time.Second):
+		t.Fatal("B was never written")
+	}
+	s.Thaw()
+	thawed = true
+	b := <-bDone
+	held, _, err := s.Inspector().Value(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != "AAAA" {
+		t.Fatalf("the node holds %q, want AAAA (A reached it first)", held)
+	}
+	if b.ok || b.err != nil {
+		t.Errorf("B's Acquire = %v, %v while the node holds A's value; want false, nil (A's reply went to B: %v)", b.ok, b.err, a.err)
+	}
+}
+
+// waitFor polls cond until it holds, failing t after 10 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// holdConn is a connection whose bytes can be held back on the way to
+// the node (a segment delayed in the network): while held, a Write is
+// kept and reported written, and every Write after it queues behind it;
+// release sends them, in order.
+//
+// A Write fails on demand (failWrite), and Close while bytes are held
+// closes the connection only after release sent them (the segments of a
+// connection already on their way when its client gave it up).
+type holdConn struct {
+	net.Conn
+	mu         sync.Mutex
+	held       bool
+	buf        []byte
+	failWrite  bool
+	closeLater bool
+	writes     chan struct{} // one token per Write call while held
+
+	readEnded atomic.Bool   // a Read failed: the reader is gone
+	reads     chan struct{} // one token per Read that returned
+}
+
+func (c *holdConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.readEnded.Store(true)
+	}
+	select {
+	case c.reads <- struct{}{}:
+	default:
+	}
+	return n, err
+}
+
+func (c *holdConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.buf) > 0 {
+		c.closeLater = true
+		return nil
+	}
+	return c.Conn.Close()
+}
+
+func (c *holdConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failWrite {
+		return 0, errors.New("holdConn: write failed on demand")
+	}
+	if c.held {
+		c.buf = append(c.buf, b...)
+		select {
+		case c.writes <- struct{}{}:
+		default:
+		}
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *holdConn) hold() {
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+}
+
+func (c *holdConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	_ = c.Conn.SetWriteDeadline(time.Time{}) // the writer's has passed
+	_, err := c.Conn.Write(c.buf)
+	c.buf = nil
+	if c.closeLater {
+		c.closeLater = false
+		return errors.Join(err, c.Conn.Close())
+	}
+	return err
+}
+
+// holdDialer is a go-redis Dialer that wraps every connection in a
+// holdConn, kept in order.
+type holdDialer struct {
+	mu    sync.Mutex
+	conns []*holdConn
+}
+
+func (d *holdDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	var nd net.Dialer
+	nc, err := nd.DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	c := &holdConn{Conn: nc, writes: make(chan struct{}, 16), reads: make(chan struct{}, 16)}
+	d.mu.Lock()
+	d.conns = append(d.conns, c)
+	d.mu.Unlock()
+	return c, nil
+}
+
+func (d *holdDialer) all() []*holdConn {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]*holdConn(nil), d.conns...)
+}
+
+// A lock's requests to one node run there in the order they were made,
+// whatever way they take: a fenced acquisition (attempt 2) made after a
+// release of the same value (attempt 1, as WithValue retries) never runs
+// before that release. Before the fix the fenced acquisition went through
+// the go-redis pool and the release over the node's own connection; with
+// the release's bytes held back on the way (a node that reads them late),
+// the acquisition set the key, answered true, and the late release then
+// deleted it.
+func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	d := &holdDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	const key, fenceKey, value = "fenced", "dlm:fence:fenced", "attempt-value"
+	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
+	}
+	own := d.all()[0] // the node's own connection
+	own.hold()
+	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := n.Release(rctx, key, value) // attempt 1's release, held back
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("held Release = %v; want a deadline error", err)
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	acq := make(chan result, 1)
+	go func() {
+		ok, _, err := n.AcquireFenced(ctx, key, fenceKey, value, time.Minute) // attempt 2
+		acq <- result{ok, err}
+	}()
+	var got result
+	answered := false
+	// Written behind the release (held too), or answered over another way.
+	for !answered && len(own.writes) < 2 {
+		select {
+		case got = <-acq:
+			answered = true
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := own.release(); err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		got = <-acq
+	}
+	if !got.ok || got.err != nil {
+		t.Fatalf("AcquireFenced = %v, %v; want true", got.ok, got.err)
+	}
+	// A request behind both on the node's connection: the release ran.
+	if _, err := n.Acquire(ctx, "barrier", "v", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	held, _, err := s.Inspector().Value(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != value {
+		t.Errorf("the node holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
+	}
+}
+
+// A request left behind on a connection the node's client gave up never
+// runs on the node after the requests of the connection that replaced it.
+// Attempt 1's release of a value was on its way on connection 1 (held
+// back) when a write failed and the client gave connection 1 up; attempt 2
+// acquired the same value (WithValue) over connection 2. Before the fix
+// the node read the late release after that and deleted the key attempt 2
+// counted; now connection 2's handshake closes connection 1 on the node
+// (CLIENT KILL ID) before it carries any request.
+func TestReplacedConnectionCannotRunLate(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	d := &holdDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	const key, value = "late", "attempt-value"
+	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
+	}
+	c1 := d.all()[0]
+	c1.hold()
+	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := n.Release(rctx, key, value) // attempt 1's release, on its way
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("held Release = %v; want a deadline error", err)
+	}
+	c1.mu.Lock()
+	c1.failWrite = true
+	c1.mu.Unlock()
+	if ok, err := n.Acquire(ctx, "other", "v", time.Minute); ok || err == nil {
+		t.Fatalf("Acquire over a failed write = %v, %v; want an error", ok, err)
+	}
+	// Attempt 2, over connection 2.
+	if ok, err := n.Acquire(ctx, key, value, time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(%s) = %v, %v; want true", key, ok, err)
+	}
+	if len(d.all()) != 2 {
+		t.Fatalf("%d connections, want 2", len(d.all()))
+	}
+	for len(c1.reads) > 0 {
+		<-c1.reads
+	}
+	// The late release reaches the node on connection 1, unless the node
+	// closed connection 1 first (its reader then ended).
+	c1.mu.Lock()
+	c1.failWrite = false
+	c1.mu.Unlock()
+	_ = c1.release()
+	waitFor(t, func() bool { return c1.readEnded.Load() || len(c1.reads) > 0 })
+	held, _, err := s.Inspector().Value(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != value {
+		t.Errorf("the node holds %q under %s after attempt 2 acquired it; want %q (attempt 1's late release deleted it)", held, key, value)
+	}
+}
+
+// A user whose ACL refuses CLIENT (so neither CLIENT ID nor CLIENT KILL)
+// still gets a working node, dialled again after a failure: the fence on
+// replaced connections is skipped, not an error.
+func TestConnectionWithoutClientCommands(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	ctx := t.Context()
+	if err := s.Client().Do(ctx, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all", "-client").Err(); err != nil {
+		t.Fatal(err)
+	}
+	d := &holdDialer{}
+	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "limited", Password: "pw", Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	if ok, err := n.Acquire(ctx, "a", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v; want true", ok, err)
+	}
+	c1 := d.all()[0]
+	c1.mu.Lock()
+	c1.failWrite = true
+	c1.mu.Unlock()
+	if _, err := n.Acquire(ctx, "b", "v", time.Minute); err == nil {
+		t.Fatal("Acquire over a failed write: want an error")
+	}
+	if ok, err := n.Release(ctx, "a", "v"); !ok || err != nil {
+		t.Fatalf("Release over the next connection = %v, %v; want true", ok, err)
+	}
+}

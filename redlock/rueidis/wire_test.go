@@ -1,0 +1,148 @@
+package rueidis_test
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	rd "github.com/redis/rueidis"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
+)
+
+// holdConn is a connection whose bytes can be held back on the way to
+// the node: while held, a Write is kept and reported written, and every
+// Write after it queues behind it; release sends them, in order.
+type holdConn struct {
+	net.Conn
+	mu     sync.Mutex
+	held   bool
+	buf    []byte
+	writes int // Write calls while held
+}
+
+func (c *holdConn) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held {
+		c.buf = append(c.buf, b...)
+		c.writes++
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *holdConn) hold() {
+	c.mu.Lock()
+	c.held = true
+	c.mu.Unlock()
+}
+
+func (c *holdConn) heldWrites() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.writes
+}
+
+func (c *holdConn) release() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.held = false
+	_ = c.Conn.SetWriteDeadline(time.Time{})
+	_, err := c.Conn.Write(c.buf)
+	c.buf = nil
+	return err
+}
+
+// A fenced acquisition (attempt 2) made after a release of the same value
+// was started (attempt 1, as WithValue retries) runs on the node after
+// that release. Before the fix the fenced acquisition went to rueidis
+// directly while the release still waited in the node's queue behind a
+// batch the node had not answered: it reached the node first, set the key
+// and answered true, and the release then deleted it.
+func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	u, err := redlock.ParseNodeURL(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []*holdConn
+	c, err := rueidis.NewClient(u, func(o *rd.ClientOption) {
+		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			nc, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			hc := &holdConn{Conn: nc}
+			mu.Lock()
+			conns = append(conns, hc)
+			mu.Unlock()
+			return hc, nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	n := rueidis.NewNode(c, s.Addr())
+	ctx := t.Context()
+	const key, fenceKey, value = "fenced", "dlm:fence:fenced", "attempt-value"
+	// The node has the script (no NOSCRIPT round trip below).
+	if ok, _, err := n.AcquireFenced(ctx, "first", "dlm:fence:first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("AcquireFenced(first) = %v, %v; want true", ok, err)
+	}
+	mu.Lock()
+	hc := conns[len(conns)-1]
+	mu.Unlock()
+	hc.hold()
+	answers := newCollect(2)
+	// A batch the node does not answer yet keeps the queue's worker busy.
+	n.Start(ctx, adapter.Request{Op: adapter.OpAcquire, Key: "blocker", Value: "v", TTL: time.Minute}, answers, 0)
+	waitUntil(t, func() bool { return hc.heldWrites() >= 1 })
+	n.Start(ctx, adapter.Request{Op: adapter.OpRelease, Key: key, Value: value}, answers, 1) // attempt 1's release
+	type result struct {
+		ok  bool
+		err error
+	}
+	acq := make(chan result, 1)
+	go func() {
+		ok, _, err := n.AcquireFenced(ctx, key, fenceKey, value, time.Minute) // attempt 2
+		acq <- result{ok, err}
+	}()
+	// Queued behind the release, or on the wire before it.
+	waitUntil(t, func() bool { return n.Queued() >= 2 || hc.heldWrites() >= 2 })
+	if err := hc.release(); err != nil {
+		t.Fatal(err)
+	}
+	got := <-acq
+	answers.wait(t)
+	if !got.ok || got.err != nil {
+		t.Fatalf("AcquireFenced = %v, %v; want true", got.ok, got.err)
+	}
+	held, _, err := s.Inspector().Value(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != value {
+		t.Errorf("the node holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
+	}
+}
+
+// waitUntil polls cond until it holds, failing t after 10 s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not reached in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
