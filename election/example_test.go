@@ -93,23 +93,23 @@ func ExampleElection_Observe() {
 	defer cancel()
 
 	changes := e.Observe(ctx)
-	fmt.Println("first:", <-changes)
+	fmt.Println("first:", (<-changes).Leader)
 	lead, _ := e.Campaign(ctx, "host-a")
-	for ld := range changes {
-		if ld.ID == "host-a" {
-			fmt.Println("elected:", ld)
+	for c := range changes {
+		if c.Leader.ID == "host-a" {
+			fmt.Println("elected:", c.Leader, "since the campaign returned:", !c.Since.After(time.Now()))
 			break
 		}
 	}
 	_ = lead.Resign(ctx)
-	for ld := range changes {
-		if ld.ID == "" {
-			fmt.Println("no leader since term", ld.Term)
+	for c := range changes {
+		if c.Leader.ID == "" {
+			fmt.Println("no leader since term", c.Leader.Term)
 			break
 		}
 	}
 	// Output:
 	// first: { 0}
-	// elected: {host-a 1}
+	// elected: {host-a 1} since the campaign returned: true
 	// no leader since term 1
 }

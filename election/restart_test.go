@@ -1,6 +1,8 @@
 package election_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -123,6 +125,50 @@ func TestTermsAcrossRollingRestartWithoutRepair(t *testing.T) {
 		terms = append(terms, elect(t, e, "d"))
 		if want := []uint64{1, 2, 3, 1}; !slices.Equal(terms, want) {
 			t.Errorf("terms %v without the repair, want %v", terms, want)
+		}
+	})
+}
+
+// Observe reports every change of (leader, term) and a term that went down
+// as an error, instead of hiding it: over plain MemNodes (no repair) the
+// rolling restart takes the term from 3 to 1, and the new leader is
+// reported with ErrTermDecreased. Failed before: Observe kept only terms at
+// least the last one and never reported d.
+func TestObserveReportsTermDecrease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(3)
+		client := newClient(t, nodes, redlock.WithTTL(restartTTL), redlock.WithNodeTimeout(50*time.Millisecond))
+		e := newElection(t, client)
+		for _, id := range []string{"a", "b", "c"} {
+			elect(t, e, id)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		changes := newElection(t, client, election.WithPollInterval(10*time.Millisecond)).Observe(ctx)
+		if c := <-changes; c.Leader != (election.Leader{Term: 3}) || c.Err != nil {
+			t.Fatalf("first change %+v, want no leader, term 3", c)
+		}
+		for _, m := range mems {
+			m.Restart(restartDown)
+			time.Sleep(restartDown + time.Millisecond)
+		}
+		d, err := e.Campaign(t.Context(), "d")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = d.Resign(t.Context()) }()
+		// The highest term read goes down as the nodes forget their fences
+		// (no leader, term below 3), or at d's election at the latest.
+		var seen []election.Change
+		for c := range changes {
+			seen = append(seen, c)
+			if c.Leader.ID != "d" {
+				continue
+			}
+			if !slices.ContainsFunc(seen, func(c election.Change) bool { return errors.Is(c.Err, election.ErrTermDecreased) }) {
+				t.Errorf("changes %+v up to d with term %d after term 3: none with ErrTermDecreased", seen, c.Leader.Term)
+			}
+			return
 		}
 	})
 }

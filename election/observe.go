@@ -1,0 +1,69 @@
+package election
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrTermDecreased is the error of a Change whose term is below the term
+// of the change reported before it: the terms of the election went down,
+// which its guarantees rule out (see the package documentation for what
+// they rest on: fence values kept or repaired on a quorum, wall clocks not
+// stepped back). A store fenced on terms would refuse the new leader.
+var ErrTermDecreased = errors.New("election: term went down")
+
+// Change is one change of an election's leader, as Observe reports it.
+type Change struct {
+	// Leader is the leader read and its term: an empty ID says there is no
+	// leader (Term is then the highest term granted so far as far as the
+	// nodes read know).
+	Leader Leader
+	// Since is when the leader was elected (Status.Since).
+	Since time.Time
+	// Err is nil, or wraps ErrTermDecreased when Leader.Term is below the
+	// term of the change before: the change is reported all the same.
+	Err error
+}
+
+// Observe reads the election (Status) every poll interval
+// (WithPollInterval) until ctx ends, and sends on the channel it returns
+// the first state it reads and then every change of (leader, term): a new
+// leader, a new term, or no leader. A change whose term is below the last
+// one reported carries an error wrapping ErrTermDecreased; it is not
+// hidden. Reads that fail are skipped. A leader who comes and goes between
+// two reads is not seen. The channel is closed when ctx ends; the caller
+// must keep receiving until then.
+func (e *Election) Observe(ctx context.Context) <-chan Change {
+	ch := make(chan Change)
+	go func() {
+		defer close(ch)
+		var last Leader
+		first := true
+		t := time.NewTicker(e.opts.poll)
+		defer t.Stop()
+		for {
+			st, err := e.Status(ctx)
+			if err == nil && (first || st.Leader != last) {
+				c := Change{Leader: st.Leader, Since: st.Since}
+				if !first && st.Leader.Term < last.Term {
+					c.Err = fmt.Errorf("%w in election %q: %q with term %d after %q with term %d",
+						ErrTermDecreased, e.name, st.Leader.ID, st.Leader.Term, last.ID, last.Term)
+				}
+				select {
+				case ch <- c:
+					last, first = st.Leader, false
+				case <-ctx.Done():
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return ch
+}
