@@ -7,11 +7,10 @@ import (
 	"time"
 )
 
-// ErrTermDecreased is the error of a Change whose term is below the term
-// of the change reported before it: the terms of the election went down,
-// which its guarantees rule out (see the package documentation for what
-// they rest on: fence values kept or repaired on a quorum, wall clocks not
-// stepped back). A store fenced on terms would refuse the new leader.
+// ErrTermDecreased is the error of a Change to a leader whose term is
+// below a term that an earlier read found: the terms of the election went
+// down, which its guarantees rule out (see the package documentation for
+// what they rest on). A store fenced on terms would refuse the new leader.
 var ErrTermDecreased = errors.New("election: term went down")
 
 // Change is one change of an election's leader, as Observe reports it.
@@ -22,17 +21,21 @@ type Change struct {
 	Leader Leader
 	// Since is when the leader was elected (Status.Since).
 	Since time.Time
-	// Err is nil, or wraps ErrTermDecreased when Leader.Term is below the
-	// term of the change before: the change is reported all the same.
+	// Err is nil, or wraps ErrTermDecreased when Leader is a leader whose
+	// term is below the highest term read before (of a leader, or granted
+	// while there was none): the change is reported all the same.
 	Err error
 }
 
 // Observe reads the election (Status) every poll interval
 // (WithPollInterval) until ctx ends, and sends on the channel it returns
 // the first state it reads and then every change of (leader, term): a new
-// leader, a new term, or no leader. A change whose term is below the last
-// one reported carries an error wrapping ErrTermDecreased; it is not
-// hidden. Reads that fail are skipped. A leader who comes and goes between
+// leader, a new term, or no leader. A change to a leader whose term is
+// below the highest term read before carries an error wrapping
+// ErrTermDecreased; it is not hidden. (While there is no leader, the term
+// read is the highest fence value of the nodes that answered, which drops
+// for a while when nodes restart without persistence: that is reported as
+// a change, without an error.) Reads that fail are skipped. A leader who comes and goes between
 // two reads is not seen. The channel is closed when ctx ends; the caller
 // must keep receiving until then.
 func (e *Election) Observe(ctx context.Context) <-chan Change {
@@ -40,6 +43,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Change {
 	go func() {
 		defer close(ch)
 		var last Leader
+		var high uint64 // the highest term read
 		first := true
 		t := time.NewTicker(e.opts.poll)
 		defer t.Stop()
@@ -47,13 +51,14 @@ func (e *Election) Observe(ctx context.Context) <-chan Change {
 			st, err := e.Status(ctx)
 			if err == nil && (first || st.Leader != last) {
 				c := Change{Leader: st.Leader, Since: st.Since}
-				if !first && st.Leader.Term < last.Term {
-					c.Err = fmt.Errorf("%w in election %q: %q with term %d after %q with term %d",
-						ErrTermDecreased, e.name, st.Leader.ID, st.Leader.Term, last.ID, last.Term)
+				if st.OK && st.Leader.Term < high {
+					c.Err = fmt.Errorf("%w in election %q: leader %q with term %d, after a read of term %d",
+						ErrTermDecreased, e.name, st.Leader.ID, st.Leader.Term, high)
 				}
 				select {
 				case ch <- c:
 					last, first = st.Leader, false
+					high = max(high, st.Leader.Term)
 				case <-ctx.Done():
 					return
 				}

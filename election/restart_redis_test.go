@@ -1,7 +1,9 @@
 package election_test
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"dlm/election"
 	"dlm/redlock/redlocktest"
@@ -10,13 +12,15 @@ import (
 // Over real redis-server nodes without persistence, with the issue's
 // numbers: 3 nodes, ttl 500ms, three elections, a rolling restart (each
 // node down ttl+ttl/4+100ms), one more election. Failed before the restart
-// repair: terms [1 2 3 1] on both adapters.
+// repair: terms [1 2 3 1] on both adapters. Observe, polling throughout,
+// reports the new leader without an error.
 func TestTermsAcrossRollingRestartOverRedis(t *testing.T) {
 	for _, a := range adapters {
 		t.Run(a.name, func(t *testing.T) {
 			t.Parallel()
 			cl := redlocktest.Start(t, 3)
-			e, err := election.New(dialRedis(t, a.dial, cl.URLs(), restartTTL), "db")
+			client := dialRedis(t, a.dial, cl.URLs(), restartTTL)
+			e, err := election.New(client, "db")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -24,11 +28,39 @@ func TestTermsAcrossRollingRestartOverRedis(t *testing.T) {
 			for _, id := range []string{"a", "b", "c"} {
 				terms = append(terms, elect(t, e, id))
 			}
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			obs, err := election.New(client, "db", election.WithPollInterval(20*time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			changes := obs.Observe(ctx)
 			for _, s := range cl.Servers {
 				s.Restart(restartDown)
 			}
-			terms = append(terms, elect(t, e, "d"))
+			d, err := e.Campaign(t.Context(), "d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			terms = append(terms, d.Term())
 			increasing(t, terms)
+			for c := range changes {
+				if c.Err != nil {
+					t.Errorf("Observe: %+v: %v", c.Leader, c.Err)
+				}
+				if c.Leader.ID == "d" {
+					if c.Leader.Term != d.Term() {
+						t.Errorf("Observe: d with term %d, want %d", c.Leader.Term, d.Term())
+					}
+					break
+				}
+			}
+			cancel()
+			for range changes {
+			}
+			if err := d.Resign(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 			terms = append(terms, elect(t, e, "e"))
 			increasing(t, terms)
 		})
