@@ -267,8 +267,9 @@ type Leadership struct {
 	term     uint64
 	since    time.Time
 
-	mu sync.Mutex
-	id string // Proclaim changes it
+	proclaim sync.Mutex // Proclaim, one at a time
+	mu       sync.Mutex
+	id       string // Proclaim changes it
 }
 
 // ID returns the leader's identity: Campaign's id, or the last one
