@@ -262,7 +262,9 @@ few nodes answered to tell.`,
 // electPoll is how often a waiting dlm elect reads who leads: often enough
 // to tell a change within the failover time (about a ttl), seldom enough
 // to cost the nodes little over a long wait.
-func electPoll(ttl time.Duration) time.Duration { return min(max(ttl/3, 100*time.Millisecond), time.Second) }
+func electPoll(ttl time.Duration) time.Duration {
+	return min(max(ttl/3, 100*time.Millisecond), time.Second)
+}
 
 // leaderOut is the JSON of an election's status (dlm leader --json).
 func leaderOut(name string, st election.Status) leaderJSON {
