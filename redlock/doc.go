@@ -200,7 +200,9 @@
 // across any sequence of restarts without persistence (all nodes at once
 // included), provided that the wall clock of a client that repairs is not
 // behind that of an earlier repairing client by more than the time between
-// them, and that every client of the resource has the repair; without a
+// them (the grants counted since then, each taking round trips, stay below
+// the clock in microseconds), and that every client of the resource has
+// the repair; without a
 // loss the clock is not used. The first grant on new nodes is a repair, so
 // tokens start at about 1.8e15 there, then count. The argument is in
 // fencing.go and docs/fencing.md. Sets (LockAll) and read-write locks read

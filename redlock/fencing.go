@@ -191,8 +191,8 @@ func (c *Client) fence(ctx context.Context, resource string, acq *fan, phase1 []
 // resource, confirmed on a quorum Q. A later acquiring quorum shares a node
 // Y with Q. If a node of the quorum lost its floor, the new token is above
 // the clock, and so above t (t counted grants, far below the clock in
-// microseconds, or was itself a clock value of an earlier repair, below the
-// clock unless clocks stepped back). Otherwise Y kept its floor: either Y
+// microseconds, or counted up from a clock value of an earlier repair, one
+// per grant of round trips, so below the clock unless clocks stepped back). Otherwise Y kept its floor: either Y
 // kept its fence since t (at least t), or Y lost its keys after t and a
 // later repair set its floor to a clock value above t. Either way the read
 // is at least t and the token above it. The wall clock is trusted only
