@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dlm/election"
+	"dlm/redlock"
 	"dlm/redlock/redlocktest"
 )
 
@@ -63,6 +64,17 @@ func TestTermsAcrossRollingRestartOverRedis(t *testing.T) {
 			}
 			terms = append(terms, elect(t, e, "e"))
 			increasing(t, terms)
+			// The repair left its floor key (the fence prefix itself) on a
+			// quorum: each restarted node that took part in d's election.
+			floors := 0
+			for _, s := range cl.Servers {
+				if v, err := s.Client().Get(t.Context(), redlock.DefaultFencePrefix).Result(); err == nil && v != "" {
+					floors++
+				}
+			}
+			if floors < 2 {
+				t.Errorf("floor key %q on %d of 3 nodes, want a quorum", redlock.DefaultFencePrefix, floors)
+			}
 		})
 	}
 }

@@ -585,7 +585,7 @@ func (n *MemNode) apply(c *memCall) memResult {
 	case opPutRecord, opReadRecord:
 		return n.applyRecord(c, now)
 	case opAcquireFencedFloor, opRaiseFenceRepair:
-		return n.applyFloor(c, now, lieAcq, lieAll) // memnode_floor.go
+		return n.applyFloor(c, now, lieAll) // memnode_floor.go
 	}
 	if res, ok := n.applyMulti(c, now); ok { // memnode_multi.go
 		return res

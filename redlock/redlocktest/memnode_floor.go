@@ -44,39 +44,28 @@ func (n FloorNode) RaiseFenceRepair(ctx context.Context, key, fenceKey, floorKey
 }
 
 // applyFloor runs the operations of the fence floor, as the fencing
-// scripts do with their third key. Called with n.mu held.
-func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAcq, lieAll bool) memResult {
-	r := c.req
-	switch r.Op {
-	case opAcquireFencedFloor:
-		if !lieAcq {
-			if _, held := n.live(r.Key, now); held {
-				return memResult{}
-			}
-			n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
-		}
-		f, err := n.fenceLocked(c.fenceKey, now)
-		if err != nil {
-			return memResult{err: err}
-		}
-		if _, kept := n.live(c.floorKey, now); !kept {
-			return memResult{ok: true, fence: f, lost: true}
-		}
-		floor, err := n.fenceLocked(c.floorKey, now)
-		if err != nil {
-			return memResult{err: err}
-		}
-		return memResult{ok: true, fence: max(f, floor)}
-	default: // opRaiseFenceRepair
-		// RaiseFence's step, counted once among the applied operations.
+// scripts do with their third key: AcquireFenced's or RaiseFence's step
+// (counted once among the applied operations), then the floor's. Called
+// with n.mu held.
+func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAll bool) memResult {
+	acquire := c.req.Op == opAcquireFencedFloor
+	if acquire {
+		c.req.Op = opAcquireFenced
+	} else {
 		c.req.Op = opRaiseFence
-		n.applied.Add(-1)
-		res := n.apply(c)
-		if res.ok && !lieAll {
-			if _, kept := n.live(c.floorKey, now); !kept {
-				n.keys[c.floorKey] = memEntry{value: strconv.FormatUint(c.token, 10)}
-			}
-		}
-		return res
 	}
+	n.applied.Add(-1)
+	res := n.apply(c)
+	_, kept := n.live(c.floorKey, now)
+	switch {
+	case !res.ok || res.err != nil:
+	case acquire && !kept:
+		res.lost = true
+	case acquire:
+		floor, err := n.fenceLocked(c.floorKey, now)
+		res.fence, res.err = max(res.fence, floor), err
+	case !kept && !lieAll:
+		n.keys[c.floorKey] = memEntry{value: strconv.FormatUint(c.token, 10)}
+	}
+	return res
 }
