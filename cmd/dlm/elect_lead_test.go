@@ -55,6 +55,9 @@ func TestElectKeepsLeadingAndAnnounces(t *testing.T) {
 	if !saw {
 		t.Errorf("the waiting candidate's stderr has no leader event: %s", r.stderr)
 	}
+	if j := leaderOf(t, nodes, "svc"); j.Leader == nil || *j.Leader != "solo" || j.Since == nil {
+		t.Errorf("dlm leader --json while solo leads = %+v, want solo with since", j)
+	}
 	select {
 	case err := <-doneA:
 		if code := exitOf(err); code != 0 {
