@@ -16,8 +16,7 @@ var ErrTermDecreased = errors.New("election: term went down")
 // Change is one change of an election's leader, as Observe reports it.
 type Change struct {
 	// Leader is the leader read and its term: an empty ID says there is no
-	// leader (Term is then the highest term granted so far as far as the
-	// nodes read know).
+	// leader (Term is then the highest term read so far).
 	Leader Leader
 	// Since is when the leader was elected (Status.Since).
 	Since time.Time
@@ -32,10 +31,11 @@ type Change struct {
 // the first state it reads and then every change of (leader, term): a new
 // leader, a new term, or no leader. A change to a leader whose term is
 // below the highest term read before carries an error wrapping
-// ErrTermDecreased; it is not hidden. (While there is no leader, the term
-// read is the highest fence value of the nodes that answered, which drops
-// for a while when nodes restart without persistence: that is reported as
-// a change, without an error.) Reads that fail are skipped. A leader who comes and goes between
+// ErrTermDecreased; it is not hidden. While there is no leader, the term
+// reported is the highest term read so far (a read without a leader finds
+// the highest fence value of the nodes that answered, which drops when a
+// node is slow to answer or restarted without persistence). Reads that
+// fail are skipped. A leader who comes and goes between
 // two reads is not seen. The channel is closed when ctx ends; the caller
 // must keep receiving until then.
 func (e *Election) Observe(ctx context.Context) <-chan Change {
@@ -49,6 +49,9 @@ func (e *Election) Observe(ctx context.Context) <-chan Change {
 		defer t.Stop()
 		for {
 			st, err := e.Status(ctx)
+			if err == nil && !st.OK {
+				st.Leader.Term = max(st.Leader.Term, high)
+			}
 			if err == nil && (first || st.Leader != last) {
 				c := Change{Leader: st.Leader, Since: st.Since}
 				if st.OK && st.Leader.Term < high {

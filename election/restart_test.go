@@ -173,11 +173,11 @@ func TestObserveReportsTermDecrease(t *testing.T) {
 		}
 		defer func() { _ = d.Resign(t.Context()) }()
 		// Meanwhile the reads without a leader found lower terms as the
-		// nodes forgot their fences: changes, not errors.
+		// nodes forgot their fences: no error, and reported as term 3.
 		for c := range changes {
 			if c.Leader.ID != "d" {
-				if c.Err != nil {
-					t.Errorf("change %+v: %v, want no error without a leader", c.Leader, c.Err)
+				if c.Err != nil || c.Leader.Term != 3 {
+					t.Errorf("change %+v, %v: want no leader, term 3, no error", c.Leader, c.Err)
 				}
 				continue
 			}
