@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -99,5 +101,50 @@ func TestElectAnnouncesOnTerminal(t *testing.T) {
 	announcer{w: &quiet, name: "svc"}.event("leader", election.Status{}, "", nil)
 	if quiet.Len() != 0 {
 		t.Errorf("not a terminal, no --json: wrote %q, want nothing", quiet.String())
+	}
+}
+
+// A leader whose dlm hangs (SIGSTOP) stops extending: its leadership ends
+// within the ttl for the others, and a waiting candidate is elected with a
+// higher term while the first is still stopped; when it runs again it
+// notices the loss and exits 74.
+func TestElectHungLeaderIsReplaced(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "1s", "--json",
+		"svc", "--id", "a", "--", "sleep", "60")
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	doneA := make(chan error, 1)
+	go func() { doneA <- a.Wait() }()
+	defer func() { _ = a.Process.Kill() }()
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(stderrA.String(), `"event":"elected"`) },
+		"a never elected; stderr: %s", stderrA)
+	termA := leaderOf(t, nodes, "svc").Term
+	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	r := runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--wait", "20s",
+		"svc", "--id", "b", "--", "sh", "-c", `echo "$DLM_LEADER_TERM"`)
+	elected := time.Since(stopped)
+	if r.code != 0 {
+		t.Fatalf("b: exit %d, want 0; stderr: %s", r.code, r.stderr)
+	}
+	if termB, _ := strconv.ParseUint(strings.TrimSpace(r.stdout), 10, 64); termB <= termA {
+		t.Errorf("b's term %q, want above a's %d", r.stdout, termA)
+	}
+	t.Logf("b elected %v after a's dlm was stopped (ttl 900ms)", elected.Round(time.Millisecond))
+	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-doneA:
+		if code := exitOf(err); code != exitLockLost {
+			t.Errorf("a after SIGCONT: exit %d, want %d; stderr: %s", code, exitLockLost, stderrA)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("a did not end after SIGCONT; stderr: %s", stderrA)
 	}
 }
