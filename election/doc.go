@@ -24,7 +24,7 @@
 //
 // Under Redlock's assumptions (crash faults only, R2; clocks that advance
 // at about the same rate, R9; nodes that keep their keys or restart late,
-// R16):
+// R16) for the one-leader promise, and those stated for terms:
 //
 //   - At most one leader at a time believes it leads. A leader is a holder
 //     of the election's lock, and believes it leads from Campaign's return
@@ -39,6 +39,20 @@
 //     fence is a quorum max-register, raised on a quorum by each grant,
 //     and every two quorums share a node). A store that refuses writes
 //     carrying a term below one it has seen refuses a deposed leader.
+//     Nodes that restart without persistence, late or not, any number of
+//     them at any times (a rolling restart included), do not make a term
+//     go down when the nodes have adapter.FenceFloorNode (both Redis
+//     adapters): a node that lost its keys is repaired by the next
+//     election whose quorum includes it, whose term is then at least the
+//     candidate's wall clock in microseconds (see redlock's package
+//     documentation, "Restarts without persistence"). That rests on two
+//     things more: the wall clock of a candidate that repairs is not
+//     behind that of an earlier repairing candidate by more than the time
+//     between them, and every candidate has the repair (this version or
+//     later). Without a loss terms count 1, 2, 3...; the first election
+//     on new nodes is a repair, so terms there start near 1.8e15. Over
+//     nodes without FenceFloorNode, terms need nodes that keep their fence
+//     values (AOF with appendfsync always, R16.2).
 //   - Leader never reports a wrong term. A record is written only by the
 //     holder of the lock, after its fencing phase, and carries the holder's
 //     own token; a node returns it only while its key holds that holder's
@@ -57,13 +71,26 @@
 //     as a quorum of nodes is up (R1.2, R1.3). The ttl (WithLockOptions,
 //     redlock.WithTTL) is therefore the failover bound, against how long a
 //     live leader may be stopped without losing its leadership.
+//   - A leadership lasts for as long as the leader's process and a quorum
+//     of nodes are alive: it renews every extension interval with the same
+//     term, without a gap and without a bound on the extensions (a
+//     campaign is a promise to keep leading; R17's bound protects locks
+//     from holders that forgot them, which a leader that stops extending
+//     cannot do for longer than the ttl).
 //   - A leadership is noticed lost at once, as a lock with auto-extension:
 //     Done closes and Err says why (an extension found the keys gone on too
-//     many nodes, or the validity passed without one). A term is bounded
-//     like every lock (R17, redlock.WithMaxExtensions): at the bound the
-//     leadership ends with redlock.ErrMaxExtensions, and the candidate may
-//     campaign again for a new, higher term.
+//     many nodes, or the validity passed without one). A leader whose
+//     process hangs makes no extension: its keys expire within the ttl, the
+//     next candidate is elected, and when the process runs again its Done
+//     closes at once (ErrExpired).
 //
-// Observe polls Leader and reports the changes in order of term; it may
-// miss a leader that comes and goes between two polls.
+// Observe polls Status and reports every change of (leader, term); a
+// leader whose term is below a term read before is reported with an error
+// wrapping ErrTermDecreased rather than hidden. It may miss a leader that
+// comes and goes between two polls. Run wraps Campaign and Observe in the
+// style of client-go (callbacks for started leading, stopped leading and
+// new leader; the leadership tied to a context, cancel resigns); Proclaim
+// changes a leader's published identity; Leadership.Handle and Resume move
+// a leadership to another process with its term; ReadStatus gives
+// (leader, term, since) to tools such as dlm status.
 package election

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -48,11 +50,13 @@ type options struct {
 // WithLockOptions sets the options of the leadership's lock, given to
 // redlock.Client.Lock at each campaign over the client's defaults: the ttl
 // (how long a leader that stops extending stays leader: the failover
-// bound), the retry delay, the extension interval and bound. Default none:
-// the client's settings. WithAutoExtend is always added; WithTries is
+// bound), the retry delay, the extension interval. Default none: the
+// client's settings. WithAutoExtend is always added; WithTries is
 // overridden (a campaign retries until ctx ends, whatever bound the client
-// or opts set), and so is WithValue: every round of a campaign locks with
-// a value of its own, 128 bits from crypto/rand (R4).
+// or opts set), WithMaxExtensions too (a leadership renews for as long as
+// the leader's process and a quorum are alive: see Leadership.Done for how
+// it ends), and so is WithValue: every round of a campaign locks with a
+// value of its own, 128 bits from crypto/rand (R4).
 func WithLockOptions(opts ...redlock.LockOption) Option {
 	return func(o *options) { o.lock = append(o.lock, opts...) }
 }
@@ -138,7 +142,7 @@ func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error)
 	}
 	// WithTries(0): a bound on the tries, of the client's defaults or of
 	// WithLockOptions, would end the campaign before ctx does.
-	opts := append(append([]redlock.LockOption(nil), e.opts.lock...), redlock.WithAutoExtend(), redlock.WithTries(0), nil)
+	opts := append(e.leaseOptions(), redlock.WithTries(0), nil)
 	for {
 		// A value of its own for every round (R4), over any WithValue
 		// among the options: a value used again would bind this round's
@@ -149,10 +153,10 @@ func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error)
 		if err != nil {
 			return nil, fmt.Errorf("election %q: campaign of %q: %w", e.name, id, err)
 		}
-		term := l.Token()
-		err = l.PutRecord(ctx, formatRecord(term, id))
+		term, since := l.Token(), time.Now().Truncate(time.Millisecond)
+		err = l.PutRecord(ctx, formatRecord(term, since, id))
 		if err == nil {
-			return &Leadership{election: e, lock: l, id: id, term: term}, nil
+			return &Leadership{election: e, lock: l, id: id, term: term, since: since}, nil
 		}
 		// Not elected: give the lock back (bounded by the release
 		// timeout, whatever ctx says) and try again.
@@ -185,15 +189,45 @@ func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error)
 // writes that must not come from a deposed leader carry its term as a
 // fencing token.
 func (e *Election) Leader(ctx context.Context) (Leader, bool, error) {
+	st, err := e.Status(ctx)
+	return st.Leader, st.OK, err
+}
+
+// leaseOptions are the options of the leadership's lock: WithLockOptions,
+// then auto-extension with no bound that a leader could reach (a campaign
+// is a promise to keep leading while alive; R17's bound protects locks
+// from holders that forgot them, and a leader that stops extending loses
+// its leadership within the ttl all the same).
+func (e *Election) leaseOptions() []redlock.LockOption {
+	return append(append([]redlock.LockOption(nil), e.opts.lock...), redlock.WithAutoExtend(), redlock.WithMaxExtensions(math.MaxInt))
+}
+
+// Status is an election as a read found it (Election.Status).
+type Status struct {
+	// Leader is the leader and its term; with OK false, no leader and the
+	// highest term granted so far as far as the nodes read know.
+	Leader Leader
+	// OK reports whether there is a leader.
+	OK bool
+	// Since is when the leader was elected, by its own wall clock (to the
+	// millisecond), or the zero time when there is no leader or its record
+	// was written by a version of dlm that did not publish it.
+	Since time.Time
+}
+
+// Status reads the election as Leader does, and also when the leader was
+// elected: (leader, term, since) for a status display such as dlm status.
+// The error is Leader's.
+func (e *Election) Status(ctx context.Context) (Status, error) {
 	reads, err := e.client.ReadRecords(ctx, e.resource)
 	if err != nil {
-		return Leader{}, false, fmt.Errorf("election %q: read leader: %w", e.name, err)
+		return Status{}, fmt.Errorf("election %q: read leader: %w", e.name, err)
 	}
 	q := e.client.Quorum()
 	answered := 0
 	var top uint64
 	var errs []error
-	votes := make(map[Leader]int, 1)
+	votes := make(map[record]int, 1)
 	for _, r := range reads {
 		if r.Err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", r.Node, r.Err))
@@ -209,51 +243,19 @@ func (e *Election) Leader(ctx context.Context) (Leader, bool, error) {
 		}
 	}
 	if answered < q {
-		return Leader{}, false, fmt.Errorf("%w of election %q: %d of %d nodes answered, a quorum needs %d: %w",
+		return Status{}, fmt.Errorf("%w of election %q: %d of %d nodes answered, a quorum needs %d: %w",
 			ErrNoQuorum, e.name, answered, len(reads), q, errors.Join(errs...))
 	}
-	for ld, n := range votes {
+	for rec, n := range votes {
 		if n >= q {
-			return ld, true, nil
+			st := Status{Leader: rec.Leader, OK: true}
+			if rec.since != 0 {
+				st.Since = time.UnixMilli(rec.since)
+			}
+			return st, nil
 		}
 	}
-	return Leader{Term: top}, false, nil
-}
-
-// Observe reads the leader every poll interval (WithPollInterval) until ctx
-// ends, and sends on the channel it returns the first leader it reads and
-// then every change (another ID or Term), in order of term: a read that
-// finds a lower term than one already sent is stale (a node behind) and is
-// skipped, as are reads that fail. A Leader with an empty ID says there is
-// no leader. A leader who comes and goes between two reads is not seen.
-// The channel is closed when ctx ends; the caller must keep receiving
-// until then.
-func (e *Election) Observe(ctx context.Context) <-chan Leader {
-	ch := make(chan Leader)
-	go func() {
-		defer close(ch)
-		var last Leader
-		first := true
-		t := time.NewTicker(e.opts.poll)
-		defer t.Stop()
-		for {
-			ld, _, err := e.Leader(ctx)
-			if err == nil && (first || ld != last) && ld.Term >= last.Term {
-				select {
-				case ch <- ld:
-					last, first = ld, false
-				case <-ctx.Done():
-					return
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return ch
+	return Status{Leader: Leader{Term: top}}, nil
 }
 
 // Leadership is a won election: the lock of the election held with
@@ -262,12 +264,25 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 type Leadership struct {
 	election *Election
 	lock     *redlock.Lock
-	id       string
 	term     uint64
+	since    time.Time
+
+	proclaim sync.Mutex // Proclaim, one at a time
+	mu       sync.Mutex
+	id       string // Proclaim changes it
 }
 
-// ID returns the leader's identity.
-func (l *Leadership) ID() string { return l.id }
+// ID returns the leader's identity: Campaign's id, or the last one
+// Proclaim published.
+func (l *Leadership) ID() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.id
+}
+
+// Since returns when the leadership began, by this process's wall clock
+// (to the millisecond) at the election: what Status reports to others.
+func (l *Leadership) Since() time.Time { return l.since }
 
 // Term returns the leadership's term: its fencing token (R18), strictly
 // greater than the term of every earlier leader of the election. Pass it
@@ -286,14 +301,22 @@ func (l *Leadership) Until() time.Time { return l.lock.Until() }
 // Done returns a channel that is closed when the leadership ends: Resign,
 // or its loss, noticed as for a lock with auto-extension (an extension
 // found the keys gone on too many nodes, or the validity passed without a
-// successful extension, or the extension bound was reached, or the client
-// was closed). Err then says why.
+// successful extension, or the client was closed). Err then says why.
+//
+// There is no bound on the extensions of a leadership: it renews, with the
+// same term and without a gap, every extension interval (ttl/3 by
+// default) for as long as the leader's process runs and a quorum of nodes
+// answers. It ends when they do not: a leader whose process hangs (stopped,
+// or starved past the ttl) makes no extension, so its keys expire within
+// the ttl and another candidate is elected; when the process runs again,
+// its Done is closed at once, the validity having passed (ErrExpired). A
+// leader paused past its validity may act before it notices: its term is
+// what a fenced store refuses then.
 func (l *Leadership) Done() <-chan struct{} { return l.lock.Done() }
 
 // Err returns nil while the leadership is held, and afterwards why it is
 // not, as redlock.Lock.Err: redlock.ErrUnlocked after Resign,
-// redlock.ErrLost, redlock.ErrExpired (with redlock.ErrMaxExtensions at the
-// extension bound) or redlock.ErrClosed.
+// redlock.ErrLost, redlock.ErrExpired or redlock.ErrClosed.
 func (l *Leadership) Err() error { return l.lock.Err() }
 
 // Resign gives up the leadership: it releases the election's lock on every
@@ -308,22 +331,38 @@ func (l *Leadership) Resign(ctx context.Context) error {
 	return l.lock.Unlock(ctx)
 }
 
-// formatRecord is the published record of a leader: "TERM ID".
-func formatRecord(term uint64, id string) string {
-	return strconv.FormatUint(term, 10) + " " + id
+// record is a leader's published record: its term and identity, and
+// since when it leads (Unix milliseconds, 0 when unknown).
+type record struct {
+	Leader
+	since int64
 }
 
-// parseRecord reads a record written by formatRecord.
-func parseRecord(s string) (Leader, bool) {
-	t, id, ok := strings.Cut(s, " ")
+// formatRecord is the published record of a leader: "TERM@SINCE ID", SINCE
+// in Unix milliseconds.
+func formatRecord(term uint64, since time.Time, id string) string {
+	return strconv.FormatUint(term, 10) + "@" + strconv.FormatInt(since.UnixMilli(), 10) + " " + id
+}
+
+// parseRecord reads a record written by formatRecord, or an earlier
+// version's "TERM ID" (no since).
+func parseRecord(s string) (record, bool) {
+	head, id, ok := strings.Cut(s, " ")
 	if !ok || id == "" {
-		return Leader{}, false
+		return record{}, false
 	}
+	t, at, timed := strings.Cut(head, "@")
 	term, err := strconv.ParseUint(t, 10, 64)
 	if err != nil {
-		return Leader{}, false
+		return record{}, false
 	}
-	return Leader{ID: id, Term: term}, true
+	var since int64
+	if timed {
+		if since, err = strconv.ParseInt(at, 10, 64); err != nil || since <= 0 {
+			return record{}, false
+		}
+	}
+	return record{Leader{ID: id, Term: term}, since}, true
 }
 
 // CheckName returns an error wrapping ErrInvalid, saying what is wrong,

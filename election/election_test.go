@@ -295,8 +295,11 @@ func TestObserveInOrder(t *testing.T) {
 		seen := make(chan []election.Leader, 1)
 		go func() {
 			var all []election.Leader
-			for ld := range changes {
-				all = append(all, ld)
+			for c := range changes {
+				if c.Err != nil {
+					t.Errorf("change %+v: %v", c.Leader, c.Err)
+				}
+				all = append(all, c.Leader)
 			}
 			seen <- all
 		}()

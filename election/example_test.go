@@ -93,23 +93,51 @@ func ExampleElection_Observe() {
 	defer cancel()
 
 	changes := e.Observe(ctx)
-	fmt.Println("first:", <-changes)
+	fmt.Println("first:", (<-changes).Leader)
 	lead, _ := e.Campaign(ctx, "host-a")
-	for ld := range changes {
-		if ld.ID == "host-a" {
-			fmt.Println("elected:", ld)
+	for c := range changes {
+		if c.Leader.ID == "host-a" {
+			fmt.Println("elected:", c.Leader, "since the campaign returned:", !c.Since.After(time.Now()))
 			break
 		}
 	}
 	_ = lead.Resign(ctx)
-	for ld := range changes {
-		if ld.ID == "" {
-			fmt.Println("no leader since term", ld.Term)
+	for c := range changes {
+		if c.Leader.ID == "" {
+			fmt.Println("no leader since term", c.Leader.Term)
 			break
 		}
 	}
 	// Output:
 	// first: { 0}
-	// elected: {host-a 1}
+	// elected: {host-a 1} since the campaign returned: true
 	// no leader since term 1
+}
+
+// Show an election beside the locks, from a client without fencing, as
+// dlm status does.
+func ExampleReadStatus() {
+	nodes, _ := redlocktest.NewMemNodes(3)
+	client, _ := redlock.New(nodes, redlock.WithFencing())
+	defer client.Close()
+	e, _ := election.New(client, "scheduler")
+	lead, _ := e.Campaign(context.Background(), "host-a")
+	defer lead.Resign(context.Background())
+
+	reader, _ := redlock.New(nodes) // no fencing: it only reads
+	defer reader.Close()
+	for _, resource := range []string{"election:scheduler", "backup"} {
+		name, ok := election.NameOf(resource)
+		if !ok {
+			continue
+		}
+		st, err := election.ReadStatus(context.Background(), reader, name)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Printf("election %s: leader %s, term %d, elected before now: %v\n", name, st.Leader.ID, st.Leader.Term, st.Since.Before(time.Now().Add(time.Millisecond)))
+	}
+	// Output:
+	// election scheduler: leader host-a, term 1, elected before now: true
 }

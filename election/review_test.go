@@ -123,7 +123,7 @@ func TestReviewCloseEndsCampaignAndLeadership(t *testing.T) {
 		}
 		octx, stop := context.WithCancel(t.Context())
 		seen := newElection(t, newClient(t, nodes)).Observe(octx)
-		if ld := <-seen; ld.ID != "a" {
+		if ld := (<-seen).Leader; ld.ID != "a" {
 			t.Fatalf("Observe: first leader %+v, want a", ld)
 		}
 		got := make(chan error, 1)

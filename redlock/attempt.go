@@ -27,6 +27,7 @@ func (c *Client) attempt(ctx context.Context, t target, value string, o lockOpti
 			f.fenceKey = c.opts.fencePrefix + resource
 		}
 		f.fences = make([]uint64, len(c.nodes))
+		f.lost = make([]bool, len(c.nodes))
 	}
 	c.send(f)
 	return c.decideAcquire(f, resource, o, final, nil)

@@ -89,18 +89,23 @@ func TestLyingNode(t *testing.T) { // R1.1, B3
 	})
 }
 
-// inflateFence lies about the fencing scripts: the fenced acquire (two keys,
-// two arguments) reports a huge fence value, and the raise (two keys, three
-// arguments) claims success.
+// inflateFence lies about the fencing scripts: the fenced acquire (two
+// keys, or three with the floor key of the restart repair, and two
+// arguments) reports a huge fence value (and a kept floor), and the raise
+// (the same keys and three arguments) claims success.
 func inflateFence(args []string) (string, bool) {
 	cmd := strings.ToUpper(args[0])
-	if (cmd != "EVALSHA" && cmd != "EVAL") || len(args) < 5 || args[2] != "2" || !strings.HasPrefix(args[4], redlock.DefaultFencePrefix) {
+	if (cmd != "EVALSHA" && cmd != "EVAL") || len(args) < 5 || (args[2] != "2" && args[2] != "3") || !strings.HasPrefix(args[4], redlock.DefaultFencePrefix) {
 		return "", false
 	}
-	switch len(args) {
-	case 7:
+	keys := int(args[2][0] - '0')
+	switch len(args) - 3 - keys { // the arguments after the keys
+	case 2:
+		if args[2] == "3" {
+			return "*3\r\n:1\r\n$19\r\n9000000000000000000\r\n:1\r\n", true
+		}
 		return "*2\r\n:1\r\n$19\r\n9000000000000000000\r\n", true
-	case 8:
+	case 3:
 		return ":1\r\n", true
 	}
 	return "", false

@@ -183,12 +183,32 @@
 //
 // The cost is a second round trip to the nodes per acquisition (see
 // BenchmarkFencing) and a Lua script instead of SET for phase 1; Unlock and
-// Extend are unchanged. Every node must implement adapter.FencingNode (New refuses
-// others), and must keep fence values across crashes: AOF with appendfsync
-// always (R16.2). The delayed restart of R16.3 protects lock keys but not
-// fence values, and a node that forgets its fence can let a later grant
-// read a smaller value. For the same reason nodes must not evict keys
-// (maxmemory-policy noeviction).
+// Extend are unchanged. Every node must implement adapter.FencingNode (New
+// refuses others), and nodes must not evict keys (maxmemory-policy
+// noeviction).
+//
+// Restarts without persistence. A node that restarts empty forgets its
+// fence values, and after such restarts on enough nodes a quorum may read
+// a smaller value than the last token. Nodes with adapter.FenceFloorNode
+// (redlock/goredis, redlock/rueidis) are repaired, for single-resource
+// locks (Lock and TryLock of one resource): each keeps a floor key
+// (the fence prefix itself, never expiring) whose absence tells that the
+// node is new or lost its keys; phase 1 reads it (the fence counts as at
+// least the floor), and when a node of the acquiring quorum lacks it, the
+// token is at least the client's wall clock in microseconds and phase 2
+// sets the missing floors to the token. Then tokens strictly increase
+// across any sequence of restarts without persistence (all nodes at once
+// included), provided that the wall clock of a client that repairs is not
+// behind that of an earlier repairing client by more than the time between
+// them (the grants counted since then, each taking round trips, stay below
+// the clock in microseconds), and that every client of the resource has
+// the repair; without a
+// loss the clock is not used. The first grant on new nodes is a repair, so
+// tokens start at about 1.8e15 there, then count. The argument is in
+// fencing.go and docs/fencing.md. Sets (LockAll) and read-write locks read
+// no floor: their tokens need durable fence values, AOF with appendfsync
+// always (R16.2); the delayed restart of R16.3 protects lock keys but not
+// fence values.
 //
 // Memory: by default a fence key is never deleted, about 100 bytes per
 // resource name ever locked, on each node. For workloads with millions of

@@ -74,6 +74,8 @@ type fan struct {
 	fenceKeys []string // a set's (multi.go)
 	token     uint64
 	fences    []uint64 // phase 1: each node's fence, written before its answer
+	lost      []bool   // phase 1: the node lost its fence values (fencing.go)
+	repair    bool     // phase 2: the raise repairs the nodes that lost them
 
 	// Records (record.go; blocking methods only).
 	recordKey string
@@ -167,12 +169,8 @@ func (f *fan) call(i int) adapter.Call {
 func (f *fan) blocking(i int) (bool, error) {
 	c := f.c
 	switch f.req.Op {
-	case opAcquireFenced:
-		ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.req.TTL)
-		f.fences[i] = fence // read after the answer, under f.mu
-		return ok, err
-	case opRaiseFence:
-		return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.token, c.opts.fenceRetention)
+	case opAcquireFenced, opRaiseFence:
+		return f.blockingFence(i) // fencing.go
 	case opAcquireAllFenced, opRaiseFences:
 		return f.blockingAll(i) // multi.go
 	case opWAcquireFenced:

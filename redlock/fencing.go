@@ -137,12 +137,19 @@ func (c *Client) fence(ctx context.Context, resource string, acq *fan, phase1 []
 	}
 	var res fenceResult
 	read := make([]uint64, 0, c.quorum)
+	floor, repair := c.fenceFloor(), false
 	for i, r := range phase1 {
 		if r.Outcome == Acquired {
 			read = append(read, acq.fences[i])
+			// A node of the quorum lost its fence values (the restart
+			// repair, see repairFloor).
+			repair = repair || (acq.lost != nil && acq.lost[i])
 		}
 	}
-	token, err := nextToken(read, c.opts.byzantine, c.fenceFloor())
+	if repair {
+		floor = max(floor, repairFloor())
+	}
+	token, err := nextToken(read, c.opts.byzantine, floor)
 	if err != nil {
 		res.at, res.failed, res.err = time.Now(), true, err
 		return res
@@ -157,10 +164,62 @@ func (c *Client) fence(ctx context.Context, resource string, acq *fan, phase1 []
 		res.at, res.failed, res.err = time.Now(), true, ErrClosed
 		return res
 	}
-	f.fenceKey, f.fenceKeys, f.token = acq.fenceKey, acq.fenceKeys, token
+	f.fenceKey, f.fenceKeys, f.token, f.repair = acq.fenceKey, acq.fenceKeys, token, repair
 	c.send(f)
 	state, t2 := f.await()
 	f.settle(false, false)
 	res.nodes, res.at, res.failed = f.results(), t2, state != reached
 	return res
+}
+
+// The restart repair. A quorum max-register keeps a fence value only while
+// a quorum of its nodes keeps it: a node that restarts without persistence
+// (R16.1) forgets every fence value, and after such restarts on enough
+// nodes, a quorum may read the fence of a resource lower than its last
+// token, so that the token goes down (election terms too). Each node that
+// has adapter.FenceFloorNode keeps a floor key, named by the fence prefix
+// itself (no resource has an empty name, so no fence key is the prefix);
+// it never expires, so a node without it is new or lost its keys. Phase 1
+// reads it with the fence (the fence counts as at least the floor). When
+// every node of the acquiring quorum kept its floor, the token is the
+// quorum max-register's, as before. When one did not, the token is at
+// least the wall clock in microseconds (repairFloor), and phase 2 sets the
+// floor key of each node that lacks it to the token: the node's missing
+// fences of every resource then read as that token.
+//
+// Why tokens still strictly increase: let t be the last token of a
+// resource, confirmed on a quorum Q. A later acquiring quorum shares a node
+// Y with Q. If a node of the quorum lost its floor, the new token is above
+// the clock, and so above t (t counted grants, far below the clock in
+// microseconds, or counted up from a clock value of an earlier repair, one
+// per grant of round trips, so below the clock unless clocks stepped back). Otherwise Y kept its floor: either Y
+// kept its fence since t (at least t), or Y lost its keys after t and a
+// later repair set its floor to a clock value above t. Either way the read
+// is at least t and the token above it. The wall clock is trusted only
+// after a loss, as WithFenceRetention trusts it after a gap.
+
+// repairFloor is the clock floor of a token that repairs nodes: the wall
+// clock in microseconds since the Unix epoch.
+func repairFloor() uint64 { return uint64(max(0, time.Now().UnixMicro())) }
+
+// blockingFence runs phase 1 or phase 2 of a single-resource fenced
+// acquisition on node i, with the floor key where the node has it.
+func (f *fan) blockingFence(i int) (bool, error) {
+	c := f.c
+	fl, floored := c.nodes[i].(adapter.FenceFloorNode)
+	floorKey := c.opts.fencePrefix
+	if f.req.Op == opAcquireFenced {
+		if !floored || f.lost == nil {
+			ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.req.TTL)
+			f.fences[i] = fence // read after the answer, under f.mu
+			return ok, err
+		}
+		ok, fence, kept, err := fl.AcquireFencedFloor(f.nctx, f.req.Key, f.fenceKey, floorKey, f.req.Value, f.req.TTL)
+		f.fences[i], f.lost[i] = fence, !kept // read after the answer, under f.mu
+		return ok, err
+	}
+	if floored && f.repair {
+		return fl.RaiseFenceRepair(f.nctx, f.req.Key, f.fenceKey, floorKey, f.req.Value, f.token, c.opts.fenceRetention)
+	}
+	return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.token, c.opts.fenceRetention)
 }

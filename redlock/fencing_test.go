@@ -276,8 +276,10 @@ func TestFenceRetention(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if l2.Token() != l.Token()+1 {
-			t.Errorf("token without retention after one with = %d, want %d", l2.Token(), l.Token()+1)
+		// Above it (l.Token()+1 unless a node of l2's quorum had missed the
+		// first grant's repair of the new nodes: then the clock again).
+		if l2.Token() <= l.Token() {
+			t.Errorf("token without retention after one with = %d, want above %d", l2.Token(), l.Token())
 		}
 		_ = l2.Unlock(t.Context())
 		// The nodes that confirmed the second grant's fence (a quorum; a node

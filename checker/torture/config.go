@@ -123,7 +123,9 @@ func DefaultConfig(name string) Config {
 	case "election":
 		// The term is the fencing token; crashed nodes restart late
 		// (R16.3), so that the faults keep safety.
-		c.Faults = []string{FaultRestart, FaultPauseNode, FaultPartition}
+		// Rolling restarts without persistence: terms stay increasing
+		// through the restart repair of fencing.
+		c.Faults = []string{FaultRestart, FaultPauseNode, FaultPartition, FaultRolling}
 		c.DelayedRestart, c.Fencing = true, true
 	}
 	return c

@@ -10,12 +10,13 @@ import (
 
 // Fault kinds of random mode (the Name of each row of faultTable).
 const (
-	FaultRestart     = "restart"      // SIGKILL and restart (delayed when DelayedRestart)
-	FaultPauseNode   = "pause-node"   // SIGSTOP, then SIGCONT
-	FaultLatency     = "latency"      // slow replies from one node
-	FaultPartition   = "partition"    // one client group cut from two nodes
-	FaultClockJump   = "clock-jump"   // a node's clock jumps forward past the ttl
-	FaultPauseClient = "pause-client" // a holder pauses past its validity, then writes
+	FaultRestart     = "restart"         // SIGKILL and restart (delayed when DelayedRestart)
+	FaultPauseNode   = "pause-node"      // SIGSTOP, then SIGCONT
+	FaultLatency     = "latency"         // slow replies from one node
+	FaultPartition   = "partition"       // one client group cut from two nodes
+	FaultClockJump   = "clock-jump"      // a node's clock jumps forward past the ttl
+	FaultPauseClient = "pause-client"    // a holder pauses past its validity, then writes
+	FaultRolling     = "rolling-restart" // every node restarts in turn, each down past the ttl
 )
 
 // faultKind is one kind of fault of random mode: its name, what it does,
@@ -56,6 +57,8 @@ func faultTable() []faultKind {
 			Breaks: func(c Config) bool { return c.Byzantine == 0 }, inject: injectClockJump},
 		{Name: FaultPauseClient, Does: "pause a holder past its validity, then let it write",
 			Breaks: func(c Config) bool { return !c.Fencing }, inject: injectPauseClient},
+		{Name: FaultRolling, Does: "restart every node in turn (SIGKILL, down for ttl+ttl/4+100ms, restart), without persistence unless --persistence: each restart is late (R16.3), and fence values survive through the restart repair",
+			Breaks: never, inject: injectRolling},
 	}
 }
 
@@ -99,6 +102,29 @@ func injectRestart(ctx context.Context, e *env, _ *rand.Rand, node int, _ time.D
 	end()
 	if err != nil {
 		return fmt.Errorf("torture: restart %s: %w", nodeName(node), err)
+	}
+	return nil
+}
+
+// injectRolling restarts every node in turn, starting at node, each down
+// past the ttl (R16.3's delayed restart, whatever Config.DelayedRestart),
+// the next one as soon as the previous one is back: the rolling restart of
+// an upgrade. Without persistence every node forgets its keys, fence values
+// included, so that fencing tokens (election terms) stay increasing only
+// through the restart repair (redlock/fencing.go).
+func injectRolling(ctx context.Context, e *env, _ *rand.Rand, node int, _ time.Duration, _ []*pauseFlag) error {
+	delay := e.cfg.TTL + e.cfg.TTL/4 + 100*time.Millisecond
+	for k := range e.cfg.Nodes {
+		if ctx.Err() != nil {
+			return nil
+		}
+		i := (node + k) % e.cfg.Nodes
+		end := e.rec.fault(FaultRolling, nodeName(i), fmt.Sprintf("node %d of %d: SIGKILL, restart after %v, persistence %v", k+1, e.cfg.Nodes, delay, e.cfg.Persistence))
+		err := e.cl.procs[i].Restart(context.WithoutCancel(ctx), delay)
+		end()
+		if err != nil {
+			return fmt.Errorf("torture: rolling restart of %s: %w", nodeName(i), err)
+		}
 	}
 	return nil
 }

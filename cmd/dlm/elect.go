@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -24,15 +25,15 @@ const (
 	envLeaderTerm = "DLM_LEADER_TERM"
 )
 
-// electionOver dials a fenced client with the node flags nf and opts (ttl
-// bounds the node timeout) and returns the election name over it, and the
-// function that closes the client.
-func electionOver(ctx context.Context, nf *nodeFlags, name string, ttl time.Duration, opts ...redlock.Option) (*election.Election, func(), error) {
-	client, closeClient, err := nf.client(ctx, ttl, append([]redlock.Option{redlock.WithFencing()}, opts...)...)
+// electionOver dials a fenced client with the node flags nf (ttl bounds
+// the node timeout) and returns the election name over it, with opts, and
+// the function that closes the client.
+func electionOver(ctx context.Context, nf *nodeFlags, name string, ttl time.Duration, opts ...election.Option) (*election.Election, func(), error) {
+	client, closeClient, err := nf.client(ctx, ttl, redlock.WithFencing())
 	if err != nil {
 		return nil, nil, err
 	}
-	e, err := election.New(client, name)
+	e, err := election.New(client, name, opts...)
 	if err != nil {
 		closeClient()
 		return nil, nil, withCode(exitUsage, err)
@@ -57,6 +58,7 @@ func newElectCmd() *cobra.Command {
 		wait   time.Duration
 		grace  time.Duration
 		maxExt int
+		asJSON bool
 	)
 	cmd := &cobra.Command{
 		Use:   "elect [flags] NAME --id ID -- COMMAND [ARGS...]",
@@ -64,8 +66,11 @@ func newElectCmd() *cobra.Command {
 		Long: `Campaign for the leader election NAME as the candidate ID (blocking until
 elected, or until --wait passes), then run COMMAND while ID is the leader.
 
-The leadership is a fenced Redlock lock kept by extension every ttl/3 (R17),
-at most --max-extensions times; its term is a fencing token (R18), strictly
+The leadership is a fenced Redlock lock kept by extension every ttl/3 (R17)
+for as long as dlm runs and a quorum of nodes answers: the same term, with
+no gap and no bound on the extensions. If dlm cannot extend (it hangs or is
+stopped, or the nodes are cut off), the leadership ends within --ttl and
+another candidate is elected. The term is a fencing token (R18), strictly
 greater than every earlier leader's. The command gets DLM_ELECTION,
 DLM_LEADER_ID and DLM_LEADER_TERM in its environment: pass the term with
 every write that only the leader may make, so that a store can refuse a
@@ -79,6 +84,13 @@ candidate is elected at once. If dlm dies without resigning, the next leader
 is elected within about --ttl.
 
 ID is public (dlm leader prints it); it must be printable, 1 to 256 bytes.
+
+While it waits, dlm elect says who leads and since when, on its standard
+error when that is a terminal; with --json it writes JSON lines there
+instead, whether a terminal or not: {"event":"leader","name":NAME,
+"leader":ID or null,"term":N,"since":TIME or null} at each change of
+leader while waiting, {"event":"elected",...,"leader":ID,...} when elected,
+and {"event":"ended",...,"reason":TEXT} when the leadership ends.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 74 leadership lost while the command ran; 75 not elected within --wait (or
@@ -115,16 +127,18 @@ interrupted); otherwise the command's own exit code.`,
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
 			ctx := cmd.Context()
-			e, closeClient, err := electionOver(ctx, &ef, name, ttl, redlock.WithMaxExtensions(maxExt))
+			e, closeClient, err := electionOver(ctx, &ef, name, ttl, election.WithPollInterval(electPoll(ttl)))
 			if err != nil {
 				return err
 			}
 			defer closeClient()
 			r := lockRun{argv: argv, grace: grace, stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "elect"}
-			lead, err := campaign(ctx, e, id, wait)
+			ann := announcer{w: cmd.ErrOrStderr(), json: asJSON, tty: isTerminal(cmd.ErrOrStderr()), name: name}
+			lead, err := ann.campaign(ctx, e, id, wait)
 			if err != nil {
 				return err
 			}
+			defer func() { ann.ended(lead) }()
 			defer func() {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 				defer cancel()
@@ -142,7 +156,9 @@ interrupted); otherwise the command's own exit code.`,
 	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "leadership validity (R6): extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
 	f.DurationVar(&wait, "wait", 0, "how long to campaign before giving up (0: until interrupted)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the leadership is lost, time between SIGTERM and SIGKILL to the command")
-	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the leadership's extensions (R17): the term ends, as on a loss, after about max-extensions x ttl/3")
+	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "no effect: a leadership renews for as long as dlm and a quorum of nodes are alive")
+	_ = f.MarkDeprecated("max-extensions", "a leadership renews for as long as dlm and a quorum of nodes are alive, without a bound; the flag has no effect")
+	f.BoolVar(&asJSON, "json", false, `write the election's events as JSON lines on standard error ({"event":"leader"|"elected"|"ended",...})`)
 	return cmd
 }
 
@@ -178,6 +194,7 @@ type leaderJSON struct {
 	Name   string  `json:"name"`
 	Leader *string `json:"leader"`
 	Term   uint64  `json:"term"`
+	Since  *string `json:"since"` // RFC 3339, UTC, to the millisecond; null when unknown
 }
 
 // newLeaderCmd builds "dlm leader": who leads an election.
@@ -195,7 +212,9 @@ print its identity and term. A leader is reported only when a quorum of
 nodes agree on it; between leaders, or while a candidate is still being
 elected, there is none, and the term printed is the last one granted.
 
-With --json: {"name":NAME,"leader":ID or null,"term":N}.
+With --json: {"name":NAME,"leader":ID or null,"term":N,"since":TIME or
+null}, TIME when the leader was elected (RFC 3339, UTC; null without a
+leader, or for a leader elected by a dlm that did not publish it).
 
 Exit codes: 0 the leader (or its absence) was read; 64 bad usage; 69 too
 few nodes answered to tell.`,
@@ -218,7 +237,7 @@ few nodes answered to tell.`,
 				return err
 			}
 			defer closeClient()
-			ld, ok, err := e.Leader(ctx)
+			st, err := e.Status(ctx)
 			switch {
 			case errors.Is(err, election.ErrNoQuorum):
 				return withCode(exitUnavailable, err)
@@ -227,23 +246,129 @@ few nodes answered to tell.`,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				j := leaderJSON{Name: name, Term: ld.Term}
-				if ok {
-					j.Leader = &ld.ID
-				}
-				return json.NewEncoder(out).Encode(j)
+				return json.NewEncoder(out).Encode(leaderOut(name, st))
 			}
-			if ok {
-				_, err = fmt.Fprintf(out, "election %q: leader %q, term %d\n", name, ld.ID, ld.Term)
-			} else {
-				_, err = fmt.Fprintf(out, "election %q: no leader (last term %d)\n", name, ld.Term)
-			}
+			_, err = fmt.Fprintln(out, describeLeader(name, st, time.Now()))
 			return err
 		},
 	}
 	ef.add(cmd, "prefix of the lock keys on the nodes")
 	f := cmd.Flags()
-	f.BoolVar(&asJSON, "json", false, `print {"name":NAME,"leader":ID or null,"term":N}`)
+	f.BoolVar(&asJSON, "json", false, `print {"name":NAME,"leader":ID or null,"term":N,"since":TIME or null}`)
 	f.DurationVar(&timeout, "timeout", 5*time.Second, "how long to try to reach the nodes")
 	return cmd
+}
+
+// electPoll is how often a waiting dlm elect reads who leads: often enough
+// to tell a change within the failover time (about a ttl), seldom enough
+// to cost the nodes little over a long wait.
+func electPoll(ttl time.Duration) time.Duration {
+	return min(max(ttl/3, 100*time.Millisecond), time.Second)
+}
+
+// leaderOut is the JSON of an election's status (dlm leader --json).
+func leaderOut(name string, st election.Status) leaderJSON {
+	j := leaderJSON{Name: name, Term: st.Leader.Term}
+	if st.OK {
+		id := st.Leader.ID
+		j.Leader = &id
+		if !st.Since.IsZero() {
+			since := st.Since.UTC().Format(time.RFC3339Nano)
+			j.Since = &since
+		}
+	}
+	return j
+}
+
+// describeLeader says who leads the election and since when, in one line
+// (dlm leader, and a waiting dlm elect on a terminal).
+func describeLeader(name string, st election.Status, now time.Time) string {
+	switch {
+	case !st.OK:
+		return fmt.Sprintf("election %q: no leader (last term %d)", name, st.Leader.Term)
+	case st.Since.IsZero():
+		return fmt.Sprintf("election %q: leader %q, term %d", name, st.Leader.ID, st.Leader.Term)
+	}
+	return fmt.Sprintf("election %q: leader %q, term %d, since %s (%s ago)", name, st.Leader.ID, st.Leader.Term,
+		st.Since.UTC().Format(time.RFC3339), now.Sub(st.Since).Round(time.Second))
+}
+
+// electEvent is one JSON line of dlm elect --json.
+type electEvent struct {
+	Event string `json:"event"` // leader, elected, ended
+	leaderJSON
+	Reason string `json:"reason,omitempty"` // ended: why
+	Error  string `json:"error,omitempty"`  // leader: a term that went down (election.ErrTermDecreased)
+}
+
+// announcer tells what a dlm elect sees of its election: on a terminal in
+// words, with --json as JSON lines, else nothing.
+type announcer struct {
+	w         io.Writer
+	json, tty bool
+	name      string
+}
+
+func (a announcer) on() bool { return a.json || a.tty }
+
+// event writes one event.
+func (a announcer) event(ev string, st election.Status, reason string, err error) {
+	switch {
+	case !a.on():
+		return
+	case a.json:
+		e := electEvent{Event: ev, leaderJSON: leaderOut(a.name, st), Reason: reason}
+		if err != nil {
+			e.Error = err.Error()
+		}
+		_ = json.NewEncoder(a.w).Encode(e)
+		return
+	}
+	line := describeLeader(a.name, st, time.Now())
+	switch {
+	case ev == "elected":
+		line = "dlm elect: elected: " + line
+	case ev == "ended":
+		line = "dlm elect: leadership ended (" + reason + "): " + line
+	default:
+		line = "dlm elect: waiting: " + line
+	}
+	if err != nil {
+		line += ": " + err.Error()
+	}
+	_, _ = fmt.Fprintln(a.w, line)
+}
+
+// campaign is campaign, telling meanwhile who leads (Observe) when on.
+func (a announcer) campaign(ctx context.Context, e *election.Election, id string, wait time.Duration) (*election.Leadership, error) {
+	if !a.on() {
+		return campaign(ctx, e, id, wait)
+	}
+	octx, stop := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for c := range e.Observe(octx) {
+			a.event("leader", election.Status{Leader: c.Leader, OK: c.Leader.ID != "", Since: c.Since}, "", c.Err)
+		}
+	}()
+	lead, err := campaign(ctx, e, id, wait)
+	stop()
+	<-watched
+	if err == nil {
+		a.event("elected", election.Status{Leader: election.Leader{ID: lead.ID(), Term: lead.Term()}, OK: true, Since: lead.Since()}, "", nil)
+	}
+	return lead, err
+}
+
+// ended tells that the leadership ended, and why.
+func (a announcer) ended(lead *election.Leadership) {
+	if !a.on() {
+		return
+	}
+	reason := "resigned"
+	if err := lead.Err(); err != nil && !errors.Is(err, redlock.ErrUnlocked) {
+		reason = err.Error()
+	}
+	a.event("ended", election.Status{Leader: election.Leader{ID: lead.ID(), Term: lead.Term()}, OK: true, Since: lead.Since()}, reason, nil)
 }

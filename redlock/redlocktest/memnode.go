@@ -393,6 +393,7 @@ type memCall struct {
 	ctx       context.Context
 	req       adapter.Request
 	fenceKey  string
+	floorKey  string // memnode_floor.go
 	token     uint64
 	retention time.Duration
 	recordKey string // memnode_record.go
@@ -412,6 +413,7 @@ type memCall struct {
 type memResult struct {
 	ok     bool
 	fence  uint64
+	lost   bool   // memnode_floor.go
 	record string // memnode_record.go
 	err    error
 	// notify, when set, is the release to announce (ReleaseAnnounce).
@@ -582,6 +584,8 @@ func (n *MemNode) apply(c *memCall) memResult {
 		return memResult{ok: true}
 	case opPutRecord, opReadRecord:
 		return n.applyRecord(c, now)
+	case opAcquireFencedFloor, opRaiseFenceRepair:
+		return n.applyFloor(c, now, lieAll) // memnode_floor.go
 	}
 	if res, ok := n.applyMulti(c, now); ok { // memnode_multi.go
 		return res
