@@ -321,8 +321,14 @@ func (r *lockRun) run(ctx context.Context) error {
 	}
 	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
 	// closes Done when it is lost.
-	return r.guarded(sigs, holding{what: fmt.Sprintf("lock on %q", r.resource), env: env, done: l.Done(), err: l.Err})
+	return r.guarded(sigs, holding{what: fmt.Sprintf("lock on %q", r.resource), env: env, done: l.Done(), err: l.Err,
+		until: l.Until, margin: guardMargin(l.TTL())})
 }
+
+// guardMargin is how long before the end of a lock's validity the guard
+// kills a command that dlm did not extend in time: a twentieth of the ttl,
+// so that the kill lands before the keys can expire on a busy machine.
+func guardMargin(ttl time.Duration) time.Duration { return ttl / 20 }
 
 // holding is what a guarded command runs under: a lock (dlm lock) or a
 // leadership (dlm elect). Done closes when it is lost, and err says why.
@@ -331,6 +337,11 @@ type holding struct {
 	env  []string // the command's extra environment
 	done <-chan struct{}
 	err  func() error
+	// until, when set, returns the end of the validity (it moves on each
+	// extension); the guard kills the command margin before it unless dlm
+	// sent a later one. Without it, the guard has no deadline.
+	until  func() time.Time
+	margin time.Duration
 }
 
 // guarded runs the command under the guard (lock_guard.go) while h is
@@ -338,10 +349,29 @@ type holding struct {
 // it sends SIGTERM to the group, SIGKILL after the grace, and returns exit
 // 74; when the command exits it kills what the command left running, and
 // returns the command's exit code. The caller gives h up after it returns.
+//
+// The guard gets the deadline before the command starts and each new one
+// soon after an extension (dlm looks every tenth of the remaining validity
+// at first, every ttl/10 or so after), and kills the command at it: a dlm
+// that is stopped or too slow cannot leave the command running past the
+// lock (lock_guard.go).
 func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
-	child, err := r.start(h.env)
+	deadline := func() time.Time {
+		if h.until == nil {
+			return time.Time{}
+		}
+		return h.until().Add(-h.margin)
+	}
+	sent := deadline()
+	child, err := r.start(h.env, sent)
 	if err != nil {
 		return err
+	}
+	var renew <-chan time.Time
+	if !sent.IsZero() {
+		t := time.NewTicker(max(time.Millisecond, time.Until(sent)/10))
+		defer t.Stop()
+		renew = t.C
 	}
 	pgid := child.guard.Process.Pid // the guard leads the group
 	group := func(s syscall.Signal) { _ = syscall.Kill(-pgid, s) }
@@ -355,6 +385,11 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 		select {
 		case s := <-sigs:
 			group(s.(syscall.Signal))
+		case <-renew:
+			if d := deadline(); !d.Equal(sent) {
+				sent = d
+				_, _ = child.pipe.Write(deadlineFrame(d)) // a dead guard ends the family anyway
+			}
 		case <-lostc:
 			lostc = nil
 			lostErr = h.err()
@@ -371,6 +406,20 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 			if lostErr != nil {
 				return withCode(exitLockLost, nil) // the reason was printed above, once
 			}
+			if !sent.IsZero() && !time.Now().Before(deadline()) {
+				// The guard killed the command at the deadline: dlm was
+				// stopped or starved, or the lock is running out (its
+				// extension bound, failed extensions). The client says
+				// which at the end of the validity.
+				reason := "dlm could not extend it in time"
+				select {
+				case <-h.done:
+					reason = h.err().Error()
+				case <-time.After(time.Until(h.until()) + h.margin):
+				}
+				r.errf("%s ends (%s): the command was killed at the end of its validity", h.what, reason)
+				return withCode(exitLockLost, nil)
+			}
 			return childExit(werr)
 		}
 	}
@@ -380,6 +429,8 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 type family struct {
 	guard  *exec.Cmd
 	exited chan error
+	// pipe is dlm's end of the guard's pipe: deadline frames.
+	pipe *os.File
 	// done releases what the family held in dlm: its pipe, the terminal
 	// and the OS thread.
 	done func()
@@ -388,8 +439,11 @@ type family struct {
 // start starts the guard (dlm lock-guard) as the leader of a new process
 // group, which runs the command; see lock_guard.go for why. The child's
 // environment is dlm's without DLM_NODES (it may hold passwords), plus
-// extra (the lock's or the leadership's variables).
-func (r *lockRun) start(extra []string) (*family, error) {
+// extra (the lock's or the leadership's variables). The guard gets the
+// first deadline (zero: none) before it starts the command. On Linux the
+// guard is the first process of a new PID namespace when the kernel allows
+// it (root or CAP_SYS_ADMIN), else a child subreaper in its group.
+func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the dlm executable to start the command under: %w", err)
@@ -399,22 +453,33 @@ func (r *lockRun) start(extra []string) (*family, error) {
 		return nil, err
 	}
 	fg := foregroundTTY(r.stdin)
-	guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
-	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
-	guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
-	guard.SysProcAttr = guardAttr(fg)
-	guard.Env = childEnv(os.Environ(), extra...)
+	newGuard := func(pidns bool) *exec.Cmd {
+		guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
+		guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
+		guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
+		guard.SysProcAttr = guardAttr(fg, pidns)
+		guard.Env = childEnv(os.Environ(), extra...)
+		return guard
+	}
 	// The guard's parent-death signal fires when the thread that forked it
 	// ends: keep this goroutine on that thread while the guard lives.
 	runtime.LockOSThread()
+	guard := newGuard(pidNamespaces)
 	err = guard.Start()
+	if err != nil && pidNamespaces {
+		guard = newGuard(false) // no namespace for us: EPERM, or none left
+		err = guard.Start()
+	}
 	pr.Close()
+	if err == nil {
+		_, _ = pw.Write(deadlineFrame(deadline)) // fits the pipe's buffer
+	}
 	if err != nil {
 		runtime.UnlockOSThread()
 		pw.Close()
 		return nil, withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
 	}
-	f := &family{guard: guard, exited: make(chan error, 1)}
+	f := &family{guard: guard, exited: make(chan error, 1), pipe: pw}
 	f.done = func() {
 		pw.Close()
 		if fg >= 0 {
