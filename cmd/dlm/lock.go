@@ -45,6 +45,7 @@ func newLockCmd() *cobra.Command {
 		prefix string
 		tlsf   tlsFiles
 		adapt  string
+		pidns  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
@@ -138,6 +139,7 @@ killed by signal N).`,
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
 				argv: argv, wait: wait, grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
+				noPIDNS: !pidns,
 			}
 			return lr.run(cmd.Context())
 		},
@@ -154,6 +156,7 @@ killed by signal N).`,
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when dlm may create one (root or CAP_SYS_ADMIN), so that nothing it starts survives dlm and its guard killed together; false keeps the system's pids (for pidfiles read outside), with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
@@ -287,6 +290,7 @@ type lockRun struct {
 	stdout    io.Writer
 	stderr    io.Writer
 	name      string // the subcommand, for messages: "lock" or "elect"
+	noPIDNS   bool   // --pid-namespace=false: no PID namespace for the guard
 }
 
 func (r *lockRun) errf(format string, args ...any) {
@@ -464,9 +468,10 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	// The guard's parent-death signal fires when the thread that forked it
 	// ends: keep this goroutine on that thread while the guard lives.
 	runtime.LockOSThread()
-	guard := newGuard(pidNamespaces)
+	pidns := pidNamespaces && !r.noPIDNS
+	guard := newGuard(pidns)
 	err = guard.Start()
-	if err != nil && pidNamespaces {
+	if err != nil && pidns {
 		guard = newGuard(false) // no namespace for us: EPERM, or none left
 		err = guard.Start()
 	}
