@@ -64,15 +64,22 @@ The lock is extended every ttl/3 while the command runs (R17), at most
 token, R18) in its environment. It does NOT get DLM_NODES, which may hold
 passwords; the rest of dlm's environment is passed on.
 
-The command runs in its own process group (the terminal's foreground group
-when dlm is in the foreground, so Ctrl-C reaches it once), under a small
-guard process. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlm are
-forwarded to the whole group. The command and everything it started never
-outlive the lock: when the command exits, what it left running is killed
-before the lock is released; if dlm itself dies, even by SIGKILL, the guard
-kills the group at once (on Linux also through a parent-death signal;
-elsewhere through a pipe from dlm, which the kernel closes on any death).
-Only a process that leaves the group on purpose (setsid, setpgid) escapes.
+The command runs under a small guard process, in the guard's own process
+group (the terminal's foreground group when dlm is in the foreground, so
+Ctrl-C reaches it once) and, on Linux when dlm may create one (root or
+CAP_SYS_ADMIN), in a PID namespace of its own. SIGINT, SIGTERM, SIGHUP and
+SIGQUIT sent to dlm are forwarded to the whole group. The command and
+everything it started never outlive the lock: the guard knows the end of
+the lock's validity (dlm sends it each new one after an extension) and
+kills them all with SIGKILL a twentieth of the ttl before it, should dlm be
+stopped or too slow to extend; when the command exits, what it left
+running is killed before the lock is released; if dlm dies, even by
+SIGKILL, the guard kills them at once; if the guard dies, with dlm or
+alone, the kernel ends the PID namespace and everything in it. Without a
+namespace (--pid-namespace=false, no privilege, or not Linux) a process
+that leaves the group (setsid) escapes when the guard is killed, and the
+command's children run on when dlm and the guard are killed together
+(docs/operations.md, "Signals").
 
 With --read, the lock is a read lock: any number of dlm lock --read
 commands on RESOURCE run at once, and none while a --write or a plain dlm
@@ -80,9 +87,11 @@ lock holds it. With --write, it excludes readers, writers and plain locks
 alike, and a waiting writer keeps new readers out (writers are not starved
 by readers). Both take one RESOURCE; --write takes --fencing too.
 
-If the lock is lost while the command runs (an extension could not reach a
-quorum before the validity ran out), the group gets SIGTERM, then SIGKILL
-after --grace, and dlm exits 74.
+If the lock is lost while the command runs (a quorum of nodes no longer
+holds it), the group gets SIGTERM, then SIGKILL after --grace or at the end
+of the validity, whichever comes first, and dlm exits 74; when the
+validity runs out (the extension bound, or extensions that keep failing)
+the guard kills the command at its end, and dlm exits 74.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 74 lock lost while the command ran; 75 lock held elsewhere (not acquired
