@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"dlm/checker"
 	"dlm/redlock/redlocktest"
 )
 
@@ -62,14 +63,19 @@ func TestTortureCheckStoredHistory(t *testing.T) {
 		scenario string
 		code     int
 		want     string
+		file     string
 	}{
-		{"restart-without-persistence", exitOK, "violation reproduced, as expected"},
-		{"delayed-restart", exitFailure, "safety violated where it is promised"},
+		{"restart-without-persistence", exitOK, "violation reproduced, as expected", bad},
+		{"delayed-restart", exitFailure, "safety violated where it is promised", bad},
+		// issue 24, item 7: the same overlap with no fault in the history
+		// is not the scenario's violation (before: exit 0, "violation
+		// reproduced, as expected").
+		{"restart-without-persistence", exitFailure, "violation not reproduced: the history holds no restart fault", noFaults(t, bad)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.scenario, func(t *testing.T) {
 			var out, errb bytes.Buffer
-			code := run(t.Context(), []string{"torture", "--check", bad, "--scenario", tt.scenario, "--seed", "3"}, strings.NewReader(""), &out, &errb)
+			code := run(t.Context(), []string{"torture", "--check", tt.file, "--scenario", tt.scenario, "--seed", "3"}, strings.NewReader(""), &out, &errb)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d\n%s%s", code, tt.code, &out, &errb)
 			}
@@ -235,4 +241,20 @@ func TestTortureProcessHolders(t *testing.T) {
 	if rep.Acquisitions < 2 || kills < 1 {
 		t.Errorf("%d acquisitions, %d holders killed; want at least 2 and 1:\n%s", rep.Acquisitions, kills, r.stdout)
 	}
+}
+
+// noFaults writes a copy of the history file path without its faults and
+// returns the copy's path.
+func noFaults(t *testing.T, path string) string {
+	t.Helper()
+	h, err := checker.LoadHistory(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Faults = nil
+	out := filepath.Join(t.TempDir(), "no-faults.json")
+	if err := writeFile(out, h.WriteJSON); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
