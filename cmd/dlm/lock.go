@@ -56,7 +56,10 @@ With several resources, they are locked as one lock, all or nothing, in one
 round (each node sets every resource's key in one atomic step, only if none
 is held): two commands whose sets overlap never both run, and never
 deadlock whatever order they name the resources in. DLM_LOCK_RESOURCE then
-holds the names, sorted, joined by ",".
+holds the names, sorted, one per line (a name has no control character, so
+the list is unambiguous whatever the names hold, commas included): read it
+with while IFS= read -r r; do ...; done <<< "$DLM_LOCK_RESOURCE". With one
+resource it is the name itself.
 
 The lock is extended every ttl/3 while the command runs (R17), at most
 --max-extensions times. The command gets DLM_LOCK_RESOURCE, DLM_LOCK_VALUE
@@ -107,6 +110,9 @@ killed by signal N).`,
 				return usageErrorf("missing `--` before the command: dlm lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]")
 			}
 			resources, argv := args[:dash], args[dash:]
+			if len(resources) == 0 {
+				return usageErrorf("no RESOURCE before `--`: name the resource (or resources) to lock")
+			}
 			if err := checkResources(resources); err != nil {
 				return err
 			}
@@ -170,27 +176,6 @@ killed by signal N).`,
 	return cmd
 }
 
-// checkResources refuses an empty list of resources, an empty name and a
-// name given twice, before any node is contacted.
-func checkResources(resources []string) error {
-	if len(resources) == 0 {
-		return usageErrorf("no RESOURCE before `--`: name the resource (or resources) to lock")
-	}
-	seen := make(map[string]bool, len(resources))
-	for i, r := range resources {
-		switch {
-		case r == "" && len(resources) == 1:
-			return usageErrorf("RESOURCE is empty: name the resource to lock")
-		case r == "":
-			return usageErrorf("RESOURCE %d of %d is empty: name every resource to lock", i+1, len(resources))
-		case seen[r]:
-			return usageErrorf("RESOURCE %q is given twice: the resources of one lock must be distinct", r)
-		}
-		seen[r] = true
-	}
-	return nil
-}
-
 // checkHoldFlags checks the flags of a command that runs a child while it
 // holds a lock or a leadership (dlm lock, dlm elect).
 func checkHoldFlags(ttl, grace time.Duration, maxExt int, nodeTO time.Duration) error {
@@ -203,10 +188,8 @@ func checkHoldFlags(ttl, grace time.Duration, maxExt int, nodeTO time.Duration) 
 		return usageErrorf("--grace must be 0 or positive, got %v", grace)
 	case maxExt < 1:
 		return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
-	case nodeTO <= 0 || nodeTO >= ttl:
-		return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
 	}
-	return nil
+	return checkNodeTimeout(nodeTO, ttl)
 }
 
 // acquireCode maps a failed acquisition to its exit code: 69 when no quorum
@@ -289,7 +272,7 @@ func (e *reasonError) Unwrap() error { return e.err }
 type lockRun struct {
 	client    *redlock.Client
 	resources []string // one, or a set locked as one (LockAll)
-	resource  string   // the resources, sorted, joined by "," (messages, DLM_LOCK_RESOURCE)
+	resource  string   // the resources, sorted, joined by "," (messages)
 	argv      []string
 	wait      time.Duration
 	grace     time.Duration
@@ -328,7 +311,7 @@ func (r *lockRun) run(ctx context.Context) error {
 			r.errf("release of %q incomplete (the keys expire by themselves within the ttl): %v", r.resource, uerr)
 		}
 	}()
-	env := []string{envLockResource + "=" + r.resource, envLockValue + "=" + l.Value()}
+	env := []string{envLockResource + "=" + resourceEnv(r.resources), envLockValue + "=" + l.Value()}
 	if tok := l.Token(); tok != 0 {
 		env = append(env, envLockToken+"="+strconv.FormatUint(tok, 10))
 	}
@@ -336,6 +319,14 @@ func (r *lockRun) run(ctx context.Context) error {
 	// closes Done when it is lost.
 	return r.guarded(sigs, holding{what: fmt.Sprintf("lock on %q", r.resource), env: env, done: l.Done(), err: l.Err,
 		until: l.Until, margin: guardMargin(l.TTL())})
+}
+
+// resourceEnv is the value of DLM_LOCK_RESOURCE: the names, sorted, one
+// per line. checkResources refuses control characters in a name, so no
+// name holds a newline and the list reads back unambiguously (a comma,
+// which a name may hold, would not do).
+func resourceEnv(resources []string) string {
+	return strings.Join(slices.Sorted(slices.Values(resources)), "\n")
 }
 
 // guardMargin is how long before the end of a lock's validity the guard
