@@ -258,3 +258,23 @@ func noFaults(t *testing.T, path string) string {
 	}
 	return out
 }
+
+// TestTortureProgressAndAdapter: a run says how long it has run while it
+// runs, and its clients use the adapter of the other subcommands, which
+// the replay line names (issue 24, item 7: torture defaulted to go-redis
+// and printed nothing during a run).
+func TestTortureProgressAndAdapter(t *testing.T) {
+	redlocktest.Require(t)
+	t.Parallel()
+	r := runDLM(t, 60*time.Second, nil, "torture", "--scenario", "split-votes", "--duration", "2s", "--ttl", "2s", "--node-timeout", "400ms",
+		"--seed", "11", "--progress", "300ms")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "dlm torture: running for ") {
+		t.Errorf("no progress on stderr during the run:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "--adapter "+defaultAdapter) {
+		t.Errorf("the replay line does not name the adapter %s:\n%s", defaultAdapter, r.stderr)
+	}
+}
