@@ -43,12 +43,22 @@ func (u NodeURL) String() string {
 // and names what is wrong and what is expected.
 func ParseNodeURL(raw string) (NodeURL, error) {
 	const expected = "expected redis://[user:password@]host:port[/db], rediss://... or unix:///path"
-	shown := redactURL(raw) // errors never carry a password
+	shown := RedactURL(raw) // errors never carry a password
+	pw, hasPW := URLPassword(raw)
+	if hasPW && strings.ContainsAny(pw, "/?#") {
+		// The parser would cut the password there and quote its pieces as
+		// a port, a database or a query.
+		return NodeURL{}, invalidf("node URL %q: the password holds an unencoded \"/\", \"?\" or \"#\"; percent-encode them (%%2F, %%3F, %%23); %s", shown, expected)
+	}
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error quotes the whole URL, password included
+		}
+		if hasPW {
+			// The parser's reason may quote a piece of the password.
+			return NodeURL{}, invalidf("node URL %q does not parse as a URL (a password must percent-encode \":\", \"/\", \"?\", \"#\", \"@\" and \"%%\"); %s", shown, expected)
 		}
 		return NodeURL{}, invalidf("node URL %q: %v; %s", shown, err, expected)
 	}
@@ -121,7 +131,7 @@ func ParseNodeURLs(raws []string) ([]NodeURL, error) {
 		}
 		id := n.Network + "|" + n.Addr
 		if prev, dup := seen[id]; dup {
-			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", redactURL(prev), redactURL(raw))
+			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", RedactURL(prev), RedactURL(raw))
 		}
 		seen[id] = raw
 		out = append(out, n)
@@ -129,27 +139,65 @@ func ParseNodeURLs(raws []string) ([]NodeURL, error) {
 	return out, nil
 }
 
-// redactURL returns raw with the password of its user information, if any,
-// replaced by "xxxxx", for messages. It works on text that does not parse
-// as a URL as well: everything between "://" and the last "@" before the
-// host is user information.
-func redactURL(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
+// RedactURL returns raw with the password of its user information, if
+// any, replaced by "xxxxx" ("user:xxxxx@", or "xxxxx@" for the
+// password-only form redis://password@host), for messages and logs. It
+// reads raw generously, whether or not it parses as a URL, so that nothing
+// that may be a password shows: the user information ends at the last "@"
+// (a password may hold an unencoded "/", "?", "#" or "@"), and starts after
+// "scheme:" and its slashes (redis://, redis:/, rediss:, unix:), or at the
+// start of raw when there is no scheme (user:password@host:6379). Text
+// without "@" is returned as it is.
+func RedactURL(raw string) string {
+	start, colon, at, ok := userinfo(raw)
 	if !ok {
 		return raw
 	}
-	end := len(rest)
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		end = i
+	if colon < 0 {
+		return raw[:start] + "xxxxx" + raw[at:]
 	}
-	at := strings.LastIndex(rest[:end], "@")
+	return raw[:colon+1] + "xxxxx" + raw[at:]
+}
+
+// URLPassword returns the password that RedactURL hides in raw, as written
+// (percent-encoded or not), and whether raw has one, so that a caller can
+// hide it wherever else it may appear.
+func URLPassword(raw string) (string, bool) {
+	start, colon, at, ok := userinfo(raw)
+	switch {
+	case !ok:
+		return "", false
+	case colon < 0:
+		return raw[start:at], at > start
+	}
+	return raw[colon+1 : at], at > colon+1
+}
+
+// userinfo finds the user information of raw as RedactURL reads it: it
+// spans raw[start:at], at is the last "@", colon is the first ":" in it
+// (-1 for the password-only form). The documentation's own form
+// "[user:password@]" is not user information.
+func userinfo(raw string) (start, colon, at int, ok bool) {
+	at = strings.LastIndexByte(raw, '@')
 	if at < 0 {
-		return raw
+		return 0, 0, 0, false
 	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		user = "" // redis://password@host: the one word is the password
-		return scheme + "://xxxxx@" + rest[at+1:]
+	head := raw[:at]
+	if c := strings.IndexByte(head, ':'); c >= 0 {
+		scheme := strings.ToLower(strings.TrimLeft(head[:c], "\"(<'`"))
+		if strings.HasPrefix(head[c:], ":/") || scheme == "redis" || scheme == "rediss" || scheme == "unix" {
+			start = c + 1
+			for start < at && head[start] == '/' {
+				start++
+			}
+		}
 	}
-	return scheme + "://" + user + ":xxxxx@" + rest[at+1:]
+	if strings.HasPrefix(head[start:], "[") && strings.HasPrefix(raw[at+1:], "]") {
+		return 0, 0, 0, false
+	}
+	colon = strings.IndexByte(head[start:], ':')
+	if colon >= 0 {
+		colon += start
+	}
+	return start, colon, at, true
 }

@@ -26,6 +26,14 @@ func TestParseNodeURLNeverPrintsThePassword(t *testing.T) {
 		{"duplicate", []string{"redis://u:" + pw + "@127.0.0.1:7000", "redis://u:" + pw + "@127.0.0.1:7000"}, "duplicate node"},
 		{"empty host", []string{"redis://u:" + pw + "@:7601"}, "has no host"},
 		{"relative unix path", []string{"unix://relative/sock"}, "must be absolute"},
+		// issue 24, item 5: no scheme, one slash, and a password holding an
+		// unencoded "/", "?" or "#".
+		{"no scheme", []string{"user:" + pw + "@127.0.0.1:7000"}, "node URL"},
+		{"one slash", []string{"redis:/user:" + pw + "@127.0.0.1:7000"}, "node URL"},
+		{"slash in password", []string{"redis://user:" + pw + "/x@127.0.0.1:7000"}, "node URL"},
+		{"question mark in password", []string{"redis://user:" + pw + "?x@127.0.0.1:7000"}, "node URL"},
+		{"hash in password", []string{"redis://user:" + pw + "#x@127.0.0.1:7000"}, "node URL"},
+		{"slash in password only", []string{"redis://" + pw + "/x@127.0.0.1:7000"}, "node URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,5 +45,31 @@ func TestParseNodeURLNeverPrintsThePassword(t *testing.T) {
 				t.Fatalf("the error prints the password: %v", err)
 			}
 		})
+	}
+}
+
+// TestRedactURL: RedactURL hides the password however the URL is written,
+// and leaves the user, the host and URLs without one as they are.
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want, pw string }{
+		{"redis://u:pw@h:1/0", "redis://u:xxxxx@h:1/0", "pw"},
+		{"rediss://pw@h:1", "rediss://xxxxx@h:1", "pw"},
+		{"u:pw@h:6379", "u:xxxxx@h:6379", "pw"},
+		{"redis:/u:pw@h", "redis:/u:xxxxx@h", "pw"},
+		{"redis:u:pw@h", "redis:u:xxxxx@h", "pw"},
+		{"redis://u:p/w?x#y@h:1", "redis://u:xxxxx@h:1", "p/w?x#y"},
+		{"redis://u:p@w@h:1", "redis://u:xxxxx@h:1", "p@w"},
+		{"redis://h:1", "redis://h:1", ""},
+		{"unix:///tmp/sock", "unix:///tmp/sock", ""},
+		{"redis://[user:password@]host:port", "redis://[user:password@]host:port", ""},
+	}
+	for _, tt := range tests {
+		if got := redlock.RedactURL(tt.in); got != tt.want {
+			t.Errorf("RedactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		pw, ok := redlock.URLPassword(tt.in)
+		if pw != tt.pw || ok != (tt.pw != "") {
+			t.Errorf("URLPassword(%q) = %q, %v, want %q, %v", tt.in, pw, ok, tt.pw, tt.pw != "")
+		}
 	}
 }

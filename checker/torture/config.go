@@ -275,6 +275,23 @@ func (c Config) Expect() Expectation {
 	return ExpectSafe
 }
 
+// violationFaults names the fault kinds (checker.Fault.Kind) of which a
+// history must hold one for a violation to be the one the scenario
+// reproduces (Expect is ExpectViolation).
+func (c Config) violationFaults() []string {
+	switch c.Scenario {
+	case "restart-without-persistence", "delayed-restart", "fsync-always":
+		return []string{FaultRestart}
+	case "clock-jump":
+		return []string{FaultClockJump}
+	case "lying-node":
+		return []string{"lie"}
+	case "write-delay":
+		return []string{"delay-write", FaultPauseClient}
+	}
+	return []string{FaultPauseClient} // client-pause
+}
+
 // String prints the configuration on one line, flags style.
 func (c Config) String() string {
 	s := fmt.Sprintf("--scenario %s --seed %d --nodes %d --ttl %v --node-timeout %v", c.Scenario, c.Seed, c.Nodes, c.TTL, c.NodeTimeout)

@@ -11,7 +11,8 @@ import (
 
 // A history in which B acquired while A's validity was still running: the
 // shape of R16.1, a node of A's majority restarted empty.
-const overlapping = `{"nodes": 5, "fenced": false, "faults": [],
+const overlapping = `{"nodes": 5, "fenced": false,
+ "faults": [{"kind": "restart", "target": "node0", "start": 100000000, "end": 180000000, "note": "SIGKILL, restart without persistence"}],
  "ops": [
   {"id": 1, "client": "A", "resource": "r", "kind": "acquire", "lock": "A#1", "start": 0, "end": 5000000, "ok": true, "ttl": 1000000000, "until": 988000000},
   {"id": 2, "client": "B", "resource": "r", "kind": "acquire", "lock": "B#1", "start": 300000000, "end": 302000000, "ok": true, "ttl": 1000000000, "until": 1290000000}

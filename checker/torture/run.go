@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -219,6 +221,17 @@ func analyze(cfg Config, h *checker.History, cs checkers) *Report {
 	switch rep.Expected {
 	case ExpectViolation:
 		rep.Matches = rep.Violations > 0
+		if need := cfg.violationFaults(); !hasFault(h, need) {
+			// A violation is the scenario's only if its fault happened: a
+			// history without one (a run of another scenario, a recording
+			// with no faults) does not reproduce it.
+			rep.Matches = false
+			rep.Outcome = fmt.Sprintf("violation not reproduced: the history holds no %s fault, which this scenario's violation needs", strings.Join(need, " or "))
+			if rep.Violations > 0 {
+				rep.Outcome += "; the violations it shows happened without it, where safety is promised"
+			}
+			return rep
+		}
 		if rep.Matches {
 			rep.Outcome = "violation reproduced, as expected"
 		} else {
@@ -243,4 +256,14 @@ func analyze(cfg Config, h *checker.History, cs checkers) *Report {
 		}
 	}
 	return rep
+}
+
+// hasFault reports whether h records a fault of one of kinds.
+func hasFault(h *checker.History, kinds []string) bool {
+	for _, f := range h.Faults {
+		if slices.Contains(kinds, f.Kind) {
+			return true
+		}
+	}
+	return false
 }

@@ -56,10 +56,8 @@ unique to this acquisition).
 			if len(args) == 0 {
 				return usageErrorf("no RESOURCE: dlm acquire [flags] RESOURCE...")
 			}
-			for i, r := range args {
-				if r == "" {
-					return usageErrorf("RESOURCE %d of %d is empty: name the resource to lock", i+1, len(args))
-				}
+			if err := checkResources(args); err != nil {
+				return err
 			}
 			switch {
 			case ttl <= 0:

@@ -11,9 +11,8 @@ import (
 )
 
 // defaultAdapter is the node adapter of every subcommand that dials a lock
-// client (lock, bench, demo), unless --adapter says otherwise. dlm torture
-// defaults to torture.DefaultAdapter (go-redis) until rueidis passes its
-// slow-node scenario reliably.
+// client (lock, bench, demo, torture), unless --adapter says otherwise: the
+// checker tests what users run.
 const defaultAdapter = "rueidis"
 
 // adapterDef is one Redis client adapter the command line can use.

@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"dlm/redlock"
+	"dlm/redlock/goredis"
 )
 
 // severity grades a doctor finding.
@@ -42,6 +46,8 @@ func newDoctorCmd() *cobra.Command {
 		maxSkew   time.Duration
 		byzantine int
 		tlsf      tlsFiles
+		fencing   bool
+		fencePfx  string
 	)
 	cmd := &cobra.Command{
 		Use:   "doctor [flags]",
@@ -57,6 +63,11 @@ finding with its fix:
   R9   node clocks that agree (TIME compared across nodes, corrected for the
        round trip); a clock that jumps breaks the validity guarantee (R18)
   R7   at least 3 nodes, an odd number
+  R18  fencing tokens that survive a crash: on a node that holds fence
+       keys (dlm lock --fencing, and dlm elect, which always fences), or on
+       every node with --fencing, AOF with appendfsync always (dlm node
+       --fencing); a node that loses its last fence increments can give a
+       token twice
 
 Exits 1 when a finding breaks safety (FAIL), 69 when fewer nodes answer than
 a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
@@ -74,6 +85,7 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			}
 			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout, cfgs)
 			fs := diagnose(ps, q, maxSkew)
+			fs = append(fs, checkFencing(ps, probeFences(cmd.Context(), parsed, ps, fencePfx, timeout, cfgs), fencing)...)
 			fails := printFindings(cmd.OutOrStdout(), fs)
 			switch up := reachable(ps); {
 			case fails > 0:
@@ -88,8 +100,74 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
 	cmd.Flags().DurationVar(&maxSkew, "max-skew", 250*time.Millisecond, "largest disagreement between node clocks before it is reported")
 	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
+	cmd.Flags().BoolVar(&fencing, "fencing", false, "the clients use fencing tokens (dlm lock --fencing, dlm elect, WithFencing): check every node's durability for them, not only the nodes that already hold fence keys")
+	cmd.Flags().StringVar(&fencePfx, "fence-prefix", redlock.DefaultFencePrefix, "prefix of the fence keys to look for (WithFencePrefix)")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
+}
+
+// maxFenceScan bounds the SCAN calls doctor makes on one node to find a
+// fence key (COUNT 1000 each).
+const maxFenceScan = 100
+
+// probeFences reports, for each node that answered the probe, whether it
+// holds a key under prefix (a fence key), looking with SCAN within timeout.
+// A node that did not answer, or whose scan failed, reads false.
+func probeFences(ctx context.Context, urls []redlock.NodeURL, ps []probe, prefix string, timeout time.Duration, cfgs []*tls.Config) []bool {
+	out := make([]bool, len(urls))
+	var wg sync.WaitGroup
+	for i, u := range urls {
+		if ps[i].Err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := goredisTLS(goredis.NewClient(u), cfgs[i])
+			defer c.Close()
+			sctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			var cursor uint64
+			for range maxFenceScan {
+				keys, next, err := c.Scan(sctx, cursor, prefix+"*", 1000).Result()
+				if err != nil || len(keys) > 0 {
+					out[i] = err == nil
+					return
+				}
+				if cursor = next; cursor == 0 {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// checkFencing checks that fencing tokens survive a crash (R18, R16.2) on
+// every node that holds fence keys (fenced[i]), or on every node when the
+// clients fence (all): AOF with appendfsync always. It is a pure function
+// of the probes.
+func checkFencing(ps []probe, fenced []bool, all bool) []finding {
+	var fs []finding
+	for i, p := range ps {
+		if p.Err != nil || p.ConfigErr != nil || !(all || fenced[i]) {
+			continue
+		}
+		why := "the clients fence (--fencing)"
+		if fenced[i] {
+			why = "holds fence keys (dlm lock --fencing, dlm elect)"
+		}
+		aof, fsync := p.Config["appendonly"], p.Config["appendfsync"]
+		if aof == "yes" && fsync == "always" {
+			fs = append(fs, finding{Sev: sevOK, Node: p.Node, Rule: "R18", What: why + " with AOF and appendfsync always: its fences survive a crash"})
+			continue
+		}
+		fs = append(fs, finding{Sev: sevFail, Node: p.Node, Rule: "R18",
+			What: fmt.Sprintf("%s, with appendonly %s and appendfsync %s: a crash or power loss can lose its last fence increments, and a later grant can get a token already given (delayed restarts do not help: a fence outlives every ttl)", why, orDash(aof), orDash(fsync)),
+			Fix:  "CONFIG SET appendonly yes and CONFIG SET appendfsync always (and in redis.conf), or run the node with `dlm node --fencing`"})
+	}
+	return fs
 }
 
 // printFindings writes the findings, worst first, and returns the number

@@ -163,26 +163,28 @@ func (hio *handleIO) write(cmd *cobra.Command, l *redlock.Lock, toFile bool) err
 
 // writeSecret replaces the file path with b, readable by its owner only,
 // in one step (a temporary file in the same directory, renamed): a reader
-// never sees half a handle.
+// never sees half a handle. A failure exits 73 (the file cannot be
+// created), not 1, which is kept for failed checks.
 func writeSecret(path string, b []byte) error {
+	fail := func(err error) error { return withCode(exitCantCreate, fmt.Errorf("--handle-file: %w", err)) }
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".dlm-handle-*")
 	if err != nil {
-		return fmt.Errorf("--handle-file: %w", err)
+		return fail(err)
 	}
 	defer os.Remove(tmp.Name()) // gone after the rename; left by an error
 	if err := tmp.Chmod(0o600); err != nil {
 		tmp.Close()
-		return fmt.Errorf("--handle-file: %w", err)
+		return fail(err)
 	}
 	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
-		return fmt.Errorf("--handle-file: %w", err)
+		return fail(err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("--handle-file: %w", err)
+		return fail(err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("--handle-file: %w", err)
+		return fail(err)
 	}
 	return nil
 }

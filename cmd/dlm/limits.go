@@ -1,6 +1,11 @@
 package main
 
-import "time"
+import (
+	"fmt"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
 
 // Upper bounds of dlm's sizes and durations (issue 16, defect 7). A value
 // over one is refused as bad usage (exit 64) with the limit in the message;
@@ -18,13 +23,28 @@ const (
 	// maxBenchGoroutines bounds dlm bench --goroutines (each value) and
 	// --workers: each goroutine holds its own requests in flight.
 	maxBenchGoroutines = 10000
+	// maxLockResources bounds the resources of one lock (dlm lock, dlm
+	// acquire): each node sets them all in one atomic step, during which it
+	// serves nobody else, and a request that large cannot be answered
+	// within any sensible node timeout.
+	maxLockResources = 1000
+	// maxNameBytes bounds a resource name (dlm lock, dlm acquire).
+	maxNameBytes = 1024
+	// minNodeTimeout is the least --node-timeout: no node answers sooner,
+	// and under it every node would look unreachable (exit 69) for a
+	// mistake in a flag.
+	minNodeTimeout = time.Millisecond
 )
 
 const limitsHelp = `Limits (over one: exit 64):
   --ttl of lock, bench, acquire, extend  at most 24h
   --max-ttl of node                      at most 25h
   --duration, --seq, --contention        at most 1h (bench, demo)
-  --goroutines, --workers of bench       at most 10000 each`
+  --goroutines, --workers of bench       at most 10000 each
+  RESOURCE of lock, acquire              at most 1000 in one lock, each at most
+                                         1024 bytes of printable UTF-8
+  --node-timeout                         at least 1ms, and under the ttl
+(Below a lower limit: exit 64 too.)`
 
 // overDuration returns a usage error when d is over max.
 func overDuration(flag string, d, max time.Duration) error {
@@ -47,6 +67,66 @@ func firstErr(errs ...error) error {
 	for _, err := range errs {
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkNodeTimeout refuses a node timeout under minNodeTimeout or not
+// under the ttl (R8.2: it must be small compared to the ttl).
+func checkNodeTimeout(nodeTO, ttl time.Duration) error {
+	switch {
+	case nodeTO < minNodeTimeout:
+		return usageErrorf("--node-timeout %v is under the least of %v: no node answers that fast; give the time a node has to answer, well under --ttl %v", nodeTO, minNodeTimeout, ttl)
+	case nodeTO >= ttl:
+		return usageErrorf("--node-timeout must be well under the ttl %v, got %v", ttl, nodeTO)
+	}
+	return nil
+}
+
+// checkResources is the one check of the RESOURCE arguments of dlm lock
+// and dlm acquire: at least one, at most maxLockResources, each a name as
+// checkName wants it, none given twice.
+func checkResources(resources []string) error {
+	if len(resources) == 0 {
+		return usageErrorf("no RESOURCE: name the resource (or resources) to lock")
+	}
+	if len(resources) > maxLockResources {
+		return usageErrorf("%d resources in one lock, over the limit of %d: lock fewer (or one resource that stands for the set)", len(resources), maxLockResources)
+	}
+	seen := make(map[string]bool, len(resources))
+	for i, r := range resources {
+		what := "RESOURCE"
+		if len(resources) > 1 {
+			what = fmt.Sprintf("RESOURCE %d of %d", i+1, len(resources))
+		}
+		if err := checkName(what, r); err != nil {
+			return err
+		}
+		if seen[r] {
+			return usageErrorf("RESOURCE %q is given twice: the resources of one lock must be distinct", r)
+		}
+		seen[r] = true
+	}
+	return nil
+}
+
+// checkName refuses (exit 64) a name that dlm could not show, log or pass
+// to a command unambiguously: empty, over maxNameBytes, not UTF-8, or with
+// a character that is not printable (a newline, a tab, an escape), the
+// rule election.CheckName applies to election names and candidate ids.
+func checkName(what, name string) error {
+	switch {
+	case name == "":
+		return usageErrorf("%s is empty: name the resource to lock", what)
+	case len(name) > maxNameBytes:
+		return usageErrorf("%s is %d bytes long, over the limit of %d", what, len(name), maxNameBytes)
+	case !utf8.ValidString(name):
+		return usageErrorf("%s %q is not valid UTF-8", what, name)
+	}
+	for i, r := range name {
+		if !unicode.IsPrint(r) {
+			return usageErrorf("%s %q has an unprintable character %U at byte %d: use printable characters", what, name, r, i)
 		}
 	}
 	return nil

@@ -45,6 +45,7 @@ func newLockCmd() *cobra.Command {
 		prefix string
 		tlsf   tlsFiles
 		adapt  string
+		pidns  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
@@ -55,7 +56,10 @@ With several resources, they are locked as one lock, all or nothing, in one
 round (each node sets every resource's key in one atomic step, only if none
 is held): two commands whose sets overlap never both run, and never
 deadlock whatever order they name the resources in. DLM_LOCK_RESOURCE then
-holds the names, sorted, joined by ",".
+holds the names, sorted, one per line (a name has no control character, so
+the list is unambiguous whatever the names hold, commas included): read it
+with while IFS= read -r r; do ...; done <<< "$DLM_LOCK_RESOURCE". With one
+resource it is the name itself.
 
 The lock is extended every ttl/3 while the command runs (R17), at most
 --max-extensions times. The command gets DLM_LOCK_RESOURCE, DLM_LOCK_VALUE
@@ -63,15 +67,22 @@ The lock is extended every ttl/3 while the command runs (R17), at most
 token, R18) in its environment. It does NOT get DLM_NODES, which may hold
 passwords; the rest of dlm's environment is passed on.
 
-The command runs in its own process group (the terminal's foreground group
-when dlm is in the foreground, so Ctrl-C reaches it once), under a small
-guard process. SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to dlm are
-forwarded to the whole group. The command and everything it started never
-outlive the lock: when the command exits, what it left running is killed
-before the lock is released; if dlm itself dies, even by SIGKILL, the guard
-kills the group at once (on Linux also through a parent-death signal;
-elsewhere through a pipe from dlm, which the kernel closes on any death).
-Only a process that leaves the group on purpose (setsid, setpgid) escapes.
+The command runs under a small guard process, in the guard's own process
+group (the terminal's foreground group when dlm is in the foreground, so
+Ctrl-C reaches it once) and, on Linux when dlm may create one (root or
+CAP_SYS_ADMIN), in a PID namespace of its own. SIGINT, SIGTERM, SIGHUP and
+SIGQUIT sent to dlm are forwarded to the whole group. The command and
+everything it started never outlive the lock: the guard knows the end of
+the lock's validity (dlm sends it each new one after an extension) and
+kills them all with SIGKILL a twentieth of the ttl before it, should dlm be
+stopped or too slow to extend; when the command exits, what it left
+running is killed before the lock is released; if dlm dies, even by
+SIGKILL, the guard kills them at once; if the guard dies, with dlm or
+alone, the kernel ends the PID namespace and everything in it. Without a
+namespace (--pid-namespace=false, no privilege, or not Linux) a process
+that leaves the group (setsid) escapes when the guard is killed, and the
+command's children run on when dlm and the guard are killed together
+(docs/operations.md, "Signals").
 
 With --read, the lock is a read lock: any number of dlm lock --read
 commands on RESOURCE run at once, and none while a --write or a plain dlm
@@ -79,9 +90,11 @@ lock holds it. With --write, it excludes readers, writers and plain locks
 alike, and a waiting writer keeps new readers out (writers are not starved
 by readers). Both take one RESOURCE; --write takes --fencing too.
 
-If the lock is lost while the command runs (an extension could not reach a
-quorum before the validity ran out), the group gets SIGTERM, then SIGKILL
-after --grace, and dlm exits 74.
+If the lock is lost while the command runs (a quorum of nodes no longer
+holds it), the group gets SIGTERM, then SIGKILL after --grace or at the end
+of the validity, whichever comes first, and dlm exits 74; when the
+validity runs out (the extension bound, or extensions that keep failing)
+the guard kills the command at its end, and dlm exits 74.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 74 lock lost while the command ran; 75 lock held elsewhere (not acquired
@@ -97,6 +110,9 @@ killed by signal N).`,
 				return usageErrorf("missing `--` before the command: dlm lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]")
 			}
 			resources, argv := args[:dash], args[dash:]
+			if len(resources) == 0 {
+				return usageErrorf("no RESOURCE before `--`: name the resource (or resources) to lock")
+			}
 			if err := checkResources(resources); err != nil {
 				return err
 			}
@@ -138,6 +154,7 @@ killed by signal N).`,
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
 				argv: argv, wait: wait, grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
+				noPIDNS: !pidns,
 			}
 			return lr.run(cmd.Context())
 		},
@@ -154,29 +171,9 @@ killed by signal N).`,
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when dlm may create one (root or CAP_SYS_ADMIN), so that nothing it starts survives dlm and its guard killed together; false keeps the system's pids (for pidfiles read outside), with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
-}
-
-// checkResources refuses an empty list of resources, an empty name and a
-// name given twice, before any node is contacted.
-func checkResources(resources []string) error {
-	if len(resources) == 0 {
-		return usageErrorf("no RESOURCE before `--`: name the resource (or resources) to lock")
-	}
-	seen := make(map[string]bool, len(resources))
-	for i, r := range resources {
-		switch {
-		case r == "" && len(resources) == 1:
-			return usageErrorf("RESOURCE is empty: name the resource to lock")
-		case r == "":
-			return usageErrorf("RESOURCE %d of %d is empty: name every resource to lock", i+1, len(resources))
-		case seen[r]:
-			return usageErrorf("RESOURCE %q is given twice: the resources of one lock must be distinct", r)
-		}
-		seen[r] = true
-	}
-	return nil
 }
 
 // checkHoldFlags checks the flags of a command that runs a child while it
@@ -191,10 +188,8 @@ func checkHoldFlags(ttl, grace time.Duration, maxExt int, nodeTO time.Duration) 
 		return usageErrorf("--grace must be 0 or positive, got %v", grace)
 	case maxExt < 1:
 		return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
-	case nodeTO <= 0 || nodeTO >= ttl:
-		return usageErrorf("--node-timeout must be positive and well under --ttl %v, got %v", ttl, nodeTO)
 	}
-	return nil
+	return checkNodeTimeout(nodeTO, ttl)
 }
 
 // acquireCode maps a failed acquisition to its exit code: 69 when no quorum
@@ -277,7 +272,7 @@ func (e *reasonError) Unwrap() error { return e.err }
 type lockRun struct {
 	client    *redlock.Client
 	resources []string // one, or a set locked as one (LockAll)
-	resource  string   // the resources, sorted, joined by "," (messages, DLM_LOCK_RESOURCE)
+	resource  string   // the resources, sorted, joined by "," (messages)
 	argv      []string
 	wait      time.Duration
 	grace     time.Duration
@@ -287,6 +282,7 @@ type lockRun struct {
 	stdout    io.Writer
 	stderr    io.Writer
 	name      string // the subcommand, for messages: "lock" or "elect"
+	noPIDNS   bool   // --pid-namespace=false: no PID namespace for the guard
 }
 
 func (r *lockRun) errf(format string, args ...any) {
@@ -315,14 +311,28 @@ func (r *lockRun) run(ctx context.Context) error {
 			r.errf("release of %q incomplete (the keys expire by themselves within the ttl): %v", r.resource, uerr)
 		}
 	}()
-	env := []string{envLockResource + "=" + r.resource, envLockValue + "=" + l.Value()}
+	env := []string{envLockResource + "=" + resourceEnv(r.resources), envLockValue + "=" + l.Value()}
 	if tok := l.Token(); tok != 0 {
 		env = append(env, envLockToken+"="+strconv.FormatUint(tok, 10))
 	}
 	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
 	// closes Done when it is lost.
-	return r.guarded(sigs, holding{what: fmt.Sprintf("lock on %q", r.resource), env: env, done: l.Done(), err: l.Err})
+	return r.guarded(sigs, holding{what: fmt.Sprintf("lock on %q", r.resource), env: env, done: l.Done(), err: l.Err,
+		until: l.Until, margin: guardMargin(l.TTL())})
 }
+
+// resourceEnv is the value of DLM_LOCK_RESOURCE: the names, sorted, one
+// per line. checkResources refuses control characters in a name, so no
+// name holds a newline and the list reads back unambiguously (a comma,
+// which a name may hold, would not do).
+func resourceEnv(resources []string) string {
+	return strings.Join(slices.Sorted(slices.Values(resources)), "\n")
+}
+
+// guardMargin is how long before the end of a lock's validity the guard
+// kills a command that dlm did not extend in time: a twentieth of the ttl,
+// so that the kill lands before the keys can expire on a busy machine.
+func guardMargin(ttl time.Duration) time.Duration { return ttl / 20 }
 
 // holding is what a guarded command runs under: a lock (dlm lock) or a
 // leadership (dlm elect). Done closes when it is lost, and err says why.
@@ -331,6 +341,11 @@ type holding struct {
 	env  []string // the command's extra environment
 	done <-chan struct{}
 	err  func() error
+	// until, when set, returns the end of the validity (it moves on each
+	// extension); the guard kills the command margin before it unless dlm
+	// sent a later one. Without it, the guard has no deadline.
+	until  func() time.Time
+	margin time.Duration
 }
 
 // guarded runs the command under the guard (lock_guard.go) while h is
@@ -338,10 +353,29 @@ type holding struct {
 // it sends SIGTERM to the group, SIGKILL after the grace, and returns exit
 // 74; when the command exits it kills what the command left running, and
 // returns the command's exit code. The caller gives h up after it returns.
+//
+// The guard gets the deadline before the command starts and each new one
+// soon after an extension (dlm looks every tenth of the remaining validity
+// at first, every ttl/10 or so after), and kills the command at it: a dlm
+// that is stopped or too slow cannot leave the command running past the
+// lock (lock_guard.go).
 func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
-	child, err := r.start(h.env)
+	deadline := func() time.Time {
+		if h.until == nil {
+			return time.Time{}
+		}
+		return h.until().Add(-h.margin)
+	}
+	sent := deadline()
+	child, err := r.start(h.env, sent)
 	if err != nil {
 		return err
+	}
+	var renew <-chan time.Time
+	if !sent.IsZero() {
+		t := time.NewTicker(max(time.Millisecond, time.Until(sent)/10))
+		defer t.Stop()
+		renew = t.C
 	}
 	pgid := child.guard.Process.Pid // the guard leads the group
 	group := func(s syscall.Signal) { _ = syscall.Kill(-pgid, s) }
@@ -355,6 +389,11 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 		select {
 		case s := <-sigs:
 			group(s.(syscall.Signal))
+		case <-renew:
+			if d := deadline(); !d.Equal(sent) {
+				sent = d
+				_, _ = child.pipe.Write(deadlineFrame(d)) // a dead guard ends the family anyway
+			}
 		case <-lostc:
 			lostc = nil
 			lostErr = h.err()
@@ -371,6 +410,20 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 			if lostErr != nil {
 				return withCode(exitLockLost, nil) // the reason was printed above, once
 			}
+			if !sent.IsZero() && !time.Now().Before(deadline()) {
+				// The guard killed the command at the deadline: dlm was
+				// stopped or starved, or the lock is running out (its
+				// extension bound, failed extensions). The client says
+				// which at the end of the validity.
+				reason := "dlm could not extend it in time"
+				select {
+				case <-h.done:
+					reason = h.err().Error()
+				case <-time.After(time.Until(h.until()) + h.margin):
+				}
+				r.errf("%s ends (%s): the command was killed at the end of its validity", h.what, reason)
+				return withCode(exitLockLost, nil)
+			}
 			return childExit(werr)
 		}
 	}
@@ -380,6 +433,8 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 type family struct {
 	guard  *exec.Cmd
 	exited chan error
+	// pipe is dlm's end of the guard's pipe: deadline frames.
+	pipe *os.File
 	// done releases what the family held in dlm: its pipe, the terminal
 	// and the OS thread.
 	done func()
@@ -388,8 +443,11 @@ type family struct {
 // start starts the guard (dlm lock-guard) as the leader of a new process
 // group, which runs the command; see lock_guard.go for why. The child's
 // environment is dlm's without DLM_NODES (it may hold passwords), plus
-// extra (the lock's or the leadership's variables).
-func (r *lockRun) start(extra []string) (*family, error) {
+// extra (the lock's or the leadership's variables). The guard gets the
+// first deadline (zero: none) before it starts the command. On Linux the
+// guard is the first process of a new PID namespace when the kernel allows
+// it (root or CAP_SYS_ADMIN), else a child subreaper in its group.
+func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the dlm executable to start the command under: %w", err)
@@ -399,22 +457,34 @@ func (r *lockRun) start(extra []string) (*family, error) {
 		return nil, err
 	}
 	fg := foregroundTTY(r.stdin)
-	guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
-	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
-	guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
-	guard.SysProcAttr = guardAttr(fg)
-	guard.Env = childEnv(os.Environ(), extra...)
+	newGuard := func(pidns bool) *exec.Cmd {
+		guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
+		guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
+		guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
+		guard.SysProcAttr = guardAttr(fg, pidns)
+		guard.Env = childEnv(os.Environ(), extra...)
+		return guard
+	}
 	// The guard's parent-death signal fires when the thread that forked it
 	// ends: keep this goroutine on that thread while the guard lives.
 	runtime.LockOSThread()
+	pidns := pidNamespaces && !r.noPIDNS
+	guard := newGuard(pidns)
 	err = guard.Start()
+	if err != nil && pidns {
+		guard = newGuard(false) // no namespace for us: EPERM, or none left
+		err = guard.Start()
+	}
 	pr.Close()
+	if err == nil {
+		_, _ = pw.Write(deadlineFrame(deadline)) // fits the pipe's buffer
+	}
 	if err != nil {
 		runtime.UnlockOSThread()
 		pw.Close()
 		return nil, withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
 	}
-	f := &family{guard: guard, exited: make(chan error, 1)}
+	f := &family{guard: guard, exited: make(chan error, 1), pipe: pw}
 	f.done = func() {
 		pw.Close()
 		if fg >= 0 {

@@ -34,7 +34,7 @@ func TestLockHoldersUnderTheChecker(t *testing.T) {
 		return `echo "start ` + id + ` $(date +%s%N)" >> "$1"; ` + work + `; echo "end ` + id + ` $(date +%s%N)" >> "$1"`
 	}
 	victim, _, vstderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--ttl", ttl.String(), "--node-timeout", "300ms", "res", "--",
-		"sh", "-c", `echo $$ > "$3"; `+section("victim", `touch "$2"; sleep 3`), "sh", logf, ready, pidf)
+		"sh", "-c", `touch "$3"; `+section("victim", `touch "$2"; sleep 3`), "sh", logf, ready, pidf)
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -42,14 +42,13 @@ func TestLockHoldersUnderTheChecker(t *testing.T) {
 	go func() { vdone <- victim.Wait() }()
 	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) && fileExists(pidf) },
 		"the first holder never ran; stderr: %s", vstderr)
-	b, err := os.ReadFile(pidf)
-	if err != nil {
-		t.Fatal(err)
+	// The victim's shell carries pidf in its arguments (its own pid is
+	// that of the guard's PID namespace, not ours).
+	vpids := familyOf(pidf)
+	if len(vpids) != 1 {
+		t.Fatalf("found %d processes of the first holder's command, want its one shell: %v", len(vpids), vpids)
 	}
-	vpid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	vpid := vpids[0]
 	t.Cleanup(func() { _ = syscall.Kill(vpid, syscall.SIGKILL) })
 	if err := victim.Process.Kill(); err != nil {
 		t.Fatal(err)

@@ -13,28 +13,48 @@ import (
 )
 
 // familyScript is a command with grandchildren: it starts two sleeps in
-// the background, writes their pids and its own to "$1", then waits.
-const familyScript = `sleep 27 & echo $! > "$1.tmp"; sleep 26 & echo $! >> "$1.tmp"; echo $$ >> "$1.tmp"; mv "$1.tmp" "$1"; wait`
+// the background, then creates "$1" and waits. Its processes carry "$1"
+// (the shell in its arguments, the sleeps in their environment), which is
+// how familyOf finds them: their pids as the command sees them would not
+// do, in the PID namespace of the guard (lock_guard.go).
+const familyScript = `export DLM_TEST_FAMILY="$1"; sleep 27 & sleep 26 & touch "$1"; wait`
 
-// readPids waits until path holds the three pids familyScript writes.
+// readPids waits until familyScript has created path and returns the pids
+// (as this test sees them) of its three processes.
 func readPids(t *testing.T, path string, stderr *syncBuf) []int {
 	t.Helper()
 	var pids []int
 	redlocktest.Eventually(t, 20*time.Second, func() bool {
-		b, err := os.ReadFile(path)
-		if err != nil {
+		if !fileExists(path) {
 			return false
 		}
-		pids = pids[:0]
-		for _, f := range strings.Fields(string(b)) {
-			p, err := strconv.Atoi(f)
-			if err != nil {
-				return false
-			}
-			pids = append(pids, p)
-		}
+		pids = familyOf(path)
 		return len(pids) == 3
-	}, "the command never wrote its pids; stderr: %s", stderr)
+	}, "the command never started its family (%v); stderr: %s", pids, stderr)
+	return pids
+}
+
+// familyOf returns the pids of the processes that carry mark in their
+// arguments or their environment, dlm and its guard excepted (they carry
+// the command's arguments).
+func familyOf(mark string) []int {
+	var pids []int
+	dir, _ := os.ReadDir("/proc")
+	for _, e := range dir {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || !alive(pid) {
+			continue
+		}
+		p := "/proc/" + e.Name() + "/"
+		if comm, _ := os.ReadFile(p + "comm"); strings.TrimSpace(string(comm)) == "dlm" {
+			continue
+		}
+		args, _ := os.ReadFile(p + "cmdline")
+		env, _ := os.ReadFile(p + "environ")
+		if strings.Contains(string(args), mark) || strings.Contains(string(env), "DLM_TEST_FAMILY="+mark+"\x00") {
+			pids = append(pids, pid)
+		}
+	}
 	return pids
 }
 

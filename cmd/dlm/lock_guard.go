@@ -1,16 +1,20 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 // guardCmdName is the hidden subcommand that dlm lock starts between itself
@@ -18,29 +22,51 @@ import (
 const guardCmdName = "lock-guard"
 
 // guardFD is the descriptor on which the guard reads the pipe from dlm
-// lock: it reads end-of-file when dlm lock has died, however it died.
+// lock: the lock's deadlines, then end-of-file when dlm lock has died,
+// however it died.
 const guardFD = 3
 
-// A child that cannot outlive its lock (issue 16, defects 1 to 3).
+// noDeadline is the deadline frame of a holding without one (the guard
+// then ends the command only when dlm lock dies or tells it to).
+const noDeadline int64 = math.MaxInt64
+
+// A command that cannot outlive its lock (issue 16, defects 1 to 3; issue
+// 24, items 2 and 3).
 //
 // dlm lock starts the guard as the leader of a new process group (the
 // terminal's foreground group when dlm itself is in the foreground), and
-// the guard starts the command in that group; every process the command
-// starts stays in it unless it leaves on purpose (setsid, setpgid). Then:
+// the guard starts the command in that group. On Linux, when dlm may create
+// one (root, or CAP_SYS_ADMIN), the guard is also the first process of a
+// new PID namespace: every process the command starts, even one that
+// leaves the group (setsid, double fork), is in that namespace, and the
+// kernel kills them all the moment the guard dies, whatever killed it.
+// Without a namespace, the guard is a child subreaper (PR_SET_CHILD_SUBREAPER):
+// the orphans of the command become its children, so that it finds them.
 //
+// The pipe from dlm lock (descriptor 3) carries the lock's deadline: 8-byte
+// big-endian frames, each the instant (CLOCK_MONOTONIC, nanoseconds) after
+// which the lock may be another's, less a margin; dlm sends the first
+// before the command starts and a new one after every extension. Then:
+//
+//   - At the deadline, unless a later one came first, the guard kills every
+//     process of the command with SIGKILL and exits 74: a dlm lock that is
+//     stopped (SIGSTOP, a debugger, a swapped-out machine) or too slow to
+//     extend cannot leave the command running past the validity.
+//   - If dlm lock dies, even by SIGKILL, the pipe reads end-of-file (the
+//     kernel closes dlm's end on any death) and the guard kills the command
+//     at once. On Linux the guard also gets a parent-death signal (SIGTERM,
+//     checked against getppid so that the death of the forking thread
+//     alone does nothing), and the command gets SIGKILL as its parent-death
+//     signal should the guard itself be killed.
+//   - If the guard dies (killed alone, or with dlm as `pkill -9 dlm` does):
+//     in a PID namespace the kernel kills every process of the command; else
+//     the command gets its parent-death signal, and dlm lock, when alive,
+//     kills the group.
+//   - When the command exits, the guard kills what it left running and
+//     reaps it before exiting itself, so that dlm releases the lock only
+//     when nothing of the command runs.
 //   - dlm lock signals the whole group: SIGTERM on a lost lock, SIGKILL
-//     after --grace, the forwarded SIGINT, SIGTERM, SIGHUP and SIGQUIT; and
-//     after the command exits, SIGKILL to whatever it left running, before
-//     the lock is released.
-//   - If dlm lock dies, even by SIGKILL, the guard notices and SIGKILLs the
-//     group: its pipe from dlm (descriptor 3) reads end-of-file as soon as
-//     the kernel closes dlm's end, on every Unix. On Linux the guard also
-//     gets a parent-death signal (SIGTERM, checked against getppid so that
-//     the death of the forking thread alone does nothing), and the command
-//     gets SIGKILL as its parent-death signal should the guard itself be
-//     killed. A dlm lock that dies between fork and prctl is covered twice:
-//     Go's runtime re-checks the parent after prctl, and the pipe is
-//     already closed.
+//     after --grace, the forwarded SIGINT, SIGTERM, SIGHUP and SIGQUIT.
 //   - A terminal's Ctrl-C reaches the foreground group: the command once;
 //     dlm, not in that group, forwards nothing. When dlm is not in the
 //     terminal's foreground group (a script, a pipe), dlm receives the
@@ -48,7 +74,13 @@ const guardFD = 3
 //
 // The guard catches the signals the group receives and ignores them itself
 // (caught, not ignored: an ignored signal would stay ignored in the
-// command after exec).
+// command after exec; and the first process of a PID namespace only
+// receives the signals it catches).
+//
+// Outside Linux there is no namespace, subreaper or parent-death signal:
+// the deadline, the pipe and dlm's signals to the group hold, and a process
+// that leaves the group, or the group itself when dlm and the guard die
+// together, escapes (docs/operations.md, "Signals").
 
 // newLockGuardCmd builds the hidden "dlm lock-guard -- COMMAND [ARGS...]".
 func newLockGuardCmd() *cobra.Command {
@@ -64,14 +96,47 @@ func newLockGuardCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usageErrorf("%s is started by dlm lock, not by hand", guardCmdName)
 			}
-			return runGuard(args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runGuard(args, cmd.ErrOrStderr())
 		},
 	}
 }
 
-// runGuard runs argv in the guard's process group and exits with its
-// status; it kills the group when dlm lock dies.
-func runGuard(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// monoNow returns CLOCK_MONOTONIC in nanoseconds: the clock the deadline
+// frames are on, the same in dlm lock and in the guard.
+func monoNow() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic("dlm: CLOCK_MONOTONIC: " + err.Error()) // cannot happen on a supported system
+	}
+	return ts.Nano()
+}
+
+// deadlineFrame encodes the instant t (on this process's clock) as a
+// deadline frame for the guard.
+func deadlineFrame(t time.Time) []byte {
+	d := noDeadline
+	if !t.IsZero() {
+		d = monoNow() + int64(time.Until(t))
+	}
+	return binary.BigEndian.AppendUint64(nil, uint64(d))
+}
+
+// readDeadlines reads deadline frames from pipe into c until end-of-file
+// or an error, then closes c.
+func readDeadlines(pipe io.Reader, c chan<- int64) {
+	defer close(c)
+	var b [8]byte
+	for {
+		if _, err := io.ReadFull(pipe, b[:]); err != nil {
+			return
+		}
+		c <- int64(binary.BigEndian.Uint64(b[:]))
+	}
+}
+
+// runGuard runs argv in the guard's process group (and PID namespace)
+// under the deadlines dlm lock sends, and exits with its status.
+func runGuard(argv []string, stderr io.Writer) error {
 	parent := os.Getppid()
 	pipe := os.NewFile(guardFD, "dlm-lock-pipe")
 	var st syscall.Stat_t
@@ -79,53 +144,111 @@ func runGuard(argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return usageErrorf("%s is started by dlm lock, not by hand (descriptor %d is not its pipe)", guardCmdName, guardFD)
 	}
 	syscall.CloseOnExec(guardFD) // the command must not hold dlm's pipe
-	killGroup := func() { _ = syscall.Kill(0, syscall.SIGKILL) }
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	if os.Getppid() != parent {
-		killGroup()
+	deadlines := make(chan int64, 1)
+	go readDeadlines(pipe, deadlines)
+	// The first deadline comes before the command starts: without it (dlm
+	// died already) nothing runs.
+	first, ok := <-deadlines
+	if !ok || (parent != 0 && os.Getppid() != parent) {
+		return withCode(exitLockLost, nil)
 	}
-	go func() {
-		var b [1]byte
-		for {
-			if _, err := pipe.Read(b[:]); err != nil {
-				killGroup() // dlm lock is gone: nothing holds the lock for us
-				return
-			}
-		}
-	}()
+	becomeReaper()
 
 	// The parent-death signal of the command is tied to this thread.
 	runtime.LockOSThread()
 	child := exec.Command(argv[0], argv[1:]...)
-	child.Stdin, child.Stdout, child.Stderr = stdin, stdout, stderr
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.SysProcAttr = commandAttr()
 	if err := child.Start(); err != nil {
 		fmt.Fprintf(stderr, "dlm lock: start %q: %v\n", argv[0], err)
 		return withCode(127, nil)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
+	exited, reaped := make(chan syscall.WaitStatus, 1), make(chan struct{})
+	go reap(child.Process.Pid, exited, reaped)
+
+	timer := time.NewTimer(untilMono(first))
+	defer timer.Stop()
 	for {
 		select {
 		case <-sigs:
-			if os.Getppid() != parent { // our parent-death signal
-				killGroup()
+			if parent != 0 && os.Getppid() != parent { // our parent-death signal
+				endFamily(reaped, true)
+				return withCode(exitLockLost, nil)
 			}
 			// Otherwise the group's signal, meant for the command.
-		case err := <-exited:
-			if err == nil {
+		case d, ok := <-deadlines:
+			if !ok { // dlm lock is gone: nothing holds the lock for us
+				endFamily(reaped, true)
+				return withCode(exitLockLost, nil)
+			}
+			timer.Reset(untilMono(d))
+		case <-timer.C:
+			fmt.Fprintf(stderr, "dlm %s: the lock's validity ends without an extension: killing the command\n", guardCmdName)
+			endFamily(reaped, true)
+			return withCode(exitLockLost, nil)
+		case ws := <-exited:
+			// Whatever the command left running dies before dlm releases
+			// the lock: nothing may run unprotected.
+			endFamily(reaped, false)
+			if ws.Signaled() {
+				return withCode(128+int(ws.Signal()), nil)
+			}
+			if ws.ExitStatus() == 0 {
 				return nil
 			}
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-					return withCode(128+int(ws.Signal()), nil)
-				}
-				return withCode(ee.ExitCode(), nil)
+			return withCode(ws.ExitStatus(), nil)
+		}
+	}
+}
+
+// untilMono returns the time from now to the deadline frame d.
+func untilMono(d int64) time.Duration {
+	if d == noDeadline {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(max(0, d-monoNow()))
+}
+
+// reap waits for every child of the guard: the command, whose status it
+// sends on exited, and the orphans of the command that the guard adopted
+// as subreaper or first process of a PID namespace. It closes reaped when
+// the guard has no child left.
+func reap(cmd int, exited chan<- syscall.WaitStatus, reaped chan<- struct{}) {
+	defer close(reaped)
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		switch {
+		case errors.Is(err, syscall.EINTR):
+		case err != nil: // ECHILD: no child left
+			return
+		case pid == cmd && (ws.Exited() || ws.Signaled()):
+			exited <- ws
+		}
+	}
+}
+
+// endFamily kills every process of the command and returns once the
+// guard has reaped all its children, re-sending SIGKILL while it waits: a
+// process may fork until it is killed, and its orphans come to the guard.
+// Where the guard cannot kill the family and live (outside Linux), it
+// kills its whole group, itself included, when self is true, and else
+// returns at once (dlm lock kills the group when the guard has exited).
+func endFamily(reaped <-chan struct{}, self bool) {
+	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
+		if !killFamily() {
+			if !self {
+				return
 			}
-			return err
+			_ = syscall.Kill(0, syscall.SIGKILL)
+		}
+		select {
+		case <-reaped:
+			return
+		case <-time.After(wait):
 		}
 	}
 }

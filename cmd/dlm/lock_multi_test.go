@@ -12,7 +12,7 @@ import (
 )
 
 // TestLockSeveralResources: dlm lock a b -- CMD locks both as one lock
-// (the command sees DLM_LOCK_RESOURCE=a,b); while it runs, a dlm lock on a
+// (the command sees DLM_LOCK_RESOURCE="a\nb"); while it runs, a dlm lock on a
 // set that overlaps it on b exits 75 and leaves no key of its own set, one
 // on a disjoint resource runs; once it ends, no key is left.
 func TestLockSeveralResources(t *testing.T) {
@@ -36,8 +36,8 @@ func TestLockSeveralResources(t *testing.T) {
 	t.Cleanup(stop)
 	redlocktest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil },
 		"the first dlm lock never ran its command; stderr: %s", stderr)
-	if b, err := os.ReadFile(env); err != nil || strings.TrimSpace(string(b)) != "a,b" {
-		t.Fatalf("DLM_LOCK_RESOURCE = %q (%v), want a,b", b, err)
+	if b, err := os.ReadFile(env); err != nil || strings.TrimSpace(string(b)) != "a\nb" {
+		t.Fatalf("DLM_LOCK_RESOURCE = %q (%v), want \"a\\nb\"", b, err)
 	}
 
 	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--wait", "300ms", "c", "b", "--", "true")

@@ -42,7 +42,11 @@ serves again (R16.3: delayed restart). A clean shutdown (SIGTERM, SIGINT or
 SHUTDOWN: redis-server exits 0) removes the marker only when the node
 persists its keys (appendonly yes, the default here); without persistence a
 restarted node has forgotten its keys whatever the shutdown (R16.1), so every
-restart waits.
+restart waits. AOF is fsynced every second (redis' appendfsync everysec):
+enough for lock keys with the delayed restart, not for fencing tokens,
+which outlive every ttl; with --fencing (nodes of dlm lock --fencing and of
+dlm elect, which always fences) every write is fsynced (appendfsync
+always), as dlm doctor requires of a node that holds fence keys.
 
 --max-ttl must exceed the largest ttl any client uses with these nodes.
 A port already in use is refused (exit 64) before anything is written or
@@ -53,6 +57,7 @@ are the supervisor's job (systemd: Restart=always); dlm node exits with
 redis-server's exit code. Arguments after -- go to redis-server and override
 the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 		Example: `  dlm node --port 6379 --dir /var/lib/dlm-node --max-ttl 40s
+  dlm node --port 6379 --dir /var/lib/dlm-node --max-ttl 40s --fencing
   dlm node --port 6380 --dir ./n2 --max-ttl 15s -- --maxmemory-policy noeviction`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 0 || dash < 0 && len(args) > 0 {
@@ -73,6 +78,7 @@ the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 	f.StringVar(&nc.config, "config", "", "redis.conf to start redis-server with (the flags above override it)")
 	f.StringVar(&nc.binary, "redis-server", "redis-server", "redis-server executable")
 	f.DurationVar(&nc.startTimeout, "start-timeout", 30*time.Second, "how long redis-server may take to answer PING")
+	f.BoolVar(&nc.fencing, "fencing", false, "the node serves fencing tokens (dlm lock --fencing, dlm elect): appendfsync always, so that no fence increment is lost in a crash (dlm doctor checks it)")
 	return cmd
 }
 
@@ -86,6 +92,7 @@ type nodeConfig struct {
 	binary       string
 	startTimeout time.Duration
 	extra        []string
+	fencing      bool // --fencing: appendfsync always
 }
 
 func (nc *nodeConfig) validate() error {
@@ -100,6 +107,8 @@ func (nc *nodeConfig) validate() error {
 		return usageErrorf("--start-timeout must be positive, got %v", nc.startTimeout)
 	case nc.dir == "":
 		return usageErrorf("--dir must name the node's data directory")
+	case nc.fencing && (nc.setting("appendfsync") != "always" || nc.setting("appendonly") != "yes"):
+		return usageErrorf("--fencing needs appendonly yes and appendfsync always; the arguments after -- say appendonly %s, appendfsync %s", nc.setting("appendonly"), nc.setting("appendfsync"))
 	}
 	if _, err := exec.LookPath(nc.binary); err != nil {
 		return withCode(exitUnavailable, fmt.Errorf("%s not found (install redis-server, or give --redis-server PATH): %w", nc.binary, err))
@@ -161,6 +170,9 @@ func (nc *nodeConfig) argv() []string {
 	}
 	a = append(a, "--port", strconv.Itoa(nc.port), "--bind", nc.bind, "--dir", nc.dir,
 		"--daemonize", "no", "--appendonly", "yes")
+	if nc.fencing {
+		a = append(a, "--appendfsync", "always")
+	}
 	return append(a, nc.extra...)
 }
 

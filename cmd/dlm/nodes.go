@@ -148,8 +148,8 @@ func (nf *nodeFlags) add(cmd *cobra.Command, prefixHelp string) {
 // client checks the nodes and dials a lock client over them with opts and
 // the flags' node timeout and key prefix; ttl bounds the node timeout.
 func (nf *nodeFlags) client(ctx context.Context, ttl time.Duration, opts ...redlock.Option) (*redlock.Client, func(), error) {
-	if nf.nodeTO <= 0 || nf.nodeTO >= ttl {
-		return nil, nil, usageErrorf("--node-timeout must be positive and well under the ttl %v, got %v", ttl, nf.nodeTO)
+	if err := checkNodeTimeout(nf.nodeTO, ttl); err != nil {
+		return nil, nil, err
 	}
 	urls, err := resolveNodes(nf.nodes)
 	if err != nil {

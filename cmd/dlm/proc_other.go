@@ -5,10 +5,10 @@ package main
 import "syscall"
 
 // guardAttr is how dlm lock starts its guard: leader of a new process
-// group. There is no parent-death signal outside Linux: the guard learns of
-// dlm's death from its pipe alone. fg >= 0 makes the group the foreground
-// group of the terminal fg.
-func guardAttr(fg int) *syscall.SysProcAttr {
+// group. There is no parent-death signal and no PID namespace outside
+// Linux: the guard learns of dlm's death from its pipe alone. fg >= 0 makes
+// the group the foreground group of the terminal fg.
+func guardAttr(fg int, _ bool) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if fg >= 0 {
 		a.Foreground, a.Ctty = true, fg
@@ -16,8 +16,20 @@ func guardAttr(fg int) *syscall.SysProcAttr {
 	return a
 }
 
+// pidNamespaces reports whether guardAttr can ask for a PID namespace on
+// this system.
+const pidNamespaces = false
+
 // commandAttr is how the guard starts the command: in the guard's group.
 // Without a parent-death signal, a command whose guard alone is killed
 // (dlm lock still running) is stopped by dlm lock, which signals the group
 // when the guard exits.
 func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+
+// becomeReaper does nothing outside Linux: the command's orphans go to
+// init, out of the guard's reach once they leave its group.
+func becomeReaper() {}
+
+// killFamily reports false: outside Linux the guard cannot find every
+// process of the command, and kills its group (itself included) instead.
+func killFamily() bool { return false }

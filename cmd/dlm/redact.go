@@ -5,7 +5,11 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+
+	"dlm/redlock"
 )
 
 // The one redaction of credentials (issue 16, defect 4). Every byte dlm
@@ -18,22 +22,26 @@ import (
 // redacted replaces a password.
 const redacted = "xxxxx"
 
-// userinfoPattern finds the user information of a URL in free text:
-// scheme://USERINFO@ (USERINFO has no '/', no space, no quote and no
-// square bracket, so that the usage text "redis://[user:password@]host"
-// stays as written).
-const userinfoPattern = `([A-Za-z][A-Za-z0-9+.\-]*://)([^/\s"'@\[\]]*(?:@[^/\s"'@\[\]]*)*)@`
+// maxCommas bounds the commas of a password that newRedactorOf finds
+// whole in a list of URLs (more are found piece by piece).
+const maxCommas = 16
 
 // minSecret is the shortest password also replaced where it appears
 // outside a URL: shorter ones would blank out ordinary words.
 const minSecret = 4
 
-// redactor hides the passwords of node URLs in text.
+// redactor hides the passwords of node URLs in text. Its reading of a URL
+// is redlock.RedactURL's, the one the library's own errors use: a URL with
+// or without a scheme (redis://, redis:/, user:password@host), whose
+// password may hold any character, "/", "?", "#" and "@" unencoded.
+//
+// The helpers other files call: redactor.String (a nil redactor hides
+// only the user information of URLs in the text) and redactNode (one node
+// URL, for tables and messages that name a node).
 type redactor struct {
-	// userinfo is userinfoPattern, compiled.
-	userinfo *regexp.Regexp
-	// secrets are the passwords (raw and percent-decoded) found in the
-	// node URLs dlm was given, longest first.
+	// secrets are the passwords found in the node URLs dlm was given, as
+	// written, percent-decoded, percent-encoded and as %q quotes them,
+	// longest first.
 	secrets []string
 }
 
@@ -41,9 +49,15 @@ type redactor struct {
 // in the environment variable DLM_NODES, whether or not the URL is valid
 // (an invalid URL's message quotes it too).
 func newRedactor(args []string) *redactor {
-	r := &redactor{userinfo: regexp.MustCompile(userinfoPattern)}
-	words := append([]string(nil), args...)
-	words = append(words, strings.Split(os.Getenv(nodesEnv), ",")...)
+	return newRedactorOf(append(append([]string(nil), args...), os.Getenv(nodesEnv)))
+}
+
+// newRedactorOf is newRedactor over the given words. A password may hold a
+// comma, which splits a list of URLs: every run of consecutive
+// comma-separated pieces of a word that ends at the first piece with an
+// "@" is read as a URL.
+func newRedactorOf(words []string) *redactor {
+	r := &redactor{}
 	seen := map[string]bool{}
 	add := func(s string) {
 		if len(s) >= minSecret && !seen[s] {
@@ -52,53 +66,64 @@ func newRedactor(args []string) *redactor {
 		}
 	}
 	for _, w := range words {
-		for _, part := range strings.Split(w, ",") {
-			for _, m := range r.userinfo.FindAllStringSubmatch(part, -1) {
-				info := m[2]
-				pw := info
-				if _, p, ok := strings.Cut(info, ":"); ok {
-					pw = p
+		if strings.HasPrefix(w, "-") { // --nodes=URL,...
+			_, w, _ = strings.Cut(w, "=")
+		}
+		pieces := strings.Split(w, ",")
+		for i := range pieces {
+			// A run goes on past a piece only if that piece has no "@":
+			// the host of a URL ends a run.
+			for j := i + 1; j <= min(len(pieces), i+maxCommas+1) && (j == i+1 || !strings.Contains(pieces[j-2], "@")); j++ {
+				cand := strings.Join(pieces[i:j], ",")
+				if !strings.Contains(cand, ":") {
+					continue // user@example.com is no node URL
 				}
-				add(pw)
+				pw, ok := redlock.URLPassword(strings.TrimSpace(cand))
+				if !ok {
+					continue
+				}
+				forms := []string{pw, url.PathEscape(pw), url.QueryEscape(pw)}
 				if d, err := url.PathUnescape(pw); err == nil {
-					add(d)
+					forms = append(forms, d, url.QueryEscape(d))
+				}
+				for _, f := range forms {
+					add(f)
+					add(strings.Trim(strconv.Quote(f), `"`))
+					for _, part := range strings.Split(f, ",") {
+						add(part)
+					}
 				}
 			}
 		}
 	}
-	// Longest first, so that a password containing another is replaced whole.
-	for i := 1; i < len(r.secrets); i++ {
-		for j := i; j > 0 && len(r.secrets[j]) > len(r.secrets[j-1]); j-- {
-			r.secrets[j], r.secrets[j-1] = r.secrets[j-1], r.secrets[j]
-		}
-	}
+	slices.SortStableFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
 	return r
 }
+
+// urlWord is a word of free text that may be a URL with user information.
+var urlWord = regexp.MustCompile(`[^\s,]*@[^\s,]*`)
 
 // String returns s with the user information of every URL in it replaced
 // ("user:xxxxx@", or "xxxxx@" for the password-only form) and every known
 // password replaced wherever it appears. A nil redactor knows no password
 // and hides only the user information of URLs.
 func (r *redactor) String(s string) string {
-	re := regexp.MustCompile(userinfoPattern)
-	if r != nil {
-		re = r.userinfo
-	}
-	s = re.ReplaceAllStringFunc(s, func(m string) string {
-		sub := re.FindStringSubmatch(m)
-		user, _, hasPass := strings.Cut(sub[2], ":")
-		if hasPass && user != "" {
-			return sub[1] + user + ":" + redacted + "@"
-		}
-		return sub[1] + redacted + "@"
-	})
 	if r != nil {
 		for _, sec := range r.secrets {
 			s = strings.ReplaceAll(s, sec, redacted)
 		}
 	}
-	return s
+	return urlWord.ReplaceAllStringFunc(s, func(w string) string {
+		if !strings.Contains(w, ":") {
+			return w // user@example.com: no URL of a node
+		}
+		return redactNode(w)
+	})
 }
+
+// redactNode returns a node URL (or any text read as one) without its
+// password: redlock.RedactURL.
+func redactNode(raw string) string { return redlock.RedactURL(raw) }
 
 // redactWriter writes through a redactor to w. A password split across
 // two writes would escape it; dlm writes whole lines and messages.

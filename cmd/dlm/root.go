@@ -16,6 +16,8 @@ const exitCodesHelp = `Exit codes:
       a check that hit its time limit, values out of range)
   64  bad usage (the reason is printed)
   69  nodes unreachable: no quorum possible
+  73  an output file cannot be written (--handle-file of dlm acquire and
+      dlm extend; the lock acquired is released again)
   74  lock (or leadership, dlm elect) lost while the command ran; no longer held
       (dlm extend, dlm release)
   75  lock not acquired (held elsewhere) within the wait

@@ -34,7 +34,8 @@ func newTortureCmd() *cobra.Command {
 		ttl, nodeTimeout, duration, delay    = d.TTL, d.NodeTimeout, d.Duration, d.RestartDelay
 		persistence, delayed, fencing, bound = false, false, false, time.Duration(0)
 		byzantine, workers                   = 0, d.Workers
-		adapter                              = d.Adapter
+		adapter                              = defaultAdapter // the adapter users get, not torture.DefaultAdapter
+		progress                             = 5 * time.Second
 	)
 	cmd := &cobra.Command{
 		Use:   "torture --scenario NAME | --random | --list | --check HISTORY.json",
@@ -103,7 +104,7 @@ Scenarios (dlm torture --list for the expected verdicts):
 			set("delayed-restart", func() { cfg.DelayedRestart = delayed })
 			set("fencing", func() { cfg.Fencing = fencing })
 			set("byzantine", func() { cfg.Byzantine = byzantine })
-			set("adapter", func() { cfg.Adapter = adapter })
+			cfg.Adapter = adapter
 			set("workers", func() { cfg.Workers = workers })
 			set("faults", func() { cfg.Faults = faults })
 			set("liveness-bound", func() { cfg.LivenessBound = bound })
@@ -140,7 +141,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 					opts = append(opts, torture.WithLog(cmd.ErrOrStderr()))
 				}
 				var err error
+				stop := showProgress(cmd.ErrOrStderr(), progress)
 				rep, err = torture.Run(cmd.Context(), cfg, opts...)
+				stop()
 				if errors.Is(err, torture.ErrEnvironment) {
 					return withCode(exitUnavailable, err)
 				}
@@ -192,7 +195,8 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.DurationVar(&delay, "restart-delay", 0, "delay of a delayed restart (implies --delayed-restart; default ttl + ttl/4)")
 	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones (R18)")
 	fl.IntVar(&byzantine, "byzantine", 0, "clients tolerate this many lying nodes (redlock.WithByzantineNodes): quorum ceil((N+f+1)/2)")
-	fl.StringVar(&adapter, "adapter", d.Adapter, "node adapter of the clients: "+strings.Join(torture.Adapters(), " or "))
+	fl.StringVar(&adapter, "adapter", adapter, "node adapter of the clients: "+strings.Join(torture.Adapters(), " or ")+" (the default is that of the other subcommands)")
+	fl.DurationVar(&progress, "progress", progress, "while a run lasts, say on stderr every this often how long it has run (0: never)")
 	fl.IntVar(&workers, "workers", d.Workers, "Lock calls each client runs at once in the looping scenarios and --random (1 to 16); over rueidis the lock passes between them")
 	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(torture.AllFaults(), ", "))
 	fl.DurationVar(&bound, "liveness-bound", 0, "longest a wanted resource may stay unheld with no fault active (default 2 x ttl)")
@@ -202,6 +206,34 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.StringVar(&checkPath, "check", "", "check a stored history (JSON) instead of running; --scenario names what it promises")
 	fl.BoolVarP(&verbose, "verbose", "v", false, "narrate the run's steps on stderr")
 	return cmd
+}
+
+// showProgress prints on w, every interval, how long the run has lasted,
+// until the function it returns is called (and has returned: nothing is
+// printed after it). A zero or negative interval prints nothing.
+func showProgress(w io.Writer, every time.Duration) (stop func()) {
+	if every <= 0 {
+		return func() {}
+	}
+	start := time.Now()
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fmt.Fprintf(w, "dlm torture: running for %v\n", time.Since(start).Round(time.Second/10))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-exited
+	}
 }
 
 // listScenarios prints each scenario with its rule and what its default

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// canPIDNamespace reports whether this process may start a child in a new
+// PID namespace, as dlm lock does for its guard on Linux when allowed.
+func canPIDNamespace() bool {
+	if !pidNamespaces {
+		return false
+	}
+	c := exec.Command("true")
+	c.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	return c.Run() == nil
+}
+
+// childrenOf returns the pids of the children of pid.
+func childrenOf(pid int) []int {
+	var kids []int
+	dir, _ := os.ReadDir("/proc")
+	for _, e := range dir {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			k, _ := strconv.Atoi(e.Name())
+			kids = append(kids, k)
+		}
+	}
+	return kids
+}
+
+// TestLockCommandNeverOutlivesTheLock is items 2 and 3 of issue 24: a
+// dlm lock whose command has grandchildren (one of them in a session of
+// its own, setsid, when PID namespaces are available) is killed with
+// SIGKILL (dlm, its guard, or both at once as `pkill -9 dlm` does) or
+// stopped with SIGSTOP past the ttl. Then a second client acquires the
+// lock, which it can only once the first lock's validity is over, and no
+// process of the first command may run any more. Before the fix, with
+// both killed the sleeps ran on, and with dlm stopped the whole command
+// did (the guard knew no deadline).
+func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	urls := c.URLs()
+	const ttl = time.Second
+	pidns := canPIDNamespace()
+	if !pidns {
+		t.Logf("no PID namespace for this process: the guard runs as subreaper, and the cases that need a namespace are skipped")
+	}
+	next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeNext)
+
+	for _, tc := range []struct {
+		name    string
+		noPIDNS bool // --pid-namespace=false
+		act     func(t *testing.T, dlm, guard int)
+		code    int // dlm's exit, -1 when it was killed
+	}{
+		{"SIGKILL of dlm", false, func(t *testing.T, dlm, _ int) { kill(t, dlm, syscall.SIGKILL) }, -1},
+		{"SIGKILL of the guard", false, func(t *testing.T, _, guard int) { kill(t, guard, syscall.SIGKILL) }, 128 + 9},
+		{"SIGKILL of both", false, func(t *testing.T, dlm, guard int) {
+			kill(t, dlm, syscall.SIGKILL)
+			kill(t, guard, syscall.SIGKILL)
+		}, -1},
+		{"SIGSTOP of dlm", false, func(t *testing.T, dlm, _ int) { kill(t, dlm, syscall.SIGSTOP) }, exitLockLost},
+		{"SIGKILL of dlm, subreaper", true, func(t *testing.T, dlm, _ int) { kill(t, dlm, syscall.SIGKILL) }, -1},
+		{"SIGSTOP of dlm, subreaper", true, func(t *testing.T, dlm, _ int) { kill(t, dlm, syscall.SIGSTOP) }, exitLockLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			inNS := pidns && !tc.noPIDNS
+			if strings.Contains(tc.name, "both") && !inNS {
+				t.Skip("without a PID namespace nothing is left to kill the command's children when dlm and its guard die together (docs/operations.md)")
+			}
+			mark := filepath.Join(t.TempDir(), "ready")
+			// A grandchild in the group, and one in a session of its own
+			// when the namespace holds it.
+			script := `export DLM_TEST_FAMILY="$1"; sleep 27 & sleep 26 & touch "$1"; wait`
+			want := 3
+			if inNS {
+				script = `export DLM_TEST_FAMILY="$1"; sleep 27 & setsid sleep 26 & touch "$1"; wait`
+			}
+			args := []string{"lock", "--nodes", strings.Join(urls, ","), "--ttl", ttl.String(), "--node-timeout", "200ms"}
+			if tc.noPIDNS {
+				args = append(args, "--pid-namespace=false")
+			}
+			cmd, _, stderr := dlmCmd(t, nil, append(args, "res", "--", "sh", "-c", script, "sh", mark)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+				<-done
+			})
+			var fam []int
+			redlocktest.Eventually(t, 20*time.Second, func() bool {
+				fam = familyOf(mark)
+				return fileExists(mark) && len(fam) == want
+			}, "the command never started its %d processes (found %v); stderr: %s", want, fam, stderr)
+			t.Cleanup(func() {
+				for _, p := range fam {
+					_ = syscall.Kill(p, syscall.SIGKILL)
+				}
+			})
+			guards := childrenOf(cmd.Process.Pid)
+			if len(guards) != 1 {
+				t.Fatalf("dlm has children %v, want its one guard", guards)
+			}
+			tc.act(t, cmd.Process.Pid, guards[0])
+
+			// The next holder gets the lock once the first one's keys
+			// expire (or dlm released them): nothing of the first command
+			// may run from then on.
+			var l *redlock.Lock
+			redlocktest.Eventually(t, 20*time.Second, func() bool {
+				l, err = next.TryLock(t.Context(), "res")
+				return err == nil
+			}, "the next holder never got the lock: %v", err)
+			var left []int
+			for _, p := range fam {
+				if alive(p) {
+					left = append(left, p)
+				}
+			}
+			if len(left) > 0 {
+				t.Errorf("processes %v of the first command run while the next holder holds the lock", left)
+			}
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Errorf("unlock: %v", err)
+			}
+			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+			var werr error
+			select {
+			case werr = <-done:
+				done <- werr // for the cleanup
+			case <-time.After(20 * time.Second):
+				t.Fatalf("dlm did not end; stderr: %s", stderr)
+			}
+			if code := exitOf(werr); tc.code >= 0 && code != tc.code {
+				t.Errorf("dlm exit %d, want %d; stderr: %s", code, tc.code, stderr)
+			}
+		})
+	}
+}
+
+// kill sends sig to pid.
+func kill(t *testing.T, pid int, sig syscall.Signal) {
+	t.Helper()
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("kill %d: %v", pid, err)
+	}
+}
