@@ -121,9 +121,9 @@ func ExampleTraitorFunc() {
 	}
 	fmt.Println("IC1 and IC2:", res.Verify() == nil)
 	// Output:
-	// general 1: V=[attack retreat hold] decides retreat
-	// general 2: V=[retreat attack hold] decides retreat
-	// general 3: V=[hold attack retreat] decides retreat
+	// general 1: V=[attack retreat] decides retreat
+	// general 2: V=[retreat attack] decides retreat
+	// general 3: V=[hold attack] decides retreat
 	// IC1 and IC2: true
 }
 

@@ -95,15 +95,16 @@ type smJob struct {
 }
 
 type smState struct {
-	v        []Order
-	seen     map[string]struct{}
-	verified map[string]bool
-	pending  []smJob // accepted this round, relayed next round
-	ready    []smJob
-	firsts   []ExplainValue // per order of v: the first chain that brought it
-	received []Message      // Replay strategy: accepted this round
-	resend   []Message      // Replay strategy: accepted last round, re-sent this round
-	buf      []byte
+	v         []Order
+	commander bool // an order from the commander (a chain v:0) was accepted
+	seen      map[string]struct{}
+	verified  map[string]bool
+	pending   []smJob // accepted this round, relayed next round
+	ready     []smJob
+	firsts    []ExplainValue // per order of v: the first chain that brought it
+	received  []Message      // Replay strategy: accepted this round
+	resend    []Message      // Replay strategy: accepted last round, re-sent this round
+	buf       []byte
 }
 
 // NewGeneral returns general id of the run cfg. For SM, keys must hold the

@@ -76,6 +76,14 @@ const (
 	// RejectStale: the sequence number or run id is another run's (replay,
 	// or a message of a concurrent run; B9).
 	RejectStale RejectReason = "stale"
+	// RejectSecondOrder: the commander already gave this general an order
+	// directly (SM): a lieutenant takes at most one order from the
+	// commander, so a traitor's volume never becomes its work (issue 23).
+	RejectSecondOrder RejectReason = "second-order"
+	// RejectSurplus: this SM general already holds two orders, which is all
+	// choice(V) needs (any two distinct orders decide RETREAT), so a third
+	// is neither verified, kept nor relayed.
+	RejectSurplus RejectReason = "surplus"
 )
 
 // Wire format of a message, used by real transports and to count bytes:
