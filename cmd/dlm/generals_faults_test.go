@@ -80,6 +80,10 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 		{"id not in the cluster", []string{"--cluster", good, "--id", "9", "--key", key1}, "id 9"},
 		{"cluster and -n disagree", []string{"--cluster", good, "--id", "1", "--key", key1, "-n", "5"}, "5"},
 		{"all interfaces not asked", []string{"--cluster", anyAddr, "--id", "1", "--key", key1}, "all interfaces"},
+		// Regression (issue 23): a start in the past ran, refused every
+		// peer's message as late and decided retreat with exit 0.
+		{"start in the past", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}, "in the past"},
+		{"start too far ahead", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339Nano)}, "check the date"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
