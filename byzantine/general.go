@@ -77,7 +77,10 @@ type General struct {
 	// results of ed25519.Verify, a pure function, to save CPU. Each general
 	// still checks (and counts) every distinct link itself.
 	memo map[string]bool
-	sink func(Message) // set by stream
+	// signMemo, shared by the runs of one Exhaust, remembers signatures:
+	// ed25519 is deterministic, so a cached one is the one Sign would make.
+	signMemo map[string][]byte
+	sink     func(Message) // set by stream
 }
 
 type omState struct {

@@ -34,7 +34,14 @@ func (s *signer) sigsFor(g *General, o Order) [][]byte {
 			prev = s.prefix[t-1]
 		}
 		g.sm.buf = linkBytes(g.sm.buf[:0], g.run, g.cfg.Seq, o, s.path, prev)
-		sigs[t] = ed25519.Sign(g.keys.Private, g.sm.buf)
+		if sig, ok := g.signMemo[string(g.sm.buf)]; ok {
+			sigs[t] = sig
+		} else {
+			sigs[t] = ed25519.Sign(g.keys.Private, g.sm.buf)
+			if g.signMemo != nil {
+				g.signMemo[string(g.sm.buf)] = sigs[t]
+			}
+		}
 		g.stats.SignaturesMade++
 	}
 	s.cache = append(s.cache, signed{o, sigs})

@@ -208,8 +208,10 @@ func TestGeneralsExplain(t *testing.T) {
 	}
 }
 
-// TestGeneralsExhaust: the exhaustive mode holds for the safe small cases
-// and finds B3's counterexample for OM with three generals.
+// TestGeneralsExhaust: the exhaustive mode holds for the safe small cases,
+// refuses sizes outside the bounds without --unsafe, finds the known
+// violations with it, and never calls a stopped search a proof (issue 23:
+// "-n 5 -m 2" printed "IC1 and IC2 held for all of them" and exited 0).
 func TestGeneralsExhaust(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -217,12 +219,15 @@ func TestGeneralsExhaust(t *testing.T) {
 		wantCode   int
 		wantStdout string
 	}{
-		{"OM n4 m1", []string{"--algorithm", "om", "-n", "4", "-m", "1"}, exitOK, "110 traitor behaviours enumerated"},
-		{"SM n3 m1", []string{"--algorithm", "sm", "-n", "3", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
-		{"SM n4 m1", []string{"--algorithm", "sm", "-n", "4", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
-		{"OM n3 m1 counterexample", []string{"--algorithm", "om", "-n", "3", "-m", "1"}, exitFailure, "first counterexample"},
-		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"behaviours": 32`},
-		{"too many behaviours", []string{"--algorithm", "om", "-n", "7", "-m", "2"}, exitUsage, ""},
+		{"OM n4 m1", []string{"--algorithm", "om", "-n", "4", "-m", "1"}, exitOK, "5 traitor sets covered by 3 searched, 47 runs"},
+		{"SM n3 m1", []string{"--algorithm", "sm", "-n", "3", "-m", "1"}, exitOK, "IC1 and IC2 held in every run"},
+		{"SM n4 m2", []string{"--algorithm", "sm", "-n", "4", "-m", "2"}, exitOK, "IC1 and IC2 held in every run"},
+		{"OM n5 m2 refused", []string{"--algorithm", "om", "-n", "5", "-m", "2"}, exitUsage, ""},
+		{"OM n3 m1 refused", []string{"--algorithm", "om", "-n", "3", "-m", "1"}, exitUsage, ""},
+		{"OM n3 m1 unsafe counterexample", []string{"--algorithm", "om", "-n", "3", "-m", "1", "--unsafe"}, exitFailure, "counterexample"},
+		{"OM n5 m2 traitors 1,2 unsafe", []string{"--algorithm", "om", "-n", "5", "-m", "2", "--faulty", "1,2", "--unsafe", "--max-runs", "30000"}, exitFailure, "VIOLATED: IC1 in 5817 runs, IC2 in 28407 runs"},
+		{"stopped early", []string{"--algorithm", "sm", "-n", "5", "-m", "2", "--max-runs", "50"}, exitInconclusive, "proves nothing"},
+		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"complete": true`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
