@@ -368,6 +368,7 @@ func writeExplanations(w io.Writer, res *byzantine.Result) {
 				note = " (a traitor: what it would decide)"
 			}
 			fmt.Fprintf(w, "explain general %d%s: %s\n", g.ID, note, how)
+			fmt.Fprintf(w, "  (%s)\n", pathHelp)
 			for _, line := range g.Explanation.Lines() {
 				fmt.Fprintf(w, "  %s\n", line)
 			}

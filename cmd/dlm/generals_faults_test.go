@@ -189,6 +189,8 @@ func TestGeneralsExplain(t *testing.T) {
 		{"OM majority", []string{"--faulty", "3", "--explain", "2"}, exitOK, "majority(attack, attack, retreat) = attack", ""},
 		{"SM first chains", []string{"--algorithm", "sm", "-n", "3", "--faulty", "0", "--explain", "1"}, exitOK, "retreat    first by retreat:0:2 in round 1", ""},
 		{"JSON", []string{"--explain", "1", "--json"}, exitOK, `"explanations"`, ""},
+		// Regression (issue 23): --explain did not say how to read a path.
+		{"what a path means", []string{"--faulty", "3", "--explain", "2"}, exitOK, "the commander (0) sent it to lieutenant 2, who relayed it to lieutenant 5", ""},
 		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
 		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
 	}

@@ -239,6 +239,7 @@ ran out of time and exits 3: its decision proves nothing. A cluster address with
 			fmt.Fprintf(cmd.OutOrStdout(), "general %d (%s) decides %s; sent %d messages, rejected %v\n",
 				res.ID, loyalLabel(res), res.Decision, res.Stats.Sent, res.Stats.Rejected)
 			if res.Explanation != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "  (%s)\n", pathHelp)
 				for _, line := range res.Explanation.Lines() {
 					fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", line)
 				}
