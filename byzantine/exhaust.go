@@ -151,11 +151,11 @@ func (c *chooser) next() bool {
 //     path and round, is any order of the domain or nothing.
 //   - SM: the traitors pool their keys. In each round they send each loyal
 //     lieutenant any subset of the orders for which they hold a valid chain
-//     of that round's length not naming it: a chain received from a loyal
-//     general extended by a traitor, or, when the commander is a traitor, a
-//     chain through traitors only carrying any order of the domain. A
-//     traitorous commander thus sends each lieutenant nothing, one order
-//     or several (extra signed orders).
+//     of that round's length not naming it: a chain any traitor received
+//     earlier, extended by one or more traitors, or, when the commander is
+//     a traitor, its signed order of any value of the domain extended by
+//     traitors. A traitorous commander thus sends each lieutenant nothing,
+//     one order or several (extra signed orders).
 //
 // Sets equal up to renaming the lieutenants are searched once (unless
 // opts.NoSymmetry): the algorithms treat lieutenants alike and the
@@ -326,7 +326,7 @@ func adversaryText(cfg Config, domain []Order, opts ExhaustOptions) (adv, not []
 			"a second message on the same relay path (refused as a duplicate) and malformed or misaddressed messages (refused by their shape, tested elsewhere)",
 			"timing: every message arrives in its round (late delivery is tested by the timed runtime tests)")
 	case SM:
-		adv = append(adv, "traitors pool their keys; in every round each loyal lieutenant receives any subset of the orders the traitors can put in a valid chain of that round's length not naming it (chains received from loyal generals extended by a traitor, and chains through traitors only when the commander is one), so a traitorous commander sends each lieutenant nothing, one order or several signed orders")
+		adv = append(adv, "traitors pool their keys; in every round each loyal lieutenant receives any subset of the orders the traitors can put in a valid chain of that round's length not naming it (any chain a traitor received, extended by one or more traitors, and, when the commander is a traitor, its order of any value extended by traitors), so a traitorous commander sends each lieutenant nothing, one order or several signed orders")
 		not = append(not, "orders outside {"+dom+"} (add them with the domain)",
 			"which of several valid chains carries an order to a receiver (one is sent: the receiver relays to everyone not on the chain, and the loyal generals on any chain already hold its order)",
 			"forged signatures, replays and malformed chains (refused before they count: tested by the strategy and transport tests)",
@@ -409,14 +409,13 @@ func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint
 		gens[i] = g
 	}
 	x.sent = x.sent[:0]
-	var got [][]chainOf // SM: chains received by each traitor last round
+	var known []chainOf // SM: every chain the traitors received // SM: chains received by each traitor last round
 	for r := 0; r <= m; r++ {
 		for _, g := range gens {
 			if g != nil {
 				g.Advance(r)
 			}
 		}
-		recv := make([][]chainOf, n)
 		for _, g := range gens {
 			if g == nil {
 				continue
@@ -424,7 +423,7 @@ func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint
 			g.stream(func(msg Message) {
 				if traitor[msg.To] {
 					if cfg.Algorithm == SM {
-						recv[msg.To] = append(recv[msg.To], chainOf{order: msg.Order, path: msg.Path, sigs: msg.Sigs})
+						known = append(known, chainOf{order: msg.Order, path: msg.Path, sigs: msg.Sigs})
 					}
 					return
 				}
@@ -440,9 +439,8 @@ func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint
 		if cfg.Algorithm == OM {
 			x.omTraitors(traitor, r, run, ch, deliver)
 		} else {
-			x.smTraitors(traitor, r, run, got, ch, deliver)
+			x.smTraitors(traitor, r, run, known, ch, deliver)
 		}
-		got = recv
 	}
 	res := &Result{Config: cfg, Generals: make([]GeneralResult, n)}
 	h := fnv.New64a()
@@ -548,60 +546,60 @@ func (x *exhauster) omChoose(msg Message, ch *chooser, deliver func(Message, boo
 }
 
 // smTraitors plays round r of the SM coalition: each loyal lieutenant gets
-// any subset of the orders the traitors hold a valid chain for.
-func (x *exhauster) smTraitors(traitor []bool, r int, run RunID, got [][]chainOf, ch *chooser, deliver func(Message, bool)) {
+// any subset of the orders the traitors hold a valid chain for. A chain of
+// round r has r+1 links and ends with a traitor: a chain some traitor
+// received (in any earlier round) extended by one or more distinct
+// traitors, or, when the commander is a traitor, its signed order of any
+// value of the domain extended by r traitors.
+func (x *exhauster) smTraitors(traitor []bool, r int, run RunID, known []chainOf, ch *chooser, deliver func(Message, bool)) {
 	cfg := x.cfg
 	n := cfg.Generals
+	var tl []ID // the traitorous lieutenants
+	for t := 1; t < n; t++ {
+		if traitor[t] {
+			tl = append(tl, ID(t))
+		}
+	}
+	bases := known
+	if traitor[0] {
+		for _, o := range x.domain {
+			c := chainOf{order: o, path: []ID{0}, sigs: [][]byte{nil}}
+			c.sigs[0] = x.sign(0, linkBytes(nil, run, cfg.Seq, o, c.path, nil))
+			bases = append(bases, c)
+		}
+	}
 	for q := 1; q < n; q++ {
 		if traitor[q] {
 			continue
 		}
-		// For each order, the first valid chain of length r+1 ending with
-		// a traitor and not naming q.
+		// For each order, the first valid chain for q.
 		var avail []chainOf
-		have := func(o Order) bool {
-			return slices.ContainsFunc(avail, func(c chainOf) bool { return c.order == o })
-		}
-		if traitor[0] {
-			// Chains through traitors only: 0, then r distinct traitorous
-			// lieutenants.
-			var tl []ID
-			for t := 1; t < n; t++ {
-				if traitor[t] {
-					tl = append(tl, ID(t))
-				}
+		for _, b := range bases {
+			if slices.ContainsFunc(avail, func(c chainOf) bool { return c.order == b.order }) || slices.Contains(b.path, ID(q)) {
+				continue
 			}
-			if len(tl) >= r {
-				for _, o := range x.domain {
-					c := chainOf{order: o, path: []ID{0}, sigs: [][]byte{nil}}
-					c.sigs[0] = x.sign(0, linkBytes(nil, run, cfg.Seq, o, c.path, nil))
-					for _, t := range tl[:r] {
-						c = x.extend(c, t, run)
-					}
-					avail = append(avail, c)
-				}
+			need := r + 1 - len(b.path)
+			if need < 0 || (need == 0 && !traitor[b.path[len(b.path)-1]]) {
+				continue
 			}
-		}
-		if r > 0 {
-			for t := 1; t < n; t++ {
-				if !traitor[t] {
-					continue
+			c, ok := b, true
+			for range need {
+				next := slices.IndexFunc(tl, func(t ID) bool { return !slices.Contains(c.path, t) })
+				if next < 0 {
+					ok = false
+					break
 				}
-				for _, c := range got[t] {
-					if len(c.path) != r || slices.Contains(c.path, ID(q)) || slices.Contains(c.path, ID(t)) || have(c.order) {
-						continue
-					}
-					avail = append(avail, x.extend(c, ID(t), run))
-				}
+				c = x.extend(c, tl[next], run)
+			}
+			if ok {
+				avail = append(avail, c)
 			}
 		}
 		slices.SortFunc(avail, func(a, b chainOf) int { return compareOrders(a.order, b.order) })
 		for _, c := range avail {
 			from := c.path[len(c.path)-1]
 			msg := Message{From: from, To: ID(q), Round: r, Seq: cfg.Seq, Run: run, Order: c.order, Path: c.path, Sigs: c.sigs}
-			if ch.choose(2) == 1 {
-				deliver(msg, false)
-			}
+			deliver(msg, ch.choose(2) == 1)
 		}
 	}
 }

@@ -37,6 +37,11 @@ func TestExhaust(t *testing.T) {
 		// The known violations of OM(2) with five generals and two
 		// traitors: silence breaks IC2 (first run), two-faced relays IC1.
 		{"OM n5 m2 traitors 1,2", byzantine.OM, 5, 2, true, byzantine.ExhaustOptions{Faulty: []byzantine.ID{1, 2}, MaxRuns: 30000}, 30000, 1, true, true, false},
+		// The checker's own check: SM(1) with two traitors is beyond its
+		// bound, and the search must find the last-round attack (the
+		// commander signs retreat for lieutenant 2 only, traitor 1 relays
+		// attack to 3 in the last round, too late for 3 to pass it on).
+		{"SM n4 m1 with two traitors", byzantine.SM, 4, 1, true, byzantine.ExhaustOptions{Faulty: []byzantine.ID{0, 1}}, 256, 1, true, false, true},
 		{"stopped early", byzantine.SM, 5, 2, false, byzantine.ExhaustOptions{MaxRuns: 100}, 100, 0, false, false, false},
 	}
 	for _, tt := range tests {
