@@ -1,10 +1,8 @@
 package byzantine
 
 import (
-	"context"
 	"crypto/ed25519"
 	"fmt"
-	"slices"
 )
 
 // Custom is the strategy of a traitor written by the caller: Traitor.Func
@@ -85,119 +83,4 @@ func (g *General) customOutbox(buf []Message) []Message {
 		buf = g.count(buf, m)
 	}
 	return buf
-}
-
-// ExhaustResult reports an exhaustive search over traitor behaviours.
-type ExhaustResult struct {
-	// Behaviours is the number of runs: every choice of the traitor (none,
-	// or each general in turn), every loyal order, and every behaviour of
-	// the traitor (each message it would send replaced by any value of the
-	// domain, or not sent).
-	Behaviours int `json:"behaviours"`
-	// Violations is how many of them broke IC1 or IC2.
-	Violations int `json:"violations"`
-	// Counterexample is the first violating run, nil when none.
-	Counterexample *Counterexample `json:"counterexample,omitempty"`
-}
-
-// Counterexample is one traitor behaviour that breaks IC1 or IC2.
-type Counterexample struct {
-	// Traitor is the traitor's id.
-	Traitor ID `json:"traitor"`
-	// Order is the commander's order of the run.
-	Order Order `json:"order"`
-	// Sent lists what the traitor sent, as "to <- chain", or "to <- nothing".
-	Sent []string `json:"sent"`
-	// Decisions are the loyal lieutenants' decisions.
-	Decisions map[ID]Order `json:"decisions"`
-	// Err is the verdict (wraps ErrIC1 and/or ErrIC2).
-	Err string `json:"error"`
-}
-
-// MaxExhaustBehaviours bounds an exhaustive search.
-const MaxExhaustBehaviours = 1_000_000
-
-// Exhaust runs cfg (its Algorithm, Generals, MaxTraitors, Majority and
-// Seed; Order and Faulty are replaced) with no traitor and then with each
-// general in turn as the one traitor, for each order of domain given by a
-// loyal commander, and with every behaviour of the traitor: each message
-// it would send replaced by any order of domain, or not sent (B3's search,
-// made exhaustive). It counts the runs and the IC1/IC2 violations and
-// keeps the first counterexample. Unsafe sizes (OM with n < 3m+1) are
-// searched too: that is where counterexamples are.
-func Exhaust(ctx context.Context, cfg Config, domain []Order) (*ExhaustResult, error) {
-	if len(domain) == 0 {
-		domain = []Order{Attack, Retreat}
-	}
-	cfg.AllowUnsafe = true
-	cfg.Faulty, cfg.Crashes, cfg.Trace, cfg.Explain = nil, nil, false, nil
-	cfg.Faults = Faults{}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	out := &ExhaustResult{}
-	choices := len(domain) + 1
-	for t := -1; t < cfg.Generals; t++ {
-		for _, order := range domain {
-			c := cfg
-			c.Order = order
-			k := 0
-			if t >= 0 {
-				// A dry run counts the messages the traitor would send.
-				c.Faulty = []Traitor{{ID: ID(t), Strategy: Custom, Func: func(_ int, honest []Message, _ Signer) []Message {
-					k += len(honest)
-					return honest
-				}}}
-				if _, err := Run(ctx, c); err != nil {
-					return nil, err
-				}
-			}
-			total := 1
-			for range k {
-				total *= choices
-				if out.Behaviours+total > MaxExhaustBehaviours {
-					return nil, fmt.Errorf("%w: %w: more than %d behaviours to enumerate", ErrInvalidConfig, ErrTooLarge, MaxExhaustBehaviours)
-				}
-			}
-			for b := range total {
-				if err := ctx.Err(); err != nil {
-					return nil, fmt.Errorf("%w: %w", ErrStopped, err)
-				}
-				var sent []string
-				if t >= 0 {
-					digit := b
-					c.Faulty = []Traitor{{ID: ID(t), Strategy: Custom, Func: func(_ int, honest []Message, s Signer) []Message {
-						var outMsgs []Message
-						for _, m := range honest {
-							ch := digit % choices
-							digit /= choices
-							if ch == 0 {
-								sent = append(sent, fmt.Sprintf("%d <- nothing", m.To))
-								continue
-							}
-							m.Order = domain[ch-1]
-							if signed, err := s.Sign(m); err == nil {
-								m = signed
-							}
-							sent = append(sent, fmt.Sprintf("%d <- %s", m.To, m.Chain()))
-							outMsgs = append(outMsgs, m)
-						}
-						return outMsgs
-					}}}
-				}
-				res, err := Run(ctx, c)
-				if err != nil {
-					return nil, err
-				}
-				out.Behaviours++
-				if verr := res.Verify(); verr != nil {
-					out.Violations++
-					if out.Counterexample == nil {
-						out.Counterexample = &Counterexample{Traitor: ID(t), Order: order, Sent: slices.Clone(sent), Decisions: res.Decisions(), Err: verr.Error()}
-					}
-				}
-			}
-		}
-	}
-	return out, nil
 }

@@ -60,9 +60,10 @@
 // among the m faults); results mark them Crashed and the verdict covers
 // the loyal survivors. Config.Explain asks for an Explanation of a
 // decision (OM's tree of values and majorities, SM's V with first chains).
-// A Custom traitor runs a caller's TraitorFunc, signing with Signer;
-// Exhaust enumerates every behaviour of one traitor over a value domain
-// for small runs.
+// A Custom traitor runs a caller's TraitorFunc, signing with Signer.
+// Exhaust enumerates, for small runs, every traitor set of at most m
+// generals (up to renaming the lieutenants) and every behaviour of a
+// stated finite adversary, and says what it did and did not enumerate.
 //
 // # Bounds
 //

@@ -77,7 +77,10 @@ type General struct {
 	// results of ed25519.Verify, a pure function, to save CPU. Each general
 	// still checks (and counts) every distinct link itself.
 	memo map[string]bool
-	sink func(Message) // set by stream
+	// signMemo, shared by the runs of one Exhaust, remembers signatures:
+	// ed25519 is deterministic, so a cached one is the one Sign would make.
+	signMemo map[string][]byte
+	sink     func(Message) // set by stream
 }
 
 type omState struct {
@@ -95,15 +98,16 @@ type smJob struct {
 }
 
 type smState struct {
-	v        []Order
-	seen     map[string]struct{}
-	verified map[string]bool
-	pending  []smJob // accepted this round, relayed next round
-	ready    []smJob
-	firsts   []ExplainValue // per order of v: the first chain that brought it
-	received []Message      // Replay strategy: accepted this round
-	resend   []Message      // Replay strategy: accepted last round, re-sent this round
-	buf      []byte
+	v         []Order
+	commander bool // an order from the commander (a chain v:0) was accepted
+	seen      map[string]struct{}
+	verified  map[string]bool
+	pending   []smJob // accepted this round, relayed next round
+	ready     []smJob
+	firsts    []ExplainValue // per order of v: the first chain that brought it
+	received  []Message      // Replay strategy: accepted this round
+	resend    []Message      // Replay strategy: accepted last round, re-sent this round
+	buf       []byte
 }
 
 // NewGeneral returns general id of the run cfg. For SM, keys must hold the

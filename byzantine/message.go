@@ -76,7 +76,45 @@ const (
 	// RejectStale: the sequence number or run id is another run's (replay,
 	// or a message of a concurrent run; B9).
 	RejectStale RejectReason = "stale"
+	// RejectSecondOrder: the commander already gave this general an order
+	// directly (SM): a lieutenant takes at most one order from the
+	// commander, so a traitor's volume never becomes its work (issue 23).
+	RejectSecondOrder RejectReason = "second-order"
+	// RejectSurplus: this SM general already holds two orders, which is all
+	// choice(V) needs (any two distinct orders decide RETREAT), so a third
+	// is neither verified, kept nor relayed.
+	RejectSurplus RejectReason = "surplus"
 )
+
+// Describe says in a sentence why a message refused for reason r was
+// refused, for reports and traces.
+func (r RejectReason) Describe() string {
+	switch r {
+	case RejectMalformed:
+		return "its path is not a valid relay path (it must start with the commander, name no general twice, not contain the receiver, and be as long as its round says)"
+	case RejectOversized:
+		return "its order or chain is longer than allowed (relays stop after m lieutenants)"
+	case RejectSpoofed:
+		return "the last general on its path is not the one who delivered it (A2: the receiver knows the sender)"
+	case RejectMisaddressed:
+		return "it was addressed to another general"
+	case RejectLate:
+		return "it arrived after its round ended (A3: a missing message is detected by the deadline, and what comes after does not count)"
+	case RejectDuplicate:
+		return "the same order along the same path had already been received"
+	case RejectForged:
+		return "a signature of its chain does not verify (A4: a loyal general's signature cannot be forged, and an altered order breaks it)"
+	case RejectFlood:
+		return "its sender sent more messages for a later round than it legitimately can"
+	case RejectStale:
+		return "it belongs to another run (another sequence number or run id: a replay)"
+	case RejectSecondOrder:
+		return "the commander had already given this lieutenant an order; a second one, however well signed, is not taken"
+	case RejectSurplus:
+		return "this lieutenant already held two orders, which decide choice(V) = RETREAT; a third changes nothing and is not relayed"
+	}
+	return string(r)
+}
 
 // Wire format of a message, used by real transports and to count bytes:
 //

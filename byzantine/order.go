@@ -111,20 +111,20 @@ func Majority(variant MajorityVariant, vs []Order) Order {
 }
 
 // Choice is choice(V) of B8 over a set of orders: the single element when V
-// holds one, Retreat when V is empty, and otherwise a deterministic function
-// of the set, the same at every general: Retreat with Vote, the (lower)
-// median of the set with Median. Choice does not modify vs.
-func Choice(variant MajorityVariant, vs []Order) Order {
+// holds one, and Retreat when V is empty or holds two or more distinct
+// orders, with either majority variant. B8 allows any deterministic function
+// of a larger set; a constant one is what lets an SM general keep and relay
+// at most two orders (MaxValues): loyal generals may end with different
+// pairs, but each pair gives Retreat. (The median of the set, which an
+// earlier version used with Median, would differ between pairs.) The
+// variant is kept for the callers' symmetry with Majority. Choice does not
+// modify vs.
+func Choice(_ MajorityVariant, vs []Order) Order {
 	set := slices.Clone(vs)
 	slices.SortFunc(set, compareOrders)
 	set = slices.Compact(set)
-	switch {
-	case len(set) == 0:
-		return Retreat
-	case len(set) == 1:
+	if len(set) == 1 {
 		return set[0]
-	case variant == Median:
-		return set[(len(set)-1)/2]
 	}
 	return Retreat
 }

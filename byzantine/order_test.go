@@ -51,7 +51,8 @@ func TestChoice(t *testing.T) {
 		{"B8 empty gives RETREAT", byzantine.Vote, nil, R},
 		{"B8 several values give RETREAT with vote", byzantine.Vote, []byzantine.Order{A, R}, R},
 		{"B8 several values give RETREAT regardless of order", byzantine.Vote, []byzantine.Order{R, A, "hold"}, R},
-		{"B8 median of the set", byzantine.Median, []byzantine.Order{"5", "1", "3", "3"}, "3"},
+		{"B8 several values give RETREAT with median too (two decide, MaxValues)", byzantine.Median, []byzantine.Order{"5", "1", "3", "3"}, R},
+		{"B8 single value with median", byzantine.Median, []byzantine.Order{"3", "3"}, "3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,6 +30,12 @@ type GeneralResult struct {
 	// Explanation says how the general decided, for the ids listed in
 	// Config.Explain.
 	Explanation *Explanation `json:"explanation,omitempty"`
+	// Overran lists the rounds (over a real transport) whose messages this
+	// general finished sending after the round's deadline: peers keeping
+	// the schedule may have refused them as late, so the synchrony the
+	// algorithms assume (A3) failed and no decision of the run is
+	// guaranteed. See Result.OutOfTime.
+	Overran []int `json:"overran,omitempty"`
 }
 
 // TraceEvent records one delivery (or non-delivery) of a message.
@@ -127,6 +133,19 @@ func (r *Result) Crashed() []ID {
 	var ids []ID
 	for _, g := range r.Generals {
 		if g.Crashed {
+			ids = append(ids, g.ID)
+		}
+	}
+	return ids
+}
+
+// OutOfTime returns the loyal generals that did not keep the run's
+// schedule (GeneralResult.Overran): when it is not empty the run ran out of
+// time, and its decisions, agreeing or not, prove nothing.
+func (r *Result) OutOfTime() []ID {
+	var ids []ID
+	for _, g := range r.Generals {
+		if g.Loyal && !g.Crashed && len(g.Overran) > 0 {
 			ids = append(ids, g.ID)
 		}
 	}

@@ -53,7 +53,10 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // after its sender's end-of-round marker, is rejected as late. A Silent
 // traitor sends no markers either, like a crashed general; the others wait
 // for the round timeout. Every general of a run must be given the same
-// start. When trace is non-nil, every received message is recorded there.
+// start. A round in which the general could not send everything before
+// the round's deadline (it started late, or was too slow) is listed in
+// GeneralResult.Overran: its decision is then not guaranteed, and callers
+// must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
 // A general that cfg.Crashes makes crash returns, at the start of its
 // crash round, a result marked Crashed and an error wrapping ErrCrashed.
 func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, trace *[]TraceEvent) (GeneralResult, error) {
@@ -81,7 +84,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			*trace = append(*trace, TraceEvent{Round: r, Message: msg, Rejected: why})
 		}
 	}
-	var out []Message
+	var overran []int
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
 		if r == crash {
@@ -89,21 +92,37 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				fmt.Errorf("%w: general %d at round %d", ErrCrashed, g.id, r)
 		}
 		g.Advance(r)
-		out = g.Outbox(out[:0])
-		for _, msg := range out {
-			if err := ep.Send(ctx, msg); err != nil && ctx.Err() != nil {
-				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
+		// Sign and send as the messages are made: the first leaves before
+		// the last is signed, so a general with much to send is not silent
+		// for the whole of its round.
+		var sendErr error
+		g.stream(func(msg Message) {
+			if sendErr != nil {
+				return
 			}
+			if err := ep.Send(ctx, msg); err != nil && ctx.Err() != nil {
+				sendErr = err
+			}
+		})
+		if sendErr != nil {
+			return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(sendErr, ctx.Err()))
 		}
 		if !mute {
 			if err := ep.EndRound(ctx, r); err != nil && ctx.Err() != nil {
 				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
 			}
 		}
+		deadline := start.Add(time.Duration(r+1) * g.cfg.RoundTimeout)
+		if r <= m && time.Now().After(deadline) {
+			// What this general sent in round r left after the round's
+			// deadline: receivers that keep the schedule refuse it as late,
+			// and the run's synchrony (A3) did not hold for it.
+			overran = append(overran, r)
+		}
 		for _, msg := range fut.take(r) {
 			deliver(r, msg)
 		}
-		rctx, cancel := context.WithDeadline(ctx, start.Add(time.Duration(r+1)*g.cfg.RoundTimeout))
+		rctx, cancel := context.WithDeadline(ctx, deadline)
 		for {
 			done := true
 			for p := range n {
@@ -166,6 +185,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		Decision: g.Decide(),
 		Values:   g.Values(),
 		Stats:    g.Stats(),
+		Overran:  overran,
 	}
 	if slices.Contains(g.cfg.Explain, g.id) {
 		res.Explanation = g.Explain()

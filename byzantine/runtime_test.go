@@ -57,11 +57,16 @@ func (e chanEndpoint) Recv(ctx context.Context) (byzantine.Inbound, error) {
 // runTimed runs cfg with RunGeneral over chanNet, one goroutine per general.
 func runTimed(t *testing.T, cfg byzantine.Config) *byzantine.Result {
 	t.Helper()
+	return runTimedAt(t, cfg, time.Now())
+}
+
+// runTimedAt is runTimed with the rounds timed from start.
+func runTimedAt(t *testing.T, cfg byzantine.Config, start time.Time) *byzantine.Result {
+	t.Helper()
 	net := newChanNet(cfg.Generals)
 	priv, pub := byzantine.DeriveKeys(cfg.Seed, cfg.Generals)
 	results := make([]byzantine.GeneralResult, cfg.Generals)
 	errs := make([]error, cfg.Generals)
-	start := time.Now()
 	var wg sync.WaitGroup
 	for i := range cfg.Generals {
 		g, err := byzantine.NewGeneral(cfg, byzantine.ID(i), byzantine.Keyring{Private: priv[i], Public: pub})
@@ -119,6 +124,30 @@ func TestRunGeneralTimers(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRunGeneralOutOfTime: generals whose schedule already passed (a start
+// time in the past, issue 23) report every round they could not keep, and
+// the result says the run ran out of time, instead of deciding silently
+// on refused messages (before: four loyal generals, the commander ordered
+// attack, the lieutenants decided retreat and nothing said why). A run on
+// schedule reports nothing.
+func TestRunGeneralOutOfTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(byzantine.OM, 4, 1)
+		res := runTimedAt(t, cfg, time.Now().Add(-10*cfg.RoundTimeout))
+		if got := res.OutOfTime(); len(got) != 4 {
+			t.Errorf("OutOfTime() = %v, want all four generals", got)
+		}
+		for _, g := range res.Generals {
+			if len(g.Overran) != cfg.MaxTraitors+1 {
+				t.Errorf("general %d overran rounds %v, want 0..%d", g.ID, g.Overran, cfg.MaxTraitors)
+			}
+		}
+		if got := runTimed(t, cfg).OutOfTime(); len(got) != 0 {
+			t.Errorf("a run on schedule: OutOfTime() = %v, want none", got)
+		}
+	})
 }
 
 func jsonEqualDecisions(a, b *byzantine.Result) bool {

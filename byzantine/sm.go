@@ -34,7 +34,14 @@ func (s *signer) sigsFor(g *General, o Order) [][]byte {
 			prev = s.prefix[t-1]
 		}
 		g.sm.buf = linkBytes(g.sm.buf[:0], g.run, g.cfg.Seq, o, s.path, prev)
-		sigs[t] = ed25519.Sign(g.keys.Private, g.sm.buf)
+		if sig, ok := g.signMemo[string(g.sm.buf)]; ok {
+			sigs[t] = sig
+		} else {
+			sigs[t] = ed25519.Sign(g.keys.Private, g.sm.buf)
+			if g.signMemo != nil {
+				g.signMemo[string(g.sm.buf)] = sigs[t]
+			}
+		}
 		g.stats.SignaturesMade++
 	}
 	s.cache = append(s.cache, signed{o, sigs})
@@ -42,6 +49,16 @@ func (s *signer) sigsFor(g *General, o Order) [][]byte {
 }
 
 // ---- SM(m), B9 ----
+
+// MaxValues is how many distinct orders an SM lieutenant keeps in V and
+// relays: two. choice(V) is the single order when V holds one and RETREAT
+// when it holds two or more, so two are all a general needs to decide, and
+// all it needs to pass on for every loyal general to decide alike: a loyal
+// general that keeps an order relays it, so every other loyal general ends
+// with that order or with two orders already (the argument of B9 with the
+// set cut at two). Bounding V bounds what any traitor can make a loyal
+// general verify, sign and send, whatever it sends.
+const MaxValues = 2
 
 func (g *General) smOutbox(buf []Message, r int) []Message {
 	if g.id == 0 {
@@ -164,6 +181,17 @@ func (g *General) smReceive(m Message) RejectReason {
 	if _, dup := g.sm.seen[key]; dup {
 		return RejectDuplicate
 	}
+	known := slices.Contains(g.sm.v, m.Order)
+	switch {
+	case k == 0 && g.sm.commander:
+		// At most one order from the commander: a second one, however well
+		// signed, costs nothing but this check (issue 23).
+		return RejectSecondOrder
+	case !known && len(g.sm.v) >= MaxValues:
+		// Two distinct orders already make choice(V) RETREAT; every loyal
+		// general that holds fewer gets them from this one's relays.
+		return RejectSurplus
+	}
 	if !g.verifyChain(m) {
 		return RejectForged // A4: forged or altered, never believed
 	}
@@ -171,7 +199,10 @@ func (g *General) smReceive(m Message) RejectReason {
 	if g.strategy == Replay {
 		g.sm.received = append(g.sm.received, m) // re-sent verbatim next round
 	}
-	if slices.Contains(g.sm.v, m.Order) {
+	if k == 0 {
+		g.sm.commander = true
+	}
+	if known {
 		return ""
 	}
 	// B9 step 2 (A)/(B): a new value joins V and is relayed if k < m.

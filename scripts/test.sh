@@ -21,6 +21,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     exit 1
   fi
 fi
+# The report test loads a page in headless Chromium. Installed when root (a
+# large package: a failure to install is reported, and the browser test then
+# skips loudly instead of failing).
+if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "test.sh: installing chromium from Debian's packages (for the report page test)"
+  export DEBIAN_FRONTEND=noninteractive
+  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium; } ||
+    echo "test.sh: WARNING: could not install chromium; the browser test will be skipped" >&2
+fi
+if command -v chromium >/dev/null 2>&1; then
+  export DLM_REQUIRE_BROWSER=1
+else
+  echo "test.sh: WARNING: no chromium; the report page is not checked in a browser (apt-get install -y chromium)" >&2
+  export DLM_REQUIRE_BROWSER=0
+fi
 # Tests start their own redis-server processes; a system one is not needed.
 if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server >/dev/null 2>&1 || true; fi
 

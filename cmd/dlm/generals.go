@@ -214,10 +214,19 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 	} else {
 		writeGeneralsText(stdout, f.transport, res)
 	}
+	if late := res.OutOfTime(); len(late) > 0 {
+		return withCode(exitInconclusive, errors.New(outOfTimeText(late)))
+	}
 	if err := res.Verify(); err != nil {
 		return withCode(exitFailure, err)
 	}
 	return nil
+}
+
+// outOfTimeText says that a run did not keep its schedule, and what that
+// means for its decisions.
+func outOfTimeText(late []byzantine.ID) string {
+	return fmt.Sprintf("ran out of time: loyal generals %v sent messages after their round's deadline, so the rounds were not synchronous (A3) and the decisions prove nothing; rerun with a longer --round-timeout", late)
 }
 
 // launchGenerals runs every general as a "dlm generals serve" process.
@@ -335,6 +344,9 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 		ic2 += " (vacuously: the commander crashed)"
 	}
 	fmt.Fprintf(w, "IC2 (a loyal commander's order is obeyed):       %s\n", ic2)
+	if late := res.OutOfTime(); len(late) > 0 {
+		fmt.Fprintf(w, "verdict: %s\n", outOfTimeText(late))
+	}
 }
 
 // writeExplanations prints how each explained general decided.
@@ -356,6 +368,7 @@ func writeExplanations(w io.Writer, res *byzantine.Result) {
 				note = " (a traitor: what it would decide)"
 			}
 			fmt.Fprintf(w, "explain general %d%s: %s\n", g.ID, note, how)
+			fmt.Fprintf(w, "  (%s)\n", pathHelp)
 			for _, line := range g.Explanation.Lines() {
 				fmt.Fprintf(w, "  %s\n", line)
 			}
@@ -411,6 +424,7 @@ type generalsJSON struct {
 	IC1                bool                              `json:"ic1"`
 	IC2                bool                              `json:"ic2"`
 	Verdict            string                            `json:"verdict"`
+	OutOfTime          []byzantine.ID                    `json:"out_of_time,omitempty"`
 	Trace              []generalsTraceJSON               `json:"trace,omitempty"`
 	Explanations       map[string]*byzantine.Explanation `json:"explanations,omitempty"`
 }
@@ -474,6 +488,10 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	}
 	if err := res.Verify(); err != nil {
 		out.Verdict = err.Error()
+	}
+	if late := res.OutOfTime(); len(late) > 0 {
+		out.OutOfTime = late
+		out.Verdict = outOfTimeText(late)
 	}
 	for _, ev := range res.Trace {
 		tj := generalsTraceJSON{Round: ev.Round, From: int(ev.Message.From), To: int(ev.Message.To), Chain: ev.Message.Chain(), Sent: ev.Message.Round, Rejected: string(ev.Rejected)}

@@ -1,11 +1,14 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -13,47 +16,88 @@ import (
 )
 
 // newGeneralsExhaustCmd builds "dlm generals exhaust": every behaviour of
-// one traitor over the value domain, for small runs.
+// a stated finite adversary, for every traitor set of a small run.
 func newGeneralsExhaustCmd() *cobra.Command {
 	var (
-		algorithm string
-		n, m      int
-		majority  string
-		domain    string
-		asJSON    bool
+		algorithm  string
+		n, m       int
+		majority   string
+		domain     string
+		faulty     string
+		unsafe     bool
+		noSymmetry bool
+		maxRuns    int
+		budget     time.Duration
+		asJSON     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "exhaust --algorithm om|sm -n N -m M",
-		Short: "Enumerate every traitor behaviour of a small run and check IC1/IC2 for all",
-		Long: `Run the algorithm with no traitor, then with each general in turn as the
-traitor, for each order of the domain given by a loyal commander, and with
-every behaviour of the traitor: each message it would send replaced by any
-order of the domain, or not sent. Prints how many behaviours were
-enumerated and whether IC1 and IC2 held for all, or the first
-counterexample. Sizes below the bounds are searched too (OM with n=3, m=1
-finds B3's counterexample); at most 1,000,000 behaviours.
+		Short: "Enumerate every traitor set and behaviour of a small run and check IC1/IC2 for all",
+		Long: `Run the algorithm for every set of at most m traitors (one set per class
+of sets equal up to renaming the lieutenants, unless --no-symmetry; or only
+the --faulty set), every order of the domain given by a loyal commander,
+and every behaviour of the traitors in a stated finite adversary:
 
-Exit 0 when IC1 and IC2 held for every behaviour, 1 when a counterexample
-was found, 64 on bad usage.`,
+  OM  every message a traitor sends a loyal general, on every relay path
+      and in every round, is any order of the domain or nothing;
+  SM  the traitors pool their keys and send each loyal lieutenant, in every
+      round, any subset of the orders they can put in a valid chain (so a
+      traitorous commander sends nothing, one order, or several signed
+      orders).
+
+The output says what was enumerated (traitor sets, runs, distinct loyal
+states) and what was not (orders outside the domain, timing, forged
+signatures: other tests cover those). A search stopped by --budget or
+--max-runs proves nothing and says so.
+
+Configurations outside the bounds (OM with n < 3m+1, or more traitors than
+m) are refused unless --unsafe: there the search finds the violations.
+
+Exit 0 when the search was complete and IC1 and IC2 held in every run, 1
+when a violation was found, 3 when the search stopped before its end
+without finding one, 64 on bad usage.`,
 		Example: `  dlm generals exhaust --algorithm om -n 4 -m 1
-  dlm generals exhaust --algorithm sm -n 3 -m 1
-  dlm generals exhaust --algorithm om -n 3 -m 1`,
+  dlm generals exhaust --algorithm sm -n 5 -m 2
+  dlm generals exhaust --algorithm om -n 5 -m 2 --faulty 1,2 --unsafe`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := byzantine.DefaultConfig()
 			cfg.Algorithm = byzantine.Algorithm(strings.ToLower(algorithm))
 			cfg.Generals, cfg.MaxTraitors = n, m
 			cfg.Majority = byzantine.MajorityVariant(strings.ToLower(majority))
-			var orders []byzantine.Order
+			cfg.AllowUnsafe = unsafe
+			var opts byzantine.ExhaustOptions
 			for _, o := range strings.Split(domain, ",") {
-				orders = append(orders, byzantine.Order(strings.TrimSpace(o)))
+				opts.Domain = append(opts.Domain, byzantine.Order(strings.TrimSpace(o)))
 			}
-			res, err := byzantine.Exhaust(cmd.Context(), cfg, orders)
+			if faulty != "" {
+				opts.Faulty = []byzantine.ID{}
+				for _, item := range strings.Split(faulty, ",") {
+					id, err := strconv.Atoi(strings.TrimSpace(item))
+					if err != nil {
+						return usageErrorf("--faulty: %q is not a general id", item)
+					}
+					opts.Faulty = append(opts.Faulty, byzantine.ID(id))
+				}
+			}
+			opts.NoSymmetry, opts.MaxRuns = noSymmetry, maxRuns
+			if budget <= 0 {
+				return usageErrorf("--budget %v: want a positive duration", budget)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), budget)
+			defer cancel()
+			res, err := byzantine.Exhaust(ctx, cfg, opts)
 			if err != nil {
+				if errors.Is(err, byzantine.ErrUnsafe) && !unsafe {
+					err = fmt.Errorf("%w (dlm: --unsafe searches it anyway, to find the violations)", err)
+				}
 				if errors.Is(err, byzantine.ErrInvalidConfig) {
 					return withCode(exitUsage, err)
 				}
 				return withCode(exitCouldNotRun, err)
+			}
+			if cmd.Context().Err() != nil {
+				return withCode(exitCouldNotRun, cmd.Context().Err())
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -62,10 +106,13 @@ was found, 64 on bad usage.`,
 					return err
 				}
 			} else {
-				writeExhaustText(cmd.OutOrStdout(), cfg, orders, res)
+				writeExhaustText(cmd.OutOrStdout(), res)
 			}
-			if res.Violations > 0 {
+			switch {
+			case res.Violations() > 0:
 				return withCode(exitFailure, nil)
+			case !res.Complete:
+				return withCode(exitInconclusive, nil)
 			}
 			return nil
 		},
@@ -73,34 +120,61 @@ was found, 64 on bad usage.`,
 	fl := cmd.Flags()
 	fl.StringVar(&algorithm, "algorithm", "om", "om or sm")
 	fl.IntVarP(&n, "generals", "n", 4, "number of generals n, the commander included")
-	fl.IntVarP(&m, "traitors", "m", 1, "m of OM(m) / SM(m); one general at a time is the traitor")
+	fl.IntVarP(&m, "traitors", "m", 1, "m of OM(m) / SM(m): traitor sets of 0 to m generals are searched")
 	fl.StringVar(&majority, "majority", "vote", "majority variant (B5): vote or median")
-	fl.StringVar(&domain, "domain", "attack,retreat", "the orders a traitor may send, comma-separated (it may also send nothing)")
+	fl.StringVar(&domain, "domain", "attack,retreat", "the orders traitors may send and a loyal commander is tried with, comma-separated (a traitor may also send nothing)")
+	fl.StringVar(&faulty, "faulty", "", "search only this traitor set, ids comma-separated")
+	fl.BoolVar(&unsafe, "unsafe", false, "search a configuration outside the bounds (OM n < 3m+1, more traitors than m)")
+	fl.BoolVar(&noSymmetry, "no-symmetry", false, "search every traitor set, not one per class equal up to renaming the lieutenants")
+	fl.IntVar(&maxRuns, "max-runs", byzantine.MaxExhaustRuns, "stop after this many runs (the result is then incomplete)")
+	fl.DurationVar(&budget, "budget", time.Minute, "stop after this long (the result is then incomplete)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
 	return cmd
 }
 
-func writeExhaustText(w io.Writer, cfg byzantine.Config, domain []byzantine.Order, res *byzantine.ExhaustResult) {
-	var ds []string
-	for _, o := range domain {
-		ds = append(ds, string(o))
+func writeExhaustText(w io.Writer, res *byzantine.ExhaustResult) {
+	fmt.Fprintf(w, "%s(%d) with %d generals, exhaustive search\n", strings.ToUpper(string(res.Algorithm)), res.MaxTraitors, res.Generals)
+	fmt.Fprintln(w, "enumerated:")
+	for _, a := range res.Adversary {
+		fmt.Fprintf(w, "  - %s\n", a)
 	}
-	fmt.Fprintf(w, "%s(%d) with %d generals: %d traitor behaviours enumerated\n", strings.ToUpper(string(cfg.Algorithm)), cfg.MaxTraitors, cfg.Generals, res.Behaviours)
-	fmt.Fprintf(w, "  (no traitor, then each general as the traitor; each message it sends one of %s or nothing; for each loyal order)\n", strings.Join(ds, ", "))
-	if res.Violations == 0 {
-		fmt.Fprintln(w, "IC1 and IC2 held for all of them")
+	fmt.Fprintln(w, "traitor sets:")
+	for _, s := range res.Sets {
+		state := ""
+		if !s.Complete {
+			state = "  INCOMPLETE"
+		}
+		fmt.Fprintf(w, "  %-12s stands for %3d sets: %9d runs, %d violating%s\n", fmt.Sprint(s.Traitors), s.Stands, s.Runs, s.Violations, state)
+	}
+	fmt.Fprintf(w, "total: %d traitor sets covered by %d searched, %d runs, %d distinct loyal states\n", res.SetsCovered, len(res.Sets), res.Runs, res.States)
+	fmt.Fprintln(w, "not enumerated:")
+	for _, a := range res.NotEnumerated {
+		fmt.Fprintf(w, "  - %s\n", a)
+	}
+	if !res.Complete {
+		fmt.Fprintln(w, "INCOMPLETE: the search stopped (--budget or --max-runs) before its end; sets not listed, or marked INCOMPLETE, were not (fully) searched")
+	}
+	if res.Violations() == 0 {
+		if res.Complete {
+			fmt.Fprintln(w, "IC1 and IC2 held in every run: none of these behaviours breaks the algorithm")
+		} else {
+			fmt.Fprintln(w, "no violation found in the runs made; this proves nothing about the rest")
+		}
 		return
 	}
-	c := res.Counterexample
-	fmt.Fprintf(w, "IC1/IC2 violated in %d of them; first counterexample:\n", res.Violations)
-	fmt.Fprintf(w, "  traitor: general %d, loyal order %s\n", c.Traitor, c.Order)
-	fmt.Fprintf(w, "  it sent: %s\n", strings.Join(c.Sent, "; "))
-	var dec []string
-	for id := range cfg.Generals {
-		if d, ok := c.Decisions[byzantine.ID(id)]; ok {
-			dec = append(dec, fmt.Sprintf("%d=%s", id, d))
+	fmt.Fprintf(w, "VIOLATED: IC1 in %d runs, IC2 in %d runs\n", res.IC1Violations, res.IC2Violations)
+	for _, c := range res.Counterexamples {
+		fmt.Fprintf(w, "counterexample: traitors %v, loyal order %s\n", c.Traitors, c.Order)
+		for _, s := range c.Sent {
+			fmt.Fprintf(w, "  %s\n", s)
 		}
+		var dec []string
+		for id := range res.Generals {
+			if d, ok := c.Decisions[byzantine.ID(id)]; ok {
+				dec = append(dec, fmt.Sprintf("%d=%s", id, d))
+			}
+		}
+		fmt.Fprintf(w, "  loyal decisions: %s\n", strings.Join(dec, " "))
+		fmt.Fprintf(w, "  verdict: %s\n", c.Err)
 	}
-	fmt.Fprintf(w, "  loyal decisions: %s\n", strings.Join(dec, " "))
-	fmt.Fprintf(w, "  verdict: %s\n", c.Err)
 }

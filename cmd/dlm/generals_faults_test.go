@@ -80,6 +80,10 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 		{"id not in the cluster", []string{"--cluster", good, "--id", "9", "--key", key1}, "id 9"},
 		{"cluster and -n disagree", []string{"--cluster", good, "--id", "1", "--key", key1, "-n", "5"}, "5"},
 		{"all interfaces not asked", []string{"--cluster", anyAddr, "--id", "1", "--key", key1}, "all interfaces"},
+		// Regression (issue 23): a start in the past ran, refused every
+		// peer's message as late and decided retreat with exit 0.
+		{"start in the past", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}, "in the past"},
+		{"start too far ahead", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339Nano)}, "check the date"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,6 +189,8 @@ func TestGeneralsExplain(t *testing.T) {
 		{"OM majority", []string{"--faulty", "3", "--explain", "2"}, exitOK, "majority(attack, attack, retreat) = attack", ""},
 		{"SM first chains", []string{"--algorithm", "sm", "-n", "3", "--faulty", "0", "--explain", "1"}, exitOK, "retreat    first by retreat:0:2 in round 1", ""},
 		{"JSON", []string{"--explain", "1", "--json"}, exitOK, `"explanations"`, ""},
+		// Regression (issue 23): --explain did not say how to read a path.
+		{"what a path means", []string{"--faulty", "3", "--explain", "2"}, exitOK, "the commander (0) sent it to lieutenant 2, who relayed it to lieutenant 5", ""},
 		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
 		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
 	}
@@ -204,8 +210,10 @@ func TestGeneralsExplain(t *testing.T) {
 	}
 }
 
-// TestGeneralsExhaust: the exhaustive mode holds for the safe small cases
-// and finds B3's counterexample for OM with three generals.
+// TestGeneralsExhaust: the exhaustive mode holds for the safe small cases,
+// refuses sizes outside the bounds without --unsafe, finds the known
+// violations with it, and never calls a stopped search a proof (issue 23:
+// "-n 5 -m 2" printed "IC1 and IC2 held for all of them" and exited 0).
 func TestGeneralsExhaust(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -213,12 +221,15 @@ func TestGeneralsExhaust(t *testing.T) {
 		wantCode   int
 		wantStdout string
 	}{
-		{"OM n4 m1", []string{"--algorithm", "om", "-n", "4", "-m", "1"}, exitOK, "110 traitor behaviours enumerated"},
-		{"SM n3 m1", []string{"--algorithm", "sm", "-n", "3", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
-		{"SM n4 m1", []string{"--algorithm", "sm", "-n", "4", "-m", "1"}, exitOK, "IC1 and IC2 held for all"},
-		{"OM n3 m1 counterexample", []string{"--algorithm", "om", "-n", "3", "-m", "1"}, exitFailure, "first counterexample"},
-		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"behaviours": 32`},
-		{"too many behaviours", []string{"--algorithm", "om", "-n", "7", "-m", "2"}, exitUsage, ""},
+		{"OM n4 m1", []string{"--algorithm", "om", "-n", "4", "-m", "1"}, exitOK, "5 traitor sets covered by 3 searched, 47 runs"},
+		{"SM n3 m1", []string{"--algorithm", "sm", "-n", "3", "-m", "1"}, exitOK, "IC1 and IC2 held in every run"},
+		{"SM n4 m2", []string{"--algorithm", "sm", "-n", "4", "-m", "2"}, exitOK, "IC1 and IC2 held in every run"},
+		{"OM n5 m2 refused", []string{"--algorithm", "om", "-n", "5", "-m", "2"}, exitUsage, ""},
+		{"OM n3 m1 refused", []string{"--algorithm", "om", "-n", "3", "-m", "1"}, exitUsage, ""},
+		{"OM n3 m1 unsafe counterexample", []string{"--algorithm", "om", "-n", "3", "-m", "1", "--unsafe"}, exitFailure, "counterexample"},
+		{"OM n5 m2 traitors 1,2 unsafe", []string{"--algorithm", "om", "-n", "5", "-m", "2", "--faulty", "1,2", "--unsafe", "--max-runs", "30000"}, exitFailure, "VIOLATED: IC1 in 5817 runs, IC2 in 28407 runs"},
+		{"stopped early", []string{"--algorithm", "sm", "-n", "5", "-m", "2", "--max-runs", "50"}, exitInconclusive, "proves nothing"},
+		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"complete": true`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -134,6 +134,26 @@ func checkNodeIdentity(c tcp.Cluster, cfg byzantine.Config, id int, priv ed25519
 	return addr, nil
 }
 
+// MaxStartAhead is how far in the future "dlm generals node" accepts a
+// --start time: further than this is more likely a mistyped date than a
+// plan, and the node would sit listening for it.
+const MaxStartAhead = 24 * time.Hour
+
+// checkStart refuses a start time the node cannot keep: one already past
+// (round 0 would have begun without it, and a node that ran anyway would
+// refuse its peers' messages as late and decide on nothing), or one more
+// than MaxStartAhead away.
+func checkStart(t0, now time.Time, roundTimeout time.Duration) error {
+	switch {
+	case t0.Before(now):
+		return fmt.Errorf("--start %s is %v in the past: every general must begin round 0 at that time (rounds of %v); give a time a little in the future, the same for every general",
+			t0.Format(time.RFC3339Nano), now.Sub(t0).Round(time.Millisecond), roundTimeout)
+	case t0.Sub(now) > MaxStartAhead:
+		return fmt.Errorf("--start %s is %v away, more than %v: check the date", t0.Format(time.RFC3339Nano), t0.Sub(now).Round(time.Second), MaxStartAhead)
+	}
+	return nil
+}
+
 // newGeneralsNodeCmd builds "dlm generals node": one general of a run over
 // several machines, described by a cluster file.
 func newGeneralsNodeCmd() *cobra.Command {
@@ -150,8 +170,8 @@ func newGeneralsNodeCmd() *cobra.Command {
 		Short: "Run one general of a multi-machine run (see docs/agreement.md)",
 		Long: `Run one general over TCP as part of a cluster spread over machines. Every
 machine gets the same cluster file (ids, addresses, public keys), the same
-run flags and the same --start time (RFC 3339; clocks must agree within
-the round timeout); each runs "dlm generals node" with its own --id and
+run flags and the same --start time (RFC 3339, in the future but within
+24 hours; clocks must agree within the round timeout); each runs "dlm generals node" with its own --id and
 --key. The node prints its own decision; gather them to check IC1/IC2.
 
 The run id, signed into every message and handshake, is derived from the
@@ -159,13 +179,18 @@ cluster file, --start and --seq; without --seq the sequence number is
 derived from --start, so every run with a new start time refuses the signed
 orders of earlier runs. A key that does not match the cluster file, an id
 not in it, or -n different from its size is a usage error (exit 64),
-found before anything listens. A cluster address without a host (":7400",
+found before anything listens, as is a --start time already past. A node
+that could not send a round's messages before the round's deadline says it
+ran out of time and exits 3: its decision proves nothing. A cluster address without a host (":7400",
 "0.0.0.0:7400") would listen on all interfaces: that needs --listen-any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t0, err := time.Parse(time.RFC3339Nano, start)
 			if err != nil {
 				return usageErrorf("--start %q: want an RFC 3339 time: %v", start, err)
+			}
+			if err := checkStart(t0, time.Now(), f.roundTimeout); err != nil {
+				return withCode(exitUsage, err)
 			}
 			if !cmd.Flags().Changed("seq") {
 				f.seq = uint64(t0.UnixNano()) // fresh for every start time
@@ -202,19 +227,24 @@ found before anything listens. A cluster address without a host (":7400",
 			if err != nil {
 				return withCode(exitCouldNotRun, err)
 			}
+			var late error
+			if len(res.Overran) > 0 {
+				late = withCode(exitInconclusive, fmt.Errorf("general %d ran out of time: it sent its messages of rounds %v after their deadline, so its peers may have refused them and its decision proves nothing; use a later --start or a longer --round-timeout", id, res.Overran))
+			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return errors.Join(enc.Encode(res), late)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "general %d (%s) decides %s; sent %d messages, rejected %v\n",
 				res.ID, loyalLabel(res), res.Decision, res.Stats.Sent, res.Stats.Rejected)
 			if res.Explanation != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "  (%s)\n", pathHelp)
 				for _, line := range res.Explanation.Lines() {
 					fmt.Fprintf(cmd.OutOrStdout(), "  %s\n", line)
 				}
 			}
-			return nil
+			return late
 		},
 	}
 	addGeneralsRunFlags(cmd, &f)

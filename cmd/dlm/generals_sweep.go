@@ -25,6 +25,52 @@ type sweepRow struct {
 	SignaturesMade     int
 	SignaturesVerified int
 	FormulaVerified    int
+	// The traitor run that sent the most messages: m traitors, with and
+	// without the commander, every strategy that applies.
+	WorstMessages int
+	WorstStrategy byzantine.Strategy
+	WorstTraitors []byzantine.ID
+	WorstHeld     bool // IC1 and IC2 held in every traitor run of the point
+}
+
+// worstTraitorRun runs cfg with m traitors (the commander and m-1
+// lieutenants, then m lieutenants) under every strategy of the algorithm,
+// and fills the row with the run that sent the most messages.
+func worstTraitorRun(ctx context.Context, cfg byzantine.Config, row *sweepRow) error {
+	strategies := byzantine.Strategies()
+	if cfg.Algorithm == byzantine.OM {
+		strategies = byzantine.OralStrategies()
+	}
+	m := cfg.MaxTraitors
+	var sets [][]byzantine.ID
+	for _, first := range []int{0, 1} {
+		var set []byzantine.ID
+		for i := range m {
+			set = append(set, byzantine.ID(first+i))
+		}
+		sets = append(sets, set)
+	}
+	row.WorstHeld = true
+	for _, set := range sets {
+		for _, st := range strategies {
+			c := cfg
+			c.Faulty = nil
+			for _, id := range set {
+				c.Faulty = append(c.Faulty, byzantine.Traitor{ID: id, Strategy: st})
+			}
+			res, err := byzantine.Run(ctx, c)
+			if err != nil {
+				return err
+			}
+			if res.Verify() != nil {
+				row.WorstHeld = false
+			}
+			if res.Messages > row.WorstMessages {
+				row.WorstMessages, row.WorstStrategy, row.WorstTraitors = res.Messages, st, set
+			}
+		}
+	}
+	return nil
 }
 
 // smVerifiedFormula is the number of signature checks of a loyal SM(m) run
@@ -67,6 +113,9 @@ func sweep(ctx context.Context, maxN, maxM, maxMessages int) ([]sweepRow, error)
 				if alg == byzantine.SM {
 					row.FormulaVerified = smVerifiedFormula(n, m)
 				}
+				if err := worstTraitorRun(ctx, cfg, &row); err != nil {
+					return nil, err
+				}
 				rows = append(rows, row)
 			}
 		}
@@ -76,7 +125,8 @@ func sweep(ctx context.Context, maxN, maxM, maxMessages int) ([]sweepRow, error)
 
 func writeSweepCSV(w io.Writer, rows []sweepRow) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"algorithm", "n", "m", "messages", "messages_formula", "formula", "bytes", "signatures_made", "signatures_verified", "signatures_verified_formula"})
+	cw.Write([]string{"algorithm", "n", "m", "messages", "messages_formula", "formula", "bytes", "signatures_made", "signatures_verified", "signatures_verified_formula",
+		"worst_traitor_messages", "worst_strategy", "worst_traitors", "traitor_runs_ic"})
 	for _, r := range rows {
 		formula := "(n-1)+(n-1)(n-2)+...+(n-1)(n-2)...(n-m-1)"
 		verified := ""
@@ -85,45 +135,34 @@ func writeSweepCSV(w io.Writer, rows []sweepRow) error {
 			verified = strconv.Itoa(r.FormulaVerified)
 		}
 		cw.Write([]string{string(r.Algorithm), strconv.Itoa(r.N), strconv.Itoa(r.M), strconv.Itoa(r.Messages), strconv.Itoa(r.FormulaMessages), formula,
-			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.SignaturesMade), strconv.Itoa(r.SignaturesVerified), verified})
+			strconv.FormatInt(r.Bytes, 10), strconv.Itoa(r.SignaturesMade), strconv.Itoa(r.SignaturesVerified), verified,
+			strconv.Itoa(r.WorstMessages), string(r.WorstStrategy), idList(r.WorstTraitors), holdsWord(r.WorstHeld)})
 	}
 	cw.Flush()
 	return cw.Error()
 }
 
-// writeSweepSVG plots log10(messages) against n: one series per algorithm
-// and m, the paper's formula as a line and the measured counts as dots.
+func idList(ids []byzantine.ID) string {
+	parts := make([]string, len(ids))
+	for i, id := range ids {
+		parts[i] = strconv.Itoa(int(id))
+	}
+	return strings.Join(parts, " ")
+}
+
+func holdsWord(ok bool) string {
+	if ok {
+		return "held"
+	}
+	return "violated"
+}
+
+// writeSweepSVG draws one panel per algorithm and m (small multiples, so
+// that series with equal counts, such as every loyal SM(m) at (n-1)^2, do
+// not hide each other), each with log10(messages) against n: the paper's
+// formula as a line, the loyal runs as dots, and the worst traitor run of
+// each point as a square. The legend has its own band above the panels.
 func writeSweepSVG(w io.Writer, rows []sweepRow) error {
-	const (
-		width, height = 720, 480
-		left, right   = 70, 170
-		top, bottom   = 30, 50
-	)
-	maxN, maxLog := 2, 1.0
-	for _, r := range rows {
-		maxN = max(maxN, r.N)
-		maxLog = max(maxLog, math.Log10(float64(max(r.Messages, r.FormulaMessages))))
-	}
-	maxLog = math.Ceil(maxLog)
-	x := func(n int) float64 { return left + float64(n-2)/float64(maxN-2)*float64(width-left-right) }
-	y := func(v int) float64 {
-		return float64(height-bottom) - math.Log10(float64(max(v, 1)))/maxLog*float64(height-top-bottom)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
-	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14">Messages of loyal OM(m) and SM(m) runs: measured (dots) and the paper's formula (lines)</text>`+"\n", left)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, height-bottom, width-right, height-bottom)
-	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", left, top, left, height-bottom)
-	for n := 2; n <= maxN; n++ {
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x(n), height-bottom+16, n)
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">generals n</text>`+"\n", (left+width-right)/2, height-10)
-	for e := 0; e <= int(maxLog); e++ {
-		yy := float64(height-bottom) - float64(e)/maxLog*float64(height-top-bottom)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">1e%d</text>`+"\n", left-6, yy+4, e)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, yy, width-right, yy)
-	}
-	colors := []string{"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"}
 	type key struct {
 		alg byzantine.Algorithm
 		m   int
@@ -137,24 +176,74 @@ func writeSweepSVG(w io.Writer, rows []sweepRow) error {
 		}
 		series[k] = append(series[k], r)
 	}
+	const (
+		cols           = 3
+		panelW, panelH = 300, 220
+		padL, padR     = 56, 16
+		padT, padB     = 28, 36
+		legendH        = 56
+		margin         = 10
+	)
+	rowsN := max(1, (len(order)+cols-1)/cols)
+	width := margin*2 + cols*panelW
+	height := legendH + rowsN*panelH + margin
+	maxN := 3
+	for _, r := range rows {
+		maxN = max(maxN, r.N)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="11">`+"\n", width, height, width, height)
+	fmt.Fprintf(&b, `<text x="%d" y="18" font-size="14">Messages against generals n, one panel per algorithm and m (log scale, each panel its own)</text>`+"\n", margin)
+	// The legend, in its own band: nothing is drawn under it.
+	fmt.Fprintf(&b, `<g class="legend" data-y="%d" data-h="%d">`, 24, legendH-24)
+	fmt.Fprintf(&b, `<line x1="%d" y1="40" x2="%d" y2="40" stroke="#1f77b4" stroke-width="2"/><text x="%d" y="44">the paper's formula, loyal run</text>`, margin, margin+24, margin+30)
+	fmt.Fprintf(&b, `<circle cx="%d" cy="40" r="3.5" fill="#1f77b4"/><text x="%d" y="44">measured, loyal run</text>`, margin+230, margin+240)
+	fmt.Fprintf(&b, `<rect x="%d" y="36" width="8" height="8" fill="none" stroke="#d62728" stroke-width="1.5"/><text x="%d" y="44">measured, worst traitor run (m traitors, worst strategy)</text>`, margin+390, margin+404)
+	b.WriteString("</g>\n")
 	for i, k := range order {
-		c := colors[i%len(colors)]
-		dash := ""
-		if k.alg == byzantine.SM {
-			dash = ` stroke-dasharray="6 3"`
+		pts := series[k]
+		px := margin + (i%cols)*panelW
+		py := legendH + (i/cols)*panelH
+		name := fmt.Sprintf("%s(%d)", strings.ToUpper(string(k.alg)), k.m)
+		maxLog, minN := 1.0, pts[0].N
+		for _, r := range pts {
+			maxLog = max(maxLog, math.Log10(float64(max(r.Messages, r.FormulaMessages, r.WorstMessages, 1))))
+			minN = min(minN, r.N)
 		}
-		var pts []string
-		for _, r := range series[k] {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(r.N), y(r.FormulaMessages)))
+		maxLog = math.Ceil(maxLog)
+		// Half a step of room past the last n, so no point sits on the edge.
+		lo, hi := minN-1, maxN
+		x := func(n int) float64 {
+			return float64(px+padL) + float64(n-lo)/(float64(hi-lo)+0.5)*float64(panelW-padL-padR)
 		}
-		fmt.Fprintf(&b, `<polyline class="formula" data-series="%s(%d)" fill="none" stroke="%s"%s points="%s"/>`+"\n", strings.ToUpper(string(k.alg)), k.m, c, dash, strings.Join(pts, " "))
-		for _, r := range series[k] {
-			fmt.Fprintf(&b, `<circle class="measured" data-series="%s(%d)" data-n="%d" data-messages="%d" cx="%.1f" cy="%.1f" r="3" fill="%s"/>`+"\n",
-				strings.ToUpper(string(k.alg)), k.m, r.N, r.Messages, x(r.N), y(r.Messages), c)
+		y := func(v int) float64 {
+			return float64(py+panelH-padB) - math.Log10(float64(max(v, 1)))/maxLog*float64(panelH-padT-padB)
 		}
-		ly := top + 16*i
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s"%s/>`+"\n", width-right+10, ly, width-right+34, ly, c, dash)
-		fmt.Fprintf(&b, `<text x="%d" y="%d">%s(%d)</text>`+"\n", width-right+40, ly+4, strings.ToUpper(string(k.alg)), k.m)
+		fmt.Fprintf(&b, `<g class="panel" data-series="%s" data-x="%d" data-y="%d" data-w="%d" data-h="%d">`+"\n", name, px, py, panelW, panelH)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" font-size="13" font-weight="bold">%s</text>`+"\n", px+padL, py+padT-10, name)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", px+padL, py+panelH-padB, px+panelW-padR, py+panelH-padB)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", px+padL, py+padT, px+padL, py+panelH-padB)
+		for n := lo + 1; n <= hi; n++ {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%d</text>`+"\n", x(n), py+panelH-padB+14, n)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">n</text>`+"\n", px+(panelW+padL-padR)/2, py+panelH-padB+28)
+		for e := 0; e <= int(maxLog); e++ {
+			yy := float64(py+panelH-padB) - float64(e)/maxLog*float64(panelH-padT-padB)
+			fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">1e%d</text>`+"\n", px+padL-4, yy+4, e)
+			fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", px+padL, yy, px+panelW-padR, yy)
+		}
+		var line []string
+		for _, r := range pts {
+			line = append(line, fmt.Sprintf("%.1f,%.1f", x(r.N), y(r.FormulaMessages)))
+		}
+		fmt.Fprintf(&b, `<polyline class="formula" data-series="%s" fill="none" stroke="#1f77b4" stroke-width="2" points="%s"/>`+"\n", name, strings.Join(line, " "))
+		for _, r := range pts {
+			fmt.Fprintf(&b, `<circle class="measured" data-series="%s" data-n="%d" data-messages="%d" cx="%.1f" cy="%.1f" r="3.5" fill="#1f77b4"><title>%s n=%d loyal: %d messages</title></circle>`+"\n",
+				name, r.N, r.Messages, x(r.N), y(r.Messages), name, r.N, r.Messages)
+			fmt.Fprintf(&b, `<rect class="traitor" data-series="%s" data-n="%d" data-messages="%d" x="%.1f" y="%.1f" width="8" height="8" fill="none" stroke="#d62728" stroke-width="1.5"><title>%s n=%d, traitors %s (%s): %d messages</title></rect>`+"\n",
+				name, r.N, r.WorstMessages, x(r.N)-4, y(r.WorstMessages)-4, name, r.N, idList(r.WorstTraitors), r.WorstStrategy, r.WorstMessages)
+		}
+		b.WriteString("</g>\n")
 	}
 	b.WriteString("</svg>\n")
 	_, err := io.WriteString(w, b.String())
@@ -177,8 +266,12 @@ messages per run) and write, per run, the measured messages, bytes and
 signatures made and verified beside the paper's formulas: OM
 (n-1)+(n-1)(n-2)+...+(n-1)(n-2)...(n-m-1) messages (B6), SM (n-1)^2 (B9),
 and for SM the expected signature checks (n-1 for m = 1, (n-1)^2 above).
---svg plots the messages against n on a log scale, formula as lines,
-measurements as dots. "-" as --csv writes to standard output.`,
+Each point is also run with m traitors (the commander and m-1 lieutenants,
+then m lieutenants) under every strategy, and the run that sent the most
+messages is reported: what a traitor costs.
+--svg draws one panel per algorithm and m, messages against n on a log
+scale: the formula as a line, loyal runs as dots, the worst traitor run as
+squares. "-" as --csv writes to standard output.`,
 		Example: `  dlm generals sweep --csv sweep.csv --svg sweep.svg
   dlm generals sweep --csv - --max-n 8 --max-m 2`,
 		Args: cobra.NoArgs,
@@ -220,6 +313,9 @@ measurements as dots. "-" as --csv writes to standard output.`,
 			for _, r := range rows {
 				if r.Messages != r.FormulaMessages {
 					return withCode(exitFailure, fmt.Errorf("%s(%d) n=%d: %d messages measured, formula %d", strings.ToUpper(string(r.Algorithm)), r.M, r.N, r.Messages, r.FormulaMessages))
+				}
+				if !r.WorstHeld {
+					return withCode(exitFailure, fmt.Errorf("%s(%d) n=%d: IC1 or IC2 violated by a traitor run within the bounds", strings.ToUpper(string(r.Algorithm)), r.M, r.N))
 				}
 			}
 			return nil
