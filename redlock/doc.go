@@ -97,6 +97,11 @@
 // release timeout (WithReleaseTimeout, 1s by default), not the node
 // timeout: a healthy node that answers slowly because its machine is busy
 // must not turn a release into a failure and leave the key for a ttl.
+// No call waits past its context's end (a context live when the call
+// began): TryLock, Lock, the read-write and set locks, Extend, Resume,
+// Unlock and Release return by it, and what they still owe the nodes (the
+// releases of a failed attempt, a writer's waiting marks) goes on in the
+// background, bounded by its timeouts; Client.Close waits for it.
 // Extend re-sets the expiry on every node that still holds the value and
 // succeeds only if a quorum confirmed within the remaining validity; it
 // never re-creates an expired key (R17).

@@ -461,12 +461,17 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 	if err != nil {
 		return err
 	}
-	_ = ctx // the releases outlive the caller's context, as Unlock's do
+	// The releases outlive the caller's context, as Unlock's do; the
+	// wait for them does not (waitingCtx).
+	wctx := waitingCtx(ctx)
 	req := adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value}
 	if h.Shared {
 		req.Op = adapter.OpRRelease // a reader leaves the readers' hash (rw.go)
 	}
-	err = c.unlockErr(c.releaseAll(req, true))
+	err = c.unlockErr(c.releaseAll(wctx, req, true))
+	if err != nil && wctx.Err() != nil {
+		err = errors.Join(err, wctx.Err())
+	}
 	if c.hand != nil {
 		for _, key := range t.lockKeys() {
 			c.hand.ownRelease(key, h.Value) // the key may be free: next waiter

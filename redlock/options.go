@@ -149,8 +149,11 @@ func WithNodeTimeout(d time.Duration) Option {
 // the key for a whole ttl and block every waiter that long. Unlock still
 // returns as soon as a quorum confirmed; only a quorum of slow or frozen
 // nodes makes it wait, at most this long. The releases of a failed attempt
-// (R8.5) keep a bound of twice the attempt's node timeout, so that a TryLock that
-// fails near a frozen node returns promptly. Default DefaultReleaseTimeout
+// (R8.5) keep a bound of twice the attempt's node timeout. No call waits
+// past its context's end for a release: TryLock and the last try of Lock
+// wait for the releases of their failed attempt only until ctx ends, and
+// Unlock (see there) too; what is still owed goes on in the background,
+// and Client.Close waits for it. Default DefaultReleaseTimeout
 // (1s); it is never shorter than the node timeout.
 func WithReleaseTimeout(d time.Duration) Option {
 	return clientOption(func(o *clientOptions) { o.releaseTimeout = d })
