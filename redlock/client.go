@@ -239,6 +239,9 @@ func (c *Client) settings(resource string, opts []LockOption) (lockOptions, erro
 	if err := o.validate(c.opts.nodeTimeout); err != nil {
 		return o, err
 	}
+	if err := c.opts.checkTTL(o.ttl); err != nil {
+		return o, err
+	}
 	return o, c.opts.checkRetention(o.ttl)
 }
 

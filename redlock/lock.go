@@ -37,6 +37,10 @@ type Lock struct {
 	// nil where the value was known outside from the start (WithValue,
 	// Resume) or the lock is never kept (sets, read-write, fencing).
 	shown *atomic.Bool
+	// crossed is set once the lock may live on in another process (its
+	// Handle was written, or it was resumed from one): its extensions are
+	// then counted on the nodes too (bounds.go).
+	crossed atomic.Bool
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time
@@ -427,14 +431,23 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 	switch {
 	case extended >= c.quorum && t2.Before(until) && validity(l.ttl, t2.Sub(t1), l.drift) > 0:
 		l.mu.Lock()
-		defer l.mu.Unlock()
 		if l.released || l.err != nil {
+			l.mu.Unlock()
 			return ErrNotHeld
 		}
 		if newUntil.After(l.until) {
 			l.until = newUntil
 		}
 		l.extensions++
+		count := l.extensions
+		l.mu.Unlock()
+		if l.crossed.Load() {
+			// A lock that crossed processes keeps its count on the
+			// nodes, where no handle can reset it (bounds.go).
+			if nodes := c.infoNodes(); nodes != nil {
+				c.noteExtensions(ctx, nodes, l, count, l.maxExt)
+			}
+		}
 		return nil
 	case notHeld > len(c.nodes)-c.quorum:
 		l.mu.Lock()

@@ -61,9 +61,12 @@ type clientOptions struct {
 	fencing        bool // WithFencing and the rest of fencing.go
 	fencePrefix    string
 	fenceRetention time.Duration
-	recordPrefix   string     // WithRecordPrefix (record.go)
-	byzantine      int        // WithByzantineNodes (byzantine.go)
-	observers      []Observer // WithObserver, WithLogger (observer.go)
+	recordPrefix   string        // WithRecordPrefix (record.go)
+	maxTTL         time.Duration // WithMaxTTL (bounds.go)
+	infoPrefix     string        // WithInfoPrefix (bounds.go)
+	owner          string        // WithOwner (owner.go)
+	byzantine      int           // WithByzantineNodes (byzantine.go)
+	observers      []Observer    // WithObserver, WithLogger (observer.go)
 }
 
 func defaultClientOptions() clientOptions {
@@ -82,6 +85,8 @@ func defaultClientOptions() clientOptions {
 		handoffLimit:   DefaultHandoffLimit,
 		fencePrefix:    DefaultFencePrefix,
 		recordPrefix:   DefaultRecordPrefix,
+		maxTTL:         DefaultMaxTTL,
+		infoPrefix:     DefaultInfoPrefix,
 	}
 }
 
@@ -202,6 +207,12 @@ func (o clientOptions) validate() error {
 	}
 	if o.releaseTimeout <= 0 {
 		return invalidf("release timeout must be positive, got %v", o.releaseTimeout)
+	}
+	if o.maxTTL <= 0 {
+		return invalidf("max ttl must be positive, got %v", o.maxTTL)
+	}
+	if err := o.checkTTL(o.lock.ttl); err != nil {
+		return err
 	}
 	if o.handoffLimit < 1 {
 		return invalidf("hand-off limit must be at least 1 (keeping a lock within one client is always bounded, R17), got %d", o.handoffLimit)
