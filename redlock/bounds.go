@@ -41,11 +41,15 @@ func WithMaxTTL(d time.Duration) Option {
 // it nor the lock key prefix may be a prefix of the other; when one is (an
 // empty lock key prefix, say), the client keeps no such keys: owners show
 // as unknown, and Resume counts extensions from the handle alone. Every
-// node must be an adapter.InspectNode for them too. Default
+// node must be an adapterInspect for them too. Default
 // DefaultInfoPrefix ("dlm:info:").
 func WithInfoPrefix(p string) Option {
 	return clientOption(func(o *clientOptions) { o.infoPrefix = p })
 }
+
+// adapterInspect is adapter.InspectNode, the capability of the keys kept
+// beside the locks.
+type adapterInspect = adapter.InspectNode
 
 // checkTTL refuses a ttl past the client's bound.
 func (o clientOptions) checkTTL(ttl time.Duration) error {
@@ -57,14 +61,14 @@ func (o clientOptions) checkTTL(ttl time.Duration) error {
 
 // infoNodes returns the nodes as InspectNodes when the client may keep
 // its keys beside the locks (WithInfoPrefix), else nil.
-func (c *Client) infoNodes() []adapter.InspectNode {
+func (c *Client) infoNodes() []adapterInspect {
 	p, lp := c.opts.infoPrefix, c.opts.prefix
 	if p == "" || strings.HasPrefix(p, lp) || strings.HasPrefix(lp, p) {
 		return nil
 	}
-	out := make([]adapter.InspectNode, len(c.nodes))
+	out := make([]adapterInspect, len(c.nodes))
 	for i, n := range c.nodes {
-		xn, ok := n.(adapter.InspectNode)
+		xn, ok := n.(adapterInspect)
 		if !ok {
 			return nil
 		}
@@ -75,7 +79,7 @@ func (c *Client) infoNodes() []adapter.InspectNode {
 
 // onEveryNode runs fn on every node at once, each call bounded by ctx and
 // the node timeout's limit, and returns when every call returned.
-func (c *Client) onEveryNode(ctx context.Context, nodes []adapter.InspectNode, fn func(ctx context.Context, i int, n adapter.InspectNode)) {
+func (c *Client) onEveryNode(ctx context.Context, nodes []adapterInspect, fn func(ctx context.Context, i int, n adapterInspect)) {
 	ctx, cancel := context.WithTimeout(ctx, timeoutLimit(c.opts.nodeTimeout, 0))
 	defer cancel()
 	var wg sync.WaitGroup
@@ -107,11 +111,11 @@ type extState struct {
 // readExtensions reads the extension note of value on every node and
 // returns the largest count and the least bound any node holds: a holder
 // cannot lower what a node keeps but by deleting it on the node itself.
-func (c *Client) readExtensions(ctx context.Context, nodes []adapter.InspectNode, value string) extState {
+func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, value string) extState {
 	key := c.extNote(value)
 	var mu sync.Mutex
 	var st extState
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapter.InspectNode) {
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
 		note, ok, err := n.Note(ctx, key)
 		if err != nil || !ok {
 			return
@@ -138,9 +142,9 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapter.InspectNode
 // noteExtensions keeps the extension count and bound of l on every node,
 // for as long as the lock can live (twice its ttl from now): written after
 // each extension of a lock that crossed processes (Resume, Handle).
-func (c *Client) noteExtensions(ctx context.Context, nodes []adapter.InspectNode, l *Lock, count, bound int) {
+func (c *Client) noteExtensions(ctx context.Context, nodes []adapterInspect, l *Lock, count, bound int) {
 	key, note := c.extNote(l.value), strconv.Itoa(count)+" "+strconv.Itoa(bound)
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapter.InspectNode) {
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
 		_ = n.PutNote(ctx, key, note, 2*l.ttl)
 	})
 }

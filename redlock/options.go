@@ -65,8 +65,9 @@ type clientOptions struct {
 	maxTTL         time.Duration // WithMaxTTL (bounds.go)
 	infoPrefix     string        // WithInfoPrefix (bounds.go)
 	owner          string        // WithOwner (owner.go)
-	byzantine      int           // WithByzantineNodes (byzantine.go)
-	observers      []Observer    // WithObserver, WithLogger (observer.go)
+	ownerSet       bool
+	byzantine      int        // WithByzantineNodes (byzantine.go)
+	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
 
 func defaultClientOptions() clientOptions {
@@ -207,6 +208,11 @@ func (o clientOptions) validate() error {
 	}
 	if o.releaseTimeout <= 0 {
 		return invalidf("release timeout must be positive, got %v", o.releaseTimeout)
+	}
+	if o.ownerSet {
+		if err := checkOwner(o.owner); err != nil {
+			return err
+		}
 	}
 	if o.maxTTL <= 0 {
 		return invalidf("max ttl must be positive, got %v", o.maxTTL)
