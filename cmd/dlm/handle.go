@@ -210,3 +210,16 @@ func (nf *nodeFlags) prefixFor(_ *cobra.Command, h redlock.Handle) error {
 	}
 	return nil
 }
+
+// addOwnerFlag adds --owner, the owner label of the command's locks.
+func addOwnerFlag(cmd *cobra.Command, owner *string) {
+	cmd.Flags().StringVar(owner, "owner", "", `owner label of the lock, shown by dlm status (default "HOST pid PID" of this dlm); public, not a secret`)
+}
+
+// ownerOptions returns WithOwner when --owner was given.
+func ownerOptions(cmd *cobra.Command, owner string) []redlock.Option {
+	if !cmd.Flags().Changed("owner") {
+		return nil
+	}
+	return []redlock.Option{redlock.WithOwner(owner)}
+}
