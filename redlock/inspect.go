@@ -130,6 +130,22 @@ func (c *Client) inspectNodes() ([]adapterInspect, error) {
 	return out, nil
 }
 
+// inspectStart checks what Inspect and ForceRelease need: a resource
+// name, InspectNodes, an open client.
+func (c *Client) inspectStart(resource string) ([]adapterInspect, error) {
+	if resource == "" {
+		return nil, invalidf("empty resource name")
+	}
+	nodes, err := c.inspectNodes()
+	if err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	return nodes, nil
+}
+
 // Inspect reads resource's lock on every node, at once (R15), each bounded
 // by the node timeout's limit and ctx, and returns the quorum's view and
 // each node's: the mode (free, write, or read with its readers), the owner
@@ -140,15 +156,9 @@ func (c *Client) inspectNodes() ([]adapterInspect, error) {
 // its NodeView. The error is not nil only for bad input, such nodes, a
 // closed client or an ended ctx.
 func (c *Client) Inspect(ctx context.Context, resource string) (LockInfo, error) {
-	if resource == "" {
-		return LockInfo{}, invalidf("empty resource name")
-	}
-	nodes, err := c.inspectNodes()
+	nodes, err := c.inspectStart(resource)
 	if err != nil {
 		return LockInfo{}, err
-	}
-	if c.isClosed() {
-		return LockInfo{}, ErrClosed
 	}
 	info, _ := c.inspect(ctx, nodes, resource, map[string]string{})
 	return info, ctx.Err()
@@ -362,15 +372,9 @@ type ForceReport struct {
 // (WithLogger), with the owner labels, never the values. Every node must
 // be an adapter.InspectNode.
 func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport, error) {
-	if resource == "" {
-		return ForceReport{}, invalidf("empty resource name")
-	}
-	nodes, err := c.inspectNodes()
+	nodes, err := c.inspectStart(resource)
 	if err != nil {
 		return ForceReport{}, err
-	}
-	if c.isClosed() {
-		return ForceReport{}, ErrClosed
 	}
 	info, reads := c.inspect(ctx, nodes, resource, map[string]string{})
 	rep := ForceReport{Before: info, Released: make([]int, len(nodes)), Errs: make([]error, len(nodes))}

@@ -38,22 +38,15 @@ func (n *Node) Inspect(ctx context.Context, key string) (adapter.KeyState, error
 // Scan runs one SCAN MATCH prefix* COUNT count from cursor
 // (adapter.InspectNode).
 func (n *Node) Scan(ctx context.Context, prefix, cursor string, count int) ([]string, string, error) {
-	var cur uint64
-	if cursor != "" {
-		c, err := strconv.ParseUint(cursor, 10, 64)
-		if err != nil {
-			return nil, "", fmt.Errorf("goredis: scan cursor %q is not a number", cursor)
-		}
-		cur = c
+	cur, err := scripts.ParseCursor(cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("goredis: %w", err)
 	}
 	keys, next, err := n.client.Scan(ctx, cur, scripts.MatchPrefix(prefix), int64(max(count, 1))).Result()
 	if err != nil {
 		return nil, "", err
 	}
-	if next == 0 {
-		return keys, "", nil
-	}
-	return keys, strconv.FormatUint(next, 10), nil
+	return keys, scripts.NextCursor(next), nil
 }
 
 // PutNote sets key to note with an expiry of ttl (adapter.InspectNode).

@@ -39,23 +39,16 @@ func (n *Node) Inspect(ctx context.Context, key string) (adapter.KeyState, error
 // Scan runs one SCAN MATCH prefix* COUNT count from cursor
 // (adapter.InspectNode).
 func (n *Node) Scan(ctx context.Context, prefix, cursor string, count int) ([]string, string, error) {
-	var cur uint64
-	if cursor != "" {
-		c, err := strconv.ParseUint(cursor, 10, 64)
-		if err != nil {
-			return nil, "", fmt.Errorf("rueidis: scan cursor %q is not a number", cursor)
-		}
-		cur = c
+	cur, err := scripts.ParseCursor(cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("rueidis: %w", err)
 	}
 	c := n.client
 	e, err := c.Do(ctx, c.B().Scan().Cursor(cur).Match(scripts.MatchPrefix(prefix)).Count(int64(max(count, 1))).Build()).AsScanEntry()
 	if err != nil {
 		return nil, "", err
 	}
-	if e.Cursor == 0 {
-		return e.Elements, "", nil
-	}
-	return e.Elements, strconv.FormatUint(e.Cursor, 10), nil
+	return e.Elements, scripts.NextCursor(e.Cursor), nil
 }
 
 // PutNote sets key to note with an expiry of ttl (adapter.InspectNode).

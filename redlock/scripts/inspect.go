@@ -73,3 +73,23 @@ func MatchPrefix(prefix string) string {
 	b.WriteByte('*')
 	return b.String()
 }
+
+// ParseCursor reads a Scan cursor ("" starts the scan) as SCAN's number.
+func ParseCursor(cursor string) (uint64, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	c, err := strconv.ParseUint(cursor, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("scan cursor %q is not a number", cursor)
+	}
+	return c, nil
+}
+
+// NextCursor is the Scan cursor after SCAN answered next ("" when done).
+func NextCursor(next uint64) string {
+	if next == 0 {
+		return ""
+	}
+	return strconv.FormatUint(next, 10)
+}
