@@ -234,8 +234,29 @@ func waitingCtx(ctx context.Context) context.Context {
 }
 
 // unlockRest is Unlock from the releases on: ctx bounds the wait for them
-// (waitingCtx), never the releases themselves.
+// (waitingCtx), never the releases themselves. A hand-over to a waiter of
+// this client (handoff.go) runs fans of its own, which no caller's context
+// may cut short (the waiter's lock depends on them): when one may happen
+// and ctx can end, the rest of Unlock runs on a settler (Close waits for
+// it) and the caller returns by ctx's end. Without waiters, no goroutine.
 func (l *Lock) unlockRest(ctx context.Context, prior error, first bool) error {
+	c := l.client
+	if prior == nil && l.mode != modeRead && l.keys == nil && ctx.Done() != nil && c.hand != nil && c.hand.queued(l.key) {
+		ch := make(chan error, 1)
+		if c.settle(false, func() { ch <- l.unlockFrom(context.Background(), prior, first) }) {
+			select {
+			case err := <-ch:
+				return err
+			case <-ctx.Done():
+				return errors.Join(ErrUnlockFailed, ctx.Err())
+			}
+		}
+	}
+	return l.unlockFrom(ctx, prior, first)
+}
+
+// unlockFrom is unlockRest on the caller's goroutine.
+func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 	c := l.client
 	hand := handNone
 	var err error
