@@ -14,7 +14,9 @@ import (
 // waits for the nodes it did not wait for to answer or time out, and for
 // their releases: the error then reports every node's outcome, so that
 // "held elsewhere" and "no quorum" are told apart exactly, and no key of the
-// attempt outlives the call. The decision itself never waits for them.
+// attempt outlives the call. The decision itself never waits for them, and
+// no wait goes past ctx's end (issue 22 item 4): the releases still owed
+// then go on in the background, and Client.Close waits for them.
 func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
 	resource := t.resource
 	req := t.acquireRequest(value, o.ttl, c.opts.fencing) // multi.go

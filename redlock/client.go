@@ -38,6 +38,10 @@ type Client struct {
 	// attempt of its own yet (waitTurn).
 	lastAttempt atomic.Int64
 
+	// ownerDue is when the owner note is due (owner.go), as time since
+	// born.
+	ownerDue atomic.Int64
+
 	rtt rto // the round trips seen, for the node timeout (rto.go)
 	// heard[i] is when node i last answered a request without an error,
 	// as time since born (rto.go: a node that answers is busy, not failed).
@@ -86,6 +90,9 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 				return nil, invalidf("duplicate node %q (positions %d and %d): each node must be an independent master", names[i], j, i)
 			}
 		}
+	}
+	if !o.ownerSet {
+		o.owner = defaultOwner()
 	}
 	if err := o.validateFencing(nodes, names); err != nil {
 		return nil, err
@@ -237,6 +244,9 @@ func (c *Client) settings(resource string, opts []LockOption) (lockOptions, erro
 		return o, invalidf("empty resource name")
 	}
 	if err := o.validate(c.opts.nodeTimeout); err != nil {
+		return o, err
+	}
+	if err := c.opts.checkTTL(o.ttl); err != nil {
 		return o, err
 	}
 	return o, c.opts.checkRetention(o.ttl)

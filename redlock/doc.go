@@ -97,6 +97,11 @@
 // release timeout (WithReleaseTimeout, 1s by default), not the node
 // timeout: a healthy node that answers slowly because its machine is busy
 // must not turn a release into a failure and leave the key for a ttl.
+// No call waits past its context's end (a context live when the call
+// began): TryLock, Lock, the read-write and set locks, Extend, Resume,
+// Unlock and Release return by it, and what they still owe the nodes (the
+// releases of a failed attempt, a writer's waiting marks) goes on in the
+// background, bounded by its timeouts; Client.Close waits for it.
 // Extend re-sets the expiry on every node that still holds the value and
 // succeeds only if a quorum confirmed within the remaining validity; it
 // never re-creates an expired key (R17).
@@ -347,8 +352,13 @@
 // ErrNotHeld (with ErrExpired when the handle's Until has passed by this
 // machine's clock, to tell a late resume from a lost lock), extends
 // nothing, and leaves nothing behind. The confirmation is an extension:
-// it counts against WithMaxExtensions, and the handle carries the count
-// from process to process, so that honest holders keep the bound of R17.
+// it counts against WithMaxExtensions. A handle is data its holder can
+// edit, so the count is not taken from it alone: the nodes keep the count
+// and the least bound of a lock whose handle was written beside it (a note
+// named by a digest of the value, under WithInfoPrefix, on
+// adapter.InspectNodes), and Resume counts on from the larger count; its
+// ttl is bounded by WithMaxTTL and its key prefix is the client's
+// (WithKeyPrefix), so a handle reaches nothing the client would not.
 //
 // Release needs no confirmation: it is the release of R12, on every node
 // with the value of the handle, and reports as Unlock does. What a handle
@@ -356,6 +366,19 @@
 // the handle (whoever knows the value is the holder, and a lying holder is
 // not covered); and a lock written into a handle and not extended lives
 // its ttl, whatever its holder does, as every lock does (R6).
+//
+// # Seeing and managing locks
+//
+// Client.Inspect, which any client may call, reads a resource on every
+// node (adapter.InspectNode) and returns the quorum's view: held for write
+// by its owner, for read by its readers, or free; the validity left on a
+// quorum and the fence token; and each node's view. Client.Locks lists the
+// resources under the key prefix, and Client.ForceRelease is an
+// operator's release of a lock whoever holds it. None shows a byte of a
+// value. Owners are labels (WithOwner, default host and pid) that each
+// client keeps once on each node, keyed by its tag (the random bytes that
+// start its values), so that naming the holder costs Lock and Unlock no
+// request.
 //
 // # Byzantine quorum mode (WithByzantineNodes)
 //

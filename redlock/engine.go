@@ -667,10 +667,36 @@ func (f *fan) settle(release, waitAll bool) {
 	if canceled {
 		return
 	}
-	f.early.Wait()
-	if waitAll {
-		f.inflight.Wait()
-		f.late.Wait()
+	// The waits end with the caller's context too (issue 22 item 4): what
+	// is still owed then goes on in the background, counted in c.bg.
+	if !waitCtx(f.ctx, &f.early) || !waitAll {
+		return
+	}
+	if waitCtx(f.ctx, &f.inflight) {
+		waitCtx(f.ctx, &f.late)
+	}
+}
+
+// waitCtx waits for wg, or for ctx's end, whichever comes first, and
+// reports whether wg's count reached zero. Without a Done channel (a
+// context that never ends) it is wg.Wait; else a goroutine waits for wg,
+// and ends with it, bounded by what wg counts (requests with deadlines).
+func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
+	done := ctx.Done()
+	if done == nil {
+		wg.Wait()
+		return true
+	}
+	ch := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(ch)
+	}()
+	select {
+	case <-ch:
+		return true
+	case <-done:
+		return false
 	}
 }
 

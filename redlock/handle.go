@@ -118,7 +118,10 @@ type Handle struct {
 	Token uint64
 	// Extensions is how many times the lock was extended so far, counted
 	// on by Resume so that WithMaxExtensions bounds a lock's extensions
-	// across the processes that hold it in turn (R17).
+	// across the processes that hold it in turn (R17). It is not trusted:
+	// where the nodes are adapter.InspectNodes, the count of a lock whose
+	// handle was written is also kept on the nodes (WithInfoPrefix), and
+	// Resume counts on from the larger of the two.
 	Extensions int
 	// Shared is true for a read lock (RLock, TryRLock; Lock.Shared), which
 	// Resume resumes as a read lock: its extension and release are a
@@ -126,7 +129,9 @@ type Handle struct {
 	Shared bool
 	// KeyPrefix is the key prefix of the client that acquired the lock
 	// (WithKeyPrefix): a client with another prefix refuses the handle
-	// rather than look for the lock under the wrong key.
+	// rather than look for the lock under the wrong key. It is never
+	// used as the prefix: the client's own is (a handle edited to an
+	// empty prefix would otherwise reach any key whose value is known).
 	KeyPrefix string
 }
 
@@ -149,6 +154,7 @@ func (l *Lock) Handle() Handle {
 		l.shown.Store(true) // never passed on (handoff.go: keep)
 	}
 	l.mu.Unlock()
+	l.crossed.Store(true) // its extensions count on the nodes (bounds.go)
 	wall := now.Round(0).Add(until.Sub(now)).Truncate(time.Millisecond).UTC()
 	return Handle{
 		Resource:   l.resource,
@@ -380,6 +386,19 @@ func (h Handle) LogValue() slog.Value {
 // The confirmation counts as one extension against WithMaxExtensions, on
 // top of h.Extensions.
 //
+// A handle carries no authority the client does not grant: its ttl (or
+// WithTTL's) must be within WithMaxTTL (else ErrInvalid); its key prefix
+// must be the client's (WithKeyPrefix), which is the one used; and where
+// every node is an adapter.InspectNode, the lock's extension count and
+// bound are kept on the nodes beside the lock (under WithInfoPrefix, named
+// by a digest of the value), written by every extension of a lock whose
+// handle was written or that was resumed: Resume counts on from the
+// larger of the handle's count and the nodes', and with the least bound
+// any resumption gave, so that editing the handle's count, or resuming it
+// with a larger WithMaxExtensions, does not extend the lock past the
+// bound. (A holder who writes to the nodes directly is not bounded by
+// anything a client does.)
+//
 // When too many nodes no longer hold the value, Resume returns an error
 // that wraps ErrNotHeld (and also ErrExpired when h.Until has passed by
 // this machine's clock), and the lock is not resumed; ErrExtendFailed
@@ -407,12 +426,24 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 	if err := o.validate(c.opts.nodeTimeout); err != nil {
 		return nil, err
 	}
+	if err := c.opts.checkTTL(o.ttl); err != nil {
+		return nil, fmt.Errorf("handle: %w", err)
+	}
 	if err := c.opts.checkRetention(o.ttl); err != nil {
 		return nil, err
 	}
 	if c.isClosed() {
 		return nil, ErrClosed
 	}
+	// The extension count and bound as the nodes keep them (bounds.go):
+	// the handle's count may have been edited.
+	ext, bound := h.Extensions, o.maxExtensions
+	if nodes := c.infoNodes(); nodes != nil {
+		if st := c.readExtensions(ctx, nodes, h.Value); st.known {
+			ext, bound = max(ext, st.count), min(bound, st.bound)
+		}
+	}
+	o.maxExtensions = bound // grant sets the lock's bound from o
 	d := drift(o.ttl, o.driftFactor)
 	l := &Lock{
 		client:     c,
@@ -423,8 +454,8 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 		ttl:        o.ttl,
 		drift:      d,
 		token:      h.Token,
-		maxExt:     o.maxExtensions,
-		extensions: h.Extensions,
+		maxExt:     bound,
+		extensions: ext,
 		// Provisional: the confirmation must succeed within the validity
 		// of its own extension, which starts no earlier than now (R17).
 		until: time.Now().Add(o.ttl - d),
@@ -432,6 +463,7 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 	if h.Shared {
 		l.mode = modeRead // extended and released as a reader (rw.go)
 	}
+	l.crossed.Store(true)
 	if err := l.extend(ctx, false); err != nil {
 		return nil, h.notHeld("resume", err)
 	}
@@ -461,12 +493,17 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 	if err != nil {
 		return err
 	}
-	_ = ctx // the releases outlive the caller's context, as Unlock's do
+	// The releases outlive the caller's context, as Unlock's do; the
+	// wait for them does not (waitingCtx).
+	wctx := waitingCtx(ctx)
 	req := adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value}
 	if h.Shared {
 		req.Op = adapter.OpRRelease // a reader leaves the readers' hash (rw.go)
 	}
-	err = c.unlockErr(c.releaseAll(req, true))
+	err = c.unlockErr(c.releaseAll(wctx, req, true))
+	if err != nil && wctx.Err() != nil {
+		err = errors.Join(err, wctx.Err())
+	}
 	if c.hand != nil {
 		for _, key := range t.lockKeys() {
 			c.hand.ownRelease(key, h.Value) // the key may be free: next waiter

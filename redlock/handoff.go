@@ -617,7 +617,7 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 		// The transfer reached no quorum, and the keys it moved are
 		// released (decideAcquire): release what is left of l.
 		moved := acq.replies()
-		rs := c.releaseAll(l.request(adapter.OpRelease), true)
+		rs := c.releaseAll(context.Background(), l.request(adapter.OpRelease), true)
 		for i := range rs {
 			if moved[i].ok {
 				rs[i] = moved[i]

@@ -37,6 +37,10 @@ type Lock struct {
 	// nil where the value was known outside from the start (WithValue,
 	// Resume) or the lock is never kept (sets, read-write, fencing).
 	shown *atomic.Bool
+	// crossed is set once the lock may live on in another process (its
+	// Handle was written, or it was resumed from one): its extensions are
+	// then counted on the nodes too (bounds.go).
+	crossed atomic.Bool
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time
@@ -155,7 +159,13 @@ func (l *Lock) Validity() time.Duration {
 // it locked that node (R12), with the compare-and-delete script of R5: it
 // never deletes a key that holds another value. The releases are sent even
 // when ctx is already cancelled or past its deadline; each is bounded by the
-// node timeout. Unlock returns nil when a quorum of nodes deleted this
+// release timeout (WithReleaseTimeout). Unlock returns by ctx's end when
+// ctx is live when it is called: the releases still owed then go on in the
+// background (Client.Close waits for them) and the error, ErrUnlockFailed
+// unless a quorum had answered, also wraps ctx's error. A ctx that had
+// already ended bounds nothing, so that a deferred Unlock after a
+// cancellation still learns the outcome, within the release timeout.
+// Unlock returns nil when a quorum of nodes deleted this
 // lock's key (it does not wait for the slower nodes, whose releases go on in
 // the background; Client.Close waits for them); ErrNotHeld when too many
 // nodes answered that the key was gone or not this lock's, or when the lock
@@ -196,9 +206,58 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// that the release reaches a node after the acquisition. Fenced
 	// acquisitions use the blocking methods, so they are waited for.
 	// Read-write acquisitions use the blocking methods too (rw.go).
-	if l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive) {
-		l.inflight.Wait()
+	wctx := waitingCtx(ctx)
+	if l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive) && !waitCtx(wctx, l.inflight) {
+		// The caller's context ended first: the release follows the
+		// acquisition in the background (Close waits for it).
+		if !c.settle(false, func() {
+			l.inflight.Wait()
+			l.unlockRest(context.Background(), prior, first)
+		}) {
+			return errors.Join(ErrUnlockFailed, ErrClosed)
+		}
+		return errors.Join(ErrUnlockFailed, wctx.Err())
 	}
+	return l.unlockRest(wctx, prior, first)
+}
+
+// waitingCtx is the context that bounds the waits of a release call
+// (Unlock, Release): ctx while it is live, so that the call returns when it
+// ends; a context that had already ended before the call bounds nothing
+// (the release timeout does), so that a deferred Unlock after a
+// cancellation still learns whether the lock was released.
+func waitingCtx(ctx context.Context) context.Context {
+	if ctx == nil || ctx.Err() != nil {
+		return context.Background()
+	}
+	return ctx
+}
+
+// unlockRest is Unlock from the releases on: ctx bounds the wait for them
+// (waitingCtx), never the releases themselves. A hand-over to a waiter of
+// this client (handoff.go) runs fans of its own, which no caller's context
+// may cut short (the waiter's lock depends on them): when one may happen
+// and ctx can end, the rest of Unlock runs on a settler (Close waits for
+// it) and the caller returns by ctx's end. Without waiters, no goroutine.
+func (l *Lock) unlockRest(ctx context.Context, prior error, first bool) error {
+	c := l.client
+	if prior == nil && l.mode != modeRead && l.keys == nil && ctx.Done() != nil && c.hand != nil && c.hand.queued(l.key) {
+		ch := make(chan error, 1)
+		if c.settle(false, func() { ch <- l.unlockFrom(context.Background(), prior, first) }) {
+			select {
+			case err := <-ch:
+				return err
+			case <-ctx.Done():
+				return errors.Join(ErrUnlockFailed, ctx.Err())
+			}
+		}
+	}
+	return l.unlockFrom(ctx, prior, first)
+}
+
+// unlockFrom is unlockRest on the caller's goroutine.
+func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
+	c := l.client
 	hand := handNone
 	var err error
 	if prior == nil && l.mode != modeRead {
@@ -209,8 +268,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	}
 	var replies []reply
 	if hand != handDone {
-		replies = c.releaseAll(l.request(adapter.OpRelease), true)
+		replies = c.releaseAll(ctx, l.request(adapter.OpRelease), true)
 		err = c.unlockErr(replies)
+		if err != nil && ctx.Err() != nil {
+			err = errors.Join(err, ctx.Err())
+		}
 		if c.hand != nil {
 			for _, key := range l.lockKeys() {
 				if hand == handNone {
@@ -238,8 +300,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // node (R5, R12), announced where the nodes can and announce is set
 // (hand-off, R14), and returns each node's reply once a quorum released or
 // every node answered. The requests outlive any caller's context, bounded
-// by the node timeout. req.Op is set here.
-func (c *Client) releaseAll(req adapter.Request, announce bool) []reply {
+// by the node timeout; the wait for them ends when ctx ends (waitingCtx).
+// req.Op is set here.
+func (c *Client) releaseAll(ctx context.Context, req adapter.Request, announce bool) []reply {
 	if req.Op != adapter.OpRRelease { // a reader leaves the readers' hash (rw.go)
 		op := adapter.OpRelease
 		if announce && c.hand != nil {
@@ -247,23 +310,23 @@ func (c *Client) releaseAll(req adapter.Request, announce bool) []reply {
 		}
 		req.Op = setOp(op, req.Keys)
 	}
-	return c.releaseEvery(req, false)
+	return c.releaseEvery(ctx, req, false)
 }
 
 // releaseEvery sends req, a release of some kind, to every node and returns
 // each node's reply once a quorum confirmed or every node answered (with
-// all, once every node answered). The requests outlive any caller's
-// context, bounded by the release timeout.
-func (c *Client) releaseEvery(req adapter.Request, all bool) []reply {
-	bg := context.Background()
-	f := c.newFanWithin(bg, bg, req, stopQuorum, c.opts.releaseTimeout)
+// all, once every node answered), or once ctx ended (the nodes that had not
+// answered are then NoReply). The requests outlive any caller's context,
+// bounded by the release timeout, and Close waits for them.
+func (c *Client) releaseEvery(ctx context.Context, req adapter.Request, all bool) []reply {
+	f := c.newFanWithin(ctx, context.Background(), req, stopQuorum, c.opts.releaseTimeout)
 	if f == nil {
 		return c.closedReplies()
 	}
 	c.send(f)
 	f.await()
 	if all {
-		f.inflight.Wait() // each request is bounded by the release timeout
+		waitCtx(ctx, &f.inflight) // each request is bounded by the release timeout
 	}
 	f.settle(false, false)
 	return f.replies()
@@ -389,14 +452,23 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 	switch {
 	case extended >= c.quorum && t2.Before(until) && validity(l.ttl, t2.Sub(t1), l.drift) > 0:
 		l.mu.Lock()
-		defer l.mu.Unlock()
 		if l.released || l.err != nil {
+			l.mu.Unlock()
 			return ErrNotHeld
 		}
 		if newUntil.After(l.until) {
 			l.until = newUntil
 		}
 		l.extensions++
+		count := l.extensions
+		l.mu.Unlock()
+		if l.crossed.Load() {
+			// A lock that crossed processes keeps its count on the
+			// nodes, where no handle can reset it (bounds.go).
+			if nodes := c.infoNodes(); nodes != nil {
+				c.noteExtensions(ctx, nodes, l, count, l.maxExt)
+			}
+		}
 		return nil
 	case notHeld > len(c.nodes)-c.quorum:
 		l.mu.Lock()

@@ -61,7 +61,11 @@ type clientOptions struct {
 	fencing        bool // WithFencing and the rest of fencing.go
 	fencePrefix    string
 	fenceRetention time.Duration
-	recordPrefix   string     // WithRecordPrefix (record.go)
+	recordPrefix   string        // WithRecordPrefix (record.go)
+	maxTTL         time.Duration // WithMaxTTL (bounds.go)
+	infoPrefix     string        // WithInfoPrefix (bounds.go)
+	owner          string        // WithOwner (owner.go)
+	ownerSet       bool
 	byzantine      int        // WithByzantineNodes (byzantine.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
@@ -82,6 +86,8 @@ func defaultClientOptions() clientOptions {
 		handoffLimit:   DefaultHandoffLimit,
 		fencePrefix:    DefaultFencePrefix,
 		recordPrefix:   DefaultRecordPrefix,
+		maxTTL:         DefaultMaxTTL,
+		infoPrefix:     DefaultInfoPrefix,
 	}
 }
 
@@ -149,8 +155,11 @@ func WithNodeTimeout(d time.Duration) Option {
 // the key for a whole ttl and block every waiter that long. Unlock still
 // returns as soon as a quorum confirmed; only a quorum of slow or frozen
 // nodes makes it wait, at most this long. The releases of a failed attempt
-// (R8.5) keep a bound of twice the attempt's node timeout, so that a TryLock that
-// fails near a frozen node returns promptly. Default DefaultReleaseTimeout
+// (R8.5) keep a bound of twice the attempt's node timeout. No call waits
+// past its context's end for a release: TryLock and the last try of Lock
+// wait for the releases of their failed attempt only until ctx ends, and
+// Unlock (see there) too; what is still owed goes on in the background,
+// and Client.Close waits for it. Default DefaultReleaseTimeout
 // (1s); it is never shorter than the node timeout.
 func WithReleaseTimeout(d time.Duration) Option {
 	return clientOption(func(o *clientOptions) { o.releaseTimeout = d })
@@ -199,6 +208,17 @@ func (o clientOptions) validate() error {
 	}
 	if o.releaseTimeout <= 0 {
 		return invalidf("release timeout must be positive, got %v", o.releaseTimeout)
+	}
+	if o.ownerSet {
+		if err := checkOwner(o.owner); err != nil {
+			return err
+		}
+	}
+	if o.maxTTL <= 0 {
+		return invalidf("max ttl must be positive, got %v", o.maxTTL)
+	}
+	if err := o.checkTTL(o.lock.ttl); err != nil {
+		return err
 	}
 	if o.handoffLimit < 1 {
 		return invalidf("hand-off limit must be at least 1 (keeping a lock within one client is always bounded, R17), got %d", o.handoffLimit)

@@ -130,7 +130,9 @@ func (c *Client) TryRLock(ctx context.Context, resource string, opts ...LockOpti
 // plain lock in every respect once granted, and Lock and WLock exclude each
 // other. While readers hold the resource, each failed attempt leaves a
 // waiting mark on the nodes that readers hold, which keeps new readers out
-// until this call acquires or ends (it then removes its marks) or, if the
+// until this call acquires or ends (it then removes its marks: a call
+// that its context ended returns once they are removed, or at most one
+// node timeout after the context's end) or, if the
 // process dies, until the marks expire one ttl after its last attempt: a
 // stream of readers cannot starve a writer. The marks are refreshed by
 // every attempt, so they stay alive while the retry delay (WithRetryDelay)
@@ -205,7 +207,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		}
 		defer func() {
 			if marked {
-				c.unwait(key, waiter)
+				c.unwait(ctx, key, waiter)
 			}
 			c.dropSettler()
 		}()
@@ -259,10 +261,20 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 }
 
 // unwait removes a writer's waiting mark from every node, waiting for
-// every node to answer, bounded by the release timeout, so that readers
-// are admitted again as soon as the writer's call returns (Close
+// every node to answer, bounded by the release timeout and by ctx, so that
+// readers are admitted again as soon as the writer's call returns (Close
 // included: the call holds a settler); a mark left on a node that did not
-// answer expires with its ttl.
-func (c *Client) unwait(key, waiter string) {
-	c.releaseEvery(adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, true)
+// answer expires with its ttl. The wait ends with ctx; when ctx had
+// already ended (it ended the call), the wait is one node timeout (the
+// adaptive bound, rto.go), so that readers are admitted when the call
+// returns wherever the nodes answer, while a frozen node delays the call by
+// no more than that. What is still owed then goes on in the background,
+// and Close waits for it.
+func (c *Client) unwait(ctx context.Context, key, waiter string) {
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.Background(), c.nodeTimeout(0))
+		defer cancel()
+	}
+	c.releaseEvery(ctx, adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, true)
 }

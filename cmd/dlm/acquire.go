@@ -23,6 +23,7 @@ func newAcquireCmd() *cobra.Command {
 		ttl      time.Duration
 		wait     time.Duration
 		fence    bool
+		owner    string
 		valueEnv string
 	)
 	cmd := &cobra.Command{
@@ -82,6 +83,7 @@ unique to this acquisition).
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
+			opts = append(opts, ownerOptions(cmd, owner)...)
 			client, closeClient, err := nf.client(cmd.Context(), ttl, opts...)
 			if err != nil {
 				return err
@@ -107,6 +109,7 @@ unique to this acquisition).
 	f := cmd.Flags()
 	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time (R6): the lock lives this long unless dlm extend or dlm release")
 	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
+	addOwnerFlag(cmd, &owner)
 	f.BoolVar(&fence, "fencing", false, "give the lock a fencing token (R18), in the handle and in --json; the nodes must keep their fence keys (persistence)")
 	f.StringVar(&valueEnv, "value-env", "", "take the lock's value from this environment variable (a secret of 16 to 256 printable bytes, unique to this acquisition) instead of 20 random bytes")
 	return cmd

@@ -83,7 +83,7 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			if err != nil {
 				return err
 			}
-			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, nil, timeout, cfgs)
+			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, timeout, cfgs)
 			fs := diagnose(ps, q, maxSkew)
 			fs = append(fs, checkFencing(ps, probeFences(cmd.Context(), parsed, ps, fencePfx, timeout, cfgs), fencing)...)
 			fails := printFindings(cmd.OutOrStdout(), fs)

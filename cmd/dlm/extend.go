@@ -27,9 +27,12 @@ or was taken over stays gone (exit 74). The handle's end of validity is
 not trusted (it comes from the clock of the machine that wrote it): the
 nodes decide.
 
-Extensions are bounded (R17): the handle counts them, and past
---max-extensions dlm extend refuses (exit 74); the lock then lives out its
-validity.
+Extensions are bounded (R17): the nodes count them beside the lock (the
+handle's count is not trusted), and past --max-extensions, or the least
+bound any earlier dlm extend of the lock gave, dlm extend refuses (exit
+74); the lock then lives out its validity. The handle's ttl must be
+within 24h, and its key prefix must be --key-prefix's: a handle edited
+by its holder reaches nothing the command would not.
 
 The handle is HANDLE, or standard input when HANDLE is -, or the file of
 --handle-file, or $` + handleEnv + `.
@@ -75,6 +78,6 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 	hio.addJSON(cmd)
 	f := cmd.Flags()
 	f.DurationVar(&ttl, "ttl", 0, "extend the lock by this long from now (0: the handle's ttl)")
-	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17), counted in the handle")
+	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17), counted on the nodes; an earlier, lower bound stays")
 	return cmd
 }

@@ -45,7 +45,7 @@ released, taken over, the handle's value is wrong, or the extension bound
 was reached); 75 (acquire) held elsewhere within --wait.`
 
 // handlePrefixHelp is --key-prefix's help in the handle commands.
-const handlePrefixHelp = "prefix of the lock keys on the nodes (extend, release: default the handle's)"
+const handlePrefixHelp = "prefix of the lock keys on the nodes (a handle written with another prefix is refused)"
 
 // handleIO is where a handle command reads its handle and writes the new
 // one: --handle-file and --json.
@@ -200,15 +200,28 @@ func handleCode(err error) int {
 	return exitUnavailable
 }
 
-// prefixFor returns the key prefix for a handle command: --key-prefix when
-// given (it must then be the handle's), else the handle's.
-func (nf *nodeFlags) prefixFor(cmd *cobra.Command, h redlock.Handle) error {
-	if !cmd.Flags().Changed("key-prefix") {
-		nf.prefix = h.KeyPrefix
-		return nil
-	}
+// prefixFor checks the handle's key prefix against the command's own,
+// --key-prefix (default the library's): a handle is data its holder can
+// edit, and a prefix taken from it would let a handle reach any key on
+// the nodes whose value is known, an application's included (issue 22
+// item 5). A handle written with another prefix is refused: give that
+// prefix with --key-prefix.
+func (nf *nodeFlags) prefixFor(_ *cobra.Command, h redlock.Handle) error {
 	if nf.prefix != h.KeyPrefix {
-		return usageErrorf("--key-prefix %q: the handle's lock was acquired with key prefix %q", nf.prefix, h.KeyPrefix)
+		return usageErrorf("the handle's lock was acquired with key prefix %q, and this command uses %q: give --key-prefix %q if that is where your locks are", h.KeyPrefix, nf.prefix, h.KeyPrefix)
 	}
 	return nil
+}
+
+// addOwnerFlag adds --owner, the owner label of the command's locks.
+func addOwnerFlag(cmd *cobra.Command, owner *string) {
+	cmd.Flags().StringVar(owner, "owner", "", `owner label of the lock, shown by dlm status (default "HOST pid PID" of this dlm); public, not a secret`)
+}
+
+// ownerOptions returns WithOwner when --owner was given.
+func ownerOptions(cmd *cobra.Command, owner string) []redlock.Option {
+	if !cmd.Flags().Changed("owner") {
+		return nil
+	}
+	return []redlock.Option{redlock.WithOwner(owner)}
 }

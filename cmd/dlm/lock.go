@@ -46,6 +46,7 @@ func newLockCmd() *cobra.Command {
 		tlsf   tlsFiles
 		adapt  string
 		pidns  bool
+		owner  string // --owner (handle.go)
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
@@ -142,6 +143,7 @@ killed by signal N).`,
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
+			opts = append(opts, ownerOptions(cmd, owner)...)
 			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
 			}
@@ -167,6 +169,7 @@ killed by signal N).`,
 	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17): the command is stopped as on a lost lock after about max-extensions x ttl/3")
 	f.BoolVar(&read, "read", false, "take a read lock: shared with other --read locks on RESOURCE, exclusive of --write and plain locks")
 	f.BoolVar(&write, "write", false, "take a write lock: exclusive, and a waiting writer keeps new readers out")
+	addOwnerFlag(cmd, &owner)
 	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN (R18), strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
 	"github.com/spf13/cobra"
 
 	"dlm/redlock"
@@ -9,11 +14,12 @@ import (
 // newReleaseCmd builds "dlm release": release a lock by its handle.
 func newReleaseCmd() *cobra.Command {
 	var (
-		nf  nodeFlags
-		hio handleIO
+		nf    nodeFlags
+		hio   handleIO
+		force bool
 	)
 	cmd := &cobra.Command{
-		Use:   "release [flags] [HANDLE | -]",
+		Use:   "release [flags] [HANDLE | -] | --force RESOURCE...",
 		Short: "Release the lock of a handle (from dlm acquire or dlm extend)",
 		Long: `Release the lock written in a handle, from any process or machine: on
 every node, delete the lock's key if it still holds the handle's value
@@ -27,10 +33,27 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 
 ` + handleSecretHelp + `
 
+An operator can release a lock without its handle, whoever holds it: dlm
+release --force RESOURCE... reads each resource's key on every node and
+deletes it by compare-and-delete with the value it read (each reader's
+entry of a read lock), so that a holder that acquired in between is not
+deleted. The holder is not told: until its next extension it may still
+believe it holds the lock, so use it for a holder known to be dead, or
+with fencing tokens on what the lock guards. Every forced release is
+logged on standard error (resource, mode, owners, nodes; never a value)
+and exits 0 when a quorum of nodes no longer holds the resource.
+
 ` + handleExitHelp,
 		Example: `  dlm release --handle-file "$RUNNER_TEMP/deploy.lock"
-  printf '%s' "$H" | dlm release -`,
+  printf '%s' "$H" | dlm release -
+  dlm release --force deploy`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if force {
+				return forceRelease(cmd, &nf, args)
+			}
+			if len(args) == 1 && args[0] != "-" && !strings.HasPrefix(strings.TrimSpace(args[0]), "dlm") {
+				return usageErrorf("%q is not a handle: give the handle printed by dlm acquire (or - to read it), or --force RESOURCE to release a lock whoever holds it", args[0])
+			}
 			h, err := hio.read(cmd, args)
 			if err != nil {
 				return err
@@ -53,5 +76,72 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 	}
 	nf.add(cmd, handlePrefixHelp)
 	hio.addFile(cmd, "read the handle from this file")
+	cmd.Flags().BoolVar(&force, "force", false, "release the locks of the RESOURCE names given, whoever holds them (an operator's action, logged on standard error)")
 	return cmd
+}
+
+// forceRelease is dlm release --force RESOURCE...: an operator's release,
+// logged on standard error with the owners, never the values.
+func forceRelease(cmd *cobra.Command, nf *nodeFlags, resources []string) error {
+	switch {
+	case len(resources) == 0:
+		return usageErrorf("--force needs the RESOURCE names to release")
+	case cmd.Flags().Changed("handle-file"):
+		return usageErrorf("--force releases by RESOURCE name, not by handle: drop --handle-file")
+	}
+	if err := checkResources(resources); err != nil {
+		return err
+	}
+	client, closeClient, err := nf.client(cmd.Context(), redlock.DefaultTTL)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	host, _ := os.Hostname()
+	by := fmt.Sprintf("%s pid %d", host, os.Getpid())
+	stderr := cmd.ErrOrStderr()
+	failed := 0
+	for _, r := range resources {
+		rep, err := client.ForceRelease(cmd.Context(), r)
+		if err != nil {
+			return withCode(handleCode(err), fmt.Errorf("force release of %q: %w", r, err))
+		}
+		var owners []string
+		if rep.Before.Mode == redlock.ModeWrite {
+			owners = append(owners, ownerLabel(rep.Before.Owner))
+		}
+		for _, rd := range rep.Before.Readers {
+			owners = append(owners, ownerLabel(rd.Owner))
+		}
+		deleted, errs := 0, 0
+		for i, n := range rep.Released {
+			if n > 0 {
+				deleted++
+			}
+			if rep.Errs[i] != nil {
+				errs++
+			}
+		}
+		if len(owners) == 0 {
+			owners = []string{"nobody (it was " + rep.Before.Mode.String() + " by the quorum's view)"}
+		}
+		fmt.Fprintf(stderr, "dlm: FORCE RELEASE of %q (%s, held by %s) by %s: deleted on %d of %d nodes, %d node error(s)\n",
+			r, rep.Before.Mode, strings.Join(owners, ", "), by, deleted, len(rep.Released), errs)
+		after, err := client.Inspect(cmd.Context(), r)
+		if err != nil || after.Held() {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return withCode(exitUnavailable, fmt.Errorf("%d of %d resource(s) may still be held: too few nodes answered", failed, len(resources)))
+	}
+	return nil
+}
+
+// ownerLabel quotes an owner label for a log line, or says it is unknown.
+func ownerLabel(o string) string {
+	if o == "" {
+		return "an unknown owner"
+	}
+	return strconv.Quote(o)
 }

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
-	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
 // newStatusCmd builds "dlm status".
@@ -21,31 +23,54 @@ func newStatusCmd() *cobra.Command {
 		timeout   time.Duration
 		byzantine int
 		tlsf      tlsFiles
+		all       bool
+		limit     int
 	)
 	cmd := &cobra.Command{
 		Use:   "status [flags] [RESOURCE...]",
-		Short: "Show each node's state and who holds the given resources",
+		Short: "Show each node's state, and who holds the given resources or every lock",
 		Long: `Show, per node: reachable or not, round-trip time, server version,
 replication role and the number of lock keys under the key prefix. For each
-RESOURCE given: which lock value holds it on which nodes, whether that is a
-quorum (a valid lock) and the remaining ttl.
+RESOURCE given (or, with --all, every resource with a lock key on some
+node, found by scanning the key prefix): how it is held by a quorum of
+nodes (for write, by its owner; for read, by its readers; or free), the
+validity that remains on a quorum, its fencing token, and each node's view.
+Holders are named by their owner label (--owner of dlm lock and dlm
+acquire, host and pid by default) and numbered per node; the lock's value
+is a secret and is never shown, not a byte of it.
 
 Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
 localhost) are flagged: they are not independent masters (R2).
 
 Exits 69 when fewer nodes answer than a quorum needs, 1 when two URLs reach
 the same server, else 0.`,
-		Example: `  dlm status --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup`,
+		Example: `  dlm status --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup
+  dlm status --all`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if timeout <= 0 {
+			switch {
+			case timeout <= 0:
 				return usageErrorf("--timeout must be positive, got %v", timeout)
+			case all && len(args) > 0:
+				return usageErrorf("give RESOURCE names or --all, not both")
+			case limit < 1:
+				return usageErrorf("--limit must be at least 1, got %d", limit)
+			}
+			if len(args) > 0 {
+				if err := checkResources(args); err != nil {
+					return err
+				}
 			}
 			parsed, q, cfgs, err := probeTargets(nodes, byzantine, tlsf)
 			if err != nil {
 				return err
 			}
-			ps := probeNodes(cmd.Context(), parsed, prefix, args, timeout, cfgs)
-			printStatus(cmd.OutOrStdout(), ps, q, args)
+			ps := probeNodes(cmd.Context(), parsed, prefix, timeout, cfgs)
+			printStatus(cmd.OutOrStdout(), ps, q)
+			if len(args) > 0 || all {
+				if err := printLocks(cmd, nodes, tlsf, prefix, byzantine, timeout, args, all, limit); err != nil {
+					return err
+				}
+			}
 			if up := reachable(ps); up < q {
 				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d: no lock can be acquired", up, len(ps), q))
 			}
@@ -56,15 +81,64 @@ the same server, else 0.`,
 		},
 	}
 	addNodesFlag(cmd, &nodes)
-	cmd.Flags().StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
-	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
-	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
+	f := cmd.Flags()
+	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
+	f.DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
+	f.IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
+	f.BoolVarP(&all, "all", "a", false, "list every resource with a lock key on some node (a bounded SCAN of the key prefix on every node)")
+	f.IntVar(&limit, "limit", redlock.DefaultLocksLimit, "with --all, list at most this many resources")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
 
-// printStatus writes the node table and the per-resource holders.
-func printStatus(w io.Writer, ps []probe, q int, resources []string) {
+// printLocks inspects resources (or, with all, every resource under the
+// key prefix, at most limit) through a lock client over the nodes, and
+// prints each.
+func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string, byzantine int, timeout time.Duration, resources []string, all bool, limit int) error {
+	urls, err := resolveNodes(nodes)
+	if err != nil {
+		return err
+	}
+	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(min(timeout, redlock.DefaultTTL/2))}
+	if byzantine > 0 {
+		opts = append(opts, redlock.WithByzantineNodes(byzantine))
+	}
+	// go-redis dials lazily: a node that is down is reported per node.
+	client, closeClient, err := dial("goredis", urls, tlsf, opts...)
+	if err != nil {
+		return err
+	}
+	defer closeClient()
+	ctx, cancel := context.WithTimeout(cmd.Context(), timeout+time.Duration(max(len(resources), 1))*timeout)
+	defer cancel()
+	w := cmd.OutOrStdout()
+	var infos []redlock.LockInfo
+	complete := true
+	if all {
+		if infos, complete, err = client.Locks(ctx, limit); err != nil {
+			return fmt.Errorf("list the locks: %w", err)
+		}
+		fmt.Fprintf(w, "\n%d resource(s) with a lock key under %q\n", len(infos), prefix)
+	}
+	for _, r := range resources {
+		info, err := client.Inspect(ctx, r)
+		if err != nil {
+			return fmt.Errorf("inspect %q: %w", r, err)
+		}
+		infos = append(infos, info)
+	}
+	for _, info := range infos {
+		fmt.Fprintln(w)
+		fmt.Fprint(w, describeLock(info, client.Quorum()))
+	}
+	if !complete {
+		fmt.Fprintf(w, "\n(more resources than --limit %d: the list is cut)\n", limit)
+	}
+	return nil
+}
+
+// printStatus writes the node table.
+func printStatus(w io.Writer, ps []probe, q int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tSTATE\tRTT\tVERSION\tROLE\tLOCK KEYS")
 	for _, p := range ps {
@@ -94,61 +168,81 @@ func printStatus(w io.Writer, ps []probe, q int, resources []string) {
 	for _, a := range findAliases(ps) {
 		fmt.Fprintf(w, "NOT INDEPENDENT: %s is the same server as %s (run_id %s): each node must be its own redis-server (R2)\n", a.Second, a.First, a.RunID)
 	}
-	for _, r := range resources {
-		fmt.Fprintln(w)
-		fmt.Fprint(w, describeHolders(r, ps, q))
-	}
 }
 
-// describeHolders says who holds resource on which nodes: a value on a
-// quorum of nodes is a valid lock (R8.3); on fewer it is a remnant (a failed
-// attempt, or a lock whose keys are expiring).
-func describeHolders(resource string, ps []probe, q int) string {
-	type holder struct {
-		nodes  []string
-		minTTL time.Duration
-	}
-	by := map[string]*holder{}
-	for _, p := range ps {
-		h, ok := p.Holds[resource]
-		if !ok {
-			continue
-		}
-		e := by[h.Value]
-		if e == nil {
-			e = &holder{minTTL: h.TTL}
-			by[h.Value] = e
-		}
-		e.nodes = append(e.nodes, p.Node)
-		e.minTTL = min(e.minTTL, h.TTL)
-	}
-	if len(by) == 0 {
-		return fmt.Sprintf("%s: free (no node holds it)\n", resource)
-	}
-	values := make([]string, 0, len(by))
-	for v := range by {
-		values = append(values, v)
-	}
-	sort.Slice(values, func(i, j int) bool { return len(by[values[i]].nodes) > len(by[values[j]].nodes) })
+// describeLock says how info's resource is held by a quorum of nodes (q)
+// and by each node, without a byte of any value: holders are numbered, and
+// named by their owner labels.
+func describeLock(info redlock.LockInfo, q int) string {
 	var b strings.Builder
-	for _, v := range values {
-		h := by[v]
-		kind := "HELD (quorum)"
-		if len(h.nodes) < q {
-			kind = "partial, not a lock"
+	owner := func(o string) string {
+		if o == "" {
+			return "an unknown owner"
 		}
-		fmt.Fprintf(&b, "%s: %s by value %s on %d of %d nodes (quorum %d), ttl left >= %v: %s\n",
-			resource, kind, shortValue(v), len(h.nodes), len(ps), q, h.minTTL.Round(time.Millisecond), strings.Join(h.nodes, ", "))
+		return strconv.Quote(o)
 	}
+	n := len(info.Nodes)
+	switch info.Mode {
+	case redlock.ModeWrite:
+		on := 0
+		for _, v := range info.Nodes {
+			if v.Holder == 1 {
+				on++
+			}
+		}
+		fmt.Fprintf(&b, "%s: HELD for write by %s on %d of %d nodes (quorum %d), validity %v, token %d",
+			info.Resource, owner(info.Owner), on, n, q, info.Validity.Round(time.Millisecond), info.Token)
+	case redlock.ModeRead:
+		rs := make([]string, len(info.Readers))
+		for i, r := range info.Readers {
+			rs[i] = fmt.Sprintf("%s (%v)", owner(r.Owner), r.Validity.Round(time.Millisecond))
+		}
+		noun := "readers"
+		if len(rs) == 1 {
+			noun = "reader"
+		}
+		fmt.Fprintf(&b, "%s: HELD for read by %d %s on a quorum (quorum %d): %s", info.Resource, len(rs), noun, q, strings.Join(rs, ", "))
+	default:
+		some := false
+		for _, v := range info.Nodes {
+			some = some || v.Kind != adapter.KeyAbsent
+		}
+		if !some {
+			fmt.Fprintf(&b, "%s: free (no node holds it)", info.Resource)
+		} else {
+			fmt.Fprintf(&b, "%s: free (keys on fewer than a quorum of %d nodes: remnants of a failed attempt or an expiring lock, not a lock)", info.Resource, q)
+		}
+	}
+	if info.Waiters > 0 {
+		fmt.Fprintf(&b, ", %d writer(s) waiting", info.Waiters)
+	}
+	b.WriteString("\n")
+	if info.Mode == redlock.ModeFree && info.Waiters == 0 {
+		some := false
+		for _, v := range info.Nodes {
+			some = some || v.Kind != adapter.KeyAbsent || v.Err != nil
+		}
+		if !some {
+			return b.String()
+		}
+	}
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	for _, v := range info.Nodes {
+		switch {
+		case v.Err != nil:
+			fmt.Fprintf(tw, "  %s\tno answer\t(%v)\n", v.Node, v.Err)
+		case v.Kind == adapter.KeyLock:
+			fmt.Fprintf(tw, "  %s\tholder %d\t%s\tttl %v\tfence %d\n", v.Node, v.Holder, owner(v.Owner), v.TTL.Round(time.Millisecond), v.Fence)
+		case v.Kind == adapter.KeyReaders:
+			fmt.Fprintf(tw, "  %s\t%d reader(s), %d writer(s) waiting\t\tttl %v\tfence %d\n", v.Node, v.Readers, v.Waiters, v.TTL.Round(time.Millisecond), v.Fence)
+		case v.Kind == adapter.KeyOther:
+			fmt.Fprintf(tw, "  %s\tnot a lock key (another type)\n", v.Node)
+		default:
+			fmt.Fprintf(tw, "  %s\tabsent\t\t\tfence %d\n", v.Node, v.Fence)
+		}
+	}
+	tw.Flush()
 	return b.String()
-}
-
-// shortValue abbreviates a lock value for display.
-func shortValue(v string) string {
-	if len(v) > 12 {
-		return v[:12] + "..."
-	}
-	return v
 }
 
 func orDash(s string) string {

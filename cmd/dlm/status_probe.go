@@ -54,21 +54,12 @@ type probe struct {
 	// NodeMaxTTL is the --max-ttl of a node started by `dlm node` ("" when
 	// absent).
 	NodeMaxTTL string
-	// Holds maps each resource asked about to the value and remaining ttl
-	// of its lock key on this node (absent when the key does not exist).
-	Holds map[string]hold
-}
-
-// hold is one lock key on one node.
-type hold struct {
-	Value string
-	TTL   time.Duration
 }
 
 // probeNodes probes every node concurrently, each bounded by timeout.
 // cfgs[i] (nil: the adapter's defaults) applies to urls[i] when it is
 // rediss://.
-func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, resources []string, timeout time.Duration, cfgs []*tls.Config) []probe {
+func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, timeout time.Duration, cfgs []*tls.Config) []probe {
 	out := make([]probe, len(urls))
 	var wg sync.WaitGroup
 	for i, u := range urls {
@@ -79,7 +70,7 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, reso
 			defer c.Close()
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			out[i] = probeNode(pctx, c, u.String(), prefix, resources)
+			out[i] = probeNode(pctx, c, u.String(), prefix)
 		}()
 	}
 	wg.Wait()
@@ -89,7 +80,7 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, reso
 // probeNode asks one node everything status and doctor need. Only an
 // unanswered PING makes the node unreachable; later failures leave their
 // fields empty.
-func probeNode(ctx context.Context, c *redis.Client, name, prefix string, resources []string) probe {
+func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe {
 	p := probe{Node: name}
 	start := time.Now()
 	if err := c.Ping(ctx).Err(); err != nil {
@@ -126,15 +117,6 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string, resour
 	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) && p.Keys < maxKeysCounted {
 		p.Keys++
-	}
-	p.Holds = map[string]hold{}
-	for _, r := range resources {
-		v, err := c.Get(ctx, prefix+r).Result()
-		if err != nil {
-			continue
-		}
-		ttl, _ := c.PTTL(ctx, prefix+r).Result()
-		p.Holds[r] = hold{Value: v, TTL: ttl}
 	}
 	return p
 }

@@ -33,8 +33,8 @@ func TestStatus(t *testing.T) {
 	for _, want := range []string{
 		c.Servers[4].Addr() + "  down",
 		"5 nodes, 4 reachable, quorum 3: locks can be acquired",
-		"backup: HELD (quorum) by value",
-		"on 4 of 5 nodes",
+		"backup: HELD for write by",
+		"on 4 of 5 nodes (quorum 3)",
 		"other: free",
 	} {
 		if !strings.Contains(r.stdout, want) {

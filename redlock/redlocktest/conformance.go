@@ -62,7 +62,7 @@ func MemBackend(opts ...MemOption) BackendFactory {
 // RunConformance runs the node conformance suite over the backends that
 // newBackend makes, reading the store through their Inspector: the cases
 // of redlock.Node (R3, R5, R17, R8.2) and those of the capabilities the
-// node has (TransferNode, FencingNode, HandoffNode, RecordNode, BatchNode). The same case bodies run
+// node has (TransferNode, FencingNode, HandoffNode, RecordNode, InspectNode, BatchNode). The same case bodies run
 // over every adapter on redis-server and over MemNode (style rule 13).
 func RunConformance(t *testing.T, newBackend BackendFactory) {
 	b := newBackend(t)
@@ -189,6 +189,9 @@ func RunConformance(t *testing.T, newBackend BackendFactory) {
 	}
 	if rn, ok := n.(adapter.RecordNode); ok {
 		t.Run("Record", func(t *testing.T) { runRecordConformance(t, in, rn) }) // conformance_record.go
+	}
+	if xn, ok := n.(adapter.InspectNode); ok {
+		t.Run("Inspect", func(t *testing.T) { runInspectConformance(t, in, xn) }) // conformance_inspect.go
 	}
 	if _, ok := n.(adapter.BatchNode); ok {
 		t.Run("Batch", func(t *testing.T) { runBatchConformance(t, newBackend) })

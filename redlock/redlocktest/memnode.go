@@ -398,6 +398,9 @@ type memCall struct {
 	retention time.Duration
 	recordKey string // memnode_record.go
 	record    string
+	// fn, when set, is the operation itself (memnode_inspect.go), run on
+	// the keyspace with n.mu held.
+	fn func(now time.Time) memResult
 
 	reply func(memResult)
 	slow  time.Duration
@@ -413,8 +416,10 @@ type memCall struct {
 type memResult struct {
 	ok     bool
 	fence  uint64
-	lost   bool   // memnode_floor.go
-	record string // memnode_record.go
+	lost   bool             // memnode_floor.go
+	record string           // memnode_record.go
+	state  adapter.KeyState // memnode_inspect.go
+	keys   []string
 	err    error
 	// notify, when set, is the release to announce (ReleaseAnnounce).
 	announce []func()
@@ -499,6 +504,9 @@ func (n *MemNode) submit(c *memCall) {
 func (n *MemNode) apply(c *memCall) memResult {
 	n.applied.Add(1)
 	now := n.nowLocked(n.base())
+	if c.fn != nil {
+		return c.fn(now)
+	}
 	r := c.req
 	lieAcq, lieAll := n.lie >= LieAcquired, n.lie == LieAll
 	switch r.Op {

@@ -13,6 +13,13 @@ import _ "embed"
 const ChannelPrefix = "dlm:released:"
 
 var (
+	// Inspect reads a lock key for operators (adapter.InspectNode): its
+	// kind, expiry, value, and a read-write lock's live readers and
+	// waiting writers, in one atomic step, changing nothing.
+	//
+	//go:embed inspect.lua
+	Inspect string
+
 	// Release deletes the lock key only if it holds the value (R5).
 	// KEYS[1] lock key; ARGV[1] value. Returns 1 when deleted, else 0.
 	//

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// noValueBytes fails when out holds any 6 characters in a row of value.
+func noValueBytes(t *testing.T, what, out, value string) {
+	t.Helper()
+	for i := 0; i+6 <= len(value); i++ {
+		if strings.Contains(out, value[i:i+6]) {
+			t.Errorf("%s shows bytes %d to %d of the lock's value:\n%s", what, i, i+6, out)
+			return
+		}
+	}
+}
+
+// Issue 24 item 4: dlm status showed the first 12 bytes of the lock's
+// secret value, no owner, and "free (no node holds it)" for a resource
+// held by readers. It now shows the mode, the owner, the validity and the
+// token, and never a byte of the value; --all lists the held locks; and
+// dlm release --force releases a lock whoever holds it, and says so.
+func TestStatusShowsOwnerNotValue(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	env := []string{nodesEnv + "=" + nodes}
+	r := runDLM(t, 30*time.Second, env, "acquire", "--ttl", "60s", "--node-timeout", "1s", "--owner", "deploy job 42", "deploy")
+	if r.code != 0 {
+		t.Fatalf("acquire: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	h := mustParse(t, r.stdout)
+
+	ready := t.TempDir() + "/ready"
+	reader, _, stderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--read", "--ttl", "30s", "--node-timeout", "1s", "--owner", "nightly export",
+		"catalog", "--", "sh", "-c", `touch "$1"; while :; do sleep 0.05; done`, "sh", ready)
+	if err := reader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reader.Process.Signal(syscall.SIGTERM); _ = reader.Wait() })
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) }, "dlm lock --read never ran its command; stderr: %s", stderr)
+
+	r = runDLM(t, 30*time.Second, nil, "status", "--nodes", nodes, "deploy", "catalog", "other")
+	if r.code != 0 {
+		t.Fatalf("status: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	noValueBytes(t, "status", r.stdout+r.stderr, h.Value)
+	for _, want := range []string{
+		`deploy: HELD for write by "deploy job 42" on 3 of 3 nodes (quorum 2)`,
+		`catalog: HELD for read by 1 reader on a quorum (quorum 2): "nightly export"`,
+		"other: free",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+
+	r = runDLM(t, 30*time.Second, nil, "status", "--all", "--nodes", nodes)
+	if r.code != 0 {
+		t.Fatalf("status --all: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	noValueBytes(t, "status --all", r.stdout+r.stderr, h.Value)
+	if !strings.Contains(r.stdout, `deploy: HELD for write by "deploy job 42"`) || !strings.Contains(r.stdout, `catalog: HELD for read`) {
+		t.Errorf("status --all does not list both locks:\n%s", r.stdout)
+	}
+
+	r = runDLM(t, 30*time.Second, env, "release", "--force", "deploy")
+	if r.code != 0 || !strings.Contains(r.stderr, "FORCE RELEASE") || !strings.Contains(r.stderr, `"deploy job 42"`) {
+		t.Errorf("release --force: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	noValueBytes(t, "release --force", r.stdout+r.stderr, h.Value)
+	for i, v := range c.MustValues("dlm:lock:deploy") {
+		if v != "" {
+			t.Errorf("node %d still holds deploy after release --force", i)
+		}
+	}
+	if r := runDLM(t, 30*time.Second, env, "release", "deploy"); r.code != exitUsage {
+		t.Errorf("release of a resource name without --force: exit %d, want %d; stderr: %s", r.code, exitUsage, r.stderr)
+	}
+}

@@ -1,0 +1,150 @@
+package redlock
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// The bounds a client keeps whatever a handle says (issue 22 item 5): a
+// Handle is data from outside the process, which its holder can edit, so
+// that Resume takes from it only what the nodes confirm (the value: R5,
+// R17) and bounds the rest with the client's own settings: the ttl by
+// WithMaxTTL, the key prefix by WithKeyPrefix (handleTarget), and the
+// extension count by a note kept on the nodes beside the lock (extNote),
+// which no handle carries.
+
+// DefaultMaxTTL is the default of WithMaxTTL.
+const DefaultMaxTTL = 24 * time.Hour
+
+// DefaultInfoPrefix is the default of WithInfoPrefix.
+const DefaultInfoPrefix = "dlm:info:"
+
+// WithMaxTTL bounds the ttl of every lock of the client: an acquisition
+// (WithTTL), and the resumption of a handle (Resume, whose ttl is the
+// handle's unless WithTTL is given), are refused with ErrInvalid past it,
+// so that a handle edited to a ttl of years extends nothing. Default
+// DefaultMaxTTL (24h).
+func WithMaxTTL(d time.Duration) Option {
+	return clientOption(func(o *clientOptions) { o.maxTTL = d })
+}
+
+// WithInfoPrefix sets the prefix of the keys a client keeps on the nodes
+// beside its locks: the owner record of each client (WithOwner) and the
+// extension count of each lock that crossed processes (Resume). Neither
+// it nor the lock key prefix may be a prefix of the other; when one is (an
+// empty lock key prefix, say), the client keeps no such keys: owners show
+// as unknown, and Resume counts extensions from the handle alone. Every
+// node must be an adapterInspect for them too. Default
+// DefaultInfoPrefix ("dlm:info:").
+func WithInfoPrefix(p string) Option {
+	return clientOption(func(o *clientOptions) { o.infoPrefix = p })
+}
+
+// adapterInspect is adapter.InspectNode, the capability of the keys kept
+// beside the locks.
+type adapterInspect = adapter.InspectNode
+
+// checkTTL refuses a ttl past the client's bound.
+func (o clientOptions) checkTTL(ttl time.Duration) error {
+	if ttl > o.maxTTL {
+		return invalidf("ttl %v is over the client's bound %v (WithMaxTTL)", ttl, o.maxTTL)
+	}
+	return nil
+}
+
+// infoNodes returns the nodes as InspectNodes when the client may keep
+// its keys beside the locks (WithInfoPrefix), else nil.
+func (c *Client) infoNodes() []adapterInspect {
+	p, lp := c.opts.infoPrefix, c.opts.prefix
+	if p == "" || strings.HasPrefix(p, lp) || strings.HasPrefix(lp, p) {
+		return nil
+	}
+	out := make([]adapterInspect, len(c.nodes))
+	for i, n := range c.nodes {
+		xn, ok := n.(adapterInspect)
+		if !ok {
+			return nil
+		}
+		out[i] = xn
+	}
+	return out
+}
+
+// onEveryNode runs fn on every node at once, each call bounded by ctx and
+// the node timeout's limit, and returns when every call returned.
+func (c *Client) onEveryNode(ctx context.Context, nodes []adapterInspect, fn func(ctx context.Context, i int, n adapterInspect)) {
+	ctx, cancel := context.WithTimeout(ctx, timeoutLimit(c.opts.nodeTimeout, 0))
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(ctx, i, n)
+		}()
+	}
+	wg.Wait()
+}
+
+// extNote is the key of the extension count of the lock with value: a
+// digest of the value, so that a name on the nodes says nothing of it,
+// and only a holder of the value can find it.
+func (c *Client) extNote(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return c.opts.infoPrefix + "ext:" + hex.EncodeToString(sum[:16])
+}
+
+// extState is a lock's extension count as the nodes keep it: how many
+// times it was extended, and the least bound a client resumed it with.
+type extState struct {
+	count, bound int
+	known        bool
+}
+
+// readExtensions reads the extension note of value on every node and
+// returns the largest count and the least bound any node holds: a holder
+// cannot lower what a node keeps but by deleting it on the node itself.
+func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, value string) extState {
+	key := c.extNote(value)
+	var mu sync.Mutex
+	var st extState
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
+		note, ok, err := n.Note(ctx, key)
+		if err != nil || !ok {
+			return
+		}
+		cs, bs, _ := strings.Cut(note, " ")
+		count, err1 := strconv.Atoi(cs)
+		bound, err2 := strconv.Atoi(bs)
+		if err1 != nil || err2 != nil || count < 0 || bound < 1 {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !st.known || count > st.count {
+			st.count = count
+		}
+		if !st.known || bound < st.bound {
+			st.bound = bound
+		}
+		st.known = true
+	})
+	return st
+}
+
+// noteExtensions keeps the extension count and bound of l on every node,
+// for as long as the lock can live (twice its ttl from now): written after
+// each extension of a lock that crossed processes (Resume, Handle).
+func (c *Client) noteExtensions(ctx context.Context, nodes []adapterInspect, l *Lock, count, bound int) {
+	key, note := c.extNote(l.value), strconv.Itoa(count)+" "+strconv.Itoa(bound)
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
+		_ = n.PutNote(ctx, key, note, 2*l.ttl)
+	})
+}

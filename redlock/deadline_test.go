@@ -1,0 +1,120 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// Issue 22 item 4, and its class: every public call that blocks returns
+// by its context's deadline, whatever the nodes do. Three MemNodes, one
+// frozen (a stopped process: requests wait unanswered) and one down; the
+// call gets a deadline well under what the client would otherwise wait
+// for (the adaptive node timeout starts at its 1 s limit, and the
+// releases of a failed last attempt had twice that). What the call leaves
+// owed (releases on the frozen node) goes on in the background: after the
+// node thaws, Close waits for it and no key of the call is left there.
+//
+// Before the fix, TryLock, TryRLock, TryWLock and TryLockAll returned
+// after 3 s of fake time (1 s attempt + 2 s waiting for the frozen node's
+// release), WLock after its deadline plus the release timeout (the removal
+// of its waiting marks), and Unlock and Release after the release timeout
+// (1 s) with a 0.5 s deadline. WLock is the one exception, by design: a
+// writer whose context ended removes its waiting marks before it returns,
+// so that readers are admitted again, for at most one node timeout (here
+// its 1 s limit).
+func TestEveryBlockingCallKeepsItsDeadline(t *testing.T) {
+	const deadline = 1200 * time.Millisecond
+	type call func(ctx context.Context, c *redlock.Client, held *redlock.Lock) error
+	acquire := func(f func(context.Context, *redlock.Client) (*redlock.Lock, error)) call {
+		return func(ctx context.Context, c *redlock.Client, _ *redlock.Lock) error {
+			l, err := f(ctx, c)
+			if err == nil {
+				_ = l.Unlock(context.Background())
+			}
+			return err
+		}
+	}
+	rows := []struct {
+		name string
+		hold bool // acquire "r" on healthy nodes first, then freeze and down
+		call call
+		more time.Duration // allowed past the deadline
+	}{
+		{"TryLock", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(ctx, "r") }), 0},
+		{"Lock", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.Lock(ctx, "r") }), 0},
+		{"Lock/WithValue", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
+			return c.Lock(ctx, "r", redlock.WithValue("a-value-of-the-callers-0123456789"))
+		}), 0},
+		{"TryRLock", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.TryRLock(ctx, "r") }), 0},
+		{"RLock", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.RLock(ctx, "r") }), 0},
+		{"TryWLock", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.TryWLock(ctx, "r") }), 0},
+		{"WLock", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.WLock(ctx, "r") }), time.Second},
+		{"TryLockAll", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
+			return c.TryLockAll(ctx, []string{"r", "s"})
+		}), 0},
+		{"LockAll", false, acquire(func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
+			return c.LockAll(ctx, []string{"r", "s"})
+		}), 0},
+		{"Extend", true, func(ctx context.Context, _ *redlock.Client, l *redlock.Lock) error { return l.Extend(ctx) }, 0},
+		{"Unlock", true, func(ctx context.Context, _ *redlock.Client, l *redlock.Lock) error { return l.Unlock(ctx) }, 0},
+		{"Resume", true, func(ctx context.Context, c *redlock.Client, l *redlock.Lock) error {
+			r, err := c.Resume(ctx, l.Handle())
+			if err == nil {
+				_ = r.Unlock(context.Background())
+			}
+			return err
+		}, 0},
+		{"Release", true, func(ctx context.Context, c *redlock.Client, l *redlock.Lock) error { return c.Release(ctx, l.Handle()) }, 0},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes, mems := redlocktest.NewMemNodes(3)
+				c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				var held *redlock.Lock
+				if row.hold {
+					if held, err = c.Lock(t.Context(), "r"); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mems[1].Freeze()
+				mems[2].SetDown(true)
+				d := deadline
+				if row.hold {
+					d = 500 * time.Millisecond // under the release timeout (1 s)
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), d)
+				start := time.Now()
+				err = row.call(ctx, c, held)
+				elapsed := time.Since(start)
+				cancel()
+				if elapsed > d+row.more {
+					t.Errorf("%s returned after %v, past its context's deadline %v (err %v)", row.name, elapsed, d, err)
+				}
+				if err == nil && row.name != "Extend" {
+					t.Errorf("%s succeeded without a quorum", row.name)
+				}
+				mems[1].Thaw()
+				mems[2].SetDown(false)
+				if err := c.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if !row.hold {
+					for _, key := range []string{defectKey("r"), defectKey("s")} {
+						if _, ok, _ := mems[1].Value(context.Background(), key); ok {
+							t.Errorf("%s left key %s on the frozen node after it thawed and Close returned", row.name, key)
+						}
+					}
+				}
+			})
+		})
+	}
+}

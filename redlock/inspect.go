@@ -1,0 +1,430 @@
+package redlock
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// Seeing and managing locks (issue 24 item 4): Inspect, Locks and
+// ForceRelease read the nodes through adapter.InspectNode, which any
+// client may call, holder or not. They never show a byte of a lock's
+// value: values are compared inside the client, and holders are told
+// apart by number (NodeView.Holder) and by owner label (owner.go).
+
+// LockMode is how a resource is held, as Inspect sees it.
+type LockMode uint8
+
+// The modes of a resource.
+const (
+	// ModeFree: no value holds the key on a quorum of nodes, and no
+	// reader does.
+	ModeFree LockMode = iota
+	// ModeWrite: one value holds the key on a quorum of nodes: a lock of
+	// Lock, TryLock, LockAll or WLock (a writer's key is a plain lock
+	// key), exclusive.
+	ModeWrite
+	// ModeRead: readers (RLock) hold the key, at least one of them on a
+	// quorum of nodes.
+	ModeRead
+)
+
+// String returns "free", "write" or "read".
+func (m LockMode) String() string {
+	switch m {
+	case ModeWrite:
+		return "write"
+	case ModeRead:
+		return "read"
+	}
+	return "free"
+}
+
+// LockInfo is what Client.Inspect saw of one resource: the quorum's view
+// and each node's.
+type LockInfo struct {
+	// Resource is the resource's name.
+	Resource string
+	// Mode is the quorum's view: ModeWrite when one value holds the key
+	// on a quorum of nodes, ModeRead when at least one reader does, else
+	// ModeFree (a key on fewer nodes is a remnant: a failed attempt, or a
+	// lock whose keys are expiring).
+	Mode LockMode
+	// Owner is the owner label (WithOwner) of the ModeWrite holder, ""
+	// when unknown.
+	Owner string
+	// Validity is how long the ModeWrite holder's key lives on a quorum
+	// of nodes by their clocks (the quorum-th longest remaining ttl), 0
+	// for other modes. A holder's own validity (Lock.Validity) is shorter
+	// by the drift and the time its acquisition took (R9).
+	Validity time.Duration
+	// Token is the resource's fence value (R18), the largest among the
+	// nodes that hold the ModeWrite holder's value (among all nodes for
+	// other modes): the token of the last fenced grant; 0 without fencing.
+	Token uint64
+	// Readers are the readers that a quorum of nodes holds, longest
+	// validity first (ModeRead).
+	Readers []ReaderInfo
+	// Waiters is the most writers' waiting marks any node holds.
+	Waiters int
+	// Nodes are each node's view, in node order.
+	Nodes []NodeView
+}
+
+// Held reports whether the resource is held (in either mode) by the
+// quorum's view.
+func (i LockInfo) Held() bool { return i.Mode != ModeFree }
+
+// ReaderInfo is one reader that a quorum of nodes holds.
+type ReaderInfo struct {
+	// Owner is the reader's owner label, "" when unknown.
+	Owner string
+	// Validity is how long its entry lives on a quorum of nodes.
+	Validity time.Duration
+}
+
+// NodeView is what one node holds for a resource.
+type NodeView struct {
+	// Node is the node's name.
+	Node string
+	// Err is the node's error (a timeout included); the other fields are
+	// then zero.
+	Err error
+	// Kind is what the key holds on the node.
+	Kind adapter.KeyKind
+	// Holder numbers the value that holds a lock key on this node: 1 for
+	// the value found on the most nodes, 2 for the next, and so on (0: no
+	// lock key). Two nodes with the same number hold the same value; the
+	// value itself is never shown.
+	Holder int
+	// Owner is the owner label of the value's client, "" when unknown.
+	Owner string
+	// TTL is the key's remaining time to live on the node's clock.
+	TTL time.Duration
+	// Readers counts the live readers of a readers' key.
+	Readers int
+	// Waiters counts the writers' waiting marks.
+	Waiters int
+	// Fence is the node's fence value for the resource (R18), 0 when none.
+	Fence uint64
+}
+
+// inspectNodes returns the nodes as InspectNodes, or ErrInvalid naming
+// the first that is not one.
+func (c *Client) inspectNodes() ([]adapterInspect, error) {
+	out := make([]adapterInspect, len(c.nodes))
+	for i, n := range c.nodes {
+		xn, ok := n.(adapterInspect)
+		if !ok {
+			return nil, invalidf("node %q (position %d) does not implement adapter.InspectNode, which inspecting locks needs: use redlock/goredis, redlock/rueidis or redlocktest.MemNode", c.names[i], i)
+		}
+		out[i] = xn
+	}
+	return out, nil
+}
+
+// inspectStart checks what Inspect and ForceRelease need: a resource
+// name, InspectNodes, an open client.
+func (c *Client) inspectStart(resource string) ([]adapterInspect, error) {
+	if resource == "" {
+		return nil, invalidf("empty resource name")
+	}
+	nodes, err := c.inspectNodes()
+	if err != nil {
+		return nil, err
+	}
+	if c.isClosed() {
+		return nil, ErrClosed
+	}
+	return nodes, nil
+}
+
+// Inspect reads resource's lock on every node, at once (R15), each bounded
+// by the node timeout's limit and ctx, and returns the quorum's view and
+// each node's: the mode (free, write, or read with its readers), the owner
+// label of each holder (WithOwner), the remaining validity, and the fence
+// token. Any client may call it, holder or not; it changes nothing, and it
+// never returns a byte of a lock's value. Every node must implement
+// adapter.InspectNode (else ErrInvalid); a node that fails is reported in
+// its NodeView. The error is not nil only for bad input, such nodes, a
+// closed client or an ended ctx.
+func (c *Client) Inspect(ctx context.Context, resource string) (LockInfo, error) {
+	nodes, err := c.inspectStart(resource)
+	if err != nil {
+		return LockInfo{}, err
+	}
+	info, _ := c.inspect(ctx, nodes, resource, map[string]string{})
+	return info, ctx.Err()
+}
+
+// nodeRead is one node's answer to inspect, with the values inside.
+type nodeRead struct {
+	st    adapter.KeyState
+	fence uint64
+	err   error
+}
+
+// inspect reads resource on every node and builds its LockInfo; it also
+// returns each node's read (values included, for ForceRelease). owners
+// caches the owner labels by tag.
+func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource string, owners map[string]string) (LockInfo, []nodeRead) {
+	key, fenceKey := c.opts.prefix+resource, c.opts.fencePrefix+resource
+	reads := make([]nodeRead, len(nodes))
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
+		st, err := n.Inspect(ctx, key)
+		if err != nil {
+			reads[i].err = err
+			return
+		}
+		reads[i].st = st
+		if c.opts.fencePrefix != "" {
+			if v, ok, err := n.Note(ctx, fenceKey); err == nil && ok {
+				reads[i].fence, _ = strconv.ParseUint(v, 10, 64)
+			}
+		}
+	})
+	info := LockInfo{Resource: resource, Nodes: make([]NodeView, len(nodes))}
+	// Number the lock values by how many nodes hold them.
+	count := map[string]int{}
+	var values []string
+	readerTTLs := map[string][]time.Duration{}
+	var readers []string
+	for _, r := range reads {
+		if r.err != nil {
+			continue
+		}
+		if r.st.Kind == adapter.KeyLock {
+			if count[r.st.Value] == 0 {
+				values = append(values, r.st.Value)
+			}
+			count[r.st.Value]++
+		}
+		for _, rd := range r.st.Readers {
+			if readerTTLs[rd.Value] == nil {
+				readers = append(readers, rd.Value)
+			}
+			readerTTLs[rd.Value] = append(readerTTLs[rd.Value], rd.TTL)
+		}
+	}
+	sort.SliceStable(values, func(i, j int) bool { return count[values[i]] > count[values[j]] })
+	number := map[string]int{}
+	for i, v := range values {
+		number[v] = i + 1
+	}
+	// Owner labels need the notes (WithInfoPrefix); without them, unknown.
+	owner := func(string) string { return "" }
+	if notes := c.infoNodes(); notes != nil {
+		owner = func(v string) string { return c.ownerOf(ctx, notes, v, owners) }
+	}
+	var holderTTLs []time.Duration
+	for i, r := range reads {
+		nv := NodeView{Node: c.names[i], Err: r.err}
+		if r.err == nil {
+			nv.Kind, nv.TTL, nv.Readers, nv.Waiters, nv.Fence = r.st.Kind, r.st.TTL, len(r.st.Readers), r.st.Waiters, r.fence
+			if r.st.Kind == adapter.KeyLock {
+				nv.Holder, nv.Owner = number[r.st.Value], owner(r.st.Value)
+			}
+			info.Waiters = max(info.Waiters, r.st.Waiters)
+		}
+		info.Nodes[i] = nv
+	}
+	switch {
+	case len(values) > 0 && count[values[0]] >= c.quorum:
+		info.Mode, info.Owner = ModeWrite, owner(values[0])
+		for i, r := range reads {
+			if r.err == nil && r.st.Kind == adapter.KeyLock && r.st.Value == values[0] {
+				holderTTLs = append(holderTTLs, r.st.TTL)
+				info.Token = max(info.Token, reads[i].fence)
+			}
+		}
+		info.Validity = quorumTTL(holderTTLs, c.quorum)
+	default:
+		for _, r := range reads {
+			info.Token = max(info.Token, r.fence)
+		}
+		for _, v := range readers {
+			if ttls := readerTTLs[v]; len(ttls) >= c.quorum {
+				info.Readers = append(info.Readers, ReaderInfo{Owner: owner(v), Validity: quorumTTL(ttls, c.quorum)})
+			}
+		}
+		sort.SliceStable(info.Readers, func(i, j int) bool { return info.Readers[i].Validity > info.Readers[j].Validity })
+		if len(info.Readers) > 0 {
+			info.Mode = ModeRead
+		}
+	}
+	return info, reads
+}
+
+// quorumTTL is the quorum-th longest of ttls: how long a quorum of nodes
+// keeps the key (a key without expiry counts as the longest).
+func quorumTTL(ttls []time.Duration, quorum int) time.Duration {
+	if len(ttls) < quorum || quorum < 1 {
+		return 0
+	}
+	s := slices.Clone(ttls)
+	for i, d := range s {
+		if d < 0 {
+			s[i] = time.Duration(1<<63 - 1)
+		}
+	}
+	slices.Sort(s)
+	return s[len(s)-quorum]
+}
+
+// DefaultLocksLimit is the default bound of Client.Locks.
+const DefaultLocksLimit = 1000
+
+// Locks lists the resources whose lock keys are on the nodes, by scanning
+// the key prefix (WithKeyPrefix) on every node (SCAN, a bounded number of
+// keys per call), and inspects each (see Inspect): held ones, and the
+// remnants on fewer than a quorum of nodes. At most limit resources are
+// listed (0: DefaultLocksLimit), sorted by name; complete is false when
+// there were more. A node whose scan fails is skipped: its keys show only
+// if another node has them, and its views say so.
+func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, complete bool, err error) {
+	if limit <= 0 {
+		limit = DefaultLocksLimit
+	}
+	nodes, err := c.inspectNodes()
+	if err != nil {
+		return nil, false, err
+	}
+	if c.isClosed() {
+		return nil, false, ErrClosed
+	}
+	prefix := c.opts.prefix
+	var mu sync.Mutex
+	names := map[string]bool{}
+	complete = true
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
+		cursor := ""
+		for seen := 0; ; {
+			keys, next, err := n.Scan(ctx, prefix, cursor, 100)
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			for _, k := range keys {
+				if r, ok := strings.CutPrefix(k, prefix); ok && r != "" {
+					names[r] = true
+				}
+			}
+			seen += len(keys)
+			full := len(names) > limit
+			mu.Unlock()
+			if next == "" {
+				return
+			}
+			if full || seen > 10*limit {
+				mu.Lock()
+				complete = false
+				mu.Unlock()
+				return
+			}
+			cursor = next
+		}
+	})
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	sorted := make([]string, 0, len(names))
+	for r := range names {
+		sorted = append(sorted, r)
+	}
+	sort.Strings(sorted)
+	if len(sorted) > limit {
+		sorted, complete = sorted[:limit], false
+	}
+	owners := map[string]string{}
+	for _, r := range sorted {
+		info, _ := c.inspect(ctx, nodes, r, owners)
+		infos = append(infos, info)
+	}
+	return infos, complete, ctx.Err()
+}
+
+// ForceReport is what Client.ForceRelease did.
+type ForceReport struct {
+	// Before is the resource as Inspect saw it before the release.
+	Before LockInfo
+	// Released counts, per node in node order, the keys or readers' entries
+	// it deleted.
+	Released []int
+	// Errs are the nodes' errors, in node order (nil where none).
+	Errs []error
+}
+
+// ForceRelease is an operator's release of resource, whoever holds it: on
+// every node, it reads the key (as Inspect) and deletes the lock key by
+// compare-and-delete with the value it read (R5), or each reader's entry
+// of a readers' key (adapter.RWNode), so that a holder that acquired in
+// between is never deleted. The holders are not told: their next Extend
+// fails, and until then each may still believe it holds the lock (R9): use
+// it for a holder known to be dead, or with fencing (R18) on the resources
+// it guards. It is logged at Warn level to the client's logger
+// (WithLogger), with the owner labels, never the values. Every node must
+// be an adapter.InspectNode.
+func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport, error) {
+	nodes, err := c.inspectStart(resource)
+	if err != nil {
+		return ForceReport{}, err
+	}
+	info, reads := c.inspect(ctx, nodes, resource, map[string]string{})
+	rep := ForceReport{Before: info, Released: make([]int, len(nodes)), Errs: make([]error, len(nodes))}
+	key := c.opts.prefix + resource
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
+		r := reads[i]
+		if r.err != nil {
+			rep.Errs[i] = r.err
+			return
+		}
+		switch r.st.Kind {
+		case adapter.KeyLock:
+			ok, err := n.Release(ctx, key, r.st.Value)
+			if ok {
+				rep.Released[i]++
+			}
+			rep.Errs[i] = err
+		case adapter.KeyReaders:
+			rn, isRW := n.(adapter.RWNode)
+			if !isRW {
+				rep.Errs[i] = invalidf("node %q holds readers but is not an adapter.RWNode", c.names[i])
+				return
+			}
+			for _, rd := range r.st.Readers {
+				ok, err := rn.RRelease(ctx, key, rd.Value)
+				if ok {
+					rep.Released[i]++
+				}
+				if err != nil {
+					rep.Errs[i] = err
+				}
+			}
+		}
+	})
+	total := 0
+	for _, n := range rep.Released {
+		total += n
+	}
+	for _, o := range c.obs {
+		if lo, ok := o.(logObserver); ok {
+			owners := []string{}
+			if info.Owner != "" {
+				owners = append(owners, info.Owner)
+			}
+			for _, r := range info.Readers {
+				owners = append(owners, r.Owner)
+			}
+			lo.l.Warn("redlock: force release", slog.String("resource", resource), slog.String("mode", info.Mode.String()),
+				slog.Any("owners", owners), slog.Int("deleted", total))
+		}
+	}
+	return rep, ctx.Err()
+}

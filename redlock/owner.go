@@ -1,0 +1,118 @@
+package redlock
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Owner labels (issue 24 item 4): who holds a lock, for operators (dlm
+// status, Client.Inspect), never derived from the lock's value.
+//
+// The label is kept once per client on each node, not once per lock, so
+// that Lock and Unlock send no command more than before: every value a
+// client draws starts with its tag (value.go: 6 random bytes drawn once
+// per client), and the client keeps a note "owner:"+tag under
+// WithInfoPrefix on every node, with its label. It writes the note in the
+// background after its first grant, and again after a grant when a quarter
+// of the note's life has passed, so that the note outlives every lock the
+// client holds (its life is twice WithMaxTTL). Inspect reads the tag of
+// the value it found (inside the client: it never shows a byte of the
+// value, the tag included) and the note under it. A value of the caller's
+// (WithValue) has no tag: its owner shows as unknown; so does the owner of
+// a client over nodes that are not adapter.InspectNodes.
+
+// maxOwnerLen bounds an owner label, in bytes.
+const maxOwnerLen = 200
+
+// WithOwner sets the owner label of the client's locks, shown by
+// Client.Inspect and dlm status: who holds a lock, for an operator. It is
+// public (any client can read it) and is not a secret; it must be 1 to 200
+// bytes of printable characters (no control characters). Default: the
+// host name and the process id, as "host pid 1234".
+func WithOwner(label string) Option {
+	return clientOption(func(o *clientOptions) { o.owner, o.ownerSet = label, true })
+}
+
+// defaultOwner is the default label: the host name and the process id.
+func defaultOwner() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + " pid " + strconv.Itoa(os.Getpid())
+}
+
+// checkOwner refuses a label that WithOwner does not accept.
+func checkOwner(label string) error {
+	switch {
+	case label == "":
+		return invalidf("owner label is empty; give 1 to %d printable characters", maxOwnerLen)
+	case len(label) > maxOwnerLen:
+		return invalidf("owner label is %d bytes; it must be at most %d", len(label), maxOwnerLen)
+	}
+	for _, r := range label {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return invalidf("owner label has a control or invalid character %q; use printable characters", r)
+		}
+	}
+	return nil
+}
+
+// ownerNote is the key of the owner note of the client with tag.
+func (c *Client) ownerNote(tag string) string { return c.opts.infoPrefix + "owner:" + tag }
+
+// ownerLife is how long an owner note lives on the nodes.
+func (c *Client) ownerLife() time.Duration { return 2 * c.opts.maxTTL }
+
+// noteOwner writes the client's owner note on every node, in the
+// background, when it is due (at the first grant, then once a quarter of
+// its life has passed): an atomic load per grant (at, the grant's time),
+// and no request on the path of the grant.
+func (c *Client) noteOwner(at time.Time) {
+	now := int64(at.Sub(c.born))
+	due := c.ownerDue.Load()
+	if now < due || !c.ownerDue.CompareAndSwap(due, now+int64(c.ownerLife()/4)) {
+		return
+	}
+	nodes := c.infoNodes()
+	if nodes == nil {
+		return
+	}
+	key, label, life := c.ownerNote(c.values.tag), c.opts.owner, c.ownerLife()
+	c.settle(false, func() {
+		c.onEveryNode(context.Background(), nodes, func(ctx context.Context, _ int, n adapterInspect) {
+			_ = n.PutNote(ctx, key, label, life)
+		})
+	})
+}
+
+// ownerOf returns the owner label of the client that drew value, as the
+// nodes keep it, or "" when unknown (an untagged value, no note).
+func (c *Client) ownerOf(ctx context.Context, nodes []adapterInspect, value string, cache map[string]string) string {
+	tag := tagOf(value)
+	if tag == "" {
+		return ""
+	}
+	if o, ok := cache[tag]; ok {
+		return o
+	}
+	key := c.ownerNote(tag)
+	found := make([]string, len(nodes))
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
+		if v, ok, err := n.Note(ctx, key); err == nil && ok {
+			found[i] = strings.ToValidUTF8(v, "?")
+		}
+	})
+	owner := ""
+	for _, v := range found {
+		if v != "" {
+			owner = v
+			break
+		}
+	}
+	cache[tag] = owner
+	return owner
+}
