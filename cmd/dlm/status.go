@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"dlm/election"
 	"dlm/redlock"
 	"dlm/redlock/adapter"
 )
@@ -130,6 +131,9 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 	for _, info := range infos {
 		fmt.Fprintln(w)
 		fmt.Fprint(w, describeLock(info, client.Quorum()))
+		if name, ok := election.NameOf(info.Resource); ok {
+			fmt.Fprint(w, describeElection(ctx, client, name))
+		}
 	}
 	if !complete {
 		fmt.Fprintf(w, "\n(more resources than --limit %d: the list is cut)\n", limit)
@@ -172,6 +176,23 @@ func printStatus(w io.Writer, ps []probe, q int) {
 
 // describeLock says how info's resource is held by a quorum of nodes (q)
 // and by each node, without a byte of any value: holders are numbered, and
+
+// describeElection says who leads the election name, in which term and
+// since when, for a lock that is an election's (dlm elect).
+func describeElection(ctx context.Context, client *redlock.Client, name string) string {
+	st, err := election.ReadStatus(ctx, client, name)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("  election %q: not read (%v)\n", name, err)
+	case !st.OK:
+		return fmt.Sprintf("  election %q: no leader (highest term %d)\n", name, st.Leader.Term)
+	case st.Since.IsZero():
+		return fmt.Sprintf("  election %q: leader %q, term %d\n", name, st.Leader.ID, st.Leader.Term)
+	}
+	return fmt.Sprintf("  election %q: leader %q, term %d, since %s (%s ago)\n", name, st.Leader.ID, st.Leader.Term,
+		st.Since.Format(time.RFC3339), time.Since(st.Since).Round(time.Second))
+}
+
 // named by their owner labels.
 func describeLock(info redlock.LockInfo, q int) string {
 	var b strings.Builder

@@ -82,3 +82,26 @@ func TestStatusShowsOwnerNotValue(t *testing.T) {
 		t.Errorf("release of a resource name without --force: exit %d, want %d; stderr: %s", r.code, exitUsage, r.stderr)
 	}
 }
+
+// Issue 24 item 4: dlm status shows an election's leader, term and since
+// when beside the election's lock.
+func TestStatusShowsElection(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	ready := t.TempDir() + "/ready"
+	leader, _, stderr := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "30s", "--node-timeout", "1s", "jobs", "--id", "alpha",
+		"--", "sh", "-c", `touch "$1"; while :; do sleep 0.05; done`, "sh", ready)
+	if err := leader.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = leader.Process.Signal(syscall.SIGTERM); _ = leader.Wait() })
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) }, "dlm elect never ran its command; stderr: %s", stderr)
+
+	r := runDLM(t, 30*time.Second, nil, "status", "--all", "--nodes", nodes)
+	if r.code != 0 {
+		t.Fatalf("status --all: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, `election "jobs": leader "alpha", term `) || !strings.Contains(r.stdout, " since ") {
+		t.Errorf("status --all does not show the election's leader, term and since:\n%s", r.stdout)
+	}
+}
