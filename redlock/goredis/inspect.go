@@ -17,7 +17,7 @@ var _ adapter.InspectNode = (*Node)(nil)
 
 // Inspect reads key in one script (adapter.InspectNode).
 func (n *Node) Inspect(ctx context.Context, key string) (adapter.KeyState, error) {
-	res, err := redis.NewScript(scripts.Inspect).Run(ctx, n.client, []string{key}).Slice()
+	res, err := redis.NewScript(scripts.Inspect).Run(ctx, n.scripter(), []string{key}).Slice()
 	if err != nil {
 		return adapter.KeyState{}, err
 	}
@@ -49,14 +49,23 @@ func (n *Node) Scan(ctx context.Context, prefix, cursor string, count int) ([]st
 	return keys, scripts.NextCursor(next), nil
 }
 
+// The notes' commands as scripts, so that they go through the node's queue
+// and connection (scripter) as every lock request does: a note written to a
+// node that is down then fails there quietly, instead of making go-redis'
+// pool dial it and log the failure.
+const (
+	putNoteScript = `return redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])`
+	noteScript    = `return redis.call("GET", KEYS[1])`
+)
+
 // PutNote sets key to note with an expiry of ttl (adapter.InspectNode).
 func (n *Node) PutNote(ctx context.Context, key, note string, ttl time.Duration) error {
-	return n.client.Set(ctx, key, note, ttl).Err()
+	return redis.NewScript(putNoteScript).Run(ctx, n.scripter(), []string{key}, note, ttl.Milliseconds()).Err()
 }
 
 // Note returns the string under key (adapter.InspectNode).
 func (n *Node) Note(ctx context.Context, key string) (string, bool, error) {
-	v, err := n.client.Get(ctx, key).Result()
+	v, err := redis.NewScript(noteScript).Run(ctx, n.scripter(), []string{key}).Text()
 	switch {
 	case errors.Is(err, redis.Nil):
 		return "", false, nil
