@@ -2,6 +2,7 @@ package rueidis
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -19,13 +20,14 @@ import (
 // sender is the state of a node's batch worker: its buffers and deadline,
 // reused from batch to batch (one worker runs at a time).
 type sender struct {
-	cmds    []rueidis.Completed
-	retries []int
-	one     [1]rueidis.RedisResult
-	dctx    *batch.DeadlineCtx
-	tails   batch.Tails
-	ttl     time.Duration // of ttlMs
-	ttlMs   string        // the last ttl's argument, in milliseconds
+	cmds     []rueidis.Completed
+	retries  []int
+	one      [1]rueidis.RedisResult
+	dctx     *batch.DeadlineCtx
+	tails    batch.Tails
+	combined batch.Combined
+	ttl      time.Duration // of ttlMs
+	ttlMs    string        // the last ttl's argument, in milliseconds
 }
 
 // ttlArg returns ttl in milliseconds as a command's argument, formatted
@@ -66,12 +68,6 @@ func (n *Node) send(items []batch.Item) {
 	if len(live) == 0 {
 		return
 	}
-	cmds := b.cmds[:0]
-	tail := b.tails.Mark(live)
-	for i, it := range live {
-		cmds = append(cmds, n.command(it.Req, !tail[i]))
-	}
-	b.cmds = cmds
 	ctx := context.Background()
 	if bounded {
 		if b.dctx == nil {
@@ -87,6 +83,16 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
+	if b.combined.Plan(live) {
+		n.sendCombined(ctx, live)
+		return
+	}
+	cmds := b.cmds[:0]
+	tail := b.tails.Mark(live)
+	for i, it := range live {
+		cmds = append(cmds, n.command(it.Req, !tail[i]))
+	}
+	b.cmds = cmds
 	var res []rueidis.RedisResult
 	if len(cmds) == 1 {
 		// A lone request: Do allocates less than DoMulti for one command.
@@ -126,6 +132,47 @@ func (n *Node) send(items []batch.Item) {
 		ok, err := answer(live[i].Req.Op, res[j])
 		live[i].To.Receive(live[i].Tag, ok, err)
 	}
+}
+
+// sendCombined runs a planned batch (batch.Combined): the SET NX PX of
+// each acquisition, then one call of the batch script for every other
+// request, by EVALSHA, or by EVAL when the node is not known to have the
+// script. A NOSCRIPT answer means the script ran nothing: it goes again by
+// EVAL, moved behind nothing, since it was the batch's last command.
+func (n *Node) sendCombined(ctx context.Context, live []batch.Item) {
+	b := &n.sender
+	c := n.client
+	sc := n.scripts.Batch
+	acq := b.combined.Acquisitions()
+	keys, args := b.combined.Build(live, ChannelPrefix, b.ttlArg)
+	script := func(eval bool) rueidis.Completed {
+		if eval {
+			return c.B().Eval().Script(sc.Src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		}
+		return c.B().Evalsha().Sha1(sc.SHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+	}
+	cmds := b.cmds[:0]
+	for _, i := range acq {
+		cmds = append(cmds, n.command(live[i].Req, false))
+	}
+	eval := !sc.Cached.Load()
+	cmds = append(cmds, script(eval))
+	b.cmds = cmds
+	res := c.DoMulti(ctx, cmds...)
+	for j, i := range acq {
+		ok, err := answer(adapter.OpAcquire, res[j])
+		live[i].To.Receive(live[i].Tag, ok, err)
+	}
+	r := res[len(acq)]
+	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() && !eval {
+		sc.Cached.Store(false) // restarted, or SCRIPT FLUSH
+		r = c.Do(ctx, script(true))
+	}
+	if r.NonRedisError() == nil {
+		sc.Cached.Store(true) // it ran, by EVAL or EVALSHA
+	}
+	reply, err := r.ToString()
+	b.combined.Answer(live, reply, err, func(msg string) error { return errors.New(msg) })
 }
 
 // scriptOf returns the script that runs op, nil for an acquisition (SET).

@@ -134,15 +134,30 @@ func TestLargeQueueKeepsOneConnection(t *testing.T) {
 
 // warm runs op once on an unrelated key, so that the node knows its script
 // is cached and sends it by EVALSHA from then on.
+// warmBatch, in place of an op, warms the batch script: a batch of two
+// releases.
 func warm(t *testing.T, n *rueidis.Node, op adapter.Op) {
 	t.Helper()
-	got := newCollect(1)
-	n.Start(t.Context(), adapter.Request{Op: op, Key: "warm:" + op.String(), Value: "x", From: "x", TTL: time.Minute}, got, 0)
+	k := 1
+	if op == warmBatch {
+		k, op = 2, adapter.OpRelease
+	}
+	got := newCollect(k)
+	calls := make([]adapter.Call, k)
+	for i := range calls {
+		calls[i] = adapter.Call{Ctx: t.Context(), Req: adapter.Request{Op: op, Key: "warm:" + op.String() + strconv.Itoa(i), Value: "x", From: "x", TTL: time.Minute}, To: got, Tag: i}
+	}
+	n.StartAll(calls)
 	got.wait(t)
-	if got.err[0] != nil {
-		t.Fatalf("warming %v: %v", op, got.err[0])
+	for i := range calls {
+		if got.err[i] != nil {
+			t.Fatalf("warming %v: %v", op, got.err[i])
+		}
 	}
 }
+
+// warmBatch is warm's op for the batch script.
+const warmBatch adapter.Op = 255
 
 // The requests of a batch run in Start order whatever the node's script
 // cache holds: after SCRIPT FLUSH, a script the node is known to have had
@@ -183,7 +198,12 @@ func TestNoScriptKeepsOrder(t *testing.T) {
 			{adapter.Request{Op: adapter.OpExtend, Key: "k", Value: "v1", TTL: time.Minute}, true},
 			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v1"}, true},
 		}, ""},
-		{"every script cached", []adapter.Op{adapter.OpRelease, adapter.OpTransfer, adapter.OpExtend}, "v1", []step{
+		{"the batch script cached", []adapter.Op{warmBatch}, "v1", []step{
+			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v1"}, true},
+			{acquire("v2"), true},
+			{adapter.Request{Op: adapter.OpExtend, Key: "k", Value: "v2", TTL: time.Minute}, true},
+		}, "v2"},
+		{"every script cached", []adapter.Op{adapter.OpRelease, adapter.OpTransfer, adapter.OpExtend, warmBatch}, "v1", []step{
 			{adapter.Request{Op: adapter.OpExtend, Key: "k", Value: "v1", TTL: time.Minute}, true},
 			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v1"}, true},
 			{acquire("v2"), true},

@@ -25,6 +25,17 @@ var (
 	//go:embed release_publish.lua
 	ReleasePublish string
 
+	// Batch runs a node's batch of single-resource acquisitions,
+	// releases (announced or not), extensions and transfers in one call,
+	// in order, each as its own command or script would (R3, R5, R14,
+	// R17). KEYS the key of each operation; ARGV[1] the operations, one
+	// letter each (a, r, p, e, t); ARGV[2] the channel prefix; then their
+	// arguments. Returns one character per operation (1 acted, 0 not, E
+	// error), then a newline and the errors when there is an E.
+	//
+	//go:embed batch.lua
+	Batch string
+
 	// Extend resets the lock key's expiry only if it holds the value, and
 	// never creates a key (R17).
 	//
