@@ -26,8 +26,12 @@ type sender struct {
 	dctx     *batch.DeadlineCtx
 	tails    batch.Tails
 	combined batch.Combined
-	ttl      time.Duration // of ttlMs
-	ttlMs    string        // the last ttl's argument, in milliseconds
+	// combine is set when a batch may go as one call of the batch script
+	// (batch.Combined): not over a cluster client, whose batch's keys
+	// may lie in different slots.
+	combine bool
+	ttl     time.Duration // of ttlMs
+	ttlMs   string        // the last ttl's argument, in milliseconds
 }
 
 // ttlArg returns ttl in milliseconds as a command's argument, formatted
@@ -83,7 +87,7 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
-	if b.combined.Plan(live) {
+	if b.combine && b.combined.Plan(live) {
 		n.sendCombined(ctx, live)
 		return
 	}

@@ -81,6 +81,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 		putRecord:  batch.NewScript(scripts.PutRecord),
 		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
+	n.sender.combine = client.Mode() != rueidis.ClientModeCluster
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	return n
 }
