@@ -3,21 +3,25 @@
 -- one script call, in order, each as its own command or script does it
 -- (R3 SET NX PX, R5 release.lua, R5 + R14 release_publish.lua, R17
 -- extend.lua, transfer.lua): the node starts one script per batch instead
--- of one per request. An announcement goes out only on a channel that has a
--- subscriber (PUBSUB NUMSUB, one call for the whole batch), or on every
--- one when any client listens by pattern: a PUBLISH that nobody hears
--- does nothing but cost the node a call.
+-- of one per request. An announcement goes out only while a client
+-- listens on the node (its listening marker exists), and then only on a
+-- channel that has a subscriber (PUBSUB NUMSUB, one call for the whole
+-- batch), or on every one when any client listens by pattern: a PUBLISH
+-- that nobody hears does nothing but cost the node a call.
 -- KEYS the key of each operation, in order.
 -- ARGV[1] the operations, one letter each: a acquire (value, ttl ms: SET
 -- NX PX, R3), r release (value), p release and announce (value), e extend
 -- (value, ttl ms), t transfer (value handed over, new value, ttl ms).
 -- ARGV[2] prefix of the release channels (ARGV[2] .. key).
--- ARGV[3]... the arguments of each operation, in order.
+-- ARGV[3] the listening marker's key: read, never written, and not among
+-- KEYS, so that a user whose ACL does not cover it still runs the batch
+-- (its EXISTS then fails, which counts as a listener).
+-- ARGV[4]... the arguments of each operation, in order.
 -- Returns one character per operation: 1 when it acted, 0 when not, E when
 -- the node answered an error; after an E, a newline and the errors, one a
 -- line. GET by redis.pcall: a key that readers hold as a hash (rw.lua)
 -- answers WRONGTYPE, which is "held by another" here, not an error.
-local ops, prefix = ARGV[1], ARGV[2]
+local ops, prefix, marker = ARGV[1], ARGV[2], ARGV[3]
 local call = redis.pcall
 local out, errs = {}, {}
 local announce = {} -- channel, value, channel, value, ...
@@ -33,7 +37,7 @@ local function code(r)
 	return "0"
 end
 
-local a = 3
+local a = 4
 for i = 1, #ops do
 	local op, key, r = string.sub(ops, i, i), KEYS[i], "0"
 	if op == "a" then
@@ -68,7 +72,12 @@ end
 
 -- The announcements are hints (R14): one that fails is not an error of
 -- its release.
-if #announce > 0 then
+local function listened()
+	local m = call("EXISTS", marker)
+	return type(m) ~= "number" or m == 1
+end
+
+if #announce > 0 and listened() then
 	local all = call("PUBSUB", "NUMPAT")
 	all = type(all) ~= "number" or all > 0
 	local subs

@@ -12,6 +12,13 @@ import _ "embed"
 // other's releases.
 const ChannelPrefix = "dlm:released:"
 
+// ListenKey is a node's listening marker: a client sets it, with a short
+// expiry, before it subscribes to any release channel on the node, and
+// keeps it set while it listens. The batch script (Batch) announces its
+// releases only while it exists, and then only on channels that have a
+// subscriber.
+const ListenKey = "dlm:listening"
+
 var (
 	// Release deletes the lock key only if it holds the value (R5).
 	// KEYS[1] lock key; ARGV[1] value. Returns 1 when deleted, else 0.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/scripts"
 )
 
 // Combined plans, builds and answers a batch sent as the SET NX PX of each
@@ -97,7 +98,7 @@ func (c *Combined) Build(batch []Item, prefix string, ttl func(time.Duration) st
 		ops = append(ops, letter(r.Op))
 		keys = append(keys, r.Key)
 	}
-	args = append(args, string(ops), prefix)
+	args = append(args, string(ops), prefix, scripts.ListenKey)
 	for _, i := range c.scr {
 		r := &batch[i].Req
 		switch r.Op {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/scripts"
 )
 
 // Plan sends an acquisition before the script only when no scripted
@@ -52,8 +53,8 @@ func TestCombinedPlan(t *testing.T) {
 				t.Errorf("Acquisitions = %v, want %v", got, tt.acq)
 			}
 			_, args := c.Build(items, "p:", func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) })
-			if args[0] != tt.ops || args[1] != "p:" {
-				t.Errorf("ops %q prefix %q, want %q and p:", args[0], args[1], tt.ops)
+			if args[0] != tt.ops || args[1] != "p:" || args[2] != scripts.ListenKey {
+				t.Errorf("ops %q prefix %q marker %q, want %q, p: and %q", args[0], args[1], args[2], tt.ops, scripts.ListenKey)
 			}
 		})
 	}
