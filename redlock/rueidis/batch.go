@@ -150,10 +150,14 @@ func (n *Node) sendCombined(ctx context.Context, live []batch.Item) {
 	acq := b.combined.Acquisitions()
 	keys, args := b.combined.Build(live, ChannelPrefix, b.ttlArg)
 	script := func(eval bool) rueidis.Completed {
+		// Not over a cluster client (combine): the keys go as arguments,
+		// which spares the builder a CRC16 (a client of one node routes
+		// nothing by slot).
+		verb, body := "EVALSHA", sc.SHA
 		if eval {
-			return c.B().Eval().Script(sc.Src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+			verb, body = "EVAL", sc.Src
 		}
-		return c.B().Evalsha().Sha1(sc.SHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()
+		return c.B().Arbitrary(verb).Args(body, strconv.Itoa(len(keys))).Args(keys...).Args(args...).Build()
 	}
 	cmds := b.cmds[:0]
 	for _, i := range acq {
@@ -195,6 +199,11 @@ func (n *Node) command(req adapter.Request, eval bool) rueidis.Completed {
 	switch req.Op {
 	case adapter.OpAcquire:
 		// The typed builder formats the ttl for every command.
+		if n.sender.combine {
+			// A client of one node routes nothing by slot: the key goes
+			// as an argument, which spares the builder its CRC16.
+			return c.B().Arbitrary("SET").Args(req.Key, req.Value, "NX", "PX", n.sender.ttlArg(req.TTL)).Build()
+		}
 		return c.B().Arbitrary("SET").Keys(req.Key).Args(req.Value, "NX", "PX", n.sender.ttlArg(req.TTL)).Build()
 	case adapter.OpExtend:
 		arg2 = n.sender.ttlArg(req.TTL)
