@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -52,52 +49,37 @@ func openMinimalGoRedis(urls []string) (locker, error) {
 }
 
 func (m *minimalGoRedis) TryLock(ctx context.Context, key string) (func(context.Context) error, error) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	val := hex.EncodeToString(b[:])
-	start := time.Now()
-	sets := make([]*redis.StatusCmd, len(m.aps))
-	for i, ap := range m.aps {
-		sets[i] = ap.SetArgs(ctx, key, val, redis.SetArgs{Mode: "NX", TTL: minimalTTL})
-	}
-	n := 0
-	for i := range m.aps {
-		if sets[i].Err() == nil {
-			n++
+	val := minimalValue()
+	return minimalTry(len(m.aps), func() int {
+		sets := make([]*redis.StatusCmd, len(m.aps))
+		for i, ap := range m.aps {
+			sets[i] = ap.SetArgs(ctx, key, val, redis.SetArgs{Mode: "NX", TTL: minimalTTL})
 		}
-	}
-	release := func(ctx context.Context) error {
+		n := 0
+		for _, c := range sets {
+			if c.Err() == nil {
+				n++
+			}
+		}
+		return n
+	}, func(ctx context.Context) int {
 		dels := make([]*redis.Cmd, len(m.aps))
 		for i, ap := range m.aps {
 			dels[i] = ap.EvalSha(ctx, m.sha, []string{key}, val)
 		}
-		ok := 0
-		for i := range m.aps {
-			if d, err := dels[i].Int64(); err == nil && d == 1 {
-				ok++
+		n := 0
+		for _, c := range dels {
+			if d, err := c.Int64(); err == nil && d == 1 {
+				n++
 			}
 		}
-		if ok < len(m.aps)/2+1 {
-			return errMinimalNotHeld
-		}
-		return nil
-	}
-	if n < len(m.aps)/2+1 || time.Since(start) >= minimalTTL {
-		_ = release(context.Background())
-		return nil, errMinimalNotAcquired
-	}
-	return release, nil
+		return n
+	})
 }
 
 // Lock retries TryLock every millisecond until ctx ends, as minimal.go's.
 func (m *minimalGoRedis) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
-	for {
-		r, err := m.TryLock(ctx, key)
-		if err == nil || ctx.Err() != nil {
-			return r, err
-		}
-		time.Sleep(time.Millisecond)
-	}
+	return minimalRetry(ctx, key, m.TryLock)
 }
 
 func (m *minimalGoRedis) close() {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
@@ -31,17 +30,7 @@ type sender struct {
 	dctx     *batch.DeadlineCtx
 	tails    batch.Tails
 	combined batch.Combined
-	ttl      time.Duration // of ttlMs
-	ttlMs    string        // the last ttl's argument, in milliseconds
-}
-
-// ttlArg returns ttl in milliseconds as a command's argument, formatted
-// once per distinct ttl: a client's requests mostly share one.
-func (s *sender) ttlArg(ttl time.Duration) string {
-	if ttl != s.ttl || s.ttlMs == "" {
-		s.ttl, s.ttlMs = ttl, strconv.FormatInt(ttl.Milliseconds(), 10)
-	}
-	return s.ttlMs
+	ttl      batch.TTLArg
 }
 
 var _ adapter.BatchNode = (*Node)(nil)
@@ -180,7 +169,7 @@ func (n *Node) sendCombined(ctx context.Context, live []batch.Item) {
 	s := &n.sender
 	sc := n.scripts.Batch
 	acq := s.combined.Acquisitions()
-	keys, args := s.combined.Build(live, ChannelPrefix, s.ttlArg)
+	keys, args := s.combined.Build(live, ChannelPrefix, s.ttl.Of)
 	buf := s.buf[:0]
 	for _, i := range acq {
 		buf = n.command(buf, live[i].Req, false)
@@ -274,7 +263,7 @@ func (n *Node) scriptOf(op adapter.Op) *batch.Script { return n.scripts.Of(op) }
 // not known to have the script.
 func (n *Node) command(buf []byte, req adapter.Request, eval bool) []byte {
 	if req.Op == adapter.OpAcquire {
-		return appendCommand(buf, "SET", req.Key, req.Value, "NX", "PX", n.sender.ttlArg(req.TTL))
+		return appendCommand(buf, "SET", req.Key, req.Value, "NX", "PX", n.sender.ttl.Of(req.TTL))
 	}
 	s := n.scriptOf(req.Op)
 	if req.Op.IsMulti() {

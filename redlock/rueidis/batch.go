@@ -30,18 +30,12 @@ type sender struct {
 	// (batch.Combined): not over a cluster client, whose batch's keys
 	// may lie in different slots.
 	combine bool
-	ttl     time.Duration // of ttlMs
-	ttlMs   string        // the last ttl's argument, in milliseconds
+	ttl     batch.TTLArg
 }
 
 // ttlArg returns ttl in milliseconds as a command's argument, formatted
-// once per distinct ttl: a client's requests mostly share one.
-func (b *sender) ttlArg(ttl time.Duration) string {
-	if ttl != b.ttl || b.ttlMs == "" {
-		b.ttl, b.ttlMs = ttl, strconv.FormatInt(ttl.Milliseconds(), 10)
-	}
-	return b.ttlMs
-}
+// once per distinct ttl (batch.TTLArg).
+func (b *sender) ttlArg(ttl time.Duration) string { return b.ttl.Of(ttl) }
 
 var _ adapter.BatchNode = (*Node)(nil)
 

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"time"
 
@@ -142,4 +143,20 @@ func (c *Combined) Answer(batch []Item, reply string, err error, nodeErr func(ms
 			it.To.Receive(it.Tag, false, nodeErr(line))
 		}
 	}
+}
+
+// TTLArg formats an expiry in milliseconds as a command's argument, once
+// per distinct expiry: a client's requests mostly share one. The zero
+// value is ready; one batch worker uses it at a time.
+type TTLArg struct {
+	ttl time.Duration
+	ms  string
+}
+
+// Of returns ttl in milliseconds, as a decimal string.
+func (a *TTLArg) Of(ttl time.Duration) string {
+	if ttl != a.ttl || a.ms == "" {
+		a.ttl, a.ms = ttl, strconv.FormatInt(ttl.Milliseconds(), 10)
+	}
+	return a.ms
 }
