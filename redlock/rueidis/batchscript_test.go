@@ -92,6 +92,11 @@ func TestBatchAnnouncesOnlyToListeners(t *testing.T) {
 			if calls["publish"] != tt.publish || calls["evalsha"]+calls["eval"] != 1 {
 				t.Errorf("the node ran %d PUBLISH and %d scripts, want %d and 1", calls["publish"], calls["evalsha"]+calls["eval"], tt.publish)
 			}
+			// The marker spares a node where nobody listens the look
+			// for subscribers.
+			if numsub := calls["pubsub|numsub"]; numsub != tt.publish {
+				t.Errorf("the node ran PUBSUB NUMSUB %d times, want %d", numsub, tt.publish)
+			}
 		})
 	}
 }

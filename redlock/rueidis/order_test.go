@@ -10,6 +10,7 @@ import (
 	rd "github.com/redis/rueidis"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/goredis"
 	"dlm/redlock/redlocktest"
 	"dlm/redlock/rueidis"
 )
@@ -136,7 +137,7 @@ func TestLargeQueueKeepsOneConnection(t *testing.T) {
 // is cached and sends it by EVALSHA from then on.
 // warmBatch, in place of an op, warms the batch script: a batch of two
 // releases.
-func warm(t *testing.T, n *rueidis.Node, op adapter.Op) {
+func warm(t *testing.T, n adapter.BatchNode, op adapter.Op) {
 	t.Helper()
 	k := 1
 	if op == warmBatch {
@@ -214,41 +215,56 @@ func TestNoScriptKeepsOrder(t *testing.T) {
 		}, "v5"},
 	}
 	s := redlocktest.StartServer(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n := node(t, s)
-			ctx := t.Context()
-			if err := s.Client().FlushAll(ctx).Err(); err != nil {
+	// The go-redis adapter batches the same way, with its own writer:
+	// every case runs over both.
+	dial := map[string]func(t *testing.T) adapter.BatchNode{
+		"rueidis": func(t *testing.T) adapter.BatchNode { return node(t, s) },
+		"goredis": func(t *testing.T) adapter.BatchNode {
+			n, err := goredis.DialNode(s.URL())
+			if err != nil {
 				t.Fatal(err)
 			}
-			for _, op := range tt.warm {
-				warm(t, n, op)
-			}
-			if ok, err := n.Acquire(ctx, "k", tt.held, time.Minute); !ok || err != nil {
-				t.Fatalf("Acquire before the batch: %v %v", ok, err)
-			}
-			if err := s.Client().ScriptFlush(ctx).Err(); err != nil {
-				t.Fatalf("SCRIPT FLUSH: %v", err)
-			}
-			got := newCollect(len(tt.batch))
-			calls := make([]adapter.Call, len(tt.batch))
-			for i, st := range tt.batch {
-				calls[i] = adapter.Call{Ctx: ctx, Req: st.req, To: got, Tag: i}
-			}
-			n.StartAll(calls)
-			got.wait(t)
-			for i, st := range tt.batch {
-				if got.ok[i] != st.want || got.err[i] != nil {
-					t.Errorf("step %d (%v): ok=%v err=%v, want ok=%v", i, st.req.Op, got.ok[i], got.err[i], st.want)
+			t.Cleanup(func() { _ = n.Close() })
+			return n
+		},
+	}
+	for _, name := range []string{"rueidis", "goredis"} {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				n := dial[name](t)
+				ctx := t.Context()
+				if err := s.Client().FlushAll(ctx).Err(); err != nil {
+					t.Fatal(err)
 				}
-			}
-			v, err := s.Client().Get(ctx, "k").Result()
-			if err != nil {
-				v = ""
-			}
-			if v != tt.holder {
-				t.Errorf("key holds %q after the batch, want %q", v, tt.holder)
-			}
-		})
+				for _, op := range tt.warm {
+					warm(t, n, op)
+				}
+				if ok, err := n.Acquire(ctx, "k", tt.held, time.Minute); !ok || err != nil {
+					t.Fatalf("Acquire before the batch: %v %v", ok, err)
+				}
+				if err := s.Client().ScriptFlush(ctx).Err(); err != nil {
+					t.Fatalf("SCRIPT FLUSH: %v", err)
+				}
+				got := newCollect(len(tt.batch))
+				calls := make([]adapter.Call, len(tt.batch))
+				for i, st := range tt.batch {
+					calls[i] = adapter.Call{Ctx: ctx, Req: st.req, To: got, Tag: i}
+				}
+				n.StartAll(calls)
+				got.wait(t)
+				for i, st := range tt.batch {
+					if got.ok[i] != st.want || got.err[i] != nil {
+						t.Errorf("step %d (%v): ok=%v err=%v, want ok=%v", i, st.req.Op, got.ok[i], got.err[i], st.want)
+					}
+				}
+				v, err := s.Client().Get(ctx, "k").Result()
+				if err != nil {
+					v = ""
+				}
+				if v != tt.holder {
+					t.Errorf("key holds %q after the batch, want %q", v, tt.holder)
+				}
+			})
+		}
 	}
 }
