@@ -40,6 +40,7 @@ const (
 	libDLMNoHandoff = "dlm (rueidis, no hand-off)"
 	libRedsync      = "go-redsync"
 	libMinimal      = "minimal (rueidis)"
+	libMinimalGo    = "minimal (go-redis)"
 	libRedislock    = "redislock (1 node)"
 	libRueidislock  = "rueidislock (1 node)"
 )
@@ -58,6 +59,7 @@ func libraries(tune []rueidis.Option, opts []redlock.Option) []lib {
 		}},
 		{name: libRedsync, open: openRedsync},
 		{name: libMinimal, open: openMinimal},
+		{name: libMinimalGo, open: openMinimalGoRedis},
 		{name: libRedislock, single: true, open: openRedislock},
 		{name: libRueidislock, single: true, open: openRueidislock},
 	}

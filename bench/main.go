@@ -59,6 +59,7 @@ type config struct {
 	procs      int
 	procWork   int
 	plot       string
+	profile    string
 	out        string
 	only       map[string]bool
 	libs       map[string]bool // nil: all
@@ -85,6 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.frozenN, "frozen", 40, "acquisitions timed with one node frozen (and as many healthy)")
 	fs.StringVar(&c.plot, "plot", "", "write the SVG plot of throughput against goroutines to this file")
 	fs.StringVar(&c.out, "out", "", "also write the Markdown report to this file")
+	fs.StringVar(&c.profile, "cpuprofile", "", "write a CPU profile of this process for every throughput run to this directory (tp-LIB-G-REP.pprof)")
 	flush := fs.Duration("flush", -1, "dlm (rueidis): max flush delay of each node's connection (-1: the adapter's default, 0)")
 	limit := fs.Int("handoff-limit", 0, "dlm: WithHandoffLimit, hand-overs in a row within one client before a release is announced to all (0: redlock.DefaultHandoffLimit)")
 	nodeTO := fs.Duration("node-timeout", 0, "dlm: per-node timeout (0: redlock.DefaultNodeTimeout; go-redsync's is 400ms with its defaults)")
@@ -272,6 +274,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			for _, l := range rotate(libs, rep) {
 				if err := withLocker(l, func(lk locker) error {
+					stopProfile, err := startProfile(cfg.profile, l.name, g, rep)
+					if err != nil {
+						return err
+					}
+					costBefore, err := readCost(ctx, nodes)
+					if err != nil {
+						return err
+					}
 					before, err := readCPU(ctx, nodes)
 					if err != nil {
 						return err
@@ -281,6 +291,14 @@ func run(args []string, stdout, stderr io.Writer) error {
 					if err != nil {
 						return err
 					}
+					costAfter, err := readCost(ctx, nodes)
+					if err != nil {
+						return err
+					}
+					if err := stopProfile(); err != nil {
+						return err
+					}
+					r.costOf(l.name, g, tp.Pairs, costBefore, costAfter)
 					v, failed, ferr := tp.PerSec, tp.Failed, tp.FirstErr
 					r.S.add(v, "tp", l.name, g)
 					r.S.add(float64(failed), "tpfail", l.name, g)

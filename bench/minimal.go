@@ -131,33 +131,57 @@ func (m *minimalLocker) all(release bool, cmd func(n *minimalNode) rueidis.Compl
 }
 
 func (m *minimalLocker) TryLock(_ context.Context, key string) (func(context.Context) error, error) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	val := hex.EncodeToString(b[:])
-	start := time.Now()
-	n := m.all(false, func(n *minimalNode) rueidis.Completed {
-		return n.c.B().Set().Key(key).Value(val).Nx().PxMilliseconds(minimalTTL.Milliseconds()).Build()
-	})
-	release := func(context.Context) error {
-		if n := m.all(true, func(n *minimalNode) rueidis.Completed {
+	val := minimalValue()
+	return minimalTry(len(m.nodes), func() int {
+		return m.all(false, func(n *minimalNode) rueidis.Completed {
+			return n.c.B().Set().Key(key).Value(val).Nx().PxMilliseconds(minimalTTL.Milliseconds()).Build()
+		})
+	}, func(context.Context) int {
+		return m.all(true, func(n *minimalNode) rueidis.Completed {
 			return n.c.B().Evalsha().Sha1(n.sha).Numkeys(1).Key(key).Arg(val).Build()
-		}); n < len(m.nodes)/2+1 {
-			return errMinimalNotHeld
-		}
-		return nil
-	}
-	if n < len(m.nodes)/2+1 || time.Since(start) >= minimalTTL {
-		_ = release(context.Background())
-		return nil, errMinimalNotAcquired
-	}
-	return release, nil
+		})
+	})
 }
 
 // Lock retries TryLock every millisecond until ctx ends (the reference is
 // for throughput; it has no retry policy of its own).
 func (m *minimalLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return minimalRetry(ctx, key, m.TryLock)
+}
+
+// minimalValue returns a fresh lock value: 16 random bytes, in hex.
+func minimalValue() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// minimalTry is one attempt of a minimal Redlock over nodes nodes: acquire
+// sets the key on every node and returns on how many it did; release
+// deletes it where it holds the value and returns on how many it did.
+// Granted when a majority set the key within the ttl; released everywhere
+// when not.
+func minimalTry(nodes int, acquire func() int, release func(context.Context) int) (func(context.Context) error, error) {
+	start := time.Now()
+	n := acquire()
+	rel := func(ctx context.Context) error {
+		if release(ctx) < nodes/2+1 {
+			return errMinimalNotHeld
+		}
+		return nil
+	}
+	if n < nodes/2+1 || time.Since(start) >= minimalTTL {
+		_ = rel(context.Background())
+		return nil, errMinimalNotAcquired
+	}
+	return rel, nil
+}
+
+// minimalRetry retries try every millisecond until it succeeds or ctx
+// ends.
+func minimalRetry(ctx context.Context, key string, try func(context.Context, string) (func(context.Context) error, error)) (func(context.Context) error, error) {
 	for {
-		r, err := m.TryLock(ctx, key)
+		r, err := try(ctx, key)
 		if err == nil || ctx.Err() != nil {
 			return r, err
 		}

@@ -13,8 +13,17 @@ import (
 // The minimal reference is a lock: a second TryLock of a held key fails,
 // and the release frees it on every node.
 func TestMinimal(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		open func([]string) (locker, error)
+	}{{libMinimal, openMinimal}, {libMinimalGo, openMinimalGoRedis}} {
+		t.Run(tt.name, func(t *testing.T) { testMinimal(t, tt.open) })
+	}
+}
+
+func testMinimal(t *testing.T, open func([]string) (locker, error)) {
 	cl := redlocktest.Start(t, 5)
-	lk, err := openMinimal(cl.URLs())
+	lk, err := open(cl.URLs())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,8 +44,8 @@ func TestMinimal(t *testing.T) {
 			t.Errorf("%s still holds the key after the release: %d, %v", s.Addr(), n, err)
 		}
 	}
-	if _, err := openMinimal([]string{"not a url"}); err == nil {
-		t.Error("openMinimal of a bad URL: no error")
+	if _, err := open([]string{"not a url"}); err == nil {
+		t.Error("open of a bad URL: no error")
 	}
 }
 

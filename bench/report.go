@@ -68,6 +68,9 @@ type Report struct {
 	// Procs and ProcWorker shape the contention across processes.
 	Procs, ProcWorker int
 	S                 samples
+	// CostCmds are the commands the nodes ran in the throughput runs
+	// (INFO commandstats), in the order first seen.
+	CostCmds []string
 	// Failures are the workloads that stopped at an error (Sequential and
 	// AcquireLatency stop at the first), one line each.
 	Failures []string
@@ -168,6 +171,22 @@ func (r *Report) targets() []target {
 		measured: r.S.med("mp-fair", dlm),
 		want:     2, atMost: true,
 	})
+	// Issue 26: each adapter against the minimal Redlock over go-redis
+	// (go-redis' auto-pipelining), at 64 and 256 goroutines.
+	for _, l := range []string{libDLM, libDLMGoRedis} {
+		for _, g := range []int{64, 256} {
+			ts = append(ts, target{
+				what:     fmt.Sprintf("throughput, %d goroutines, distinct keys: %s / %s", g, l, libMinimalGo),
+				measured: ratio(r.S.med("tp", l, g), r.S.med("tp", libMinimalGo, g)),
+				want:     1.1,
+			}, target{
+				what: fmt.Sprintf("CPU per pair, client and nodes, %d goroutines: %s / %s", g, l, libMinimalGo),
+				measured: ratio(r.S.med("cpu-client", l, g)+r.S.med("cpu-redis", l, g),
+					r.S.med("cpu-client", libMinimalGo, g)+r.S.med("cpu-redis", libMinimalGo, g)),
+				want: 1, atMost: true,
+			})
+		}
+	}
 	for _, l := range r.Libs {
 		if !strings.HasPrefix(l, "dlm") {
 			continue
@@ -243,6 +262,8 @@ func (r *Report) Markdown(w io.Writer) {
 		p("\n")
 	}
 
+	r.costTable(w)
+
 	p("\n**Sequential** (one goroutine, one key)\n\n")
 	p("| library | pair p50 | pair p99 | acquire p50 | allocs per pair |\n|---|---:|---:|---:|---:|\n")
 	for _, l := range r.Libs {
@@ -299,13 +320,37 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 	}
 
-	p("\n**Targets** (issues 7 and 14)\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")
+	p("\n**Targets** (issues 7, 14 and 26)\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")
 	for _, t := range r.targets() {
 		op := ">="
 		if t.atMost {
 			op = "<="
 		}
 		p("| %s | %s | %s %g | %s |\n", t.what, num(t.measured, "%.2f"), op, t.want, t.met())
+	}
+}
+
+// costTable writes where the CPU of a pair goes in the throughput runs.
+func (r *Report) costTable(w io.Writer) {
+	if len(r.CostCmds) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("\n**Where the CPU of a pair goes** (the throughput runs, per acquire+release pair: CPU in µs of the client process (getrusage) and of the 5 nodes together (INFO cpu); the commands the nodes ran, with the µs each took on average (INFO commandstats: the commands a script runs count too, and the script's µs include theirs); the nodes' reads and writes of client sockets (INFO stats total_reads_processed / total_writes_processed) and their read and write system calls (/proc/PID/io syscr + syscw); bytes the nodes received / sent; the client's read and write system calls (/proc/self/io) and context switches (getrusage))\n\n")
+	p("| library | goroutines | pairs/s | CPU client / nodes | commands per pair (µs each) | node reads / writes | node syscalls | bytes in / out | client syscalls | client context switches |\n|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n")
+	for _, g := range r.Goroutines {
+		for _, l := range r.Libs {
+			if math.IsNaN(r.S.med("cost-node-reads", l, g)) {
+				continue
+			}
+			p("| %s | %d | %s | %s / %s | %s | %s / %s | %s | %s / %s | %s | %s |\n", l, g, num(r.S.med("tp", l, g), "%.0f"),
+				num(r.S.med("cpu-client", l, g)*1e6, "%.1f"), num(r.S.med("cpu-redis", l, g)*1e6, "%.1f"),
+				r.costCommands(l, g),
+				num(r.S.med("cost-node-reads", l, g), "%.2f"), num(r.S.med("cost-node-writes", l, g), "%.2f"),
+				num(r.S.med("cost-node-sys", l, g), "%.2f"),
+				num(r.S.med("cost-net-in", l, g), "%.0f"), num(r.S.med("cost-net-out", l, g), "%.0f"),
+				num(r.S.med("cost-client-sys", l, g), "%.2f"), num(r.S.med("cost-client-ctx", l, g), "%.2f"))
+		}
 	}
 }
 

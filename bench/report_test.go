@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"strings"
@@ -160,6 +161,48 @@ func TestCost(t *testing.T) {
 	r.Markdown(&b)
 	if want := "| 64 | 12.0 / 3.5 |"; !strings.Contains(b.String(), want) {
 		t.Errorf("report lacks %q:\n%s", want, b.String())
+	}
+}
+
+// The table of where the CPU of a pair goes shows, per library and
+// goroutine count, the commands per pair with their µs, the nodes' reads,
+// system calls and bytes, and the client's system calls, from two readings
+// of the counters; INFO's lines are parsed as redis-server 7 writes them.
+func TestCostTable(t *testing.T) {
+	r := sampleReport()
+	r.Goroutines = []int{64}
+	info := func(set, evalsha, reads int64) string {
+		return fmt.Sprintf("# Server\r\nprocess_id:0\r\n# CPU\r\nused_cpu_sys:1.5\r\nused_cpu_user:2.5\r\n"+
+			"# Stats\r\ntotal_reads_processed:%d\r\ntotal_writes_processed:%d\r\ntotal_net_input_bytes:%d\r\ntotal_net_output_bytes:%d\r\n"+
+			"# Commandstats\r\ncmdstat_set:calls=%d,usec=%d,usec_per_call=1.00,rejected_calls=0,failed_calls=0\r\n"+
+			"cmdstat_evalsha:calls=%d,usec=%d,usec_per_call=3.00,rejected_calls=0,failed_calls=0\r\ncmdstat_info:calls=%d,usec=1\r\n",
+			reads, reads, 100*reads, 10*reads, set, set, evalsha, 3*evalsha, reads)
+	}
+	var before, after costSnap
+	for _, c := range []struct {
+		s    *costSnap
+		info string
+	}{{&before, info(10, 10, 5)}, {&after, info(110, 30, 25)}} {
+		*c.s = costSnap{calls: map[string]int64{}, usec: map[string]int64{}}
+		if err := c.s.addInfo(c.info); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.costOf("dlm (rueidis)", 64, 20, before, after)
+	var b bytes.Buffer
+	r.Markdown(&b)
+	out := b.String()
+	for _, want := range []string{
+		"**Where the CPU of a pair goes**",
+		"| dlm (rueidis) | 64 | 64000 | - / - | set 5.00 (1.00), evalsha 1.00 (3.00) | 1.00 / 1.00 |",
+		"| 100 / 10 |",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "info ") {
+		t.Errorf("the bench's own INFO counted as a command of the pair:\n%s", out)
 	}
 }
 

@@ -25,10 +25,12 @@ const MaxBatch = 1000
 // sender is the state of a node's batch worker, reused from batch to batch
 // (one worker runs at a time).
 type sender struct {
-	buf     []byte
-	retries []int
-	dctx    *batch.DeadlineCtx
-	tails   batch.Tails
+	buf      []byte
+	retries  []int
+	dctx     *batch.DeadlineCtx
+	tails    batch.Tails
+	combined batch.Combined
+	ttl      batch.TTLArg
 }
 
 var _ adapter.BatchNode = (*Node)(nil)
@@ -107,6 +109,10 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
+	if s.combined.Plan(live) {
+		n.sendCombined(ctx, live)
+		return
+	}
 	tail := s.tails.Mark(live)
 	buf := s.buf[:0]
 	for i, it := range live {
@@ -163,6 +169,82 @@ func (n *Node) send(items []batch.Item) {
 	}
 }
 
+// sendCombined runs a planned batch (batch.Combined): the SET NX PX of
+// each acquisition, then one call of the batch script for every other
+// request, by EVALSHA, or by EVAL when the node is not known to have the
+// script. A NOSCRIPT answer means the script ran nothing: it goes again by
+// EVAL, moved behind nothing, since it was the batch's last command.
+func (n *Node) sendCombined(ctx context.Context, live []batch.Item) {
+	s := &n.sender
+	sc := n.scripts.Batch
+	acq := s.combined.Acquisitions()
+	keys, args := s.combined.Build(live, ChannelPrefix, s.ttl.Of)
+	buf := s.buf[:0]
+	for _, i := range acq {
+		buf = n.command(buf, live[i].Req, false)
+	}
+	eval := !sc.Cached.Load()
+	buf = appendScriptCall(buf, sc, eval, keys, args)
+	s.buf = buf
+	res, err := n.roundTrip(ctx, buf, len(acq)+1)
+	if err != nil {
+		for _, it := range live {
+			it.To.Receive(it.Tag, false, err)
+		}
+		return
+	}
+	for j, i := range acq {
+		ok, err := answer(adapter.OpAcquire, res[j])
+		live[i].To.Receive(live[i].Tag, ok, err)
+	}
+	r := res[len(acq)]
+	if r.kind == '-' && strings.HasPrefix(r.str, "NOSCRIPT") && !eval {
+		sc.Cached.Store(false) // restarted, or SCRIPT FLUSH
+		s.buf = appendScriptCall(s.buf[:0], sc, true, keys, args)
+		if res, err = n.roundTrip(ctx, s.buf, 1); err == nil {
+			r = res[0]
+		}
+	}
+	if err == nil {
+		sc.Cached.Store(true) // it ran, by EVAL or EVALSHA
+		if err = r.err(); err == nil && r.kind != '$' {
+			err = fmt.Errorf("goredis: unexpected reply %q to the batch script: want a string", r.kind)
+		}
+	}
+	s.combined.Answer(live, r.str, err, func(msg string) error { return redisError(msg) })
+}
+
+// appendScriptCall appends the call of script sc on keys with args to buf,
+// by EVALSHA, or by EVAL when eval is set.
+func appendScriptCall(buf []byte, sc *batch.Script, eval bool, keys, args []string) []byte {
+	verb, body := "EVALSHA", sc.SHA
+	if eval {
+		verb, body = "EVAL", sc.Src
+	}
+	buf = append(buf, '*')
+	buf = strconv.AppendInt(buf, int64(3+len(keys)+len(args)), 10)
+	buf = append(buf, '\r', '\n')
+	buf = appendBulk(buf, verb)
+	buf = appendBulk(buf, body)
+	buf = appendBulk(buf, strconv.Itoa(len(keys)))
+	for _, k := range keys {
+		buf = appendBulk(buf, k)
+	}
+	for _, a := range args {
+		buf = appendBulk(buf, a)
+	}
+	return buf
+}
+
+// appendBulk appends a as one RESP bulk string.
+func appendBulk(buf []byte, a string) []byte {
+	buf = append(buf, '$')
+	buf = strconv.AppendInt(buf, int64(len(a)), 10)
+	buf = append(buf, '\r', '\n')
+	buf = append(buf, a...)
+	return append(buf, '\r', '\n')
+}
+
 // roundTrip writes buf (k commands) and waits for their k replies, or for
 // ctx's end: then it returns ctx's error, and the replies, when they come,
 // are read and dropped (conn.go), so the connection stays in step.
@@ -190,7 +272,7 @@ func (n *Node) scriptOf(op adapter.Op) *batch.Script { return n.scripts.Of(op) }
 // not known to have the script.
 func (n *Node) command(buf []byte, req adapter.Request, eval bool) []byte {
 	if req.Op == adapter.OpAcquire {
-		return appendCommand(buf, "SET", req.Key, req.Value, "NX", "PX", strconv.FormatInt(req.TTL.Milliseconds(), 10))
+		return appendCommand(buf, "SET", req.Key, req.Value, "NX", "PX", n.sender.ttl.Of(req.TTL))
 	}
 	s := n.scriptOf(req.Op)
 	if req.Op.IsMulti() {

@@ -13,6 +13,7 @@ import (
 
 	"dlm/redlock"
 	"dlm/redlock/adapter"
+	"dlm/redlock/internal/batch"
 	"dlm/redlock/scripts"
 )
 
@@ -83,7 +84,9 @@ func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWat
 	if !ok {
 		return nil, fmt.Errorf("goredis: node %s: release announcements need a *redis.Client, not a %T: %w", n.name, n.client, errors.ErrUnsupported)
 	}
-	return &watch{client: rc, notify: notify}, nil
+	return &watch{client: rc, notify: notify, listen: batch.NewListener(func(ctx context.Context) error {
+		return rc.Set(ctx, scripts.ListenKey, "1", batch.ListenTTL).Err()
+	})}, nil
 }
 
 // watch is one node's multiplexed release subscription: a PubSub, opened on
@@ -91,6 +94,7 @@ func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWat
 type watch struct {
 	client *redis.Client
 	notify func(key, value string)
+	listen *batch.Listener // the node's listening marker
 
 	mu     sync.Mutex
 	closed bool
@@ -128,6 +132,7 @@ func (w *watch) Watch(ctx context.Context, key string) error {
 		return err
 	}
 	ch := ChannelPrefix + key
+	_ = w.listen.Watch(ctx, key) // best effort: announcements are hints
 	ack := w.expect("subscribe", ch)
 	err = ps.Subscribe(ctx, ch)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, redis.ErrClosed) {
@@ -222,6 +227,7 @@ func (w *watch) Unwatch(ctx context.Context, key string) error {
 	if ps == nil || closed {
 		return nil
 	}
+	w.listen.Unwatch(key)
 	ch := ChannelPrefix + key
 	ack := w.expect("unsubscribe", ch)
 	if err := ps.Unsubscribe(ctx, ch); err != nil {
@@ -244,6 +250,7 @@ func (w *watch) Close() error {
 	w.closed = true
 	ps, stop, done := w.ps, w.stop, w.done
 	w.mu.Unlock()
+	w.listen.Close()
 	if ps == nil {
 		return nil
 	}

@@ -2,6 +2,7 @@ package rueidis
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -19,23 +20,22 @@ import (
 // sender is the state of a node's batch worker: its buffers and deadline,
 // reused from batch to batch (one worker runs at a time).
 type sender struct {
-	cmds    []rueidis.Completed
-	retries []int
-	one     [1]rueidis.RedisResult
-	dctx    *batch.DeadlineCtx
-	tails   batch.Tails
-	ttl     time.Duration // of ttlMs
-	ttlMs   string        // the last ttl's argument, in milliseconds
+	cmds     []rueidis.Completed
+	retries  []int
+	one      [1]rueidis.RedisResult
+	dctx     *batch.DeadlineCtx
+	tails    batch.Tails
+	combined batch.Combined
+	// combine is set when a batch may go as one call of the batch script
+	// (batch.Combined): not over a cluster client, whose batch's keys
+	// may lie in different slots.
+	combine bool
+	ttl     batch.TTLArg
 }
 
 // ttlArg returns ttl in milliseconds as a command's argument, formatted
-// once per distinct ttl: a client's requests mostly share one.
-func (b *sender) ttlArg(ttl time.Duration) string {
-	if ttl != b.ttl || b.ttlMs == "" {
-		b.ttl, b.ttlMs = ttl, strconv.FormatInt(ttl.Milliseconds(), 10)
-	}
-	return b.ttlMs
-}
+// once per distinct ttl (batch.TTLArg).
+func (b *sender) ttlArg(ttl time.Duration) string { return b.ttl.Of(ttl) }
 
 var _ adapter.BatchNode = (*Node)(nil)
 
@@ -66,16 +66,6 @@ func (n *Node) send(items []batch.Item) {
 	if len(live) == 0 {
 		return
 	}
-	cmds := b.cmds[:0]
-	tail := b.tails.Mark(live)
-	for i, it := range live {
-		if sc := callOf(it); sc != nil {
-			cmds = append(cmds, sc.command(c, !tail[i])) // script.go
-			continue
-		}
-		cmds = append(cmds, n.command(it.Req, !tail[i]))
-	}
-	b.cmds = cmds
 	ctx := context.Background()
 	if bounded {
 		if b.dctx == nil {
@@ -91,6 +81,20 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
+	if b.combine && b.combined.Plan(live) {
+		n.sendCombined(ctx, live)
+		return
+	}
+	cmds := b.cmds[:0]
+	tail := b.tails.Mark(live)
+	for i, it := range live {
+		if sc := callOf(it); sc != nil {
+			cmds = append(cmds, sc.command(c, !tail[i])) // script.go
+			continue
+		}
+		cmds = append(cmds, n.command(it.Req, !tail[i]))
+	}
+	b.cmds = cmds
 	var res []rueidis.RedisResult
 	if len(cmds) == 1 {
 		// A lone request: Do allocates less than DoMulti for one command.
@@ -163,6 +167,57 @@ func deliver(it batch.Item, r rueidis.RedisResult) {
 	it.To.Receive(it.Tag, ok, err)
 }
 
+// sendCombined runs a planned batch (batch.Combined): the SET NX PX of
+// each acquisition, then one call of the batch script for every other
+// request, by EVALSHA, or by EVAL when the node is not known to have the
+// script. A NOSCRIPT answer means the script ran nothing: it goes again by
+// EVAL, moved behind nothing, since it was the batch's last command.
+func (n *Node) sendCombined(ctx context.Context, live []batch.Item) {
+	b := &n.sender
+	c := n.client
+	sc := n.scripts.Batch
+	acq := b.combined.Acquisitions()
+	keys, args := b.combined.Build(live, ChannelPrefix, b.ttlArg)
+	script := func(eval bool) rueidis.Completed {
+		// Not over a cluster client (combine): the keys go as arguments,
+		// which spares the builder a CRC16 (a client of one node routes
+		// nothing by slot).
+		verb, body := "EVALSHA", sc.SHA
+		if eval {
+			verb, body = "EVAL", sc.Src
+		}
+		return c.B().Arbitrary(verb).Args(body, strconv.Itoa(len(keys))).Args(keys...).Args(args...).Build()
+	}
+	cmds := b.cmds[:0]
+	for _, i := range acq {
+		cmds = append(cmds, n.command(live[i].Req, false))
+	}
+	eval := !sc.Cached.Load()
+	cmds = append(cmds, script(eval))
+	b.cmds = cmds
+	res := c.DoMulti(ctx, cmds...)
+	for i := range res {
+		if res[i].NonRedisError() != nil {
+			b.cmds = nil // as in send: rueidis' writer may still hold them
+			break
+		}
+	}
+	for j, i := range acq {
+		ok, err := answer(adapter.OpAcquire, res[j])
+		live[i].To.Receive(live[i].Tag, ok, err)
+	}
+	r := res[len(acq)]
+	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() && !eval {
+		sc.Cached.Store(false) // restarted, or SCRIPT FLUSH
+		r = c.Do(ctx, script(true))
+	}
+	if r.NonRedisError() == nil {
+		sc.Cached.Store(true) // it ran, by EVAL or EVALSHA
+	}
+	reply, err := r.ToString()
+	b.combined.Answer(live, reply, err, func(msg string) error { return errors.New(msg) })
+}
+
 // scriptOf returns the script that runs op, nil for an acquisition (SET).
 func (n *Node) scriptOf(op adapter.Op) *batch.Script { return n.scripts.Of(op) }
 
@@ -179,6 +234,11 @@ func (n *Node) command(req adapter.Request, eval bool) rueidis.Completed {
 	switch req.Op {
 	case adapter.OpAcquire:
 		// The typed builder formats the ttl for every command.
+		if n.sender.combine {
+			// A client of one node routes nothing by slot: the key goes
+			// as an argument, which spares the builder its CRC16.
+			return c.B().Arbitrary("SET").Args(req.Key, req.Value, "NX", "PX", n.sender.ttlArg(req.TTL)).Build()
+		}
 		return c.B().Arbitrary("SET").Keys(req.Key).Args(req.Value, "NX", "PX", n.sender.ttlArg(req.TTL)).Build()
 	case adapter.OpExtend:
 		arg2 = n.sender.ttlArg(req.TTL)

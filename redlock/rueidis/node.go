@@ -81,6 +81,7 @@ func NewNode(client rueidis.Client, name string) *Node {
 		putRecord:  batch.NewScript(scripts.PutRecord),
 		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
+	n.sender.combine = client.Mode() != rueidis.ClientModeCluster
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	n.queue.Allow(opScript) // script.go
 	return n
@@ -133,7 +134,7 @@ func (n *Node) Close() error {
 // client (adapter.HandoffNode): a dedicated connection, opened on the first
 // Watch, on which every watched key is one SUBSCRIBE to its channel.
 func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
-	return &watch{node: n, notify: notify, keys: map[string]struct{}{}, stop: make(chan struct{})}, nil
+	return &watch{node: n, notify: notify, keys: map[string]struct{}{}, stop: make(chan struct{}), listen: n.listener()}, nil
 }
 
 // watch is one node's multiplexed release subscription.
@@ -148,6 +149,16 @@ type watch struct {
 	lost   <-chan error // closed when the connection's hooks stop
 	keys   map[string]struct{}
 	stop   chan struct{} // closed by Close: ends redial
+	listen *batch.Listener
+}
+
+// listener returns a keeper of the node's listening marker
+// (batch.Listener).
+func (n *Node) listener() *batch.Listener {
+	return batch.NewListener(func(ctx context.Context) error {
+		c := n.client
+		return c.Do(ctx, c.B().Set().Key(scripts.ListenKey).Value("1").PxMilliseconds(batch.ListenTTL.Milliseconds()).Build()).Error()
+	})
 }
 
 // The waits of redial between its attempts to open a lost subscription
@@ -181,6 +192,7 @@ func (w *watch) conn(ctx context.Context) (rueidis.DedicatedClient, error) {
 		}
 	}})
 	if len(w.keys) > 0 {
+		_ = w.listen.Mark(ctx) // the node may have restarted without it
 		chans := make([]string, 0, len(w.keys))
 		for k := range w.keys {
 			chans = append(chans, ChannelPrefix+k)
@@ -241,6 +253,7 @@ func (w *watch) Watch(ctx context.Context, key string) error {
 		return err
 	}
 	w.keys[key] = struct{}{}
+	_ = w.listen.Watch(ctx, key) // best effort: announcements are hints
 	return dc.Do(ctx, dc.B().Subscribe().Channel(ChannelPrefix+key).Build()).Error()
 }
 
@@ -249,6 +262,7 @@ func (w *watch) Unwatch(ctx context.Context, key string) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.keys, key)
+	w.listen.Unwatch(key)
 	if w.dc == nil || w.closed {
 		return nil
 	}
@@ -264,6 +278,7 @@ func (w *watch) Close() error {
 	}
 	w.closed = true
 	close(w.stop)
+	w.listen.Close()
 	if w.dc != nil {
 		w.dc.SetPubSubHooks(rueidis.PubSubHooks{})
 		w.cancel()

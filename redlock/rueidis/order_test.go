@@ -10,6 +10,7 @@ import (
 	rd "github.com/redis/rueidis"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/goredis"
 	"dlm/redlock/redlocktest"
 	"dlm/redlock/rueidis"
 )
@@ -134,15 +135,30 @@ func TestLargeQueueKeepsOneConnection(t *testing.T) {
 
 // warm runs op once on an unrelated key, so that the node knows its script
 // is cached and sends it by EVALSHA from then on.
-func warm(t *testing.T, n *rueidis.Node, op adapter.Op) {
+// warmBatch, in place of an op, warms the batch script: a batch of two
+// releases.
+func warm(t *testing.T, n adapter.BatchNode, op adapter.Op) {
 	t.Helper()
-	got := newCollect(1)
-	n.Start(t.Context(), adapter.Request{Op: op, Key: "warm:" + op.String(), Value: "x", From: "x", TTL: time.Minute}, got, 0)
+	k := 1
+	if op == warmBatch {
+		k, op = 2, adapter.OpRelease
+	}
+	got := newCollect(k)
+	calls := make([]adapter.Call, k)
+	for i := range calls {
+		calls[i] = adapter.Call{Ctx: t.Context(), Req: adapter.Request{Op: op, Key: "warm:" + op.String() + strconv.Itoa(i), Value: "x", From: "x", TTL: time.Minute}, To: got, Tag: i}
+	}
+	n.StartAll(calls)
 	got.wait(t)
-	if got.err[0] != nil {
-		t.Fatalf("warming %v: %v", op, got.err[0])
+	for i := range calls {
+		if got.err[i] != nil {
+			t.Fatalf("warming %v: %v", op, got.err[i])
+		}
 	}
 }
+
+// warmBatch is warm's op for the batch script.
+const warmBatch adapter.Op = 255
 
 // The requests of a batch run in Start order whatever the node's script
 // cache holds: after SCRIPT FLUSH, a script the node is known to have had
@@ -183,7 +199,12 @@ func TestNoScriptKeepsOrder(t *testing.T) {
 			{adapter.Request{Op: adapter.OpExtend, Key: "k", Value: "v1", TTL: time.Minute}, true},
 			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v1"}, true},
 		}, ""},
-		{"every script cached", []adapter.Op{adapter.OpRelease, adapter.OpTransfer, adapter.OpExtend}, "v1", []step{
+		{"the batch script cached", []adapter.Op{warmBatch}, "v1", []step{
+			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v1"}, true},
+			{acquire("v2"), true},
+			{adapter.Request{Op: adapter.OpExtend, Key: "k", Value: "v2", TTL: time.Minute}, true},
+		}, "v2"},
+		{"every script cached", []adapter.Op{adapter.OpRelease, adapter.OpTransfer, adapter.OpExtend, warmBatch}, "v1", []step{
 			{adapter.Request{Op: adapter.OpExtend, Key: "k", Value: "v1", TTL: time.Minute}, true},
 			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v1"}, true},
 			{acquire("v2"), true},
@@ -194,41 +215,56 @@ func TestNoScriptKeepsOrder(t *testing.T) {
 		}, "v5"},
 	}
 	s := redlocktest.StartServer(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			n := node(t, s)
-			ctx := t.Context()
-			if err := s.Client().FlushAll(ctx).Err(); err != nil {
+	// The go-redis adapter batches the same way, with its own writer:
+	// every case runs over both.
+	dial := map[string]func(t *testing.T) adapter.BatchNode{
+		"rueidis": func(t *testing.T) adapter.BatchNode { return node(t, s) },
+		"goredis": func(t *testing.T) adapter.BatchNode {
+			n, err := goredis.DialNode(s.URL())
+			if err != nil {
 				t.Fatal(err)
 			}
-			for _, op := range tt.warm {
-				warm(t, n, op)
-			}
-			if ok, err := n.Acquire(ctx, "k", tt.held, time.Minute); !ok || err != nil {
-				t.Fatalf("Acquire before the batch: %v %v", ok, err)
-			}
-			if err := s.Client().ScriptFlush(ctx).Err(); err != nil {
-				t.Fatalf("SCRIPT FLUSH: %v", err)
-			}
-			got := newCollect(len(tt.batch))
-			calls := make([]adapter.Call, len(tt.batch))
-			for i, st := range tt.batch {
-				calls[i] = adapter.Call{Ctx: ctx, Req: st.req, To: got, Tag: i}
-			}
-			n.StartAll(calls)
-			got.wait(t)
-			for i, st := range tt.batch {
-				if got.ok[i] != st.want || got.err[i] != nil {
-					t.Errorf("step %d (%v): ok=%v err=%v, want ok=%v", i, st.req.Op, got.ok[i], got.err[i], st.want)
+			t.Cleanup(func() { _ = n.Close() })
+			return n
+		},
+	}
+	for _, name := range []string{"rueidis", "goredis"} {
+		for _, tt := range tests {
+			t.Run(name+"/"+tt.name, func(t *testing.T) {
+				n := dial[name](t)
+				ctx := t.Context()
+				if err := s.Client().FlushAll(ctx).Err(); err != nil {
+					t.Fatal(err)
 				}
-			}
-			v, err := s.Client().Get(ctx, "k").Result()
-			if err != nil {
-				v = ""
-			}
-			if v != tt.holder {
-				t.Errorf("key holds %q after the batch, want %q", v, tt.holder)
-			}
-		})
+				for _, op := range tt.warm {
+					warm(t, n, op)
+				}
+				if ok, err := n.Acquire(ctx, "k", tt.held, time.Minute); !ok || err != nil {
+					t.Fatalf("Acquire before the batch: %v %v", ok, err)
+				}
+				if err := s.Client().ScriptFlush(ctx).Err(); err != nil {
+					t.Fatalf("SCRIPT FLUSH: %v", err)
+				}
+				got := newCollect(len(tt.batch))
+				calls := make([]adapter.Call, len(tt.batch))
+				for i, st := range tt.batch {
+					calls[i] = adapter.Call{Ctx: ctx, Req: st.req, To: got, Tag: i}
+				}
+				n.StartAll(calls)
+				got.wait(t)
+				for i, st := range tt.batch {
+					if got.ok[i] != st.want || got.err[i] != nil {
+						t.Errorf("step %d (%v): ok=%v err=%v, want ok=%v", i, st.req.Op, got.ok[i], got.err[i], st.want)
+					}
+				}
+				v, err := s.Client().Get(ctx, "k").Result()
+				if err != nil {
+					v = ""
+				}
+				if v != tt.holder {
+					t.Errorf("key holds %q after the batch, want %q", v, tt.holder)
+				}
+			})
+		}
 	}
 }

@@ -12,6 +12,13 @@ import _ "embed"
 // other's releases.
 const ChannelPrefix = "dlm:released:"
 
+// ListenKey is a node's listening marker: a client sets it, with a short
+// expiry, before it subscribes to any release channel on the node, and
+// keeps it set while it listens. The batch script (Batch) announces its
+// releases only while it exists, and then only on channels that have a
+// subscriber.
+const ListenKey = "dlm:listening"
+
 var (
 	// Inspect reads a lock key for operators (adapter.InspectNode): its
 	// kind, expiry, value, and a read-write lock's live readers and
@@ -31,6 +38,17 @@ var (
 	//
 	//go:embed release_publish.lua
 	ReleasePublish string
+
+	// Batch runs a node's batch of single-resource acquisitions,
+	// releases (announced or not), extensions and transfers in one call,
+	// in order, each as its own command or script would (R3, R5, R14,
+	// R17). KEYS the key of each operation; ARGV[1] the operations, one
+	// letter each (a, r, p, e, t); ARGV[2] the channel prefix; then their
+	// arguments. Returns one character per operation (1 acted, 0 not, E
+	// error), then a newline and the errors when there is an E.
+	//
+	//go:embed batch.lua
+	Batch string
 
 	// Extend resets the lock key's expiry only if it holds the value, and
 	// never creates a key (R17).

@@ -12,6 +12,8 @@ import (
 type Scripts struct {
 	Release, Publish, Extend, Transfer *Script
 	Sets                               SetScripts
+	// Batch runs a whole batch of single-resource requests (Combined).
+	Batch *Script
 }
 
 // NewScripts returns the batched scripts of redlock/scripts.
@@ -22,6 +24,7 @@ func NewScripts() Scripts {
 		Extend:   NewScript(scripts.Extend),
 		Transfer: NewScript(scripts.Transfer),
 		Sets:     NewSetScripts(),
+		Batch:    NewScript(scripts.Batch),
 	}
 }
 
