@@ -36,7 +36,7 @@ func TestExhaust(t *testing.T) {
 		{"SM n4 m2 without symmetry", byzantine.SM, 4, 2, false, byzantine.ExhaustOptions{NoSymmetry: true}, 0, 1 + 4 + 6, false, false, true},
 		// The known violations of OM(2) with five generals and two
 		// traitors: silence breaks IC2 (first run), two-faced relays IC1.
-		{"OM n5 m2 traitors 1,2", byzantine.OM, 5, 2, true, byzantine.ExhaustOptions{Faulty: []byzantine.ID{1, 2}, MaxRuns: 30000}, 30000, 1, true, true, false},
+		{"OM n5 m2 traitors 1,2", byzantine.OM, 5, 2, true, byzantine.ExhaustOptions{Faulty: []byzantine.ID{1, 2}, MaxRuns: 8000}, 8000, 1, true, true, false},
 		// The checker's own check: SM(1) with two traitors is beyond its
 		// bound, and the search must find the last-round attack (the
 		// commander signs retreat for lieutenant 2 only, traitor 1 relays

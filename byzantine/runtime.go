@@ -26,6 +26,11 @@ type Inbound struct {
 	// Rejected is set when the transport refused what the peer sent before
 	// cutting it off (for example RejectMalformed or RejectOversized).
 	Rejected RejectReason
+	// At, when the transport sets it, is when the event arrived. A message
+	// that arrived before its round's deadline but was taken after it
+	// shows that the receiver, not the sender, fell behind the schedule:
+	// RunGeneral then lists the round in GeneralResult.Overran.
+	At time.Time
 }
 
 // Endpoint is one general's attachment to a real network of generals. The
@@ -54,7 +59,8 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // traitor sends no markers either, like a crashed general; the others wait
 // for the round timeout. Every general of a run must be given the same
 // start. A round in which the general could not send everything before
-// the round's deadline (it started late, or was too slow) is listed in
+// the round's deadline (it started late, or was too slow), or did not take
+// a message that had arrived in time (Inbound.At), is listed in
 // GeneralResult.Overran: its decision is then not guaranteed, and callers
 // must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
 // A general that cfg.Crashes makes crash returns, at the start of its
@@ -157,6 +163,15 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				switch {
 				case msg.Round < r || ended[p] >= msg.Round:
 					refuse(r, msg, RejectLate)
+					if msg.Round < r && msg.Round >= 0 && !ev.At.IsZero() && !ev.At.After(start.Add(time.Duration(msg.Round+1)*g.cfg.RoundTimeout)) &&
+						!slices.Contains(overran, msg.Round) && g.wouldCount(msg) {
+						// It was here in time and would have counted; this
+						// general was too busy to take it: it did not keep
+						// the schedule. (A traitor's useless traffic, which
+						// would have been refused anyway, does not count.)
+						overran = append(overran, msg.Round)
+						slices.Sort(overran)
+					}
 				case msg.Round > m+1:
 					refuse(r, msg, RejectMalformed) // no such round: not buffered
 				case msg.Round > m:

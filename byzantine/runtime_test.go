@@ -3,6 +3,7 @@ package byzantine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -146,6 +147,63 @@ func TestRunGeneralOutOfTime(t *testing.T) {
 		}
 		if got := runTimed(t, cfg).OutOfTime(); len(got) != 0 {
 			t.Errorf("a run on schedule: OutOfTime() = %v, want none", got)
+		}
+	})
+}
+
+// slowEndpoint stamps every event with its arrival time and makes its
+// general take the first one only after a pause longer than the round
+// timeout: a receiver that falls behind the schedule.
+type slowEndpoint struct {
+	chanEndpoint
+	pause  time.Duration
+	paused *bool
+}
+
+func (e slowEndpoint) Send(ctx context.Context, m byzantine.Message) error {
+	m.From = e.id
+	e.net.inbox[m.To] <- byzantine.Inbound{From: e.id, Message: &m, At: time.Now()}
+	return nil
+}
+
+func (e slowEndpoint) Recv(ctx context.Context) (byzantine.Inbound, error) {
+	if !*e.paused {
+		*e.paused = true
+		time.Sleep(e.pause)
+	}
+	return e.chanEndpoint.Recv(ctx)
+}
+
+// TestRunGeneralSlowReceiverReports: a general that takes messages after
+// their round's deadline, though they arrived in time, reports the round
+// in Overran (it refused its peers' messages as late by its own fault).
+func TestRunGeneralSlowReceiverReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(byzantine.OM, 4, 1)
+		net := newChanNet(cfg.Generals)
+		start := time.Now()
+		results := make([]byzantine.GeneralResult, cfg.Generals)
+		var wg sync.WaitGroup
+		for i := range cfg.Generals {
+			g, err := byzantine.NewGeneral(cfg, byzantine.ID(i), byzantine.Keyring{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ep byzantine.Endpoint = slowEndpoint{chanEndpoint{net, byzantine.ID(i)}, 0, new(bool)}
+			if i == 1 {
+				ep = slowEndpoint{chanEndpoint{net, 1}, 2 * cfg.RoundTimeout, new(bool)}
+			}
+			wg.Go(func() {
+				results[i], _ = byzantine.RunGeneral(t.Context(), g, ep, start, nil)
+			})
+		}
+		wg.Wait()
+		res := byzantine.Assemble(cfg, results)
+		if got := results[1].Overran; !slices.Contains(got, 0) {
+			t.Errorf("the slow general 1 overran %v, want round 0 listed", got)
+		}
+		if got := res.OutOfTime(); !slices.Contains(got, 1) {
+			t.Errorf("OutOfTime() = %v, want general 1", got)
 		}
 	})
 }
