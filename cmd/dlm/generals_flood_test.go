@@ -79,7 +79,7 @@ func TestGeneralsNodeFlood(t *testing.T) {
 	}
 	const (
 		n, m    = 5, 2
-		orders  = 20000
+		orders  = 8000
 		timeout = 500 * time.Millisecond
 		seq     = 7
 	)
