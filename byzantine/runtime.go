@@ -53,7 +53,9 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 
 // RunGeneral drives g over ep in synchronous rounds (A3 by timeouts, B9
 // timing): round r ends when every peer announced the end of its round r,
-// or at start + (r+1)*cfg.RoundTimeout, whichever comes first. A message
+// or at start + (r+1)*cfg.RoundTimeout, whichever comes first; events the
+// transport stamped (Inbound.At) as arrived before that deadline still
+// count in the round even when this general takes them later. A message
 // tagged with round r that arrives after the receiver left round r, or
 // after its sender's end-of-round marker, is rejected as late. A Silent
 // traitor sends no markers either, like a crashed general; the others wait
@@ -91,6 +93,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 	}
 	var overran []int
+	var carry *Inbound // an event taken after a deadline, for the next round
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
 		if r == crash {
@@ -140,7 +143,22 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if done {
 				break
 			}
-			ev, err := ep.Recv(rctx)
+			var ev Inbound
+			var err error
+			if carry != nil {
+				ev, carry = *carry, nil
+			} else if ev, err = ep.Recv(rctx); err != nil && ctx.Err() == nil {
+				// The round's deadline. What the transport stamped as
+				// arrived before it still belongs to the round, however
+				// long this general took to get to it; the first event
+				// that came later (or is not stamped) ends the round and
+				// is handled in the next.
+				ev, err = takeQueued(ctx, ep)
+				if err == nil && (ev.At.IsZero() || ev.At.After(deadline)) {
+					carry = &ev
+					err = errDeadline
+				}
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					cancel()
@@ -211,6 +229,21 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 	}
 	return res, nil
+}
+
+// errDeadline ends a round's receive loop at its deadline.
+var errDeadline = errors.New("byzantine: round deadline")
+
+// queuedWait is how long, after a round's deadline, a general waits for an
+// event already queued by the transport before it closes the round.
+const queuedWait = time.Millisecond
+
+// takeQueued returns the next event the transport already holds, waiting
+// at most queuedWait.
+func takeQueued(ctx context.Context, ep Endpoint) (Inbound, error) {
+	qctx, cancel := context.WithTimeout(ctx, queuedWait)
+	defer cancel()
+	return ep.Recv(qctx)
 }
 
 // Assemble builds a Result from the per-general results of a run over a
