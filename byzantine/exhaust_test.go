@@ -108,3 +108,53 @@ func ExampleExhaust() {
 	// runs: 17 complete: true IC2 violations: 2
 	// traitors [1] sent [r1: 1 -> 2 nothing (0:1)]; loyal decisions map[2:retreat]
 }
+
+// TestExhaustSymmetry: every traitor set searched without the symmetry
+// reduction has the runs and violations of the one set that stands for
+// its class (same size, commander in or out), so the reduction loses
+// nothing for these sizes.
+func TestExhaustSymmetry(t *testing.T) {
+	tests := []struct {
+		alg    byzantine.Algorithm
+		n, m   int
+		unsafe bool
+	}{
+		{byzantine.OM, 3, 1, true},
+		{byzantine.OM, 4, 2, true},
+		{byzantine.SM, 4, 2, false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s n%d m%d", tt.alg, tt.n, tt.m), func(t *testing.T) {
+			cfg := byzantine.DefaultConfig()
+			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.AllowUnsafe = tt.alg, tt.n, tt.m, tt.unsafe
+			sym, err := byzantine.Exhaust(t.Context(), cfg, byzantine.ExhaustOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			all, err := byzantine.Exhaust(t.Context(), cfg, byzantine.ExhaustOptions{NoSymmetry: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			class := func(set []byzantine.ID) [2]int {
+				c := [2]int{len(set), 0}
+				if len(set) > 0 && set[0] == 0 {
+					c[1] = 1
+				}
+				return c
+			}
+			rep := map[[2]int]byzantine.ExhaustSet{}
+			for _, s := range sym.Sets {
+				rep[class(s.Traitors)] = s
+			}
+			if sym.SetsCovered != len(all.Sets) {
+				t.Errorf("the reduction covers %d sets, the full search has %d", sym.SetsCovered, len(all.Sets))
+			}
+			for _, s := range all.Sets {
+				r := rep[class(s.Traitors)]
+				if s.Runs != r.Runs || s.Violations != r.Violations {
+					t.Errorf("set %v: %d runs, %d violating; its class %v: %d, %d", s.Traitors, s.Runs, s.Violations, r.Traitors, r.Runs, r.Violations)
+				}
+			}
+		})
+	}
+}
