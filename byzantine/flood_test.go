@@ -7,10 +7,11 @@ import (
 	"dlm/byzantine"
 )
 
-// floodOrders is how many distinct, validly signed orders the flooding
-// traitors of these tests send. Before the relay bound (issue 23) 2,000 were
-// enough for lieutenant 1 of SM(2), n=10, to send 16,000 relays instead of 9.
-const floodOrders = 2000
+// floodOrders is how many distinct orders the flooding traitors of these
+// tests send. Before the bounds (issue 23) 2,000 made the loyal generals of
+// SM(2), n=10, send 114,064 messages instead of 81; 500 keep the test fast
+// under -race and still fail without the bounds.
+const floodOrders = 500
 
 // floodCommander is a traitorous SM commander that sends the honest order
 // to every lieutenant, then n distinct orders, each signed, to lieutenant
@@ -61,6 +62,31 @@ func floodRelay(signed *[]byzantine.Message) byzantine.TraitorFunc {
 	}
 }
 
+// floodForged is a traitorous lieutenant that, in round 1, sends every
+// other lieutenant n chains o:0:self of distinct orders, each with a
+// made-up commander signature and its own valid one.
+func floodForged(n int) byzantine.TraitorFunc {
+	return func(round int, honest []byzantine.Message, s byzantine.Signer) []byzantine.Message {
+		if round != 1 || len(honest) == 0 {
+			return honest
+		}
+		out := honest
+		for _, h := range honest {
+			for i := range n / len(honest) {
+				m := h
+				m.Order = byzantine.Order(fmt.Sprintf("f%d", i))
+				m.Sigs = [][]byte{make([]byte, 64), nil}
+				m, err := s.Sign(m)
+				if err != nil {
+					panic(err)
+				}
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+}
+
 // loyalWork sums what the loyal generals of res did.
 func loyalWork(res *byzantine.Result) (sent, verified, made int) {
 	for _, g := range res.Generals {
@@ -77,11 +103,14 @@ func loyalWork(res *byzantine.Result) (sent, verified, made int) {
 // generals' work (issue 23). SM(2) with n=10: a traitorous commander sends
 // attack to all, then floodOrders distinct signed orders to lieutenant 1;
 // with an accomplice lieutenant, the accomplice relays them all to
-// lieutenant 1 too. Loyal generals agree, and what they send, sign and
+// lieutenant 1 too; or a traitorous lieutenant sends everyone chains with
+// made-up commander signatures. Loyal generals agree, and what they send, sign and
 // verify stays within twice what the same generals do in the loyal run
 // (the bound: each loyal lieutenant relays at most two orders, and takes
-// one order from the commander). Before the fix lieutenant 1 relayed every
-// order it got: 16,000 messages from lieutenant 1 alone, 112,000 in all.
+// one order from the commander, and at most two messages from any
+// lieutenant are examined). Before the fix, with 2,000 orders, the loyal
+// generals sent 114,064 messages and made 32,072 verifications; forged
+// chains cost 2,072 verifications.
 func TestSMFloodBounded(t *testing.T) {
 	const n, m = 10, 2
 	base := config(byzantine.SM, n, m)
@@ -100,6 +129,11 @@ func TestSMFloodBounded(t *testing.T) {
 				{ID: 0, Strategy: byzantine.Custom, Func: floodCommander(floodOrders, &signed)},
 				{ID: 2, Strategy: byzantine.Custom, Func: floodRelay(&signed)},
 			}
+		}},
+		// Each chain carries a made-up commander signature: before the
+		// per-sender cap every one cost each receiver a verification.
+		{"lieutenant 2 sends forged chains to everyone", func() []byzantine.Traitor {
+			return []byzantine.Traitor{{ID: 2, Strategy: byzantine.Custom, Func: floodForged(floodOrders)}}
 		}},
 	}
 	for _, tt := range tests {

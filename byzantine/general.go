@@ -99,7 +99,8 @@ type smJob struct {
 
 type smState struct {
 	v         []Order
-	commander bool // an order from the commander (a chain v:0) was accepted
+	commander bool  // an order from the commander (a chain v:0) was accepted
+	from      []int // per sender: messages examined (shape valid, not duplicates)
 	seen      map[string]struct{}
 	verified  map[string]bool
 	pending   []smJob // accepted this round, relayed next round
@@ -167,6 +168,7 @@ func NewGeneral(cfg Config, id ID, keys Keyring, opts ...GeneralOption) (*Genera
 	}
 	if cfg.Algorithm == SM {
 		g.sm.seen = make(map[string]struct{})
+		g.sm.from = make([]int, n)
 		g.sm.verified = make(map[string]bool)
 	}
 	return g, nil
@@ -490,6 +492,36 @@ func (g *General) omReceive(m Message) RejectReason {
 	}
 	lv[idx] = m.Order
 	return ""
+}
+
+// omSlotEmpty reports whether no value was received yet along m's path
+// (a well-formed OM path of a round this general has started).
+func (g *General) omSlotEmpty(m Message) bool {
+	d := len(m.Path) - 1
+	if g.id == 0 || d > g.m || d >= len(g.om.levels) || g.om.levels[d] == nil {
+		return false
+	}
+	idx := 0
+	for t := 1; t <= d; t++ {
+		j := m.Path[t]
+		if j <= 0 || int(j) >= g.n || j == g.id {
+			return false
+		}
+		rank := int(j) - 1
+		if g.id < j {
+			rank--
+		}
+		for _, k := range m.Path[1:t] {
+			if k == j {
+				return false
+			}
+			if k < j {
+				rank--
+			}
+		}
+		idx = idx*g.om.radix[t] + rank
+	}
+	return idx >= 0 && idx < len(g.om.levels[d]) && g.om.levels[d][idx] == ""
 }
 
 // omDecide is B6 step 3 applied recursively: the value of the execution

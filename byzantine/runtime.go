@@ -26,6 +26,11 @@ type Inbound struct {
 	// Rejected is set when the transport refused what the peer sent before
 	// cutting it off (for example RejectMalformed or RejectOversized).
 	Rejected RejectReason
+	// At, when the transport sets it, is when the event arrived. A message
+	// that arrived before its round's deadline but was taken after it
+	// shows that the receiver, not the sender, fell behind the schedule:
+	// RunGeneral then lists the round in GeneralResult.Overran.
+	At time.Time
 }
 
 // Endpoint is one general's attachment to a real network of generals. The
@@ -48,13 +53,16 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 
 // RunGeneral drives g over ep in synchronous rounds (A3 by timeouts, B9
 // timing): round r ends when every peer announced the end of its round r,
-// or at start + (r+1)*cfg.RoundTimeout, whichever comes first. A message
+// or at start + (r+1)*cfg.RoundTimeout, whichever comes first; events the
+// transport stamped (Inbound.At) as arrived before that deadline still
+// count in the round even when this general takes them later. A message
 // tagged with round r that arrives after the receiver left round r, or
 // after its sender's end-of-round marker, is rejected as late. A Silent
 // traitor sends no markers either, like a crashed general; the others wait
 // for the round timeout. Every general of a run must be given the same
 // start. A round in which the general could not send everything before
-// the round's deadline (it started late, or was too slow) is listed in
+// the round's deadline (it started late, or was too slow), or did not take
+// a message that had arrived in time (Inbound.At), is listed in
 // GeneralResult.Overran: its decision is then not guaranteed, and callers
 // must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
 // A general that cfg.Crashes makes crash returns, at the start of its
@@ -85,6 +93,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 	}
 	var overran []int
+	var carry *Inbound // an event taken after a deadline, for the next round
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
 		if r == crash {
@@ -134,7 +143,22 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if done {
 				break
 			}
-			ev, err := ep.Recv(rctx)
+			var ev Inbound
+			var err error
+			if carry != nil {
+				ev, carry = *carry, nil
+			} else if ev, err = ep.Recv(rctx); err != nil && ctx.Err() == nil {
+				// The round's deadline. What the transport stamped as
+				// arrived before it still belongs to the round, however
+				// long this general took to get to it; the first event
+				// that came later (or is not stamped) ends the round and
+				// is handled in the next.
+				ev, err = takeQueued(ctx, ep)
+				if err == nil && (ev.At.IsZero() || ev.At.After(deadline)) {
+					carry = &ev
+					err = errDeadline
+				}
+			}
 			if err != nil {
 				if ctx.Err() != nil {
 					cancel()
@@ -157,6 +181,15 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				switch {
 				case msg.Round < r || ended[p] >= msg.Round:
 					refuse(r, msg, RejectLate)
+					if msg.Round < r && msg.Round >= 0 && !ev.At.IsZero() && !ev.At.After(start.Add(time.Duration(msg.Round+1)*g.cfg.RoundTimeout)) &&
+						!slices.Contains(overran, msg.Round) && g.wouldCount(msg) {
+						// It was here in time and would have counted; this
+						// general was too busy to take it: it did not keep
+						// the schedule. (A traitor's useless traffic, which
+						// would have been refused anyway, does not count.)
+						overran = append(overran, msg.Round)
+						slices.Sort(overran)
+					}
 				case msg.Round > m+1:
 					refuse(r, msg, RejectMalformed) // no such round: not buffered
 				case msg.Round > m:
@@ -196,6 +229,21 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 	}
 	return res, nil
+}
+
+// errDeadline ends a round's receive loop at its deadline.
+var errDeadline = errors.New("byzantine: round deadline")
+
+// queuedWait is how long, after a round's deadline, a general waits for an
+// event already queued by the transport before it closes the round.
+const queuedWait = time.Millisecond
+
+// takeQueued returns the next event the transport already holds, waiting
+// at most queuedWait.
+func takeQueued(ctx context.Context, ep Endpoint) (Inbound, error) {
+	qctx, cancel := context.WithTimeout(ctx, queuedWait)
+	defer cancel()
+	return ep.Recv(qctx)
 }
 
 // Assemble builds a Result from the per-general results of a run over a

@@ -3,6 +3,7 @@ package byzantine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -108,7 +109,9 @@ func TestRunGeneralTimers(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				t0 := time.Now()
 				res := runTimed(t, tt.cfg)
-				if el := time.Since(t0); el != tt.wantElapsed {
+				// A timed-out round also waits a millisecond for events
+				// already queued before it closes.
+				if el := time.Since(t0); el < tt.wantElapsed || el > tt.wantElapsed+10*time.Millisecond {
 					t.Errorf("took %v of fake time, want %v", el, tt.wantElapsed)
 				}
 				if err := res.Verify(); err != nil {
@@ -146,6 +149,106 @@ func TestRunGeneralOutOfTime(t *testing.T) {
 		}
 		if got := runTimed(t, cfg).OutOfTime(); len(got) != 0 {
 			t.Errorf("a run on schedule: OutOfTime() = %v, want none", got)
+		}
+	})
+}
+
+// slowEndpoint stamps every event with its arrival time and makes its
+// general take the first one only after a pause longer than the round
+// timeout: a receiver that falls behind the schedule.
+type slowEndpoint struct {
+	chanEndpoint
+	pause  time.Duration
+	paused *bool
+}
+
+func (e slowEndpoint) Send(ctx context.Context, m byzantine.Message) error {
+	m.From = e.id
+	e.net.inbox[m.To] <- byzantine.Inbound{From: e.id, Message: &m, At: time.Now()}
+	return nil
+}
+
+func (e slowEndpoint) EndRound(_ context.Context, r int) error {
+	for p := range e.net.inbox {
+		if byzantine.ID(p) != e.id {
+			e.net.inbox[p] <- byzantine.Inbound{From: e.id, Marker: true, EndOfRound: r, At: time.Now()}
+		}
+	}
+	return nil
+}
+
+func (e slowEndpoint) Recv(ctx context.Context) (byzantine.Inbound, error) {
+	if !*e.paused {
+		*e.paused = true
+		time.Sleep(e.pause)
+	}
+	if err := ctx.Err(); err != nil {
+		return byzantine.Inbound{}, err // a deadline passed wins over a queued event
+	}
+	return e.chanEndpoint.Recv(ctx)
+}
+
+// runSlow runs cfg over chanNet with general slow held back for pause
+// before it takes its first event, every event stamped with its arrival.
+func runSlow(t *testing.T, cfg byzantine.Config, slow byzantine.ID, pause time.Duration) []byzantine.GeneralResult {
+	t.Helper()
+	net := newChanNet(cfg.Generals)
+	start := time.Now()
+	results := make([]byzantine.GeneralResult, cfg.Generals)
+	var wg sync.WaitGroup
+	for i := range cfg.Generals {
+		g, err := byzantine.NewGeneral(cfg, byzantine.ID(i), byzantine.Keyring{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ep := slowEndpoint{chanEndpoint{net, byzantine.ID(i)}, 0, new(bool)}
+		if byzantine.ID(i) == slow {
+			ep.pause = pause
+		}
+		wg.Go(func() {
+			results[i], _ = byzantine.RunGeneral(t.Context(), g, ep, start, nil)
+		})
+	}
+	wg.Wait()
+	return results
+}
+
+// TestRunGeneralTakesWhatArrivedInTime: the round's deadline closes it to
+// what arrives later, not to what arrived before it and waited for a busy
+// general (the transport's arrival stamp is what was measured). Before,
+// general 1, held back one and a half round timeouts, refused the
+// commander's order as late.
+func TestRunGeneralTakesWhatArrivedInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(byzantine.OM, 4, 1)
+		results := runSlow(t, cfg, 1, 3*cfg.RoundTimeout/2)
+		res := byzantine.Assemble(cfg, results)
+		if err := res.Verify(); err != nil {
+			t.Errorf("Verify() = %v", err)
+		}
+		if n := results[1].Stats.Rejected[byzantine.RejectLate]; n != 0 {
+			t.Errorf("general 1 refused %d messages as late; they arrived in time", n)
+		}
+		if got := res.OutOfTime(); len(got) != 0 {
+			t.Errorf("OutOfTime() = %v, want none: general 1 caught up within round 1", got)
+		}
+	})
+}
+
+// TestRunGeneralSlowReceiverReports: a general that takes messages after
+// their round's deadline, though they arrived in time, reports the round
+// in Overran (it refused its peers' messages as late by its own fault).
+func TestRunGeneralSlowReceiverReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(byzantine.OM, 4, 1)
+		results := runSlow(t, cfg, 1, 3*cfg.RoundTimeout)
+		res := byzantine.Assemble(cfg, results)
+		t.Logf("general 1 overran %v", results[1].Overran)
+		if got := results[1].Overran; len(got) == 0 {
+			t.Errorf("the slow general 1 overran %v, want its late rounds listed", got)
+		}
+		if got := res.OutOfTime(); !slices.Contains(got, 1) {
+			t.Errorf("OutOfTime() = %v, want general 1", got)
 		}
 	})
 }

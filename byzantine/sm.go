@@ -60,6 +60,34 @@ func (s *signer) sigsFor(g *General, o Order) [][]byte {
 // general verify, sign and send, whatever it sends.
 const MaxValues = 2
 
+// senderCap is how many SM messages a loyal general sends to any one
+// other general in a whole run: the commander one order, a lieutenant one
+// relay of each of the at most MaxValues orders it keeps.
+func senderCap(from ID) int {
+	if from == 0 {
+		return 1
+	}
+	return MaxValues
+}
+
+// wouldCount reports whether m, refused as late, would have changed what
+// this general holds had it come in time; RunGeneral uses it to tell a
+// general that fell behind the schedule from a peer's useless traffic.
+func (g *General) wouldCount(m Message) bool {
+	if len(m.Path) == 0 || len(m.Path) > g.m+1 || m.Path[0] != 0 || m.Path[len(m.Path)-1] != m.From {
+		return false
+	}
+	switch g.cfg.Algorithm {
+	case SM:
+		k := len(m.Path) - 1
+		known := slices.Contains(g.sm.v, m.Order)
+		return !known && len(g.sm.v) < MaxValues && !(k == 0 && g.sm.commander) &&
+			int(m.From) < len(g.sm.from) && g.sm.from[m.From] < senderCap(m.From)
+	default:
+		return g.omSlotEmpty(m)
+	}
+}
+
 func (g *General) smOutbox(buf []Message, r int) []Message {
 	if g.id == 0 {
 		if r != 0 {
@@ -191,7 +219,13 @@ func (g *General) smReceive(m Message) RejectReason {
 		// Two distinct orders already make choice(V) RETREAT; every loyal
 		// general that holds fewer gets them from this one's relays.
 		return RejectSurplus
+	case g.sm.from[m.From] >= senderCap(m.From):
+		// A loyal lieutenant relays each of its at most two orders once to
+		// each general: a third message from it is treachery, and is not
+		// worth a signature check.
+		return RejectFlood
 	}
+	g.sm.from[m.From]++
 	if !g.verifyChain(m) {
 		return RejectForged // A4: forged or altered, never believed
 	}

@@ -379,6 +379,7 @@ func (n *Node) readLoop(conn net.Conn) {
 			return
 		}
 		ev, ok := decodeFrame(peer, n.run, frame)
+		ev.At = time.Now()
 		if !n.push(ev) || !ok {
 			return
 		}

@@ -227,7 +227,7 @@ func TestGeneralsExhaust(t *testing.T) {
 		{"OM n5 m2 refused", []string{"--algorithm", "om", "-n", "5", "-m", "2"}, exitUsage, ""},
 		{"OM n3 m1 refused", []string{"--algorithm", "om", "-n", "3", "-m", "1"}, exitUsage, ""},
 		{"OM n3 m1 unsafe counterexample", []string{"--algorithm", "om", "-n", "3", "-m", "1", "--unsafe"}, exitFailure, "counterexample"},
-		{"OM n5 m2 traitors 1,2 unsafe", []string{"--algorithm", "om", "-n", "5", "-m", "2", "--faulty", "1,2", "--unsafe", "--max-runs", "30000"}, exitFailure, "VIOLATED: IC1 in 5817 runs, IC2 in 28407 runs"},
+		{"OM n5 m2 traitors 1,2 unsafe", []string{"--algorithm", "om", "-n", "5", "-m", "2", "--faulty", "1,2", "--unsafe", "--max-runs", "8000"}, exitFailure, "VIOLATED: IC1 in 399 runs, IC2 in 8000 runs"},
 		{"stopped early", []string{"--algorithm", "sm", "-n", "5", "-m", "2", "--max-runs", "50"}, exitInconclusive, "proves nothing"},
 		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"complete": true`},
 	}

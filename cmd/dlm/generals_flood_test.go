@@ -79,7 +79,7 @@ func TestGeneralsNodeFlood(t *testing.T) {
 	}
 	const (
 		n, m    = 5, 2
-		orders  = 20000
+		orders  = 8000
 		timeout = 500 * time.Millisecond
 		seq     = 7
 	)
@@ -97,7 +97,7 @@ func TestGeneralsNodeFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0 := time.Now().Add(3 * time.Second)
+	t0 := time.Now().Add(4 * time.Second) // every process must be up before it: a start already past is refused
 	start := t0.UTC().Format(time.RFC3339Nano)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

@@ -115,6 +115,7 @@ table.msgs td { text-align: left; }
 tr.lie td { background: #ffd2d2; font-weight: bold; }
 tr.lie td.sent::after { content: " \2190 lie"; color: #b00; }
 tr.refused td.status { color: #b00; }
+tr.from-traitor td:first-child { background: #fde2e2; }
 ul.tree { list-style: none; font-family: monospace; }
 li.missing > span.value { color: #b00; }
 span.inputs { color: #555; }
@@ -137,14 +138,14 @@ p.violated { color: #b00; font-weight: bold; }
 <div id="stepper"><button type="button" id="step-prev">previous round</button> <input type="range" id="step-slider" min="0" max="0" value="0" /> <button type="button" id="step-next">next round</button> <span id="step-label">all rounds shown</span> <span id="script-status" data-ready="no"></span></div>
 <p>In each round: the count of messages from each sender (rows) to each receiver (columns), with those refused in red, then every message with what was sent beside what a loyal general in the sender's place would have sent. A lie is highlighted; a refused message says why.</p>
 {{range .Rounds}}<section class="step" id="step-{{.Round}}" data-round="{{.Round}}">
-<h3>Round {{.Round}}: {{len .Messages}} messages, {{.Lies}} lies, {{.Refused}} refused</h3>
+<h3>Round {{.Round}}: messages {{len .Messages}}, lies {{.Lies}}, refused {{.Refused}}</h3>
 <table class="round" id="round-{{.Round}}" data-round="{{.Round}}">
 <tr><th>from \ to</th>{{range .IDs}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr class="{{.Class}}" data-from="{{.From}}"><th>{{.From}}</th>{{range .Cells}}<td data-to="{{.To}}" data-count="{{.Count}}" data-rejected="{{.Rejected}}"{{if eq .Count 0}} class="zero"{{end}}>{{.Count}}{{if .Rejected}} <span class="rejected">({{.Rejected}} refused)</span>{{end}}</td>{{end}}</tr>
 {{end}}</table>
 <table class="msgs" id="msgs-{{.Round}}">
 <tr><th>from</th><th>to</th><th>path</th><th>sent</th><th>a loyal general would send</th><th>receiver</th></tr>
-{{range .Messages}}<tr class="msg{{if .Lie}} lie{{end}}{{if .Refused}} refused{{end}}{{if .Traitor}} traitor{{end}}" data-from="{{.From}}" data-to="{{.To}}" data-path="{{.Path}}" data-sent="{{.Sent}}" data-loyal="{{.Loyal}}" data-lie="{{.Lie}}"><td>{{.From}}</td><td>{{.To}}</td><td><code>{{.Path}}</code></td><td class="sent">{{.Sent}}</td><td class="loyal">{{.Loyal}}</td><td class="status">{{if .Refused}}refused ({{.Refused}}): {{.Why}}{{else}}accepted{{end}}{{if .Fault}}; transport: {{.Fault}}{{end}}</td></tr>
+{{range .Messages}}<tr class="msg{{if .Lie}} lie{{end}}{{if .Refused}} refused{{end}}{{if .Traitor}} from-traitor{{end}}" data-from="{{.From}}" data-to="{{.To}}" data-path="{{.Path}}" data-sent="{{.Sent}}" data-loyal="{{.Loyal}}" data-lie="{{.Lie}}"><td>{{.From}}</td><td>{{.To}}</td><td><code>{{.Path}}</code></td><td class="sent">{{.Sent}}</td><td class="loyal">{{.Loyal}}</td><td class="status">{{if .Refused}}refused ({{.Refused}}): {{.Why}}{{else}}accepted{{end}}{{if .Fault}}; transport: {{.Fault}}{{end}}</td></tr>
 {{end}}</table>
 {{if .Omitted}}<p>{{.Omitted}} more messages of this round are not listed.</p>{{end}}
 </section>
@@ -181,7 +182,7 @@ p.violated { color: #b00; font-weight: bold; }
   }
   var st = document.getElementById("script-status");
   st.setAttribute("data-ready", "yes");
-  st.textContent = "step-through ready: " + steps.length + " rounds, " + document.querySelectorAll("tr.lie").length + " lies";
+  st.textContent = "step-through ready: rounds " + steps.length + ", lies " + document.querySelectorAll("tr.lie").length;
 })();
 </script>
 </body>

@@ -301,7 +301,7 @@ func testGeneralsCluster(t *testing.T, bin string) {
 	if err := os.WriteFile(clusterFile, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now().Add(2 * time.Second).UTC().Format(time.RFC3339Nano)
+	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano) // a node refuses a start already past (exit 64)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	type outcome struct {
