@@ -175,7 +175,7 @@ type nodeRead struct {
 // returns each node's read (values included, for ForceRelease). owners
 // caches the owner labels by tag.
 func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource string, owners map[string]string) (LockInfo, []nodeRead) {
-	key, fenceKey := c.opts.prefix+resource, c.opts.fencePrefix+resource
+	key, fenceKey := c.one(resource).key, c.opts.fencePrefix+resource
 	reads := make([]nodeRead, len(nodes))
 	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
 		st, err := n.Inspect(ctx, key)
@@ -378,7 +378,7 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 	}
 	info, reads := c.inspect(ctx, nodes, resource, map[string]string{})
 	rep := ForceReport{Before: info, Released: make([]int, len(nodes)), Errs: make([]error, len(nodes))}
-	key := c.opts.prefix + resource
+	key := c.one(resource).key
 	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
 		r := reads[i]
 		if r.err != nil {
