@@ -37,7 +37,8 @@ nodes (for write, by its owner; for read, by its readers; or free), the
 validity that remains on a quorum, its fencing token, and each node's view.
 Holders are named by their owner label (--owner of dlm lock and dlm
 acquire, host and pid by default) and numbered per node; the lock's value
-is a secret and is never shown, not a byte of it.
+is a secret and is never shown, not a byte of it. To release a lock whose
+holder is known to be dead: dlm release --force RESOURCE.
 
 Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
 localhost) are flagged: they are not independent masters (R2).
