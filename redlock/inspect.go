@@ -287,7 +287,9 @@ const DefaultLocksLimit = 1000
 // remnants on fewer than a quorum of nodes. At most limit resources are
 // listed (0: DefaultLocksLimit), sorted by name; complete is false when
 // there were more. A node whose scan fails is skipped: its keys show only
-// if another node has them, and its views say so.
+// if another node has them, and its views say so. When ctx ends while the
+// resources are inspected, Locks returns those inspected so far with ctx's
+// error.
 func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, complete bool, err error) {
 	if limit <= 0 {
 		limit = DefaultLocksLimit
@@ -344,6 +346,9 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	}
 	owners := map[string]string{}
 	for _, r := range sorted {
+		if err := ctx.Err(); err != nil {
+			return infos, false, err // the resources inspected so far
+		}
 		info, _ := c.inspect(ctx, nodes, r, owners)
 		infos = append(infos, info)
 	}

@@ -100,7 +100,9 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 	if err != nil {
 		return err
 	}
-	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(min(timeout, redlock.DefaultTTL/2))}
+	// Each request to a node is bounded by --timeout: the library's bound
+	// is twenty node timeouts (rto.go).
+	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(max(min(timeout, redlock.DefaultTTL/2)/20, time.Millisecond))}
 	if byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
 	}
@@ -110,14 +112,18 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		return err
 	}
 	defer closeClient()
-	ctx, cancel := context.WithTimeout(cmd.Context(), timeout+time.Duration(max(len(resources), 1))*timeout)
+	// A frozen node costs each resource --timeout: the whole listing is
+	// bounded, and what was inspected by then is shown.
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Duration(max(len(resources), 4)+1)*timeout)
 	defer cancel()
 	w := cmd.OutOrStdout()
 	var infos []redlock.LockInfo
 	complete := true
+	var cut error
 	if all {
-		if infos, complete, err = client.Locks(ctx, limit); err != nil {
-			return fmt.Errorf("list the locks: %w", err)
+		infos, complete, cut = client.Locks(ctx, limit)
+		if cut != nil && len(infos) == 0 {
+			return fmt.Errorf("list the locks: %w", cut)
 		}
 		fmt.Fprintf(w, "\n%d resource(s) with a lock key under %q\n", len(infos), prefix)
 	}
@@ -132,7 +138,10 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		fmt.Fprintln(w)
 		fmt.Fprint(w, describeLock(info, client.Quorum()))
 	}
-	if !complete {
+	switch {
+	case cut != nil:
+		return fmt.Errorf("the list of locks is cut short (%d shown): %w", len(infos), cut)
+	case !complete:
 		fmt.Fprintf(w, "\n(more resources than --limit %d: the list is cut)\n", limit)
 	}
 	return nil
