@@ -44,7 +44,8 @@ type Client struct {
 
 	rtt rto // the round trips seen, for the node timeout (rto.go)
 	// heard[i] is when node i last answered a request without an error,
-	// as time since born (rto.go: a node that answers is busy, not failed).
+	// as time since born, at least 1 (0: never; rto.go: a node that answers
+	// is busy, not failed).
 	heard []atomic.Int64
 	born  time.Time
 

@@ -70,6 +70,26 @@ func TestEveryBlockingCallKeepsItsDeadline(t *testing.T) {
 			return err
 		}, 0},
 		{"Release", true, func(ctx context.Context, c *redlock.Client, l *redlock.Lock) error { return c.Release(ctx, l.Handle()) }, 0},
+		{"Do", false, func(ctx context.Context, c *redlock.Client, _ *redlock.Lock) error {
+			return c.Do(ctx, "r", func(context.Context) error { return nil })
+		}, 0},
+		{"PutRecord", true, func(ctx context.Context, _ *redlock.Client, l *redlock.Lock) error { return l.PutRecord(ctx, "rec") }, 0},
+		{"ReadRecords", true, func(ctx context.Context, c *redlock.Client, _ *redlock.Lock) error {
+			_, err := c.ReadRecords(ctx, "r")
+			return err
+		}, 0},
+		{"Inspect", true, func(ctx context.Context, c *redlock.Client, _ *redlock.Lock) error {
+			_, err := c.Inspect(ctx, "r")
+			return err
+		}, 0},
+		{"Locks", true, func(ctx context.Context, c *redlock.Client, _ *redlock.Lock) error {
+			_, _, err := c.Locks(ctx, 0)
+			return err
+		}, 0},
+		{"ForceRelease", true, func(ctx context.Context, c *redlock.Client, _ *redlock.Lock) error {
+			_, err := c.ForceRelease(ctx, "r")
+			return err
+		}, 0},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -99,7 +119,7 @@ func TestEveryBlockingCallKeepsItsDeadline(t *testing.T) {
 				if elapsed > d+row.more {
 					t.Errorf("%s returned after %v, past its context's deadline %v (err %v)", row.name, elapsed, d, err)
 				}
-				if err == nil && row.name != "Extend" {
+				if err == nil && row.name != "ReadRecords" { // a read reports per node
 					t.Errorf("%s succeeded without a quorum", row.name)
 				}
 				mems[1].Thaw()
@@ -117,4 +137,51 @@ func TestEveryBlockingCallKeepsItsDeadline(t *testing.T) {
 			})
 		})
 	}
+}
+
+// The class of TestEveryBlockingCallKeepsItsDeadline for an Unlock that
+// hands the lock over to a waiting Lock call of its client (handoff.go):
+// the hand-over's acquisition for the waiter goes on, but Unlock returns
+// by its context's deadline.
+func TestUnlockHandingOverKeepsItsDeadline(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(3)
+		c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Lock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Value() // read: the hand-over must acquire, not keep
+		waiterCtx, stopWaiter := context.WithCancel(t.Context())
+		waited := make(chan error, 1)
+		go func() {
+			w, err := c.Lock(waiterCtx, "r", redlock.WithRetryDelay(time.Hour, time.Hour))
+			if err == nil {
+				_ = w.Unlock(context.Background())
+			}
+			waited <- err
+		}()
+		synctest.Wait() // the waiter failed once and waits in the queue
+		mems[1].Freeze()
+		mems[2].SetDown(true)
+		const d = 500 * time.Millisecond
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		start := time.Now()
+		err = l.Unlock(ctx)
+		elapsed := time.Since(start)
+		cancel()
+		if elapsed > d {
+			t.Errorf("Unlock handing over returned after %v, past its deadline %v (err %v)", elapsed, d, err)
+		}
+		stopWaiter()
+		mems[1].Thaw()
+		mems[2].SetDown(false)
+		<-waited
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

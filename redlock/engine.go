@@ -260,7 +260,7 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 	f.mu.Lock()
 	f.answered++
 	if err == nil {
-		c.heard[tag].Store(int64(f.born + r.latency)) // time.Since(c.born), one clock read fewer
+		c.heard[tag].Store(max(1, int64(f.born+r.latency))) // time.Since(c.born), one clock read fewer; 0 is never (owner.go)
 		f.replied++
 		if f.replied == c.quorum {
 			// The answer a decision waits for, late or not (rto.go).

@@ -175,7 +175,7 @@ type nodeRead struct {
 // returns each node's read (values included, for ForceRelease). owners
 // caches the owner labels by tag.
 func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource string, owners map[string]string) (LockInfo, []nodeRead) {
-	key, fenceKey := c.opts.prefix+resource, c.opts.fencePrefix+resource
+	key, fenceKey := c.one(resource).key, c.opts.fencePrefix+resource
 	reads := make([]nodeRead, len(nodes))
 	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
 		st, err := n.Inspect(ctx, key)
@@ -287,7 +287,9 @@ const DefaultLocksLimit = 1000
 // remnants on fewer than a quorum of nodes. At most limit resources are
 // listed (0: DefaultLocksLimit), sorted by name; complete is false when
 // there were more. A node whose scan fails is skipped: its keys show only
-// if another node has them, and its views say so.
+// if another node has them, and its views say so. When ctx ends while the
+// resources are inspected, Locks returns those inspected so far with ctx's
+// error.
 func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, complete bool, err error) {
 	if limit <= 0 {
 		limit = DefaultLocksLimit
@@ -344,6 +346,9 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	}
 	owners := map[string]string{}
 	for _, r := range sorted {
+		if err := ctx.Err(); err != nil {
+			return infos, false, err // the resources inspected so far
+		}
 		info, _ := c.inspect(ctx, nodes, r, owners)
 		infos = append(infos, info)
 	}
@@ -378,7 +383,7 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 	}
 	info, reads := c.inspect(ctx, nodes, resource, map[string]string{})
 	rep := ForceReport{Before: info, Released: make([]int, len(nodes)), Errs: make([]error, len(nodes))}
-	key := c.opts.prefix + resource
+	key := c.one(resource).key
 	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
 		r := reads[i]
 		if r.err != nil {

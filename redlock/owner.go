@@ -15,9 +15,10 @@ import (
 // that Lock and Unlock send no command more than before: every value a
 // client draws starts with its tag (value.go: 6 random bytes drawn once
 // per client), and the client keeps a note "owner:"+tag under
-// WithInfoPrefix on every node, with its label. It writes the note in the
-// background after its first grant, and again after a grant when a quarter
-// of the note's life has passed, so that the note outlives every lock the
+// WithInfoPrefix on every node it heard from lately, with its label. It
+// writes the note in the background after its first grant, and again
+// after a grant when a quarter of the note's life has passed (a minute,
+// when a node was left out), so that the note outlives every lock the
 // client holds (its life is twice WithMaxTTL). Inspect reads the tag of
 // the value it found (inside the client: it never shows a byte of the
 // value, the tag included) and the note under it. A value of the caller's
@@ -77,8 +78,25 @@ func (c *Client) noteOwner(at time.Time) {
 	if now < due || !c.ownerDue.CompareAndSwap(due, now+int64(c.ownerLife()/4)) {
 		return
 	}
-	nodes := c.infoNodes()
-	if nodes == nil {
+	all := c.infoNodes()
+	if all == nil {
+		return
+	}
+	// Only the nodes heard from lately (rto.go: Client.heard): the note
+	// matters where the client's keys are, and a node that is down is
+	// not dialled for it (an adapter's pool may log each failed dial).
+	// When one is left out, the note is due again in a minute.
+	since := int64(at.Sub(c.born) - timeoutLimit(c.opts.nodeTimeout, 0))
+	var nodes []adapterInspect
+	for i, n := range all {
+		if h := c.heard[i].Load(); h > 0 && h > since {
+			nodes = append(nodes, n)
+		}
+	}
+	if len(nodes) < len(all) {
+		c.ownerDue.Store(now + int64(time.Minute))
+	}
+	if len(nodes) == 0 {
 		return
 	}
 	key, label, life := c.ownerNote(c.values.tag), c.opts.owner, c.ownerLife()

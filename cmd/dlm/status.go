@@ -38,7 +38,8 @@ nodes (for write, by its owner; for read, by its readers; or free), the
 validity that remains on a quorum, its fencing token, and each node's view.
 Holders are named by their owner label (--owner of dlm lock and dlm
 acquire, host and pid by default) and numbered per node; the lock's value
-is a secret and is never shown, not a byte of it.
+is a secret and is never shown, not a byte of it. To release a lock whose
+holder is known to be dead: dlm release --force RESOURCE.
 
 Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
 localhost) are flagged: they are not independent masters (R2).
@@ -100,7 +101,9 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 	if err != nil {
 		return err
 	}
-	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(min(timeout, redlock.DefaultTTL/2))}
+	// Each request to a node is bounded by --timeout: the library's bound
+	// is twenty node timeouts (rto.go).
+	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(max(min(timeout, redlock.DefaultTTL/2)/20, time.Millisecond))}
 	if byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
 	}
@@ -110,14 +113,18 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		return err
 	}
 	defer closeClient()
-	ctx, cancel := context.WithTimeout(cmd.Context(), timeout+time.Duration(max(len(resources), 1))*timeout)
+	// A frozen node costs each resource --timeout: the whole listing is
+	// bounded, and what was inspected by then is shown.
+	ctx, cancel := context.WithTimeout(cmd.Context(), time.Duration(max(len(resources), 4)+1)*timeout)
 	defer cancel()
 	w := cmd.OutOrStdout()
 	var infos []redlock.LockInfo
 	complete := true
+	var cut error
 	if all {
-		if infos, complete, err = client.Locks(ctx, limit); err != nil {
-			return fmt.Errorf("list the locks: %w", err)
+		infos, complete, cut = client.Locks(ctx, limit)
+		if cut != nil && len(infos) == 0 {
+			return fmt.Errorf("list the locks: %w", cut)
 		}
 		fmt.Fprintf(w, "\n%d resource(s) with a lock key under %q\n", len(infos), prefix)
 	}
@@ -135,7 +142,10 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 			fmt.Fprint(w, describeElection(ctx, client, name))
 		}
 	}
-	if !complete {
+	switch {
+	case cut != nil:
+		return fmt.Errorf("the list of locks is cut short (%d shown): %w", len(infos), cut)
+	case !complete:
 		fmt.Fprintf(w, "\n(more resources than --limit %d: the list is cut)\n", limit)
 	}
 	return nil
