@@ -42,10 +42,10 @@ func newLockCmd() *cobra.Command {
 		fence  bool
 		read   bool // --read: a read lock (RLock)
 		write  bool // --write: a write lock (WLock)
-		pidns  bool // --pid-namespace
 		prefix string
 		tlsf   tlsFiles
 		adapt  string
+		pidns  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
