@@ -92,10 +92,10 @@ func (ph *processHolders) client(ctx context.Context, name string) {
 			return
 		}
 		id := name + "-" + strconv.Itoa(n)
-		// The shell's pid as this process sees it: /proc/self, read by the
-		// shell itself (read is a builtin), names it in the namespace of
-		// the /proc mount; $$ would be its pid in dlm lock's PID namespace.
-		script := `read -r me _ < /proc/self/stat; echo "start ` + id + ` $me $(date +%s%N)" >> "$1"; sleep ` + seconds(work) + `; echo "end ` + id + ` $me $(date +%s%N)" >> "$1"`
+		// The command logs its pid as this process sees it: the first field
+		// of /proc/self/stat (opened by the shell itself), not $$, which
+		// is its pid inside the PID namespace dlm lock may run it in.
+		script := `read -r p _ < /proc/self/stat; echo "start ` + id + ` $p $(date +%s%N)" >> "$1"; sleep ` + seconds(work) + `; echo "end ` + id + ` $p $(date +%s%N)" >> "$1"`
 		cmd := exec.Command(ph.e.dlm, "lock", "--nodes", strings.Join(ph.e.cl.urls(0), ","), "--ttl", cfg.TTL.String(),
 			"--node-timeout", cfg.NodeTimeout.String(), "--wait", wait.Round(time.Millisecond).String(), "--adapter", cfg.adapter(),
 			"r", "--", "sh", "-c", script, "sh", ph.log)

@@ -79,7 +79,7 @@ func checkNodeTimeout(nodeTO, ttl time.Duration) error {
 	case nodeTO < minNodeTimeout:
 		return usageErrorf("--node-timeout %v is under the least of %v: no node answers that fast; give the time a node has to answer, well under --ttl %v", nodeTO, minNodeTimeout, ttl)
 	case nodeTO >= ttl:
-		return usageErrorf("--node-timeout must be positive and well under the ttl %v, got %v", ttl, nodeTO)
+		return usageErrorf("--node-timeout must be well under the ttl %v, got %v", ttl, nodeTO)
 	}
 	return nil
 }
@@ -104,7 +104,7 @@ func checkResources(resources []string) error {
 			return err
 		}
 		if seen[r] {
-			return usageErrorf("RESOURCE %q is listed twice: the resources of one lock must be distinct", r)
+			return usageErrorf("RESOURCE %q is given twice: the resources of one lock must be distinct", r)
 		}
 		seen[r] = true
 	}

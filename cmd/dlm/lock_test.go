@@ -400,7 +400,7 @@ func TestUsage(t *testing.T) {
 		{"lock no resource", nil, []string{"lock", "--nodes", good, "--", "true"}, "no RESOURCE before `--`"},
 		{"lock empty resource", nil, []string{"lock", "--nodes", good, "", "--", "true"}, "RESOURCE is empty"},
 		{"lock empty resource in a set", nil, []string{"lock", "--nodes", good, "a", "", "--", "true"}, "RESOURCE 2 of 2 is empty"},
-		{"lock resource twice", nil, []string{"lock", "--nodes", good, "a", "b", "a", "--", "true"}, `RESOURCE "a" is listed twice`},
+		{"lock resource twice", nil, []string{"lock", "--nodes", good, "a", "b", "a", "--", "true"}, `RESOURCE "a" is given twice`},
 		{"lock read and write", nil, []string{"lock", "--nodes", good, "--read", "--write", "r", "--", "true"}, "--read or --write, not both"},
 		{"lock read set", nil, []string{"lock", "--nodes", good, "--read", "a", "b", "--", "true"}, "lock one RESOURCE, got 2"},
 		{"lock read fencing", nil, []string{"lock", "--nodes", good, "--read", "--fencing", "r", "--", "true"}, "carries no fencing token"},
