@@ -131,7 +131,7 @@ func ParseNodeURLs(raws []string) ([]NodeURL, error) {
 		}
 		id := n.Network + "|" + n.Addr
 		if prev, dup := seen[id]; dup {
-			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", RedactURL(prev), RedactURL(raw))
+			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", redactURL(prev), redactURL(raw))
 		}
 		seen[id] = raw
 		out = append(out, n)
@@ -158,6 +158,10 @@ func RedactURL(raw string) string {
 	}
 	return raw[:colon+1] + "xxxxx" + raw[at:]
 }
+
+// redactURL is RedactURL, under the name this file's callers had before it
+// was exported.
+func redactURL(raw string) string { return RedactURL(raw) }
 
 // URLPassword returns the password that RedactURL hides in raw, as written
 // (percent-encoded or not), and whether raw has one, so that a caller can

@@ -332,6 +332,11 @@ func resourceEnv(resources []string) string {
 	return strings.Join(slices.Sorted(slices.Values(resources)), "\n")
 }
 
+// endReasonWait bounds how long past the end of a lock's validity dlm
+// waits for the client to say why the lock ended, after the guard killed
+// the command at its deadline.
+const endReasonWait = 2 * time.Second
+
 // guardMargin is how long before the end of a lock's validity the guard
 // kills a command that dlm did not extend in time: a twentieth of the ttl,
 // so that the kill lands before the keys can expire on a busy machine.
@@ -418,11 +423,13 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 				// stopped or starved, or the lock is running out (its
 				// extension bound, failed extensions). The client says
 				// which at the end of the validity.
+				// The client ends the lock at the end of its validity; its
+				// timer may fire late on a busy machine: wait a while.
 				reason := "dlm could not extend it in time"
 				select {
 				case <-h.done:
 					reason = h.err().Error()
-				case <-time.After(time.Until(h.until()) + h.margin):
+				case <-time.After(time.Until(h.until()) + max(h.margin, endReasonWait)):
 				}
 				r.errf("%s ends (%s): the command was killed at the end of its validity", h.what, reason)
 				return withCode(exitLockLost, nil)

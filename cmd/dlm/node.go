@@ -57,7 +57,6 @@ are the supervisor's job (systemd: Restart=always); dlm node exits with
 redis-server's exit code. Arguments after -- go to redis-server and override
 the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 		Example: `  dlm node --port 6379 --dir /var/lib/dlm-node --max-ttl 40s
-  dlm node --port 6379 --dir /var/lib/dlm-node --max-ttl 40s --fencing
   dlm node --port 6380 --dir ./n2 --max-ttl 15s -- --maxmemory-policy noeviction`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 0 || dash < 0 && len(args) > 0 {
@@ -75,10 +74,10 @@ the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 	f.StringVar(&nc.bind, "bind", "127.0.0.1", "address(es) redis-server listens on, space-separated")
 	f.StringVar(&nc.dir, "dir", ".", "data directory (AOF files and the restart marker)")
 	f.DurationVar(&nc.maxTTL, "max-ttl", 15*time.Second, "wait after an unclean stop; must exceed the largest lock ttl in use (R16.3)")
+	f.BoolVar(&nc.fencing, "fencing", false, "the node serves fencing tokens (dlm lock --fencing, dlm elect): appendfsync always, so that no fence increment is lost in a crash (dlm doctor checks it)")
 	f.StringVar(&nc.config, "config", "", "redis.conf to start redis-server with (the flags above override it)")
 	f.StringVar(&nc.binary, "redis-server", "redis-server", "redis-server executable")
 	f.DurationVar(&nc.startTimeout, "start-timeout", 30*time.Second, "how long redis-server may take to answer PING")
-	f.BoolVar(&nc.fencing, "fencing", false, "the node serves fencing tokens (dlm lock --fencing, dlm elect): appendfsync always, so that no fence increment is lost in a crash (dlm doctor checks it)")
 	return cmd
 }
 
@@ -88,11 +87,11 @@ type nodeConfig struct {
 	bind         string
 	dir          string
 	maxTTL       time.Duration
+	fencing      bool // --fencing: appendfsync always
 	config       string
 	binary       string
 	startTimeout time.Duration
 	extra        []string
-	fencing      bool // --fencing: appendfsync always
 }
 
 func (nc *nodeConfig) validate() error {
@@ -105,10 +104,10 @@ func (nc *nodeConfig) validate() error {
 		return overDuration("--max-ttl", nc.maxTTL, maxNodeMaxTTL)
 	case nc.startTimeout <= 0:
 		return usageErrorf("--start-timeout must be positive, got %v", nc.startTimeout)
-	case nc.dir == "":
-		return usageErrorf("--dir must name the node's data directory")
 	case nc.fencing && (nc.setting("appendfsync") != "always" || nc.setting("appendonly") != "yes"):
 		return usageErrorf("--fencing needs appendonly yes and appendfsync always; the arguments after -- say appendonly %s, appendfsync %s", nc.setting("appendonly"), nc.setting("appendfsync"))
+	case nc.dir == "":
+		return usageErrorf("--dir must name the node's data directory")
 	}
 	if _, err := exec.LookPath(nc.binary); err != nil {
 		return withCode(exitUnavailable, fmt.Errorf("%s not found (install redis-server, or give --redis-server PATH): %w", nc.binary, err))
