@@ -147,7 +147,8 @@ interrupted); otherwise the command's own exit code.`,
 				}
 			}()
 			env := []string{envElection + "=" + name, envLeaderID + "=" + id, envLeaderTerm + "=" + strconv.FormatUint(lead.Term(), 10)}
-			return r.guarded(sigs, holding{what: fmt.Sprintf("leadership of election %q", name), env: env, done: lead.Done(), err: lead.Err})
+			return r.guarded(sigs, holding{what: fmt.Sprintf("leadership of election %q", name), env: env, done: lead.Done(), err: lead.Err,
+				until: lead.Until, margin: guardMargin(ttl)})
 		},
 	}
 	ef.add(cmd, "prefix of the lock keys on the nodes")

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -111,8 +113,11 @@ func TestElectAnnouncesOnTerminal(t *testing.T) {
 func TestElectHungLeaderIsReplaced(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
+	// a's command writes its pid as this process sees it (not $$, which
+	// is its pid in the guard's PID namespace).
+	pidFile := filepath.Join(t.TempDir(), "pid")
 	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "1s", "--json",
-		"svc", "--id", "a", "--", "sleep", "60")
+		"svc", "--id", "a", "--", "sh", "-c", `read -r p _ < /proc/self/stat; echo "$p" > "$1"; exec sleep 60`, "sh", pidFile)
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -136,6 +141,16 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 		t.Errorf("b's term %q, want above a's %d", r.stdout, termA)
 	}
 	t.Logf("b elected %v after a's dlm was stopped (ttl 900ms)", elected.Round(time.Millisecond))
+	// Issue 24 item 3 for dlm elect: a's guard knew the validity and ended
+	// a's command at its end, though a's dlm was stopped; so a's command
+	// no longer runs once b leads.
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || alive(pid) {
+		t.Errorf("a's command (pid %q) still runs while b leads: the guard did not end it at a's validity", b)
+	}
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
