@@ -42,8 +42,8 @@ under one handle.
 
 The handle goes to standard output, one line of text (--json: an object
 with the resource, the end of the validity and the fencing token too), or
-into --handle-file. With --fencing the lock carries a fencing token (R18).
-The lock's value is 20 random bytes (R4), or with --value-env the content
+into --handle-file. With --fencing the lock carries a fencing token.
+The lock's value is 20 random bytes, or with --value-env the content
 of an environment variable of yours (16 to 256 printable bytes, a secret
 unique to this acquisition).
 
@@ -107,10 +107,10 @@ unique to this acquisition).
 	hio.addFile(cmd, "write the handle into this file (replaced, mode 0600) instead of standard output")
 	hio.addJSON(cmd)
 	f := cmd.Flags()
-	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time (R6): the lock lives this long unless dlm extend or dlm release")
+	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time: the lock lives this long unless dlm extend or dlm release")
 	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
 	addOwnerFlag(cmd, &owner)
-	f.BoolVar(&fence, "fencing", false, "give the lock a fencing token (R18), in the handle and in --json; the nodes must keep their fence keys (persistence)")
+	f.BoolVar(&fence, "fencing", false, "give the lock a fencing token, in the handle and in --json; the nodes must keep their fence keys (persistence)")
 	f.StringVar(&valueEnv, "value-env", "", "take the lock's value from this environment variable (a secret of 16 to 256 printable bytes, unique to this acquisition) instead of 20 random bytes")
 	return cmd
 }

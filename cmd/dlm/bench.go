@@ -87,7 +87,7 @@ local nodes, see the bench/ module of the source tree.`,
 	f.StringVar(&c.holdMode, "hold-mode", "sleep", "how a contention worker holds: sleep (time.Sleep) or block (one blocking nanosleep, exact to the runtime's timers)")
 	f.DurationVar(&c.contention, "contention", 3*time.Second, "length of the contention run")
 	f.DurationVar(&c.ttl, "ttl", 10*time.Second, "lock validity time of the benchmark's locks")
-	f.DurationVar(&c.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2)")
+	f.DurationVar(&c.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request")
 	f.StringVar(&c.adapter, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	addTLSFlags(cmd, &c.tls)
 	f.BoolVarP(&c.quiet, "quiet", "q", false, "no progress bar")

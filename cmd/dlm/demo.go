@@ -42,7 +42,7 @@ func newDemoCmd() *cobra.Command {
 		Long: `Start 5 nodes and several workers that contend for one resource, with a
 live view, while scripted faults play: one node killed (locks continue), a
 second (still continue), a third (no quorum: workers wait), the nodes
-restored with the delayed-restart rule (R16.3: a crashed node comes back only
+restored with the delayed-restart rule (a crashed node comes back only
 after the max ttl has passed), then normal operation.
 
 The nodes are real redis-server processes when redis-server is on PATH, else
@@ -139,10 +139,10 @@ type phase struct {
 func demoScript() []phase {
 	return []phase{
 		{0, "all up", -1, false, "all nodes up at the start: workers contend for the lock"},
-		{0.15, "1 down", 0, false, "node-1 crashed: 4 of 5 up, a quorum (3) is still possible, so locks continue (R1.3)"},
-		{0.30, "2 down", 1, false, "node-2 crashed: 3 of 5 up, exactly a quorum, locks continue (R1.3)"},
+		{0.15, "1 down", 0, false, "node-1 crashed: 4 of 5 up, a quorum (3) is still possible, so locks continue"},
+		{0.30, "2 down", 1, false, "node-2 crashed: 3 of 5 up, exactly a quorum, locks continue"},
 		{0.45, "3 down", 2, false, "node-3 crashed: 2 of 5 up, NO QUORUM: no lock can be granted, workers wait"},
-		{0.60, "restored", -1, true, "crashed nodes restored, each after the max ttl (R16.3); then normal operation"},
+		{0.60, "restored", -1, true, "crashed nodes restored, each after the max ttl; then normal operation"},
 	}
 }
 
@@ -371,14 +371,14 @@ func (d *demo) script(ctx context.Context) {
 			d.mu.Lock()
 			d.phase = pi + 1
 			d.mu.Unlock()
-			d.event("restoring the crashed nodes, newest crash first, each only after the max ttl %v has passed since its crash (R16.3)", maxTTL)
+			d.event("restoring the crashed nodes, newest crash first, each only after the max ttl %v has passed since its crash", maxTTL)
 			for i := len(d.backend.Nodes) - 1; i >= 0; i-- {
 				at, ok := killed[i]
 				if !ok {
 					continue
 				}
 				if wait := time.Until(at.Add(maxTTL)); wait > 0 {
-					d.setNode(i, false, fmt.Sprintf("delayed restart: waiting %v (R16.3)", wait.Round(time.Millisecond)))
+					d.setNode(i, false, fmt.Sprintf("delayed restart: waiting %v", wait.Round(time.Millisecond)))
 					w := time.NewTimer(wait)
 					select {
 					case <-ctx.Done():
@@ -392,7 +392,7 @@ func (d *demo) script(ctx context.Context) {
 					continue
 				}
 				d.setNode(i, true, "")
-				d.event("node-%d restarted empty, %v after its crash (> max ttl %v: every key it held had expired, R16.3)", i+1, time.Since(at).Round(time.Millisecond), maxTTL)
+				d.event("node-%d restarted empty, %v after its crash (> max ttl %v: every key it held had expired)", i+1, time.Since(at).Round(time.Millisecond), maxTTL)
 			}
 		}
 		d.mu.Lock()

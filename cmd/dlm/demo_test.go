@@ -89,7 +89,7 @@ func TestDemo(t *testing.T) {
 			if !strings.Contains(first, tt.backend) {
 				t.Errorf("first line %q does not say the nodes are %s", first, tt.backend)
 			}
-			for _, want := range []string{"node-1 crashed", "node-3 crashed", "NO QUORUM", "R16.3", "summary:", "mutual exclusion: HELD"} {
+			for _, want := range []string{"node-1 crashed", "node-3 crashed", "NO QUORUM", "each only after the max ttl", "summary:", "mutual exclusion: HELD"} {
 				if !strings.Contains(r.stdout, want) {
 					t.Errorf("output lacks %q:\n%s", want, r.stdout)
 				}

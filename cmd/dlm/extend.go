@@ -21,13 +21,13 @@ func newExtendCmd() *cobra.Command {
 		Short: "Extend the lock of a handle (from dlm acquire) and print its new handle",
 		Long: `Extend the lock written in a handle (dlm acquire, dlm extend) by its ttl,
 or by --ttl, from now, and print the new handle (or replace --handle-file
-with it). The lock is extended on every node that still holds its value
-(R17), and only if a quorum confirmed: a lock that expired, was released
+with it). The lock is extended on every node that still holds its value,
+and only if a quorum confirmed: a lock that expired, was released
 or was taken over stays gone (exit 74). The handle's end of validity is
 not trusted (it comes from the clock of the machine that wrote it): the
 nodes decide.
 
-Extensions are bounded (R17): the nodes count them beside the lock (the
+Extensions are bounded: the nodes count them beside the lock (the
 handle's count is not trusted), and past --max-extensions, or the least
 bound any earlier dlm extend of the lock gave, dlm extend refuses (exit
 74); the lock then lives out its validity. The handle's ttl must be
@@ -53,7 +53,7 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 			case ttl > maxLockTTL:
 				return overDuration("--ttl", ttl, maxLockTTL)
 			case maxExt < 1:
-				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
+				return usageErrorf("--max-extensions must be at least 1 (extension is always bounded), got %d", maxExt)
 			}
 			if ttl == 0 {
 				ttl = h.TTL
@@ -78,6 +78,6 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 	hio.addJSON(cmd)
 	f := cmd.Flags()
 	f.DurationVar(&ttl, "ttl", 0, "extend the lock by this long from now (0: the handle's ttl)")
-	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17), counted on the nodes; an earlier, lower bound stays")
+	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions, counted on the nodes; an earlier, lower bound stays")
 	return cmd
 }

@@ -29,8 +29,8 @@ const maxHandleBytes = 16 << 10
 // handleSecretHelp is the part of the help of the handle commands that
 // says what a handle is worth and how to keep it out of sight.
 const handleSecretHelp = `A handle is a secret capability, like a password: it holds the lock's
-value (R4), and whoever has it can extend and release the lock. The nodes
-delete or extend a key only when it holds that value (R5, R17), so a forged
+value, and whoever has it can extend and release the lock. The nodes
+delete or extend a key only when it holds that value, so a forged
 handle, or one whose value was changed, releases and extends nothing; a
 stolen one is as good as the lock. dlm never prints the value otherwise.
 Keep handles out of logs and out of the command line: arguments are

@@ -62,10 +62,10 @@ the list is unambiguous whatever the names hold, commas included): read it
 with while IFS= read -r r; do ...; done <<< "$DLM_LOCK_RESOURCE". With one
 resource it is the name itself.
 
-The lock is extended every ttl/3 while the command runs (R17), at most
+The lock is extended every ttl/3 while the command runs, at most
 --max-extensions times. The command gets DLM_LOCK_RESOURCE, DLM_LOCK_VALUE
-(the lock's random value, R4) and, with --fencing, DLM_LOCK_TOKEN (a fencing
-token, R18) in its environment. It does NOT get DLM_NODES, which may hold
+(the lock's random value) and, with --fencing, DLM_LOCK_TOKEN (a fencing
+token) in its environment. It does NOT get DLM_NODES, which may hold
 passwords; the rest of dlm's environment is passed on.
 
 The command runs under a small guard process, in the guard's own process
@@ -163,15 +163,15 @@ killed by signal N).`,
 	}
 	addNodesFlag(cmd, &nodes)
 	f := cmd.Flags()
-	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time (R6); the lock is extended every ttl/3 while the command runs")
+	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time; the lock is extended every ttl/3 while the command runs")
 	f.DurationVar(&wait, "wait", 0, "how long to keep trying to acquire (0: one try)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the lock is lost, time between SIGTERM and SIGKILL to the command")
-	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions (R17): the command is stopped as on a lost lock after about max-extensions x ttl/3")
+	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "bound on the lock's extensions: the command is stopped as on a lost lock after about max-extensions x ttl/3")
 	f.BoolVar(&read, "read", false, "take a read lock: shared with other --read locks on RESOURCE, exclusive of --write and plain locks")
 	f.BoolVar(&write, "write", false, "take a write lock: exclusive, and a waiting writer keeps new readers out")
 	addOwnerFlag(cmd, &owner)
-	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN (R18), strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
-	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
+	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN, strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
+	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when dlm may create one (root or CAP_SYS_ADMIN), so that nothing it starts survives dlm and its guard killed together; false keeps the system's pids (for pidfiles read outside), with the guard as subreaper")
@@ -190,7 +190,7 @@ func checkHoldFlags(ttl, grace time.Duration, maxExt int, nodeTO time.Duration) 
 	case grace < 0:
 		return usageErrorf("--grace must be 0 or positive, got %v", grace)
 	case maxExt < 1:
-		return usageErrorf("--max-extensions must be at least 1 (extension is always bounded, R17), got %d", maxExt)
+		return usageErrorf("--max-extensions must be at least 1 (extension is always bounded), got %d", maxExt)
 	}
 	return checkNodeTimeout(nodeTO, ttl)
 }

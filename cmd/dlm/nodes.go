@@ -120,7 +120,7 @@ func refuseAliases(ctx context.Context, urls []string, t tlsFiles, timeout time.
 	wg.Wait()
 	if as := findAliases(ps); len(as) > 0 {
 		a := as[0]
-		return usageErrorf("%s and %s are the same server (run_id %s): each node must be an independent master (R2); give each URL its own redis-server", a.First, a.Second, a.RunID)
+		return usageErrorf("%s and %s are the same server (run_id %s): each node must be an independent master; give each URL its own redis-server", a.First, a.Second, a.RunID)
 	}
 	return nil
 }
@@ -139,7 +139,7 @@ type nodeFlags struct {
 func (nf *nodeFlags) add(cmd *cobra.Command, prefixHelp string) {
 	addNodesFlag(cmd, &nf.nodes)
 	f := cmd.Flags()
-	f.DurationVar(&nf.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (R8.2: small compared to the ttl)")
+	f.DurationVar(&nf.nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (small compared to the ttl)")
 	f.StringVar(&nf.prefix, "key-prefix", redlock.DefaultKeyPrefix, prefixHelp)
 	f.StringVar(&nf.adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	addTLSFlags(cmd, &nf.tlsf)

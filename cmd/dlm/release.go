@@ -22,8 +22,8 @@ func newReleaseCmd() *cobra.Command {
 		Use:   "release [flags] [HANDLE | -] | --force RESOURCE...",
 		Short: "Release the lock of a handle (from dlm acquire or dlm extend)",
 		Long: `Release the lock written in a handle, from any process or machine: on
-every node, delete the lock's key if it still holds the handle's value
-(R5, R12). dlm release exits 0 when a quorum of nodes deleted it, 74 when
+every node, delete the lock's key if it still holds the handle's value.
+dlm release exits 0 when a quorum of nodes deleted it, 74 when
 too many nodes no longer held it (it had expired, been released or taken
 over, or the handle's value is wrong: nothing is deleted then), 69 when
 too few nodes answered (the keys left expire with the ttl).

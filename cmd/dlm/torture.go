@@ -51,7 +51,8 @@ liveness.
 
 Each named scenario reproduces one published argument about Redlock, and
 its expected verdict follows from the configuration: for instance
-restart-without-persistence must reproduce the violation of R16.1, while
+restart-without-persistence must reproduce the violation a node that restarts without
+persistence causes (it forgot its locks), while
 the same fault with --delayed-restart or --persistence must not break
 anything. Every run prints its seed; --seed replays the same choices.
 
@@ -186,14 +187,14 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.Uint64Var(&seed, "seed", 0, "seed of every random choice (default: a fresh one, printed)")
 	fl.IntVar(&nodes, "nodes", d.Nodes, "number of redis-server nodes")
 	fl.DurationVar(&ttl, "ttl", d.TTL, "lock validity time of every acquisition")
-	fl.DurationVar(&nodeTimeout, "node-timeout", d.NodeTimeout, "timeout of each request to a node (R8.2)")
+	fl.DurationVar(&nodeTimeout, "node-timeout", d.NodeTimeout, "timeout of each request to a node")
 	fl.DurationVar(&duration, "duration", d.Duration, "length of the looping scenarios and of --random")
 	fl.IntVar(&clients, "clients", d.Clients, "contending clients of the looping scenarios (split-votes: twice as many)")
 	fl.IntVar(&resources, "resources", d.Resources, "resources locked in --random mode")
-	fl.BoolVar(&persistence, "persistence", false, "nodes keep an AOF with appendfsync always (R16.2)")
-	fl.BoolVar(&delayed, "delayed-restart", false, "a crashed node stays down longer than the ttl before restarting (R16.3); on by default in --random")
+	fl.BoolVar(&persistence, "persistence", false, "nodes keep an AOF with appendfsync always")
+	fl.BoolVar(&delayed, "delayed-restart", false, "a crashed node stays down longer than the ttl before restarting; on by default in --random")
 	fl.DurationVar(&delay, "restart-delay", 0, "delay of a delayed restart (implies --delayed-restart; default ttl + ttl/4)")
-	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones (R18)")
+	fl.BoolVar(&fencing, "fencing", false, "clients take fencing tokens and the protected register rejects stale ones")
 	fl.IntVar(&byzantine, "byzantine", 0, "clients tolerate this many lying nodes (redlock.WithByzantineNodes): quorum ceil((N+f+1)/2)")
 	fl.StringVar(&adapter, "adapter", adapter, "node adapter of the clients: "+strings.Join(torture.Adapters(), " or ")+" (the default is that of the other subcommands)")
 	fl.DurationVar(&progress, "progress", progress, "while a run lasts, say on stderr every this often how long it has run (0: never)")
