@@ -62,6 +62,7 @@ type clientOptions struct {
 	fencePrefix    string
 	fenceRetention time.Duration
 	recordPrefix   string     // WithRecordPrefix (record.go)
+	hashTags       bool       // WithHashTags (keys.go)
 	byzantine      int        // WithByzantineNodes (byzantine.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
