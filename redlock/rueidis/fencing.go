@@ -56,6 +56,11 @@ func (n *Node) RaiseFence(ctx context.Context, key, fenceKey, value string, toke
 // answers NOSCRIPT.
 func (n *Node) evalKeys(ctx context.Context, s *batch.Script, keys []string, args ...string) rueidis.RedisResult {
 	c := n.client
+	if n.cluster {
+		if err := oneSlot(keys); err != nil { // cluster.go
+			return rueidis.NewErrorResult(err)
+		}
+	}
 	r := c.Do(ctx, c.B().Evalsha().Sha1(s.SHA).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())
 	if rerr, ok := rueidis.IsRedisErr(r.Error()); ok && rerr.IsNoScript() {
 		r = c.Do(ctx, c.B().Eval().Script(s.Src).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build())

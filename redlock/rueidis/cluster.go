@@ -1,0 +1,285 @@
+package rueidis
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/slots"
+)
+
+// A node that is a Redis Cluster (a rueidis cluster client: NewClient of a
+// URL with cluster=true). The batches stay as they are: one DoMulti per
+// batch, which rueidis sends as one pipeline per master, each in queue
+// order. What changes:
+//
+//   - the client builds hash-tagged keys (Cluster, adapter.ClusterNode), so
+//     that every script on one resource runs on one master;
+//   - a set whose keys span slots is stepped once per slot and the answers
+//     joined (redlock/internal/slots: all or nothing, no deadlock);
+//   - releases are announced by SPUBLISH and heard by SSUBSCRIBE (sharded
+//     pub/sub, Redis 7), on the master of the key's slot only.
+
+var _ adapter.ClusterNode = (*Node)(nil)
+
+// undoTimeout bounds the release of the slots of a set that a refused
+// acquisition had set on a cluster node.
+const undoTimeout = time.Second
+
+// Cluster reports whether the node's client is a Redis Cluster client
+// (adapter.ClusterNode).
+func (n *Node) Cluster() bool { return n.cluster }
+
+// split returns calls with every operation on a set whose keys span hash
+// slots replaced by one call per slot, whose answers a slots.Join makes
+// the set's answer. Calls on one slot are left as they are.
+func (n *Node) split(calls []adapter.Call) []adapter.Call {
+	out := calls[:0:0]
+	for _, c := range calls {
+		if !c.Req.Op.IsMulti() {
+			out = append(out, c)
+			continue
+		}
+		groups := slots.Split(c.Req.Keys)
+		if len(groups) == 1 {
+			out = append(out, c)
+			continue
+		}
+		var undo func([]int, func())
+		if c.Req.Op == adapter.OpAcquireAll {
+			undo = func(gs []int, then func()) { n.undo(groups, gs, c.Req, then) }
+		}
+		j := slots.NewJoin(len(groups), undo, func(ok bool, err error) { c.To.Receive(c.Tag, ok, err) })
+		for g, gr := range groups {
+			req := c.Req
+			req.Keys = slots.Pick(c.Req.Keys, gr.Idx)
+			out = append(out, adapter.Call{Ctx: c.Ctx, Req: req, To: j, Tag: g})
+		}
+	}
+	return out
+}
+
+// undo releases, without announcement, the slots gs of groups that the
+// acquisition req set, after the set was refused on the node, and calls
+// then once they are answered.
+func (n *Node) undo(groups []slots.Group, gs []int, req adapter.Request, then func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
+	calls := make([]adapter.Call, len(gs))
+	var wg sync.WaitGroup
+	wg.Add(len(gs))
+	done := receiverFunc(func(int, bool, error) { wg.Done() })
+	for i, g := range gs {
+		calls[i] = adapter.Call{Ctx: ctx, To: done, Req: adapter.Request{Op: adapter.OpReleaseAll, Keys: slots.Pick(req.Keys, groups[g].Idx), Value: req.Value}}
+	}
+	n.queue.StartAll(calls)
+	go func() { wg.Wait(); cancel(); then() }()
+}
+
+// receiverFunc is a function as an adapter.Receiver.
+type receiverFunc func(tag int, ok bool, err error)
+
+func (f receiverFunc) Receive(tag int, ok bool, err error) { f(tag, ok, err) }
+
+// doSplit runs req, an operation on a set of a cluster node, through the
+// queue as split makes it, and waits for its answer or ctx's end.
+func (n *Node) doSplit(ctx context.Context, req adapter.Request) (bool, error) {
+	type answer struct {
+		ok  bool
+		err error
+	}
+	ch := make(chan answer, 1)
+	n.queue.StartAll(n.split([]adapter.Call{{Ctx: ctx, Req: req, Tag: 0,
+		To: receiverFunc(func(_ int, ok bool, err error) { ch <- answer{ok, err} })}}))
+	select {
+	case a := <-ch:
+		return a.ok, a.err
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// fencedSplit runs a fenced step on a set (AcquireAllFenced, RaiseFences)
+// once per slot of keys, at once, and joins the answers; an acquisition
+// refused on some slot is released on the others.
+func (n *Node) fencedSplit(ctx context.Context, keys, fenceKeys []string, value string, acquire bool,
+	step func(keys, fenceKeys []string) (bool, uint64, error)) (bool, uint64, error) {
+	groups := slots.Split(keys)
+	var undo func([]int, func())
+	if acquire {
+		undo = func(gs []int, then func()) {
+			go func() {
+				for _, g := range gs {
+					uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
+					_, _ = n.do(uctx, adapter.Request{Op: adapter.OpReleaseAll, Keys: slots.Pick(keys, groups[g].Idx), Value: value})
+					cancel()
+				}
+				then()
+			}()
+		}
+	}
+	return slots.Run(len(groups), func(g int) (bool, uint64, error) {
+		return step(slots.Pick(keys, groups[g].Idx), slots.Pick(fenceKeys, groups[g].Idx))
+	}, undo)
+}
+
+// shardWatch is a cluster node's release subscription: one SSUBSCRIBE per
+// watched key, on the master of the key's slot, each received by a
+// goroutine of its own (rueidis' Receive) that subscribes again after its
+// connection is lost.
+type shardWatch struct {
+	client rueidis.Client
+	notify func(key, value string)
+
+	mu     sync.Mutex
+	closed bool
+	subs   map[string]context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// Watch subscribes to the releases of key on the master of its slot, and
+// returns once the master confirmed the subscription.
+func (w *shardWatch) Watch(ctx context.Context, key string) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return redlock.ErrClosed
+	}
+	if _, ok := w.subs[key]; ok {
+		w.mu.Unlock()
+		return nil
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	w.subs[key] = cancel
+	confirmed := make(chan struct{})
+	failed := make(chan error, 1)
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go w.receive(rctx, key, confirmed, failed)
+	select {
+	case <-confirmed:
+		return nil
+	case err := <-failed:
+		w.drop(key)
+		return err
+	case <-ctx.Done():
+		w.drop(key)
+		return ctx.Err()
+	}
+}
+
+// receive holds key's subscription until rctx ends, subscribing again
+// after a lost connection (with a pause that doubles up to redialMax). The
+// first subscription's confirmation closes confirmed; its failure goes to
+// failed.
+func (w *shardWatch) receive(rctx context.Context, key string, confirmed chan struct{}, failed chan error) {
+	defer w.wg.Done()
+	ch := ChannelPrefix + key
+	var once sync.Once
+	hctx := rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind == "ssubscribe" {
+			once.Do(func() { close(confirmed) })
+		}
+	})
+	hctx = rueidis.WithOnReceiveReturnHook(hctx, func(err error, c rueidis.CommandClient) error {
+		if rctx.Err() != nil { // Unwatch or Close: leave the channel on the master
+			uctx, cancel := context.WithTimeout(context.Background(), redialTimeout)
+			_ = c.Do(uctx, c.B().Sunsubscribe().Channel(ch).Build()).Error()
+			cancel()
+		}
+		return err
+	})
+	first := true
+	for delay := redialMin; ; delay = min(2*delay, redialMax) {
+		err := w.client.Receive(hctx, w.client.B().Ssubscribe().Channel(ch).Build(), func(m rueidis.PubSubMessage) {
+			w.notify(key, m.Message)
+		})
+		if rctx.Err() != nil {
+			return
+		}
+		if first {
+			select {
+			case <-confirmed:
+			default:
+				failed <- fmt.Errorf("rueidis: SSUBSCRIBE %s: %w", ch, err)
+				return
+			}
+			first = false
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-rctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// drop ends key's subscription.
+func (w *shardWatch) drop(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if cancel, ok := w.subs[key]; ok {
+		cancel()
+		delete(w.subs, key)
+	}
+}
+
+// Unwatch unsubscribes from the releases of key.
+func (w *shardWatch) Unwatch(_ context.Context, key string) error {
+	w.drop(key)
+	return nil
+}
+
+// Close ends every subscription and waits for their goroutines.
+func (w *shardWatch) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	for k, cancel := range w.subs {
+		cancel()
+		delete(w.subs, k)
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+	return nil
+}
+
+// NewClusterClient returns a rueidis client for a parsed node URL that is
+// a Redis Cluster (cluster=true): seeded with its addresses, the rest of
+// the cluster discovered, configured for Redlock as NewClient is (no
+// cache, no retries, one ordered connection per master, every command
+// pipelined).
+func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
+	if !u.Cluster {
+		return nil, fmt.Errorf("rueidis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
+	}
+	o := clientOption(u)
+	o.InitAddress = append([]string(nil), u.Addrs...)
+	o.ForceSingleClient = false
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.BlockingPipeline = -1
+	return rueidis.NewClient(o)
+}
+
+// oneSlot refuses keys that span hash slots: one script on a cluster node
+// runs on one master. The redlock client's keys of one resource share a
+// hash tag (redlock.WithHashTags); keys given directly must too.
+func oneSlot(keys []string) error {
+	for _, k := range keys[min(1, len(keys)):] {
+		if slots.Of(k) != slots.Of(keys[0]) {
+			return fmt.Errorf("rueidis: keys %q and %q are in different hash slots of the cluster: the keys of one step must share a hash tag ({...}), as redlock.WithHashTags makes them: %w", keys[0], k, redlock.ErrInvalid)
+		}
+	}
+	return nil
+}
