@@ -27,80 +27,19 @@ import (
 
 var _ adapter.ClusterNode = (*Node)(nil)
 
-// undoTimeout bounds the release of the slots of a set that a refused
-// acquisition had set on a cluster node.
-const undoTimeout = time.Second
-
 // Cluster reports whether the node's client is a Redis Cluster client
 // (adapter.ClusterNode).
 func (n *Node) Cluster() bool { return n.cluster }
 
-// split returns calls with every operation on a set whose keys span hash
-// slots replaced by one call per slot, whose answers a slots.Join makes
-// the set's answer. Calls on one slot are left as they are.
+// split is slots.SplitCalls through the node's queue.
 func (n *Node) split(calls []adapter.Call) []adapter.Call {
-	out := calls[:0:0]
-	for _, c := range calls {
-		if !c.Req.Op.IsMulti() {
-			out = append(out, c)
-			continue
-		}
-		groups := slots.Split(c.Req.Keys)
-		if len(groups) == 1 {
-			out = append(out, c)
-			continue
-		}
-		var undo func([]int, func())
-		if c.Req.Op == adapter.OpAcquireAll {
-			undo = func(gs []int, then func()) { n.undo(groups, gs, c.Req, then) }
-		}
-		j := slots.NewJoin(len(groups), undo, func(ok bool, err error) { c.To.Receive(c.Tag, ok, err) })
-		for g, gr := range groups {
-			req := c.Req
-			req.Keys = slots.Pick(c.Req.Keys, gr.Idx)
-			out = append(out, adapter.Call{Ctx: c.Ctx, Req: req, To: j, Tag: g})
-		}
-	}
-	return out
+	return slots.SplitCalls(calls, n.queue.StartAll)
 }
-
-// undo releases, without announcement, the slots gs of groups that the
-// acquisition req set, after the set was refused on the node, and calls
-// then once they are answered.
-func (n *Node) undo(groups []slots.Group, gs []int, req adapter.Request, then func()) {
-	ctx, cancel := context.WithTimeout(context.Background(), undoTimeout)
-	calls := make([]adapter.Call, len(gs))
-	var wg sync.WaitGroup
-	wg.Add(len(gs))
-	done := receiverFunc(func(int, bool, error) { wg.Done() })
-	for i, g := range gs {
-		calls[i] = adapter.Call{Ctx: ctx, To: done, Req: adapter.Request{Op: adapter.OpReleaseAll, Keys: slots.Pick(req.Keys, groups[g].Idx), Value: req.Value}}
-	}
-	n.queue.StartAll(calls)
-	go func() { wg.Wait(); cancel(); then() }()
-}
-
-// receiverFunc is a function as an adapter.Receiver.
-type receiverFunc func(tag int, ok bool, err error)
-
-func (f receiverFunc) Receive(tag int, ok bool, err error) { f(tag, ok, err) }
 
 // doSplit runs req, an operation on a set of a cluster node, through the
 // queue as split makes it, and waits for its answer or ctx's end.
 func (n *Node) doSplit(ctx context.Context, req adapter.Request) (bool, error) {
-	type answer struct {
-		ok  bool
-		err error
-	}
-	ch := make(chan answer, 1)
-	n.queue.StartAll(n.split([]adapter.Call{{Ctx: ctx, Req: req, Tag: 0,
-		To: receiverFunc(func(_ int, ok bool, err error) { ch <- answer{ok, err} })}}))
-	select {
-	case a := <-ch:
-		return a.ok, a.err
-	case <-ctx.Done():
-		return false, ctx.Err()
-	}
+	return slots.Do(ctx, req, n.queue.StartAll)
 }
 
 // fencedSplit runs a fenced step on a set (AcquireAllFenced, RaiseFences)
@@ -108,23 +47,15 @@ func (n *Node) doSplit(ctx context.Context, req adapter.Request) (bool, error) {
 // refused on some slot is released on the others.
 func (n *Node) fencedSplit(ctx context.Context, keys, fenceKeys []string, value string, acquire bool,
 	step func(keys, fenceKeys []string) (bool, uint64, error)) (bool, uint64, error) {
-	groups := slots.Split(keys)
-	var undo func([]int, func())
+	var undo func([]string)
 	if acquire {
-		undo = func(gs []int, then func()) {
-			go func() {
-				for _, g := range gs {
-					uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTimeout)
-					_, _ = n.do(uctx, adapter.Request{Op: adapter.OpReleaseAll, Keys: slots.Pick(keys, groups[g].Idx), Value: value})
-					cancel()
-				}
-				then()
-			}()
+		undo = func(keys []string) {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), slots.UndoTimeout)
+			defer cancel()
+			_, _ = n.do(uctx, adapter.Request{Op: adapter.OpReleaseAll, Keys: keys, Value: value})
 		}
 	}
-	return slots.Run(len(groups), func(g int) (bool, uint64, error) {
-		return step(slots.Pick(keys, groups[g].Idx), slots.Pick(fenceKeys, groups[g].Idx))
-	}, undo)
+	return slots.RunSplit(slots.Split(keys), keys, fenceKeys, step, undo)
 }
 
 // shardWatch is a cluster node's release subscription: one SSUBSCRIBE per

@@ -111,3 +111,29 @@ func Run(groups int, step func(g int) (bool, uint64, error), undo func(groups []
 	defer mu.Unlock()
 	return a.ok, fence, a.err
 }
+
+// RunSplit runs step once per group of keys (Split), at once, with the
+// group's keys and the fence keys at the same positions (fenceKeys may be
+// nil), and joins the answers (Run). When undo is not nil (an acquisition)
+// and the set is refused, undo is called, before RunSplit returns, with
+// the keys of each group whose step succeeded.
+func RunSplit(groups []Group, keys, fenceKeys []string, step func(keys, fenceKeys []string) (bool, uint64, error), undo func(keys []string)) (bool, uint64, error) {
+	var undoAll func([]int, func())
+	if undo != nil {
+		undoAll = func(gs []int, then func()) {
+			go func() {
+				for _, g := range gs {
+					undo(Pick(keys, groups[g].Idx))
+				}
+				then()
+			}()
+		}
+	}
+	return Run(len(groups), func(g int) (bool, uint64, error) {
+		var fks []string
+		if fenceKeys != nil {
+			fks = Pick(fenceKeys, groups[g].Idx)
+		}
+		return step(Pick(keys, groups[g].Idx), fks)
+	}, undoAll)
+}
