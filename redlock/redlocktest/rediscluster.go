@@ -28,21 +28,48 @@ type RedisCluster struct {
 // the servers configured by opts. It is stopped when the test ends.
 func StartRedisCluster(t testing.TB, masters, replicas int, opts ...Option) *RedisCluster {
 	t.Helper()
+	return StartRedisClusters(t, 1, masters, replicas, opts...)[0]
+}
+
+// StartRedisClusters starts n Redis Clusters as StartRedisCluster does, at
+// the same time: a new master serves only two seconds after it started
+// (Redis Cluster's writable delay), so n clusters take about as long as
+// one.
+func StartRedisClusters(t testing.TB, n, masters, replicas int, opts ...Option) []*RedisCluster {
+	t.Helper()
 	Require(t)
 	var cfg redisproc.Config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	c, err := redisproc.StartCluster(context.Background(), redisproc.ClusterConfig{
-		Masters: masters, Replicas: replicas, Server: cfg, ReplicaNoFailover: true})
-	if err != nil {
+	out := make([]*RedisCluster, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := redisproc.StartCluster(context.Background(), redisproc.ClusterConfig{
+				Masters: masters, Replicas: replicas, Server: cfg, ReplicaNoFailover: true})
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			out[i] = &RedisCluster{Cluster: c, client: redis.NewClusterClient(&redis.ClusterOptions{
+				Addrs: c.Addrs(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})}
+		}()
+	}
+	wg.Wait()
+	for _, c := range out {
+		if c != nil {
+			t.Cleanup(c.Close)
+			t.Cleanup(func() { _ = c.client.Close() })
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("redlocktest: %v", err)
 	}
-	t.Cleanup(c.Close)
-	rc := &RedisCluster{Cluster: c, client: redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: c.Addrs(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})}
-	t.Cleanup(func() { _ = rc.client.Close() })
-	return rc
+	return out
 }
 
 // Client returns a go-redis cluster client for inspecting the cluster.
