@@ -80,4 +80,12 @@ func TestNodeCluster(t *testing.T) {
 	if v, err := cc.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "1s" {
 		t.Errorf("recorded --max-ttl = %q, %v; want 1s", v, err)
 	}
+	// The printed URL is a node for --nodes and DLM_NODES, with either
+	// adapter.
+	for _, a := range []string{"goredis", "rueidis"} {
+		r := runDLM(t, 30*time.Second, []string{nodesEnv + "=" + want}, "lock", "--adapter", a, "--node-timeout", "1s", "--fencing", "r", "--", "true")
+		if r.code != 0 {
+			t.Errorf("dlm lock --adapter %s over the cluster node: exit %d; stderr:\n%s", a, r.code, r.stderr)
+		}
+	}
 }
