@@ -57,6 +57,10 @@ type probe struct {
 	// Holds maps each resource asked about to the value and remaining ttl
 	// of its lock key on this node (absent when the key does not exist).
 	Holds map[string]hold
+	// Cluster is true for a node that is a Redis Cluster: the fields
+	// above are its seed master's, and doctor checks every master
+	// (doctor_cluster.go).
+	Cluster bool
 }
 
 // hold is one lock key on one node.
@@ -80,6 +84,7 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, reso
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			out[i] = probeNode(pctx, c, u.String(), prefix, resources)
+			out[i].Cluster = u.Cluster
 		}()
 	}
 	wg.Wait()

@@ -129,6 +129,20 @@ func (c *Cluster) start(ctx context.Context) error {
 			}
 		}
 	}
+	if c.cfg.Replicas > 0 {
+		if err := c.poll(ctx, "every replica's link to its master", func(ctx context.Context, p *Process) (bool, error) {
+			info, err := p.Client().Info(ctx, "replication").Result()
+			if err != nil {
+				return false, err
+			}
+			if strings.Contains(info, "role:master") {
+				return strings.Contains(info, "connected_slaves:"+strconv.Itoa(c.cfg.Replicas)), nil
+			}
+			return strings.Contains(info, "master_link_status:up"), nil
+		}); err != nil {
+			return err
+		}
+	}
 	return c.WaitOK(ctx)
 }
 
