@@ -32,6 +32,8 @@ type Scenario struct {
 	faketime func(Config) bool // nodes run under libfaketime
 	loop     bool              // runs for Config.Duration
 	liar     bool              // one node lies (answers OK to SET)
+	clusters bool              // every node a Redis Cluster (scenario_cluster.go)
+	replicas int               // replicas per master of a cluster node
 	run      func(context.Context, *env) error
 }
 
@@ -67,6 +69,10 @@ func scenarioList() []Scenario {
 			Summary: "clients take read locks (two in three) and write locks on several resources, readers reading the register and writers writing it, while faults drawn from a seeded schedule (--faults) hit nodes, links and clients: reads may overlap, nothing else"},
 		{Name: "election", Rule: "R1.1, R18 (package election)", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runElection,
 			Summary: "--clients candidates campaign for one election, lead a while and resign, while faults from the fault table (crashes, pauses, partitions by default) hit nodes and links: never two leaders at once, terms increase, failovers are measured"},
+		{Name: "cluster-master-killed", Rule: "R16.1 (cluster nodes)", groups: 2, faketime: never, clusters: true, run: runClusterLoss,
+			Summary: "the nodes are Redis Clusters; client A locks exactly a majority; on one node of it the master of the resource's slot is killed and restarts at once, empty; client B then locks the resource while A's validity runs"},
+		{Name: "cluster-replica-promoted", Rule: "R16 (cluster nodes, failover)", groups: 2, faketime: never, clusters: true, replicas: 1, run: runClusterLoss,
+			Summary: "the nodes are Redis Clusters with a replica per master; client A locks exactly a majority; on one node of it the master of the resource's slot dies and its replica, which had not yet replicated A's SET, takes its slots over; client B then locks the resource"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}

@@ -75,6 +75,16 @@ func TestScenarios(t *testing.T) {
 		{"lying-node", nil, ExpectViolation},
 		{"lying-node", func(c *Config) { c.Byzantine = 1 }, ExpectSafe},
 		{"restart-without-persistence", func(c *Config) { c.Byzantine = 1 }, ExpectSafe}, // one amnesiac node outvoted
+		// Nodes that are Redis Clusters: a master that forgets, a replica
+		// promoted without A's key, and both kept safe by waiting the ttl.
+		// A ttl well above the restarted master's writable delay (2s) and
+		// the cluster's noticing it is back, which a loaded machine
+		// stretches.
+		{"cluster-master-killed", func(c *Config) { c.TTL = 10 * time.Second }, ExpectViolation},
+		{"cluster-master-killed", nil, ExpectSafe}, // a 2s ttl is within the writable delay
+		{"cluster-master-killed", func(c *Config) { c.TTL, c.DelayedRestart = 5*time.Second, true }, ExpectSafe},
+		{"cluster-replica-promoted", nil, ExpectViolation},
+		{"cluster-replica-promoted", func(c *Config) { c.DelayedRestart = true }, ExpectSafe},
 		{"random", nil, ExpectSafe},
 		{"election", nil, ExpectSafe}, // crashes, pauses, partitions under several candidates
 		// Workers of one client pass the lock among themselves (rueidis,

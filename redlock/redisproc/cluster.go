@@ -81,7 +81,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf",
 			"--cluster-node-timeout", strconv.FormatInt(c.cfg.NodeTimeout.Milliseconds(), 10),
-			"--cluster-require-full-coverage", "yes",
+			// A lost master takes only its slots down: the other
+			// masters keep serving their locks.
+			"--cluster-require-full-coverage", "no",
 		}, sc.Args...)
 		if replica && c.cfg.ReplicaNoFailover {
 			sc.Args = append(sc.Args, "--cluster-replica-no-failover", "yes")
