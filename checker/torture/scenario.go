@@ -269,14 +269,23 @@ func runRestart(ctx context.Context, e *env) error {
 	delay := e.cfg.restartDelay()
 	e.log("A holds the lock on %s; killing %s (restart after %v, persistence %v)", names(m), nodeName(victim), delay, e.cfg.Persistence)
 	end := e.rec.fault("restart", nodeName(victim), fmt.Sprintf("SIGKILL, restart after %v, persistence %v", delay, e.cfg.Persistence))
-	restarted := make(chan error, 1)
-	go func() {
+	return e.afterLoss(ctx, a, b, g, victim, delay, func() error {
 		err := e.cl.procs[victim].Restart(ctx, delay)
 		end()
-		restarted <- err
-	}()
+		return err
+	})
+}
+
+// afterLoss runs recover (the restart of node victim, which waits delay
+// first) on its own goroutine, and B's acquisition of r while A holds g:
+// after the recovery when delay is 0, during its wait otherwise. When B
+// acquires, it writes, A writes if its validity still runs, and B reads
+// the register back.
+func (e *env) afterLoss(ctx context.Context, a, b *actor, g *grant, victim int, delay time.Duration, recover func() error) error {
+	recovered := make(chan error, 1)
+	go func() { recovered <- recover() }()
 	if delay == 0 {
-		if err := <-restarted; err != nil {
+		if err := <-recovered; err != nil {
 			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}
@@ -290,7 +299,7 @@ func runRestart(ctx context.Context, e *env) error {
 		_ = b.release(ctx, gb)
 	}
 	if delay > 0 {
-		if err := <-restarted; err != nil {
+		if err := <-recovered; err != nil {
 			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}

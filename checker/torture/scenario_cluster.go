@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"dlm/redlock"
@@ -41,27 +40,8 @@ const clusterMasters = 2
 // startRedisClusters starts n cluster nodes, with replicas replicas per
 // master (which never fail over by themselves), at once.
 func startRedisClusters(ctx context.Context, n, replicas int, persistence bool) ([]*redisproc.Cluster, error) {
-	out := make([]*redisproc.Cluster, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i], errs[i] = redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: clusterMasters, Replicas: replicas,
-				Server: redisproc.Config{Persistence: persistence}, ReplicaNoFailover: true, NodeTimeout: time.Second})
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, c := range out {
-			if c != nil {
-				c.Close()
-			}
-		}
-		return nil, err
-	}
-	return out, nil
+	return redisproc.StartClusters(ctx, n, redisproc.ClusterConfig{Masters: clusterMasters, Replicas: replicas,
+		Server: redisproc.Config{Persistence: persistence}, ReplicaNoFailover: true, NodeTimeout: time.Second})
 }
 
 // slotMaster returns the index of the master that serves resource's lock
@@ -152,46 +132,26 @@ func runClusterLoss(ctx context.Context, e *env) error {
 			_ = b.release(ctx, og)
 		}
 	}
-	recovered := make(chan error, 1)
-	go func() {
+	return e.afterLoss(ctx, a, b, g, victim, delay, func() error {
+		defer end()
 		sleep(ctx, delay)
-		var err error
-		if promote {
-			// The replica must lack A's SET, as asynchronous replication
-			// leaves it when the master dies before sending it; on
-			// loopback the SET always arrives in time (and a replica
-			// refuses writes), so A's key is deleted on the replica as
-			// it takes over, before any client reaches it.
-			replica := rcs[victim].Replicas(masters[victim])[0]
-			if err = rcs[victim].Promote(ctx, masters[victim]); err == nil {
-				err = replica.Client().Del(ctx, redlock.DefaultKeyPrefix+"{r}").Err()
+		if !promote {
+			if err := vm.Restart(ctx, 0); err != nil {
+				return err
 			}
-		} else if err = vm.Restart(ctx, 0); err == nil {
-			err = rcs[victim].WaitOK(ctx)
+			return rcs[victim].WaitOK(ctx)
 		}
-		end()
-		recovered <- err
-	}()
-	if delay == 0 {
-		if err := <-recovered; err != nil {
-			return fmt.Errorf("torture: recovery of %s: %w", nodeName(victim), err)
+		// The replica must lack A's SET, as asynchronous replication
+		// leaves it when the master dies before sending it; on loopback
+		// the SET always arrives in time (and a replica refuses writes),
+		// so A's key is deleted on the replica as it takes over, before
+		// any client reaches it.
+		replica := rcs[victim].Replicas(masters[victim])[0]
+		if err := rcs[victim].Promote(ctx, masters[victim]); err != nil {
+			return err
 		}
-	}
-	bctx, cancel := context.WithTimeout(ctx, 3*e.cfg.TTL+delay)
-	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
-	cancel()
-	if err == nil {
-		b.write(gb)
-		a.writeIfValid(g)
-		b.read("r")
-		_ = b.release(ctx, gb)
-	}
-	if delay > 0 {
-		if err := <-recovered; err != nil {
-			return fmt.Errorf("torture: recovery of %s: %w", nodeName(victim), err)
-		}
-	}
-	return nil
+		return replica.Client().Del(ctx, redlock.DefaultKeyPrefix+"{r}").Err()
+	})
 }
 
 // clusterWritableDelay is how long a restarted master of a Redis Cluster

@@ -136,6 +136,9 @@ func (n *Node) send(items []batch.Item) {
 	}
 	retries := s.retries[:0]
 	for i, it := range live {
+		if res[i].kind == answered { // by clusterTrip (cluster.go)
+			continue
+		}
 		if sc := n.scriptOf(it.Req.Op); sc != nil {
 			if r := res[i]; r.kind == '-' && strings.HasPrefix(r.str, "NOSCRIPT") {
 				sc.Cached.Store(false) // restarted, or SCRIPT FLUSH
@@ -168,6 +171,9 @@ func (n *Node) send(items []batch.Item) {
 	for j, i := range retries {
 		if err != nil {
 			live[i].To.Receive(live[i].Tag, false, err)
+			continue
+		}
+		if res[j].kind == answered {
 			continue
 		}
 		n.scriptOf(live[i].Req.Op).Cached.Store(true)

@@ -61,13 +61,17 @@ func (n *Node) do(ctx context.Context, req adapter.Request) (bool, error) {
 	return n.queue.Do(ctx, req)
 }
 
+// answered marks the reply of a request that clusterTrip already answered.
+const answered = 0
+
 // clusterTrip sends the requests of one batch of a cluster node as one
 // go-redis cluster pipeline, which writes the requests of each master in
 // queue order on one connection to it, and returns their replies in
 // order; eval(i) tells whether request i goes by EVAL (else EVALSHA when
 // the node is known to have its script). A request that failed without
-// the node's answer (a dropped connection) is answered with its error as
-// an error reply; when ctx ended first, the batch fails with ctx's error.
+// its master's answer (a master down, a timeout) is answered here with its
+// error, and its reply marked answered: the requests to the other masters
+// still get theirs. When ctx ended first, the batch fails with ctx's error.
 func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i int) bool) ([]reply, error) {
 	cmds := make([]*redis.Cmd, len(items))
 	p := n.cluster.Pipeline()
@@ -88,7 +92,8 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 		case errors.As(err, &rerr):
 			res[i] = reply{kind: '-', str: rerr.Error()}
 		case err != nil:
-			res[i] = reply{kind: '-', str: err.Error()}
+			res[i] = reply{kind: answered}
+			items[i].To.Receive(items[i].Tag, false, err)
 		default:
 			switch v := v.(type) {
 			case int64:

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -267,4 +268,31 @@ func (c *Cluster) Close() {
 	for _, p := range c.Processes() {
 		p.Close()
 	}
+}
+
+// StartClusters starts n clusters as StartCluster does, at the same time: a
+// new master serves only about two seconds after it started (Redis
+// Cluster's writable delay), so n clusters take about as long as one. On
+// error it closes the clusters it started.
+func StartClusters(ctx context.Context, n int, cfg ClusterConfig) ([]*Cluster, error) {
+	out := make([]*Cluster, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = StartCluster(ctx, cfg)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range out {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, err
+	}
+	return out, nil
 }

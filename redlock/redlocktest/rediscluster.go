@@ -3,9 +3,7 @@ package redlocktest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -42,32 +40,17 @@ func StartRedisClusters(t testing.TB, n, masters, replicas int, opts ...Option) 
 	for _, o := range opts {
 		o(&cfg)
 	}
-	out := make([]*RedisCluster, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range out {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c, err := redisproc.StartCluster(context.Background(), redisproc.ClusterConfig{
-				Masters: masters, Replicas: replicas, Server: cfg, ReplicaNoFailover: true})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			out[i] = &RedisCluster{Cluster: c, client: redis.NewClusterClient(&redis.ClusterOptions{
-				Addrs: c.Addrs(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})}
-		}()
-	}
-	wg.Wait()
-	for _, c := range out {
-		if c != nil {
-			t.Cleanup(c.Close)
-			t.Cleanup(func() { _ = c.client.Close() })
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	cs, err := redisproc.StartClusters(context.Background(), n, redisproc.ClusterConfig{
+		Masters: masters, Replicas: replicas, Server: cfg, ReplicaNoFailover: true})
+	if err != nil {
 		t.Fatalf("redlocktest: %v", err)
+	}
+	out := make([]*RedisCluster, n)
+	for i, c := range cs {
+		t.Cleanup(c.Close)
+		out[i] = &RedisCluster{Cluster: c, client: redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: c.Addrs(), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 2 * time.Second})}
+		t.Cleanup(func() { _ = out[i].client.Close() })
 	}
 	return out
 }
@@ -100,48 +83,15 @@ func (c *RedisCluster) FlushScripts(ctx context.Context) error {
 
 // Inspector returns an Inspector that reads the cluster with its own
 // cluster client, outside any node under test.
-func (c *RedisCluster) Inspector() Inspector { return clusterInspector{c} }
-
-type clusterInspector struct{ c *RedisCluster }
-
-func (i clusterInspector) Value(ctx context.Context, key string) (string, bool, error) {
-	v, err := i.c.client.Get(ctx, key).Result()
-	if errors.Is(err, redis.Nil) {
-		return "", false, nil
-	}
-	return v, err == nil, err
+func (c *RedisCluster) Inspector() Inspector {
+	return serverInspector{cmd: func() redis.Cmdable { return c.client }, keys: c.keys}
 }
 
-func (i clusterInspector) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
-	d, err := i.c.client.PTTL(ctx, key).Result()
-	switch {
-	case err != nil:
-		return 0, false, err
-	case d == -2 || d == -2*time.Millisecond:
-		return 0, false, nil
-	case d == -1 || d == -1*time.Millisecond:
-		return NoExpiry, true, nil
-	}
-	return d, true, nil
-}
-
-func (i clusterInspector) Fence(ctx context.Context, fenceKey string) (uint64, error) {
-	v, ok, err := i.Value(ctx, fenceKey)
-	if err != nil || !ok {
-		return 0, err
-	}
-	f, err := strconv.ParseUint(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("redlocktest: fence %q is not a uint64: %w", v, err)
-	}
-	return f, nil
-}
-
-// Keys lists the keys under prefix on every master, sorted.
-func (i clusterInspector) Keys(ctx context.Context, prefix string) ([]string, error) {
+// keys lists the keys under prefix on every master, sorted.
+func (c *RedisCluster) keys(ctx context.Context, prefix string) ([]string, error) {
 	var mu sync.Mutex
 	var out []string
-	err := i.c.client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+	err := c.client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		iter := m.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
 			mu.Lock()
@@ -152,10 +102,6 @@ func (i clusterInspector) Keys(ctx context.Context, prefix string) ([]string, er
 	})
 	sort.Strings(out)
 	return out, err
-}
-
-func (i clusterInspector) Put(ctx context.Context, key, value string) error {
-	return i.c.client.Set(ctx, key, value, 0).Err()
 }
 
 // ClusterNodeFactory returns a redlock.Node talking to the cluster c.

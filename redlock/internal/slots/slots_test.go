@@ -29,12 +29,10 @@ func TestOf(t *testing.T) {
 func TestSplit(t *testing.T) {
 	keys := []string{"{a}1", "{b}1", "{a}2", "{c}1"}
 	gs := Split(keys)
-	var idx [][]int
 	for i, g := range gs {
 		if i > 0 && g.Slot <= gs[i-1].Slot {
 			t.Errorf("groups not in slot order: %v", gs)
 		}
-		idx = append(idx, g.Idx)
 	}
 	if len(gs) != 3 {
 		t.Fatalf("Split(%q) = %v, want 3 groups", keys, gs)
