@@ -232,3 +232,39 @@ func TestClusterNodesOverlappingSets(t *testing.T) {
 		t.Fatalf("%d failures, first: %s", len(failures), failures[0])
 	}
 }
+
+// A master of a cluster node that is lost takes only its slots' locks down
+// on that node, as long as the other masters are a majority of the
+// cluster's (Redis Cluster stops a minority): over a client of that one
+// node, the resources served by the other masters still lock, the lost
+// master's fail, with both adapters.
+func TestClusterNodeLosesOnlyTheSlotsOfALostMaster(t *testing.T) {
+	c := redlocktest.StartRedisCluster(t, 3, 0)
+	c.Masters()[0].Kill()
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
+		cl := dialURLs(t, a, []string{c.URL()}, redlock.WithNodeTimeout(500*time.Millisecond))
+		var up, down int
+		for i := 0; i < 40; i++ {
+			r := fmt.Sprintf("%s-%d", a.name, i)
+			slot, err := c.Masters()[2].Client().Do(t.Context(), "CLUSTER", "KEYSLOT", redlock.DefaultKeyPrefix+"{"+r+"}").Int()
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := cl.TryLock(t.Context(), r)
+			switch lost := c.MasterOf(slot) == 0; {
+			case lost && err == nil:
+				t.Fatalf("%s, on the lost master's slots, was locked", r)
+			case !lost && err != nil:
+				t.Fatalf("%s, on the other master, was not locked: %v", r, err)
+			case lost:
+				down++
+			default:
+				up++
+				_ = l.Unlock(t.Context())
+			}
+		}
+		if up == 0 || down == 0 {
+			t.Fatalf("resources on the live master %d, on the lost one %d: want some of each", up, down)
+		}
+	})
+}

@@ -180,8 +180,10 @@
 // unless the other N-1 nodes still make a quorum without the node (one
 // amnesiac node is outvoted only with WithByzantineNodes, as for any node
 // that forgets). A lost master makes the locks of its slots unavailable on
-// that node only, until its slots are served again: one node of N, which
-// the quorum tolerates. dlm doctor reports each master's persistence,
+// that node only, until its slots are served again, provided the other
+// masters are a majority of the cluster's (Redis Cluster stops a minority;
+// so use 3 masters or more); at worst the node stops whole: one node of N,
+// which the quorum tolerates. dlm doctor reports each master's persistence,
 // replicas and failover setting. The checker (dlm torture, scenarios
 // cluster-master-killed and cluster-replica-promoted) measures both cases:
 // see docs/guarantees.md.

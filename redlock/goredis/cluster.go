@@ -199,6 +199,7 @@ func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
 		MaxRedirects:          3,
 		ContextTimeoutEnabled: true,
 		DialTimeout:           time.Second,
+		DialerRetries:         1, // a master that is down fails its requests at once
 		DisableIdentity:       true,
 		Protocol:              2,
 	}
