@@ -151,6 +151,10 @@ func clusterFindings(cp clusterProbe, maxSkew time.Duration) []finding {
 	default:
 		add(sevOK, cp.Name, "R1.3", fmt.Sprintf("cluster_state:ok, all %d slots served by %d master(s)", redisproc.Slots, len(cp.Masters)), "")
 	}
+	if n := len(cp.Masters); n == 2 {
+		add(sevWarn, cp.Name, "R1.3", "2 masters: when one is lost the other is a minority, which Redis Cluster stops, so the whole node stops instead of the lost master's slots only",
+			"give the cluster 3 masters or more")
+	}
 	for _, m := range cp.Masters {
 		if m.Err != nil {
 			add(sevWarn, m.Node, "R1.3", fmt.Sprintf("master unreachable (%v): the locks of its slots are unavailable on this node", m.Err), "bring it back")
