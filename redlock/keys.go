@@ -39,6 +39,14 @@ func (o *clientOptions) keyOf(prefix, resource string) string {
 	if !o.hashTags {
 		return prefix + resource
 	}
+	return HashTaggedKey(prefix, resource)
+}
+
+// HashTaggedKey returns the key of resource under prefix as a client with
+// hash tags builds it (WithHashTags, or a node that is a Redis Cluster):
+// prefix, then the resource between braces with every "\" written "\\"
+// and every "}" written "\]". For tools that read a cluster node's keys.
+func HashTaggedKey(prefix, resource string) string {
 	return prefix + "{" + hashTag(resource) + "}"
 }
 

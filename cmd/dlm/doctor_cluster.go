@@ -209,3 +209,31 @@ func replicaFinding(m probe, rs []replicaProbe) finding {
 	}
 	return f
 }
+
+// clusterHolds reads the lock keys of resources on a node that is a Redis
+// Cluster, named as its clients name them (hash-tagged), each on the
+// master of its slot.
+func clusterHolds(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, prefix string, resources []string) map[string]hold {
+	out := map[string]hold{}
+	if len(resources) == 0 {
+		return out
+	}
+	cc, err := goredis.NewClusterClient(u)
+	if err != nil {
+		return out
+	}
+	defer cc.Close()
+	if o := cc.Options(); cfg != nil && o.TLSConfig != nil {
+		o.TLSConfig = forServer(cfg, o.TLSConfig.ServerName)
+	}
+	for _, r := range resources {
+		key := redlock.HashTaggedKey(prefix, r)
+		v, err := cc.Get(ctx, key).Result()
+		if err != nil {
+			continue
+		}
+		ttl, _ := cc.PTTL(ctx, key).Result()
+		out[r] = hold{Value: v, TTL: ttl}
+	}
+	return out
+}

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"dlm/redlock"
+	"dlm/redlock/goredis"
 	"dlm/redlock/redlocktest"
 )
 
@@ -67,6 +69,27 @@ func TestDoctorCluster(t *testing.T) {
 	for _, m := range c.Addrs() {
 		if !strings.Contains(r.stdout, m) {
 			t.Errorf("doctor does not name master %s:\n%s", m, r.stdout)
+		}
+	}
+}
+
+// dlm status reads a cluster node's lock keys by their hash-tagged names.
+func TestStatusCluster(t *testing.T) {
+	c := redlocktest.StartRedisCluster(t, 3, 0)
+	cl, err := goredis.Dial([]string{c.URL()}, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	l, err := cl.TryLock(t.Context(), "back}up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Unlock(t.Context()) }()
+	r := runDLM(t, 30*time.Second, nil, "status", "--nodes", c.URL(), "back}up", "other")
+	for _, want := range []string{"back}up: HELD (quorum) by value", "other: free"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status does not say %q:\n%s", want, r.stdout)
 		}
 	}
 }

@@ -85,6 +85,9 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, reso
 			defer cancel()
 			out[i] = probeNode(pctx, c, u.String(), prefix, resources)
 			out[i].Cluster = u.Cluster
+			if u.Cluster && out[i].Err == nil {
+				out[i].Holds = clusterHolds(pctx, u, cfgs[i], prefix, resources) // doctor_cluster.go
+			}
 		}()
 	}
 	wg.Wait()
