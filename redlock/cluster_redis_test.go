@@ -137,7 +137,7 @@ func TestClusterNodesEveryCapability(t *testing.T) {
 			}
 			got <- err
 		}()
-		ch := scripts.ChannelPrefix + redlock.DefaultKeyPrefix + "{" + r + "h}"
+		ch := scripts.ChannelPrefix + redlock.HashTaggedKey(redlock.DefaultKeyPrefix, r+"h")
 		redlocktest.Eventually(t, 10*time.Second, func() bool { return shardSubscribers(cs, ch) > 0 },
 			"the waiter never subscribed to %s", ch)
 		_ = held.Unlock(ctx)
@@ -246,7 +246,7 @@ func TestClusterNodeLosesOnlyTheSlotsOfALostMaster(t *testing.T) {
 		var up, down int
 		for i := 0; i < 40; i++ {
 			r := fmt.Sprintf("%s-%d", a.name, i)
-			slot, err := c.Masters()[2].Client().Do(t.Context(), "CLUSTER", "KEYSLOT", redlock.DefaultKeyPrefix+"{"+r+"}").Int()
+			slot, err := c.Masters()[2].Client().Do(t.Context(), "CLUSTER", "KEYSLOT", redlock.HashTaggedKey(redlock.DefaultKeyPrefix, r)).Int()
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -47,7 +47,7 @@ func startRedisClusters(ctx context.Context, n, replicas int, persistence bool) 
 // slotMaster returns the index of the master that serves resource's lock
 // key on cluster node c (the client's hash-tagged key).
 func slotMaster(ctx context.Context, c *redisproc.Cluster, resource string) (int, error) {
-	key := redlock.DefaultKeyPrefix + "{" + resource + "}"
+	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, resource)
 	slot, err := c.Masters()[0].Client().Do(ctx, "CLUSTER", "KEYSLOT", key).Int()
 	if err != nil {
 		return 0, fmt.Errorf("torture: CLUSTER KEYSLOT %s: %w", key, err)
@@ -90,7 +90,7 @@ func runClusterLoss(ctx context.Context, e *env) error {
 	vm := rcs[victim].Masters()[masters[victim]]
 	// A locks exactly m: on the other nodes a third party holds r's key
 	// while A acquires, and lets it go at once after.
-	key := redlock.DefaultKeyPrefix + "{r}"
+	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")
 	const blocker = "torture-third-party"
 	for _, i := range o {
 		if err := rcs[i].Masters()[masters[i]].Client().Set(ctx, key, blocker, 10*e.cfg.TTL).Err(); err != nil {
@@ -150,7 +150,7 @@ func runClusterLoss(ctx context.Context, e *env) error {
 		if err := rcs[victim].Promote(ctx, masters[victim]); err != nil {
 			return err
 		}
-		return replica.Client().Del(ctx, redlock.DefaultKeyPrefix+"{r}").Err()
+		return replica.Client().Del(ctx, redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")).Err()
 	})
 }
 
