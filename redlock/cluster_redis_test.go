@@ -12,6 +12,9 @@ import (
 
 	"dlm/election"
 	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/goredis"
+	"dlm/redlock/rueidis"
 	"dlm/redlock/redlocktest"
 	"dlm/redlock/scripts"
 )
@@ -267,4 +270,63 @@ func TestClusterNodeLosesOnlyTheSlotsOfALostMaster(t *testing.T) {
 			t.Fatalf("resources on the live master %d, on the lost one %d: want some of each", up, down)
 		}
 	})
+}
+
+// A cluster node's release watch that unwatches a key and watches it again
+// at once hears its next release: the unsubscription never overtakes the
+// new subscription.
+func TestClusterWatchAgainHearsTheRelease(t *testing.T) {
+	c := redlocktest.StartRedisCluster(t, 3, 0)
+	for _, dial := range []struct {
+		name string
+		node func(string) (adapter.HandoffNode, error)
+	}{
+		{"goredis", func(u string) (adapter.HandoffNode, error) { return goredis.DialNode(u) }},
+		{"rueidis", func(u string) (adapter.HandoffNode, error) { return rueidis.DialNode(u) }},
+	} {
+		t.Run(dial.name, func(t *testing.T) {
+			n, err := dial.node(c.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.(interface{ Close() error }).Close()
+			heard := make(chan string, 16)
+			w, err := n.WatchReleases(func(key, value string) { heard <- key + "=" + value })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			ctx := t.Context()
+			for i := 0; i < 10; i++ {
+				key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, fmt.Sprintf("w%d", i%3))
+				if err := w.Watch(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Unwatch(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				if err := w.Watch(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				v := fmt.Sprintf("v%d", i)
+				if ok, err := n.Acquire(ctx, key, v, time.Minute); !ok || err != nil {
+					t.Fatalf("Acquire: %v, %v", ok, err)
+				}
+				if ok, err := n.ReleaseAnnounce(ctx, key, v); !ok || err != nil {
+					t.Fatalf("ReleaseAnnounce: %v, %v", ok, err)
+				}
+				select {
+				case got := <-heard:
+					if got != key+"="+v {
+						t.Fatalf("heard %q, want %q", got, key+"="+v)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("round %d: the release of %s after Unwatch and Watch was not heard", i, key)
+				}
+				if err := w.Unwatch(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -2,6 +2,7 @@ package rueidis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -68,8 +69,16 @@ type shardWatch struct {
 
 	mu     sync.Mutex
 	closed bool
-	subs   map[string]context.CancelFunc
+	subs   map[string]keySub
 	wg     sync.WaitGroup
+}
+
+// keySub is one watched key's subscription: cancel ends it, done is closed
+// once its goroutine has unsubscribed and returned.
+type keySub struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	live   bool // false once Unwatch ended it
 }
 
 // Watch subscribes to the releases of key on the master of its slot, and
@@ -80,17 +89,47 @@ func (w *shardWatch) Watch(ctx context.Context, key string) error {
 		w.mu.Unlock()
 		return redlock.ErrClosed
 	}
-	if _, ok := w.subs[key]; ok {
+	old, ok := w.subs[key]
+	if ok && old.live {
 		w.mu.Unlock()
 		return nil
 	}
+	w.mu.Unlock()
+	if ok {
+		// An Unwatch of key is still leaving the channel: its SUNSUBSCRIBE
+		// must not reach the master after this SSUBSCRIBE.
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return redlock.ErrClosed
+	}
+	if s, ok := w.subs[key]; ok && (s.live || s.done != old.done) {
+		w.mu.Unlock()
+		return nil // another Watch of key got in first
+	}
 	rctx, cancel := context.WithCancel(context.Background())
-	w.subs[key] = cancel
+	s := keySub{cancel: cancel, done: make(chan struct{}), live: true}
+	w.subs[key] = s
 	confirmed := make(chan struct{})
 	failed := make(chan error, 1)
 	w.wg.Add(1)
 	w.mu.Unlock()
-	go w.receive(rctx, key, confirmed, failed)
+	go func() {
+		defer w.wg.Done()
+		defer close(s.done)
+		w.receive(rctx, key, confirmed, failed)
+		w.mu.Lock()
+		if cur, ok := w.subs[key]; ok && cur.done == s.done {
+			delete(w.subs, key)
+		}
+		w.mu.Unlock()
+	}()
 	select {
 	case <-confirmed:
 		return nil
@@ -108,7 +147,6 @@ func (w *shardWatch) Watch(ctx context.Context, key string) error {
 // first subscription's confirmation closes confirmed; its failure goes to
 // failed.
 func (w *shardWatch) receive(rctx context.Context, key string, confirmed chan struct{}, failed chan error) {
-	defer w.wg.Done()
 	ch := ChannelPrefix + key
 	var once sync.Once
 	hctx := rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
@@ -136,6 +174,9 @@ func (w *shardWatch) receive(rctx context.Context, key string, confirmed chan st
 			select {
 			case <-confirmed:
 			default:
+				if err == nil { // an unsubscription ended it unconfirmed
+					err = errors.New("ended before the master confirmed it")
+				}
 				failed <- fmt.Errorf("rueidis: SSUBSCRIBE %s: %w", ch, err)
 				return
 			}
@@ -151,13 +192,15 @@ func (w *shardWatch) receive(rctx context.Context, key string, confirmed chan st
 	}
 }
 
-// drop ends key's subscription.
+// drop ends key's subscription; its goroutine removes it once it left the
+// channel.
 func (w *shardWatch) drop(key string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if cancel, ok := w.subs[key]; ok {
-		cancel()
-		delete(w.subs, key)
+	if s, ok := w.subs[key]; ok && s.live {
+		s.cancel()
+		s.live = false
+		w.subs[key] = s
 	}
 }
 
@@ -175,9 +218,8 @@ func (w *shardWatch) Close() error {
 		return nil
 	}
 	w.closed = true
-	for k, cancel := range w.subs {
-		cancel()
-		delete(w.subs, k)
+	for _, s := range w.subs {
+		s.cancel()
 	}
 	w.mu.Unlock()
 	w.wg.Wait()

@@ -138,7 +138,7 @@ func (n *Node) Close() error {
 // Watch, on which every watched key is one SUBSCRIBE to its channel.
 func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
 	if n.cluster {
-		return &shardWatch{client: n.client, notify: notify, subs: map[string]context.CancelFunc{}}, nil // cluster.go
+		return &shardWatch{client: n.client, notify: notify, subs: map[string]keySub{}}, nil // cluster.go
 	}
 	return &watch{node: n, notify: notify, keys: map[string]struct{}{}, stop: make(chan struct{})}, nil
 }
