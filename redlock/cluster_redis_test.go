@@ -14,8 +14,8 @@ import (
 	"dlm/redlock"
 	"dlm/redlock/adapter"
 	"dlm/redlock/goredis"
-	"dlm/redlock/rueidis"
 	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
 	"dlm/redlock/scripts"
 )
 
