@@ -160,6 +160,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "cluster" {
+		return runClusterBench(args[1:], stdout, stderr) // cluster.go
+	}
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err

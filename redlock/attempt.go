@@ -25,8 +25,8 @@ func (c *Client) attempt(ctx context.Context, t target, value string, o lockOpti
 		return nil, &AcquireError{Resource: resource, Quorum: c.quorum, Cause: ErrClosed}
 	}
 	if c.opts.fencing {
-		if f.fenceKeys = t.fenceKeys(c.opts.fencePrefix); f.fenceKeys == nil {
-			f.fenceKey = c.opts.fencePrefix + resource
+		if f.fenceKeys = t.fenceKeys(&c.opts); f.fenceKeys == nil {
+			f.fenceKey = c.opts.keyOf(c.opts.fencePrefix, resource)
 		}
 		f.fences = make([]uint64, len(c.nodes))
 		f.lost = make([]bool, len(c.nodes))

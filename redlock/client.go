@@ -95,6 +95,9 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if !o.ownerSet {
 		o.owner = defaultOwner()
 	}
+	if err := o.useHashTags(nodes); err != nil { // keys.go
+		return nil, err
+	}
 	if err := o.validateFencing(nodes, names); err != nil {
 		return nil, err
 	}

@@ -147,6 +147,52 @@
 // of nodes answering. Under partitions an unlucky client may wait a ttl
 // (R14).
 //
+// # Nodes that are Redis Clusters
+//
+// Each of the N nodes may itself be a Redis Cluster, so that a node's keys,
+// requests and memory are spread over many masters while the quorum is
+// still counted over the N nodes (a node URL with cluster=true; see
+// ParseNodeURL and adapter.ClusterNode). The client then builds every key
+// with a hash tag, prefix{resource} (WithHashTags): the lock key, fence
+// key, record key and release channel of a resource are in one hash slot,
+// so each script on a resource runs on one master, atomically, as on a
+// single server. A set of resources (LockAll) may span slots; a cluster
+// node then steps each slot's keys in one script and grants the set only
+// when every slot did, releasing the slots that did when one did not: still
+// all or nothing on the node, never waiting while holding part of a set
+// (so no deadlock), at worst two overlapping sets both refused there and
+// retried (R10).
+//
+// The argument for mutual exclusion is the one above, applied per slot:
+// the N clusters must be independent (no master in two of them, R2), and a
+// master that loses its keys is a node that forgot its locks for the slots
+// it serves (R16). A master loses them when it restarts without persistence,
+// and when a replica takes its slots over after asynchronous replication
+// had not yet copied the latest SET (a failover: the replica is promoted
+// without the keys the master acknowledged last). So the guarantees hold
+// on a cluster node that has
+//
+//   - no replicas, and masters that either persist with appendfsync always
+//     or restart only after the largest ttl (dlm node --cluster does the
+//     latter); or
+//   - replicas whose failover is delayed past the largest ttl (a
+//     cluster-node-timeout above it, or cluster-replica-no-failover yes with
+//     failovers made by hand once the ttl has passed), so that a promoted
+//     replica serves only after every lock it may have missed expired.
+//
+// They do not hold with replicas that fail over automatically within a ttl
+// (Redis' default, cluster-node-timeout 15s, is shorter than many ttls),
+// unless the other N-1 nodes still make a quorum without the node (one
+// amnesiac node is outvoted only with WithByzantineNodes, as for any node
+// that forgets). A lost master makes the locks of its slots unavailable on
+// that node only, until its slots are served again, provided the other
+// masters are a majority of the cluster's (Redis Cluster stops a minority;
+// so use 3 masters or more); at worst the node stops whole: one node of N,
+// which the quorum tolerates. dlm doctor reports each master's persistence,
+// replicas and failover setting. The checker (dlm torture, scenarios
+// cluster-master-killed and cluster-replica-promoted) measures both cases:
+// see docs/guarantees.md.
+//
 // # Fencing tokens (WithFencing)
 //
 // A lock built on expiry cannot protect a resource from a holder that

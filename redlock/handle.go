@@ -133,6 +133,11 @@ type Handle struct {
 	// used as the prefix: the client's own is (a handle edited to an
 	// empty prefix would otherwise reach any key whose value is known).
 	KeyPrefix string
+	// HashTags is true when the client that acquired the lock built its
+	// keys with hash tags (WithHashTags, or a node that is a Redis
+	// Cluster): a client that does not refuses the handle, and the other
+	// way round.
+	HashTags bool
 }
 
 // Handle returns the lock written as a Handle, for another process to
@@ -166,6 +171,7 @@ func (l *Lock) Handle() Handle {
 		Extensions: ext,
 		Shared:     l.Shared(),
 		KeyPrefix:  l.client.opts.prefix,
+		HashTags:   l.client.opts.hashTags,
 	}
 }
 
@@ -180,6 +186,7 @@ type handleWire struct {
 	Extensions int      `json:"extensions"`
 	Shared     bool     `json:"shared,omitempty"`
 	KeyPrefix  *string  `json:"key_prefix"`
+	HashTags   bool     `json:"hash_tags,omitempty"`
 }
 
 // MarshalText returns the handle's text form: "dlm1." followed by the
@@ -201,6 +208,7 @@ func (h Handle) MarshalText() ([]byte, error) {
 		Extensions: h.Extensions,
 		Shared:     h.Shared,
 		KeyPrefix:  &prefix,
+		HashTags:   h.HashTags,
 	}
 	js, err := json.Marshal(w)
 	if err != nil {
@@ -261,7 +269,7 @@ func ParseHandle(s string) (Handle, error) {
 	if dec.More() {
 		return Handle{}, invalidf("handle: damaged: data after the handle's JSON object")
 	}
-	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions, Shared: w.Shared}
+	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions, Shared: w.Shared, HashTags: w.HashTags}
 	if w.KeyPrefix == nil {
 		return Handle{}, invalidf("handle: no key_prefix")
 	}
@@ -528,6 +536,9 @@ func (c *Client) handleTarget(h Handle) (target, error) {
 	}
 	if h.KeyPrefix != c.opts.prefix {
 		return target{}, invalidf("handle: written by a client with key prefix %q, and this client uses %q: give it the same WithKeyPrefix", h.KeyPrefix, c.opts.prefix)
+	}
+	if h.HashTags != c.opts.hashTags {
+		return target{}, invalidf("handle: written by a client with hash tags %v, and this client has %v: its keys are named differently; use the same nodes (a Redis Cluster node turns hash tags on) or WithHashTags", h.HashTags, c.opts.hashTags)
 	}
 	rs := h.resources()
 	if h.Shared {

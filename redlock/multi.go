@@ -39,7 +39,7 @@ type target struct {
 
 // one is the target of Lock and TryLock: one resource.
 func (c *Client) one(resource string) target {
-	return target{resource: resource, key: c.opts.prefix + resource}
+	return target{resource: resource, key: c.opts.keyOf(c.opts.prefix, resource)}
 }
 
 // lockKeys returns the target's lock keys: its key, or a set's keys.
@@ -67,13 +67,13 @@ func (t target) acquireRequest(value string, ttl time.Duration, fencing bool) ad
 
 // fenceKeys returns the fence keys of a set's resources (WithFencing), in
 // the order of its lock keys; nil for one resource.
-func (t target) fenceKeys(prefix string) []string {
+func (t target) fenceKeys(o *clientOptions) []string {
 	if t.keys == nil {
 		return nil
 	}
 	out := make([]string, len(t.names))
 	for i, name := range t.names {
-		out[i] = prefix + name
+		out[i] = o.keyOf(o.fencePrefix, name)
 	}
 	return out
 }
@@ -151,7 +151,7 @@ func (l *Lock) Resources() []string {
 	}
 	out := make([]string, len(l.keys))
 	for i, k := range l.keys {
-		out[i] = k[len(l.client.opts.prefix):]
+		out[i] = l.client.opts.resourceOf(l.client.opts.prefix, k)
 	}
 	return out
 }
@@ -241,7 +241,7 @@ func (c *Client) settingsAll(resources []string, opts []LockOption) (target, loc
 func (c *Client) set(names []string) target {
 	t := target{resource: strings.Join(names, ","), names: names, keys: make([]string, len(names))}
 	for i, name := range names {
-		t.keys[i] = c.opts.prefix + name
+		t.keys[i] = c.opts.keyOf(c.opts.prefix, name)
 	}
 	return t
 }

@@ -66,6 +66,7 @@ type clientOptions struct {
 	infoPrefix     string        // WithInfoPrefix (bounds.go)
 	owner          string        // WithOwner (owner.go)
 	ownerSet       bool
+	hashTags       bool       // WithHashTags (keys.go)
 	byzantine      int        // WithByzantineNodes (byzantine.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }

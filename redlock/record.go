@@ -102,7 +102,7 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if f == nil {
 		return errors.Join(ErrRecordFailed, ErrClosed)
 	}
-	f.recordKey, f.record = c.opts.recordPrefix+l.resource, record
+	f.recordKey, f.record = c.opts.keyOf(c.opts.recordPrefix, l.resource), record
 	c.send(f)
 	_, t2 := f.await()
 	f.settle(false, false)
@@ -145,11 +145,11 @@ func (c *Client) ReadRecords(ctx context.Context, resource string) ([]RecordRead
 	if err := c.recordCheck(); err != nil {
 		return nil, err
 	}
-	f := c.newFan(ctx, ctx, adapter.Request{Op: opReadRecord, Key: c.opts.prefix + resource}, stopAll)
+	f := c.newFan(ctx, ctx, adapter.Request{Op: opReadRecord, Key: c.opts.keyOf(c.opts.prefix, resource)}, stopAll)
 	if f == nil {
 		return nil, ErrClosed
 	}
-	f.recordKey, f.fenceKey = c.opts.recordPrefix+resource, c.opts.fencePrefix+resource
+	f.recordKey, f.fenceKey = c.opts.keyOf(c.opts.recordPrefix, resource), c.opts.keyOf(c.opts.fencePrefix, resource)
 	f.records = make([]recordRead, len(c.nodes))
 	c.send(f)
 	f.await()

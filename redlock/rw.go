@@ -189,7 +189,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 	if c.isClosed() {
 		return nil, c.stopped(resource, 0, nil, ErrClosed)
 	}
-	key := c.opts.prefix + resource
+	key := c.opts.keyOf(c.opts.prefix, resource)
 	waiter := ""
 	if mode == modeWrite && o.tries != 1 {
 		w, err := c.values.next()
@@ -238,7 +238,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 			return nil, c.stopped(resource, try-1, last, ErrClosed)
 		}
 		if req.Op == opWAcquireFenced {
-			f.fenceKey = c.opts.fencePrefix + resource
+			f.fenceKey = c.opts.keyOf(c.opts.fencePrefix, resource)
 			f.fences = make([]uint64, len(c.nodes))
 		}
 		c.send(f)

@@ -14,6 +14,14 @@ import (
 //	redis://[user:password@]host[:port][/db]   plain TCP (port 6379 by default)
 //	rediss://[user:password@]host[:port][/db]  TLS
 //	unix:///path/to/socket[?db=N]              a unix socket
+//	redis://host:port?cluster=true[&addr=host:port...]
+//	                                           a Redis Cluster as one node
+//
+// A node that is a Redis Cluster names one master as the seed and, with
+// addr parameters, as many others as you like (the rest of the cluster is
+// discovered from them): redis://10.0.0.1:7000?cluster=true&addr=10.0.0.2:7000.
+// It has no database number (a cluster has only database 0) and no unix
+// socket.
 type NodeURL struct {
 	// Raw is the URL as given.
 	Raw string
@@ -29,12 +37,20 @@ type NodeURL struct {
 	Username, Password string
 	// DB is the logical database number.
 	DB int
+	// Cluster is true for a node that is a Redis Cluster (cluster=true).
+	Cluster bool
+	// Addrs are a cluster's seed addresses: Addr, then each addr
+	// parameter; nil for a node that is not a cluster.
+	Addrs []string
 }
 
 // String returns the node's address without credentials.
 func (u NodeURL) String() string {
 	if u.Network == "unix" {
 		return "unix://" + u.Addr
+	}
+	if u.Cluster {
+		return "cluster:" + u.Addr
 	}
 	return u.Addr
 }
@@ -113,7 +129,41 @@ func ParseNodeURL(raw string) (NodeURL, error) {
 		}
 		n.DB = d
 	}
+	if err := n.parseCluster(u.Query(), shown); err != nil {
+		return NodeURL{}, err
+	}
 	return n, nil
+}
+
+// parseCluster reads the cluster and addr parameters of a node URL.
+func (n *NodeURL) parseCluster(q url.Values, shown string) error {
+	const expected = "expected redis://host:port?cluster=true&addr=host:port&addr=..."
+	switch c := q.Get("cluster"); c {
+	case "", "false", "0":
+		if len(q["addr"]) > 0 {
+			return invalidf("node URL %q: addr parameters name more masters of a Redis Cluster; add cluster=true (%s)", shown, expected)
+		}
+		return nil
+	case "true", "1":
+	default:
+		return invalidf("node URL %q: cluster=%q is not true or false", shown, c)
+	}
+	switch {
+	case n.Network == "unix":
+		return invalidf("node URL %q: a Redis Cluster is reached over TCP, not a unix socket (%s)", shown, expected)
+	case n.DB != 0:
+		return invalidf("node URL %q: a Redis Cluster has only database 0, got %d", shown, n.DB)
+	}
+	n.Cluster, n.Addrs = true, []string{n.Addr}
+	for _, a := range q["addr"] {
+		host, port, err := net.SplitHostPort(a)
+		p, perr := strconv.Atoi(port)
+		if err != nil || host == "" || perr != nil || p < 1 || p > 65535 {
+			return invalidf("node URL %q: addr=%q is not host:port with a port from 1 to 65535 (%s)", shown, a, expected)
+		}
+		n.Addrs = append(n.Addrs, net.JoinHostPort(host, port))
+	}
+	return nil
 }
 
 // ParseNodeURLs parses a list of node URLs, refusing an empty list and
@@ -123,17 +173,22 @@ func ParseNodeURLs(raws []string) ([]NodeURL, error) {
 		return nil, invalidf("no node URLs: Redlock needs independent masters (5 recommended, R7)")
 	}
 	out := make([]NodeURL, 0, len(raws))
-	seen := make(map[string]string, len(raws))
-	for _, raw := range raws {
+	seen := make(map[string]int, len(raws))
+	for i, raw := range raws {
 		n, err := ParseNodeURL(raw)
 		if err != nil {
 			return nil, err
 		}
-		id := n.Network + "|" + n.Addr
-		if prev, dup := seen[id]; dup {
-			return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", redactURL(prev), redactURL(raw))
+		ids := []string{n.Network + "|" + n.Addr}
+		for _, a := range n.Addrs[min(1, len(n.Addrs)):] {
+			ids = append(ids, "tcp|"+a) // a cluster's other seeds
 		}
-		seen[id] = raw
+		for _, id := range ids {
+			if j, dup := seen[id]; dup && j != i {
+				return nil, invalidf("duplicate node: %q and %q name the same master; each node must be independent (R2)", redactURL(raws[j]), redactURL(raw))
+			}
+			seen[id] = i
+		}
 		out = append(out, n)
 	}
 	return out, nil

@@ -53,6 +53,7 @@ type cluster struct {
 	liar    *redisproc.Liar // in front of node liarAt, nil when every node is honest
 	liarAt  int
 	dir     string
+	redis   []*redisproc.Cluster // nodes that are Redis Clusters (scenario_cluster.go), instead of procs
 
 	mu     sync.Mutex
 	toxics map[string]bool // "group/node/name" of the toxics in place
@@ -154,6 +155,13 @@ func nodeName(i int) string { return "node" + strconv.Itoa(i) }
 
 // urls returns the node URLs that clients of group g use.
 func (c *cluster) urls(g int) []string {
+	if c.redis != nil {
+		out := make([]string, len(c.redis))
+		for i, rc := range c.redis {
+			out[i] = rc.URL()
+		}
+		return out
+	}
 	out := make([]string, len(c.procs))
 	for i, px := range c.proxies[g] {
 		out[i] = "redis://" + px.Listen
@@ -276,6 +284,9 @@ func (c *cluster) close() {
 		if p != nil {
 			p.Close()
 		}
+	}
+	for _, rc := range c.redis {
+		rc.Close()
 	}
 	_ = os.RemoveAll(c.dir)
 }

@@ -250,8 +250,23 @@ func (e Expectation) MarshalText() ([]byte, error) { return []byte(e.String()), 
 func (c Config) Expect() Expectation {
 	restartSafe := c.restartSafe()
 	switch c.Scenario {
+	case "cluster-master-killed":
+		// A restarted cluster master serves again only after Redis
+		// Cluster's writable delay (2s): a delayed restart for ttls up
+		// to it.
+		if restartSafe || c.TTL <= clusterWritableDelay {
+			return ExpectSafe
+		}
+		return ExpectViolation
 	case "restart-without-persistence", "delayed-restart", "fsync-always":
 		if restartSafe {
+			return ExpectSafe
+		}
+		return ExpectViolation
+	case "cluster-replica-promoted":
+		// A promoted replica lacks what replication had not sent, whatever
+		// the persistence: only a failover delayed past the ttl is safe.
+		if c.DelayedRestart || c.Byzantine > 0 {
 			return ExpectSafe
 		}
 		return ExpectViolation

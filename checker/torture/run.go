@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"dlm/redlock/redisproc"
 )
 
 // Report is the outcome of a run: what happened, what the checkers found,
@@ -108,7 +110,17 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 		}
 	}
 	began := time.Now()
-	cl, err := startCluster(ctx, spec)
+	var cl *cluster
+	var err error
+	if sc.clusters {
+		if !redisproc.Available() {
+			return nil, fmt.Errorf("%w: %v", ErrEnvironment, redisproc.ErrNotFound)
+		}
+		cl = &cluster{toxics: map[string]bool{}}
+		cl.redis, err = startRedisClusters(ctx, cfg.Nodes, sc.replicas, cfg.Persistence) // scenario_cluster.go
+	} else {
+		cl, err = startCluster(ctx, spec)
+	}
 	if err != nil {
 		return nil, err
 	}

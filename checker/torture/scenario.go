@@ -32,6 +32,8 @@ type Scenario struct {
 	faketime func(Config) bool // nodes run under libfaketime
 	loop     bool              // runs for Config.Duration
 	liar     bool              // one node lies (answers OK to SET)
+	clusters bool              // every node a Redis Cluster (scenario_cluster.go)
+	replicas int               // replicas per master of a cluster node
 	run      func(context.Context, *env) error
 }
 
@@ -67,6 +69,10 @@ func scenarioList() []Scenario {
 			Summary: "clients take read locks (two in three) and write locks on several resources, readers reading the register and writers writing it, while faults drawn from a seeded schedule (--faults) hit nodes, links and clients: reads may overlap, nothing else"},
 		{Name: "election", Rule: "R1.1, R18 (package election)", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runElection,
 			Summary: "--clients candidates campaign for one election, lead a while and resign, while faults from the fault table (crashes, pauses, partitions by default) hit nodes and links: never two leaders at once, terms increase, failovers are measured"},
+		{Name: "cluster-master-killed", Rule: "R16.1 (cluster nodes)", groups: 2, faketime: never, clusters: true, run: runClusterLoss,
+			Summary: "the nodes are Redis Clusters; client A locks exactly a majority; on one node of it the master of the resource's slot is killed and restarts at once, empty; client B then locks the resource while A's validity runs"},
+		{Name: "cluster-replica-promoted", Rule: "R16 (cluster nodes, failover)", groups: 2, faketime: never, clusters: true, replicas: 1, run: runClusterLoss,
+			Summary: "the nodes are Redis Clusters with a replica per master; client A locks exactly a majority; on one node of it the master of the resource's slot dies and its replica, which had not yet replicated A's SET, takes its slots over; client B then locks the resource"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}
@@ -263,14 +269,23 @@ func runRestart(ctx context.Context, e *env) error {
 	delay := e.cfg.restartDelay()
 	e.log("A holds the lock on %s; killing %s (restart after %v, persistence %v)", names(m), nodeName(victim), delay, e.cfg.Persistence)
 	end := e.rec.fault("restart", nodeName(victim), fmt.Sprintf("SIGKILL, restart after %v, persistence %v", delay, e.cfg.Persistence))
-	restarted := make(chan error, 1)
-	go func() {
+	return e.afterLoss(ctx, a, b, g, victim, delay, func() error {
 		err := e.cl.procs[victim].Restart(ctx, delay)
 		end()
-		restarted <- err
-	}()
+		return err
+	})
+}
+
+// afterLoss runs recover (the restart of node victim, which waits delay
+// first) on its own goroutine, and B's acquisition of r while A holds g:
+// after the recovery when delay is 0, during its wait otherwise. When B
+// acquires, it writes, A writes if its validity still runs, and B reads
+// the register back.
+func (e *env) afterLoss(ctx context.Context, a, b *actor, g *grant, victim int, delay time.Duration, recover func() error) error {
+	recovered := make(chan error, 1)
+	go func() { recovered <- recover() }()
 	if delay == 0 {
-		if err := <-restarted; err != nil {
+		if err := <-recovered; err != nil {
 			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}
@@ -284,7 +299,7 @@ func runRestart(ctx context.Context, e *env) error {
 		_ = b.release(ctx, gb)
 	}
 	if delay > 0 {
-		if err := <-restarted; err != nil {
+		if err := <-recovered; err != nil {
 			return fmt.Errorf("torture: restart %s: %w", nodeName(victim), err)
 		}
 	}

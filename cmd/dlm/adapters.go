@@ -92,6 +92,19 @@ func dialGoredis(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*re
 		}
 	}
 	for i, u := range parsed {
+		if u.Cluster {
+			cc, err := goredis.NewClusterClient(u)
+			if err != nil {
+				closeAll()
+				return nil, func() {}, err
+			}
+			if o := cc.Options(); cfgs[i] != nil && o.TLSConfig != nil {
+				o.TLSConfig = forServer(cfgs[i], o.TLSConfig.ServerName)
+			}
+			closers = append(closers, cc.Close)
+			nodes[i] = goredis.NewNode(cc, u.String()) // does not own cc: closeAll does
+			continue
+		}
 		rc := goredisTLS(goredis.NewClient(u), cfgs[i])
 		closers = append(closers, rc.Close)
 		nodes[i] = goredis.NewNode(rc, u.String()) // does not own rc: closeAll does

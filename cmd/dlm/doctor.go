@@ -69,6 +69,12 @@ finding with its fix:
        --fencing); a node that loses its last fence increments can give a
        token twice
 
+A node that is a Redis Cluster (cluster=true in its URL) is checked master
+by master: cluster state and slot coverage, eviction and persistence of
+each master, its replicas and whether they fail over before a lock's ttl
+has passed (a promoted replica may lack the last locks, R16), and each
+master's clock against the others.
+
 Exits 1 when a finding breaks safety (FAIL), 69 when fewer nodes answer than
 a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 		Args: noArgs,
@@ -86,6 +92,11 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, timeout, cfgs)
 			fs := diagnose(ps, q, maxSkew)
 			fs = append(fs, checkFencing(ps, probeFences(cmd.Context(), parsed, ps, fencePfx, timeout, cfgs), fencing)...)
+			for i, u := range parsed {
+				if u.Cluster && ps[i].Err == nil {
+					fs = append(fs, diagnoseCluster(cmd.Context(), u, cfgs[i], timeout, maxSkew)...) // doctor_cluster.go
+				}
+			}
 			fails := printFindings(cmd.OutOrStdout(), fs)
 			switch up := reachable(ps); {
 			case fails > 0:
@@ -221,6 +232,9 @@ func diagnose(ps []probe, q int, maxSkew time.Duration) []finding {
 				"give each URL its own redis-server")
 		}
 		runIDs[p.RunID] = p.Node
+		if p.Cluster {
+			continue // diagnoseCluster checks every master (doctor_cluster.go)
+		}
 		fs = append(fs, checkNode(p)...)
 	}
 	fs = append(fs, checkClocks(ps, maxSkew)...)

@@ -57,7 +57,8 @@ are the supervisor's job (systemd: Restart=always); dlm node exits with
 redis-server's exit code. Arguments after -- go to redis-server and override
 the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 		Example: `  dlm node --port 6379 --dir /var/lib/dlm-node --max-ttl 40s
-  dlm node --port 6380 --dir ./n2 --max-ttl 15s -- --maxmemory-policy noeviction`,
+  dlm node --port 6380 --dir ./n2 --max-ttl 15s -- --maxmemory-policy noeviction
+  dlm node --cluster 3 --port 7000 --dir ./c1 --max-ttl 15s   # one node, a cluster of 3 masters`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dash := cmd.ArgsLenAtDash(); dash > 0 || dash < 0 && len(args) > 0 {
 				return usageErrorf("unexpected arguments %q: redis-server arguments go after `--`", args)
@@ -65,6 +66,9 @@ the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 			nc.extra = args
 			if err := nc.validate(); err != nil {
 				return err
+			}
+			if nc.cluster > 0 {
+				return nc.runCluster(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr()) // node_cluster.go
 			}
 			return nc.run(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -78,6 +82,7 @@ the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
 	f.StringVar(&nc.config, "config", "", "redis.conf to start redis-server with (the flags above override it)")
 	f.StringVar(&nc.binary, "redis-server", "redis-server", "redis-server executable")
 	f.DurationVar(&nc.startTimeout, "start-timeout", 30*time.Second, "how long redis-server may take to answer PING")
+	f.IntVar(&nc.cluster, "cluster", 0, "run a Redis Cluster of this many masters as one node, on ports --port and up, data in --dir/PORT (0: one plain master)")
 	return cmd
 }
 
@@ -92,6 +97,8 @@ type nodeConfig struct {
 	binary       string
 	startTimeout time.Duration
 	extra        []string
+	cluster      int  // --cluster: masters of a cluster node (node_cluster.go)
+	member       bool // one master of a cluster node: --max-ttl is recorded by form
 }
 
 func (nc *nodeConfig) validate() error {
@@ -108,12 +115,17 @@ func (nc *nodeConfig) validate() error {
 		return usageErrorf("--fencing needs appendonly yes and appendfsync always; the arguments after -- say appendonly %s, appendfsync %s", nc.setting("appendonly"), nc.setting("appendfsync"))
 	case nc.dir == "":
 		return usageErrorf("--dir must name the node's data directory")
+	case nc.cluster < 0:
+		return usageErrorf("--cluster must be 0 (one plain master) or a number of masters, got %d", nc.cluster)
 	}
 	if _, err := exec.LookPath(nc.binary); err != nil {
 		return withCode(exitUnavailable, fmt.Errorf("%s not found (install redis-server, or give --redis-server PATH): %w", nc.binary, err))
 	}
 	if err := os.MkdirAll(nc.dir, 0o755); err != nil {
 		return usageErrorf("--dir %q: %v", nc.dir, err)
+	}
+	if nc.cluster > 0 {
+		return nil // members checks each master's port
 	}
 	return nc.portFree()
 }
@@ -255,11 +267,7 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 // pid), records --max-ttl on it for dlm doctor. It logs "serving" only
 // then. A --requirepass given after -- is used to talk to it.
 func (nc *nodeConfig) ready(ctx context.Context, pid int, persists bool, logf func(string, ...any)) {
-	host := "127.0.0.1"
-	if ip := net.ParseIP(strings.TrimPrefix(firstField(nc.setting("bind")), "-")); ip != nil && !ip.IsUnspecified() {
-		host = ip.String()
-	}
-	u, err := redlock.ParseNodeURL("redis://" + net.JoinHostPort(host, nc.setting("port")))
+	u, err := redlock.ParseNodeURL("redis://" + net.JoinHostPort(nc.host(), nc.setting("port")))
 	if err != nil {
 		return
 	}
@@ -297,6 +305,8 @@ func (nc *nodeConfig) ready(ctx context.Context, pid int, persists bool, logf fu
 		logf("serving on %s (appendonly %s, delayed restart after a crash: %v); --max-ttl not recorded for dlm doctor: %v", u.Addr, aof, nc.maxTTL, err)
 	case got != strconv.Itoa(pid):
 		logf("the server answering on %s is process %s, not the redis-server started here (%d): nothing written to it", u.Addr, got, pid)
+	case nc.member:
+		logf("serving on %s (cluster member, delayed restart after a crash: %v)", u.Addr, nc.maxTTL)
 	default:
 		if err := c.Set(ctx, nodeMaxTTLKey, nc.maxTTL.String(), 0).Err(); err != nil {
 			logf("could not record --max-ttl on the node for dlm doctor: %v", err)

@@ -54,6 +54,10 @@ type probe struct {
 	// NodeMaxTTL is the --max-ttl of a node started by `dlm node` ("" when
 	// absent).
 	NodeMaxTTL string
+	// Cluster is true for a node that is a Redis Cluster: the fields
+	// above are its seed master's, and doctor checks every master
+	// (doctor_cluster.go).
+	Cluster bool
 }
 
 // probeNodes probes every node concurrently, each bounded by timeout.
@@ -71,6 +75,7 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, time
 			pctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			out[i] = probeNode(pctx, c, u.String(), prefix)
+			out[i].Cluster = u.Cluster
 		}()
 	}
 	wg.Wait()

@@ -9,6 +9,7 @@ import (
 
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
+	"dlm/redlock/internal/slots"
 )
 
 // The batches (redlock/internal/batch), as in redlock/rueidis: every
@@ -40,7 +41,11 @@ var _ adapter.BatchNode = (*Node)(nil)
 // ended. A Node over a client it cannot pipeline on (see NewNode) runs the
 // blocking method on a goroutine instead.
 func (n *Node) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
-	if n.pipe != nil {
+	if n.cluster != nil && req.Op.IsMulti() {
+		n.queue.StartAll(slots.SplitCalls([]adapter.Call{{Ctx: ctx, Req: req, To: to, Tag: tag}}, n.queue.StartAll)) // cluster.go
+		return
+	}
+	if n.batched() {
 		n.queue.Start(ctx, req, to, tag)
 		return
 	}
@@ -53,7 +58,10 @@ func (n *Node) Start(ctx context.Context, req adapter.Request, to adapter.Receiv
 // StartAll is Start for each of calls, in order, in one batch
 // (adapter.BatchNode).
 func (n *Node) StartAll(calls []adapter.Call) {
-	if n.pipe != nil {
+	if n.cluster != nil {
+		calls = slots.SplitCalls(calls, n.queue.StartAll) // cluster.go
+	}
+	if n.batched() {
 		n.queue.StartAll(calls)
 		return
 	}
@@ -109,21 +117,27 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
-	if s.combined.Plan(live) {
+	if n.cluster == nil && s.combined.Plan(live) { // one script: a cluster's keys lie in many slots
 		n.sendCombined(ctx, live)
 		return
 	}
 	tail := s.tails.Mark(live)
-	buf := s.buf[:0]
-	for i, it := range live {
-		if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
-			buf = sc.command(buf) // script.go
-			continue
+	var res []reply
+	var err error
+	if n.cluster != nil {
+		res, err = n.clusterTrip(ctx, live, func(i int) bool { return !tail[i] }) // cluster.go
+	} else {
+		buf := s.buf[:0]
+		for i, it := range live {
+			if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
+				buf = sc.command(buf) // script.go
+				continue
+			}
+			buf = n.command(buf, it.Req, !tail[i])
 		}
-		buf = n.command(buf, it.Req, !tail[i])
+		s.buf = buf
+		res, err = n.roundTrip(ctx, buf, len(live))
 	}
-	s.buf = buf
-	res, err := n.roundTrip(ctx, buf, len(live))
 	if err != nil {
 		for _, it := range live {
 			it.To.Receive(it.Tag, false, err)
@@ -132,6 +146,9 @@ func (n *Node) send(items []batch.Item) {
 	}
 	retries := s.retries[:0]
 	for i, it := range live {
+		if res[i].kind == answered { // by clusterTrip (cluster.go)
+			continue
+		}
 		if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
 			sc.res = res[i] // read once Receive closed sc.done
 			it.To.Receive(it.Tag, false, nil)
@@ -152,15 +169,26 @@ func (n *Node) send(items []batch.Item) {
 	if len(retries) == 0 {
 		return
 	}
-	buf = s.buf[:0]
-	for _, i := range retries {
-		buf = n.command(buf, live[i].Req, true)
+	again := make([]batch.Item, len(retries))
+	for j, i := range retries {
+		again[j] = live[i]
 	}
-	s.buf = buf
-	res, err = n.roundTrip(ctx, buf, len(retries))
+	if n.cluster != nil {
+		res, err = n.clusterTrip(ctx, again, func(int) bool { return true })
+	} else {
+		buf := s.buf[:0]
+		for _, it := range again {
+			buf = n.command(buf, it.Req, true)
+		}
+		s.buf = buf
+		res, err = n.roundTrip(ctx, buf, len(again))
+	}
 	for j, i := range retries {
 		if err != nil {
 			live[i].To.Receive(live[i].Tag, false, err)
+			continue
+		}
+		if res[j].kind == answered {
 			continue
 		}
 		n.scriptOf(live[i].Req.Op).Cached.Store(true)
@@ -318,7 +346,7 @@ func answer(op adapter.Op, r reply) (bool, error) {
 // into a batch: a gauge of the node's backlog (0 for a Node that does not
 // pipeline).
 func (n *Node) Queued() int {
-	if n.pipe == nil {
+	if !n.batched() {
 		return 0
 	}
 	return n.queue.Len()

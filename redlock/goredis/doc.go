@@ -83,5 +83,19 @@
 // could not deliver). The requests that do go through the client (fenced
 // acquisitions, read-write locks, a client that is not pipelined) may still
 // make go-redis log; a program that does not want those lines calls
-// redis.SetLogger itself, as cmd/dlm does.
+// redis.SetLogger itself, as cmd/dlm does. So may a cluster node's
+// requests, which go through go-redis' cluster pipelines.
+//
+// # Nodes that are Redis Clusters
+//
+// A node may be a Redis Cluster: NewNode of a *redis.ClusterClient, or
+// Dial and DialNode of a URL with cluster=true (NewClusterClient). Such a
+// node is an adapter.ClusterNode, so that the redlock client builds
+// hash-tagged keys; its requests are batched as one go-redis cluster
+// pipeline per batch (one pipeline per master, in queue order); a set whose
+// keys span hash slots is stepped once per slot and joined all or nothing
+// (see redlock/internal/slots for the argument); releases are announced by
+// SPUBLISH and heard by SSUBSCRIBE, on the shard of the key only. See the
+// package documentation of redlock ("Nodes that are Redis Clusters") for
+// what keeps the guarantees on a cluster node.
 package goredis

@@ -53,8 +53,8 @@ var _ adapter.HandoffNode = (*Node)(nil)
 // on ChannelPrefix+key, in one script (R14): in the node's next batch, or
 // through the client for a Node that does not batch (see NewNode).
 func (n *Node) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
-	if n.pipe != nil {
-		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpReleaseAnnounce, Key: key, Value: value})
+	if n.batched() {
+		return n.do(ctx, adapter.Request{Op: adapter.OpReleaseAnnounce, Key: key, Value: value})
 	}
 	return n.goReleaseAnnounce(ctx, key, value)
 }
@@ -73,13 +73,17 @@ func (n *Node) goReleaseAnnounce(ctx context.Context, key, value string) (bool, 
 // (R10) covers them. A PubSub goes through go-redis, so its connection runs
 // the client's OnConnect hook and credentials of any kind.
 //
-// Only a *redis.Client (a failover client is one) has it: a Ring routes a
-// channel to another shard than the key whose release it announces, and a
-// ClusterClient is not an independent master (R2). For any other client,
+// Only a *redis.Client (a failover client is one) and a ClusterClient,
+// whose releases are announced and heard on the key's shard (cluster.go),
+// have it: a Ring routes a channel to another shard than the key whose
+// release it announces. For any other client,
 // WatchReleases returns an error wrapping errors.ErrUnsupported, and the
 // waiters of a redlock client over it retry on their timed random delay
 // (R10) alone; ReleaseAnnounce still works.
 func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
+	if n.cluster != nil {
+		return &shardWatch{cluster: n.cluster, notify: notify, slots: map[int]*slotWatch{}}, nil // cluster.go
+	}
 	rc, ok := n.client.(*redis.Client)
 	if !ok {
 		return nil, fmt.Errorf("goredis: node %s: release announcements need a *redis.Client, not a %T: %w", n.name, n.client, errors.ErrUnsupported)
@@ -92,9 +96,10 @@ func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWat
 // watch is one node's multiplexed release subscription: a PubSub, opened on
 // the first Watch, and the goroutine that receives its messages (receive).
 type watch struct {
-	client *redis.Client
-	notify func(key, value string)
-	listen *batch.Listener // the node's listening marker
+	client  *redis.Client
+	cluster *redis.ClusterClient // instead of client: sharded (cluster.go)
+	notify  func(key, value string)
+	listen  *batch.Listener // the node's listening marker
 
 	mu     sync.Mutex
 	closed bool
@@ -119,7 +124,11 @@ func (w *watch) pubSub() (*redis.PubSub, bool, error) {
 	}
 	// Subscribe with no channel opens no connection: the first Watch's
 	// SUBSCRIBE does, bounded by its context.
-	w.ps = w.client.Subscribe(context.Background())
+	if w.cluster != nil {
+		w.ps = w.cluster.SSubscribe(context.Background())
+	} else {
+		w.ps = w.client.Subscribe(context.Background())
+	}
 	return w.ps, true, nil
 }
 
@@ -132,22 +141,28 @@ func (w *watch) Watch(ctx context.Context, key string) error {
 		return err
 	}
 	ch := ChannelPrefix + key
-	_ = w.listen.Watch(ctx, key) // best effort: announcements are hints
-	ack := w.expect("subscribe", ch)
-	err = ps.Subscribe(ctx, ch)
+	if w.listen != nil { // nil on a cluster node, whose releases announce without a marker
+		_ = w.listen.Watch(ctx, key) // best effort: announcements are hints
+	}
+	kind, subscribe := "subscribe", ps.Subscribe
+	if w.cluster != nil {
+		kind, subscribe = "ssubscribe", ps.SSubscribe
+	}
+	ack := w.expect(kind, ch)
+	err = subscribe(ctx, ch)
 	if err != nil && ctx.Err() == nil && !errors.Is(err, redis.ErrClosed) {
 		// A write that failed made go-redis dial again and subscribe to
 		// the channels it knew before this one: send it once more.
-		err = ps.Subscribe(ctx, ch)
+		err = subscribe(ctx, ch)
 	}
 	if first {
 		w.startReceive(ps)
 	}
 	if err != nil {
-		w.forget("subscribe", ch, ack)
+		w.forget(kind, ch, ack)
 		return err
 	}
-	return w.await(ctx, "subscribe", ch, ack)
+	return w.await(ctx, kind, ch, ack)
 }
 
 // expect registers a wait for the node's confirmation of kind (subscribe,
@@ -227,14 +242,20 @@ func (w *watch) Unwatch(ctx context.Context, key string) error {
 	if ps == nil || closed {
 		return nil
 	}
-	w.listen.Unwatch(key)
+	if w.listen != nil {
+		w.listen.Unwatch(key)
+	}
 	ch := ChannelPrefix + key
-	ack := w.expect("unsubscribe", ch)
-	if err := ps.Unsubscribe(ctx, ch); err != nil {
-		w.forget("unsubscribe", ch, ack)
+	kind, unsubscribe := "unsubscribe", ps.Unsubscribe
+	if w.cluster != nil {
+		kind, unsubscribe = "sunsubscribe", ps.SUnsubscribe
+	}
+	ack := w.expect(kind, ch)
+	if err := unsubscribe(ctx, ch); err != nil {
+		w.forget(kind, ch, ack)
 		return err
 	}
-	return w.await(ctx, "unsubscribe", ch, ack)
+	return w.await(ctx, kind, ch, ack)
 }
 
 // Close ends the subscription, closes its connection, and returns once its
@@ -250,7 +271,9 @@ func (w *watch) Close() error {
 	w.closed = true
 	ps, stop, done := w.ps, w.stop, w.done
 	w.mu.Unlock()
-	w.listen.Close()
+	if w.listen != nil {
+		w.listen.Close()
+	}
 	if ps == nil {
 		return nil
 	}

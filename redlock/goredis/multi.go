@@ -58,8 +58,13 @@ func newMultiScripts() multiScripts {
 // AcquireAll sets every key to value with an expiry of ttl only if none
 // exists, in one script (R3 for a set).
 func (n *Node) AcquireAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
-	if n.pipe != nil {
-		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpAcquireAll, Keys: keys, Value: value, TTL: ttl})
+	if n.batched() {
+		return n.do(ctx, adapter.Request{Op: adapter.OpAcquireAll, Keys: keys, Value: value, TTL: ttl})
+	}
+	if done, ok, _, err := n.split(ctx, keys, nil, value, true, noFence(func(keys []string) (bool, error) {
+		return n.AcquireAll(ctx, keys, value, ttl)
+	})); done { // cluster.go
+		return ok, err
 	}
 	v, err := n.multi.acquire.Run(ctx, n.client, keys, value, ttl.Milliseconds()).Int64()
 	return v == 1, err
@@ -69,12 +74,17 @@ func (n *Node) AcquireAll(ctx context.Context, keys []string, value string, ttl 
 // on its release channel when announce is set, in one script (R5, R14). It
 // reports whether every key held value.
 func (n *Node) ReleaseAll(ctx context.Context, keys []string, value string, announce bool) (bool, error) {
-	if n.pipe != nil {
+	if n.batched() {
 		op := adapter.OpReleaseAll
 		if announce {
 			op = adapter.OpReleaseAllAnnounce
 		}
-		return n.queue.Do(ctx, adapter.Request{Op: op, Keys: keys, Value: value})
+		return n.do(ctx, adapter.Request{Op: op, Keys: keys, Value: value})
+	}
+	if done, ok, _, err := n.split(ctx, keys, nil, value, false, noFence(func(keys []string) (bool, error) {
+		return n.ReleaseAll(ctx, keys, value, announce)
+	})); done { // cluster.go
+		return ok, err
 	}
 	prefix := ""
 	if announce {
@@ -87,8 +97,13 @@ func (n *Node) ReleaseAll(ctx context.Context, keys []string, value string, anno
 // ExtendAll resets every key's expiry to ttl only if every key holds value,
 // in one script (R17 for a set).
 func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
-	if n.pipe != nil {
-		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl})
+	if n.batched() {
+		return n.do(ctx, adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl})
+	}
+	if done, ok, _, err := n.split(ctx, keys, nil, value, false, noFence(func(keys []string) (bool, error) {
+		return n.ExtendAll(ctx, keys, value, ttl)
+	})); done { // cluster.go
+		return ok, err
 	}
 	v, err := n.multi.extend.Run(ctx, n.client, keys, value, ttl.Milliseconds()).Int64()
 	return v == 1, err
@@ -97,6 +112,11 @@ func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl t
 // AcquireAllFenced is AcquireAll that also reads the largest fence value
 // under fenceKeys when it set the keys, in one script (R18 phase 1).
 func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
+	if done, ok, fence, err := n.split(ctx, keys, fenceKeys, value, true, func(keys, fenceKeys []string) (bool, uint64, error) {
+		return n.AcquireAllFenced(ctx, keys, fenceKeys, value, ttl)
+	}); done { // cluster.go
+		return ok, fence, err
+	}
 	res, err := n.multi.acquireFenced.Run(ctx, n.scripter(), joinKeys(keys, fenceKeys), value, ttl.Milliseconds()).Slice()
 	return fencedReply(res, err, fmt.Sprintf("one of %q", fenceKeys)) // fencing.go
 }
@@ -105,6 +125,12 @@ func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, v
 // retention (0: none), only if every key holds value and every fence is
 // below token, in one script (R18 phase 2).
 func (n *Node) RaiseFences(ctx context.Context, keys, fenceKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
+	if done, ok, _, err := n.split(ctx, keys, fenceKeys, value, false, func(keys, fenceKeys []string) (bool, uint64, error) {
+		ok, err := n.RaiseFences(ctx, keys, fenceKeys, value, token, retention)
+		return ok, 0, err
+	}); done { // cluster.go
+		return ok, err
+	}
 	v, err := n.multi.raiseFences.Run(ctx, n.scripter(), joinKeys(keys, fenceKeys), value, strconv.FormatUint(token, 10), retention.Milliseconds()).Int64()
 	return v == 1, err
 }

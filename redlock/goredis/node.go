@@ -39,6 +39,8 @@ type Node struct {
 
 	putRecord, readRecord *redis.Script // record.go
 
+	cluster *redis.ClusterClient // the client, when it is one (cluster.go)
+
 	// The batched way (batch.go, conn.go); pipe is nil when the client
 	// cannot be pipelined on (NewNode).
 	pipe    *pipe
@@ -87,6 +89,9 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 		putRecord:  redis.NewScript(scripts.PutRecord),
 		readRecord: redis.NewScript(scripts.ReadRecord),
 	}
+	if cc, ok := client.(*redis.ClusterClient); ok {
+		n.useCluster(cc) // cluster.go
+	}
 	if rc, ok := client.(*redis.Client); ok {
 		if o := rc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil && o.Dialer != nil {
 			n.pipe = &pipe{opts: o}
@@ -106,8 +111,8 @@ func (n *Node) Client() redis.UniversalClient { return n.client }
 
 // Acquire runs SET key value NX PX ttl (R3).
 func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if n.pipe != nil {
-		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpAcquire, Key: key, Value: value, TTL: ttl})
+	if n.batched() {
+		return n.do(ctx, adapter.Request{Op: adapter.OpAcquire, Key: key, Value: value, TTL: ttl})
 	}
 	return n.goAcquire(ctx, key, value, ttl)
 }
@@ -125,8 +130,8 @@ func (n *Node) goAcquire(ctx context.Context, key, value string, ttl time.Durati
 
 // Release deletes key if it holds value (R5).
 func (n *Node) Release(ctx context.Context, key, value string) (bool, error) {
-	if n.pipe != nil {
-		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpRelease, Key: key, Value: value})
+	if n.batched() {
+		return n.do(ctx, adapter.Request{Op: adapter.OpRelease, Key: key, Value: value})
 	}
 	return n.goRelease(ctx, key, value)
 }
@@ -138,8 +143,8 @@ func (n *Node) goRelease(ctx context.Context, key, value string) (bool, error) {
 
 // Extend resets key's expiry to ttl if it holds value (R17).
 func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if n.pipe != nil {
-		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpExtend, Key: key, Value: value, TTL: ttl})
+	if n.batched() {
+		return n.do(ctx, adapter.Request{Op: adapter.OpExtend, Key: key, Value: value, TTL: ttl})
 	}
 	return n.goExtend(ctx, key, value, ttl)
 }
@@ -152,8 +157,8 @@ func (n *Node) goExtend(ctx context.Context, key, value string, ttl time.Duratio
 // Transfer sets key to value with an expiry of ttl if key holds from or is
 // absent, in one script (adapter.TransferNode: the local hand-over).
 func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error) {
-	if n.pipe != nil {
-		return n.queue.Do(ctx, adapter.Request{Op: adapter.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
+	if n.batched() {
+		return n.do(ctx, adapter.Request{Op: adapter.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
 	}
 	return n.goTransfer(ctx, key, from, value, ttl)
 }
@@ -232,7 +237,13 @@ func DialNode(url string) (*Node, error) {
 }
 
 func dialNode(u redlock.NodeURL) *Node {
-	n := NewNode(NewClient(u), u.String())
+	var client redis.UniversalClient
+	if u.Cluster {
+		client, _ = NewClusterClient(u) // cluster.go; u is a cluster
+	} else {
+		client = NewClient(u)
+	}
+	n := NewNode(client, u.String())
 	n.owned = true
 	return n
 }

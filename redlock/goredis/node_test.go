@@ -49,3 +49,17 @@ func TestDialNodeRefusesBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestClusterConformance(t *testing.T) {
+	redlocktest.RunClusterNodeConformance(t, func(t testing.TB, c *redlocktest.RedisCluster) redlock.Node {
+		n, err := goredis.DialNode(c.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		if !n.Cluster() {
+			t.Fatal("a node dialled with cluster=true is not a cluster node")
+		}
+		return n
+	})
+}

@@ -125,17 +125,17 @@ func batchAnswersEveryOp(t *testing.T, newBackend BackendFactory) {
 		req  adapter.Request
 		want bool
 	}{
-		{adapter.Request{Op: adapter.OpAcquire, Key: "ops", Value: "v1", TTL: time.Minute}, true},
-		{adapter.Request{Op: adapter.OpAcquire, Key: "ops", Value: "v2", TTL: time.Minute}, false}, // held
-		{adapter.Request{Op: adapter.OpExtend, Key: "ops", Value: "v2", TTL: time.Minute}, false},  // not ours
-		{adapter.Request{Op: adapter.OpExtend, Key: "ops", Value: "v1", TTL: time.Minute}, true},
-		{adapter.Request{Op: adapter.OpRelease, Key: "ops", Value: "v2"}, false},
-		{adapter.Request{Op: adapter.OpReleaseAnnounce, Key: "ops", Value: "v1"}, true},
-		{adapter.Request{Op: adapter.OpRelease, Key: "ops", Value: "v1"}, false},                               // gone
-		{adapter.Request{Op: adapter.OpTransfer, Key: "ops", From: "v0", Value: "v3", TTL: time.Minute}, true}, // free
-		{adapter.Request{Op: adapter.OpTransfer, Key: "ops", From: "v3", Value: "v4", TTL: time.Minute}, true},
-		{adapter.Request{Op: adapter.OpTransfer, Key: "ops", From: "v3", Value: "v5", TTL: time.Minute}, false}, // v4's
-		{adapter.Request{Op: adapter.OpRelease, Key: "ops", Value: "v4"}, true},
+		{adapter.Request{Op: adapter.OpAcquire, Key: "{ops}", Value: "v1", TTL: time.Minute}, true},
+		{adapter.Request{Op: adapter.OpAcquire, Key: "{ops}", Value: "v2", TTL: time.Minute}, false}, // held
+		{adapter.Request{Op: adapter.OpExtend, Key: "{ops}", Value: "v2", TTL: time.Minute}, false},  // not ours
+		{adapter.Request{Op: adapter.OpExtend, Key: "{ops}", Value: "v1", TTL: time.Minute}, true},
+		{adapter.Request{Op: adapter.OpRelease, Key: "{ops}", Value: "v2"}, false},
+		{adapter.Request{Op: adapter.OpReleaseAnnounce, Key: "{ops}", Value: "v1"}, true},
+		{adapter.Request{Op: adapter.OpRelease, Key: "{ops}", Value: "v1"}, false},                               // gone
+		{adapter.Request{Op: adapter.OpTransfer, Key: "{ops}", From: "v0", Value: "v3", TTL: time.Minute}, true}, // free
+		{adapter.Request{Op: adapter.OpTransfer, Key: "{ops}", From: "v3", Value: "v4", TTL: time.Minute}, true},
+		{adapter.Request{Op: adapter.OpTransfer, Key: "{ops}", From: "v3", Value: "v5", TTL: time.Minute}, false}, // v4's
+		{adapter.Request{Op: adapter.OpRelease, Key: "{ops}", Value: "v4"}, true},
 	}
 	for i, st := range steps {
 		n.Start(ctx, st.req, a, i)
@@ -240,9 +240,9 @@ func batchKeepsOrderOnAFreshNode(t *testing.T, newBackend BackendFactory) {
 			_, n, a := batchCase(t, newBackend)
 			ctx := t.Context()
 			n.StartAll([]adapter.Call{
-				{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire, Key: "fresh", Value: "v1", TTL: time.Minute}, To: a, Tag: 0},
-				{Ctx: ctx, Req: adapter.Request{Op: op, Key: "fresh", Value: "v1"}, To: a, Tag: 1},
-				{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire, Key: "fresh", Value: "v2", TTL: time.Minute}, To: a, Tag: 2},
+				{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire, Key: "{fresh}", Value: "v1", TTL: time.Minute}, To: a, Tag: 0},
+				{Ctx: ctx, Req: adapter.Request{Op: op, Key: "{fresh}", Value: "v1"}, To: a, Tag: 1},
+				{Ctx: ctx, Req: adapter.Request{Op: adapter.OpAcquire, Key: "{fresh}", Value: "v2", TTL: time.Minute}, To: a, Tag: 2},
 			})
 			for tag, what := range []string{"first acquisition", "release", "acquisition behind the release"} {
 				if r := a.wait(t, tag, 10*time.Second); !r.ok || r.err != nil {

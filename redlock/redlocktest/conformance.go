@@ -247,61 +247,61 @@ func runFencingConformance(t *testing.T, in Inspector, n adapter.FencingNode) {
 			t.Fatalf("%s = %v, %v; want %v, nil", name, gotOK, err, wantOK)
 		}
 	}
-	ok, f, err := n.AcquireFenced(ctx, "f:l", "f:fence", "mine", ttl)
+	ok, f, err := n.AcquireFenced(ctx, "{f}:l", "{f}:fence", "mine", ttl)
 	check("AcquireFenced of a free key", ok, err, true)
 	if f != 0 {
 		t.Fatalf("fence of a new resource = %d, want 0", f)
 	}
-	if d := pttl("f:l"); d <= 0 || d > ttl {
+	if d := pttl("{f}:l"); d <= 0 || d > ttl {
 		t.Fatalf("PTTL after AcquireFenced = %v, want in (0, %v]", d, ttl)
 	}
-	ok, _, err = n.AcquireFenced(ctx, "f:l", "f:fence", "other", ttl)
+	ok, _, err = n.AcquireFenced(ctx, "{f}:l", "{f}:fence", "other", ttl)
 	check("AcquireFenced of a held key", ok, err, false)
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "other", 9, 0)
+	ok, err = n.RaiseFence(ctx, "{f}:l", "{f}:fence", "other", 9, 0)
 	check("RaiseFence by a non-holder", ok, err, false)
-	if v := get("f:fence"); v != "" {
+	if v := get("{f}:fence"); v != "" {
 		t.Fatalf("fence after a non-holder's raise = %q, want none", v)
 	}
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 5, 0)
+	ok, err = n.RaiseFence(ctx, "{f}:l", "{f}:fence", "mine", 5, 0)
 	check("RaiseFence by the holder", ok, err, true)
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 3, 0)
+	ok, err = n.RaiseFence(ctx, "{f}:l", "{f}:fence", "mine", 3, 0)
 	check("RaiseFence to a lower token", ok, err, false)
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "mine", 5, 0)
+	ok, err = n.RaiseFence(ctx, "{f}:l", "{f}:fence", "mine", 5, 0)
 	check("RaiseFence to an equal token", ok, err, false)
-	if v := get("f:fence"); v != "5" {
+	if v := get("{f}:fence"); v != "5" {
 		t.Fatalf("fence = %q, want 5 (never lowered)", v)
 	}
-	if _, err := n.Release(ctx, "f:l", "mine"); err != nil {
+	if _, err := n.Release(ctx, "{f}:l", "mine"); err != nil {
 		t.Fatal(err)
 	}
-	ok, f, err = n.AcquireFenced(ctx, "f:l", "f:fence", "next", ttl)
+	ok, f, err = n.AcquireFenced(ctx, "{f}:l", "{f}:fence", "next", ttl)
 	check("AcquireFenced after the release", ok, err, true)
 	if f != 5 {
 		t.Fatalf("fence read by the next holder = %d, want 5", f)
 	}
 	const big, bigger = 9_999_999_999_999_999_999, 18_446_744_073_709_551_615
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", big, time.Hour)
+	ok, err = n.RaiseFence(ctx, "{f}:l", "{f}:fence", "next", big, time.Hour)
 	check("RaiseFence to a 19-digit token", ok, err, true)
-	if d := pttl("f:fence"); d < 59*time.Minute || d > time.Hour {
+	if d := pttl("{f}:fence"); d < 59*time.Minute || d > time.Hour {
 		t.Fatalf("fence PTTL with retention 1h = %v", d)
 	}
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", big-1, 0)
+	ok, err = n.RaiseFence(ctx, "{f}:l", "{f}:fence", "next", big-1, 0)
 	check("RaiseFence below a 19-digit fence (beyond 2^53)", ok, err, false)
-	ok, err = n.RaiseFence(ctx, "f:l", "f:fence", "next", bigger, 0)
+	ok, err = n.RaiseFence(ctx, "{f}:l", "{f}:fence", "next", bigger, 0)
 	check("RaiseFence to 2^64-1 without retention", ok, err, true)
-	if v := get("f:fence"); v != "18446744073709551615" {
+	if v := get("{f}:fence"); v != "18446744073709551615" {
 		t.Fatalf("fence = %q, want 18446744073709551615", v)
 	}
-	if d := pttl("f:fence"); d != NoExpiry {
+	if d := pttl("{f}:fence"); d != NoExpiry {
 		t.Fatalf("fence PTTL without retention = %v, want none (-1)", d)
 	}
-	if f, err := in.Fence(ctx, "f:fence"); err != nil || f != bigger {
+	if f, err := in.Fence(ctx, "{f}:fence"); err != nil || f != bigger {
 		t.Fatalf("Fence = %d, %v; want %d", f, err, uint64(bigger))
 	}
-	if err := in.Put(ctx, "f:bad", "not a number"); err != nil {
+	if err := in.Put(ctx, "{f}:bad", "not a number"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := n.AcquireFenced(ctx, "f:l2", "f:bad", "v", ttl); err == nil {
+	if _, _, err := n.AcquireFenced(ctx, "{f}:l2", "{f}:bad", "v", ttl); err == nil {
 		t.Fatal("AcquireFenced over a corrupt fence value: no error")
 	}
 }

@@ -51,46 +51,46 @@ func runHandoffConformance(t *testing.T, n adapter.HandoffNode) {
 	}
 
 	t.Run("AnnouncesTheValueOnlyWhenDeleted", func(t *testing.T) { // R5, R14
-		_, heard := watch(t, "h:a")
-		ok, err := n.Acquire(ctx, "h:a", "first", ttl)
+		_, heard := watch(t, "{h}:a")
+		ok, err := n.Acquire(ctx, "{h}:a", "first", ttl)
 		check("Acquire", ok, err, true)
-		ok, err = n.Release(ctx, "h:a", "first")
+		ok, err = n.Release(ctx, "{h}:a", "first")
 		check("plain Release", ok, err, true)
-		ok, err = n.Acquire(ctx, "h:a", "second", ttl)
+		ok, err = n.Acquire(ctx, "{h}:a", "second", ttl)
 		check("Acquire again", ok, err, true)
-		ok, err = n.ReleaseAnnounce(ctx, "h:a", "other")
+		ok, err = n.ReleaseAnnounce(ctx, "{h}:a", "other")
 		check("ReleaseAnnounce of another value", ok, err, false)
-		ok, err = n.ReleaseAnnounce(ctx, "h:a", "second")
+		ok, err = n.ReleaseAnnounce(ctx, "{h}:a", "second")
 		check("ReleaseAnnounce", ok, err, true)
-		ok, err = n.ReleaseAnnounce(ctx, "h:a", "second")
+		ok, err = n.ReleaseAnnounce(ctx, "{h}:a", "second")
 		check("ReleaseAnnounce of a missing key", ok, err, false)
-		ok, err = n.Acquire(ctx, "h:a", "third", ttl)
+		ok, err = n.Acquire(ctx, "{h}:a", "third", ttl)
 		check("Acquire a third time", ok, err, true)
-		ok, err = n.ReleaseAnnounce(ctx, "h:a", "third")
+		ok, err = n.ReleaseAnnounce(ctx, "{h}:a", "third")
 		check("ReleaseAnnounce a third time", ok, err, true)
-		for _, want := range []string{"h:a=second", "h:a=third"} {
+		for _, want := range []string{"{h}:a=second", "{h}:a=third"} {
 			if got := next(t, heard); got != want {
 				t.Fatalf("heard %q, want %q", got, want)
 			}
 		}
 	})
 	t.Run("UnwatchStopsThatKeyOnly", func(t *testing.T) {
-		w, heard := watch(t, "h:u1", "h:u2")
-		if err := w.Unwatch(ctx, "h:u1"); err != nil {
+		w, heard := watch(t, "{h}:u1", "{h}:u2")
+		if err := w.Unwatch(ctx, "{h}:u1"); err != nil {
 			t.Fatalf("Unwatch: %v", err)
 		}
-		for _, k := range []string{"h:u1", "h:u2"} {
+		for _, k := range []string{"{h}:u1", "{h}:u2"} {
 			ok, err := n.Acquire(ctx, k, "v", ttl)
 			check("Acquire "+k, ok, err, true)
 			ok, err = n.ReleaseAnnounce(ctx, k, "v")
 			check("ReleaseAnnounce "+k, ok, err, true)
 		}
-		if got := next(t, heard); got != "h:u2=v" {
+		if got := next(t, heard); got != "{h}:u2=v" {
 			t.Fatalf("heard %q first, want h:u2=v (h:u1 was unwatched)", got)
 		}
 	})
 	t.Run("CloseIsFinal", func(t *testing.T) {
-		w, _ := watch(t, "h:c")
+		w, _ := watch(t, "{h}:c")
 		if err := w.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}
@@ -99,7 +99,7 @@ func runHandoffConformance(t *testing.T, n adapter.HandoffNode) {
 		}
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
-		if err := w.Watch(cctx, "h:c2"); err == nil {
+		if err := w.Watch(cctx, "{h}:c2"); err == nil {
 			t.Fatal("Watch after Close succeeded")
 		}
 	})

@@ -15,13 +15,20 @@ var _ Inspector = serverInspector{}
 
 // Inspector returns an Inspector that reads the server with its own
 // go-redis client (GET, PTTL, KEYS, SET), outside any node under test.
-func (s *Server) Inspector() Inspector { return serverInspector{s} }
+func (s *Server) Inspector() Inspector {
+	return serverInspector{cmd: func() redis.Cmdable { return s.Client() }, keys: s.Process.Keys}
+}
 
-type serverInspector struct{ s *Server }
+// serverInspector reads a store through a go-redis client (one server's,
+// or a cluster's, rediscluster.go) and lists its keys with keys.
+type serverInspector struct {
+	cmd  func() redis.Cmdable
+	keys func(ctx context.Context, prefix string) ([]string, error)
+}
 
 // Value reads key with GET.
 func (i serverInspector) Value(ctx context.Context, key string) (string, bool, error) {
-	v, err := i.s.Client().Get(ctx, key).Result()
+	v, err := i.cmd().Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
 	}
@@ -30,7 +37,7 @@ func (i serverInspector) Value(ctx context.Context, key string) (string, bool, e
 
 // TTL reads key's expiry with PTTL.
 func (i serverInspector) TTL(ctx context.Context, key string) (time.Duration, bool, error) {
-	d, err := i.s.Client().PTTL(ctx, key).Result()
+	d, err := i.cmd().PTTL(ctx, key).Result()
 	switch {
 	case err != nil:
 		return 0, false, err
@@ -57,12 +64,12 @@ func (i serverInspector) Fence(ctx context.Context, fenceKey string) (uint64, er
 
 // Keys lists the keys under prefix with SCAN, sorted.
 func (i serverInspector) Keys(ctx context.Context, prefix string) ([]string, error) {
-	keys, err := i.s.Process.Keys(ctx, prefix)
+	keys, err := i.keys(ctx, prefix)
 	sort.Strings(keys)
 	return keys, err
 }
 
 // Put sets key with SET, without expiry.
 func (i serverInspector) Put(ctx context.Context, key, value string) error {
-	return i.s.Client().Set(ctx, key, value, 0).Err()
+	return i.cmd().Set(ctx, key, value, 0).Err()
 }

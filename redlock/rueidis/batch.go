@@ -43,13 +43,22 @@ var _ adapter.BatchNode = (*Node)(nil)
 // to.Receive(tag, ...) once the node answered, the request failed, or ctx
 // was already done when its batch left.
 func (n *Node) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
+	if n.cluster && req.Op.IsMulti() {
+		n.queue.StartAll(n.split([]adapter.Call{{Ctx: ctx, Req: req, To: to, Tag: tag}})) // cluster.go
+		return
+	}
 	n.queue.Start(ctx, req, to, tag)
 }
 
 // StartAll queues calls, in order, so that they leave in the same batch
 // (adapter.BatchNode): the hand-off sends a release and the next waiter's
 // acquisition together.
-func (n *Node) StartAll(calls []adapter.Call) { n.queue.StartAll(calls) }
+func (n *Node) StartAll(calls []adapter.Call) {
+	if n.cluster {
+		calls = n.split(calls) // cluster.go
+	}
+	n.queue.StartAll(calls)
+}
 
 // send runs one batch: one DoMulti of every request whose context is still
 // live, bounded by the latest of their deadlines (so that one caller's short
@@ -282,6 +291,9 @@ func answer(op adapter.Op, r rueidis.RedisResult) (bool, error) {
 
 // do queues req and waits for its answer, or for ctx to end.
 func (n *Node) do(ctx context.Context, req adapter.Request) (bool, error) {
+	if n.cluster && req.Op.IsMulti() {
+		return n.doSplit(ctx, req) // cluster.go
+	}
 	return n.queue.Do(ctx, req)
 }
 

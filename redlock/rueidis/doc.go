@@ -43,4 +43,16 @@
 // retries whole attempts instead), DisableCache, and one connection
 // (PipelineMultiplex -1), so that the node keeps the order of the requests.
 // NewClient and Dial do all three.
+//
+// A node may be a Redis Cluster: NewClient, Dial and DialNode of a URL with
+// cluster=true build a rueidis cluster client (NewClusterClient), seeded
+// with the URL's addresses. Such a node is an adapter.ClusterNode, so that
+// the redlock client builds hash-tagged keys; each batch is still one
+// DoMulti, which rueidis sends as one pipeline per master; a set whose keys
+// span hash slots is stepped once per slot and joined all or nothing (see
+// redlock/internal/slots); releases are announced by SPUBLISH and heard by
+// one SSUBSCRIBE per watched key on the shard of the key. Unlike a single
+// node, a cluster node needs one of its seeds to answer when it is dialled,
+// to learn the cluster's slots. See the package documentation of redlock
+// ("Nodes that are Redis Clusters") for what keeps the guarantees.
 package rueidis

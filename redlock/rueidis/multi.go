@@ -10,6 +10,7 @@ import (
 
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
+	"dlm/redlock/internal/slots"
 	"dlm/redlock/scripts"
 )
 
@@ -78,6 +79,11 @@ func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl t
 // AcquireAllFenced is AcquireAll that also reads the largest fence value
 // under fenceKeys when it set the keys, in one script (R18 phase 1).
 func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
+	if n.cluster && len(slots.Split(keys)) > 1 { // cluster.go
+		return n.fencedSplit(ctx, keys, fenceKeys, value, true, func(keys, fenceKeys []string) (bool, uint64, error) {
+			return n.AcquireAllFenced(ctx, keys, fenceKeys, value, ttl)
+		})
+	}
 	all := append(append(make([]string, 0, 2*len(keys)), keys...), fenceKeys...)
 	r := n.evalKeys(ctx, n.multi.acquireFenced, all, value, strconv.FormatInt(ttl.Milliseconds(), 10))
 	return fencedReply(r, fmt.Sprintf("one of %q", fenceKeys)) // fencing.go
@@ -87,6 +93,13 @@ func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, v
 // retention (0: none), only if every key holds value and every fence is
 // below token, in one script (R18 phase 2).
 func (n *Node) RaiseFences(ctx context.Context, keys, fenceKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
+	if n.cluster && len(slots.Split(keys)) > 1 { // cluster.go
+		ok, _, err := n.fencedSplit(ctx, keys, fenceKeys, value, false, func(keys, fenceKeys []string) (bool, uint64, error) {
+			ok, err := n.RaiseFences(ctx, keys, fenceKeys, value, token, retention)
+			return ok, 0, err
+		})
+		return ok, err
+	}
 	all := append(append(make([]string, 0, 2*len(keys)), keys...), fenceKeys...)
 	v, err := n.evalKeys(ctx, n.multi.raiseFences, all, value,
 		strconv.FormatUint(token, 10), strconv.FormatInt(retention.Milliseconds(), 10)).AsInt64()

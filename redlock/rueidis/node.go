@@ -41,6 +41,8 @@ type Node struct {
 
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
+
+	cluster bool // a Redis Cluster client (cluster.go)
 }
 
 var (
@@ -82,6 +84,9 @@ func NewNode(client rueidis.Client, name string) *Node {
 		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
 	n.sender.combine = client.Mode() != rueidis.ClientModeCluster
+	if client.Mode() == rueidis.ClientModeCluster {
+		n.cluster, n.scripts = true, n.scripts.Sharded() // cluster.go
+	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
 	n.queue.Allow(opScript) // script.go
 	return n
@@ -134,6 +139,9 @@ func (n *Node) Close() error {
 // client (adapter.HandoffNode): a dedicated connection, opened on the first
 // Watch, on which every watched key is one SUBSCRIBE to its channel.
 func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
+	if n.cluster {
+		return &shardWatch{client: n.client, notify: notify, subs: map[string]keySub{}}, nil // cluster.go
+	}
 	return &watch{node: n, notify: notify, keys: map[string]struct{}{}, stop: make(chan struct{}), listen: n.listener()}, nil
 }
 
@@ -309,6 +317,22 @@ func WithMaxFlushDelay(d time.Duration) Option {
 // returns a client even when the node cannot be reached now (with the
 // error): the client connects on use.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
+	if u.Cluster {
+		return NewClusterClient(u, opts...) // cluster.go
+	}
+	o := clientOption(u)
+	for _, opt := range opts {
+		opt(&o)
+	}
+	// Never a pooled connection for a long DoMulti, whatever opts said:
+	// the node's batches (at most MaxBatch) all go through the pipeline.
+	o.BlockingPipeline = -1
+	return rueidis.NewClient(o)
+}
+
+// clientOption is the rueidis configuration of NewClient for u, before
+// the caller's options.
+func clientOption(u redlock.NodeURL) rueidis.ClientOption {
 	o := rueidis.ClientOption{
 		InitAddress:       []string{u.Addr},
 		Username:          u.Username,
@@ -334,13 +358,7 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 			return d.DialContext(ctx, "unix", addr)
 		}
 	}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	// Never a pooled connection for a long DoMulti, whatever opts said:
-	// the node's batches (at most MaxBatch) all go through the pipeline.
-	o.BlockingPipeline = -1
-	return rueidis.NewClient(o)
+	return o
 }
 
 // Dial returns a redlock client over one independent master per URL (see

@@ -346,3 +346,17 @@ func TestLocalHandOverIsNotAnnounced(t *testing.T) {
 		t.Fatalf("first announcement carries %q; want the second holder's release %q (the hand-over from %q was announced)", msg.Payload, second.Value(), first.Value())
 	}
 }
+
+func TestClusterConformance(t *testing.T) {
+	redlocktest.RunClusterNodeConformance(t, func(t testing.TB, c *redlocktest.RedisCluster) redlock.Node {
+		n, err := rueidis.DialNode(c.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close() })
+		if !n.Cluster() {
+			t.Fatal("a node dialled with cluster=true is not a cluster node")
+		}
+		return n
+	})
+}

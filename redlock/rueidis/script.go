@@ -61,6 +61,11 @@ func callOf(it batch.Item) *scriptCall {
 // or EVAL when the node answers NOSCRIPT, as for the batched scripts) and
 // returns its result, or ctx's error when ctx ends first.
 func (n *Node) evalKeys(ctx context.Context, s *batch.Script, keys []string, args ...string) rueidis.RedisResult {
+	if n.cluster {
+		if err := oneSlot(keys); err != nil { // cluster.go
+			return rueidis.NewErrorResult(err)
+		}
+	}
 	c := &scriptCall{s: s, keys: keys, args: args, done: make(chan struct{})}
 	req := adapter.Request{Op: opScript}
 	if len(keys) > 0 {

@@ -1,0 +1,159 @@
+package torture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redisproc"
+)
+
+// The scenarios whose nodes are Redis Clusters (redlock's cluster nodes):
+// each of the --nodes nodes is a cluster of clusterMasters masters, reached
+// directly (no proxy: a cluster client finds the masters itself). Client A
+// locks exactly a majority of the nodes (the master of the resource's slot
+// on each other node is down while it acquires); then, on one node of A's
+// majority, the master of the resource's slot loses A's key:
+//
+//   - cluster-master-killed: it is killed and restarts at once, empty
+//     (restart-without-persistence for one master of a cluster), or after
+//     the ttl (--delayed-restart), or it keeps its keys (--persistence);
+//   - cluster-replica-promoted: it dies and its replica takes its slots
+//     over without A's SET (as when asynchronous replication had not sent
+//     it yet; on loopback it always has, so A's key is deleted on the
+//     replica as it takes over), at once, or only after the ttl
+//     (--delayed-restart: a failover delayed past the longest ttl).
+//
+// Client B then locks the resource while A's validity runs. A restarted
+// master of a cluster serves again only about two seconds after it started
+// (Redis Cluster's writable delay): a short delayed restart of its own,
+// which protects ttls below it. The argument
+// (package redlock, "Nodes that are Redis Clusters") predicts a violation
+// when the node forgot A's lock inside the ttl, and none otherwise; and
+// that the other master's locks on that node stay available throughout.
+
+// clusterMasters is the number of masters of each cluster node.
+const clusterMasters = 2
+
+// startRedisClusters starts n cluster nodes, with replicas replicas per
+// master (which never fail over by themselves), at once.
+func startRedisClusters(ctx context.Context, n, replicas int, persistence bool) ([]*redisproc.Cluster, error) {
+	return redisproc.StartClusters(ctx, n, redisproc.ClusterConfig{Masters: clusterMasters, Replicas: replicas,
+		Server: redisproc.Config{Persistence: persistence}, ReplicaNoFailover: true, NodeTimeout: time.Second})
+}
+
+// slotMaster returns the index of the master that serves resource's lock
+// key on cluster node c (the client's hash-tagged key).
+func slotMaster(ctx context.Context, c *redisproc.Cluster, resource string) (int, error) {
+	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, resource)
+	slot, err := c.Masters()[0].Client().Do(ctx, "CLUSTER", "KEYSLOT", key).Int()
+	if err != nil {
+		return 0, fmt.Errorf("torture: CLUSTER KEYSLOT %s: %w", key, err)
+	}
+	return c.MasterOf(slot), nil
+}
+
+// otherResource returns a resource whose key is served by another master
+// of c than resource's: the locks that must stay available on the node.
+func otherResource(ctx context.Context, c *redisproc.Cluster, resource string) (string, error) {
+	mi, err := slotMaster(ctx, c, resource)
+	if err != nil {
+		return "", err
+	}
+	for i := 0; i < 100; i++ {
+		r := fmt.Sprintf("other%d", i)
+		if oi, err := slotMaster(ctx, c, r); err == nil && oi != mi {
+			return r, nil
+		}
+	}
+	return "", errors.New("torture: no resource on another master")
+}
+
+// runClusterLoss is cluster-master-killed and cluster-replica-promoted.
+func runClusterLoss(ctx context.Context, e *env) error {
+	promote := e.cfg.Scenario == "cluster-replica-promoted"
+	rcs := e.cl.redis
+	a, b, err := e.twoClients()
+	if err != nil {
+		return err
+	}
+	m, o := e.split(a.client.Quorum(), -1)
+	victim := m[e.rng.IntN(len(m))]
+	masters := make([]int, len(rcs))
+	for i, c := range rcs {
+		if masters[i], err = slotMaster(ctx, c, "r"); err != nil {
+			return err
+		}
+	}
+	vm := rcs[victim].Masters()[masters[victim]]
+	// A locks exactly m: on the other nodes a third party holds r's key
+	// while A acquires, and lets it go at once after.
+	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")
+	const blocker = "torture-third-party"
+	for _, i := range o {
+		if err := rcs[i].Masters()[masters[i]].Client().Set(ctx, key, blocker, 10*e.cfg.TTL).Err(); err != nil {
+			return fmt.Errorf("torture: hold r on %s: %w", nodeName(i), err)
+		}
+	}
+	end := e.rec.fault("third-party", names(o), "a third party holds r on these nodes while A acquires, so that A acquires on exactly "+names(m))
+	g, err := e.acquireR(ctx, a)
+	for _, i := range o {
+		if derr := rcs[i].Masters()[masters[i]].Client().Del(ctx, key).Err(); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	end()
+	if err != nil {
+		return fmt.Errorf("torture: A could not acquire on %s: %w", names(m), err)
+	}
+	a.write(g)
+	delay := e.cfg.restartDelay()
+	if promote {
+		e.log("A holds the lock on %s; killing the master of r's slot on %s and promoting its replica, which missed A's SET, after %v", names(m), nodeName(victim), delay)
+		end = e.rec.fault("promote", nodeName(victim), fmt.Sprintf("master of r's slot SIGKILLed; its replica, behind on replication, promoted after %v", delay))
+		vm.Kill()
+	} else {
+		e.log("A holds the lock on %s; killing the master of r's slot on %s (restart after %v, persistence %v)", names(m), nodeName(victim), delay, e.cfg.Persistence)
+		end = e.rec.fault("restart", nodeName(victim), fmt.Sprintf("master of r's slot SIGKILLed, restart after %v, persistence %v", delay, e.cfg.Persistence))
+		vm.Kill()
+	}
+	// While the master is lost, the node's other master still serves its
+	// locks: B locks a resource there on every node.
+	if other, err := otherResource(ctx, rcs[victim], "r"); err == nil {
+		octx, cancel := context.WithTimeout(ctx, e.cfg.TTL)
+		og, err := b.acquireEach(octx, other, e.cfg.TTL, 20*time.Millisecond)
+		cancel()
+		if err != nil {
+			e.log("B could not lock %s on the other master while r's master was lost: %v", other, err)
+		} else {
+			e.log("B locked %s, served by the other master, while r's master was lost", other)
+			_ = b.release(ctx, og)
+		}
+	}
+	return e.afterLoss(ctx, a, b, g, victim, delay, func() error {
+		defer end()
+		sleep(ctx, delay)
+		if !promote {
+			if err := vm.Restart(ctx, 0); err != nil {
+				return err
+			}
+			return rcs[victim].WaitOK(ctx)
+		}
+		// The replica must lack A's SET, as asynchronous replication
+		// leaves it when the master dies before sending it; on loopback
+		// the SET always arrives in time (and a replica refuses writes),
+		// so A's key is deleted on the replica as it takes over, before
+		// any client reaches it.
+		replica := rcs[victim].Replicas(masters[victim])[0]
+		if err := rcs[victim].Promote(ctx, masters[victim]); err != nil {
+			return err
+		}
+		return replica.Client().Del(ctx, redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")).Err()
+	})
+}
+
+// clusterWritableDelay is how long a restarted master of a Redis Cluster
+// refuses requests after it started (CLUSTER_WRITABLE_DELAY in Redis).
+const clusterWritableDelay = 2 * time.Second

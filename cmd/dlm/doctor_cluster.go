@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+	"dlm/redlock/redisproc"
+)
+
+// clusterProbe is what doctor learns of one node that is a Redis Cluster.
+type clusterProbe struct {
+	Name string
+	Err  error
+	Info map[string]string // CLUSTER INFO of the seed
+	// Masters are the probes of the masters (probeNode).
+	Masters []probe
+	// Replicas maps a master's address to its replicas' failover
+	// settings.
+	Replicas map[string][]replicaProbe
+}
+
+// replicaProbe is one replica of a cluster master.
+type replicaProbe struct {
+	Addr        string
+	NodeTimeout time.Duration // cluster-node-timeout
+	NoFailover  bool          // cluster-replica-no-failover yes
+	Err         error
+}
+
+// probeCluster asks a cluster node's seed for the cluster's state, then
+// every master (as probeNode does a plain node) and every replica.
+func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout time.Duration) clusterProbe {
+	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}}
+	cc, err := goredis.NewClusterClient(u)
+	if err != nil {
+		cp.Err = err
+		return cp
+	}
+	defer cc.Close()
+	if o := cc.Options(); cfg != nil && o.TLSConfig != nil {
+		o.TLSConfig = forServer(cfg, o.TLSConfig.ServerName)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	info, err := cc.ClusterInfo(ctx).Result()
+	if err != nil {
+		cp.Err = err
+		return cp
+	}
+	cp.Info = parseInfo(info)
+	maxTTL, _ := cc.Get(ctx, nodeMaxTTLKey).Result() // one key, on one master
+	var mu sync.Mutex
+	_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		p := probeNode(ctx, m, m.Options().Addr, redlock.DefaultKeyPrefix)
+		p.NodeMaxTTL = maxTTL
+		mu.Lock()
+		cp.Masters = append(cp.Masters, p)
+		mu.Unlock()
+		return nil
+	})
+	nodes, _ := cc.ClusterNodes(ctx).Result()
+	var wg sync.WaitGroup
+	for _, r := range clusterReplicas(nodes) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc := redis.NewClient(&redis.Options{Addr: r[0], Username: u.Username, Password: u.Password, TLSConfig: cc.Options().TLSConfig,
+				MaxRetries: -1, DialTimeout: timeout, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
+			defer rc.Close()
+			rp := replicaProbe{Addr: r[0]}
+			if c, err := rc.ConfigGet(ctx, "cluster-node-timeout").Result(); err == nil {
+				ms, _ := strconv.Atoi(c["cluster-node-timeout"])
+				rp.NodeTimeout = time.Duration(ms) * time.Millisecond
+			} else {
+				rp.Err = err
+			}
+			if c, err := rc.ConfigGet(ctx, "cluster-replica-no-failover").Result(); err == nil {
+				rp.NoFailover = c["cluster-replica-no-failover"] == "yes"
+			}
+			mu.Lock()
+			cp.Replicas[r[1]] = append(cp.Replicas[r[1]], rp)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	sort.Slice(cp.Masters, func(i, j int) bool { return cp.Masters[i].Node < cp.Masters[j].Node })
+	return cp
+}
+
+// clusterReplicas reads CLUSTER NODES: each replica's address and its
+// master's.
+func clusterReplicas(nodes string) [][2]string {
+	addr := map[string]string{} // node id -> host:port
+	type rep struct{ addr, master string }
+	var reps []rep
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		a, _, _ := strings.Cut(f[1], "@")
+		addr[f[0]] = a
+		flags := strings.Split(f[2], ",")
+		if slices.Contains(flags, "slave") && !slices.Contains(flags, "fail") {
+			reps = append(reps, rep{a, f[3]})
+		}
+	}
+	out := make([][2]string, len(reps))
+	for i, r := range reps {
+		out[i] = [2]string{r.addr, addr[r.master]}
+	}
+	return out
+}
+
+// diagnoseCluster checks a node that is a Redis Cluster: its state and slot
+// coverage, then each master as a plain node (eviction, persistence), its
+// replicas' failover against the ttl (R16), and the masters' clocks.
+func diagnoseCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout, maxSkew time.Duration) []finding {
+	return clusterFindings(probeCluster(ctx, u, cfg, timeout), maxSkew)
+}
+
+// clusterFindings is diagnoseCluster's judgement of a probe.
+func clusterFindings(cp clusterProbe, maxSkew time.Duration) []finding {
+	var fs []finding
+	add := func(sev severity, node, rule, what, fix string) {
+		fs = append(fs, finding{Sev: sev, Node: node, Rule: rule, What: what, Fix: fix})
+	}
+	if cp.Err != nil {
+		add(sevWarn, cp.Name, "R1.3", fmt.Sprintf("cluster not inspected (%v)", cp.Err), "check that the seed and addr addresses of the URL reach the cluster")
+		return fs
+	}
+	state, served := cp.Info["cluster_state"], cp.Info["cluster_slots_ok"]
+	switch {
+	case state != "ok":
+		add(sevWarn, cp.Name, "R1.3", "cluster_state:"+state+": the cluster refuses every request, so this node takes part in no lock",
+			"bring the failed masters back or fail them over (after the max ttl, below), and assign every slot")
+	case served != strconv.Itoa(redisproc.Slots):
+		add(sevWarn, cp.Name, "R1.3", fmt.Sprintf("%s of %d hash slots served: locks whose keys hash to the others are unavailable on this node", served, redisproc.Slots),
+			"assign the missing slots (CLUSTER ADDSLOTSRANGE) or bring their master back")
+	default:
+		add(sevOK, cp.Name, "R1.3", fmt.Sprintf("cluster_state:ok, all %d slots served by %d master(s)", redisproc.Slots, len(cp.Masters)), "")
+	}
+	if n := len(cp.Masters); n == 2 {
+		add(sevWarn, cp.Name, "R1.3", "2 masters: when one is lost the other is a minority, which Redis Cluster stops, so the whole node stops instead of the lost master's slots only",
+			"give the cluster 3 masters or more")
+	}
+	for _, m := range cp.Masters {
+		if m.Err != nil {
+			add(sevWarn, m.Node, "R1.3", fmt.Sprintf("master unreachable (%v): the locks of its slots are unavailable on this node", m.Err), "bring it back")
+			continue
+		}
+		for _, f := range checkNode(m) {
+			if f.Rule != "R2" { // replicas are judged below, for a cluster
+				fs = append(fs, f)
+			}
+		}
+		fs = append(fs, replicaFinding(m, cp.Replicas[m.Node]))
+	}
+	cf := checkClocks(cp.Masters, maxSkew)
+	for i := range cf {
+		if cf[i].Node == "" {
+			cf[i].Node = cp.Name
+			cf[i].What = "masters' " + cf[i].What
+		}
+	}
+	return append(fs, cf...)
+}
+
+// replicaFinding judges a master's replicas: a replica that takes the
+// master's slots over before the largest ttl has passed may lack the last
+// locks the master granted (replication is asynchronous), which is a node
+// that forgot its locks (R16).
+func replicaFinding(m probe, rs []replicaProbe) finding {
+	f := finding{Node: m.Node, Rule: "R16"}
+	if len(rs) == 0 {
+		f.Sev, f.What = sevOK, "no replicas: no failover can hand its slots to a server that missed a lock"
+		return f
+	}
+	maxTTL, _ := time.ParseDuration(m.NodeMaxTTL)
+	var auto []string
+	for _, r := range rs {
+		switch {
+		case r.NoFailover:
+		case maxTTL > 0 && r.NodeTimeout > maxTTL:
+		default:
+			auto = append(auto, fmt.Sprintf("%s (cluster-node-timeout %v)", r.Addr, r.NodeTimeout))
+		}
+	}
+	switch {
+	case len(auto) > 0:
+		f.Sev = sevFail
+		f.What = fmt.Sprintf("replica(s) %s fail over on their own, possibly before a lock's ttl has passed: a promoted replica may lack the last lock keys (asynchronous replication), and two clients may hold a lock", strings.Join(auto, ", "))
+		f.Fix = "set cluster-replica-no-failover yes on the replicas and fail over by hand only after the max ttl, or raise cluster-node-timeout above the max ttl (and record it: dlm node --max-ttl), or remove the replicas"
+	default:
+		f.Sev = sevWarn
+		f.What = fmt.Sprintf("%d replica(s) that never fail over before the max ttl (cluster-replica-no-failover, or cluster-node-timeout above --max-ttl %s)", len(rs), orDash(m.NodeMaxTTL))
+		f.Fix = "a failover by hand (CLUSTER FAILOVER TAKEOVER) must wait longer than the max ttl after the master stopped; a forced failover earlier can break mutual exclusion"
+	}
+	return f
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/goredis"
+	"dlm/redlock/redlocktest"
+)
+
+// The judgement of a cluster node: its state, slot coverage and each
+// master's replicas against the ttl.
+func TestClusterFindings(t *testing.T) {
+	master := func(maxTTL string) probe {
+		return probe{Node: "127.0.0.1:7000", Role: "master", Config: map[string]string{"maxmemory-policy": "noeviction", "appendonly": "yes", "appendfsync": "always"}, NodeMaxTTL: maxTTL}
+	}
+	tests := []struct {
+		name     string
+		info     map[string]string
+		m        probe
+		replicas []replicaProbe
+		want     string // in the worst finding
+		sev      severity
+	}{
+		{"healthy, no replicas", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master(""), nil, "no replicas", sevOK},
+		{"state fail", map[string]string{"cluster_state": "fail", "cluster_slots_ok": "16384"}, master(""), nil, "cluster_state:fail", sevWarn},
+		{"slots missing", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "10000"}, master(""), nil, "10000 of 16384 hash slots", sevWarn},
+		{"automatic failover", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master("10s"),
+			[]replicaProbe{{Addr: "r1", NodeTimeout: 5 * time.Second}}, "fail over on their own", sevFail},
+		{"failover slower than the ttl", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master("10s"),
+			[]replicaProbe{{Addr: "r1", NodeTimeout: 20 * time.Second}}, "never fail over before the max ttl", sevWarn},
+		{"no failover", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master(""),
+			[]replicaProbe{{Addr: "r1", NodeTimeout: 5 * time.Second, NoFailover: true}}, "never fail over before the max ttl", sevWarn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cp := clusterProbe{Name: "cluster:x", Info: tt.info, Masters: []probe{tt.m}, Replicas: map[string][]replicaProbe{tt.m.Node: tt.replicas}}
+			fs := clusterFindings(cp, time.Second)
+			found := false
+			for _, f := range fs {
+				if f.Sev > tt.sev {
+					t.Errorf("finding %v %q is worse than %v", f.Sev, f.What, tt.sev)
+				}
+				found = found || f.Sev == tt.sev && strings.Contains(f.What, tt.want)
+			}
+			if !found {
+				t.Fatalf("no %v finding says %q: %+v", tt.sev, tt.want, fs)
+			}
+			for _, f := range fs {
+				if f.Sev != sevOK && f.Fix == "" {
+					t.Errorf("finding %q has no fix", f.What)
+				}
+			}
+		})
+	}
+}
+
+// dlm doctor inspects a real cluster node master by master.
+func TestDoctorCluster(t *testing.T) {
+	c := redlocktest.StartRedisCluster(t, 2, 1)
+	r := runDLM(t, 30*time.Second, nil, "doctor", "--nodes", c.URL())
+	for _, want := range []string{"cluster_state:ok, all 16384 slots served by 2 master(s)", "never fail over before the max ttl", "no AOF persistence", "masters' node clocks agree"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	for _, m := range c.Addrs() {
+		if !strings.Contains(r.stdout, m) {
+			t.Errorf("doctor does not name master %s:\n%s", m, r.stdout)
+		}
+	}
+}
+
+// dlm status reads a cluster node's lock keys by their hash-tagged names.
+func TestStatusCluster(t *testing.T) {
+	c := redlocktest.StartRedisCluster(t, 3, 0)
+	cl, err := goredis.Dial([]string{c.URL()}, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	l, err := cl.TryLock(t.Context(), "back}up")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Unlock(t.Context()) }()
+	r := runDLM(t, 30*time.Second, nil, "status", "--nodes", c.URL(), "back}up", "other")
+	for _, want := range []string{"back}up: HELD (quorum) by value", "other: free"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("status does not say %q:\n%s", want, r.stdout)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/redisproc"
+)
+
+// maxClusterMasters bounds dlm node --cluster.
+const maxClusterMasters = 64
+
+// members returns the configurations of the masters of dlm node --cluster
+// M: ports port..port+M-1, data directories dir/PORT, each a
+// cluster-enabled redis-server with the delayed restarts of one node.
+func (nc *nodeConfig) members() ([]*nodeConfig, error) {
+	if nc.cluster > maxClusterMasters {
+		return nil, usageErrorf("--cluster %d: at most %d masters per node", nc.cluster, maxClusterMasters)
+	}
+	if nc.port+nc.cluster-1 > 65535 {
+		return nil, usageErrorf("--cluster %d from --port %d runs past port 65535", nc.cluster, nc.port)
+	}
+	out := make([]*nodeConfig, nc.cluster)
+	for i := range out {
+		m := *nc
+		m.cluster, m.member = 0, true
+		m.port = nc.port + i
+		m.dir = filepath.Join(nc.dir, strconv.Itoa(m.port))
+		// --cluster-require-full-coverage no: a lost master takes only its
+		// slots' locks down on this node, not every lock.
+		m.extra = append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-require-full-coverage", "no"}, nc.extra...)
+		if err := os.MkdirAll(m.dir, 0o755); err != nil {
+			return nil, usageErrorf("--dir %q: %v", m.dir, err)
+		}
+		if err := m.portFree(); err != nil {
+			return nil, err
+		}
+		out[i] = &m
+	}
+	return out, nil
+}
+
+// runCluster runs the masters of dlm node --cluster, each as one node
+// (run), forms the cluster once they answer (or finds it formed by an
+// earlier run), prints its node URL on stdout, and returns when every
+// master has exited: with the first unclean exit's error, if any.
+func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) error {
+	members, err := nc.members()
+	if err != nil {
+		return err
+	}
+	done := make(chan error, len(members))
+	for _, m := range members {
+		go func() { done <- m.run(ctx, io.Discard, stderr) }()
+	}
+	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	formed := make(chan struct{})
+	go func() {
+		defer close(formed)
+		u, err := nc.form(fctx, members)
+		if err != nil {
+			if fctx.Err() == nil {
+				fmt.Fprintf(stderr, "dlm node: the cluster was not formed: %v\n", err)
+			}
+			return
+		}
+		fmt.Fprintf(stderr, "dlm node: cluster of %d masters serving (cluster_state:ok); its node URL for --nodes:\n", len(members))
+		fmt.Fprintln(stdout, u)
+	}()
+	var first error
+	for range members {
+		if err := <-done; err != nil && first == nil {
+			first = err
+		}
+	}
+	stop()
+	<-formed
+	return first
+}
+
+// form assigns each master an even range of the hash slots, joins them and
+// waits for cluster_state:ok; a cluster that an earlier run formed (every
+// master knows the others) is only waited for. It records --max-ttl on the
+// cluster for dlm doctor and returns the cluster's node URL.
+func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig) (string, error) {
+	clients := make([]*redis.Client, len(members))
+	addrs := make([]string, len(members))
+	for i, m := range members {
+		addrs[i] = net.JoinHostPort(m.host(), strconv.Itoa(m.port))
+		clients[i] = redis.NewClient(&redis.Options{Addr: addrs[i], Password: m.setting("requirepass"),
+			MaxRetries: -1, DialTimeout: time.Second, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
+		defer clients[i].Close()
+	}
+	poll := func(what string, cond func(c *redis.Client) bool) error {
+		deadline := time.Now().Add(nc.startTimeout)
+		for {
+			ok := true
+			for _, c := range clients {
+				if !cond(c) {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("waited --start-timeout %v for %s", nc.startTimeout, what)
+			}
+			t := time.NewTimer(50 * time.Millisecond) // polling interval, bounded by the deadline
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+			}
+		}
+	}
+	info := func(c *redis.Client) map[string]string {
+		s, _ := c.ClusterInfo(ctx).Result()
+		return parseInfo(s)
+	}
+	if err := poll("every master to answer", func(c *redis.Client) bool { return c.Ping(ctx).Err() == nil }); err != nil {
+		return "", err
+	}
+	if info(clients[0])["cluster_known_nodes"] != strconv.Itoa(len(members)) {
+		for i, c := range clients {
+			if info(c)["cluster_slots_assigned"] != "0" {
+				continue
+			}
+			lo, hi := i*redisproc.Slots/len(clients), (i+1)*redisproc.Slots/len(clients)-1
+			if err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+				return "", fmt.Errorf("CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, addrs[i], err)
+			}
+		}
+		for i, c := range clients[1:] {
+			if err := c.ClusterMeet(ctx, members[0].host(), strconv.Itoa(members[0].port)).Err(); err != nil {
+				return "", fmt.Errorf("CLUSTER MEET from %s: %w", addrs[i+1], err)
+			}
+		}
+	}
+	if err := poll("cluster_state:ok", func(c *redis.Client) bool {
+		i := info(c)
+		return i["cluster_state"] == "ok" && i["cluster_known_nodes"] == strconv.Itoa(len(members))
+	}); err != nil {
+		return "", err
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Password: nc.setting("requirepass"), MaxRetries: 2, DisableIdentity: true})
+	defer cc.Close()
+	if err := cc.Set(ctx, nodeMaxTTLKey, nc.maxTTL.String(), 0).Err(); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintf(os.Stderr, "dlm node: could not record --max-ttl on the cluster for dlm doctor: %v\n", err)
+	}
+	q := url.Values{"cluster": {"true"}}
+	for _, a := range addrs[1:] {
+		q.Add("addr", a)
+	}
+	return "redis://" + addrs[0] + "?" + q.Encode(), nil
+}
+
+// host is the address a client reaches the node at: its first --bind
+// address, or loopback when it listens on every address.
+func (nc *nodeConfig) host() string {
+	if ip := net.ParseIP(strings.TrimPrefix(firstField(nc.setting("bind")), "-")); ip != nil && !ip.IsUnspecified() {
+		return ip.String()
+	}
+	return "127.0.0.1"
+}

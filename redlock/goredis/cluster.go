@@ -1,0 +1,298 @@
+package goredis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/batch"
+	"dlm/redlock/internal/slots"
+	"dlm/redlock/scripts"
+)
+
+// A node that is a Redis Cluster: NewNode of a *redis.ClusterClient, or
+// Dial and DialNode of a cluster=true URL. go-redis routes each request to
+// the master of its key's slot. What changes:
+//
+//   - the client builds hash-tagged keys (Cluster, adapter.ClusterNode), so
+//     that every script on one resource runs on one master;
+//   - a set whose keys span slots is stepped once per slot and the answers
+//     joined (redlock/internal/slots: all or nothing, no deadlock);
+//   - releases are announced by SPUBLISH and heard by SSUBSCRIBE (sharded
+//     pub/sub, Redis 7) on the master of the key's slot only, one go-redis
+//     PubSub per slot watched.
+
+var _ adapter.ClusterNode = (*Node)(nil)
+
+// Cluster reports whether the node's client is a *redis.ClusterClient
+// (adapter.ClusterNode).
+func (n *Node) Cluster() bool { return n.cluster != nil }
+
+// useCluster makes n a cluster node over cc: its announcing scripts
+// publish on the key's shard, and its requests are batched, each batch one
+// go-redis cluster pipeline (clusterTrip).
+func (n *Node) useCluster(cc *redis.ClusterClient) {
+	n.cluster = cc
+	n.publish = redis.NewScript(scripts.Sharded(scripts.ReleasePublish))
+	n.multi.release = redis.NewScript(scripts.Sharded(scripts.ReleaseAll))
+	n.scripts = batch.NewScripts().Sharded()
+	n.queue.Init("goredis", MaxBatch, n.send)
+}
+
+// batched reports whether n's requests go through its queue: over the
+// node's own connection (pipe) or, for a cluster, go-redis' cluster
+// pipelines.
+func (n *Node) batched() bool { return n.pipe != nil || n.cluster != nil }
+
+// do queues req and waits for its answer, or for ctx's end; a cluster
+// node's operation on a set that spans slots is split first.
+func (n *Node) do(ctx context.Context, req adapter.Request) (bool, error) {
+	if n.cluster != nil && req.Op.IsMulti() {
+		return slots.Do(ctx, req, n.queue.StartAll)
+	}
+	return n.queue.Do(ctx, req)
+}
+
+// answered marks the reply of a request that clusterTrip already answered.
+const answered = 0
+
+// clusterTrip sends the requests of one batch of a cluster node as one
+// go-redis cluster pipeline, which writes the requests of each master in
+// queue order on one connection to it, and returns their replies in
+// order; eval(i) tells whether request i goes by EVAL (else EVALSHA when
+// the node is known to have its script). A request that failed without
+// its master's answer (a master down, a timeout) is answered here with its
+// error, and its reply marked answered: the requests to the other masters
+// still get theirs. When ctx ended first, the batch fails with ctx's error.
+func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i int) bool) ([]reply, error) {
+	cmds := make([]*redis.Cmd, len(items))
+	p := n.cluster.Pipeline()
+	for i, it := range items {
+		cmds[i] = p.Do(ctx, n.clusterArgs(it.Req, eval(i))...)
+	}
+	_, _ = p.Exec(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res := make([]reply, len(items))
+	for i, c := range cmds {
+		v, err := c.Result()
+		var rerr redis.Error
+		switch {
+		case errors.Is(err, redis.Nil):
+			res[i] = reply{kind: '$', null: true}
+		case errors.As(err, &rerr):
+			res[i] = reply{kind: '-', str: rerr.Error()}
+		case err != nil:
+			res[i] = reply{kind: answered}
+			items[i].To.Receive(items[i].Tag, false, err)
+		default:
+			switch v := v.(type) {
+			case int64:
+				res[i] = reply{kind: ':', num: v}
+			case string:
+				res[i] = reply{kind: '+', str: v}
+			default:
+				res[i] = reply{kind: '*'}
+			}
+		}
+	}
+	return res, nil
+}
+
+// clusterArgs is the command of req, as command writes it for the node's
+// own connection.
+func (n *Node) clusterArgs(req adapter.Request, eval bool) []any {
+	ms := strconv.FormatInt(req.TTL.Milliseconds(), 10)
+	if req.Op == adapter.OpAcquire {
+		return []any{"set", req.Key, req.Value, "nx", "px", ms}
+	}
+	s := n.scriptOf(req.Op)
+	verb, body := "evalsha", s.SHA
+	if eval || !s.Cached.Load() {
+		verb, body = "eval", s.Src
+	}
+	keys := []string{req.Key}
+	var args []string
+	switch req.Op {
+	case adapter.OpExtend:
+		args = []string{req.Value, ms}
+	case adapter.OpTransfer:
+		args = []string{req.From, req.Value, ms}
+	case adapter.OpReleaseAnnounce:
+		args = []string{req.Value, ChannelPrefix}
+	case adapter.OpAcquireAll, adapter.OpExtendAll:
+		keys, args = req.Keys, []string{req.Value, ms}
+	case adapter.OpReleaseAll:
+		keys, args = req.Keys, []string{req.Value, ""}
+	case adapter.OpReleaseAllAnnounce:
+		keys, args = req.Keys, []string{req.Value, ChannelPrefix}
+	default:
+		args = []string{req.Value}
+	}
+	out := make([]any, 0, 3+len(keys)+len(args))
+	out = append(out, verb, body, len(keys))
+	for _, k := range keys {
+		out = append(out, k)
+	}
+	for _, a := range args {
+		out = append(out, a)
+	}
+	return out
+}
+
+// split runs a set operation of a cluster node whose keys span slots once
+// per slot (step) and joins the answers; an acquisition refused on some
+// slot is released on the others. ok is false when the keys are in one
+// slot: the caller then runs its one script.
+func (n *Node) split(ctx context.Context, keys, fenceKeys []string, value string, acquire bool,
+	step func(keys, fenceKeys []string) (bool, uint64, error)) (done, ok bool, fence uint64, err error) {
+	if n.cluster == nil {
+		return false, false, 0, nil
+	}
+	groups := slots.Split(keys)
+	if len(groups) < 2 {
+		return false, false, 0, nil
+	}
+	var undo func([]string)
+	if acquire {
+		undo = func(keys []string) {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), slots.UndoTimeout)
+			defer cancel()
+			_, _ = n.multi.release.Run(uctx, n.client, keys, value, "").Result()
+		}
+	}
+	ok, fence, err = slots.RunSplit(groups, keys, fenceKeys, step, undo)
+	return true, ok, fence, err
+}
+
+// noFence adapts a set step without a fence to split.
+func noFence(f func(keys []string) (bool, error)) func(keys, _ []string) (bool, uint64, error) {
+	return func(keys, _ []string) (bool, uint64, error) {
+		ok, err := f(keys)
+		return ok, 0, err
+	}
+}
+
+// NewClusterClient returns a go-redis cluster client for a parsed node URL
+// that is a Redis Cluster (cluster=true), seeded with its addresses,
+// configured for Redlock as NewClient is: no command retries (nor
+// redirections followed again after a failure), context deadlines
+// honoured.
+func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
+	if !u.Cluster {
+		return nil, fmt.Errorf("goredis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
+	}
+	o := &redis.ClusterOptions{
+		Addrs:                 append([]string(nil), u.Addrs...),
+		Username:              u.Username,
+		Password:              u.Password,
+		MaxRetries:            -1,
+		MaxRedirects:          3,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           time.Second,
+		DialerRetries:         1, // a master that is down fails its requests at once
+		DisableIdentity:       true,
+		Protocol:              2,
+	}
+	if u.TLS {
+		o.TLSConfig = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}
+	}
+	return redis.NewClusterClient(o), nil
+}
+
+// shardWatch is a cluster node's release subscription: one go-redis
+// PubSub per hash slot with watched keys, each SSUBSCRIBEd on the master
+// of its slot (go-redis finds it, and finds it again after a failover) to
+// the release channels of its keys, with the health check and redial of
+// a plain node's watch.
+type shardWatch struct {
+	cluster *redis.ClusterClient
+	notify  func(key, value string)
+
+	mu     sync.Mutex
+	closed bool
+	slots  map[int]*slotWatch
+}
+
+// slotWatch is the PubSub of one slot and how many keys it watches.
+type slotWatch struct {
+	w    *watch
+	keys int
+}
+
+// Watch subscribes to the releases of key on the master of its slot, and
+// returns once the master confirmed it.
+func (s *shardWatch) Watch(ctx context.Context, key string) error {
+	slot := slots.Of(ChannelPrefix + key)
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return redlock.ErrClosed
+	}
+	sw := s.slots[slot]
+	if sw == nil {
+		sw = &slotWatch{w: &watch{cluster: s.cluster, notify: s.notify}}
+		s.slots[slot] = sw
+	}
+	sw.keys++
+	s.mu.Unlock()
+	err := sw.w.Watch(ctx, key)
+	if err != nil {
+		s.release(slot, sw)
+	}
+	return err
+}
+
+// release drops one key of sw, closing its PubSub with the last.
+func (s *shardWatch) release(slot int, sw *slotWatch) {
+	s.mu.Lock()
+	sw.keys--
+	last := sw.keys == 0 && s.slots[slot] == sw
+	if last {
+		delete(s.slots, slot)
+	}
+	s.mu.Unlock()
+	if last {
+		_ = sw.w.Close()
+	}
+}
+
+// Unwatch unsubscribes from the releases of key.
+func (s *shardWatch) Unwatch(ctx context.Context, key string) error {
+	slot := slots.Of(ChannelPrefix + key)
+	s.mu.Lock()
+	sw := s.slots[slot]
+	s.mu.Unlock()
+	if sw == nil {
+		return nil
+	}
+	err := sw.w.Unwatch(ctx, key)
+	s.release(slot, sw)
+	return err
+}
+
+// Close ends every slot's subscription.
+func (s *shardWatch) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	all := s.slots
+	s.slots = nil
+	s.mu.Unlock()
+	for _, sw := range all {
+		_ = sw.w.Close()
+	}
+	return nil
+}

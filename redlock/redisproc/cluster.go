@@ -1,0 +1,298 @@
+package redisproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Slots is the number of hash slots of a Redis Cluster.
+const Slots = 16384
+
+// ClusterConfig describes a Redis Cluster of redis-server processes on
+// loopback ports: Masters masters that share the hash slots evenly, each
+// with Replicas replicas.
+type ClusterConfig struct {
+	// Masters is the number of masters, at least 1.
+	Masters int
+	// Replicas is the number of replicas of each master (0: none).
+	Replicas int
+	// Server is the configuration of every process (Persistence, Args,
+	// Env, Wrapper, StartTimeout); its Dir and Port must be empty: each
+	// process gets a data directory and a free port of its own.
+	Server Config
+	// NodeTimeout is cluster-node-timeout: how long a master may be
+	// unreachable before its replicas start a failover. Default 5s.
+	NodeTimeout time.Duration
+	// ReplicaNoFailover sets cluster-replica-no-failover on the replicas:
+	// they never promote themselves; only Promote (CLUSTER FAILOVER
+	// TAKEOVER) does.
+	ReplicaNoFailover bool
+	// StateTimeout bounds the wait for cluster_state:ok. Default 30s.
+	StateTimeout time.Duration
+}
+
+// Cluster is a Redis Cluster of redis-server processes. Its methods are safe
+// for concurrent use.
+type Cluster struct {
+	cfg      ClusterConfig
+	masters  []*Process
+	replicas [][]*Process
+}
+
+// StartCluster starts cfg.Masters masters and their replicas
+// (cluster-enabled servers), assigns each master an even range of the hash
+// slots (CLUSTER ADDSLOTSRANGE), joins them (CLUSTER MEET), attaches the
+// replicas (CLUSTER REPLICATE) and waits until every process reports
+// cluster_state:ok with every slot covered, polling CLUSTER INFO.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	switch {
+	case cfg.Masters < 1:
+		return nil, fmt.Errorf("redisproc: a cluster needs at least 1 master, got %d", cfg.Masters)
+	case cfg.Masters > 1000:
+		return nil, fmt.Errorf("redisproc: %d masters: at most 1000", cfg.Masters)
+	case cfg.Replicas < 0:
+		return nil, fmt.Errorf("redisproc: %d replicas per master: want 0 or more", cfg.Replicas)
+	case cfg.Server.Dir != "" || cfg.Server.Port != 0:
+		return nil, errors.New("redisproc: ClusterConfig.Server must not set Dir or Port: every process gets its own")
+	}
+	if cfg.NodeTimeout <= 0 {
+		cfg.NodeTimeout = 5 * time.Second
+	}
+	if cfg.StateTimeout <= 0 {
+		cfg.StateTimeout = 30 * time.Second
+	}
+	c := &Cluster{cfg: cfg, replicas: make([][]*Process, cfg.Masters)}
+	if err := c.start(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	start := func(replica bool) (*Process, error) {
+		sc := c.cfg.Server
+		sc.Args = append([]string{
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf",
+			"--cluster-node-timeout", strconv.FormatInt(c.cfg.NodeTimeout.Milliseconds(), 10),
+			// A lost master takes only its slots down: the other
+			// masters keep serving their locks.
+			"--cluster-require-full-coverage", "no",
+		}, sc.Args...)
+		if replica && c.cfg.ReplicaNoFailover {
+			sc.Args = append(sc.Args, "--cluster-replica-no-failover", "yes")
+		}
+		return Start(ctx, sc)
+	}
+	for i := 0; i < c.cfg.Masters; i++ {
+		p, err := start(false)
+		if err != nil {
+			return err
+		}
+		c.masters = append(c.masters, p)
+		lo, hi := i*Slots/c.cfg.Masters, (i+1)*Slots/c.cfg.Masters-1
+		if err := p.Client().Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
+			return fmt.Errorf("redisproc: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, p.Addr(), err)
+		}
+		for r := 0; r < c.cfg.Replicas; r++ {
+			rp, err := start(true)
+			if err != nil {
+				return err
+			}
+			c.replicas[i] = append(c.replicas[i], rp)
+		}
+	}
+	all := c.Processes()
+	for _, p := range all[1:] {
+		if err := p.Client().Do(ctx, "CLUSTER", "MEET", "127.0.0.1", all[0].Port()).Err(); err != nil {
+			return fmt.Errorf("redisproc: CLUSTER MEET from %s: %w", p.Addr(), err)
+		}
+	}
+	if err := c.poll(ctx, "every node to know the others", func(ctx context.Context, p *Process) (bool, error) {
+		nodes, err := p.Client().Do(ctx, "CLUSTER", "NODES").Text()
+		return strings.Count(strings.TrimSpace(nodes), "\n")+1 == len(all), err
+	}); err != nil {
+		return err
+	}
+	for i, m := range c.masters {
+		id, err := m.Client().Do(ctx, "CLUSTER", "MYID").Text()
+		if err != nil {
+			return fmt.Errorf("redisproc: CLUSTER MYID on %s: %w", m.Addr(), err)
+		}
+		for _, r := range c.replicas[i] {
+			if err := r.Client().Do(ctx, "CLUSTER", "REPLICATE", id).Err(); err != nil {
+				return fmt.Errorf("redisproc: CLUSTER REPLICATE on %s: %w", r.Addr(), err)
+			}
+		}
+	}
+	if c.cfg.Replicas > 0 {
+		if err := c.poll(ctx, "every replica's link to its master", func(ctx context.Context, p *Process) (bool, error) {
+			info, err := p.Client().Info(ctx, "replication").Result()
+			if err != nil {
+				return false, err
+			}
+			if strings.Contains(info, "role:master") {
+				return strings.Contains(info, "connected_slaves:"+strconv.Itoa(c.cfg.Replicas)), nil
+			}
+			return strings.Contains(info, "master_link_status:up"), nil
+		}); err != nil {
+			return err
+		}
+	}
+	return c.WaitOK(ctx)
+}
+
+// poll calls cond on every running process until it holds for all, or the
+// state timeout passes.
+func (c *Cluster) poll(ctx context.Context, what string, cond func(ctx context.Context, p *Process) (bool, error)) error {
+	deadline := time.Now().Add(c.cfg.StateTimeout)
+	for {
+		var last error
+		ok := true
+		for _, p := range c.Processes() {
+			if !p.Running() || p.Frozen() {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, time.Second)
+			good, err := cond(pctx, p)
+			cancel()
+			if err != nil || !good {
+				ok, last = false, err
+				if err == nil {
+					last = fmt.Errorf("not yet on %s", p.Addr())
+				}
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redisproc: waited %v for %s: %v", c.cfg.StateTimeout, what, last)
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline above
+	}
+}
+
+// WaitOK waits until every running process reports cluster_state:ok and
+// all 16384 slots assigned and ok (CLUSTER INFO), and every replica is
+// attached to its master.
+func (c *Cluster) WaitOK(ctx context.Context) error {
+	return c.poll(ctx, "cluster_state:ok", func(ctx context.Context, p *Process) (bool, error) {
+		info, err := p.Client().Do(ctx, "CLUSTER", "INFO").Text()
+		if err != nil {
+			return false, err
+		}
+		return strings.Contains(info, "cluster_state:ok") &&
+			strings.Contains(info, "cluster_slots_ok:"+strconv.Itoa(Slots)), nil
+	})
+}
+
+// Masters returns the processes started as masters, in slot order: master
+// i was given slots i*16384/M to (i+1)*16384/M-1. After a failover
+// (Promote) one of them may be a replica.
+func (c *Cluster) Masters() []*Process { return append([]*Process(nil), c.masters...) }
+
+// Replicas returns the replicas started for master i.
+func (c *Cluster) Replicas(i int) []*Process { return append([]*Process(nil), c.replicas[i]...) }
+
+// Processes returns every process: the masters, then the replicas.
+func (c *Cluster) Processes() []*Process {
+	out := append([]*Process(nil), c.masters...)
+	for _, rs := range c.replicas {
+		out = append(out, rs...)
+	}
+	return out
+}
+
+// Addrs returns the addresses (127.0.0.1:port) of the masters.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.masters))
+	for i, m := range c.masters {
+		out[i] = m.Addr()
+	}
+	return out
+}
+
+// URL returns the node URL of the cluster, as redlock.ParseNodeURL reads it:
+// the first master as the seed, the other masters as addr parameters.
+func (c *Cluster) URL() string {
+	addrs := c.Addrs()
+	q := url.Values{"cluster": {"true"}}
+	for _, a := range addrs[1:] {
+		q.Add("addr", a)
+	}
+	return "redis://" + addrs[0] + "?" + q.Encode()
+}
+
+// MasterOf returns the index of the master started for slot.
+func (c *Cluster) MasterOf(slot int) int { return slot * len(c.masters) / Slots }
+
+// Promote makes the first replica of master i take its master's slots with
+// CLUSTER FAILOVER TAKEOVER (no agreement with the master, none with the
+// other masters: what a failover of a dead master amounts to), and waits
+// until the cluster is ok again. The replica keeps what it had replicated:
+// a write the master acknowledged but had not sent yet is lost.
+func (c *Cluster) Promote(ctx context.Context, i int) error {
+	if i < 0 || i >= len(c.masters) || len(c.replicas[i]) == 0 {
+		return fmt.Errorf("redisproc: master %d has no replica to promote", i)
+	}
+	r := c.replicas[i][0]
+	if err := r.Client().Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		return fmt.Errorf("redisproc: CLUSTER FAILOVER TAKEOVER on %s: %w", r.Addr(), err)
+	}
+	if err := c.poll(ctx, "the replica's promotion", func(ctx context.Context, p *Process) (bool, error) {
+		if p != r {
+			return true, nil
+		}
+		role, err := p.Client().Do(ctx, "ROLE").Slice()
+		return err == nil && len(role) > 0 && role[0] == "master", err
+	}); err != nil {
+		return err
+	}
+	return c.WaitOK(ctx)
+}
+
+// Close kills every process and removes their data directories.
+func (c *Cluster) Close() {
+	for _, p := range c.Processes() {
+		p.Close()
+	}
+}
+
+// StartClusters starts n clusters as StartCluster does, at the same time: a
+// new master serves only about two seconds after it started (Redis
+// Cluster's writable delay), so n clusters take about as long as one. On
+// error it closes the clusters it started.
+func StartClusters(ctx context.Context, n int, cfg ClusterConfig) ([]*Cluster, error) {
+	out := make([]*Cluster, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range out {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], errs[i] = StartCluster(ctx, cfg)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, c := range out {
+			if c != nil {
+				c.Close()
+			}
+		}
+		return nil, err
+	}
+	return out, nil
+}

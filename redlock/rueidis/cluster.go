@@ -1,0 +1,258 @@
+package rueidis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/slots"
+)
+
+// A node that is a Redis Cluster (a rueidis cluster client: NewClient of a
+// URL with cluster=true). The batches stay as they are: one DoMulti per
+// batch, which rueidis sends as one pipeline per master, each in queue
+// order. What changes:
+//
+//   - the client builds hash-tagged keys (Cluster, adapter.ClusterNode), so
+//     that every script on one resource runs on one master;
+//   - a set whose keys span slots is stepped once per slot and the answers
+//     joined (redlock/internal/slots: all or nothing, no deadlock);
+//   - releases are announced by SPUBLISH and heard by SSUBSCRIBE (sharded
+//     pub/sub, Redis 7), on the master of the key's slot only.
+
+var _ adapter.ClusterNode = (*Node)(nil)
+
+// Cluster reports whether the node's client is a Redis Cluster client
+// (adapter.ClusterNode).
+func (n *Node) Cluster() bool { return n.cluster }
+
+// split is slots.SplitCalls through the node's queue.
+func (n *Node) split(calls []adapter.Call) []adapter.Call {
+	return slots.SplitCalls(calls, n.queue.StartAll)
+}
+
+// doSplit runs req, an operation on a set of a cluster node, through the
+// queue as split makes it, and waits for its answer or ctx's end.
+func (n *Node) doSplit(ctx context.Context, req adapter.Request) (bool, error) {
+	return slots.Do(ctx, req, n.queue.StartAll)
+}
+
+// fencedSplit runs a fenced step on a set (AcquireAllFenced, RaiseFences)
+// once per slot of keys, at once, and joins the answers; an acquisition
+// refused on some slot is released on the others.
+func (n *Node) fencedSplit(ctx context.Context, keys, fenceKeys []string, value string, acquire bool,
+	step func(keys, fenceKeys []string) (bool, uint64, error)) (bool, uint64, error) {
+	var undo func([]string)
+	if acquire {
+		undo = func(keys []string) {
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), slots.UndoTimeout)
+			defer cancel()
+			_, _ = n.do(uctx, adapter.Request{Op: adapter.OpReleaseAll, Keys: keys, Value: value})
+		}
+	}
+	return slots.RunSplit(slots.Split(keys), keys, fenceKeys, step, undo)
+}
+
+// shardWatch is a cluster node's release subscription: one SSUBSCRIBE per
+// watched key, on the master of the key's slot, each received by a
+// goroutine of its own (rueidis' Receive) that subscribes again after its
+// connection is lost.
+type shardWatch struct {
+	client rueidis.Client
+	notify func(key, value string)
+
+	mu     sync.Mutex
+	closed bool
+	subs   map[string]keySub
+	wg     sync.WaitGroup
+}
+
+// keySub is one watched key's subscription: cancel ends it, done is closed
+// once its goroutine has unsubscribed and returned.
+type keySub struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	live   bool // false once Unwatch ended it
+}
+
+// Watch subscribes to the releases of key on the master of its slot, and
+// returns once the master confirmed the subscription.
+func (w *shardWatch) Watch(ctx context.Context, key string) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return redlock.ErrClosed
+	}
+	old, ok := w.subs[key]
+	if ok && old.live {
+		w.mu.Unlock()
+		return nil
+	}
+	w.mu.Unlock()
+	if ok {
+		// An Unwatch of key is still leaving the channel: its SUNSUBSCRIBE
+		// must not reach the master after this SSUBSCRIBE.
+		select {
+		case <-old.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return redlock.ErrClosed
+	}
+	if s, ok := w.subs[key]; ok && (s.live || s.done != old.done) {
+		w.mu.Unlock()
+		return nil // another Watch of key got in first
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	s := keySub{cancel: cancel, done: make(chan struct{}), live: true}
+	w.subs[key] = s
+	confirmed := make(chan struct{})
+	failed := make(chan error, 1)
+	w.wg.Add(1)
+	w.mu.Unlock()
+	go func() {
+		defer w.wg.Done()
+		defer close(s.done)
+		w.receive(rctx, key, confirmed, failed)
+		w.mu.Lock()
+		if cur, ok := w.subs[key]; ok && cur.done == s.done {
+			delete(w.subs, key)
+		}
+		w.mu.Unlock()
+	}()
+	select {
+	case <-confirmed:
+		return nil
+	case err := <-failed:
+		w.drop(key)
+		return err
+	case <-ctx.Done():
+		w.drop(key)
+		return ctx.Err()
+	}
+}
+
+// receive holds key's subscription until rctx ends, subscribing again
+// after a lost connection (with a pause that doubles up to redialMax). The
+// first subscription's confirmation closes confirmed; its failure goes to
+// failed.
+func (w *shardWatch) receive(rctx context.Context, key string, confirmed chan struct{}, failed chan error) {
+	ch := ChannelPrefix + key
+	var once sync.Once
+	hctx := rueidis.WithOnSubscriptionHook(rctx, func(s rueidis.PubSubSubscription) {
+		if s.Kind == "ssubscribe" {
+			once.Do(func() { close(confirmed) })
+		}
+	})
+	hctx = rueidis.WithOnReceiveReturnHook(hctx, func(err error, c rueidis.CommandClient) error {
+		if rctx.Err() != nil { // Unwatch or Close: leave the channel on the master
+			uctx, cancel := context.WithTimeout(context.Background(), redialTimeout)
+			_ = c.Do(uctx, c.B().Sunsubscribe().Channel(ch).Build()).Error()
+			cancel()
+		}
+		return err
+	})
+	first := true
+	for delay := redialMin; ; delay = min(2*delay, redialMax) {
+		err := w.client.Receive(hctx, w.client.B().Ssubscribe().Channel(ch).Build(), func(m rueidis.PubSubMessage) {
+			w.notify(key, m.Message)
+		})
+		if rctx.Err() != nil {
+			return
+		}
+		if first {
+			select {
+			case <-confirmed:
+			default:
+				if err == nil { // an unsubscription ended it unconfirmed
+					err = errors.New("ended before the master confirmed it")
+				}
+				failed <- fmt.Errorf("rueidis: SSUBSCRIBE %s: %w", ch, err)
+				return
+			}
+			first = false
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-rctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// drop ends key's subscription; its goroutine removes it once it left the
+// channel.
+func (w *shardWatch) drop(key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if s, ok := w.subs[key]; ok && s.live {
+		s.cancel()
+		s.live = false
+		w.subs[key] = s
+	}
+}
+
+// Unwatch unsubscribes from the releases of key.
+func (w *shardWatch) Unwatch(_ context.Context, key string) error {
+	w.drop(key)
+	return nil
+}
+
+// Close ends every subscription and waits for their goroutines.
+func (w *shardWatch) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	for _, s := range w.subs {
+		s.cancel()
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+	return nil
+}
+
+// NewClusterClient returns a rueidis client for a parsed node URL that is
+// a Redis Cluster (cluster=true): seeded with its addresses, the rest of
+// the cluster discovered, configured for Redlock as NewClient is (no
+// cache, no retries, one ordered connection per master, every command
+// pipelined).
+func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
+	if !u.Cluster {
+		return nil, fmt.Errorf("rueidis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
+	}
+	o := clientOption(u)
+	o.InitAddress = append([]string(nil), u.Addrs...)
+	o.ForceSingleClient = false
+	for _, opt := range opts {
+		opt(&o)
+	}
+	o.BlockingPipeline = -1
+	return rueidis.NewClient(o)
+}
+
+// oneSlot refuses keys that span hash slots: one script on a cluster node
+// runs on one master. The redlock client's keys of one resource share a
+// hash tag (redlock.WithHashTags); keys given directly must too.
+func oneSlot(keys []string) error {
+	for _, k := range keys[min(1, len(keys)):] {
+		if slots.Of(k) != slots.Of(keys[0]) {
+			return fmt.Errorf("rueidis: keys %q and %q are in different hash slots of the cluster: the keys of one step must share a hash tag ({...}), as redlock.WithHashTags makes them: %w", keys[0], k, redlock.ErrInvalid)
+		}
+	}
+	return nil
+}
