@@ -296,3 +296,40 @@ func (s *shardWatch) Close() error {
 	}
 	return nil
 }
+
+// scanCluster is Scan over a node that is a Redis Cluster: every master in
+// turn (scripts.ClusterMasters), its place in the cursor.
+func (n *Node) scanCluster(ctx context.Context, prefix, cursor string, count int) ([]string, string, error) {
+	i, cur, err := scripts.ParseClusterCursor(cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("goredis: %w", err)
+	}
+	txt, err := n.cluster.ClusterNodes(ctx).Result()
+	if err != nil {
+		return nil, "", err
+	}
+	masters := scripts.ClusterMasters(txt)
+	if i >= len(masters) {
+		return nil, "", nil
+	}
+	var (
+		mu sync.Mutex
+		mc *redis.Client
+	)
+	_ = n.cluster.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		if c.Options().Addr == masters[i] {
+			mu.Lock()
+			mc = c
+			mu.Unlock()
+		}
+		return nil
+	})
+	if mc == nil {
+		return nil, "", fmt.Errorf("goredis: cluster master %s is not known to the client yet", masters[i])
+	}
+	keys, next, err := mc.Scan(ctx, cur, scripts.MatchPrefix(prefix), int64(max(count, 1))).Result()
+	if err != nil {
+		return nil, "", err
+	}
+	return keys, scripts.NextClusterCursor(i, next, len(masters)), nil
+}

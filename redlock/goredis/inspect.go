@@ -38,6 +38,9 @@ func (n *Node) Inspect(ctx context.Context, key string) (adapter.KeyState, error
 // Scan runs one SCAN MATCH prefix* COUNT count from cursor
 // (adapter.InspectNode).
 func (n *Node) Scan(ctx context.Context, prefix, cursor string, count int) ([]string, string, error) {
+	if n.cluster != nil {
+		return n.scanCluster(ctx, prefix, cursor, count) // cluster.go
+	}
 	cur, err := scripts.ParseCursor(cursor)
 	if err != nil {
 		return nil, "", fmt.Errorf("goredis: %w", err)

@@ -12,6 +12,7 @@ import (
 	"dlm/redlock"
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/slots"
+	"dlm/redlock/scripts"
 )
 
 // A node that is a Redis Cluster (a rueidis cluster client: NewClient of a
@@ -255,4 +256,31 @@ func oneSlot(keys []string) error {
 		}
 	}
 	return nil
+}
+
+// scanCluster is Scan over a node that is a Redis Cluster: every master in
+// turn (scripts.ClusterMasters), its place in the cursor.
+func (n *Node) scanCluster(ctx context.Context, prefix, cursor string, count int) ([]string, string, error) {
+	i, cur, err := scripts.ParseClusterCursor(cursor)
+	if err != nil {
+		return nil, "", fmt.Errorf("rueidis: %w", err)
+	}
+	c := n.client
+	txt, err := c.Do(ctx, c.B().ClusterNodes().Build()).ToString()
+	if err != nil {
+		return nil, "", err
+	}
+	masters := scripts.ClusterMasters(txt)
+	if i >= len(masters) {
+		return nil, "", nil
+	}
+	mc, ok := c.Nodes()[masters[i]]
+	if !ok {
+		return nil, "", fmt.Errorf("rueidis: cluster master %s is not known to the client yet", masters[i])
+	}
+	e, err := mc.Do(ctx, mc.B().Scan().Cursor(cur).Match(scripts.MatchPrefix(prefix)).Count(int64(max(count, 1))).Build()).AsScanEntry()
+	if err != nil {
+		return nil, "", err
+	}
+	return e.Elements, scripts.NextClusterCursor(i, e.Cursor, len(masters)), nil
 }

@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -92,4 +93,60 @@ func NextCursor(next uint64) string {
 		return ""
 	}
 	return strconv.FormatUint(next, 10)
+}
+
+// ParseClusterCursor reads the Scan cursor of a node that is a Redis
+// Cluster ("" to start): the index of the master it is at, in the order of
+// ClusterMasters, and that master's own SCAN cursor.
+func ParseClusterCursor(cursor string) (master int, cur uint64, err error) {
+	if cursor == "" {
+		return 0, 0, nil
+	}
+	i, c, ok := strings.Cut(cursor, ":")
+	m, err1 := strconv.Atoi(i)
+	cur, err2 := strconv.ParseUint(c, 10, 64)
+	if !ok || err1 != nil || err2 != nil || m < 0 {
+		return 0, 0, fmt.Errorf("scan cursor %q of a cluster node is not MASTER:CURSOR", cursor)
+	}
+	return m, cur, nil
+}
+
+// NextClusterCursor is the cursor after master answered next of masters:
+// the same master while its SCAN goes on, then the next master from its
+// start, and "" after the last.
+func NextClusterCursor(master int, next uint64, masters int) string {
+	switch {
+	case next != 0:
+		return strconv.Itoa(master) + ":" + strconv.FormatUint(next, 10)
+	case master+1 < masters:
+		return strconv.Itoa(master+1) + ":0"
+	}
+	return ""
+}
+
+// ClusterMasters returns the addresses (host:port) of the masters listed in
+// the reply of CLUSTER NODES, sorted, so that every call orders them alike.
+func ClusterMasters(nodes string) []string {
+	var out []string
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || !hasFlag(f[2], "master") || hasFlag(f[2], "fail") || hasFlag(f[2], "fail?") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		out = append(out, addr)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hasFlag reports whether the comma-separated flags of CLUSTER NODES hold
+// flag ("fail" is not "nofailover").
+func hasFlag(flags, flag string) bool {
+	for _, f := range strings.Split(flags, ",") {
+		if f == flag {
+			return true
+		}
+	}
+	return false
 }
