@@ -198,6 +198,15 @@ func (c *Client) fence(ctx context.Context, resource string, acq *fan, phase1 []
 // is at least t and the token above it. The wall clock is trusted only
 // after a loss, as WithFenceRetention trusts it after a gap.
 
+// floorSuffix names a resource's own floor key, its fence key and this,
+// where keys carry hash tags (a Redis Cluster node): a floor per resource
+// instead of one per node, since a script's keys must share a slot. A node
+// that never held the resource's floor then counts as one that lost it, so
+// the first fenced grant of a resource there is a clock value, as on a new
+// node; the argument below holds per resource word for word. No fence or
+// lock key ends in it: hash-tagged keys end at the closing brace.
+const floorSuffix = ":floor"
+
 // repairFloor is the clock floor of a token that repairs nodes: the wall
 // clock in microseconds since the Unix epoch.
 func repairFloor() uint64 { return uint64(max(0, time.Now().UnixMicro())) }
@@ -208,6 +217,11 @@ func (f *fan) blockingFence(i int) (bool, error) {
 	c := f.c
 	fl, floored := c.nodes[i].(adapter.FenceFloorNode)
 	floorKey := c.opts.fencePrefix
+	if c.opts.hashTags {
+		// Every script runs on one slot (keys.go): each resource keeps
+		// its own floor, beside its fence key in the same hash tag.
+		floorKey = f.fenceKey + floorSuffix
+	}
 	if f.req.Op == opAcquireFenced {
 		if !floored || f.lost == nil {
 			ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.req.TTL)
