@@ -68,29 +68,7 @@ func (c *holdConn) release() error {
 // and answered true, and the release then deleted it.
 func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	s := redlocktest.StartServer(t)
-	u, err := redlock.ParseNodeURL(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []*holdConn
-	c, err := rueidis.NewClient(u, func(o *rd.ClientOption) {
-		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			nc, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return nil, err
-			}
-			hc := &holdConn{Conn: nc}
-			mu.Lock()
-			conns = append(conns, hc)
-			mu.Unlock()
-			return hc, nil
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c, conns := holdClient(t, s)
 	n := rueidis.NewNode(c, s.Addr())
 	ctx := t.Context()
 	const key, fenceKey, value = "fenced", "dlm:fence:fenced", "attempt-value"
@@ -98,9 +76,7 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	if ok, _, err := n.AcquireFenced(ctx, "first", "dlm:fence:first", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("AcquireFenced(first) = %v, %v; want true", ok, err)
 	}
-	mu.Lock()
-	hc := conns[len(conns)-1]
-	mu.Unlock()
+	hc := conns()[0]
 	hc.hold()
 	answers := newCollect(2)
 	// A batch the node does not answer yet keeps the queue's worker busy.
@@ -132,6 +108,40 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	}
 	if held != value {
 		t.Errorf("the node holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
+	}
+}
+
+// holdClient returns NewClient's client for s, every connection of which
+// is a holdConn, and the connections it made so far, in order.
+func holdClient(t *testing.T, s *redlocktest.Server) (rd.Client, func() []*holdConn) {
+	t.Helper()
+	u, err := redlock.ParseNodeURL(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var made []*holdConn
+	c, err := rueidis.NewClient(u, func(o *rd.ClientOption) {
+		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			nc, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				return nil, err
+			}
+			hc := &holdConn{Conn: nc}
+			mu.Lock()
+			made = append(made, hc)
+			mu.Unlock()
+			return hc, nil
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c, func() []*holdConn {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]*holdConn(nil), made...)
 	}
 }
 
