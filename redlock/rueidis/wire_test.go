@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,52 +12,9 @@ import (
 	"dlm/redlock"
 	"dlm/redlock/adapter"
 	"dlm/redlock/redlocktest"
+	"dlm/redlock/redlocktest/faultconn"
 	"dlm/redlock/rueidis"
 )
-
-// holdConn is a connection whose bytes can be held back on the way to
-// the node: while held, a Write is kept and reported written, and every
-// Write after it queues behind it; release sends them, in order.
-type holdConn struct {
-	net.Conn
-	mu     sync.Mutex
-	held   bool
-	buf    []byte
-	writes int // Write calls while held
-}
-
-func (c *holdConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.held {
-		c.buf = append(c.buf, b...)
-		c.writes++
-		return len(b), nil
-	}
-	return c.Conn.Write(b)
-}
-
-func (c *holdConn) hold() {
-	c.mu.Lock()
-	c.held = true
-	c.mu.Unlock()
-}
-
-func (c *holdConn) heldWrites() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.writes
-}
-
-func (c *holdConn) release() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.held = false
-	_ = c.Conn.SetWriteDeadline(time.Time{})
-	_, err := c.Conn.Write(c.buf)
-	c.buf = nil
-	return err
-}
 
 // A fenced acquisition (attempt 2) made after a release of the same value
 // was started (attempt 1, as WithValue retries) runs on the node after
@@ -68,7 +24,7 @@ func (c *holdConn) release() error {
 // and answered true, and the release then deleted it.
 func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	s := redlocktest.StartServer(t)
-	c, conns := holdClient(t, s)
+	c, d := holdClient(t, s)
 	n := rueidis.NewNode(c, s.Addr())
 	ctx := t.Context()
 	const key, fenceKey, value = "fenced", "dlm:fence:fenced", "attempt-value"
@@ -76,12 +32,12 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	if ok, _, err := n.AcquireFenced(ctx, "first", "dlm:fence:first", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("AcquireFenced(first) = %v, %v; want true", ok, err)
 	}
-	hc := conns()[0]
-	hc.hold()
+	hc := d.Conns()[0]
+	hc.Hold()
 	answers := newCollect(2)
 	// A batch the node does not answer yet keeps the queue's worker busy.
 	n.Start(ctx, adapter.Request{Op: adapter.OpAcquire, Key: "blocker", Value: "v", TTL: time.Minute}, answers, 0)
-	waitUntil(t, func() bool { return hc.heldWrites() >= 1 })
+	waitUntil(t, func() bool { return hc.HeldWrites() >= 1 })
 	n.Start(ctx, adapter.Request{Op: adapter.OpRelease, Key: key, Value: value}, answers, 1) // attempt 1's release
 	type result struct {
 		ok  bool
@@ -93,8 +49,8 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 		acq <- result{ok, err}
 	}()
 	// Queued behind the release, or on the wire before it.
-	waitUntil(t, func() bool { return n.Queued() >= 2 || hc.heldWrites() >= 2 })
-	if err := hc.release(); err != nil {
+	waitUntil(t, func() bool { return n.Queued() >= 2 || hc.HeldWrites() >= 2 })
+	if err := hc.Release(); err != nil {
 		t.Fatal(err)
 	}
 	got := <-acq
@@ -112,37 +68,24 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 }
 
 // holdClient returns NewClient's client for s, every connection of which
-// is a holdConn, and the connections it made so far, in order.
-func holdClient(t *testing.T, s *redlocktest.Server) (rd.Client, func() []*holdConn) {
+// is a faultconn.HoldConn, and its dialer.
+func holdClient(t *testing.T, s *redlocktest.Server) (rd.Client, *faultconn.HoldDialer) {
 	t.Helper()
 	u, err := redlock.ParseNodeURL(s.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var made []*holdConn
+	d := &faultconn.HoldDialer{}
 	c, err := rueidis.NewClient(u, func(o *rd.ClientOption) {
-		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-			nc, err := d.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				return nil, err
-			}
-			hc := &holdConn{Conn: nc}
-			mu.Lock()
-			made = append(made, hc)
-			mu.Unlock()
-			return hc, nil
+		o.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return d.Dial(ctx, "tcp", addr)
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return c, func() []*holdConn {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]*holdConn(nil), made...)
-	}
+	return c, d
 }
 
 // waitUntil polls cond until it holds, failing t after 10 s.

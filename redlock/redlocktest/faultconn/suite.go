@@ -66,6 +66,24 @@ func (s Suite) RunMatrix(t *testing.T) {
 	}
 }
 
+// RunFaults runs s for the faults named in names (ParseFaults): "all"
+// runs RunMatrix, any other list one Run with just those faults at s's
+// rates. It is what an adapter's TestWireFaults calls with its
+// -wire.faults flag.
+func (s Suite) RunFaults(t *testing.T, names string) {
+	t.Helper()
+	if names == "" || names == "all" {
+		s.RunMatrix(t)
+		return
+	}
+	faults, err := ParseFaults(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Faults = faults
+	s.Run(t)
+}
+
 // Run starts the nodes, runs RunLocks over them with every fault on, and
 // fails t for every violation, naming the seed.
 func (s Suite) Run(t *testing.T) {
