@@ -308,10 +308,13 @@ func TestReplacedConnectionCannotRunLate(t *testing.T) {
 		t.Fatalf("%d connections, want 2", len(d.Conns()))
 	}
 	// The late release reaches the node on connection 1, unless the node
-	// closed connection 1 first (its reader then ended).
-	before, _ := c1.Reads()
+	// closed connection 1 first; then connection 1 ends.
 	_ = c1.Release()
-	waitFor(t, func() bool { n, ended := c1.Reads(); return ended || n > before })
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := faultconn.WaitGone(wctx, s.Client(), c1); err != nil {
+		t.Fatal(err)
+	}
 	held, _, err := s.Inspector().Value(ctx, key)
 	if err != nil {
 		t.Fatal(err)

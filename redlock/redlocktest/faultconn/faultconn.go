@@ -132,8 +132,9 @@ type Injector struct {
 	cfg     Config
 	enabled atomic.Bool
 
-	mu  sync.Mutex
-	rnd *rand.Rand
+	mu     sync.Mutex
+	rnd    *rand.Rand
+	waited bool // Wait was called: no more timers
 
 	counts [numFaults]atomic.Int64
 	dials  atomic.Int64
@@ -163,8 +164,14 @@ func New(cfg Config) *Injector {
 func (in *Injector) SetEnabled(on bool) { in.enabled.Store(on) }
 
 // Wait waits for the closes the Injector scheduled (CloseMidBatch,
-// ResetAfterDial) to run, so that a test leaves no timer behind.
-func (in *Injector) Wait() { in.timers.Wait() }
+// ResetAfterDial) to run, so that a test leaves no timer behind; from
+// then on such a close happens at once.
+func (in *Injector) Wait() {
+	in.mu.Lock()
+	in.waited = true
+	in.mu.Unlock()
+	in.timers.Wait()
+}
 
 // Counts returns how many times each fault was injected.
 func (in *Injector) Counts() map[Fault]int64 {
@@ -239,9 +246,16 @@ func (in *Injector) delay(frac float64) time.Duration {
 	return time.Duration(frac * float64(in.cfg.MaxDelay))
 }
 
-// after closes nc after d, counted by Wait.
+// after closes nc after d, counted by Wait; once Wait was called, at once.
 func (in *Injector) after(d time.Duration, nc net.Conn) {
+	in.mu.Lock()
+	if in.waited {
+		in.mu.Unlock()
+		_ = nc.Close()
+		return
+	}
 	in.timers.Add(1)
+	in.mu.Unlock()
 	time.AfterFunc(d, func() {
 		defer in.timers.Done()
 		_ = nc.Close()

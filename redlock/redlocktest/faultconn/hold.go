@@ -3,10 +3,14 @@ package faultconn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // HoldConn is a connection for a test to steer by hand: its bytes can be
@@ -94,16 +98,38 @@ func (c *HoldConn) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// Close closes the connection, or, while bytes are held, once Release
-// sent them.
+// Close closes the connection, or, while bytes are held, stops reading
+// (a TCP connection's read side is shut, so its reader ends) and closes it
+// once Release sent them.
 func (c *HoldConn) Close() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.buf) > 0 {
 		c.closeLater = true
+		if rc, ok := c.Conn.(interface{ CloseRead() error }); ok {
+			_ = rc.CloseRead()
+		}
 		return nil
 	}
 	return c.Conn.Close()
+}
+
+// WaitGone polls the node's client list (through truth, a client of the
+// same node) until c is no longer on it, or ctx ends: whatever c carried
+// has run on the node, or never will.
+func WaitGone(ctx context.Context, truth *redis.Client, c *HoldConn) error {
+	addr := "addr=" + c.LocalAddr().String() + " "
+	for {
+		list, err := truth.ClientList(ctx).Result()
+		if err == nil && !strings.Contains(list, addr) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("faultconn: connection %s still on the node: %w", c.LocalAddr(), ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
 }
 
 // HoldDialer dials HoldConns and keeps them, in order. Its Dial has the

@@ -107,12 +107,12 @@ func (s Suite) Run(t *testing.T) {
 	targets := make([]Target, s.Nodes)
 	for i, srv := range cl.Servers {
 		in := New(Config{Seed: seed + uint64(i), Rate: s.Rate, Faults: s.Faults})
+		t.Cleanup(in.Wait) // after NewNode's own clean-ups
 		n := s.NewNode(t, srv.Addr(), in)
 		t.Cleanup(func() {
 			if c, ok := n.(io.Closer); ok {
 				_ = c.Close()
 			}
-			in.Wait()
 		})
 		targets[i] = Target{Node: n, Injector: in, Truth: srv.Client()}
 	}

@@ -1,0 +1,207 @@
+package rueidis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// A request left behind on a connection that rueidis gave up (its bytes
+// still on the way, or unread in the node's buffers) could run on the node
+// after the requests of the connection that replaced it: a late release
+// would delete a key that a later acquisition of the same value (WithValue,
+// campaigns) counted. So every connection NewClient's client dials first
+// learns its CLIENT ID, and closes on the node the connections the client
+// gave up before it (CLIENT KILL ID), before rueidis's own handshake and
+// so before any request. A connection counts as given up once a read or a
+// write on it failed or it was closed: rueidis learns of a failure only
+// through them, so the id is on the list before rueidis dials again.
+
+// connFence is the CLIENT IDs of one client's given-up connections.
+type connFence struct {
+	user, pass string
+
+	mu    sync.Mutex
+	stale []int64
+}
+
+// maxStale bounds connFence.stale: ids of connections given up while no
+// dial could complete beyond it are forgotten.
+const maxStale = 16
+
+// dialFn is the type of rueidis' ClientOption.DialCtxFn.
+type dialFn = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error)
+
+// wrap returns a dial function that dials as inner would (or as rueidis
+// does by default, when inner is nil) and fences the connection.
+func (f *connFence) wrap(inner dialFn) dialFn {
+	return func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		var nc net.Conn
+		var err error
+		switch {
+		case inner != nil:
+			nc, err = inner(ctx, addr, d, cfg)
+		case cfg != nil:
+			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", addr)
+		default:
+			nc, err = d.DialContext(ctx, "tcp", addr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		deadline, ok := ctx.Deadline()
+		if !ok && d.Timeout > 0 {
+			deadline = time.Now().Add(d.Timeout)
+		}
+		_ = nc.SetDeadline(deadline)
+		id, err := f.handshake(nc)
+		if err != nil {
+			_ = nc.Close()
+			return nil, err
+		}
+		_ = nc.SetDeadline(time.Time{})
+		return &fencedConn{Conn: nc, f: f, id: id}, nil
+	}
+}
+
+// handshake authenticates when the client has credentials, asks the
+// connection's CLIENT ID and kills the stale ids below it (an id not below
+// it belongs to an earlier run of a restarted node, which closed that
+// connection). A node that refuses CLIENT leaves the connection unfenced.
+func (f *connFence) handshake(nc net.Conn) (int64, error) {
+	var cmds [][]string
+	switch {
+	case f.pass != "" && f.user != "":
+		cmds = append(cmds, []string{"AUTH", f.user, f.pass})
+	case f.pass != "":
+		cmds = append(cmds, []string{"AUTH", f.pass})
+	}
+	cmds = append(cmds, []string{"CLIENT", "ID"})
+	res, err := exchange(nc, cmds)
+	if err != nil {
+		return 0, err
+	}
+	if len(cmds) == 2 && res[0][0] == '-' {
+		// The node's error names the command, never its arguments.
+		return 0, fmt.Errorf("rueidis: AUTH on connecting: %s", res[0][1:])
+	}
+	id, err := strconv.ParseInt(string(res[len(res)-1][1:]), 10, 64)
+	if res[len(res)-1][0] != ':' || err != nil {
+		return 0, nil // CLIENT ID refused: no fence
+	}
+	f.mu.Lock()
+	stale := append([]int64(nil), f.stale...)
+	f.mu.Unlock()
+	var kills [][]string
+	for _, old := range stale {
+		if old < id {
+			kills = append(kills, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(old, 10)})
+		}
+	}
+	if len(kills) > 0 {
+		// Each answers how many it closed, or an error (not allowed):
+		// neither stops the dial.
+		if _, err := exchange(nc, kills); err != nil {
+			return 0, err
+		}
+	}
+	f.mu.Lock()
+	f.stale = f.stale[min(len(stale), len(f.stale)):]
+	f.mu.Unlock()
+	return id, nil
+}
+
+// retire puts id on the list of given-up connections.
+func (f *connFence) retire(id int64) {
+	if id == 0 {
+		return
+	}
+	f.mu.Lock()
+	f.stale = append(f.stale, id)
+	if len(f.stale) > maxStale {
+		f.stale = append(f.stale[:0], f.stale[len(f.stale)-maxStale:]...)
+	}
+	f.mu.Unlock()
+}
+
+// exchange writes cmds (RESP2) in one write and reads one single-line
+// reply per command (+, -, :), a byte at a time so that nothing of what
+// rueidis reads next is consumed here.
+func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
+	var buf []byte
+	for _, c := range cmds {
+		buf = append(buf, '*')
+		buf = strconv.AppendInt(buf, int64(len(c)), 10)
+		buf = append(buf, '\r', '\n')
+		for _, a := range c {
+			buf = append(buf, '$')
+			buf = strconv.AppendInt(buf, int64(len(a)), 10)
+			buf = append(buf, '\r', '\n')
+			buf = append(buf, a...)
+			buf = append(buf, '\r', '\n')
+		}
+	}
+	if _, err := nc.Write(buf); err != nil {
+		return nil, err
+	}
+	res := make([][]byte, len(cmds))
+	var b [1]byte
+	for i := range cmds {
+		var line []byte
+		for len(line) < 2 || line[len(line)-2] != '\r' || line[len(line)-1] != '\n' {
+			if _, err := nc.Read(b[:]); err != nil {
+				return nil, err
+			}
+			if line = append(line, b[0]); len(line) > 512 {
+				return nil, errors.New("rueidis: reply line too long on connecting")
+			}
+		}
+		line = line[:len(line)-2]
+		if len(line) == 0 || (line[0] != '+' && line[0] != '-' && line[0] != ':') {
+			return nil, fmt.Errorf("rueidis: unexpected reply %q on connecting", line)
+		}
+		res[i] = line
+	}
+	return res, nil
+}
+
+// fencedConn is a connection of a fenced client: once a read or a write
+// fails or it is closed, its id goes on the list of given-up connections,
+// before rueidis can dial again.
+type fencedConn struct {
+	net.Conn
+	f    *connFence
+	id   int64
+	once sync.Once
+}
+
+func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.retire(c.id) }) }
+
+// Read reads; a failed read gives the connection up.
+func (c *fencedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.giveUp()
+	}
+	return n, err
+}
+
+// Write writes; a failed write gives the connection up.
+func (c *fencedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.giveUp()
+	}
+	return n, err
+}
+
+// Close gives the connection up and closes it.
+func (c *fencedConn) Close() error {
+	c.giveUp()
+	return c.Conn.Close()
+}
