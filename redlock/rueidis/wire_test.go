@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,53 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 10 s")
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// NewClient's fenced dial authenticates with the URL's credentials before
+// it asks CLIENT ID; a wrong password is an error that does not quote it,
+// and a user whose ACL refuses CLIENT gets a working node without the
+// fence.
+func TestFencedDialCredentials(t *testing.T) {
+	const pass = "s3cret-pass"
+	s := redlocktest.StartServer(t)
+	ctx := t.Context()
+	if err := s.Client().Do(ctx, "ACL", "SETUSER", "limited", "on", ">"+pass, "~*", "&*", "+@all", "-client").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Client().Do(ctx, "ACL", "SETUSER", "full", "on", ">"+pass, "~*", "&*", "+@all").Err(); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, user, pass string
+		wantErr          bool
+	}{
+		{"full user", "full", pass, false},
+		{"no CLIENT", "limited", pass, false},
+		{"wrong password", "full", "wrong-" + pass, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := rueidis.DialNode("redis://" + tt.user + ":" + tt.pass + "@" + s.Addr())
+			if n == nil {
+				if !tt.wantErr {
+					t.Fatal(err)
+				}
+				return
+			}
+			t.Cleanup(func() { _ = n.Close() })
+			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			ok, err := n.Acquire(actx, "cred:"+tt.name, "v", time.Minute)
+			if tt.wantErr {
+				if err == nil || strings.Contains(err.Error(), pass) {
+					t.Fatalf("Acquire = %v, %v; want an error that does not quote the password", ok, err)
+				}
+				return
+			}
+			if !ok || err != nil {
+				t.Fatalf("Acquire = %v, %v; want true", ok, err)
+			}
+		})
 	}
 }
