@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/internal/fence"
 )
 
 // The node's own connection. go-redis closes a pooled connection whose read
@@ -99,14 +101,10 @@ type pipe struct {
 	mu     sync.Mutex
 	cur    *wire // nil before the first dial and after a failure
 	closed bool
-	// stale are the CLIENT IDs of the connections given up and not yet
-	// closed on the node by the handshake of a new one (dial).
-	stale []int64
+	// given are the connections given up and not yet closed on the node
+	// by the handshake of a new one (dial).
+	given fence.List
 }
-
-// maxStale bounds pipe.stale: the ids of the connections given up while
-// no dial could complete (the node down) beyond it are forgotten.
-const maxStale = 16
 
 // conn returns the live connection, dialling one when there is none,
 // bounded by ctx. It is called by the batch worker only (one at a time),
@@ -128,17 +126,11 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	if w != nil {
 		old, w.pending = w.pending, nil
 		p.cur = nil
-		if w.id != 0 {
-			p.stale = append(p.stale, w.id)
-			if len(p.stale) > maxStale {
-				p.stale = append(p.stale[:0], p.stale[len(p.stale)-maxStale:]...)
-			}
-		}
+		p.given.Retire(w.id)
 	}
-	stale := append([]int64(nil), p.stale...)
 	p.mu.Unlock()
 	fail(old, io.ErrUnexpectedEOF)
-	nc, br, id, err := p.dial(ctx, stale)
+	nc, br, id, err := p.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +142,6 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 		return nil, errClosed
 	}
 	p.cur = w
-	p.stale = p.stale[len(stale):] // closed on the node (dial)
 	p.mu.Unlock()
 	go p.read(w, br)
 	return w, nil
@@ -162,8 +153,8 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 // (the connection's id, which the next connection will need). The
 // connection speaks RESP2 whatever the client's Protocol.
 //
-// Then it closes on the node the connections given up before it (stale,
-// by CLIENT KILL ID), so that no request left behind on one of them (its
+// Then it closes on the node the connections given up before it (given,
+// by CLIENT KILL ID: redlock/internal/fence), so that no request left behind on one of them (its
 // bytes still on the way, or unread in the node's buffers) can run on the
 // node after the requests of this one: a late release would delete a key
 // that a later acquisition of the same value (WithValue, campaigns)
@@ -172,7 +163,7 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 // closed that connection) and is skipped. A node that refuses CLIENT ID or
 // CLIENT KILL (an ACL without them) leaves its connections unfenced, as
 // before.
-func (p *pipe) dial(ctx context.Context, stale []int64) (net.Conn, *bufio.Reader, int64, error) {
+func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, int64, error) {
 	o := p.opts
 	nc, err := o.Dialer(ctx, o.Network, o.Addr)
 	if err != nil {
@@ -215,12 +206,7 @@ func (p *pipe) dial(ctx context.Context, stale []int64) (net.Conn, *bufio.Reader
 	if r := res[len(res)-1]; r.kind == ':' {
 		id = r.num
 	}
-	var kills [][]string
-	for _, old := range stale {
-		if id != 0 && old < id {
-			kills = append(kills, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(old, 10)})
-		}
-	}
+	kills, taken := p.given.Kills(id)
 	if len(kills) > 0 {
 		// Each answers how many it closed (0: gone already), or an
 		// error (not allowed): neither stops the dial.
@@ -229,6 +215,7 @@ func (p *pipe) dial(ctx context.Context, stale []int64) (net.Conn, *bufio.Reader
 			return nil, nil, 0, err
 		}
 	}
+	p.given.Done(taken)
 	_ = nc.SetDeadline(time.Time{})
 	return nc, br, id, nil
 }
@@ -339,19 +326,7 @@ func (p *pipe) close() {
 }
 
 // appendCommand appends args as one RESP2 command.
-func appendCommand(buf []byte, args ...string) []byte {
-	buf = append(buf, '*')
-	buf = strconv.AppendInt(buf, int64(len(args)), 10)
-	buf = append(buf, '\r', '\n')
-	for _, a := range args {
-		buf = append(buf, '$')
-		buf = strconv.AppendInt(buf, int64(len(a)), 10)
-		buf = append(buf, '\r', '\n')
-		buf = append(buf, a...)
-		buf = append(buf, '\r', '\n')
-	}
-	return buf
-}
+func appendCommand(buf []byte, args ...string) []byte { return fence.AppendCommand(buf, args...) }
 
 // readReply reads one RESP2 reply (RESP3 types are not expected on a
 // connection that never sent HELLO 3).

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"dlm/redlock/internal/fence"
 )
 
 // A request left behind on a connection that rueidis gave up (its bytes
@@ -22,17 +24,12 @@ import (
 // write on it failed or it was closed: rueidis learns of a failure only
 // through them, so the id is on the list before rueidis dials again.
 
-// connFence is the CLIENT IDs of one client's given-up connections.
+// connFence is one client's credentials, for the fence's handshake, and
+// the connections it gave up (redlock/internal/fence).
 type connFence struct {
 	user, pass string
-
-	mu    sync.Mutex
-	stale []int64
+	given      fence.List
 }
-
-// maxStale bounds connFence.stale: ids of connections given up while no
-// dial could complete beyond it are forgotten.
-const maxStale = 16
 
 // dialFn is the type of rueidis' ClientOption.DialCtxFn.
 type dialFn = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error)
@@ -92,17 +89,9 @@ func (f *connFence) handshake(nc net.Conn) (int64, error) {
 	}
 	id, err := strconv.ParseInt(string(res[len(res)-1][1:]), 10, 64)
 	if res[len(res)-1][0] != ':' || err != nil {
-		return 0, nil // CLIENT ID refused: no fence
+		id = 0 // CLIENT ID refused: no fence
 	}
-	f.mu.Lock()
-	stale := append([]int64(nil), f.stale...)
-	f.mu.Unlock()
-	var kills [][]string
-	for _, old := range stale {
-		if old < id {
-			kills = append(kills, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(old, 10)})
-		}
-	}
+	kills, taken := f.given.Kills(id)
 	if len(kills) > 0 {
 		// Each answers how many it closed, or an error (not allowed):
 		// neither stops the dial.
@@ -110,23 +99,8 @@ func (f *connFence) handshake(nc net.Conn) (int64, error) {
 			return 0, err
 		}
 	}
-	f.mu.Lock()
-	f.stale = f.stale[min(len(stale), len(f.stale)):]
-	f.mu.Unlock()
+	f.given.Done(taken)
 	return id, nil
-}
-
-// retire puts id on the list of given-up connections.
-func (f *connFence) retire(id int64) {
-	if id == 0 {
-		return
-	}
-	f.mu.Lock()
-	f.stale = append(f.stale, id)
-	if len(f.stale) > maxStale {
-		f.stale = append(f.stale[:0], f.stale[len(f.stale)-maxStale:]...)
-	}
-	f.mu.Unlock()
 }
 
 // exchange writes cmds (RESP2) in one write and reads one single-line
@@ -135,16 +109,7 @@ func (f *connFence) retire(id int64) {
 func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
 	var buf []byte
 	for _, c := range cmds {
-		buf = append(buf, '*')
-		buf = strconv.AppendInt(buf, int64(len(c)), 10)
-		buf = append(buf, '\r', '\n')
-		for _, a := range c {
-			buf = append(buf, '$')
-			buf = strconv.AppendInt(buf, int64(len(a)), 10)
-			buf = append(buf, '\r', '\n')
-			buf = append(buf, a...)
-			buf = append(buf, '\r', '\n')
-		}
+		buf = fence.AppendCommand(buf, c...)
 	}
 	if _, err := nc.Write(buf); err != nil {
 		return nil, err
@@ -180,7 +145,7 @@ type fencedConn struct {
 	once sync.Once
 }
 
-func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.retire(c.id) }) }
+func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.id) }) }
 
 // Read reads; a failed read gives the connection up.
 func (c *fencedConn) Read(b []byte) (int, error) {
