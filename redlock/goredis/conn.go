@@ -154,15 +154,15 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 // connection speaks RESP2 whatever the client's Protocol.
 //
 // Then it closes on the node the connections given up before it (given,
-// by CLIENT KILL ID: redlock/internal/fence), so that no request left behind on one of them (its
-// bytes still on the way, or unread in the node's buffers) can run on the
-// node after the requests of this one: a late release would delete a key
-// that a later acquisition of the same value (WithValue, campaigns)
-// counted. Ids only grow while a node runs; an id not below this
-// connection's own belongs to an earlier run of the node (a restart, which
-// closed that connection) and is skipped. A node that refuses CLIENT ID or
-// CLIENT KILL (an ACL without them) leaves its connections unfenced, as
-// before.
+// by CLIENT KILL ID: redlock/internal/fence), so that no request left
+// behind on one of them (its bytes still on the way, or unread in the
+// node's buffers) can run on the node after the requests of this one: a
+// late release would delete a key that a later acquisition of the same
+// value (WithValue, campaigns) counted. Ids only grow while a node runs;
+// an id not below this connection's own belongs to an earlier run of the
+// node (a restart, which closed that connection) and is skipped. A node
+// that refuses CLIENT ID or CLIENT KILL (an ACL without them) leaves its
+// connections unfenced, as before.
 func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, int64, error) {
 	o := p.opts
 	nc, err := o.Dialer(ctx, o.Network, o.Addr)
