@@ -88,7 +88,7 @@ func fail(fs []*flight, err error) {
 // reply can never reach a flight of another connection.
 type wire struct {
 	nc      net.Conn
-	id      int64 // the node's CLIENT ID for it; 0: unknown
+	who     fence.Conn // who it is on the node; zero: unknown
 	bw      *bufio.Writer
 	pending []*flight // in the order written; under pipe.mu
 	broken  bool      // failed: no flight joins it; under pipe.mu
@@ -126,15 +126,15 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	if w != nil {
 		old, w.pending = w.pending, nil
 		p.cur = nil
-		p.given.Retire(w.id)
+		p.given.Retire(w.who)
 	}
 	p.mu.Unlock()
 	fail(old, io.ErrUnexpectedEOF)
-	nc, br, id, err := p.dial(ctx)
+	nc, br, who, err := p.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w = &wire{nc: nc, id: id, bw: bufio.NewWriterSize(nc, 32<<10)}
+	w = &wire{nc: nc, who: who, bw: bufio.NewWriterSize(nc, 32<<10)}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -149,32 +149,32 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 
 // dial opens a connection as the go-redis client would (its Dialer, so
 // TLS and the dial timeout too) and runs the handshake: AUTH with the
-// client's credentials, SELECT its DB, CLIENT SETNAME its name, CLIENT ID
-// (the connection's id, which the next connection will need). The
-// connection speaks RESP2 whatever the client's Protocol.
+// client's credentials, SELECT its DB, CLIENT SETNAME its name, then CLIENT
+// ID and INFO server (who the connection is on the node, which the next
+// connection will need). The connection speaks RESP2 whatever the client's
+// Protocol.
 //
 // Then it closes on the node the connections given up before it (given,
 // by CLIENT KILL ID: redlock/internal/fence), so that no request left
 // behind on one of them (its bytes still on the way, or unread in the
 // node's buffers) can run on the node after the requests of this one: a
 // late release would delete a key that a later acquisition of the same
-// value (WithValue, campaigns) counted. Ids only grow while a node runs;
-// an id not below this connection's own belongs to an earlier run of the
-// node (a restart, which closed that connection) and is skipped. A node
-// that refuses CLIENT ID or CLIENT KILL (an ACL without them) leaves its
-// connections unfenced, as before.
-func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, int64, error) {
+// value (WithValue, campaigns) counted. Only the connections of the same
+// run of the node are closed (after a restart their ids name other
+// clients). A node that refuses CLIENT or INFO (an ACL without them)
+// leaves its connections unfenced, as before.
+func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, error) {
 	o := p.opts
 	nc, err := o.Dialer(ctx, o.Network, o.Addr)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, fence.Conn{}, err
 	}
 	user, pass := o.Username, o.Password
 	switch {
 	case o.CredentialsProviderContext != nil:
 		if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
 			_ = nc.Close()
-			return nil, nil, 0, fmt.Errorf("goredis: credentials: %w", err)
+			return nil, nil, fence.Conn{}, fmt.Errorf("goredis: credentials: %w", err)
 		}
 	case o.CredentialsProvider != nil:
 		user, pass = o.CredentialsProvider()
@@ -192,32 +192,31 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, int64, error)
 	if o.ClientName != "" {
 		cmds = append(cmds, []string{"CLIENT", "SETNAME", o.ClientName})
 	}
-	cmds = append(cmds, []string{"CLIENT", "ID"})
+	must := len(cmds)
+	cmds = append(cmds, fence.Commands()...)
 	br := bufio.NewReaderSize(nc, 32<<10)
 	if d, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(d)
 	}
-	res, err := handshake(nc, br, cmds, len(cmds)-1)
+	res, err := handshake(nc, br, cmds, must)
 	if err != nil {
 		_ = nc.Close()
-		return nil, nil, 0, err
+		return nil, nil, fence.Conn{}, err
 	}
-	var id int64
-	if r := res[len(res)-1]; r.kind == ':' {
-		id = r.num
-	}
-	kills, taken := p.given.Kills(id)
+	id, info := res[must], res[must+1]
+	who := fence.Identify(id.num, id.kind == ':', info.str, info.kind == '$' && !info.null)
+	kills, taken := p.given.Kills(who)
 	if len(kills) > 0 {
 		// Each answers how many it closed (0: gone already), or an
 		// error (not allowed): neither stops the dial.
 		if _, err := handshake(nc, br, kills, 0); err != nil {
 			_ = nc.Close()
-			return nil, nil, 0, err
+			return nil, nil, fence.Conn{}, err
 		}
 	}
 	p.given.Done(taken)
 	_ = nc.SetDeadline(time.Time{})
-	return nc, br, id, nil
+	return nc, br, who, nil
 }
 
 // handshake writes cmds in one write and reads their replies; an error

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -56,21 +57,21 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			deadline = time.Now().Add(d.Timeout)
 		}
 		_ = nc.SetDeadline(deadline)
-		id, err := f.handshake(nc)
+		who, err := f.handshake(nc)
 		if err != nil {
 			_ = nc.Close()
 			return nil, err
 		}
 		_ = nc.SetDeadline(time.Time{})
-		return &fencedConn{Conn: nc, f: f, id: id}, nil
+		return &fencedConn{Conn: nc, f: f, who: who}, nil
 	}
 }
 
-// handshake authenticates when the client has credentials, asks the
-// connection's CLIENT ID and kills the stale ids below it (an id not below
-// it belongs to an earlier run of a restarted node, which closed that
-// connection). A node that refuses CLIENT leaves the connection unfenced.
-func (f *connFence) handshake(nc net.Conn) (int64, error) {
+// handshake authenticates when the client has credentials, learns who
+// the connection is on the node (CLIENT ID, INFO server) and closes the
+// given-up connections of the same run of the node. A node that refuses
+// CLIENT or INFO leaves the connection unfenced.
+func (f *connFence) handshake(nc net.Conn) (fence.Conn, error) {
 	var cmds [][]string
 	switch {
 	case f.pass != "" && f.user != "":
@@ -78,34 +79,35 @@ func (f *connFence) handshake(nc net.Conn) (int64, error) {
 	case f.pass != "":
 		cmds = append(cmds, []string{"AUTH", f.pass})
 	}
-	cmds = append(cmds, []string{"CLIENT", "ID"})
+	auth := len(cmds) == 1
+	cmds = append(cmds, fence.Commands()...)
 	res, err := exchange(nc, cmds)
 	if err != nil {
-		return 0, err
+		return fence.Conn{}, err
 	}
-	if len(cmds) == 2 && res[0][0] == '-' {
+	if auth && res[0][0] == '-' {
 		// The node's error names the command, never its arguments.
-		return 0, fmt.Errorf("rueidis: AUTH on connecting: %s", res[0][1:])
+		return fence.Conn{}, fmt.Errorf("rueidis: AUTH on connecting: %s", res[0][1:])
 	}
-	id, err := strconv.ParseInt(string(res[len(res)-1][1:]), 10, 64)
-	if res[len(res)-1][0] != ':' || err != nil {
-		id = 0 // CLIENT ID refused: no fence
-	}
-	kills, taken := f.given.Kills(id)
+	id, info := res[len(res)-2], res[len(res)-1]
+	n, err := strconv.ParseInt(string(id[1:]), 10, 64)
+	who := fence.Identify(n, id[0] == ':' && err == nil, string(info[1:]), info[0] == '$')
+	kills, taken := f.given.Kills(who)
 	if len(kills) > 0 {
 		// Each answers how many it closed, or an error (not allowed):
 		// neither stops the dial.
 		if _, err := exchange(nc, kills); err != nil {
-			return 0, err
+			return fence.Conn{}, err
 		}
 	}
 	f.given.Done(taken)
-	return id, nil
+	return who, nil
 }
 
-// exchange writes cmds (RESP2) in one write and reads one single-line
-// reply per command (+, -, :), a byte at a time so that nothing of what
-// rueidis reads next is consumed here.
+// exchange writes cmds (RESP2) in one write and reads one reply per
+// command: a line (+, -, :) or a bulk string ($, returned as '$' and its
+// text), exactly, so that nothing of what rueidis reads next is consumed
+// here.
 func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
 	var buf []byte
 	for _, c := range cmds {
@@ -115,24 +117,48 @@ func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
 		return nil, err
 	}
 	res := make([][]byte, len(cmds))
-	var b [1]byte
 	for i := range cmds {
-		var line []byte
-		for len(line) < 2 || line[len(line)-2] != '\r' || line[len(line)-1] != '\n' {
-			if _, err := nc.Read(b[:]); err != nil {
+		line, err := readLine(nc)
+		if err != nil {
+			return nil, err
+		}
+		switch line[0] {
+		case '+', '-', ':':
+			res[i] = line
+			continue
+		case '$':
+			n, err := strconv.Atoi(string(line[1:]))
+			if err != nil || n < 0 || n > 1<<20 {
+				return nil, fmt.Errorf("rueidis: unexpected bulk length %q on connecting", line)
+			}
+			body := make([]byte, n+2)
+			if _, err := io.ReadFull(nc, body); err != nil {
 				return nil, err
 			}
-			if line = append(line, b[0]); len(line) > 512 {
-				return nil, errors.New("rueidis: reply line too long on connecting")
-			}
+			res[i] = append([]byte{'$'}, body[:n]...)
+			continue
 		}
-		line = line[:len(line)-2]
-		if len(line) == 0 || (line[0] != '+' && line[0] != '-' && line[0] != ':') {
-			return nil, fmt.Errorf("rueidis: unexpected reply %q on connecting", line)
-		}
-		res[i] = line
+		return nil, fmt.Errorf("rueidis: unexpected reply %q on connecting", line)
 	}
 	return res, nil
+}
+
+// readLine reads one reply line, without its CRLF, a byte at a time.
+func readLine(nc net.Conn) ([]byte, error) {
+	var line []byte
+	var b [1]byte
+	for len(line) < 2 || line[len(line)-2] != '\r' || line[len(line)-1] != '\n' {
+		if _, err := nc.Read(b[:]); err != nil {
+			return nil, err
+		}
+		if line = append(line, b[0]); len(line) > 512 {
+			return nil, errors.New("rueidis: reply line too long on connecting")
+		}
+	}
+	if len(line) == 2 {
+		return nil, errors.New("rueidis: empty reply line on connecting")
+	}
+	return line[:len(line)-2], nil
 }
 
 // fencedConn is a connection of a fenced client: once a read or a write
@@ -141,11 +167,11 @@ func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
 type fencedConn struct {
 	net.Conn
 	f    *connFence
-	id   int64
+	who  fence.Conn
 	once sync.Once
 }
 
-func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.id) }) }
+func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.who) }) }
 
 // Read reads; a failed read gives the connection up.
 func (c *fencedConn) Read(b []byte) (int, error) {

@@ -4,69 +4,101 @@
 // in the node's buffers) could otherwise run on the node after the
 // requests of the connection that replaced it: a late release would delete
 // a key that a later acquisition of the same value counted. So each
-// connection learns its CLIENT ID when it is dialled, the ids of the
-// connections given up are kept in a List, and the handshake of the next
-// connection closes them on the node (CLIENT KILL ID) before it carries a
-// request. The node runs the kill before anything the new connection
-// sends; after it, nothing of the old connections runs.
+// connection learns who it is on the node when it is dialled (Commands:
+// its CLIENT ID and the node's run id), the connections given up are kept
+// in a List, and the handshake of the next connection closes them on the
+// node (CLIENT KILL ID) before it carries a request. The node runs the
+// kill before anything the new connection sends; after it, nothing of the
+// old connections runs. A client id is unique within one run of a node
+// only: after a restart the node hands the same ids out again, to other
+// clients, so a connection is closed only when the node's run id is still
+// the one it was dialled under.
 package fence
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 )
 
-// maxIDs bounds a List: the ids of connections given up while no dial
-// could complete (the node down) beyond it are forgotten.
+// maxIDs bounds a List: the connections given up while no dial could
+// complete (the node down) beyond it are forgotten.
 const maxIDs = 16
 
-// List is the CLIENT IDs of the connections a client gave up and that no
-// handshake closed on the node yet. The zero value is ready; it is safe
-// for concurrent use.
-type List struct {
-	mu  sync.Mutex
-	ids []int64
+// Conn is who a connection is on its node: its CLIENT ID and the run id
+// of the node when it was dialled. The zero value is unknown (the node
+// refused CLIENT ID or INFO): such a connection is never closed by id.
+type Conn struct {
+	Run string
+	ID  int64
 }
 
-// Retire adds the id of a connection given up (0, an unknown id, is
-// ignored).
-func (l *List) Retire(id int64) {
-	if id == 0 {
+// Commands are the handshake commands that tell who a connection is:
+// their replies, in order, go to Identify.
+func Commands() [][]string {
+	return [][]string{{"CLIENT", "ID"}, {"INFO", "server"}}
+}
+
+// Identify reads the replies to Commands: the CLIENT ID (an integer) and
+// INFO server (its text), each with ok false when the node answered with
+// an error.
+func Identify(id int64, idOK bool, info string, infoOK bool) Conn {
+	if !idOK || !infoOK {
+		return Conn{}
+	}
+	for line := range strings.Lines(info) {
+		if run, found := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); found && run != "" {
+			return Conn{Run: run, ID: id}
+		}
+	}
+	return Conn{}
+}
+
+// List is the connections a client gave up and that no handshake closed
+// on the node yet. The zero value is ready; it is safe for concurrent use.
+type List struct {
+	mu    sync.Mutex
+	conns []Conn
+}
+
+// Retire adds a connection given up (an unknown one is ignored).
+func (l *List) Retire(c Conn) {
+	if c.ID == 0 || c.Run == "" {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ids = append(l.ids, id)
-	if len(l.ids) > maxIDs {
-		l.ids = append(l.ids[:0], l.ids[len(l.ids)-maxIDs:]...)
+	l.conns = append(l.conns, c)
+	if len(l.conns) > maxIDs {
+		l.conns = append(l.conns[:0], l.conns[len(l.conns)-maxIDs:]...)
 	}
 }
 
 // Kills returns the commands that close the listed connections, for the
-// handshake of a connection whose own id is own, and how many ids they
-// stand for (for Done). Ids only grow while a node runs: an id not below
-// own belongs to an earlier run of the node (a restart, which closed that
-// connection) and is skipped; with own unknown (0: CLIENT ID refused) no
-// connection is closed.
-func (l *List) Kills(own int64) (cmds [][]string, taken int) {
+// handshake of the connection own, and how many listed connections they
+// stand for (for Done). Only the connections of own's run of the node are
+// closed: the others went with a restart, and their ids may now name
+// other clients' connections. With own unknown none is closed.
+func (l *List) Kills(own Conn) (cmds [][]string, taken int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if own == 0 {
-		return nil, len(l.ids)
+	if own.ID == 0 || own.Run == "" {
+		return nil, len(l.conns)
 	}
-	for _, id := range l.ids {
-		if id < own {
-			cmds = append(cmds, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(id, 10)})
+	for _, c := range l.conns {
+		if c.Run == own.Run && c.ID < own.ID {
+			cmds = append(cmds, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(c.ID, 10)})
 		}
 	}
-	return cmds, len(l.ids)
+	return cmds, len(l.conns)
 }
 
-// Done drops the first taken ids, which a handshake closed (Kills).
+// Done drops the first taken connections, which a handshake closed
+// (Kills).
 func (l *List) Done(taken int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.ids = l.ids[min(taken, len(l.ids)):]
+	l.conns = l.conns[min(taken, len(l.conns)):]
 }
 
 // AppendCommand appends args as one RESP2 command.
