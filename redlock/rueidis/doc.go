@@ -38,7 +38,8 @@
 // never runs after the next attempt's acquisition of the same value
 // (WithValue, election campaigns). A client from NewClient (and so Dial)
 // also fences its connections: each new one closes on the node the ones
-// rueidis gave up (CLIENT KILL ID) before it carries a request, so that a
+// rueidis gave up in the same run of the node (CLIENT ID and the run id
+// of INFO, then CLIENT KILL ID) before it carries a request, so that a
 // request left behind on one of them never runs after the new one's
 // (fence.go).
 //
