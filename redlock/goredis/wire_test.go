@@ -289,39 +289,7 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 func TestReplacedConnectionCannotRunLate(t *testing.T) {
 	s := redlocktest.StartServer(t)
 	n, d := holdNode(t, s, redis.Options{})
-	ctx := t.Context()
-	const key, value = "late", "attempt-value"
-	c1 := d.Conns()[0]
-	c1.Hold()
-	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err := n.Release(rctx, key, value) // attempt 1's release, on its way
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("held Release = %v; want a deadline error", err)
-	}
-	breakConn(t, n, c1)
-	// Attempt 2, over connection 2.
-	if ok, err := n.Acquire(ctx, key, value, time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire(%s) = %v, %v; want true", key, ok, err)
-	}
-	if len(d.Conns()) != 2 {
-		t.Fatalf("%d connections, want 2", len(d.Conns()))
-	}
-	// The late release reaches the node on connection 1, unless the node
-	// closed connection 1 first; then connection 1 ends.
-	_ = c1.Release()
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := faultconn.WaitGone(wctx, s.Client(), c1); err != nil {
-		t.Fatal(err)
-	}
-	held, _, err := s.Inspector().Value(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if held != value {
-		t.Errorf("the node holds %q under %s after attempt 2 acquired it; want %q (attempt 1's late release deleted it)", held, key, value)
-	}
+	faultconn.LateRelease(t, n, d, s.Client())
 }
 
 // A user whose ACL refuses CLIENT (so neither CLIENT ID nor CLIENT KILL)

@@ -3,7 +3,6 @@ package rueidis_test
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -102,50 +101,10 @@ func TestReplacedConnectionCannotRunLate(t *testing.T) {
 	s := redlocktest.StartServer(t)
 	c, d := holdClient(t, s)
 	n := rueidis.NewNode(c, s.Addr())
-	ctx := t.Context()
-	const key, value = "late", "attempt-value"
-	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
+	if ok, err := n.Acquire(t.Context(), "first", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
 	}
-	c1 := d.Conns()[0]
-	c1.Hold()
-	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err := n.Release(rctx, key, value) // attempt 1's release, on its way
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("held Release = %v; want a deadline error", err)
-	}
-	c1.FailWrites(true)
-	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	_, err = n.Acquire(actx, "other", "v", time.Minute)
-	cancel()
-	if err == nil {
-		t.Fatal("Acquire over a failed write: want an error")
-	}
-	// Attempt 2, over connection 2.
-	var ok bool
-	waitUntil(t, func() bool {
-		actx, cancel := context.WithTimeout(ctx, time.Second)
-		defer cancel()
-		ok, err = n.Acquire(actx, key, value, time.Minute)
-		return err == nil
-	})
-	if !ok || len(d.Conns()) < 2 {
-		t.Fatalf("Acquire(%s) = %v over %d connections; want true over a second one", key, ok, len(d.Conns()))
-	}
-	_ = c1.Release() // the late release, then connection 1's end
-	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := faultconn.WaitGone(wctx, s.Client(), c1); err != nil {
-		t.Fatal(err)
-	}
-	held, _, err := s.Inspector().Value(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if held != value {
-		t.Errorf("the node holds %q under %s after attempt 2 acquired it; want %q (attempt 1's late release deleted it)", held, key, value)
-	}
+	faultconn.LateRelease(t, n, d, s.Client())
 }
 
 // waitUntil polls cond until it holds, failing t after 10 s.
