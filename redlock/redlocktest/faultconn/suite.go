@@ -42,7 +42,7 @@ const eachRate = 0.1
 // RunMatrix runs s as subtests: "all", every fault at once with
 // s.Workload, then one quick run per fault alone, where a fault that only
 // acts once a connection fails or is dialled again (StallReader,
-// FailDial, ResetAfterDial) comes with FailWrite. Each fault alone is
+// FailDial, ResetAfterDial, DelayWrite) comes with FailWrite. Each fault alone is
 // drawn at a rate of 0.1 (s.Rate is for "all"). The per-fault runs are
 // what docs/guarantees.md reports.
 func (s Suite) RunMatrix(t *testing.T) {
@@ -56,7 +56,7 @@ func (s Suite) RunMatrix(t *testing.T) {
 			one := s
 			one.Faults = []Fault{f}
 			switch f {
-			case StallReader, FailDial, ResetAfterDial:
+			case StallReader, FailDial, ResetAfterDial, DelayWrite:
 				one.Faults = append(one.Faults, FailWrite)
 			}
 			one.Workload, one.Rate = eachWorkload, eachRate
