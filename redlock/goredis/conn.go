@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/internal/fence"
 )
 
 // The node's own connection. go-redis closes a pooled connection whose read
@@ -86,7 +88,7 @@ func fail(fs []*flight, err error) {
 // reply can never reach a flight of another connection.
 type wire struct {
 	nc      net.Conn
-	id      int64 // the node's CLIENT ID for it; 0: unknown
+	who     fence.Conn // who it is on the node; zero: unknown
 	bw      *bufio.Writer
 	pending []*flight // in the order written; under pipe.mu
 	broken  bool      // failed: no flight joins it; under pipe.mu
@@ -99,14 +101,10 @@ type pipe struct {
 	mu     sync.Mutex
 	cur    *wire // nil before the first dial and after a failure
 	closed bool
-	// stale are the CLIENT IDs of the connections given up and not yet
-	// closed on the node by the handshake of a new one (dial).
-	stale []int64
+	// given are the connections given up and not yet closed on the node
+	// by the handshake of a new one (dial).
+	given fence.List
 }
-
-// maxStale bounds pipe.stale: the ids of the connections given up while
-// no dial could complete (the node down) beyond it are forgotten.
-const maxStale = 16
 
 // conn returns the live connection, dialling one when there is none,
 // bounded by ctx. It is called by the batch worker only (one at a time),
@@ -128,21 +126,15 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	if w != nil {
 		old, w.pending = w.pending, nil
 		p.cur = nil
-		if w.id != 0 {
-			p.stale = append(p.stale, w.id)
-			if len(p.stale) > maxStale {
-				p.stale = append(p.stale[:0], p.stale[len(p.stale)-maxStale:]...)
-			}
-		}
+		p.given.Retire(w.who)
 	}
-	stale := append([]int64(nil), p.stale...)
 	p.mu.Unlock()
 	fail(old, io.ErrUnexpectedEOF)
-	nc, br, id, err := p.dial(ctx, stale)
+	nc, br, who, err := p.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	w = &wire{nc: nc, id: id, bw: bufio.NewWriterSize(nc, 32<<10)}
+	w = &wire{nc: nc, who: who, bw: bufio.NewWriterSize(nc, 32<<10)}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -150,7 +142,6 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 		return nil, errClosed
 	}
 	p.cur = w
-	p.stale = p.stale[len(stale):] // closed on the node (dial)
 	p.mu.Unlock()
 	go p.read(w, br)
 	return w, nil
@@ -158,32 +149,32 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 
 // dial opens a connection as the go-redis client would (its Dialer, so
 // TLS and the dial timeout too) and runs the handshake: AUTH with the
-// client's credentials, SELECT its DB, CLIENT SETNAME its name, CLIENT ID
-// (the connection's id, which the next connection will need). The
-// connection speaks RESP2 whatever the client's Protocol.
+// client's credentials, SELECT its DB, CLIENT SETNAME its name, then CLIENT
+// ID and INFO server (who the connection is on the node, which the next
+// connection will need). The connection speaks RESP2 whatever the client's
+// Protocol.
 //
-// Then it closes on the node the connections given up before it (stale,
-// by CLIENT KILL ID), so that no request left behind on one of them (its
-// bytes still on the way, or unread in the node's buffers) can run on the
-// node after the requests of this one: a late release would delete a key
-// that a later acquisition of the same value (WithValue, campaigns)
-// counted. Ids only grow while a node runs; an id not below this
-// connection's own belongs to an earlier run of the node (a restart, which
-// closed that connection) and is skipped. A node that refuses CLIENT ID or
-// CLIENT KILL (an ACL without them) leaves its connections unfenced, as
-// before.
-func (p *pipe) dial(ctx context.Context, stale []int64) (net.Conn, *bufio.Reader, int64, error) {
+// Then it closes on the node the connections given up before it (given,
+// by CLIENT KILL ID: redlock/internal/fence), so that no request left
+// behind on one of them (its bytes still on the way, or unread in the
+// node's buffers) can run on the node after the requests of this one: a
+// late release would delete a key that a later acquisition of the same
+// value (WithValue, campaigns) counted. Only the connections of the same
+// run of the node are closed (after a restart their ids name other
+// clients). A node that refuses CLIENT or INFO (an ACL without them)
+// leaves its connections unfenced, as before.
+func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, error) {
 	o := p.opts
 	nc, err := o.Dialer(ctx, o.Network, o.Addr)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, fence.Conn{}, err
 	}
 	user, pass := o.Username, o.Password
 	switch {
 	case o.CredentialsProviderContext != nil:
 		if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
 			_ = nc.Close()
-			return nil, nil, 0, fmt.Errorf("goredis: credentials: %w", err)
+			return nil, nil, fence.Conn{}, fmt.Errorf("goredis: credentials: %w", err)
 		}
 	case o.CredentialsProvider != nil:
 		user, pass = o.CredentialsProvider()
@@ -201,36 +192,31 @@ func (p *pipe) dial(ctx context.Context, stale []int64) (net.Conn, *bufio.Reader
 	if o.ClientName != "" {
 		cmds = append(cmds, []string{"CLIENT", "SETNAME", o.ClientName})
 	}
-	cmds = append(cmds, []string{"CLIENT", "ID"})
+	must := len(cmds)
+	cmds = append(cmds, fence.Commands()...)
 	br := bufio.NewReaderSize(nc, 32<<10)
 	if d, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(d)
 	}
-	res, err := handshake(nc, br, cmds, len(cmds)-1)
+	res, err := handshake(nc, br, cmds, must)
 	if err != nil {
 		_ = nc.Close()
-		return nil, nil, 0, err
+		return nil, nil, fence.Conn{}, err
 	}
-	var id int64
-	if r := res[len(res)-1]; r.kind == ':' {
-		id = r.num
-	}
-	var kills [][]string
-	for _, old := range stale {
-		if id != 0 && old < id {
-			kills = append(kills, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(old, 10)})
-		}
-	}
+	id, info := res[must], res[must+1]
+	who := fence.Identify(id.num, id.kind == ':', info.str, info.kind == '$' && !info.null)
+	kills, taken := p.given.Kills(who)
 	if len(kills) > 0 {
 		// Each answers how many it closed (0: gone already), or an
 		// error (not allowed): neither stops the dial.
 		if _, err := handshake(nc, br, kills, 0); err != nil {
 			_ = nc.Close()
-			return nil, nil, 0, err
+			return nil, nil, fence.Conn{}, err
 		}
 	}
+	p.given.Done(taken)
 	_ = nc.SetDeadline(time.Time{})
-	return nc, br, id, nil
+	return nc, br, who, nil
 }
 
 // handshake writes cmds in one write and reads their replies; an error
@@ -339,19 +325,7 @@ func (p *pipe) close() {
 }
 
 // appendCommand appends args as one RESP2 command.
-func appendCommand(buf []byte, args ...string) []byte {
-	buf = append(buf, '*')
-	buf = strconv.AppendInt(buf, int64(len(args)), 10)
-	buf = append(buf, '\r', '\n')
-	for _, a := range args {
-		buf = append(buf, '$')
-		buf = strconv.AppendInt(buf, int64(len(a)), 10)
-		buf = append(buf, '\r', '\n')
-		buf = append(buf, a...)
-		buf = append(buf, '\r', '\n')
-	}
-	return buf
-}
+func appendCommand(buf []byte, args ...string) []byte { return fence.AppendCommand(buf, args...) }
 
 // readReply reads one RESP2 reply (RESP3 types are not expected on a
 // connection that never sent HELLO 3).

@@ -24,7 +24,14 @@
 // slow or paused node does not cost a new connection and handshake per
 // timeout (go-redis closes a pooled connection whose read timed out). The
 // connection is closed only when a read or a write on it fails, and the
-// next batch dials again. A client with an OnConnect hook or a
+// next batch dials again. Every request belongs to the connection it was
+// written on: only that connection's replies answer it, and it fails with
+// that connection. The handshake of each connection asks its CLIENT ID
+// and the node's run id, and closes on the node the connections given up
+// before it in the same run (CLIENT KILL ID) before it carries a request,
+// so that a request left behind on one of them never runs after the
+// requests of the new one (a user whose ACL refuses CLIENT or INFO goes
+// without this). A client with an OnConnect hook or a
 // StreamingCredentialsProvider, and any other UniversalClient (Ring,
 // ClusterClient, failover), is used as it is, one pooled request per call.
 // Fenced acquisitions and fence raises (FencingNode, MultiFencingNode),

@@ -22,23 +22,13 @@ var (
 // node holds: every fault at once, then each fault alone (-wire.faults
 // picks a set).
 func TestWireFaults(t *testing.T) {
-	faults, err := faultconn.ParseFaults(*wireFaults)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := faultconn.Suite{
+	faultconn.Suite{
 		Seed:     *wireSeed,
-		Faults:   faults,
 		Workload: faultconn.Workload{Rounds: 3000, Budget: 5 * time.Second},
 		NewNode: func(t *testing.T, addr string, in *faultconn.Injector) adapter.Node {
 			c := redis.NewClient(&redis.Options{Addr: addr, Dialer: in.Dial, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: time.Second})
 			t.Cleanup(func() { _ = c.Close() })
 			return goredis.NewNode(c, addr)
 		},
-	}
-	if *wireFaults != "all" {
-		s.Run(t)
-		return
-	}
-	s.RunMatrix(t)
+	}.RunFaults(t, *wireFaults)
 }

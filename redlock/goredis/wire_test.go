@@ -13,6 +13,7 @@ import (
 
 	"dlm/redlock/goredis"
 	"dlm/redlock/redlocktest"
+	"dlm/redlock/redlocktest/faultconn"
 )
 
 // lateConn is a connection whose Write fails on demand and whose Read,
@@ -189,110 +190,30 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// holdConn is a connection whose bytes can be held back on the way to
-// the node (a segment delayed in the network): while held, a Write is
-// kept and reported written, and every Write after it queues behind it;
-// release sends them, in order.
-//
-// A Write fails on demand (failWrite), and Close while bytes are held
-// closes the connection only after release sent them (the segments of a
-// connection already on their way when its client gave it up).
-type holdConn struct {
-	net.Conn
-	mu         sync.Mutex
-	held       bool
-	buf        []byte
-	failWrite  bool
-	closeLater bool
-	writes     chan struct{} // one token per Write call while held
-
-	readEnded atomic.Bool   // a Read failed: the reader is gone
-	reads     chan struct{} // one token per Read that returned
-}
-
-func (c *holdConn) Read(b []byte) (int, error) {
-	n, err := c.Conn.Read(b)
-	if err != nil {
-		c.readEnded.Store(true)
+// holdNode returns a node over s whose connections are HoldConns (d),
+// its go-redis client configured by o.
+func holdNode(t *testing.T, s *redlocktest.Server, o redis.Options) (*goredis.Node, *faultconn.HoldDialer) {
+	t.Helper()
+	d := &faultconn.HoldDialer{}
+	o.Addr, o.Dialer, o.MaxRetries, o.ContextTimeoutEnabled = s.Addr(), d.Dial, -1, true
+	c := redis.NewClient(&o)
+	t.Cleanup(func() { _ = c.Close() })
+	n := goredis.NewNode(c, s.Addr())
+	t.Cleanup(func() { _ = n.Close() })
+	if ok, err := n.Acquire(t.Context(), "first", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
 	}
-	select {
-	case c.reads <- struct{}{}:
-	default:
+	return n, d
+}
+
+// breakConn makes the next write on c fail: the node gives c up.
+func breakConn(t *testing.T, n *goredis.Node, c *faultconn.HoldConn) {
+	t.Helper()
+	c.FailWrites(true)
+	if ok, err := n.Acquire(t.Context(), "other", "v", time.Minute); ok || err == nil {
+		t.Fatalf("Acquire over a failed write = %v, %v; want an error", ok, err)
 	}
-	return n, err
-}
-
-func (c *holdConn) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.buf) > 0 {
-		c.closeLater = true
-		return nil
-	}
-	return c.Conn.Close()
-}
-
-func (c *holdConn) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.failWrite {
-		return 0, errors.New("holdConn: write failed on demand")
-	}
-	if c.held {
-		c.buf = append(c.buf, b...)
-		select {
-		case c.writes <- struct{}{}:
-		default:
-		}
-		return len(b), nil
-	}
-	return c.Conn.Write(b)
-}
-
-func (c *holdConn) hold() {
-	c.mu.Lock()
-	c.held = true
-	c.mu.Unlock()
-}
-
-func (c *holdConn) release() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.held = false
-	_ = c.Conn.SetWriteDeadline(time.Time{}) // the writer's has passed
-	_, err := c.Conn.Write(c.buf)
-	c.buf = nil
-	if c.closeLater {
-		c.closeLater = false
-		return errors.Join(err, c.Conn.Close())
-	}
-	return err
-}
-
-// holdDialer is a go-redis Dialer that wraps every connection in a
-// holdConn, kept in order.
-type holdDialer struct {
-	mu    sync.Mutex
-	conns []*holdConn
-}
-
-func (d *holdDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	var nd net.Dialer
-	nc, err := nd.DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
-	}
-	c := &holdConn{Conn: nc, writes: make(chan struct{}, 16), reads: make(chan struct{}, 16)}
-	d.mu.Lock()
-	d.conns = append(d.conns, c)
-	d.mu.Unlock()
-	return c, nil
-}
-
-func (d *holdDialer) all() []*holdConn {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]*holdConn(nil), d.conns...)
+	c.FailWrites(false)
 }
 
 // A lock's requests to one node run there in the order they were made,
@@ -305,18 +226,11 @@ func (d *holdDialer) all() []*holdConn {
 // deleted it.
 func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	s := redlocktest.StartServer(t)
-	d := &holdDialer{}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = c.Close() })
-	n := goredis.NewNode(c, s.Addr())
-	t.Cleanup(func() { _ = n.Close() })
+	n, d := holdNode(t, s, redis.Options{})
 	ctx := t.Context()
 	const key, fenceKey, value = "fenced", "dlm:fence:fenced", "attempt-value"
-	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
-	}
-	own := d.all()[0] // the node's own connection
-	own.hold()
+	own := d.Conns()[0] // the node's own connection
+	own.Hold()
 	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err := n.Release(rctx, key, value) // attempt 1's release, held back
 	cancel()
@@ -335,14 +249,14 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	var got result
 	answered := false
 	// Written behind the release (held too), or answered over another way.
-	for !answered && len(own.writes) < 2 {
+	for !answered && own.HeldWrites() < 2 {
 		select {
 		case got = <-acq:
 			answered = true
 		case <-time.After(time.Millisecond):
 		}
 	}
-	if err := own.release(); err != nil {
+	if err := own.Release(); err != nil {
 		t.Fatal(err)
 	}
 	if !answered {
@@ -374,54 +288,8 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 // (CLIENT KILL ID) before it carries any request.
 func TestReplacedConnectionCannotRunLate(t *testing.T) {
 	s := redlocktest.StartServer(t)
-	d := &holdDialer{}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = c.Close() })
-	n := goredis.NewNode(c, s.Addr())
-	t.Cleanup(func() { _ = n.Close() })
-	ctx := t.Context()
-	const key, value = "late", "attempt-value"
-	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
-	}
-	c1 := d.all()[0]
-	c1.hold()
-	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err := n.Release(rctx, key, value) // attempt 1's release, on its way
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("held Release = %v; want a deadline error", err)
-	}
-	c1.mu.Lock()
-	c1.failWrite = true
-	c1.mu.Unlock()
-	if ok, err := n.Acquire(ctx, "other", "v", time.Minute); ok || err == nil {
-		t.Fatalf("Acquire over a failed write = %v, %v; want an error", ok, err)
-	}
-	// Attempt 2, over connection 2.
-	if ok, err := n.Acquire(ctx, key, value, time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire(%s) = %v, %v; want true", key, ok, err)
-	}
-	if len(d.all()) != 2 {
-		t.Fatalf("%d connections, want 2", len(d.all()))
-	}
-	for len(c1.reads) > 0 {
-		<-c1.reads
-	}
-	// The late release reaches the node on connection 1, unless the node
-	// closed connection 1 first (its reader then ended).
-	c1.mu.Lock()
-	c1.failWrite = false
-	c1.mu.Unlock()
-	_ = c1.release()
-	waitFor(t, func() bool { return c1.readEnded.Load() || len(c1.reads) > 0 })
-	held, _, err := s.Inspector().Value(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if held != value {
-		t.Errorf("the node holds %q under %s after attempt 2 acquired it; want %q (attempt 1's late release deleted it)", held, key, value)
-	}
+	n, d := holdNode(t, s, redis.Options{})
+	faultconn.LateRelease(t, n, d, s.Client())
 }
 
 // A user whose ACL refuses CLIENT (so neither CLIENT ID nor CLIENT KILL)
@@ -433,22 +301,9 @@ func TestConnectionWithoutClientCommands(t *testing.T) {
 	if err := s.Client().Do(ctx, "ACL", "SETUSER", "limited", "on", ">pw", "~*", "&*", "+@all", "-client").Err(); err != nil {
 		t.Fatal(err)
 	}
-	d := &holdDialer{}
-	c := redis.NewClient(&redis.Options{Addr: s.Addr(), Username: "limited", Password: "pw", Dialer: d.dial, MaxRetries: -1, ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = c.Close() })
-	n := goredis.NewNode(c, s.Addr())
-	t.Cleanup(func() { _ = n.Close() })
-	if ok, err := n.Acquire(ctx, "a", "v", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire = %v, %v; want true", ok, err)
-	}
-	c1 := d.all()[0]
-	c1.mu.Lock()
-	c1.failWrite = true
-	c1.mu.Unlock()
-	if _, err := n.Acquire(ctx, "b", "v", time.Minute); err == nil {
-		t.Fatal("Acquire over a failed write: want an error")
-	}
-	if ok, err := n.Release(ctx, "a", "v"); !ok || err != nil {
+	n, d := holdNode(t, s, redis.Options{Username: "limited", Password: "pw"})
+	breakConn(t, n, d.Conns()[0])
+	if ok, err := n.Release(ctx, "first", "v"); !ok || err != nil {
 		t.Fatalf("Release over the next connection = %v, %v; want true", ok, err)
 	}
 }

@@ -36,7 +36,12 @@
 // node's queue and leave in its batches, so that every request of a lock
 // reaches the node in the order it was made: a release of one attempt
 // never runs after the next attempt's acquisition of the same value
-// (WithValue, election campaigns).
+// (WithValue, election campaigns). A client from NewClient (and so Dial)
+// also fences its connections: each new one closes on the node the ones
+// rueidis gave up in the same run of the node (CLIENT ID and the run id
+// of INFO, then CLIENT KILL ID) before it carries a request, so that a
+// request left behind on one of them never runs after the new one's
+// (fence.go).
 //
 // A client you build yourself for NewNode should set DisableRetry, so that
 // rueidis does not resend a command whose reply was lost (the redlock client

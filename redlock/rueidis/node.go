@@ -327,6 +327,9 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	// Never a pooled connection for a long DoMulti, whatever opts said:
 	// the node's batches (at most MaxBatch) all go through the pipeline.
 	o.BlockingPipeline = -1
+	// Every connection fences the ones given up before it (fence.go).
+	fence := &connFence{user: u.Username, pass: u.Password}
+	o.DialCtxFn = fence.wrap(o.DialCtxFn)
 	return rueidis.NewClient(o)
 }
 

@@ -26,13 +26,8 @@ var (
 // node holds: every fault at once, then each fault alone (-wire.faults
 // picks a set). The client is NewClient's, dialling through the injector.
 func TestWireFaults(t *testing.T) {
-	faults, err := faultconn.ParseFaults(*wireFaults)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := faultconn.Suite{
+	faultconn.Suite{
 		Seed:     *wireSeed,
-		Faults:   faults,
 		Workload: faultconn.Workload{Rounds: 3000, Budget: 5 * time.Second},
 		NewNode: func(t *testing.T, addr string, in *faultconn.Injector) adapter.Node {
 			u, err := redlock.ParseNodeURL("redis://" + addr)
@@ -50,10 +45,5 @@ func TestWireFaults(t *testing.T) {
 			t.Cleanup(c.Close)
 			return rueidis.NewNode(c, addr)
 		},
-	}
-	if *wireFaults != "all" {
-		s.Run(t)
-		return
-	}
-	s.RunMatrix(t)
+	}.RunFaults(t, *wireFaults)
 }

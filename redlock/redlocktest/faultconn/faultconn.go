@@ -41,6 +41,13 @@ const (
 	// a reset while the redial, its handshake and the first batch on it
 	// are under way.
 	ResetAfterDial
+	// DelayWrite holds a Write's bytes, and every Write after it, for up to
+	// Config.MaxStall before they go on the wire (a segment delayed in the
+	// network), while the Writes return at once; a Close meanwhile stops
+	// the reading at once but closes the connection only after the held
+	// bytes went out, so they can reach the node after the client gave the
+	// connection up and went on over another.
+	DelayWrite
 
 	numFaults
 )
@@ -64,6 +71,8 @@ func (f Fault) String() string {
 		return "fail-dial"
 	case ResetAfterDial:
 		return "reset-after-dial"
+	case DelayWrite:
+		return "delay-write"
 	}
 	return "fault(?)"
 }
@@ -132,8 +141,9 @@ type Injector struct {
 	cfg     Config
 	enabled atomic.Bool
 
-	mu  sync.Mutex
-	rnd *rand.Rand
+	mu     sync.Mutex
+	rnd    *rand.Rand
+	waited bool // Wait was called: no more timers
 
 	counts [numFaults]atomic.Int64
 	dials  atomic.Int64
@@ -162,9 +172,15 @@ func New(cfg Config) *Injector {
 // SetEnabled turns the faults on or off; connections stay wrapped.
 func (in *Injector) SetEnabled(on bool) { in.enabled.Store(on) }
 
-// Wait waits for the closes the Injector scheduled (CloseMidBatch,
-// ResetAfterDial) to run, so that a test leaves no timer behind.
-func (in *Injector) Wait() { in.timers.Wait() }
+// Wait waits for the closes and flushes the Injector scheduled
+// (CloseMidBatch, ResetAfterDial, DelayWrite) to run, so that a test leaves no timer behind; from
+// then on such a close happens at once.
+func (in *Injector) Wait() {
+	in.mu.Lock()
+	in.waited = true
+	in.mu.Unlock()
+	in.timers.Wait()
+}
 
 // Counts returns how many times each fault was injected.
 func (in *Injector) Counts() map[Fault]int64 {
@@ -239,12 +255,24 @@ func (in *Injector) delay(frac float64) time.Duration {
 	return time.Duration(frac * float64(in.cfg.MaxDelay))
 }
 
-// after closes nc after d, counted by Wait.
+// after closes nc after d (later).
 func (in *Injector) after(d time.Duration, nc net.Conn) {
+	in.later(d, func() { _ = nc.Close() })
+}
+
+// later runs fn after d, counted by Wait; once Wait was called, at once.
+func (in *Injector) later(d time.Duration, fn func()) {
+	in.mu.Lock()
+	if in.waited {
+		in.mu.Unlock()
+		fn()
+		return
+	}
 	in.timers.Add(1)
+	in.mu.Unlock()
 	time.AfterFunc(d, func() {
 		defer in.timers.Done()
-		_ = nc.Close()
+		fn()
 	})
 }
 
@@ -284,12 +312,31 @@ type Conn struct {
 	net.Conn
 	in    *Injector
 	stall time.Duration // StallReader: a failed Read returns this late
+
+	mu         sync.Mutex // DelayWrite's state
+	held       []byte     // bytes held back, in order
+	holding    bool
+	closeLater bool // Close came while holding
 }
 
 // Write writes b, or fails (FailWrite), writes part of it and closes
-// (PartialWrite), or writes it and closes moments later (CloseMidBatch).
+// (PartialWrite), writes it and closes moments later (CloseMidBatch), or
+// holds it back (DelayWrite, and every Write while bytes are held, unless
+// it fails).
 func (c *Conn) Write(b []byte) (int, error) {
-	f, frac, ok := c.in.draw(c.in.cfg.Rate, FailWrite, PartialWrite, CloseMidBatch)
+	c.mu.Lock()
+	if c.holding {
+		c.mu.Unlock()
+		if _, _, ok := c.in.draw(c.in.cfg.Rate, FailWrite); ok {
+			return 0, ErrInjected // the client gives the connection up
+		}
+		c.mu.Lock()
+		c.held = append(c.held, b...)
+		c.mu.Unlock()
+		return len(b), nil
+	}
+	c.mu.Unlock()
+	f, frac, ok := c.in.draw(c.in.cfg.Rate, FailWrite, PartialWrite, CloseMidBatch, DelayWrite)
 	if !ok {
 		return c.Conn.Write(b)
 	}
@@ -300,10 +347,44 @@ func (c *Conn) Write(b []byte) (int, error) {
 		n, _ := c.Conn.Write(b[:int(frac*float64(len(b)))])
 		_ = c.Conn.Close()
 		return n, ErrInjected
+	case DelayWrite:
+		c.mu.Lock()
+		c.holding, c.held = true, append(c.held[:0], b...)
+		c.mu.Unlock()
+		c.in.later(time.Duration(frac*float64(c.in.cfg.MaxStall)), c.flush)
+		return len(b), nil
 	}
 	n, err := c.Conn.Write(b)
 	c.in.after(c.in.delay(frac)/4, c.Conn)
 	return n, err
+}
+
+// flush sends the held bytes and stops holding; a Close that came
+// meanwhile closes the connection then.
+func (c *Conn) flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_ = c.Conn.SetWriteDeadline(time.Time{})
+	_, _ = c.Conn.Write(c.held)
+	c.holding, c.held = false, nil
+	if c.closeLater {
+		_ = c.Conn.Close()
+	}
+}
+
+// Close closes the connection; while bytes are held it stops the reading
+// (a TCP connection's read side is shut) and closes once they went out.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.holding {
+		c.closeLater = true
+		if rc, ok := c.Conn.(interface{ CloseRead() error }); ok {
+			_ = rc.CloseRead()
+		}
+		return nil
+	}
+	return c.Conn.Close()
 }
 
 // Read reads into b, late (DelayRead), or returns part of what it read

@@ -217,35 +217,59 @@ func (r *run) round(ctx context.Context, rnd *rand.Rand, value string) {
 		}
 		return h, true
 	}
-	ok, err := r.call(ctx, rnd, func(c context.Context) (bool, error) { return t.Node.Acquire(c, key, value, r.w.TTL) })
+	acquire := func(c context.Context) (bool, error) { return t.Node.Acquire(c, key, value, r.w.TTL) }
+	release := func(c context.Context) (bool, error) { return t.Node.Release(c, key, value) }
+	ok, err := r.call(ctx, rnd, acquire)
+	retried := false
+	if err != nil && rnd.IntN(2) == 0 {
+		// Attempt 2 with the same value, as WithValue retries: attempt
+		// 1's release first. Attempt 1 may have set the key, so a "not
+		// acquired" of attempt 2 proves nothing.
+		_, _ = r.call(ctx, rnd, release)
+		ok, err = r.call(ctx, rnd, acquire)
+		retried = true
+	}
+	acquired := err == nil && ok
 	mayHold := true
 	switch {
-	case err == nil && ok:
+	case acquired:
 		r.acquired.Add(1)
 		check("acquire", true)
-	case err == nil:
+	case err == nil && !retried:
 		check("acquire", false)
 		mayHold = false
 		r.mu.Lock()
 		r.refused[value] = true
 		r.mu.Unlock()
 	}
-	if err == nil && ok && rnd.IntN(2) == 0 {
+	if acquired && retried {
+		// Hold the lock a while: a late release of attempt 1 would
+		// delete the key under it.
+		time.Sleep(time.Duration(rnd.Int64N(int64(2 * r.w.Timeout))))
+	}
+	if acquired && rnd.IntN(2) == 0 {
 		ok, err := r.call(ctx, rnd, func(c context.Context) (bool, error) { return t.Node.Extend(c, key, value, r.w.TTL) })
 		if err == nil {
 			check("extend", ok)
+			if !ok {
+				r.violate("%s: extend answered not held for a key the round acquired and never released", where)
+			}
 		}
 	}
 	// known: the acquisition had a definite answer, so it ran before it
 	// was answered, before the release was sent.
 	known := err == nil
-	for range 3 {
-		ok, err := r.call(ctx, rnd, func(c context.Context) (bool, error) { return t.Node.Release(c, key, value) })
+	for try := range 3 {
+		ok, err := r.call(ctx, rnd, release)
+		first := try == 0 // a failed release before may have run
 		if err != nil {
 			continue
 		}
 		if ok && !mayHold {
 			r.violate("%s: release answered released after the acquisition answered not acquired", where)
+		}
+		if !ok && acquired && first {
+			r.violate("%s: release answered not held for a key the round acquired and never released", where)
 		}
 		// Released or not, the node must not hold the value now.
 		h, err := r.held(ctx, t, key, value)

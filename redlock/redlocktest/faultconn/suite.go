@@ -42,7 +42,7 @@ const eachRate = 0.1
 // RunMatrix runs s as subtests: "all", every fault at once with
 // s.Workload, then one quick run per fault alone, where a fault that only
 // acts once a connection fails or is dialled again (StallReader,
-// FailDial, ResetAfterDial) comes with FailWrite. Each fault alone is
+// FailDial, ResetAfterDial, DelayWrite) comes with FailWrite. Each fault alone is
 // drawn at a rate of 0.1 (s.Rate is for "all"). The per-fault runs are
 // what docs/guarantees.md reports.
 func (s Suite) RunMatrix(t *testing.T) {
@@ -56,7 +56,7 @@ func (s Suite) RunMatrix(t *testing.T) {
 			one := s
 			one.Faults = []Fault{f}
 			switch f {
-			case StallReader, FailDial, ResetAfterDial:
+			case StallReader, FailDial, ResetAfterDial, DelayWrite:
 				one.Faults = append(one.Faults, FailWrite)
 			}
 			one.Workload, one.Rate = eachWorkload, eachRate
@@ -64,6 +64,24 @@ func (s Suite) RunMatrix(t *testing.T) {
 			one.Run(t)
 		})
 	}
+}
+
+// RunFaults runs s for the faults named in names (ParseFaults): "all"
+// runs RunMatrix, any other list one Run with just those faults at s's
+// rates. It is what an adapter's TestWireFaults calls with its
+// -wire.faults flag.
+func (s Suite) RunFaults(t *testing.T, names string) {
+	t.Helper()
+	if names == "" || names == "all" {
+		s.RunMatrix(t)
+		return
+	}
+	faults, err := ParseFaults(names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Faults = faults
+	s.Run(t)
 }
 
 // Run starts the nodes, runs RunLocks over them with every fault on, and
@@ -89,12 +107,12 @@ func (s Suite) Run(t *testing.T) {
 	targets := make([]Target, s.Nodes)
 	for i, srv := range cl.Servers {
 		in := New(Config{Seed: seed + uint64(i), Rate: s.Rate, Faults: s.Faults})
+		t.Cleanup(in.Wait) // after NewNode's own clean-ups
 		n := s.NewNode(t, srv.Addr(), in)
 		t.Cleanup(func() {
 			if c, ok := n.(io.Closer); ok {
 				_ = c.Close()
 			}
-			in.Wait()
 		})
 		targets[i] = Target{Node: n, Injector: in, Truth: srv.Client()}
 	}

@@ -1,0 +1,198 @@
+package rueidis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"dlm/redlock/internal/fence"
+)
+
+// A request left behind on a connection that rueidis gave up (its bytes
+// still on the way, or unread in the node's buffers) could run on the node
+// after the requests of the connection that replaced it: a late release
+// would delete a key that a later acquisition of the same value (WithValue,
+// campaigns) counted. So every connection NewClient's client dials first
+// learns its CLIENT ID, and closes on the node the connections the client
+// gave up before it (CLIENT KILL ID), before rueidis's own handshake and
+// so before any request. A connection counts as given up once a read or a
+// write on it failed or it was closed: rueidis learns of a failure only
+// through them, so the id is on the list before rueidis dials again.
+
+// connFence is one client's credentials, for the fence's handshake, and
+// the connections it gave up (redlock/internal/fence).
+type connFence struct {
+	user, pass string
+	given      fence.List
+}
+
+// dialFn is the type of rueidis' ClientOption.DialCtxFn.
+type dialFn = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error)
+
+// wrap returns a dial function that dials as inner would (or as rueidis
+// does by default, when inner is nil) and fences the connection.
+func (f *connFence) wrap(inner dialFn) dialFn {
+	return func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		var nc net.Conn
+		var err error
+		switch {
+		case inner != nil:
+			nc, err = inner(ctx, addr, d, cfg)
+		case cfg != nil:
+			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", addr)
+		default:
+			nc, err = d.DialContext(ctx, "tcp", addr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		deadline, ok := ctx.Deadline()
+		if !ok && d.Timeout > 0 {
+			deadline = time.Now().Add(d.Timeout)
+		}
+		_ = nc.SetDeadline(deadline)
+		who, err := f.handshake(nc)
+		if err != nil {
+			_ = nc.Close()
+			return nil, err
+		}
+		_ = nc.SetDeadline(time.Time{})
+		return &fencedConn{Conn: nc, f: f, who: who}, nil
+	}
+}
+
+// handshake authenticates when the client has credentials, learns who
+// the connection is on the node (CLIENT ID, INFO server) and closes the
+// given-up connections of the same run of the node. A node that refuses
+// CLIENT or INFO leaves the connection unfenced.
+func (f *connFence) handshake(nc net.Conn) (fence.Conn, error) {
+	var cmds [][]string
+	switch {
+	case f.pass != "" && f.user != "":
+		cmds = append(cmds, []string{"AUTH", f.user, f.pass})
+	case f.pass != "":
+		cmds = append(cmds, []string{"AUTH", f.pass})
+	}
+	auth := len(cmds) == 1
+	cmds = append(cmds, fence.Commands()...)
+	res, err := exchange(nc, cmds)
+	if err != nil {
+		return fence.Conn{}, err
+	}
+	if auth && res[0][0] == '-' {
+		// The node's error names the command, never its arguments.
+		return fence.Conn{}, fmt.Errorf("rueidis: AUTH on connecting: %s", res[0][1:])
+	}
+	id, info := res[len(res)-2], res[len(res)-1]
+	n, err := strconv.ParseInt(string(id[1:]), 10, 64)
+	who := fence.Identify(n, id[0] == ':' && err == nil, string(info[1:]), info[0] == '$')
+	kills, taken := f.given.Kills(who)
+	if len(kills) > 0 {
+		// Each answers how many it closed, or an error (not allowed):
+		// neither stops the dial.
+		if _, err := exchange(nc, kills); err != nil {
+			return fence.Conn{}, err
+		}
+	}
+	f.given.Done(taken)
+	return who, nil
+}
+
+// exchange writes cmds (RESP2) in one write and reads one reply per
+// command: a line (+, -, :) or a bulk string ($, returned as '$' and its
+// text), exactly, so that nothing of what rueidis reads next is consumed
+// here.
+func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
+	var buf []byte
+	for _, c := range cmds {
+		buf = fence.AppendCommand(buf, c...)
+	}
+	if _, err := nc.Write(buf); err != nil {
+		return nil, err
+	}
+	res := make([][]byte, len(cmds))
+	for i := range cmds {
+		line, err := readLine(nc)
+		if err != nil {
+			return nil, err
+		}
+		switch line[0] {
+		case '+', '-', ':':
+			res[i] = line
+			continue
+		case '$':
+			n, err := strconv.Atoi(string(line[1:]))
+			if err != nil || n < 0 || n > 1<<20 {
+				return nil, fmt.Errorf("rueidis: unexpected bulk length %q on connecting", line)
+			}
+			body := make([]byte, n+2)
+			if _, err := io.ReadFull(nc, body); err != nil {
+				return nil, err
+			}
+			res[i] = append([]byte{'$'}, body[:n]...)
+			continue
+		}
+		return nil, fmt.Errorf("rueidis: unexpected reply %q on connecting", line)
+	}
+	return res, nil
+}
+
+// readLine reads one reply line, without its CRLF, a byte at a time.
+func readLine(nc net.Conn) ([]byte, error) {
+	var line []byte
+	var b [1]byte
+	for len(line) < 2 || line[len(line)-2] != '\r' || line[len(line)-1] != '\n' {
+		if _, err := nc.Read(b[:]); err != nil {
+			return nil, err
+		}
+		if line = append(line, b[0]); len(line) > 512 {
+			return nil, errors.New("rueidis: reply line too long on connecting")
+		}
+	}
+	if len(line) == 2 {
+		return nil, errors.New("rueidis: empty reply line on connecting")
+	}
+	return line[:len(line)-2], nil
+}
+
+// fencedConn is a connection of a fenced client: once a read or a write
+// fails or it is closed, its id goes on the list of given-up connections,
+// before rueidis can dial again.
+type fencedConn struct {
+	net.Conn
+	f    *connFence
+	who  fence.Conn
+	once sync.Once
+}
+
+func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.who) }) }
+
+// Read reads; a failed read gives the connection up.
+func (c *fencedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if err != nil {
+		c.giveUp()
+	}
+	return n, err
+}
+
+// Write writes; a failed write gives the connection up.
+func (c *fencedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if err != nil {
+		c.giveUp()
+	}
+	return n, err
+}
+
+// Close gives the connection up and closes it.
+func (c *fencedConn) Close() error {
+	c.giveUp()
+	return c.Conn.Close()
+}
