@@ -330,7 +330,7 @@ func (f *fan) await() (decision, time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.decided, f.timedOut = true, timedOut
-	canceled := f.ctx.Err() != nil
+	canceled := f.ctx.Err() != nil || pastDeadline(f.ctx, t2)
 	expired := timedOut || f.nctx.Err() != nil
 	if !canceled && f.replied < f.c.quorum && (timedOut || errors.Is(f.nctx.Err(), context.DeadlineExceeded)) {
 		// The time ran out before a quorum of nodes answered (whether
@@ -349,6 +349,16 @@ func (f *fan) await() (decision, time.Time) {
 		}
 	}
 	return decide(len(f.rs), f.c.quorum, f.yes, f.no), t2
+}
+
+// pastDeadline reports whether ctx's deadline is at or before now: an
+// ended context, whether or not the timer that cancels it has run yet (on
+// a busy machine it runs late, and the fan's own timer at the same
+// deadline may fire first). The caller's deadline is then why the wait
+// ended, not a node that timed out.
+func pastDeadline(ctx context.Context, now time.Time) bool {
+	d, ok := ctx.Deadline()
+	return ok && !now.Before(d)
 }
 
 // wait blocks until the stop rule holds, the caller's context ends, or the
@@ -628,7 +638,7 @@ func (f *fan) settle(release, waitAll bool) {
 	// A caller whose context ended does not wait: the releases go on in
 	// the background (counted in c.bg), and the nodes that had not
 	// answered stay NoReply in its error.
-	canceled := f.ctx.Err() != nil
+	canceled := f.ctx.Err() != nil || pastDeadline(f.ctx, time.Now())
 	waitAll = waitAll && !canceled
 	f.mu.Lock()
 	f.settled = true

@@ -295,8 +295,10 @@ func (c Config) Expect() Expectation {
 // reproduces (Expect is ExpectViolation).
 func (c Config) violationFaults() []string {
 	switch c.Scenario {
-	case "restart-without-persistence", "delayed-restart", "fsync-always":
+	case "restart-without-persistence", "delayed-restart", "fsync-always", "cluster-master-killed":
 		return []string{FaultRestart}
+	case "cluster-replica-promoted":
+		return []string{"promote"}
 	case "clock-jump":
 		return []string{FaultClockJump}
 	case "lying-node":
