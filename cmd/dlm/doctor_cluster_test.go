@@ -87,7 +87,7 @@ func TestStatusCluster(t *testing.T) {
 	}
 	defer func() { _ = l.Unlock(t.Context()) }()
 	r := runDLM(t, 30*time.Second, nil, "status", "--nodes", c.URL(), "back}up", "other")
-	for _, want := range []string{"back}up: HELD (quorum) by value", "other: free"} {
+	for _, want := range []string{"back}up: HELD for write by", "other: free"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status does not say %q:\n%s", want, r.stdout)
 		}
