@@ -1,0 +1,214 @@
+package redlock
+
+import "context"
+
+// The hand-off's queue: the waiters of each key, in FIFO order, and how
+// a release wakes the next of them (handoff.go has the overview).
+
+// waiter is one Lock call waiting to retry. ch holds at most one pending
+// wake-up. head is closed when the waiter reaches the front of its queue.
+// handing is set while this client's Unlock acquires on the waiter's
+// behalf: no other wake-up is given to it then.
+type waiter struct {
+	ch      chan wake
+	head    chan struct{}
+	handing bool // under handoff.mu
+
+	// The waiting Lock call, for a hand-over on its behalf.
+	ctx      context.Context
+	resource string
+	opts     lockOptions
+}
+
+// wake is one wake-up of a waiter: an announcement from the nodes (remote),
+// this client's own Unlock, or a hand-over with the lock itself.
+type wake struct {
+	remote bool
+	lock   *Lock
+	// slots is, for an announcement, how many attempt durations the
+	// waiter lets pass before its own (rank).
+	slots int
+	// from is the node whose announcement this is, or -1.
+	from int
+}
+
+// isHead reports whether w is at the front of its queue.
+func (w *waiter) isHead() bool {
+	select {
+	case <-w.head:
+		return true
+	default:
+		return false
+	}
+}
+
+// join queues a new waiter for key, subscribing to key's releases on every
+// node when it is the key's first waiter.
+func (h *handoff) join(ctx context.Context, key, resource string, o lockOptions) *waiter {
+	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: resource, opts: o}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	h.queues[key] = append(q, w)
+	if len(q) == 0 {
+		if ts := h.turns[key]; ts != nil {
+			ts.rested = 0
+		}
+		close(w.head)
+		if len(h.sets[key]) == 0 {
+			h.subscribe(key, true)
+		}
+	}
+	return w
+}
+
+// leave removes w from key's queue; the last waiter unsubscribes. A wake-up
+// w had not used is dropped (it is usually a late announcement of the
+// release w itself acquired after), except a lock handed to w, which is
+// unlocked (and so handed on). A waiter that leaves without the lock wakes
+// the next one.
+func (h *handoff) leave(key string, w *waiter, acquired bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var handed *Lock
+	select {
+	case wk := <-w.ch:
+		handed = wk.lock
+	default:
+	}
+	q := h.queues[key]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	if handed != nil {
+		// Handed to w, which left first: unlocked in the background (it
+		// takes h.mu), after w is out of the queue.
+		h.c.drop(handed)
+	}
+	if len(q) == 0 {
+		delete(h.queues, key)
+		h.rest(key)
+		if len(h.sets[key]) == 0 {
+			h.subscribe(key, false)
+		}
+		return
+	}
+	h.queues[key] = q
+	if !q[0].isHead() {
+		close(q[0].head)
+	}
+	if !acquired && handed == nil && !w.handing {
+		// w may have been woken and given up (its context ended): pass
+		// the turn on, lest the next waiter sleep out its timed retry
+		// while the lock is free. At worst one futile attempt.
+		h.wake(q[0], false)
+	}
+}
+
+// rest keeps the turns of key, whose queue just emptied, for when the
+// client waits for it again; beyond restKeys such keys, the half that
+// rested longest forget theirs. Called with h.mu held.
+func (h *handoff) rest(key string) {
+	ts := h.turns[key]
+	if ts == nil {
+		return
+	}
+	h.rests++
+	ts.rested = h.rests
+	if len(h.turns) <= len(h.queues)+restKeys {
+		return
+	}
+	keep := h.rests - restKeys/2
+	for k, t := range h.turns {
+		if len(h.queues[k]) == 0 && t.rested <= keep {
+			delete(h.turns, k)
+		}
+	}
+}
+
+// queued reports whether key has waiters in this client.
+func (h *handoff) queued(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.queues[key]) > 0
+}
+
+// keyHash is the 32-bit FNV-1a hash of key.
+func keyHash(key string) uint32 {
+	x := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		x ^= uint32(key[i])
+		x *= 16777619
+	}
+	return x
+}
+
+// bumpReleased counts a release of key by this client. Called with h.mu
+// held.
+func (h *handoff) bumpReleased(key string) {
+	h.released[keyHash(key)%uint32(len(h.released))].Add(1)
+}
+
+// releasedMark returns a mark of this client's releases of t's keys so far
+// (0 without a hand-off). Lock takes it before each attempt: a release of
+// the key by this client between the attempt and the waiter's joining the
+// queue woke nobody (the queue was empty), and the waiter, once it joined,
+// retries at once instead of sleeping out R10's delay while the key is
+// free (wakeIfReleased). Keys that share a slot only cost an attempt.
+func (h *handoff) releasedMark(t target) uint64 {
+	if h == nil {
+		return 0
+	}
+	if t.keys == nil { // one key: every Lock attempt takes this mark
+		return h.released[keyHash(t.key)%uint32(len(h.released))].Load()
+	}
+	var m uint64
+	for _, key := range t.keys {
+		m += h.released[keyHash(key)%uint32(len(h.released))].Load()
+	}
+	return m
+}
+
+// wakeIfReleased wakes w, which just joined the queue of t's key (or its
+// set's waiters), when this client released one of t's keys since mark.
+func (h *handoff) wakeIfReleased(t target, w *waiter, mark uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.releasedMark(t) != mark {
+		h.give(w, wake{})
+	}
+}
+
+// wakeNext wakes the longest-waiting waiter of key other than self, as an
+// announcement from the nodes would.
+func (h *handoff) wakeNext(key string, self *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.queues[key] {
+		if w != self {
+			h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
+			return
+		}
+	}
+}
+
+// wake gives w a wake-up unless it has one or a hand-over to it is under
+// way; called with h.mu held.
+func (h *handoff) wake(w *waiter, remote bool) {
+	h.give(w, wake{remote: remote, from: -1})
+}
+
+// give gives w the wake-up wk unless it has one or a hand-over to it is
+// under way; called with h.mu held.
+func (h *handoff) give(w *waiter, wk wake) {
+	if w.handing {
+		return
+	}
+	select {
+	case w.ch <- wk:
+	default:
+	}
+}

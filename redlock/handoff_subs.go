@@ -1,0 +1,176 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// The hand-off's subscriptions: which nodes a waiting client listens on
+// for a key's releases, and the per-node queue of (un)subscriptions
+// (handoff.go has the overview).
+
+// handoffSubscribeTimeout bounds one SUBSCRIBE or UNSUBSCRIBE of the
+// hand-off, which runs in the background.
+const handoffSubscribeTimeout = time.Second
+
+// subQueue is one node's pending Watch and Unwatch calls, run in order by
+// one goroutine at a time, so that an Unwatch never overtakes the Watch
+// that follows it.
+type subQueue struct {
+	ops     []subOp
+	running bool
+}
+
+type subOp struct {
+	key string
+	on  bool
+}
+
+// HandoffWatchNodes is how many nodes a client listens to for the
+// announced releases of a resource it waits for (when it has that many
+// adapter.HandoffNodes). Every node announces every release, so one would
+// do while it is up; a second keeps the hand-off working while one node is
+// down, and the client picks nodes that answered it lately (the timed retry
+// of R10 covers the rest). Listening on every node cost more than it
+// gained: each release woke every waiting client once per node, all at the
+// same instant, and on a busy machine the release itself then took twice
+// as long (8 OS processes x 4 workers on 5 redis-server nodes, 2 cores:
+// 675-679 critical sections/s listening on 5 nodes, 668-696 on 3, 717-731
+// on 2, 733-740 on 1; cd bench && go run . -only mp).
+const HandoffWatchNodes = 2
+
+// subscribe queues a Watch (on) or Unwatch of key on the nodes that listen
+// for its releases (watchSet); one goroutine per node runs its queue in
+// order. Called with h.mu held.
+func (h *handoff) subscribe(key string, on bool) {
+	if h.closed {
+		return
+	}
+	var at []int
+	if on {
+		at = h.watchSet(key)
+		h.watched[key] = at
+	} else {
+		at = h.watched[key]
+		delete(h.watched, key)
+	}
+	for _, i := range at {
+		h.queueSub(i, key, on)
+	}
+}
+
+// queueSub queues a Watch (on) or Unwatch of key on node i, starting the
+// node's goroutine (runSubs) unless it runs. Called with h.mu held.
+func (h *handoff) queueSub(i int, key string, on bool) {
+	s := &h.subs[i]
+	s.ops = append(s.ops, subOp{key: key, on: on})
+	if s.running || !h.c.bgAdd(1) {
+		return
+	}
+	s.running = true
+	go h.runSubs(i, h.nodes[i])
+}
+
+// rewatch moves key's subscriptions, while it has waiters, to the nodes
+// watchSet picks now: the nodes chosen when its first waiter joined may
+// have stopped answering since (down, frozen), and announce nothing, and a
+// queue that never empties would keep them for good, its waiters woken by
+// their timed retries alone (R10). Called by a waiter after each failed
+// attempt, which is what tells the client which nodes answer; nothing
+// changes while the chosen nodes do.
+func (h *handoff) rewatch(key string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old, ok := h.watched[key]
+	if !ok || h.closed {
+		return
+	}
+	at := h.watchSet(key)
+	if slices.Equal(at, old) {
+		return
+	}
+	h.watched[key] = at
+	for _, i := range old {
+		if !slices.Contains(at, i) {
+			h.queueSub(i, key, false)
+		}
+	}
+	for _, i := range at {
+		if !slices.Contains(old, i) {
+			h.queueSub(i, key, true)
+		}
+	}
+}
+
+// watchSet returns the nodes to listen on for key's releases:
+// HandoffWatchNodes of the capable nodes, taken in order from one chosen by
+// key's hash (so that many keys' subscriptions spread over the nodes),
+// those that answered this client within the last limit first (one that
+// did not may be down, and would announce nothing). Called with h.mu held.
+func (h *handoff) watchSet(key string) []int {
+	n := len(h.nodes)
+	first := int(keyHash(key) % uint32(n))
+	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
+	var up, rest []int
+	for k := range n {
+		i := (first + k) % n
+		switch {
+		case h.nodes[i] == nil:
+		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
+			up = append(up, i)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	return append(up, rest...)[:min(HandoffWatchNodes, len(up)+len(rest))]
+}
+
+// runSubs runs node i's queue of Watch and Unwatch calls, in order, until
+// it is empty or the client closes.
+func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
+	defer h.c.bg.Done()
+	for {
+		h.mu.Lock()
+		s := &h.subs[i]
+		if len(s.ops) == 0 || h.closed || h.c.isClosed() {
+			s.ops, s.running = nil, false
+			h.mu.Unlock()
+			return
+		}
+		op := s.ops[0]
+		s.ops = s.ops[1:]
+		h.mu.Unlock()
+		w, err := h.watch(i, n)
+		if err != nil {
+			continue // the timed retry covers it (R10)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), handoffSubscribeTimeout)
+		if op.on {
+			_ = w.Watch(ctx, op.key)
+		} else {
+			_ = w.Unwatch(ctx, op.key)
+		}
+		cancel()
+	}
+}
+
+// watch returns node i's subscription, opening it on first use.
+func (h *handoff) watch(i int, n adapter.HandoffNode) (adapter.ReleaseWatch, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if h.watches[i] != nil {
+		return h.watches[i], nil
+	}
+	w, err := n.WatchReleases(func(key, value string) { h.notify(i, key, value) })
+	if err != nil {
+		return nil, err
+	}
+	h.watches[i] = w
+	return w, nil
+}
