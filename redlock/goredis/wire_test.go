@@ -178,18 +178,6 @@ func TestLateReaderKeepsToItsConnection(t *testing.T) {
 	}
 }
 
-// waitFor polls cond until it holds, failing t after 10 s.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 10 s")
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // holdNode returns a node over s whose connections are HoldConns (d),
 // its go-redis client configured by o.
 func holdNode(t *testing.T, s *redlocktest.Server, o redis.Options) (*goredis.Node, *faultconn.HoldDialer) {
