@@ -341,6 +341,12 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return l, nil
 		}
 		aerr.Attempts = try
+		if ctx.Err() != nil && last != nil && aerr.Cause != nil {
+			// The context cut this attempt: the nodes it did not hear
+			// from say nothing, so the error tells what the last
+			// complete attempt found (no quorum, held elsewhere).
+			return nil, c.stopped(resource, try, last, aerr.Cause)
+		}
 		last = aerr
 		if final || aerr.Cause != nil {
 			// The last try, the context, or Close ended it.
