@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -184,9 +186,6 @@ func printStatus(w io.Writer, ps []probe, q int) {
 	}
 }
 
-// describeLock says how info's resource is held by a quorum of nodes (q)
-// and by each node, without a byte of any value: holders are numbered, and
-
 // describeElection says who leads the election name, in which term and
 // since when, for a lock that is an election's (dlm elect).
 func describeElection(ctx context.Context, client *redlock.Client, name string) string {
@@ -203,9 +202,23 @@ func describeElection(ctx context.Context, client *redlock.Client, name string) 
 		st.Since.Format(time.RFC3339), time.Since(st.Since).Round(time.Second))
 }
 
+// shownName is a resource name as dlm status prints it: as is when it is
+// printable UTF-8, else quoted (as also when it starts with a quote), so
+// that a name found on the nodes, which whoever wrote the key chose,
+// cannot forge a line of the report or send escapes to the terminal.
+func shownName(r string) string {
+	if r == "" || strings.HasPrefix(r, `"`) || !utf8.ValidString(r) || strings.IndexFunc(r, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+		return strconv.Quote(r)
+	}
+	return r
+}
+
+// describeLock says how info's resource is held by a quorum of nodes (q)
+// and by each node, without a byte of any value: holders are numbered, and
 // named by their owner labels.
 func describeLock(info redlock.LockInfo, q int) string {
 	var b strings.Builder
+	info.Resource = shownName(info.Resource)
 	owner := func(o string) string {
 		if o == "" {
 			return "an unknown owner"
