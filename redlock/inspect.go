@@ -324,7 +324,7 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 			if next == "" {
 				return
 			}
-			if full || seen > 10*limit {
+			if full || seen/10 > limit { // not 10*limit: it may overflow
 				mu.Lock()
 				complete = false
 				mu.Unlock()
