@@ -40,7 +40,11 @@ func WithMaxTTL(d time.Duration) Option {
 // extension count of each lock that crossed processes (Resume). Neither
 // it nor the lock key prefix may be a prefix of the other; when one is (an
 // empty lock key prefix, say), the client keeps no such keys: owners show
-// as unknown, and Resume counts extensions from the handle alone. Every
+// as unknown, and Resume refuses handles with ErrInvalid (the same lock
+// key split otherwise, as prefix "dlm:" and resource "lock:x", would
+// escape the count kept under "dlm:info:"). An empty info prefix keeps no
+// such keys either, and Resume then counts extensions from the handle
+// alone. Every
 // node must be an adapterInspect for them too. Default
 // DefaultInfoPrefix ("dlm:info:").
 func WithInfoPrefix(p string) Option {
@@ -75,6 +79,20 @@ func (c *Client) infoNodes() []adapterInspect {
 		out[i] = xn
 	}
 	return out
+}
+
+// infoOverlap reports whether the client keeps no keys beside its locks
+// only because its info and lock key prefixes overlap (every node is an
+// adapterInspect): then Resume could not find the extension count that
+// another split of the same lock key kept.
+func (c *Client) infoOverlap() bool {
+	for _, n := range c.nodes {
+		if _, ok := n.(adapterInspect); !ok {
+			return false
+		}
+	}
+	p, lp := c.opts.infoPrefix, c.opts.prefix
+	return p != "" && (strings.HasPrefix(p, lp) || strings.HasPrefix(lp, p))
 }
 
 // onEveryNode runs fn on every node at once, each call bounded by ctx and

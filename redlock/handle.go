@@ -450,6 +450,10 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 		if st := c.readExtensions(ctx, nodes, h.Value); st.known {
 			ext, bound = max(ext, st.count), min(bound, st.bound)
 		}
+	} else if c.infoOverlap() {
+		// The same lock key under another split (prefix "dlm:", resource
+		// "lock:x") would otherwise escape the count the nodes keep.
+		return nil, invalidf("Resume: lock key prefix %q and info key prefix %q overlap: the nodes cannot keep the lock's extension count; choose prefixes neither of which starts the other (WithKeyPrefix, WithInfoPrefix)", c.opts.prefix, c.opts.infoPrefix)
 	}
 	o.maxExtensions = bound // grant sets the lock's bound from o
 	d := drift(o.ttl, o.driftFactor)
