@@ -128,7 +128,14 @@ func forceRelease(cmd *cobra.Command, nf *nodeFlags, resources []string) error {
 		fmt.Fprintf(stderr, "dlm: FORCE RELEASE of %q (%s, held by %s) by %s: deleted on %d of %d nodes, %d node error(s)\n",
 			r, rep.Before.Mode, strings.Join(owners, ", "), by, deleted, len(rep.Released), errs)
 		after, err := client.Inspect(cmd.Context(), r)
-		if err != nil || after.Held() {
+		answered := 0
+		for _, v := range after.Nodes {
+			if v.Err == nil {
+				answered++
+			}
+		}
+		// Free by a quorum of answers, not by the nodes that answered.
+		if err != nil || after.Held() || answered < client.Quorum() {
 			failed++
 		}
 	}
