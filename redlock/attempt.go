@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync/atomic"
+	"time"
 )
 
 // attempt is one acquisition (R8): send SET NX PX to all nodes at once
@@ -90,6 +91,8 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	}
 	if err := f.ctx.Err(); err != nil && e.Cause == nil {
 		e.Cause = err
+	} else if e.Cause == nil && pastDeadline(f.ctx, time.Now()) {
+		e.Cause = context.DeadlineExceeded // its timer has not fired yet
 	}
 	if len(c.obs) > 0 {
 		c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: e.outcome(f.ctx), Elapsed: t2.Sub(t1), Validity: e.Validity, Nodes: e.Nodes, Fence: fz.nodes})

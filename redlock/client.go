@@ -341,7 +341,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return l, nil
 		}
 		aerr.Attempts = try
-		if ctx.Err() != nil && last != nil && aerr.Cause != nil {
+		if last != nil && aerr.Cause != nil && (ctx.Err() != nil || pastDeadline(ctx, time.Now())) {
 			// The context cut this attempt: the nodes it did not hear
 			// from say nothing, so the error tells what the last
 			// complete attempt found (no quorum, held elsewhere).

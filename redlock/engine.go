@@ -62,6 +62,7 @@ type fan struct {
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
 	timedOut bool          // await ended at the adaptive bound
+	canceled bool          // await ended with the caller's context (its nodes NoReply)
 	limit    time.Duration // of an adaptive fan: nctx's timeout
 	ready    chan struct{} // closed when the stop rule holds
 
@@ -268,8 +269,9 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 		}
 	}
 	late, settled := f.decided, f.settled
-	if (!settled || f.keep) && !(late && f.timedOut && err != nil && isContextErr(err)) {
-		// (A request that await cancelled at the bound stays timed out.)
+	if (!settled || f.keep) && !(late && (f.timedOut || f.canceled) && err != nil && isContextErr(err)) {
+		// (A request that await cancelled at the bound stays timed out;
+		// one the caller's context ended stays NoReply.)
 		f.rs[tag] = r
 	}
 	if !settled {
@@ -331,6 +333,7 @@ func (f *fan) await() (decision, time.Time) {
 	defer f.mu.Unlock()
 	f.decided, f.timedOut = true, timedOut
 	canceled := f.ctx.Err() != nil || pastDeadline(f.ctx, t2)
+	f.canceled = canceled
 	expired := timedOut || f.nctx.Err() != nil
 	if !canceled && f.replied < f.c.quorum && (timedOut || errors.Is(f.nctx.Err(), context.DeadlineExceeded)) {
 		// The time ran out before a quorum of nodes answered (whether
