@@ -240,6 +240,8 @@ func acquireReason(err error, wait time.Duration, attempts int) error {
 		fmt.Fprintf(&b, ": no quorum possible, %d of %d nodes failed or timed out, a quorum needs %d", down, len(ae.Nodes), ae.Quorum)
 	case ae.Validity != 0:
 		fmt.Fprintf(&b, ": quorum reached too late (validity %v); nodes are slow", ae.Validity)
+	case ae.Count(redlock.NoReply) == len(ae.Nodes):
+		b.WriteString(": no node answered in time")
 	default:
 		fmt.Fprintf(&b, ": held elsewhere, %d of %d nodes granted it, %d needed", ae.Count(redlock.Acquired), len(ae.Nodes), ae.Quorum)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -98,5 +99,22 @@ func TestStatusWithAFrozenNode(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, `held: HELD for write by "job 7" on 2 of 3 nodes`) {
 			t.Errorf("dlm status %v with a node stopped: exit %d, want 0 and the lock held on 2 of 3 nodes by \"job 7\"; stdout: %s; stderr: %s", args, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestAcquireReasonWithoutAnswers: a --wait that ended before any node
+// answered (one attempt, cut) says so; it does not claim the lock is held
+// elsewhere, which no node said. Found by review: "held elsewhere, 0 of 3
+// nodes granted it, 2 needed (3 not waited for)".
+func TestAcquireReasonWithoutAnswers(t *testing.T) {
+	ae := &redlock.AcquireError{Resource: "r", Attempts: 1, Quorum: 2, Cause: context.DeadlineExceeded,
+		Nodes: []redlock.NodeResult{{Node: "a"}, {Node: "b"}, {Node: "c"}}}
+	msg := acquireReason(ae, 100*time.Millisecond, 1).Error()
+	if strings.Contains(msg, "held elsewhere") || !strings.Contains(msg, "no node answered") {
+		t.Errorf("reason %q; want it to say that no node answered within the wait, not that the lock is held elsewhere", msg)
+	}
+	ae.Nodes[0].Outcome = redlock.Held
+	if msg := acquireReason(ae, 100*time.Millisecond, 1).Error(); !strings.Contains(msg, "held elsewhere") {
+		t.Errorf("reason %q with a node answering held: want held elsewhere", msg)
 	}
 }
