@@ -15,18 +15,13 @@ import (
 // upgrade the nodes), leaves a quorum alive at every moment; the leader
 // should keep leading, in the same term.
 //
-// Finding (review): it does not. An extension only extends keys that still
-// hold the value (R17); the first restarted node comes back empty and stays
-// so, and when the second node goes down only one node holds the key: the
-// leadership ends ("validity passed without a successful extension"; `dlm
-// elect --ttl 2s` exits 74 under the same rolling restart). The same holds
-// for any lock kept by extension (dlm lock). A fix is a change of R17 (an
-// extension within the validity may also set the key on a node where it
-// is absent: no other client can hold a quorum during the validity), in
-// the extension scripts of both adapters and MemNode: not small, left for
-// the lead.
+// Before the fix (review's finding) it did not: an extension only extended
+// keys that still held the value (R17), the first restarted node came back
+// empty and stayed so, and when the second node went down only one node
+// held the key, so the leadership ended ("validity passed without a
+// successful extension") on both adapters. An extension now restores the
+// key on the nodes that forgot it, within the validity (redlock/restore.go).
 func TestLeadershipSurvivesRollingRestart(t *testing.T) {
-	t.Skip("finding: a rolling restart (one node at a time, each down past the ttl) ends a healthy leadership: extensions do not restore the key on a restarted node (see the comment)")
 	for _, a := range adapters {
 		t.Run(a.name, func(t *testing.T) {
 			cl := redlocktest.Start(t, 3)

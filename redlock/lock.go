@@ -448,6 +448,16 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 			notHeld++
 		}
 	}
+	if notHeld > 0 && notHeld <= len(c.nodes)-c.quorum && l.keys == nil && l.mode != modeRead && extended+notHeld >= c.quorum && t2.Before(until) {
+		// Nodes that no longer hold the key forgot it (a restart
+		// without persistence): restore it there (restore.go).
+		restored, t3 := l.restore(ctx)
+		if extended < c.quorum {
+			t2 = t3 // the restored nodes decide
+		}
+		extended += restored
+		notHeld -= restored
+	}
 	newUntil := t1.Add(l.ttl - l.drift)
 	switch {
 	case extended >= c.quorum && t2.Before(until) && validity(l.ttl, t2.Sub(t1), l.drift) > 0:

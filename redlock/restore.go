@@ -1,0 +1,60 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// An extension restores the key on the nodes that forgot it. A node that
+// restarts without persistence comes back empty (R16.1); an extension,
+// which only extends keys that still hold the value (R17), then finds it
+// gone there, and after a rolling restart of the nodes (one at a time, each
+// down past the ttl, a quorum alive throughout) too few nodes hold it for
+// an extension to succeed: a healthy lock, or a healthy leadership, would
+// end. So when some nodes answer an extension of a lock on one resource
+// (not a set, not a reader) with "not held", the extended nodes and they
+// would make up a quorum, those nodes are a minority (at most
+// N minus the quorum: keys gone from more nodes than that mean the lock
+// was lost, and the extension says ErrNotHeld as before), and the lock's
+// validity has not passed, the client sets the key again with its value by
+// SET NX PX on every node, before the validity ends, and counts each node
+// where it was set as confirming (when a quorum had confirmed already, the
+// restore only brings the forgetting nodes back before another one goes).
+//
+// Why this is safe: until the validity (Until) no other client can hold
+// the lock, so no other client holds a quorum of the key: a key of another
+// client on a node can only be that of a failed or in-flight attempt, and
+// SET NX never overwrites it (nor this client's own key where it is still
+// held). A key set by this client before Until is one more node holding the
+// lock's value, exactly as after an acquisition attempt of its own (R3), and
+// it lives a ttl from its setting, after the extension's T1. The extension
+// never takes a node from anyone: where another client's key is, the
+// restore fails there and the extension fails as before. The extension
+// then counts its confirmations as R17 does, with its T2 at the last
+// restoring answer; a restore that ends after Until confirms nothing.
+// Nothing here re-creates a key after the lock ended: an expired, released
+// or lost lock is never extended (doExtend returns ErrNotHeld first).
+
+// restore sets l's key with its value on every node where it is free (SET
+// NX PX), and returns how many nodes set it and the time of the deciding
+// answer. Keys set on a node after the decision are left to expire, or to
+// the next extension, as the late answers of an extension are.
+func (l *Lock) restore(ctx context.Context) (int, time.Time) {
+	c := l.client
+	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpAcquire, Key: l.key, Value: l.value, TTL: l.ttl}, stopAll)
+	if f == nil {
+		return 0, time.Now()
+	}
+	c.send(f)
+	_, t := f.await()
+	f.settle(false, false) // never released: the other nodes hold this value
+	n := 0
+	for _, r := range f.replies() {
+		if !r.none && r.err == nil && r.ok {
+			n++
+		}
+	}
+	return n, t
+}
