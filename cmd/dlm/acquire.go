@@ -73,6 +73,11 @@ unique to this acquisition).
 			}
 			var lopts []redlock.LockOption
 			if cmd.Flags().Changed("value-env") {
+				if cmd.Flags().Changed("owner") {
+					// Owners are found by the client tag that starts a
+					// drawn value; a value of the caller's carries none.
+					return usageErrorf("--owner has no effect with --value-env: a lock is attributed to its owner by the client tag of a value dlm draws, and a --value-env value carries none; drop one of the two")
+				}
 				v, ok := os.LookupEnv(valueEnv)
 				if !ok {
 					return usageErrorf("--value-env: the environment variable %q is not set", valueEnv)

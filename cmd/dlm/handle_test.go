@@ -201,6 +201,7 @@ func TestHandleUsage(t *testing.T) {
 		{"extend ttl too long", nil, "", []string{"extend", "--nodes", good, "--ttl", "25h", "--handle-file", file}, "over the limit of 24h"},
 		{"extend node timeout over ttl", nil, "", []string{"extend", "--nodes", good, "--node-timeout", "2m", "--handle-file", file}, "--node-timeout must be well under the ttl 1m0s"},
 		{"acquire no resource", nil, "", []string{"acquire", "--nodes", good}, "no RESOURCE"},
+		{"acquire owner with value-env", []string{"V=a-value-of-the-callers-0123456789"}, "", []string{"acquire", "--nodes", good, "--value-env", "V", "--owner", "me", "a"}, "--owner has no effect with --value-env"},
 		{"acquire empty resource", nil, "", []string{"acquire", "--nodes", good, "a", ""}, "RESOURCE 2 of 2 is empty"},
 		{"acquire duplicate resource", nil, "", []string{"acquire", "--nodes", "redis://127.0.0.1:1", "--node-timeout", "10ms", "a", "a"}, `"a" is given twice`},
 		{"acquire ttl 0", nil, "", []string{"acquire", "--nodes", good, "--ttl", "0", "r"}, "--ttl must be positive"},
