@@ -381,7 +381,9 @@ func (c *Client) closedReplies() []reply {
 // Extend resets the lock's ttl on every node that still holds its value
 // (R17). It succeeds only if a quorum was extended within the remaining
 // validity; then Until moves to T1 + ttl - drift of this extension. It never
-// re-creates a key that expired. It returns ErrNotHeld, contacting no node,
+// re-creates a key that expired; within the validity it sets the key again
+// on a minority of nodes that forgot it, a restart without persistence
+// (restore.go), of a lock on one resource. It returns ErrNotHeld, contacting no node,
 // when the validity has already passed, the lock ended or was released (or
 // l is nil), and ErrNotHeld when too many nodes no longer hold the value;
 // ErrExtendFailed (joined with the nodes' errors) when errors or timeouts
