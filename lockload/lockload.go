@@ -232,7 +232,7 @@ func ContentionHeld(ctx context.Context, l Locker, key string, workers int, hold
 			for ctx.Err() == nil {
 				release, err := l.Lock(ctx, key)
 				if err != nil {
-					if ctx.Err() == nil {
+					if !ended(ctx, err) {
 						fails.Add(1)
 					}
 					continue
@@ -282,4 +282,12 @@ func Quantile(ds []time.Duration, q float64) time.Duration {
 	}
 	slices.Sort(ds)
 	return ds[int(q*float64(len(ds)-1)+0.5)]
+}
+
+// ended reports whether a failed Lock call ended with the run: its context
+// is done, or its error says the deadline passed, which a client may see
+// a moment before the context's own timer runs (and then every call of the
+// worker's loop fails at once until it does).
+func ended(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }

@@ -1,6 +1,9 @@
 package lockload_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math"
 	"testing"
 	"time"
@@ -90,4 +93,28 @@ func TestWorkloads(t *testing.T) {
 		}
 		return true
 	}, "lock keys left after the workloads")
+}
+
+// failLocker's Lock fails at once with err.
+type failLocker struct{ err error }
+
+func (f failLocker) TryLock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return nil, f.err
+}
+func (f failLocker) Lock(ctx context.Context, key string) (func(context.Context) error, error) {
+	return nil, f.err
+}
+
+// A Lock call that fails because the run's deadline passed is not a Lock
+// that gave up, even when the client saw the deadline before the
+// context's timer ran: the across-processes bench counted hundreds of
+// such calls (761 in one quiet run) as given up.
+func TestContentionCountsOnlyRealFailures(t *testing.T) {
+	late := fmt.Errorf("redlock: lock not acquired: %w", context.DeadlineExceeded)
+	if r := lockload.ContentionHeld(t.Context(), failLocker{late}, "k", 2, time.Millisecond, 20*time.Millisecond, time.Sleep); r.Failed != 0 {
+		t.Errorf("a deadline error counted as %d failures, want 0", r.Failed)
+	}
+	if r := lockload.ContentionHeld(t.Context(), failLocker{errors.New("refused")}, "k", 2, time.Millisecond, 20*time.Millisecond, time.Sleep); r.Failed == 0 {
+		t.Error("a real failure was not counted")
+	}
 }
