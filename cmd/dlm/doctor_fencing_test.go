@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"dlm/redlock"
 	"dlm/redlock/redisproc"
 	"dlm/redlock/redlocktest"
 )
@@ -80,10 +81,21 @@ func TestDoctorFencing(t *testing.T) {
 			if r.code != tc.code {
 				t.Errorf("doctor: exit %d, want %d; stdout:\n%s\nstderr: %s", r.code, tc.code, r.stdout, r.stderr)
 			}
+			// The nodes that hold fence keys: every node of the
+			// fenced grant's quorum, maybe not the slowest one (a lock
+			// returns once a quorum confirmed).
+			holding := 0
 			for _, s := range c.Servers {
+				if len(s.MustKeys(redlock.DefaultFencePrefix)) == 0 {
+					continue
+				}
+				holding++
 				if want := strings.Replace(tc.wants, "%s", s.Addr(), 1); !strings.Contains(r.stdout, want) {
 					t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
 				}
+			}
+			if holding < 2 {
+				t.Errorf("fence keys on %d nodes after dlm lock --fencing, want a quorum (2)", holding)
 			}
 		})
 	}
