@@ -30,6 +30,9 @@ type Client struct {
 	// phaseHook, when set (by tests only), runs between phase 1 and
 	// phase 2 of a fenced acquisition (fencing.go).
 	phaseHook func(resource string)
+	// turnHook, when set (by tests only), runs when a Lock call is about
+	// to look for waiters ahead of it (retry.go: waitTurn).
+	turnHook func(resource string)
 
 	rmu sync.Mutex
 	rng *mrand.Rand

@@ -5,6 +5,10 @@ package redlock
 // client is used.
 func SetPhaseHook(c *Client, hook func(resource string)) { c.phaseHook = hook }
 
+// SetTurnHook sets the hook a Lock call runs when it is about to look for
+// waiters ahead of it in its client.
+func SetTurnHook(c *Client, hook func(resource string)) { c.turnHook = hook }
+
 // Settle runs fn as a settler of c (Client.settle), as the hand-off does
 // for what a Lock call left behind.
 func Settle(c *Client, fn func()) bool { return c.settle(false, fn) }

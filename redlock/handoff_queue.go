@@ -45,10 +45,27 @@ func (w *waiter) isHead() bool {
 // join queues a new waiter for key, subscribing to key's releases on every
 // node when it is the key's first waiter.
 func (h *handoff) join(ctx context.Context, key, resource string, o lockOptions) *waiter {
-	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: resource, opts: o}
+	return h.joinQueue(ctx, key, resource, o, false)
+}
+
+// joinBehind queues a new waiter for key behind the key's waiters, and
+// returns nil, queueing nothing, when the key has none: looking at the
+// queue and joining it are one step, so a release that empties the queue
+// cannot fall between them and leave the new waiter asleep on R10's delay
+// at the front of a queue nobody will wake while the key is free.
+func (h *handoff) joinBehind(ctx context.Context, key, resource string, o lockOptions) *waiter {
+	return h.joinQueue(ctx, key, resource, o, true)
+}
+
+// joinQueue is join and joinBehind.
+func (h *handoff) joinQueue(ctx context.Context, key, resource string, o lockOptions, behind bool) *waiter {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
+	if behind && len(q) == 0 {
+		return nil
+	}
+	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: resource, opts: o}
 	h.queues[key] = append(q, w)
 	if len(q) == 0 {
 		if ts := h.turns[key]; ts != nil {

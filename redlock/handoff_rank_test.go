@@ -171,3 +171,63 @@ func TestHandoffReleaseBeforeJoinWakes(t *testing.T) { // R10, R14
 		t.Logf("granted %v after the Unlock returned", time.Since(start))
 	})
 }
+
+// A Lock call that finds waiters ahead of it in its client joins their
+// queue; when the last of them takes the lock and releases it between the
+// call's look at the queue and its joining, the call is the only waiter of
+// a free key, and nobody is left to wake it. Looking and joining are one
+// step now, so the call attempts at once. Before, it slept R10's delay
+// (here a minute) at the front of the queue: TestHandoffWithinClient/on
+// (8 workers of one rueidis client) failed so in a fresh clone's make test
+// with "not acquired (context deadline exceeded after 0 attempt(s))".
+func TestHandoffQueueEmptiedBeforeJoinWakes(t *testing.T) { // R10, R14
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := redlocktest.NewMemNodes(3)
+		c := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		holder, err := c.TryLock(ctx, "turn")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// B fails its attempt and waits in the queue.
+		bDone := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "turn")
+			if err == nil {
+				err = l.Unlock(context.WithoutCancel(ctx))
+			}
+			bDone <- err
+		}()
+		synctest.Wait()
+		if !redlock.Queued(c, "turn") {
+			t.Fatal("B is not queued")
+		}
+		// A comes next; as it looks at the queue, the holder hands the
+		// lock to B, and B releases it: the queue empties.
+		var armed atomic.Bool
+		armed.Store(true)
+		redlock.SetTurnHook(c, func(string) {
+			if !armed.CompareAndSwap(true, false) {
+				return
+			}
+			if err := holder.Unlock(context.WithoutCancel(ctx)); err != nil {
+				t.Error(err)
+			}
+			if err := <-bDone; err != nil {
+				t.Errorf("B: %v", err)
+			}
+		})
+		start := time.Now()
+		l, err := c.Lock(ctx, "turn")
+		if err != nil {
+			t.Fatalf("A: %v", err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("A got the free lock after %v (its timed retry is a minute away)", d)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

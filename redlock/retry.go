@@ -56,10 +56,15 @@ func (c *Client) jitter(max time.Duration) time.Duration {
 // TryLock never waits.
 func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **waiter) (wake, error) {
 	h := c.hand
-	if h == nil || o.tries == 1 || t.keys != nil || !h.queued(t.key) {
+	if h == nil || o.tries == 1 || t.keys != nil {
 		return wake{}, nil // a set queues behind nobody (multi.go)
 	}
-	*w = h.join(ctx, t.key, t.resource, o)
+	if c.turnHook != nil {
+		c.turnHook(t.resource) // tests: a call about to look at the queue
+	}
+	if *w = h.joinBehind(ctx, t.key, t.resource, o); *w == nil {
+		return wake{}, nil // nobody waits: attempt at once
+	}
 	// No attempt of its own to bound its rank's slot after an
 	// announcement: the client's latest attempt stands in for it.
 	return c.wait(ctx, o, time.Duration(c.lastAttempt.Load()), afterNothing, *w)
