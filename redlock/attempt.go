@@ -17,7 +17,10 @@ import (
 // "held elsewhere" and "no quorum" are told apart exactly, and no key of the
 // attempt outlives the call. The decision itself never waits for them, and
 // no wait goes past ctx's end (issue 22 item 4): the releases still owed
-// then go on in the background, and Client.Close waits for them.
+// then go on in the background, and Client.Close waits for them. An
+// attempt with a value of the caller's (WithValue) waits as a final one
+// does (decideAcquire), so that no release of it lands after the next
+// attempt set the same value (R8.5).
 func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
 	resource := t.resource
 	req := t.acquireRequest(value, o.ttl, c.opts.fencing) // multi.go
@@ -84,7 +87,14 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		}
 		return l, nil
 	}
-	f.settle(true, final)
+	if from == nil && c.hand != nil && (final || f.ctx.Err() != nil || pastDeadline(f.ctx, time.Now()) || c.isClosed()) {
+		// The Lock call ends here, and gives back unannounced the keys
+		// it may have set (R8.5): the client's waiters that failed on
+		// them are woken once the releases are done (handoff_queue.go).
+		keys, key := f.req.Keys, f.req.Key
+		f.gaveBack = func() { c.hand.gaveBack(key, keys) }
+	}
+	f.settle(true, final || o.valueSet)
 	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: f.results(), Fence: fz.nodes, Cause: fz.err}
 	if state == reached && !fz.failed {
 		e.Validity = v

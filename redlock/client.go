@@ -335,8 +335,9 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		// A value of the caller's (WithValue) is the same in every
 		// attempt: a failed attempt then waits for every node's answer
 		// and release, as a final one does, so that no release of it
-		// lands after the next attempt set the same value (R8.5).
-		l, aerr := c.attempt(ctx, t, value, o, final || o.valueSet)
+		// lands after the next attempt set the same value (R8.5;
+		// decideAcquire).
+		l, aerr := c.attempt(ctx, t, value, o, final)
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
@@ -352,7 +353,6 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		}
 		last = aerr
 		if final || aerr.Cause != nil {
-			// The last try, the context, or Close ended it.
 			return nil, aerr
 		}
 		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, wk, mark, &w); err != nil {

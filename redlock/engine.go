@@ -96,8 +96,12 @@ type fan struct {
 	rctx      context.Context
 	rcancel   context.CancelFunc // of rctx, at the last release's answer
 	releasing int                // releases not answered yet
-	early     sync.WaitGroup     // releases of the nodes that answered before the decision
-	late      sync.WaitGroup     // releases of the others
+	// freed: a release deleted a key. gaveBack, when set before settle,
+	// runs once the last release is answered when freed is set.
+	freed    bool
+	gaveBack func()
+	early    sync.WaitGroup // releases of the nodes that answered before the decision
+	late     sync.WaitGroup // releases of the others
 
 	got    []bool   // nodes that answered before the decision
 	rsBuf  [7]reply // rs and got for up to 7 nodes, in the same allocation
@@ -245,9 +249,14 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 		f.mu.Lock()
 		f.releasing--
 		last := f.releasing == 0
+		f.freed = f.freed || (ok && err == nil)
+		gaveBack := f.freed && last && f.gaveBack != nil
 		f.mu.Unlock()
 		if last {
 			f.rcancel()
+		}
+		if gaveBack {
+			f.gaveBack()
 		}
 		if tag < 2*n {
 			f.early.Done()

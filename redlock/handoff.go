@@ -65,6 +65,11 @@ type handoff struct {
 	// watched holds the nodes each key with waiters listens on
 	// (subscribe).
 	watched map[string][]int
+	// fresh holds the keys whose subscriptions no node confirmed yet: a
+	// release between a waiter's failed attempt and the first
+	// confirmation is announced to nobody here, so the first
+	// confirmation wakes the key's waiters to attempt (confirmed).
+	fresh map[string]struct{}
 	// released counts this client's releases of the keys, per slot of a
 	// key's hash (keyHash), so that a Lock call whose attempt failed
 	// while this client released the key knows it when it joins the
@@ -105,6 +110,7 @@ func newHandoff(c *Client) *handoff {
 		turns:  map[string]*turns{},
 
 		watched: map[string][]int{},
+		fresh:   map[string]struct{}{},
 	}
 	any := false
 	h.transfer = c.async != nil

@@ -13,6 +13,9 @@ type waiter struct {
 	ch      chan wake
 	head    chan struct{}
 	handing bool // under handoff.mu
+	// split: its last attempt set some keys but missed the quorum (a
+	// split vote, R10); under handoff.mu.
+	split bool
 
 	// The waiting Lock call, for a hand-over on its behalf.
 	ctx      context.Context
@@ -42,30 +45,35 @@ func (w *waiter) isHead() bool {
 	}
 }
 
-// join queues a new waiter for key, subscribing to key's releases on every
-// node when it is the key's first waiter.
-func (h *handoff) join(ctx context.Context, key, resource string, o lockOptions) *waiter {
-	return h.joinQueue(ctx, key, resource, o, false)
+// newWaiter returns a waiter for a Lock call of resource with options o
+// and context ctx, in no queue yet.
+func newWaiter(ctx context.Context, resource string, o lockOptions) *waiter {
+	return &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: resource, opts: o}
 }
 
-// joinBehind queues a new waiter for key behind the key's waiters, and
-// returns nil, queueing nothing, when the key has none: looking at the
-// queue and joining it are one step, so a release that empties the queue
-// cannot fall between them and leave the new waiter asleep on R10's delay
-// at the front of a queue nobody will wake while the key is free.
-func (h *handoff) joinBehind(ctx context.Context, key, resource string, o lockOptions) *waiter {
-	return h.joinQueue(ctx, key, resource, o, true)
+// join queues w for key, subscribing to key's releases on every node when
+// it is the key's first waiter.
+func (h *handoff) join(key string, w *waiter) {
+	h.joinQueue(key, w, false)
+}
+
+// joinBehind queues w for key behind the key's waiters, and reports false,
+// queueing nothing, when the key has none: looking at the queue and
+// joining it are one step, so a release that empties the queue cannot fall
+// between them and leave w asleep on R10's delay at the front of a queue
+// nobody will wake while the key is free.
+func (h *handoff) joinBehind(key string, w *waiter) bool {
+	return h.joinQueue(key, w, true)
 }
 
 // joinQueue is join and joinBehind.
-func (h *handoff) joinQueue(ctx context.Context, key, resource string, o lockOptions, behind bool) *waiter {
+func (h *handoff) joinQueue(key string, w *waiter, behind bool) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.queues[key]
 	if behind && len(q) == 0 {
-		return nil
+		return false
 	}
-	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: resource, opts: o}
 	h.queues[key] = append(q, w)
 	if len(q) == 0 {
 		if ts := h.turns[key]; ts != nil {
@@ -76,7 +84,7 @@ func (h *handoff) joinQueue(ctx context.Context, key, resource string, o lockOpt
 			h.subscribe(key, true)
 		}
 	}
-	return w
+	return true
 }
 
 // leave removes w from key's queue; the last waiter unsubscribes. A wake-up
@@ -196,6 +204,28 @@ func (h *handoff) wakeIfReleased(t target, w *waiter, mark uint64) {
 	defer h.mu.Unlock()
 	if h.releasedMark(t) != mark {
 		h.give(w, wake{})
+	}
+}
+
+// gaveBack wakes the longest waiter of key, or of each of keys (a set),
+// and the sets that wait for them, once a Lock call of this client that
+// ended on a failed attempt deleted the keys that attempt had set: it
+// gives them back unannounced (R8.5), and the waiters that failed because
+// of them would sleep out R10's delay while the key is free. It counts as
+// this client's release (releasedMark) for the calls that have not joined
+// the queue yet.
+func (h *handoff) gaveBack(key string, keys []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if keys == nil {
+		keys = []string{key}
+	}
+	for _, key := range keys {
+		h.bumpReleased(key)
+		if q := h.queues[key]; len(q) > 0 {
+			h.wake(q[0], false)
+		}
+		h.wakeSets(key) // multi.go
 	}
 }
 

@@ -53,9 +53,11 @@ func (h *handoff) subscribe(key string, on bool) {
 	if on {
 		at = h.watchSet(key)
 		h.watched[key] = at
+		h.fresh[key] = struct{}{}
 	} else {
 		at = h.watched[key]
 		delete(h.watched, key)
+		delete(h.fresh, key)
 	}
 	for _, i := range at {
 		h.queueSub(i, key, on)
@@ -93,6 +95,7 @@ func (h *handoff) rewatch(key string) {
 		return
 	}
 	h.watched[key] = at
+	h.fresh[key] = struct{}{} // the nodes it listened on said nothing
 	for _, i := range old {
 		if !slices.Contains(at, i) {
 			h.queueSub(i, key, false)
@@ -149,11 +152,48 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), handoffSubscribeTimeout)
 		if op.on {
-			_ = w.Watch(ctx, op.key)
+			if w.Watch(ctx, op.key) == nil {
+				h.confirmed(ctx, n, op.key)
+			}
 		} else {
 			_ = w.Unwatch(ctx, op.key)
 		}
 		cancel()
+	}
+}
+
+// confirmed is told that node n now delivers key's announced releases.
+// On the first such node since key's waiters began to listen (subscribe)
+// or moved to other nodes (rewatch), the release they wait for may have
+// come after their failed attempt and before anybody listened, announced
+// to nobody: they would sleep out R10's delay while the key is free. So
+// the node is asked for the key (adapter.InspectNode), and the longest
+// waiter is woken to attempt at once when the key is gone; a key still
+// held will be released under the subscription, and announced. A waiter
+// whose attempt split the votes (it set some keys) is not woken: R10's
+// delay is what keeps the next split away. Without InspectNode, the timed
+// retry covers the gap (adapter.ReleaseWatch).
+func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, key string) {
+	h.mu.Lock()
+	_, fresh := h.fresh[key]
+	delete(h.fresh, key)
+	h.mu.Unlock()
+	in, ok := n.(adapter.InspectNode)
+	if !fresh || !ok {
+		return
+	}
+	if st, err := in.Inspect(ctx, key); err != nil || st.Kind != adapter.KeyAbsent {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.queues[key]; len(q) > 0 && !q[0].split {
+		h.wake(q[0], false)
+	}
+	for _, w := range h.sets[key] {
+		if !w.split {
+			h.wake(w, true)
+		}
 	}
 }
 

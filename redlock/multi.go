@@ -283,9 +283,10 @@ func (c *Client) checkMulti() error {
 // joinTarget makes the waiter of a Lock or LockAll call after its first
 // failed attempt: in its key's queue for one resource (join), or among the
 // waiters of a set.
-func (h *handoff) joinTarget(ctx context.Context, t target, o lockOptions) *waiter {
+func (h *handoff) joinTarget(t target, w *waiter) {
 	if t.keys == nil {
-		return h.join(ctx, t.key, t.resource, o)
+		h.join(t.key, w)
+		return
 	}
 	// A set's waiter stands in no queue: it would hold up the waiters of
 	// one of its keys while another key is held. It runs its timed retry
@@ -293,7 +294,6 @@ func (h *handoff) joinTarget(ctx context.Context, t target, o lockOptions) *wait
 	// the release of any of its keys; Unlock never hands a lock over to it
 	// (handOver looks at the queues only), so a set is never handed one
 	// key of its set.
-	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: t.resource, opts: o}
 	close(w.head)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -303,7 +303,6 @@ func (h *handoff) joinTarget(ctx context.Context, t target, o lockOptions) *wait
 		}
 		h.sets[key] = append(h.sets[key], w)
 	}
-	return w
 }
 
 // leaveSet takes a set's waiter w out of the waiters of keys; the last

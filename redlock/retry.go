@@ -62,7 +62,9 @@ func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **wait
 	if c.turnHook != nil {
 		c.turnHook(t.resource) // tests: a call about to look at the queue
 	}
-	if *w = h.joinBehind(ctx, t.key, t.resource, o); *w == nil {
+	if nw := newWaiter(ctx, t.resource, o); h.joinBehind(t.key, nw) {
+		*w = nw
+	} else {
 		return wake{}, nil // nobody waits: attempt at once
 	}
 	// No attempt of its own to bound its rank's slot after an
@@ -98,14 +100,6 @@ func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed
 	if h == nil {
 		return c.wait(ctx, o, elapsed, afterNothing, nil)
 	}
-	if *w == nil {
-		*w = h.joinTarget(ctx, t, o) // multi.go
-		h.wakeIfReleased(t, *w, mark)
-	} else {
-		for _, key := range t.lockKeys() {
-			h.rewatch(key) // its nodes may have stopped answering
-		}
-	}
 	var after waitAfter
 	if prev.remote && prev.slots == 0 && prev.lock == nil && prev.from >= 0 && prev.from < len(failed.Nodes) {
 		switch failed.Nodes[prev.from].Outcome {
@@ -115,11 +109,28 @@ func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed
 	}
 	for _, r := range failed.Nodes {
 		if r.Outcome == Acquired {
-			for _, key := range t.lockKeys() {
-				h.wakeNext(key, *w)
-			}
 			after |= afterSplit
 			break
+		}
+	}
+	split := after&afterSplit != 0
+	if *w == nil {
+		nw := newWaiter(ctx, t.resource, o)
+		nw.split = split    // before it is shared (handoff_subs.go: confirmed)
+		h.joinTarget(t, nw) // multi.go
+		*w = nw
+		h.wakeIfReleased(t, *w, mark)
+	} else {
+		h.mu.Lock()
+		(*w).split = split
+		h.mu.Unlock()
+		for _, key := range t.lockKeys() {
+			h.rewatch(key) // its nodes may have stopped answering
+		}
+	}
+	if split {
+		for _, key := range t.lockKeys() {
+			h.wakeNext(key, *w)
 		}
 	}
 	return c.wait(ctx, o, elapsed, after, *w)

@@ -245,7 +245,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		marked = marked || waiter != ""
 		// A caller's value: wait for every release before the next
 		// attempt, as in acquire (client.go).
-		l, aerr := c.decideAcquire(f, resource, o, final || o.valueSet, nil)
+		l, aerr := c.decideAcquire(f, resource, o, final, nil)
 		if aerr == nil {
 			return l, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,6 +86,10 @@ func WithClock(now func() time.Time) MemOption {
 //   - SetSlow: requests are applied at once, and their answers arrive after
 //     the delay (or the context's error first): a slow network, on which a
 //     client that gave up waiting still changed the node.
+//   - SetJitter: every answer and every announcement arrives after a
+//     random delay of its own, each kind in the order it was sent: the
+//     scheduling of a loaded machine, for tests that look for lost
+//     wake-ups and races between replies and announcements.
 //   - SetDropReplies: requests are applied, and their answers are lost: the
 //     caller hears only its context's end.
 //   - Freeze, Thaw: a stopped process. Requests wait, unapplied and
@@ -118,10 +123,15 @@ type MemNode struct {
 	down      bool
 	downUntil time.Time // reference clock; zero: not restarting
 	slow      time.Duration
-	drop      bool
-	lie       Lie
-	frozen    bool
-	held      []*memCall
+	// jitter: SetJitter. lastReply and lastNote are the latest times an
+	// answer and an announcement are due, which keep each in order.
+	jitter              time.Duration
+	jrng                *rand.Rand
+	lastReply, lastNote time.Time
+	drop                bool
+	lie                 Lie
+	frozen              bool
+	held                []*memCall
 
 	watches map[*memWatch]struct{}
 
@@ -175,6 +185,35 @@ func (n *MemNode) SetSlow(d time.Duration) {
 	n.mu.Lock()
 	n.slow = d
 	n.mu.Unlock()
+}
+
+// SetJitter delays each answer by a random extra delay in [0, max] (after
+// SetSlow's) and each release announcement by one of its own, drawn from
+// a generator seeded with seed; answers stay in the order the requests
+// were applied, and announcements in the order of their releases, as on
+// two connections of a real server, while an announcement may come
+// before or after the answer to its release. 0 turns it off.
+func (n *MemNode) SetJitter(max time.Duration, seed uint64) {
+	n.mu.Lock()
+	n.jitter, n.jrng = max, rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
+	n.mu.Unlock()
+}
+
+// jittered returns the delay from now of the next answer (note false) or
+// announcement (note true) under SetJitter, at least base, never before
+// the one before it. Called with n.mu held.
+func (n *MemNode) jittered(base time.Duration, note bool) time.Duration {
+	now := time.Now()
+	due := now.Add(base + time.Duration(n.jrng.Int64N(int64(n.jitter)+1)))
+	last := &n.lastReply
+	if note {
+		last = &n.lastNote
+	}
+	if !due.After(*last) {
+		due = last.Add(time.Nanosecond)
+	}
+	*last = due
+	return due.Sub(now)
 }
 
 // SetDropReplies makes the node apply requests and lose their answers (on):
@@ -404,6 +443,7 @@ type memCall struct {
 
 	reply func(memResult)
 	slow  time.Duration
+	note  time.Duration // SetJitter: the delay of its announcements
 	drop  bool
 	res   memResult
 
@@ -446,7 +486,11 @@ func (c *memCall) deliver(r memResult) {
 // the slow delay, or never (its context's end answers it).
 func (c *memCall) answer() {
 	for _, f := range c.res.announce {
-		f()
+		if c.note > 0 {
+			time.AfterFunc(c.note, f)
+		} else {
+			f()
+		}
 	}
 	c.res.announce = nil
 	switch {
@@ -483,6 +527,12 @@ func (n *MemNode) submit(c *memCall) {
 		return
 	}
 	c.slow, c.drop = n.slow, n.drop
+	if n.jitter > 0 {
+		c.slow = n.jittered(n.slow, false)
+		if c.req.Op == adapter.OpReleaseAnnounce || c.req.Op == adapter.OpReleaseAllAnnounce {
+			c.note = n.jittered(0, true)
+		}
+	}
 	if c.drop || c.slow > 0 || n.frozen {
 		// The answer may wait: the context's end answers it first.
 		stop := context.AfterFunc(c.ctx, func() { c.deliver(memResult{err: c.ctx.Err()}) })
