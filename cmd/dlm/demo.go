@@ -91,7 +91,7 @@ terminal) prints plain log lines instead.`,
 	f.IntVar(&dc.workers, "workers", 4, "number of workers contending for the lock")
 	f.BoolVar(&dc.noTUI, "no-tui", false, "print plain log lines instead of the live view (automatic when stdout is not a terminal)")
 	f.Uint64Var(&dc.seed, "seed", 0, "seed of the workers' random work times and retry delays (0: random, printed)")
-	f.StringSliceVar(&nodes, "nodes", nil, "run against these node URLs instead of starting nodes (no faults then)")
+	f.Var((*nodesValue)(&nodes), "nodes", "run against these node URLs, comma-separated, instead of starting nodes (no faults then)")
 	f.StringVar(&dc.adapter, "adapter", defaultAdapter, "Redis client adapter of the workers: "+strings.Join(adapterNames(), " or "))
 	addTLSFlags(cmd, &dc.tls)
 	return cmd

@@ -62,6 +62,8 @@ func TestUsageLimits(t *testing.T) {
 		{"lock newline in name", []string{"lock", "--nodes", node, "a\nb", "--", "true"}, `RESOURCE "a\nb" has an unprintable character U+000A`},
 		{"lock tab in a set", []string{"lock", "--nodes", node, "a", "b\tc", "--", "true"}, `RESOURCE 2 of 2 "b\tc" has an unprintable character U+0009`},
 		{"acquire escape in name", []string{"acquire", "--nodes", node, "a\x1b[2J"}, `has an unprintable character U+001B`},
+		{"nodes on several lines", []string{"lock", "--nodes", node + "\n" + node + "2," + node + "3", "r", "--", "true"}, "--nodes: node URL 1 of 2 has a line break"},
+		{"nodes flag given twice", []string{"status", "--nodes", node + ",", "--nodes", node, "r"}, "duplicate node"},
 		{"lock long name", []string{"lock", "--nodes", node, strings.Repeat("x", 1025), "--", "true"}, "1025 bytes long, over the limit of 1024"},
 	}
 	for _, tt := range tests {
@@ -95,5 +97,36 @@ func TestHandleFileUnwritable(t *testing.T) {
 			t.Errorf("--handle-file %s: exit %d, want %d naming --handle-file; stderr: %s", path, r.code, exitCantCreate, r.stderr)
 		}
 		redlocktest.Eventually(t, 5*time.Second, func() bool { return len(keysOn(c)) == 0 }, "the lock was not given back: keys %v", keysOn(c))
+	}
+}
+
+// TestNodesListKeepsEveryNode: --nodes splits on commas only, given once
+// or more, and a list with line breaks is refused in the flag as in
+// DLM_NODES. Before, the flag read its value as one line of CSV: three
+// URLs on three lines gave one node (and a quorum of 1), in silence.
+func TestNodesListKeepsEveryNode(t *testing.T) {
+	var v nodesValue
+	for _, s := range []string{"redis://h:1, redis://h:2,", "redis://h:3"} {
+		if err := v.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := strings.Join(v, "|"); got != "redis://h:1|redis://h:2|redis://h:3" {
+		t.Errorf("--nodes twice gives %q", got)
+	}
+	multi := "redis://h:1\nredis://h:2\nredis://h:3"
+	if err := v.Set(multi); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := resolveNodes(v); err == nil || !strings.Contains(err.Error(), "--nodes: node URL 4 of 4 has a line break") {
+		t.Errorf("--nodes on three lines: err = %v, want a refusal naming the line break", err)
+	}
+	t.Setenv(nodesEnv, multi)
+	if _, err := resolveNodes(nil); err == nil || !strings.Contains(err.Error(), nodesEnv+": node URL 1 of 1 has a line break") {
+		t.Errorf("%s on three lines: err = %v, want a refusal naming the line break", nodesEnv, err)
+	}
+	t.Setenv(nodesEnv, "redis://alice:s3cret@h:1\nredis://h:2")
+	if _, err := resolveNodes(nil); err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("err = %v: want a refusal that does not show the password", err)
 	}
 }

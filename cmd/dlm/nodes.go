@@ -21,8 +21,36 @@ const nodesEnv = "DLM_NODES"
 
 // addNodesFlag adds --nodes to cmd, filling dst.
 func addNodesFlag(cmd *cobra.Command, dst *[]string) {
-	cmd.Flags().StringSliceVar(dst, "nodes", nil,
+	cmd.Flags().Var((*nodesValue)(dst), "nodes",
 		"node URLs, comma-separated: redis://[user:password@]host:port[/db], rediss://..., unix:///path (default $"+nodesEnv+")")
+}
+
+// nodesValue is the value of --nodes: URLs separated by commas, the flag
+// given once or more. Unlike pflag's string slice, which reads its value
+// as one line of CSV and drops every line after the first in silence (a
+// list of URLs on three lines gave one node, and a quorum of 1), it splits
+// on commas only, and nodeList refuses a line break inside a URL.
+type nodesValue []string
+
+func (v *nodesValue) Set(s string) error {
+	*v = append(*v, splitNodes(s)...)
+	return nil
+}
+
+func (v *nodesValue) String() string { return "" } // never shows a URL: it may hold a password
+
+func (v *nodesValue) Type() string { return "urls" }
+
+// splitNodes splits a list of node URLs at its commas, dropping the empty
+// pieces and the spaces around each.
+func splitNodes(s string) []string {
+	var urls []string
+	for _, u := range strings.Split(s, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return urls
 }
 
 // resolveNodes returns the node URLs from --nodes, else from $DLM_NODES, and
@@ -40,18 +68,18 @@ func resolveParsedNodes(flag []string) ([]redlock.NodeURL, error) {
 }
 
 func nodeList(flag []string) ([]string, []redlock.NodeURL, error) {
-	urls := flag
+	urls, from := flag, "--nodes"
 	if len(urls) == 0 {
-		for _, u := range strings.Split(os.Getenv(nodesEnv), ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				urls = append(urls, u)
-			}
-		}
+		urls, from = splitNodes(os.Getenv(nodesEnv)), nodesEnv
 	}
 	if len(urls) == 0 {
 		return nil, nil, usageErrorf("no nodes: give --nodes URL,URL,... or set %s", nodesEnv)
 	}
-	for _, u := range urls {
+	for i, u := range urls {
+		if strings.ContainsFunc(u, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+			// Not quoted: the URL may hold a password.
+			return nil, nil, usageErrorf("%s: node URL %d of %d has a line break or another control character; separate node URLs with commas (URL,URL,...), on one line", from, i+1, len(urls))
+		}
 		if err := checkURLShape(u); err != nil {
 			return nil, nil, err
 		}
