@@ -138,7 +138,8 @@ interrupted); otherwise the command's own exit code.`,
 			if err != nil {
 				return err
 			}
-			defer func() { ann.ended(lead) }()
+			var guardErr error // what the guard reports, for the ended event
+			defer func() { ann.ended(lead, guardErr) }()
 			defer func() {
 				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 				defer cancel()
@@ -147,8 +148,9 @@ interrupted); otherwise the command's own exit code.`,
 				}
 			}()
 			env := []string{envElection + "=" + name, envLeaderID + "=" + id, envLeaderTerm + "=" + strconv.FormatUint(lead.Term(), 10)}
-			return r.guarded(sigs, holding{what: fmt.Sprintf("leadership of election %q", name), env: env, done: lead.Done(), err: lead.Err,
+			guardErr = r.guarded(sigs, holding{what: fmt.Sprintf("leadership of election %q", name), env: env, done: lead.Done(), err: lead.Err,
 				until: lead.Until, margin: guardMargin(ttl)})
+			return guardErr
 		},
 	}
 	ef.add(cmd, "prefix of the lock keys on the nodes")
@@ -362,14 +364,20 @@ func (a announcer) campaign(ctx context.Context, e *election.Election, id string
 	return lead, err
 }
 
-// ended tells that the leadership ended, and why.
-func (a announcer) ended(lead *election.Leadership) {
+// ended tells that the leadership ended, and why: the library's reason, or
+// the guard's when it ended the command at the end of the validity (the
+// library may not know yet, and the resignation after it would read as
+// one), else resigned.
+func (a announcer) ended(lead *election.Leadership, guardErr error) {
 	if !a.on() {
 		return
 	}
 	reason := "resigned"
-	if err := lead.Err(); err != nil && !errors.Is(err, redlock.ErrUnlocked) {
+	switch err := lead.Err(); {
+	case err != nil && !errors.Is(err, redlock.ErrUnlocked):
 		reason = err.Error()
+	case exitCode(guardErr) == exitLockLost:
+		reason = "lost: its validity ended without an extension, and the command was killed"
 	}
 	a.event("ended", election.Status{Leader: election.Leader{ID: lead.ID(), Term: lead.Term()}, OK: true, Since: lead.Since()}, reason, nil)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"dlm/election"
+	"dlm/redlock"
 	"dlm/redlock/redlocktest"
 )
 
@@ -159,7 +161,44 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 		if code := exitOf(err); code != exitLockLost {
 			t.Errorf("a after SIGCONT: exit %d, want %d; stderr: %s", code, exitLockLost, stderrA)
 		}
+		// The ended event says it was lost, never that a resigned.
+		if !strings.Contains(stderrA.String(), `"event":"ended"`) || strings.Contains(stderrA.String(), `"reason":"resigned"`) {
+			t.Errorf("a's ended event does not say its leadership was lost; stderr: %s", stderrA)
+		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("a did not end after SIGCONT; stderr: %s", stderrA)
+	}
+}
+
+// The ended event of a leadership whose command the guard killed at the
+// end of its validity says it was lost, even when the library has not
+// ended the leadership yet (a dlm starved on a loaded machine): the
+// resignation that follows would otherwise read as "resigned" (attack
+// review: a --json "ended" event said "resigned" after exit 74).
+func TestElectEndedReasonAfterTheGuardKilled(t *testing.T) {
+	nodes, _ := redlocktest.NewMemNodes(3)
+	client, err := redlock.New(nodes, redlock.WithFencing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	e, err := election.New(client, "svc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lead, err := e.Campaign(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lead.Resign(context.Background()) }()
+	var out strings.Builder
+	announcer{w: &out, json: true, name: "svc"}.ended(lead, withCode(exitLockLost, nil))
+	if !strings.Contains(out.String(), `"event":"ended"`) || !strings.Contains(out.String(), `"reason":"lost: `) {
+		t.Errorf("ended event %s, want reason lost", out.String())
+	}
+	out.Reset()
+	announcer{w: &out, json: true, name: "svc"}.ended(lead, nil)
+	if !strings.Contains(out.String(), `"reason":"resigned"`) {
+		t.Errorf("ended event %s after the command's own end, want reason resigned", out.String())
 	}
 }
