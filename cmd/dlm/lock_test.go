@@ -268,7 +268,11 @@ func TestLockHeldElsewhere(t *testing.T) {
 func TestLockLost(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	ready := filepath.Join(t.TempDir(), "ready")
-	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "2s",
+	// A ttl of 3 s: at 900 ms the lock itself ended, unextended, before
+	// the test looked (a fresh-clone make test at load 9-19: "the lock key
+	// never appeared on all 3 nodes: []"); the loss below is noticed at
+	// the next extension, a second after.
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "3s", "--node-timeout", "1s", "--grace", "2s",
 		"res", "--", "sh", "-c", `echo "$DLM_LOCK_RESOURCE $DLM_LOCK_VALUE" > "$1"; exec sleep 60`, "sh", ready)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
