@@ -55,7 +55,13 @@ its process id), using a --requirepass given after --.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to redis-server. Restarts
 are the supervisor's job (systemd: Restart=always); dlm node exits with
 redis-server's exit code. Arguments after -- go to redis-server and override
-the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).`,
+the defaults (--appendonly yes, --bind, --port, --dir, --daemonize no).
+
+With --cluster M, the node is a Redis Cluster of M masters on ports --port
+and up, each with the marker and delayed restart above. When one master
+ends uncleanly, the others are stopped and dlm node exits with its code:
+the node lost that master's keys, so it is restarted whole, and the
+crashed master waits --max-ttl before it serves again.`,
 		Example: `  dlm node --port 6379 --dir /var/lib/dlm-node --max-ttl 40s
   dlm node --port 6380 --dir ./n2 --max-ttl 15s -- --maxmemory-policy noeviction
   dlm node --cluster 3 --port 7000 --dir ./c1 --max-ttl 15s   # one node, a cluster of 3 masters`,
@@ -99,6 +105,9 @@ type nodeConfig struct {
 	extra        []string
 	cluster      int  // --cluster: masters of a cluster node (node_cluster.go)
 	member       bool // one master of a cluster node: --max-ttl is recorded by form
+	// stop, closed, stops a member's redis-server as SIGTERM would: its
+	// cluster node lost another master (node_cluster.go).
+	stop <-chan struct{}
 }
 
 func (nc *nodeConfig) validate() error {
@@ -241,6 +250,9 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 		select {
 		case s := <-sigs:
 			_ = srv.Process.Signal(s)
+		case <-nc.stop:
+			nc.stop = nil
+			_ = srv.Process.Signal(syscall.SIGTERM)
 		case werr := <-exited:
 			stopReady()
 			<-readyDone // ready returns at once once stopped

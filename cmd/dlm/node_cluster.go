@@ -54,15 +54,28 @@ func (nc *nodeConfig) members() ([]*nodeConfig, error) {
 // runCluster runs the masters of dlm node --cluster, each as one node
 // (run), forms the cluster once they answer (or finds it formed by an
 // earlier run), prints its node URL on stdout, and returns when every
-// master has exited: with the first unclean exit's error, if any.
+// master has exited: with the first unclean exit's error, if any. A master
+// that ends uncleanly (a crash, kill -9) stops the others: the node has
+// lost that master's keys, which is a Redlock node that forgot its locks
+// for those slots (R16), and serving the other slots would only hide it
+// from a supervisor. The whole node exits with the error, to be restarted;
+// the crashed master then waits --max-ttl before it serves (R16.3).
 func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) error {
 	members, err := nc.members()
 	if err != nil {
 		return err
 	}
+	stopAll := make(chan struct{})
 	done := make(chan error, len(members))
 	for _, m := range members {
-		go func() { done <- m.run(ctx, io.Discard, stderr) }()
+		m.stop = stopAll
+		go func() {
+			err := m.run(ctx, io.Discard, stderr)
+			if err != nil {
+				err = fmt.Errorf("master on port %d: %w", m.port, err)
+			}
+			done <- err
+		}()
 	}
 	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	formed := make(chan struct{})
@@ -82,6 +95,8 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 	for range members {
 		if err := <-done; err != nil && first == nil {
 			first = err
+			fmt.Fprintf(stderr, "dlm node: %v: stopping the other masters; restart the node (the crashed master waits --max-ttl before serving)\n", err)
+			close(stopAll)
 		}
 	}
 	stop()

@@ -89,3 +89,53 @@ func TestNodeCluster(t *testing.T) {
 		}
 	}
 }
+
+// A master of dlm node --cluster killed with SIGKILL stops the whole node:
+// dlm node stops the other masters and exits non-zero, for its supervisor
+// to restart it (the crashed master then waits --max-ttl). Before, dlm node
+// went on running with that master's slots down, and a supervisor saw a
+// healthy process (attack review).
+func TestNodeClusterMasterCrashStopsTheNode(t *testing.T) {
+	redlocktest.Require(t)
+	port := freeRun(t, 3)
+	cmd, stdout, stderr := dlmCmd(t, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
+		"--max-ttl", "1s", "--", "--save", "", "--loglevel", "warning")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	redlocktest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(stdout.String(), "cluster=true") },
+		"dlm node --cluster printed no node URL; log:\n%s", stderr.String())
+	member := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port+1)})
+	defer member.Close()
+	info, err := member.Info(t.Context(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(parseInfo(info)["process_id"])
+	if pid <= 0 {
+		t.Fatalf("no process_id in INFO: %q", info)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if code := exitOf(err); code == 0 {
+			t.Errorf("dlm node exited 0 after a master crashed; log:\n%s", stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("dlm node still runs 30 s after a master was killed; log:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "stopping the other masters") {
+		t.Errorf("the log does not say the other masters were stopped:\n%s", stderr.String())
+	}
+	for _, p := range []int{port, port + 2} {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p), time.Second); err == nil {
+			c.Close()
+			t.Errorf("port %d still serves after dlm node exited", p)
+		}
+	}
+}
