@@ -156,7 +156,12 @@ func (nc *nodeConfig) setting(name string) string {
 // marker is written or anything is started: a redis-server there is not
 // ours, and dlm node must never write to it (issue 16, defect 5).
 func (nc *nodeConfig) portFree() error {
-	port := nc.setting("port")
+	return nc.listenFree(nc.setting("port"), "")
+}
+
+// listenFree is portFree for port on the node's bind addresses; bus, when
+// not empty, names the port as a cluster bus port in the refusal.
+func (nc *nodeConfig) listenFree(port, bus string) error {
 	for _, addr := range strings.Fields(nc.setting("bind")) {
 		optional := strings.HasPrefix(addr, "-") // redis-server's "-addr": skipped when unavailable
 		addr = strings.TrimPrefix(addr, "-")
@@ -170,6 +175,9 @@ func (nc *nodeConfig) portFree() error {
 		if err == nil {
 			ln.Close()
 			continue
+		}
+		if errors.Is(err, syscall.EADDRINUSE) && bus != "" {
+			return usageErrorf("port %s on %s, the cluster bus port of %s, is already in use (a server or an outgoing connection holds it): give a --port whose masters' ports plus 10000 are free, best outside the ephemeral range (/proc/sys/net/ipv4/ip_local_port_range); dlm node starts nothing and writes nothing there", port, addr, bus)
 		}
 		if errors.Is(err, syscall.EADDRINUSE) {
 			return usageErrorf("port %s on %s is already in use (another server listens there): give a free --port; dlm node starts nothing and writes nothing there", port, addr)

@@ -21,6 +21,10 @@ import (
 // maxClusterMasters bounds dlm node --cluster.
 const maxClusterMasters = 64
 
+// clusterBusOffset is how far above its port a cluster master listens for
+// the cluster bus (redis-server's default cluster-port).
+const clusterBusOffset = 10000
+
 // members returns the configurations of the masters of dlm node --cluster
 // M: ports port..port+M-1, data directories dir/PORT, each a
 // cluster-enabled redis-server with the delayed restarts of one node.
@@ -28,8 +32,8 @@ func (nc *nodeConfig) members() ([]*nodeConfig, error) {
 	if nc.cluster > maxClusterMasters {
 		return nil, usageErrorf("--cluster %d: at most %d masters per node", nc.cluster, maxClusterMasters)
 	}
-	if nc.port+nc.cluster-1 > 65535 {
-		return nil, usageErrorf("--cluster %d from --port %d runs past port 65535", nc.cluster, nc.port)
+	if nc.port+nc.cluster-1+clusterBusOffset > 65535 {
+		return nil, usageErrorf("--cluster %d from --port %d: the masters' cluster bus ports (port + %d) run past port 65535", nc.cluster, nc.port, clusterBusOffset)
 	}
 	out := make([]*nodeConfig, nc.cluster)
 	for i := range out {
@@ -44,6 +48,11 @@ func (nc *nodeConfig) members() ([]*nodeConfig, error) {
 			return nil, usageErrorf("--dir %q: %v", m.dir, err)
 		}
 		if err := m.portFree(); err != nil {
+			return nil, err
+		}
+		// Each master also listens on its cluster bus port: taken, the
+		// master exits at once with the reason in its log only.
+		if err := m.listenFree(strconv.Itoa(m.port+clusterBusOffset), "port "+strconv.Itoa(m.port)); err != nil {
 			return nil, err
 		}
 		out[i] = &m
@@ -70,7 +79,7 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 	for _, m := range members {
 		m.stop = stopAll
 		go func() {
-			err := m.run(ctx, io.Discard, stderr)
+			err := m.run(ctx, stderr, stderr) // stdout carries the node URL only
 			if err != nil {
 				err = fmt.Errorf("master on port %d: %w", m.port, err)
 			}

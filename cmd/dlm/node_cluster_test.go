@@ -139,3 +139,23 @@ func TestNodeClusterMasterCrashStopsTheNode(t *testing.T) {
 		}
 	}
 }
+
+// dlm node --cluster refuses a master whose cluster bus port (port +
+// 10000) is taken, before it starts anything. Before, the master exited
+// at once with the reason in its discarded log only ("redis-server ended
+// uncleanly (exit status 1)"), and dlm node waited on without printing the
+// node URL (attack review: the bus port was an outgoing connection's
+// ephemeral port).
+func TestNodeClusterBusPortTaken(t *testing.T) {
+	redlocktest.Require(t)
+	port := freeRun(t, 3)
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1+10000))
+	if err != nil {
+		t.Skipf("cannot take the bus port: %v", err)
+	}
+	defer ln.Close()
+	r := runDLM(t, 30*time.Second, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(), "--max-ttl", "1s")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "cluster bus port of port "+strconv.Itoa(port+1)) {
+		t.Errorf("exit %d, want %d naming the bus port; stderr: %s", r.code, exitUsage, r.stderr)
+	}
+}
