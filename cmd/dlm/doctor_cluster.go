@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"slices"
 	"sort"
 	"strconv"
@@ -61,17 +62,31 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 	cp.Info = parseInfo(info)
 	maxTTL, _ := cc.Get(ctx, nodeMaxTTLKey).Result() // one key, on one master
 	var mu sync.Mutex
+	var fromMasters [][2]string // replicas each master reports
 	_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
 		p := probeNode(ctx, m, m.Options().Addr, redlock.DefaultKeyPrefix)
 		p.NodeMaxTTL = maxTTL
+		repl, _ := m.Info(ctx, "replication").Result()
 		mu.Lock()
 		cp.Masters = append(cp.Masters, p)
+		for _, r := range connectedReplicas(repl) {
+			fromMasters = append(fromMasters, [2]string{r, p.Node})
+		}
 		mu.Unlock()
 		return nil
 	})
 	nodes, _ := cc.ClusterNodes(ctx).Result()
+	// CLUSTER NODES of the seed may not list a replica yet (the cluster
+	// bus spreads the news in a few seconds), while its master already
+	// serves it: a master's own list counts too.
+	replicas := clusterReplicas(nodes)
+	for _, r := range fromMasters {
+		if !slices.ContainsFunc(replicas, func(x [2]string) bool { return x[0] == r[0] }) {
+			replicas = append(replicas, r)
+		}
+	}
 	var wg sync.WaitGroup
-	for _, r := range clusterReplicas(nodes) {
+	for _, r := range replicas {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -96,6 +111,32 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 	wg.Wait()
 	sort.Slice(cp.Masters, func(i, j int) bool { return cp.Masters[i].Node < cp.Masters[j].Node })
 	return cp
+}
+
+// connectedReplicas reads a master's INFO replication: the address of
+// each replica connected to it (slaveN:ip=...,port=...).
+func connectedReplicas(info string) []string {
+	var out []string
+	for k, v := range parseInfo(info) {
+		if !strings.HasPrefix(k, "slave") || !strings.Contains(v, "ip=") {
+			continue
+		}
+		var ip, port string
+		for _, kv := range strings.Split(v, ",") {
+			name, val, _ := strings.Cut(kv, "=")
+			switch name {
+			case "ip":
+				ip = val
+			case "port":
+				port = val
+			}
+		}
+		if ip != "" && port != "" {
+			out = append(out, net.JoinHostPort(ip, port))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // clusterReplicas reads CLUSTER NODES: each replica's address and its

@@ -93,3 +93,22 @@ func TestStatusCluster(t *testing.T) {
 		}
 	}
 }
+
+// A master's INFO replication names the replicas connected to it, which
+// doctor judges even before the seed's CLUSTER NODES lists them (attack
+// review: 3 s after the cluster was created, doctor said "no replicas"
+// of two masters whose replicas the seed did not know of yet).
+func TestConnectedReplicas(t *testing.T) {
+	info := "# Replication\r\nrole:master\r\nconnected_slaves:2\r\n" +
+		"slave0:ip=127.0.0.1,port=7004,state=online,offset=42,lag=0\r\n" +
+		"slave1:ip=::1,port=7005,state=wait_bgsave,offset=0,lag=0\r\n" +
+		"master_failover_state:no-failover\r\n"
+	got := connectedReplicas(info)
+	want := []string{"127.0.0.1:7004", "[::1]:7005"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("connectedReplicas = %q, want %q", got, want)
+	}
+	if got := connectedReplicas("# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"); len(got) != 0 {
+		t.Errorf("no replicas: got %q", got)
+	}
+}
