@@ -140,6 +140,14 @@ func TestParseNodeURL(t *testing.T) {
 		{raw: "redis://h:1/x", err: "database"},
 		{raw: "unix://", err: "no socket path"},
 		{raw: "", err: "no scheme"},
+		// A parameter dlm does not know, or one given twice, would be
+		// ignored in silence (attack review: cluster=true&cluster=false
+		// read as a cluster, junk=1 ignored).
+		{raw: "redis://h:1?junk=1", err: `unknown parameter "junk"`},
+		{raw: "redis://h:1?clsuter=true", err: `unknown parameter "clsuter"`},
+		{raw: "redis://h:1?cluster=true&cluster=false", err: `parameter "cluster" given 2 times`},
+		{raw: "redis://h:1?db=1&db=2", err: `parameter "db" given 2 times`},
+		{raw: "rediss://h:1?tls-ca-file=ca.pem", network: "tcp", addr: "h:1", tls: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.raw, func(t *testing.T) {

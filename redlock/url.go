@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -22,6 +23,10 @@ import (
 // discovered from them): redis://10.0.0.1:7000?cluster=true&addr=10.0.0.2:7000.
 // It has no database number (a cluster has only database 0) and no unix
 // socket.
+//
+// The parameters a node URL may have are db, cluster, addr and the TLS
+// files the dlm command reads (tls-ca-file, tls-cert-file, tls-key-file);
+// any other, or one given twice (addr aside), is refused.
 type NodeURL struct {
 	// Raw is the URL as given.
 	Raw string
@@ -122,6 +127,9 @@ func ParseNodeURL(raw string) (NodeURL, error) {
 	default:
 		return NodeURL{}, invalidf("node URL %q: unknown scheme %q; %s", shown, u.Scheme, expected)
 	}
+	if err := checkParams(u.Query(), shown); err != nil {
+		return NodeURL{}, err
+	}
 	if db := u.Query().Get("db"); db != "" {
 		d, err := strconv.Atoi(db)
 		if err != nil || d < 0 {
@@ -133,6 +141,27 @@ func ParseNodeURL(raw string) (NodeURL, error) {
 		return NodeURL{}, err
 	}
 	return n, nil
+}
+
+// urlParams names the parameters a node URL may have: db, cluster and
+// addr here, and the TLS files that the dlm command reads (a library
+// caller sets TLS on its own client).
+const urlParams = "db, cluster, addr, tls-ca-file, tls-cert-file, tls-key-file"
+
+// checkParams refuses a parameter a node URL may not have (a misspelt one
+// would be ignored in silence), and one given twice other than addr (which
+// of cluster=true&cluster=false holds?). Values are never shown: a
+// parameter may be where a password was misplaced.
+func checkParams(q url.Values, shown string) error {
+	for name, vs := range q {
+		switch {
+		case !slices.Contains(strings.Split(urlParams, ", "), name):
+			return invalidf("node URL %q: unknown parameter %q; a node URL may have %s", shown, name, urlParams)
+		case name != "addr" && len(vs) > 1:
+			return invalidf("node URL %q: parameter %q given %d times; give it once", shown, name, len(vs))
+		}
+	}
+	return nil
 }
 
 // parseCluster reads the cluster and addr parameters of a node URL.
