@@ -248,6 +248,10 @@ func checkNode(p probe) []finding {
 	add := func(sev severity, rule, what, fix string) {
 		fs = append(fs, finding{Sev: sev, Node: p.Node, Rule: rule, What: what, Fix: fix})
 	}
+	if p.ClusterEnabled {
+		add(sevFail, "R2", "is a master of a Redis Cluster, named without cluster=true: a lock whose key hashes to another master's slots gets MOVED and fails on this node",
+			"add ?cluster=true to this node's URL (and &addr=host:port for more seed masters); the whole cluster is then one node")
+	}
 	switch {
 	case p.Role == "slave" || p.Master != "":
 		add(sevFail, "R2", "is a replica of "+orDash(p.Master)+": it is not an independent master, and a failover to it can lose lock keys (replication is asynchronous)",

@@ -71,6 +71,16 @@ func TestDoctorCluster(t *testing.T) {
 			t.Errorf("doctor does not name master %s:\n%s", m, r.stdout)
 		}
 	}
+	if strings.Contains(r.stdout, "without cluster=true") {
+		t.Errorf("doctor says a cluster node lacks cluster=true:\n%s", r.stdout)
+	}
+	// One master named as a plain node: doctor says to add cluster=true
+	// (attack review: dlm lock then failed with MOVED and doctor said
+	// nothing of it).
+	r = runDLM(t, 30*time.Second, nil, "doctor", "--nodes", "redis://"+c.Addrs()[0])
+	if r.code == 0 || !strings.Contains(r.stdout, "without cluster=true") || !strings.Contains(r.stdout, "?cluster=true") {
+		t.Errorf("doctor of a cluster master named without cluster=true: exit %d:\n%s", r.code, r.stdout)
+	}
 }
 
 // dlm status reads a cluster node's lock keys by their hash-tagged names.

@@ -40,6 +40,9 @@ type probe struct {
 	Role     string
 	Master   string
 	Replicas int
+	// ClusterEnabled is INFO cluster's cluster_enabled:1: a master of a
+	// Redis Cluster (a URL without cluster=true reaches one master only).
+	ClusterEnabled bool
 	// Keys counts the lock keys under the prefix (at most maxKeysCounted).
 	Keys int
 	// Config holds CONFIG GET answers (maxmemory-policy, maxmemory,
@@ -93,9 +96,10 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 		return p
 	}
 	p.RTT = time.Since(start)
-	if info, err := c.Info(ctx, "server", "replication").Result(); err == nil {
+	if info, err := c.Info(ctx, "server", "replication", "cluster").Result(); err == nil {
 		kv := parseInfo(info)
 		p.Version, p.RunID, p.Role = kv["redis_version"], kv["run_id"], kv["role"]
+		p.ClusterEnabled = kv["cluster_enabled"] == "1"
 		p.Replicas, _ = strconv.Atoi(kv["connected_slaves"])
 		if h := kv["master_host"]; h != "" {
 			p.Master = h + ":" + kv["master_port"]
