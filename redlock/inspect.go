@@ -175,7 +175,7 @@ type nodeRead struct {
 // returns each node's read (values included, for ForceRelease). owners
 // caches the owner labels by tag.
 func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource string, owners map[string]string) (LockInfo, []nodeRead) {
-	key, fenceKey := c.one(resource).key, c.opts.fencePrefix+resource
+	key, fenceKey := c.one(resource).key, c.opts.keyOf(c.opts.fencePrefix, resource)
 	reads := make([]nodeRead, len(nodes))
 	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
 		st, err := n.Inspect(ctx, key)
@@ -314,8 +314,8 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 			}
 			mu.Lock()
 			for _, k := range keys {
-				if r, ok := strings.CutPrefix(k, prefix); ok && r != "" {
-					names[r] = true
+				if strings.HasPrefix(k, prefix) && len(k) > len(prefix) {
+					names[c.opts.resourceOf(prefix, k)] = true // hash tags too (keys.go)
 				}
 			}
 			seen += len(keys)
