@@ -13,7 +13,8 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// freeRun returns the first of n consecutive free loopback ports.
+// freeRun returns the first of n consecutive free loopback ports whose
+// cluster bus ports (each + 10000) are free too.
 func freeRun(t *testing.T, n int) int {
 	t.Helper()
 	for try := 0; try < 50; try++ {
@@ -23,8 +24,15 @@ func freeRun(t *testing.T, n int) int {
 		}
 		base := l.Addr().(*net.TCPAddr).Port
 		ls := []net.Listener{l}
-		ok := base+n-1 <= 65535
-		for p := base + 1; ok && p < base+n; p++ {
+		ok := base+n-1+clusterBusOffset <= 65535
+		for i := 0; ok && i < 2*n; i++ {
+			p := base + i
+			if i >= n {
+				p = base + i - n + clusterBusOffset
+			}
+			if p == base {
+				continue
+			}
 			l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 			if err != nil {
 				ok = false
