@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,9 +52,10 @@ func freeRun(t *testing.T, n int) int {
 	return 0
 }
 
-// dlm node --cluster 3 forms a cluster of three masters, prints its node
-// URL, serves keys over every slot, and stops cleanly on SIGTERM.
-func TestNodeCluster(t *testing.T) {
+// startClusterNode starts dlm node --cluster 3 on a free run of ports and
+// returns its first port, the process, its output and its end.
+func startClusterNode(t *testing.T) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan error) {
+	t.Helper()
 	redlocktest.Require(t)
 	port := freeRun(t, 3)
 	cmd, stdout, stderr := dlmCmd(t, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
@@ -63,6 +65,13 @@ func TestNodeCluster(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	return port, cmd, stdout, stderr, done
+}
+
+// dlm node --cluster 3 forms a cluster of three masters, prints its node
+// URL, serves keys over every slot, and stops cleanly on SIGTERM.
+func TestNodeCluster(t *testing.T) {
+	port, cmd, stdout, stderr, done := startClusterNode(t)
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -104,15 +113,7 @@ func TestNodeCluster(t *testing.T) {
 // went on running with that master's slots down, and a supervisor saw a
 // healthy process (attack review).
 func TestNodeClusterMasterCrashStopsTheNode(t *testing.T) {
-	redlocktest.Require(t)
-	port := freeRun(t, 3)
-	cmd, stdout, stderr := dlmCmd(t, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
-		"--max-ttl", "1s", "--", "--save", "", "--loglevel", "warning")
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	port, cmd, stdout, stderr, done := startClusterNode(t)
 	defer func() { _ = cmd.Process.Kill() }()
 	redlocktest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(stdout.String(), "cluster=true") },
 		"dlm node --cluster printed no node URL; log:\n%s", stderr.String())
