@@ -16,6 +16,9 @@ type waiter struct {
 	// split: its last attempt set some keys but missed the quorum (a
 	// split vote, R10); under handoff.mu.
 	split bool
+	// woke is the wake-up that the call's latest wait acted on; only the
+	// waiting call reads and writes it (handoff_wait.go: next).
+	woke wake
 
 	// The waiting Lock call, for a hand-over on its behalf.
 	ctx      context.Context

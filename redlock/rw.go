@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"time"
 
 	"dlm/redlock/adapter"
 )
@@ -225,7 +224,6 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		if err != nil {
 			return nil, err
 		}
-		start := time.Now()
 		req := adapter.Request{Op: adapter.OpRAcquire, Key: key, Value: value, TTL: o.ttl}
 		if mode == modeWrite {
 			req.Op, req.Waiter = adapter.OpWAcquire, waiter
@@ -254,7 +252,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		if final || aerr.Cause != nil {
 			return nil, aerr
 		}
-		if _, err := c.wait(ctx, o, time.Since(start), afterNothing, nil); err != nil {
+		if err := c.sleep(ctx, o); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}
