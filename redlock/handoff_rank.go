@@ -148,9 +148,9 @@ func (h *handoff) recordOwn(key, value string) bool {
 	return true
 }
 
-// rank is how many rank slots (retry.go: rankSlot) the longest waiter of a
-// key with turns ts lets pass after an announced release before its
-// attempt, so that the waiters of several clients woken by one release
+// rank is how many rank slots (handoff_wait.go: rankSlot) the longest
+// waiter of a key with turns ts lets pass after an announced release
+// before its attempt, so that the waiters of several clients woken by one release
 // attempt one after another, the client that has waited longest first,
 // instead of all at once (R10: in a herd the first to reach the nodes wins
 // at random, every other attempt is wasted, and votes may split). Every

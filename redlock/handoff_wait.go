@@ -135,7 +135,7 @@ const (
 	// split vote, R10).
 	afterSplit waitAfter = 1 << iota
 	// afterFirst: the attempt went at once on an announced release, the
-	// first of the clients' ranks (handoff.go: rank).
+	// first of the clients' ranks (handoff_rank.go: rank).
 	afterFirst
 )
 
@@ -169,7 +169,7 @@ func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) (slot, jitter ti
 // both took themselves for the first (a client just come, or one passed
 // over) went at once, and going at once again could split the votes again
 // (R10). After an attempt at the first rank (afterFirst), the timed retry
-// is one slot and a jitter (waitRetry). A waiter behind the front of its
+// is one slot and a jitter (next). A waiter behind the front of its
 // queue runs no timed retry until it reaches the front. It returns the
 // wake-up it acted on (zero after the timed retry): the lock when Unlock
 // handed one over.

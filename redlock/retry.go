@@ -29,6 +29,10 @@ type waiting interface {
 	// end ends the call's waiting; acquired tells whether it got the
 	// lock.
 	end(t target, tn turn, acquired bool)
+	// gaveBack is told that a call that ended on a failed attempt
+	// deleted the keys (key, or a set's keys) that its attempt had set,
+	// unannounced (R8.5): the waiters that failed on them may go.
+	gaveBack(key string, keys []string)
 	// close ends what the waiting keeps open; called by Client.Close once
 	// the background work is done.
 	close()
@@ -53,6 +57,7 @@ type timedWait struct{ c *Client }
 func (timedWait) first(context.Context, target, lockOptions) (turn, error) { return turn{}, nil }
 func (timedWait) mark(target) uint64                                       { return 0 }
 func (timedWait) end(target, turn, bool)                                   {}
+func (timedWait) gaveBack(string, []string)                                {}
 func (timedWait) close()                                                   {}
 
 func (w timedWait) next(ctx context.Context, _ target, o lockOptions, _ turn, _ time.Duration, _ *AcquireError) (turn, error) {
