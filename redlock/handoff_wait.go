@@ -25,9 +25,16 @@ func (h *handoff) first(ctx context.Context, t target, o lockOptions) (turn, err
 	if c.turnHook != nil {
 		c.turnHook(t.resource) // tests: a call about to look at the queue
 	}
+	if !h.queued(t.key) {
+		// Nobody waits: attempt at once, as joinBehind would have
+		// said at this moment, and make no waiter (it and its
+		// channels). A queue with waiters is joined in joinBehind's one
+		// step, which looks again.
+		return turn{}, nil
+	}
 	w := newWaiter(ctx, t.resource, o)
 	if !h.joinBehind(t.key, w) {
-		return turn{}, nil // nobody waits: attempt at once
+		return turn{}, nil // nobody waits any more: attempt at once
 	}
 	// No attempt of its own to bound its rank's slot after an
 	// announcement: the client's latest attempt stands in for it.
