@@ -76,7 +76,7 @@ type handoff struct {
 	// queue, too late to be woken (releasedMark). Written with mu held.
 	released [64]atomic.Uint64
 	queues   map[string][]*waiter
-	// sets holds the waiters for sets of resources, by key (multi.go):
+	// sets holds the waiters for sets of resources (multi.go), by key:
 	// they are woken by the release of any key of their set, and never
 	// stand in a key's queue.
 	sets map[string][]*waiter

@@ -92,7 +92,7 @@ func (h *handoff) notify(from int, key, value string) {
 	if len(q) > 0 {
 		h.give(q[0], wake{remote: true, slots: h.rank(ts), from: from})
 	}
-	h.wakeSets(key) // multi.go
+	h.wakeSets(key) // handoff_queue.go
 }
 
 // ownRelease wakes the longest-waiting waiter of key after this client's
@@ -107,7 +107,7 @@ func (h *handoff) ownRelease(key, value string) {
 	if len(q) == 0 && len(h.sets[key]) == 0 {
 		return
 	}
-	h.wakeSets(key) // multi.go
+	h.wakeSets(key) // handoff_queue.go
 	if len(q) == 0 {
 		return
 	}

@@ -67,7 +67,7 @@ func (h *handoff) end(t target, tn turn, acquired bool) {
 	switch {
 	case tn.place == nil:
 	case t.keys != nil:
-		h.leaveSet(t.keys, tn.place) // multi.go
+		h.leaveSet(t.keys, tn.place)
 	default:
 		h.leave(t.key, tn.place, acquired)
 	}
@@ -114,7 +114,7 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 	if w == nil {
 		w = newWaiter(ctx, t.resource, o)
 		w.split = split    // before it is shared (handoff_subs.go: confirmed)
-		h.joinTarget(t, w) // multi.go
+		h.joinTarget(t, w) // handoff_queue.go
 		tn.place = w
 		h.wakeIfReleased(t, w, tn.mark)
 	} else {
