@@ -45,7 +45,7 @@ const (
 // node answered beyond yes or no for the feature that made the fan: it
 // writes that before its answer, which Receive takes under the fan's mu.
 type nodeCall interface {
-	call(ctx context.Context, i int, req adapter.Request) (bool, error)
+	call(f *fan, i int) (bool, error)
 }
 
 // fan is one request to every node and the collection of its answers.
@@ -165,7 +165,7 @@ func (f *fan) call(i int) adapter.Call {
 // blocking runs the fan's request on node i by the blocking method.
 func (f *fan) blocking(i int) (bool, error) {
 	if f.by != nil {
-		return f.by.call(f.nctx, i, f.req)
+		return f.by.call(f, i)
 	}
 	return do(f.nctx, f.c.nodes[i], f.req)
 }

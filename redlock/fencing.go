@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"math"
 	"slices"
@@ -179,23 +178,23 @@ func (c *Client) fenced(resource string, names []string) nodeCall {
 
 // call runs phase 1 on node i: of one resource (acquire), a set
 // (multi.go) or a writer (rw.go).
-func (fa *fenceAcquire) call(ctx context.Context, i int, req adapter.Request) (bool, error) {
-	switch req.Op {
+func (fa *fenceAcquire) call(f *fan, i int) (bool, error) {
+	switch f.req.Op {
 	case opAcquireAllFenced:
-		return fa.acquireAll(ctx, i, req)
+		return fa.acquireAll(f, i)
 	case opWAcquireFenced:
-		return fa.acquireWrite(ctx, i, req)
+		return fa.acquireWrite(f, i)
 	}
-	return fa.acquire(ctx, i, req)
+	return fa.acquire(f, i)
 }
 
 // call runs phase 2 on node i: of one resource (raise) or a set
 // (multi.go).
-func (fr *fenceRaise) call(ctx context.Context, i int, req adapter.Request) (bool, error) {
-	if req.Op == opRaiseFences {
-		return fr.raiseAll(ctx, i, req)
+func (fr *fenceRaise) call(f *fan, i int) (bool, error) {
+	if f.req.Op == opRaiseFences {
+		return fr.raiseAll(f, i)
 	}
-	return fr.raiseOne(ctx, i, req)
+	return fr.raiseOne(f, i)
 }
 
 // confirm is phase 2 of a fenced acquisition, run once phase 1 (acq)
@@ -300,15 +299,15 @@ func (c *Client) floorKey(fenceKey string) string {
 
 // acquire runs phase 1 of a single-resource fenced acquisition on node i,
 // reading the floor key where the node has it.
-func (fa *fenceAcquire) acquire(ctx context.Context, i int, req adapter.Request) (bool, error) {
+func (fa *fenceAcquire) acquire(f *fan, i int) (bool, error) {
 	c := fa.c
 	fl, floored := c.nodes[i].(adapter.FenceFloorNode)
 	if !floored {
-		ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(ctx, req.Key, fa.key, req.Value, req.TTL)
+		ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.TTL)
 		fa.fences[i] = fence // read after the answer, under the fan's mu
 		return ok, err
 	}
-	ok, fence, kept, err := fl.AcquireFencedFloor(ctx, req.Key, fa.key, c.floorKey(fa.key), req.Value, req.TTL)
+	ok, fence, kept, err := fl.AcquireFencedFloor(f.nctx, f.req.Key, fa.key, c.floorKey(fa.key), f.req.Value, f.req.TTL)
 	fa.fences[i], fa.lost[i] = fence, !kept // read after the answer, under the fan's mu
 	return ok, err
 }
@@ -316,10 +315,10 @@ func (fa *fenceAcquire) acquire(ctx context.Context, i int, req adapter.Request)
 // raiseOne runs phase 2 of a single-resource fenced acquisition on node
 // i, repairing the node's floor where it has one and a node of the quorum
 // lost it.
-func (fr *fenceRaise) raiseOne(ctx context.Context, i int, req adapter.Request) (bool, error) {
+func (fr *fenceRaise) raiseOne(f *fan, i int) (bool, error) {
 	c := fr.c
 	if fl, floored := c.nodes[i].(adapter.FenceFloorNode); floored && fr.repair {
-		return fl.RaiseFenceRepair(ctx, req.Key, fr.key, c.floorKey(fr.key), req.Value, fr.token, c.opts.fenceRetention)
+		return fl.RaiseFenceRepair(f.nctx, f.req.Key, fr.key, c.floorKey(fr.key), f.req.Value, fr.token, c.opts.fenceRetention)
 	}
-	return c.nodes[i].(adapter.FencingNode).RaiseFence(ctx, req.Key, fr.key, req.Value, fr.token, c.opts.fenceRetention)
+	return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, fr.key, f.req.Value, fr.token, c.opts.fenceRetention)
 }

@@ -81,23 +81,23 @@ func doAll(ctx context.Context, n adapter.MultiNode, req adapter.Request) (bool,
 }
 
 // acquireAll runs phase 1 of fencing a set on node i (R18).
-func (fa *fenceAcquire) acquireAll(ctx context.Context, i int, req adapter.Request) (bool, error) {
+func (fa *fenceAcquire) acquireAll(f *fan, i int) (bool, error) {
 	n, err := multiFencing(fa.c, i)
 	if err != nil {
 		return false, err
 	}
-	ok, fence, err := n.AcquireAllFenced(ctx, req.Keys, fa.keys, req.Value, req.TTL)
+	ok, fence, err := n.AcquireAllFenced(f.nctx, f.req.Keys, fa.keys, f.req.Value, f.req.TTL)
 	fa.fences[i] = fence // read after the answer, under the fan's mu
 	return ok, err
 }
 
 // raiseAll runs phase 2 of fencing a set on node i (R18).
-func (fr *fenceRaise) raiseAll(ctx context.Context, i int, req adapter.Request) (bool, error) {
+func (fr *fenceRaise) raiseAll(f *fan, i int) (bool, error) {
 	n, err := multiFencing(fr.c, i)
 	if err != nil {
 		return false, err
 	}
-	return n.RaiseFences(ctx, req.Keys, fr.keys, req.Value, fr.token, fr.c.opts.fenceRetention)
+	return n.RaiseFences(f.nctx, f.req.Keys, fr.keys, f.req.Value, fr.token, fr.c.opts.fenceRetention)
 }
 
 // multiFencing returns node i of c as an adapter.MultiFencingNode.

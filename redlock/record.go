@@ -190,8 +190,8 @@ type recordPut struct {
 	record string
 }
 
-func (p *recordPut) call(ctx context.Context, i int, req adapter.Request) (bool, error) {
-	return p.c.nodes[i].(adapter.RecordNode).PutRecord(ctx, req.Key, p.key, req.Value, p.record, p.c.opts.fenceRetention)
+func (p *recordPut) call(f *fan, i int) (bool, error) {
+	return p.c.nodes[i].(adapter.RecordNode).PutRecord(f.nctx, f.req.Key, p.key, f.req.Value, p.record, p.c.opts.fenceRetention)
 }
 
 // recordGet is the nodeCall of ReadRecords: each node's record under key
@@ -203,8 +203,8 @@ type recordGet struct {
 	reads    []recordRead
 }
 
-func (g *recordGet) call(ctx context.Context, i int, req adapter.Request) (bool, error) {
-	rec, ok, fence, err := g.c.nodes[i].(adapter.RecordNode).ReadRecord(ctx, req.Key, g.key, g.fenceKey)
+func (g *recordGet) call(f *fan, i int) (bool, error) {
+	rec, ok, fence, err := g.c.nodes[i].(adapter.RecordNode).ReadRecord(f.nctx, f.req.Key, g.key, g.fenceKey)
 	g.reads[i] = recordRead{record: rec, ok: ok, fence: fence}
 	return ok, err
 }

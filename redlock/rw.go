@@ -38,12 +38,12 @@ func modeOf(op adapter.Op) lockMode {
 // acquireWrite runs a fenced writer's acquisition on node i (R18 phase
 // 1): the fence read goes where fencing.go's fenced acquisitions put
 // theirs.
-func (fa *fenceAcquire) acquireWrite(ctx context.Context, i int, req adapter.Request) (bool, error) {
+func (fa *fenceAcquire) acquireWrite(f *fan, i int) (bool, error) {
 	rn, ok := fa.c.nodes[i].(adapter.RWNode)
 	if !ok { // checkRW checks every node first
 		return false, invalidf("node %q does not implement adapter.RWNode", fa.c.names[i])
 	}
-	ok, fence, err := rn.WAcquireFenced(ctx, req.Key, fa.key, req.Value, req.Waiter, req.TTL)
+	ok, fence, err := rn.WAcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.Waiter, f.req.TTL)
 	fa.fences[i] = fence // read after the answer, under the fan's mu
 	return ok, err
 }
