@@ -127,7 +127,6 @@ func (c *Client) fenceFloor() uint64 {
 // the lock key is set as by an acquisition, and the node's fence read with
 // it. It confirms the grant with phase 2 (confirm).
 type fenceAcquire struct {
-	c    *Client
 	key  string   // the fence key of one resource
 	keys []string // a set's fence keys, in the order of its lock keys (multi.go)
 	// fences holds each node's fence, lost whether the node lost its
@@ -144,7 +143,6 @@ type fenceAcquire struct {
 // fenceRaise is the nodeCall of phase 2 (R18): raise each node's fence to
 // token where the lock key still holds the value.
 type fenceRaise struct {
-	c      *Client
 	key    string
 	keys   []string // a set's (multi.go)
 	token  uint64
@@ -158,7 +156,7 @@ func (c *Client) fenced(resource string, names []string) nodeCall {
 	if !c.opts.fencing {
 		return nil
 	}
-	fa := &fenceAcquire{c: c}
+	fa := &fenceAcquire{}
 	if names == nil {
 		fa.key = c.opts.keyOf(c.opts.fencePrefix, resource)
 	} else {
@@ -205,7 +203,7 @@ func (fr *fenceRaise) call(f *fan, i int) (bool, error) {
 // longer confirm (a fan, engine.go). Late answers are ignored: a late
 // raise is harmless, as raising is monotone.
 func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) confirmation {
-	c := fa.c
+	c := acq.c
 	if c.phaseHook != nil {
 		c.phaseHook(resource) // tests: a client frozen between the phases
 	}
@@ -238,7 +236,7 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 		res.at, res.failed, res.err = time.Now(), true, ErrClosed
 		return res
 	}
-	fa.raise = fenceRaise{c: c, key: fa.key, keys: fa.keys, token: token, repair: repair}
+	fa.raise = fenceRaise{key: fa.key, keys: fa.keys, token: token, repair: repair}
 	f.by = &fa.raise
 	c.send(f)
 	state, t2 := f.await()
@@ -300,7 +298,7 @@ func (c *Client) floorKey(fenceKey string) string {
 // acquire runs phase 1 of a single-resource fenced acquisition on node i,
 // reading the floor key where the node has it.
 func (fa *fenceAcquire) acquire(f *fan, i int) (bool, error) {
-	c := fa.c
+	c := f.c
 	fl, floored := c.nodes[i].(adapter.FenceFloorNode)
 	if !floored {
 		ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.TTL)
@@ -316,7 +314,7 @@ func (fa *fenceAcquire) acquire(f *fan, i int) (bool, error) {
 // i, repairing the node's floor where it has one and a node of the quorum
 // lost it.
 func (fr *fenceRaise) raiseOne(f *fan, i int) (bool, error) {
-	c := fr.c
+	c := f.c
 	if fl, floored := c.nodes[i].(adapter.FenceFloorNode); floored && fr.repair {
 		return fl.RaiseFenceRepair(f.nctx, f.req.Key, fr.key, c.floorKey(fr.key), f.req.Value, fr.token, c.opts.fenceRetention)
 	}

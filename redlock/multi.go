@@ -82,7 +82,7 @@ func doAll(ctx context.Context, n adapter.MultiNode, req adapter.Request) (bool,
 
 // acquireAll runs phase 1 of fencing a set on node i (R18).
 func (fa *fenceAcquire) acquireAll(f *fan, i int) (bool, error) {
-	n, err := multiFencing(fa.c, i)
+	n, err := multiFencing(f.c, i)
 	if err != nil {
 		return false, err
 	}
@@ -93,11 +93,11 @@ func (fa *fenceAcquire) acquireAll(f *fan, i int) (bool, error) {
 
 // raiseAll runs phase 2 of fencing a set on node i (R18).
 func (fr *fenceRaise) raiseAll(f *fan, i int) (bool, error) {
-	n, err := multiFencing(fr.c, i)
+	n, err := multiFencing(f.c, i)
 	if err != nil {
 		return false, err
 	}
-	return n.RaiseFences(f.nctx, f.req.Keys, fr.keys, f.req.Value, fr.token, fr.c.opts.fenceRetention)
+	return n.RaiseFences(f.nctx, f.req.Keys, fr.keys, f.req.Value, fr.token, f.c.opts.fenceRetention)
 }
 
 // multiFencing returns node i of c as an adapter.MultiFencingNode.

@@ -102,7 +102,7 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if f == nil {
 		return errors.Join(ErrRecordFailed, ErrClosed)
 	}
-	f.by = &recordPut{c: c, key: c.opts.keyOf(c.opts.recordPrefix, l.resource), record: record}
+	f.by = &recordPut{key: c.opts.keyOf(c.opts.recordPrefix, l.resource), record: record}
 	c.send(f)
 	_, t2 := f.await()
 	f.settle(false, false)
@@ -149,7 +149,7 @@ func (c *Client) ReadRecords(ctx context.Context, resource string) ([]RecordRead
 	if f == nil {
 		return nil, ErrClosed
 	}
-	rr := &recordGet{c: c, key: c.opts.keyOf(c.opts.recordPrefix, resource), fenceKey: c.opts.keyOf(c.opts.fencePrefix, resource), reads: make([]recordRead, len(c.nodes))}
+	rr := &recordGet{key: c.opts.keyOf(c.opts.recordPrefix, resource), fenceKey: c.opts.keyOf(c.opts.fencePrefix, resource), reads: make([]recordRead, len(c.nodes))}
 	f.by = rr
 	c.send(f)
 	f.await()
@@ -185,26 +185,24 @@ const (
 // recordPut is the nodeCall of PutRecord: store record under key where the
 // lock key holds the lock's value.
 type recordPut struct {
-	c      *Client
 	key    string
 	record string
 }
 
 func (p *recordPut) call(f *fan, i int) (bool, error) {
-	return p.c.nodes[i].(adapter.RecordNode).PutRecord(f.nctx, f.req.Key, p.key, f.req.Value, p.record, p.c.opts.fenceRetention)
+	return f.c.nodes[i].(adapter.RecordNode).PutRecord(f.nctx, f.req.Key, p.key, f.req.Value, p.record, f.c.opts.fenceRetention)
 }
 
 // recordGet is the nodeCall of ReadRecords: each node's record under key
 // and fence under fenceKey, written to reads before the node's answer.
 type recordGet struct {
-	c        *Client
 	key      string
 	fenceKey string
 	reads    []recordRead
 }
 
 func (g *recordGet) call(f *fan, i int) (bool, error) {
-	rec, ok, fence, err := g.c.nodes[i].(adapter.RecordNode).ReadRecord(f.nctx, f.req.Key, g.key, g.fenceKey)
+	rec, ok, fence, err := f.c.nodes[i].(adapter.RecordNode).ReadRecord(f.nctx, f.req.Key, g.key, g.fenceKey)
 	g.reads[i] = recordRead{record: rec, ok: ok, fence: fence}
 	return ok, err
 }

@@ -39,9 +39,9 @@ func modeOf(op adapter.Op) lockMode {
 // 1): the fence read goes where fencing.go's fenced acquisitions put
 // theirs.
 func (fa *fenceAcquire) acquireWrite(f *fan, i int) (bool, error) {
-	rn, ok := fa.c.nodes[i].(adapter.RWNode)
+	rn, ok := f.c.nodes[i].(adapter.RWNode)
 	if !ok { // checkRW checks every node first
-		return false, invalidf("node %q does not implement adapter.RWNode", fa.c.names[i])
+		return false, invalidf("node %q does not implement adapter.RWNode", f.c.names[i])
 	}
 	ok, fence, err := rn.WAcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.Waiter, f.req.TTL)
 	fa.fences[i] = fence // read after the answer, under the fan's mu
