@@ -42,17 +42,23 @@ func BenchmarkAcquire(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			ctx := b.Context()
-			b.ReportAllocs()
-			for b.Loop() {
-				l, err := bc.lock(c, ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchPairs(b, func(ctx context.Context) (*redlock.Lock, error) { return bc.lock(c, ctx) })
 		})
+	}
+}
+
+// benchPairs runs one acquisition by lock and its Unlock per iteration of
+// b, reporting allocations.
+func benchPairs(b *testing.B, lock func(ctx context.Context) (*redlock.Lock, error)) {
+	ctx := b.Context()
+	b.ReportAllocs()
+	for b.Loop() {
+		l, err := lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
