@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -32,17 +33,7 @@ func BenchmarkFencing(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			ctx := b.Context()
-			b.ReportAllocs()
-			for b.Loop() {
-				l, err := c.TryLock(ctx, "bench-"+bc.name)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			benchPairs(b, func(ctx context.Context) (*redlock.Lock, error) { return c.TryLock(ctx, "bench-"+bc.name) })
 		})
 	}
 }

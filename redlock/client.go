@@ -23,6 +23,7 @@ type Client struct {
 	opts   clientOptions
 	quorum int
 	values *valueSource
+	waits  waiting       // how a Lock call waits between attempts (retry.go)
 	hand   *handoff      // nil without hand-off (handoff.go)
 	obs    observers     // WithObserver, WithLogger (observer.go)
 	stop   chan struct{} // closed by Close: stops the extenders (life.go)
@@ -31,14 +32,14 @@ type Client struct {
 	// phase 2 of a fenced acquisition (fencing.go).
 	phaseHook func(resource string)
 	// turnHook, when set (by tests only), runs when a Lock call is about
-	// to look for waiters ahead of it (retry.go: waitTurn).
+	// to look for waiters ahead of it (handoff_wait.go: first).
 	turnHook func(resource string)
 
 	rmu sync.Mutex
 	rng *mrand.Rand
 	// lastAttempt is how long this client's latest acquisition attempt
 	// took (nanoseconds): the jitter bound of a waiter that has made no
-	// attempt of its own yet (waitTurn).
+	// attempt of its own yet (handoff_wait.go: first).
 	lastAttempt atomic.Int64
 
 	// ownerDue is when the owner note is due (owner.go), as time since
@@ -133,7 +134,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		born:   time.Now(),
 		heard:  make([]atomic.Int64, len(nodes)),
 	}
-	c.hand = newHandoff(c)
+	c.waits = c.newWaiting() // handoff.go
 	return c, nil
 }
 
@@ -165,7 +166,7 @@ func (c *Client) Close() error {
 	close(c.stop)
 	c.mu.Unlock()
 	c.bg.Wait()
-	c.hand.close()
+	c.waits.close()
 	var errs []error
 	for _, n := range c.nodes {
 		if cl, ok := n.(io.Closer); ok {
@@ -296,28 +297,28 @@ func (c *Client) Lock(ctx context.Context, resource string, opts ...LockOption) 
 	return c.acquire(ctx, c.one(resource), o)
 }
 
-// acquire is Lock and TryLock: attempts (R8) until one succeeds, the tries
-// run out, ctx ends or the client is closed, waiting between them (R10,
-// retry.go) or for a hand-over from this client's Unlock (handoff.go).
+// acquire is Lock and TryLock: attempts (R8, attempt.go) until one
+// succeeds, the tries run out, ctx ends or the client is closed, waiting
+// between them as the client's waiting says (retry.go): the timed random
+// delay of R10, or the hand-off's queue, where a lock handed over by this
+// client's Unlock ends the wait.
 func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, error) {
 	resource := t.resource
 	if c.isClosed() {
 		return nil, c.stopped(resource, 0, nil, ErrClosed)
 	}
 	var last *AcquireError
-	var w *waiter // hand-off queue place, after the first failure
 	acquired := false
-	defer func() { c.leaveHandoff(t, w, acquired) }()
-	// A lock handed over by this client's Unlock (handoff.go) arrives in
-	// wk; no barging past this client's waiters.
-	wk, err := c.waitTurn(ctx, t, o, &w)
+	// No barging past this client's calls that wait for the same key.
+	tn, err := c.waits.first(ctx, t, o)
+	defer func() { c.waits.end(t, tn, acquired) }()
 	if err != nil {
 		return nil, c.stopped(resource, 0, nil, err)
 	}
 	for try := 1; ; try++ {
-		if wk.lock != nil {
+		if tn.lock != nil {
 			acquired = true
-			return wk.lock, nil
+			return tn.lock, nil
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, c.stopped(resource, try-1, last, err)
@@ -330,7 +331,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		if err != nil {
 			return nil, err
 		}
-		mark := c.hand.releasedMark(t)
+		tn.mark = c.waits.mark(t)
 		start := time.Now()
 		// A value of the caller's (WithValue) is the same in every
 		// attempt: a failed attempt then waits for every node's answer
@@ -355,7 +356,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		if final || aerr.Cause != nil {
 			return nil, aerr
 		}
-		if wk, err = c.waitRetry(ctx, t, o, elapsed, aerr, wk, mark, &w); err != nil {
+		if tn, err = c.waits.next(ctx, t, o, tn, elapsed, aerr); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}

@@ -14,13 +14,15 @@ import (
 // fencing raise, an extension, a release, a hand-over) is one fan: the same
 // request started on every node at once (R15), through AsyncNode.Start when
 // every node has it (no goroutine per node; the adapter may batch), else on
-// one goroutine per node that calls the blocking method. The answers are
-// collected until the fan's stop rule holds (stopDecided: the pure quorum
-// rule of quorum.go says reached or impossible; stopQuorum: a quorum
-// succeeded or every node answered) or the node timeout passes (R8.2). The
-// caller then settles the fan once, which fixes the rule for the answers
-// still to come (late answers): a failed acquisition releases every node's
-// key, early and late (R8.5, R11); every other operation ignores them.
+// one goroutine per node that calls the blocking method, or the fan's
+// nodeCall, which a feature gives for requests that only blocking methods
+// carry (fencing's phases, records). The answers are collected until the
+// fan's stop rule holds (stopDecided: the pure quorum rule of quorum.go says
+// reached or impossible; stopQuorum: a quorum succeeded or every node
+// answered) or the node timeout passes (R8.2). The caller then settles the
+// fan once, which fixes the rule for the answers still to come (late
+// answers): a failed acquisition releases every node's key, early and late
+// (R8.5, R11); every other operation ignores them.
 //
 // Each request counts in the client's background work (Client.bg) from its
 // start until its answer is settled, including the release that may follow
@@ -38,14 +40,13 @@ const (
 	stopAll
 )
 
-// The operations of a fan that only the blocking methods of FencingNode and
-// RecordNode carry; they never go to AsyncNode.Start.
-const (
-	opAcquireFenced adapter.Op = 200 + iota // phase 1 of fencing (R18)
-	opRaiseFence                            // phase 2 of fencing (R18)
-	opPutRecord                             // RecordNode.PutRecord (record.go)
-	opReadRecord                            // RecordNode.ReadRecord (record.go)
-)
+// nodeCall runs a fan's request on node i by a blocking method that
+// AsyncNode does not carry (fencing's phases, records), and keeps what the
+// node answered beyond yes or no for the feature that made the fan: it
+// writes that before its answer, which Receive takes under the fan's mu.
+type nodeCall interface {
+	call(f *fan, i int) (bool, error)
+}
 
 // fan is one request to every node and the collection of its answers.
 type fan struct {
@@ -70,18 +71,9 @@ type fan struct {
 	// blocking nodes waits for them before its release (Lock.inflight).
 	inflight sync.WaitGroup
 
-	// Fencing (blocking methods only).
-	fenceKey  string
-	fenceKeys []string // a set's (multi.go)
-	token     uint64
-	fences    []uint64 // phase 1: each node's fence, written before its answer
-	lost      []bool   // phase 1: the node lost its fence values (fencing.go)
-	repair    bool     // phase 2: the raise repairs the nodes that lost them
-
-	// Records (record.go; blocking methods only).
-	recordKey string
-	record    string
-	records   []recordRead // each node's read, written before its answer
+	// by carries the request where AsyncNode does not (fencing,
+	// records); nil: AsyncNode.Start, or the node's blocking method (do).
+	by nodeCall
 
 	mu        sync.Mutex
 	rs        []reply
@@ -96,10 +88,12 @@ type fan struct {
 	rctx      context.Context
 	rcancel   context.CancelFunc // of rctx, at the last release's answer
 	releasing int                // releases not answered yet
-	// freed: a release deleted a key. gaveBack, when set before settle,
-	// runs once the last release is answered when freed is set.
+	// freed: a release deleted a key. gaveBack, when set before settle:
+	// the call that made the fan ends on it, so once the last release is
+	// answered with freed set, its client's waiting hears that the keys
+	// were given back (waiting.gaveBack).
 	freed    bool
-	gaveBack func()
+	gaveBack bool
 	early    sync.WaitGroup // releases of the nodes that answered before the decision
 	late     sync.WaitGroup // releases of the others
 
@@ -159,10 +153,8 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 func (f *fan) cancel() { f.rc.cancel() }
 
 // async reports whether the fan's requests go through AsyncNode.Start.
-// The operations of read-write locks (rw.go) run by the blocking methods
-// of adapter.RWNode too.
 func (f *fan) async() bool {
-	return f.c.async != nil && f.req.Op < opAcquireFenced && !isRWOp(f.req.Op)
+	return f.c.async != nil && f.by == nil && startable(f.req.Op)
 }
 
 // call is the fan's request on node i, for AsyncNode.Start.
@@ -172,18 +164,10 @@ func (f *fan) call(i int) adapter.Call {
 
 // blocking runs the fan's request on node i by the blocking method.
 func (f *fan) blocking(i int) (bool, error) {
-	c := f.c
-	switch f.req.Op {
-	case opAcquireFenced, opRaiseFence:
-		return f.blockingFence(i) // fencing.go
-	case opAcquireAllFenced, opRaiseFences:
-		return f.blockingAll(i) // multi.go
-	case opWAcquireFenced:
-		return f.blockingWrite(i) // rw.go
-	case opPutRecord, opReadRecord:
-		return f.recordOp(i)
+	if f.by != nil {
+		return f.by.call(f, i)
 	}
-	return do(f.nctx, c.nodes[i], f.req)
+	return do(f.nctx, f.c.nodes[i], f.req)
 }
 
 // send starts fans on every node, in order on each node: a node executes
@@ -250,13 +234,13 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 		f.releasing--
 		last := f.releasing == 0
 		f.freed = f.freed || (ok && err == nil)
-		gaveBack := f.freed && last && f.gaveBack != nil
+		gaveBack := f.freed && last && f.gaveBack
 		f.mu.Unlock()
 		if last {
 			f.rcancel()
 		}
 		if gaveBack {
-			f.gaveBack()
+			c.waits.gaveBack(f.req.Key, f.req.Keys)
 		}
 		if tag < 2*n {
 			f.early.Done()
@@ -727,7 +711,7 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
 // a key that was set. Its answer comes back to Receive with tag.
 func (f *fan) releaseNode(i, tag int) {
 	c := f.c
-	req := adapter.Request{Op: setOp(releaseOp(f.req.Op), f.req.Keys), Key: f.req.Key, Keys: f.req.Keys, Value: f.req.Value}
+	req := undo(f.req)
 	if f.async() {
 		c.async[i].Start(f.rctx, req, f, tag)
 		return

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"math"
 	"slices"
@@ -14,6 +13,14 @@ import (
 
 // DefaultFencePrefix is the default prefix of the fence keys (WithFencePrefix).
 const DefaultFencePrefix = "dlm:fence:"
+
+// The operations of fencing's fans (R18), carried by the blocking methods
+// of adapter.FencingNode (fenceAcquire, fenceRaise), never by
+// AsyncNode.Start; a set's are multi.go's, a writer's rw.go's.
+const (
+	opAcquireFenced adapter.Op = 200 + iota // phase 1
+	opRaiseFence                            // phase 2
+)
 
 // WithFencing makes every lock of the client carry a fencing token (R18):
 // Lock.Token is strictly greater than the token of every earlier grant of
@@ -116,34 +123,99 @@ func (c *Client) fenceFloor() uint64 {
 	return uint64(max(0, time.Now().UnixMicro()))
 }
 
-// fenceResult is the outcome of phase 2. Its zero value is "no fencing".
-type fenceResult struct {
-	token  uint64
-	nodes  []NodeResult // each node's outcome (Acquired: confirmed)
-	at     time.Time    // the deciding reply
-	failed bool         // too few nodes confirmed, or err
-	err    error        // what stopped phase 2 before it started
+// fenceAcquire is the nodeCall of phase 1 of a fenced acquisition (R18):
+// the lock key is set as by an acquisition, and the node's fence read with
+// it. It confirms the grant with phase 2 (confirm).
+type fenceAcquire struct {
+	key  string   // the fence key of one resource
+	keys []string // a set's fence keys, in the order of its lock keys (multi.go)
+	// fences holds each node's fence, lost whether the node lost its
+	// fence values (the restart repair), each written before the node's
+	// answer and read after it, under the fan's mu.
+	fences []uint64
+	lost   []bool
+	raise  fenceRaise // phase 2's call, in the same allocation
+
+	fencesBuf [7]uint64 // fences and lost for up to 7 nodes
+	lostBuf   [7]bool
 }
 
-// fence is phase 2 of a fenced acquisition, run once phase 1 reached a
-// quorum (R18): compute the token from the fences that the nodes of the
-// acquiring quorum read (phase1 and fences, in node order), then raise every
-// node's fence to it where the lock key still holds value, and decide as
-// soon as a quorum confirmed or can no longer confirm (a fan, engine.go).
-// Late answers are ignored: a late raise is harmless, as raising is monotone.
-func (c *Client) fence(ctx context.Context, resource string, acq *fan, phase1 []NodeResult) fenceResult {
+// fenceRaise is the nodeCall of phase 2 (R18): raise each node's fence to
+// token where the lock key still holds the value.
+type fenceRaise struct {
+	key    string
+	keys   []string // a set's (multi.go)
+	token  uint64
+	repair bool // repair the nodes that lost their fence values
+}
+
+// fenced returns the nodeCall of phase 1 of an acquisition of resource
+// (names: a set's resource names), on a client with fencing, or nil
+// without fencing.
+func (c *Client) fenced(resource string, names []string) nodeCall {
+	if !c.opts.fencing {
+		return nil
+	}
+	fa := &fenceAcquire{}
+	if names == nil {
+		fa.key = c.opts.keyOf(c.opts.fencePrefix, resource)
+	} else {
+		fa.keys = make([]string, len(names))
+		for i, name := range names {
+			fa.keys[i] = c.opts.keyOf(c.opts.fencePrefix, name)
+		}
+	}
+	n := len(c.nodes)
+	fa.fences, fa.lost = fa.fencesBuf[:0], fa.lostBuf[:0]
+	if n > len(fa.fencesBuf) {
+		fa.fences, fa.lost = make([]uint64, 0, n), make([]bool, 0, n)
+	}
+	fa.fences, fa.lost = fa.fences[:n], fa.lost[:n]
+	return fa
+}
+
+// call runs phase 1 on node i: of one resource (acquire), a set
+// (multi.go) or a writer (rw.go).
+func (fa *fenceAcquire) call(f *fan, i int) (bool, error) {
+	switch f.req.Op {
+	case opAcquireAllFenced:
+		return fa.acquireAll(f, i)
+	case opWAcquireFenced:
+		return fa.acquireWrite(f, i)
+	}
+	return fa.acquire(f, i)
+}
+
+// call runs phase 2 on node i: of one resource (raise) or a set
+// (multi.go).
+func (fr *fenceRaise) call(f *fan, i int) (bool, error) {
+	if f.req.Op == opRaiseFences {
+		return fr.raiseAll(f, i)
+	}
+	return fr.raiseOne(f, i)
+}
+
+// confirm is phase 2 of a fenced acquisition, run once phase 1 (acq)
+// reached a quorum within the validity (R18): compute the token from the
+// fences that the nodes of the acquiring quorum read (phase1, in node
+// order), then raise every node's fence to it where the lock key still
+// holds the value, and decide as soon as a quorum confirmed or can no
+// longer confirm (a fan, engine.go). Late answers are ignored: a late
+// raise is harmless, as raising is monotone.
+func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) confirmation {
+	c := acq.c
 	if c.phaseHook != nil {
 		c.phaseHook(resource) // tests: a client frozen between the phases
 	}
-	var res fenceResult
+	var res confirmation
 	read := make([]uint64, 0, c.quorum)
 	floor, repair := c.fenceFloor(), false
 	for i, r := range phase1 {
 		if r.Outcome == Acquired {
-			read = append(read, acq.fences[i])
+			read = append(read, fa.fences[i])
 			// A node of the quorum lost its fence values (the restart
 			// repair, see repairFloor).
-			repair = repair || (acq.lost != nil && acq.lost[i])
+			repair = repair || fa.lost[i]
 		}
 	}
 	if repair {
@@ -159,12 +231,13 @@ func (c *Client) fence(ctx context.Context, resource string, acq *fan, phase1 []
 	if acq.req.Keys != nil {
 		req = adapter.Request{Op: opRaiseFences, Keys: acq.req.Keys, Value: acq.req.Value} // multi.go
 	}
-	f := c.newFan(ctx, ctx, req, stopDecided)
+	f := c.newFan(acq.ctx, acq.ctx, req, stopDecided)
 	if f == nil {
 		res.at, res.failed, res.err = time.Now(), true, ErrClosed
 		return res
 	}
-	f.fenceKey, f.fenceKeys, f.token, f.repair = acq.fenceKey, acq.fenceKeys, token, repair
+	fa.raise = fenceRaise{key: fa.key, keys: fa.keys, token: token, repair: repair}
+	f.by = &fa.raise
 	c.send(f)
 	state, t2 := f.await()
 	f.settle(false, false)
@@ -211,29 +284,39 @@ const floorSuffix = ":floor"
 // clock in microseconds since the Unix epoch.
 func repairFloor() uint64 { return uint64(max(0, time.Now().UnixMicro())) }
 
-// blockingFence runs phase 1 or phase 2 of a single-resource fenced
-// acquisition on node i, with the floor key where the node has it.
-func (f *fan) blockingFence(i int) (bool, error) {
-	c := f.c
-	fl, floored := c.nodes[i].(adapter.FenceFloorNode)
-	floorKey := c.opts.fencePrefix
+// floorKey is the floor key of the fence key fenceKey (the restart
+// repair).
+func (c *Client) floorKey(fenceKey string) string {
 	if c.opts.hashTags {
 		// Every script runs on one slot (keys.go): each resource keeps
 		// its own floor, beside its fence key in the same hash tag.
-		floorKey = f.fenceKey + floorSuffix
+		return fenceKey + floorSuffix
 	}
-	if f.req.Op == opAcquireFenced {
-		if !floored || f.lost == nil {
-			ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.req.TTL)
-			f.fences[i] = fence // read after the answer, under f.mu
-			return ok, err
-		}
-		ok, fence, kept, err := fl.AcquireFencedFloor(f.nctx, f.req.Key, f.fenceKey, floorKey, f.req.Value, f.req.TTL)
-		f.fences[i], f.lost[i] = fence, !kept // read after the answer, under f.mu
+	return c.opts.fencePrefix
+}
+
+// acquire runs phase 1 of a single-resource fenced acquisition on node i,
+// reading the floor key where the node has it.
+func (fa *fenceAcquire) acquire(f *fan, i int) (bool, error) {
+	c := f.c
+	fl, floored := c.nodes[i].(adapter.FenceFloorNode)
+	if !floored {
+		ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.TTL)
+		fa.fences[i] = fence // read after the answer, under the fan's mu
 		return ok, err
 	}
-	if floored && f.repair {
-		return fl.RaiseFenceRepair(f.nctx, f.req.Key, f.fenceKey, floorKey, f.req.Value, f.token, c.opts.fenceRetention)
+	ok, fence, kept, err := fl.AcquireFencedFloor(f.nctx, f.req.Key, fa.key, c.floorKey(fa.key), f.req.Value, f.req.TTL)
+	fa.fences[i], fa.lost[i] = fence, !kept // read after the answer, under the fan's mu
+	return ok, err
+}
+
+// raiseOne runs phase 2 of a single-resource fenced acquisition on node
+// i, repairing the node's floor where it has one and a node of the quorum
+// lost it.
+func (fr *fenceRaise) raiseOne(f *fan, i int) (bool, error) {
+	c := f.c
+	if fl, floored := c.nodes[i].(adapter.FenceFloorNode); floored && fr.repair {
+		return fl.RaiseFenceRepair(f.nctx, f.req.Key, fr.key, c.floorKey(fr.key), f.req.Value, fr.token, c.opts.fenceRetention)
 	}
-	return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.token, c.opts.fenceRetention)
+	return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, fr.key, f.req.Value, fr.token, c.opts.fenceRetention)
 }

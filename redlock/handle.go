@@ -154,9 +154,9 @@ func (l *Lock) Handle() Handle {
 	l.mu.Lock()
 	until, ext, value := l.until, l.extensions, l.value
 	if l.passed {
-		value = "" // the next holder's (handoff.go: keep)
+		value = "" // the next holder's (handoff_handover.go: keep)
 	} else if l.shown != nil {
-		l.shown.Store(true) // never passed on (handoff.go: keep)
+		l.shown.Store(true) // never passed on (handoff_handover.go: keep)
 	}
 	l.mu.Unlock()
 	l.crossed.Store(true) // its extensions count on the nodes (bounds.go)

@@ -76,7 +76,7 @@ type handoff struct {
 	// queue, too late to be woken (releasedMark). Written with mu held.
 	released [64]atomic.Uint64
 	queues   map[string][]*waiter
-	// sets holds the waiters for sets of resources, by key (multi.go):
+	// sets holds the waiters for sets of resources (multi.go), by key:
 	// they are woken by the release of any key of their set, and never
 	// stand in a key's queue.
 	sets map[string][]*waiter
@@ -130,12 +130,19 @@ func newHandoff(c *Client) *handoff {
 	return h
 }
 
+// newWaiting returns the waiting of c's Lock calls (retry.go): the
+// hand-off's, setting c.hand, when the nodes support it and it is on, else
+// the timed random delay alone.
+func (c *Client) newWaiting() waiting {
+	if c.hand = newHandoff(c); c.hand != nil {
+		return c.hand
+	}
+	return timedWait{c}
+}
+
 // close ends the subscriptions; called by Client.Close once the background
 // work is done.
 func (h *handoff) close() {
-	if h == nil {
-		return
-	}
 	h.mu.Lock()
 	h.closed = true
 	ws := h.watches
@@ -145,19 +152,6 @@ func (h *handoff) close() {
 		if w != nil {
 			_ = w.Close()
 		}
-	}
-}
-
-// leaveHandoff takes a finished Lock call out of its key's queue, or a
-// LockAll call out of its set's waiters; acquired tells whether it got the
-// lock.
-func (c *Client) leaveHandoff(t target, w *waiter, acquired bool) {
-	switch {
-	case c.hand == nil || w == nil:
-	case t.keys != nil:
-		c.hand.leaveSet(t.keys, w) // multi.go
-	default:
-		c.hand.leave(t.key, w, acquired)
 	}
 }
 

@@ -1,9 +1,13 @@
 package redlock
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
-// The hand-off's queue: the waiters of each key, in FIFO order, and how
-// a release wakes the next of them (handoff.go has the overview).
+// The hand-off's queue: the waiters of each key, in FIFO order, the
+// waiters of sets, and how a release wakes the next of them (handoff.go
+// has the overview).
 
 // waiter is one Lock call waiting to retry. ch holds at most one pending
 // wake-up. head is closed when the waiter reaches the front of its queue.
@@ -16,6 +20,9 @@ type waiter struct {
 	// split: its last attempt set some keys but missed the quorum (a
 	// split vote, R10); under handoff.mu.
 	split bool
+	// woke is the wake-up that the call's latest wait acted on; only the
+	// waiting call reads and writes it (handoff_wait.go: next).
+	woke wake
 
 	// The waiting Lock call, for a hand-over on its behalf.
 	ctx      context.Context
@@ -225,7 +232,7 @@ func (h *handoff) gaveBack(key string, keys []string) {
 		if q := h.queues[key]; len(q) > 0 {
 			h.wake(q[0], false)
 		}
-		h.wakeSets(key) // multi.go
+		h.wakeSets(key)
 	}
 }
 
@@ -257,5 +264,61 @@ func (h *handoff) give(w *waiter, wk wake) {
 	select {
 	case w.ch <- wk:
 	default:
+	}
+}
+
+// The waiters of sets (LockAll): a set's waiter stands in no key's
+// queue, and is woken by the release of any key of its set.
+
+// joinTarget makes the waiter of a Lock or LockAll call after its first
+// failed attempt: in its key's queue for one resource (join), or among the
+// waiters of a set.
+func (h *handoff) joinTarget(t target, w *waiter) {
+	if t.keys == nil {
+		h.join(t.key, w)
+		return
+	}
+	// A set's waiter stands in no queue: it would hold up the waiters of
+	// one of its keys while another key is held. It runs its timed retry
+	// (R10) at once, as the front of a queue does, and is woken early by
+	// the release of any of its keys; Unlock never hands a lock over to it
+	// (handOver looks at the queues only), so a set is never handed one
+	// key of its set.
+	close(w.head)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, key := range t.keys {
+		if len(h.queues[key]) == 0 && len(h.sets[key]) == 0 {
+			h.subscribe(key, true)
+		}
+		h.sets[key] = append(h.sets[key], w)
+	}
+}
+
+// leaveSet takes a set's waiter w out of the waiters of keys; the last
+// waiter of a key unsubscribes from it.
+func (h *handoff) leaveSet(keys []string, w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, key := range keys {
+		s := slices.DeleteFunc(h.sets[key], func(x *waiter) bool { return x == w })
+		if len(s) > 0 {
+			h.sets[key] = s
+			continue
+		}
+		delete(h.sets, key)
+		if len(h.queues[key]) == 0 {
+			h.subscribe(key, false)
+		}
+	}
+}
+
+// wakeSets wakes every waiting set that has key, after a release of key:
+// each retries at once, as the first rank does (handoff_wait.go: wait; a jitter
+// only after a split vote, R10).
+// Called with h.mu held.
+func (h *handoff) wakeSets(key string) {
+	for _, w := range h.sets[key] {
+		h.wake(w, true)
 	}
 }

@@ -92,7 +92,7 @@ func (h *handoff) notify(from int, key, value string) {
 	if len(q) > 0 {
 		h.give(q[0], wake{remote: true, slots: h.rank(ts), from: from})
 	}
-	h.wakeSets(key) // multi.go
+	h.wakeSets(key) // handoff_queue.go
 }
 
 // ownRelease wakes the longest-waiting waiter of key after this client's
@@ -107,7 +107,7 @@ func (h *handoff) ownRelease(key, value string) {
 	if len(q) == 0 && len(h.sets[key]) == 0 {
 		return
 	}
-	h.wakeSets(key) // multi.go
+	h.wakeSets(key) // handoff_queue.go
 	if len(q) == 0 {
 		return
 	}
@@ -148,9 +148,9 @@ func (h *handoff) recordOwn(key, value string) bool {
 	return true
 }
 
-// rank is how many rank slots (retry.go: rankSlot) the longest waiter of a
-// key with turns ts lets pass after an announced release before its
-// attempt, so that the waiters of several clients woken by one release
+// rank is how many rank slots (handoff_wait.go: rankSlot) the longest
+// waiter of a key with turns ts lets pass after an announced release
+// before its attempt, so that the waiters of several clients woken by one release
 // attempt one after another, the client that has waited longest first,
 // instead of all at once (R10: in a herd the first to reach the nodes wins
 // at random, every other attempt is wasted, and votes may split). Every

@@ -33,7 +33,7 @@ type Lock struct {
 	run      int             // hand-overs in a row within the client that led to it
 	mode     lockMode        // exclusive, or a read or write lock (rw.go)
 	// shown is set once the value has left the client's keeping (Value,
-	// Handle) or was bound to a published record (PutRecord), shared by the locks that kept one value (handoff.go: keep);
+	// Handle) or was bound to a published record (PutRecord), shared by the locks that kept one value (handoff_handover.go: keep);
 	// nil where the value was known outside from the start (WithValue,
 	// Resume) or the lock is never kept (sets, read-write, fencing).
 	shown *atomic.Bool
@@ -52,18 +52,67 @@ type Lock struct {
 
 	mu         sync.Mutex
 	until      time.Time
-	passed     bool // kept by another Lock call (handoff.go: keep): Value and Handle show no value
+	passed     bool // kept by another Lock call (handoff_handover.go: keep): Value and Handle show no value
 	released   bool
 	extensions int // successful extensions (WithMaxExtensions)
 	// gone is set when an extension found too many nodes without the
 	// value: whatever Until says, the keys may be free, and a hand-over
-	// must not keep the lock (handoff.go: keep), even when Unlock had
+	// must not keep the lock (handoff_handover.go: keep), even when Unlock had
 	// already begun (the extender's answer comes while Unlock waits).
 	gone       bool
 	done       chan struct{} // Done; made at the grant (auto) or on demand
 	doneClosed bool          // done has been closed
 	err        error         // why the lock is no longer held (Err)
 	expiry     *time.Timer   // closes Done at Until, without auto-extension
+}
+
+// one is the target of Lock and TryLock: one resource, exclusive.
+func (c *Client) one(resource string) target {
+	return target{resource: resource, key: c.opts.keyOf(c.opts.prefix, resource), shape: exclusive{}}
+}
+
+// exclusive is the shape of Lock and TryLock (attempt.go): SET NX PX of
+// one key (R3), in its fenced form with WithFencing (R18, fencing.go).
+type exclusive struct{}
+
+func (exclusive) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
+	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Value: value, TTL: o.ttl}
+	by := c.fenced(t.resource, nil)
+	if by != nil {
+		req.Op = opAcquireFenced
+	}
+	return req, by
+}
+
+// newLock is the lock of the acquisition f, which a quorum granted within
+// its validity (attempt.go: decideAcquire), with o's ttl, the drift d and
+// the fencing token (0: none); from is the lock it was handed over from in
+// this client, or nil: the new lock continues its chain (runs and
+// extensions count on, WithHandoffLimit, R17). Its life begins (life.go:
+// grant).
+func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration, token uint64, from *Lock) *Lock {
+	l := &Lock{
+		client:   c,
+		resource: resource,
+		key:      f.req.Key,
+		keys:     f.req.Keys,
+		value:    f.req.Value,
+		ttl:      o.ttl,
+		drift:    d,
+		until:    f.t1.Add(o.ttl - d),
+		inflight: &f.inflight,
+		token:    token,
+		mode:     modeOf(f.req.Op), // rw.go
+	}
+	if from != nil {
+		l.run = from.run + 1
+		l.extensions = from.extensionsDone()
+	}
+	if l.mode == modeExclusive && l.keys == nil && token == 0 && !c.opts.fencing && !o.valueSet {
+		l.shown = new(atomic.Bool) // may be kept by a hand-over (handoff_handover.go)
+	}
+	c.grant(l, o) // auto-extension, Done (life.go)
+	return l
 }
 
 // Resource returns the name of the locked resource. For a set (LockAll),
@@ -484,7 +533,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return nil
 	case notHeld > len(c.nodes)-c.quorum:
 		l.mu.Lock()
-		l.gone = true // never kept (handoff.go: keep)
+		l.gone = true // never kept (handoff_handover.go: keep)
 		l.mu.Unlock()
 		return errors.Join(append([]error{ErrNotHeld}, errs...)...)
 	case !t2.Before(until):

@@ -4,7 +4,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"time"
 
 	"dlm/redlock/adapter"
 )
@@ -20,26 +19,25 @@ import (
 // set: see the package documentation.
 
 // The operations of a fan on a set that only the blocking methods of
-// adapter.MultiFencingNode carry (engine.go's opAcquireFenced and
+// adapter.MultiFencingNode carry (fencing.go's opAcquireFenced and
 // opRaiseFence for a set); they never go to AsyncNode.Start.
 const (
 	opAcquireAllFenced adapter.Op = 216 + iota // phase 1 of fencing a set (R18)
 	opRaiseFences                              // phase 2 of fencing a set (R18)
 )
 
-// target is what one acquisition locks: one resource, or a set.
-type target struct {
-	// resource names the target in errors and events: the resource, or
-	// the set's names in order, joined by ",".
-	resource string
-	key      string   // the lock key of one resource; "" for a set
-	names    []string // a set's resource names, sorted; nil for one resource
-	keys     []string // their lock keys, in the same order
-}
+// setShape is the shape of LockAll and TryLockAll on two or more
+// resources (attempt.go): every key of the set at once, only if none is
+// held (adapter.MultiNode), in its fenced form with WithFencing (R18).
+type setShape struct{}
 
-// one is the target of Lock and TryLock: one resource.
-func (c *Client) one(resource string) target {
-	return target{resource: resource, key: c.opts.keyOf(c.opts.prefix, resource)}
+func (setShape) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
+	req := adapter.Request{Op: adapter.OpAcquireAll, Keys: t.keys, Value: value, TTL: o.ttl}
+	by := c.fenced(t.resource, t.names)
+	if by != nil {
+		req.Op = opAcquireAllFenced
+	}
+	return req, by
 }
 
 // lockKeys returns the target's lock keys: its key, or a set's keys.
@@ -48,34 +46,6 @@ func (t target) lockKeys() []string {
 		return t.keys
 	}
 	return []string{t.key}
-}
-
-// acquireRequest is the request of one attempt on t (R3): SET NX PX for
-// one resource, AcquireAll for a set, and their fenced forms (R18).
-func (t target) acquireRequest(value string, ttl time.Duration, fencing bool) adapter.Request {
-	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Keys: t.keys, Value: value, TTL: ttl}
-	switch {
-	case t.keys != nil && fencing:
-		req.Op = opAcquireAllFenced
-	case t.keys != nil:
-		req.Op = adapter.OpAcquireAll
-	case fencing:
-		req.Op = opAcquireFenced
-	}
-	return req
-}
-
-// fenceKeys returns the fence keys of a set's resources (WithFencing), in
-// the order of its lock keys; nil for one resource.
-func (t target) fenceKeys(o *clientOptions) []string {
-	if t.keys == nil {
-		return nil
-	}
-	out := make([]string, len(t.names))
-	for i, name := range t.names {
-		out[i] = o.keyOf(o.fencePrefix, name)
-	}
-	return out
 }
 
 // setOp returns op's form for a set of keys (adapter.MultiNode) when keys is
@@ -110,19 +80,33 @@ func doAll(ctx context.Context, n adapter.MultiNode, req adapter.Request) (bool,
 	return false, invalidf("unknown node operation %v on a set", req.Op)
 }
 
-// blockingAll runs the fan's fenced request on a set on node i (R18).
-func (f *fan) blockingAll(i int) (bool, error) {
-	c := f.c
+// acquireAll runs phase 1 of fencing a set on node i (R18).
+func (fa *fenceAcquire) acquireAll(f *fan, i int) (bool, error) {
+	n, err := multiFencing(f.c, i)
+	if err != nil {
+		return false, err
+	}
+	ok, fence, err := n.AcquireAllFenced(f.nctx, f.req.Keys, fa.keys, f.req.Value, f.req.TTL)
+	fa.fences[i] = fence // read after the answer, under the fan's mu
+	return ok, err
+}
+
+// raiseAll runs phase 2 of fencing a set on node i (R18).
+func (fr *fenceRaise) raiseAll(f *fan, i int) (bool, error) {
+	n, err := multiFencing(f.c, i)
+	if err != nil {
+		return false, err
+	}
+	return n.RaiseFences(f.nctx, f.req.Keys, fr.keys, f.req.Value, fr.token, f.c.opts.fenceRetention)
+}
+
+// multiFencing returns node i of c as an adapter.MultiFencingNode.
+func multiFencing(c *Client, i int) (adapter.MultiFencingNode, error) {
 	n, ok := c.nodes[i].(adapter.MultiFencingNode)
 	if !ok { // LockAll checks every node first
-		return false, invalidf("node %q does not implement adapter.MultiFencingNode", c.names[i])
+		return nil, invalidf("node %q does not implement adapter.MultiFencingNode", c.names[i])
 	}
-	if f.req.Op == opAcquireAllFenced {
-		ok, fence, err := n.AcquireAllFenced(f.nctx, f.req.Keys, f.fenceKeys, f.req.Value, f.req.TTL)
-		f.fences[i] = fence // read after the answer, under f.mu
-		return ok, err
-	}
-	return n.RaiseFences(f.nctx, f.req.Keys, f.fenceKeys, f.req.Value, f.token, c.opts.fenceRetention)
+	return n, nil
 }
 
 // request is the request of op (OpRelease, OpExtend, ...) for l: on its
@@ -239,7 +223,7 @@ func (c *Client) settingsAll(resources []string, opts []LockOption) (target, loc
 // set is the target of a set of two or more names, sorted and distinct
 // (setNames).
 func (c *Client) set(names []string) target {
-	t := target{resource: strings.Join(names, ","), names: names, keys: make([]string, len(names))}
+	t := target{resource: strings.Join(names, ","), names: names, keys: make([]string, len(names)), shape: setShape{}}
 	for i, name := range names {
 		t.keys[i] = c.opts.keyOf(c.opts.prefix, name)
 	}
@@ -278,57 +262,4 @@ func (c *Client) checkMulti() error {
 		}
 	}
 	return nil
-}
-
-// joinTarget makes the waiter of a Lock or LockAll call after its first
-// failed attempt: in its key's queue for one resource (join), or among the
-// waiters of a set.
-func (h *handoff) joinTarget(t target, w *waiter) {
-	if t.keys == nil {
-		h.join(t.key, w)
-		return
-	}
-	// A set's waiter stands in no queue: it would hold up the waiters of
-	// one of its keys while another key is held. It runs its timed retry
-	// (R10) at once, as the front of a queue does, and is woken early by
-	// the release of any of its keys; Unlock never hands a lock over to it
-	// (handOver looks at the queues only), so a set is never handed one
-	// key of its set.
-	close(w.head)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, key := range t.keys {
-		if len(h.queues[key]) == 0 && len(h.sets[key]) == 0 {
-			h.subscribe(key, true)
-		}
-		h.sets[key] = append(h.sets[key], w)
-	}
-}
-
-// leaveSet takes a set's waiter w out of the waiters of keys; the last
-// waiter of a key unsubscribes from it.
-func (h *handoff) leaveSet(keys []string, w *waiter) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, key := range keys {
-		s := slices.DeleteFunc(h.sets[key], func(x *waiter) bool { return x == w })
-		if len(s) > 0 {
-			h.sets[key] = s
-			continue
-		}
-		delete(h.sets, key)
-		if len(h.queues[key]) == 0 {
-			h.subscribe(key, false)
-		}
-	}
-}
-
-// wakeSets wakes every waiting set that has key, after a release of key:
-// each retries at once, as the first rank does (retry.go: wait; a jitter
-// only after a split vote, R10).
-// Called with h.mu held.
-func (h *handoff) wakeSets(key string) {
-	for _, w := range h.sets[key] {
-		h.wake(w, true)
-	}
 }

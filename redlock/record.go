@@ -48,7 +48,7 @@ type RecordRead struct {
 	Err error
 }
 
-// recordRead is what one node answered to a record read (engine.go).
+// recordRead is what one node answered to a record read (recordGet).
 type recordRead struct {
 	record string
 	ok     bool
@@ -89,7 +89,7 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if l.shown != nil {
 		// The record names this holder and is bound to the value: a
 		// hand-over that kept the value would pass the record on with
-		// it, to a holder it does not name (handoff.go: keep).
+		// it, to a holder it does not name (handoff_handover.go: keep).
 		l.shown.Store(true)
 	}
 	l.mu.Lock()
@@ -102,7 +102,7 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if f == nil {
 		return errors.Join(ErrRecordFailed, ErrClosed)
 	}
-	f.recordKey, f.record = c.opts.keyOf(c.opts.recordPrefix, l.resource), record
+	f.by = &recordPut{key: c.opts.keyOf(c.opts.recordPrefix, l.resource), record: record}
 	c.send(f)
 	_, t2 := f.await()
 	f.settle(false, false)
@@ -149,8 +149,8 @@ func (c *Client) ReadRecords(ctx context.Context, resource string) ([]RecordRead
 	if f == nil {
 		return nil, ErrClosed
 	}
-	f.recordKey, f.fenceKey = c.opts.keyOf(c.opts.recordPrefix, resource), c.opts.keyOf(c.opts.fencePrefix, resource)
-	f.records = make([]recordRead, len(c.nodes))
+	rr := &recordGet{key: c.opts.keyOf(c.opts.recordPrefix, resource), fenceKey: c.opts.keyOf(c.opts.fencePrefix, resource), reads: make([]recordRead, len(c.nodes))}
+	f.by = rr
 	c.send(f)
 	f.await()
 	f.settle(false, false)
@@ -168,21 +168,42 @@ func (c *Client) ReadRecords(ctx context.Context, resource string) ([]RecordRead
 		default:
 			// Written before the answer was taken under f.mu; the nodes
 			// that answer late (timed out) are never read here.
-			rr := f.records[r.i]
-			out[r.i].OK, out[r.i].Record, out[r.i].Fence = rr.ok, rr.record, rr.fence
+			read := rr.reads[r.i]
+			out[r.i].OK, out[r.i].Record, out[r.i].Fence = read.ok, read.record, read.fence
 		}
 	}
 	return out, nil
 }
 
-// recordOp runs a record operation on node i by its blocking method.
-func (f *fan) recordOp(i int) (bool, error) {
-	n := f.c.nodes[i].(adapter.RecordNode)
-	if f.req.Op == opPutRecord {
-		return n.PutRecord(f.nctx, f.req.Key, f.recordKey, f.req.Value, f.record, f.c.opts.fenceRetention)
-	}
-	rec, ok, fence, err := n.ReadRecord(f.nctx, f.req.Key, f.recordKey, f.fenceKey)
-	f.records[i] = recordRead{record: rec, ok: ok, fence: fence}
+// The operations of records' fans, carried by adapter.RecordNode's
+// blocking methods (recordPut, recordGet), never by AsyncNode.Start.
+const (
+	opPutRecord  adapter.Op = 202 + iota // RecordNode.PutRecord
+	opReadRecord                         // RecordNode.ReadRecord
+)
+
+// recordPut is the nodeCall of PutRecord: store record under key where the
+// lock key holds the lock's value.
+type recordPut struct {
+	key    string
+	record string
+}
+
+func (p *recordPut) call(f *fan, i int) (bool, error) {
+	return f.c.nodes[i].(adapter.RecordNode).PutRecord(f.nctx, f.req.Key, p.key, f.req.Value, p.record, f.c.opts.fenceRetention)
+}
+
+// recordGet is the nodeCall of ReadRecords: each node's record under key
+// and fence under fenceKey, written to reads before the node's answer.
+type recordGet struct {
+	key      string
+	fenceKey string
+	reads    []recordRead
+}
+
+func (g *recordGet) call(f *fan, i int) (bool, error) {
+	rec, ok, fence, err := f.c.nodes[i].(adapter.RecordNode).ReadRecord(f.nctx, f.req.Key, g.key, g.fenceKey)
+	g.reads[i] = recordRead{record: rec, ok: ok, fence: fence}
 	return ok, err
 }
 

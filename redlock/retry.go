@@ -5,9 +5,79 @@ import (
 	"time"
 )
 
-// The waits of Lock between attempts (R10): a random delay, shortened by
-// the hand-off when a release is announced or when this client's Unlock
-// hands the lock over (handoff.go).
+// The waits of Lock between attempts (R10). The acquisition loop
+// (client.go: acquire) knows them through waiting: the timed random delay
+// of R10 (timedWait, below), or the hand-off's queue (handoff_wait.go),
+// which shortens it when a release is announced or when this client's
+// Unlock hands the lock over.
+
+// waiting is how a Lock call waits for its next attempt (R10). One value
+// serves every call of a client; what a call keeps between its waits is
+// its turn, passed in and out by value.
+type waiting interface {
+	// first is the wait before a call's first attempt: none, or, with
+	// the hand-off, the call's turn behind its client's calls that wait
+	// for the same key (no barging). A TryLock never waits.
+	first(ctx context.Context, t target, o lockOptions) (turn, error)
+	// mark is taken before each attempt, for the wait after it.
+	mark(t target) uint64
+	// next is the wait after a failed attempt, which took elapsed and
+	// failed as failed says. It returns ctx's error when ctx ends, and
+	// ErrClosed when the client closes; the turn it returns is the call's
+	// either way.
+	next(ctx context.Context, t target, o lockOptions, tn turn, elapsed time.Duration, failed *AcquireError) (turn, error)
+	// end ends the call's waiting; acquired tells whether it got the
+	// lock.
+	end(t target, tn turn, acquired bool)
+	// gaveBack is told that a call that ended on a failed attempt
+	// deleted the keys (key, or a set's keys) that its attempt had set,
+	// unannounced (R8.5): the waiters that failed on them may go.
+	gaveBack(key string, keys []string)
+	// close ends what the waiting keeps open; called by Client.Close once
+	// the background work is done.
+	close()
+}
+
+// turn is what a Lock call's waiting keeps between its attempts.
+type turn struct {
+	// lock is a lock handed over to the call by its client's Unlock: the
+	// wait ended with it, and the call returns it.
+	lock *Lock
+	// mark is the waiting's mark, taken before the latest attempt.
+	mark uint64
+	// place is the call's place among its client's waiters (hand-off),
+	// nil until it has one.
+	place *waiter
+}
+
+// timedWait is the waiting without hand-off: the timed random delay of
+// R10 after each failed attempt, and no wait before the first.
+type timedWait struct{ c *Client }
+
+func (timedWait) first(context.Context, target, lockOptions) (turn, error) { return turn{}, nil }
+func (timedWait) mark(target) uint64                                       { return 0 }
+func (timedWait) end(target, turn, bool)                                   {}
+func (timedWait) gaveBack(string, []string)                                {}
+func (timedWait) close()                                                   {}
+
+func (w timedWait) next(ctx context.Context, _ target, o lockOptions, _ turn, _ time.Duration, _ *AcquireError) (turn, error) {
+	return turn{}, w.c.sleep(ctx, o)
+}
+
+// sleep waits the timed random delay of R10. It returns ctx's error when
+// ctx ends, and ErrClosed when the client closes.
+func (c *Client) sleep(ctx context.Context, o lockOptions) error {
+	t := time.NewTimer(c.retryDelay(o))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.stop:
+		return ErrClosed
+	case <-t.C:
+		return nil
+	}
+}
 
 // retryDelay draws the random delay of R10 from [min, max].
 func (c *Client) retryDelay(o lockOptions) time.Duration {
@@ -20,25 +90,6 @@ func (c *Client) retryDelay(o lockOptions) time.Duration {
 	return d
 }
 
-// rankSlot is the length of one rank of the hand-off (handoff.go: rank)
-// and the most jitter within it: the jitter is the smoothed round trip of
-// the client's fans (rto.go), and the slot adds the round-trip bound that
-// TCP would use (srtt + 4 x rttvar), so that an attempt started anywhere
-// in the jitter has most likely been decided on the nodes before the next
-// rank's starts: two ranks that overlap split the votes (R10), and under
-// load an attempt's round trip varies a lot. Clients of the same nodes see
-// about the same round trip, so their ranks line up; a client's own last
-// attempt would not (a failed attempt is decided later than a granted
-// one). Without a sample yet, the last attempt's duration, elapsed, stands
-// in for both. Never more than the minimum retry delay (R10).
-func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) (slot, jitter time.Duration) {
-	slot, jitter = 2*elapsed, elapsed
-	if srtt, rttvar, ok := c.rtt.smoothed(); ok {
-		slot, jitter = 2*srtt+4*rttvar, srtt
-	}
-	return min(slot, o.retryMin), min(jitter, o.retryMin)
-}
-
 // jitter draws a random delay in [0, max].
 func (c *Client) jitter(max time.Duration) time.Duration {
 	if max <= 0 {
@@ -48,199 +99,4 @@ func (c *Client) jitter(max time.Duration) time.Duration {
 	d := time.Duration(c.rng.Int64N(int64(max) + 1))
 	c.rmu.Unlock()
 	return d
-}
-
-// waitTurn keeps a Lock call from barging past this client's waiters for
-// the same key: when key has waiters, the call joins the end of the queue
-// and waits for its turn (or its timed retry) before its first attempt.
-// TryLock never waits.
-func (c *Client) waitTurn(ctx context.Context, t target, o lockOptions, w **waiter) (wake, error) {
-	h := c.hand
-	if h == nil || o.tries == 1 || t.keys != nil {
-		return wake{}, nil // a set queues behind nobody (multi.go)
-	}
-	if c.turnHook != nil {
-		c.turnHook(t.resource) // tests: a call about to look at the queue
-	}
-	if nw := newWaiter(ctx, t.resource, o); h.joinBehind(t.key, nw) {
-		*w = nw
-	} else {
-		return wake{}, nil // nobody waits: attempt at once
-	}
-	// No attempt of its own to bound its rank's slot after an
-	// announcement: the client's latest attempt stands in for it.
-	return c.wait(ctx, o, time.Duration(c.lastAttempt.Load()), afterNothing, *w)
-}
-
-// waitRetry is the wait of Lock between attempts (R10). Without hand-off it
-// sleeps a random delay. With hand-off, the first call joins key's queue
-// (subscribing to the key's releases); every call then waits for a release
-// announcement, its rank's delay and a random jitter of up to one
-// attempt's duration (which keep R10's desynchronizing role between
-// clients, handoff.go: rank), for a hand-over from
-// this client's Unlock, or for the timed random delay, whichever comes
-// first. An attempt that set some keys but not a quorum (a split vote, R10)
-// gave them back unannounced, so it wakes the longest waiter other than
-// itself: a lone waiter never wakes itself out of R10's delay. An attempt
-// that went at once on an announcement (prev, the first rank) and failed
-// may have reached some node before the release did (every node announces
-// the release as it deletes the key, and the first announcement heard is
-// the earliest): no other announcement of that release wakes the waiter,
-// so its timed retry comes one rank slot later, not after R10's delay.
-// Only when the node whose announcement woke it granted the attempt or did
-// not answer it, though: when that node, which had deleted the key, says
-// it is held, the attempt lost to another client (which now holds the
-// lock), or went on an announcement that no release made (anyone who may
-// PUBLISH on a node can forge one), and one more attempt would be wasted.
-// A first call whose attempt failed while this client released the key
-// (mark: handoff.go, releasedMark) retries at once. It returns ctx's error
-// when ctx ends, and ErrClosed when the client closes.
-func (c *Client) waitRetry(ctx context.Context, t target, o lockOptions, elapsed time.Duration, failed *AcquireError, prev wake, mark uint64, w **waiter) (wake, error) {
-	h := c.hand
-	if h == nil {
-		return c.wait(ctx, o, elapsed, afterNothing, nil)
-	}
-	var after waitAfter
-	if prev.remote && prev.slots == 0 && prev.lock == nil && prev.from >= 0 && prev.from < len(failed.Nodes) {
-		switch failed.Nodes[prev.from].Outcome {
-		case Acquired, NoReply, TimedOut:
-			after |= afterFirst
-		}
-	}
-	for _, r := range failed.Nodes {
-		if r.Outcome == Acquired {
-			after |= afterSplit
-			break
-		}
-	}
-	split := after&afterSplit != 0
-	if *w == nil {
-		nw := newWaiter(ctx, t.resource, o)
-		nw.split = split    // before it is shared (handoff_subs.go: confirmed)
-		h.joinTarget(t, nw) // multi.go
-		*w = nw
-		h.wakeIfReleased(t, *w, mark)
-	} else {
-		h.mu.Lock()
-		(*w).split = split
-		h.mu.Unlock()
-		for _, key := range t.lockKeys() {
-			h.rewatch(key) // its nodes may have stopped answering
-		}
-	}
-	if split {
-		for _, key := range t.lockKeys() {
-			h.wakeNext(key, *w)
-		}
-	}
-	return c.wait(ctx, o, elapsed, after, *w)
-}
-
-// waitAfter says what the failed attempt before a wait was (wait).
-type waitAfter uint8
-
-const (
-	afterNothing waitAfter = 0
-	// afterSplit: the attempt set some keys but missed the quorum (a
-	// split vote, R10).
-	afterSplit waitAfter = 1 << iota
-	// afterFirst: the attempt went at once on an announced release, the
-	// first of the clients' ranks (handoff.go: rank).
-	afterFirst
-)
-
-// wait sleeps the timed random delay of R10, or less when w is woken: at
-// once after this client's own Unlock (with the lock itself when Unlock
-// handed it over); after an announcement from the nodes, at once when no
-// client has waited longer, else a slot per client that has (handoff.go:
-// rank; retry.go: rankSlot, each slot at most elapsed, the minimum retry
-// delay) and a random jitter within the start of the slot. After a split
-// vote (split: the attempt set some keys but missed the quorum), the wait
-// at the first rank has the jitter too: the waiters of two clients that
-// both took themselves for the first (a client just come, or one passed
-// over) went at once, and going at once again could split the votes again
-// (R10). After an attempt at the first rank (afterFirst), the timed retry
-// is one slot and a jitter (waitRetry). A waiter behind the front of its
-// queue runs no timed retry until it reaches the front. It returns the
-// wake-up it acted on (zero after the timed retry): the lock when Unlock
-// handed one over.
-func (c *Client) wait(ctx context.Context, o lockOptions, elapsed time.Duration, after waitAfter, w *waiter) (wake, error) {
-	var woken <-chan wake
-	var promoted <-chan struct{}
-	var t *time.Timer
-	var timeout <-chan time.Time
-	if w != nil {
-		woken = w.ch
-		if !w.isHead() {
-			promoted = w.head
-		}
-	}
-	retry := c.retryDelay(o)
-	if after&afterFirst != 0 {
-		slot, jit := c.rankSlot(elapsed, o)
-		retry = min(slot+c.jitter(jit), retry)
-	}
-	if promoted == nil {
-		t = time.NewTimer(retry)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var wk wake
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			return wake{}, ctx.Err()
-		case <-c.stop:
-			return wake{}, ErrClosed
-		case <-timeout:
-			return wake{}, nil
-		case <-promoted: // now at the front: run the timed retry
-			promoted = nil
-			t = time.NewTimer(c.retryDelay(o))
-			defer t.Stop()
-			timeout = t.C
-		case wk = <-woken:
-			done = true
-		}
-	}
-	if !wk.remote {
-		return wk, nil
-	}
-	if wk.slots == 0 && after&afterSplit == 0 {
-		// First: no timer, which would cost a whole millisecond in a
-		// process with nothing else to run (the runtime sleeps on
-		// epoll_wait, to the millisecond).
-		return wk, nil
-	}
-	// Its rank among the clients woken by the same release (handoff.go,
-	// rank): a slot per client ahead of it, then a jitter within the
-	// start of the slot; never past the minimum retry delay.
-	slot, jit := c.rankSlot(elapsed, o)
-	j := min(time.Duration(wk.slots)*slot+c.jitter(jit), o.retryMin)
-	if j <= 0 {
-		return wk, nil
-	}
-	if t == nil {
-		t = time.NewTimer(j)
-		defer t.Stop()
-	} else {
-		if !t.Stop() {
-			// A tick of the retry timer that came with the wake-up
-			// (GODEBUG=asynctimerchan=1 keeps it) must not end the
-			// rank's wait at once.
-			select {
-			case <-t.C:
-			default:
-			}
-		}
-		t.Reset(j)
-	}
-	select {
-	case <-ctx.Done():
-		return wake{}, ctx.Err()
-	case <-c.stop:
-		return wake{}, ErrClosed
-	case <-t.C:
-		return wk, nil
-	}
 }

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"time"
 
 	"dlm/redlock/adapter"
 )
@@ -36,17 +35,41 @@ func modeOf(op adapter.Op) lockMode {
 	return modeExclusive
 }
 
-// blockingWrite runs the fan's fenced writer acquisition on node i (R18
-// phase 1): the fence read goes where engine.go's fenced acquisitions put
+// acquireWrite runs a fenced writer's acquisition on node i (R18 phase
+// 1): the fence read goes where fencing.go's fenced acquisitions put
 // theirs.
-func (f *fan) blockingWrite(i int) (bool, error) {
+func (fa *fenceAcquire) acquireWrite(f *fan, i int) (bool, error) {
 	rn, ok := f.c.nodes[i].(adapter.RWNode)
 	if !ok { // checkRW checks every node first
 		return false, invalidf("node %q does not implement adapter.RWNode", f.c.names[i])
 	}
-	ok, fence, err := rn.WAcquireFenced(f.nctx, f.req.Key, f.fenceKey, f.req.Value, f.req.Waiter, f.req.TTL)
-	f.fences[i] = fence // read after the answer, under f.mu
+	ok, fence, err := rn.WAcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.Waiter, f.req.TTL)
+	fa.fences[i] = fence // read after the answer, under the fan's mu
 	return ok, err
+}
+
+// readShape is the shape of RLock and TryRLock (attempt.go): a reader
+// joins the readers' hash where no writer holds or waits for the key.
+// A reader is never fenced: it writes nothing to fence.
+type readShape struct{}
+
+func (readShape) ask(_ *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
+	return adapter.Request{Op: adapter.OpRAcquire, Key: t.key, Value: value, TTL: o.ttl}, nil
+}
+
+// writeShape is the shape of WLock and TryWLock (attempt.go): a plain
+// lock key where no reader holds the key, else the writer's waiting mark
+// (t.waiter); in its fenced form with WithFencing, from the same sequence
+// as Lock's (R18).
+type writeShape struct{}
+
+func (writeShape) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
+	req := adapter.Request{Op: adapter.OpWAcquire, Key: t.key, Value: value, Waiter: t.waiter, TTL: o.ttl}
+	by := c.fenced(t.resource, nil)
+	if by != nil {
+		req.Op = opWAcquireFenced // R18: a writer gets a token
+	}
+	return req, by
 }
 
 // isRWOp reports whether op is one of adapter.RWNode's operations, which
@@ -189,17 +212,20 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 	if c.isClosed() {
 		return nil, c.stopped(resource, 0, nil, ErrClosed)
 	}
-	key := c.opts.keyOf(c.opts.prefix, resource)
-	waiter := ""
+	t := c.one(resource)
+	t.shape = readShape{}
+	if mode == modeWrite {
+		t.shape = writeShape{}
+	}
 	if mode == modeWrite && o.tries != 1 {
 		w, err := c.values.next()
 		if err != nil {
 			return nil, err
 		}
-		waiter = w
+		t.waiter = w
 	}
 	marked := false
-	if waiter != "" {
+	if t.waiter != "" {
 		// Close ends the call, which must still remove its marks: Close
 		// waits for that (holdSettler), and the removal is sent.
 		if !c.holdSettler() {
@@ -207,7 +233,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		}
 		defer func() {
 			if marked {
-				c.unwait(ctx, key, waiter)
+				c.unwait(ctx, t.key, t.waiter)
 			}
 			c.dropSettler()
 		}()
@@ -225,27 +251,14 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		if err != nil {
 			return nil, err
 		}
-		start := time.Now()
-		req := adapter.Request{Op: adapter.OpRAcquire, Key: key, Value: value, TTL: o.ttl}
-		if mode == modeWrite {
-			req.Op, req.Waiter = adapter.OpWAcquire, waiter
-			if c.opts.fencing {
-				req.Op = opWAcquireFenced // R18: a writer gets a token
-			}
-		}
-		f := c.newFan(ctx, ctx, req, stopDecided)
-		if f == nil {
-			return nil, c.stopped(resource, try-1, last, ErrClosed)
-		}
-		if req.Op == opWAcquireFenced {
-			f.fenceKey = c.opts.keyOf(c.opts.fencePrefix, resource)
-			f.fences = make([]uint64, len(c.nodes))
-		}
-		c.send(f)
-		marked = marked || waiter != ""
 		// A caller's value: wait for every release before the next
 		// attempt, as in acquire (client.go).
-		l, aerr := c.decideAcquire(f, resource, o, final, nil)
+		l, aerr := c.attempt(ctx, t, value, o, final)
+		if aerr != nil && aerr.Nodes == nil {
+			// A closed client sent it to no node.
+			return nil, c.stopped(resource, try-1, last, aerr.Cause)
+		}
+		marked = marked || t.waiter != ""
 		if aerr == nil {
 			return l, nil
 		}
@@ -254,7 +267,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		if final || aerr.Cause != nil {
 			return nil, aerr
 		}
-		if _, err := c.wait(ctx, o, time.Since(start), afterNothing, nil); err != nil {
+		if err := c.sleep(ctx, o); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}
