@@ -147,14 +147,14 @@ killed by signal N).`,
 			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
 			}
-			client, closeClient, err := dial(adapt, urls, tlsf, opts...)
+			client, closeClient, err := dial(adapt, urls, tlsf, closeGrace(nodeTO), opts...)
 			if err != nil {
 				return err
 			}
 			defer closeClient()
 			lr := lockRun{
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
-				argv: argv, wait: wait, grace: grace, read: read, write: write,
+				argv: argv, wait: wait, try: oneTry(nodeTO, ttl), grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
 				noPIDNS: !pidns,
 			}
@@ -280,6 +280,7 @@ type lockRun struct {
 	resource  string   // the resources, sorted, joined by "," (messages)
 	argv      []string
 	wait      time.Duration
+	try       time.Duration // the bound of one try (--wait 0): oneTry
 	grace     time.Duration
 	read      bool // --read: RLock
 	write     bool // --write: WLock
@@ -529,7 +530,9 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 		err error
 	)
 	if r.wait == 0 {
-		l, err = r.lock(ctx, true)
+		tctx, cancel := context.WithTimeout(ctx, r.try)
+		l, err = r.lock(tctx, true)
+		cancel()
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, r.wait)
 		l, err = r.lock(wctx, false)

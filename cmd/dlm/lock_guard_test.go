@@ -61,7 +61,7 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 	if !pidns {
 		t.Logf("no PID namespace for this process: the guard runs as subreaper, and the cases that need a namespace are skipped")
 	}
-	next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
+	next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, 0, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,7 +114,7 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
 	}
 	// go-redis dials lazily: a node that is down is reported per node.
-	client, closeClient, err := dial("goredis", urls, tlsf, opts...)
+	client, closeClient, err := dial("goredis", urls, tlsf, closeGrace(timeout), opts...)
 	if err != nil {
 		return err
 	}

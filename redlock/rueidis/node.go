@@ -3,6 +3,7 @@ package rueidis
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -314,8 +315,9 @@ func WithMaxFlushDelay(d time.Duration) Option {
 // node executes them in the order they were sent and a request that times
 // out never closes the connection under the requests behind it; no
 // client-side cache, no command retries, context deadlines honoured. It
-// returns a client even when the node cannot be reached now (with the
-// error): the client connects on use.
+// does not connect: the client dials on its first request, so a node that
+// is down or hangs now fails that request (and later ones, until it is
+// back), never the building of the client.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	if u.Cluster {
 		return NewClusterClient(u, opts...) // cluster.go
@@ -330,7 +332,13 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	// Every connection fences the ones given up before it (fence.go).
 	fence := &connFence{user: u.Username, pass: u.Password}
 	o.DialCtxFn = fence.wrap(o.DialCtxFn)
-	return rueidis.NewClient(o)
+	fence.lazy.Store(true)
+	c, err := rueidis.NewClient(o) // ForceSingleClient: a client even when its dial fails
+	fence.lazy.Store(false)
+	if errors.Is(err, errDialDeferred) {
+		err = nil
+	}
+	return c, err
 }
 
 // clientOption is the rueidis configuration of NewClient for u, before
