@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +18,7 @@ import (
 // canPIDNamespace reports whether this process may start a child in a new
 // PID namespace, as dlm lock does for its guard on Linux when allowed.
 func canPIDNamespace() bool {
-	if !pidNamespaces {
+	if !slices.Contains(guardIsolations(), isolatePID) {
 		return false
 	}
 	c := exec.Command("true")
