@@ -112,21 +112,8 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
 				<-done
 			})
-			var fam []int
-			redlocktest.Eventually(t, 20*time.Second, func() bool {
-				fam = familyOf(mark)
-				return fileExists(mark) && len(fam) == want
-			}, "the command never started its %d processes (found %v); stderr: %s", want, fam, stderr)
-			t.Cleanup(func() {
-				for _, p := range fam {
-					_ = syscall.Kill(p, syscall.SIGKILL)
-				}
-			})
-			guards := childrenOf(cmd.Process.Pid)
-			if len(guards) != 1 {
-				t.Fatalf("dlm has children %v, want its one guard", guards)
-			}
-			tc.act(t, cmd.Process.Pid, guards[0])
+			fam, guard := startedFamily(t, cmd.Process.Pid, mark, want, stderr)
+			tc.act(t, cmd.Process.Pid, guard)
 
 			// The next holder gets the lock once the first one's keys
 			// expire (or dlm released them): nothing of the first command
@@ -161,6 +148,27 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startedFamily waits until the command of dlm (pid dlm), marked by mark,
+// runs its want processes, has them killed when the test ends, and
+// returns them with dlm's one guard.
+func startedFamily(t *testing.T, dlm int, mark string, want int, stderr *syncBuf) (fam []int, guard int) {
+	t.Helper()
+	redlocktest.Eventually(t, 20*time.Second, func() bool {
+		fam = familyOf(mark)
+		return fileExists(mark) && len(fam) == want
+	}, "the command never started its %d processes (found %v); stderr: %s", want, fam, stderr)
+	t.Cleanup(func() {
+		for _, p := range fam {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	guards := childrenOf(dlm)
+	if len(guards) != 1 {
+		t.Fatalf("dlm has children %v, want its one guard", guards)
+	}
+	return fam, guards[0]
 }
 
 // kill sends sig to pid.

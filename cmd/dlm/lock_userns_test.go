@@ -138,22 +138,9 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 		_ = cmd.Process.Kill()
 		<-done
 	})
-	var fam []int
-	redlocktest.Eventually(t, 20*time.Second, func() bool {
-		fam = familyOf(mark)
-		return fileExists(mark) && len(fam) == 3
-	}, "the command never started its 3 processes (found %v); stderr: %s", fam, stderr)
-	t.Cleanup(func() {
-		for _, p := range fam {
-			_ = syscall.Kill(p, syscall.SIGKILL)
-		}
-	})
-	guards := childrenOf(cmd.Process.Pid)
-	if len(guards) != 1 {
-		t.Fatalf("dlm has children %v, want its one guard", guards)
-	}
+	fam, guard := startedFamily(t, cmd.Process.Pid, mark, 3, stderr)
 	kill(t, cmd.Process.Pid, syscall.SIGKILL)
-	kill(t, guards[0], syscall.SIGKILL)
+	kill(t, guard, syscall.SIGKILL)
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return allGone(fam) },
 		"processes of the command still run after dlm and its guard were killed together: %v", fam)
 }
