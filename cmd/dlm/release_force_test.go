@@ -12,8 +12,9 @@ import (
 
 // TestForceReleaseOfQuotedNames: dlm status shows a resource name it
 // cannot print as is (control characters, invalid UTF-8, a leading quote)
-// in Go's quoted form; dlm release --force takes that form back, so that an
-// operator can release any lock status lists. A raw name with a control
+// in Go's quoted form; dlm status RESOURCE and dlm release --force take
+// that form back, so that an operator can inspect and release any lock
+// status lists. A raw name with a control
 // character is refused with the form to give; a malformed quoted form too.
 // Found by review: `dlm release --force` refused every such name (64), and
 // the quoted form was read as a literal name (exit 0, the lock still held).
@@ -34,6 +35,9 @@ func TestForceReleaseOfQuotedNames(t *testing.T) {
 		shown := strconv.Quote(name)
 		if !strings.Contains(st.stdout, "\n"+shown+": HELD for write") {
 			t.Fatalf("%q: dlm status --all does not show it held as %s; stdout: %s", name, shown, st.stdout)
+		}
+		if st := runDLM(t, 30*time.Second, nil, "status", "--nodes", nodes, shown); st.code != 0 || !strings.Contains(st.stdout, "\n"+shown+": HELD for write") {
+			t.Errorf("dlm status %s: exit %d, want 0 and the lock held; stdout: %s; stderr: %s", shown, st.code, st.stdout, st.stderr)
 		}
 		r := runDLM(t, 30*time.Second, nil, "release", "--nodes", nodes, "--force", shown)
 		if r.code != 0 {

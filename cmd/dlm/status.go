@@ -44,7 +44,10 @@ validity that remains on a quorum, its fencing token, and each node's view.
 Holders are named by their owner label (--owner of dlm lock and dlm
 acquire, host and pid by default) and numbered per node; the lock's value
 is a secret and is never shown, not a byte of it. To release a lock whose
-holder is known to be dead: dlm release --force RESOURCE.
+holder is known to be dead: dlm release --force RESOURCE. A name shown
+quoted (it has control characters or invalid UTF-8, or starts with a
+quote) is given back to dlm status and dlm release --force in that quoted
+form (Go syntax), quoted once more for the shell: '"job\x1b"'.
 
 Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
 localhost) are flagged: they are not independent masters (R2).
@@ -63,7 +66,8 @@ the same server, else 0.`,
 				return usageErrorf("--limit must be at least 1, got %d", limit)
 			}
 			if len(args) > 0 {
-				if err := checkResources(args); err != nil {
+				var err error
+				if args, err = namedResources(args); err != nil {
 					return err
 				}
 			}
