@@ -110,15 +110,22 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	}
 
 	// Which namespaces did the command get? Detected, not guessed.
-	probe, out, errb := run("probe", "--", "sh", "-c", "readlink /proc/self/ns/pid /proc/self/ns/user; id -u")
+	// Also: the command has no capability (in the user namespace, the
+	// first process gets every one until it execs as a non-root uid).
+	probe, out, errb := run("probe", "--", "sh", "-c",
+		`readlink /proc/self/ns/pid /proc/self/ns/user; id -u; grep CapEff /proc/self/status | cut -f2`)
 	if err := probe.Run(); err != nil {
 		t.Fatalf("dlm lock as an unprivileged user: %v; stderr: %s", err, errb)
 	}
 	lines := strings.Fields(out.String())
 	ourPID, _ := os.Readlink("/proc/self/ns/pid")
-	if len(lines) != 3 {
-		t.Fatalf("the probe printed %q, want two namespaces and a uid", out)
+	if len(lines) != 4 {
+		t.Fatalf("the probe printed %q, want two namespaces, a uid and the capabilities", out)
 	}
+	if lines[3] != "0000000000000000" {
+		t.Errorf("the command runs with capabilities %s, want none", lines[3])
+	}
+
 	if lines[0] == ourPID {
 		t.Errorf("the command runs in the system's PID namespace (%s), although the kernel allows this user one", lines[0])
 	}
@@ -143,4 +150,30 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	kill(t, guard, syscall.SIGKILL)
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return allGone(fam) },
 		"processes of the command still run after dlm and its guard were killed together: %v", fam)
+}
+
+// TestCommandFindsItselfInItsNamespace: a command in the guard's PID
+// namespace should see a /proc of that namespace, so that ps and pgrep
+// find it. It sees the system's /proc, where its namespace pid is another
+// process or none: `ps -p $$` says "fatal library error, lookup self"
+// (or names a kernel thread). A finding, not fixed: the guard could mount
+// the namespace's own /proc in a mount namespace of its own (as root; in a
+// user namespace it needs CAP_SYS_ADMIN kept across exec as an ambient
+// capability, dropped before it starts the command); tried, it works, but
+// checker/torture's process-holders scenario reads the command's system
+// pid from /proc/self/stat inside the command, which that /proc would
+// give as the namespace's pid (TestTortureProcessHolders then fails).
+func TestCommandFindsItselfInItsNamespace(t *testing.T) {
+	t.Skip("finding: the command in the guard's PID namespace sees the system's /proc, so ps and pgrep fail inside (docs/operations.md, Signals); --pid-namespace=false avoids it")
+	if !canPIDNamespace() {
+		t.Skip("no PID namespace for this process: the command sees the system's /proc with the system's pids")
+	}
+	if _, err := exec.LookPath("ps"); err != nil {
+		t.Skip("no ps")
+	}
+	c := redlocktest.Start(t, 3)
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "self", "--", "sh", "-c", "ps -o comm= -p $$")
+	if got := strings.TrimSpace(r.stdout); r.code != 0 || got != "sh" {
+		t.Errorf("ps -p $$ in the command: exit %d, printed %q, want sh; stderr: %s", r.code, got, r.stderr)
+	}
 }
