@@ -94,7 +94,7 @@ unique to this acquisition).
 				return err
 			}
 			defer closeClient()
-			l, err := acquireOnce(cmd.Context(), client, args, wait, lopts...)
+			l, err := acquireOnce(cmd.Context(), client, args, wait, oneTry(nf.nodeTO, ttl), lopts...)
 			if err != nil {
 				return err
 			}
@@ -123,12 +123,15 @@ unique to this acquisition).
 // acquireOnce acquires resources as one lock (LockAll: one resource is
 // Lock) with one try or, with wait, keeps trying until the deadline (the
 // library's random delays, R10); a failure is given its exit code and the
-// reason of its last complete attempt.
-func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wait time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
+// reason of its last complete attempt. One try is bounded by try
+// (oneTry).
+func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wait, try time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
 	var l *redlock.Lock
 	var err error
 	if wait == 0 {
-		l, err = c.TryLockAll(ctx, resources, opts...)
+		tctx, cancel := context.WithTimeout(ctx, try)
+		l, err = c.TryLockAll(tctx, resources, opts...)
+		cancel()
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, wait)
 		l, err = c.LockAll(wctx, resources, opts...)

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"strings"
+	"time"
 
 	"dlm/redlock"
 	"dlm/redlock/goredis"
@@ -119,8 +120,9 @@ func dialGoredis(urls []string, cfgs []*tls.Config, opts ...redlock.Option) (*re
 
 // dial builds the lock client of a subcommand over urls with the named
 // adapter and the TLS files. Invalid options are bad usage (exit 64). The
-// function returned closes the client and everything dial opened.
-func dial(adapter string, urls []string, t tlsFiles, opts ...redlock.Option) (*redlock.Client, func(), error) {
+// function returned closes the client and everything dial opened; with a
+// positive grace it waits at most that long (see closeWithin).
+func dial(adapter string, urls []string, t tlsFiles, grace time.Duration, opts ...redlock.Option) (*redlock.Client, func(), error) {
 	a, err := findAdapter(adapter)
 	if err != nil {
 		return nil, nil, err
@@ -136,5 +138,47 @@ func dial(adapter string, urls []string, t tlsFiles, opts ...redlock.Option) (*r
 	if err != nil {
 		return nil, nil, err
 	}
-	return c, func() { _ = c.Close(); closeRest() }, nil
+	return c, func() { closeWithin(grace, func() { _ = c.Close(); closeRest() }) }, nil
+}
+
+// closeGrace is how long a command that the operator bounds (--wait, one
+// try) gives the releases still owed when it is done, to the nodes that
+// have not answered them yet: a node that answers does so within its node
+// timeout of their sending, which was before the command ended; a node
+// that hangs (a stopped process, a stalled disk) would hold the exit up to
+// the library's release bounds (a second or two per stage). What such a
+// node still holds expires by its ttl: it never counted towards a quorum,
+// or the lock was released on a quorum.
+func closeGrace(nodeTimeout time.Duration) time.Duration {
+	return max(500*time.Millisecond, 4*nodeTimeout)
+}
+
+// oneTry bounds an acquisition of one try (--wait 0): the attempt's own
+// bound (the library waits for its nodes at most twenty node timeouts, and
+// no more than a tenth of the ttl) and closeGrace for the releases of a
+// failed attempt, which the library then stops waiting for.
+func oneTry(nodeTimeout, ttl time.Duration) time.Duration {
+	return max(min(20*nodeTimeout, ttl/10), nodeTimeout) + closeGrace(nodeTimeout)
+}
+
+// closeWithin runs closeAll and waits for it at most grace (0: until it
+// returns). When grace passes first, closeAll goes on in the background:
+// dlm is about to exit, and what it still waits for is requests to nodes
+// that did not answer in time; they end with the process.
+func closeWithin(grace time.Duration, closeAll func()) {
+	if grace <= 0 {
+		closeAll()
+		return
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		closeAll()
+	}()
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }

@@ -156,7 +156,7 @@ func (c benchConfig) validate() error {
 // the results on stdout.
 func runBench(ctx context.Context, c benchConfig, stdout, stderr io.Writer) error {
 	opts := []redlock.Option{redlock.WithTTL(c.ttl), redlock.WithNodeTimeout(c.nodeTO)}
-	client, closeClient, err := dial(c.adapter, c.nodes, c.tls, opts...)
+	client, closeClient, err := dial(c.adapter, c.nodes, c.tls, 0, opts...)
 	if err != nil {
 		return err
 	}

@@ -225,7 +225,7 @@ func runDemo(ctx context.Context, dc demoConfig, stdin io.Reader, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	client, closeClient, err := dial(dc.adapter, urls, dc.tls, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
+	client, closeClient, err := dial(dc.adapter, urls, dc.tls, 0, redlock.WithTTL(d.ttl), redlock.WithKeyPrefix(demoPrefix), redlock.WithRetrySeed(dc.seed))
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func TestOperationsShellExample(t *testing.T) {
 	}
 	closed := "redis://" + ln.Addr().String()
 	ln.Close()
-	holder, closeHolder, err := dial(defaultAdapter, c.URLs(), tlsFiles{}, redlock.WithTTL(time.Minute))
+	holder, closeHolder, err := dial(defaultAdapter, c.URLs(), tlsFiles{}, 0, redlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,21 +53,30 @@ func newDoctorCmd() *cobra.Command {
 		Use:   "doctor [flags]",
 		Short: "Check every node against what Redlock needs, with fixes",
 		Long: `Check the nodes against what Redlock's safety rests on and print each
-finding with its fix:
+finding with its fix. Each finding is tagged with the rule it checks, by
+its number in docs/spec/redlock.md and what it asks, as below;
+docs/operations.md ("dlm status and dlm doctor") explains every finding.
 
-  R2   every node an independent master: no replicas, not a replica, and no
-       two URLs naming the same server
-  R13  an eviction policy that never evicts lock keys (noeviction)
-  R16  persistence versus the delayed-restart rule: AOF with appendfsync
-       always, or restarts delayed by more than the max ttl (dlm node)
-  R9   node clocks that agree (TIME compared across nodes, corrected for the
-       round trip); a clock that jumps breaks the validity guarantee (R18)
-  R7   at least 3 nodes, an odd number
-  R18  fencing tokens that survive a crash: on a node that holds fence
-       keys (dlm lock --fencing, and dlm elect, which always fences), or on
-       every node with --fencing, AOF with appendfsync always (dlm node
-       --fencing); a node that loses its last fence increments can give a
-       token twice
+  R2 independent masters: no replicas, not a replica, and no two URLs
+       naming the same server
+  R13 no eviction: an eviction policy that never evicts lock keys
+       (noeviction)
+  R16 persistence: what a restarted node remembers of its locks: AOF with
+       appendfsync always, or restarts delayed by more than the max ttl
+       (dlm node)
+  R9 clock agreement: node clocks that agree (TIME compared across nodes,
+       corrected for the round trip); a clock that jumps shortens the
+       keys' real life
+  R7 node count: at least 3 nodes, an odd number
+  R18 fencing tokens: on a node that holds fence keys (dlm lock --fencing,
+       and dlm elect, which always fences), or on every node with
+       --fencing: a node that comes back from a crash with an older copy
+       of its keys (AOF with appendfsync everysec, RDB snapshots) can make
+       a token repeat; AOF with appendfsync always (dlm node --fencing)
+       prevents it. A node without any persistence forgets its fences on a
+       restart, which the clients repair for single-resource locks and
+       elections (docs/fencing.md), not for sets and read-write locks
+  R1.3 reachable: a node that does not answer takes no part in locks
 
 A node that is a Redis Cluster (cluster=true in its URL) is checked master
 by master: cluster state and slot coverage, eviction and persistence of
@@ -155,10 +164,17 @@ func probeFences(ctx context.Context, urls []redlock.NodeURL, ps []probe, prefix
 	return out
 }
 
-// checkFencing checks that fencing tokens survive a crash (R18, R16.2) on
-// every node that holds fence keys (fenced[i]), or on every node when the
-// clients fence (all): AOF with appendfsync always. It is a pure function
-// of the probes.
+// checkFencing checks what a restart does to the fencing tokens (R18,
+// R16.2; docs/fencing.md) on the nodes that hold fence keys (fenced[i]),
+// or on every node with all. Tokens never repeat when a node keeps every
+// acknowledged fence (AOF, appendfsync always), or forgets all of them at
+// once, its fence floor key included: the clients see the missing floor
+// and repair the tokens of single-resource locks and elections from their
+// wall clocks (fence floor repair), but not those of sets and read-write
+// locks. A node that comes back with an older copy of its keys (AOF with
+// appendfsync everysec or no loses the last second or more; RDB snapshots
+// bring back the last one) still has its floor: the loss goes unseen, and
+// a later grant can get a token already given, whatever the lock.
 func checkFencing(ps []probe, fenced []bool, all bool) []finding {
 	var fs []finding
 	for i, p := range ps {
@@ -169,16 +185,48 @@ func checkFencing(ps []probe, fenced []bool, all bool) []finding {
 		if fenced[i] {
 			why = "holds fence keys (dlm lock --fencing, dlm elect)"
 		}
-		aof, fsync := p.Config["appendonly"], p.Config["appendfsync"]
-		if aof == "yes" && fsync == "always" {
+		aof, fsync, save := p.Config["appendonly"], p.Config["appendfsync"], strings.TrimSpace(p.Config["save"])
+		_, saveKnown := p.Config["save"]
+		switch {
+		case aof == "yes" && fsync == "always":
 			fs = append(fs, finding{Sev: sevOK, Node: p.Node, Rule: "R18", What: why + " with AOF and appendfsync always: its fences survive a crash"})
-			continue
+		case aof == "no" && saveKnown && save == "":
+			fs = append(fs, finding{Sev: sevWarn, Node: p.Node, Rule: "R18",
+				What: why + " without persistence (appendonly no, no RDB snapshots): a restart forgets every fence key and the fence floor key with them, so the clients repair the tokens of single-resource locks and elections from their clocks (they keep increasing if the clients' clocks do not step back, docs/fencing.md); the tokens of lock sets (several RESOURCEs) and read-write locks (--read, --write) have no repair and can repeat after such a restart",
+				Fix:  "nothing for single-resource locks and elections; if the clients fence sets or read-write locks, CONFIG SET appendonly yes and CONFIG SET appendfsync always (and in redis.conf), or run the node with `dlm node --fencing`"})
+		default:
+			how := fmt.Sprintf("appendonly %s, appendfsync %s", orDash(aof), orDash(fsync))
+			if save != "" {
+				how += fmt.Sprintf(", RDB snapshots (save %q)", save)
+			}
+			fs = append(fs, finding{Sev: sevFail, Node: p.Node, Rule: "R18",
+				What: fmt.Sprintf("%s, with %s: after a crash or power loss the node can come back with an older copy of its keys (the writes of the last second or more, or those since the last snapshot, lost), its fence floor key included, so the clients do not see the loss and do not repair it: a later grant can get a token already given, for every kind of lock (docs/fencing.md)", why, how),
+				Fix:  "CONFIG SET appendonly yes and CONFIG SET appendfsync always (and in redis.conf), or run the node with `dlm node --fencing`; or, where only single-resource locks and elections fence, no persistence at all (appendonly no, save \"\"), which the clients repair"})
 		}
-		fs = append(fs, finding{Sev: sevFail, Node: p.Node, Rule: "R18",
-			What: fmt.Sprintf("%s, with appendonly %s and appendfsync %s: a crash or power loss can lose its last fence increments, and a later grant can get a token already given (delayed restarts do not help: a fence outlives every ttl)", why, orDash(aof), orDash(fsync)),
-			Fix:  "CONFIG SET appendonly yes and CONFIG SET appendfsync always (and in redis.conf), or run the node with `dlm node --fencing`"})
 	}
 	return fs
+}
+
+// ruleMeaning is what the spec rule of a finding checks, printed beside
+// its number: a user reads what is meant without looking the number up.
+func ruleMeaning(rule string) string {
+	switch rule {
+	case "R1.3":
+		return "reachable"
+	case "R2":
+		return "independent masters"
+	case "R7":
+		return "node count"
+	case "R9":
+		return "clock agreement"
+	case "R13":
+		return "no eviction"
+	case "R16":
+		return "persistence"
+	case "R18":
+		return "fencing tokens"
+	}
+	return "rule"
 }
 
 // printFindings writes the findings, worst first, and returns the number
@@ -191,7 +239,7 @@ func printFindings(w io.Writer, fs []finding) int {
 		if where == "" {
 			where = "all nodes"
 		}
-		fmt.Fprintf(w, "%-4s  %s  [%s] %s\n", f.Sev, where, f.Rule, f.What)
+		fmt.Fprintf(w, "%-4s  %s  [%s %s] %s\n", f.Sev, where, f.Rule, ruleMeaning(f.Rule), f.What)
 		if f.Fix != "" {
 			fmt.Fprintf(w, "      fix: %s\n", f.Fix)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,6 +22,11 @@ func TestCheckFencing(t *testing.T) {
 	everysec.Config["appendfsync"] = "everysec"
 	noAOF := healthy("b")
 	noAOF.Config["appendonly"] = "no"
+	snapshots := healthy("s")
+	snapshots.Config["appendonly"], snapshots.Config["save"] = "no", "3600 1 300 100"
+	unknownSave := healthy("u")
+	unknownSave.Config["appendonly"] = "no"
+	delete(unknownSave.Config, "save")
 	tests := []struct {
 		name   string
 		p      probe
@@ -29,7 +35,13 @@ func TestCheckFencing(t *testing.T) {
 		want   string // severity of the one R18 finding, "" for none
 	}{
 		{"fence keys, appendfsync everysec", everysec, true, false, "FAIL"},
-		{"fence keys, no AOF", noAOF, true, false, "FAIL"},
+		// A node that forgets everything loses its floor too: the clients
+		// repair single-resource tokens; sets and read-write locks are the
+		// risk left. Before: FAIL, "a later grant can get a token already
+		// given", as for a node that keeps an older copy.
+		{"fence keys, no persistence at all", noAOF, true, false, "WARN"},
+		{"fence keys, RDB snapshots", snapshots, true, false, "FAIL"},
+		{"fence keys, no AOF, snapshots unknown", unknownSave, true, false, "FAIL"},
 		{"fence keys, appendfsync always", healthy("c"), true, false, "ok"},
 		{"no fence keys", everysec, false, false, ""},
 		{"--fencing, no fence keys yet", everysec, false, true, "FAIL"},
@@ -42,8 +54,11 @@ func TestCheckFencing(t *testing.T) {
 			for _, f := range fs {
 				if f.Rule == "R18" {
 					got = f.Sev.String()
-					if f.Sev == sevFail && !strings.Contains(f.Fix, "dlm node --fencing") {
-						t.Errorf("fix %q does not name dlm node --fencing", f.Fix)
+					if f.Sev == sevFail && (!strings.Contains(f.Fix, "dlm node --fencing") || !strings.Contains(f.What, "older copy of its keys")) {
+						t.Errorf("FAIL %q, fix %q: want the risk (an older copy of the keys) and dlm node --fencing", f.What, f.Fix)
+					}
+					if f.Sev == sevWarn && (!strings.Contains(f.What, "single-resource locks and elections") || !strings.Contains(f.What, "read-write locks")) {
+						t.Errorf("WARN %q: want what is repaired and what is not", f.What)
 					}
 				}
 			}
@@ -67,8 +82,8 @@ func TestDoctorFencing(t *testing.T) {
 		code  int
 		wants string
 	}{
-		{"everysec", redlocktest.WithArgs("--appendonly", "yes", "--appendfsync", "everysec"), exitFailure, "FAIL  %s  [R18] holds fence keys"},
-		{"always", redlocktest.WithPersistence(), 0, "ok    %s  [R18] holds fence keys"},
+		{"everysec", redlocktest.WithArgs("--appendonly", "yes", "--appendfsync", "everysec"), exitFailure, "FAIL  %s  [R18 fencing tokens] holds fence keys"},
+		{"always", redlocktest.WithPersistence(), 0, "ok    %s  [R18 fencing tokens] holds fence keys"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -130,10 +145,38 @@ func TestNodeFencing(t *testing.T) {
 			t.Errorf("--fencing=%v: appendfsync %q (%v), want %q", fencing, got["appendfsync"], err, want)
 		}
 		r := runDLM(t, 30*time.Second, nil, "doctor", "--fencing", "--nodes", "redis://127.0.0.1:"+strconv.Itoa(port))
-		if failed := strings.Contains(r.stdout, "FAIL  127.0.0.1:"+strconv.Itoa(port)+"  [R18]"); failed == fencing {
+		if failed := strings.Contains(r.stdout, "FAIL  127.0.0.1:"+strconv.Itoa(port)+"  [R18 fencing tokens]"); failed == fencing {
 			t.Errorf("--fencing=%v: doctor --fencing R18 FAIL = %v; stdout:\n%s", fencing, failed, r.stdout)
 		}
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		<-done
+	}
+}
+
+// TestFindingTagsSayWhatTheyMean: every finding doctor prints names its
+// rule by what the rule asks, not by a number alone that a user cannot
+// look up (before: "[R18] holds fence keys ...").
+func TestFindingTagsSayWhatTheyMean(t *testing.T) {
+	bad := healthy("a")
+	bad.Role, bad.Master, bad.ClockOK = "slave", "10.0.0.1:6379", true
+	bad.Config["maxmemory-policy"], bad.Config["appendonly"] = "allkeys-lru", "no"
+	down := probe{Node: "d", Err: errors.New("connection refused")}
+	ps := []probe{bad, healthy("b"), healthy("c"), down}
+	fs := append(diagnose(ps, 3, time.Second), checkFencing(ps, []bool{true, true, false, false}, false)...)
+	var out strings.Builder
+	printFindings(&out, fs)
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasPrefix(line, "      fix:") {
+			continue
+		}
+		open, end := strings.Index(line, "["), strings.Index(line, "]")
+		if open < 0 || end < open {
+			t.Errorf("finding without a tag: %q", line)
+			continue
+		}
+		tag := strings.Fields(line[open+1 : end])
+		if len(tag) < 2 || tag[1] == "rule" {
+			t.Errorf("tag %q says no more than a rule number: %q", line[open:end+1], line)
+		}
 	}
 }

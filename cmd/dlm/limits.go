@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -109,6 +111,45 @@ func checkResources(resources []string) error {
 		seen[r] = true
 	}
 	return nil
+}
+
+// namedResources reads the RESOURCE arguments of the commands that look at
+// or release existing locks (dlm status, dlm release --force). A name
+// that starts with a double quote is the quoted form that dlm status
+// prints (Go syntax, as strconv.Quote writes it) for a name it cannot show
+// as is: control characters, invalid UTF-8, a leading quote; it is read
+// back to the name on the nodes. Any other name follows the rule of dlm
+// lock (checkResources), and one it refuses is answered with the quoted
+// form to give instead.
+func namedResources(args []string) ([]string, error) {
+	if len(args) > maxLockResources {
+		return nil, usageErrorf("%d resources at once, over the limit of %d: name fewer at a time", len(args), maxLockResources)
+	}
+	names := make([]string, len(args))
+	seen := make(map[string]bool, len(args))
+	for i, a := range args {
+		name := a
+		if strings.HasPrefix(a, `"`) {
+			u, err := strconv.Unquote(a)
+			switch {
+			case err != nil:
+				return nil, usageErrorf("RESOURCE %s starts with a double quote, so it is read as the quoted form that dlm status prints (Go syntax, e.g. \"job\\x1b\"), and it is not one; quote the name for the shell too, e.g. '\"job\\x1b\"'", strconv.Quote(a))
+			case u == "":
+				return nil, usageErrorf("RESOURCE %s is the empty name: no lock has it", a)
+			case len(u) > maxNameBytes:
+				return nil, usageErrorf("RESOURCE %s is %d bytes long, over the limit of %d", a, len(u), maxNameBytes)
+			}
+			name = u
+		} else if err := checkName("RESOURCE", a); err != nil {
+			return nil, usageErrorf("%v; to name a resource that dlm status shows quoted, give its quoted form: %s", err, strconv.Quote(a))
+		}
+		if seen[name] {
+			return nil, usageErrorf("RESOURCE %s is given twice", strconv.Quote(name))
+		}
+		seen[name] = true
+		names[i] = name
+	}
+	return names, nil
 }
 
 // checkName refuses (exit 64) a name that dlm could not show, log or pass

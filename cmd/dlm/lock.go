@@ -70,8 +70,10 @@ passwords; the rest of dlm's environment is passed on.
 
 The command runs under a small guard process, in the guard's own process
 group (the terminal's foreground group when dlm is in the foreground, so
-Ctrl-C reaches it once) and, on Linux when dlm may create one (root or
-CAP_SYS_ADMIN), in a PID namespace of its own. SIGINT, SIGTERM, SIGHUP and
+Ctrl-C reaches it once) and, on Linux when the kernel allows it, in a PID
+namespace of its own (as root; for other users inside an unprivileged user
+namespace that maps only their own uid and gid, where setuid programs such
+as sudo cannot gain privilege). SIGINT, SIGTERM, SIGHUP and
 SIGQUIT sent to dlm are forwarded to the whole group. The command and
 everything it started never outlive the lock: the guard knows the end of
 the lock's validity (dlm sends it each new one after an extension) and
@@ -80,7 +82,8 @@ stopped or too slow to extend; when the command exits, what it left
 running is killed before the lock is released; if dlm dies, even by
 SIGKILL, the guard kills them at once; if the guard dies, with dlm or
 alone, the kernel ends the PID namespace and everything in it. Without a
-namespace (--pid-namespace=false, no privilege, or not Linux) a process
+namespace (--pid-namespace=false, a kernel that refuses user namespaces
+to the user, or not Linux) a process
 that leaves the group (setsid) escapes when the guard is killed, and the
 command's children run on when dlm and the guard are killed together
 (docs/operations.md, "Signals").
@@ -147,14 +150,14 @@ killed by signal N).`,
 			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
 			}
-			client, closeClient, err := dial(adapt, urls, tlsf, opts...)
+			client, closeClient, err := dial(adapt, urls, tlsf, closeGrace(nodeTO), opts...)
 			if err != nil {
 				return err
 			}
 			defer closeClient()
 			lr := lockRun{
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
-				argv: argv, wait: wait, grace: grace, read: read, write: write,
+				argv: argv, wait: wait, try: oneTry(nodeTO, ttl), grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
 				noPIDNS: !pidns,
 			}
@@ -174,7 +177,7 @@ killed by signal N).`,
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
-	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when dlm may create one (root or CAP_SYS_ADMIN), so that nothing it starts survives dlm and its guard killed together; false keeps the system's pids (for pidfiles read outside), with the guard as subreaper")
+	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together; false keeps the system's pids (for pidfiles read outside) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
@@ -280,6 +283,7 @@ type lockRun struct {
 	resource  string   // the resources, sorted, joined by "," (messages)
 	argv      []string
 	wait      time.Duration
+	try       time.Duration // the bound of one try (--wait 0): oneTry
 	grace     time.Duration
 	read      bool // --read: RLock
 	write     bool // --write: WLock
@@ -458,7 +462,9 @@ type family struct {
 // extra (the lock's or the leadership's variables). The guard gets the
 // first deadline (zero: none) before it starts the command. On Linux the
 // guard is the first process of a new PID namespace when the kernel allows
-// it (root or CAP_SYS_ADMIN), else a child subreaper in its group.
+// it (root or CAP_SYS_ADMIN; any user through an unprivileged user
+// namespace where the kernel allows those), else a child subreaper in its
+// group.
 func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	self, err := os.Executable()
 	if err != nil {
@@ -469,23 +475,29 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 		return nil, err
 	}
 	fg := foregroundTTY(r.stdin)
-	newGuard := func(pidns bool) *exec.Cmd {
+	newGuard := func(iso isolation) *exec.Cmd {
 		guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
 		guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
 		guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
-		guard.SysProcAttr = guardAttr(fg, pidns)
+		guard.SysProcAttr = guardAttr(fg, iso)
 		guard.Env = childEnv(os.Environ(), extra...)
 		return guard
 	}
 	// The guard's parent-death signal fires when the thread that forked it
 	// ends: keep this goroutine on that thread while the guard lives.
 	runtime.LockOSThread()
-	pidns := pidNamespaces && !r.noPIDNS
-	guard := newGuard(pidns)
-	err = guard.Start()
-	if err != nil && pidns {
-		guard = newGuard(false) // no namespace for us: EPERM, or none left
-		err = guard.Start()
+	var isos []isolation
+	if !r.noPIDNS {
+		isos = guardIsolations()
+	}
+	var guard *exec.Cmd
+	// The kernel says which namespaces it allows (EPERM, EINVAL, ENOSPC
+	// when it does not, or none are left): the first it starts is used.
+	for _, iso := range append(isos, isolateNone) {
+		guard = newGuard(iso)
+		if err = guard.Start(); err == nil {
+			break
+		}
 	}
 	pr.Close()
 	if err == nil {
@@ -529,7 +541,9 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 		err error
 	)
 	if r.wait == 0 {
-		l, err = r.lock(ctx, true)
+		tctx, cancel := context.WithTimeout(ctx, r.try)
+		l, err = r.lock(tctx, true)
+		cancel()
 	} else {
 		wctx, cancel := context.WithTimeout(ctx, r.wait)
 		l, err = r.lock(wctx, false)

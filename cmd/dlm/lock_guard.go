@@ -35,8 +35,10 @@ const noDeadline int64 = math.MaxInt64
 //
 // dlm lock starts the guard as the leader of a new process group (the
 // terminal's foreground group when dlm itself is in the foreground), and
-// the guard starts the command in that group. On Linux, when dlm may create
-// one (root, or CAP_SYS_ADMIN), the guard is also the first process of a
+// the guard starts the command in that group. On Linux, when the kernel
+// allows it (root or CAP_SYS_ADMIN; any user where unprivileged user
+// namespaces are allowed, through one that maps only the user's own ids:
+// guardIsolations), the guard is also the first process of a
 // new PID namespace: every process the command starts, even one that
 // leaves the group (setsid, double fork), is in that namespace, and the
 // kernel kills them all the moment the guard dies, whatever killed it.
@@ -81,6 +83,20 @@ const noDeadline int64 = math.MaxInt64
 // the deadline, the pipe and dlm's signals to the group hold, and a process
 // that leaves the group, or the group itself when dlm and the guard die
 // together, escapes (docs/operations.md, "Signals").
+
+// isolation is how far dlm lock sets its guard apart (guardAttr).
+type isolation int
+
+const (
+	// isolateNone: the guard is a child subreaper in its group.
+	isolateNone isolation = iota
+	// isolatePID: the guard is the first process of a new PID namespace.
+	isolatePID
+	// isolateUserPID: the same, the PID namespace owned by a new user
+	// namespace that maps the caller's uid and gid to themselves, which
+	// needs no privilege where the kernel allows it.
+	isolateUserPID
+)
 
 // newLockGuardCmd builds the hidden "dlm lock-guard -- COMMAND [ARGS...]".
 func newLockGuardCmd() *cobra.Command {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,7 +18,7 @@ import (
 // canPIDNamespace reports whether this process may start a child in a new
 // PID namespace, as dlm lock does for its guard on Linux when allowed.
 func canPIDNamespace() bool {
-	if !pidNamespaces {
+	if !slices.Contains(guardIsolations(), isolatePID) {
 		return false
 	}
 	c := exec.Command("true")
@@ -61,7 +62,7 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 	if !pidns {
 		t.Logf("no PID namespace for this process: the guard runs as subreaper, and the cases that need a namespace are skipped")
 	}
-	next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
+	next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, 0, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,21 +112,8 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
 				<-done
 			})
-			var fam []int
-			redlocktest.Eventually(t, 20*time.Second, func() bool {
-				fam = familyOf(mark)
-				return fileExists(mark) && len(fam) == want
-			}, "the command never started its %d processes (found %v); stderr: %s", want, fam, stderr)
-			t.Cleanup(func() {
-				for _, p := range fam {
-					_ = syscall.Kill(p, syscall.SIGKILL)
-				}
-			})
-			guards := childrenOf(cmd.Process.Pid)
-			if len(guards) != 1 {
-				t.Fatalf("dlm has children %v, want its one guard", guards)
-			}
-			tc.act(t, cmd.Process.Pid, guards[0])
+			fam, guard := startedFamily(t, cmd.Process.Pid, mark, want, stderr)
+			tc.act(t, cmd.Process.Pid, guard)
 
 			// The next holder gets the lock once the first one's keys
 			// expire (or dlm released them): nothing of the first command
@@ -160,6 +148,27 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startedFamily waits until the command of dlm (pid dlm), marked by mark,
+// runs its want processes, has them killed when the test ends, and
+// returns them with dlm's one guard.
+func startedFamily(t *testing.T, dlm int, mark string, want int, stderr *syncBuf) (fam []int, guard int) {
+	t.Helper()
+	redlocktest.Eventually(t, 20*time.Second, func() bool {
+		fam = familyOf(mark)
+		return fileExists(mark) && len(fam) == want
+	}, "the command never started its %d processes (found %v); stderr: %s", want, fam, stderr)
+	t.Cleanup(func() {
+		for _, p := range fam {
+			_ = syscall.Kill(p, syscall.SIGKILL)
+		}
+	})
+	guards := childrenOf(dlm)
+	if len(guards) != 1 {
+		t.Fatalf("dlm has children %v, want its one guard", guards)
+	}
+	return fam, guards[0]
 }
 
 // kill sends sig to pid.

@@ -187,5 +187,5 @@ func (nf *nodeFlags) client(ctx context.Context, ttl time.Duration, opts ...redl
 		return nil, nil, err
 	}
 	opts = append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(nf.prefix), redlock.WithNodeTimeout(nf.nodeTO)}, opts...)
-	return dial(nf.adapt, urls, nf.tlsf, opts...)
+	return dial(nf.adapt, urls, nf.tlsf, closeGrace(nf.nodeTO), opts...)
 }

@@ -11,13 +11,24 @@ import (
 
 // guardAttr is how dlm lock starts its guard: leader of a new process
 // group, with SIGTERM as parent-death signal (the guard checks getppid
-// before acting on it), and with pidns the first process of a new PID
-// namespace (lock_guard.go). fg >= 0 makes the group the foreground group
-// of the terminal fg.
-func guardAttr(fg int, pidns bool) *syscall.SysProcAttr {
+// before acting on it), and, as iso says, the first process of a new PID
+// namespace (lock_guard.go), which a new user namespace owns for a caller
+// without the privilege to create one alone. fg >= 0 makes the group the
+// foreground group of the terminal fg.
+func guardAttr(fg int, iso isolation) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
-	if pidns {
+	switch iso {
+	case isolatePID:
 		a.Cloneflags = syscall.CLONE_NEWPID
+	case isolateUserPID:
+		// The caller's own uid and gid, mapped to themselves: inside, the
+		// command is the same user (files, $UID, permissions), and has no
+		// privilege the caller lacks. setgroups stays denied, as the
+		// kernel requires of an unprivileged gid map.
+		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		a.GidMappingsEnableSetgroups = false
 	}
 	if fg >= 0 {
 		a.Foreground, a.Ctty = true, fg
@@ -25,9 +36,13 @@ func guardAttr(fg int, pidns bool) *syscall.SysProcAttr {
 	return a
 }
 
-// pidNamespaces reports whether guardAttr can ask for a PID namespace on
-// this system (dlm lock falls back to none when the kernel refuses).
-const pidNamespaces = true
+// guardIsolations are the namespaces dlm lock asks for its guard, in
+// order: a PID namespace alone (root, or CAP_SYS_ADMIN), then one owned by
+// a new user namespace (any user, where the kernel allows unprivileged
+// user namespaces: user.max_user_namespaces above 0, no distribution
+// restriction). The kernel refuses what it does not allow when the guard
+// is started, and dlm lock tries the next, then none.
+func guardIsolations() []isolation { return []isolation{isolatePID, isolateUserPID} }
 
 // commandAttr is how the guard starts the command: in the guard's group,
 // killed if the guard dies.

@@ -8,7 +8,7 @@ import "syscall"
 // group. There is no parent-death signal and no PID namespace outside
 // Linux: the guard learns of dlm's death from its pipe alone. fg >= 0 makes
 // the group the foreground group of the terminal fg.
-func guardAttr(fg int, _ bool) *syscall.SysProcAttr {
+func guardAttr(fg int, _ isolation) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if fg >= 0 {
 		a.Foreground, a.Ctty = true, fg
@@ -16,9 +16,8 @@ func guardAttr(fg int, _ bool) *syscall.SysProcAttr {
 	return a
 }
 
-// pidNamespaces reports whether guardAttr can ask for a PID namespace on
-// this system.
-const pidNamespaces = false
+// guardIsolations is empty: no namespaces outside Linux.
+func guardIsolations() []isolation { return nil }
 
 // commandAttr is how the guard starts the command: in the guard's group.
 // Without a parent-death signal, a command whose guard alone is killed

@@ -39,7 +39,10 @@ deletes it by compare-and-delete with the value it read (each reader's
 entry of a read lock), so that a holder that acquired in between is not
 deleted. The holder is not told: until its next extension it may still
 believe it holds the lock, so use it for a holder known to be dead, or
-with fencing tokens on what the lock guards. Every forced release is
+with fencing tokens on what the lock guards. A RESOURCE that starts with
+a double quote is read as the quoted form that dlm status prints for a
+name with control characters or invalid UTF-8 (Go syntax: '"job\x1b"'
+in the shell). Every forced release is
 logged on standard error (resource, mode, owners, nodes; never a value)
 and exits 0 when a quorum of nodes no longer holds the resource.
 
@@ -89,7 +92,8 @@ func forceRelease(cmd *cobra.Command, nf *nodeFlags, resources []string) error {
 	case cmd.Flags().Changed("handle-file"):
 		return usageErrorf("--force releases by RESOURCE name, not by handle: drop --handle-file")
 	}
-	if err := checkResources(resources); err != nil {
+	resources, err := namedResources(resources)
+	if err != nil {
 		return err
 	}
 	client, closeClient, err := nf.client(cmd.Context(), redlock.DefaultTTL)

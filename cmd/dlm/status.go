@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -41,7 +44,10 @@ validity that remains on a quorum, its fencing token, and each node's view.
 Holders are named by their owner label (--owner of dlm lock and dlm
 acquire, host and pid by default) and numbered per node; the lock's value
 is a secret and is never shown, not a byte of it. To release a lock whose
-holder is known to be dead: dlm release --force RESOURCE.
+holder is known to be dead: dlm release --force RESOURCE. A name shown
+quoted (it has control characters or invalid UTF-8, or starts with a
+quote) is given back to dlm status and dlm release --force in that quoted
+form (Go syntax), quoted once more for the shell: '"job\x1b"'.
 
 Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
 localhost) are flagged: they are not independent masters (R2).
@@ -60,7 +66,8 @@ the same server, else 0.`,
 				return usageErrorf("--limit must be at least 1, got %d", limit)
 			}
 			if len(args) > 0 {
-				if err := checkResources(args); err != nil {
+				var err error
+				if args, err = namedResources(args); err != nil {
 					return err
 				}
 			}
@@ -71,7 +78,7 @@ the same server, else 0.`,
 			ps := probeNodes(cmd.Context(), parsed, prefix, timeout, cfgs)
 			printStatus(cmd.OutOrStdout(), ps, q)
 			if len(args) > 0 || all {
-				if err := printLocks(cmd, nodes, tlsf, prefix, byzantine, timeout, args, all, limit); err != nil {
+				if err := printLocks(cmd, nodes, tlsf, prefix, byzantine, timeout, args, all, limit, hungNodes(ps)); err != nil {
 					return err
 				}
 			}
@@ -97,8 +104,9 @@ the same server, else 0.`,
 
 // printLocks inspects resources (or, with all, every resource under the
 // key prefix, at most limit) through a lock client over the nodes, and
-// prints each.
-func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string, byzantine int, timeout time.Duration, resources []string, all bool, limit int) error {
+// prints each. hung counts the nodes that did not answer the probe within
+// timeout: each inspection waits timeout for such a node.
+func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string, byzantine int, timeout time.Duration, resources []string, all bool, limit, hung int) error {
 	urls, err := resolveNodes(nodes)
 	if err != nil {
 		return err
@@ -110,14 +118,12 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
 	}
 	// go-redis dials lazily: a node that is down is reported per node.
-	client, closeClient, err := dial("goredis", urls, tlsf, opts...)
+	client, closeClient, err := dial("goredis", urls, tlsf, closeGrace(timeout), opts...)
 	if err != nil {
 		return err
 	}
 	defer closeClient()
-	// A frozen node costs each resource --timeout: the whole listing is
-	// bounded, and what was inspected by then is shown.
-	ctx, cancel := context.WithTimeout(cmd.Context(), time.Duration(max(len(resources), 4)+1)*timeout)
+	ctx, cancel := context.WithTimeout(cmd.Context(), listingBudget(timeout, len(resources), all, limit, hung))
 	defer cancel()
 	w := cmd.OutOrStdout()
 	var infos []redlock.LockInfo
@@ -145,12 +151,49 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		}
 	}
 	switch {
+	case cut != nil && hung > 0:
+		return fmt.Errorf("the list of locks is cut short (%d shown): %d node(s) did not answer within --timeout %v, and each lock waits that long for them: %w", len(infos), hung, timeout, cut)
 	case cut != nil:
 		return fmt.Errorf("the list of locks is cut short (%d shown): %w", len(infos), cut)
 	case !complete:
 		fmt.Fprintf(w, "\n(more resources than --limit %d: the list is cut)\n", limit)
 	}
 	return nil
+}
+
+// listingBudget is the time dlm status gives its inspections. Each lock
+// is inspected in turn, each read within timeout, and on nodes that answer
+// a read takes a round trip: the listing has timeout for each lock it may
+// inspect (with all, up to limit), so that a long list on a slow network
+// is not cut short. A hung node (one that did not answer the probe) makes
+// every read wait timeout for it: the listing is then bounded as for four
+// locks (or the named ones), and shows what was inspected by then.
+func listingBudget(timeout time.Duration, named int, all bool, limit, hung int) time.Duration {
+	n := max(named, 4)
+	if hung == 0 {
+		n = named
+		if all {
+			n = min(named+limit, math.MaxInt-1)
+		}
+	}
+	if n+1 > int(math.MaxInt64/timeout) {
+		return math.MaxInt64 // no bound but the nodes' own
+	}
+	return time.Duration(n+1) * timeout
+}
+
+// hungNodes counts the probes that ended by their deadline: nodes that
+// accept a connection but do not answer (a stopped process, a stalled
+// disk), as opposed to nodes that refuse at once.
+func hungNodes(ps []probe) int {
+	n := 0
+	for _, p := range ps {
+		var ne net.Error
+		if p.Err != nil && (errors.Is(p.Err, context.DeadlineExceeded) || errors.As(p.Err, &ne) && ne.Timeout()) {
+			n++
+		}
+	}
+	return n
 }
 
 // printStatus writes the node table.

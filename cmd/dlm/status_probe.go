@@ -46,7 +46,8 @@ type probe struct {
 	// Keys counts the lock keys under the prefix (at most maxKeysCounted).
 	Keys int
 	// Config holds CONFIG GET answers (maxmemory-policy, maxmemory,
-	// appendonly, appendfsync); ConfigErr is set when CONFIG is refused.
+	// appendonly, appendfsync, save); ConfigErr is set when CONFIG is
+	// refused.
 	Config    map[string]string
 	ConfigErr error
 	// ClockOffset is the node's TIME minus this process's clock at the
@@ -106,7 +107,7 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 		}
 	}
 	p.Config = map[string]string{}
-	for _, k := range []string{"maxmemory-policy", "maxmemory", "appendonly", "appendfsync"} {
+	for _, k := range []string{"maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"} {
 		m, err := c.ConfigGet(ctx, k).Result()
 		if err != nil {
 			p.ConfigErr = err

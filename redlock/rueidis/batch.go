@@ -31,6 +31,9 @@ type sender struct {
 	// may lie in different slots.
 	combine bool
 	ttl     batch.TTLArg
+	// client is the batch's client (Node.conn): every command of a batch
+	// is built by the client that sends it.
+	client rueidis.Client
 }
 
 // ttlArg returns ttl in milliseconds as a command's argument, formatted
@@ -70,7 +73,6 @@ func (n *Node) StartAll(calls []adapter.Call) {
 // holds.
 func (n *Node) send(items []batch.Item) {
 	b := &n.sender
-	c := n.client
 	live, deadline, bounded := batch.Live(items)
 	if len(live) == 0 {
 		return
@@ -90,6 +92,8 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
+	c := n.conn(ctx)
+	b.client = c
 	if b.combine && b.combined.Plan(live) {
 		n.sendCombined(ctx, live)
 		return
@@ -183,7 +187,7 @@ func deliver(it batch.Item, r rueidis.RedisResult) {
 // EVAL, moved behind nothing, since it was the batch's last command.
 func (n *Node) sendCombined(ctx context.Context, live []batch.Item) {
 	b := &n.sender
-	c := n.client
+	c := b.client
 	sc := n.scripts.Batch
 	acq := b.combined.Acquisitions()
 	keys, args := b.combined.Build(live, ChannelPrefix, b.ttlArg)
@@ -234,7 +238,7 @@ func (n *Node) scriptOf(op adapter.Op) *batch.Script { return n.scripts.Of(op) }
 // script by EVALSHA, or by EVAL when eval is set or the node is not known
 // to have the script. Only the batch worker calls it (it uses n.sender).
 func (n *Node) command(req adapter.Request, eval bool) rueidis.Completed {
-	c := n.client
+	c := n.sender.client
 	s := n.scriptOf(req.Op)
 	if req.Op.IsMulti() {
 		return n.multiCommand(s, req, eval) // multi.go

@@ -65,7 +65,7 @@ func (n *Node) fencedSplit(ctx context.Context, keys, fenceKeys []string, value 
 // goroutine of its own (rueidis' Receive) that subscribes again after its
 // connection is lost.
 type shardWatch struct {
-	client rueidis.Client
+	conn   func(context.Context) rueidis.Client // Node.conn
 	notify func(key, value string)
 
 	mu     sync.Mutex
@@ -165,7 +165,8 @@ func (w *shardWatch) receive(rctx context.Context, key string, confirmed chan st
 	})
 	first := true
 	for delay := redialMin; ; delay = min(2*delay, redialMax) {
-		err := w.client.Receive(hctx, w.client.B().Ssubscribe().Channel(ch).Build(), func(m rueidis.PubSubMessage) {
+		c := w.conn(rctx)
+		err := c.Receive(hctx, c.B().Ssubscribe().Channel(ch).Build(), func(m rueidis.PubSubMessage) {
 			w.notify(key, m.Message)
 		})
 		if rctx.Err() != nil {
@@ -231,7 +232,10 @@ func (w *shardWatch) Close() error {
 // a Redis Cluster (cluster=true): seeded with its addresses, the rest of
 // the cluster discovered, configured for Redlock as NewClient is (no
 // cache, no retries, one ordered connection per master, every command
-// pipelined).
+// pipelined). rueidis builds a cluster client only once a seed answers:
+// it fails when none does. Dial and DialNode do not call it at once: their
+// cluster node builds its client in the background and fails its requests
+// until the cluster answers, as a single node that is down does (lazy.go).
 func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	if !u.Cluster {
 		return nil, fmt.Errorf("rueidis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
@@ -265,7 +269,7 @@ func (n *Node) scanCluster(ctx context.Context, prefix, cursor string, count int
 	if err != nil {
 		return nil, "", fmt.Errorf("rueidis: %w", err)
 	}
-	c := n.client
+	c := n.conn(ctx)
 	txt, err := c.Do(ctx, c.B().ClusterNodes().Build()).ToString()
 	if err != nil {
 		return nil, "", err

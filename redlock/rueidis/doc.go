@@ -56,8 +56,11 @@
 // DoMulti, which rueidis sends as one pipeline per master; a set whose keys
 // span hash slots is stepped once per slot and joined all or nothing (see
 // redlock/internal/slots); releases are announced by SPUBLISH and heard by
-// one SSUBSCRIBE per watched key on the shard of the key. Unlike a single
-// node, a cluster node needs one of its seeds to answer when it is dialled,
-// to learn the cluster's slots. See the package documentation of redlock
+// one SSUBSCRIBE per watched key on the shard of the key. As a single node
+// does, a cluster node of Dial or DialNode needs no seed to answer when it
+// is dialled: it builds its cluster client in the background (rueidis must
+// reach a seed to learn the slots), fails its requests as a node that is
+// down until the cluster answers, and works from then on; NewClient and
+// NewClusterClient fail when no seed answers. See the package documentation of redlock
 // ("Nodes that are Redis Clusters") for what keeps the guarantees.
 package rueidis

@@ -9,6 +9,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"dlm/redlock/internal/fence"
@@ -30,7 +31,19 @@ import (
 type connFence struct {
 	user, pass string
 	given      fence.List
+	// lazy is set while NewClient builds its client: the first dial,
+	// which rueidis makes there and waits for, is deferred to the first
+	// request (see errDialDeferred).
+	lazy atomic.Bool
 }
+
+// errDialDeferred ends the dial that rueidis makes while NewClient builds
+// its client: the client keeps no connection and dials on its first
+// request, so that building a client never waits for a node (a node that
+// accepts connections but never answers, such as a stopped process, held
+// the handshake up to the dialer's timeout), and a node that is down is
+// reported per request, as the other adapters do.
+var errDialDeferred = errors.New("rueidis: dial deferred to the first request")
 
 // dialFn is the type of rueidis' ClientOption.DialCtxFn.
 type dialFn = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error)
@@ -39,6 +52,9 @@ type dialFn = func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Con
 // does by default, when inner is nil) and fences the connection.
 func (f *connFence) wrap(inner dialFn) dialFn {
 	return func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		if f.lazy.Load() {
+			return nil, errDialDeferred
+		}
 		var nc net.Conn
 		var err error
 		switch {

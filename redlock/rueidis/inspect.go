@@ -46,7 +46,7 @@ func (n *Node) Scan(ctx context.Context, prefix, cursor string, count int) ([]st
 	if err != nil {
 		return nil, "", fmt.Errorf("rueidis: %w", err)
 	}
-	c := n.client
+	c := n.conn(ctx)
 	e, err := c.Do(ctx, c.B().Scan().Cursor(cur).Match(scripts.MatchPrefix(prefix)).Count(int64(max(count, 1))).Build()).AsScanEntry()
 	if err != nil {
 		return nil, "", err
@@ -56,7 +56,7 @@ func (n *Node) Scan(ctx context.Context, prefix, cursor string, count int) ([]st
 
 // PutNote sets key to note with an expiry of ttl (adapter.InspectNode).
 func (n *Node) PutNote(ctx context.Context, key, note string, ttl time.Duration) error {
-	c := n.client
+	c := n.conn(ctx)
 	if ttl <= 0 {
 		return c.Do(ctx, c.B().Set().Key(key).Value(note).Build()).Error()
 	}
@@ -65,7 +65,7 @@ func (n *Node) PutNote(ctx context.Context, key, note string, ttl time.Duration)
 
 // Note returns the string under key (adapter.InspectNode).
 func (n *Node) Note(ctx context.Context, key string) (string, bool, error) {
-	c := n.client
+	c := n.conn(ctx)
 	v, err := c.Do(ctx, c.B().Get().Key(key).Build()).ToString()
 	switch {
 	case rueidis.IsRedisNil(err):

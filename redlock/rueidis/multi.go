@@ -38,7 +38,7 @@ func newMultiScripts() multiScripts {
 // req.Keys, run by s: by EVALSHA, or by EVAL when eval is set or the node
 // is not known to have the script.
 func (n *Node) multiCommand(s *batch.Script, req adapter.Request, eval bool) rueidis.Completed {
-	c := n.client
+	c := n.sender.client // the batch's (batch.go)
 	var arg2 string
 	switch req.Op {
 	case adapter.OpAcquireAll, adapter.OpExtendAll:

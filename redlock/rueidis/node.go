@@ -3,6 +3,7 @@ package rueidis
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"net"
 	"strings"
 	"sync"
@@ -28,7 +29,8 @@ const ChannelPrefix = scripts.ChannelPrefix
 // adapter.TransferNode, adapter.FencingNode, adapter.MultiNode and
 // adapter.MultiFencingNode (multi.go). It is safe for concurrent use.
 type Node struct {
-	client  rueidis.Client
+	client  rueidis.Client // nil when lazy is set
+	lazy    *lazyCluster   // a cluster node built on demand (lazy.go)
 	name    string
 	owned   bool
 	scripts batch.Scripts // of the batched requests (batch.go)
@@ -70,6 +72,12 @@ const MaxBatch = 1000
 // (adapter.AsyncNode); NewClient does all this. Close does not close a
 // client passed here: its owner does.
 func NewNode(client rueidis.Client, name string) *Node {
+	return newNode(client, name, client.Mode() == rueidis.ClientModeCluster)
+}
+
+// newNode is NewNode for a client known to be of a cluster or not (a lazy
+// cluster node has none yet).
+func newNode(client rueidis.Client, name string, cluster bool) *Node {
 	n := &Node{
 		client:  client,
 		name:    name,
@@ -83,8 +91,8 @@ func NewNode(client rueidis.Client, name string) *Node {
 		putRecord:  batch.NewScript(scripts.PutRecord),
 		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
-	n.sender.combine = client.Mode() != rueidis.ClientModeCluster
-	if client.Mode() == rueidis.ClientModeCluster {
+	n.sender.combine = !cluster
+	if cluster {
 		n.cluster, n.scripts = true, n.scripts.Sharded() // cluster.go
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
@@ -92,11 +100,24 @@ func NewNode(client rueidis.Client, name string) *Node {
 	return n
 }
 
+// conn returns the client to send a request on: the node's, or a cluster
+// node's once it is built (lazy.go), waiting for a build under way until
+// ctx ends; while there is none, a client that fails every request with
+// the reason.
+func (n *Node) conn(ctx context.Context) rueidis.Client {
+	if n.lazy != nil {
+		return n.lazy.client(ctx)
+	}
+	return n.client
+}
+
 // String returns the node's name.
 func (n *Node) String() string { return n.name }
 
-// Client returns the underlying rueidis client.
-func (n *Node) Client() rueidis.Client { return n.client }
+// Client returns the underlying rueidis client. For a cluster node that
+// Dial or DialNode made, it is the cluster client once one could be built,
+// and until then a client that fails every request.
+func (n *Node) Client() rueidis.Client { return n.conn(context.Background()) }
 
 // Acquire runs SET key value NX PX ttl (R3), in the node's next batch.
 func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
@@ -129,7 +150,10 @@ func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.D
 // Close closes the client if this node created it (Dial); a client given to
 // NewNode is left to its owner.
 func (n *Node) Close() error {
-	if n.owned {
+	switch {
+	case n.lazy != nil:
+		n.lazy.Close()
+	case n.owned:
 		n.client.Close()
 	}
 	return nil
@@ -140,7 +164,7 @@ func (n *Node) Close() error {
 // Watch, on which every watched key is one SUBSCRIBE to its channel.
 func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
 	if n.cluster {
-		return &shardWatch{client: n.client, notify: notify, subs: map[string]keySub{}}, nil // cluster.go
+		return &shardWatch{conn: n.conn, notify: notify, subs: map[string]keySub{}}, nil // cluster.go
 	}
 	return &watch{node: n, notify: notify, keys: map[string]struct{}{}, stop: make(chan struct{}), listen: n.listener()}, nil
 }
@@ -164,7 +188,7 @@ type watch struct {
 // (batch.Listener).
 func (n *Node) listener() *batch.Listener {
 	return batch.NewListener(func(ctx context.Context) error {
-		c := n.client
+		c := n.conn(ctx)
 		return c.Do(ctx, c.B().Set().Key(scripts.ListenKey).Value("1").PxMilliseconds(batch.ListenTTL.Milliseconds()).Build()).Error()
 	})
 }
@@ -314,8 +338,9 @@ func WithMaxFlushDelay(d time.Duration) Option {
 // node executes them in the order they were sent and a request that times
 // out never closes the connection under the requests behind it; no
 // client-side cache, no command retries, context deadlines honoured. It
-// returns a client even when the node cannot be reached now (with the
-// error): the client connects on use.
+// does not connect: the client dials on its first request, so a node that
+// is down or hangs now fails that request (and later ones, until it is
+// back), never the building of the client.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	if u.Cluster {
 		return NewClusterClient(u, opts...) // cluster.go
@@ -330,7 +355,13 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	// Every connection fences the ones given up before it (fence.go).
 	fence := &connFence{user: u.Username, pass: u.Password}
 	o.DialCtxFn = fence.wrap(o.DialCtxFn)
-	return rueidis.NewClient(o)
+	fence.lazy.Store(true)
+	c, err := rueidis.NewClient(o) // ForceSingleClient: a client even when its dial fails
+	fence.lazy.Store(false)
+	if errors.Is(err, errDialDeferred) {
+		err = nil
+	}
+	return c, err
 }
 
 // clientOption is the rueidis configuration of NewClient for u, before
@@ -416,6 +447,13 @@ func DialNode(url string, opts ...Option) (*Node, error) {
 }
 
 func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
+	if u.Cluster {
+		// Built in the background: a cluster that is down now is a node
+		// that fails its requests until it is back (lazy.go).
+		n := newNode(nil, u.String(), true)
+		n.lazy = newLazyCluster(u, opts)
+		return n, nil
+	}
 	c, err := NewClient(u, opts...)
 	if c == nil {
 		return nil, err
