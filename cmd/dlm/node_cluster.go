@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -86,14 +87,21 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 			done <- err
 		}()
 	}
+	var stopOnce sync.Once
+	stopMasters := func() { stopOnce.Do(func() { close(stopAll) }) }
 	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	formed := make(chan struct{})
+	var formErr error // read after formed is closed
 	go func() {
 		defer close(formed)
 		u, err := nc.form(fctx, members)
 		if err != nil {
 			if fctx.Err() == nil {
-				fmt.Fprintf(stderr, "dlm node: the cluster was not formed: %v\n", err)
+				// A node that never serves must not look alive to its
+				// supervisor: stop the masters and exit.
+				formErr = withCode(exitUnavailable, fmt.Errorf("the cluster was not formed: %w", err))
+				fmt.Fprintf(stderr, "dlm node: the cluster was not formed: %v; stopping the masters\n", err)
+				stopMasters()
 			}
 			return
 		}
@@ -105,11 +113,14 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 		if err := <-done; err != nil && first == nil {
 			first = err
 			fmt.Fprintf(stderr, "dlm node: %v: stopping the other masters; restart the node (the crashed master waits --max-ttl before serving)\n", err)
-			close(stopAll)
+			stopMasters()
 		}
 	}
 	stop()
 	<-formed
+	if first == nil {
+		return formErr
+	}
 	return first
 }
 
@@ -158,9 +169,22 @@ func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig) (string, 
 	if err := poll("every master to answer", func(c *redis.Client) bool { return c.Ping(ctx).Err() == nil }); err != nil {
 		return "", err
 	}
-	if info(clients[0])["cluster_known_nodes"] != strconv.Itoa(len(members)) {
+	// Each master's CLUSTER INFO, read until it answers: an INFO that
+	// timed out on a loaded machine read as "slots assigned", and the
+	// master was left without its slots, the cluster never ok.
+	infos := make([]map[string]string, len(clients))
+	for i, c := range clients {
+		if err := poll("CLUSTER INFO of "+addrs[i], func(*redis.Client) bool {
+			s, err := c.ClusterInfo(ctx).Result()
+			infos[i] = parseInfo(s)
+			return err == nil
+		}); err != nil {
+			return "", err
+		}
+	}
+	if infos[0]["cluster_known_nodes"] != strconv.Itoa(len(members)) {
 		for i, c := range clients {
-			if info(c)["cluster_slots_assigned"] != "0" {
+			if infos[i]["cluster_slots_assigned"] != "0" {
 				continue
 			}
 			lo, hi := i*redisproc.Slots/len(clients), (i+1)*redisproc.Slots/len(clients)-1

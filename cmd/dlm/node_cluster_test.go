@@ -168,3 +168,23 @@ func TestNodeClusterBusPortTaken(t *testing.T) {
 		t.Errorf("exit %d, want %d naming the bus port; stderr: %s", r.code, exitUsage, r.stderr)
 	}
 }
+
+// A cluster node that cannot form its cluster within --start-timeout stops
+// its masters and exits 69, instead of running on without a node URL (a
+// supervisor then saw a live process that served nothing; TestNodeCluster
+// once waited 60 s for a URL on a machine at load 15).
+func TestNodeClusterNotFormedExits(t *testing.T) {
+	redlocktest.Require(t)
+	port := freeRun(t, 3)
+	r := runDLM(t, 60*time.Second, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
+		"--max-ttl", "1s", "--start-timeout", "1ms", "--", "--save", "", "--loglevel", "warning")
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "the cluster was not formed") {
+		t.Errorf("exit %d, want %d saying the cluster was not formed; stderr:\n%s", r.code, exitUnavailable, r.stderr)
+	}
+	for p := port; p < port+3; p++ {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+strconv.Itoa(p), time.Second); err == nil {
+			c.Close()
+			t.Errorf("port %d still serves after dlm node exited", p)
+		}
+	}
+}
