@@ -346,11 +346,8 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return l, nil
 		}
 		aerr.Attempts = try
-		if last != nil && aerr.Cause != nil && (ctx.Err() != nil || pastDeadline(ctx, time.Now())) {
-			// The context cut this attempt: the nodes it did not hear
-			// from say nothing, so the error tells what the last
-			// complete attempt found (no quorum, held elsewhere).
-			return nil, c.stopped(resource, try, last, aerr.Cause)
+		if err := c.cutShort(ctx, resource, try, last, aerr); err != nil {
+			return nil, err
 		}
 		last = aerr
 		if final || aerr.Cause != nil {
@@ -360,6 +357,18 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return nil, c.stopped(resource, try, last, err)
 		}
 	}
+}
+
+// cutShort returns the error of an acquisition whose attempt aerr (the
+// try-th) the context cut, when an earlier attempt (last) was complete:
+// the nodes the cut attempt did not hear from say nothing, so the error
+// tells what the last complete attempt found (no quorum, held elsewhere).
+// Otherwise it returns nil.
+func (c *Client) cutShort(ctx context.Context, resource string, try int, last, aerr *AcquireError) error {
+	if last == nil || aerr.Cause == nil || (ctx.Err() == nil && !pastDeadline(ctx, time.Now())) {
+		return nil
+	}
+	return c.stopped(resource, try, last, aerr.Cause)
 }
 
 // stopped builds the error of an acquisition that the context or Close

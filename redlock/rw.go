@@ -263,6 +263,9 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 			return l, nil
 		}
 		aerr.Attempts = try
+		if err := c.cutShort(ctx, resource, try, last, aerr); err != nil {
+			return nil, err // as acquire does (client.go)
+		}
 		last = aerr
 		if final || aerr.Cause != nil {
 			return nil, aerr
