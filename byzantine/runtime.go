@@ -92,6 +92,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			*trace = append(*trace, TraceEvent{Round: r, Message: msg, Rejected: why})
 		}
 	}
+	pauses, ok := ep.(PauseReporter)
+	if !ok {
+		w := watchPauses(pauseSlack(g.cfg.RoundTimeout))
+		defer w.stop()
+		pauses = w
+	}
 	var overran []int
 	var carry *Inbound // an event taken after a deadline, for the next round
 	crash := g.cfg.CrashRound(g.id)
@@ -122,10 +128,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			}
 		}
 		deadline := start.Add(time.Duration(r+1) * g.cfg.RoundTimeout)
-		if r <= m && time.Now().After(deadline) {
+		if r <= m && time.Now().After(deadline.Add(-pauseSlack(g.cfg.RoundTimeout))) {
 			// What this general sent in round r left after the round's
-			// deadline: receivers that keep the schedule refuse it as late,
-			// and the run's synchrony (A3) did not hold for it.
+			// deadline, or so close to it that a receiver may read it
+			// after (see pauseSlack): receivers that keep the schedule
+			// refuse it as late, and the run's synchrony (A3) did not hold
+			// for it.
 			overran = append(overran, r)
 		}
 		for _, msg := range fut.take(r) {
@@ -158,11 +166,26 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 					carry = &ev
 					err = errDeadline
 				}
+			} else if err == nil && !ev.At.IsZero() && ev.At.After(deadline) {
+				// Stamped after the deadline, though this general had not
+				// yet seen the deadline pass: it is not in the round
+				// either, whichever of the two the receive saw first.
+				carry = &ev
+				err = errDeadline
 			}
 			if err != nil {
 				if ctx.Err() != nil {
 					cancel()
 					return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
+				}
+				if r <= m && pauses.PausedAt(deadline) && !slices.Contains(overran, r) {
+					// This general was not running when the round's deadline
+					// passed (its process was stopped or starved): what its
+					// peers sent in time may have waited unread in the
+					// transport and been stamped late, so the late messages
+					// it refused prove nothing about its peers.
+					overran = append(overran, r)
+					slices.Sort(overran)
 				}
 				break // the round's deadline: absent messages are detected (A3)
 			}
@@ -230,6 +253,14 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	}
 	return res, nil
 }
+
+// pauseSlack is a quarter of the round timeout: a general whose sends of a
+// round end later than that before the round's deadline lists the round in
+// Overran, so a loyal general's messages are in its peers' transports at
+// least that long before the deadline. A receiver stopped for less than the
+// slack around a deadline therefore misses none of them; longer stops are
+// what the PauseReporter finds.
+func pauseSlack(round time.Duration) time.Duration { return round / 4 }
 
 // errDeadline ends a round's receive loop at its deadline.
 var errDeadline = errors.New("byzantine: round deadline")

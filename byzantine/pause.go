@@ -1,0 +1,82 @@
+package byzantine
+
+import (
+	"sync"
+	"time"
+)
+
+// PauseReporter is an optional capability of an Endpoint: it says whether
+// the general's process was stopped (SIGSTOP, a machine that did not run it)
+// at instant t. A transport stamps arrivals (Inbound.At) when it reads them,
+// so a process that was not running at a round's deadline stamps what its
+// peers sent in time as late: RunGeneral then lists the round in
+// GeneralResult.Overran. When the endpoint does not implement it,
+// RunGeneral watches the process itself with a ticker (pauses longer than
+// half of pauseSlack).
+type PauseReporter interface {
+	PausedAt(t time.Time) bool
+}
+
+// maxPauses bounds the pauses a pauseWatch remembers.
+const maxPauses = 1024
+
+// pauseWatch records the spans in which its ticker could not run: gaps
+// between ticks longer than half the slack.
+type pauseWatch struct {
+	done chan struct{}
+	tick time.Duration
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	last time.Time // the last tick
+	gaps [][2]time.Time
+}
+
+// watchPauses starts a pauseWatch ticking at a quarter of slack.
+func watchPauses(slack time.Duration) *pauseWatch {
+	tick := max(slack/4, time.Millisecond)
+	w := &pauseWatch{done: make(chan struct{}), tick: tick, last: time.Now()}
+	w.wg.Go(func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+			}
+			now := time.Now()
+			w.mu.Lock()
+			if now.Sub(w.last) > 2*tick {
+				if len(w.gaps) == maxPauses {
+					w.gaps = w.gaps[1:]
+				}
+				w.gaps = append(w.gaps, [2]time.Time{w.last, now})
+			}
+			w.last = now
+			w.mu.Unlock()
+		}
+	})
+	return w
+}
+
+// PausedAt reports whether t fell in a recorded gap, or in the one under
+// way (the ticker has not run since before t, and for too long).
+func (w *pauseWatch) PausedAt(t time.Time) bool {
+	now := time.Now()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.last) > 2*w.tick && w.last.Before(t) {
+		return true
+	}
+	for _, g := range w.gaps {
+		if g[0].Before(t) && !g[1].Before(t) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *pauseWatch) stop() {
+	close(w.done)
+	w.wg.Wait()
+}
