@@ -7,14 +7,14 @@ import (
 
 // PauseReporter is an optional capability of an Endpoint: it says whether
 // the general's process was stopped (SIGSTOP, a machine that did not run it)
-// at instant t. A transport stamps arrivals (Inbound.At) when it reads them,
-// so a process that was not running at a round's deadline stamps what its
-// peers sent in time as late: RunGeneral then lists the round in
-// GeneralResult.Overran. When the endpoint does not implement it,
-// RunGeneral watches the process itself with a ticker (pauses longer than
-// half of pauseSlack).
+// for the whole of the span from from to to. A transport stamps arrivals
+// (Inbound.At) when it reads them, so a process that was not running in the
+// last part of a round, up to its deadline, stamps what its peers sent in
+// time as late: RunGeneral then lists the round in GeneralResult.Overran.
+// When the endpoint does not implement it, RunGeneral watches the process
+// itself with a ticker.
 type PauseReporter interface {
-	PausedAt(t time.Time) bool
+	Paused(from, to time.Time) bool
 }
 
 // maxPauses bounds the pauses a pauseWatch remembers.
@@ -59,17 +59,17 @@ func watchPauses(slack time.Duration) *pauseWatch {
 	return w
 }
 
-// PausedAt reports whether t fell in a recorded gap, or in the one under
-// way (the ticker has not run since before t, and for too long).
-func (w *pauseWatch) PausedAt(t time.Time) bool {
+// Paused reports whether a recorded gap, or the one under way (the ticker
+// has not run for too long), covers the whole of [from, to].
+func (w *pauseWatch) Paused(from, to time.Time) bool {
 	now := time.Now()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if now.Sub(w.last) > 2*w.tick && w.last.Before(t) {
+	if now.Sub(w.last) > 2*w.tick && w.last.Before(from) && !now.Before(to) {
 		return true
 	}
 	for _, g := range w.gaps {
-		if g[0].Before(t) && !g[1].Before(t) {
+		if g[0].Before(from) && !g[1].Before(to) {
 			return true
 		}
 	}

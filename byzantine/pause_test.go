@@ -175,7 +175,9 @@ func (p pausedGeneral) Recv(ctx context.Context) (byzantine.Inbound, error) {
 	return p.paused.Recv(ctx)
 }
 
-// PausedAt reports the simulated stop.
-func (p pausedGeneral) PausedAt(t time.Time) bool {
-	return p.paused.from.Before(t) && !p.paused.until.Before(t)
+// Paused reports the simulated stop.
+func (p pausedGeneral) Paused(from, to time.Time) bool {
+	return p.paused.from.Before(from) && !p.paused.until.Before(to)
 }
+
+var _ byzantine.PauseReporter = pausedGeneral{}

@@ -178,12 +178,15 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 					cancel()
 					return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
 				}
-				if r <= m && pauses.PausedAt(deadline) && !slices.Contains(overran, r) {
-					// This general was not running when the round's deadline
-					// passed (its process was stopped or starved): what its
-					// peers sent in time may have waited unread in the
-					// transport and been stamped late, so the late messages
-					// it refused prove nothing about its peers.
+				if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) {
+					// This general was not running in the last part of the
+					// round, up to its deadline (its process was stopped or
+					// starved): what its peers sent in time may have waited
+					// unread in the transport and been stamped late, so the
+					// late messages it refused prove nothing about its peers.
+					// (A loyal peer's messages are in the transport pauseSlack
+					// before the deadline; a general that ran half of that
+					// after them has read them.)
 					overran = append(overran, r)
 					slices.Sort(overran)
 				}
@@ -257,9 +260,9 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 // pauseSlack is a quarter of the round timeout: a general whose sends of a
 // round end later than that before the round's deadline lists the round in
 // Overran, so a loyal general's messages are in its peers' transports at
-// least that long before the deadline. A receiver stopped for less than the
-// slack around a deadline therefore misses none of them; longer stops are
-// what the PauseReporter finds.
+// least that long before the deadline. A receiver that ran at some moment
+// in the second half of that span read them in time; one stopped for the
+// whole of it is what the PauseReporter finds.
 func pauseSlack(round time.Duration) time.Duration { return round / 4 }
 
 // errDeadline ends a round's receive loop at its deadline.
