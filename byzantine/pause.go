@@ -31,7 +31,8 @@ type pauseWatch struct {
 	gaps [][2]time.Time
 }
 
-// watchPauses starts a pauseWatch ticking at a quarter of slack.
+// watchPauses starts a pauseWatch ticking at a quarter of slack: it records
+// gaps longer than half the slack.
 func watchPauses(slack time.Duration) *pauseWatch {
 	tick := max(slack/4, time.Millisecond)
 	w := &pauseWatch{done: make(chan struct{}), tick: tick, last: time.Now()}

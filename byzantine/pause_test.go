@@ -2,6 +2,7 @@ package byzantine_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -181,3 +182,78 @@ func (p pausedGeneral) Paused(from, to time.Time) bool {
 }
 
 var _ byzantine.PauseReporter = pausedGeneral{}
+
+// brokenLinkEndpoint is a punctual general whose connection to one peer
+// fails: every Send to it returns an error, while the peer, alive, still
+// hears its markers and sends to it (a reset of one TCP connection).
+type brokenLinkEndpoint struct {
+	slowEndpoint
+	to byzantine.ID
+}
+
+func (e brokenLinkEndpoint) Send(ctx context.Context, m byzantine.Message) error {
+	if m.To == e.to {
+		return errors.New("connection reset by peer")
+	}
+	return e.slowEndpoint.Send(ctx, m)
+}
+
+// TestRunGeneralLostSendToLivePeerReports: the set-up of
+// TestRunGeneralPausedAcrossDeadlineReports, but general 3's relay to
+// general 1 is lost (its connection to 1 was reset) while 1 stays alive
+// and punctual. General 1 then misses retreat and decides attack while 2
+// and 3 decide retreat: the general whose send failed to a peer that was
+// not gone must list the round in Overran, so that the run is reported as
+// out of time. Before the fix the send error was dropped and every general
+// reported keeping the schedule.
+func TestRunGeneralLostSendToLivePeerReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg := config(byzantine.SM, 4, 1, byzantine.Traitor{ID: 0, Strategy: byzantine.Custom,
+			Func: func(_ int, honest []byzantine.Message, s byzantine.Signer) []byzantine.Message {
+				for i, m := range honest {
+					if m.To == 3 {
+						m.Order, m.Sigs = byzantine.Retreat, nil
+						honest[i], _ = s.Sign(m)
+					}
+				}
+				return honest
+			}})
+		T := cfg.RoundTimeout
+		net := newChanNet(cfg.Generals)
+		priv, pub := byzantine.DeriveKeys(cfg.Seed, cfg.Generals)
+		start := time.Now()
+		var late, wg sync.WaitGroup
+		var mu sync.Mutex
+		var held []byzantine.Message
+		results := make([]byzantine.GeneralResult, cfg.Generals)
+		for i := range cfg.Generals {
+			id := byzantine.ID(i)
+			g, err := byzantine.NewGeneral(cfg, id, byzantine.Keyring{Private: priv[i], Public: pub})
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := slowEndpoint{chanEndpoint{net, id}, 0, new(bool)}
+			var ep byzantine.Endpoint = base
+			switch id {
+			case 0:
+				ep = lateCommanderEndpoint{base, start.Add(T - T/5), &late, &mu, &held}
+			case 3:
+				ep = brokenLinkEndpoint{base, 1}
+			}
+			wg.Go(func() { results[i], _ = byzantine.RunGeneral(t.Context(), g, ep, start, nil) })
+		}
+		wg.Wait()
+		late.Wait()
+		for _, r := range results[1:] {
+			t.Logf("general %d decides %s, values %v, overran %v", r.ID, r.Decision, r.Values, r.Overran)
+		}
+		res := byzantine.Assemble(cfg, results)
+		if results[1].Decision != results[2].Decision && len(res.OutOfTime()) == 0 {
+			t.Errorf("loyal generals decided %s (1) and %s (2) and no general reported the run out of time (general 3's relay to 1 was lost)",
+				results[1].Decision, results[2].Decision)
+		}
+		if !slices.Contains(results[3].Overran, 1) {
+			t.Errorf("general 3's round-1 send to the live general 1 failed; Overran = %v, want round 1", results[3].Overran)
+		}
+	})
+}

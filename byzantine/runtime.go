@@ -99,6 +99,13 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		pauses = w
 	}
 	var overran []int
+	// lost holds, per peer, the first round in which a message to it could
+	// not be sent. A peer that is gone (crashed: its connection to this
+	// general closed too) missing them is a fault the run allows; one that
+	// is still there missed a loyal message (a reset connection), which the
+	// synchrony of the run (A1, A3) rules out: the round is then listed in
+	// Overran, since the peers' decisions no longer rest on it.
+	lost := make(map[ID]int)
 	var carry *Inbound // an event taken after a deadline, for the next round
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
@@ -115,8 +122,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if sendErr != nil {
 				return
 			}
-			if err := ep.Send(ctx, msg); err != nil && ctx.Err() != nil {
-				sendErr = err
+			if err := ep.Send(ctx, msg); err != nil {
+				if ctx.Err() != nil {
+					sendErr = err
+				} else if _, ok := lost[msg.To]; !ok && msg.To >= 0 && int(msg.To) < n {
+					lost[msg.To] = r
+				}
 			}
 		})
 		if sendErr != nil {
@@ -237,6 +248,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	for _, msg := range fut.take(-1) {
 		refuse(m+1, msg, RejectLate)
 	}
+	for p, r := range lost {
+		if !gone[p] && r <= m && !slices.Contains(overran, r) {
+			overran = append(overran, r)
+		}
+	}
+	slices.Sort(overran)
 	res := GeneralResult{
 		ID:       g.id,
 		Loyal:    g.Loyal(),
@@ -257,13 +274,15 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	return res, nil
 }
 
-// pauseSlack is a quarter of the round timeout: a general whose sends of a
+// pauseSlack is an eighth of the round timeout: a general whose sends of a
 // round end later than that before the round's deadline lists the round in
 // Overran, so a loyal general's messages are in its peers' transports at
 // least that long before the deadline. A receiver that ran at some moment
 // in the second half of that span read them in time; one stopped for the
-// whole of it is what the PauseReporter finds.
-func pauseSlack(round time.Duration) time.Duration { return round / 4 }
+// whole of it (longer than the pause watcher's threshold, half the slack)
+// is what the PauseReporter finds. Small, so that only a general far
+// behind the schedule reports a late send.
+func pauseSlack(round time.Duration) time.Duration { return round / 8 }
 
 // errDeadline ends a round's receive loop at its deadline.
 var errDeadline = errors.New("byzantine: round deadline")

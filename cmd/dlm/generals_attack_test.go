@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -79,6 +82,76 @@ func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
+	codes, outs, stdouts := runTimedTraitor(t, func(t0 time.Time, timeout time.Duration, cmds []*exec.Cmd, _ tcp.Cluster) {
+		time.Sleep(time.Until(t0.Add(timeout / 2)))
+		_ = cmds[1].Process.Signal(syscall.SIGSTOP)
+		time.Sleep(time.Until(t0.Add(2*timeout + 200*time.Millisecond)))
+		_ = cmds[1].Process.Signal(syscall.SIGCONT)
+	})
+	for i := 1; i < 4; i++ {
+		t.Logf("general %d: exit %d, decides %q, overran %v\n%s", i, codes[i], outs[i].Decision, outs[i].Overran, stdouts[i])
+	}
+	if codes[2] != 0 || codes[3] != 0 || outs[2].Decision != outs[3].Decision {
+		t.Skipf("the set-up did not come about (generals 2 and 3: exit %d/%d, %q/%q)", codes[2], codes[3], outs[2].Decision, outs[3].Decision)
+	}
+	if codes[1] == 0 && outs[1].Decision != outs[2].Decision {
+		t.Errorf("paused general 1 decided %q silently (exit 0, overran %v), generals 2 and 3 decided %q: IC1 violated without an out-of-time report",
+			outs[1].Decision, outs[1].Overran, outs[2].Decision)
+	}
+}
+
+// TestGeneralsNodeResetLinkReports: the set-up of
+// TestGeneralsNodePausedLieutenantReports, but instead of a pause,
+// lieutenant 3's TCP connection to lieutenant 1 is aborted (ss -K) in the
+// middle of round 1, before 3 relays retreat: lieutenant 1 never gets it
+// and decides attack, 2 and 3 retreat. Lieutenant 3, whose send to the
+// living lieutenant 1 failed, must say the run is out of time (exit 3).
+// Before the fix every process exited 0.
+func TestGeneralsNodeResetLinkReports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	if _, err := exec.LookPath("ss"); err != nil {
+		t.Skip("needs ss (iproute2) to abort a connection")
+	}
+	var killed string
+	codes, outs, stdouts := runTimedTraitor(t, func(t0 time.Time, timeout time.Duration, cmds []*exec.Cmd, c tcp.Cluster) {
+		time.Sleep(time.Until(t0.Add(timeout / 2)))
+		_, p1, _ := net.SplitHostPort(c.Addr(1))
+		out, _ := exec.Command("ss", "-tnpH", "state", "established", "dport", "= :"+p1).Output()
+		for _, line := range strings.Split(string(out), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 4 || !strings.Contains(line, "pid="+strconv.Itoa(cmds[3].Process.Pid)+",") {
+				continue
+			}
+			_, local, _ := net.SplitHostPort(f[2])
+			b, err := exec.Command("ss", "-K", "dport", "= :"+p1, "sport", "= :"+local).CombinedOutput()
+			killed = fmt.Sprintf("%s -> %s: %v %s", f[2], f[3], err, b)
+		}
+	})
+	t.Logf("aborted: %s", killed)
+	for i := 1; i < 4; i++ {
+		t.Logf("general %d: exit %d, decides %q, overran %v\n%s", i, codes[i], outs[i].Decision, outs[i].Overran, stdouts[i])
+	}
+	if killed == "" {
+		t.Skip("lieutenant 3's connection to 1 was not found")
+	}
+	if outs[1].Decision != outs[2].Decision && codes[1] == 0 && codes[2] == 0 && codes[3] == 0 {
+		t.Errorf("generals decided %q (1) and %q (2, 3) and every process exited 0: the lost relay went unreported", outs[1].Decision, outs[2].Decision)
+	}
+}
+
+// timedOutcome is what one lieutenant of runTimedTraitor printed.
+type timedOutcome struct {
+	Decision byzantine.Order `json:"decision"`
+	Overran  []int           `json:"overran"`
+}
+
+// runTimedTraitor runs SM(1), n=4: three "dlm generals node" processes and
+// this test as the commander of lateLieutenantEndpoint, with disturb run
+// beside it; it returns each lieutenant's exit code, outcome and output.
+func runTimedTraitor(t *testing.T, disturb func(t0 time.Time, timeout time.Duration, cmds []*exec.Cmd, c tcp.Cluster)) ([]int, []timedOutcome, []string) {
+	t.Helper()
 	const (
 		n, m    = 4, 1
 		timeout = time.Second
@@ -103,11 +176,7 @@ func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 
-	type outcome struct {
-		Decision byzantine.Order `json:"decision"`
-		Overran  []int           `json:"overran"`
-	}
-	outs := make([]outcome, n)
+	outs := make([]timedOutcome, n)
 	codes := make([]int, n)
 	stdouts := make([]string, n)
 	cmds := make([]*exec.Cmd, n)
@@ -161,12 +230,7 @@ func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
 	dcancel()
 
 	var pause sync.WaitGroup
-	pause.Go(func() {
-		time.Sleep(time.Until(t0.Add(timeout / 2)))
-		_ = cmds[1].Process.Signal(syscall.SIGSTOP)
-		time.Sleep(time.Until(t0.Add(2*timeout + 200*time.Millisecond)))
-		_ = cmds[1].Process.Signal(syscall.SIGCONT)
-	})
+	pause.Go(func() { disturb(t0, timeout, cmds, c) })
 	var mu sync.Mutex
 	var held []byzantine.Message
 	var late sync.WaitGroup
@@ -177,14 +241,5 @@ func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
 	late.Wait()
 	pause.Wait()
 	wg.Wait()
-	for i := 1; i < n; i++ {
-		t.Logf("general %d: exit %d, decides %q, overran %v\n%s", i, codes[i], outs[i].Decision, outs[i].Overran, stdouts[i])
-	}
-	if codes[2] != 0 || codes[3] != 0 || outs[2].Decision != outs[3].Decision {
-		t.Skipf("the set-up did not come about (generals 2 and 3: exit %d/%d, %q/%q)", codes[2], codes[3], outs[2].Decision, outs[3].Decision)
-	}
-	if codes[1] == 0 && outs[1].Decision != outs[2].Decision {
-		t.Errorf("paused general 1 decided %q silently (exit 0, overran %v), generals 2 and 3 decided %q: IC1 violated without an out-of-time report",
-			outs[1].Decision, outs[1].Overran, outs[2].Decision)
-	}
+	return codes, outs, stdouts
 }
