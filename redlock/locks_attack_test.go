@@ -1,0 +1,48 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// TestLocksWithHashTags: Locks (dlm status --all) must list a held lock
+// under its resource name and as held when keys carry hash tags (a Redis
+// Cluster node turns them on, or WithHashTags). It cut the key prefix only,
+// so it listed "{x}" (and "{weird\]name}" for "weird}name"), inspected the
+// resource "{x}" under the key "dlm:lock:{{x}}", and reported it free while
+// a quorum held it; `dlm release --force '{x}'` then deleted nothing and
+// exited 0. Found by attack on three `dlm node --cluster 3` nodes.
+func TestLocksWithHashTags(t *testing.T) {
+	t.Skip("finding: Locks cuts the key prefix but not the hash tag (redlock/inspect.go: use resourceOf): held locks on cluster nodes list as \"{x}\" and free; for the lead")
+	nodes, _ := redlocktest.NewMemNodes(3)
+	c, err := redlock.New(nodes, redlock.WithHashTags())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for _, r := range []string{"x", "weird}name"} {
+		l, err := c.Lock(ctx, r, redlock.WithTTL(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Unlock(ctx)
+	}
+	infos, complete, err := c.Locks(ctx, 0)
+	if err != nil || !complete {
+		t.Fatalf("Locks = %v, complete %v", err, complete)
+	}
+	got := map[string]redlock.LockMode{}
+	for _, in := range infos {
+		got[in.Resource] = in.Mode
+	}
+	for _, r := range []string{"x", "weird}name"} {
+		if got[r] != redlock.ModeWrite {
+			t.Errorf("Locks lists %v; want %q held for write", got, r)
+		}
+	}
+}
