@@ -107,45 +107,12 @@ func TestRunGeneralPausedAcrossDeadlineReports(t *testing.T) {
 		name := map[bool]string{true: "deadline seen first", false: "event seen first"}[deadlineFirst]
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := config(byzantine.SM, 4, 1, byzantine.Traitor{ID: 0, Strategy: byzantine.Custom,
-					Func: func(_ int, honest []byzantine.Message, s byzantine.Signer) []byzantine.Message {
-						for i, m := range honest {
-							if m.To == 3 {
-								m.Order, m.Sigs = byzantine.Retreat, nil
-								honest[i], _ = s.Sign(m)
-							}
-						}
-						return honest
-					}})
-				T := cfg.RoundTimeout
-				net := newChanNet(cfg.Generals)
-				priv, pub := byzantine.DeriveKeys(cfg.Seed, cfg.Generals)
-				start := time.Now()
-				var late, wg sync.WaitGroup
-				var mu sync.Mutex
-				var held []byzantine.Message
-				results := make([]byzantine.GeneralResult, cfg.Generals)
-				for i := range cfg.Generals {
-					id := byzantine.ID(i)
-					g, err := byzantine.NewGeneral(cfg, id, byzantine.Keyring{Private: priv[i], Public: pub})
-					if err != nil {
-						t.Fatal(err)
+				results := runTimedCommander(t, func(id byzantine.ID, base slowEndpoint, start time.Time, T time.Duration) byzantine.Endpoint {
+					if id != 1 {
+						return nil
 					}
-					base := slowEndpoint{chanEndpoint{net, id}, 0, new(bool)}
-					var ep byzantine.Endpoint = base
-					switch id {
-					case 0:
-						ep = lateCommanderEndpoint{base, start.Add(T - T/5), &late, &mu, &held}
-					case 1:
-						ep = pausedGeneral{base, pausedEndpoint{chanEndpoint{net, id}, start.Add(T / 2), start.Add(2*T + T/5), deadlineFirst}}
-					}
-					wg.Go(func() { results[i], _ = byzantine.RunGeneral(t.Context(), g, ep, start, nil) })
-				}
-				wg.Wait()
-				late.Wait()
-				for _, r := range results[1:] {
-					t.Logf("general %d decides %s, values %v, overran %v", r.ID, r.Decision, r.Values, r.Overran)
-				}
+					return pausedGeneral{base, pausedEndpoint{base.chanEndpoint, start.Add(T / 2), start.Add(2*T + T/5), deadlineFirst}}
+				})
 				if results[2].Decision != results[3].Decision {
 					t.Fatalf("the set-up failed: generals 2 and 3 decided %s and %s", results[2].Decision, results[3].Decision)
 				}
@@ -208,46 +175,13 @@ func (e brokenLinkEndpoint) Send(ctx context.Context, m byzantine.Message) error
 // reported keeping the schedule.
 func TestRunGeneralLostSendToLivePeerReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		cfg := config(byzantine.SM, 4, 1, byzantine.Traitor{ID: 0, Strategy: byzantine.Custom,
-			Func: func(_ int, honest []byzantine.Message, s byzantine.Signer) []byzantine.Message {
-				for i, m := range honest {
-					if m.To == 3 {
-						m.Order, m.Sigs = byzantine.Retreat, nil
-						honest[i], _ = s.Sign(m)
-					}
-				}
-				return honest
-			}})
-		T := cfg.RoundTimeout
-		net := newChanNet(cfg.Generals)
-		priv, pub := byzantine.DeriveKeys(cfg.Seed, cfg.Generals)
-		start := time.Now()
-		var late, wg sync.WaitGroup
-		var mu sync.Mutex
-		var held []byzantine.Message
-		results := make([]byzantine.GeneralResult, cfg.Generals)
-		for i := range cfg.Generals {
-			id := byzantine.ID(i)
-			g, err := byzantine.NewGeneral(cfg, id, byzantine.Keyring{Private: priv[i], Public: pub})
-			if err != nil {
-				t.Fatal(err)
+		results := runTimedCommander(t, func(id byzantine.ID, base slowEndpoint, _ time.Time, _ time.Duration) byzantine.Endpoint {
+			if id != 3 {
+				return nil
 			}
-			base := slowEndpoint{chanEndpoint{net, id}, 0, new(bool)}
-			var ep byzantine.Endpoint = base
-			switch id {
-			case 0:
-				ep = lateCommanderEndpoint{base, start.Add(T - T/5), &late, &mu, &held}
-			case 3:
-				ep = brokenLinkEndpoint{base, 1}
-			}
-			wg.Go(func() { results[i], _ = byzantine.RunGeneral(t.Context(), g, ep, start, nil) })
-		}
-		wg.Wait()
-		late.Wait()
-		for _, r := range results[1:] {
-			t.Logf("general %d decides %s, values %v, overran %v", r.ID, r.Decision, r.Values, r.Overran)
-		}
-		res := byzantine.Assemble(cfg, results)
+			return brokenLinkEndpoint{base, 1}
+		})
+		res := byzantine.Assemble(config(byzantine.SM, 4, 1), results)
 		if results[1].Decision != results[2].Decision && len(res.OutOfTime()) == 0 {
 			t.Errorf("loyal generals decided %s (1) and %s (2) and no general reported the run out of time (general 3's relay to 1 was lost)",
 				results[1].Decision, results[2].Decision)
@@ -256,4 +190,52 @@ func TestRunGeneralLostSendToLivePeerReports(t *testing.T) {
 			t.Errorf("general 3's round-1 send to the live general 1 failed; Overran = %v, want round 1", results[3].Overran)
 		}
 	})
+}
+
+// runTimedCommander runs SM(1), n=4, over chanNet with the traitorous
+// commander of lateCommanderEndpoint (attack to 1 and 2 at once, retreat to
+// 3 just before round 0's deadline) and with the endpoint of general 1 or 3
+// replaced by what endpoint returns (nil: a punctual general), and returns
+// every general's result.
+func runTimedCommander(t *testing.T, endpoint func(id byzantine.ID, base slowEndpoint, start time.Time, T time.Duration) byzantine.Endpoint) []byzantine.GeneralResult {
+	t.Helper()
+	cfg := config(byzantine.SM, 4, 1, byzantine.Traitor{ID: 0, Strategy: byzantine.Custom,
+		Func: func(_ int, honest []byzantine.Message, s byzantine.Signer) []byzantine.Message {
+			for i, m := range honest {
+				if m.To == 3 {
+					m.Order, m.Sigs = byzantine.Retreat, nil
+					honest[i], _ = s.Sign(m)
+				}
+			}
+			return honest
+		}})
+	T := cfg.RoundTimeout
+	net := newChanNet(cfg.Generals)
+	priv, pub := byzantine.DeriveKeys(cfg.Seed, cfg.Generals)
+	start := time.Now()
+	var late, wg sync.WaitGroup
+	var mu sync.Mutex
+	var held []byzantine.Message
+	results := make([]byzantine.GeneralResult, cfg.Generals)
+	for i := range cfg.Generals {
+		id := byzantine.ID(i)
+		g, err := byzantine.NewGeneral(cfg, id, byzantine.Keyring{Private: priv[i], Public: pub})
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := slowEndpoint{chanEndpoint{net, id}, 0, new(bool)}
+		var ep byzantine.Endpoint = base
+		if id == 0 {
+			ep = lateCommanderEndpoint{base, start.Add(T - T/5), &late, &mu, &held}
+		} else if e := endpoint(id, base, start, T); e != nil {
+			ep = e
+		}
+		wg.Go(func() { results[i], _ = byzantine.RunGeneral(t.Context(), g, ep, start, nil) })
+	}
+	wg.Wait()
+	late.Wait()
+	for _, r := range results[1:] {
+		t.Logf("general %d decides %s, values %v, overran %v", r.ID, r.Decision, r.Values, r.Overran)
+	}
+	return results
 }

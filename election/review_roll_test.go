@@ -44,6 +44,23 @@ func TestLeadershipSurvivesRollingRestart(t *testing.T) {
 				t.Fatalf("leadership ended during a rolling restart that kept a quorum alive: %v", lead.Err())
 			default:
 			}
+			// The living leader stays visible (attack's finding: the keys
+			// were restored on the restarted nodes, the record was not, and
+			// Status reported no leader, term 0, for as long as the leader
+			// lived; the leadership now republishes it every ttl/3).
+			var st election.Status
+			for deadline := time.Now().Add(20 * restartTTL); ; {
+				if st, err = e.Status(t.Context()); err == nil && st.OK {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("after the rolling restart Status = %+v, %v: the living leader is not reported", st, err)
+				}
+				time.Sleep(restartTTL / 10)
+			}
+			if st.Leader.ID != "a" || st.Leader.Term != lead.Term() {
+				t.Errorf("Status = %+v, want leader a in term %d", st, lead.Term())
+			}
 			if err := lead.Resign(t.Context()); err != nil {
 				t.Error(err)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -157,20 +158,7 @@ func runTimedTraitor(t *testing.T, disturb func(t0 time.Time, timeout time.Durat
 		timeout = time.Second
 		seq     = 9
 	)
-	dir := t.TempDir()
-	clusterFile, keys := clusterFiles(t, dir, n)
-	c, err := tcp.LoadCluster(clusterFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubs, err := c.PublicKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, err := readGeneralKey(keys[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	clusterFile, keys, c, pubs, priv := commanderKeys(t, n)
 	t0 := time.Now().Add(4 * time.Second)
 	start := t0.UTC().Format(time.RFC3339Nano)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -209,25 +197,16 @@ func runTimedTraitor(t *testing.T, disturb func(t0 time.Time, timeout time.Durat
 		for i, msg := range honest {
 			if msg.To == 3 {
 				msg.Order, msg.Sigs = byzantine.Retreat, nil
-				if honest[i], err = s.Sign(msg); err != nil {
+				signed, err := s.Sign(msg)
+				if err != nil {
 					panic(err)
 				}
+				honest[i] = signed
 			}
 		}
 		return honest
 	}}}
-	g, err := byzantine.NewGeneral(cfg, 0, byzantine.Keyring{Private: priv, Public: pubs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := tcp.Listen(c.Addr(0), 0, priv, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	dctx, dcancel := context.WithDeadline(ctx, t0)
-	node.Start(dctx, c, cfg.RunID)
-	dcancel()
+	g, node := startCommander(ctx, t, cfg, c, pubs, priv, t0)
 
 	var pause sync.WaitGroup
 	pause.Go(func() { disturb(t0, timeout, cmds, c) })
@@ -242,4 +221,45 @@ func runTimedTraitor(t *testing.T, disturb func(t0 time.Time, timeout time.Durat
 	pause.Wait()
 	wg.Wait()
 	return codes, outs, stdouts
+}
+
+// commanderKeys writes the cluster file and keys of n generals on free
+// loopback addresses, and returns them with the cluster, its public keys
+// and the private key of general 0, whose part the test plays.
+func commanderKeys(t *testing.T, n int) (string, []string, tcp.Cluster, []ed25519.PublicKey, ed25519.PrivateKey) {
+	t.Helper()
+	clusterFile, keys := clusterFiles(t, t.TempDir(), n)
+	c, err := tcp.LoadCluster(clusterFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubs, err := c.PublicKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	priv, err := readGeneralKey(keys[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clusterFile, keys, c, pubs, priv
+}
+
+// startCommander makes general 0 of cfg, listens on its address and
+// connects to the other generals until t0; the node is closed with the
+// test.
+func startCommander(ctx context.Context, t *testing.T, cfg byzantine.Config, c tcp.Cluster, pubs []ed25519.PublicKey, priv ed25519.PrivateKey, t0 time.Time) (*byzantine.General, *tcp.Node) {
+	t.Helper()
+	g, err := byzantine.NewGeneral(cfg, 0, byzantine.Keyring{Private: priv, Public: pubs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := tcp.Listen(c.Addr(0), 0, priv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	dctx, dcancel := context.WithDeadline(ctx, t0)
+	node.Start(dctx, c, cfg.RunID)
+	dcancel()
+	return g, node
 }
