@@ -61,8 +61,11 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // traitor sends no markers either, like a crashed general; the others wait
 // for the round timeout. Every general of a run must be given the same
 // start. A round in which the general could not send everything before
-// the round's deadline (it started late, or was too slow), or did not take
-// a message that had arrived in time (Inbound.At), is listed in
+// the round's deadline (it started late, or was too slow; within
+// pauseSlack of it counts), did not take a message that had arrived in
+// time (Inbound.At), was stopped over the end of the round up to its
+// deadline (PauseReporter, or a watcher of its own), or could not send a
+// message to a peer that stayed connected, is listed in
 // GeneralResult.Overran: its decision is then not guaranteed, and callers
 // must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
 // A general that cfg.Crashes makes crash returns, at the start of its
