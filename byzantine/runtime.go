@@ -61,8 +61,11 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // traitor sends no markers either, like a crashed general; the others wait
 // for the round timeout. Every general of a run must be given the same
 // start. A round in which the general could not send everything before
-// the round's deadline (it started late, or was too slow), or did not take
-// a message that had arrived in time (Inbound.At), is listed in
+// the round's deadline (it started late, or was too slow; within
+// pauseSlack of it counts), did not take a message that had arrived in
+// time (Inbound.At), was stopped over the end of the round up to its
+// deadline (PauseReporter, or a watcher of its own), or could not send a
+// message to a peer that stayed connected, is listed in
 // GeneralResult.Overran: its decision is then not guaranteed, and callers
 // must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
 // A general that cfg.Crashes makes crash returns, at the start of its
@@ -92,7 +95,20 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			*trace = append(*trace, TraceEvent{Round: r, Message: msg, Rejected: why})
 		}
 	}
+	pauses, ok := ep.(PauseReporter)
+	if !ok {
+		w := watchPauses(pauseSlack(g.cfg.RoundTimeout))
+		defer w.stop()
+		pauses = w
+	}
 	var overran []int
+	// lost holds, per peer, the first round in which a message to it could
+	// not be sent. A peer that is gone (crashed: its connection to this
+	// general closed too) missing them is a fault the run allows; one that
+	// is still there missed a loyal message (a reset connection), which the
+	// synchrony of the run (A1, A3) rules out: the round is then listed in
+	// Overran, since the peers' decisions no longer rest on it.
+	lost := make(map[ID]int)
 	var carry *Inbound // an event taken after a deadline, for the next round
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
@@ -109,8 +125,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if sendErr != nil {
 				return
 			}
-			if err := ep.Send(ctx, msg); err != nil && ctx.Err() != nil {
-				sendErr = err
+			if err := ep.Send(ctx, msg); err != nil {
+				if ctx.Err() != nil {
+					sendErr = err
+				} else if _, ok := lost[msg.To]; !ok && msg.To >= 0 && int(msg.To) < n {
+					lost[msg.To] = r
+				}
 			}
 		})
 		if sendErr != nil {
@@ -122,10 +142,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			}
 		}
 		deadline := start.Add(time.Duration(r+1) * g.cfg.RoundTimeout)
-		if r <= m && time.Now().After(deadline) {
+		if r <= m && time.Now().After(deadline.Add(-pauseSlack(g.cfg.RoundTimeout))) {
 			// What this general sent in round r left after the round's
-			// deadline: receivers that keep the schedule refuse it as late,
-			// and the run's synchrony (A3) did not hold for it.
+			// deadline, or so close to it that a receiver may read it
+			// after (see pauseSlack): receivers that keep the schedule
+			// refuse it as late, and the run's synchrony (A3) did not hold
+			// for it.
 			overran = append(overran, r)
 		}
 		for _, msg := range fut.take(r) {
@@ -158,11 +180,29 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 					carry = &ev
 					err = errDeadline
 				}
+			} else if err == nil && !ev.At.IsZero() && ev.At.After(deadline) {
+				// Stamped after the deadline, though this general had not
+				// yet seen the deadline pass: it is not in the round
+				// either, whichever of the two the receive saw first.
+				carry = &ev
+				err = errDeadline
 			}
 			if err != nil {
 				if ctx.Err() != nil {
 					cancel()
 					return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
+				}
+				if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) {
+					// This general was not running in the last part of the
+					// round, up to its deadline (its process was stopped or
+					// starved): what its peers sent in time may have waited
+					// unread in the transport and been stamped late, so the
+					// late messages it refused prove nothing about its peers.
+					// (A loyal peer's messages are in the transport pauseSlack
+					// before the deadline; a general that ran half of that
+					// after them has read them.)
+					overran = append(overran, r)
+					slices.Sort(overran)
 				}
 				break // the round's deadline: absent messages are detected (A3)
 			}
@@ -211,6 +251,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	for _, msg := range fut.take(-1) {
 		refuse(m+1, msg, RejectLate)
 	}
+	for p, r := range lost {
+		if !gone[p] && r <= m && !slices.Contains(overran, r) {
+			overran = append(overran, r)
+		}
+	}
+	slices.Sort(overran)
 	res := GeneralResult{
 		ID:       g.id,
 		Loyal:    g.Loyal(),
@@ -230,6 +276,16 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	}
 	return res, nil
 }
+
+// pauseSlack is an eighth of the round timeout: a general whose sends of a
+// round end later than that before the round's deadline lists the round in
+// Overran, so a loyal general's messages are in its peers' transports at
+// least that long before the deadline. A receiver that ran at some moment
+// in the second half of that span read them in time; one stopped for the
+// whole of it (longer than the pause watcher's threshold, half the slack)
+// is what the PauseReporter finds. Small, so that only a general far
+// behind the schedule reports a late send.
+func pauseSlack(round time.Duration) time.Duration { return round / 8 }
 
 // errDeadline ends a round's receive loop at its deadline.
 var errDeadline = errors.New("byzantine: round deadline")

@@ -156,7 +156,7 @@ func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error)
 		term, since := l.Token(), time.Now().Truncate(time.Millisecond)
 		err = l.PutRecord(ctx, formatRecord(term, since, id))
 		if err == nil {
-			return &Leadership{election: e, lock: l, id: id, term: term, since: since}, nil
+			return keepRecord(&Leadership{election: e, lock: l, id: id, term: term, since: since}), nil
 		}
 		// Not elected: give the lock back (bounded by the release
 		// timeout, whatever ctx says) and try again.

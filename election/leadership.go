@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"dlm/redlock"
 )
@@ -32,6 +33,38 @@ func (l *Leadership) Proclaim(ctx context.Context, id string) error {
 	l.id = id
 	l.mu.Unlock()
 	return nil
+}
+
+// keepRecord starts, for the life of l, the republication of its record
+// every extension period (a third of the lock's ttl), and returns l. A
+// node restarted without persistence forgets the record with the lock's
+// key; the lock's extensions restore the key there (redlock), and this puts
+// the record back beside it, so that after a rolling restart Leader,
+// Status and Observe still report the living leader instead of none. The
+// record is the same one (term, since, identity): a node stores it only
+// while its lock key holds the leadership's value. It ends with the
+// leadership (Done).
+func keepRecord(l *Leadership) *Leadership {
+	period := max(l.lock.TTL()/3, time.Millisecond)
+	go func() {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.lock.Done():
+				return
+			case <-t.C:
+			}
+			l.proclaim.Lock()
+			ctx, cancel := context.WithTimeout(context.Background(), period)
+			// An error changes nothing: the nodes that hold the lock keep
+			// the record they had, and a lost leadership closes Done.
+			_ = l.lock.PutRecord(ctx, formatRecord(l.term, l.since, l.ID()))
+			cancel()
+			l.proclaim.Unlock()
+		}
+	}()
+	return l
 }
 
 // Handle returns the leadership's lock as a handle (redlock.Handle), for
@@ -63,7 +96,7 @@ func (e *Election) Resume(ctx context.Context, h redlock.Handle) (*Leadership, e
 	}
 	st, err := e.Status(ctx)
 	if err == nil && st.OK && st.Leader.Term == l.Token() {
-		return &Leadership{election: e, lock: l, term: l.Token(), since: st.Since, id: st.Leader.ID}, nil
+		return keepRecord(&Leadership{election: e, lock: l, term: l.Token(), since: st.Since, id: st.Leader.ID}), nil
 	}
 	_ = l.Unlock(context.WithoutCancel(ctx))
 	return nil, fmt.Errorf("election %q: resume of term %d: %w", e.name, l.Token(), errors.Join(ErrNotLeader, err))

@@ -51,6 +51,18 @@ func TestLeadershipSurvivesRollingRestart(t *testing.T) {
 				t.Fatalf("leadership ended during a rolling restart that kept a quorum alive: %v", lead.Err())
 			default:
 			}
+			// The living leader stays visible (attack's finding: the keys
+			// were restored on the restarted nodes, the record was not, and
+			// Status reported no leader, term 0, for as long as the leader
+			// lived; the leadership now republishes it every ttl/3).
+			var st election.Status
+			redlocktest.Eventually(t, 20*restartTTL, func() bool {
+				st, err = e.Status(t.Context())
+				return err == nil && st.OK
+			}, "after the rolling restart Status = %+v, %v: the living leader is not reported", st, err)
+			if st.Leader.ID != "a" || st.Leader.Term != lead.Term() {
+				t.Errorf("Status = %+v, want leader a in term %d", st, lead.Term())
+			}
 			if err := lead.Resign(t.Context()); err != nil {
 				t.Error(err)
 			}

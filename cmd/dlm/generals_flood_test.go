@@ -83,20 +83,7 @@ func TestGeneralsNodeFlood(t *testing.T) {
 		timeout = 500 * time.Millisecond
 		seq     = 7
 	)
-	dir := t.TempDir()
-	clusterFile, keys := clusterFiles(t, dir, n)
-	c, err := tcp.LoadCluster(clusterFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pubs, err := c.PublicKeys()
-	if err != nil {
-		t.Fatal(err)
-	}
-	priv, err := readGeneralKey(keys[0])
-	if err != nil {
-		t.Fatal(err)
-	}
+	clusterFile, keys, c, pubs, priv := commanderKeys(t, n)
 	t0 := time.Now().Add(4 * time.Second) // every process must be up before it: a start already past is refused
 	start := t0.UTC().Format(time.RFC3339Nano)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
@@ -140,18 +127,7 @@ func TestGeneralsNodeFlood(t *testing.T) {
 		signer = s
 		return honest
 	}}}
-	g, err := byzantine.NewGeneral(cfg, 0, byzantine.Keyring{Private: priv, Public: pubs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := tcp.Listen(c.Addr(0), 0, priv, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Close()
-	dctx, dcancel := context.WithDeadline(ctx, t0)
-	node.Start(dctx, c, cfg.RunID)
-	dcancel()
+	g, node := startCommander(ctx, t, cfg, c, pubs, priv, t0)
 	if _, err := byzantine.RunGeneral(ctx, g, floodEndpoint{Node: node, signer: &signer, cfg: cfg, orders: orders}, t0, nil); err != nil {
 		t.Errorf("traitor: %v", err)
 	}
