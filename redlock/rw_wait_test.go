@@ -18,7 +18,9 @@ type refusingRWNode struct{ refusingNode }
 func (n refusingRWNode) RAcquire(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
 	return n.answer(ctx)
 }
-func (n refusingRWNode) RRelease(ctx context.Context, _, _ string) (bool, error) { return n.answer(ctx) }
+func (n refusingRWNode) RRelease(ctx context.Context, _, _ string) (bool, error) {
+	return n.answer(ctx)
+}
 func (n refusingRWNode) RExtend(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
 	return n.answer(ctx)
 }
