@@ -131,15 +131,7 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	mark := filepath.Join(dir, "ready")
 	script := `export DLM_TEST_FAMILY="$1"; sleep 27 & setsid sleep 26 & touch "$1"; wait`
 	cmd, _, stderr := run("res", "--", "sh", "-c", script, "sh", mark)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	startKilledAtEnd(t, cmd)
 	fam, guard := startedFamily(t, cmd.Process.Pid, mark, 3, stderr)
 	kill(t, cmd.Process.Pid, syscall.SIGKILL)
 	kill(t, guard, syscall.SIGKILL)
@@ -229,15 +221,7 @@ func TestNamespaceProcStaysInside(t *testing.T) {
 	var stderr syncBuf
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	exited := startKilledAtEnd(t, cmd)
 	var fam []int
 	redlocktest.Eventually(t, 20*time.Second, func() bool {
 		fam = familyOf(mark)
@@ -264,13 +248,31 @@ func TestNamespaceProcStaysInside(t *testing.T) {
 	}
 	kill(t, cmd.Process.Pid, syscall.SIGTERM)
 	select {
-	case <-done:
-		done <- nil // for the cleanup
+	case <-exited:
 	case <-time.After(20 * time.Second):
 		t.Fatalf("dlm did not end after SIGTERM; stderr: %s", &stderr)
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return allGone(fam) && len(familyOf(mark)) == 0 },
 		"the command still runs after dlm ended: %v", fam)
+}
+
+// startKilledAtEnd starts cmd, and kills and reaps it when the test
+// ends; the channel it returns closes once cmd has exited.
+func startKilledAtEnd(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	return exited
 }
 
 // requireUserNamespace skips the test unless the kernel gives the
