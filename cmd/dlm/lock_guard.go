@@ -43,6 +43,9 @@ const noDeadline int64 = math.MaxInt64
 // new PID namespace: every process the command starts, even one that
 // leaves the group (setsid, double fork), is in that namespace, and the
 // kernel kills them all the moment the guard dies, whatever killed it.
+// The guard is then in a mount namespace of its own too, where it mounts
+// the PID namespace's /proc before it starts the command (privateProc):
+// ps and pgrep in the command find its processes by the pids it knows.
 // Without a namespace, the guard is a child subreaper (PR_SET_CHILD_SUBREAPER):
 // the orphans of the command become its children, so that it finds them.
 //
