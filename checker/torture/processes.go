@@ -92,13 +92,15 @@ func (ph *processHolders) client(ctx context.Context, name string) {
 			return
 		}
 		id := name + "-" + strconv.Itoa(n)
-		// The command logs its pid as this process sees it: the first field
-		// of /proc/self/stat (opened by the shell itself), not $$, which
-		// is its pid inside the PID namespace dlm lock may run it in.
-		script := `read -r p _ < /proc/self/stat; echo "start ` + id + ` $p $(date +%s%N)" >> "$1"; sleep ` + seconds(work) + `; echo "end ` + id + ` $p $(date +%s%N)" >> "$1"`
+		// The command's processes carry the section's mark (sectionMark):
+		// the shell as its last argument, what it starts in its
+		// environment. That is how the killer finds them: a pid the
+		// command logged would be its pid in the PID namespace dlm lock
+		// may run it in, which means nothing here.
+		script := `export ` + sectionEnv + `="$2"; echo "start ` + id + ` $(date +%s%N)" >> "$1"; sleep ` + seconds(work) + `; echo "end ` + id + ` $(date +%s%N)" >> "$1"`
 		cmd := exec.Command(ph.e.dlm, "lock", "--nodes", strings.Join(ph.e.cl.urls(0), ","), "--ttl", cfg.TTL.String(),
 			"--node-timeout", cfg.NodeTimeout.String(), "--wait", wait.Round(time.Millisecond).String(), "--adapter", cfg.adapter(),
-			"r", "--", "sh", "-c", script, "sh", ph.log)
+			"r", "--", "sh", "-c", script, "sh", ph.log, ph.sectionMark(id))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := cmd.Start(); err != nil {
 			ph.e.log("%s: start dlm lock: %v", name, err)
@@ -135,14 +137,28 @@ func (ph *processHolders) killer(ctx context.Context, rng *rand.Rand) error {
 			continue // that section's dlm has already ended
 		}
 		cmd := h.cmd
-		end := ph.e.rec.fault(FaultKillHolder, s.client, fmt.Sprintf("SIGKILL to dlm lock pid %d while section %s runs (command pid %d)", cmd.Process.Pid, s.id, s.pid))
+		mark := ph.sectionMark(s.id)
+		procs := markedProcesses(mark)
+		end := ph.e.rec.fault(FaultKillHolder, s.client, fmt.Sprintf("SIGKILL to dlm lock pid %d while section %s runs (command pids %v)", cmd.Process.Pid, s.id, procs))
 		_ = cmd.Process.Kill()
 		deadline := time.Now().Add(2 * ttl)
-		for processAlive(s.pid) && time.Now().Before(deadline) {
+		for {
+			// The processes seen run until every one is gone; then a
+			// look at every process confirms that none carries the mark
+			// (one may have started since).
+			procs = stillMarked(procs, mark)
+			if len(procs) == 0 {
+				if procs = markedProcesses(mark); len(procs) == 0 {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				break
+			}
 			time.Sleep(5 * time.Millisecond) // polling interval, bounded by the deadline
 		}
 		ph.mu.Lock()
-		if _, seen := ph.gone[s.id]; !seen && !processAlive(s.pid) {
+		if _, seen := ph.gone[s.id]; !seen && len(procs) == 0 {
 			ph.gone[s.id] = ph.e.rec.now()
 		}
 		ph.mu.Unlock()
@@ -150,10 +166,60 @@ func (ph *processHolders) killer(ctx context.Context, rng *rand.Rand) error {
 	}
 }
 
+// sectionEnv is the environment variable that carries a section's mark to
+// the processes its command starts.
+const sectionEnv = "DLM_TORTURE_SECTION"
+
+// sectionMark is what marks the processes of section id's command: the
+// run's log and the id, unique on this machine.
+func (ph *processHolders) sectionMark(id string) string { return ph.log + "#" + id }
+
+// markedProcesses returns the running processes (pids as this process
+// sees them) that carry mark: as their last argument a shell's, or in
+// their environment. dlm lock and its guard, which carry the command's
+// arguments too, are not shells.
+func markedProcesses(mark string) []int {
+	var pids []int
+	dir, _ := os.ReadDir("/proc")
+	for _, e := range dir {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && carries(pid, mark) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// stillMarked returns those of pids that run and carry mark (a pid reused
+// by another process does not).
+func stillMarked(pids []int, mark string) []int {
+	var out []int
+	for _, p := range pids {
+		if carries(p, mark) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// carries reports whether pid runs and carries mark (markedProcesses).
+func carries(pid int, mark string) bool {
+	if !processAlive(pid) {
+		return false
+	}
+	p := "/proc/" + strconv.Itoa(pid) + "/"
+	if b, err := os.ReadFile(p + "cmdline"); err == nil {
+		args := strings.Split(strings.TrimSuffix(string(b), "\x00"), "\x00")
+		if len(args) > 1 && args[0] == "sh" && args[len(args)-1] == mark {
+			return true
+		}
+	}
+	env, err := os.ReadFile(p + "environ")
+	return err == nil && strings.Contains("\x00"+string(env), "\x00"+sectionEnv+"="+mark+"\x00")
+}
+
 // section is one critical section read from the log.
 type section struct {
 	id, client string
-	pid        int
 	start, end int64 // wall clock, ns; end 0 while open
 }
 
@@ -172,15 +238,14 @@ func (ph *processHolders) readSections() ([]*section, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var what, id string
-		var pid int
 		var ns int64
-		if _, err := fmt.Sscan(sc.Text(), &what, &id, &pid, &ns); err != nil {
+		if _, err := fmt.Sscan(sc.Text(), &what, &id, &ns); err != nil {
 			continue // a line being written
 		}
 		s := byID[id]
 		if s == nil {
 			client, _, _ := strings.Cut(id, "-")
-			s = &section{id: id, client: client, pid: pid}
+			s = &section{id: id, client: client}
 			byID[id] = s
 			out = append(out, s)
 		}

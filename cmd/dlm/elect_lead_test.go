@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -115,11 +114,12 @@ func TestElectAnnouncesOnTerminal(t *testing.T) {
 func TestElectHungLeaderIsReplaced(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
-	// a's command writes its pid as this process sees it (not $$, which
-	// is its pid in the guard's PID namespace).
-	pidFile := filepath.Join(t.TempDir(), "pid")
+	// a's command carries a mark (familyOf finds it by that, as this
+	// process sees it: its pid inside the guard's PID namespace would not
+	// do) and creates it once it runs.
+	mark := filepath.Join(t.TempDir(), "a-runs")
 	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "1s", "--json",
-		"svc", "--id", "a", "--", "sh", "-c", `read -r p _ < /proc/self/stat; echo "$p" > "$1"; exec sleep 60`, "sh", pidFile)
+		"svc", "--id", "a", "--", "sh", "-c", `export DLM_TEST_FAMILY="$1"; touch "$1"; exec sleep 60`, "sh", mark)
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +128,11 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 	defer func() { _ = a.Process.Kill() }()
 	redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(stderrA.String(), `"event":"elected"`) },
 		"a never elected; stderr: %s", stderrA)
+	var famA []int
+	redlocktest.Eventually(t, 20*time.Second, func() bool {
+		famA = familyOf(mark)
+		return fileExists(mark) && len(famA) == 1
+	}, "a's command never ran (found %v); stderr: %s", famA, stderrA)
 	termA := leaderOf(t, nodes, "svc").Term
 	if err := a.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -146,12 +151,8 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 	// Issue 24 item 3 for dlm elect: a's guard knew the validity and ended
 	// a's command at its end, though a's dlm was stopped; so a's command
 	// no longer runs once b leads.
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid <= 0 || alive(pid) {
-		t.Errorf("a's command (pid %q) still runs while b leads: the guard did not end it at a's validity", b)
+	if left := familyOf(mark); len(left) > 0 || !allGone(famA) {
+		t.Errorf("a's command (pids %v, then %v) still runs while b leads: the guard did not end it at a's validity", famA, left)
 	}
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)

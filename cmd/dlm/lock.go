@@ -71,9 +71,11 @@ passwords; the rest of dlm's environment is passed on.
 The command runs under a small guard process, in the guard's own process
 group (the terminal's foreground group when dlm is in the foreground, so
 Ctrl-C reaches it once) and, on Linux when the kernel allows it, in a PID
-namespace of its own (as root; for other users inside an unprivileged user
-namespace that maps only their own uid and gid, where setuid programs such
-as sudo cannot gain privilege). SIGINT, SIGTERM, SIGHUP and
+namespace of its own, with a /proc of that namespace, where ps and pgrep
+see the command's processes by the pids it knows ($$, $!) and no others
+(as root; for other users inside an unprivileged user namespace that maps
+only their own uid and gid, where setuid programs such as sudo cannot gain
+privilege). SIGINT, SIGTERM, SIGHUP and
 SIGQUIT sent to dlm are forwarded to the whole group. The command and
 everything it started never outlive the lock: the guard knows the end of
 the lock's validity (dlm sends it each new one after an extension) and
@@ -177,7 +179,7 @@ killed by signal N).`,
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
-	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together; false keeps the system's pids (for pidfiles read outside) and user, with the guard as subreaper")
+	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together, with a /proc of that namespace (ps inside sees the command's processes); false keeps the system's pids and /proc (for pidfiles read outside, ps of other processes) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
 }
@@ -476,7 +478,7 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	}
 	fg := foregroundTTY(r.stdin)
 	newGuard := func(iso isolation) *exec.Cmd {
-		guard := exec.Command(self, append([]string{guardCmdName, "--"}, r.argv...)...)
+		guard := exec.Command(self, guardArgs(iso, r.argv)...)
 		guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
 		guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
 		guard.SysProcAttr = guardAttr(fg, iso)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -42,6 +43,9 @@ const noDeadline int64 = math.MaxInt64
 // new PID namespace: every process the command starts, even one that
 // leaves the group (setsid, double fork), is in that namespace, and the
 // kernel kills them all the moment the guard dies, whatever killed it.
+// The guard is then in a mount namespace of its own too, where it mounts
+// the PID namespace's /proc before it starts the command (privateProc):
+// ps and pgrep in the command find its processes by the pids it knows.
 // Without a namespace, the guard is a child subreaper (PR_SET_CHILD_SUBREAPER):
 // the orphans of the command become its children, so that it finds them.
 //
@@ -98,21 +102,51 @@ const (
 	isolateUserPID
 )
 
-// newLockGuardCmd builds the hidden "dlm lock-guard -- COMMAND [ARGS...]".
+// guardNSFlag prefixes the guard's first argument when dlm lock started it
+// in namespaces: --ns=pid (isolatePID) or --ns=user (isolateUserPID).
+const guardNSFlag = "--ns="
+
+// guardArgs are the arguments of the guard dlm lock starts with iso for
+// argv.
+func guardArgs(iso isolation, argv []string) []string {
+	args := []string{guardCmdName}
+	switch iso {
+	case isolatePID:
+		args = append(args, guardNSFlag+"pid")
+	case isolateUserPID:
+		args = append(args, guardNSFlag+"user")
+	}
+	return append(append(args, "--"), argv...)
+}
+
+// newLockGuardCmd builds the hidden "dlm lock-guard [--ns=pid|user] --
+// COMMAND [ARGS...]".
 func newLockGuardCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:                guardCmdName + " -- COMMAND [ARGS...]",
+		Use:                guardCmdName + " [--ns=pid|user] -- COMMAND [ARGS...]",
 		Short:              "Internal: the process dlm lock puts between itself and the command",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			iso := isolateNone
+			if len(args) > 0 && strings.HasPrefix(args[0], guardNSFlag) {
+				switch args[0] {
+				case guardNSFlag + "pid":
+					iso = isolatePID
+				case guardNSFlag + "user":
+					iso = isolateUserPID
+				default:
+					return usageErrorf("%s: unknown %s (dlm lock gives pid or user)", guardCmdName, args[0])
+				}
+				args = args[1:]
+			}
 			if len(args) > 0 && args[0] == "--" {
 				args = args[1:]
 			}
 			if len(args) == 0 {
 				return usageErrorf("%s is started by dlm lock, not by hand", guardCmdName)
 			}
-			return runGuard(args, cmd.ErrOrStderr())
+			return runGuard(args, iso, cmd.ErrOrStderr())
 		},
 	}
 }
@@ -150,9 +184,10 @@ func readDeadlines(pipe io.Reader, c chan<- int64) {
 	}
 }
 
-// runGuard runs argv in the guard's process group (and PID namespace)
-// under the deadlines dlm lock sends, and exits with its status.
-func runGuard(argv []string, stderr io.Writer) error {
+// runGuard runs argv in the guard's process group (and, as iso says, PID
+// namespace) under the deadlines dlm lock sends, and exits with its
+// status.
+func runGuard(argv []string, iso isolation, stderr io.Writer) error {
 	parent := os.Getppid()
 	pipe := os.NewFile(guardFD, "dlm-lock-pipe")
 	var st syscall.Stat_t
@@ -173,8 +208,13 @@ func runGuard(argv []string, stderr io.Writer) error {
 	}
 	becomeReaper()
 
-	// The parent-death signal of the command is tied to this thread.
+	// The parent-death signal of the command is tied to this thread, and
+	// so are the capabilities it starts with (enterNamespaces).
 	runtime.LockOSThread()
+	if err := enterNamespaces(iso); err != nil {
+		fmt.Fprintf(stderr, "dlm %s: %v: the command was not run\n", guardCmdName, err)
+		return withCode(127, nil)
+	}
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.SysProcAttr = commandAttr()

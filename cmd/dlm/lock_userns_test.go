@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -91,14 +92,7 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	if err := os.Chmod(dir, 0o777); err != nil { // the user may be nobody
 		t.Fatal(err)
 	}
-	// Does the kernel give this user a user namespace that owns a PID
-	// namespace? Asked of the kernel with unshare(1), not of dlm.
-	if _, err := exec.LookPath("unshare"); err != nil {
-		t.Skip("no unshare(1) to ask the kernel whether it allows unprivileged user namespaces")
-	}
-	if out, err := asUnprivileged(t, "unshare", "--user", "--pid", "--fork", "true").CombinedOutput(); err != nil {
-		t.Skipf("the kernel refuses an unprivileged user namespace here (%v: %s): dlm lock runs the guard as subreaper (docs/operations.md)", err, out)
-	}
+	requireUserNamespace(t)
 	bin := unprivilegedBin(t)
 	run := func(args ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
 		cmd := asUnprivileged(t, append([]string{bin, "lock", "--nodes", nodes, "--ttl", "2s", "--node-timeout", "200ms"}, args...)...)
@@ -111,9 +105,10 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 
 	// Which namespaces did the command get? Detected, not guessed.
 	// Also: the command has no capability (in the user namespace, the
-	// first process gets every one until it execs as a non-root uid).
+	// first process gets every one until it execs as a non-root uid, and
+	// the guard keeps CAP_SYS_ADMIN for the namespace's /proc).
 	probe, out, errb := run("probe", "--", "sh", "-c",
-		`readlink /proc/self/ns/pid /proc/self/ns/user; id -u; grep CapEff /proc/self/status | cut -f2`)
+		`readlink /proc/self/ns/pid /proc/self/ns/user; id -u; grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status | cut -f2 | tr -d '\n'`)
 	if err := probe.Run(); err != nil {
 		t.Fatalf("dlm lock as an unprivileged user: %v; stderr: %s", err, errb)
 	}
@@ -122,8 +117,8 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("the probe printed %q, want two namespaces, a uid and the capabilities", out)
 	}
-	if lines[3] != "0000000000000000" {
-		t.Errorf("the command runs with capabilities %s, want none", lines[3])
+	if lines[3] != strings.Repeat("0", 4*16) {
+		t.Errorf("the command runs with capabilities %s (inheritable, permitted, effective, ambient), want none", lines[3])
 	}
 
 	if lines[0] == ourPID {
@@ -136,15 +131,7 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	mark := filepath.Join(dir, "ready")
 	script := `export DLM_TEST_FAMILY="$1"; sleep 27 & setsid sleep 26 & touch "$1"; wait`
 	cmd, _, stderr := run("res", "--", "sh", "-c", script, "sh", mark)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-	})
+	startKilledAtEnd(t, cmd)
 	fam, guard := startedFamily(t, cmd.Process.Pid, mark, 3, stderr)
 	kill(t, cmd.Process.Pid, syscall.SIGKILL)
 	kill(t, guard, syscall.SIGKILL)
@@ -153,27 +140,152 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 }
 
 // TestCommandFindsItselfInItsNamespace: a command in the guard's PID
-// namespace should see a /proc of that namespace, so that ps and pgrep
-// find it. It sees the system's /proc, where its namespace pid is another
-// process or none: `ps -p $$` says "fatal library error, lookup self"
-// (or names a kernel thread). A finding, not fixed: the guard could mount
-// the namespace's own /proc in a mount namespace of its own (as root; in a
-// user namespace it needs CAP_SYS_ADMIN kept across exec as an ambient
-// capability, dropped before it starts the command); tried, it works, but
-// checker/torture's process-holders scenario reads the command's system
-// pid from /proc/self/stat inside the command, which that /proc would
-// give as the namespace's pid (TestTortureProcessHolders then fails).
+// namespace sees a /proc of that namespace, so that ps and pgrep find it
+// and its children by the pids it knows ($$, $!), as root and as an
+// unprivileged user (in a user namespace), and it has no capability the
+// user lacks. Before, it saw the system's /proc, where its namespace pid
+// is another process or none: `ps -p $$` said "fatal library error,
+// lookup self" (as nobody it named a kernel thread, "kworker/0:0H-kblockd").
 func TestCommandFindsItselfInItsNamespace(t *testing.T) {
-	t.Skip("finding: the command in the guard's PID namespace sees the system's /proc, so ps and pgrep fail inside (docs/operations.md, Signals); --pid-namespace=false avoids it")
-	if !canPIDNamespace() {
-		t.Skip("no PID namespace for this process: the command sees the system's /proc with the system's pids")
-	}
-	if _, err := exec.LookPath("ps"); err != nil {
-		t.Skip("no ps")
+	for _, tool := range []string{"ps", "pgrep"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s", tool)
+		}
 	}
 	c := redlocktest.Start(t, 3)
-	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "self", "--", "sh", "-c", "ps -o comm= -p $$")
-	if got := strings.TrimSpace(r.stdout); r.code != 0 || got != "sh" {
-		t.Errorf("ps -p $$ in the command: exit %d, printed %q, want sh; stderr: %s", r.code, got, r.stderr)
+	nodes := strings.Join(c.URLs(), ",")
+	// ps names the shell by $$; pgrep finds its one sleep, which is $!;
+	// then the capabilities of the command.
+	script := `sleep 30 & echo "$(ps -o comm= -p $$) $(pgrep -x sleep) $!"; kill $!; grep -E '^Cap(Inh|Prm|Eff|Amb)' /proc/self/status | cut -f2`
+	for _, tc := range []struct {
+		name string
+		cmd  func(t *testing.T) *exec.Cmd
+	}{
+		{"root", func(t *testing.T) *exec.Cmd {
+			if os.Geteuid() != 0 || !canPIDNamespace() {
+				t.Skip("not root with a PID namespace for this process")
+			}
+			return exec.Command(dlmBin())
+		}},
+		{"unprivileged", func(t *testing.T) *exec.Cmd {
+			requireUserNamespace(t)
+			return asUnprivileged(t, unprivilegedBin(t))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := tc.cmd(t)
+			args := []string{"lock", "--nodes", nodes, "self", "--", "sh", "-c", script}
+			cmd.Args = append(cmd.Args, args...)
+			var stdout, stderr syncBuf
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			cmd.WaitDelay = 10 * time.Second
+			cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			r := finishDLM(t, cmd, &stdout, &stderr, 30*time.Second, args)
+			lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+			if r.code != 0 || len(lines) < 1 {
+				t.Fatalf("exit %d, printed %q; stderr: %s", r.code, r.stdout, r.stderr)
+			}
+			f := strings.Fields(lines[0])
+			if len(f) != 3 || f[0] != "sh" || f[1] != f[2] {
+				t.Errorf("ps -p $$, pgrep -x sleep and $! in the command printed %q, want sh and the sleep's pid twice; stderr: %s", lines[0], r.stderr)
+			}
+			if tc.name == "root" {
+				return // root's command keeps root's capabilities
+			}
+			if caps := lines[1:]; len(caps) != 4 || strings.Trim(strings.Join(caps, ""), "0") != "" {
+				t.Errorf("the command's capabilities (inheritable, permitted, effective, ambient): %q, want none", caps)
+			}
+		})
+	}
+}
+
+// TestNamespaceProcStaysInside: the /proc that the guard mounts for its
+// PID namespace is seen in that namespace only, even where the system's
+// mounts are shared (systemd makes / shared: a mount in a copy of it
+// propagates back unless made private), and nothing of the command stays
+// when dlm ends. dlm runs in a mount namespace of its own with every mount
+// shared (unshare(1)), which stands for the system; the test reads that
+// namespace's mounts while the command runs.
+func TestNamespaceProcStaysInside(t *testing.T) {
+	if os.Geteuid() != 0 || !canPIDNamespace() {
+		t.Skip("not root with a PID namespace for this process")
+	}
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1)")
+	}
+	c := redlocktest.Start(t, 3)
+	mark := filepath.Join(t.TempDir(), "runs")
+	args := []string{"--mount", "--propagation", "shared", dlmBin(), "lock", "--nodes", strings.Join(c.URLs(), ","), "r", "--",
+		"sh", "-c", `export DLM_TEST_FAMILY="$1"; touch "$1"; exec sleep 60`, "sh", mark}
+	cmd := exec.Command("unshare", args...)
+	var stderr syncBuf
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	exited := startKilledAtEnd(t, cmd)
+	var fam []int
+	redlocktest.Eventually(t, 20*time.Second, func() bool {
+		fam = familyOf(mark)
+		return fileExists(mark) && len(fam) == 1
+	}, "the command never ran (found %v); stderr: %s", fam, &stderr)
+	// unshare execs dlm: its pid is dlm's, in the shared namespace.
+	procMounts := func(pid int) (n int) {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 4 && f[4] == "/proc" {
+				n++
+			}
+		}
+		return n
+	}
+	// dlm's mount namespace is a copy of this process's.
+	if n, want := procMounts(cmd.Process.Pid), procMounts(os.Getpid()); n != want {
+		t.Errorf("dlm's mount namespace has %d mounts on /proc while the command runs, want %d as before: the guard's /proc propagated out", n, want)
+	}
+	if n, want := procMounts(fam[0]), procMounts(os.Getpid())+1; n != want {
+		t.Errorf("the command's mount namespace has %d mounts on /proc, want %d: the system's and its namespace's", n, want)
+	}
+	kill(t, cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("dlm did not end after SIGTERM; stderr: %s", &stderr)
+	}
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return allGone(fam) && len(familyOf(mark)) == 0 },
+		"the command still runs after dlm ended: %v", fam)
+}
+
+// startKilledAtEnd starts cmd, and kills and reaps it when the test
+// ends; the channel it returns closes once cmd has exited.
+func startKilledAtEnd(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	return exited
+}
+
+// requireUserNamespace skips the test unless the kernel gives the
+// unprivileged user of asUnprivileged a user namespace that owns a PID
+// namespace (dlm lock then runs its guard as subreaper). It asks the
+// kernel with unshare(1), not dlm.
+func requireUserNamespace(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("no unshare(1) to ask the kernel whether it allows unprivileged user namespaces")
+	}
+	if out, err := asUnprivileged(t, "unshare", "--user", "--pid", "--fork", "true").CombinedOutput(); err != nil {
+		t.Skipf("the kernel refuses an unprivileged user namespace here (%v: %s): dlm lock runs the guard as subreaper (docs/operations.md)", err, out)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -19,16 +20,23 @@ func guardAttr(fg int, iso isolation) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	switch iso {
 	case isolatePID:
-		a.Cloneflags = syscall.CLONE_NEWPID
+		// A mount namespace too, for the namespace's own /proc
+		// (privateProc).
+		a.Cloneflags = syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 	case isolateUserPID:
 		// The caller's own uid and gid, mapped to themselves: inside, the
 		// command is the same user (files, $UID, permissions), and has no
 		// privilege the caller lacks. setgroups stays denied, as the
-		// kernel requires of an unprivileged gid map.
-		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID
+		// kernel requires of an unprivileged gid map. The guard keeps
+		// CAP_SYS_ADMIN of the new user namespace across its exec (an
+		// ambient capability; a non-root uid loses every other) to mount
+		// the namespace's /proc, and drops it before it starts the
+		// command (dropCapabilities).
+		a.Cloneflags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWPID | syscall.CLONE_NEWNS
 		a.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 		a.GidMappingsEnableSetgroups = false
+		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
 	if fg >= 0 {
 		a.Foreground, a.Ctty = true, fg
@@ -43,6 +51,63 @@ func guardAttr(fg int, iso isolation) *syscall.SysProcAttr {
 // restriction). The kernel refuses what it does not allow when the guard
 // is started, and dlm lock tries the next, then none.
 func guardIsolations() []isolation { return []isolation{isolatePID, isolateUserPID} }
+
+// enterNamespaces readies the namespaces dlm lock started the guard in
+// (iso) for the command, on the thread that will start it: the PID
+// namespace's own /proc (privateProc), and, in a user namespace, no
+// capability left for the command (dropCapabilities). An error means the
+// command must not run.
+func enterNamespaces(iso isolation) error {
+	if iso == isolateNone {
+		return nil
+	}
+	if os.Getpid() == 1 { // the first process of the new PID namespace, as it must be
+		// Best effort: where the kernel refuses the mount (a container
+		// that masks parts of /proc), the command sees the system's /proc.
+		_ = privateProc()
+	}
+	if iso == isolateUserPID {
+		if err := dropCapabilities(); err != nil {
+			return fmt.Errorf("drop the capabilities of the user namespace before starting the command: %w", err)
+		}
+	}
+	return nil
+}
+
+// privateProc mounts a /proc of the guard's PID namespace over /proc in
+// its mount namespace, so that ps, pgrep and top in the command find its
+// processes by the pids it knows ($$, $!). The mount namespace is a copy
+// of dlm's; the /proc copied into it is made private first, so that the
+// new mount propagates to no other namespace, whatever the propagation of
+// the system's mounts (the rest keeps it: a root command's own mounts
+// reach the system where / is shared, as they do without a namespace). It
+// lasts as long as the namespace: the kernel drops it with the last
+// process of the command.
+func privateProc() error {
+	if err := unix.Mount("", "/proc", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make /proc private: %w", err)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount the namespace's /proc: %w", err)
+	}
+	return nil
+}
+
+// dropCapabilities clears every capability of the calling thread, the
+// ambient ones included, so that a command it starts gets none: in the
+// user namespace, the guard holds CAP_SYS_ADMIN (guardAttr). Capabilities
+// belong to a thread; the guard starts the command from this one
+// (runtime.LockOSThread in runGuard).
+func dropCapabilities() error {
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear the ambient capabilities: %w", err)
+	}
+	var none [2]unix.CapUserData
+	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &none[0]); err != nil {
+		return fmt.Errorf("clear the capabilities: %w", err)
+	}
+	return nil
+}
 
 // commandAttr is how the guard starts the command: in the guard's group,
 // killed if the guard dies.

@@ -19,6 +19,9 @@ func guardAttr(fg int, _ isolation) *syscall.SysProcAttr {
 // guardIsolations is empty: no namespaces outside Linux.
 func guardIsolations() []isolation { return nil }
 
+// enterNamespaces does nothing: no namespaces outside Linux.
+func enterNamespaces(isolation) error { return nil }
+
 // commandAttr is how the guard starts the command: in the guard's group.
 // Without a parent-death signal, a command whose guard alone is killed
 // (dlm lock still running) is stopped by dlm lock, which signals the group
