@@ -1,7 +1,6 @@
 package torture
 
 import (
-	"dlm/checker"
 	"errors"
 	"os"
 	"slices"
@@ -10,6 +9,9 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"dlm/checker"
+	"dlm/redlock/redisproc"
 )
 
 // TestMain checks for leaked goroutines. toxiproxy v2.5.0 tears a link down
@@ -140,6 +142,15 @@ func TestScenarios(t *testing.T) {
 				t.Fatalf("Expect() = %v, want %v", got, tt.expect)
 			}
 			rep, err := Run(t.Context(), cfg)
+			if errors.Is(err, redisproc.ErrClusterState) {
+				// Redis Cluster's own gossip did not converge in time
+				// after the fault (seen once in about 20 runs of
+				// cluster-replica-promoted, quiet machine): the run
+				// says nothing of the clients; try the next seed once.
+				t.Logf("%s: %v; trying the next seed", cfg, err)
+				cfg.Seed++
+				rep, err = Run(t.Context(), cfg)
+			}
 			requireEnv(t, err)
 			// A cluster scenario reproduces its violation only when B's
 			// acquisition wins a race against the clients' view of the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -178,7 +179,7 @@ func (c *Cluster) poll(ctx context.Context, what string, cond func(ctx context.C
 			return ctx.Err()
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redisproc: waited %v for %s: %v", c.cfg.StateTimeout, what, last)
+			return fmt.Errorf("%w: waited %v for %s: %v", ErrClusterState, c.cfg.StateTimeout, what, last)
 		}
 		time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline above
 	}
@@ -193,8 +194,17 @@ func (c *Cluster) WaitOK(ctx context.Context) error {
 		if err != nil {
 			return false, err
 		}
-		return strings.Contains(info, "cluster_state:ok") &&
-			strings.Contains(info, "cluster_slots_ok:"+strconv.Itoa(Slots)), nil
+		if strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_slots_ok:"+strconv.Itoa(Slots)) {
+			return true, nil
+		}
+		// Say what the process reports, for the error at the deadline.
+		var got []string
+		for _, line := range strings.Split(info, "\n") {
+			if k, _, _ := strings.Cut(line, ":"); slices.Contains([]string{"cluster_state", "cluster_slots_assigned", "cluster_slots_ok", "cluster_slots_pfail", "cluster_slots_fail", "cluster_known_nodes", "cluster_current_epoch"}, k) {
+				got = append(got, strings.TrimSpace(line))
+			}
+		}
+		return false, fmt.Errorf("not yet on %s (%s)", p.Addr(), strings.Join(got, ", "))
 	})
 }
 

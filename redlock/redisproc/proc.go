@@ -23,6 +23,11 @@ const Binary = "redis-server"
 // ErrNotFound is returned by Start when redis-server is not on PATH.
 var ErrNotFound = errors.New("redisproc: redis-server not found on PATH (Debian: apt-get install redis-server)")
 
+// ErrClusterState is wrapped by the error of a Cluster that did not reach
+// the state it waited for (cluster_state:ok, a replica's promotion) within
+// ClusterConfig.StateTimeout: Redis' own convergence, not its client's.
+var ErrClusterState = errors.New("redisproc: the cluster did not converge in time")
+
 // Available reports whether redis-server is on PATH.
 func Available() bool {
 	_, err := exec.LookPath(Binary)
