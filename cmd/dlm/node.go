@@ -224,6 +224,10 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 			t.Stop()
 			logf("%v during the delayed-restart wait: not starting; the marker stays, so the next start waits again", s)
 			return nil
+		case <-nc.stop: // its cluster node is stopping (node_cluster.go)
+			t.Stop()
+			logf("the cluster node stops during the delayed-restart wait: not starting; the marker stays")
+			return nil
 		case <-t.C:
 		}
 		logf("delayed-restart wait over; starting redis-server")

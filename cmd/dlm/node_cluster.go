@@ -75,6 +75,16 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
+	// A master that did not stop cleanly waits --max-ttl before it serves
+	// (R16.3): the cluster's formation waits for it, beyond
+	// --start-timeout. Read before the masters start, which rewrite their
+	// markers.
+	var restartWait time.Duration
+	for _, m := range members {
+		if _, err := os.Stat(filepath.Join(m.dir, nodeMarker)); err == nil {
+			restartWait = nc.maxTTL
+		}
+	}
 	stopAll := make(chan struct{})
 	done := make(chan error, len(members))
 	for _, m := range members {
@@ -94,7 +104,7 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 	var formErr error // read after formed is closed
 	go func() {
 		defer close(formed)
-		u, err := nc.form(fctx, members)
+		u, err := nc.form(fctx, members, restartWait)
 		if err != nil {
 			if fctx.Err() == nil {
 				// A node that never serves must not look alive to its
@@ -128,7 +138,7 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 // waits for cluster_state:ok; a cluster that an earlier run formed (every
 // master knows the others) is only waited for. It records --max-ttl on the
 // cluster for dlm doctor and returns the cluster's node URL.
-func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig) (string, error) {
+func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig, restartWait time.Duration) (string, error) {
 	clients := make([]*redis.Client, len(members))
 	addrs := make([]string, len(members))
 	for i, m := range members {
@@ -137,8 +147,8 @@ func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig) (string, 
 			MaxRetries: -1, DialTimeout: time.Second, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
 		defer clients[i].Close()
 	}
-	poll := func(what string, cond func(c *redis.Client) bool) error {
-		deadline := time.Now().Add(nc.startTimeout)
+	poll := func(what string, extra time.Duration, cond func(c *redis.Client) bool) error {
+		deadline := time.Now().Add(nc.startTimeout + extra)
 		for {
 			ok := true
 			for _, c := range clients {
@@ -166,7 +176,7 @@ func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig) (string, 
 		s, _ := c.ClusterInfo(ctx).Result()
 		return parseInfo(s)
 	}
-	if err := poll("every master to answer", func(c *redis.Client) bool { return c.Ping(ctx).Err() == nil }); err != nil {
+	if err := poll("every master to answer", restartWait, func(c *redis.Client) bool { return c.Ping(ctx).Err() == nil }); err != nil {
 		return "", err
 	}
 	// Each master's CLUSTER INFO, read until it answers: an INFO that
@@ -174,7 +184,7 @@ func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig) (string, 
 	// master was left without its slots, the cluster never ok.
 	infos := make([]map[string]string, len(clients))
 	for i, c := range clients {
-		if err := poll("CLUSTER INFO of "+addrs[i], func(*redis.Client) bool {
+		if err := poll("CLUSTER INFO of "+addrs[i], 0, func(*redis.Client) bool {
 			s, err := c.ClusterInfo(ctx).Result()
 			infos[i] = parseInfo(s)
 			return err == nil
@@ -198,7 +208,7 @@ func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig) (string, 
 			}
 		}
 	}
-	if err := poll("cluster_state:ok", func(c *redis.Client) bool {
+	if err := poll("cluster_state:ok", 0, func(c *redis.Client) bool {
 		i := info(c)
 		return i["cluster_state"] == "ok" && i["cluster_known_nodes"] == strconv.Itoa(len(members))
 	}); err != nil {

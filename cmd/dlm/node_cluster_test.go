@@ -2,7 +2,9 @@ package main
 
 import (
 	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -187,4 +189,45 @@ func TestNodeClusterNotFormedExits(t *testing.T) {
 			t.Errorf("port %d still serves after dlm node exited", p)
 		}
 	}
+}
+
+// A cluster node restarted after a master crashed forms its cluster once
+// the crashed master's delayed restart (--max-ttl) is over, even when that
+// is longer than --start-timeout: the formation waits for it. Before, the
+// formation gave up at --start-timeout and stopped the node (exit 69).
+func TestNodeClusterRestartAfterCrashForms(t *testing.T) {
+	redlocktest.Require(t)
+	port := freeRun(t, 3)
+	dir := t.TempDir()
+	args := []string{"node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", dir, "--max-ttl", "8s", "--start-timeout", "5s",
+		"--", "--save", "", "--loglevel", "warning"}
+	// A crashed run: the marker of the first master stays.
+	if err := os.MkdirAll(filepath.Join(dir, strconv.Itoa(port)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, strconv.Itoa(port), nodeMarker), []byte("pid 1 started earlier\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, stdout, stderr := dlmCmd(t, nil, args...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}()
+	redlocktest.Eventually(t, 60*time.Second, func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("dlm node exited (%v) before it printed a URL; log:\n%s", err, stderr.String())
+		default:
+		}
+		return strings.Contains(stdout.String(), "cluster=true")
+	}, "dlm node --cluster printed no node URL; log:\n%s", stderr.String())
 }
