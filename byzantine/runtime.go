@@ -314,39 +314,28 @@ func Assemble(cfg Config, generals []GeneralResult, traces ...[]TraceEvent) *Res
 	return res
 }
 
-// MaxFuturePerPeer bounds the messages of one peer for one round that a
-// general holds while it has not reached that round yet (a peer whose clock runs ahead sends them
-// early). With OM the bound is tighter: the number of paths through which
-// the peer can relay to this general in that round.
-const MaxFuturePerPeer = 256
-
-// futureBuf holds messages that arrived before their round, bounded per
-// peer and without duplicates, so that one insider resending frames for a
-// later round cannot grow a loyal general's memory (issue 13). Messages
-// whose shape cannot be valid in their round are refused before they are
-// kept.
+// futureBuf holds messages that arrived before their round (a peer that
+// finished a round sooner than this general runs ahead), so that none a
+// peer could legitimately send is lost, and memory stays bounded by what
+// the algorithm itself sends: a message is kept only when it has the shape
+// of one its sender can send this general in its round, and at most once
+// per slot. For OM a slot is a relay path (a second value along the same
+// path is a duplicate), so a peer can place no more than the number of its
+// relay paths of that round, exactly what a loyal sender sends; for SM a
+// peer can place at most what a loyal general sends any one general in a
+// whole run (senderCap: the commander one order, a lieutenant one relay of
+// each order it keeps), the rule Receive applies to SM senders anyway. A
+// message refused here is one no loyal general sends, so its sender is a
+// traitor: the refusal costs no loyal message.
 type futureBuf struct {
 	g     *General
 	msgs  []Message
-	count map[[2]int]int // per (peer, round)
+	count map[ID]int // SM: messages kept per peer
 	seen  map[string]struct{}
 }
 
 func newFutureBuf(g *General) *futureBuf {
-	return &futureBuf{g: g, count: make(map[[2]int]int), seen: make(map[string]struct{})}
-}
-
-// omPaths returns how many OM paths of round r end with a given peer and
-// avoid the receiver: (n-3)(n-4)...(n-r-1), 1 for r = 1.
-func omPaths(n, r int) int {
-	c := 1
-	for k := 3; k <= r+1; k++ {
-		c *= n - k
-		if c > MaxFuturePerPeer {
-			return MaxFuturePerPeer
-		}
-	}
-	return c
+	return &futureBuf{g: g, count: make(map[ID]int), seen: make(map[string]struct{})}
 }
 
 // add keeps msg for its round, or says why it is refused.
@@ -358,6 +347,10 @@ func (f *futureBuf) add(msg Message) RejectReason {
 	if len(msg.Path) != msg.Round+1 {
 		return RejectMalformed // the path or chain length names the round
 	}
+	if why := g.shapeOf(msg); why != "" {
+		return why
+	}
+	key := pathKey(msg.Path)
 	switch g.cfg.Algorithm {
 	case OM:
 		if len(msg.Sigs) != 0 {
@@ -372,21 +365,18 @@ func (f *futureBuf) add(msg Message) RejectReason {
 				return RejectOversized
 			}
 		}
+		key = string(msg.Order) + "\x00" + key
 	}
-	key := fmt.Sprintf("%d\x00%s\x00%s", msg.Round, msg.Order, pathKey(msg.Path))
 	if _, dup := f.seen[key]; dup {
 		return RejectDuplicate
 	}
-	limit := MaxFuturePerPeer
-	if g.cfg.Algorithm == OM {
-		limit = omPaths(g.n, msg.Round)
-	}
-	pr := [2]int{int(msg.From), msg.Round}
-	if f.count[pr] >= limit {
-		return RejectFlood
+	if g.cfg.Algorithm == SM {
+		if f.count[msg.From] >= senderCap(msg.From) {
+			return RejectFlood
+		}
+		f.count[msg.From]++
 	}
 	f.seen[key] = struct{}{}
-	f.count[pr]++
 	f.msgs = append(f.msgs, msg)
 	return ""
 }
