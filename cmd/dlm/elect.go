@@ -66,12 +66,13 @@ func newElectCmd() *cobra.Command {
 		Long: `Campaign for the leader election NAME as the candidate ID (blocking until
 elected, or until --wait passes), then run COMMAND while ID is the leader.
 
-The leadership is a fenced Redlock lock kept by extension every ttl/3 (R17)
+The leadership is a fenced Redlock lock kept by extension every ttl/3
 for as long as dlm runs and a quorum of nodes answers: the same term, with
 no gap and no bound on the extensions. If dlm cannot extend (it hangs or is
 stopped, or the nodes are cut off), the leadership ends within --ttl and
-another candidate is elected. The term is a fencing token (R18), strictly
-greater than every earlier leader's. The command gets DLM_ELECTION,
+another candidate is elected. The term is a fencing token, strictly
+greater than every earlier leader's (extension and fencing are argued in
+docs/spec/redlock.md). The command gets DLM_ELECTION,
 DLM_LEADER_ID and DLM_LEADER_TERM in its environment: pass the term with
 every write that only the leader may make, so that a store can refuse a
 deposed leader. The command does NOT get DLM_NODES.
@@ -156,7 +157,7 @@ interrupted); otherwise the command's own exit code.`,
 	ef.add(cmd, "prefix of the lock keys on the nodes")
 	f := cmd.Flags()
 	f.StringVar(&id, "id", "", "the candidate's identity, public (required; printable, at most 256 bytes)")
-	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "leadership validity (R6): extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
+	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "leadership validity (the time a leader may act without the nodes): extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
 	f.DurationVar(&wait, "wait", 0, "how long to campaign before giving up (0: until interrupted)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the leadership is lost, time between SIGTERM and SIGKILL to the command")
 	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "no effect: a leadership renews for as long as dlm and a quorum of nodes are alive")

@@ -64,7 +64,8 @@ as attack:0:2:3). --transport tcp runs every general as its own dlm process
 on loopback, authenticated by its own ed25519 key.
 
 OM needs n >= 3m+1 and SM n >= m+2; --unsafe runs a smaller n anyway, to
-watch B3 break. The same --seed replays the same run.
+watch agreement break (the impossibility bound, argued in
+docs/spec/agreement.md). The same --seed replays the same run.
 
 --crash 2@1 makes general 2 crash at the start of round 1 (ids and rounds
 comma-separated); a crashed general counts among the m faulty ones. With
@@ -109,16 +110,16 @@ Exit status:
 // "dlm generals" and "dlm generals node".
 func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.algorithm, "algorithm", "om", "om (oral messages, B6) or sm (signed messages, B9)")
+	fl.StringVar(&f.algorithm, "algorithm", "om", "om (oral messages, n >= 3m+1) or sm (signed messages, any n >= m+2); see docs/spec/agreement.md")
 	fl.IntVarP(&f.generals, "generals", "n", 4, "number of generals n, the commander included")
 	fl.IntVarP(&f.traitors, "traitors", "m", 1, "number of traitors m to tolerate: runs OM(m) or SM(m)")
 	fl.StringVar(&f.faulty, "faulty", "", "traitor ids, comma-separated, each optionally id:strategy (0 is the commander)")
 	fl.StringVar(&f.strategy, "strategy", "two-faced", "strategy of the traitors given without one")
 	fl.StringVar(&f.order, "order", "attack", "the commander's order (any short string)")
-	fl.StringVar(&f.majority, "majority", "vote", "majority variant (B5): vote (majority or RETREAT) or median")
+	fl.StringVar(&f.majority, "majority", "vote", "how a lieutenant decides among the values it received: vote (majority or RETREAT) or median")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of every random choice; the same seed replays the run")
-	fl.Uint64Var(&f.seq, "seq", 1, "sequence number signed into SM orders; runs reusing keys need increasing numbers (B9)")
-	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp (A3)")
+	fl.Uint64Var(&f.seq, "seq", 1, "sequence number signed into SM orders, so that an old order cannot be replayed; runs reusing keys need increasing numbers")
+	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp: a message later than this counts as missing")
 	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
 	fl.IntVar(&f.explain, "explain", -1, "explain how lieutenant ID decided: OM's tree of values and majorities, SM's V with the first chain of each order")
