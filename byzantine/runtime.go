@@ -109,6 +109,21 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	// synchrony of the run (A1, A3) rules out: the round is then listed in
 	// Overran, since the peers' decisions no longer rest on it.
 	lost := make(map[ID]int)
+	// faults holds what this general saw of its peers' failures, the
+	// first of each peer: a peer it has no link to (ErrPeerAbsent), one
+	// whose connection closed, and one that had not ended a round by the
+	// round's deadline. They are faults the run allows, within m. A peer
+	// that announced the end of round m has sent all it had to: that it
+	// leaves afterwards (its run is over) is no fault.
+	faults := make(map[ID]PeerFault)
+	fault := func(p ID, kind PeerFaultKind, r int) {
+		if p < 0 || int(p) >= n || p == g.id || ended[p] >= m {
+			return
+		}
+		if _, seen := faults[p]; !seen {
+			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
+		}
+	}
 	var carry *Inbound // an event taken after a deadline, for the next round
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
@@ -128,6 +143,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if err := ep.Send(ctx, msg); err != nil {
 				if ctx.Err() != nil {
 					sendErr = err
+				} else if errors.Is(err, ErrPeerAbsent) {
+					kind := PeerAbsent
+					if msg.To >= 0 && int(msg.To) < n && gone[msg.To] {
+						kind = PeerGone
+					}
+					fault(msg.To, kind, r)
 				} else if _, ok := lost[msg.To]; !ok && msg.To >= 0 && int(msg.To) < n {
 					lost[msg.To] = r
 				}
@@ -204,6 +225,11 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 					overran = append(overran, r)
 					slices.Sort(overran)
 				}
+				for p := range n {
+					if !gone[p] && ended[p] < r && r <= m {
+						fault(ID(p), PeerLate, r)
+					}
+				}
 				break // the round's deadline: absent messages are detected (A3)
 			}
 			p := ev.From
@@ -244,6 +270,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			}
 			if ev.Gone {
 				gone[p] = true
+				fault(p, PeerGone, r)
 			}
 		}
 		cancel()
@@ -266,6 +293,10 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		Stats:    g.Stats(),
 		Overran:  overran,
 	}
+	for _, f := range faults {
+		res.Faults = append(res.Faults, f)
+	}
+	slices.SortFunc(res.Faults, func(a, b PeerFault) int { return int(a.ID - b.ID) })
 	if slices.Contains(g.cfg.Explain, g.id) {
 		res.Explanation = g.Explain()
 	}

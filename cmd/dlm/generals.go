@@ -218,6 +218,9 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 	if late := res.OutOfTime(); len(late) > 0 {
 		return withCode(exitInconclusive, errors.New(outOfTimeText(late)))
 	}
+	if res.TooManyFaults() {
+		return withCode(exitInconclusive, errors.New(tooManyFaultsText(res)))
+	}
 	if err := res.Verify(); err != nil {
 		return withCode(exitFailure, err)
 	}
@@ -227,7 +230,14 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 // outOfTimeText says that a run did not keep its schedule, and what that
 // means for its decisions.
 func outOfTimeText(late []byzantine.ID) string {
-	return fmt.Sprintf("ran out of time: loyal generals %v sent messages after their round's deadline, so the rounds were not synchronous (A3) and the decisions prove nothing; rerun with a longer --round-timeout", late)
+	return fmt.Sprintf("ran out of time: loyal generals %v did not keep the schedule (they sent a round's messages after its deadline, were stopped over a deadline, took messages that had arrived in time too late, or could not send to a peer that stayed connected), so the rounds were not synchronous (A3) and the decisions prove nothing; rerun with a longer --round-timeout", late)
+}
+
+// tooManyFaultsText says that more than m generals were faulty, counting
+// those the loyal generals saw absent, gone or late over the network.
+func tooManyFaultsText(res *byzantine.Result) string {
+	f := res.FaultyGenerals()
+	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone or late by a loyal general), %d > m = %d, so agreement is not guaranteed and the decisions prove nothing", f, len(f), res.Config.MaxTraitors)
 }
 
 // launchGenerals runs every general as a "dlm generals serve" process.
@@ -347,6 +357,8 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 	fmt.Fprintf(w, "IC2 (a loyal commander's order is obeyed):       %s\n", ic2)
 	if late := res.OutOfTime(); len(late) > 0 {
 		fmt.Fprintf(w, "verdict: %s\n", outOfTimeText(late))
+	} else if res.TooManyFaults() {
+		fmt.Fprintf(w, "verdict: %s\n", tooManyFaultsText(res))
 	}
 }
 
@@ -426,6 +438,7 @@ type generalsJSON struct {
 	IC2                bool                              `json:"ic2"`
 	Verdict            string                            `json:"verdict"`
 	OutOfTime          []byzantine.ID                    `json:"out_of_time,omitempty"`
+	FaultyGenerals     []byzantine.ID                    `json:"faulty_generals,omitempty"`
 	Trace              []generalsTraceJSON               `json:"trace,omitempty"`
 	Explanations       map[string]*byzantine.Explanation `json:"explanations,omitempty"`
 }
@@ -493,7 +506,10 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	if late := res.OutOfTime(); len(late) > 0 {
 		out.OutOfTime = late
 		out.Verdict = outOfTimeText(late)
+	} else if res.TooManyFaults() {
+		out.Verdict = tooManyFaultsText(res)
 	}
+	out.FaultyGenerals = res.FaultyGenerals()
 	for _, ev := range res.Trace {
 		tj := generalsTraceJSON{Round: ev.Round, From: int(ev.Message.From), To: int(ev.Message.To), Chain: ev.Message.Chain(), Sent: ev.Message.Round, Rejected: string(ev.Rejected)}
 		if ev.Fault != byzantine.Deliver {
