@@ -65,6 +65,18 @@
 // generals (up to renaming the lieutenants) and every behaviour of a
 // stated finite adversary, and says what it did and did not enumerate.
 //
+// # Interactive consistency
+//
+// RunInteractive gives every general a private value and runs n
+// instances of OM(m) or SM(m) side by side, general i commanding instance
+// i; every loyal general decides the vector of the instances' decisions.
+// Under the bounds above, all loyal generals decide the same vector (IC1)
+// and each loyal general's entry is its own value (IC2);
+// InteractiveResult.Verify checks both. RunInteractiveGeneral runs one
+// general's n instances over one Endpoint (package tcp), told apart by
+// their run ids. Package agreed builds leader election, failure detection
+// and clock agreement on the agreed vector.
+//
 // # Bounds
 //
 // RunGeneral keeps messages that arrive before their round only after

@@ -1,0 +1,104 @@
+package tcp
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// RunInteractiveNode runs general node.id of the interactive-consistency
+// run ic over node, once node listens: it connects to the cluster and runs
+// the n instances from start over the node's connections (see
+// byzantine.RunInteractiveGeneral). As with RunNode, the run id is derived
+// here, RunID(c, start, ic.Config.Seq), replacing any ic.Config.RunID, and
+// every general must be given the same cluster, ic and start.
+func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.InteractiveConfig, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
+	keys, err := c.PublicKeys()
+	if err != nil {
+		return byzantine.InteractiveGeneralResult{}, err
+	}
+	if len(keys) != ic.Config.Generals {
+		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: %d generals in the cluster, config says %d", ErrCluster, len(keys), ic.Config.Generals)
+	}
+	if int(node.id) >= len(keys) || !keys[node.id].Equal(priv.Public()) {
+		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d: key does not match the cluster file", ErrCluster, node.id)
+	}
+	ic.Config.RunID = RunID(c, start, ic.Config.Seq)
+	if err := ic.Validate(); err != nil {
+		return byzantine.InteractiveGeneralResult{}, err
+	}
+	dctx, cancel := context.WithDeadline(ctx, start.Add(ic.Config.RoundTimeout/4))
+	err = node.Start(dctx, c, ic.Config.RunID)
+	cancel()
+	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrCluster)) {
+		return byzantine.InteractiveGeneralResult{}, err
+	}
+	// A peer that cannot be reached is treated as silent.
+	return byzantine.RunInteractiveGeneral(ctx, ic, node.id, byzantine.Keyring{Private: priv, Public: keys}, node, start)
+}
+
+// LaunchInteractive runs ic with every general in a goroutine of this
+// process, each with its own ed25519 key and its own listener on loopback,
+// talking over real TCP connections, and assembles the result. A general
+// that ic.Config.Crashes makes crash is marked crashed; any other failure
+// of a general is returned as an error wrapping ErrGeneral.
+func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*byzantine.InteractiveResult, error) {
+	if err := ic.Validate(); err != nil {
+		return nil, err
+	}
+	n := ic.Config.Generals
+	nodes := make([]*Node, 0, n)
+	privs := make([]ed25519.PrivateKey, 0, n)
+	defer func() {
+		for _, nd := range nodes {
+			nd.Close()
+		}
+	}()
+	var c Cluster
+	for i := range n {
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		nd, err := Listen("127.0.0.1:0", byzantine.ID(i), priv, 0)
+		if err != nil {
+			return nil, fmt.Errorf("%w: general %d: %w", ErrGeneral, i, err)
+		}
+		nodes = append(nodes, nd)
+		privs = append(privs, priv)
+		c.Generals = append(c.Generals, Peer{ID: byzantine.ID(i), Addr: nd.Addr(), PublicKey: EncodeKey(pub)})
+	}
+	start := time.Now().Add(max(ic.Config.RoundTimeout, 500*time.Millisecond))
+	results := make(map[byzantine.ID]byzantine.InteractiveGeneralResult, n)
+	errs := make([]error, n)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			r, err := RunInteractiveNode(ctx, nodes[i], ic, privs[i], c, start)
+			if errors.Is(err, byzantine.ErrCrashed) {
+				nodes[i].Close() // as a crashed process's connections close
+				return
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("%w: general %d: %w", ErrGeneral, i, err)
+				return
+			}
+			mu.Lock()
+			results[byzantine.ID(i)] = r
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	ic.Config.RunID = RunID(c, start, ic.Config.Seq)
+	return byzantine.AssembleInteractive(ic, results), nil
+}
