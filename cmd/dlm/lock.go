@@ -108,8 +108,9 @@ have run meanwhile.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 74 lock lost while the command ran; 75 lock held elsewhere (not acquired
-within --wait); otherwise the command's own exit code (128+N when it was
-killed by signal N).`,
+within --wait); 126 the command cannot be executed; 127 it was not found;
+otherwise the command's own exit code (128+N when it was killed by signal
+N).`,
 		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
   DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report
   DLM_NODES=... dlm lock --wait 5m db-primary db-replica -- ./migrate.sh
@@ -538,7 +539,7 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	if err != nil {
 		runtime.UnlockOSThread()
 		pw.Close()
-		return nil, withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
+		return nil, withCode(exitNotFound, fmt.Errorf("start the guard of %q: %w", r.argv[0], err))
 	}
 	f := &family{guard: guard, exited: make(chan error, 1), pipe: pw}
 	f.done = func() {

@@ -116,3 +116,35 @@ func TestExitLostBeforeCommandEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestLockCommandNotRunnable: a command that is not found exits 127, one
+// that exists but cannot be executed (no execute permission, a directory)
+// 126, as shells do. Failed before: 127 for both.
+func TestLockCommandNotRunnable(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\necho ran\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, cmd string
+		want      int
+	}{
+		{"missing", filepath.Join(dir, "missing"), 127},
+		{"missing on PATH", "no-such-command-dlm-test", 127},
+		{"not executable", plain, 126},
+		{"directory", dir, 126},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "res", "--", tc.cmd)
+			if r.code != tc.want {
+				t.Errorf("exit %d, want %d; stderr: %s", r.code, tc.want, r.stderr)
+			}
+			if strings.Contains(r.stdout, "ran") {
+				t.Errorf("the command ran")
+			}
+		})
+	}
+}
