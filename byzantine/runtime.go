@@ -46,6 +46,14 @@ type Endpoint interface {
 	Recv(ctx context.Context) (Inbound, error)
 }
 
+// LinkReporter is implemented by an Endpoint that knows whether it has a
+// working link to a peer. RunGeneral reports a peer that missed a round's
+// deadline without one as absent rather than late.
+type LinkReporter interface {
+	// Linked reports whether the endpoint has a working link to p.
+	Linked(p ID) bool
+}
+
 // Refuse counts a message the driver refused before it reached the state
 // machine (for example one that arrived after its sender's end-of-round
 // marker).
@@ -225,9 +233,14 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 					overran = append(overran, r)
 					slices.Sort(overran)
 				}
+				links, _ := ep.(LinkReporter)
 				for p := range n {
 					if !gone[p] && ended[p] < r && r <= m {
-						fault(ID(p), PeerLate, r)
+						kind := PeerLate
+						if links != nil && !links.Linked(ID(p)) {
+							kind = PeerAbsent
+						}
+						fault(ID(p), kind, r)
 					}
 				}
 				break // the round's deadline: absent messages are detected (A3)

@@ -106,9 +106,6 @@ func runWith(ctx context.Context, nd *Node, cfg byzantine.Config, priv []byte, c
 	if err != nil {
 		return err
 	}
-	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
-	nd.Start(dctx, c, cfg.RunID)
-	cancel()
-	_, err = byzantine.RunGeneral(ctx, g, wrap(nd), start, nil)
+	_, err = runOver(ctx, nd, g, wrap(nd), c, cfg, start, nil)
 	return err
 }

@@ -1,6 +1,7 @@
 package tcp
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ed25519"
@@ -40,11 +41,22 @@ const (
 // Limits that keep one peer, or a stranger, from starving the others.
 const (
 	// MaxHandshakes bounds the inbound connections that have not yet
-	// authenticated; above it the oldest of them is closed to make room,
-	// so idle strangers cannot hold more than this many descriptors, and a
-	// peer's handshake (a few milliseconds) still gets through unless that
-	// many connections arrive during it.
+	// authenticated. Above it, room is made by closing the oldest of them
+	// that sent no hello, or else the oldest that has been in its
+	// handshake longer than a handshake takes (HandshakeGrace); when there
+	// is none, the new connection is closed. So idle strangers cannot hold
+	// more than this many descriptors, and no connection flood cuts a
+	// peer's handshake in progress; a peer refused while strangers hold
+	// every slot dials again until the run's last deadline.
 	MaxHandshakes = 64
+	// MaxHandshakesPerSource bounds the connections in their handshake
+	// from one source address other than loopback (generals on one
+	// machine all come from loopback); above it room is made among that
+	// source's own connections, the same way.
+	MaxHandshakesPerSource = MaxHandshakes / 4
+	// HandshakeGrace is how long a handshake in progress is spared when
+	// room must be made: a handshake takes milliseconds.
+	HandshakeGrace = time.Second
 	// PeerQueue is how many received events of one peer may wait for the
 	// general to take them. A peer that sends faster is not read further
 	// until the general catches up: it slows only its own connection,
@@ -87,12 +99,87 @@ type Node struct {
 	out     map[byzantine.ID]*outConn
 	conns   map[net.Conn]struct{}
 	inbound map[byzantine.ID]bool // peers with an authenticated inbound connection
-	pending []net.Conn            // inbound connections still in their handshake, oldest first
+	pending []*pendingConn        // inbound connections still in their handshake, oldest first
 }
 
+// pendingConn is an inbound connection in its handshake.
+type pendingConn struct {
+	conn  net.Conn
+	src   string // source IP, "" for loopback
+	since time.Time
+	hello bool // it sent a well-formed hello
+}
+
+// outConn is the link to one peer: the frames sent to it wait in queue
+// until its writer, one goroutine per peer, writes them in order. A Send
+// never waits for the network: a peer whose link is not up yet gets its
+// frames when the link comes up (in time or not, the receiver's deadlines
+// decide), and a peer that stops reading costs its own writer the write
+// timeout, not every sender.
 type outConn struct {
-	mu   sync.Mutex
-	conn net.Conn
+	mu     sync.Mutex
+	conn   net.Conn // nil until the handshake succeeded
+	queue  [][]byte
+	queued int   // bytes in queue
+	busy   bool  // the writer holds frames taken from queue
+	broken error // the link failed, or the dialer gave up: frames are dropped
+	wake   chan struct{}
+}
+
+// wakeUp tells the writer there is work.
+func (oc *outConn) wakeUp() {
+	select {
+	case oc.wake <- struct{}{}:
+	default:
+	}
+}
+
+// writer writes oc's frames to its connection in order until the node
+// closes or the link fails.
+func (n *Node) writer(oc *outConn) {
+	defer n.wg.Done()
+	var bw *bufio.Writer
+	for {
+		select {
+		case <-n.done:
+			return
+		case <-oc.wake:
+		}
+		for {
+			oc.mu.Lock()
+			if oc.conn == nil || oc.broken != nil || len(oc.queue) == 0 {
+				oc.mu.Unlock()
+				break
+			}
+			batch, conn := oc.queue, oc.conn
+			oc.queue, oc.queued, oc.busy = nil, 0, true
+			oc.mu.Unlock()
+			if bw == nil {
+				bw = bufio.NewWriterSize(conn, 64<<10)
+			}
+			var err error
+			for _, f := range batch {
+				conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+				if err = WriteFrame(bw, f); err != nil {
+					break
+				}
+			}
+			if err == nil {
+				conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+				err = bw.Flush()
+			}
+			oc.mu.Lock()
+			oc.busy = false
+			if err != nil {
+				oc.broken, oc.queue = err, nil
+			}
+			oc.mu.Unlock()
+			if err != nil {
+				conn.Close()
+				return
+			}
+		}
+	}
 }
 
 // Listen starts a node for general id with private key priv on addr (for
@@ -130,13 +217,25 @@ func (n *Node) Refused() int { return int(n.refused.Load()) }
 func (n *Node) AcceptErrors() int { return int(n.acceptErrs.Load()) }
 
 // Start accepts the cluster's connections and dials every other general of
-// the cluster, retrying until ctx ends. It returns the errors of the peers it
-// could not reach; the node still works with the others. run is the run id
-// (see RunID): both sides of every handshake sign it, and it is carried by
-// every end-of-round marker, so a general of another run (sharing the
-// keys, or reached through a cluster entry pointing elsewhere) fails the
-// handshake and is refused.
+// the cluster, retrying (failed dials and failed handshakes alike) until
+// ctx ends; every handshake is bounded by ctx as well. It returns the
+// errors of the peers it could not reach; the node still works with the
+// others. run is the run id (see RunID): both sides of every handshake
+// sign it, and it is carried by every end-of-round marker, so a general of
+// another run (sharing the keys, or reached through a cluster entry
+// pointing elsewhere) fails the handshake and is refused. RunNode does not
+// wait for Start past the run's start time: it runs the rounds while the
+// links still missing are being dialled, and uses each from when it is up.
 func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error {
+	if err := n.prepare(c, run); err != nil {
+		return err
+	}
+	return n.dialAll(ctx, c)
+}
+
+// prepare checks the cluster, sets up the receive queues and starts
+// accepting.
+func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
 	keys, err := c.PublicKeys()
 	if err != nil {
 		return err
@@ -152,49 +251,105 @@ func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error 
 	for i := range n.slots {
 		n.slots[i] = make(chan struct{}, PeerQueue)
 	}
+	for i := range keys {
+		if byzantine.ID(i) == n.id {
+			continue
+		}
+		oc := &outConn{wake: make(chan struct{}, 1)}
+		n.out[byzantine.ID(i)] = oc
+		n.wg.Add(1)
+		go n.writer(oc)
+	}
 	n.mu.Unlock()
 	n.wg.Add(1)
 	go n.acceptLoop()
-	// Dial concurrently: a peer that is down costs one wait, not one each.
+	return nil
+}
+
+// dialAll dials every other general concurrently until each is connected
+// or ctx ends: a peer that is down or stalls costs one wait, not one each.
+func (n *Node) dialAll(ctx context.Context, c Cluster) error {
 	errs := make([]error, len(c.Generals))
 	var wg sync.WaitGroup
 	for i, p := range c.Generals {
 		if p.ID == n.id {
 			continue
 		}
-		wg.Go(func() { errs[i] = n.dial(ctx, p.ID, p.Addr, keys[p.ID]) })
+		wg.Go(func() { errs[i] = n.dial(ctx, p.ID, p.Addr, n.keys[p.ID]) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
+// redialPause is the pause between two attempts to reach a peer.
+const redialPause = 20 * time.Millisecond
+
 func (n *Node) dial(ctx context.Context, id byzantine.ID, addr string, key ed25519.PublicKey) error {
 	var d net.Dialer
+	var last, refused error // refused: the last failed handshake, which says more
 	for {
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			err = n.clientHandshake(conn, id, key)
+			err = n.clientHandshake(ctx, conn, id, key)
+			if err != nil && ctx.Err() == nil {
+				refused = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
+			}
 			if err == nil {
 				n.mu.Lock()
-				n.out[id] = &outConn{conn: conn}
+				select {
+				case <-n.done:
+					n.mu.Unlock()
+					conn.Close()
+					return ErrClosed
+				default:
+				}
+				oc := n.out[id]
 				n.conns[conn] = struct{}{}
 				n.mu.Unlock()
+				oc.mu.Lock()
+				oc.conn = conn
+				oc.mu.Unlock()
+				oc.wakeUp()
 				return nil
 			}
 			conn.Close()
-			return fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
+			err = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
+		} else {
+			err = fmt.Errorf("tcp: general %d cannot reach %d at %s: %w", n.id, id, addr, err)
 		}
-		t := time.NewTimer(20 * time.Millisecond)
+		last = err
+		t := time.NewTimer(redialPause)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("tcp: general %d cannot reach %d at %s: %w", n.id, id, addr, errors.Join(err, ctx.Err()))
+			if refused != nil {
+				last = refused
+			}
+			n.mu.Lock()
+			oc := n.out[id]
+			n.mu.Unlock()
+			oc.mu.Lock()
+			if oc.conn == nil { // frames for it can no longer be sent
+				oc.broken, oc.queue = last, nil
+			}
+			oc.mu.Unlock()
+			return errors.Join(last, ctx.Err())
 		case <-n.done:
 			t.Stop()
 			return ErrClosed
 		case <-t.C:
 		}
 	}
+}
+
+// handshakeDeadline is when a handshake begun now must be over: after
+// handshakeTimeout, and no later than ctx's deadline.
+func handshakeDeadline(ctx context.Context) time.Time {
+	d := time.Now().Add(handshakeTimeout)
+	if cd, ok := ctx.Deadline(); ok && cd.Before(d) {
+		d = cd
+	}
+	return d
 }
 
 func transcript(role string, run byzantine.RunID, nonce []byte, dialer, listener byzantine.ID) []byte {
@@ -206,9 +361,15 @@ func transcript(role string, run byzantine.RunID, nonce []byte, dialer, listener
 }
 
 // clientHandshake: hello(id, nonceD) -> reply(id, nonceL, sigL) -> sigD.
-func (n *Node) clientHandshake(conn net.Conn, want byzantine.ID, key ed25519.PublicKey) error {
-	conn.SetDeadline(time.Now().Add(handshakeTimeout))
-	defer conn.SetDeadline(time.Time{})
+// It is bounded by ctx: by its deadline and by its end.
+func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantine.ID, key ed25519.PublicKey) error {
+	conn.SetDeadline(handshakeDeadline(ctx))
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer func() {
+		if stop() {
+			conn.SetDeadline(time.Time{})
+		}
+	}()
 	nonceD := make([]byte, nonceSize)
 	rand.Read(nonceD)
 	hello := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
@@ -252,6 +413,7 @@ func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
 	if int(peer) >= len(keys) || peer == n.id {
 		return 0, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
 	}
+	n.helloSeen(conn)
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
 	sig := ed25519.Sign(n.priv, transcript("accept", run, hello[3:], peer, n.id))
@@ -310,15 +472,85 @@ func (n *Node) acceptLoop() {
 			return
 		default:
 		}
-		if len(n.pending) >= MaxHandshakes {
-			n.pending[0].Close() // its handshake fails and it is refused
-			n.pending = n.pending[1:]
+		pc := &pendingConn{conn: conn, src: sourceOf(conn), since: time.Now()}
+		if !n.makeRoom(pc) {
+			n.mu.Unlock()
+			n.refused.Add(1)
+			conn.Close()
+			continue
 		}
-		n.pending = append(n.pending, conn)
+		n.pending = append(n.pending, pc)
 		n.conns[conn] = struct{}{}
 		n.wg.Add(1)
 		n.mu.Unlock()
 		go n.readLoop(conn)
+	}
+}
+
+// sourceOf returns the source IP of conn, "" for loopback.
+func sourceOf(conn net.Conn) string {
+	a, ok := conn.RemoteAddr().(*net.TCPAddr)
+	if !ok || a.IP.IsLoopback() {
+		return ""
+	}
+	return a.IP.String()
+}
+
+// makeRoom closes a pending connection when pc would exceed
+// MaxHandshakes, or MaxHandshakesPerSource for its source, and reports
+// whether pc may join: the victim is the oldest (of the source, or of
+// all) that sent no hello, or else the oldest in its handshake for longer
+// than HandshakeGrace. Called with n.mu held.
+func (n *Node) makeRoom(pc *pendingConn) bool {
+	now := time.Now()
+	evict := func(same func(*pendingConn) bool) bool {
+		victim := -1
+		for i, p := range n.pending {
+			if same(p) && !p.hello {
+				victim = i
+				break
+			}
+		}
+		if victim < 0 {
+			for i, p := range n.pending {
+				if same(p) && now.Sub(p.since) > HandshakeGrace {
+					victim = i
+					break
+				}
+			}
+		}
+		if victim < 0 {
+			return false
+		}
+		n.pending[victim].conn.Close() // its handshake fails and it is refused
+		n.pending = slices.Delete(n.pending, victim, victim+1)
+		return true
+	}
+	if pc.src != "" {
+		count := 0
+		for _, p := range n.pending {
+			if p.src == pc.src {
+				count++
+			}
+		}
+		if count >= MaxHandshakesPerSource && !evict(func(p *pendingConn) bool { return p.src == pc.src }) {
+			return false
+		}
+	}
+	if len(n.pending) >= MaxHandshakes && !evict(func(*pendingConn) bool { return true }) {
+		return false
+	}
+	return true
+}
+
+// helloSeen marks conn as having sent a well-formed hello.
+func (n *Node) helloSeen(conn net.Conn) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, p := range n.pending {
+		if p.conn == conn {
+			p.hello = true
+		}
 	}
 }
 
@@ -345,7 +577,7 @@ func (n *Node) readLoop(conn net.Conn) {
 	defer n.drop(conn)
 	peer, err := n.serverHandshake(conn)
 	n.mu.Lock()
-	if i := slices.Index(n.pending, conn); i >= 0 {
+	if i := slices.IndexFunc(n.pending, func(p *pendingConn) bool { return p.conn == conn }); i >= 0 {
 		n.pending = slices.Delete(n.pending, i, i+1)
 	}
 	n.mu.Unlock()
@@ -417,26 +649,93 @@ func (n *Node) drop(conn net.Conn) {
 	n.mu.Unlock()
 }
 
-func (n *Node) write(to byzantine.ID, payload []byte) error {
+// MaxQueued bounds the bytes queued for one peer. A general whose link to
+// the peer is up waits, when the queue is full, for its writer to drain
+// it (at most the write timeout, after which the link is cut); frames for
+// a peer whose link is not up are refused above it (the peer is absent).
+const MaxQueued = 8 << 20
+
+func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error {
 	n.mu.Lock()
 	oc := n.out[to]
 	n.mu.Unlock()
 	if oc == nil {
-		return fmt.Errorf("%w: general %d has no connection to %d", byzantine.ErrPeerAbsent, n.id, to)
+		return fmt.Errorf("%w: general %d has no general %d to send to", byzantine.ErrPeerAbsent, n.id, to)
+	}
+	var tick *time.Ticker
+	for {
+		oc.mu.Lock()
+		if err := oc.broken; err != nil {
+			oc.mu.Unlock()
+			return fmt.Errorf("%w: general %d to %d: %w", byzantine.ErrPeerAbsent, n.id, to, err)
+		}
+		if oc.queued+len(payload) <= MaxQueued || oc.queued == 0 {
+			oc.queue = append(oc.queue, payload)
+			oc.queued += len(payload)
+			oc.mu.Unlock()
+			oc.wakeUp()
+			return nil
+		}
+		up := oc.conn != nil
+		oc.mu.Unlock()
+		if !up {
+			return fmt.Errorf("%w: general %d to %d: no link yet and %d bytes queued", byzantine.ErrPeerAbsent, n.id, to, MaxQueued)
+		}
+		if tick == nil {
+			tick = time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-n.done:
+			return ErrClosed
+		case <-tick.C:
+		}
+	}
+}
+
+// Linked reports whether this node has a working link to peer p: its
+// handshake succeeded and no write to it failed. RunGeneral uses it to
+// tell an absent peer from a late one.
+func (n *Node) Linked(p byzantine.ID) bool {
+	n.mu.Lock()
+	oc := n.out[p]
+	n.mu.Unlock()
+	if oc == nil {
+		return false
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	oc.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if err := WriteFrame(oc.conn, payload); err != nil {
-		// The link is broken: later sends fail at once, and a redial
-		// (while the dialer runs) may replace it.
-		n.mu.Lock()
-		if n.out[to] == oc {
-			delete(n.out, to)
+	return oc.conn != nil && oc.broken == nil
+}
+
+// Flush waits until every frame sent so far to a linked peer has been
+// written, or ctx ends. Frames for a peer whose link is not up stay
+// queued.
+func (n *Node) Flush(ctx context.Context) error {
+	n.mu.Lock()
+	ocs := make([]*outConn, 0, len(n.out))
+	for _, oc := range n.out {
+		ocs = append(ocs, oc)
+	}
+	n.mu.Unlock()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for _, oc := range ocs {
+		for {
+			oc.mu.Lock()
+			idle := oc.conn == nil || oc.broken != nil || (len(oc.queue) == 0 && !oc.busy)
+			oc.mu.Unlock()
+			if idle {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
 		}
-		n.mu.Unlock()
-		oc.conn.Close()
-		return fmt.Errorf("%w: general %d to %d: %w", byzantine.ErrPeerAbsent, n.id, to, err)
 	}
 	return nil
 }
@@ -450,29 +749,29 @@ func (n *Node) Send(ctx context.Context, msg byzantine.Message) error {
 	if err != nil {
 		return err
 	}
-	return n.write(msg.To, b)
+	return n.write(ctx, msg.To, b)
 }
 
 // SendRaw sends payload as one frame to general to, unchecked. It exists to
 // test how peers treat garbage.
-func (n *Node) SendRaw(to byzantine.ID, payload []byte) error { return n.write(to, payload) }
+func (n *Node) SendRaw(to byzantine.ID, payload []byte) error {
+	return n.write(context.Background(), to, payload)
+}
 
 // EndRound announces to every peer that this general sent all of round r.
+// The marker follows the round's messages on each link.
 func (n *Node) EndRound(ctx context.Context, r int) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	n.mu.Lock()
-	ids := make([]byzantine.ID, 0, len(n.out))
-	for id := range n.out {
-		ids = append(ids, id)
-	}
-	n.mu.Unlock()
 	frame := binary.BigEndian.AppendUint16([]byte{kindMarker}, uint16(r))
 	frame = append(frame, n.run[:]...)
 	var errs []error
-	for _, id := range ids {
-		if err := n.write(id, frame); err != nil {
+	for id := range n.keys {
+		if byzantine.ID(id) == n.id {
+			continue
+		}
+		if err := n.write(ctx, byzantine.ID(id), frame); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -118,21 +118,51 @@ func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519
 	if err != nil {
 		return byzantine.GeneralResult{}, nil, err
 	}
-	// Rounds are timed from start: give up on unreachable peers soon after.
-	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
-	err = node.Start(dctx, c, cfg.RunID)
-	cancel()
-	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrCluster)) {
-		return byzantine.GeneralResult{}, nil, err
-	}
-	// A peer that cannot be reached is treated as silent: its rounds time out.
 	var trace *[]byzantine.TraceEvent
 	var events []byzantine.TraceEvent
 	if cfg.Trace {
 		trace = &events
 	}
-	res, err := byzantine.RunGeneral(ctx, g, node, start, trace)
+	res, err := runOver(ctx, node, g, node, c, cfg, start, trace)
 	return res, events, err
+}
+
+// runOver connects node to the cluster and runs g over ep (node itself,
+// or a traitor's wrapping of it in tests). Timing belongs to the
+// schedule, not to the slowest handshake: round 0 starts at start at the
+// latest, links still missing then are dialled (dials and handshakes
+// retried) until the run's last deadline and used from when they are up,
+// and a peer without a link when a message is due is a fault the general
+// sees (byzantine.PeerAbsent).
+func runOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine.Endpoint, c Cluster, cfg byzantine.Config, start time.Time, trace *[]byzantine.TraceEvent) (byzantine.GeneralResult, error) {
+	if err := node.prepare(c, cfg.RunID); err != nil {
+		return byzantine.GeneralResult{}, err
+	}
+	end := start.Add(time.Duration(cfg.MaxTraitors+2) * cfg.RoundTimeout)
+	dctx, cancel := context.WithDeadline(ctx, end)
+	dialed := make(chan struct{})
+	go func() {
+		defer close(dialed)
+		node.dialAll(dctx, c)
+	}()
+	defer func() {
+		cancel()
+		<-dialed
+	}()
+	wait := time.NewTimer(time.Until(start))
+	select {
+	case <-dialed:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	wait.Stop()
+	res, err := byzantine.RunGeneral(ctx, g, ep, start, trace)
+	// The last markers are queued: write them before the node may close,
+	// so that peers still in the last round need not wait for its deadline.
+	fctx, fcancel := context.WithTimeout(ctx, cfg.RoundTimeout)
+	node.Flush(fctx)
+	fcancel()
+	return res, err
 }
 
 // Child is one running general as the coordinator sees it.

@@ -184,7 +184,7 @@ func TestReplayOfEarlierRunRejected(t *testing.T) {
 	cfg1 := cfg
 	cfg1.Order = "hold"
 	cfg1.Trace = true
-	start1 := time.Now().Add(200 * time.Millisecond)
+	start1 := time.Now().Add(time.Second)
 	var old byzantine.Message
 	{
 		res := make([]byzantine.GeneralResult, 4)
@@ -226,7 +226,7 @@ func TestReplayOfEarlierRunRejected(t *testing.T) {
 	for i := range nodes {
 		nodes[i] = listenAt(t, addrs[i], byzantine.ID(i), keys[i])
 	}
-	start2 := time.Now().Add(200 * time.Millisecond)
+	start2 := time.Now().Add(time.Second)
 	res := make([]byzantine.GeneralResult, 4)
 	errs := make([]error, 4)
 	var wg sync.WaitGroup
