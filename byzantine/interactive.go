@@ -351,9 +351,13 @@ func (r *InteractiveResult) vectorErrors(ic1 bool) []EntryError {
 			continue
 		}
 		var ref Order
-		for o, c := range counts {
-			if c > counts[ref] || (c == counts[ref] && o < ref) {
-				ref = o
+		if r.loyalOwner(entry) {
+			ref = r.Config.Values[entry] // IC2 says what it must be
+		} else {
+			for o, c := range counts {
+				if c > counts[ref] || (c == counts[ref] && o < ref) {
+					ref = o
+				}
 			}
 		}
 		for _, g := range loyal {
@@ -372,7 +376,19 @@ func (r *InteractiveResult) Verify() error {
 	if e1 == nil && e2 == nil {
 		return nil
 	}
-	return &VectorError{IC1: e1 == nil, IC2: e2 == nil, Entries: append(e1, e2...)}
+	entries := e2
+	for _, x := range e1 {
+		if !slices.ContainsFunc(e2, func(y EntryError) bool { return y.General == x.General && y.Entry == x.Entry }) {
+			entries = append(entries, x)
+		}
+	}
+	slices.SortFunc(entries, func(a, b EntryError) int {
+		if a.General != b.General {
+			return int(a.General - b.General)
+		}
+		return int(a.Entry - b.Entry)
+	})
+	return &VectorError{IC1: e1 == nil, IC2: e2 == nil, Entries: entries}
 }
 
 // OutOfTime returns the loyal generals that did not keep the schedule in
