@@ -112,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if *libsOnly != "" {
 		c.libs = map[string]bool{}
-		known := map[string]bool{libDLMNoHandoff: true}
+		known := map[string]bool{libDLMNoHandoff: true, libFlock: true}
 		for _, l := range libraries(nil, nil) {
 			known[l.name] = true
 		}
@@ -231,7 +231,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	named := func(names ...string) []lib {
 		var ls []lib
 		for _, n := range names {
-			for _, l := range append(libs, dlmNoHandoff(cfg.dlmOpts)) {
+			for _, l := range append(libs, dlmNoHandoff(cfg.dlmOpts), flockLib()) {
 				if l.name == n && (cfg.libs == nil || cfg.libs[n]) {
 					ls = append(ls, l)
 				}
@@ -239,7 +239,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		}
 		return ls
 	}
-	contLibs := named(libDLM, libDLMNoHandoff, libDLMGoRedis, libRedsync, libRueidislock)
+	contLibs := named(libDLM, libDLMNoHandoff, libDLMGoRedis, libRedsync, libRueidislock, libFlock)
 	for _, l := range contLibs {
 		r.ContLibs = append(r.ContLibs, l.name)
 	}

@@ -234,7 +234,7 @@ func contChild(p contParams, stdin io.Reader, stdout io.Writer) error {
 	log := &attemptLog{}
 	opts := append(cfg.dlmOpts, redlock.WithObserver(log))
 	var l lib
-	for _, c := range append(libraries(cfg.tune, opts), dlmNoHandoff(opts)) {
+	for _, c := range append(libraries(cfg.tune, opts), dlmNoHandoff(opts), flockLib()) {
 		if c.name == p.Lib {
 			l = c
 		}

@@ -220,6 +220,11 @@ var (
 	// ErrCrashed is returned by RunGeneral for a general that Config.Crashes
 	// makes crash.
 	ErrCrashed = errors.New("byzantine: general crashed")
+	// ErrPeerAbsent is wrapped by an Endpoint's Send when it has no link
+	// to the peer: the peer never came up, no handshake with it succeeded
+	// yet, or its connection closed or broke. RunGeneral counts such a
+	// peer among the faults it saw (GeneralResult.Faults), as a crash.
+	ErrPeerAbsent = errors.New("byzantine: no link to the peer")
 )
 
 // MaxGenerals is the largest n a run accepts.

@@ -80,7 +80,10 @@
 // # Bounds
 //
 // RunGeneral keeps messages that arrive before their round only after
-// checking their shape, without duplicates, and at most as many per peer
-// and round as that peer can legitimately send (MaxFuturePerPeer, or the
-// number of OM relay paths); the rest is refused as RejectFlood.
+// checking their shape, and at most once per slot: for OM one value per
+// relay path (so no more per peer and round than the peer's relay paths,
+// exactly what a loyal peer sends), for SM at most what a loyal general
+// sends any one general in a run (the rest is refused as RejectFlood). No
+// message a loyal peer sends is refused for lack of room, and memory stays
+// within what the algorithm itself sends.
 package byzantine

@@ -399,8 +399,29 @@ func (g *General) omRelay(buf []Message, d int, idx *int) []Message {
 	return buf
 }
 
-// checkPath validates the shape shared by OM paths and SM chains.
+// checkPath validates the shape shared by OM paths and SM chains, and
+// that m belongs to the current round.
 func (g *General) checkPath(m Message) RejectReason {
+	if why := g.shapeOf(m); why != "" {
+		return why
+	}
+	if len(m.Path)-1 > m.Round {
+		return RejectMalformed // k relays take k rounds: the chain names its round
+	}
+	if m.Round < g.round || g.round > g.m {
+		return RejectLate
+	}
+	if m.Round > g.round {
+		return RejectMalformed
+	}
+	return ""
+}
+
+// shapeOf validates what a message must be, whatever the round: addressed
+// to g, an order no longer than MaxOrderLen, a path of at most m+1
+// distinct generals starting with the commander, not naming g and ending
+// with its sender.
+func (g *General) shapeOf(m Message) RejectReason {
 	if m.To != g.id {
 		return RejectMisaddressed
 	}
@@ -425,15 +446,6 @@ func (g *General) checkPath(m Message) RejectReason {
 	}
 	if m.Path[len(m.Path)-1] != m.From {
 		return RejectSpoofed // A2: the receiver knows who sent it
-	}
-	if len(m.Path)-1 > m.Round {
-		return RejectMalformed // k relays take k rounds: the chain names its round
-	}
-	if m.Round < g.round || g.round > g.m {
-		return RejectLate
-	}
-	if m.Round > g.round {
-		return RejectMalformed
 	}
 	return ""
 }

@@ -70,8 +70,10 @@ const (
 	RejectDuplicate RejectReason = "duplicate"
 	// RejectForged: a signature of the chain does not verify (A4).
 	RejectForged RejectReason = "forged"
-	// RejectFlood: a peer sent more messages for a round not yet reached
-	// than it can legitimately send in that round; the excess is not kept.
+	// RejectFlood: an SM peer sent this general more messages than a loyal
+	// general sends any one general in a run (the commander one order, a
+	// lieutenant one relay of each of the at most MaxValues orders it
+	// keeps); the excess is not kept and not verified.
 	RejectFlood RejectReason = "flood"
 	// RejectStale: the sequence number or run id is another run's (replay,
 	// or a message of a concurrent run; B9).
@@ -105,7 +107,7 @@ func (r RejectReason) Describe() string {
 	case RejectForged:
 		return "a signature of its chain does not verify (A4: a loyal general's signature cannot be forged, and an altered order breaks it)"
 	case RejectFlood:
-		return "its sender sent more messages for a later round than it legitimately can"
+		return "its sender sent this general more signed messages than a loyal general ever does (a lieutenant relays each of at most two orders once), so the rest is not checked"
 	case RejectStale:
 		return "it belongs to another run (another sequence number or run id: a replay)"
 	case RejectSecondOrder:

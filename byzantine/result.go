@@ -36,6 +36,54 @@ type GeneralResult struct {
 	// algorithms assume (A3) failed and no decision of the run is
 	// guaranteed. See Result.OutOfTime.
 	Overran []int `json:"overran,omitempty"`
+	// Faults lists, over a real transport, the peers this general saw
+	// fail: unreachable or never connected, gone (their connection closed
+	// or broke), or late (no end-of-round marker by a round's deadline),
+	// each with the first round it was seen, in increasing order of id.
+	// A crash, an absence or a delay is a fault the algorithms tolerate
+	// like a lie, within m faulty generals in all; see FaultyPeers.
+	Faults []PeerFault `json:"faults,omitempty"`
+}
+
+// PeerFault is a failure of one peer that a general saw over a real
+// transport.
+type PeerFault struct {
+	// ID is the peer.
+	ID ID `json:"id"`
+	// Kind says what the general saw.
+	Kind PeerFaultKind `json:"kind"`
+	// Round is the first round in which it was seen.
+	Round int `json:"round"`
+}
+
+// PeerFaultKind says how a peer failed, as one general saw it.
+type PeerFaultKind string
+
+// The peer faults a general sees over a real transport.
+const (
+	// PeerAbsent: the general had no link to the peer when it had
+	// something to send it (the peer never came up, or no handshake with
+	// it succeeded yet).
+	PeerAbsent PeerFaultKind = "absent"
+	// PeerGone: the peer's connection closed or broke during the run.
+	PeerGone PeerFaultKind = "gone"
+	// PeerLate: the peer had not announced the end of a round by the
+	// round's deadline (it is slow, silent, or withholds its markers).
+	PeerLate PeerFaultKind = "late"
+)
+
+// FaultyPeers returns the ids of the peers listed in Faults, in
+// increasing order. When they are more than m, the algorithms guarantee
+// nothing, whatever the traitors: see Result.TooManyFaults.
+func (g GeneralResult) FaultyPeers() []ID {
+	var ids []ID
+	for _, f := range g.Faults {
+		if !slices.Contains(ids, f.ID) {
+			ids = append(ids, f.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }
 
 // TraceEvent records one delivery (or non-delivery) of a message.
@@ -137,6 +185,40 @@ func (r *Result) Crashed() []ID {
 		}
 	}
 	return ids
+}
+
+// FaultyGenerals returns, in increasing order, every general the run
+// counts as faulty: the traitors, the generals that crashed, and the peers
+// a loyal survivor saw fail (GeneralResult.Faults). When they are more
+// than m, the algorithms guarantee nothing (see TooManyFaults).
+func (r *Result) FaultyGenerals() []ID {
+	var ids []ID
+	add := func(id ID) {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	for _, g := range r.Generals {
+		if !g.Loyal || g.Crashed {
+			add(g.ID)
+		}
+	}
+	for _, g := range r.Generals {
+		if g.Loyal && !g.Crashed {
+			for _, id := range g.FaultyPeers() {
+				add(id)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TooManyFaults reports whether more than m generals were faulty (see
+// FaultyGenerals): the run is then outside what IC1 and IC2 are
+// guaranteed for, agreeing or not.
+func (r *Result) TooManyFaults() bool {
+	return len(r.FaultyGenerals()) > r.Config.MaxTraitors
 }
 
 // OutOfTime returns the loyal generals that did not keep the run's

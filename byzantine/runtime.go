@@ -109,6 +109,21 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	// synchrony of the run (A1, A3) rules out: the round is then listed in
 	// Overran, since the peers' decisions no longer rest on it.
 	lost := make(map[ID]int)
+	// faults holds what this general saw of its peers' failures, the
+	// first of each peer: a peer it has no link to (ErrPeerAbsent), one
+	// whose connection closed, and one that had not ended a round by the
+	// round's deadline. They are faults the run allows, within m. A peer
+	// that announced the end of round m has sent all it had to: that it
+	// leaves afterwards (its run is over) is no fault.
+	faults := make(map[ID]PeerFault)
+	fault := func(p ID, kind PeerFaultKind, r int) {
+		if p < 0 || int(p) >= n || p == g.id || ended[p] >= m {
+			return
+		}
+		if _, seen := faults[p]; !seen {
+			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
+		}
+	}
 	var carry *Inbound // an event taken after a deadline, for the next round
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
@@ -128,6 +143,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if err := ep.Send(ctx, msg); err != nil {
 				if ctx.Err() != nil {
 					sendErr = err
+				} else if errors.Is(err, ErrPeerAbsent) {
+					kind := PeerAbsent
+					if msg.To >= 0 && int(msg.To) < n && gone[msg.To] {
+						kind = PeerGone
+					}
+					fault(msg.To, kind, r)
 				} else if _, ok := lost[msg.To]; !ok && msg.To >= 0 && int(msg.To) < n {
 					lost[msg.To] = r
 				}
@@ -204,6 +225,11 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 					overran = append(overran, r)
 					slices.Sort(overran)
 				}
+				for p := range n {
+					if !gone[p] && ended[p] < r && r <= m {
+						fault(ID(p), PeerLate, r)
+					}
+				}
 				break // the round's deadline: absent messages are detected (A3)
 			}
 			p := ev.From
@@ -244,6 +270,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			}
 			if ev.Gone {
 				gone[p] = true
+				fault(p, PeerGone, r)
 			}
 		}
 		cancel()
@@ -266,6 +293,10 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		Stats:    g.Stats(),
 		Overran:  overran,
 	}
+	for _, f := range faults {
+		res.Faults = append(res.Faults, f)
+	}
+	slices.SortFunc(res.Faults, func(a, b PeerFault) int { return int(a.ID - b.ID) })
 	if slices.Contains(g.cfg.Explain, g.id) {
 		res.Explanation = g.Explain()
 	}
@@ -314,39 +345,28 @@ func Assemble(cfg Config, generals []GeneralResult, traces ...[]TraceEvent) *Res
 	return res
 }
 
-// MaxFuturePerPeer bounds the messages of one peer for one round that a
-// general holds while it has not reached that round yet (a peer whose clock runs ahead sends them
-// early). With OM the bound is tighter: the number of paths through which
-// the peer can relay to this general in that round.
-const MaxFuturePerPeer = 256
-
-// futureBuf holds messages that arrived before their round, bounded per
-// peer and without duplicates, so that one insider resending frames for a
-// later round cannot grow a loyal general's memory (issue 13). Messages
-// whose shape cannot be valid in their round are refused before they are
-// kept.
+// futureBuf holds messages that arrived before their round (a peer that
+// finished a round sooner than this general runs ahead), so that none a
+// peer could legitimately send is lost, and memory stays bounded by what
+// the algorithm itself sends: a message is kept only when it has the shape
+// of one its sender can send this general in its round, and at most once
+// per slot. For OM a slot is a relay path (a second value along the same
+// path is a duplicate), so a peer can place no more than the number of its
+// relay paths of that round, exactly what a loyal sender sends; for SM a
+// peer can place at most what a loyal general sends any one general in a
+// whole run (senderCap: the commander one order, a lieutenant one relay of
+// each order it keeps), the rule Receive applies to SM senders anyway. A
+// message refused here is one no loyal general sends, so its sender is a
+// traitor: the refusal costs no loyal message.
 type futureBuf struct {
 	g     *General
 	msgs  []Message
-	count map[[2]int]int // per (peer, round)
+	count map[ID]int // SM: messages kept per peer
 	seen  map[string]struct{}
 }
 
 func newFutureBuf(g *General) *futureBuf {
-	return &futureBuf{g: g, count: make(map[[2]int]int), seen: make(map[string]struct{})}
-}
-
-// omPaths returns how many OM paths of round r end with a given peer and
-// avoid the receiver: (n-3)(n-4)...(n-r-1), 1 for r = 1.
-func omPaths(n, r int) int {
-	c := 1
-	for k := 3; k <= r+1; k++ {
-		c *= n - k
-		if c > MaxFuturePerPeer {
-			return MaxFuturePerPeer
-		}
-	}
-	return c
+	return &futureBuf{g: g, count: make(map[ID]int), seen: make(map[string]struct{})}
 }
 
 // add keeps msg for its round, or says why it is refused.
@@ -358,6 +378,10 @@ func (f *futureBuf) add(msg Message) RejectReason {
 	if len(msg.Path) != msg.Round+1 {
 		return RejectMalformed // the path or chain length names the round
 	}
+	if why := g.shapeOf(msg); why != "" {
+		return why
+	}
+	key := pathKey(msg.Path)
 	switch g.cfg.Algorithm {
 	case OM:
 		if len(msg.Sigs) != 0 {
@@ -372,21 +396,18 @@ func (f *futureBuf) add(msg Message) RejectReason {
 				return RejectOversized
 			}
 		}
+		key = string(msg.Order) + "\x00" + key
 	}
-	key := fmt.Sprintf("%d\x00%s\x00%s", msg.Round, msg.Order, pathKey(msg.Path))
 	if _, dup := f.seen[key]; dup {
 		return RejectDuplicate
 	}
-	limit := MaxFuturePerPeer
-	if g.cfg.Algorithm == OM {
-		limit = omPaths(g.n, msg.Round)
-	}
-	pr := [2]int{int(msg.From), msg.Round}
-	if f.count[pr] >= limit {
-		return RejectFlood
+	if g.cfg.Algorithm == SM {
+		if f.count[msg.From] >= senderCap(msg.From) {
+			return RejectFlood
+		}
+		f.count[msg.From]++
 	}
 	f.seen[key] = struct{}{}
-	f.count[pr]++
 	f.msgs = append(f.msgs, msg)
 	return ""
 }

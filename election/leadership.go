@@ -77,29 +77,45 @@ func (l *Leadership) Handle() redlock.Handle { return l.lock.Handle() }
 
 // Resume takes over in this process the leadership written in h
 // (Leadership.Handle of a leader of this election, possibly in another
-// process): it resumes the lock (redlock.Client.Resume, with
-// auto-extension without a bound, every ttl/3 of the handle's ttl), then
-// reads the leader's record for its identity and since when it leads. It
+// process): it reads the leader's record for its identity and since when
+// it leads, then resumes the lock (redlock.Client.Resume, with
+// auto-extension without a bound, every ttl/3 of the handle's ttl). It
 // returns an error wrapping ErrInvalid when h is not a handle of this
-// election, redlock.ErrNotHeld (and the other errors of
-// redlock.Client.Resume) when the leadership has ended, and
-// ErrNotLeader, after resigning, when the nodes do not report the
-// handle's term as the leader's (its record is missing on too many nodes,
-// or the handle belongs to a campaign that was never elected).
+// election; the error of the record read (wrapping ErrNoQuorum, or ctx's
+// error) when too few nodes answered it, leaving the leadership as it was
+// (the handle stays good: call Resume again); redlock.ErrNotHeld (and the
+// other errors of redlock.Client.Resume) when the leadership has ended;
+// and ErrNotLeader, after resigning, only when a quorum of nodes answered
+// and none of them reports the handle's term as the leader's (its record
+// is missing on too many nodes, or the handle belongs to a campaign that
+// was never elected).
 func (e *Election) Resume(ctx context.Context, h redlock.Handle) (*Leadership, error) {
 	if h.Resource != e.resource || len(h.Resources) > 1 || h.Shared {
 		return nil, invalidf("handle of %q is not the leadership of election %q (resource %q)", h.Resource, e.name, e.resource)
+	}
+	// The record is read first: a read that cannot decide (no quorum,
+	// ctx ended) must not touch a leadership that may well be genuine.
+	st, err := e.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("election %q: resume of term %d: %w", e.name, h.Token, err)
 	}
 	l, err := e.client.Resume(ctx, h, redlock.WithAutoExtend(), redlock.WithMaxExtensions(math.MaxInt))
 	if err != nil {
 		return nil, fmt.Errorf("election %q: resume: %w", e.name, err)
 	}
-	st, err := e.Status(ctx)
-	if err == nil && st.OK && st.Leader.Term == l.Token() {
+	if st.OK && st.Leader.Term == l.Token() {
 		return keepRecord(&Leadership{election: e, lock: l, term: l.Token(), since: st.Since, id: st.Leader.ID}), nil
 	}
 	_ = l.Unlock(context.WithoutCancel(ctx))
-	return nil, fmt.Errorf("election %q: resume of term %d: %w", e.name, l.Token(), errors.Join(ErrNotLeader, err))
+	return nil, fmt.Errorf("election %q: resume of term %d: %w (the nodes report %s)", e.name, l.Token(), ErrNotLeader, describe(st))
+}
+
+// describe says what a status read found, for an error.
+func describe(st Status) string {
+	if !st.OK {
+		return fmt.Sprintf("no leader, last term %d", st.Leader.Term)
+	}
+	return fmt.Sprintf("leader %q of term %d", st.Leader.ID, st.Leader.Term)
 }
 
 // ErrNotLeader is returned by Resume when the nodes do not report the

@@ -42,3 +42,12 @@ func HandoffState(c *Client) (turns, watched, queues, own int) {
 
 // RestKeys is restKeys: how many keys without waiters keep their turns.
 const RestKeys = restKeys
+
+// WatchNodes returns the nodes c's hand-off would listen on now for the
+// releases of resource, in order.
+func WatchNodes(c *Client, resource string) []int {
+	h := c.hand
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watchSet(c.one(resource).key)
+}

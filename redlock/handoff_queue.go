@@ -20,6 +20,9 @@ type waiter struct {
 	// split: its last attempt set some keys but missed the quorum (a
 	// split vote, R10); under handoff.mu.
 	split bool
+	// gave is the value of its last failed attempt, whose keys are given
+	// back (R8.5), maybe late; under handoff.mu.
+	gave string
 	// woke is the wake-up that the call's latest wait acted on; only the
 	// waiting call reads and writes it (handoff_wait.go: next).
 	woke wake

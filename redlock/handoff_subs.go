@@ -168,10 +168,14 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 // come after their failed attempt and before anybody listened, announced
 // to nobody: they would sleep out R10's delay while the key is free. So
 // the node is asked for the key (adapter.InspectNode), and the longest
-// waiter is woken to attempt at once when the key is gone; a key still
-// held will be released under the subscription, and announced. A waiter
-// whose attempt split the votes (it set some keys) is not woken: R10's
-// delay is what keeps the next split away. Without InspectNode, the timed
+// waiter is woken when the key is free there; a key still held will be
+// released under the subscription, and announced. Free means gone, or
+// held by the failed attempt of the waiter to wake (gave): that attempt
+// may have reached n after the release, and its own release (R8.5), late
+// when n answered it late, is on its way. A waiter whose attempt split the
+// votes (it set some keys) is woken as an announcement would wake it, in
+// its client's rank and with a jitter (handoff_wait.go: wait), which keeps
+// the next split away as R10's delay does. Without InspectNode, the timed
 // retry covers the gap (adapter.ReleaseWatch).
 func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, key string) {
 	h.mu.Lock()
@@ -182,17 +186,25 @@ func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, key stri
 	if !fresh || !ok {
 		return
 	}
-	if st, err := in.Inspect(ctx, key); err != nil || st.Kind != adapter.KeyAbsent {
+	st, err := in.Inspect(ctx, key)
+	if err != nil {
 		return
+	}
+	free := func(w *waiter) bool {
+		return st.Kind == adapter.KeyAbsent || st.Kind == adapter.KeyLock && w.gave != "" && st.Value == w.gave
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.queues[key]; len(q) > 0 && !q[0].split {
-		h.wake(q[0], false)
+	if q := h.queues[key]; len(q) > 0 && free(q[0]) {
+		if q[0].split {
+			h.give(q[0], wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
+		} else {
+			h.wake(q[0], false)
+		}
 	}
 	for _, w := range h.sets[key] {
-		if !w.split {
-			h.wake(w, true)
+		if free(w) {
+			h.wake(w, true) // with a jitter after a split (wait)
 		}
 	}
 }

@@ -113,13 +113,13 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 	w := tn.place
 	if w == nil {
 		w = newWaiter(ctx, t.resource, o)
-		w.split = split    // before it is shared (handoff_subs.go: confirmed)
-		h.joinTarget(t, w) // handoff_queue.go
+		w.split, w.gave = split, tn.value // before it is shared (handoff_subs.go: confirmed)
+		h.joinTarget(t, w)                // handoff_queue.go
 		tn.place = w
 		h.wakeIfReleased(t, w, tn.mark)
 	} else {
 		h.mu.Lock()
-		w.split = split
+		w.split, w.gave = split, tn.value
 		h.mu.Unlock()
 		for _, key := range t.lockKeys() {
 			h.rewatch(key) // its nodes may have stopped answering

@@ -59,7 +59,12 @@ type Lock struct {
 	// value: whatever Until says, the keys may be free, and a hand-over
 	// must not keep the lock (handoff_handover.go: keep), even when Unlock had
 	// already begun (the extender's answer comes while Unlock waits).
-	gone       bool
+	gone bool
+	// restoring counts the restores under way (restore.go), begun only
+	// while the lock was not released; Unlock waits for their requests
+	// (restores) before it releases, so that none sets a key after it.
+	restoring  int
+	restores   sync.WaitGroup
 	done       chan struct{} // Done; made at the grant (auto) or on demand
 	doneClosed bool          // done has been closed
 	err        error         // why the lock is no longer held (Err)
@@ -245,6 +250,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	if prior == nil && !time.Now().Before(l.until) {
 		prior = ErrExpired
 	}
+	restoring := l.restoring > 0 // no restore begins from now on
 	l.mu.Unlock()
 	first := l.finish(ErrUnlocked) // Done closes at once (life.go)
 	l.stopExtending()
@@ -255,12 +261,19 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// that the release reaches a node after the acquisition. Fenced
 	// acquisitions use the blocking methods, so they are waited for.
 	// Read-write acquisitions use the blocking methods too (rw.go).
+	// An extension's restore under way may set the key on any node too
+	// (restore.go): its requests, in any order with the release's, are
+	// waited for as well.
 	wctx := waitingCtx(ctx)
-	if l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive) && !waitCtx(wctx, l.inflight) {
+	acquiring := l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive)
+	if (acquiring && !waitCtx(wctx, l.inflight)) || (restoring && !waitCtx(wctx, &l.restores)) {
 		// The caller's context ended first: the release follows the
 		// acquisition in the background (Close waits for it).
 		if !c.settle(false, func() {
-			l.inflight.Wait()
+			if acquiring {
+				l.inflight.Wait()
+			}
+			l.restores.Wait()
 			l.unlockRest(context.Background(), prior, first)
 		}) {
 			return errors.Join(ErrUnlockFailed, ErrClosed)

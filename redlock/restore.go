@@ -35,21 +35,44 @@ import (
 // then counts its confirmations as R17 does, with its T2 at the last
 // restoring answer; a restore that ends after Until confirms nothing.
 // Nothing here re-creates a key after the lock ended: an expired, released
-// or lost lock is never extended (doExtend returns ErrNotHeld first).
+// or lost lock is never extended (doExtend returns ErrNotHeld first), and
+// an extension that raced an Unlock does not restore. That case looks, to
+// the extension, exactly like forgetting nodes: on a minority the release
+// came first ("not held"), on the others the extension did. So a restore
+// begins only while the lock is not released, checked under the lock's
+// mutex after the extension's answers (a "not held" caused by this lock's
+// release comes after Unlock marked it released); and Unlock, which marks
+// it under the same mutex, waits for every request of a restore that began
+// before it, then releases on every node, so that no restored key
+// outlives the release.
 
 // restore sets l's key with its value on every node where it is free (SET
 // NX PX), and returns how many nodes set it and the time of the deciding
 // answer. Keys set on a node after the decision are left to expire, or to
-// the next extension, as the late answers of an extension are.
+// the next extension, as the late answers of an extension are. It sets
+// nothing, and returns 0, once the lock was released or ended.
 func (l *Lock) restore(ctx context.Context) (int, time.Time) {
+	l.mu.Lock()
+	if l.released || l.err != nil {
+		l.mu.Unlock()
+		return 0, time.Now()
+	}
+	l.restoring++
+	l.restores.Add(1)
+	l.mu.Unlock()
 	c := l.client
 	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpAcquire, Key: l.key, Value: l.value, TTL: l.ttl}, stopAll)
 	if f == nil {
+		l.restored()
 		return 0, time.Now()
 	}
 	c.send(f)
 	_, t := f.await()
 	f.settle(false, false) // never released: the other nodes hold this value
+	// Every request answered (each bounded by the node timeout), so that
+	// an Unlock that waits for this restore releases after all of them.
+	f.inflight.Wait()
+	l.restored()
 	n := 0
 	for _, r := range f.replies() {
 		if !r.none && r.err == nil && r.ok {
@@ -57,4 +80,12 @@ func (l *Lock) restore(ctx context.Context) (int, time.Time) {
 		}
 	}
 	return n, t
+}
+
+// restored ends a restore that restore began.
+func (l *Lock) restored() {
+	l.mu.Lock()
+	l.restoring--
+	l.mu.Unlock()
+	l.restores.Done()
 }

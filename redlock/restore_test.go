@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -50,6 +51,209 @@ func TestExtensionRestoresForgottenKeys(t *testing.T) {
 		mems[1].Forget()
 		if err := l.Extend(t.Context()); !errors.Is(err, redlock.ErrNotHeld) {
 			t.Errorf("Extend with the key gone from 2 of 3 nodes = %v, want ErrNotHeld", err)
+		}
+	})
+}
+
+// orderedNode is a MemNode behind its blocking methods only that forces, on
+// this node, the order of the first extension and the first release of a
+// lock: releaseFirst applies the release before the extension; otherwise
+// the extension is applied, then the release, and only then is the
+// extension answered. Every other request goes straight through.
+type orderedNode struct {
+	m            *redlocktest.MemNode
+	releaseFirst bool
+	extending    chan struct{} // closed when the extension arrived
+	extended     chan struct{} // closed when the extension was applied
+	released     chan struct{} // closed when the release was applied
+	extOnce      sync.Once
+	relOnce      sync.Once
+}
+
+func newOrderedNode(m *redlocktest.MemNode, releaseFirst bool) *orderedNode {
+	return &orderedNode{m: m, releaseFirst: releaseFirst,
+		extending: make(chan struct{}), extended: make(chan struct{}), released: make(chan struct{})}
+}
+
+func (n *orderedNode) String() string { return n.m.String() }
+
+func (n *orderedNode) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.m.Acquire(ctx, key, value, ttl)
+}
+
+func (n *orderedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	first := false
+	n.extOnce.Do(func() { first = true })
+	if !first {
+		return n.m.Extend(ctx, key, value, ttl)
+	}
+	close(n.extending)
+	if n.releaseFirst {
+		<-n.released
+		ok, err := n.m.Extend(ctx, key, value, ttl)
+		close(n.extended)
+		return ok, err
+	}
+	ok, err := n.m.Extend(ctx, key, value, ttl)
+	close(n.extended)
+	<-n.released
+	return ok, err
+}
+
+func (n *orderedNode) Release(ctx context.Context, key, value string) (bool, error) {
+	first := false
+	n.relOnce.Do(func() { first = true })
+	if !first {
+		return n.m.Release(ctx, key, value)
+	}
+	if !n.releaseFirst {
+		<-n.extended
+	}
+	ok, err := n.m.Release(ctx, key, value)
+	close(n.released)
+	return ok, err
+}
+
+// An Extend racing an Unlock must not re-create the released lock. With
+// the order on each node forced (release, then extension, on 2 of 5
+// nodes; extension, then release, on the other 3), the extension finds the
+// key on a quorum and gone from a minority, which is what a restart
+// without persistence looks like. Before the fix, the restore that follows
+// set the key again on every node, after Unlock had returned nil: the
+// released lock was held for a whole ttl ("node m1 holds the lock's value
+// after Unlock returned nil").
+func TestExtendRacingUnlockDoesNotRecreate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 10 * time.Second
+		_, mems := redlocktest.NewMemNodes(5)
+		var ordered []*orderedNode
+		var nodes []redlock.Node
+		for i, m := range mems {
+			o := newOrderedNode(m, i < 2)
+			ordered = append(ordered, o)
+			nodes = append(nodes, o)
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		l, err := c.Lock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := l.Value()
+		extended := make(chan error, 1)
+		go func() { extended <- l.Extend(context.Background()) }()
+		for _, o := range ordered {
+			<-o.extending // the extension is on its way to every node
+		}
+		if err := l.Unlock(context.Background()); err != nil {
+			t.Fatalf("Unlock = %v, want nil", err)
+		}
+		if err := <-extended; !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Extend racing Unlock = %v, want ErrNotHeld", err)
+		}
+		synctest.Wait() // every request answered
+		for i, m := range mems {
+			if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
+				t.Errorf("node m%d holds the lock's value after Unlock returned nil", i+1)
+			}
+		}
+	})
+}
+
+// gatedNode is a MemNode behind its blocking methods only whose
+// acquisitions wait for gate while it is armed.
+type gatedNode struct {
+	m       *redlocktest.MemNode
+	mu      sync.Mutex
+	gate    chan struct{}
+	waiting chan struct{} // closed when an acquisition waits at the gate
+}
+
+func (n *gatedNode) String() string { return n.m.String() }
+
+// arm makes the next acquisition wait until open is closed; waiting is
+// closed once it waits.
+func (n *gatedNode) arm() (open, waiting chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.gate, n.waiting = make(chan struct{}), make(chan struct{})
+	return n.gate, n.waiting
+}
+
+func (n *gatedNode) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.mu.Lock()
+	gate, waiting := n.gate, n.waiting
+	n.gate = nil
+	n.mu.Unlock()
+	if gate != nil {
+		close(waiting)
+		<-gate
+	}
+	return n.m.Acquire(ctx, key, value, ttl)
+}
+
+func (n *gatedNode) Release(ctx context.Context, key, value string) (bool, error) {
+	return n.m.Release(ctx, key, value)
+}
+
+func (n *gatedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.m.Extend(ctx, key, value, ttl)
+}
+
+// An Unlock that comes while an extension restores the key (a node forgot
+// it) waits for the restore's requests before it releases: a restoring SET
+// that a node applied after the release would hold the released lock for a
+// whole ttl.
+func TestUnlockDuringRestoreLeavesNoKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 10 * time.Second
+		_, mems := redlocktest.NewMemNodes(3)
+		var gated []*gatedNode
+		var nodes []redlock.Node
+		for _, m := range mems {
+			g := &gatedNode{m: m}
+			gated = append(gated, g)
+			nodes = append(nodes, g)
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(ttl))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		l, err := c.Lock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := l.Value()
+		synctest.Wait()  // every node answered the acquisition
+		mems[0].Forget() // a restart without persistence
+		for _, m := range mems[1:] {
+			m.SetSlow(time.Millisecond) // node 1's "not held" comes first
+		}
+		open, waiting := gated[0].arm()
+		extended := make(chan error, 1)
+		go func() { extended <- l.Extend(context.Background()) }()
+		select {
+		case err := <-extended:
+			t.Fatalf("Extend = %v before its restore", err)
+		case <-waiting: // the restore's SET is on its way to node 1
+		}
+		unlocked := make(chan error, 1)
+		go func() { unlocked <- l.Unlock(context.Background()) }()
+		synctest.Wait()
+		close(open) // node 1 applies the restore's SET
+		if err := <-unlocked; err != nil {
+			t.Errorf("Unlock = %v, want nil", err)
+		}
+		<-extended
+		synctest.Wait()
+		for i, m := range mems {
+			if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
+				t.Errorf("node m%d holds the lock's value after Unlock returned", i+1)
+			}
 		}
 	})
 }

@@ -45,6 +45,9 @@ type turn struct {
 	lock *Lock
 	// mark is the waiting's mark, taken before the latest attempt.
 	mark uint64
+	// value is the latest attempt's value: a key that holds it after
+	// the attempt failed is being given back (R8.5), not held.
+	value string
 	// place is the call's place among its client's waiters (hand-off),
 	// nil until it has one.
 	place *waiter

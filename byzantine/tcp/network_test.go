@@ -154,7 +154,7 @@ func TestInsiderFloodIsBounded(t *testing.T) {
 		}, byzantine.RejectMalformed},
 		{"OM/distinct orders for round m", byzantine.OM, 7, 2, func(i int) byzantine.Message {
 			return byzantine.Message{To: 1, Round: 2, Seq: 1, Order: byzantine.Order(fmt.Sprintf("order-%d", i)), Path: []byzantine.ID{0, 2, 6}}
-		}, byzantine.RejectFlood},
+		}, byzantine.RejectDuplicate},
 		{"SM/distinct signed-looking orders for round m", byzantine.SM, 5, 2, func(i int) byzantine.Message {
 			sig := make([]byte, 64)
 			return byzantine.Message{To: 1, Round: 2, Seq: 1, Order: byzantine.Order(fmt.Sprintf("order-%d", i)), Path: []byzantine.ID{0, 2, 4}, Sigs: [][]byte{sig, sig, nil}}

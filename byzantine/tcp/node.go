@@ -422,12 +422,23 @@ func (n *Node) write(to byzantine.ID, payload []byte) error {
 	oc := n.out[to]
 	n.mu.Unlock()
 	if oc == nil {
-		return fmt.Errorf("tcp: general %d has no connection to %d", n.id, to)
+		return fmt.Errorf("%w: general %d has no connection to %d", byzantine.ErrPeerAbsent, n.id, to)
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	oc.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return WriteFrame(oc.conn, payload)
+	if err := WriteFrame(oc.conn, payload); err != nil {
+		// The link is broken: later sends fail at once, and a redial
+		// (while the dialer runs) may replace it.
+		n.mu.Lock()
+		if n.out[to] == oc {
+			delete(n.out, to)
+		}
+		n.mu.Unlock()
+		oc.conn.Close()
+		return fmt.Errorf("%w: general %d to %d: %w", byzantine.ErrPeerAbsent, n.id, to, err)
+	}
+	return nil
 }
 
 // Send sends msg to msg.To.

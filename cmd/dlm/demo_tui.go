@@ -4,82 +4,127 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
-	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
-// runTUI shows the live view until the demo finishes (or q / ctrl+c, which
-// cancel it), leaving the last frame on the terminal.
+// The live view of dlm demo is drawn with a handful of ANSI sequences on a
+// terminal in raw mode. No terminal library is linked: the one used before
+// queried the terminal from its package initialisation, in every dlm
+// process (dlm lock, its guard, dlm status), and waited up to 5 s for an
+// answer on a terminal that gives none. Only runTUI, which dlm demo calls
+// on a terminal, touches the terminal, and it asks it nothing.
+
+// runTUI shows the live view until the demo finishes (or q, Ctrl-C or
+// Esc, which cancel it), leaving the last frame on the terminal.
 func (d *demo) runTUI(stdin io.Reader, stdout io.Writer, cancel context.CancelFunc, finished <-chan struct{}) error {
-	m := demoModel{d: d, cancel: cancel, finished: finished, st: newDemoStyles()}
-	_, err := tea.NewProgram(m, tea.WithInput(stdin), tea.WithOutput(rawWriter(stdout)), tea.WithoutSignalHandler()).Run()
-	return err
+	m := demoModel{d: d, st: newDemoStyles()}
+	out := rawWriter(stdout)
+	in, _ := stdin.(*os.File)
+	if in != nil && term.IsTerminal(int(in.Fd())) {
+		old, err := term.MakeRaw(int(in.Fd()))
+		if err != nil {
+			return fmt.Errorf("put the terminal in raw mode: %w", err)
+		}
+		defer func() { _ = term.Restore(int(in.Fd()), old) }()
+		keysDone := make(chan struct{})
+		stop := make(chan struct{})
+		go func() { defer close(keysDone); readQuitKeys(int(in.Fd()), stop, cancel) }()
+		defer func() { close(stop); <-keysDone }()
+	}
+	const hide, show = "\x1b[?25l", "\x1b[?25h"
+	draw := func() error {
+		// Home, the frame, then clear what the previous frame left below.
+		_, err := io.WriteString(out, "\x1b[H"+strings.ReplaceAll(m.View(), "\n", "\x1b[K\r\n")+"\x1b[J")
+		return err
+	}
+	if _, err := io.WriteString(out, hide+"\x1b[2J"); err != nil {
+		return err
+	}
+	defer func() { _, _ = io.WriteString(out, show) }()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			if err := draw(); err != nil {
+				return err
+			}
+		case <-finished:
+			m.final = true
+			return draw()
+		}
+	}
+}
+
+// readQuitKeys reads the terminal fd (in raw mode) until stop closes, and
+// calls cancel on q, Ctrl-C or Esc. It polls, so that it never stays
+// blocked in a read once stop is closed.
+func readQuitKeys(fd int, stop <-chan struct{}, cancel context.CancelFunc) {
+	buf := make([]byte, 64)
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 100)
+		if err != nil && err != unix.EINTR {
+			return
+		}
+		if n <= 0 || fds[0].Revents&unix.POLLIN == 0 {
+			if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				return
+			}
+			continue
+		}
+		k, err := unix.Read(fd, buf)
+		if err != nil || k == 0 {
+			return
+		}
+		for _, b := range buf[:k] {
+			if b == 'q' || b == 0x03 || b == 0x1b {
+				cancel()
+			}
+		}
+	}
+}
+
+// style is an SGR attribute set: Render wraps a text in it.
+type style string
+
+// Render returns s in the style, reset after it.
+func (st style) Render(s string) string {
+	if st == "" {
+		return s
+	}
+	return "\x1b[" + string(st) + "m" + s + "\x1b[0m"
 }
 
 // demoStyles are the view's colours.
 type demoStyles struct {
-	title, up, down, hold, wait, dim, warn lipgloss.Style
+	title, up, down, hold, wait, dim, warn style
 }
 
 func newDemoStyles() demoStyles {
-	return demoStyles{
-		title: lipgloss.NewStyle().Bold(true),
-		up:    lipgloss.NewStyle().Foreground(lipgloss.Color("2")),
-		down:  lipgloss.NewStyle().Foreground(lipgloss.Color("1")).Bold(true),
-		hold:  lipgloss.NewStyle().Foreground(lipgloss.Color("2")).Bold(true),
-		wait:  lipgloss.NewStyle().Foreground(lipgloss.Color("3")),
-		dim:   lipgloss.NewStyle().Faint(true),
-		warn:  lipgloss.NewStyle().Foreground(lipgloss.Color("1")),
-	}
+	return demoStyles{title: "1", up: "32", down: "1;31", hold: "1;32", wait: "33", dim: "2", warn: "31"}
 }
 
-// demoModel is the Bubble Tea model of the live view: it renders the
-// demo's state, read under its lock, ten times a second.
+// demoModel is the live view: it renders the demo's state, read under
+// its lock.
 type demoModel struct {
-	d        *demo
-	cancel   context.CancelFunc
-	finished <-chan struct{}
-	st       demoStyles
-	final    bool
+	d     *demo
+	st    demoStyles
+	final bool
 }
 
-type tickMsg struct{}
-type finishedMsg struct{}
-
-func (m demoModel) tick() tea.Cmd {
-	return tea.Tick(100*time.Millisecond, func(time.Time) tea.Msg { return tickMsg{} })
-}
-
-func (m demoModel) wait() tea.Cmd {
-	return func() tea.Msg { <-m.finished; return finishedMsg{} }
-}
-
-// Init starts the refresh ticks and the wait for the end.
-func (m demoModel) Init() tea.Cmd { return tea.Batch(m.tick(), m.wait()) }
-
-// Update handles ticks, the end of the demo and the quit keys.
-func (m demoModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
-	switch msg := msg.(type) {
-	case tickMsg:
-		return m, m.tick()
-	case finishedMsg:
-		m.final = true
-		return m, tea.Quit
-	case tea.KeyMsg:
-		switch msg.String() {
-		case "q", "ctrl+c", "esc":
-			m.cancel()
-		}
-	}
-	return m, nil
-}
-
-// View renders nodes, workers, the lock and the latest events.
 // View renders the live view, with credentials redacted as everything dlm
-// prints (the program writes to the terminal directly).
+// prints (the view is written to the terminal directly).
 func (m demoModel) View() string { return (*redactor)(nil).String(m.view()) }
 
 func (m demoModel) view() string {

@@ -53,22 +53,22 @@ func newDoctorCmd() *cobra.Command {
 		Use:   "doctor [flags]",
 		Short: "Check every node against what Redlock needs, with fixes",
 		Long: `Check the nodes against what Redlock's safety rests on and print each
-finding with its fix. Each finding is tagged with the rule it checks, by
-its number in docs/spec/redlock.md and what it asks, as below;
+finding with its fix. Each finding is tagged with what it checks, as
+below; docs/spec/redlock.md argues why Redlock needs each, and
 docs/operations.md ("dlm status and dlm doctor") explains every finding.
 
-  R2 independent masters: no replicas, not a replica, and no two URLs
+  independent masters: no replicas, not a replica, and no two URLs
        naming the same server
-  R13 no eviction: an eviction policy that never evicts lock keys
+  no eviction: an eviction policy that never evicts lock keys
        (noeviction)
-  R16 persistence: what a restarted node remembers of its locks: AOF with
+  persistence: what a restarted node remembers of its locks: AOF with
        appendfsync always, or restarts delayed by more than the max ttl
        (dlm node)
-  R9 clock agreement: node clocks that agree (TIME compared across nodes,
+  clock agreement: node clocks that agree (TIME compared across nodes,
        corrected for the round trip); a clock that jumps shortens the
        keys' real life
-  R7 node count: at least 3 nodes, an odd number
-  R18 fencing tokens: on a node that holds fence keys (dlm lock --fencing,
+  node count: at least 3 nodes, an odd number
+  fencing tokens: on a node that holds fence keys (dlm lock --fencing,
        and dlm elect, which always fences), or on every node with
        --fencing: a node that comes back from a crash with an older copy
        of its keys (AOF with appendfsync everysec, RDB snapshots) can make
@@ -76,12 +76,12 @@ docs/operations.md ("dlm status and dlm doctor") explains every finding.
        prevents it. A node without any persistence forgets its fences on a
        restart, which the clients repair for single-resource locks and
        elections (docs/fencing.md), not for sets and read-write locks
-  R1.3 reachable: a node that does not answer takes no part in locks
+  reachable: a node that does not answer takes no part in locks
 
 A node that is a Redis Cluster (cluster=true in its URL) is checked master
 by master: cluster state and slot coverage, eviction and persistence of
 each master, its replicas and whether they fail over before a lock's ttl
-has passed (a promoted replica may lack the last locks, R16), and each
+has passed (a promoted replica may lack the last locks), and each
 master's clock against the others.
 
 Exits 1 when a finding breaks safety (FAIL), 69 when fewer nodes answer than
@@ -207,8 +207,9 @@ func checkFencing(ps []probe, fenced []bool, all bool) []finding {
 	return fs
 }
 
-// ruleMeaning is what the spec rule of a finding checks, printed beside
-// its number: a user reads what is meant without looking the number up.
+// ruleMeaning is what the spec rule of a finding checks, printed as its
+// tag instead of the rule's number: a user reads what is meant without
+// looking the number up.
 func ruleMeaning(rule string) string {
 	switch rule {
 	case "R1.3":
@@ -239,7 +240,7 @@ func printFindings(w io.Writer, fs []finding) int {
 		if where == "" {
 			where = "all nodes"
 		}
-		fmt.Fprintf(w, "%-4s  %s  [%s %s] %s\n", f.Sev, where, f.Rule, ruleMeaning(f.Rule), f.What)
+		fmt.Fprintf(w, "%-4s  %s  [%s] %s\n", f.Sev, where, ruleMeaning(f.Rule), f.What)
 		if f.Fix != "" {
 			fmt.Fprintf(w, "      fix: %s\n", f.Fix)
 		}
@@ -335,17 +336,17 @@ func checkNode(p probe) []finding {
 	aof, fsync := p.Config["appendonly"], p.Config["appendfsync"]
 	delayed := ""
 	if p.NodeMaxTTL != "" {
-		delayed = " It runs under `dlm node --max-ttl " + p.NodeMaxTTL + "`, which delays a restart after a crash (R16.3): safe if no client uses a longer ttl."
+		delayed = " It runs under `dlm node --max-ttl " + p.NodeMaxTTL + "`, which delays a restart after a crash: safe if no client uses a longer ttl."
 	}
 	switch {
 	case aof == "yes" && fsync == "always":
-		add(sevOK, "R16", "AOF with appendfsync always: acknowledged lock keys survive a crash (R16.2)", "")
+		add(sevOK, "R16", "AOF with appendfsync always: acknowledged lock keys survive a crash", "")
 	case aof == "yes" && delayed == "":
-		add(sevWarn, "R16", "AOF with appendfsync "+fsync+": a crash or power loss can lose the last second of lock keys (R16.2)",
+		add(sevWarn, "R16", "AOF with appendfsync "+fsync+": a crash or power loss can lose the last second of lock keys",
 			"delay restarts after a crash by more than the max ttl (run it with `dlm node --max-ttl`), or set appendfsync always")
 	case aof != "" && delayed == "":
-		add(sevWarn, "R16", "no AOF persistence: a restarted node has forgotten every lock it held (R16.1)",
-			"delay every restart by more than the max ttl (run it with `dlm node --max-ttl`, R16.3), or appendonly yes with appendfsync always")
+		add(sevWarn, "R16", "no AOF persistence: a restarted node has forgotten every lock it held",
+			"delay every restart by more than the max ttl (run it with `dlm node --max-ttl`), or appendonly yes with appendfsync always")
 	case delayed != "":
 		add(sevOK, "R16", "appendonly "+aof+"."+delayed, "")
 	}
@@ -381,7 +382,7 @@ func checkClocks(ps []probe, maxSkew time.Duration) []finding {
 		if d > maxSkew+p.ClockErr {
 			bad++
 			fs = append(fs, finding{Sev: sevWarn, Node: p.Node, Rule: "R9",
-				What: fmt.Sprintf("clock is %v off the other nodes' (more than --max-skew %v): a clock that is not kept in sync may also jump, and a jump shortens the keys' real life (R18)", (p.ClockOffset - median).Round(time.Millisecond), maxSkew),
+				What: fmt.Sprintf("clock is %v off the other nodes' (more than --max-skew %v): a clock that is not kept in sync may also jump, and a jump shortens the keys' real life", (p.ClockOffset - median).Round(time.Millisecond), maxSkew),
 				Fix:  "keep node clocks synchronised with NTP that slews (chrony, ntpd -x), never steps"})
 		}
 	}

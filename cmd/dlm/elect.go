@@ -66,12 +66,13 @@ func newElectCmd() *cobra.Command {
 		Long: `Campaign for the leader election NAME as the candidate ID (blocking until
 elected, or until --wait passes), then run COMMAND while ID is the leader.
 
-The leadership is a fenced Redlock lock kept by extension every ttl/3 (R17)
+The leadership is a fenced Redlock lock kept by extension every ttl/3
 for as long as dlm runs and a quorum of nodes answers: the same term, with
 no gap and no bound on the extensions. If dlm cannot extend (it hangs or is
 stopped, or the nodes are cut off), the leadership ends within --ttl and
-another candidate is elected. The term is a fencing token (R18), strictly
-greater than every earlier leader's. The command gets DLM_ELECTION,
+another candidate is elected. The term is a fencing token, strictly
+greater than every earlier leader's (extension and fencing are argued in
+docs/spec/redlock.md). The command gets DLM_ELECTION,
 DLM_LEADER_ID and DLM_LEADER_TERM in its environment: pass the term with
 every write that only the leader may make, so that a store can refuse a
 deposed leader. The command does NOT get DLM_NODES.
@@ -80,7 +81,8 @@ The command runs under the same guard as dlm lock (see dlm lock --help):
 its process group never outlives the leadership. If the leadership is lost
 while the command runs, the group gets SIGTERM, then SIGKILL after --grace,
 and dlm exits 74. When the command exits, dlm resigns, so that another
-candidate is elected at once. If dlm dies without resigning, the next leader
+candidate is elected at once; a resignation that finds the leadership no
+longer held (lost after the last extension) exits 74 as well. If dlm dies without resigning, the next leader
 is elected within about --ttl.
 
 ID is public (dlm leader prints it); it must be printable, 1 to 256 bytes.
@@ -138,25 +140,21 @@ interrupted); otherwise the command's own exit code.`,
 			if err != nil {
 				return err
 			}
-			var guardErr error // what the guard reports, for the ended event
-			defer func() { ann.ended(lead, guardErr) }()
-			defer func() {
-				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-				defer cancel()
-				if rerr := lead.Resign(rctx); rerr != nil && !errors.Is(rerr, redlock.ErrNotHeld) {
-					r.errf("resignation from %q incomplete (the keys expire by themselves within the ttl): %v", name, rerr)
-				}
-			}()
+			what := fmt.Sprintf("leadership of election %q", name)
 			env := []string{envElection + "=" + name, envLeaderID + "=" + id, envLeaderTerm + "=" + strconv.FormatUint(lead.Term(), 10)}
-			guardErr = r.guarded(sigs, holding{what: fmt.Sprintf("leadership of election %q", name), env: env, done: lead.Done(), err: lead.Err,
+			res := r.guarded(sigs, holding{what: what, env: env, done: lead.Done(), err: lead.Err,
 				until: lead.Until, margin: guardMargin(ttl)})
-			return guardErr
+			// Resigning tells whether the leadership was still held when
+			// the command ended (74 when not), which the ended event says.
+			res = r.release(ctx, res, what, lead.Resign)
+			ann.ended(lead, res)
+			return res
 		},
 	}
 	ef.add(cmd, "prefix of the lock keys on the nodes")
 	f := cmd.Flags()
 	f.StringVar(&id, "id", "", "the candidate's identity, public (required; printable, at most 256 bytes)")
-	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "leadership validity (R6): extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
+	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "leadership validity (the time a leader may act without the nodes): extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
 	f.DurationVar(&wait, "wait", 0, "how long to campaign before giving up (0: until interrupted)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the leadership is lost, time between SIGTERM and SIGKILL to the command")
 	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "no effect: a leadership renews for as long as dlm and a quorum of nodes are alive")
@@ -364,20 +362,21 @@ func (a announcer) campaign(ctx context.Context, e *election.Election, id string
 	return lead, err
 }
 
-// ended tells that the leadership ended, and why: the library's reason, or
-// the guard's when it ended the command at the end of the validity (the
-// library may not know yet, and the resignation after it would read as
-// one), else resigned.
-func (a announcer) ended(lead *election.Leadership, guardErr error) {
+// ended tells that the leadership ended, and why: "lost: " and the
+// library's reason; or lost when dlm's result res is 74 (the guard ended
+// the command at the end of the validity, or the resignation found the
+// leadership no longer held: the library may not have known, and the
+// resignation would read as one); else resigned.
+func (a announcer) ended(lead *election.Leadership, res error) {
 	if !a.on() {
 		return
 	}
 	reason := "resigned"
 	switch err := lead.Err(); {
 	case err != nil && !errors.Is(err, redlock.ErrUnlocked):
-		reason = err.Error()
-	case exitCode(guardErr) == exitLockLost:
-		reason = "lost: its validity ended without an extension, and the command was killed"
+		reason = "lost: " + oneLine(err)
+	case exitCode(res) == exitLockLost:
+		reason = "lost: the nodes no longer held it when the command ended, or its validity ended without an extension"
 	}
 	a.event("ended", election.Status{Leader: election.Leader{ID: lead.ID(), Term: lead.Term()}, OK: true, Since: lead.Since()}, reason, nil)
 }

@@ -19,25 +19,26 @@ import (
 
 // A leader keeps leading past --max-extensions (the issue's "dlm elect
 // --ttl 1500ms --max-extensions 3 svc --id solo -- sleep 60", shorter):
-// ttl 600ms and --max-extensions 2 lead through a 3s command, about 15
-// extensions, and exit 0. Before, dlm exited 74 after about 2 extensions.
+// ttl 4s and --max-extensions 2 lead through a 7s command, about 5
+// extensions, and exit 0 (a ttl of 600ms with a node timeout of 200ms
+// could lose the leadership on a loaded machine). Before, dlm exited 74 after about 2 extensions.
 // A second candidate waiting with --json says who leads and since when,
 // and gives up after --wait (75); the leader's --json events say it was
 // elected and resigned.
 func TestElectKeepsLeadingAndAnnounces(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
-	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "600ms", "--node-timeout", "200ms", "--max-extensions", "2", "--json",
-		"svc", "--id", "solo", "--", "sleep", "3")
+	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "4s", "--node-timeout", "1s", "--max-extensions", "2", "--json",
+		"svc", "--id", "solo", "--", "sleep", "7")
 	start := time.Now()
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
 	doneA := make(chan error, 1)
 	go func() { doneA <- a.Wait() }()
-	redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(stderrA.String(), `"event":"elected"`) },
+	redlocktest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(stderrA.String(), `"event":"elected"`) },
 		"a never elected; stderr: %s", stderrA)
-	r := runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "600ms", "--node-timeout", "200ms", "--wait", "1s", "--json",
+	r := runDLM(t, 60*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "4s", "--node-timeout", "1s", "--wait", "1s", "--json",
 		"svc", "--id", "other", "--", "true")
 	if r.code != exitNotAcquired {
 		t.Errorf("the waiting candidate: exit %d, want %d; stderr: %s", r.code, exitNotAcquired, r.stderr)
@@ -66,9 +67,9 @@ func TestElectKeepsLeadingAndAnnounces(t *testing.T) {
 	select {
 	case err := <-doneA:
 		if code := exitOf(err); code != 0 {
-			t.Fatalf("the leader: exit %d after %v, want 0 after its 3s command; stderr: %s", code, time.Since(start), stderrA)
+			t.Fatalf("the leader: exit %d after %v, want 0 after its 7s command; stderr: %s", code, time.Since(start), stderrA)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(60 * time.Second):
 		_ = a.Process.Kill()
 		<-doneA
 		t.Fatalf("dlm elect did not end after its command; stderr: %s", stderrA)
@@ -118,7 +119,7 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 	// process sees it: its pid inside the guard's PID namespace would not
 	// do) and creates it once it runs.
 	mark := filepath.Join(t.TempDir(), "a-runs")
-	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "1s", "--json",
+	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "3s", "--node-timeout", "1s", "--grace", "1s", "--json",
 		"svc", "--id", "a", "--", "sh", "-c", `export DLM_TEST_FAMILY="$1"; touch "$1"; exec sleep 60`, "sh", mark)
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
@@ -138,7 +139,7 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
-	r := runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--wait", "20s",
+	r := runDLM(t, 90*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "3s", "--node-timeout", "1s", "--wait", "60s",
 		"svc", "--id", "b", "--", "sh", "-c", `echo "$DLM_LEADER_TERM"`)
 	elected := time.Since(stopped)
 	if r.code != 0 {
@@ -147,7 +148,7 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 	if termB, _ := strconv.ParseUint(strings.TrimSpace(r.stdout), 10, 64); termB <= termA {
 		t.Errorf("b's term %q, want above a's %d", r.stdout, termA)
 	}
-	t.Logf("b elected %v after a's dlm was stopped (ttl 900ms)", elected.Round(time.Millisecond))
+	t.Logf("b elected %v after a's dlm was stopped (ttl 3s)", elected.Round(time.Millisecond))
 	// Issue 24 item 3 for dlm elect: a's guard knew the validity and ended
 	// a's command at its end, though a's dlm was stopped; so a's command
 	// no longer runs once b leads.

@@ -52,7 +52,7 @@ func TestElectUsage(t *testing.T) {
 // leaderOf runs dlm leader --json and decodes its output.
 func leaderOf(t *testing.T, nodes, name string) leaderJSON {
 	t.Helper()
-	r := runDLM(t, 20*time.Second, nil, "leader", "--nodes", nodes, "--node-timeout", "300ms", "--json", name)
+	r := runDLM(t, 60*time.Second, nil, "leader", "--nodes", nodes, "--node-timeout", "1s", "--json", name)
 	if r.code != 0 {
 		t.Fatalf("dlm leader: exit %d; stderr: %s", r.code, r.stderr)
 	}
@@ -69,12 +69,15 @@ func leaderOf(t *testing.T, nodes, name string) leaderJSON {
 // so a's command is terminated and dlm exits 74; b is elected with a
 // higher term, runs, exits 0 and resigns.
 func TestElect(t *testing.T) {
+	// ttl 4s and node timeout 1s, which a loaded machine keeps: the test
+	// waits for no ttl (a's keys are deleted), and with ttl 900ms a's
+	// leadership could run out under load before c gave up.
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	dir := t.TempDir()
 	readyA, readyB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	script := `echo "$DLM_ELECTION $DLM_LEADER_ID $DLM_LEADER_TERM" > "$1"; `
-	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "2s",
+	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "4s", "--node-timeout", "1s", "--grace", "2s",
 		"db", "--id", "a", "--", "sh", "-c", script+"exec sleep 60", "sh", readyA)
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
@@ -98,7 +101,7 @@ func TestElect(t *testing.T) {
 		t.Fatalf("dlm leader --json = %+v, want a with term %d", j, termA)
 	}
 
-	b, _, stderrB := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--wait", "30s",
+	b, _, stderrB := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "4s", "--node-timeout", "1s", "--wait", "30s",
 		"db", "--id", "b", "--", "sh", "-c", script, "sh", readyB)
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
@@ -106,7 +109,7 @@ func TestElect(t *testing.T) {
 	doneB := make(chan error, 1)
 	go func() { doneB <- b.Wait() }()
 	// c gives up after --wait while a leads: exit 75, its command not run.
-	r := runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "900ms", "--node-timeout", "300ms", "--wait", "1s",
+	r := runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "4s", "--node-timeout", "1s", "--wait", "1s",
 		"db", "--id", "c", "--", "sh", "-c", "echo ran > \"$1\"", "sh", filepath.Join(dir, "c"))
 	if r.code != exitNotAcquired || fileExists(filepath.Join(dir, "c")) || !strings.Contains(r.stderr, `"c" not elected`) {
 		t.Errorf("c with --wait 1s: exit %d (want %d), command ran: %v; stderr: %s", r.code, exitNotAcquired, fileExists(filepath.Join(dir, "c")), r.stderr)

@@ -72,7 +72,8 @@ as attack:0:2:3). --transport tcp runs every general as its own dlm process
 on loopback, authenticated by its own ed25519 key.
 
 OM needs n >= 3m+1 and SM n >= m+2; --unsafe runs a smaller n anyway, to
-watch B3 break. The same --seed replays the same run.
+watch agreement break (the impossibility bound, argued in
+docs/spec/agreement.md). The same --seed replays the same run.
 
 --crash 2@1 makes general 2 crash at the start of round 1 (ids and rounds
 comma-separated); a crashed general counts among the m faulty ones. With
@@ -125,16 +126,16 @@ Exit status:
 // "dlm generals" and "dlm generals node".
 func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.algorithm, "algorithm", "om", "om (oral messages, B6) or sm (signed messages, B9)")
+	fl.StringVar(&f.algorithm, "algorithm", "om", "om (oral messages, n >= 3m+1) or sm (signed messages, any n >= m+2); see docs/spec/agreement.md")
 	fl.IntVarP(&f.generals, "generals", "n", 4, "number of generals n, the commander included")
 	fl.IntVarP(&f.traitors, "traitors", "m", 1, "number of traitors m to tolerate: runs OM(m) or SM(m)")
 	fl.StringVar(&f.faulty, "faulty", "", "traitor ids, comma-separated, each optionally id:strategy (0 is the commander)")
 	fl.StringVar(&f.strategy, "strategy", "two-faced", "strategy of the traitors given without one")
 	fl.StringVar(&f.order, "order", "attack", "the commander's order (any short string)")
-	fl.StringVar(&f.majority, "majority", "vote", "majority variant (B5): vote (majority or RETREAT) or median")
+	fl.StringVar(&f.majority, "majority", "vote", "how a lieutenant decides among the values it received: vote (majority or RETREAT) or median")
 	fl.Int64Var(&f.seed, "seed", 1, "seed of every random choice; the same seed replays the run")
-	fl.Uint64Var(&f.seq, "seq", 1, "sequence number signed into SM orders; runs reusing keys need increasing numbers (B9)")
-	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp (A3)")
+	fl.Uint64Var(&f.seq, "seq", 1, "sequence number signed into SM orders, so that an old order cannot be replayed; runs reusing keys need increasing numbers")
+	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp: a message later than this counts as missing")
 	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
 	fl.IntVar(&f.explain, "explain", -1, "explain how lieutenant ID decided: OM's tree of values and majorities, SM's V with the first chain of each order")
@@ -233,6 +234,9 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 	if late := res.OutOfTime(); len(late) > 0 {
 		return withCode(exitInconclusive, errors.New(outOfTimeText(late)))
 	}
+	if res.TooManyFaults() {
+		return withCode(exitInconclusive, errors.New(tooManyFaultsText(res)))
+	}
 	if err := res.Verify(); err != nil {
 		return withCode(exitFailure, err)
 	}
@@ -242,7 +246,14 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 // outOfTimeText says that a run did not keep its schedule, and what that
 // means for its decisions.
 func outOfTimeText(late []byzantine.ID) string {
-	return fmt.Sprintf("ran out of time: loyal generals %v sent messages after their round's deadline, so the rounds were not synchronous (A3) and the decisions prove nothing; rerun with a longer --round-timeout", late)
+	return fmt.Sprintf("ran out of time: loyal generals %v did not keep the schedule (they sent a round's messages after its deadline, were stopped over a deadline, took messages that had arrived in time too late, or could not send to a peer that stayed connected), so the rounds were not synchronous (A3) and the decisions prove nothing; rerun with a longer --round-timeout", late)
+}
+
+// tooManyFaultsText says that more than m generals were faulty, counting
+// those the loyal generals saw absent, gone or late over the network.
+func tooManyFaultsText(res *byzantine.Result) string {
+	f := res.FaultyGenerals()
+	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone or late by a loyal general), %d > m = %d, so agreement is not guaranteed and the decisions prove nothing", f, len(f), res.Config.MaxTraitors)
 }
 
 // launchGenerals runs every general as a "dlm generals serve" process.
@@ -362,6 +373,8 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 	fmt.Fprintf(w, "IC2 (a loyal commander's order is obeyed):       %s\n", ic2)
 	if late := res.OutOfTime(); len(late) > 0 {
 		fmt.Fprintf(w, "verdict: %s\n", outOfTimeText(late))
+	} else if res.TooManyFaults() {
+		fmt.Fprintf(w, "verdict: %s\n", tooManyFaultsText(res))
 	}
 }
 
@@ -441,6 +454,7 @@ type generalsJSON struct {
 	IC2                bool                              `json:"ic2"`
 	Verdict            string                            `json:"verdict"`
 	OutOfTime          []byzantine.ID                    `json:"out_of_time,omitempty"`
+	FaultyGenerals     []byzantine.ID                    `json:"faulty_generals,omitempty"`
 	Trace              []generalsTraceJSON               `json:"trace,omitempty"`
 	Explanations       map[string]*byzantine.Explanation `json:"explanations,omitempty"`
 }
@@ -508,7 +522,10 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	if late := res.OutOfTime(); len(late) > 0 {
 		out.OutOfTime = late
 		out.Verdict = outOfTimeText(late)
+	} else if res.TooManyFaults() {
+		out.Verdict = tooManyFaultsText(res)
 	}
+	out.FaultyGenerals = res.FaultyGenerals()
 	for _, ev := range res.Trace {
 		tj := generalsTraceJSON{Round: ev.Round, From: int(ev.Message.From), To: int(ev.Message.To), Chain: ev.Message.Chain(), Sent: ev.Message.Round, Rejected: string(ev.Rejected)}
 		if ev.Fault != byzantine.Deliver {

@@ -121,7 +121,7 @@ without finding one, 64 on bad usage.`,
 	fl.StringVar(&algorithm, "algorithm", "om", "om or sm")
 	fl.IntVarP(&n, "generals", "n", 4, "number of generals n, the commander included")
 	fl.IntVarP(&m, "traitors", "m", 1, "m of OM(m) / SM(m): traitor sets of 0 to m generals are searched")
-	fl.StringVar(&majority, "majority", "vote", "majority variant (B5): vote or median")
+	fl.StringVar(&majority, "majority", "vote", "how a lieutenant decides among the values it received: vote or median")
 	fl.StringVar(&domain, "domain", "attack,retreat", "the orders traitors may send and a loyal commander is tried with, comma-separated (a traitor may also send nothing)")
 	fl.StringVar(&faulty, "faulty", "", "search only this traitor set, ids comma-separated")
 	fl.BoolVar(&unsafe, "unsafe", false, "search a configuration outside the bounds (OM n < 3m+1, more traitors than m)")

@@ -181,7 +181,10 @@ orders of earlier runs. A key that does not match the cluster file, an id
 not in it, or -n different from its size is a usage error (exit 64),
 found before anything listens, as is a --start time already past. A node
 that could not send a round's messages before the round's deadline says it
-ran out of time and exits 3: its decision proves nothing. A cluster address without a host (":7400",
+ran out of time and exits 3: its decision proves nothing. A peer that is
+down, never connects, drops its connection or misses a round's deadline is
+a fault like a lying one: the node names the faulty peers it saw, decides
+and exits 0 with at most m of them, and exits 3 with more. A cluster address without a host (":7400",
 "0.0.0.0:7400") would listen on all interfaces: that needs --listen-any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -228,8 +231,11 @@ ran out of time and exits 3: its decision proves nothing. A cluster address with
 				return withCode(exitCouldNotRun, err)
 			}
 			var late error
-			if len(res.Overran) > 0 {
-				late = withCode(exitInconclusive, fmt.Errorf("general %d ran out of time: it sent its messages of rounds %v after their deadline, so its peers may have refused them and its decision proves nothing; use a later --start or a longer --round-timeout", id, res.Overran))
+			switch faulty := res.FaultyPeers(); {
+			case len(res.Overran) > 0:
+				late = withCode(exitInconclusive, fmt.Errorf("general %d ran out of time in rounds %v: it sent its messages after the round's deadline, or was stopped over it, or did not take messages that had arrived in time, or could not send to a peer that stayed connected; its decision proves nothing; use a later --start or a longer --round-timeout", id, res.Overran))
+			case len(faulty) > cfg.MaxTraitors:
+				late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone or late), more than m = %d: agreement is guaranteed only with at most m faulty generals, so its decision proves nothing", id, len(faulty), faulty, cfg.MaxTraitors))
 			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -238,6 +244,13 @@ ran out of time and exits 3: its decision proves nothing. A cluster address with
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "general %d (%s) decides %s; sent %d messages, rejected %v\n",
 				res.ID, loyalLabel(res), res.Decision, res.Stats.Sent, res.Stats.Rejected)
+			if len(res.Faults) > 0 {
+				var parts []string
+				for _, pf := range res.Faults {
+					parts = append(parts, fmt.Sprintf("%d %s from round %d", pf.ID, pf.Kind, pf.Round))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "  faulty peers seen (%d, at most m = %d tolerated): %s\n", len(res.FaultyPeers()), cfg.MaxTraitors, strings.Join(parts, ", "))
+			}
 			if res.Explanation != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "  (%s)\n", pathHelp)
 				for _, line := range res.Explanation.Lines() {

@@ -264,7 +264,7 @@ func newGeneralsSweepCmd() *cobra.Command {
 (within the bounds: OM n >= 3m+1, SM n >= m+2; at most --max-messages
 messages per run) and write, per run, the measured messages, bytes and
 signatures made and verified beside the paper's formulas: OM
-(n-1)+(n-1)(n-2)+...+(n-1)(n-2)...(n-m-1) messages (B6), SM (n-1)^2 (B9),
+(n-1)+(n-1)(n-2)+...+(n-1)(n-2)...(n-m-1) messages, SM (n-1)^2,
 and for SM the expected signature checks (n-1 for m = 1, (n-1)^2 above).
 Each point is also run with m traitors (the commander and m-1 lieutenants,
 then m lieutenants) under every strategy, and the run that sent the most

@@ -128,7 +128,9 @@ func TestHandleExpired(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	file := filepath.Join(t.TempDir(), "h")
-	r := runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "200ms", "--ttl", "700ms", "--handle-file", file, "--json", "short")
+	// A node timeout a loaded machine meets, and a ttl that outlives it
+	// (with 200ms and 700ms, every node timed out under load).
+	r := runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "2s", "--ttl", "5s", "--handle-file", file, "--json", "short")
 	if r.code != 0 {
 		t.Fatalf("acquire --handle-file: exit %d; stderr: %s", r.code, r.stderr)
 	}
@@ -143,7 +145,7 @@ func TestHandleExpired(t *testing.T) {
 		Handle, Resource, Until, TTL string
 		Token                        uint64
 	}
-	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Resource != "short" || out.TTL != "700ms" || out.Handle != "" {
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || out.Resource != "short" || out.TTL != "5s" || out.Handle != "" {
 		t.Fatalf("--json with --handle-file: %v, %+v; want the resource and ttl, and the handle in the file only", err, out)
 	}
 	b, _ := os.ReadFile(file)
@@ -151,9 +153,9 @@ func TestHandleExpired(t *testing.T) {
 	if until, err := time.Parse(time.RFC3339Nano, out.Until); err != nil || !until.Equal(h.Until) {
 		t.Errorf("--json until %q, want the handle's %v", out.Until, h.Until)
 	}
-	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 0 && time.Now().After(h.Until) },
+	redlocktest.Eventually(t, 60*time.Second, func() bool { return len(keysOn(c)) == 0 && time.Now().After(h.Until) },
 		"the lock expires with its ttl")
-	r = runDLM(t, 30*time.Second, env, "extend", "--node-timeout", "200ms", "--handle-file", file)
+	r = runDLM(t, 30*time.Second, env, "extend", "--node-timeout", "2s", "--handle-file", file)
 	if r.code != exitLockLost || !strings.Contains(r.stderr, "validity ended at") {
 		t.Errorf("extend of an expired handle: exit %d, want %d saying when it ended; stderr: %s", r.code, exitLockLost, r.stderr)
 	}

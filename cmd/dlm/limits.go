@@ -138,6 +138,11 @@ func namedResources(args []string) ([]string, error) {
 				return nil, usageErrorf("RESOURCE %s is the empty name: no lock has it", a)
 			case len(u) > maxNameBytes:
 				return nil, usageErrorf("RESOURCE %s is %d bytes long, over the limit of %d", a, len(u), maxNameBytes)
+			case shownName(u) == u:
+				// dlm status prints this name as is, never quoted: the
+				// quotes are part of a name of its own (dlm lock takes
+				// it so), not the quoted form of u.
+				return nil, usageErrorf("RESOURCE %s is ambiguous: dlm status prints the lock %s without quotes, so give %s for it; the lock whose name holds the quotes is given as %s", a, u, u, strconv.Quote(a))
 			}
 			name = u
 		} else if err := checkName("RESOURCE", a); err != nil {

@@ -100,12 +100,17 @@ If the lock is lost while the command runs (a quorum of nodes no longer
 holds it), the group gets SIGTERM, then SIGKILL after --grace or at the end
 of the validity, whichever comes first, and dlm exits 74; when the
 validity runs out (the extension bound, or extensions that keep failing)
-the guard kills the command at its end, and dlm exits 74.
+the guard kills the command at its end, and dlm exits 74. A loss that no
+extension saw before the command ended (the nodes flushed or restarted
+without persistence, an eviction, dlm release --force) is found by the
+release after it: dlm says so and exits 74 too, since another holder may
+have run meanwhile.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 74 lock lost while the command ran; 75 lock held elsewhere (not acquired
-within --wait); otherwise the command's own exit code (128+N when it was
-killed by signal N).`,
+within --wait); 126 the command cannot be executed; 127 it was not found;
+otherwise the command's own exit code (128+N when it was killed by signal
+N).`,
 		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
   DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report
   DLM_NODES=... dlm lock --wait 5m db-primary db-replica -- ./migrate.sh
@@ -313,23 +318,49 @@ func (r *lockRun) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// From here on nothing may cancel the release: detach from the root.
-	bg := context.WithoutCancel(ctx)
-	defer func() {
-		uctx, cancel := context.WithTimeout(bg, releaseTimeout)
-		defer cancel()
-		if uerr := l.Unlock(uctx); uerr != nil && !errors.Is(uerr, redlock.ErrNotHeld) {
-			r.errf("release of %q incomplete (the keys expire by themselves within the ttl): %v", r.resource, uerr)
-		}
-	}()
+	what := fmt.Sprintf("lock on %q", r.resource)
 	env := []string{envLockResource + "=" + resourceEnv(r.resources), envLockValue + "=" + l.Value()}
 	if tok := l.Token(); tok != 0 {
 		env = append(env, envLockToken+"="+strconv.FormatUint(tok, 10))
 	}
-	// The client extends the lock every ttl/3 (WithAutoExtend, R17) and
+	// The client extends the lock every ttl/3 (WithAutoExtend) and
 	// closes Done when it is lost.
-	return r.guarded(sigs, holding{what: fmt.Sprintf("lock on %q", r.resource), env: env, done: l.Done(), err: l.Err,
+	res := r.guarded(sigs, holding{what: what, env: env, done: l.Done(), err: l.Err,
 		until: l.Until, margin: guardMargin(l.TTL())})
+	return r.release(ctx, res, what, l.Unlock)
+}
+
+// release gives up what the command ran under (release: Unlock of the
+// lock, Resign of the leadership) once the command has ended, and returns
+// dlm's result: res, the command's, unless the release found that it was
+// no longer held. A loss that happened after dlm's last extension and
+// before the command ended is seen only here (a quorum of nodes flushed,
+// restarted without persistence, evicted it, or an operator forced its
+// release): another holder may have run beside the command, so dlm exits
+// 74 and says so. Nothing cancels the release: it runs detached from ctx,
+// within releaseTimeout.
+func (r *lockRun) release(ctx context.Context, res error, what string, release func(context.Context) error) error {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	err := release(uctx)
+	switch {
+	case err == nil:
+		return res
+	case errors.Is(err, redlock.ErrNotHeld):
+		if exitCode(res) == exitLockLost {
+			return res // said once, where it was found
+		}
+		r.errf("%s lost before the command ended: at the release, too many nodes no longer held it (expired, flushed, evicted, or released by force); another holder may have run meanwhile", what)
+		return withCode(exitLockLost, nil)
+	}
+	r.errf("release of the %s incomplete (the keys expire by themselves within the ttl): %v", what, oneLine(err))
+	return res
+}
+
+// oneLine is err's text on one line: the errors that errors.Join put on
+// lines of their own are separated by "; ".
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", "; ")
 }
 
 // resourceEnv is the value of DLM_LOCK_RESOURCE: the names, sorted, one
@@ -508,7 +539,7 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	if err != nil {
 		runtime.UnlockOSThread()
 		pw.Close()
-		return nil, withCode(127, fmt.Errorf("start %q: %w", r.argv[0], err))
+		return nil, withCode(exitNotFound, fmt.Errorf("start the guard of %q: %w", r.argv[0], err))
 	}
 	f := &family{guard: guard, exited: make(chan error, 1), pipe: pw}
 	f.done = func() {

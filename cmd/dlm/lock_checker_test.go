@@ -29,18 +29,20 @@ func TestLockHoldersUnderTheChecker(t *testing.T) {
 	dir := t.TempDir()
 	logf, ready, pidf := filepath.Join(dir, "log"), filepath.Join(dir, "ready"), filepath.Join(dir, "victim.pid")
 	nodes := strings.Join(c.URLs(), ",")
-	const ttl = 1500 * time.Millisecond
+	// A ttl and node timeout a loaded machine keeps: what is under test is
+	// the holders' exclusion, not how fast the nodes answer.
+	const ttl, nodeTimeout = 3 * time.Second, "1s"
 	section := func(id, work string) string {
 		return `echo "start ` + id + ` $(date +%s%N)" >> "$1"; ` + work + `; echo "end ` + id + ` $(date +%s%N)" >> "$1"`
 	}
-	victim, _, vstderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--ttl", ttl.String(), "--node-timeout", "300ms", "res", "--",
+	victim, _, vstderr := dlmCmd(t, nil, "lock", "--nodes", nodes, "--ttl", ttl.String(), "--node-timeout", nodeTimeout, "res", "--",
 		"sh", "-c", `touch "$3"; `+section("victim", `touch "$2"; sleep 3`), "sh", logf, ready, pidf)
 	if err := victim.Start(); err != nil {
 		t.Fatal(err)
 	}
 	vdone := make(chan error, 1)
 	go func() { vdone <- victim.Wait() }()
-	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) && fileExists(pidf) },
+	redlocktest.Eventually(t, 60*time.Second, func() bool { return fileExists(ready) && fileExists(pidf) },
 		"the first holder never ran; stderr: %s", vstderr)
 	// The victim's shell carries pidf in its arguments (its own pid is
 	// that of the guard's PID namespace, not ours).
@@ -60,14 +62,14 @@ func TestLockHoldersUnderTheChecker(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = runDLM(t, 60*time.Second, nil, "lock", "--nodes", nodes, "--ttl", ttl.String(), "--node-timeout", "300ms",
-				"--wait", "30s", "res", "--", "sh", "-c", section("h"+strconv.Itoa(i), "sleep 0.2"), "sh", logf)
+			results[i] = runDLM(t, 180*time.Second, nil, "lock", "--nodes", nodes, "--ttl", ttl.String(), "--node-timeout", nodeTimeout,
+				"--wait", "120s", "res", "--", "sh", "-c", section("h"+strconv.Itoa(i), "sleep 0.2"), "sh", logf)
 		}()
 	}
 	// The victim's command is over when its process is gone: its critical
 	// section ends then at the latest (or at its own "end" line).
 	var victimGone int64
-	redlocktest.Eventually(t, 10*time.Second, func() bool {
+	redlocktest.Eventually(t, 60*time.Second, func() bool {
 		if alive(vpid) {
 			return false
 		}

@@ -139,7 +139,7 @@ func TestLockSIGKILLTakesTheFamily(t *testing.T) {
 func TestLockLostStopsTheFamily(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	pidFile := filepath.Join(t.TempDir(), "pids")
-	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "900ms", "--node-timeout", "300ms", "--grace", "2s",
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "3s", "--node-timeout", "1s", "--grace", "2s",
 		"res", "--", "sh", "-c", familyScript, "sh", pidFile)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestLockLostStopsTheFamily(t *testing.T) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	})
-	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 3 }, "the lock key never reached all 3 nodes")
+	redlocktest.Eventually(t, 60*time.Second, func() bool { return len(keysOn(c)) == 3 }, "the lock key never reached all 3 nodes")
 	for _, s := range c.Servers {
 		for _, k := range s.MustKeys("") {
 			_ = s.Client().Del(t.Context(), k).Err()
@@ -169,7 +169,7 @@ func TestLockLostStopsTheFamily(t *testing.T) {
 	if code := exitOf(err); code != exitLockLost {
 		t.Errorf("exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
 	}
-	redlocktest.Eventually(t, 2*time.Second, func() bool { return allGone(pids) },
+	redlocktest.Eventually(t, 30*time.Second, func() bool { return allGone(pids) },
 		"dlm exited %d after the lock was lost, yet processes of its command still run: %v", exitOf(err), pids)
 	if n := strings.Count(stderr.String(), "lost while the command ran"); n != 1 {
 		t.Errorf("the lock-lost reason is printed %d times, want once:\n%s", n, stderr)

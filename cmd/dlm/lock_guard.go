@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"os/exec"
@@ -220,7 +221,7 @@ func runGuard(argv []string, iso isolation, stderr io.Writer) error {
 	child.SysProcAttr = commandAttr()
 	if err := child.Start(); err != nil {
 		fmt.Fprintf(stderr, "dlm lock: start %q: %v\n", argv[0], err)
-		return withCode(127, nil)
+		return withCode(startCode(err), nil)
 	}
 	exited, reaped := make(chan syscall.WaitStatus, 1), make(chan struct{})
 	go reap(child.Process.Pid, exited, reaped)
@@ -307,4 +308,20 @@ func endFamily(reaped <-chan struct{}, self bool) {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// Exit codes of a command that could not be started, as shells give them.
+const (
+	exitCannotExecute = 126 // found, but not executable (permission, a directory, a bad format)
+	exitNotFound      = 127 // not found
+)
+
+// startCode is the exit code of a command whose start failed with err:
+// 127 when it was not found, 126 when it was found and could not be
+// executed.
+func startCode(err error) int {
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+		return exitNotFound
+	}
+	return exitCannotExecute
 }

@@ -95,7 +95,7 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	requireUserNamespace(t)
 	bin := unprivilegedBin(t)
 	run := func(args ...string) (*exec.Cmd, *syncBuf, *syncBuf) {
-		cmd := asUnprivileged(t, append([]string{bin, "lock", "--nodes", nodes, "--ttl", "2s", "--node-timeout", "200ms"}, args...)...)
+		cmd := asUnprivileged(t, append([]string{bin, "lock", "--nodes", nodes, "--ttl", "3s", "--node-timeout", "1s"}, args...)...)
 		var stdout, stderr syncBuf
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.WaitDelay = 10 * time.Second
@@ -135,7 +135,7 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	fam, guard := startedFamily(t, cmd.Process.Pid, mark, 3, stderr)
 	kill(t, cmd.Process.Pid, syscall.SIGKILL)
 	kill(t, guard, syscall.SIGKILL)
-	redlocktest.Eventually(t, 10*time.Second, func() bool { return allGone(fam) },
+	redlocktest.Eventually(t, 30*time.Second, func() bool { return allGone(fam) },
 		"processes of the command still run after dlm and its guard were killed together: %v", fam)
 }
 

@@ -31,17 +31,17 @@ func newNodeCmd() *cobra.Command {
 	var nc nodeConfig
 	cmd := &cobra.Command{
 		Use:   "node [flags] [-- REDIS-SERVER-ARGS...]",
-		Short: "Run one Redlock node: redis-server with delayed restarts (R16.3)",
+		Short: "Run one Redlock node: redis-server with delayed restarts after a crash",
 		Long: `Run redis-server in the foreground as one Redlock node, the safe way.
 
 While the node runs, a marker file (` + nodeMarker + `) exists in its data
 directory. When a run ends without a clean shutdown (a crash, SIGKILL, power
 loss), the marker stays; the next start then waits --max-ttl before starting
 redis-server, so that every lock key the node held has expired before it
-serves again (R16.3: delayed restart). A clean shutdown (SIGTERM, SIGINT or
+serves again (the delayed restart of docs/spec/redlock.md). A clean shutdown (SIGTERM, SIGINT or
 SHUTDOWN: redis-server exits 0) removes the marker only when the node
 persists its keys (appendonly yes, the default here); without persistence a
-restarted node has forgotten its keys whatever the shutdown (R16.1), so every
+restarted node has forgotten its keys whatever the shutdown, so every
 restart waits. AOF is fsynced every second (redis' appendfsync everysec):
 enough for lock keys with the delayed restart, not for fencing tokens,
 which outlive every ttl; with --fencing (nodes of dlm lock --fencing and of
@@ -83,7 +83,7 @@ crashed master waits --max-ttl before it serves again.`,
 	f.IntVar(&nc.port, "port", 6379, "TCP port of the node")
 	f.StringVar(&nc.bind, "bind", "127.0.0.1", "address(es) redis-server listens on, space-separated")
 	f.StringVar(&nc.dir, "dir", ".", "data directory (AOF files and the restart marker)")
-	f.DurationVar(&nc.maxTTL, "max-ttl", 15*time.Second, "wait after an unclean stop; must exceed the largest lock ttl in use (R16.3)")
+	f.DurationVar(&nc.maxTTL, "max-ttl", 15*time.Second, "wait after an unclean stop, so that every lock key the node held has expired; must exceed the largest lock ttl in use")
 	f.BoolVar(&nc.fencing, "fencing", false, "the node serves fencing tokens (dlm lock --fencing, dlm elect): appendfsync always, so that no fence increment is lost in a crash (dlm doctor checks it)")
 	f.StringVar(&nc.config, "config", "", "redis.conf to start redis-server with (the flags above override it)")
 	f.StringVar(&nc.binary, "redis-server", "redis-server", "redis-server executable")
@@ -217,7 +217,7 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 
 	marker := filepath.Join(nc.dir, nodeMarker)
 	if b, err := os.ReadFile(marker); err == nil {
-		logf("the previous run did not stop cleanly (marker %s: %s); waiting --max-ttl %v before serving, so that every lock key it held has expired (R16.3 delayed restart)", marker, trimNL(b), nc.maxTTL)
+		logf("the previous run did not stop cleanly (marker %s: %s); waiting --max-ttl %v before serving, so that every lock key it held has expired (delayed restart)", marker, trimNL(b), nc.maxTTL)
 		t := time.NewTimer(nc.maxTTL)
 		select {
 		case s := <-sigs:
@@ -277,10 +277,10 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 				return nil
 			}
 			if werr == nil {
-				logf("clean shutdown, but the node does not persist its keys (appendonly no, or unknown): it has forgotten them, so the marker stays and the next start waits --max-ttl (R16.1, R16.3)")
+				logf("clean shutdown, but the node does not persist its keys (appendonly no, or unknown): it has forgotten them, so the marker stays and the next start waits --max-ttl")
 				return nil
 			}
-			logf("redis-server ended uncleanly (%v): the marker stays, the next start waits --max-ttl (R16.3)", werr)
+			logf("redis-server ended uncleanly (%v): the marker stays, the next start waits --max-ttl", werr)
 			return childExit(werr)
 		}
 	}

@@ -44,7 +44,11 @@ a double quote is read as the quoted form that dlm status prints for a
 name with control characters or invalid UTF-8 (Go syntax: '"job\x1b"'
 in the shell). Every forced release is
 logged on standard error (resource, mode, owners, nodes; never a value)
-and exits 0 when a quorum of nodes no longer holds the resource.
+and exits 0 when a quorum of nodes no longer holds the resource, 74 when
+no node held it (a mistyped name: nothing was released). A quoted form
+whose name dlm status prints without quotes ('"abc"') is refused as
+ambiguous, and so is a --key-prefix that reaches dlm's fence counters,
+leaders' records or owner notes.
 
 ` + handleExitHelp,
 		Example: `  dlm release --handle-file "$RUNNER_TEMP/deploy.lock"
@@ -96,6 +100,9 @@ func forceRelease(cmd *cobra.Command, nf *nodeFlags, resources []string) error {
 	if err != nil {
 		return err
 	}
+	if err := checkLockPrefix(nf.prefix); err != nil {
+		return err
+	}
 	client, closeClient, err := nf.client(cmd.Context(), redlock.DefaultTTL)
 	if err != nil {
 		return err
@@ -105,6 +112,7 @@ func forceRelease(cmd *cobra.Command, nf *nodeFlags, resources []string) error {
 	by := fmt.Sprintf("%s pid %d", host, os.Getpid())
 	stderr := cmd.ErrOrStderr()
 	failed := 0
+	var free []string
 	for _, r := range resources {
 		rep, err := client.ForceRelease(cmd.Context(), r)
 		if err != nil {
@@ -126,6 +134,9 @@ func forceRelease(cmd *cobra.Command, nf *nodeFlags, resources []string) error {
 				errs++
 			}
 		}
+		if deleted == 0 && errs == 0 && !rep.Before.Held() {
+			free = append(free, strconv.Quote(r))
+		}
 		if len(owners) == 0 {
 			owners = []string{"nobody (it was " + rep.Before.Mode.String() + " by the quorum's view)"}
 		}
@@ -145,6 +156,28 @@ func forceRelease(cmd *cobra.Command, nf *nodeFlags, resources []string) error {
 	}
 	if failed > 0 {
 		return withCode(exitUnavailable, fmt.Errorf("%d of %d resource(s) may still be held: too few nodes answered", failed, len(resources)))
+	}
+	if len(free) > 0 {
+		return withCode(exitLockLost, fmt.Errorf("%s was not held: nothing was released (is the name right? dlm status --all lists the locks)", strings.Join(free, ", ")))
+	}
+	return nil
+}
+
+// checkLockPrefix refuses a lock key prefix (--key-prefix) that reaches
+// the keys dlm keeps beside the locks: a prefix that starts with one of
+// their prefixes, or is the start of one (then a resource name supplies
+// the rest), would let a forced release or a lock address a fence counter
+// (the next token would go back), a leader's record or an owner note.
+func checkLockPrefix(prefix string) error {
+	for _, o := range []struct{ what, prefix string }{
+		{"fence counters", redlock.DefaultFencePrefix},
+		{"leaders' records", redlock.DefaultRecordPrefix},
+		{"owner notes and extension counts", redlock.DefaultInfoPrefix},
+	} {
+		if strings.HasPrefix(prefix, o.prefix) || strings.HasPrefix(o.prefix, prefix) {
+			return usageErrorf("--key-prefix %q reaches the keys of dlm's %s (prefix %q): a lock key prefix may neither start with theirs nor be the start of it; keep the default %q or choose one of your own, e.g. \"myapp:lock:\"",
+				prefix, o.what, o.prefix, redlock.DefaultKeyPrefix)
+		}
 	}
 	return nil
 }

@@ -61,3 +61,56 @@ func TestForceReleaseOfQuotedNames(t *testing.T) {
 		}
 	}
 }
+
+// TestForceReleaseRefusals: dlm release --force tells an operator's
+// mistakes instead of exiting 0. A free name (mistyped) exits 74, nothing
+// was held. A quoted form that dlm status never prints ('"abc"', whose
+// unquoted name abc prints as is) is refused as ambiguous (dlm lock takes
+// '"abc"' as a name of its own), and the lock abc stays held. A key prefix
+// that reaches dlm's other keys (fence counters, leaders' records, owner
+// notes) is refused, so that no counter is deleted and no token goes back.
+// Failed before: the free name exited 0; '"abc"' released abc (exit 0);
+// --key-prefix dlm:fence: deleted the fence counter of x (exit 0).
+func TestForceReleaseRefusals(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	holder, closeHolder, err := dial(defaultAdapter, c.URLs(), tlsFiles{}, 0, redlock.WithTTL(time.Minute), redlock.WithFencing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeHolder)
+	for _, name := range []string{"abc", "x"} {
+		if _, err := holder.TryLock(t.Context(), name); err != nil {
+			t.Fatalf("lock %q: %v", name, err)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"free name", []string{"--force", "no-such-lock"}, exitLockLost, `"no-such-lock" was not held`},
+		{"quoted plain name", []string{"--force", `"abc"`}, exitUsage, `give abc`},
+		{"fence prefix", []string{"--force", "--key-prefix", redlock.DefaultFencePrefix, "x"}, exitUsage, "fence"},
+		{"prefix of the fence prefix", []string{"--force", "--key-prefix", "dlm:", "fence:x"}, exitUsage, "fence"},
+		{"record prefix", []string{"--force", "--key-prefix", redlock.DefaultRecordPrefix, "x"}, exitUsage, "record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runDLM(t, 30*time.Second, nil, append([]string{"release", "--nodes", nodes}, tc.args...)...)
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", r.code, r.stderr, tc.code, tc.want)
+			}
+		})
+	}
+	for _, name := range []string{"abc", "x"} {
+		if info, err := holder.Inspect(t.Context(), name); err != nil || !info.Held() {
+			t.Errorf("%q is no longer held (%v)", name, err)
+		}
+	}
+	for i, s := range c.Servers {
+		if n, err := s.Client().Exists(t.Context(), redlock.DefaultFencePrefix+"x").Result(); err != nil || n != 1 {
+			t.Errorf("node %d: the fence counter of x is gone (%v)", i+1, err)
+		}
+	}
+}

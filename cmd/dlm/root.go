@@ -21,7 +21,9 @@ const exitCodesHelp = `Exit codes:
   74  lock (or leadership, dlm elect) lost while the command ran; no longer held
       (dlm extend, dlm release)
   75  lock not acquired (held elsewhere) within the wait
-  other: the child's own exit code (dlm lock)`
+  126 the command was found but cannot be executed (dlm lock, dlm elect)
+  127 the command was not found (dlm lock, dlm elect)
+  other: the command's own exit code (128+N when killed by signal N)`
 
 // run builds the root command, executes it with ctx and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -50,7 +50,8 @@ quote) is given back to dlm status and dlm release --force in that quoted
 form (Go syntax), quoted once more for the shell: '"job\x1b"'.
 
 Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
-localhost) are flagged: they are not independent masters (R2).
+localhost) are flagged: they are not independent masters, which Redlock
+needs (docs/spec/redlock.md).
 
 Exits 69 when fewer nodes answer than a quorum needs, 1 when two URLs reach
 the same server, else 0.`,
@@ -86,7 +87,7 @@ the same server, else 0.`,
 				return withCode(exitUnavailable, fmt.Errorf("only %d of %d nodes reachable, a quorum needs %d: no lock can be acquired", up, len(ps), q))
 			}
 			if as := findAliases(ps); len(as) > 0 {
-				return withCode(exitFailure, fmt.Errorf("%d node URL(s) reach a server already listed (same run_id): the nodes are not independent (R2)", len(as)))
+				return withCode(exitFailure, fmt.Errorf("%d node URL(s) reach a server already listed (same run_id): the nodes are not independent", len(as)))
 			}
 			return nil
 		},
@@ -225,7 +226,7 @@ func printStatus(w io.Writer, ps []probe, q int) {
 	}
 	fmt.Fprintf(w, "%d nodes, %d reachable, quorum %d: %s\n", len(ps), up, q, verdict)
 	for _, a := range findAliases(ps) {
-		fmt.Fprintf(w, "NOT INDEPENDENT: %s is the same server as %s (run_id %s): each node must be its own redis-server (R2)\n", a.Second, a.First, a.RunID)
+		fmt.Fprintf(w, "NOT INDEPENDENT: %s is the same server as %s (run_id %s): each node must be its own redis-server\n", a.Second, a.First, a.RunID)
 	}
 }
 

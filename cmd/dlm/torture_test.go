@@ -218,8 +218,10 @@ func TestTortureInconclusive(t *testing.T) {
 // with seeds 3 and 4).
 func TestTortureProcessHolders(t *testing.T) {
 	redlocktest.Require(t)
-	r := runDLM(t, 60*time.Second, nil, "torture", "--scenario", "process-holders", "--duration", "5s", "--ttl", "1s",
-		"--node-timeout", "200ms", "--seed", "3", "--json")
+	// A ttl and node timeout a loaded machine keeps (the node timeout at
+	// most a quarter of the ttl, as dlm torture asks).
+	r := runDLM(t, 180*time.Second, nil, "torture", "--scenario", "process-holders", "--duration", "12s", "--ttl", "4s",
+		"--node-timeout", "1s", "--seed", "3", "--json")
 	if r.code != 0 {
 		t.Fatalf("exit %d, want 0\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}

@@ -273,11 +273,17 @@ func appendBulk(buf []byte, a string) []byte {
 	return append(buf, '\r', '\n')
 }
 
-// roundTrip writes buf (k commands) and waits for their k replies, or for
-// ctx's end: then it returns ctx's error, and the replies, when they come,
-// are read and dropped (conn.go), so the connection stays in step.
+// roundTrip writes buf (k commands) on the node's connection and waits
+// for their k replies (pipeTrip).
 func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error) {
-	f, err := n.pipe.write(ctx, buf, k)
+	return pipeTrip(ctx, n.pipe, buf, k)
+}
+
+// pipeTrip writes buf (k commands) on p and waits for their k replies, or
+// for ctx's end: then it returns ctx's error, and the replies, when they
+// come, are read and dropped (conn.go), so the connection stays in step.
+func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int) ([]reply, error) {
+	f, err := p.write(ctx, buf, k)
 	if err != nil {
 		return nil, err
 	}

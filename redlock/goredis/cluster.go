@@ -19,16 +19,32 @@ import (
 )
 
 // A node that is a Redis Cluster: NewNode of a *redis.ClusterClient, or
-// Dial and DialNode of a cluster=true URL. go-redis routes each request to
-// the master of its key's slot. What changes:
+// Dial and DialNode of a cluster=true URL. go-redis keeps the slot map
+// (which master serves which hash slot); the node sends its requests
+// itself. What changes:
 //
 //   - the client builds hash-tagged keys (Cluster, adapter.ClusterNode), so
 //     that every script on one resource runs on one master;
+//   - every request of the node, batched or not (fenced acquisitions,
+//     read-write locks, records: script.go), goes through its queue, and
+//     each batch to the master of each request's slot over one connection
+//     of the node's own per master (masterPipes: a pipe of conn.go each),
+//     so that the requests to one master run there in the order they were
+//     made, and a connection given up is closed on its master by the
+//     next one before it carries a request (the reconnect fence). go-redis'
+//     cluster pipelines are not used: after a failed read they send again,
+//     up to MaxRedirects times, commands the master had already run, and
+//     their answers (an executed SET NX answering nil, an executed release
+//     answering 0) are wrong;
 //   - a set whose keys span slots is stepped once per slot and the answers
 //     joined (redlock/internal/slots: all or nothing, no deadlock);
 //   - releases are announced by SPUBLISH and heard by SSUBSCRIBE (sharded
 //     pub/sub, Redis 7) on the master of the key's slot only, one go-redis
 //     PubSub per slot watched.
+//
+// A ClusterClient with an OnConnect hook or a StreamingCredentialsProvider,
+// which only go-redis can run, keeps go-redis' cluster pipelines
+// (goClusterTrip), without the order and the fence above.
 
 var _ adapter.ClusterNode = (*Node)(nil)
 
@@ -37,19 +53,66 @@ var _ adapter.ClusterNode = (*Node)(nil)
 func (n *Node) Cluster() bool { return n.cluster != nil }
 
 // useCluster makes n a cluster node over cc: its announcing scripts
-// publish on the key's shard, and its requests are batched, each batch one
-// go-redis cluster pipeline (clusterTrip).
+// publish on the key's shard, and its requests are batched, each batch
+// sent to the masters over their own connections (clusterTrip).
 func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.cluster = cc
 	n.publish = redis.NewScript(scripts.Sharded(scripts.ReleasePublish))
 	n.multi.release = redis.NewScript(scripts.Sharded(scripts.ReleaseAll))
 	n.scripts = batch.NewScripts().Sharded()
 	n.queue.Init("goredis", MaxBatch, n.send)
+	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
+		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}}
+		n.queue.Allow(opEval, opEvalSha) // script.go
+	}
+}
+
+// masterPipes are a cluster node's own connections, one pipe (conn.go)
+// per master address, dialled with the settings go-redis' client of that
+// master has (its Options: Dialer, TLS, credentials).
+type masterPipes struct {
+	cluster *redis.ClusterClient
+
+	mu     sync.Mutex
+	pipes  map[string]*pipe
+	closed bool
+}
+
+// of returns the pipe to the master of key's slot, as go-redis' slot map
+// has it now.
+func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
+	c, err := m.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	o := c.Options()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errClosed
+	}
+	p := m.pipes[o.Addr]
+	if p == nil {
+		p = &pipe{opts: o}
+		m.pipes[o.Addr] = p
+	}
+	return p, nil
+}
+
+// close closes every pipe.
+func (m *masterPipes) close() {
+	m.mu.Lock()
+	m.closed = true
+	all := m.pipes
+	m.pipes = nil
+	m.mu.Unlock()
+	for _, p := range all {
+		p.close()
+	}
 }
 
 // batched reports whether n's requests go through its queue: over the
-// node's own connection (pipe) or, for a cluster, go-redis' cluster
-// pipelines.
+// node's own connection (pipe) or, for a cluster, its masters'.
 func (n *Node) batched() bool { return n.pipe != nil || n.cluster != nil }
 
 // do queues req and waits for its answer, or for ctx's end; a cluster
@@ -64,15 +127,77 @@ func (n *Node) do(ctx context.Context, req adapter.Request) (bool, error) {
 // answered marks the reply of a request that clusterTrip already answered.
 const answered = 0
 
-// clusterTrip sends the requests of one batch of a cluster node as one
-// go-redis cluster pipeline, which writes the requests of each master in
-// queue order on one connection to it, and returns their replies in
-// order; eval(i) tells whether request i goes by EVAL (else EVALSHA when
-// the node is known to have its script). A request that failed without
-// its master's answer (a master down, a timeout) is answered here with its
-// error, and its reply marked answered: the requests to the other masters
-// still get theirs. When ctx ended first, the batch fails with ctx's error.
+// routeKey is the key whose slot says which master runs req.
+func routeKey(req adapter.Request) string {
+	if req.Key == "" && len(req.Keys) > 0 {
+		return req.Keys[0]
+	}
+	return req.Key
+}
+
+// clusterTrip sends the requests of one batch of a cluster node, each to
+// the master of its key's slot, over that master's own connection
+// (masterPipes), the requests of each master in queue order as one
+// pipeline, all masters at once, and returns their replies in order;
+// eval(i) tells whether request i goes by EVAL (else EVALSHA when the node
+// is known to have its script). A request that failed without its
+// master's answer (no master known for its slot, a master down, its
+// deadline) is answered here with its error, and its reply marked
+// answered: the requests to the other masters still get theirs.
 func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i int) bool) ([]reply, error) {
+	if n.masters == nil {
+		return n.goClusterTrip(ctx, items, eval)
+	}
+	type group struct {
+		p   *pipe
+		idx []int
+		buf []byte
+	}
+	res := make([]reply, len(items))
+	var groups []*group
+	byPipe := map[*pipe]*group{}
+	for i, it := range items {
+		p, err := n.masters.of(ctx, routeKey(it.Req))
+		if err != nil {
+			res[i] = reply{kind: answered}
+			it.To.Receive(it.Tag, false, err)
+			continue
+		}
+		g := byPipe[p]
+		if g == nil {
+			g = &group{p: p}
+			byPipe[p] = g
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
+		if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
+			g.buf = sc.command(g.buf) // script.go
+		} else {
+			g.buf = n.command(g.buf, it.Req, eval(i))
+		}
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() {
+			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx))
+			for j, i := range g.idx {
+				if err != nil {
+					res[i] = reply{kind: answered}
+					items[i].To.Receive(items[i].Tag, false, err)
+					continue
+				}
+				res[i] = r[j]
+			}
+		})
+	}
+	wg.Wait()
+	return res, nil
+}
+
+// goClusterTrip is clusterTrip through go-redis' cluster pipelines, for a
+// client whose connections only go-redis can make (useCluster). When ctx
+// ended first, the batch fails with ctx's error.
+func (n *Node) goClusterTrip(ctx context.Context, items []batch.Item, eval func(i int) bool) ([]reply, error) {
 	cmds := make([]*redis.Cmd, len(items))
 	p := n.cluster.Pipeline()
 	for i, it := range items {
@@ -167,7 +292,7 @@ func (n *Node) split(ctx context.Context, keys, fenceKeys []string, value string
 		undo = func(keys []string) {
 			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), slots.UndoTimeout)
 			defer cancel()
-			_, _ = n.multi.release.Run(uctx, n.client, keys, value, "").Result()
+			_, _ = n.multi.release.Run(uctx, n.scripter(), keys, value, "").Result()
 		}
 	}
 	ok, fence, err = slots.RunSplit(groups, keys, fenceKeys, step, undo)

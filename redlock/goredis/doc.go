@@ -90,16 +90,26 @@
 // could not deliver). The requests that do go through the client (fenced
 // acquisitions, read-write locks, a client that is not pipelined) may still
 // make go-redis log; a program that does not want those lines calls
-// redis.SetLogger itself, as cmd/dlm does. So may a cluster node's
-// requests, which go through go-redis' cluster pipelines.
+// redis.SetLogger itself, as cmd/dlm does. A cluster node's requests go
+// over its own connections too; go-redis only learns the cluster's slots
+// for it.
 //
 // # Nodes that are Redis Clusters
 //
 // A node may be a Redis Cluster: NewNode of a *redis.ClusterClient, or
 // Dial and DialNode of a URL with cluster=true (NewClusterClient). Such a
 // node is an adapter.ClusterNode, so that the redlock client builds
-// hash-tagged keys; its requests are batched as one go-redis cluster
-// pipeline per batch (one pipeline per master, in queue order); a set whose
+// hash-tagged keys; all its requests (fenced acquisitions, read-write
+// locks and records too) go through its queue, and each batch to the
+// masters of the requests' slots as one pipeline per master, over one
+// connection of the node's own per master, dialled with go-redis' settings
+// for it and fenced as a single node's connection is (a new one closes on
+// its master the connections given up before it carries a request);
+// go-redis only keeps the slot map. go-redis' cluster pipelines are not
+// used: after a failed read they send commands again that the master had
+// already run (up to MaxRedirects times), and answer them wrongly. A
+// ClusterClient with an OnConnect hook or a StreamingCredentialsProvider
+// keeps them, without this order or the fence. A set whose
 // keys span hash slots is stepped once per slot and joined all or nothing
 // (see redlock/internal/slots for the argument); releases are announced by
 // SPUBLISH and heard by SSUBSCRIBE, on the shard of the key only. See the

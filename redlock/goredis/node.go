@@ -40,6 +40,7 @@ type Node struct {
 	putRecord, readRecord *redis.Script // record.go
 
 	cluster *redis.ClusterClient // the client, when it is one (cluster.go)
+	masters *masterPipes         // a cluster's own connections (cluster.go)
 
 	// The batched way (batch.go, conn.go); pipe is nil when the client
 	// cannot be pipelined on (NewNode).
@@ -173,6 +174,9 @@ func (n *Node) goTransfer(ctx context.Context, key, from, value string, ttl time
 func (n *Node) Close() error {
 	if n.pipe != nil {
 		n.pipe.close()
+	}
+	if n.masters != nil {
+		n.masters.close()
 	}
 	if n.owned {
 		return n.client.Close()

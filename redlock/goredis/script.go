@@ -52,9 +52,10 @@ func (c *scriptCall) command(buf []byte) []byte {
 }
 
 // scripter is what the node runs its unbatched scripts with: a
-// redis.Scripter over its queue when it pipelines, else the client.
+// redis.Scripter over its queue when it pipelines on connections of its
+// own (a *redis.Client's, or a cluster's masters'), else the client.
 func (n *Node) scripter() redis.Scripter {
-	if n.pipe == nil {
+	if n.pipe == nil && n.masters == nil {
 		return n.client
 	}
 	return queueScripter{n}

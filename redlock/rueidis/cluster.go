@@ -232,7 +232,10 @@ func (w *shardWatch) Close() error {
 // a Redis Cluster (cluster=true): seeded with its addresses, the rest of
 // the cluster discovered, configured for Redlock as NewClient is (no
 // cache, no retries, one ordered connection per master, every command
-// pipelined). rueidis builds a cluster client only once a seed answers:
+// pipelined), and each new connection to a master closes there the
+// connections given up to it before it carries a request (fence.go), so
+// that no request left behind on one runs after the requests of the
+// connection that replaced it. rueidis builds a cluster client only once a seed answers:
 // it fails when none does. Dial and DialNode do not call it at once: their
 // cluster node builds its client in the background and fails its requests
 // until the cluster answers, as a single node that is down does (lazy.go).
@@ -247,6 +250,10 @@ func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error)
 		opt(&o)
 	}
 	o.BlockingPipeline = -1
+	// Every connection to a master fences the ones given up to it before
+	// (fence.go), as NewClient's do.
+	f := &clusterFence{user: u.Username, pass: u.Password, addrs: map[string]*connFence{}}
+	o.DialCtxFn = f.wrap(o.DialCtxFn)
 	return rueidis.NewClient(o)
 }
 

@@ -53,7 +53,8 @@
 // cluster=true build a rueidis cluster client (NewClusterClient), seeded
 // with the URL's addresses. Such a node is an adapter.ClusterNode, so that
 // the redlock client builds hash-tagged keys; each batch is still one
-// DoMulti, which rueidis sends as one pipeline per master; a set whose keys
+// DoMulti, which rueidis sends as one pipeline per master, and every new
+// connection to a master is fenced as a single node's is; a set whose keys
 // span hash slots is stepped once per slot and joined all or nothing (see
 // redlock/internal/slots); releases are announced by SPUBLISH and heard by
 // one SSUBSCRIBE per watched key on the shard of the key. As a single node

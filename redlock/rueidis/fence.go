@@ -83,6 +83,32 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 	}
 }
 
+// clusterFence is the fence of a cluster client: a connFence per master
+// address, each with its own list of given-up connections, since a
+// connection is closed only by a later one to the same node.
+type clusterFence struct {
+	user, pass string
+
+	mu    sync.Mutex
+	addrs map[string]*connFence
+}
+
+// wrap returns a dial function that dials as inner would (or as rueidis
+// does by default) and fences the connection with the connections given
+// up to the same address.
+func (c *clusterFence) wrap(inner dialFn) dialFn {
+	return func(ctx context.Context, addr string, d *net.Dialer, cfg *tls.Config) (net.Conn, error) {
+		c.mu.Lock()
+		f := c.addrs[addr]
+		if f == nil {
+			f = &connFence{user: c.user, pass: c.pass}
+			c.addrs[addr] = f
+		}
+		c.mu.Unlock()
+		return f.wrap(inner)(ctx, addr, d, cfg)
+	}
+}
+
 // handshake authenticates when the client has credentials, learns who
 // the connection is on the node (CLIENT ID, INFO server) and closes the
 // given-up connections of the same run of the node. A node that refuses

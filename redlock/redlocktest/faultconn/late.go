@@ -22,9 +22,17 @@ import (
 // key once connection 1 is gone from the node.
 func LateRelease(t *testing.T, n adapter.Node, d *HoldDialer, truth *redis.Client) {
 	t.Helper()
+	LateReleaseOver(t, n, d, d.Conns()[0], "late", truth)
+}
+
+// LateReleaseOver is LateRelease with the connection that carries the
+// node's requests named (c1, one of d's: a cluster client dials others,
+// to learn the slots, before it) and the key the scenario locks (a key of
+// c1's master, on a cluster node).
+func LateReleaseOver(t *testing.T, n adapter.Node, d *HoldDialer, c1 *HoldConn, key string, truth *redis.Client) {
+	t.Helper()
 	ctx := t.Context()
-	const key, value = "late", "attempt-value"
-	c1 := d.Conns()[0]
+	const value = "attempt-value"
 	c1.Hold()
 	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	_, err := n.Release(rctx, key, value) // attempt 1's release, on its way
@@ -50,7 +58,7 @@ func LateRelease(t *testing.T, n adapter.Node, d *HoldDialer, truth *redis.Clien
 			break
 		}
 	}
-	if !ok || err != nil || len(d.Conns()) < 2 {
+	if !ok || err != nil || d.Conns()[len(d.Conns())-1] == c1 {
 		t.Fatalf("Acquire(%s) = %v, %v over %d connections; want true over a second one", key, ok, err, len(d.Conns()))
 	}
 	_ = c1.Release() // the late release, then connection 1's end

@@ -1,0 +1,57 @@
+package tcp
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// TestAbsentGeneralIsAFault: one general of the cluster never comes up (its
+// address refuses connections). It is a crash within m, which both
+// algorithms tolerate: every live loyal general decides the commander's
+// order, keeps the schedule and names the absent general among the faults
+// it saw (regression: a peer that never connected was never marked gone,
+// every send to it counted as lost, and every live general said it ran out
+// of time).
+func TestAbsentGeneralIsAFault(t *testing.T) {
+	for _, alg := range []byzantine.Algorithm{byzantine.OM, byzantine.SM} {
+		t.Run(string(alg), func(t *testing.T) {
+			const n, m, absent = 5, 1, 3
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			keys := newKeys(t, n)
+			nodes := make([]*Node, n)
+			addrs := make([]string, n)
+			for i := range nodes {
+				nodes[i] = listenAt(t, "127.0.0.1:0", byzantine.ID(i), keys[i])
+				addrs[i] = nodes[i].Addr()
+			}
+			nodes[absent].Close() // its address now refuses connections
+			nodes[absent] = nil
+			c := clusterOf(addrs, keys)
+			cfg := byzantine.DefaultConfig()
+			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, n, m
+			cfg.Order = byzantine.Attack
+			cfg.RoundTimeout = time.Second
+			start := time.Now().Add(500 * time.Millisecond)
+			res := runNodes(ctx, t, nodes, cfg, keys, c, start)
+			for i, r := range res {
+				if i == absent {
+					continue
+				}
+				if len(r.Overran) > 0 {
+					t.Errorf("general %d says it ran out of time in rounds %v", i, r.Overran)
+				}
+				if i != 0 && r.Decision != byzantine.Attack {
+					t.Errorf("general %d decided %s, want attack", i, r.Decision)
+				}
+				if got := r.FaultyPeers(); !slices.Equal(got, []byzantine.ID{absent}) {
+					t.Errorf("general %d saw faulty peers %v (%+v), want [%d]", i, got, r.Faults, absent)
+				}
+			}
+		})
+	}
+}

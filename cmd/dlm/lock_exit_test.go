@@ -1,0 +1,150 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// TestExitLostBeforeCommandEnds: a lock (plain or --read) or a leadership
+// lost while the command runs, where the command ends before dlm's next
+// extension would have noticed, exits 74 and says so: a second holder may
+// have run meanwhile. The loss is a FLUSHALL of a quorum of nodes or an
+// operator's dlm release --force; the command ends at once after it. The
+// ttl is long (60 s, next extension at 20 s), so only the release at the
+// end can tell. dlm elect --json reports the end as lost, not resigned. A
+// command that ends with the lock still held exits with its own code.
+// Failed before: dlm exited 0 in every lossy row (the release's
+// ErrNotHeld was dropped) and --json said "resigned".
+func TestExitLostBeforeCommandEnds(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	flush := func(t *testing.T) {
+		for _, s := range c.Servers[:2] {
+			if err := s.Client().FlushAll(t.Context()).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	force := func(name string) func(t *testing.T) {
+		return func(t *testing.T) {
+			if r := runDLM(t, 30*time.Second, nil, "release", "--nodes", nodes, "--force", name); r.code != 0 {
+				t.Fatalf("release --force %s: exit %d; stderr: %s", name, r.code, r.stderr)
+			}
+		}
+	}
+	const script = `echo up > "$1"; while [ ! -e "$2" ]; do sleep 0.02; done; exit 3`
+	lockArgs := func(extra ...string) []string {
+		return append(append([]string{"lock", "--nodes", nodes, "--ttl", "60s", "--node-timeout", "2s"}, extra...), "res")
+	}
+	electArgs := []string{"elect", "--nodes", nodes, "--ttl", "60s", "--node-timeout", "2s", "--json", "db", "--id", "a"}
+	for _, tc := range []struct {
+		name string
+		args []string
+		loss func(t *testing.T) // nil: none, the command's own code
+		want int
+	}{
+		{"lock/kept", lockArgs(), nil, 3},
+		{"lock/flushall", lockArgs(), flush, exitLockLost},
+		{"lock/force", lockArgs(), force("res"), exitLockLost},
+		{"read/kept", lockArgs("--read"), nil, 3},
+		{"read/flushall", lockArgs("--read"), flush, exitLockLost},
+		{"read/force", lockArgs("--read"), force("res"), exitLockLost},
+		{"write/flushall", lockArgs("--write"), flush, exitLockLost},
+		{"elect/kept", electArgs, nil, 3},
+		{"elect/flushall", electArgs, flush, exitLockLost},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			up, goFile := filepath.Join(dir, "up"), filepath.Join(dir, "go")
+			args := append(append([]string{}, tc.args...), "--", "sh", "-c", script, "sh", up, goFile)
+			cmd, _, stderr := dlmCmd(t, nil, args...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			redlocktest.Eventually(t, 30*time.Second, func() bool { return fileExists(up) }, "the command never ran; stderr: %s", stderr)
+			// The acquisition returns at a quorum; the last write lands
+			// just after: wait for every node to hold the lock.
+			redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) >= 3 }, "the lock is not on every node: %v", keysOn(c))
+			if tc.loss != nil {
+				tc.loss(t)
+			}
+			if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(40 * time.Second):
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("dlm did not end after its command; stderr: %s", stderr)
+			}
+			if code := exitOf(err); code != tc.want {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.want, stderr)
+			}
+			if tc.loss != nil && !strings.Contains(stderr.String(), "lost") {
+				t.Errorf("stderr does not say the lock or leadership was lost: %s", stderr)
+			}
+			if strings.HasPrefix(tc.name, "elect/") {
+				var ended *electEvent
+				for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+					var ev electEvent
+					if json.Unmarshal([]byte(line), &ev) == nil && ev.Event == "ended" {
+						ended = &ev
+					}
+				}
+				switch {
+				case ended == nil:
+					t.Errorf("no ended event; stderr: %s", stderr)
+				case tc.loss != nil && !strings.HasPrefix(ended.Reason, "lost"):
+					t.Errorf("ended event's reason %q, want it to start with \"lost\"", ended.Reason)
+				case tc.loss == nil && ended.Reason != "resigned":
+					t.Errorf("ended event's reason %q, want \"resigned\"", ended.Reason)
+				}
+			}
+			for _, s := range c.Servers {
+				_ = s.Client().FlushAll(t.Context()).Err()
+			}
+		})
+	}
+}
+
+// TestLockCommandNotRunnable: a command that is not found exits 127, one
+// that exists but cannot be executed (no execute permission, a directory)
+// 126, as shells do. Failed before: 127 for both.
+func TestLockCommandNotRunnable(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "plain")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\necho ran\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, cmd string
+		want      int
+	}{
+		{"missing", filepath.Join(dir, "missing"), 127},
+		{"missing on PATH", "no-such-command-dlm-test", 127},
+		{"not executable", plain, 126},
+		{"directory", dir, 126},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "res", "--", tc.cmd)
+			if r.code != tc.want {
+				t.Errorf("exit %d, want %d; stderr: %s", r.code, tc.want, r.stderr)
+			}
+			if strings.Contains(r.stdout, "ran") {
+				t.Errorf("the command ran")
+			}
+		})
+	}
+}

@@ -1,0 +1,111 @@
+package goredis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"dlm/redlock/goredis"
+	"dlm/redlock/redlocktest"
+	"dlm/redlock/redlocktest/faultconn"
+)
+
+// holdClusterNode returns a node over a one-master Redis Cluster whose
+// connections are HoldConns (d), once it answered a first acquisition;
+// c is the connection that carried it (the client dialled others before,
+// to learn the slots), and truth a client of the master that no test
+// touches.
+func holdClusterNode(t *testing.T) (n *goredis.Node, d *faultconn.HoldDialer, c *faultconn.HoldConn, truth *redis.Client) {
+	t.Helper()
+	cl := redlocktest.StartRedisCluster(t, 1, 0)
+	d = &faultconn.HoldDialer{}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: cl.Addrs(), Dialer: d.Dial, MaxRetries: -1, MaxRedirects: 3,
+		ContextTimeoutEnabled: true, DialTimeout: time.Second, Protocol: 2,
+	})
+	t.Cleanup(func() { _ = cc.Close() })
+	n = goredis.NewNode(cc, "cluster")
+	t.Cleanup(func() { _ = n.Close() })
+	if ok, err := n.Acquire(t.Context(), "{first}", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
+	}
+	conns := d.Conns()
+	return n, d, conns[len(conns)-1], cl.Masters()[0].Client()
+}
+
+// A cluster node's requests to one master run there in the order they
+// were made, whatever way they take: a fenced acquisition (attempt 2)
+// made after a release of the same value (attempt 1, as WithValue
+// retries) never runs before that release. Before the fix the fenced
+// acquisition went through the go-redis cluster client's pool while the
+// release went by a cluster pipeline: with the release's bytes held back
+// on the way, the acquisition set the key, answered true, and the late
+// release then deleted it.
+func TestClusterFencedAcquisitionStaysBehindRelease(t *testing.T) {
+	n, _, own, truth := holdClusterNode(t)
+	ctx := t.Context()
+	const key, fenceKey, value = "{fenced}", "dlm:fence:{fenced}", "attempt-value"
+	own.Hold()
+	rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	_, err := n.Release(rctx, key, value) // attempt 1's release, held back
+	cancel()
+	if err == nil {
+		t.Fatal("held Release answered; want an error")
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	acq := make(chan result, 1)
+	go func() {
+		ok, _, err := n.AcquireFenced(ctx, key, fenceKey, value, time.Minute) // attempt 2
+		acq <- result{ok, err}
+	}()
+	var got result
+	answered := false
+	// Written behind the release (held too), or answered over another way.
+	for !answered && own.HeldWrites() < 2 {
+		select {
+		case got = <-acq:
+			answered = true
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if err := own.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if !answered {
+		got = <-acq
+	}
+	if !got.ok || got.err != nil {
+		t.Fatalf("AcquireFenced = %v, %v; want true", got.ok, got.err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// The release ran, or never will: a request behind both, or the
+	// connection gone.
+	if _, err := n.Acquire(wctx, "{barrier}", "v", time.Minute); err != nil {
+		if err := faultconn.WaitGone(wctx, truth, own); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held, err := truth.Get(ctx, key).Result()
+	if err != nil && err != redis.Nil {
+		t.Fatal(err)
+	}
+	if held != value {
+		t.Errorf("the master holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
+	}
+}
+
+// A request left behind on a connection to a cluster master that the
+// node gave up never runs on the master after the requests of the
+// connection that replaced it. Before the fix a cluster node's requests
+// went through go-redis' cluster pool, whose new connections close
+// nothing: attempt 1's late release deleted the key attempt 2 counted.
+func TestClusterReplacedConnectionCannotRunLate(t *testing.T) {
+	n, d, own, truth := holdClusterNode(t)
+	faultconn.LateReleaseOver(t, n, d, own, "{late}", truth)
+}

@@ -1,0 +1,129 @@
+package redlock_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// A waiter whose first attempt overlaps the holder's release must not
+// sleep out the retry delay while the key is free. Its attempt failed, it
+// subscribed too late to hear the release announced on the nodes it
+// listens on, and the look it takes after subscribing (is the key free
+// already?) is all that can wake it. Two ways that look went wrong, each
+// with the order of requests forced on 5 in-memory nodes, of which the
+// waiter listens on two (a and b) and the others are c, d, e:
+//
+//   - split: the holder released a and b before the waiter's attempt, c,
+//     d and e after it: the attempt set a and b, two of the three it
+//     needs (a split vote), and gave them back. The look found the key
+//     free, and woke nobody, because the waiter's attempt had split the
+//     votes.
+//   - late: the holder released a and b before the attempt, whose
+//     requests to a and b were answered only after it failed on c, d and
+//     e (the holder released those after that). The look read a node
+//     where the waiter's own late attempt still held the key, before its
+//     release came, and took the key for held.
+//
+// Before the fix, both waited the whole retry delay ("acquired after
+// 1.6s, want before the minimum retry delay 1s").
+func TestWaiterOverlappingReleaseDoesNotSleep(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		name := "split"
+		if late {
+			name = "late"
+		}
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { waiterOverlappingRelease(t, late) })
+		})
+	}
+}
+
+func waiterOverlappingRelease(t *testing.T, late bool) {
+	const (
+		ttl      = 30 * time.Second
+		retryMin = time.Second
+		key      = "dlm:lock:r"
+		holder   = "holder's value"
+	)
+	ctx := context.Background()
+	nodes, mems := redlocktest.NewMemNodes(5)
+	c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(retryMin, 2*retryMin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// Every node has answered the client: it listens where the key's
+	// hash says (watchSet).
+	warm, err := c.Lock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	watched := redlock.WatchNodes(c, "r")
+	if len(watched) != 2 {
+		t.Fatalf("the client listens on %v, want 2 nodes", watched)
+	}
+	var ab, cde []*redlocktest.MemNode
+	for i, m := range mems {
+		if slices.Contains(watched, i) {
+			ab = append(ab, m)
+		} else {
+			cde = append(cde, m)
+		}
+	}
+	for _, m := range mems {
+		if ok, err := m.Acquire(ctx, key, holder, ttl); !ok || err != nil {
+			t.Fatalf("the holder's key on %v: %v %v", m, ok, err)
+		}
+	}
+	for _, m := range ab { // before the waiter's attempt
+		m.ReleaseAnnounce(ctx, key, holder)
+	}
+	frozen := cde
+	if late {
+		frozen = mems
+	}
+	for _, m := range frozen {
+		m.Freeze()
+	}
+	type result struct {
+		l   *redlock.Lock
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := c.Lock(ctx, "r")
+		got <- result{l, err}
+	}()
+	synctest.Wait() // the attempt is on every node's wire
+	for _, m := range cde {
+		go m.ReleaseAnnounce(ctx, key, holder) // behind the attempt
+	}
+	synctest.Wait()
+	for _, m := range cde {
+		m.Thaw() // the attempt is refused, then the holder releases
+	}
+	start := time.Now()
+	if late {
+		synctest.Wait() // the waiter failed, subscribed and looks
+		for _, m := range ab {
+			m.Thaw() // the attempt's late answers, and the look
+		}
+	}
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("Lock = %v", r.err)
+	}
+	defer r.l.Unlock(ctx)
+	if waited := time.Since(start); waited >= retryMin {
+		t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, retryMin)
+	}
+}
