@@ -391,6 +391,29 @@ func (r *InteractiveResult) Verify() error {
 	return &VectorError{IC1: e1 == nil, IC2: e2 == nil, Entries: entries}
 }
 
+// FaultyGenerals returns, in increasing order, every general the run
+// counts as faulty in any instance, in the generals' own ids: traitors,
+// crashed generals, and peers a loyal survivor saw fail over a real
+// transport (see Result.FaultyGenerals).
+func (r *InteractiveResult) FaultyGenerals() []ID {
+	var ids []ID
+	for i, inst := range r.Instances {
+		for _, id := range inst.FaultyGenerals() {
+			if own := InstanceID(ID(i), id); !slices.Contains(ids, own) {
+				ids = append(ids, own)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TooManyFaults reports whether more than m generals were faulty: the run
+// is then outside what the vector conditions are guaranteed for.
+func (r *InteractiveResult) TooManyFaults() bool {
+	return len(r.FaultyGenerals()) > r.Config.Config.MaxTraitors
+}
+
 // OutOfTime returns the loyal generals that did not keep the schedule in
 // some instance (GeneralResult.Overran, real transports only): when it is
 // not empty, the run's vectors prove nothing.

@@ -50,6 +50,10 @@ type Report struct {
 	// Heard lists the generals whose own value reached it directly in
 	// time this epoch: its report for the next.
 	Heard []byzantine.ID `json:"heard"`
+	// Seen lists the peers this general saw fail over the transport this
+	// epoch (absent, gone, or late with a round's end), the first failure
+	// of each.
+	Seen []byzantine.PeerFault `json:"seen_faulty,omitempty"`
 	// OutOfTime lists the rounds in which it did not keep the schedule:
 	// its vector, and so its decision, then prove nothing.
 	OutOfTime []int `json:"out_of_time,omitempty"`
@@ -143,6 +147,7 @@ func (mb *Member) Run(ctx context.Context, s Schedule, run RunEpoch, each func(R
 			}
 		}
 		rep.OutOfTime = res.Overran()
+		rep.Seen = res.Faults()
 		if err := each(rep); err != nil {
 			return err
 		}

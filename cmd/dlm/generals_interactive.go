@@ -96,10 +96,20 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 	if late := res.OutOfTime(); len(late) > 0 {
 		return withCode(exitInconclusive, errors.New(outOfTimeText(late)))
 	}
+	if res.TooManyFaults() {
+		return withCode(exitInconclusive, errors.New(interactiveTooManyFaultsText(res)))
+	}
 	if err := res.Verify(); err != nil {
 		return withCode(exitFailure, err)
 	}
 	return nil
+}
+
+// interactiveTooManyFaultsText says that more than m generals were
+// faulty in an interactive run.
+func interactiveTooManyFaultsText(res *byzantine.InteractiveResult) string {
+	f := res.FaultyGenerals()
+	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone or late by a loyal general), %d > m = %d, so the vector conditions are not guaranteed and the vectors prove nothing", f, len(f), res.Config.Config.MaxTraitors)
 }
 
 // interactiveHeader names the run in one line.
@@ -197,6 +207,8 @@ func writeInteractiveText(w io.Writer, transport string, res *byzantine.Interact
 	}
 	if late := res.OutOfTime(); len(late) > 0 {
 		fmt.Fprintf(w, "verdict: %s\n", outOfTimeText(late))
+	} else if res.TooManyFaults() {
+		fmt.Fprintf(w, "verdict: %s\n", interactiveTooManyFaultsText(res))
 	}
 }
 
@@ -228,6 +240,7 @@ type interactiveJSON struct {
 	Violations          []byzantine.EntryError         `json:"violations"`
 	Verdict             string                         `json:"verdict"`
 	OutOfTime           []byzantine.ID                 `json:"out_of_time,omitempty"`
+	FaultyGenerals      []byzantine.ID                 `json:"faulty_generals"`
 }
 
 func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.InteractiveResult) error {
@@ -285,9 +298,15 @@ func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.Interact
 			out.Violations = ve.Entries
 		}
 	}
+	out.FaultyGenerals = res.FaultyGenerals()
+	if out.FaultyGenerals == nil {
+		out.FaultyGenerals = []byzantine.ID{}
+	}
 	if late := res.OutOfTime(); len(late) > 0 {
 		out.OutOfTime = late
 		out.Verdict = outOfTimeText(late)
+	} else if res.TooManyFaults() {
+		out.Verdict = interactiveTooManyFaultsText(res)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
