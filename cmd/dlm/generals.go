@@ -119,6 +119,7 @@ Exit status:
 	fl.BoolVar(&f.trace, "trace", false, "print the message flow round by round")
 	fl.StringVar(&f.report, "report", "", "write the run as a self-contained HTML page: messages per round, each loyal lieutenant's decision, the verdict")
 	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd(), newGeneralsExhaustCmd(), newGeneralsSweepCmd())
+	cmd.AddCommand(newGeneralsEpochCmd(useLeader), newGeneralsEpochCmd(useFailures), newGeneralsEpochCmd(useClock))
 	return cmd
 }
 
