@@ -105,6 +105,9 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if err := o.validateFencing(nodes, names); err != nil {
 		return nil, err
 	}
+	if err := o.checkReplicas(nodes, names); err != nil { // replicas.go
+		return nil, err
+	}
 	quorum, err := quorumFor(len(nodes), o)
 	if err != nil {
 		return nil, err

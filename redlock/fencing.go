@@ -252,8 +252,16 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 // token, so that the token goes down (election terms too). Each node that
 // has adapter.FenceFloorNode keeps a floor key, named by the fence prefix
 // itself (no resource has an empty name, so no fence key is the prefix);
-// it never expires, so a node without it is new or lost its keys. Phase 1
-// reads it with the fence (the fence counts as at least the floor). When
+// it never expires (without WithFenceRetention), so a node without it is
+// new or lost its keys. A Redis server writes its replication id into the
+// floor key beside the token, and a floor written under another id counts
+// as missing: a server gets a new replication id when it restarts and
+// when a replica of it is promoted, and a promoted replica may lack its
+// master's last fence raises (replication is asynchronous) while it holds
+// the floor key, replicated long before; it is then repaired as a node
+// that lost its keys, which is what makes a failover by hand safe for
+// tokens (docs/fencing.md). Phase 1 reads the floor with the fence (the
+// fence counts as at least the floor). When
 // every node of the acquiring quorum kept its floor, the token is the
 // quorum max-register's, as before. When one did not, the token is at
 // least the wall clock in microseconds (repairFloor), and phase 2 sets the
@@ -269,7 +277,10 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 // kept its fence since t (at least t), or Y lost its keys after t and a
 // later repair set its floor to a clock value above t. Either way the read
 // is at least t and the token above it. The wall clock is trusted only
-// after a loss, as WithFenceRetention trusts it after a gap.
+// after a loss, as WithFenceRetention trusts it after a gap. With
+// WithFenceRetention the floor key expires with the retention, as the fence
+// keys do: every token is then at least the clock already, so a floor
+// that expired adds nothing the clock does not.
 
 // floorSuffix names a resource's own floor key, its fence key and this,
 // where keys carry hash tags (a Redis Cluster node): a floor per resource

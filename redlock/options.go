@@ -68,6 +68,7 @@ type clientOptions struct {
 	ownerSet       bool
 	hashTags       bool       // WithHashTags (keys.go)
 	byzantine      int        // WithByzantineNodes (byzantine.go)
+	promotable     bool       // WithPromotableReplicas (replicas.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
 

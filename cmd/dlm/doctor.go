@@ -79,10 +79,10 @@ docs/operations.md ("dlm status and dlm doctor") explains every finding.
   reachable: a node that does not answer takes no part in locks
 
 A node that is a Redis Cluster (cluster=true in its URL) is checked master
-by master: cluster state and slot coverage, eviction and persistence of
-each master, its replicas and whether they fail over before a lock's ttl
-has passed (a promoted replica may lack the last locks), and each
-master's clock against the others.
+by master: cluster state and slot coverage, eviction, persistence and fence
+keys of each master, its replicas (a FAIL for a replica that may promote
+itself, whatever the node timeout: it may lack the master's last locks),
+and each master's clock against the others.
 
 Exits 1 when a finding breaks safety (FAIL), 69 when fewer nodes answer than
 a quorum needs, else 0; warnings (WARN) do not change the exit code.`,

@@ -218,35 +218,35 @@ func clusterFindings(cp clusterProbe, maxSkew time.Duration) []finding {
 	return append(fs, cf...)
 }
 
-// replicaFinding judges a master's replicas: a replica that takes the
-// master's slots over before the largest ttl has passed may lack the last
-// locks the master granted (replication is asynchronous), which is a node
-// that forgot its locks (R16).
+// replicaFinding judges a master's replicas. A replica that may promote
+// itself is a FAIL whatever its cluster-node-timeout: replication is
+// asynchronous, and a master cut from the rest of its cluster while clients
+// still reach it keeps granting locks until its node timeout, none of which
+// reach the replica, promoted soon after, within their ttl: a node that
+// forgot its locks (R16), and two clients may hold one. Replicas with
+// cluster-replica-no-failover yes are a WARN: the failover by hand must
+// follow the procedure of docs/operations.md.
 func replicaFinding(m probe, rs []replicaProbe) finding {
 	f := finding{Node: m.Node, Rule: "R16"}
 	if len(rs) == 0 {
 		f.Sev, f.What = sevOK, "no replicas: no failover can hand its slots to a server that missed a lock"
 		return f
 	}
-	maxTTL, _ := time.ParseDuration(m.NodeMaxTTL)
 	var auto []string
 	for _, r := range rs {
-		switch {
-		case r.NoFailover:
-		case maxTTL > 0 && r.NodeTimeout > maxTTL:
-		default:
+		if !r.NoFailover {
 			auto = append(auto, fmt.Sprintf("%s (cluster-node-timeout %v)", r.Addr, r.NodeTimeout))
 		}
 	}
 	switch {
 	case len(auto) > 0:
 		f.Sev = sevFail
-		f.What = fmt.Sprintf("replica(s) %s fail over on their own, possibly before a lock's ttl has passed: a promoted replica may lack the last lock keys (asynchronous replication), and two clients may hold a lock", strings.Join(auto, ", "))
-		f.Fix = "set cluster-replica-no-failover yes on the replicas and fail over by hand only after the max ttl, or raise cluster-node-timeout above the max ttl (and record it: dlm node --max-ttl), or remove the replicas"
+		f.What = fmt.Sprintf("replica(s) %s fail over on their own: a master cut from its cluster keeps granting locks until the node timeout and its replica is promoted without them (asynchronous replication), whatever the node timeout, so two clients may hold a lock; the clients refuse this node (redlock.ErrPromotableReplica)", strings.Join(auto, ", "))
+		f.Fix = "set cluster-replica-no-failover yes on every replica (CONFIG SET and redis.conf) and fail over only by hand as docs/operations.md says, or remove the replicas"
 	default:
 		f.Sev = sevWarn
-		f.What = fmt.Sprintf("%d replica(s) that never fail over before the max ttl (cluster-replica-no-failover, or cluster-node-timeout above --max-ttl %s)", len(rs), orDash(m.NodeMaxTTL))
-		f.Fix = "a failover by hand (CLUSTER FAILOVER TAKEOVER) must wait longer than the max ttl after the master stopped; a forced failover earlier can break mutual exclusion"
+		f.What = fmt.Sprintf("%d replica(s) that never fail over on their own (cluster-replica-no-failover yes; max ttl %s)", len(rs), orDash(m.NodeMaxTTL))
+		f.Fix = "fail over by hand only after the old master stopped taking writes (stop it) and the max ttl has passed since, then CLUSTER FAILOVER TAKEOVER on the replica (docs/operations.md)"
 	}
 	return f
 }

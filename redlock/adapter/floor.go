@@ -8,9 +8,13 @@ import (
 // FenceFloorNode is an optional capability of a FencingNode: the repair of
 // a node that lost its fence values (a restart without persistence, R16.1),
 // so that tokens do not go down after it (redlock/fencing.go argues it).
-// A node keeps one floor key: a client sets it, and it never expires, so
-// its absence tells that the node is new or lost every key since a client
-// last marked it. Each method must be one atomic step on the node (one Lua
+// A node keeps a floor key (one, or one per resource with hash tags): a
+// client sets it, and it expires only with the fence retention, so its
+// absence tells that the node is new or lost every key since a client last
+// marked it. A node that can tell that it lost writes in another way (a
+// Redis server whose replication id changed: a restart, or a replica
+// promoted without its master's last writes) reports the floor as not kept
+// too. Each method must be one atomic step on the node (one Lua
 // script on Redis: the fencing scripts with the floor key as a third key).
 //
 // A client uses the methods for the single-resource exclusive locks of a
@@ -21,12 +25,14 @@ type FenceFloorNode interface {
 	// AcquireFencedFloor is AcquireFenced that also reads the floor key:
 	// when it set the key, fence is the larger of the resource's fence
 	// value and the floor (a missing fence or floor counts as 0), and kept
-	// reports whether the floor key exists. When it did not set the key,
+	// reports whether the floor key exists and the node kept its writes
+	// since it was set. When it did not set the key,
 	// fence is 0 and kept is true.
 	AcquireFencedFloor(ctx context.Context, key, fenceKey, floorKey, value string, ttl time.Duration) (ok bool, fence uint64, kept bool, err error)
 	// RaiseFenceRepair is RaiseFence that, when it sets the fence, also
-	// sets the floor key to token if the floor key is missing, in the same
-	// atomic step. The client calls it only with a token above every
+	// sets the floor key to token if the floor key is missing or not kept
+	// (AcquireFencedFloor), with the retention as its expiry (0: none), in
+	// the same atomic step. The client calls it only with a token above every
 	// earlier token of every resource.
 	RaiseFenceRepair(ctx context.Context, key, fenceKey, floorKey, value string, token uint64, retention time.Duration) (bool, error)
 }

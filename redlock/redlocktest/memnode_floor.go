@@ -65,7 +65,13 @@ func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAll bool) memResult {
 		floor, err := n.fenceLocked(c.floorKey, now)
 		res.fence, res.err = max(res.fence, floor), err
 	case !kept && !lieAll:
-		n.keys[c.floorKey] = memEntry{value: strconv.FormatUint(c.token, 10)}
+		// The floor keeps the retention as its expiry, as the fencing
+		// scripts set it.
+		var exp time.Time
+		if c.retention > 0 {
+			exp = now.Add(c.retention)
+		}
+		n.keys[c.floorKey] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
 	}
 	return res
 }

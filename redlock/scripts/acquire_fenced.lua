@@ -1,16 +1,18 @@
 -- R3 + R18, phase 1 of fencing: set the lock key only if it does not exist
 -- and, when it was set, read the resource's fence value in the same step.
--- KEYS[1] lock key; KEYS[2] fence key; KEYS[3], optional, the node's fence
--- floor key; ARGV[1] value; ARGV[2] ttl in ms.
+-- KEYS[1] lock key; KEYS[2] fence key; KEYS[3], optional, the fence floor
+-- key; ARGV[1] value; ARGV[2] ttl in ms.
 -- Returns {1, fence} when the key was set (fence "0" when absent), else
 -- {0, "0"}. The fence is returned as a string: Lua numbers are doubles.
 -- With KEYS[3] (the restart repair, see redlock/fencing.go): returns
 -- {1, fence, kept} where fence is the larger of the resource's fence and
--- the node's floor, and kept is 1 when the floor key exists (the node kept
--- its fence values since a client marked it) and 0 when it does not (the
--- node is new, or restarted without persistence and lost every fence);
--- {0, "0", 1} when the key was not set. Decimal strings are compared by
--- length, then bytewise, so that values beyond 2^53 compare exactly.
+-- the floor's token, and kept is 1 when the floor key exists and was set
+-- while this server had its current replication id, 0 otherwise (the
+-- server is new, restarted and may have lost fence values, or is a
+-- replica promoted without the last writes of its master: a new
+-- replication id); {0, "0", 1} when the key was not set. The floor key
+-- holds "token replid". Decimal strings are compared by length, then
+-- bytewise, so that values beyond 2^53 compare exactly.
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 	local f = redis.call("GET", KEYS[2]) or "0"
 	if #KEYS < 3 then
@@ -20,8 +22,16 @@ if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 	if not floor then
 		return {1, f, 0}
 	end
-	if #floor > #f or (#floor == #f and floor > f) then
-		f = floor
+	local tok, id = string.match(floor, "^(%d+) (%x+)$")
+	local cur = string.match(redis.call("INFO", "replication"), "master_replid:(%x+)")
+	if not tok then
+		return {1, f, 0}
+	end
+	if #tok > #f or (#tok == #f and tok > f) then
+		f = tok
+	end
+	if id ~= cur then
+		return {1, f, 0}
 	end
 	return {1, f, 1}
 end

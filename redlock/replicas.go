@@ -1,0 +1,104 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"dlm/redlock/adapter"
+)
+
+// ErrPromotableReplica is wrapped (with ErrInvalid) by the error of New
+// when a node that is a Redis Cluster has a replica that may promote itself
+// (cluster-replica-no-failover not set on it).
+//
+// Why such a replica is refused, whatever cluster-node-timeout says:
+// replication is asynchronous, so a replica holds the master's lock keys
+// only some time after the master granted them. A replica promotes itself
+// once its master was unreachable from the cluster for the node timeout,
+// and a master cut from the rest of its cluster (its cluster bus and its
+// replication) while clients still reach it keeps granting locks until
+// that same node timeout, none of which reach the replica: promoted a few
+// hundred milliseconds to seconds later, it serves the slots without
+// those keys, within their ttl, and a second client can acquire a lock
+// that the first still holds. No node timeout orders the promotion
+// after the expiry of every lock the master granted, so the only
+// failovers that keep locks are made by hand, after the old master has
+// stopped and the largest ttl has passed (docs/operations.md); replicas
+// with cluster-replica-no-failover yes allow exactly those.
+var ErrPromotableReplica = errors.New("redlock: cluster node has a replica that may promote itself")
+
+// WithPromotableReplicas makes New accept nodes that are Redis Clusters
+// with replicas that may promote themselves (ErrPromotableReplica says
+// why New refuses them by default). A promotion then makes the node forget
+// the last locks of its master's slots, like a restart without
+// persistence: safe only if the other nodes make a quorum without it
+// (WithByzantineNodes, counted among the nodes that may lie). Default
+// off: New asks each cluster node that lists its replicas
+// (adapter.ReplicaNode) and refuses it when one may promote itself.
+func WithPromotableReplicas() Option {
+	return clientOption(func(o *clientOptions) { o.promotable = true })
+}
+
+// replicaCheckTimeout is the least time New waits for a cluster node's list
+// of replicas: the first request of a cluster client also learns the
+// cluster's slot map, so a loaded machine may take more than the node
+// timeout. A node that does not answer in time is not refused: the client
+// cannot see its replicas (dlm doctor can).
+const replicaCheckTimeout = time.Second
+
+// checkReplicas refuses the cluster nodes whose replicas may promote
+// themselves (New), asking every such node at once.
+func (o clientOptions) checkReplicas(nodes []Node, names []string) error {
+	if o.promotable {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), max(o.nodeTimeout, replicaCheckTimeout))
+	defer cancel()
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		rn, ok := n.(adapter.ReplicaNode)
+		if !ok || !rn.Cluster() {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps, err := rn.Replicas(ctx)
+			if err != nil {
+				return // unseen: not refused
+			}
+			errs[i] = promotableError(names[i], reps)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// promotableError is the error of New for node's replicas, or nil when
+// none may promote itself.
+func promotableError(node string, reps []adapter.Replica) error {
+	var bad []string
+	for _, r := range reps {
+		if r.Promotable {
+			bad = append(bad, fmt.Sprintf("%s (replica of %s)", r.Addr, orUnknown(r.Master)))
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: node %q: %s may promote itself, possibly without the master's last lock keys (replication is asynchronous; a master cut from its cluster keeps granting locks until the node timeout); set cluster-replica-no-failover yes on every replica and fail over only by hand after the largest ttl, remove the replicas, or accept the risk with WithPromotableReplicas",
+		ErrInvalid, ErrPromotableReplica, node, strings.Join(bad, ", "))
+}
+
+// orUnknown is s, or "an unknown master" when s is empty.
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown master"
+	}
+	return s
+}

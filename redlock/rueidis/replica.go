@@ -1,0 +1,24 @@
+package rueidis
+
+import (
+	"context"
+
+	"dlm/redlock/adapter"
+	"dlm/redlock/scripts"
+)
+
+var _ adapter.ReplicaNode = (*Node)(nil)
+
+// Replicas returns the replicas of the cluster's masters as the cluster
+// reports them (adapter.ReplicaNode); none when the node is not a cluster.
+func (n *Node) Replicas(ctx context.Context) ([]adapter.Replica, error) {
+	if !n.cluster {
+		return nil, nil
+	}
+	c := n.conn(ctx)
+	txt, err := c.Do(ctx, c.B().ClusterNodes().Build()).ToString()
+	if err != nil {
+		return nil, err
+	}
+	return scripts.ClusterReplicas(txt), nil
+}
