@@ -351,9 +351,13 @@ func (r *InteractiveResult) vectorErrors(ic1 bool) []EntryError {
 			continue
 		}
 		var ref Order
-		for o, c := range counts {
-			if c > counts[ref] || (c == counts[ref] && o < ref) {
-				ref = o
+		if r.loyalOwner(entry) {
+			ref = r.Config.Values[entry] // IC2 says what it must be
+		} else {
+			for o, c := range counts {
+				if c > counts[ref] || (c == counts[ref] && o < ref) {
+					ref = o
+				}
 			}
 		}
 		for _, g := range loyal {
@@ -372,7 +376,42 @@ func (r *InteractiveResult) Verify() error {
 	if e1 == nil && e2 == nil {
 		return nil
 	}
-	return &VectorError{IC1: e1 == nil, IC2: e2 == nil, Entries: append(e1, e2...)}
+	entries := e2
+	for _, x := range e1 {
+		if !slices.ContainsFunc(e2, func(y EntryError) bool { return y.General == x.General && y.Entry == x.Entry }) {
+			entries = append(entries, x)
+		}
+	}
+	slices.SortFunc(entries, func(a, b EntryError) int {
+		if a.General != b.General {
+			return int(a.General - b.General)
+		}
+		return int(a.Entry - b.Entry)
+	})
+	return &VectorError{IC1: e1 == nil, IC2: e2 == nil, Entries: entries}
+}
+
+// FaultyGenerals returns, in increasing order, every general the run
+// counts as faulty in any instance, in the generals' own ids: traitors,
+// crashed generals, and peers a loyal survivor saw fail over a real
+// transport (see Result.FaultyGenerals).
+func (r *InteractiveResult) FaultyGenerals() []ID {
+	var ids []ID
+	for i, inst := range r.Instances {
+		for _, id := range inst.FaultyGenerals() {
+			if own := InstanceID(ID(i), id); !slices.Contains(ids, own) {
+				ids = append(ids, own)
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// TooManyFaults reports whether more than m generals were faulty: the run
+// is then outside what the vector conditions are guaranteed for.
+func (r *InteractiveResult) TooManyFaults() bool {
+	return len(r.FaultyGenerals()) > r.Config.Config.MaxTraitors
 }
 
 // OutOfTime returns the loyal generals that did not keep the schedule in

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -38,6 +39,27 @@ func (r InteractiveGeneralResult) Overran() []int {
 		}
 	}
 	return rounds
+}
+
+// Faults returns the peers the general saw fail in any instance (absent,
+// gone or late; see GeneralResult.Faults), in the generals' own ids, the
+// first failure of each, in increasing order of id.
+func (r InteractiveGeneralResult) Faults() []PeerFault {
+	var out []PeerFault
+	for i, in := range r.Instances {
+		for _, f := range in.Faults {
+			f.ID = InstanceID(ID(i), f.ID)
+			k := slices.IndexFunc(out, func(x PeerFault) bool { return x.ID == f.ID })
+			switch {
+			case k < 0:
+				out = append(out, f)
+			case f.Round < out[k].Round:
+				out[k] = f
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b PeerFault) int { return int(a.ID - b.ID) })
+	return out
 }
 
 func containsInt(xs []int, x int) bool {

@@ -102,3 +102,29 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 	ic.Config.RunID = RunID(c, start, ic.Config.Seq)
 	return byzantine.AssembleInteractive(ic, results), nil
 }
+
+// RunInteractiveEpoch runs general id's part of one epoch of a team that
+// runs interactive consistency in epochs: it listens on addr (the
+// general's cluster address), runs RunInteractiveNode from start with
+// value as its private value, and closes the listener, so the next epoch
+// listens afresh. Each general knows only its own value: the other entries
+// of ic.Values are placeholders. The sequence number is derived from
+// start, so every epoch is its own run (run id, signatures, handshakes).
+func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
+	n := ic.Config.Generals
+	if int(id) < 0 || int(id) >= n {
+		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d out of range 0..%d", ErrCluster, id, n-1)
+	}
+	ic.Values = make([]byzantine.Order, n)
+	for i := range ic.Values {
+		ic.Values[i] = "-"
+	}
+	ic.Values[id] = value
+	ic.Config.Seq = uint64(start.UnixNano())
+	node, err := Listen(addr, id, priv, 0)
+	if err != nil {
+		return byzantine.InteractiveGeneralResult{}, err
+	}
+	defer node.Close()
+	return RunInteractiveNode(ctx, node, ic, priv, c, start)
+}

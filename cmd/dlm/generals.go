@@ -49,12 +49,20 @@ const exitCouldNotRun = exitUnavailable
 // decisions, the counters and the IC1/IC2 verdict.
 func newGeneralsCmd() *cobra.Command {
 	var f generalsFlags
+	var fi interactiveFlags
 	cmd := &cobra.Command{
 		Use:   "generals",
 		Short: "Run Byzantine agreement (OM(m) or SM(m)) and check IC1/IC2",
 		Long: `Run the Byzantine generals algorithms: OM(m) with oral messages or SM(m)
 with ed25519-signed messages, with chosen traitors and strategies, and check
 the interactive consistency conditions IC1 and IC2.
+
+--interactive gives every general a private value (--values V0,V1,...)
+and runs one instance per general, each general the commander of its own
+value: every loyal general decides the vector of all values, the same
+vector for all of them, with each loyal general's own value at its index
+(--json adds "vectors"). --every-traitor-set runs that for every set of at
+most m traitors under every strategy.
 
 The commander is general 0. --faulty lists the traitors, as ids (using
 --strategy) or id:strategy pairs: --faulty 0:two-faced,3:silent.
@@ -91,18 +99,27 @@ Exit status:
   dlm generals --algorithm sm --generals 3 --traitors 1 --faulty 0 --trace
   dlm generals --algorithm om --generals 3 --traitors 1 --faulty 2 --strategy flip --unsafe
   dlm generals --generals 7 --traitors 2 --faulty 0,4 --strategy colluding --transport tcp --json
-  dlm generals --transport tcp --crash 2@1`,
+  dlm generals --transport tcp --crash 2@1
+  dlm generals --interactive --values north,east,south,west --faulty 2 --strategy flip --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fi.on {
+				return runGeneralsInteractive(cmd.Context(), f, fi, cmd.OutOrStdout())
+			}
+			if fi.values != "" || fi.every {
+				return usageErrorf("--values and --every-traitor-set need --interactive")
+			}
 			return runGenerals(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	addGeneralsRunFlags(cmd, &f)
+	addInteractiveFlags(cmd, &fi)
 	fl := cmd.Flags()
 	fl.StringVar(&f.transport, "transport", "memory", "memory (deterministic, in process) or tcp (one process per general)")
 	fl.BoolVar(&f.trace, "trace", false, "print the message flow round by round")
 	fl.StringVar(&f.report, "report", "", "write the run as a self-contained HTML page: messages per round, each loyal lieutenant's decision, the verdict")
 	cmd.AddCommand(newGeneralsServeCmd(), newGeneralsNodeCmd(), newGeneralsKeygenCmd(), newGeneralsExhaustCmd(), newGeneralsSweepCmd())
+	cmd.AddCommand(newGeneralsEpochCmd(useLeader), newGeneralsEpochCmd(useFailures), newGeneralsEpochCmd(useClock))
 	return cmd
 }
 

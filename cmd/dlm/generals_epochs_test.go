@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// epochCluster makes n keys and a cluster file on free loopback ports, as
+// docs/agreement.md does, and returns the directory and the file.
+func epochCluster(t *testing.T, n int) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	var cluster struct {
+		Generals []map[string]any `json:"generals"`
+	}
+	for i := range n {
+		key := filepath.Join(dir, fmt.Sprintf("g%d.key", i))
+		code, out, stderr := runGeneralsCLI(t, "keygen", "--out", key)
+		if code != exitOK {
+			t.Fatalf("keygen: exit %d: %s", code, stderr)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cluster.Generals = append(cluster.Generals, map[string]any{"id": i, "addr": addr, "public_key": strings.TrimSpace(out)})
+	}
+	b, _ := json.Marshal(cluster)
+	file := filepath.Join(dir, "cluster.json")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, file
+}
+
+// TestGeneralsEpochCommands runs "dlm generals leader|failures|clock" for
+// four generals over loopback TCP, one of them lying (it claims to hear
+// from nobody, or its clock reads an hour off), and checks that every
+// loyal general prints the same decision every epoch.
+func TestGeneralsEpochCommands(t *testing.T) {
+	const n, epochs = 4, 2
+	for _, tc := range []struct {
+		use   string
+		extra map[int][]string
+		check func(t *testing.T, e int, lines map[int]epochLine)
+	}{
+		{"leader", map[int][]string{0: {"--candidate=false"}, 3: {"--claim-dead"}}, func(t *testing.T, e int, lines map[int]epochLine) {
+			if l := lines[1].Leader; l == nil || *l != 1 {
+				t.Errorf("epoch %d: leader %v, want 1 (0 does not stand; 3's claims unseat nobody)", e, l)
+			}
+		}},
+		{"failures", map[int][]string{3: {"--claim-dead"}}, func(t *testing.T, e int, lines map[int]epochLine) {
+			if len(lines[0].Failed) != 0 {
+				t.Errorf("epoch %d: failed %v: one liar's reports convict nobody", e, lines[0].Failed)
+			}
+			if !strings.HasSuffix(string(lines[0].Vector[3]), ".0") {
+				t.Errorf("epoch %d: general 3's agreed report %q, want it to claim it heard from nobody", e, lines[0].Vector[3])
+			}
+		}},
+		{"clock", map[int][]string{2: {"--clock-offset", "1h"}}, func(t *testing.T, e int, lines map[int]epochLine) {
+			l := lines[0]
+			if l.Clock == nil || l.Readings != n {
+				t.Fatalf("epoch %d: clock %v from %d readings, want %d", e, l.Clock, l.Readings, n)
+			}
+			if d := time.Duration(l.ClockNS - lines[2].Reading); d > -30*time.Minute {
+				t.Errorf("epoch %d: agreed clock only %v from general 2's reading an hour ahead", e, d)
+			}
+			if d := time.Duration(l.AdjustNS); d < -time.Minute || d > time.Minute {
+				t.Errorf("epoch %d: general 0 adjusts by %v, want well within a minute of its own clock", e, d)
+			}
+		}},
+	} {
+		t.Run(tc.use, func(t *testing.T) {
+			t.Parallel()
+			dir, cluster := epochCluster(t, n)
+			start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+			outs := make([]string, n)
+			codes := make([]int, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					args := []string{tc.use, "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
+						"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "1s", "--epochs", strconv.Itoa(epochs)}
+					args = append(args, tc.extra[i]...)
+					var out, errb bytes.Buffer
+					codes[i] = run(t.Context(), append([]string{"generals"}, args...), strings.NewReader(""), &out, &errb)
+					outs[i] = out.String() + errb.String()
+				})
+			}
+			wg.Wait()
+			byEpoch := make([]map[int]epochLine, epochs)
+			for i := range n {
+				if codes[i] != exitOK {
+					t.Fatalf("general %d: exit %d\n%s", i, codes[i], outs[i])
+				}
+				lines := strings.Split(strings.TrimSpace(outs[i]), "\n")
+				if len(lines) != epochs {
+					t.Fatalf("general %d printed %d lines, want %d:\n%s", i, len(lines), epochs, outs[i])
+				}
+				for e, line := range lines {
+					var l epochLine
+					if err := json.Unmarshal([]byte(line), &l); err != nil {
+						t.Fatalf("general %d: %v: %s", i, err, line)
+					}
+					if l.Epoch != e || l.Use != epochUse(tc.use) {
+						t.Fatalf("general %d line %d: epoch %d use %s", i, e, l.Epoch, l.Use)
+					}
+					if byEpoch[e] == nil {
+						byEpoch[e] = map[int]epochLine{}
+					}
+					byEpoch[e][i] = l
+				}
+			}
+			for e, lines := range byEpoch {
+				for i := range n {
+					a, b := lines[0], lines[i]
+					if !reflect.DeepEqual(a.Vector, b.Vector) || !reflect.DeepEqual(a.Failed, b.Failed) || !reflect.DeepEqual(a.Leader, b.Leader) || a.ClockNS != b.ClockNS {
+						t.Errorf("epoch %d: general 0 and general %d decided differently:\n%+v\n%+v", e, i, a, b)
+					}
+				}
+				tc.check(t, e, lines)
+			}
+		})
+	}
+}
+
+func TestGeneralsEpochUsage(t *testing.T) {
+	dir, cluster := epochCluster(t, 4)
+	key := filepath.Join(dir, "g1.key")
+	soon := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"past start", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", "2020-01-01T00:00:00Z"}, "in the past"},
+		{"short period", []string{"clock", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--period", "1s"}, "at least 4s"},
+		{"wrong key", []string{"failures", "--cluster", cluster, "--id", "2", "--key", key, "--start", soon}, "not the key"},
+		{"unsafe size", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "-m", "2"}, "3m+1"},
+		{"negative epochs", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--epochs", "-1"}, "--epochs"},
+		{"missing cluster", []string{"leader", "--id", "1", "--key", key, "--start", soon}, "cluster"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runGeneralsCLI(t, tt.args...)
+			if code != exitUsage || !strings.Contains(stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q; want %d and %q", code, stderr, exitUsage, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"dlm/byzantine"
+	"dlm/byzantine/tcp"
+)
+
+// interactiveFlags are the flags of "dlm generals --interactive".
+type interactiveFlags struct {
+	on     bool
+	values string
+	every  bool
+}
+
+// addInteractiveFlags registers the interactive-consistency flags of "dlm
+// generals".
+func addInteractiveFlags(cmd *cobra.Command, fi *interactiveFlags) {
+	fl := cmd.Flags()
+	fl.BoolVar(&fi.on, "interactive", false, "interactive consistency: every general has a private value (--values) and the loyal ones agree on the vector of all values")
+	fl.StringVar(&fi.values, "values", "", "with --interactive: the private values V0,V1,... of generals 0,1,... (default v0,v1,...)")
+	fl.BoolVar(&fi.every, "every-traitor-set", false, "with --interactive: run every set of at most m traitors under every strategy and check the vectors of each run")
+}
+
+// interactiveConfig builds the interactive run from the flags.
+func interactiveConfig(f generalsFlags, fi interactiveFlags) (byzantine.InteractiveConfig, error) {
+	cfg, err := generalsConfig(f)
+	if err != nil {
+		if errors.Is(err, byzantine.ErrUnsafe) && !f.unsafe {
+			err = fmt.Errorf("%w (dlm: --unsafe)", err)
+		}
+		return byzantine.InteractiveConfig{}, err
+	}
+	ic := byzantine.InteractiveConfig{Config: cfg}
+	if fi.values == "" {
+		for i := range cfg.Generals {
+			ic.Values = append(ic.Values, byzantine.Order(fmt.Sprintf("v%d", i)))
+		}
+	} else {
+		for _, v := range strings.Split(fi.values, ",") {
+			ic.Values = append(ic.Values, byzantine.Order(strings.TrimSpace(v)))
+		}
+		if len(ic.Values) != cfg.Generals {
+			return ic, fmt.Errorf("--values: %d values for %d generals: give one per general, in id order", len(ic.Values), cfg.Generals)
+		}
+	}
+	return ic, ic.Validate()
+}
+
+func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactiveFlags, stdout io.Writer) error {
+	switch {
+	case f.transport != "memory" && f.transport != "tcp":
+		return usageErrorf("--transport %q: want memory or tcp", f.transport)
+	case f.report != "":
+		return usageErrorf("--report draws one commander's run; with --interactive use --json or --trace")
+	case f.explain >= 0:
+		return usageErrorf("--explain explains one commander's run; with --interactive use --trace")
+	case f.trace && f.transport == "tcp":
+		return usageErrorf("--trace with --interactive runs in memory only: drop --transport tcp")
+	case fi.every && f.transport == "tcp":
+		return usageErrorf("--every-traitor-set runs in memory only: drop --transport tcp")
+	}
+	ic, err := interactiveConfig(f, fi)
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	if fi.every {
+		return runEveryTraitorSet(ctx, ic, f.json, stdout)
+	}
+	var res *byzantine.InteractiveResult
+	if f.transport == "tcp" {
+		res, err = tcp.LaunchInteractive(ctx, ic)
+	} else {
+		res, err = byzantine.RunInteractive(ctx, ic)
+	}
+	if err != nil {
+		return withCode(exitCouldNotRun, err)
+	}
+	if f.json {
+		if err := writeInteractiveJSON(stdout, f.transport, res); err != nil {
+			return err
+		}
+	} else {
+		writeInteractiveText(stdout, f.transport, res)
+	}
+	if late := res.OutOfTime(); len(late) > 0 {
+		return withCode(exitInconclusive, errors.New(outOfTimeText(late)))
+	}
+	if res.TooManyFaults() {
+		return withCode(exitInconclusive, errors.New(interactiveTooManyFaultsText(res)))
+	}
+	if err := res.Verify(); err != nil {
+		return withCode(exitFailure, err)
+	}
+	return nil
+}
+
+// interactiveTooManyFaultsText says that more than m generals were
+// faulty in an interactive run.
+func interactiveTooManyFaultsText(res *byzantine.InteractiveResult) string {
+	f := res.FaultyGenerals()
+	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone or late by a loyal general), %d > m = %d, so the vector conditions are not guaranteed and the vectors prove nothing", f, len(f), res.Config.Config.MaxTraitors)
+}
+
+// interactiveHeader names the run in one line.
+func interactiveHeader(ic byzantine.InteractiveConfig, transport string) string {
+	cfg := ic.Config
+	need := fmt.Sprintf("n >= 3m+1 = %d", 3*cfg.MaxTraitors+1)
+	if cfg.Algorithm == byzantine.SM {
+		need = fmt.Sprintf("n >= m+2 = %d", cfg.MaxTraitors+2)
+	}
+	return fmt.Sprintf("interactive consistency: %d instances of %s(%d), one per general, %d generals (%s), majority %s, transport %s, seed %d",
+		cfg.Generals, strings.ToUpper(string(cfg.Algorithm)), cfg.MaxTraitors, cfg.Generals, need, cfg.Majority, transport, cfg.Seed)
+}
+
+// oneInstanceMessages is the loyal message count of one instance.
+func oneInstanceMessages(cfg byzantine.Config) int {
+	if cfg.Algorithm == byzantine.SM {
+		return byzantine.SMLoyalMessages(cfg.Generals, cfg.MaxTraitors)
+	}
+	return byzantine.OMMessages(cfg.Generals, cfg.MaxTraitors)
+}
+
+// writeInteractiveText prints an interactive run for people.
+func writeInteractiveText(w io.Writer, transport string, res *byzantine.InteractiveResult) {
+	ic := res.Config
+	cfg := ic.Config
+	fmt.Fprintln(w, interactiveHeader(ic, transport))
+	if cfg.AllowUnsafe {
+		fmt.Fprintln(w, "unsafe configuration allowed: the vector conditions are not guaranteed")
+	}
+	var vals []string
+	for i, v := range ic.Values {
+		vals = append(vals, fmt.Sprintf("%d=%s", i, v))
+	}
+	fmt.Fprintf(w, "private values: %s\n", strings.Join(vals, " "))
+	if cfg.Trace {
+		for i, inst := range res.Instances {
+			fmt.Fprintf(w, "instance %d (general %d commands, value %s):\n", i, i, ic.Values[i])
+			round := -1
+			for _, ev := range inst.Trace {
+				ev.Message = byzantine.RelabelMessage(byzantine.ID(i), ev.Message)
+				if ev.Round != round {
+					round = ev.Round
+					fmt.Fprintf(w, "  round %d:\n", round)
+				}
+				fmt.Fprintf(w, "    %s\n", strings.TrimPrefix(ev.String(), fmt.Sprintf("round %d: ", ev.Round)))
+			}
+		}
+	}
+	if len(cfg.Faulty) == 0 {
+		fmt.Fprintln(w, "traitors: none")
+	} else {
+		var parts []string
+		for _, t := range cfg.Faulty {
+			parts = append(parts, fmt.Sprintf("%d (%s)", t.ID, t.Strategy))
+		}
+		fmt.Fprintf(w, "traitors: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w, "vectors (entry i is general i's value as this general decided it):")
+	for i := range cfg.Generals {
+		id := byzantine.ID(i)
+		label := "loyal"
+		if s := cfg.StrategyOf(id); s != "" {
+			label = "traitor (" + string(s) + ")"
+		}
+		vec := "-"
+		if v, ok := res.Vectors[id]; ok {
+			vec = fmt.Sprint(v)
+		}
+		if r := cfg.CrashRound(id); r >= 0 {
+			label += fmt.Sprintf(", crashed at round %d", r)
+			vec = "-"
+		}
+		fmt.Fprintf(w, "  general %-3d %-28s %s\n", id, label, vec)
+	}
+	one := oneInstanceMessages(cfg)
+	fmt.Fprintf(w, "messages %d (all loyal: n x %d = %d), rounds %d, bytes %d", res.Messages, one, byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), res.Rounds, res.Bytes)
+	if cfg.Algorithm == byzantine.SM {
+		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
+	}
+	fmt.Fprintln(w)
+	if len(res.Rejected) > 0 {
+		var parts []string
+		for _, r := range slices.Sorted(mapKeys(res.Rejected)) {
+			parts = append(parts, fmt.Sprintf("%s %d", r, res.Rejected[r]))
+		}
+		fmt.Fprintf(w, "rejected: %s\n", strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "IC1 (all loyal generals decide the same vector):   %s\n", holds(res.IC1()))
+	fmt.Fprintf(w, "IC2 (each loyal general's entry is its own value): %s\n", holds(res.IC2()))
+	var ve *byzantine.VectorError
+	if errors.As(res.Verify(), &ve) {
+		for _, e := range ve.Entries {
+			fmt.Fprintf(w, "  general %d holds %q for general %d, want %q\n", e.General, e.Got, e.Entry, e.Want)
+		}
+	}
+	if late := res.OutOfTime(); len(late) > 0 {
+		fmt.Fprintf(w, "verdict: %s\n", outOfTimeText(late))
+	} else if res.TooManyFaults() {
+		fmt.Fprintf(w, "verdict: %s\n", interactiveTooManyFaultsText(res))
+	}
+}
+
+// interactiveJSON is the --interactive --json output.
+type interactiveJSON struct {
+	Interactive         bool                           `json:"interactive"`
+	Algorithm           byzantine.Algorithm            `json:"algorithm"`
+	Generals            int                            `json:"generals"`
+	MaxTraitors         int                            `json:"max_traitors"`
+	Faulty              []byzantine.ID                 `json:"faulty"`
+	Crashed             []byzantine.ID                 `json:"crashed"`
+	Strategies          map[string]byzantine.Strategy  `json:"strategies"`
+	Values              []byzantine.Order              `json:"values"`
+	Majority            byzantine.MajorityVariant      `json:"majority"`
+	Transport           string                         `json:"transport"`
+	Seed                int64                          `json:"seed"`
+	Vectors             map[string][]byzantine.Order   `json:"vectors"`
+	Messages            int                            `json:"messages"`
+	MessagesOneInstance int                            `json:"messages_one_instance_loyal"`
+	MessagesLoyal       int                            `json:"messages_loyal_formula"`
+	Rounds              int                            `json:"rounds"`
+	Bytes               int64                          `json:"bytes"`
+	SignaturesMade      int                            `json:"signatures_made"`
+	SignaturesVerified  int                            `json:"signatures_verified"`
+	Rejected            map[byzantine.RejectReason]int `json:"rejected"`
+	IC1                 bool                           `json:"ic1"`
+	IC2                 bool                           `json:"ic2"`
+	Conditions          map[string]string              `json:"conditions"`
+	Violations          []byzantine.EntryError         `json:"violations"`
+	Verdict             string                         `json:"verdict"`
+	OutOfTime           []byzantine.ID                 `json:"out_of_time,omitempty"`
+	FaultyGenerals      []byzantine.ID                 `json:"faulty_generals"`
+}
+
+func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.InteractiveResult) error {
+	ic := res.Config
+	cfg := ic.Config
+	out := interactiveJSON{
+		Interactive:         true,
+		Algorithm:           cfg.Algorithm,
+		Generals:            cfg.Generals,
+		MaxTraitors:         cfg.MaxTraitors,
+		Faulty:              []byzantine.ID{},
+		Crashed:             []byzantine.ID{},
+		Strategies:          map[string]byzantine.Strategy{},
+		Values:              ic.Values,
+		Majority:            cfg.Majority,
+		Transport:           transport,
+		Seed:                cfg.Seed,
+		Vectors:             map[string][]byzantine.Order{},
+		Messages:            res.Messages,
+		MessagesOneInstance: oneInstanceMessages(cfg),
+		MessagesLoyal:       byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors),
+		Rounds:              res.Rounds,
+		Bytes:               res.Bytes,
+		SignaturesMade:      res.SignaturesMade,
+		SignaturesVerified:  res.SignaturesVerified,
+		Rejected:            res.Rejected,
+		IC1:                 res.IC1(),
+		IC2:                 res.IC2(),
+		Conditions: map[string]string{
+			"ic1": "all loyal generals decide the same vector",
+			"ic2": "in every loyal general's vector, the entry of each loyal general is its own value",
+		},
+		Violations: []byzantine.EntryError{},
+		Verdict:    "ok",
+	}
+	for _, t := range cfg.Faulty {
+		out.Faulty = append(out.Faulty, t.ID)
+		out.Strategies[strconv.Itoa(int(t.ID))] = t.Strategy
+	}
+	slices.Sort(out.Faulty)
+	for _, c := range cfg.Crashes {
+		out.Crashed = append(out.Crashed, c.ID)
+	}
+	slices.Sort(out.Crashed)
+	if out.Rejected == nil {
+		out.Rejected = map[byzantine.RejectReason]int{}
+	}
+	for id, v := range res.Vectors {
+		out.Vectors[strconv.Itoa(int(id))] = v
+	}
+	if err := res.Verify(); err != nil {
+		out.Verdict = err.Error()
+		var ve *byzantine.VectorError
+		if errors.As(err, &ve) {
+			out.Violations = ve.Entries
+		}
+	}
+	out.FaultyGenerals = res.FaultyGenerals()
+	if out.FaultyGenerals == nil {
+		out.FaultyGenerals = []byzantine.ID{}
+	}
+	if late := res.OutOfTime(); len(late) > 0 {
+		out.OutOfTime = late
+		out.Verdict = outOfTimeText(late)
+	} else if res.TooManyFaults() {
+		out.Verdict = interactiveTooManyFaultsText(res)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// everySetJSON is one line of --every-traitor-set --json.
+type everySetJSON struct {
+	Traitors  []byzantine.ID     `json:"traitors"`
+	Strategy  byzantine.Strategy `json:"strategy"`
+	Messages  int                `json:"messages"`
+	IC1       bool               `json:"ic1"`
+	IC2       bool               `json:"ic2"`
+	Violation string             `json:"violation,omitempty"`
+}
+
+// runEveryTraitorSet runs ic with every set of at most m traitors (the
+// crashes of ic kept), each set with every strategy given to all its
+// members, and reports the runs that break the vector conditions.
+func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJSON bool, w io.Writer) error {
+	cfg := ic.Config
+	strategies := byzantine.OralStrategies()
+	if cfg.Algorithm == byzantine.SM {
+		strategies = byzantine.Strategies()
+	}
+	budget := cfg.MaxTraitors - len(cfg.Crashes)
+	if cfg.AllowUnsafe {
+		budget = cfg.MaxTraitors
+	}
+	var sets [][]byzantine.ID
+	var rec func(start int, cur []byzantine.ID)
+	rec = func(start int, cur []byzantine.ID) {
+		sets = append(sets, slices.Clone(cur))
+		if len(cur) == budget {
+			return
+		}
+		for i := start; i < cfg.Generals; i++ {
+			if cfg.CrashRound(byzantine.ID(i)) < 0 {
+				rec(i+1, append(cur, byzantine.ID(i)))
+			}
+		}
+	}
+	rec(0, nil)
+	if !asJSON {
+		fmt.Fprintln(w, interactiveHeader(ic, "memory"))
+		fmt.Fprintf(w, "every set of 0 to %d traitors (%d sets), each under every strategy %v given to all its members\n", budget, len(sets), strategies)
+	}
+	enc := json.NewEncoder(w)
+	runs, bad := 0, 0
+	for _, set := range sets {
+		strats := strategies
+		if len(set) == 0 {
+			strats = []byzantine.Strategy{""}
+		}
+		for _, s := range strats {
+			run := ic
+			run.Config.Faulty = nil
+			for _, id := range set {
+				run.Config.Faulty = append(run.Config.Faulty, byzantine.Traitor{ID: id, Strategy: s})
+			}
+			res, err := byzantine.RunInteractive(ctx, run)
+			if err != nil {
+				return withCode(exitCouldNotRun, err)
+			}
+			runs++
+			line := everySetJSON{Traitors: set, Strategy: s, Messages: res.Messages, IC1: res.IC1(), IC2: res.IC2()}
+			if line.Traitors == nil {
+				line.Traitors = []byzantine.ID{}
+			}
+			if err := res.Verify(); err != nil {
+				bad++
+				line.Violation = err.Error()
+			}
+			switch {
+			case asJSON:
+				if err := enc.Encode(line); err != nil {
+					return err
+				}
+			case line.Violation != "":
+				fmt.Fprintf(w, "  traitors %v (%s): VIOLATED: %s\n", set, s, line.Violation)
+			}
+		}
+	}
+	if !asJSON {
+		fmt.Fprintf(w, "%d runs, %d violating the vector conditions\n", runs, bad)
+	}
+	if bad > 0 {
+		return withCode(exitFailure, fmt.Errorf("%d of %d runs violate the vector conditions", bad, runs))
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestGeneralsInteractiveExitCodes(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{"loyal OM", []string{"--interactive", "--values", "a,b,c,d"}, exitOK, "[a b c d]", ""},
+		{"flip traitor", []string{"--interactive", "--values", "north,east,south,west", "--faulty", "2", "--strategy", "flip"}, exitOK, "[north east attack west]", ""},
+		{"SM two traitors among four", []string{"--interactive", "--algorithm", "sm", "-n", "4", "-m", "2", "--faulty", "0:forge,3:two-faced"}, exitOK, "IC2 (each loyal general's entry is its own value): holds", ""},
+		{"below the bound, allowed", []string{"--interactive", "-n", "3", "--values", "a,b,c", "--faulty", "2", "--strategy", "flip", "--unsafe"}, exitFailure, "VIOLATED", "IC2 violated"},
+		{"below the bound, refused", []string{"--interactive", "-n", "3", "--values", "a,b,c", "--faulty", "2"}, exitUsage, "", "3m+1"},
+		{"wrong number of values", []string{"--interactive", "--values", "a,b"}, exitUsage, "", "2 values for 4 generals"},
+		{"empty value", []string{"--interactive", "--values", "a,,c,d"}, exitUsage, "", "value of general 1"},
+		{"values without interactive", []string{"--values", "a,b,c,d"}, exitUsage, "", "need --interactive"},
+		{"report refused", []string{"--interactive", "--report", "x.html"}, exitUsage, "", "--report"},
+		{"explain refused", []string{"--interactive", "--explain", "1"}, exitUsage, "", "--explain"},
+		{"trace over tcp refused", []string{"--interactive", "--trace", "--transport", "tcp"}, exitUsage, "", "memory only"},
+		{"every traitor set", []string{"--interactive", "-n", "7", "-m", "2", "--every-traitor-set"}, exitOK, "169 runs, 0 violating", ""},
+		{"every traitor set below the bound", []string{"--interactive", "-n", "3", "--every-traitor-set", "--unsafe"}, exitFailure, "VIOLATED", "violate the vector conditions"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
+			if code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.wantStdout) {
+				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
+			}
+			if !strings.Contains(stderr, tt.wantStderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
+			}
+		})
+	}
+}
+
+// TestGeneralsInteractiveJSON checks the vectors of --json, in memory and
+// over TCP, against the vector conditions.
+func TestGeneralsInteractiveJSON(t *testing.T) {
+	for _, transport := range []string{"memory", "tcp"} {
+		t.Run(transport, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, "--interactive", "-n", "7", "-m", "2", "--values", "a,b,c,d,e,f,g",
+				"--faulty", "1:two-faced,4:colluding", "--transport", transport, "--round-timeout", "5s", "--json")
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			var out struct {
+				Vectors       map[string][]string `json:"vectors"`
+				Messages      int                 `json:"messages"`
+				MessagesLoyal int                 `json:"messages_loyal_formula"`
+				IC1, IC2      bool
+				Violations    []any `json:"violations"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+				t.Fatal(err)
+			}
+			if !out.IC1 || !out.IC2 || len(out.Violations) != 0 {
+				t.Fatalf("ic1 %v ic2 %v violations %v", out.IC1, out.IC2, out.Violations)
+			}
+			if out.MessagesLoyal != 7*156 || out.Messages != 7*156 {
+				t.Errorf("messages %d, formula %d, want %d (OM traitors send one message per path)", out.Messages, out.MessagesLoyal, 7*156)
+			}
+			var ids []string
+			for id := range out.Vectors {
+				ids = append(ids, id)
+			}
+			slices.Sort(ids)
+			if !slices.Equal(ids, []string{"0", "2", "3", "5", "6"}) {
+				t.Fatalf("vectors of %v, want the loyal generals 0 2 3 5 6", ids)
+			}
+			for _, id := range ids {
+				if !slices.Equal(out.Vectors[id], out.Vectors["0"]) {
+					t.Errorf("general %s: %v, general 0: %v", id, out.Vectors[id], out.Vectors["0"])
+				}
+				for _, j := range []int{0, 2, 3, 5, 6} {
+					if out.Vectors[id][j] != string(rune('a'+j)) {
+						t.Errorf("general %s holds %q for general %d", id, out.Vectors[id][j], j)
+					}
+				}
+			}
+		})
+	}
+}
