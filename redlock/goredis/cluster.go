@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -156,9 +158,11 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	res := make([]reply, len(items))
 	var groups []*group
 	byPipe := map[*pipe]*group{}
+	stale := false // no master known for a slot
 	for i, it := range items {
 		p, err := n.masters.of(ctx, routeKey(it.Req))
 		if err != nil {
+			stale = true
 			res[i] = reply{kind: answered}
 			it.To.Receive(it.Tag, false, err)
 			continue
@@ -177,9 +181,13 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 		}
 	}
 	var wg sync.WaitGroup
+	var moved atomic.Bool
 	for _, g := range groups {
 		wg.Go(func() {
 			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx))
+			if err != nil {
+				moved.Store(true) // the master may be gone
+			}
 			for j, i := range g.idx {
 				if err != nil {
 					res[i] = reply{kind: answered}
@@ -187,11 +195,32 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 					continue
 				}
 				res[i] = r[j]
+				if r[j].kind == '-' && movedOn(r[j].str) {
+					moved.Store(true)
+				}
 			}
 		})
 	}
 	wg.Wait()
+	if stale || moved.Load() {
+		// A failover or a slot migration: go-redis reads the slot map
+		// again in the background (at most every 200 ms).
+		n.cluster.ReloadState(ctx)
+	}
 	return res, nil
+}
+
+// movedOn reports whether a master's error reply says that the slot map
+// the request was routed by is out of date: the slot moved (MOVED, ASK),
+// or the master does not serve it now (CLUSTERDOWN, TRYAGAIN, a master
+// turned replica: READONLY).
+func movedOn(msg string) bool {
+	for _, p := range []string{"MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN", "READONLY"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // goClusterTrip is clusterTrip through go-redis' cluster pipelines, for a
@@ -307,11 +336,16 @@ func noFence(f func(keys []string) (bool, error)) func(keys, _ []string) (bool, 
 	}
 }
 
+// slotMapRefresh is how often a cluster client of NewClusterClient reads
+// the slot map again while it is used.
+const slotMapRefresh = 2 * time.Second
+
 // NewClusterClient returns a go-redis cluster client for a parsed node URL
 // that is a Redis Cluster (cluster=true), seeded with its addresses,
 // configured for Redlock as NewClient is: no command retries (nor
 // redirections followed again after a failure), context deadlines
-// honoured.
+// honoured; and its slot map read again every 2 s while it is used, so
+// that it learns the replicas that a failover may promote.
 func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
 	if !u.Cluster {
 		return nil, fmt.Errorf("goredis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
@@ -323,10 +357,16 @@ func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
 		MaxRetries:            -1,
 		MaxRedirects:          3,
 		ContextTimeoutEnabled: true,
-		DialTimeout:           time.Second,
-		DialerRetries:         1, // a master that is down fails its requests at once
-		DisableIdentity:       true,
-		Protocol:              2,
+		// The slot map is read again every few seconds when in use, so
+		// that the node learns the replicas that synced since (CLUSTER
+		// SLOTS lists a replica once it is online): after its master
+		// died, a replica may be the only process left to ask. The node
+		// also reads it again after a failed request (clusterTrip).
+		ClusterStateReloadInterval: slotMapRefresh,
+		DialTimeout:                time.Second,
+		DialerRetries:              1, // a master that is down fails its requests at once
+		DisableIdentity:            true,
+		Protocol:                   2,
 	}
 	if u.TLS {
 		o.TLSConfig = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}
