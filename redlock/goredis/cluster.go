@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -379,6 +381,13 @@ func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
 // of its slot (go-redis finds it, and finds it again after a failover) to
 // the release channels of its keys, with the health check and redial of
 // a plain node's watch.
+//
+// A master that gives a slot away (a migration, a failover that made it a
+// replica) ends its clients' subscriptions to the slot's channels with a
+// sunsubscribe no Unwatch asked for; the slot's PubSub, whose connection
+// stays with that master, is then replaced (resubscribe): a new PubSub,
+// made once go-redis read the slot map again, subscribes to the slot's
+// watched keys on the slot's new master.
 type shardWatch struct {
 	cluster *redis.ClusterClient
 	notify  func(key, value string)
@@ -386,12 +395,30 @@ type shardWatch struct {
 	mu     sync.Mutex
 	closed bool
 	slots  map[int]*slotWatch
+	stop   chan struct{} // closed by Close: the resubscriptions end
+	wg     sync.WaitGroup
 }
 
-// slotWatch is the PubSub of one slot and how many keys it watches.
+// newShardWatch returns the release subscription of a cluster node.
+func newShardWatch(cc *redis.ClusterClient, notify func(key, value string)) *shardWatch {
+	return &shardWatch{cluster: cc, notify: notify, slots: map[int]*slotWatch{}, stop: make(chan struct{})}
+}
+
+// slotWatch is the PubSub of one slot and the keys it watches (with how
+// many Watch calls each).
 type slotWatch struct {
 	w    *watch
-	keys int
+	keys map[string]int
+}
+
+// newSlot returns a slot's watch, with the keys of keys; s.mu is held.
+func (s *shardWatch) newSlot(slot int, keys map[string]int) *slotWatch {
+	sw := &slotWatch{keys: maps.Clone(keys)}
+	if sw.keys == nil {
+		sw.keys = map[string]int{}
+	}
+	sw.w = &watch{cluster: s.cluster, notify: s.notify, dropped: func(string) { s.dropped(slot, sw) }}
+	return sw
 }
 
 // Watch subscribes to the releases of key on the master of its slot, and
@@ -405,23 +432,26 @@ func (s *shardWatch) Watch(ctx context.Context, key string) error {
 	}
 	sw := s.slots[slot]
 	if sw == nil {
-		sw = &slotWatch{w: &watch{cluster: s.cluster, notify: s.notify}}
+		sw = s.newSlot(slot, nil)
 		s.slots[slot] = sw
 	}
-	sw.keys++
+	sw.keys[key]++
 	s.mu.Unlock()
 	err := sw.w.Watch(ctx, key)
 	if err != nil {
-		s.release(slot, sw)
+		s.release(slot, sw, key)
 	}
 	return err
 }
 
-// release drops one key of sw, closing its PubSub with the last.
-func (s *shardWatch) release(slot int, sw *slotWatch) {
+// release drops one Watch of key from sw, closing its PubSub with the
+// last.
+func (s *shardWatch) release(slot int, sw *slotWatch, key string) {
 	s.mu.Lock()
-	sw.keys--
-	last := sw.keys == 0 && s.slots[slot] == sw
+	if sw.keys[key]--; sw.keys[key] <= 0 {
+		delete(sw.keys, key)
+	}
+	last := len(sw.keys) == 0 && s.slots[slot] == sw
 	if last {
 		delete(s.slots, slot)
 	}
@@ -441,11 +471,76 @@ func (s *shardWatch) Unwatch(ctx context.Context, key string) error {
 		return nil
 	}
 	err := sw.w.Unwatch(ctx, key)
-	s.release(slot, sw)
+	s.release(slot, sw, key)
 	return err
 }
 
-// Close ends every slot's subscription.
+// dropped is called by sw's receiving goroutine when the master ended a
+// subscription of sw that no Unwatch asked to end: sw is replaced, once
+// (resubscribe).
+func (s *shardWatch) dropped(slot int, sw *slotWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.slots[slot] != sw {
+		return // replaced already, or being closed
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.resubscribe(slot, sw)
+	}()
+}
+
+// resubscribe replaces old, the watch of slot whose master ended its
+// subscriptions, by a new PubSub subscribed to old's keys on the slot's
+// master as go-redis' slot map has it once read again; until that
+// succeeds it tries again, after a pause that doubles up to
+// watchBackoffMax, each time with a slot map read again and a new PubSub
+// (a PubSub's connection stays with the master it was dialled to). A
+// Watch of the slot meanwhile subscribes on the newest PubSub itself.
+func (s *shardWatch) resubscribe(slot int, old *slotWatch) {
+	var pause time.Duration
+	for {
+		// ForEachMaster reads the slot map again before it returns.
+		rctx, cancel := context.WithTimeout(context.Background(), watchPingTimeout)
+		_ = s.cluster.ForEachMaster(rctx, func(context.Context, *redis.Client) error { return nil })
+		cancel()
+		s.mu.Lock()
+		if s.closed || s.slots[slot] != old {
+			s.mu.Unlock()
+			_ = old.w.Close()
+			return
+		}
+		sw := s.newSlot(slot, old.keys)
+		s.slots[slot] = sw
+		keys := slices.Collect(maps.Keys(sw.keys))
+		s.mu.Unlock()
+		_ = old.w.Close()
+		ok := true
+		for _, key := range keys {
+			wctx, cancel := context.WithTimeout(context.Background(), watchPingTimeout)
+			err := sw.w.Watch(wctx, key)
+			cancel()
+			if err != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		old = sw
+		pause = min(max(2*pause, watchBackoffMin), watchBackoffMax)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-s.stop:
+			t.Stop()
+		}
+	}
+}
+
+// Close ends every slot's subscription, and the resubscriptions under way.
 func (s *shardWatch) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -453,12 +548,14 @@ func (s *shardWatch) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stop)
 	all := s.slots
 	s.slots = nil
 	s.mu.Unlock()
 	for _, sw := range all {
 		_ = sw.w.Close()
 	}
+	s.wg.Wait()
 	return nil
 }
 
