@@ -103,6 +103,28 @@ func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
 	return p, nil
 }
 
+// at returns the pipe to the master at addr (named by a redirection),
+// dialled with the settings of go-redis' client of key's master.
+func (m *masterPipes) at(ctx context.Context, addr, key string) (*pipe, error) {
+	c, err := m.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errClosed
+	}
+	p := m.pipes[addr]
+	if p == nil {
+		o := *c.Options()
+		o.Addr = addr
+		p = &pipe{opts: &o}
+		m.pipes[addr] = p
+	}
+	return p, nil
+}
+
 // close closes every pipe.
 func (m *masterPipes) close() {
 	m.mu.Lock()
@@ -204,12 +226,85 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 		})
 	}
 	wg.Wait()
+	n.redirect(ctx, items, res, eval)
 	if stale || moved.Load() {
 		// A failover or a slot migration: go-redis reads the slot map
 		// again in the background (at most every 200 ms).
 		n.cluster.ReloadState(ctx)
 	}
 	return res, nil
+}
+
+// redirect sends once more, to the master named, each request of items
+// whose master answered that it does not serve the request's slot and
+// ran nothing: MOVED (the slot moved), or ASK (the slot is moving, and
+// the key is not on that master: the request goes to the importing
+// master after ASKING). The requests to one master go in their order in
+// the batch, as one pipeline; their replies replace the redirections in
+// res. A request whose second master failed is answered with its error,
+// and its reply marked answered.
+func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, eval func(i int) bool) {
+	type group struct {
+		p    *pipe
+		idx  []int
+		ask  []bool
+		buf  []byte
+		size int
+	}
+	var groups []*group
+	byAddr := map[string]*group{}
+	for i, r := range res {
+		if r.kind != '-' {
+			continue
+		}
+		verb, rest, _ := strings.Cut(r.str, " ")
+		_, addr, _ := strings.Cut(rest, " ")
+		if verb != "MOVED" && verb != "ASK" || addr == "" {
+			continue
+		}
+		g := byAddr[addr]
+		if g == nil {
+			p, err := n.masters.at(ctx, addr, routeKey(items[i].Req))
+			if err != nil {
+				continue // answered with the redirection
+			}
+			g = &group{p: p}
+			byAddr[addr] = g
+			groups = append(groups, g)
+		}
+		ask := verb == "ASK"
+		g.idx, g.ask = append(g.idx, i), append(g.ask, ask)
+		if ask {
+			g.buf = appendCommand(g.buf, "ASKING")
+			g.size++
+		}
+		if sc, ok := items[i].To.(*scriptCall); ok && items[i].Req.Op >= opEval {
+			g.buf = sc.command(g.buf) // script.go
+		} else {
+			g.buf = n.command(g.buf, items[i].Req, eval(i))
+		}
+		g.size++
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() {
+			r, err := pipeTrip(ctx, g.p, g.buf, g.size)
+			k := 0
+			for j, i := range g.idx {
+				if g.ask[j] {
+					k++ // ASKING's OK
+				}
+				if err != nil {
+					res[i] = reply{kind: answered}
+					items[i].To.Receive(items[i].Tag, false, err)
+					continue
+				}
+				res[i] = r[k]
+				k++
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // movedOn reports whether a master's error reply says that the slot map
