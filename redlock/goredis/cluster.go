@@ -5,8 +5,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -99,6 +103,28 @@ func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
 	return p, nil
 }
 
+// at returns the pipe to the master at addr (named by a redirection),
+// dialled with the settings of go-redis' client of key's master.
+func (m *masterPipes) at(ctx context.Context, addr, key string) (*pipe, error) {
+	c, err := m.cluster.MasterForKey(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, errClosed
+	}
+	p := m.pipes[addr]
+	if p == nil {
+		o := *c.Options()
+		o.Addr = addr
+		p = &pipe{opts: &o}
+		m.pipes[addr] = p
+	}
+	return p, nil
+}
+
 // close closes every pipe.
 func (m *masterPipes) close() {
 	m.mu.Lock()
@@ -156,9 +182,11 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	res := make([]reply, len(items))
 	var groups []*group
 	byPipe := map[*pipe]*group{}
+	stale := false // no master known for a slot
 	for i, it := range items {
 		p, err := n.masters.of(ctx, routeKey(it.Req))
 		if err != nil {
+			stale = true
 			res[i] = reply{kind: answered}
 			it.To.Receive(it.Tag, false, err)
 			continue
@@ -177,9 +205,13 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 		}
 	}
 	var wg sync.WaitGroup
+	var moved atomic.Bool
 	for _, g := range groups {
 		wg.Go(func() {
 			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx))
+			if err != nil {
+				moved.Store(true) // the master may be gone
+			}
 			for j, i := range g.idx {
 				if err != nil {
 					res[i] = reply{kind: answered}
@@ -187,11 +219,105 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 					continue
 				}
 				res[i] = r[j]
+				if r[j].kind == '-' && movedOn(r[j].str) {
+					moved.Store(true)
+				}
 			}
 		})
 	}
 	wg.Wait()
+	n.redirect(ctx, items, res, eval)
+	if stale || moved.Load() {
+		// A failover or a slot migration: go-redis reads the slot map
+		// again in the background (at most every 200 ms).
+		n.cluster.ReloadState(ctx)
+	}
 	return res, nil
+}
+
+// redirect sends once more, to the master named, each request of items
+// whose master answered that it does not serve the request's slot and
+// ran nothing: MOVED (the slot moved), or ASK (the slot is moving, and
+// the key is not on that master: the request goes to the importing
+// master after ASKING). The requests to one master go in their order in
+// the batch, as one pipeline; their replies replace the redirections in
+// res. A request whose second master failed is answered with its error,
+// and its reply marked answered.
+func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, eval func(i int) bool) {
+	type group struct {
+		p    *pipe
+		idx  []int
+		ask  []bool
+		buf  []byte
+		size int
+	}
+	var groups []*group
+	byAddr := map[string]*group{}
+	for i, r := range res {
+		if r.kind != '-' {
+			continue
+		}
+		verb, rest, _ := strings.Cut(r.str, " ")
+		_, addr, _ := strings.Cut(rest, " ")
+		if verb != "MOVED" && verb != "ASK" || addr == "" {
+			continue
+		}
+		g := byAddr[addr]
+		if g == nil {
+			p, err := n.masters.at(ctx, addr, routeKey(items[i].Req))
+			if err != nil {
+				continue // answered with the redirection
+			}
+			g = &group{p: p}
+			byAddr[addr] = g
+			groups = append(groups, g)
+		}
+		ask := verb == "ASK"
+		g.idx, g.ask = append(g.idx, i), append(g.ask, ask)
+		if ask {
+			g.buf = appendCommand(g.buf, "ASKING")
+			g.size++
+		}
+		if sc, ok := items[i].To.(*scriptCall); ok && items[i].Req.Op >= opEval {
+			g.buf = sc.command(g.buf) // script.go
+		} else {
+			g.buf = n.command(g.buf, items[i].Req, eval(i))
+		}
+		g.size++
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() {
+			r, err := pipeTrip(ctx, g.p, g.buf, g.size)
+			k := 0
+			for j, i := range g.idx {
+				if g.ask[j] {
+					k++ // ASKING's OK
+				}
+				if err != nil {
+					res[i] = reply{kind: answered}
+					items[i].To.Receive(items[i].Tag, false, err)
+					continue
+				}
+				res[i] = r[k]
+				k++
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// movedOn reports whether a master's error reply says that the slot map
+// the request was routed by is out of date: the slot moved (MOVED, ASK),
+// or the master does not serve it now (CLUSTERDOWN, TRYAGAIN, a master
+// turned replica: READONLY).
+func movedOn(msg string) bool {
+	for _, p := range []string{"MOVED ", "ASK ", "CLUSTERDOWN", "TRYAGAIN", "READONLY"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // goClusterTrip is clusterTrip through go-redis' cluster pipelines, for a
@@ -307,11 +433,16 @@ func noFence(f func(keys []string) (bool, error)) func(keys, _ []string) (bool, 
 	}
 }
 
+// slotMapRefresh is how often a cluster client of NewClusterClient reads
+// the slot map again while it is used.
+const slotMapRefresh = 2 * time.Second
+
 // NewClusterClient returns a go-redis cluster client for a parsed node URL
 // that is a Redis Cluster (cluster=true), seeded with its addresses,
 // configured for Redlock as NewClient is: no command retries (nor
 // redirections followed again after a failure), context deadlines
-// honoured.
+// honoured; and its slot map read again every 2 s while it is used, so
+// that it learns the replicas that a failover may promote.
 func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
 	if !u.Cluster {
 		return nil, fmt.Errorf("goredis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
@@ -323,10 +454,16 @@ func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
 		MaxRetries:            -1,
 		MaxRedirects:          3,
 		ContextTimeoutEnabled: true,
-		DialTimeout:           time.Second,
-		DialerRetries:         1, // a master that is down fails its requests at once
-		DisableIdentity:       true,
-		Protocol:              2,
+		// The slot map is read again every few seconds when in use, so
+		// that the node learns the replicas that synced since (CLUSTER
+		// SLOTS lists a replica once it is online): after its master
+		// died, a replica may be the only process left to ask. The node
+		// also reads it again after a failed request (clusterTrip).
+		ClusterStateReloadInterval: slotMapRefresh,
+		DialTimeout:                time.Second,
+		DialerRetries:              1, // a master that is down fails its requests at once
+		DisableIdentity:            true,
+		Protocol:                   2,
 	}
 	if u.TLS {
 		o.TLSConfig = &tls.Config{ServerName: u.Host, MinVersion: tls.VersionTLS12}
@@ -339,6 +476,13 @@ func NewClusterClient(u redlock.NodeURL) (*redis.ClusterClient, error) {
 // of its slot (go-redis finds it, and finds it again after a failover) to
 // the release channels of its keys, with the health check and redial of
 // a plain node's watch.
+//
+// A master that gives a slot away (a migration, a failover that made it a
+// replica) ends its clients' subscriptions to the slot's channels with a
+// sunsubscribe no Unwatch asked for; the slot's PubSub, whose connection
+// stays with that master, is then replaced (resubscribe): a new PubSub,
+// made once go-redis read the slot map again, subscribes to the slot's
+// watched keys on the slot's new master.
 type shardWatch struct {
 	cluster *redis.ClusterClient
 	notify  func(key, value string)
@@ -346,12 +490,30 @@ type shardWatch struct {
 	mu     sync.Mutex
 	closed bool
 	slots  map[int]*slotWatch
+	stop   chan struct{} // closed by Close: the resubscriptions end
+	wg     sync.WaitGroup
 }
 
-// slotWatch is the PubSub of one slot and how many keys it watches.
+// newShardWatch returns the release subscription of a cluster node.
+func newShardWatch(cc *redis.ClusterClient, notify func(key, value string)) *shardWatch {
+	return &shardWatch{cluster: cc, notify: notify, slots: map[int]*slotWatch{}, stop: make(chan struct{})}
+}
+
+// slotWatch is the PubSub of one slot and the keys it watches (with how
+// many Watch calls each).
 type slotWatch struct {
 	w    *watch
-	keys int
+	keys map[string]int
+}
+
+// newSlot returns a slot's watch, with the keys of keys; s.mu is held.
+func (s *shardWatch) newSlot(slot int, keys map[string]int) *slotWatch {
+	sw := &slotWatch{keys: maps.Clone(keys)}
+	if sw.keys == nil {
+		sw.keys = map[string]int{}
+	}
+	sw.w = &watch{cluster: s.cluster, notify: s.notify, dropped: func(string) { s.dropped(slot, sw) }}
+	return sw
 }
 
 // Watch subscribes to the releases of key on the master of its slot, and
@@ -365,23 +527,26 @@ func (s *shardWatch) Watch(ctx context.Context, key string) error {
 	}
 	sw := s.slots[slot]
 	if sw == nil {
-		sw = &slotWatch{w: &watch{cluster: s.cluster, notify: s.notify}}
+		sw = s.newSlot(slot, nil)
 		s.slots[slot] = sw
 	}
-	sw.keys++
+	sw.keys[key]++
 	s.mu.Unlock()
 	err := sw.w.Watch(ctx, key)
 	if err != nil {
-		s.release(slot, sw)
+		s.release(slot, sw, key)
 	}
 	return err
 }
 
-// release drops one key of sw, closing its PubSub with the last.
-func (s *shardWatch) release(slot int, sw *slotWatch) {
+// release drops one Watch of key from sw, closing its PubSub with the
+// last.
+func (s *shardWatch) release(slot int, sw *slotWatch, key string) {
 	s.mu.Lock()
-	sw.keys--
-	last := sw.keys == 0 && s.slots[slot] == sw
+	if sw.keys[key]--; sw.keys[key] <= 0 {
+		delete(sw.keys, key)
+	}
+	last := len(sw.keys) == 0 && s.slots[slot] == sw
 	if last {
 		delete(s.slots, slot)
 	}
@@ -401,11 +566,76 @@ func (s *shardWatch) Unwatch(ctx context.Context, key string) error {
 		return nil
 	}
 	err := sw.w.Unwatch(ctx, key)
-	s.release(slot, sw)
+	s.release(slot, sw, key)
 	return err
 }
 
-// Close ends every slot's subscription.
+// dropped is called by sw's receiving goroutine when the master ended a
+// subscription of sw that no Unwatch asked to end: sw is replaced, once
+// (resubscribe).
+func (s *shardWatch) dropped(slot int, sw *slotWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.slots[slot] != sw {
+		return // replaced already, or being closed
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.resubscribe(slot, sw)
+	}()
+}
+
+// resubscribe replaces old, the watch of slot whose master ended its
+// subscriptions, by a new PubSub subscribed to old's keys on the slot's
+// master as go-redis' slot map has it once read again; until that
+// succeeds it tries again, after a pause that doubles up to
+// watchBackoffMax, each time with a slot map read again and a new PubSub
+// (a PubSub's connection stays with the master it was dialled to). A
+// Watch of the slot meanwhile subscribes on the newest PubSub itself.
+func (s *shardWatch) resubscribe(slot int, old *slotWatch) {
+	var pause time.Duration
+	for {
+		// ForEachMaster reads the slot map again before it returns.
+		rctx, cancel := context.WithTimeout(context.Background(), watchPingTimeout)
+		_ = s.cluster.ForEachMaster(rctx, func(context.Context, *redis.Client) error { return nil })
+		cancel()
+		s.mu.Lock()
+		if s.closed || s.slots[slot] != old {
+			s.mu.Unlock()
+			_ = old.w.Close()
+			return
+		}
+		sw := s.newSlot(slot, old.keys)
+		s.slots[slot] = sw
+		keys := slices.Collect(maps.Keys(sw.keys))
+		s.mu.Unlock()
+		_ = old.w.Close()
+		ok := true
+		for _, key := range keys {
+			wctx, cancel := context.WithTimeout(context.Background(), watchPingTimeout)
+			err := sw.w.Watch(wctx, key)
+			cancel()
+			if err != nil {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		old = sw
+		pause = min(max(2*pause, watchBackoffMin), watchBackoffMax)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-s.stop:
+			t.Stop()
+		}
+	}
+}
+
+// Close ends every slot's subscription, and the resubscriptions under way.
 func (s *shardWatch) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -413,12 +643,14 @@ func (s *shardWatch) Close() error {
 		return nil
 	}
 	s.closed = true
+	close(s.stop)
 	all := s.slots
 	s.slots = nil
 	s.mu.Unlock()
 	for _, sw := range all {
 		_ = sw.w.Close()
 	}
+	s.wg.Wait()
 	return nil
 }
 

@@ -91,8 +91,8 @@
 // acquisitions, read-write locks, a client that is not pipelined) may still
 // make go-redis log; a program that does not want those lines calls
 // redis.SetLogger itself, as cmd/dlm does. A cluster node's requests go
-// over its own connections too; go-redis only learns the cluster's slots
-// for it.
+// over its own connections too; go-redis only reads the cluster's slot
+// map for it, and may log when a master it asks is down.
 //
 // # Nodes that are Redis Clusters
 //

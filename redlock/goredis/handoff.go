@@ -82,7 +82,7 @@ func (n *Node) goReleaseAnnounce(ctx context.Context, key, value string) (bool, 
 // (R10) alone; ReleaseAnnounce still works.
 func (n *Node) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
 	if n.cluster != nil {
-		return &shardWatch{cluster: n.cluster, notify: notify, slots: map[int]*slotWatch{}}, nil // cluster.go
+		return newShardWatch(n.cluster, notify), nil // cluster.go
 	}
 	rc, ok := n.client.(*redis.Client)
 	if !ok {
@@ -100,6 +100,10 @@ type watch struct {
 	cluster *redis.ClusterClient // instead of client: sharded (cluster.go)
 	notify  func(key, value string)
 	listen  *batch.Listener // the node's listening marker
+	// dropped, on a cluster node, is told of a channel whose subscription
+	// the master ended without an Unwatch asking (cluster.go); it must
+	// not block.
+	dropped func(ch string)
 
 	mu     sync.Mutex
 	closed bool
@@ -208,15 +212,20 @@ func (w *watch) forget(kind, ch string, ack chan struct{}) {
 	}
 }
 
-// confirmed wakes the waits for the node's confirmation s.
+// confirmed wakes the waits for the node's confirmation s; a
+// sunsubscribe that nothing waited for (the master gave the channel's
+// slot away) goes to dropped.
 func (w *watch) confirmed(s *redis.Subscription) {
 	id := s.Kind + " " + s.Channel
 	w.mu.Lock()
-	acks := w.acks[id]
+	acks, waited := w.acks[id]
 	delete(w.acks, id)
 	w.mu.Unlock()
 	for _, a := range acks {
 		close(a)
+	}
+	if !waited && s.Kind == "sunsubscribe" && w.dropped != nil {
+		w.dropped(s.Channel)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"dlm/redlock"
 	"dlm/redlock/adapter"
 	"dlm/redlock/goredis"
 	"dlm/redlock/redlocktest/faultconn"
@@ -20,7 +21,8 @@ var (
 // Concurrent lock requests over connections that fail, stall, truncate and
 // reset (redlock/redlocktest/faultconn): every answer agrees with what the
 // node holds: every fault at once, then each fault alone (-wire.faults
-// picks a set).
+// picks a set); then the same over nodes that are Redis Clusters of one
+// master each ("cluster/..."), through a go-redis cluster client.
 func TestWireFaults(t *testing.T) {
 	faultconn.Suite{
 		Seed:     *wireSeed,
@@ -31,4 +33,27 @@ func TestWireFaults(t *testing.T) {
 			return goredis.NewNode(c, addr)
 		},
 	}.RunFaults(t, *wireFaults)
+	t.Run("cluster", func(t *testing.T) {
+		faultconn.Suite{
+			Seed:     *wireSeed,
+			Workload: faultconn.Workload{Rounds: 3000, Budget: 5 * time.Second},
+			Cluster:  true,
+			NewNode: func(t *testing.T, addr string, in *faultconn.Injector) adapter.Node {
+				u, err := redlock.ParseNodeURL("redis://" + addr + "?cluster=true")
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := goredis.NewClusterClient(u)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = c.Close()
+				o := c.Options()
+				o.Dialer = in.Dial
+				c = redis.NewClusterClient(o)
+				t.Cleanup(func() { _ = c.Close() })
+				return goredis.NewNode(c, addr)
+			},
+		}.RunFaults(t, *wireFaults)
+	})
 }

@@ -273,6 +273,133 @@ func (c *Cluster) Promote(ctx context.Context, i int) error {
 	return c.WaitOK(ctx)
 }
 
+// MoveSlot migrates hash slot from the master that serves it to master to
+// (an index of Masters), as redis-cli --cluster reshard does: the slot is
+// marked IMPORTING on the target and MIGRATING on the source, its keys
+// are moved (MIGRATE), and every master is told the slot's new owner
+// (CLUSTER SETSLOT NODE). The source then redirects the slot's requests
+// (MOVED) and ends its clients' subscriptions to the slot's shard
+// channels (sunsubscribe). It returns once every process agrees.
+func (c *Cluster) MoveSlot(ctx context.Context, slot, to int) error {
+	if slot < 0 || slot >= Slots || to < 0 || to >= len(c.masters) {
+		return fmt.Errorf("redisproc: MoveSlot(%d, %d): want a slot in [0, %d) and a master in [0, %d)", slot, to, Slots, len(c.masters))
+	}
+	id := func(p *Process) (string, error) { return p.Client().Do(ctx, "CLUSTER", "MYID").Text() }
+	dst := c.masters[to]
+	dstID, err := id(dst)
+	if err != nil {
+		return fmt.Errorf("redisproc: CLUSTER MYID on %s: %w", dst.Addr(), err)
+	}
+	var src *Process
+	for _, m := range c.masters {
+		if !m.Running() || m.Frozen() {
+			continue
+		}
+		role, err := m.Client().Do(ctx, "ROLE").Slice()
+		if err != nil || len(role) == 0 || role[0] != "master" {
+			continue
+		}
+		owner, err := m.Client().Do(ctx, "CLUSTER", "SHARDS").Slice()
+		if err == nil && ownsSlot(owner, slot, m.Port()) {
+			src = m
+			break
+		}
+	}
+	if src == nil {
+		return fmt.Errorf("redisproc: no running master serves slot %d", slot)
+	}
+	if src == dst {
+		return nil
+	}
+	srcID, err := id(src)
+	if err != nil {
+		return fmt.Errorf("redisproc: CLUSTER MYID on %s: %w", src.Addr(), err)
+	}
+	steps := []struct {
+		p    *Process
+		args []any
+	}{
+		{dst, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}},
+		{src, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}},
+	}
+	for _, st := range steps {
+		if err := st.p.Client().Do(ctx, st.args...).Err(); err != nil {
+			return fmt.Errorf("redisproc: %v on %s: %w", st.args, st.p.Addr(), err)
+		}
+	}
+	for {
+		keys, err := src.Client().Do(ctx, "CLUSTER", "GETKEYSINSLOT", slot, 100).StringSlice()
+		if err != nil {
+			return fmt.Errorf("redisproc: CLUSTER GETKEYSINSLOT %d on %s: %w", slot, src.Addr(), err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if err := src.Client().Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("redisproc: MIGRATE of slot %d from %s: %w", slot, src.Addr(), err)
+		}
+	}
+	for _, p := range append([]*Process{dst, src}, c.masters...) {
+		if !p.Running() || p.Frozen() {
+			continue
+		}
+		if err := p.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err(); err != nil {
+			return fmt.Errorf("redisproc: CLUSTER SETSLOT %d NODE on %s: %w", slot, p.Addr(), err)
+		}
+	}
+	return c.poll(ctx, "every process to place the moved slot", func(ctx context.Context, p *Process) (bool, error) {
+		shards, err := p.Client().Do(ctx, "CLUSTER", "SHARDS").Slice()
+		return err == nil && ownsSlot(shards, slot, dst.Port()), err
+	})
+}
+
+// ownsSlot reports whether the CLUSTER SHARDS reply shards gives slot to
+// the shard whose master listens on port.
+func ownsSlot(shards []any, slot, port int) bool {
+	for _, sh := range shards {
+		fields, _ := sh.([]any)
+		var ranges []any
+		master := false
+		for i := 0; i+1 < len(fields); i += 2 {
+			switch fields[i] {
+			case "slots":
+				ranges, _ = fields[i+1].([]any)
+			case "nodes":
+				nodes, _ := fields[i+1].([]any)
+				for _, n := range nodes {
+					nf, _ := n.([]any)
+					var p int64
+					var role string
+					for j := 0; j+1 < len(nf); j += 2 {
+						switch nf[j] {
+						case "port":
+							p, _ = nf[j+1].(int64)
+						case "role":
+							role, _ = nf[j+1].(string)
+						}
+					}
+					master = master || (int(p) == port && role == "master")
+				}
+			}
+		}
+		if !master {
+			continue
+		}
+		for i := 0; i+1 < len(ranges); i += 2 {
+			lo, _ := ranges[i].(int64)
+			hi, _ := ranges[i+1].(int64)
+			if int64(slot) >= lo && int64(slot) <= hi {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Close kills every process and removes their data directories.
 func (c *Cluster) Close() {
 	for _, p := range c.Processes() {

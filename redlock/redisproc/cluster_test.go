@@ -51,3 +51,39 @@ func TestStartClusterWithReplicasAndPromote(t *testing.T) {
 		t.Fatalf("GET a on the promoted replica = %q, %v; want v", v, err)
 	}
 }
+
+// MoveSlot migrates a slot and its keys to another master: the key is
+// then on the new master, the old one redirects it, and a slot or a master
+// out of range is refused.
+func TestMoveSlot(t *testing.T) {
+	requireRedis(t)
+	ctx := t.Context()
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	slot, err := c.Masters()[0].Client().Do(ctx, "CLUSTER", "KEYSLOT", "a").Int()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := c.MasterOf(slot)
+	to := 1 - from
+	if err := c.Masters()[from].Client().Set(ctx, "a", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MoveSlot(ctx, slot, to); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := c.Masters()[to].Client().Get(ctx, "a").Result(); err != nil || v != "v" {
+		t.Fatalf("GET a on the slot's new master = %q, %v; want v", v, err)
+	}
+	if err := c.Masters()[from].Client().Get(ctx, "a").Err(); err == nil || !strings.HasPrefix(err.Error(), "MOVED") {
+		t.Fatalf("GET a on the slot's old master = %v; want MOVED", err)
+	}
+	for _, bad := range [][2]int{{-1, 0}, {redisproc.Slots, 0}, {slot, 2}} {
+		if err := c.MoveSlot(ctx, bad[0], bad[1]); err == nil {
+			t.Errorf("MoveSlot(%d, %d) = nil; want an error", bad[0], bad[1])
+		}
+	}
+}

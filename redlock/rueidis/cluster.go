@@ -228,6 +228,10 @@ func (w *shardWatch) Close() error {
 	return nil
 }
 
+// slotMapRefresh is how often a cluster client of NewClusterClient reads
+// the slot map again.
+const slotMapRefresh = 2 * time.Second
+
 // NewClusterClient returns a rueidis client for a parsed node URL that is
 // a Redis Cluster (cluster=true): seeded with its addresses, the rest of
 // the cluster discovered, configured for Redlock as NewClient is (no
@@ -235,7 +239,9 @@ func (w *shardWatch) Close() error {
 // pipelined), and each new connection to a master closes there the
 // connections given up to it before it carries a request (fence.go), so
 // that no request left behind on one runs after the requests of the
-// connection that replaced it. rueidis builds a cluster client only once a seed answers:
+// connection that replaced it; the slot map is read again every 2 s, so
+// that the client learns the replicas a failover may promote (an option
+// that sets ClusterOption.ShardsRefreshInterval chooses another period). rueidis builds a cluster client only once a seed answers:
 // it fails when none does. Dial and DialNode do not call it at once: their
 // cluster node builds its client in the background and fails its requests
 // until the cluster answers, as a single node that is down does (lazy.go).
@@ -250,6 +256,14 @@ func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error)
 		opt(&o)
 	}
 	o.BlockingPipeline = -1
+	// The slot map is read again every few seconds, so that the client
+	// learns the replicas that synced since (CLUSTER SLOTS lists a
+	// replica once it is online): after its master died, a replica may
+	// be the only process left to ask. rueidis also reads it again after
+	// a failed or redirected request.
+	if o.ClusterOption.ShardsRefreshInterval == 0 {
+		o.ClusterOption.ShardsRefreshInterval = slotMapRefresh
+	}
 	// Every connection to a master fences the ones given up to it before
 	// (fence.go), as NewClient's do.
 	f := &clusterFence{user: u.Username, pass: u.Password, addrs: map[string]*connFence{}}

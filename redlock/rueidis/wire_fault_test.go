@@ -24,7 +24,9 @@ var (
 // Concurrent lock requests over connections that fail, stall, truncate and
 // reset (redlock/redlocktest/faultconn): every answer agrees with what the
 // node holds: every fault at once, then each fault alone (-wire.faults
-// picks a set). The client is NewClient's, dialling through the injector.
+// picks a set). The client is NewClient's, dialling through the injector;
+// then the same over nodes that are Redis Clusters of one master each
+// ("cluster/..."), each a cluster node of DialNode.
 func TestWireFaults(t *testing.T) {
 	faultconn.Suite{
 		Seed:     *wireSeed,
@@ -46,4 +48,22 @@ func TestWireFaults(t *testing.T) {
 			return rueidis.NewNode(c, addr)
 		},
 	}.RunFaults(t, *wireFaults)
+	t.Run("cluster", func(t *testing.T) {
+		faultconn.Suite{
+			Seed:     *wireSeed,
+			Workload: faultconn.Workload{Rounds: 3000, Budget: 5 * time.Second},
+			Cluster:  true,
+			NewNode: func(t *testing.T, addr string, in *faultconn.Injector) adapter.Node {
+				n, err := rueidis.DialNode("redis://"+addr+"?cluster=true", func(o *rueidisclient.ClientOption) {
+					o.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {
+						return in.Dial(ctx, "tcp", addr)
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			},
+		}.RunFaults(t, *wireFaults)
+	})
 }

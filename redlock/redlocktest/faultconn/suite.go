@@ -1,9 +1,12 @@
 package faultconn
 
 import (
+	"context"
 	"io"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock/adapter"
 	"dlm/redlock/redlocktest"
@@ -28,9 +31,18 @@ type Suite struct {
 	// whose connections go through in (in.Dial). The suite closes it
 	// (io.Closer) at the end.
 	NewNode func(t *testing.T, addr string, in *Injector) adapter.Node
+	// Cluster makes every node a Redis Cluster of one master
+	// (redlocktest.StartRedisClusters), so that the adapter's cluster
+	// client is under test: NewNode then gets the master's address, the
+	// cluster's seed, and returns a cluster node over it. RunMatrix starts
+	// the clusters once for all its runs (a cluster takes seconds to
+	// form), each run on keys of its own.
+	Cluster bool
 	// AllowOrphans accepts Result.Orphans (an adapter that does not order
 	// its requests across a replaced connection); they are logged.
 	AllowOrphans bool
+
+	clusters []*redlocktest.RedisCluster // of Cluster, shared by RunMatrix's runs
 }
 
 // The workload and fault rate of one fault alone in RunMatrix: a quick
@@ -46,21 +58,30 @@ const eachRate = 0.1
 // drawn at a rate of 0.1 (s.Rate is for "all"). The per-fault runs are
 // what docs/guarantees.md reports.
 func (s Suite) RunMatrix(t *testing.T) {
+	if s.Cluster && s.clusters == nil {
+		s.clusters = redlocktest.StartRedisClusters(t, s.nodes(), 1, 0)
+	}
+	if s.Workload.Prefix == "" {
+		s.Workload.Prefix = "wire:"
+	}
 	t.Run("all", func(t *testing.T) {
 		all := s
 		all.Faults = AllFaults()
+		all.Workload.Prefix = s.Workload.Prefix + "all:"
 		all.Run(t)
 	})
 	for _, f := range AllFaults() {
 		t.Run(f.String(), func(t *testing.T) {
 			one := s
 			one.Faults = []Fault{f}
+			one.Workload.Prefix = s.Workload.Prefix + f.String() + ":"
 			switch f {
 			case StallReader, FailDial, ResetAfterDial, DelayWrite:
 				one.Faults = append(one.Faults, FailWrite)
 			}
+			prefix := one.Workload.Prefix
 			one.Workload, one.Rate = eachWorkload, eachRate
-			one.Workload.Timeout, one.Workload.TTL = s.Workload.Timeout, s.Workload.TTL
+			one.Workload.Timeout, one.Workload.TTL, one.Workload.Prefix = s.Workload.Timeout, s.Workload.TTL, prefix
 			one.Run(t)
 		})
 	}
@@ -84,6 +105,14 @@ func (s Suite) RunFaults(t *testing.T, names string) {
 	s.Run(t)
 }
 
+// nodes is s.Nodes or its default.
+func (s Suite) nodes() int {
+	if s.Nodes <= 0 {
+		return 2
+	}
+	return s.Nodes
+}
+
 // Run starts the nodes, runs RunLocks over them with every fault on, and
 // fails t for every violation, naming the seed.
 func (s Suite) Run(t *testing.T) {
@@ -97,24 +126,47 @@ func (s Suite) Run(t *testing.T) {
 			t.Logf("wire faults: seed %d (replay with -wire.seed=%d)", seed, seed)
 		}
 	})
-	if s.Nodes <= 0 {
-		s.Nodes = 2
-	}
+	s.Nodes = s.nodes()
 	if s.Rate <= 0 {
 		s.Rate = 0.03
 	}
-	cl := redlocktest.Start(t, s.Nodes)
+	type server struct {
+		addr  string
+		truth *redis.Client
+	}
+	servers := make([]server, s.Nodes)
+	switch {
+	case s.Cluster:
+		if s.clusters == nil {
+			s.clusters = redlocktest.StartRedisClusters(t, s.Nodes, 1, 0)
+		}
+		for i, c := range s.clusters {
+			m := c.Masters()[0]
+			servers[i] = server{m.Addr(), m.Client()}
+		}
+	default:
+		for i, srv := range redlocktest.Start(t, s.Nodes).Servers {
+			servers[i] = server{srv.Addr(), srv.Client()}
+		}
+	}
 	targets := make([]Target, s.Nodes)
-	for i, srv := range cl.Servers {
+	for i, srv := range servers {
 		in := New(Config{Seed: seed + uint64(i), Rate: s.Rate, Faults: s.Faults})
 		t.Cleanup(in.Wait) // after NewNode's own clean-ups
-		n := s.NewNode(t, srv.Addr(), in)
+		if s.Cluster {
+			in.SetEnabled(false) // until the node learned the slots: ready
+		}
+		n := s.NewNode(t, srv.addr, in)
 		t.Cleanup(func() {
 			if c, ok := n.(io.Closer); ok {
 				_ = c.Close()
 			}
 		})
-		targets[i] = Target{Node: n, Injector: in, Truth: srv.Client()}
+		if s.Cluster {
+			ready(t, n, s.Workload.Prefix+"ready")
+			in.SetEnabled(true)
+		}
+		targets[i] = Target{Node: n, Injector: in, Truth: srv.truth}
 	}
 	w := s.Workload
 	w.Seed = seed
@@ -140,5 +192,32 @@ func (s Suite) Run(t *testing.T) {
 	}
 	if injected == 0 {
 		t.Errorf("no fault was injected in %d rounds", res.Rounds)
+	}
+}
+
+// ready waits until n, a cluster node, answered an acquisition of key
+// (a cluster client first learns the slots, and an adapter may build its
+// client in the background), and releases it: a run whose first faults
+// broke that learning would otherwise fail every request at once and test
+// nothing.
+func ready(t *testing.T, n adapter.Node, key string) {
+	t.Helper()
+	end := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		ok, err := n.Acquire(ctx, key, "ready", time.Minute)
+		if err == nil {
+			_, _ = n.Release(ctx, key, "ready")
+		}
+		cancel()
+		switch {
+		case err == nil && ok:
+			return
+		case err == nil:
+			t.Fatalf("faultconn: the cluster node refused %s, which nothing else locks", key)
+		case time.Now().After(end):
+			t.Fatalf("faultconn: the cluster node did not answer in 30 s: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
