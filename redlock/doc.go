@@ -42,8 +42,9 @@
 //   - WithAutoExtend, Lock.Done, Lock.Err: a lock that extends itself, and a
 //     notice when it is lost. Extensions are bounded (WithMaxExtensions).
 //   - Hand-off: Unlock announces the release and waiters retry at once, and a
-//     waiter of the same client is handed the lock (WithHandoff,
-//     WithHandoffLimit).
+//     waiter of the same client is handed the lock, acquired on its behalf
+//     under a value of its own (WithHandoff, WithHandoffLimit; keeping the
+//     lock as it is, at no round trip, with WithHandoffKeep).
 //   - Client.LockAll: several resources in one lock, all or nothing, without
 //     deadlock.
 //   - Client.RLock, Client.WLock: read-write locks, writers not starved.

@@ -147,16 +147,17 @@ type Handle struct {
 // value: see Handle. A handle is worth what the nodes hold: once the lock
 // was released, expired or lost, Resume and Release of it return
 // ErrNotHeld. The handle of a lock that Unlock handed over to a waiter of
-// the same client by letting it keep the lock (see WithHandoffLimit)
-// carries no value: its Resume and Release return ErrNotHeld too.
+// the same client by letting it keep the lock (WithHandoffKeep) carries
+// no value: its Resume and Release return ErrNotHeld too; and a lock whose
+// handle was written is never kept.
 func (l *Lock) Handle() Handle {
 	now := time.Now()
 	l.mu.Lock()
 	until, ext, value := l.until, l.extensions, l.value
 	if l.passed {
 		value = "" // the next holder's (handoff_handover.go: keep)
-	} else if l.shown != nil {
-		l.shown.Store(true) // never passed on (handoff_handover.go: keep)
+	} else if l.bound != nil {
+		l.bound.Store(true) // never passed on (handoff_handover.go: keep)
 	}
 	l.mu.Unlock()
 	l.crossed.Store(true) // its extensions count on the nodes (bounds.go)

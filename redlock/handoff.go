@@ -39,6 +39,26 @@ func WithHandoffLimit(n int) Option {
 	return clientOption(func(o *clientOptions) { o.handoffLimit = n })
 }
 
+// WithHandoffKeep lets a hand-over within this client keep the lock as it
+// is, when it can: the waiter continues the holder's lock (same value,
+// same Until, its chain's extensions) and Unlock asks no node, since the
+// keys already hold that value on a quorum until then (R9, R13). Without
+// it (the default), every hand-over acquires on the waiter's behalf, and
+// the waiter's lock is confirmed by a quorum under a value of its own, as
+// after its own attempt. A lock is kept only when it is one exclusive
+// lock of the client's own random value (not WithValue), without fencing,
+// whose Handle was not written nor a record published under it
+// (PutRecord), that no extension found gone from too many nodes, with the
+// waiter's ttl and drift factor and at least 7/8 of the waiter's validity
+// (ttl - drift) left, on a client that is not closing. With this option,
+// two holders in a row may share one value: a value the holder read
+// (Value) is then no guard that tells holders apart, so keep it for
+// locks whose value is not used outside the process. Reading the value
+// changes nothing. It saves a round trip per hand-over within the client.
+func WithHandoffKeep() Option {
+	return clientOption(func(o *clientOptions) { o.handoffKeep = true })
+}
+
 // WithHandoff turns the hand-off without polling on or off (R10, R14): when
 // on and the nodes implement adapter.HandoffNode, Unlock announces each
 // release, a waiting Lock retries on the announcement (at once, or in turn

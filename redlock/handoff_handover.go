@@ -8,8 +8,8 @@ import (
 )
 
 // The hand-over within a client: Unlock gives the lock to its client's
-// longest waiter, keeping it as it is when nobody read its value, or
-// acquiring on the waiter's behalf (handoff.go has the overview).
+// longest waiter by acquiring on the waiter's behalf, or, with
+// WithHandoffKeep, by keeping it as it is (handoff.go has the overview).
 
 // handResult is what handOver did with a lock that Unlock ends.
 type handResult int
@@ -120,22 +120,24 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 const keepNum, keepDen = 7, 8
 
 // keep returns the lock that takes over l, which Unlock is ending, for a
-// waiter of this client with options o without asking any node: the keys
-// hold l's value on a quorum until l's Until (R9, R13), and this client
-// decides which of its own Lock calls relies on them, so the waiter
-// continues l (same value, same Until, the chain's runs and extensions,
-// R17) at no round trip. It returns nil, and the hand-over acquires anew
-// (transfer, or release and SET NX), unless l is one exclusive lock of
-// this client's own random value that nobody read (Value, Handle: a value
-// known outside must not serve two holders, R18) nor bound to a record
-// (PutRecord: the record names its holder), that no extension found gone
-// from too many nodes (R13: its keys may be free), without fencing (every
-// holder gets a new token), with the waiter's ttl and drift, and with at
-// least keepNum/keepDen of the waiter's validity left, on a client that is
-// not closed. Called with h.mu held: the caller grants the lock (life.go:
-// grant) and reports it to the observers once h.mu is unlocked.
+// waiter of this client with options o without asking any node, when the
+// client keeps locks at hand-overs (WithHandoffKeep): the keys hold l's
+// value on a quorum until l's Until (R9, R13), and this client decides
+// which of its own Lock calls relies on them, so the waiter continues l
+// (same value, same Until, the chain's runs and extensions, R17) at no
+// round trip. It returns nil, and the hand-over acquires anew (transfer,
+// or release and SET NX), unless l is one exclusive lock of this client's
+// own random value (bound is not nil only then) whose handle was not
+// written (Handle: the handle's holder must not reach the next holder,
+// R18) nor a record bound to it (PutRecord: the record names its holder),
+// that no extension found gone from too many nodes (R13: its keys may be
+// free), without fencing (every holder gets a new token), with the
+// waiter's ttl and drift, and with at least keepNum/keepDen of the
+// waiter's validity left, on a client that is not closed. Called with h.mu
+// held: the caller grants the lock (life.go: grant) and reports it to the
+// observers once h.mu is unlocked.
 func (c *Client) keep(l *Lock, o lockOptions) *Lock {
-	if l.shown == nil || l.shown.Load() || l.mode != modeExclusive || l.keys != nil || c.opts.fencing || o.ttl != l.ttl || drift(o.ttl, o.driftFactor) != l.drift {
+	if l.bound == nil || l.bound.Load() || l.mode != modeExclusive || l.keys != nil || c.opts.fencing || o.ttl != l.ttl || drift(o.ttl, o.driftFactor) != l.drift {
 		return nil
 	}
 	if c.isClosed() {
@@ -147,9 +149,9 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	until, ext := l.until, l.extensions
-	// shown again under l.mu, where Value and Handle set it: from here on
-	// they show no value (passed).
-	if l.gone || l.shown.Load() || until.Sub(now) < (o.ttl-l.drift)/keepDen*keepNum {
+	// bound again under l.mu, where Handle sets it: from here on Value
+	// and Handle show no value (passed).
+	if l.gone || l.bound.Load() || until.Sub(now) < (o.ttl-l.drift)/keepDen*keepNum {
 		return nil
 	}
 	l.passed = true
@@ -164,7 +166,7 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 		inflight:   l.inflight,
 		run:        l.run + 1,
 		mode:       modeExclusive,
-		shown:      l.shown,
+		bound:      l.bound,
 		extensions: ext,
 	}
 }

@@ -10,14 +10,13 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// A lock handed over within one client whose value nobody read is kept:
-// the waiter continues it (same value, same Until) and Unlock asks no node,
-// so that a hand-over within a process costs no round trip (issue 14: the
-// transfer's round trip was most of the time between two critical sections
-// of one process, 0.44 ms p50 of 8 processes x 4 workers). Any other lock
-// is handed over by an acquisition on the waiter's behalf, which gives the
-// waiter a value of its own. Before: every hand-over asked the nodes and
-// gave a new value.
+// With WithHandoffKeep, a lock handed over within one client is kept when
+// it can be: the waiter continues it (same value, same Until) and Unlock
+// asks no node, so that a hand-over within a process costs no round trip.
+// Reading the value changes nothing. Any other lock, and every lock
+// without the option (the default), is handed over by an acquisition on
+// the waiter's behalf, which gives the waiter a value of its own,
+// confirmed by a quorum.
 func TestHandoffKeepsAnUnreadLock(t *testing.T) { // R9, R13, R17, R18
 	const ttl = 5 * time.Second
 	for _, tc := range []struct {
@@ -31,12 +30,16 @@ func TestHandoffKeepsAnUnreadLock(t *testing.T) { // R9, R13, R17, R18
 		waiter []redlock.LockOption
 		holder []redlock.LockOption
 		kept   bool
+		// noKeep: the client's default, without WithHandoffKeep.
+		noKeep bool
 	}{
+		{name: "default", noKeep: true},
+		{name: "default, value read", noKeep: true, before: func(l *redlock.Lock) { _ = l.Value() }},
 		{name: "unread", kept: true},
 		{name: "unread, auto-extended", waiter: []redlock.LockOption{redlock.WithAutoExtend()}, kept: true},
 		{name: "held a little", hold: ttl / 10, kept: true},
 		{name: "held more than an eighth of its validity", hold: ttl / 7},
-		{name: "value read", before: func(l *redlock.Lock) { _ = l.Value() }},
+		{name: "value read", before: func(l *redlock.Lock) { _ = l.Value() }, kept: true},
 		{name: "handle taken", before: func(l *redlock.Lock) { _ = l.Handle() }},
 		{name: "caller's value", holder: []redlock.LockOption{redlock.WithValue("a-value-of-the-caller-000")}},
 		{name: "waiter's ttl differs", waiter: []redlock.LockOption{redlock.WithTTL(2 * ttl)}},
@@ -51,7 +54,11 @@ func TestHandoffKeepsAnUnreadLock(t *testing.T) { // R9, R13, R17, R18
 				}
 				// No timed retry of the waiter's: its releases (R8.5)
 				// could land while the nodes' requests are counted.
-				c := memClient(t, nodes, append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithRetryDelay(time.Hour, time.Hour)}, tc.opts...)...)
+				opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithRetryDelay(time.Hour, time.Hour)}
+				if !tc.noKeep {
+					opts = append(opts, redlock.WithHandoffKeep())
+				}
+				c := memClient(t, nodes, append(opts, tc.opts...)...)
 				l, err := c.Lock(t.Context(), "r", tc.holder...)
 				if err != nil {
 					t.Fatal(err)
@@ -123,12 +130,12 @@ func memApplied(mems []*redlocktest.MemNode) int64 {
 }
 
 // The value of a kept lock is shared along the chain of holders that kept
-// it: once any of them read it, it is not passed on again; the chain counts
-// extensions (R17) as a chain of hand-overs does.
+// it (reading it changes nothing); the chain counts extensions (R17) as a
+// chain of hand-overs does, and ends at the hand-off limit.
 func TestHandoffKeptChain(t *testing.T) { // R17, R18
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := redlocktest.NewMemNodes(5)
-		c := memClient(t, nodes, redlock.WithHandoffLimit(3))
+		c := memClient(t, nodes, redlock.WithHandoffKeep(), redlock.WithHandoffLimit(3))
 		ctx := t.Context()
 		first, err := c.Lock(ctx, "r")
 		if err != nil {
@@ -166,13 +173,17 @@ func TestHandoffKeptChain(t *testing.T) { // R17, R18
 		if redlock.RawValue(third) != v {
 			t.Fatal("the second hand-over did not keep the lock")
 		}
-		if third.Value() != v { // read by the holder: never passed on
+		if third.Value() != v { // a getter: changes nothing
 			t.Fatal("the holder's Value is not its value")
 		}
 		fourth := hand(third)
-		if redlock.RawValue(fourth) == v {
-			t.Error("a value read by its holder was passed on")
+		if redlock.RawValue(fourth) != v {
+			t.Error("reading the value stopped the chain of kept locks")
 		}
-		_ = fourth.Unlock(context.Background())
+		fifth := hand(fourth) // the limit (3): announced, acquired anew
+		if redlock.RawValue(fifth) == v {
+			t.Error("the chain was kept past the hand-off limit")
+		}
+		_ = fifth.Unlock(context.Background())
 	})
 }

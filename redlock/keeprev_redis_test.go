@@ -18,7 +18,7 @@ import (
 // (TestKeepPublishedRecordIsNotPassedOn on MemNodes).
 func TestKeepRedis(t *testing.T) { // R4, R9, R18
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		cl, c := cluster(t, a, 3, redlock.WithTTL(time.Minute))
+		cl, c := cluster(t, a, 3, redlock.WithTTL(time.Minute), redlock.WithHandoffKeep())
 		ctx := t.Context()
 		// hand unlocks l once a Lock call of c waits for resource, and
 		// returns the waiter's lock.

@@ -64,7 +64,7 @@ func handTo(t *testing.T, c *redlock.Client, l *redlock.Lock, r string) *redlock
 func TestKeepPublishedRecordIsNotPassedOn(t *testing.T) { // R4, R18
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := redlocktest.NewMemNodes(5)
-		c := memClient(t, nodes)
+		c := memClient(t, nodes, redlock.WithHandoffKeep())
 		ctx := t.Context()
 		a, err := c.Lock(ctx, "r")
 		if err != nil {
@@ -100,8 +100,8 @@ func TestKeepHandleOfUnlockedLock(t *testing.T) { // R5, R13, R18
 		t.Run(tc, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				nodes, mems := redlocktest.NewMemNodes(5)
-				c := memClient(t, nodes)
-				other := memClient(t, nodes) // another process
+				c := memClient(t, nodes, redlock.WithHandoffKeep())
+				other := memClient(t, nodes, redlock.WithHandoffKeep()) // another process
 				ctx := t.Context()
 				a, err := c.Lock(ctx, "r")
 				if err != nil {
@@ -149,7 +149,7 @@ func TestKeepNotAfterExtensionFoundKeysGone(t *testing.T) { // R9, R13, R16, R17
 		for _, m := range mems {
 			m.SetSlow(100 * time.Millisecond)
 		}
-		c := memClient(t, nodes, redlock.WithTTL(10*time.Second))
+		c := memClient(t, nodes, redlock.WithHandoffKeep(), redlock.WithTTL(10*time.Second))
 		ctx := t.Context()
 		start := time.Now()
 		// Granted at 0.1s (answers take 0.1s); extended every 0.5s:
@@ -211,7 +211,7 @@ func TestKeepWaiterCancelledAtTheKeep(t *testing.T) { // R11, R12
 			wctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			obs := &cancelOnHand{cancel: cancel}
-			c := memClient(t, nodes, redlock.WithObserver(obs))
+			c := memClient(t, nodes, redlock.WithHandoffKeep(), redlock.WithObserver(obs))
 			a, err := c.Lock(t.Context(), "r")
 			if err != nil {
 				t.Fatal(err)
@@ -250,7 +250,7 @@ func TestKeepWaiterCancelledAtTheKeep(t *testing.T) { // R11, R12
 func TestKeepNotAfterClose(t *testing.T) { // R12
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
-		c, err := redlock.New(nodes)
+		c, err := redlock.New(nodes, redlock.WithHandoffKeep())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +328,7 @@ func TestKeepAfterDoPanics(t *testing.T) { // R12, R17
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		obs := &heldCount{}
-		c := memClient(t, nodes, redlock.WithTTL(3*time.Second), redlock.WithObserver(obs))
+		c := memClient(t, nodes, redlock.WithHandoffKeep(), redlock.WithTTL(3*time.Second), redlock.WithObserver(obs))
 		ctx := t.Context()
 		in, panicNow := make(chan struct{}), make(chan struct{})
 		recovered := make(chan any, 1)
@@ -385,7 +385,7 @@ func TestKeepChainYieldsAtTheLimit(t *testing.T) { // R10, R17
 		const limit = 3
 		nodes, mems := redlocktest.NewMemNodes(5)
 		obs := &heldCount{}
-		c := memClient(t, nodes, redlock.WithHandoffLimit(limit), redlock.WithObserver(obs))
+		c := memClient(t, nodes, redlock.WithHandoffKeep(), redlock.WithHandoffLimit(limit), redlock.WithObserver(obs))
 		ctx := t.Context()
 		l, err := c.Lock(ctx, "r")
 		if err != nil {
@@ -433,7 +433,7 @@ func TestKeepCountsAutoExtensions(t *testing.T) { // R17
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		obs := &heldCount{}
-		c := memClient(t, nodes, redlock.WithTTL(3*time.Second), redlock.WithObserver(obs))
+		c := memClient(t, nodes, redlock.WithHandoffKeep(), redlock.WithTTL(3*time.Second), redlock.WithObserver(obs))
 		ctx := t.Context()
 		opts := []redlock.LockOption{redlock.WithAutoExtend(), redlock.WithMaxExtensions(2)}
 		a, err := c.Lock(ctx, "r", opts...)
@@ -479,7 +479,7 @@ func TestKeepCountsAutoExtensions(t *testing.T) { // R17
 func TestLockPrintsNoValue(t *testing.T) { // R4, R18
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := redlocktest.NewMemNodes(5)
-		c := memClient(t, nodes)
+		c := memClient(t, nodes, redlock.WithHandoffKeep())
 		l, err := c.Lock(t.Context(), "r")
 		if err != nil {
 			t.Fatal(err)
@@ -532,7 +532,7 @@ func (o *blockOnHand) End(redlock.EndEvent)             {}
 func TestKeepObserverOutsideTheHandoffLock(t *testing.T) {
 	nodes, _ := redlocktest.NewMemNodes(5)
 	obs := &blockOnHand{in: make(chan struct{}), release: make(chan struct{})}
-	c := memClient(t, nodes, redlock.WithObserver(obs))
+	c := memClient(t, nodes, redlock.WithHandoffKeep(), redlock.WithObserver(obs))
 	ctx := t.Context()
 	a, err := c.Lock(ctx, "r")
 	if err != nil {

@@ -32,11 +32,12 @@ type Lock struct {
 	token    uint64          // fencing token (fencing.go), 0 without fencing
 	run      int             // hand-overs in a row within the client that led to it
 	mode     lockMode        // exclusive, or a read or write lock (rw.go)
-	// shown is set once the value has left the client's keeping (Value,
-	// Handle) or was bound to a published record (PutRecord), shared by the locks that kept one value (handoff_handover.go: keep);
-	// nil where the value was known outside from the start (WithValue,
-	// Resume) or the lock is never kept (sets, read-write, fencing).
-	shown *atomic.Bool
+	// bound is set once the value was bound to something outside the
+	// client (Handle, PutRecord), shared by the locks that kept one value
+	// (WithHandoffKeep; handoff_handover.go: keep); nil where a lock is
+	// never kept: without WithHandoffKeep, for a value known outside from
+	// the start (WithValue, Resume), sets, read-write locks and fencing.
+	bound *atomic.Bool
 	// crossed is set once the lock may live on in another process (its
 	// Handle was written, or it was resumed from one): its extensions are
 	// then counted on the nodes too (bounds.go).
@@ -52,7 +53,7 @@ type Lock struct {
 
 	mu         sync.Mutex
 	until      time.Time
-	passed     bool // kept by another Lock call (handoff_handover.go: keep): Value and Handle show no value
+	passed     bool // kept by another Lock call (WithHandoffKeep): Value and Handle show no value
 	released   bool
 	extensions int // successful extensions (WithMaxExtensions)
 	// gone is set when an extension found too many nodes without the
@@ -113,8 +114,8 @@ func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration
 		l.run = from.run + 1
 		l.extensions = from.extensionsDone()
 	}
-	if l.mode == modeExclusive && l.keys == nil && token == 0 && !c.opts.fencing && !o.valueSet {
-		l.shown = new(atomic.Bool) // may be kept by a hand-over (handoff_handover.go)
+	if c.opts.handoffKeep && l.mode == modeExclusive && l.keys == nil && token == 0 && !c.opts.fencing && !o.valueSet {
+		l.bound = new(atomic.Bool) // may be kept by a hand-over (handoff_handover.go)
 	}
 	c.grant(l, o) // auto-extension, Done (life.go)
 	return l
@@ -130,16 +131,15 @@ func (l *Lock) Resource() string { return l.resource }
 // base64url-encoded, or the caller's (WithValue). A quorum of nodes held it
 // under the lock key when the lock was granted (a lock handed over within a
 // client included), so it can serve a storage system as a check-and-set
-// guard (R18). A value that was read is never passed on: a lock handed over
-// within the client keeps its holder's value only when nobody read it
-// (WithHandoffLimit), so read Value while you hold the lock, not after
-// Unlock, when you use it as a guard.
+// guard (R18): every lock has a value of its own, unless the client keeps
+// locks at hand-overs (WithHandoffKeep), where two holders in a row may
+// share one. Reading it changes nothing.
 //
-// Once Unlock handed the lock over by letting the waiter keep it, this
-// lock's Value returns "", and its Handle carries no value: the value is
-// the next holder's alone.
+// Once Unlock handed the lock over by letting the waiter keep it
+// (WithHandoffKeep), this lock's Value returns "", and its Handle carries
+// no value: the value is the next holder's alone.
 func (l *Lock) Value() string {
-	if l.shown == nil {
+	if l.bound == nil {
 		return l.value
 	}
 	l.mu.Lock()
@@ -147,13 +147,12 @@ func (l *Lock) Value() string {
 	if l.passed {
 		return ""
 	}
-	l.shown.Store(true) // under l.mu: keep checks it there
 	return l.value
 }
 
 // String describes the lock without its value, which is its secret (R4):
 // whoever knows it can extend and release the lock, and a value that left
-// the client unseen by Value would be passed on by a hand-over (R18). It
+// the client would serve whoever read it (R18). It
 // gives the resource, the ttl, the validity that remains and the fencing
 // token, if any: %v, %+v and %s print it, %#v too (GoString), and
 // log/slog logs the same without the value (LogValue).
@@ -231,11 +230,11 @@ func (l *Lock) Validity() time.Duration {
 //
 // When another Lock call of the same client waits for the resource, Unlock
 // hands the lock over to it (see WithHandoffLimit and the package
-// documentation): the waiter keeps this lock as it is when nobody read its
-// value and enough validity remains (no node is asked); otherwise Unlock
-// acquires on the waiter's behalf right behind the release, or in the same
-// atomic step where the nodes are adapter.TransferNodes, and returns once
-// that acquisition is decided.
+// documentation): Unlock acquires on the waiter's behalf right behind the
+// release, or in the same atomic step where the nodes are
+// adapter.TransferNodes, and returns once that acquisition is decided; with
+// WithHandoffKeep, the waiter may keep this lock as it is instead (no node
+// is asked).
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return ErrNotHeld

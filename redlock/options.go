@@ -56,7 +56,8 @@ type clientOptions struct {
 	seed           uint64
 	seeded         bool
 	noHandoff      bool // WithHandoff(false), handoff.go
-	handoffLimit   int  // WithHandoffLimit, pass.go
+	handoffLimit   int  // WithHandoffLimit, handoff.go
+	handoffKeep    bool // WithHandoffKeep, handoff.go
 
 	fencing        bool // WithFencing and the rest of fencing.go
 	fencePrefix    string

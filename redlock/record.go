@@ -86,11 +86,11 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	case l.mode == modeRead: // rw.go: readers share the key
 		return invalidf("PutRecord of lock %q: a read lock (RLock) has no record, as readers share the key; publish it under Lock or WLock", l.resource)
 	}
-	if l.shown != nil {
+	if l.bound != nil {
 		// The record names this holder and is bound to the value: a
 		// hand-over that kept the value would pass the record on with
 		// it, to a holder it does not name (handoff_handover.go: keep).
-		l.shown.Store(true)
+		l.bound.Store(true)
 	}
 	l.mu.Lock()
 	until, ended := l.until, l.released || l.err != nil

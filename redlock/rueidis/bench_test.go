@@ -78,8 +78,11 @@ func BenchmarkNode(b *testing.B) {
 
 // BenchmarkHandOver measures critical sections on one contended key: 4 x
 // GOMAXPROCS goroutines lock and unlock it with no work in between, so an
-// operation is one hand-over from one Lock call to the next (pass.go), or,
-// without hand-off, one release and the next timed retry that wins:
+// operation is one hand-over from one Lock call to the next (handoff.go):
+// acquired on the waiter's behalf (pass), or kept as it is
+// (WithHandoffKeep: keep); "-read" rows read each lock's value, which must
+// change nothing; without hand-off, one release and the next timed retry
+// that wins:
 //
 //	go test -run '^$' -bench HandOver -benchmem ./redlock/rueidis/
 func BenchmarkHandOver(b *testing.B) {
@@ -87,9 +90,13 @@ func BenchmarkHandOver(b *testing.B) {
 	for _, tt := range []struct {
 		name string
 		opts []redlock.Option
+		read bool // each holder reads its lock's value
 	}{
-		{"pass", nil},
-		{"no-handoff", []redlock.Option{redlock.WithHandoff(false)}},
+		{"pass", nil, false},
+		{"pass-read", nil, true},
+		{"keep", []redlock.Option{redlock.WithHandoffKeep()}, false},
+		{"keep-read", []redlock.Option{redlock.WithHandoffKeep()}, true},
+		{"no-handoff", []redlock.Option{redlock.WithHandoff(false)}, false},
 	} {
 		b.Run(tt.name, func(b *testing.B) {
 			c, err := rueidis.Dial(cl.URLs(), append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, tt.opts...)...)
@@ -105,6 +112,10 @@ func BenchmarkHandOver(b *testing.B) {
 					l, err := c.Lock(ctx, "contended")
 					if err != nil {
 						b.Error(err)
+						return
+					}
+					if tt.read && l.Value() == "" {
+						b.Error("a held lock without a value")
 						return
 					}
 					if err := l.Unlock(ctx); err != nil {

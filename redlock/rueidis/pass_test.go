@@ -154,12 +154,12 @@ func TestPassHandsTheLockOver(t *testing.T) {
 	}
 }
 
-// Over real nodes, a lock whose value nobody read is kept by the waiter of
+// Over real nodes, with WithHandoffKeep, a lock is kept by the waiter of
 // the same client: the same value and Until, and the holder's Unlock sends
 // the nodes nothing (their command counts do not move).
 func TestPassKeepsAnUnreadLock(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
-	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute))
+	c := dial(t, cl.URLs(), redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Minute, time.Minute), redlock.WithHandoffKeep())
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	first, err := c.TryLock(ctx, "kept")
