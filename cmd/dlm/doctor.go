@@ -103,7 +103,7 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			fs = append(fs, checkFencing(ps, probeFences(cmd.Context(), parsed, ps, fencePfx, timeout, cfgs), fencing)...)
 			for i, u := range parsed {
 				if u.Cluster && ps[i].Err == nil {
-					fs = append(fs, diagnoseCluster(cmd.Context(), u, cfgs[i], timeout, maxSkew)...) // doctor_cluster.go
+					fs = append(fs, diagnoseCluster(cmd.Context(), u, cfgs[i], timeout, maxSkew, fencePfx, fencing)...) // doctor_cluster.go
 				}
 			}
 			fails := printFindings(cmd.OutOrStdout(), fs)
@@ -178,7 +178,7 @@ func probeFences(ctx context.Context, urls []redlock.NodeURL, ps []probe, prefix
 func checkFencing(ps []probe, fenced []bool, all bool) []finding {
 	var fs []finding
 	for i, p := range ps {
-		if p.Err != nil || p.ConfigErr != nil || !(all || fenced[i]) {
+		if p.Err != nil || p.ConfigErr != nil || !(all || fenced[i]) || p.Cluster { // diagnoseCluster checks every master
 			continue
 		}
 		why := "the clients fence (--fencing)"

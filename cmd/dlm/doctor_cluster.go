@@ -29,6 +29,10 @@ type clusterProbe struct {
 	// Replicas maps a master's address to its replicas' failover
 	// settings.
 	Replicas map[string][]replicaProbe
+	// Fenced holds the addresses of the masters that hold fence keys;
+	// AllFenced is doctor's --fencing (judge every master's fencing).
+	Fenced    map[string]bool
+	AllFenced bool
 }
 
 // replicaProbe is one replica of a cluster master.
@@ -41,8 +45,8 @@ type replicaProbe struct {
 
 // probeCluster asks a cluster node's seed for the cluster's state, then
 // every master (as probeNode does a plain node) and every replica.
-func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout time.Duration) clusterProbe {
-	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}}
+func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout time.Duration, fencePfx string) clusterProbe {
+	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}, Fenced: map[string]bool{}}
 	cc, err := goredis.NewClusterClient(u)
 	if err != nil {
 		cp.Err = err
@@ -67,8 +71,10 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 		p := probeNode(ctx, m, m.Options().Addr, redlock.DefaultKeyPrefix)
 		p.NodeMaxTTL = maxTTL
 		repl, _ := m.Info(ctx, "replication").Result()
+		fenced := p.Err == nil && holdsKeys(ctx, m, fencePfx)
 		mu.Lock()
 		cp.Masters = append(cp.Masters, p)
+		cp.Fenced[p.Node] = fenced
 		for _, r := range connectedReplicas(repl) {
 			fromMasters = append(fromMasters, [2]string{r, p.Node})
 		}
@@ -165,10 +171,29 @@ func clusterReplicas(nodes string) [][2]string {
 }
 
 // diagnoseCluster checks a node that is a Redis Cluster: its state and slot
-// coverage, then each master as a plain node (eviction, persistence), its
-// replicas' failover against the ttl (R16), and the masters' clocks.
-func diagnoseCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout, maxSkew time.Duration) []finding {
-	return clusterFindings(probeCluster(ctx, u, cfg, timeout), maxSkew)
+// coverage, then each master as a plain node (eviction, persistence, fence
+// keys under fencePfx, every master's with fencing), its replicas'
+// failover (R16), and the masters' clocks.
+func diagnoseCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout, maxSkew time.Duration, fencePfx string, fencing bool) []finding {
+	cp := probeCluster(ctx, u, cfg, timeout, fencePfx)
+	cp.AllFenced = fencing
+	return clusterFindings(cp, maxSkew)
+}
+
+// holdsKeys reports whether m holds a key under prefix, looking with a
+// bounded SCAN (as probeFences does a plain node).
+func holdsKeys(ctx context.Context, m *redis.Client, prefix string) bool {
+	var cursor uint64
+	for range maxFenceScan {
+		keys, next, err := m.Scan(ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil || len(keys) > 0 {
+			return err == nil
+		}
+		if cursor = next; cursor == 0 {
+			return false
+		}
+	}
+	return false
 }
 
 // clusterFindings is diagnoseCluster's judgement of a probe.
@@ -208,6 +233,11 @@ func clusterFindings(cp clusterProbe, maxSkew time.Duration) []finding {
 		}
 		fs = append(fs, replicaFinding(m, cp.Replicas[m.Node]))
 	}
+	fenced := make([]bool, len(cp.Masters))
+	for i, m := range cp.Masters {
+		fenced[i] = cp.Fenced[m.Node]
+	}
+	fs = append(fs, checkFencing(cp.Masters, fenced, cp.AllFenced)...)
 	cf := checkClocks(cp.Masters, maxSkew)
 	for i := range cf {
 		if cf[i].Node == "" {

@@ -43,7 +43,8 @@ type probe struct {
 	// ClusterEnabled is INFO cluster's cluster_enabled:1: a master of a
 	// Redis Cluster (a URL without cluster=true reaches one master only).
 	ClusterEnabled bool
-	// Keys counts the lock keys under the prefix (at most maxKeysCounted).
+	// Keys counts the lock keys under the prefix (at most maxKeysCounted),
+	// on every master of a node that is a Redis Cluster.
 	Keys int
 	// Config holds CONFIG GET answers (maxmemory-policy, maxmemory,
 	// appendonly, appendfsync, save); ConfigErr is set when CONFIG is
@@ -80,6 +81,12 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, time
 			defer cancel()
 			out[i] = probeNode(pctx, c, u.String(), prefix)
 			out[i].Cluster = u.Cluster
+			if u.Cluster && out[i].Err == nil {
+				// Every master's share of the keys (status_cluster.go).
+				if n, ok := clusterKeys(pctx, u, cfgs[i], prefix); ok {
+					out[i].Keys = n
+				}
+			}
 		}()
 	}
 	wg.Wait()
