@@ -293,8 +293,12 @@ func (c Config) Validate() error {
 	if m > n-2 {
 		// Not even AllowUnsafe runs this: there are not enough lieutenants
 		// to relay through m levels.
-		return fmt.Errorf("%w: %w: %s(%d) needs n >= m+2 = %d generals, got n = %d (B9: with fewer the problem is vacuous; m must be at most n-2)",
-			ErrInvalidConfig, ErrUnsafe, strings.ToUpper(string(c.Algorithm)), m, m+2, n)
+		if c.Algorithm == OM {
+			return fmt.Errorf("%w: %w: OM(%d) relays through m levels of distinct lieutenants, so it needs at least m+2 = %d generals (and n >= 3m+1 = %d to be safe), got n = %d: m must be at most n-2, even with AllowUnsafe",
+				ErrInvalidConfig, ErrUnsafe, m, m+2, 3*m+1, n)
+		}
+		return fmt.Errorf("%w: %w: SM(%d) needs n >= m+2 = %d generals, got n = %d (B9: with fewer the problem is vacuous; m must be at most n-2, even with AllowUnsafe)",
+			ErrInvalidConfig, ErrUnsafe, m, m+2, n)
 	}
 	if !c.AllowUnsafe {
 		switch {

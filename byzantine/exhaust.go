@@ -3,6 +3,7 @@ package byzantine
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/big"
@@ -29,6 +30,14 @@ type ExhaustOptions struct {
 // MaxExhaustRuns is the default bound on the runs of one Exhaust.
 const MaxExhaustRuns = 5_000_000
 
+// MaxExhaustStates bounds the distinct final states Exhaust remembers, so
+// that its memory stays bounded however long it runs.
+const MaxExhaustStates = 1 << 20
+
+// maxSentKept bounds what one run records of the traitors' messages for
+// a counterexample.
+const maxSentKept = 2000
+
 // ExhaustSet is the search over one traitor set.
 type ExhaustSet struct {
 	// Traitors is the set searched.
@@ -43,6 +52,11 @@ type ExhaustSet struct {
 	Violations int `json:"violations"`
 	// Complete is false when the search stopped before its end.
 	Complete bool `json:"complete"`
+	// Covered is the share of the set's runs that were made, from 0 to 1
+	// (1 when Complete). The runs of every set are made in turn, one set
+	// after the other, so a search stopped by its budget has covered every
+	// set about equally, small sets wholly.
+	Covered float64 `json:"covered"`
 }
 
 // ExhaustResult reports an exhaustive search: what was enumerated, what
@@ -66,8 +80,12 @@ type ExhaustResult struct {
 	Runs int `json:"runs"`
 	// States is the number of distinct final states of the loyal
 	// generals (their decisions and what they hold: OM's received values,
-	// SM's sets V) over all runs, told apart by a 64-bit hash.
+	// SM's sets V) over all runs, told apart by a 64-bit hash; at most
+	// MaxExhaustStates are kept (StatesCapped).
 	States int `json:"states"`
+	// StatesCapped is true when States stopped counting at
+	// MaxExhaustStates, to bound the search's memory.
+	StatesCapped bool `json:"states_capped,omitempty"`
 	// IC1Violations and IC2Violations count the runs that broke each.
 	IC1Violations int `json:"ic1_violations"`
 	IC2Violations int `json:"ic2_violations"`
@@ -126,6 +144,17 @@ func (c *chooser) choose(k int) int {
 	c.arity = append(c.arity, k)
 	c.pos++
 	return 0
+}
+
+// progress returns the share of the leaves enumerated before the next
+// one (exact when the arities do not depend on earlier choices).
+func (c *chooser) progress() float64 {
+	p, w := 0.0, 1.0
+	for i := range c.script {
+		w /= float64(c.arity[i])
+		p += float64(c.script[i]) * w
+	}
+	return p
 }
 
 func (c *chooser) next() bool {
@@ -234,53 +263,85 @@ func Exhaust(ctx context.Context, cfg Config, opts ExhaustOptions) (*ExhaustResu
 	out := &ExhaustResult{Algorithm: cfg.Algorithm, Generals: n, MaxTraitors: m, Domain: domain, Complete: true}
 	out.Adversary, out.NotEnumerated = adversaryText(cfg, domain, opts)
 	var firstIC1, firstIC2 bool
+	// The sets are searched in turn, one run each, so that a budget
+	// (maxRuns, or ctx) is divided fairly: every set gets as many runs as
+	// any other until it is complete.
+	type search struct {
+		es      ExhaustSet
+		traitor []bool
+		orders  []Order
+		oi      int
+		ch      chooser
+	}
+	all := make([]*search, len(sets))
 	for i, set := range sets {
-		es := ExhaustSet{Traitors: set, Stands: stands[i], Complete: true}
-		traitor := make([]bool, n)
+		s := &search{es: ExhaustSet{Traitors: set, Stands: stands[i]}, traitor: make([]bool, n), orders: domain}
 		for _, id := range set {
-			traitor[id] = true
+			s.traitor[id] = true
 		}
-		orders := domain
-		if traitor[0] {
-			orders = domain[:1] // the commander's own order is never sent
+		if s.traitor[0] {
+			s.orders = domain[:1] // the commander's own order is never sent
 		}
-	search:
-		for _, order := range orders {
-			var ch chooser
-			for {
-				if out.Runs >= maxRuns || ctx.Err() != nil {
-					es.Complete, out.Complete = false, false
-					break search
-				}
-				res, key, err := x.run(traitor, order, &ch)
-				if err != nil {
-					return nil, err
-				}
-				out.Runs++
-				es.Runs++
+		all[i] = s
+	}
+	active := slices.Clone(all)
+	for len(active) > 0 && out.Complete {
+		next := active[:0]
+		for _, s := range active {
+			if out.Runs >= maxRuns || ctx.Err() != nil {
+				out.Complete = false
+				break
+			}
+			order := s.orders[s.oi]
+			res, key, err := x.run(ctx, s.traitor, order, &s.ch)
+			if errors.Is(err, errRunCut) {
+				out.Complete = false
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			out.Runs++
+			s.es.Runs++
+			if len(x.states) < MaxExhaustStates {
 				x.states[key] = struct{}{}
-				if verr := res.Verify(); verr != nil {
-					es.Violations++
-					ic1, ic2 := !res.IC1(), !res.IC2()
-					if ic1 {
-						out.IC1Violations++
-					}
-					if ic2 {
-						out.IC2Violations++
-					}
-					if (ic1 && !firstIC1) || (ic2 && !firstIC2) {
-						firstIC1, firstIC2 = firstIC1 || ic1, firstIC2 || ic2
-						out.Counterexamples = append(out.Counterexamples, Counterexample{
-							Traitors: slices.Clone(set), Order: order, Sent: x.sentText(), Decisions: res.Decisions(), Err: verr.Error()})
-					}
+			} else if _, ok := x.states[key]; !ok {
+				out.StatesCapped = true
+			}
+			if verr := res.Verify(); verr != nil {
+				s.es.Violations++
+				ic1, ic2 := !res.IC1(), !res.IC2()
+				if ic1 {
+					out.IC1Violations++
 				}
-				if !ch.next() {
-					break
+				if ic2 {
+					out.IC2Violations++
+				}
+				if (ic1 && !firstIC1) || (ic2 && !firstIC2) {
+					firstIC1, firstIC2 = firstIC1 || ic1, firstIC2 || ic2
+					out.Counterexamples = append(out.Counterexamples, Counterexample{
+						Traitors: slices.Clone(s.es.Traitors), Order: order, Sent: x.sentText(), Decisions: res.Decisions(), Err: verr.Error()})
 				}
 			}
+			if !s.ch.next() {
+				s.oi++
+				s.ch = chooser{}
+				if s.oi == len(s.orders) {
+					s.es.Complete = true
+					continue
+				}
+			}
+			next = append(next, s)
 		}
-		out.Sets = append(out.Sets, es)
-		out.SetsCovered += es.Stands
+		active = next
+	}
+	for _, s := range all {
+		s.es.Covered = 1
+		if !s.es.Complete {
+			s.es.Covered = (float64(s.oi) + s.ch.progress()) / float64(len(s.orders))
+		}
+		out.Sets = append(out.Sets, s.es)
+		out.SetsCovered += s.es.Stands
 	}
 	out.States = len(x.states)
 	return out, nil
@@ -345,7 +406,9 @@ type exhauster struct {
 	states map[uint64]struct{}
 	memo   map[string]bool   // verifications, shared by every run
 	signs  map[string][]byte // signatures, shared by every run (ed25519 is deterministic)
-	sent   []traitorSend     // what the traitors sent in the current run
+	sent   []traitorSend     // what the traitors sent in the current run (the first maxSentKept)
+	// sentMore counts what they sent beyond those.
+	sentMore int
 }
 
 type traitorSend struct {
@@ -387,7 +450,10 @@ func (x *exhauster) extend(c chainOf, id ID, run RunID) chainOf {
 // run makes one run with traitor[] played by ch. It returns the result
 // and the key of the loyal generals' final state; x.sent holds what the
 // traitors sent.
-func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint64, error) {
+// errRunCut is returned by run when ctx ended during the run.
+var errRunCut = errors.New("byzantine: exhaustive run cut short")
+
+func (x *exhauster) run(ctx context.Context, traitor []bool, order Order, ch *chooser) (*Result, uint64, error) {
 	cfg := x.cfg
 	cfg.Order = order
 	n, m := cfg.Generals, cfg.MaxTraitors
@@ -410,6 +476,11 @@ func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint
 	}
 	x.sent = x.sent[:0]
 	var known []chainOf // SM: every chain the traitors received // SM: chains received by each traitor last round
+	x.sentMore = 0
+	// ctx is checked every few thousand messages: one run of a large OM
+	// carries millions, and the budget must hold inside a run too.
+	var count int
+	cut := false
 	for r := 0; r <= m; r++ {
 		for _, g := range gens {
 			if g != nil {
@@ -421,6 +492,13 @@ func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint
 				continue
 			}
 			g.stream(func(msg Message) {
+				if cut {
+					return
+				}
+				if count++; count%4096 == 0 && ctx.Err() != nil {
+					cut = true
+					return
+				}
 				if traitor[msg.To] {
 					if cfg.Algorithm == SM {
 						known = append(known, chainOf{order: msg.Order, path: msg.Path, sigs: msg.Sigs})
@@ -430,8 +508,21 @@ func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint
 				gens[msg.To].Receive(msg)
 			})
 		}
+		if cut || ctx.Err() != nil {
+			return nil, 0, errRunCut
+		}
 		deliver := func(msg Message, silent bool) {
-			x.sent = append(x.sent, traitorSend{msg, silent})
+			if count++; count%4096 == 0 && ctx.Err() != nil {
+				cut = true
+			}
+			if cut {
+				return
+			}
+			if len(x.sent) < maxSentKept {
+				x.sent = append(x.sent, traitorSend{msg, silent})
+			} else {
+				x.sentMore++
+			}
 			if !silent {
 				gens[msg.To].Receive(msg)
 			}
@@ -440,6 +531,9 @@ func (x *exhauster) run(traitor []bool, order Order, ch *chooser) (*Result, uint
 			x.omTraitors(traitor, r, run, ch, deliver)
 		} else {
 			x.smTraitors(traitor, r, run, known, ch, deliver)
+		}
+		if cut {
+			return nil, 0, errRunCut
 		}
 	}
 	res := &Result{Config: cfg, Generals: make([]GeneralResult, n)}
@@ -481,6 +575,9 @@ func (x *exhauster) sentText() []string {
 			what = "nothing (" + pathString(s.msg.Path) + ")"
 		}
 		out[i] = fmt.Sprintf("r%d: %d -> %d %s", s.msg.Round, s.msg.From, s.msg.To, what)
+	}
+	if x.sentMore > 0 {
+		out = append(out, fmt.Sprintf("... and %d more", x.sentMore))
 	}
 	return out
 }

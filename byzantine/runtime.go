@@ -132,7 +132,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
 		}
 	}
-	var carry *Inbound // an event taken after a deadline, for the next round
+	var carry []Inbound // events taken after a deadline, for the next rounds
 	crash := g.cfg.CrashRound(g.id)
 	for r := 0; r <= m+1; r++ {
 		if r == crash {
@@ -182,72 +182,11 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		for _, msg := range fut.take(r) {
 			deliver(r, msg)
 		}
-		rctx, cancel := context.WithDeadline(ctx, deadline)
-		for {
-			done := true
-			for p := range n {
-				if !gone[p] && ended[p] < r {
-					done = false
-					break
-				}
-			}
-			if done {
-				break
-			}
-			var ev Inbound
-			var err error
-			if carry != nil {
-				ev, carry = *carry, nil
-			} else if ev, err = ep.Recv(rctx); err != nil && ctx.Err() == nil {
-				// The round's deadline. What the transport stamped as
-				// arrived before it still belongs to the round, however
-				// long this general took to get to it; the first event
-				// that came later (or is not stamped) ends the round and
-				// is handled in the next.
-				ev, err = takeQueued(ctx, ep)
-				if err == nil && (ev.At.IsZero() || ev.At.After(deadline)) {
-					carry = &ev
-					err = errDeadline
-				}
-			} else if err == nil && !ev.At.IsZero() && ev.At.After(deadline) {
-				// Stamped after the deadline, though this general had not
-				// yet seen the deadline pass: it is not in the round
-				// either, whichever of the two the receive saw first.
-				carry = &ev
-				err = errDeadline
-			}
-			if err != nil {
-				if ctx.Err() != nil {
-					cancel()
-					return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
-				}
-				if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) {
-					// This general was not running in the last part of the
-					// round, up to its deadline (its process was stopped or
-					// starved): what its peers sent in time may have waited
-					// unread in the transport and been stamped late, so the
-					// late messages it refused prove nothing about its peers.
-					// (A loyal peer's messages are in the transport pauseSlack
-					// before the deadline; a general that ran half of that
-					// after them has read them.)
-					overran = append(overran, r)
-					slices.Sort(overran)
-				}
-				links, _ := ep.(LinkReporter)
-				for p := range n {
-					if !gone[p] && ended[p] < r && r <= m {
-						kind := PeerLate
-						if links != nil && !links.Linked(ID(p)) {
-							kind = PeerAbsent
-						}
-						fault(ID(p), kind, r)
-					}
-				}
-				break // the round's deadline: absent messages are detected (A3)
-			}
+		// handle takes one event into round r.
+		handle := func(ev Inbound) {
 			p := ev.From
 			if p < 0 || int(p) >= n {
-				continue
+				return
 			}
 			switch {
 			case ev.Rejected != "":
@@ -286,7 +225,109 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				fault(p, PeerGone, r)
 			}
 		}
+		allEnded := func() bool {
+			for p := range n {
+				if !gone[p] && ended[p] < r {
+					return false
+				}
+			}
+			return true
+		}
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		atDeadline := false
+		for !allEnded() {
+			if len(carry) > 0 {
+				if carry[0].At.After(deadline) {
+					atDeadline = true // a carried event belongs to a later round
+					break
+				}
+				ev := carry[0]
+				carry = carry[1:]
+				handle(ev)
+				continue
+			}
+			ev, err := ep.Recv(rctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					cancel()
+					return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
+				}
+				atDeadline = true
+				break
+			}
+			if ev.At.IsZero() {
+				ev.At = time.Now()
+			}
+			if ev.At.After(deadline) {
+				// Stamped after the deadline, though this general had not
+				// yet seen the deadline pass: it is not in the round.
+				carry = append(carry, ev)
+				atDeadline = true
+				break
+			}
+			handle(ev)
+		}
 		cancel()
+		if atDeadline {
+			// The round's deadline. What the transport stamped as arrived
+			// before it still belongs to the round, however long this
+			// general took to get to it, and in whatever order the
+			// transport hands the peers' events over (a peer whose queue
+			// was full stamped its next event before it could queue it):
+			// everything already queued is taken now, those stamped in
+			// time into the round, the others carried, in order, to the
+			// next rounds. The drain stops when nothing more is queued, or
+			// after as many events as the transport's queues hold, so that
+			// a peer sending without end cannot hold the round open.
+			keep := carry[:0]
+			for _, ev := range carry {
+				if ev.At.After(deadline) {
+					keep = append(keep, ev)
+				} else {
+					handle(ev)
+				}
+			}
+			carry = keep
+			for range drainLimit(n) {
+				ev, err := takeQueued(ctx, ep)
+				if err != nil {
+					break
+				}
+				if ev.At.IsZero() {
+					ev.At = time.Now()
+				}
+				if ev.At.After(deadline) {
+					carry = append(carry, ev)
+				} else {
+					handle(ev)
+				}
+			}
+			if ctx.Err() != nil {
+				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, ctx.Err())
+			}
+			if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) {
+				// This general was not running in the last part of the
+				// round, up to its deadline (its process was stopped or
+				// starved): what its peers sent in time may have waited
+				// unread in the transport and been stamped late, so the
+				// late messages it refused prove nothing about its peers.
+				// (A loyal peer's messages are in the transport pauseSlack
+				// before the deadline; a general that ran half of that
+				// after them has read them.)
+				overran = append(overran, r)
+				slices.Sort(overran)
+			}
+			links, _ := ep.(LinkReporter)
+			for p := range n {
+				if !gone[p] && ended[p] < r && r <= m {
+					kind := PeerLate
+					if links != nil && !links.Linked(ID(p)) {
+						kind = PeerAbsent
+					}
+					fault(ID(p), kind, r)
+				}
+			}
+		}
 	}
 	for _, msg := range fut.take(-1) {
 		refuse(m+1, msg, RejectLate)
@@ -331,8 +372,9 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 // behind the schedule reports a late send.
 func pauseSlack(round time.Duration) time.Duration { return round / 8 }
 
-// errDeadline ends a round's receive loop at its deadline.
-var errDeadline = errors.New("byzantine: round deadline")
+// drainLimit is how many events a general takes, at a round's deadline,
+// from what its transport already holds for n generals.
+func drainLimit(n int) int { return 256 * n }
 
 // queuedWait is how long, after a round's deadline, a general waits for an
 // event already queued by the transport before it closes the round.

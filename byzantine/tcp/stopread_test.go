@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,37 +21,50 @@ func deafPeer(t *testing.T, id byzantine.ID, priv ed25519.PrivateKey, run byzant
 	if err != nil {
 		t.Fatal(err)
 	}
+	serveDeaf(t, ln, id, priv, run)
+	return ln
+}
+
+// serveDeaf serves ln as deafPeer does until the test ends.
+func serveDeaf(t *testing.T, ln net.Listener, id byzantine.ID, priv ed25519.PrivateKey, run byzantine.RunID) {
 	done := make(chan struct{})
+	var mu sync.Mutex
 	var held []net.Conn
 	go func() {
 		defer close(done)
 		for {
 			conn, err := ln.Accept()
 			if err != nil {
-				for _, c := range held {
-					c.Close()
-				}
 				return
 			}
+			mu.Lock()
 			held = append(held, conn)
-			hello, err := ReadFrame(conn, helloMax)
-			if err != nil || len(hello) != 1+2+nonceSize {
-				continue
-			}
-			dialer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
-			nonceL := make([]byte, nonceSize)
-			rand.Read(nonceL)
-			sig := ed25519.Sign(priv, transcript("accept", run, hello[3:], dialer, id))
-			reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(id))
-			WriteFrame(conn, append(append(reply, nonceL...), sig...))
-			ReadFrame(conn, helloMax) // the dialer's proof; then nothing more is read
+			mu.Unlock()
+			go func() {
+				conn.SetDeadline(time.Now().Add(handshakeTimeout))
+				hello, err := ReadFrame(conn, helloMax)
+				if err != nil || len(hello) != 1+2+nonceSize {
+					return
+				}
+				dialer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
+				nonceL := make([]byte, nonceSize)
+				rand.Read(nonceL)
+				sig := ed25519.Sign(priv, transcript("accept", run, hello[3:], dialer, id))
+				reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(id))
+				WriteFrame(conn, append(append(reply, nonceL...), sig...))
+				ReadFrame(conn, helloMax) // the dialer's proof; then nothing more is read
+			}()
 		}
 	}()
 	t.Cleanup(func() {
 		ln.Close()
 		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
 	})
-	return ln
 }
 
 // TestPeerThatStopsReadingCostsNoSend: general 1 completes its handshake

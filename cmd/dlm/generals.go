@@ -92,6 +92,9 @@ with the first chain that brought it.
 Exit status:
   0   IC1 and IC2 hold (over the loyal survivors)
   1   IC1 or IC2 is violated
+  3   inconclusive: over TCP a loyal general did not keep the schedule
+      (ran out of time), or more than m generals were faulty (traitors,
+      crashed, or seen absent, gone or late); the decisions prove nothing
   64  bad usage (with the reason)
   69  the run could not take place (a general could not start, or the run
       was interrupted)`,
@@ -189,7 +192,11 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 	cfg, err := generalsConfig(f)
 	if err != nil {
 		if errors.Is(err, byzantine.ErrUnsafe) && !f.unsafe {
-			err = fmt.Errorf("%w (dlm: --unsafe)", err)
+			anyway := f
+			anyway.unsafe = true
+			if _, uerr := generalsConfig(anyway); !errors.Is(uerr, byzantine.ErrUnsafe) {
+				err = fmt.Errorf("%w (dlm: --unsafe)", err) // --unsafe would run it
+			}
 		}
 		return withCode(exitUsage, err)
 	}
@@ -302,9 +309,13 @@ func holds(ok bool) string {
 // writeGeneralsText prints the run for people.
 func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 	cfg := res.Config
-	need := fmt.Sprintf("n >= 3m+1 = %d", 3*cfg.MaxTraitors+1)
+	bound, rule := 3*cfg.MaxTraitors+1, "3m+1"
 	if cfg.Algorithm == byzantine.SM {
-		need = fmt.Sprintf("n >= m+2 = %d", cfg.MaxTraitors+2)
+		bound, rule = cfg.MaxTraitors+2, "m+2"
+	}
+	need := fmt.Sprintf("n >= %s = %d", rule, bound)
+	if cfg.Generals < bound {
+		need = fmt.Sprintf("below n >= %s = %d: unsafe", rule, bound)
 	}
 	fmt.Fprintf(w, "%s(%d) with %d generals (%s), order %s, majority %s, transport %s, seed %d\n",
 		strings.ToUpper(string(cfg.Algorithm)), cfg.MaxTraitors, cfg.Generals, need, cfg.Order, cfg.Majority, transport, cfg.Seed)

@@ -47,8 +47,10 @@ and every behaviour of the traitors in a stated finite adversary:
 
 The output says what was enumerated (traitor sets, runs, distinct loyal
 states) and what was not (orders outside the domain, timing, forged
-signatures: other tests cover those). A search stopped by --budget or
---max-runs proves nothing and says so.
+signatures: other tests cover those). The runs go to every traitor set in
+turn, so a budget is divided fairly between the sets; --budget and
+--max-runs are checked inside runs too. A search stopped by either proves
+nothing, says so, and gives the share of each set it covered.
 
 Configurations outside the bounds (OM with n < 3m+1, or more traitors than
 m) are refused unless --unsafe: there the search finds the violations.
@@ -142,17 +144,21 @@ func writeExhaustText(w io.Writer, res *byzantine.ExhaustResult) {
 	for _, s := range res.Sets {
 		state := ""
 		if !s.Complete {
-			state = "  INCOMPLETE"
+			state = fmt.Sprintf("  INCOMPLETE: %.2g%% covered", 100*s.Covered)
 		}
 		fmt.Fprintf(w, "  %-12s stands for %3d sets: %9d runs, %d violating%s\n", fmt.Sprint(s.Traitors), s.Stands, s.Runs, s.Violations, state)
 	}
-	fmt.Fprintf(w, "total: %d traitor sets covered by %d searched, %d runs, %d distinct loyal states\n", res.SetsCovered, len(res.Sets), res.Runs, res.States)
+	capped := ""
+	if res.StatesCapped {
+		capped = " (counted up to that)"
+	}
+	fmt.Fprintf(w, "total: %d traitor sets covered by %d searched, %d runs, %d distinct loyal states%s\n", res.SetsCovered, len(res.Sets), res.Runs, res.States, capped)
 	fmt.Fprintln(w, "not enumerated:")
 	for _, a := range res.NotEnumerated {
 		fmt.Fprintf(w, "  - %s\n", a)
 	}
 	if !res.Complete {
-		fmt.Fprintln(w, "INCOMPLETE: the search stopped (--budget or --max-runs) before its end; sets not listed, or marked INCOMPLETE, were not (fully) searched")
+		fmt.Fprintln(w, "INCOMPLETE: the search stopped (--budget or --max-runs) before its end; the sets marked INCOMPLETE were searched in part (the runs go to every set in turn), the share given")
 	}
 	if res.Violations() == 0 {
 		if res.Complete {

@@ -204,6 +204,7 @@ func TestGeneralsProcesses(t *testing.T) {
 	}
 	t.Run("transport tcp", func(t *testing.T) { testGeneralsTCP(t, bin) })
 	t.Run("cluster file", func(t *testing.T) { testGeneralsCluster(t, bin) })
+	t.Run("cluster file, a general down", func(t *testing.T) { testGeneralsClusterDown(t, bin) })
 	t.Run("transport tcp crash", func(t *testing.T) { testGeneralsTCPCrash(t, bin) })
 }
 
@@ -348,4 +349,83 @@ func countZero(ids []int) int {
 		return 1
 	}
 	return 0
+}
+
+// testGeneralsClusterDown: one general of the cluster file is never
+// started. A crash within m is a fault the run allows: every live node
+// decides the loyal commander's order, names the absent general among the
+// faulty peers it saw, and exits 0 (regression: every live node said it
+// ran out of time and exited 3).
+func testGeneralsClusterDown(t *testing.T, bin string) {
+	dir := t.TempDir()
+	const n, down = 4, 3
+	var cluster struct {
+		Generals []map[string]any `json:"generals"`
+	}
+	for i := range n {
+		key := filepath.Join(dir, fmt.Sprintf("general%d.key", i))
+		out, err := exec.Command(bin, "generals", "keygen", "--out", key).Output()
+		if err != nil {
+			t.Fatalf("keygen: %v", err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := ln.Addr().String()
+		ln.Close()
+		cluster.Generals = append(cluster.Generals, map[string]any{"id": i, "addr": addr, "public_key": strings.TrimSpace(string(out))})
+	}
+	b, _ := json.Marshal(cluster)
+	clusterFile := filepath.Join(dir, "cluster.json")
+	if err := os.WriteFile(clusterFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	type outcome struct {
+		Decision string `json:"decision"`
+		Faults   []struct {
+			ID   int    `json:"id"`
+			Kind string `json:"kind"`
+		} `json:"faults"`
+	}
+	outs := make([]outcome, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		if i == down {
+			continue
+		}
+		wg.Go(func() {
+			cmd := exec.CommandContext(ctx, bin, "generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
+				"--key", filepath.Join(dir, fmt.Sprintf("general%d.key", i)), "--start", start,
+				"--algorithm", "om", "-n", "4", "-m", "1", "--round-timeout", "1s", "--json")
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("general %d: %v: %s%s", i, err, stdout.String(), stderr.String())
+				return
+			}
+			errs[i] = json.Unmarshal(stdout.Bytes(), &outs[i])
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	for i, o := range outs {
+		if i == down || errs[i] != nil {
+			continue
+		}
+		if i != 0 && o.Decision != "attack" {
+			t.Errorf("general %d decided %q, want attack", i, o.Decision)
+		}
+		if len(o.Faults) != 1 || o.Faults[0].ID != down {
+			t.Errorf("general %d reports faults %+v, want general %d only", i, o.Faults, down)
+		}
+	}
 }
