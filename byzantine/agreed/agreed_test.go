@@ -377,3 +377,77 @@ func TestParse(t *testing.T) {
 		t.Errorf("longest proposal is %d bytes, more than %d", l, byzantine.MaxOrderLen)
 	}
 }
+
+// TestClockAgreementMeasured measures clock agreement under random
+// adversaries whose traitors propose readings up to a year off (the same
+// to everyone or not): the spread of the loyal generals' adopted values,
+// and the adopted value's distance outside the loyal readings.
+func TestClockAgreementMeasured(t *testing.T) {
+	year := int64(365 * 24 * 3600 * 1e9)
+	for _, size := range []struct {
+		alg  byzantine.Algorithm
+		n, m int
+	}{{byzantine.OM, 7, 2}, {byzantine.OM, 10, 3}, {byzantine.SM, 5, 2}, {byzantine.SM, 4, 2}} {
+		t.Run(fmt.Sprintf("%s/n=%d/m=%d", size.alg, size.n, size.m), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(size.n), uint64(size.m)))
+			var maxSpread, maxOutside, guaranteedOutside int64
+			epochsRun, guaranteed := 0, 0
+			for seed := range 10 {
+				tm := team(size.alg, size.n, size.m, func(e int) agreed.Adversary {
+					adv := agreed.Adversary{Propose: map[byzantine.ID]func(byzantine.ID, agreed.Proposal) agreed.Proposal{}}
+					for _, i := range r.Perm(size.n)[:size.m] {
+						id := byzantine.ID(i)
+						adv.Traitors = append(adv.Traitors, byzantine.Traitor{ID: id, Strategy: byzantine.FlipOrders})
+						off, eq := (2*r.Int64N(2)-1)*r.Int64N(year), r.IntN(3) == 0
+						adv.Propose[id] = func(to byzantine.ID, p agreed.Proposal) agreed.Proposal {
+							p.Clock += off
+							if eq {
+								p.Clock += int64(to)
+							}
+							return p
+						}
+					}
+					slices.SortFunc(adv.Traitors, func(a, b byzantine.Traitor) int { return int(a.ID - b.ID) })
+					return adv
+				})
+				tm.Config.Seed = int64(seed)
+				err := tm.Run(t.Context(), 3, func(ep agreed.Epoch) error {
+					epochsRun++
+					var lo, hi int64
+					first := true
+					for _, d := range ep.Decisions {
+						if first || d.Clock < lo {
+							lo = d.Clock
+						}
+						if first || d.Clock > hi {
+							hi = d.Clock
+						}
+						first = false
+					}
+					maxSpread = max(maxSpread, hi-lo)
+					trusted := agreed.Trusted(ep, nil)
+					d := ep.Decisions[ep.Run.Loyal()[0]]
+					llo, lhi, _ := agreed.ClockBounds(ep, trusted)
+					out := max(llo-d.Clock, d.Clock-lhi, 0)
+					maxOutside = max(maxOutside, out)
+					if agreed.ClockGuaranteed(d, trusted) {
+						guaranteed++
+						guaranteedOutside = max(guaranteedOutside, out)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("%d epochs (%d with the guarantee): loyal adopted values spread %d ns; agreed value outside the loyal readings by at most %d ns (%d ns where guaranteed)",
+				epochsRun, guaranteed, maxSpread, maxOutside, guaranteedOutside)
+			if maxSpread != 0 || guaranteedOutside != 0 {
+				t.Errorf("spread %d ns, outside the loyal range by %d ns where guaranteed: want 0 and 0", maxSpread, guaranteedOutside)
+			}
+			if size.alg == byzantine.OM && guaranteed != epochsRun {
+				t.Errorf("OM within its bound: %d of %d epochs guaranteed, want all", guaranteed, epochsRun)
+			}
+		})
+	}
+}

@@ -45,5 +45,8 @@
 // Team runs the uses in epochs in memory, one interactive-consistency run
 // per epoch, each loyal general proposing what it heard in the previous
 // one (byzantine.InteractiveResult.Heard). Check states the properties
-// above for one epoch and is run by the tests on every epoch.
+// above for one epoch and is run by the tests on every epoch. Member is
+// one general of a team over a real transport, one process per general
+// (package tcp: RunInteractiveEpoch; the dlm command: "dlm generals
+// leader", "failures" and "clock"). See docs/agreement.md.
 package agreed

@@ -54,6 +54,10 @@ type Report struct {
 	// epoch (absent, gone, or late with a round's end), the first failure
 	// of each.
 	Seen []byzantine.PeerFault `json:"seen_faulty,omitempty"`
+	// TooManyFaults is set when this general saw more than m peers fail:
+	// the epoch is then outside what agreement is guaranteed for, and its
+	// decision proves nothing.
+	TooManyFaults bool `json:"too_many_faults,omitempty"`
 	// OutOfTime lists the rounds in which it did not keep the schedule:
 	// its vector, and so its decision, then prove nothing.
 	OutOfTime []int `json:"out_of_time,omitempty"`
@@ -148,6 +152,7 @@ func (mb *Member) Run(ctx context.Context, s Schedule, run RunEpoch, each func(R
 		}
 		rep.OutOfTime = res.Overran()
 		rep.Seen = res.Faults()
+		rep.TooManyFaults = len(rep.Seen) > mb.M
 		if err := each(rep); err != nil {
 			return err
 		}

@@ -135,6 +135,11 @@ func (t Team) Run(ctx context.Context, epochs int, each func(Epoch) error) error
 			ep.Traitors = append(ep.Traitors, tr.ID)
 		}
 		slices.Sort(ep.Traitors)
+		for id := range adv.Propose {
+			if !slices.Contains(ep.Traitors, id) {
+				return fmt.Errorf("%w: epoch %d: Adversary.Propose lies for general %d, which is not among the epoch's traitors", ErrTeam, e, id)
+			}
+		}
 		ic := byzantine.InteractiveConfig{Config: cfg, Values: values}
 		if len(adv.Propose) > 0 {
 			ic.Equivocate = map[byzantine.ID]func(byzantine.ID) byzantine.Order{}

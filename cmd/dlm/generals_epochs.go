@@ -88,13 +88,14 @@ The command prints one JSON line per epoch: the decision (leader, failed
 generals and why, the agreed clock), the agreed vector (the one picture
 every loyal general shares), the peers this general saw fail on the
 network, and whom it heard from. --epochs 0 runs until interrupted. The
-period must cover a run whose every round waits its timeout:
---period >= (m+3) x --round-timeout.
+period must cover the wake-up (one round timeout before the start), a run
+whose every round waits its timeout (m+2 rounds) and half a round of
+slack: --period >= (m+3.5) x --round-timeout; the default is (m+4) x.
 
 Exit status:
   0   every epoch decided
-  3   some epoch proves nothing (this general could not run it, or did not
-      keep the schedule)
+  3   some epoch proves nothing (this general could not run it, did not
+      keep the schedule, or saw more than m peers fail)
   64  bad usage (with the reason)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -112,7 +113,7 @@ Exit status:
 	fl.IntVar(&f.id, "id", -1, "this general's id in the cluster file")
 	fl.StringVar(&f.keyPath, "key", "", "this general's key file (dlm generals keygen)")
 	fl.StringVar(&f.start, "start", "", "start of epoch 0, RFC 3339, the same for every general")
-	fl.DurationVar(&f.period, "period", 0, "time between epoch starts (default (m+3) x --round-timeout)")
+	fl.DurationVar(&f.period, "period", 0, "time between epoch starts (default (m+4) x --round-timeout)")
 	fl.IntVar(&f.epochs, "epochs", 0, "epochs to run; 0 runs until interrupted")
 	fl.BoolVar(&f.anyAddr, "listen-any", false, "allow a cluster address without a host, which listens on all interfaces")
 	fl.BoolVar(&f.candidate, "candidate", true, "stand for leader")
@@ -142,6 +143,7 @@ type epochLine struct {
 	Seen      []byzantine.PeerFault `json:"seen_faulty"`
 	Heard     []byzantine.ID        `json:"heard"`
 	OutOfTime []int                 `json:"out_of_time,omitempty"`
+	TooMany   bool                  `json:"too_many_faults,omitempty"`
 	Error     string                `json:"error,omitempty"`
 }
 
@@ -165,13 +167,18 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 	if f.epochs < 0 {
 		return usageErrorf("--epochs %d: want 0 (until interrupted) or more", f.epochs)
 	}
+	// A general wakes one round timeout before its epoch and listens on
+	// its address; the previous epoch must be over at every general by
+	// then (its last round ends m+2 round timeouts after its start), or a
+	// peer still in it answers the dial with the wrong run and the epoch
+	// goes on without it. Half a round is the slack.
 	lead := f.roundTimeout
-	least := lead + time.Duration(f.traitors+2)*f.roundTimeout
+	least := lead + time.Duration(f.traitors+2)*f.roundTimeout + f.roundTimeout/2
 	if f.period == 0 {
-		f.period = least
+		f.period = lead + time.Duration(f.traitors+3)*f.roundTimeout
 	}
 	if f.period < least {
-		return usageErrorf("--period %v: an epoch needs the wake-up (one round timeout) and m+2 rounds of --round-timeout %v, so at least %v", f.period, f.roundTimeout, least)
+		return usageErrorf("--period %v: an epoch needs the wake-up (one --round-timeout, %v), m+2 rounds and half a round of slack, so at least %v", f.period, f.roundTimeout, least)
 	}
 	c, err := tcp.LoadCluster(f.cluster)
 	if err != nil {
@@ -205,7 +212,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 	s := agreed.Schedule{Start: t0, Period: f.period, Lead: lead, Epochs: f.epochs}
 	err = mb.Run(ctx, s, run, func(rep agreed.Report) error {
 		line := epochLine{Use: use, Epoch: rep.Epoch, Start: rep.Start, General: rep.General, Proposal: rep.Proposal.Encode(),
-			Failed: []agreed.Fault{}, Seen: rep.Seen, Heard: rep.Heard, OutOfTime: rep.OutOfTime, Error: rep.Error}
+			Failed: []agreed.Fault{}, Seen: rep.Seen, Heard: rep.Heard, OutOfTime: rep.OutOfTime, TooMany: rep.TooManyFaults, Error: rep.Error}
 		if line.Seen == nil {
 			line.Seen = []byzantine.PeerFault{}
 		}
@@ -231,6 +238,8 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 			bad = append(bad, fmt.Sprintf("epoch %d: %s", rep.Epoch, rep.Error))
 		case len(rep.OutOfTime) > 0:
 			bad = append(bad, fmt.Sprintf("epoch %d: out of time in rounds %v", rep.Epoch, rep.OutOfTime))
+		case rep.TooManyFaults:
+			bad = append(bad, fmt.Sprintf("epoch %d: too many faults: saw %d peers fail, more than m = %d", rep.Epoch, len(rep.Seen), f.traitors))
 		}
 		return enc.Encode(line)
 	})

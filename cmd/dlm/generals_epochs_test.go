@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"dlm/byzantine"
 )
 
 // epochCluster makes n keys and a cluster file on free loopback ports, as
@@ -146,7 +148,7 @@ func TestGeneralsEpochUsage(t *testing.T) {
 		want string
 	}{
 		{"past start", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", "2020-01-01T00:00:00Z"}, "in the past"},
-		{"short period", []string{"clock", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--period", "1s"}, "at least 4s"},
+		{"short period", []string{"clock", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--period", "1s"}, "at least 4.5s"},
 		{"wrong key", []string{"failures", "--cluster", cluster, "--id", "2", "--key", key, "--start", soon}, "not the key"},
 		{"unsafe size", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "-m", "2"}, "3m+1"},
 		{"negative epochs", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--epochs", "-1"}, "--epochs"},
@@ -159,4 +161,63 @@ func TestGeneralsEpochUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestGeneralsLeaderCrashReplaced: general 0, the leader, runs only epoch
+// 0 (its process is gone after it); in the next epochs every other general
+// elects general 1 and declares only general 0 failed. With the default
+// period, each epoch after the crash runs every round to its deadline, so
+// the next epoch begins right after it: a general that woke before its
+// peers had left the previous epoch dialled their old listeners and went
+// without them (epoch 2 declared generals 0, 2 and 3 failed at general 1).
+func TestGeneralsLeaderCrashReplaced(t *testing.T) {
+	const n, epochs = 4, 3
+	dir, cluster := epochCluster(t, n)
+	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	outs := make([]string, n)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			e := epochs
+			if i == 0 {
+				e = 1
+			}
+			args := []string{"generals", "leader", "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
+				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "1s", "--epochs", strconv.Itoa(e)}
+			var out, errb bytes.Buffer
+			codes[i] = run(t.Context(), args, strings.NewReader(""), &out, &errb)
+			outs[i] = out.String() + errb.String()
+		})
+	}
+	wg.Wait()
+	for i := 1; i < n; i++ {
+		if codes[i] != exitOK {
+			t.Fatalf("general %d: exit %d\n%s", i, codes[i], outs[i])
+		}
+		for e, line := range strings.Split(strings.TrimSpace(outs[i]), "\n") {
+			var l epochLine
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				t.Fatalf("general %d: %v: %s", i, err, line)
+			}
+			wantLeader, wantFailed := byzantine.ID(0), []int{}
+			if e > 0 {
+				wantLeader, wantFailed = 1, []int{0}
+			}
+			var failed []int
+			for _, f := range l.Failed {
+				failed = append(failed, int(f.ID))
+			}
+			if l.Leader == nil || *l.Leader != wantLeader || fmt.Sprint(failed) != fmt.Sprint(wantFailed) {
+				t.Errorf("general %d, epoch %d: leader %d, failed %v; want %d and %v\n%s", i, e, deref(l.Leader), failed, wantLeader, wantFailed, line)
+			}
+		}
+	}
+}
+
+func deref(id *byzantine.ID) byzantine.ID {
+	if id == nil {
+		return -1
+	}
+	return *id
 }
