@@ -46,6 +46,8 @@ type Client struct {
 	// born.
 	ownerDue atomic.Int64
 
+	facts nodeFacts // what CheckNodes read (nodecheck.go)
+
 	rtt rto // the round trips seen, for the node timeout (rto.go)
 	// heard[i] is when node i last answered a request without an error,
 	// as time since born, at least 1 (0: never; rto.go: a node that answers
@@ -258,6 +260,9 @@ func (c *Client) settings(resource string, opts []LockOption) (lockOptions, erro
 		return o, err
 	}
 	if err := c.opts.checkTTL(o.ttl); err != nil {
+		return o, err
+	}
+	if err := c.checkAdvertised(o.ttl); err != nil {
 		return o, err
 	}
 	return o, c.opts.checkRetention(o.ttl)

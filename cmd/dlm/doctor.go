@@ -327,9 +327,14 @@ func checkNode(p probe) []finding {
 	case strings.HasPrefix(policy, "allkeys-"):
 		add(sevFail, "R13", "maxmemory-policy "+policy+" can evict lock keys before their ttl, freeing a held lock ("+limit+")",
 			"CONFIG SET maxmemory-policy noeviction (and in redis.conf), and keep lock nodes for locks")
+	case strings.HasPrefix(policy, "volatile-") && maxmem != "" && maxmem != "0":
+		// Every lock key has a ttl: under maxmemory, volatile-ttl evicts
+		// the locks that have the least time left first, held ones too.
+		add(sevFail, "R13", "maxmemory-policy "+policy+" with "+limit+" evicts keys that have a ttl, and every lock key has one: a held lock can be freed before its ttl",
+			"CONFIG SET maxmemory-policy noeviction (and in redis.conf), and keep lock nodes for locks")
 	case strings.HasPrefix(policy, "volatile-"):
 		add(sevWarn, "R13", "maxmemory-policy "+policy+" evicts keys that have a ttl, and every lock key has one ("+limit+")",
-			"CONFIG SET maxmemory-policy noeviction, or make sure memory never reaches maxmemory")
+			"CONFIG SET maxmemory-policy noeviction, or never set a maxmemory")
 	case policy != "":
 		add(sevWarn, "R13", "unknown maxmemory-policy "+policy, "use noeviction")
 	}

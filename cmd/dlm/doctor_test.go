@@ -40,6 +40,14 @@ func TestDiagnose(t *testing.T) {
 		{"same server twice", five(func(ps []probe) { ps[3].RunID = ps[0].RunID }), sevFail, "R2", "d"},
 		{"allkeys-lru", five(func(ps []probe) { ps[4].Config["maxmemory-policy"] = "allkeys-lru" }), sevFail, "R13", "e"},
 		{"volatile-ttl", five(func(ps []probe) { ps[4].Config["maxmemory-policy"] = "volatile-ttl" }), sevWarn, "R13", "e"},
+		// A held lock with 60 s left was evicted by volatile-ttl under
+		// maxmemory: a FAIL, not a warning (was sevWarn, exit 0).
+		{"volatile-ttl with maxmemory", five(func(ps []probe) {
+			ps[4].Config["maxmemory-policy"], ps[4].Config["maxmemory"] = "volatile-ttl", "104857600"
+		}), sevFail, "R13", "e"},
+		{"volatile-lru with maxmemory", five(func(ps []probe) {
+			ps[3].Config["maxmemory-policy"], ps[3].Config["maxmemory"] = "volatile-lru", "1gb"
+		}), sevFail, "R13", "d"},
 		{"no AOF", five(func(ps []probe) { ps[0].Config["appendonly"] = "no" }), sevWarn, "R16", "a"},
 		{"AOF everysec", five(func(ps []probe) { ps[0].Config["appendfsync"] = "everysec" }), sevWarn, "R16", "a"},
 		{"clock off", five(func(ps []probe) { ps[2].ClockOffset = 2 * time.Second }), sevWarn, "R9", "c"},

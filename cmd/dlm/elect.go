@@ -28,10 +28,18 @@ const (
 // electionOver dials a fenced client with the node flags nf (ttl bounds
 // the node timeout) and returns the election name over it, with opts, and
 // the function that closes the client.
-func electionOver(ctx context.Context, nf *nodeFlags, name string, ttl time.Duration, opts ...election.Option) (*election.Election, func(), error) {
+// With warn set (dlm elect), the nodes are checked first (checkNodes),
+// and warn says what is unsafe.
+func electionOver(ctx context.Context, nf *nodeFlags, name string, ttl time.Duration, warn func(string), opts ...election.Option) (*election.Election, func(), error) {
 	client, closeClient, err := nf.client(ctx, ttl, redlock.WithFencing())
 	if err != nil {
 		return nil, nil, err
+	}
+	if warn != nil {
+		if err := checkNodes(ctx, client, warn); err != nil {
+			closeClient()
+			return nil, nil, err
+		}
 	}
 	e, err := election.New(client, name, opts...)
 	if err != nil {
@@ -92,7 +100,14 @@ error when that is a terminal; with --json it writes JSON lines there
 instead, whether a terminal or not: {"event":"leader","name":NAME,
 "leader":ID or null,"term":N,"since":TIME or null} at each change of
 leader while waiting, {"event":"elected",...,"leader":ID,...} when elected,
-and {"event":"ended",...,"reason":TEXT} when the leadership ends.
+{"event":"ended",...,"reason":TEXT} when the leadership ends (TEXT
+"resigned", or starting with "lost"), and {"event":"warning","name":NAME,
+"message":TEXT} for what is unsafe about the nodes (see below).
+
+Before it campaigns, dlm elect checks the nodes: a --ttl over the max ttl a
+node advertises (dlm node --max-ttl) or one server given twice is refused
+(64); a node that does not sync every write to disk (dlm node --fencing
+does) gets a warning, since a crash there can make a term go back.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 74 leadership lost while the command ran; 75 not elected within --wait (or
@@ -129,13 +144,13 @@ interrupted); otherwise the command's own exit code.`,
 			signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 			defer signal.Stop(sigs)
 			ctx := cmd.Context()
-			e, closeClient, err := electionOver(ctx, &ef, name, ttl, election.WithPollInterval(electPoll(ttl)))
+			ann := announcer{w: cmd.ErrOrStderr(), json: asJSON, tty: isTerminal(cmd.ErrOrStderr()), name: name}
+			e, closeClient, err := electionOver(ctx, &ef, name, ttl, ann.warning, election.WithPollInterval(electPoll(ttl)))
 			if err != nil {
 				return err
 			}
 			defer closeClient()
 			r := lockRun{argv: argv, grace: grace, stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "elect"}
-			ann := announcer{w: cmd.ErrOrStderr(), json: asJSON, tty: isTerminal(cmd.ErrOrStderr()), name: name}
 			lead, err := ann.campaign(ctx, e, id, wait)
 			if err != nil {
 				return err
@@ -233,7 +248,7 @@ few nodes answered to tell.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			e, closeClient, err := electionOver(ctx, &ef, name, redlock.DefaultTTL)
+			e, closeClient, err := electionOver(ctx, &ef, name, redlock.DefaultTTL, nil)
 			if err != nil {
 				return err
 			}
@@ -338,6 +353,22 @@ func (a announcer) event(ev string, st election.Status, reason string, err error
 		line += ": " + err.Error()
 	}
 	_, _ = fmt.Fprintln(a.w, line)
+}
+
+// warning says what is unsafe about the nodes, once: a JSON line
+// {"event":"warning","name":NAME,"message":TEXT} with --json, else a line
+// of text (whether a terminal or not: it is a warning, not a progress
+// report).
+func (a announcer) warning(msg string) {
+	if a.json {
+		_ = json.NewEncoder(a.w).Encode(struct {
+			Event   string `json:"event"`
+			Name    string `json:"name"`
+			Message string `json:"message"`
+		}{"warning", a.name, msg})
+		return
+	}
+	_, _ = fmt.Fprintln(a.w, "dlm elect: warning: "+msg)
 }
 
 // campaign is campaign, telling meanwhile who leads (Observe) when on.

@@ -90,6 +90,13 @@ that leaves the group (setsid) escapes when the guard is killed, and the
 command's children run on when dlm and the guard are killed together
 (docs/operations.md, "Signals").
 
+Before it acquires, dlm lock checks the nodes: a --ttl over the max ttl
+that a node advertises (dlm node --max-ttl; a node restarted after a
+crash without persistence has forgotten its locks once that has passed)
+and one server given twice are refused (64); --fencing on a node that does
+not sync every write to disk (dlm node --fencing does) and an even number
+of nodes get a one-line warning each.
+
 With --read, the lock is a read lock: any number of dlm lock --read
 commands on RESOURCE run at once, and none while a --write or a plain dlm
 lock holds it. With --write, it excludes readers, writers and plain locks
@@ -162,6 +169,9 @@ N).`,
 				return err
 			}
 			defer closeClient()
+			if err := checkNodes(cmd.Context(), client, func(w string) { fmt.Fprintf(cmd.ErrOrStderr(), "dlm lock: warning: %s\n", w) }); err != nil {
+				return err
+			}
 			lr := lockRun{
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
 				argv: argv, wait: wait, try: oneTry(nodeTO, ttl), grace: grace, read: read, write: write,
@@ -187,6 +197,21 @@ N).`,
 	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together, with a /proc of that namespace (ps inside sees the command's processes); false keeps the system's pids and /proc (for pidfiles read outside, ps of other processes) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
+}
+
+// checkNodes checks the nodes before dlm relies on them
+// (redlock.Client.CheckNodes): a ttl over a node's advertised max ttl, or
+// one server given twice, is bad usage (64); what is only unsafe for
+// fencing, or an even number of nodes, is said once, on one line each.
+func checkNodes(ctx context.Context, client *redlock.Client, warn func(string)) error {
+	rep, err := client.CheckNodes(ctx)
+	for _, w := range rep.Warnings {
+		warn(w)
+	}
+	if err != nil {
+		return withCode(exitUsage, err)
+	}
+	return nil
 }
 
 // checkHoldFlags checks the flags of a command that runs a child while it

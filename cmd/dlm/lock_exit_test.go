@@ -148,3 +148,50 @@ func TestLockCommandNotRunnable(t *testing.T) {
 		})
 	}
 }
+
+// TestLockChecksNodes: dlm lock and dlm elect check the nodes before they
+// rely on them: a --ttl over the max ttl the nodes advertise (dlm node
+// --max-ttl) is refused (64) with the fix, and the command does not run; a
+// ttl within it runs; --fencing and dlm elect on nodes that do not sync
+// every write warn once per node, naming dlm node --fencing (dlm elect
+// --json as a JSON line). Failed before: --ttl 60s on nodes advertising
+// 40s ran the command and exited 0, and nothing was said about fencing.
+func TestLockChecksNodes(t *testing.T) {
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	for _, s := range c.Servers {
+		if err := s.Client().Set(t.Context(), "dlm:node:max-ttl", "40s", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--ttl", "60s", "res", "--", "touch", ran)
+	if r.code != exitUsage || !strings.Contains(r.stderr, "max ttl 40s") || fileExists(ran) {
+		t.Errorf("--ttl 60s on nodes advertising 40s: exit %d (want %d), ran %v; stderr: %s", r.code, exitUsage, fileExists(ran), r.stderr)
+	}
+	r = runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--ttl", "30s", "--fencing", "res", "--", "touch", ran)
+	if r.code != 0 || !fileExists(ran) {
+		t.Errorf("--ttl 30s: exit %d, ran %v; stderr: %s", r.code, fileExists(ran), r.stderr)
+	}
+	if n := strings.Count(r.stderr, "dlm node --fencing"); n != 3 {
+		t.Errorf("--fencing on nodes without appendfsync always: %d warnings, want 3; stderr: %s", n, r.stderr)
+	}
+	r = runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "30s", "--json", "db", "--id", "a", "--", "true")
+	if r.code != 0 {
+		t.Errorf("elect: exit %d; stderr: %s", r.code, r.stderr)
+	}
+	warnings := 0
+	for _, line := range strings.Split(strings.TrimSpace(r.stderr), "\n") {
+		var ev map[string]any
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Errorf("elect --json wrote a line that is not JSON: %q", line)
+		}
+		if ev["event"] == "warning" {
+			warnings++
+		}
+	}
+	if warnings != 3 {
+		t.Errorf("elect --json: %d warning events, want 3; stderr: %s", warnings, r.stderr)
+	}
+}

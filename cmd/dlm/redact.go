@@ -101,11 +101,12 @@ func newRedactorOf(words []string) *redactor {
 }
 
 // urlWord is a word of free text that may be a URL with user information.
-var urlWord = regexp.MustCompile(`[^\s,]*@[^\s,]*`)
+var urlWord = regexp.MustCompile(`\S*@[^\s,]*`)
 
-// String returns s with the user information of every URL in it replaced
-// ("user:xxxxx@", or "xxxxx@" for the password-only form) and every known
-// password replaced wherever it appears. A nil redactor knows no password
+// String returns s with the password of every URL in it replaced
+// ("user:xxxxx@", or "xxxxx@" for the password-only form; credentialAt
+// says what is read as one) and every known password replaced wherever it
+// appears. A nil redactor knows no password
 // and hides only the user information of URLs.
 func (r *redactor) String(s string) string {
 	if r != nil {
@@ -113,12 +114,71 @@ func (r *redactor) String(s string) string {
 			s = strings.ReplaceAll(s, sec, redacted)
 		}
 	}
-	return urlWord.ReplaceAllStringFunc(s, func(w string) string {
-		if !strings.Contains(w, ":") {
-			return w // user@example.com: no URL of a node
+	return urlWord.ReplaceAllStringFunc(s, redactWord)
+}
+
+// redactWord hides the password of the URL that ends the word w (up to
+// its last "@" and the host after it), leaving everything else, and does
+// so again in what precedes that URL. A password may hold commas, which
+// also separate a list of URLs: the URL is the shortest comma-separated
+// tail of w that reads as a credential (credentialAt), and the rest is
+// redacted on its own.
+func redactWord(w string) string {
+	starts := []int{0}
+	for i := 0; i < len(w); i++ {
+		if w[i] == ',' {
+			starts = append(starts, i+1)
 		}
-		return redactNode(w)
-	})
+	}
+	for k := len(starts) - 1; k >= 0; k-- {
+		s := starts[k]
+		if at := credentialAt(w[s:]); at >= 0 {
+			return redactWord(w[:s]) + w[s:s+at] + redactNode(w[s+at:])
+		}
+	}
+	return w // no credential: user@example.com, backup@db1:5432, attack@06:00
+}
+
+// credentialAt returns where a URL with a password starts in the word w,
+// or -1 when w holds none, so that only credentials are rewritten, never
+// a name, a label or an order that merely holds an "@": a URL with a
+// scheme (redis://..., redis:/...) whose "@" comes after it, found after
+// whatever precedes the scheme (a quote, a JSON key); or, without a
+// scheme, user:password@host, where user is made of the characters of a
+// user name (letters, digits, "-._~%", possibly none) and is followed by
+// ":" (after the quotes or brackets that open the word). backup@db1:5432
+// (no password) is no credential; alice:pw@host is one.
+func credentialAt(w string) int {
+	last := strings.LastIndex(w, "@")
+	if last < 0 {
+		return -1
+	}
+	if i := strings.Index(w, ":/"); i >= 0 && i < last {
+		start := i
+		for start > 0 && isSchemeByte(w[start-1]) {
+			start--
+		}
+		if start < i {
+			return start
+		}
+	}
+	start := len(w) - len(strings.TrimLeft(w, `"'([{<`))
+	end := strings.IndexFunc(w[start:], func(r rune) bool { return !isUserRune(r) })
+	if end >= 0 && w[start+end] == ':' && start+end < last {
+		return start
+	}
+	return -1
+}
+
+// isSchemeByte reports whether b may be part of a URL scheme.
+func isSchemeByte(b byte) bool {
+	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9' || b == '+' || b == '-' || b == '.'
+}
+
+// isUserRune reports whether r may be part of the user name of a URL's
+// user information, as dlm reads one.
+func isUserRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-._~%", r)
 }
 
 // redactNode returns a node URL (or any text read as one) without its

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -181,4 +182,44 @@ func FuzzRedactNodePassword(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRedactOnlyCredentials: the redaction touches URL credentials and
+// nothing else: a resource name, an owner label or an order such as
+// backup@db1:5432 or attack@06:00 (a user, no password) is printed as is,
+// inside JSON too, while every password of a URL is still hidden. Failed
+// before: "backup@db1:5432" printed as "xxxxx@db1:5432", and
+// {"decision":"attack@06:00"} became invalid JSON.
+func TestRedactOnlyCredentials(t *testing.T) {
+	r := newRedactor([]string{"--nodes", "redis://u:Sekr3t@h:1"})
+	for _, s := range []string{
+		"backup@db1:5432",
+		`lock "backup@db1:5432" held by "ops@host:22"`,
+		"decision attack@06:00",
+		`{"decision":"attack@06:00","order":"retreat@18:30"}`,
+		`"lieutenant 2":"attack@06:00"`,
+		"mail alice@example.com",
+	} {
+		if got := r.String(s); got != s {
+			t.Errorf("redact(%q) = %q, want it unchanged", s, got)
+		}
+		if got := (*redactor)(nil).String(s); got != s {
+			t.Errorf("nil redactor: redact(%q) = %q, want it unchanged", s, got)
+		}
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"node redis://u:Sekr3t@h:1 down", "node redis://u:xxxxx@h:1 down"},
+		{"node alice:pw0rd@h:1 down", "node alice:xxxxx@h:1 down"},
+		{"node redis:/alice:pw0rd@h:1 down", "node redis:/alice:xxxxx@h:1 down"},
+		{`{"node":"rediss://:pw0rd@h:1/0"}`, `{"node":"rediss://:xxxxx@h:1/0"}`},
+	} {
+		if got := (*redactor)(nil).String(tt.in); got != tt.want {
+			t.Errorf("redact(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	var j struct{ Decision string }
+	out := r.String(`{"decision":"attack@06:00"}`)
+	if err := json.Unmarshal([]byte(out), &j); err != nil || j.Decision != "attack@06:00" {
+		t.Errorf("redacted JSON %q: %v, decision %q", out, err, j.Decision)
+	}
 }
