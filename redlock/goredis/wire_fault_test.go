@@ -21,8 +21,8 @@ var (
 // Concurrent lock requests over connections that fail, stall, truncate and
 // reset (redlock/redlocktest/faultconn): every answer agrees with what the
 // node holds: every fault at once, then each fault alone (-wire.faults
-// picks a set); then the same over nodes that are Redis Clusters of one
-// master each ("cluster/..."), through a go-redis cluster client.
+// picks a set); then the same over nodes that are Redis Clusters of two
+// masters each ("cluster/..."), through a go-redis cluster client.
 func TestWireFaults(t *testing.T) {
 	faultconn.Suite{
 		Seed:     *wireSeed,
@@ -38,6 +38,7 @@ func TestWireFaults(t *testing.T) {
 			Seed:     *wireSeed,
 			Workload: faultconn.Workload{Rounds: 3000, Budget: 5 * time.Second},
 			Cluster:  true,
+			Masters:  2,
 			NewNode: func(t *testing.T, addr string, in *faultconn.Injector) adapter.Node {
 				u, err := redlock.ParseNodeURL("redis://" + addr + "?cluster=true")
 				if err != nil {

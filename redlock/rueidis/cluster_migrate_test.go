@@ -76,3 +76,51 @@ func TestClusterWatchFollowsASlotMigration(t *testing.T) {
 		}
 	}
 }
+
+// A cluster node follows a redirection of a request the master did not
+// run: after its slot moved (MOVED), and while it moves (ASK, for a key
+// the old master no longer has), the request runs on the slot's new
+// master at once, with no error (rueidis follows them itself).
+func TestClusterNodeFollowsRedirections(t *testing.T) {
+	cl := redlocktest.StartRedisCluster(t, 2, 0)
+	n, err := rueidis.DialNode(cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	const moved, asked = "{redirected}1", "{redirected}2"
+	if ok, err := n.Acquire(ctx, moved, "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire before the slot moved = %v, %v; want true", ok, err)
+	}
+	slot := slots.Of(moved)
+	from := cl.MasterOf(slot)
+	to := 1 - from
+	if err := cl.MoveSlot(ctx, slot, to); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := n.Release(ctx, moved, "v"); !ok || err != nil {
+		t.Fatalf("Release after the slot moved (MOVED) = %v, %v; want true", ok, err)
+	}
+	// Back, half way: the slot is MIGRATING on its owner and IMPORTING on
+	// the other master; a key the owner does not have is asked there.
+	src, dst := cl.Masters()[to], cl.Masters()[from]
+	srcID, _ := src.Client().Do(ctx, "CLUSTER", "MYID").Text()
+	dstID, _ := dst.Client().Do(ctx, "CLUSTER", "MYID").Text()
+	if err := dst.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := n.Acquire(ctx, asked, "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire of a key asked on the importing master (ASK) = %v, %v; want true", ok, err)
+	}
+	p := dst.Client().Pipeline()
+	p.Do(ctx, "ASKING")
+	got := p.Get(ctx, asked)
+	_, _ = p.Exec(ctx)
+	if v, err := got.Result(); v != "v" || err != nil {
+		t.Errorf("GET %s on the importing master = %q, %v; want v", asked, v, err)
+	}
+}

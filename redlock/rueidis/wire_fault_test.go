@@ -25,7 +25,7 @@ var (
 // reset (redlock/redlocktest/faultconn): every answer agrees with what the
 // node holds: every fault at once, then each fault alone (-wire.faults
 // picks a set). The client is NewClient's, dialling through the injector;
-// then the same over nodes that are Redis Clusters of one master each
+// then the same over nodes that are Redis Clusters of two masters each
 // ("cluster/..."), each a cluster node of DialNode.
 func TestWireFaults(t *testing.T) {
 	faultconn.Suite{
@@ -53,6 +53,7 @@ func TestWireFaults(t *testing.T) {
 			Seed:     *wireSeed,
 			Workload: faultconn.Workload{Rounds: 3000, Budget: 5 * time.Second},
 			Cluster:  true,
+			Masters:  2,
 			NewNode: func(t *testing.T, addr string, in *faultconn.Injector) adapter.Node {
 				n, err := rueidis.DialNode("redis://"+addr+"?cluster=true", func(o *rueidisclient.ClientOption) {
 					o.DialCtxFn = func(ctx context.Context, addr string, _ *net.Dialer, _ *tls.Config) (net.Conn, error) {

@@ -16,12 +16,13 @@ import (
 )
 
 // Target is one node under test: the adapter's node, whose connections go
-// through Injector, and Truth, a client of the same redis-server that no
-// fault touches, from which RunLocks reads what the node holds.
+// through Injector, and Truth, a client of the same redis-server (or
+// Redis Cluster) that no fault touches, from which RunLocks reads what the
+// node holds.
 type Target struct {
 	Node     adapter.Node
 	Injector *Injector
-	Truth    *redis.Client
+	Truth    redis.Cmdable
 }
 
 // Workload is a run of RunLocks. The zero value of a field takes its

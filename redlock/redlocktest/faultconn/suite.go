@@ -31,13 +31,18 @@ type Suite struct {
 	// whose connections go through in (in.Dial). The suite closes it
 	// (io.Closer) at the end.
 	NewNode func(t *testing.T, addr string, in *Injector) adapter.Node
-	// Cluster makes every node a Redis Cluster of one master
+	// Cluster makes every node a Redis Cluster of Masters masters
 	// (redlocktest.StartRedisClusters), so that the adapter's cluster
-	// client is under test: NewNode then gets the master's address, the
-	// cluster's seed, and returns a cluster node over it. RunMatrix starts
+	// client is under test: NewNode then gets the first master's address,
+	// the cluster's seed, and returns a cluster node over it. RunMatrix starts
 	// the clusters once for all its runs (a cluster takes seconds to
 	// form), each run on keys of its own.
 	Cluster bool
+	// Masters is the number of masters of each cluster node (Cluster);
+	// default 1. With more, the workload's keys (6 by default then) lie
+	// in the slots of several masters, and the node's batches go to
+	// several masters at once.
+	Masters int
 	// AllowOrphans accepts Result.Orphans (an adapter that does not order
 	// its requests across a replaced connection); they are logged.
 	AllowOrphans bool
@@ -59,7 +64,7 @@ const eachRate = 0.1
 // what docs/guarantees.md reports.
 func (s Suite) RunMatrix(t *testing.T) {
 	if s.Cluster && s.clusters == nil {
-		s.clusters = redlocktest.StartRedisClusters(t, s.nodes(), 1, 0)
+		s.clusters = redlocktest.StartRedisClusters(t, s.nodes(), max(s.Masters, 1), 0)
 	}
 	if s.Workload.Prefix == "" {
 		s.Workload.Prefix = "wire:"
@@ -132,17 +137,19 @@ func (s Suite) Run(t *testing.T) {
 	}
 	type server struct {
 		addr  string
-		truth *redis.Client
+		truth redis.Cmdable
 	}
 	servers := make([]server, s.Nodes)
 	switch {
 	case s.Cluster:
 		if s.clusters == nil {
-			s.clusters = redlocktest.StartRedisClusters(t, s.Nodes, 1, 0)
+			s.clusters = redlocktest.StartRedisClusters(t, s.Nodes, max(s.Masters, 1), 0)
 		}
 		for i, c := range s.clusters {
-			m := c.Masters()[0]
-			servers[i] = server{m.Addr(), m.Client()}
+			servers[i] = server{c.Masters()[0].Addr(), c.Client()}
+		}
+		if s.Masters > 1 && s.Workload.Keys <= 0 {
+			s.Workload.Keys = 6
 		}
 	default:
 		for i, srv := range redlocktest.Start(t, s.Nodes).Servers {
