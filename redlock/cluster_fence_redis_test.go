@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +115,43 @@ func TestClusterFenceRetentionBoundsFloorKeys(t *testing.T) {
 			if d <= 0 || d > retention {
 				t.Errorf("key %q expires in %v, want within the retention %v", k, d, retention)
 			}
+		}
+	})
+}
+
+// A floor key written by an earlier version (a bare token, no replication
+// id) counts as missing once: the next token is a repair, above the clock
+// and the fence, and the floor then carries the node's replication id, so
+// that the grants after it count up from there.
+func TestFenceFloorOfAnEarlierVersion(t *testing.T) {
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
+		ctx := t.Context()
+		cl, c := cluster(t, a, 1, redlock.WithFencing())
+		srv := cl.Servers[0].Client()
+		if err := srv.Set(ctx, redlock.DefaultFencePrefix, "5", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Set(ctx, redlock.DefaultFencePrefix+"r", "7", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		before := uint64(time.Now().UnixMicro())
+		var tokens []uint64
+		for range 2 {
+			l, err := c.TryLock(ctx, "r")
+			if err != nil {
+				t.Fatalf("TryLock: %v", err)
+			}
+			tokens = append(tokens, l.Token())
+			if err := l.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if tokens[0] < before || tokens[1] != tokens[0]+1 {
+			t.Fatalf("tokens %v after an earlier version's floor (clock %d before): want a repair above the clock, then a count", tokens, before)
+		}
+		floor, err := srv.Get(ctx, redlock.DefaultFencePrefix).Result()
+		if err != nil || !strings.HasPrefix(floor, strconv.FormatUint(tokens[0], 10)+" ") {
+			t.Fatalf("floor key %q, %v; want the repair's token and the replication id", floor, err)
 		}
 	})
 }
