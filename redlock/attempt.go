@@ -67,7 +67,7 @@ type confirmation struct {
 // their releases: the error then reports every node's outcome, so that
 // "held elsewhere" and "no quorum" are told apart exactly, and no key of the
 // attempt outlives the call. The decision itself never waits for them, and
-// no wait goes past ctx's end (issue 22 item 4): the releases still owed
+// no wait goes past ctx's end: the releases still owed
 // then go on in the background, and Client.Close waits for them. An
 // attempt with a value of the caller's (WithValue) waits as a final one
 // does (decideAcquire), so that no release of it lands after the next

@@ -12,7 +12,7 @@ import (
 	"dlm/redlock/adapter"
 )
 
-// The bounds a client keeps whatever a handle says (issue 22 item 5): a
+// The bounds a client keeps whatever a handle says: a
 // Handle is data from outside the process, which its holder can edit, so
 // that Resume takes from it only what the nodes confirm (the value: R5,
 // R17) and bounds the rest with the client's own settings: the ttl by

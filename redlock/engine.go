@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -24,9 +23,17 @@ import (
 // answers): a failed acquisition releases every node's key, early and late
 // (R8.5, R11); every other operation ignores them.
 //
-// Each request counts in the client's background work (Client.bg) from its
-// start until its answer is settled, including the release that may follow
-// it, so Close waits for all of it and nothing is left on a node.
+// A fan is a state machine (fanState): open while it collects answers,
+// ready once its stop rule holds, decided once its caller stopped waiting
+// (answers from then on are late), and settled with the rule for what is
+// still to come: ignore it, or release every node (a failed acquisition),
+// recording the late answers or not. Three kinds of event move it, each
+// from its own receiver: a node's answer to the request (fan.Receive), and
+// the answer to the release of a node that had answered before the
+// decision (earlyRelease) or after it (lateRelease). The fan counts as one
+// piece of the client's background work (Client.bg) from its start until
+// every request and every release it made is answered and it is settled,
+// so Close waits for all of it and nothing is left on a node.
 
 // stopRule is when the caller of a fan may go on.
 type stopRule uint8
@@ -48,6 +55,30 @@ type nodeCall interface {
 	call(f *fan, i int) (bool, error)
 }
 
+// fanState is where a fan is in its life. It only moves forward: open,
+// then ready (maybe skipped), decided, and one of the settled states.
+type fanState uint8
+
+const (
+	// fanOpen: answers are counted, and the stop rule does not hold yet.
+	fanOpen fanState = iota
+	// fanReady: the stop rule holds (ready fired); answers still count.
+	fanReady
+	// fanDecided: await returned; answers from now on are late.
+	fanDecided
+	// fanIgnoring: settled; late answers are ignored.
+	fanIgnoring
+	// fanReleasing: settled as a failed acquisition; every node is
+	// released, at once where it answered, else as it answers.
+	fanReleasing
+	// fanRecording: fanReleasing, and the late answers are recorded (a
+	// final attempt reports them).
+	fanRecording
+)
+
+// settled reports whether s is one of the settled states.
+func (s fanState) settled() bool { return s >= fanIgnoring }
+
 // fan is one request to every node and the collection of its answers.
 type fan struct {
 	c       *Client
@@ -62,45 +93,97 @@ type fan struct {
 	// adaptive: the wait for answers ends at the adaptive bound (newFan),
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
-	timedOut bool          // await ended at the adaptive bound
-	canceled bool          // await ended with the caller's context (its nodes NoReply)
 	limit    time.Duration // of an adaptive fan: nctx's timeout
-	ready    chan struct{} // closed when the stop rule holds
-
-	// inflight counts the requests not answered yet: a lock granted over
-	// blocking nodes waits for them before its release (Lock.inflight).
-	inflight sync.WaitGroup
 
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
 	by nodeCall
 
-	mu        sync.Mutex
-	rs        []reply
-	yes, no   int
-	answered  int
-	replied   int  // answers that are not errors: the quorum-th is the fan's sample (rto.go)
-	signalled bool // ready is closed
-	decided   bool // awaited: later answers are late
-	settled   bool // settle ran: the rule for late answers is set
-	release   bool // settled as a failed acquisition: release every node
-	keep      bool // record late answers in rs (a final attempt reports them)
-	rctx      context.Context
-	rcancel   context.CancelFunc // of rctx, at the last release's answer
-	releasing int                // releases not answered yet
+	mu    sync.Mutex
+	state fanState
+	rs    []reply
+	// got marks the nodes that answered before the fan was settled:
+	// settle releases them at once.
+	got               []bool
+	yes, no, answered int
+	replied           int // answers that are not errors: the quorum-th is the fan's sample (rto.go)
+	// How await ended: at the adaptive bound (timedOut), or with the
+	// caller's context (canceled: its nodes are NoReply).
+	timedOut, canceled bool
+	// pending counts the requests and releases not answered yet; the
+	// fan's share of Client.bg ends when it reaches 0 on a settled fan.
+	pending int
+	// The releases of a failed acquisition (fanReleasing): releasing of
+	// them not answered yet, early of those of nodes that had answered
+	// before settle; rctx bounds them, rcancel ends it at the last answer.
+	releasing, early int
+	rctx             context.Context
+	rcancel          context.CancelFunc
 	// freed: a release deleted a key. gaveBack, when set before settle:
 	// the call that made the fan ends on it, so once the last release is
 	// answered with freed set, its client's waiting hears that the keys
 	// were given back (waiting.gaveBack).
-	freed    bool
-	gaveBack bool
-	early    sync.WaitGroup // releases of the nodes that answered before the decision
-	late     sync.WaitGroup // releases of the others
+	freed, gaveBack bool
 
-	got    []bool   // nodes that answered before the decision
+	// ready fires when the stop rule holds; allAnswered when every node
+	// answered the request (a lock granted over blocking nodes waits for
+	// it before its release: Lock.acq); released when every early release
+	// is answered; quiet when every answer and every release is in.
+	ready, allAnswered, released, quiet signal
+
 	rsBuf  [7]reply // rs and got for up to 7 nodes, in the same allocation
 	gotBuf [7]bool
 }
+
+// signal is a channel closed once, made only when someone waits for it.
+// Its methods are called with the fan's mu held.
+type signal struct {
+	ch    chan struct{}
+	fired bool
+}
+
+// fire closes the channel, if it was made, and marks s fired.
+func (s *signal) fire() {
+	if !s.fired {
+		s.fired = true
+		if s.ch != nil {
+			close(s.ch)
+		}
+	}
+}
+
+// done returns the channel, closed once s fired.
+func (s *signal) done() <-chan struct{} {
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+		if s.fired {
+			close(s.ch)
+		}
+	}
+	return s.ch
+}
+
+// waitFor waits until s fires or ctx ends, and reports whether s fired.
+func (f *fan) waitFor(ctx context.Context, s *signal) bool {
+	f.mu.Lock()
+	if s.fired {
+		f.mu.Unlock()
+		return true
+	}
+	ch := s.done()
+	f.mu.Unlock()
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// answeredAll waits until every node answered the request, or ctx ends,
+// and reports whether they all did. Each request is bounded by the fan's
+// node timeout.
+func (f *fan) answeredAll(ctx context.Context) bool { return f.waitFor(ctx, &f.allAnswered) }
 
 // newFan readies a fan of req over every node of c, with the caller's ctx
 // and base, the context its requests derive from (ctx itself, or a context
@@ -128,10 +211,10 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 // node timeout: releases get the longer release timeout.
 func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, stop stopRule, timeout time.Duration) *fan {
 	n := len(c.nodes)
-	if !c.bgAdd(n) {
+	if !c.bgAdd(1) {
 		return nil
 	}
-	f := &fan{c: c, req: req, stop: stop, ctx: ctx, timeout: timeout, ready: make(chan struct{})}
+	f := &fan{c: c, req: req, stop: stop, ctx: ctx, timeout: timeout, pending: n}
 	f.rs, f.got = f.rsBuf[:0], f.gotBuf[:0]
 	if n > len(f.rsBuf) {
 		f.rs, f.got = make([]reply, 0, n), make([]bool, 0, n)
@@ -140,7 +223,6 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	for i := range f.rs {
 		f.rs[i] = reply{i: i, none: true}
 	}
-	f.inflight.Add(n)
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
@@ -224,53 +306,32 @@ func (f *fan) stopNow() bool {
 	return decide(n, f.c.quorum, f.yes, f.no) != undecided
 }
 
-// Receive takes node tag's answer (adapter.Receiver). Tags from n on are
-// the answers to the releases of a failed acquisition (releaseNode).
-func (f *fan) Receive(tag int, ok bool, err error) {
+// Receive takes node i's answer to the fan's request (adapter.Receiver).
+func (f *fan) Receive(i int, ok bool, err error) {
 	c := f.c
 	n := len(f.rs)
-	if tag >= n {
-		f.mu.Lock()
-		f.releasing--
-		last := f.releasing == 0
-		f.freed = f.freed || (ok && err == nil)
-		gaveBack := f.freed && last && f.gaveBack
-		f.mu.Unlock()
-		if last {
-			f.rcancel()
-		}
-		if gaveBack {
-			c.waits.gaveBack(f.req.Key, f.req.Keys)
-		}
-		if tag < 2*n {
-			f.early.Done()
-		} else {
-			f.late.Done()
-		}
-		c.bg.Done()
-		return
-	}
-	r := reply{i: tag, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
+	r := reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
 	f.mu.Lock()
 	f.answered++
 	if err == nil {
-		c.heard[tag].Store(max(1, int64(f.born+r.latency))) // time.Since(c.born), one clock read fewer; 0 is never (owner.go)
+		c.heard[i].Store(max(1, int64(f.born+r.latency))) // time.Since(c.born), one clock read fewer; 0 is never (owner.go)
 		f.replied++
 		if f.replied == c.quorum {
 			// The answer a decision waits for, late or not (rto.go).
 			c.rtt.sample(r.latency)
 		}
 	}
-	late, settled := f.decided, f.settled
-	if (!settled || f.keep) && !(late && (f.timedOut || f.canceled) && err != nil && isContextErr(err)) {
+	state := f.state
+	late := state >= fanDecided
+	if (!state.settled() || state == fanRecording) && !(late && (f.timedOut || f.canceled) && err != nil && isContextErr(err)) {
 		// (A request that await cancelled at the bound stays timed out;
 		// one the caller's context ended stays NoReply.)
-		f.rs[tag] = r
+		f.rs[i] = r
 	}
-	if !settled {
+	if !state.settled() {
 		// Answered before the rule for late answers was set: settle
 		// treats it as it treats the answers before the decision.
-		f.got[tag] = true
+		f.got[i] = true
 	}
 	if !late {
 		if r.ok {
@@ -278,24 +339,84 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 		} else {
 			f.no++
 		}
-		if !f.signalled && f.stopNow() {
-			f.signalled = true
-			close(f.ready)
+		if state == fanOpen && f.stopNow() {
+			f.state = fanReady
+			f.ready.fire()
 		}
 	}
-	release := settled && f.release
 	last := f.answered == n
+	if last {
+		f.allAnswered.fire()
+	}
+	// A settled fan that releases sends this node's release now, which
+	// takes over the request's place in pending.
+	release := state == fanReleasing || state == fanRecording
+	finished := false
+	if !release {
+		f.pending--
+		finished = f.finishing()
+	}
 	f.mu.Unlock()
 	if last {
 		f.cancel()
 	}
-	f.inflight.Done()
-	switch {
-	case !settled:
-		// Settled with the others (settle): its share of c.bg goes on.
-	case release:
-		f.releaseNode(tag, 2*n+tag) // takes over the share of c.bg
-	default:
+	if release {
+		f.releaseNode(i, false)
+	}
+	if finished {
+		c.bg.Done()
+	}
+}
+
+// finishing reports whether the fan just ended its share of Client.bg: it
+// is settled and nothing it sent awaits an answer. Called with f.mu held,
+// at most once with pending at 0 on a settled fan, after a decrement or by
+// settle.
+func (f *fan) finishing() bool {
+	if f.state.settled() && f.pending == 0 {
+		f.quiet.fire()
+		return true
+	}
+	return false
+}
+
+// earlyRelease and lateRelease receive the answers to the releases of a
+// failed acquisition (releaseNode): of a node that answered the request
+// before the fan was settled (early), or after (late).
+type (
+	earlyRelease fan
+	lateRelease  fan
+)
+
+// Receive takes node i's answer to its early release (adapter.Receiver).
+func (r *earlyRelease) Receive(_ int, ok bool, err error) { (*fan)(r).releaseAnswered(true, ok, err) }
+
+// Receive takes node i's answer to its late release (adapter.Receiver).
+func (r *lateRelease) Receive(_ int, ok bool, err error) { (*fan)(r).releaseAnswered(false, ok, err) }
+
+// releaseAnswered takes the answer to a release of a failed acquisition.
+func (f *fan) releaseAnswered(early, ok bool, err error) {
+	c := f.c
+	f.mu.Lock()
+	f.releasing--
+	last := f.releasing == 0
+	f.freed = f.freed || (ok && err == nil)
+	gaveBack := f.freed && last && f.gaveBack
+	if early {
+		if f.early--; f.early == 0 {
+			f.released.fire()
+		}
+	}
+	f.pending--
+	finished := f.finishing()
+	f.mu.Unlock()
+	if last {
+		f.rcancel()
+	}
+	if gaveBack {
+		c.waits.gaveBack(f.req.Key, f.req.Keys)
+	}
+	if finished {
 		c.bg.Done()
 	}
 }
@@ -309,10 +430,14 @@ func (f *fan) Receive(tag int, ok bool, err error) {
 // acquisition is not a failed node).
 func (f *fan) await() (decision, time.Time) {
 	timedOut := false
-	select {
-	case <-f.ready: // decided already: no timer
-	default:
-		timedOut = f.wait()
+	f.mu.Lock()
+	var ready <-chan struct{}
+	if !f.ready.fired { // else decided already: no timer
+		ready = f.ready.done()
+	}
+	f.mu.Unlock()
+	if ready != nil {
+		timedOut = f.wait(ready)
 	}
 	// From now on no timer watches the requests' deadline: nctx's Err
 	// reads the clock (reqCtx).
@@ -324,7 +449,8 @@ func (f *fan) await() (decision, time.Time) {
 	t2 := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.decided, f.timedOut = true, timedOut
+	wasReady := f.state == fanReady
+	f.state, f.timedOut = fanDecided, timedOut
 	canceled := f.ctx.Err() != nil || pastDeadline(f.ctx, t2)
 	f.canceled = canceled
 	expired := timedOut || f.nctx.Err() != nil
@@ -338,7 +464,7 @@ func (f *fan) await() (decision, time.Time) {
 		switch {
 		case canceled && (r.none || r.err != nil && isContextErr(r.err)):
 			f.rs[i] = reply{i: i, none: true}
-		case r.none && (!f.signalled || expired):
+		case r.none && (!wasReady || expired):
 			// The node timeout passed first (R8.2).
 			f.rs[i] = reply{i: i, err: context.DeadlineExceeded, latency: t2.Sub(f.t1)}
 			f.no++
@@ -361,7 +487,7 @@ func pastDeadline(ctx context.Context, now time.Time) bool {
 // time runs out: the limit (nctx's deadline), or for an adaptive fan the
 // adaptive bound, which reports timedOut. One timer serves both: it is
 // never set past the limit.
-func (f *fan) wait() (timedOut bool) {
+func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 	limit := f.rc.deadline()
 	due := limit
 	if f.adaptive {
@@ -374,7 +500,7 @@ func (f *fan) wait() (timedOut bool) {
 	cancelled, baseDone := f.ctx.Done(), f.rc.base.Done()
 	for {
 		select {
-		case <-f.ready:
+		case <-ready:
 			return false
 		case <-cancelled:
 			return false
@@ -431,175 +557,6 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// reqCtx is the context of a fan's requests: base's values and
-// cancellation, a deadline, and the fan's cancel. It behaves as
-// context.WithDeadline(base, deadline) but costs nothing until someone asks
-// for Done: a batching adapter (redlock/internal/batch) asks only for Err
-// and Deadline, which need no timer, no channel, no lock and no
-// registration with base (a context often shared by many callers, whose
-// lock WithDeadline takes to register and again to unregister). The first
-// Done (a blocking adapter, a context derived from this one) makes the
-// standard context, and from then on Err, Done and Value are its.
-//
-// Until the fan is decided, the timer of its wait (fan.wait) watches the
-// deadline, as a timerCtx's timer does, and Err reads no clock (a clock
-// read is not cheap on every machine, and Err is asked twice per request);
-// after it (unwatched), Err reads the clock. The zero value is not usable:
-// call init.
-type reqCtx struct {
-	base      context.Context
-	t1        time.Time     // the fan's start
-	d         time.Duration // the deadline is t1 + d
-	state     atomic.Uint32 // reqLive, then the first of the others, for good
-	unwatched atomic.Bool   // no timer watches the deadline: Err reads the clock
-
-	mu  sync.Mutex                // makes std once
-	std atomic.Pointer[stdReqCtx] // made by standard
-}
-
-// The states of a reqCtx before it has a standard context.
-const (
-	reqLive     uint32 = iota
-	reqCanceled        // cancel ran
-	reqExpired         // the deadline passed
-	reqBaseDone        // base ended: Err is base's
-)
-
-// stdReqCtx is the standard context that stands for a reqCtx.
-type stdReqCtx struct {
-	ctx  context.Context
-	stop context.CancelFunc
-}
-
-var _ context.Context = (*reqCtx)(nil)
-
-// init readies r with a deadline timeout after t1, or base's, if earlier.
-func (r *reqCtx) init(base context.Context, t1 time.Time, timeout time.Duration) {
-	r.base, r.t1, r.d = base, t1, timeout
-	if dl, ok := base.Deadline(); ok && dl.Before(t1.Add(timeout)) {
-		r.d = dl.Sub(t1)
-	}
-}
-
-// deadline is r's deadline.
-func (r *reqCtx) deadline() time.Time { return r.t1.Add(r.d) }
-
-// Deadline returns r's deadline (context.Context).
-func (r *reqCtx) Deadline() (time.Time, bool) { return r.deadline(), true }
-
-// Err is context.Canceled once r was cancelled, base's error once base
-// ended, context.DeadlineExceeded once the deadline passed, else nil
-// (context.Context); the first of them stays, also once Done made the
-// standard context (standard). A non-nil answer before that is given
-// under r.mu, where standard reads the state, so that the standard context
-// is made with the error already reported.
-func (r *reqCtx) Err() error {
-	if s := r.std.Load(); s != nil {
-		return s.ctx.Err()
-	}
-	if r.state.Load() == reqLive && r.base.Err() == nil && (!r.unwatched.Load() || time.Since(r.t1) < r.d) {
-		return nil // the fast path: no lock
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if s := r.std.Load(); s != nil {
-		return s.ctx.Err()
-	}
-	if r.state.Load() == reqLive {
-		switch {
-		case r.base.Err() != nil:
-			r.state.CompareAndSwap(reqLive, reqBaseDone)
-		case r.unwatched.Load() && time.Since(r.t1) >= r.d:
-			r.state.CompareAndSwap(reqLive, reqExpired)
-		}
-	}
-	switch r.state.Load() {
-	case reqCanceled:
-		return context.Canceled
-	case reqExpired:
-		return context.DeadlineExceeded
-	case reqBaseDone:
-		return r.base.Err()
-	}
-	return nil
-}
-
-// Done returns a channel closed when Err becomes non-nil (context.Context).
-func (r *reqCtx) Done() <-chan struct{} {
-	return r.standard().Done()
-}
-
-// Value returns base's value for key (context.Context). Once Done was
-// asked for, it is the standard context's, so that a context derived from
-// r registers with it as with any cancelable context (no goroutine).
-func (r *reqCtx) Value(key any) any {
-	if s := r.std.Load(); s != nil {
-		return s.ctx.Value(key)
-	}
-	return r.base.Value(key)
-}
-
-// standard returns the standard context that stands for r, made on the
-// first call. Once r ended (cancel, or the deadline that the wait's timer
-// marked or Err saw), it is made ended with that error, whatever base did
-// since: a context's first error stays, and base may have ended after it.
-func (r *reqCtx) standard() context.Context {
-	if s := r.std.Load(); s != nil {
-		return s.ctx
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s := r.std.Load()
-	if s == nil {
-		s = &stdReqCtx{}
-		switch r.state.Load() {
-		case reqCanceled:
-			s.ctx, s.stop = newEndedCtx(r.base, r.deadline(), context.Canceled), func() {}
-		case reqExpired:
-			s.ctx, s.stop = newEndedCtx(r.base, r.deadline(), context.DeadlineExceeded), func() {}
-		default:
-			// Live, or base ended first: made from base with the same
-			// deadline, it has base's error (and cause), if any.
-			s.ctx, s.stop = context.WithDeadline(r.base, r.deadline())
-		}
-		r.std.Store(s)
-		if r.state.Load() == reqCanceled {
-			s.stop()
-		}
-	}
-	return s.ctx
-}
-
-// endedCtx is the standard context of a reqCtx that ended before Done was
-// asked for: its Done is closed and its Err is the reqCtx's; its values are
-// base's (without base's cancellation, whose cause came later if at all).
-type endedCtx struct {
-	context.Context // context.WithoutCancel(base)
-	deadline        time.Time
-	err             error
-	done            chan struct{} // closed
-}
-
-// newEndedCtx returns the ended standard context of a reqCtx over base.
-func newEndedCtx(base context.Context, deadline time.Time, err error) endedCtx {
-	done := make(chan struct{})
-	close(done)
-	return endedCtx{context.WithoutCancel(base), deadline, err, done}
-}
-
-func (e endedCtx) Deadline() (time.Time, bool) { return e.deadline, true }
-func (e endedCtx) Done() <-chan struct{}       { return e.done }
-func (e endedCtx) Err() error                  { return e.err }
-
-// cancel cancels r; later calls do nothing.
-func (r *reqCtx) cancel() {
-	// Either standard sees the state or this sees its context (or both).
-	r.state.CompareAndSwap(reqLive, reqCanceled)
-	if s := r.std.Load(); s != nil {
-		s.stop()
-	}
-}
-
 // busy reports whether a node that has not answered the fan yet has
 // answered another request (without an error) within the limit (rto.go):
 // a batching adapter hears from a node once per batch, and a batch may
@@ -637,50 +594,51 @@ func (f *fan) settle(release, waitAll bool) {
 	canceled := f.ctx.Err() != nil || pastDeadline(f.ctx, time.Now())
 	waitAll = waitAll && !canceled
 	f.mu.Lock()
-	f.settled = true
-	f.release, f.keep = release, release && waitAll
+	switch {
+	case !release:
+		f.state = fanIgnoring
+	case waitAll:
+		f.state = fanRecording
+	default:
+		f.state = fanReleasing
+	}
 	var answered []int
 	var buf [7]int
 	if release {
 		answered = buf[:0]
 		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
 		f.releasing = n // every node is released, now or as it answers
-	}
-	early := 0
-	for i := range f.rs {
-		if f.got[i] {
-			early++
-			if release {
+		for i := range f.rs {
+			if f.got[i] {
 				answered = append(answered, i)
 			}
 		}
+		f.early = len(answered)
+		f.pending += f.early // a release each; the others' requests are pending still
+		if f.early == 0 {
+			f.released.fire()
+		}
 	}
-	if release {
-		f.early.Add(early)
-		f.late.Add(n - early)
-	}
+	finished := f.finishing()
 	f.mu.Unlock()
+	if finished {
+		c.bg.Done()
+	}
 	if !release {
-		// The shares of the answers so far end with the decision: one
-		// Add on the client's counter, which every fan shares, not one
-		// Done each.
-		c.bg.Add(-early)
 		return
 	}
 	for _, i := range answered {
-		f.releaseNode(i, n+i)
+		f.releaseNode(i, true)
 	}
 	if canceled {
 		return
 	}
-	// The waits end with the caller's context too (issue 22 item 4): what
-	// is still owed then goes on in the background, counted in c.bg.
-	if !waitCtx(f.ctx, &f.early) || !waitAll {
+	// The waits end with the caller's context too: what is still owed
+	// then goes on in the background, counted in c.bg.
+	if !f.waitFor(f.ctx, &f.released) || !waitAll {
 		return
 	}
-	if waitCtx(f.ctx, &f.inflight) {
-		waitCtx(f.ctx, &f.late)
-	}
+	f.waitFor(f.ctx, &f.quiet)
 }
 
 // waitCtx waits for wg, or for ctx's end, whichever comes first, and
@@ -708,17 +666,22 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
 
 // releaseNode releases the fan's key on node i (R5, R8.5), even where the
 // attempt believes it did not set it: an answer lost to a timeout may hide
-// a key that was set. Its answer comes back to Receive with tag.
-func (f *fan) releaseNode(i, tag int) {
+// a key that was set. Its answer comes back to earlyRelease (a node that
+// answered before settle) or lateRelease.
+func (f *fan) releaseNode(i int, early bool) {
 	c := f.c
 	req := undo(f.req)
+	var to adapter.Receiver = (*lateRelease)(f)
+	if early {
+		to = (*earlyRelease)(f)
+	}
 	if f.async() {
-		c.async[i].Start(f.rctx, req, f, tag)
+		c.async[i].Start(f.rctx, req, to, i)
 		return
 	}
 	go func() {
 		ok, err := do(f.rctx, c.nodes[i], req)
-		f.Receive(tag, ok, err)
+		to.Receive(i, ok, err)
 	}()
 }
 
@@ -729,7 +692,7 @@ func (f *fan) releaseNode(i, tag int) {
 func (f *fan) replies() []reply {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !f.settled {
+	if !f.state.settled() {
 		panic("redlock: fan.replies before settle")
 	}
 	return f.rs

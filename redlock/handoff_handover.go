@@ -163,7 +163,7 @@ func (c *Client) keep(l *Lock, o lockOptions) *Lock {
 		ttl:        l.ttl,
 		drift:      l.drift,
 		until:      until,
-		inflight:   l.inflight,
+		acq:        l.acq,
 		run:        l.run + 1,
 		mode:       modeExclusive,
 		bound:      l.bound,

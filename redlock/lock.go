@@ -28,10 +28,10 @@ type Lock struct {
 	value    string
 	ttl      time.Duration
 	drift    time.Duration
-	inflight *sync.WaitGroup // acquire requests of the grant still in flight
-	token    uint64          // fencing token (fencing.go), 0 without fencing
-	run      int             // hand-overs in a row within the client that led to it
-	mode     lockMode        // exclusive, or a read or write lock (rw.go)
+	acq      *fan     // the acquisition that granted it, whose requests may be in flight
+	token    uint64   // fencing token (fencing.go), 0 without fencing
+	run      int      // hand-overs in a row within the client that led to it
+	mode     lockMode // exclusive, or a read or write lock (rw.go)
 	// bound is set once the value was bound to something outside the
 	// client (Handle, PutRecord), shared by the locks that kept one value
 	// (WithHandoffKeep; handoff_handover.go: keep); nil where a lock is
@@ -106,7 +106,7 @@ func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration
 		ttl:      o.ttl,
 		drift:    d,
 		until:    f.t1.Add(o.ttl - d),
-		inflight: &f.inflight,
+		acq:      f,
 		token:    token,
 		mode:     modeOf(f.req.Op), // rw.go
 	}
@@ -264,13 +264,13 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// (restore.go): its requests, in any order with the release's, are
 	// waited for as well.
 	wctx := waitingCtx(ctx)
-	acquiring := l.inflight != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive)
-	if (acquiring && !waitCtx(wctx, l.inflight)) || (restoring && !waitCtx(wctx, &l.restores)) {
+	acquiring := l.acq != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive)
+	if (acquiring && !l.acq.answeredAll(wctx)) || (restoring && !waitCtx(wctx, &l.restores)) {
 		// The caller's context ended first: the release follows the
 		// acquisition in the background (Close waits for it).
 		if !c.settle(false, func() {
 			if acquiring {
-				l.inflight.Wait()
+				l.acq.answeredAll(context.Background())
 			}
 			l.restores.Wait()
 			l.unlockRest(context.Background(), prior, first)
@@ -387,7 +387,7 @@ func (c *Client) releaseEvery(ctx context.Context, req adapter.Request, all bool
 	c.send(f)
 	f.await()
 	if all {
-		waitCtx(ctx, &f.inflight) // each request is bounded by the release timeout
+		f.answeredAll(ctx) // each request is bounded by the release timeout
 	}
 	f.settle(false, false)
 	return f.replies()

@@ -71,7 +71,7 @@ func (l *Lock) restore(ctx context.Context) (int, time.Time) {
 	f.settle(false, false) // never released: the other nodes hold this value
 	// Every request answered (each bounded by the node timeout), so that
 	// an Unlock that waits for this restore releases after all of them.
-	f.inflight.Wait()
+	f.answeredAll(context.Background())
 	l.restored()
 	n := 0
 	for _, r := range f.replies() {
