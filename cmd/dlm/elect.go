@@ -169,7 +169,7 @@ interrupted); otherwise the command's own exit code.`,
 	ef.add(cmd, "prefix of the lock keys on the nodes")
 	f := cmd.Flags()
 	f.StringVar(&id, "id", "", "the candidate's identity, public (required; printable, at most 256 bytes)")
-	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "leadership validity (the time a leader may act without the nodes): extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
+	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "the leadership lock's ttl: a leader stops leading at most this long after its last successful extension; extended every ttl/3; the next leader is elected within about a ttl after a leader dies")
 	f.DurationVar(&wait, "wait", 0, "how long to campaign before giving up (0: until interrupted)")
 	f.DurationVar(&grace, "grace", 5*time.Second, "after the leadership is lost, time between SIGTERM and SIGKILL to the command")
 	f.IntVar(&maxExt, "max-extensions", redlock.DefaultMaxExtensions, "no effect: a leadership renews for as long as dlm and a quorum of nodes are alive")

@@ -38,11 +38,11 @@ While the node runs, a marker file (` + nodeMarker + `) exists in its data
 directory. When a run ends without a clean shutdown (a crash, SIGKILL, power
 loss), the marker stays; the next start then waits --max-ttl before starting
 redis-server, so that every lock key the node held has expired before it
-serves again (the delayed restart of docs/spec/redlock.md). A clean shutdown (SIGTERM, SIGINT or
-SHUTDOWN: redis-server exits 0) removes the marker only when the node
-persists its keys (appendonly yes, the default here); without persistence a
-restarted node has forgotten its keys whatever the shutdown, so every
-restart waits. AOF is fsynced every second (redis' appendfsync everysec):
+serves again (the delayed restart, argued in docs/spec/redlock.md). A
+clean shutdown (SIGTERM, SIGINT or SHUTDOWN: redis-server exits 0) removes
+the marker only when the node persists its keys (appendonly yes, the
+default here); without persistence a restarted node has forgotten its keys
+whatever the shutdown, so every restart waits. AOF is fsynced every second (redis' appendfsync everysec):
 enough for lock keys with the delayed restart, not for fencing tokens,
 which outlive every ttl; with --fencing (nodes of dlm lock --fencing and of
 dlm elect, which always fences) every write is fsynced (appendfsync
