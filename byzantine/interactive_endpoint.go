@@ -99,11 +99,7 @@ func RunInteractiveGeneral(ctx context.Context, ic InteractiveConfig, id ID, key
 		}
 		gens[i] = g
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	mux := newICMux(ep, ic, id)
-	var done sync.WaitGroup
-	done.Go(func() { mux.dispatch(mctx) })
 	res := InteractiveGeneralResult{ID: id, Instances: make([]GeneralResult, n)}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
@@ -118,8 +114,6 @@ func RunInteractiveGeneral(ctx context.Context, ic InteractiveConfig, id ID, key
 		})
 	}
 	wg.Wait()
-	cancel()
-	done.Wait()
 	if err := errors.Join(errs...); err != nil {
 		if errors.Is(err, ErrCrashed) {
 			res.Crashed = true
@@ -176,6 +170,12 @@ type icMux struct {
 	runs  map[RunID]int
 	views []*icView
 
+	// reader is a token: the instance holding it reads ep for all of
+	// them, so that an event is handed over by whichever instance asks
+	// for the next one, with no hop in between (a round's deadline takes
+	// what the transport holds at once).
+	reader chan struct{}
+
 	mu    sync.Mutex
 	ended map[int]int // round -> instances that ended it
 	gone  []bool      // instance finished: its events are dropped
@@ -191,7 +191,7 @@ type icView struct {
 
 func newICMux(ep Endpoint, ic InteractiveConfig, self ID) *icMux {
 	n := ic.Config.Generals
-	mx := &icMux{ep: ep, self: self, n: n, runs: make(map[RunID]int, n), ended: make(map[int]int), gone: make([]bool, n)}
+	mx := &icMux{ep: ep, self: self, n: n, runs: make(map[RunID]int, n), ended: make(map[int]int), gone: make([]bool, n), reader: make(chan struct{}, 1)}
 	base := ic.Config.Run()
 	for i := range n {
 		mx.runs[instanceRun(base, ID(i))] = i
@@ -210,28 +210,21 @@ func (mx *icMux) finish(i int) {
 	}
 }
 
-// dispatch reads ep and hands each event to its instance (messages, by
-// their run id; a message of no instance goes to instance 0, which
-// refuses it as stale) or to every instance (markers, departures,
-// refusals), in the instance's ids.
-func (mx *icMux) dispatch(ctx context.Context) {
-	for {
-		ev, err := mx.ep.Recv(ctx)
-		if err != nil {
-			return
-		}
-		if ev.Message != nil {
-			i := mx.runs[ev.Message.Run]
-			mx.deliver(ctx, i, ev)
-			continue
-		}
-		for i := range mx.n {
-			mx.deliver(ctx, i, ev)
-		}
+// route hands an event read from ep to its instance (a message, by its
+// run id; a message of no instance goes to instance 0, which refuses it as
+// stale) or to every instance (markers, departures, refusals), in the
+// instance's ids.
+func (mx *icMux) route(ev Inbound) {
+	if ev.Message != nil {
+		mx.deliver(mx.runs[ev.Message.Run], ev)
+		return
+	}
+	for i := range mx.n {
+		mx.deliver(i, ev)
 	}
 }
 
-func (mx *icMux) deliver(ctx context.Context, i int, ev Inbound) {
+func (mx *icMux) deliver(i int, ev Inbound) {
 	v := mx.views[i]
 	ev.From = InstanceID(v.i, ev.From)
 	if ev.Message != nil {
@@ -240,10 +233,11 @@ func (mx *icMux) deliver(ctx context.Context, i int, ev Inbound) {
 		msg.To = InstanceID(v.i, msg.To)
 		ev.Message = &msg
 	}
+	// Never dropped for the reader's own deadline: the instance takes it,
+	// or has finished (quit).
 	select {
 	case v.in <- ev:
 	case <-v.quit:
-	case <-ctx.Done():
 	}
 }
 
@@ -274,13 +268,37 @@ func (v *icView) EndRound(ctx context.Context, r int) error {
 	return mx.ep.EndRound(ctx, r)
 }
 
-// Recv returns instance v.i's next event.
+// Recv returns instance v.i's next event: one already handed to it, or,
+// holding the reader token, the next ones of ep until one is its own (the
+// others are handed to their instances).
 func (v *icView) Recv(ctx context.Context) (Inbound, error) {
-	select {
-	case ev := <-v.in:
-		return ev, nil
-	case <-ctx.Done():
-		return Inbound{}, ctx.Err()
+	mx := v.mux
+	for {
+		select {
+		case ev := <-v.in:
+			return ev, nil
+		default:
+		}
+		select {
+		case ev := <-v.in:
+			return ev, nil
+		case <-ctx.Done():
+			return Inbound{}, ctx.Err()
+		case mx.reader <- struct{}{}:
+		}
+		select {
+		case ev := <-v.in: // handed over while this instance waited
+			<-mx.reader
+			return ev, nil
+		default:
+		}
+		ev, err := mx.ep.Recv(ctx)
+		if err != nil {
+			<-mx.reader
+			return Inbound{}, err
+		}
+		mx.route(ev)
+		<-mx.reader
 	}
 }
 
@@ -290,3 +308,14 @@ type pausingView struct {
 	*icView
 	PauseReporter
 }
+
+// Linked reports whether the shared endpoint has a working link to p (in
+// the instance's ids), when it can tell (LinkReporter); otherwise true.
+func (v *icView) Linked(p ID) bool {
+	if lr, ok := v.mux.ep.(LinkReporter); ok {
+		return lr.Linked(InstanceID(v.i, p))
+	}
+	return true
+}
+
+var _ LinkReporter = (*icView)(nil)

@@ -199,12 +199,15 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				switch {
 				case msg.Round < r || ended[p] >= msg.Round:
 					refuse(r, msg, RejectLate)
-					if msg.Round < r && msg.Round >= 0 && !ev.At.IsZero() && !ev.At.After(start.Add(time.Duration(msg.Round+1)*g.cfg.RoundTimeout)) &&
+					if msg.Round < r && msg.Round >= 0 && ended[p] < msg.Round && !ev.At.IsZero() && !ev.At.After(start.Add(time.Duration(msg.Round+1)*g.cfg.RoundTimeout)) &&
 						!slices.Contains(overran, msg.Round) && g.wouldCount(msg) {
 						// It was here in time and would have counted; this
 						// general was too busy to take it: it did not keep
 						// the schedule. (A traitor's useless traffic, which
-						// would have been refused anyway, does not count.)
+						// would have been refused anyway, does not count,
+						// nor does a message its sender sent after its own
+						// end-of-round marker: the sender was late, not
+						// this general.)
 						overran = append(overran, msg.Round)
 						slices.Sort(overran)
 					}

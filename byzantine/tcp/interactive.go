@@ -33,14 +33,42 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 	if err := ic.Validate(); err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}
-	dctx, cancel := context.WithDeadline(ctx, start.Add(ic.Config.RoundTimeout/4))
-	err = node.Start(dctx, c, ic.Config.RunID)
-	cancel()
-	if err != nil && (ctx.Err() != nil || errors.Is(err, ErrCluster)) {
+	return runInteractiveOver(ctx, node, node, ic, byzantine.Keyring{Private: priv, Public: keys}, c, start)
+}
+
+// runInteractiveOver connects node to the cluster and runs the general's
+// n instances over ep (node itself, or a traitor's wrapping of it in
+// tests), as runOver does for one: round 0 starts at start at the latest,
+// links still missing are dialled until the run's last deadline and used
+// from when they are up, and the last markers are written before the node
+// may close.
+func runInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
+	if err := node.prepare(c, ic.Config.RunID); err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}
-	// A peer that cannot be reached is treated as silent.
-	return byzantine.RunInteractiveGeneral(ctx, ic, node.id, byzantine.Keyring{Private: priv, Public: keys}, node, start)
+	end := start.Add(time.Duration(ic.Config.MaxTraitors+2) * ic.Config.RoundTimeout)
+	dctx, cancel := context.WithDeadline(ctx, end)
+	dialed := make(chan struct{})
+	go func() {
+		defer close(dialed)
+		node.dialAll(dctx, c)
+	}()
+	defer func() {
+		cancel()
+		<-dialed
+	}()
+	wait := time.NewTimer(time.Until(start))
+	select {
+	case <-dialed:
+	case <-wait.C:
+	case <-ctx.Done():
+	}
+	wait.Stop()
+	res, err := byzantine.RunInteractiveGeneral(ctx, ic, node.id, keys, ep, start)
+	fctx, fcancel := context.WithTimeout(ctx, ic.Config.RoundTimeout)
+	node.Flush(fctx)
+	fcancel()
+	return res, err
 }
 
 // LaunchInteractive runs ic with every general in a goroutine of this
