@@ -18,6 +18,8 @@ const exitCodesHelp = `Exit codes:
       a check that hit its time limit, values out of range)
   64  bad usage (the reason is printed)
   69  nodes unreachable: no quorum possible
+  71  the kernel refuses dlm lock's guard a PID namespace (the command was
+      not run; --pid-namespace=false runs it without one)
   73  an output file cannot be written (--handle-file of dlm acquire and
       dlm extend; the lock acquired is released again)
   74  lock (or leadership, dlm elect) lost while the command ran; no longer held
