@@ -67,6 +67,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.queue.Init("goredis", MaxBatch, n.send)
 	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
 		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}}
+		n.masters.read.Store(time.Now().UnixNano())
 		n.queue.Allow(opEval, opEvalSha) // script.go
 	}
 }
@@ -76,6 +77,9 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 // master has (its Options: Dialer, TLS, credentials).
 type masterPipes struct {
 	cluster *redis.ClusterClient
+	// read is when the node last asked go-redis to read the slot map
+	// again (UnixNano).
+	read atomic.Int64
 
 	mu     sync.Mutex
 	pipes  map[string]*pipe
@@ -123,6 +127,20 @@ func (m *masterPipes) at(ctx context.Context, addr, key string) (*pipe, error) {
 		m.pipes[addr] = p
 	}
 	return p, nil
+}
+
+// reload asks go-redis to read the slot map again, in the background
+// (go-redis reads it at most every 200 ms), now or, unless now, when the
+// last ask is slotMapRefresh old: a ClusterClient given to NewNode reads
+// it every minute on its own, too seldom to learn in time the replicas
+// that a failover may promote.
+func (m *masterPipes) reload(now bool) {
+	t := time.Now().UnixNano()
+	last := m.read.Load()
+	if !now && t-last < int64(slotMapRefresh) || !m.read.CompareAndSwap(last, t) {
+		return
+	}
+	m.cluster.ReloadState(context.Background())
 }
 
 // close closes every pipe.
@@ -227,11 +245,9 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	}
 	wg.Wait()
 	n.redirect(ctx, items, res, eval)
-	if stale || moved.Load() {
-		// A failover or a slot migration: go-redis reads the slot map
-		// again in the background (at most every 200 ms).
-		n.cluster.ReloadState(ctx)
-	}
+	// After a failover or a slot migration at once, else every
+	// slotMapRefresh.
+	n.masters.reload(stale || moved.Load())
 	return res, nil
 }
 

@@ -39,12 +39,12 @@ func TestClusterWatchFollowsASlotMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	// hears reports whether a release of key announced now reaches the
-	// watch within a second.
+	// watch within d.
 	round := 0
-	hears := func() bool {
+	hears := func(d time.Duration) bool {
 		round++
 		value := "v" + strconv.Itoa(round)
-		actx, cancel := context.WithTimeout(ctx, time.Second)
+		actx, cancel := context.WithTimeout(ctx, d)
 		defer cancel()
 		if ok, err := n.Acquire(actx, key, value, time.Minute); !ok || err != nil {
 			return false
@@ -63,14 +63,14 @@ func TestClusterWatchFollowsASlotMigration(t *testing.T) {
 			}
 		}
 	}
-	if !hears() {
+	if !hears(10 * time.Second) {
 		t.Fatal("a release announced before the migration was not heard")
 	}
 	slot := slots.Of(rueidis.ChannelPrefix + key)
 	if err := cl.MoveSlot(ctx, slot, 1-cl.MasterOf(slot)); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(15 * time.Second); !hears(); {
+	for end := time.Now().Add(15 * time.Second); !hears(time.Second); {
 		if time.Now().After(end) {
 			t.Fatalf("no release of %s heard in 15 s after its slot %d moved to another master", key, slot)
 		}
