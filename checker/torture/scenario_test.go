@@ -100,6 +100,9 @@ func TestScenarios(t *testing.T) {
 		// 4159.0ms, after A (lock A#2) had got token ...449921"). Over
 		// rueidis, which follows the failover.
 		{"cluster-failover-fenced", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
+		// Random faults on cluster nodes: masters killed, paused and
+		// failed over by hand, slots migrated, under contention.
+		{"cluster-random", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
 		{"random", nil, ExpectSafe},
 		{"election", nil, ExpectSafe}, // crashes, pauses, partitions under several candidates
 		// A rolling restart without persistence: terms keep increasing
