@@ -162,6 +162,13 @@ func FuzzRedactNodePassword(f *testing.F) {
 		f.Add("pa"+string(c)+"ss"+string(c)+"wd", uint8(i))
 		f.Add("p"+string(c)+"w", uint8(i+1))
 	}
+	// A comma together with ":", "\" or a quote, in every form: a usage
+	// error printed such passwords (found by fuzzing, 10 of 500).
+	for i := range nodeForms {
+		for _, pw := range []string{"pa,ss:wd", `pa,ss\wd`, `pa,ss"wd`, "p:a,s\"s", ",:pw,:"} {
+			f.Add(pw, uint8(i))
+		}
+	}
 	f.Add("pa/ss?w#rd@x", uint8(0))
 	f.Add("s3cr3t%2F", uint8(2))
 	f.Fuzz(func(t *testing.T, pw string, form uint8) {
@@ -169,6 +176,9 @@ func FuzzRedactNodePassword(f *testing.F) {
 			t.Skip("a password with spaces or control characters is not one a URL can carry")
 		}
 		shape := nodeForms[int(form)%len(nodeForms)]
+		if strings.HasPrefix(shape, "rediss://PW@") && strings.Contains(pw, ":") {
+			t.Skip("in the password-only form, a colon makes what precedes it the user name, not a password")
+		}
 		raw := strings.Replace(shape, "PW", pw, 1)
 		neutral := strings.Replace(shape, "PW", "Zq7Zq7Zq7", 1)
 		for _, words := range [][]string{{"--nodes", raw}, {"--nodes=" + raw}} {
