@@ -1,6 +1,8 @@
-// Command bench compares dlm's Redlock client with go-redsync (and
-// bsm/redislock on one node, as a reference) on 5 real redis-server nodes it
-// starts itself, running the workloads of issue 7 for each library in turn,
+// Command bench compares dlm's Redlock client with go-redsync (and, as
+// references, minimal Redlocks, bsm/redislock and rueidislock on one node,
+// and flock(2) on one host in the contention workloads) on 5 real
+// redis-server nodes it starts itself, running its workloads for each
+// library in turn,
 // several times, and printing the medians and ratios as Markdown, with an
 // SVG plot of throughput against goroutines:
 //

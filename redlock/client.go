@@ -28,13 +28,6 @@ type Client struct {
 	obs    observers     // WithObserver, WithLogger (observer.go)
 	stop   chan struct{} // closed by Close: stops the extenders (life.go)
 
-	// phaseHook, when set (by tests only), runs between phase 1 and
-	// phase 2 of a fenced acquisition (fencing.go).
-	phaseHook func(resource string)
-	// turnHook, when set (by tests only), runs when a Lock call is about
-	// to look for waiters ahead of it (handoff_wait.go: first).
-	turnHook func(resource string)
-
 	rmu sync.Mutex
 	rng *mrand.Rand
 	// lastAttempt is how long this client's latest acquisition attempt

@@ -55,7 +55,9 @@
 //     holds what (never a byte of a lock's value) and release by hand.
 //   - Nodes that are Redis Clusters: a node URL with cluster=true; keys
 //     then carry hash tags (WithHashTags), so every step on a resource runs
-//     on one master.
+//     on one master. New refuses a cluster node with a replica that may
+//     promote itself (ErrPromotableReplica); failovers are made by hand,
+//     after the ttl (docs/operations.md).
 //   - WithObserver, WithLogger: every attempt, extension and end of a lock.
 //
 // The node timeout adapts to the round trips the client sees, so a healthy

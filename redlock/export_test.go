@@ -1,13 +1,27 @@
 package redlock
 
-// SetPhaseHook makes c call hook between phase 1 and phase 2 of every fenced
-// acquisition, so that a test can freeze a client there. Set it before the
-// client is used.
-func SetPhaseHook(c *Client, hook func(resource string)) { c.phaseHook = hook }
+import "context"
 
-// SetTurnHook sets the hook a Lock call runs when it is about to look for
-// waiters ahead of it in its client.
-func SetTurnHook(c *Client, hook func(resource string)) { c.turnHook = hook }
+// WithPhaseHook returns ctx carrying hook, which a fenced acquisition made
+// with it runs between phase 1 and phase 2, so that a test can freeze a
+// client there.
+func WithPhaseHook(ctx context.Context, hook func(resource string)) context.Context {
+	s := &testSeam{phase: hook}
+	if old := seamOf(ctx); old != nil {
+		s.turn = old.turn
+	}
+	return context.WithValue(ctx, seamKey{}, s)
+}
+
+// WithTurnHook returns ctx carrying hook, which a Lock call made with it
+// runs when it is about to look for waiters ahead of it in its client.
+func WithTurnHook(ctx context.Context, hook func(resource string)) context.Context {
+	s := &testSeam{turn: hook}
+	if old := seamOf(ctx); old != nil {
+		s.phase = old.phase
+	}
+	return context.WithValue(ctx, seamKey{}, s)
+}
 
 // Settle runs fn as a settler of c (Client.settle), as the hand-off does
 // for what a Lock call left behind.

@@ -204,8 +204,8 @@ func (fr *fenceRaise) call(f *fan, i int) (bool, error) {
 // raise is harmless, as raising is monotone.
 func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) confirmation {
 	c := acq.c
-	if c.phaseHook != nil {
-		c.phaseHook(resource) // tests: a client frozen between the phases
+	if s := seamOf(acq.ctx); s != nil && s.phase != nil {
+		s.phase(resource) // tests: a client frozen between the phases
 	}
 	var res confirmation
 	read := make([]uint64, 0, c.quorum)

@@ -135,14 +135,14 @@ func TestFencingTokensDifferUnderKeyLoss(t *testing.T) { // R18
 			var resumeOnce sync.Once
 			unpause := func() { resumeOnce.Do(func() { close(resume) }) }
 			defer unpause() // before the Closes, even when the test fails
-			a.phaseHook = func(string) { close(paused); <-resume }
+			hooked := WithPhaseHook(context.Background(), func(string) { close(paused); <-resume })
 			type result struct {
 				l   *Lock
 				err error
 			}
 			got := make(chan result, 1)
 			go func() {
-				l, err := a.TryLock(context.Background(), "r")
+				l, err := a.TryLock(hooked, "r")
 				got <- result{l, err}
 			}()
 			select {

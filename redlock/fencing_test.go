@@ -168,14 +168,14 @@ func TestFrozenBetweenPhases(t *testing.T) { // R18, R8.5
 					t.Fatal(err)
 				}
 				paused, resume := make(chan struct{}), make(chan struct{})
-				redlock.SetPhaseHook(ca, func(string) { close(paused); <-resume })
+				hooked := redlock.WithPhaseHook(context.Background(), func(string) { close(paused); <-resume })
 				type result struct {
 					l   *redlock.Lock
 					err error
 				}
 				got := make(chan result, 1)
 				go func() {
-					l, err := ca.TryLock(context.Background(), "r")
+					l, err := ca.TryLock(hooked, "r")
 					got <- result{l, err}
 				}()
 				select {
@@ -221,7 +221,7 @@ func TestFencePhaseFailureIsReported(t *testing.T) {
 		cl := redlocktest.Start(t, 5)
 		c := dial(t, a, cl, redlock.WithFencing(), redlock.WithNodeTimeout(500*time.Millisecond))
 		key := redlock.DefaultKeyPrefix + "r"
-		redlock.SetPhaseHook(c, func(string) {
+		hooked := redlock.WithPhaseHook(t.Context(), func(string) {
 			// Every node set the key (the stragglers of phase 1 too); then it
 			// goes away everywhere.
 			redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, key) == 5 }, "phase 1 did not set the key on every node")
@@ -229,7 +229,7 @@ func TestFencePhaseFailureIsReported(t *testing.T) {
 				s.Client().Del(context.Background(), key)
 			}
 		})
-		_, err := c.TryLock(t.Context(), "r")
+		_, err := c.TryLock(hooked, "r")
 		var ae *redlock.AcquireError
 		if !errors.As(err, &ae) || ae.Fence == nil {
 			t.Fatalf("TryLock = %v, want an AcquireError with the fencing phase's outcomes", err)

@@ -69,8 +69,14 @@ func WithHandoff(on bool) Option {
 	return clientOption(func(o *clientOptions) { o.noHandoff = !on })
 }
 
-// handoff is a client's side of the hand-off: the queues of waiters per
-// key, and the per-node subscriptions, opened on first use.
+// handoff is a client's side of the hand-off. Its state is in three parts,
+// one job each, all under mu:
+//   - queueing: who waits for which key, in which order, and this client's
+//     releases that woke nobody (handoff_queue.go);
+//   - listening: which nodes each key's waiters listen on, and the
+//     per-node subscriptions (handoff_subs.go);
+//   - ranking: which clients released each key in which order, and this
+//     client's own recent releases (handoff_rank.go).
 type handoff struct {
 	c     *Client
 	nodes []adapter.HandoffNode // nil where a node lacks the capability
@@ -78,10 +84,32 @@ type handoff struct {
 	// from one value to the next in one step.
 	transfer bool
 
-	mu      sync.Mutex
-	closed  bool
-	watches []adapter.ReleaseWatch
-	subs    []subQueue // per node: Watch and Unwatch, in order
+	mu     sync.Mutex
+	closed bool
+	queueing
+	listening
+	ranking
+}
+
+// queueing is who waits for what (handoff_queue.go).
+type queueing struct {
+	// queues holds the waiters of each key, in FIFO order.
+	queues map[string][]*waiter
+	// sets holds the waiters for sets of resources (multi.go), by key:
+	// they are woken by the release of any key of their set, and never
+	// stand in a key's queue.
+	sets map[string][]*waiter
+	// released counts this client's releases of the keys, per slot of a
+	// key's hash (keyHash), so that a Lock call whose attempt failed
+	// while this client released the key knows it when it joins the
+	// queue, too late to be woken (releasedMark). Written with mu held.
+	released [64]atomic.Uint64
+}
+
+// listening is where the waiters hear of releases (handoff_subs.go).
+type listening struct {
+	watches []adapter.ReleaseWatch // per node, opened on first use
+	subs    []subQueue             // per node: Watch and Unwatch, in order
 	// watched holds the nodes each key with waiters listens on
 	// (subscribe).
 	watched map[string][]int
@@ -90,19 +118,14 @@ type handoff struct {
 	// confirmation is announced to nobody here, so the first
 	// confirmation wakes the key's waiters to attempt (confirmed).
 	fresh map[string]struct{}
-	// released counts this client's releases of the keys, per slot of a
-	// key's hash (keyHash), so that a Lock call whose attempt failed
-	// while this client released the key knows it when it joins the
-	// queue, too late to be woken (releasedMark). Written with mu held.
-	released [64]atomic.Uint64
-	queues   map[string][]*waiter
-	// sets holds the waiters for sets of resources (multi.go), by key:
-	// they are woken by the release of any key of their set, and never
-	// stand in a key's queue.
-	sets map[string][]*waiter
+}
+
+// ranking is what the client heard of the clients' turns (handoff_rank.go).
+type ranking struct {
 	// own holds the values of this client's recent releases of keys that
 	// had waiters: their announcements come back through the nodes after
-	// Unlock already woke the next waiter, and are dropped.
+	// Unlock already woke the next waiter, and are dropped. ownRing holds
+	// the same values in the order they came, ownNext the next to go.
 	own     map[string]struct{}
 	ownRing [64]string
 	ownNext int
@@ -122,15 +145,11 @@ func newHandoff(c *Client) *handoff {
 		return nil
 	}
 	h := &handoff{
-		c:      c,
-		nodes:  make([]adapter.HandoffNode, len(c.nodes)),
-		queues: map[string][]*waiter{},
-		own:    map[string]struct{}{},
-		sets:   map[string][]*waiter{},
-		turns:  map[string]*turns{},
-
-		watched: map[string][]int{},
-		fresh:   map[string]struct{}{},
+		c:         c,
+		nodes:     make([]adapter.HandoffNode, len(c.nodes)),
+		queueing:  queueing{queues: map[string][]*waiter{}, sets: map[string][]*waiter{}},
+		listening: listening{watched: map[string][]int{}, fresh: map[string]struct{}{}},
+		ranking:   ranking{own: map[string]struct{}{}, turns: map[string]*turns{}},
 	}
 	any := false
 	h.transfer = c.async != nil

@@ -102,7 +102,8 @@ func adversary(t *testing.T, clients int, mixed bool, seed uint64) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			redlock.SetTurnHook(c, func(string) {
+			// Every call of this client's workers runs the hook.
+			ctx := redlock.WithTurnHook(ctx, func(string) {
 				if pick(2) == 0 {
 					time.Sleep(draw(2 * time.Millisecond))
 				}

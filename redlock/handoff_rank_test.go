@@ -207,7 +207,7 @@ func TestHandoffQueueEmptiedBeforeJoinWakes(t *testing.T) { // R10, R14
 		// lock to B, and B releases it: the queue empties.
 		var armed atomic.Bool
 		armed.Store(true)
-		redlock.SetTurnHook(c, func(string) {
+		hooked := redlock.WithTurnHook(ctx, func(string) {
 			if !armed.CompareAndSwap(true, false) {
 				return
 			}
@@ -219,7 +219,7 @@ func TestHandoffQueueEmptiedBeforeJoinWakes(t *testing.T) { // R10, R14
 			}
 		})
 		start := time.Now()
-		l, err := c.Lock(ctx, "turn")
+		l, err := c.Lock(hooked, "turn")
 		if err != nil {
 			t.Fatalf("A: %v", err)
 		}

@@ -22,8 +22,8 @@ func (h *handoff) first(ctx context.Context, t target, o lockOptions) (turn, err
 		return turn{}, nil
 	}
 	c := h.c
-	if c.turnHook != nil {
-		c.turnHook(t.resource) // tests: a call about to look at the queue
+	if s := seamOf(ctx); s != nil && s.turn != nil {
+		s.turn(t.resource) // tests: a call about to look at the queue
 	}
 	if !h.queued(t.key) {
 		// Nobody waits: attempt at once, as joinBehind would have
@@ -73,28 +73,31 @@ func (h *handoff) end(t target, tn turn, acquired bool) {
 	}
 }
 
-// next is the hand-off's wait of a Lock call between attempts (R10): the
-// first call joins key's queue (subscribing to the key's releases); every
-// call then waits for a release announcement, its rank's delay and a random
-// jitter of up to one attempt's duration (which keep R10's desynchronizing
-// role between clients, handoff_rank.go: rank), for a hand-over from this
-// client's Unlock, or for the timed random delay, whichever comes first.
-// An attempt that set some keys but not a quorum (a split vote, R10) gave
-// them back unannounced, so it wakes the longest waiter other than itself:
-// a lone waiter never wakes itself out of R10's delay. An attempt that
-// went at once on an announcement (the waiter's previous wake-up, the first
-// rank) and failed may have reached some node before the release did
-// (every node announces the release as it deletes the key, and the first
-// announcement heard is the earliest): no other announcement of that
-// release wakes the waiter, so its timed retry comes one rank slot later,
-// not after R10's delay. Only when the node whose announcement woke it
-// granted the attempt or did not answer it, though: when that node, which
-// had deleted the key, says it is held, the attempt lost to another client
-// (which now holds the lock), or went on an announcement that no release
-// made (anyone who may PUBLISH on a node can forge one), and one more
-// attempt would be wasted. A first call whose attempt failed while this
-// client released the key (tn.mark: releasedMark) retries at once. It
-// returns ctx's error when ctx ends, and ErrClosed when the client closes.
+// next is the hand-off's wait of a Lock call between attempts (R10). The
+// call's first wait joins key's queue (subscribing to the key's releases).
+// Every wait then ends at the first of:
+//   - a release announcement, after its rank's delay and a random jitter of
+//     up to one attempt's duration (handoff_rank.go: rank), which keep
+//     R10's desynchronizing role between clients;
+//   - a hand-over from this client's Unlock;
+//   - the timed random delay of R10.
+//
+// Two kinds of failed attempt change the wait:
+//   - A split vote (the attempt set some keys but not a quorum, R10) gave
+//     them back unannounced: it wakes the longest waiter other than
+//     itself, and a lone waiter never wakes itself out of R10's delay.
+//   - An attempt that went at once on an announcement (the first rank) may
+//     have reached some node before the release did, and no other
+//     announcement of that release will wake it: its timed retry comes one
+//     rank slot later (afterFirst), when the node whose announcement woke
+//     it granted the attempt or did not answer. When that node says the
+//     key is held, the attempt lost to another client, or the announcement
+//     was forged (anyone who may PUBLISH on a node can), and one more
+//     attempt would be wasted.
+//
+// A first wait after an attempt that failed while this client released
+// the key (tn.mark: releasedMark) ends at once. next returns ctx's error
+// when ctx ends, and ErrClosed when the client closes.
 func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, elapsed time.Duration, failed *AcquireError) (turn, error) {
 	var after waitAfter
 	if prev := tn.woke(); prev.remote && prev.slots == 0 && prev.lock == nil && prev.from >= 0 && prev.from < len(failed.Nodes) {

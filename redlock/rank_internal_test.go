@@ -75,11 +75,9 @@ func TestRankIgnoresLateEchoes(t *testing.T) { // R10, R14
 	value := func(tag string) string { return tag + "0123456789012345678901234567"[:valueLen-tagLen] }
 	const key = "k"
 	h := &handoff{
-		c:      &Client{values: &valueSource{tag: me}},
-		queues: map[string][]*waiter{},
-		own:    map[string]struct{}{},
-		sets:   map[string][]*waiter{},
-		turns:  map[string]*turns{},
+		c:        &Client{values: &valueSource{tag: me}},
+		queueing: queueing{queues: map[string][]*waiter{}, sets: map[string][]*waiter{}},
+		ranking:  ranking{own: map[string]struct{}{}, turns: map[string]*turns{}},
 	}
 	w := &waiter{ch: make(chan wake, 1), head: make(chan struct{})}
 	h.queues[key] = []*waiter{w}

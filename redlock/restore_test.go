@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -121,46 +122,65 @@ func (n *orderedNode) Release(ctx context.Context, key, value string) (bool, err
 // without persistence looks like. Before the fix, the restore that follows
 // set the key again on every node, after Unlock had returned nil: the
 // released lock was held for a whole ttl ("node m1 holds the lock's value
-// after Unlock returned nil").
+// after Unlock returned nil"). The test runs every one of the 32 per-node
+// orders, the class of that defect; "m1m2 first" is the one above.
 func TestExtendRacingUnlockDoesNotRecreate(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		const ttl = 10 * time.Second
-		_, mems := redlocktest.NewMemNodes(5)
-		var ordered []*orderedNode
-		var nodes []redlock.Node
-		for i, m := range mems {
-			o := newOrderedNode(m, i < 2)
-			ordered = append(ordered, o)
-			nodes = append(nodes, o)
-		}
-		c, err := redlock.New(nodes, redlock.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		l, err := c.Lock(t.Context(), "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		value := l.Value()
-		extended := make(chan error, 1)
-		go func() { extended <- l.Extend(context.Background()) }()
-		for _, o := range ordered {
-			<-o.extending // the extension is on its way to every node
-		}
-		if err := l.Unlock(context.Background()); err != nil {
-			t.Fatalf("Unlock = %v, want nil", err)
-		}
-		if err := <-extended; !errors.Is(err, redlock.ErrNotHeld) {
-			t.Errorf("Extend racing Unlock = %v, want ErrNotHeld", err)
-		}
-		synctest.Wait() // every request answered
-		for i, m := range mems {
-			if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
-				t.Errorf("node m%d holds the lock's value after Unlock returned nil", i+1)
+	for mask := range 1 << 5 {
+		name := ""
+		for i := range 5 {
+			if mask&(1<<i) != 0 {
+				name += fmt.Sprintf("m%d", i+1)
 			}
 		}
-	})
+		if name == "" {
+			name = "none"
+		}
+		t.Run("release first on "+name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) { extendRacingUnlock(t, mask) })
+		})
+	}
+}
+
+// extendRacingUnlock races an Extend and an Unlock over 5 nodes, the
+// release first on the nodes of mask, the extension first on the others.
+func extendRacingUnlock(t *testing.T, mask int) {
+	const ttl = 10 * time.Second
+	_, mems := redlocktest.NewMemNodes(5)
+	var ordered []*orderedNode
+	var nodes []redlock.Node
+	for i, m := range mems {
+		o := newOrderedNode(m, mask&(1<<i) != 0)
+		ordered = append(ordered, o)
+		nodes = append(nodes, o)
+	}
+	c, err := redlock.New(nodes, redlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Lock(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := l.Value()
+	synctest.Wait() // every node answered the acquisition
+	extended := make(chan error, 1)
+	go func() { extended <- l.Extend(context.Background()) }()
+	for _, o := range ordered {
+		<-o.extending // the extension is on its way to every node
+	}
+	if err := l.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock = %v, want nil", err)
+	}
+	if err := <-extended; !errors.Is(err, redlock.ErrNotHeld) {
+		t.Errorf("Extend racing Unlock = %v, want ErrNotHeld", err)
+	}
+	synctest.Wait() // every request answered
+	for i, m := range mems {
+		if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
+			t.Errorf("node m%d holds the lock's value after Unlock returned nil", i+1)
+		}
+	}
 }
 
 // gatedNode is a MemNode behind its blocking methods only whose

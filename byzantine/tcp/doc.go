@@ -31,11 +31,26 @@
 // time and the sequence number) and every end-of-round marker carries it,
 // so generals of another run, even with the same keys, are refused. The
 // accept loop backs off on errors and keeps accepting; at most
-// MaxHandshakes connections may be unauthenticated (a new one evicts the
-// oldest); each peer has one inbound connection and a queue of PeerQueue
-// events, so a fast or hostile peer slows only its own connection. Launch
-// marks a general whose process dies as crashed and keeps the survivors'
-// results.
+// MaxHandshakes connections may be unauthenticated, and room is made only
+// by closing one that sent no hello or has been in its handshake longer
+// than HandshakeGrace, so no connection flood cuts a handshake in
+// progress; each peer has one inbound connection and a queue of PeerQueue
+// events, so a fast or hostile peer slows only its own connection. Each
+// peer also has its own outgoing queue and writer: a send never waits for
+// the network, and a peer that stops reading costs only its own writer
+// the write timeout. Launch marks a general whose process dies as crashed
+// and keeps the survivors' results.
+//
+// # Schedule and faults
+//
+// Round 0 starts at the start time at the latest, whatever links are
+// missing; every handshake ends by the dial's deadline, and failed dials
+// and handshakes are retried until the run's last deadline, each link used
+// from when it is up. A peer without a link when a message is due, whose
+// connection closes, or that misses a round's deadline is a fault the
+// general reports (byzantine.GeneralResult.Faults), counted with the
+// traitors against m. Package tcptest plays traitors that attack timing
+// and links.
 //
 // Handshake nonces and process keys come from crypto/rand: authentication
 // must not be predictable from a seed.

@@ -120,6 +120,15 @@ func DefaultConfig(name string) Config {
 		// read-write draws its faults the same way.
 		c.Faults = DefaultRandomFaults()
 		c.DelayedRestart = true
+	case "cluster-random":
+		// Crashed masters restart late (R16.3); failovers are by hand,
+		// after the ttl; fencing is on, so that tokens are checked
+		// across failovers and migrations.
+		c.DelayedRestart, c.Fencing = true, true
+	case "cluster-failover-fenced":
+		// The failover by hand of docs/operations.md: after the ttl, on
+		// nodes with AOF and appendfsync always, with fencing.
+		c.DelayedRestart, c.Persistence, c.Fencing = true, true, true
 	case "election":
 		// The term is the fencing token; crashed nodes restart late
 		// (R16.3), so that the faults keep safety.
@@ -263,13 +272,21 @@ func (c Config) Expect() Expectation {
 			return ExpectSafe
 		}
 		return ExpectViolation
-	case "cluster-replica-promoted":
+	case "cluster-replica-promoted", "cluster-failover-fenced":
 		// A promoted replica lacks what replication had not sent, whatever
-		// the persistence: only a failover delayed past the ttl is safe.
+		// the persistence: only a failover delayed past the ttl is safe
+		// (and its fences are repaired: the replication id changed).
 		if c.DelayedRestart || c.Byzantine > 0 {
 			return ExpectSafe
 		}
 		return ExpectViolation
+	case "cluster-random":
+		// A master killed and restarted at once, empty, inside the ttl
+		// is a node that forgot its locks.
+		if !c.restartSafe() {
+			return ExpectNoPromise
+		}
+		return ExpectSafe
 	case "clock-jump", "lying-node":
 		if c.Byzantine > 0 {
 			return ExpectSafe
@@ -297,7 +314,7 @@ func (c Config) violationFaults() []string {
 	switch c.Scenario {
 	case "restart-without-persistence", "delayed-restart", "fsync-always", "cluster-master-killed":
 		return []string{FaultRestart}
-	case "cluster-replica-promoted":
+	case "cluster-replica-promoted", "cluster-failover-fenced":
 		return []string{"promote"}
 	case "clock-jump":
 		return []string{FaultClockJump}

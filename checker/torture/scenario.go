@@ -73,6 +73,10 @@ func scenarioList() []Scenario {
 			Summary: "the nodes are Redis Clusters; client A locks exactly a majority; on one node of it the master of the resource's slot is killed and restarts at once, empty; client B then locks the resource while A's validity runs"},
 		{Name: "cluster-replica-promoted", Rule: "R16 (cluster nodes, failover)", groups: 2, faketime: never, clusters: true, replicas: 1, run: runClusterLoss,
 			Summary: "the nodes are Redis Clusters with a replica per master; client A locks exactly a majority; on one node of it the master of the resource's slot dies and its replica, which had not yet replicated A's SET, takes its slots over; client B then locks the resource"},
+		{Name: "cluster-failover-fenced", Rule: "R18 (cluster nodes, failover by hand)", groups: 2, faketime: never, clusters: true, replicas: 1, run: runClusterFailoverFenced,
+			Summary: "the nodes are Redis Clusters with a replica per master and fencing; client A locks exactly a majority; the master of the resource's slot dies on each node of it, and on one its replica, lacking A's SET and fence raise, is promoted by hand after the ttl; client B then locks the resource there and on the other nodes: its token must exceed A's"},
+		{Name: "cluster-random", Rule: "R1 (cluster nodes)", groups: 2, faketime: never, clusters: true, replicas: 1, loop: true, run: runClusterRandom,
+			Summary: "random mode over nodes that are Redis Clusters with a replica per master: clients contend on several resources while a seeded schedule kills, pauses and fails over masters (by hand, after the ttl) and migrates the resources' slots between masters"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}

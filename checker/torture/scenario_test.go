@@ -93,6 +93,16 @@ func TestScenarios(t *testing.T) {
 		{"cluster-master-killed", func(c *Config) { c.TTL, c.DelayedRestart = 5*time.Second, true }, ExpectSafe},
 		{"cluster-replica-promoted", func(c *Config) { c.TTL = 5 * time.Second }, ExpectViolation}, // room for B on a loaded machine
 		{"cluster-replica-promoted", func(c *Config) { c.DelayedRestart = true }, ExpectSafe},
+		// The failover by hand of docs/operations.md, with fencing: the
+		// promoted replica lacks A's fence raise, and B's token must still
+		// exceed A's (before the floor carried the replication id: "fencing
+		// token did not increase: B (lock B#26) got token ...449921 at
+		// 4159.0ms, after A (lock A#2) had got token ...449921"). Over
+		// rueidis, which follows the failover.
+		{"cluster-failover-fenced", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
+		// Random faults on cluster nodes: masters killed, paused and
+		// failed over by hand, slots migrated, under contention.
+		{"cluster-random", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
 		{"random", nil, ExpectSafe},
 		{"election", nil, ExpectSafe}, // crashes, pauses, partitions under several candidates
 		// A rolling restart without persistence: terms keep increasing

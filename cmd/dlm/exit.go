@@ -12,6 +12,7 @@ const (
 	exitFailure      = 1  // a check failed (IC1/IC2 broken, doctor finding, checker verdict)
 	exitUsage        = 64 // bad usage: a flag, argument or URL is wrong
 	exitUnavailable  = 69 // nodes unreachable: no quorum possible
+	exitOSErr        = 71 // the system refuses what dlm needs (dlm lock: a PID namespace for the guard)
 	exitCantCreate   = 73 // an output file cannot be written (dlm acquire, extend: --handle-file)
 	exitLockLost     = 74 // the lock was lost while the command ran
 	exitNotAcquired  = 75 // lock not acquired (held elsewhere) within the wait

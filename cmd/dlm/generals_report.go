@@ -19,10 +19,13 @@ type reportPage struct {
 	Trees    []reportTree
 	IC1, IC2 bool
 	Verdict  string
-	PathHelp string
-	Messages int
-	Bytes    int64
-	Rejected string
+	// Inconclusive: the run was out of time or had more than m faulty
+	// generals, so its decisions prove nothing.
+	Inconclusive bool
+	PathHelp     string
+	Messages     int
+	Bytes        int64
+	Rejected     string
 }
 
 type reportGeneral struct {
@@ -158,7 +161,7 @@ p.violated { color: #b00; font-weight: bold; }
 <ul class="values">{{range .Values}}<li class="value" data-order="{{.Order}}" data-chain="{{.Chain}}">{{.Order}}: first by <code>{{.Chain}}</code> in round {{.Round}}</li>{{end}}</ul>
 {{end}}</section>
 {{end}}<h2>Verdict</h2>
-<p id="verdict" data-ic1="{{.IC1}}" data-ic2="{{.IC2}}" class="{{if and .IC1 .IC2}}ok{{else}}violated{{end}}">{{.Verdict}}</p>
+<p id="verdict" data-ic1="{{.IC1}}" data-ic2="{{.IC2}}" class="{{if .Inconclusive}}inconclusive{{else if and .IC1 .IC2}}ok{{else}}violated{{end}}">{{.Verdict}}</p>
 <script>
 (function () {
   var steps = document.querySelectorAll("section.step");
@@ -223,9 +226,14 @@ func buildReport(transport string, res *byzantine.Result) reportPage {
 		Verdict:  "IC1 and IC2 hold",
 		PathHelp: pathHelp,
 	}
-	if err := res.Verify(); err != nil {
+	switch err := res.Verify(); {
+	case len(res.OutOfTime()) > 0:
+		p.Verdict, p.Inconclusive = outOfTimeText(res.OutOfTime()), true
+	case res.TooManyFaults():
+		p.Verdict, p.Inconclusive = tooManyFaultsText(res), true
+	case err != nil:
 		p.Verdict = err.Error()
-	} else if !res.CommanderLoyal() {
+	case !res.CommanderLoyal():
 		p.Verdict += " (IC2 vacuously: the commander is a traitor or crashed)"
 	}
 	var rej []string

@@ -83,9 +83,11 @@ kills them all with SIGKILL a twentieth of the ttl before it, should dlm be
 stopped or too slow to extend; when the command exits, what it left
 running is killed before the lock is released; if dlm dies, even by
 SIGKILL, the guard kills them at once; if the guard dies, with dlm or
-alone, the kernel ends the PID namespace and everything in it. Without a
-namespace (--pid-namespace=false, a kernel that refuses user namespaces
-to the user, or not Linux) a process
+alone, the kernel ends the PID namespace and everything in it. On Linux,
+where the kernel refuses the guard every namespace (a container's seccomp
+profile, user namespaces disabled), dlm says so and exits 71 without
+running the command, unless --pid-namespace=false tells it to run without
+one. Without a namespace (--pid-namespace=false, or not Linux) a process
 that leaves the group (setsid) escapes when the guard is killed, and the
 command's children run on when dlm and the guard are killed together
 (docs/operations.md, "Signals").
@@ -114,8 +116,9 @@ release after it: dlm says so and exits 74 too, since another holder may
 have run meanwhile.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
-74 lock lost while the command ran; 75 lock held elsewhere (not acquired
-within --wait); 126 the command cannot be executed; 127 it was not found;
+71 the kernel refuses the guard a PID namespace (see above); 74 lock lost
+while the command ran; 75 lock held elsewhere (not acquired within
+--wait); 126 the command cannot be executed; 127 it was not found;
 otherwise the command's own exit code (128+N when it was killed by signal
 N).`,
 		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
@@ -551,11 +554,25 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	var guard *exec.Cmd
 	// The kernel says which namespaces it allows (EPERM, EINVAL, ENOSPC
 	// when it does not, or none are left): the first it starts is used.
-	for _, iso := range append(isos, isolateNone) {
+	// Where it allows none, dlm does not fall back in silence: without a
+	// namespace, the command's children outlive dlm and its guard killed
+	// together (pkill -9 dlm), so it refuses unless told to run without.
+	if len(isos) == 0 {
+		isos = []isolation{isolateNone}
+	}
+	var nsErr error
+	for _, iso := range isos {
 		guard = newGuard(iso)
 		if err = guard.Start(); err == nil {
 			break
 		}
+		nsErr = err
+	}
+	if err != nil && !r.noPIDNS && len(isos) > 0 && isos[0] != isolateNone {
+		pr.Close()
+		pw.Close()
+		runtime.UnlockOSThread()
+		return nil, withCode(exitOSErr, fmt.Errorf("the kernel refuses the guard a PID namespace here (%v): without one, what the command starts would outlive dlm and its guard killed together; the command was not run. Run with --pid-namespace=false to accept that", nsErr))
 	}
 	pr.Close()
 	if err == nil {

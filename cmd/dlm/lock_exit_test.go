@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,5 +194,63 @@ func TestLockChecksNodes(t *testing.T) {
 	}
 	if warnings != 3 {
 		t.Errorf("elect --json: %d warning events, want 3; stderr: %s", warnings, r.stderr)
+	}
+}
+
+// TestLockRefusesWithoutNamespaces: where the kernel refuses the guard a
+// PID namespace (here: a user namespace without capabilities and with no
+// user namespace left to create, as a container's seccomp profile does),
+// dlm lock says so once and refuses (71), the command not run and the lock
+// released, unless told to run without one (--pid-namespace=false). Failed
+// before: dlm fell back without a word, ran the command and exited 0.
+func TestLockRefusesWithoutNamespaces(t *testing.T) {
+	for _, tool := range []string{"unshare", "setpriv"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed", tool)
+		}
+	}
+	if err := exec.Command("unshare", "-U", "-r", "true").Run(); err != nil {
+		t.Skipf("no user namespaces here: %v", err)
+	}
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	denied := func(args ...string) []string {
+		q := make([]string, len(args))
+		for i, a := range args {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		return []string{"-U", "-r", "sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --bounding-set -all --inh-caps -all " +
+			strings.Join(q, " ")}
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		flag []string
+		code int
+	}{
+		{"refused", nil, exitOSErr},
+		{"told to run without", []string{"--pid-namespace=false"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ran := filepath.Join(dir, tc.name)
+			args := append(append([]string{dlmBin(), "lock", "--nodes", nodes}, tc.flag...), "res", "--", "touch", ran)
+			cmd := exec.Command("unshare", denied(args...)...)
+			var stderr syncBuf
+			cmd.Stderr = &stderr
+			cmd.WaitDelay = 10 * time.Second
+			err := cmd.Run()
+			if code := exitOf(err); code != tc.code {
+				t.Errorf("exit %d, want %d; stderr: %s", code, tc.code, stderr.String())
+			}
+			if fileExists(ran) != (tc.code == 0) {
+				t.Errorf("command ran: %v, want %v; stderr: %s", fileExists(ran), tc.code == 0, stderr.String())
+			}
+			if tc.code != 0 && (strings.Count(stderr.String(), "--pid-namespace=false") != 1) {
+				t.Errorf("stderr does not say once how to run without a namespace: %s", stderr.String())
+			}
+			if keys := keysOn(c); len(keys) != 0 {
+				t.Errorf("lock keys left: %v", keys)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"dlm/redlock"
 	"dlm/redlock/goredis"
@@ -28,7 +29,10 @@ const nodeMarker = "dlm-node.running"
 
 // newNodeCmd builds "dlm node".
 func newNodeCmd() *cobra.Command {
-	var nc nodeConfig
+	var (
+		nc     nodeConfig
+		pwFile string
+	)
 	cmd := &cobra.Command{
 		Use:   "node [flags] [-- REDIS-SERVER-ARGS...]",
 		Short: "Run one Redlock node: redis-server with delayed restarts after a crash",
@@ -51,7 +55,13 @@ always), as dlm doctor requires of a node that holds fence keys.
 --max-ttl must exceed the largest ttl any client uses with these nodes.
 A port already in use is refused (exit 64) before anything is written or
 started; dlm node writes only to the redis-server it started (checked by
-its process id), using a --requirepass given after --.
+its process id). A data directory is served by one dlm node at a time: a
+second one on it is refused (64; the lock file ` + nodeDirLock + `).
+
+The node's password is read from the file --requirepass-file (its first
+line) or from the environment variable ` + nodePasswordEnv + `, and given to
+redis-server on its standard input, never on a command line, which every
+local user can read (ps); a --requirepass after -- is refused.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to redis-server. Restarts
 are the supervisor's job (systemd: Restart=always); dlm node exits with
 redis-server's exit code. Arguments after -- go to redis-server and override
@@ -70,6 +80,9 @@ crashed master waits --max-ttl before it serves again.`,
 				return usageErrorf("unexpected arguments %q: redis-server arguments go after `--`", args)
 			}
 			nc.extra = args
+			if err := nc.readPassword(pwFile); err != nil {
+				return err
+			}
 			if err := nc.validate(); err != nil {
 				return err
 			}
@@ -88,6 +101,7 @@ crashed master waits --max-ttl before it serves again.`,
 	f.StringVar(&nc.config, "config", "", "redis.conf to start redis-server with (the flags above override it)")
 	f.StringVar(&nc.binary, "redis-server", "redis-server", "redis-server executable")
 	f.DurationVar(&nc.startTimeout, "start-timeout", 30*time.Second, "how long redis-server may take to answer PING")
+	f.StringVar(&pwFile, "requirepass-file", "", "file whose first line is the node's password (or set "+nodePasswordEnv+"); never on the command line")
 	f.IntVar(&nc.cluster, "cluster", 0, "run a Redis Cluster of this many masters as one node, on ports --port and up, data in --dir/PORT (0: one plain master)")
 	return cmd
 }
@@ -103,8 +117,9 @@ type nodeConfig struct {
 	binary       string
 	startTimeout time.Duration
 	extra        []string
-	cluster      int  // --cluster: masters of a cluster node (node_cluster.go)
-	member       bool // one master of a cluster node: --max-ttl is recorded by form
+	password     string // --requirepass-file or DLM_NODE_PASSWORD; "" for none
+	cluster      int    // --cluster: masters of a cluster node (node_cluster.go)
+	member       bool   // one master of a cluster node: --max-ttl is recorded by form
 	// stop, closed, stops a member's redis-server as SIGTERM would: its
 	// cluster node lost another master (node_cluster.go).
 	stop <-chan struct{}
@@ -143,6 +158,9 @@ func (nc *nodeConfig) validate() error {
 // command line (ours or the user's after --, which come later and win),
 // or "" when none is.
 func (nc *nodeConfig) setting(name string) string {
+	if name == "requirepass" {
+		return nc.password // never on the command line (readPassword)
+	}
 	argv, v := nc.argv(), ""
 	for i := 0; i+1 < len(argv); i++ {
 		if argv[i] == "--"+name {
@@ -193,7 +211,10 @@ func (nc *nodeConfig) listenFree(port, bus string) error {
 // redis-server requires), our defaults, then the user's arguments.
 func (nc *nodeConfig) argv() []string {
 	a := []string{nc.binary}
-	if nc.config != "" {
+	switch {
+	case nc.password != "":
+		a = append(a, "-") // the configuration on standard input: stdinConfig
+	case nc.config != "":
 		a = append(a, nc.config)
 	}
 	a = append(a, "--port", strconv.Itoa(nc.port), "--bind", nc.bind, "--dir", nc.dir,
@@ -215,6 +236,11 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
+	unlock, err := lockDataDir(nc.dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	marker := filepath.Join(nc.dir, nodeMarker)
 	if b, err := os.ReadFile(marker); err == nil {
 		logf("the previous run did not stop cleanly (marker %s: %s); waiting --max-ttl %v before serving, so that every lock key it held has expired (delayed restart)", marker, trimNL(b), nc.maxTTL)
@@ -239,6 +265,9 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 	argv := nc.argv()
 	srv := exec.Command(argv[0], argv[1:]...)
 	srv.Stdout, srv.Stderr = stdout, stderr
+	if nc.password != "" {
+		srv.Stdin = strings.NewReader(nc.stdinConfig())
+	}
 	// Own process group: a terminal's Ctrl-C reaches redis-server once,
 	// through us (a second SIGINT makes it exit at once, uncleanly); and it
 	// dies with us if we are killed.
@@ -379,4 +408,91 @@ func firstField(s string) string {
 		}
 	}
 	return s
+}
+
+// nodeDirLock is the lock file of a data directory: the dlm node serving
+// it holds an exclusive flock on it for as long as it runs (the kernel
+// drops it when the process ends, however it ends).
+const nodeDirLock = "dlm-node.lock"
+
+// nodePasswordEnv holds the node's password when --requirepass-file is
+// not given.
+const nodePasswordEnv = "DLM_NODE_PASSWORD"
+
+// lockDataDir takes the data directory's lock file, or refuses (64) a
+// directory that a running dlm node holds: two nodes on one directory
+// would read each other's marker as a crash, run two redis-servers on one
+// append-only file, and remove each other's marker. The returned function
+// releases it.
+func lockDataDir(dir string) (func(), error) {
+	path := filepath.Join(dir, nodeDirLock)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, withCode(exitCantCreate, fmt.Errorf("open the data directory's lock file: %w", err))
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, usageErrorf("data directory %q is used by a running dlm node (it holds %s): give each node its own --dir", dir, path)
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// readPassword sets the node's password from file (its first line), or
+// else from DLM_NODE_PASSWORD, and refuses one given to redis-server on
+// its command line, where every local user can read it.
+func (nc *nodeConfig) readPassword(file string) error {
+	for _, a := range nc.extra {
+		if a == "--requirepass" || strings.HasPrefix(a, "--requirepass=") {
+			return usageErrorf("a password after -- (--requirepass) is on redis-server's and dlm node's command lines, which every local user can read: give it with --requirepass-file FILE or in %s", nodePasswordEnv)
+		}
+	}
+	if file == "" {
+		nc.password = os.Getenv(nodePasswordEnv)
+		return nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return usageErrorf("--requirepass-file: %v", err)
+	}
+	pw, _, _ := strings.Cut(string(b), "\n")
+	nc.password = strings.TrimSuffix(pw, "\r")
+	if nc.password == "" {
+		return usageErrorf("--requirepass-file %q: the first line is empty; write the password on it", file)
+	}
+	return nil
+}
+
+// stdinConfig is the configuration redis-server reads on its standard
+// input when the node has a password: the --config file, included, and
+// the password, quoted as redis.conf reads a quoted string.
+func (nc *nodeConfig) stdinConfig() string {
+	var b strings.Builder
+	if nc.config != "" {
+		b.WriteString("include " + redisQuote(nc.config) + "\n")
+	}
+	b.WriteString("requirepass " + redisQuote(nc.password) + "\n")
+	return b.String()
+}
+
+// redisQuote quotes s for redis.conf: between double quotes, with "\"",
+// "\\" and every byte outside printable ASCII as \xHH.
+func redisQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&b, "\\x%02x", c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

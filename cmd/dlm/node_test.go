@@ -160,45 +160,115 @@ func TestNodePortInUse(t *testing.T) {
 	}
 }
 
-// TestNodeRequirePass: a node started with -- --requirepass X still learns
-// that it persists, so a clean stop removes the marker, and it records
-// --max-ttl with the password (issue 16, defect 5).
+// TestNodeRequirePass: the node's password comes from a file
+// (--requirepass-file) or from DLM_NODE_PASSWORD, never from argv: it is
+// in neither dlm node's nor redis-server's command line (which every local
+// user reads in ps), the node requires it, the node still learns that it
+// persists (a clean stop removes the marker) and records --max-ttl with
+// it; a --requirepass after -- is refused (64). Failed before: the flag
+// and the variable did not exist, and -- --requirepass PW put the
+// password in both command lines.
 func TestNodeRequirePass(t *testing.T) {
 	t.Parallel()
 	redlocktest.Require(t)
-	port, err := redisproc.FreePort()
+	r := runDLM(t, 30*time.Second, nil, "node", "--port", "1", "--dir", t.TempDir(), "--", "--requirepass", "node-pw")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--requirepass-file") || strings.Contains(r.stderr, "node-pw") {
+		t.Errorf("-- --requirepass: exit %d, want %d naming --requirepass-file (and not the password); stderr: %s", r.code, exitUsage, r.stderr)
+	}
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte("node-pw \"q\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		pw   string
+	}{
+		{"file", nil, []string{"--requirepass-file", pwFile}, `node-pw "q"`},
+		{"environment", []string{"DLM_NODE_PASSWORD=env-pw,x:y"}, nil, "env-pw,x:y"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			port, err := redisproc.FreePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := t.TempDir()
+			args := append([]string{"node", "--port", strconv.Itoa(port), "--dir", dir, "--max-ttl", "1s"}, tc.args...)
+			cmd, _, stderr := dlmCmd(t, tc.env, append(args, "--", "--save", "", "--loglevel", "warning")...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(stderr.String(), "serving") },
+				"dlm node never served; log:\n%s", stderr)
+			c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Password: tc.pw})
+			defer c.Close()
+			if v, err := c.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "1s" {
+				t.Errorf("%s = %q, %v; want 1s", nodeMaxTTLKey, v, err)
+			}
+			anon := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1})
+			defer anon.Close()
+			if err := anon.Ping(t.Context()).Err(); err == nil {
+				t.Errorf("the node answers without its password")
+			}
+			// Every process's command line: dlm node's and redis-server's.
+			procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+			for _, p := range procs {
+				b, err := os.ReadFile(p)
+				if err == nil && strings.Contains(string(b), tc.pw) {
+					t.Errorf("%s holds the password: %q", p, b)
+				}
+			}
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case err := <-done:
+				if code := exitOf(err); code != 0 {
+					t.Errorf("clean stop: exit %d, want 0; log:\n%s", code, stderr)
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatalf("dlm node did not stop; log:\n%s", stderr)
+			}
+			if fileExists(filepath.Join(dir, nodeMarker)) {
+				t.Errorf("marker left after a clean stop of a persistent node with a password; log:\n%s", stderr)
+			}
+			if strings.Contains(stderr.String(), tc.pw) {
+				t.Errorf("the password is printed:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// TestNodeDataDirInUse: a second dlm node on the data directory of a
+// running one is refused at once (64), before it reads the first's marker
+// as a crash, waits or starts anything, and the first's marker stays.
+// Failed before: the second waited --max-ttl ("the previous run did not
+// stop cleanly"), then ran a second redis-server on the same directory.
+func TestNodeDataDirInUse(t *testing.T) {
+	t.Parallel()
+	redlocktest.Require(t)
+	dir := t.TempDir()
+	p1, err := redisproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	cmd, _, stderr := dlmCmd(t, nil, "node", "--port", strconv.Itoa(port), "--dir", dir, "--max-ttl", "1s",
-		"--", "--save", "", "--loglevel", "warning", "--requirepass", "node-pw")
-	if err := cmd.Start(); err != nil {
+	first := startNode(t, p1, dir, time.Second)
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(first.stderr(), "serving") },
+		"the first dlm node never served; log:\n%s", first.stderr())
+	p2, err := redisproc.FreePort()
+	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	redlocktest.Eventually(t, 20*time.Second, func() bool { return strings.Contains(stderr.String(), "serving") },
-		"dlm node never served; log:\n%s", stderr)
-	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), Password: "node-pw"})
-	defer c.Close()
-	if v, err := c.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "1s" {
-		t.Errorf("%s = %q, %v; want 1s", nodeMaxTTLKey, v, err)
+	r := runDLM(t, 30*time.Second, nil, "node", "--port", strconv.Itoa(p2), "--dir", dir, "--max-ttl", "1s")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "used by a running dlm node") {
+		t.Errorf("second dlm node on the same --dir: exit %d, want %d saying the directory is in use; stderr: %s", r.code, exitUsage, r.stderr)
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case err := <-done:
-		if code := exitOf(err); code != 0 {
-			t.Errorf("clean stop: exit %d, want 0; log:\n%s", code, stderr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("dlm node did not stop; log:\n%s", stderr)
+	if pings(p2) {
+		t.Errorf("a second redis-server serves on the same data directory")
 	}
-	if fileExists(filepath.Join(dir, nodeMarker)) {
-		t.Errorf("marker left after a clean stop of a persistent node with --requirepass; log:\n%s", stderr)
-	}
-	if strings.Contains(stderr.String(), "node-pw") {
-		t.Errorf("the password is printed:\n%s", stderr)
+	if !fileExists(filepath.Join(dir, nodeMarker)) {
+		t.Errorf("the first node's marker is gone")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -16,6 +18,8 @@ const exitCodesHelp = `Exit codes:
       a check that hit its time limit, values out of range)
   64  bad usage (the reason is printed)
   69  nodes unreachable: no quorum possible
+  71  the kernel refuses dlm lock's guard a PID namespace (the command was
+      not run; --pid-namespace=false runs it without one)
   73  an output file cannot be written (--handle-file of dlm acquire and
       dlm extend; the lock acquired is released again)
   74  lock (or leadership, dlm elect) lost while the command ran; no longer held
@@ -39,10 +43,54 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		var ee *exitError
 		if !(asExit(err, &ee) && ee.err == nil) {
-			fmt.Fprintf(stderr, "dlm: %v\n", err)
+			fmt.Fprintf(stderr, "dlm: %s\n", errorLine(err))
 		}
 	}
 	return code
+}
+
+// errorLine is the text of a command's error as dlm prints it: one line
+// (the errors that errors.Join put on lines of their own joined by "; "),
+// and a package's prefix ("redlock: ", "election: ") said once, where a
+// wrapped error repeated it.
+func errorLine(err error) string {
+	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ; ")), " ")
+	s = strings.ReplaceAll(s, " ; ", "; ")
+	for _, p := range []string{"redlock: ", "election: ", "byzantine: ", "checker: "} {
+		if first := strings.Index(s, p); first >= 0 {
+			rest := s[first+len(p):]
+			s = s[:first+len(p)] + strings.ReplaceAll(rest, p, "")
+		}
+	}
+	return s
+}
+
+// version is dlm's version: the module's, or the commit it was built
+// from, as the Go toolchain recorded it.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+modified"
+			}
+		}
+	}
+	if (v == "" || v == "(devel)") && rev != "" {
+		v = "devel " + rev[:min(12, len(rev))] + dirty
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	return v + " " + bi.GoVersion
 }
 
 func asExit(err error, target **exitError) bool {
@@ -77,6 +125,7 @@ client certificate) or unix:///absolute/path/to/socket. Passwords are never
 printed; dlm lock does not pass DLM_NODES to its command.
 
 ` + exitCodesHelp + "\n\n" + limitsHelp,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Runnable, so that cobra hands an unknown subcommand to Args below
@@ -89,6 +138,7 @@ printed; dlm lock does not pass DLM_NODES to its command.
 			return nil
 		},
 	}
+	root.SetVersionTemplate("dlm {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(exitUsage, err)
 	})

@@ -133,7 +133,7 @@ Scenarios (dlm torture --list for the expected verdicts):
 				}
 				rep = torture.Analyze(cfg, h)
 			} else {
-				fmt.Fprintf(cmd.ErrOrStderr(), "dlm torture: %s (replay: dlm torture %s)\n", cfg.Scenario, cfg)
+				fmt.Fprintf(cmd.ErrOrStderr(), "dlm torture: %s (replay: %s)\n", cfg.Scenario, replayLine(cfg))
 				var opts []torture.Option
 				if self, err := os.Executable(); err == nil {
 					opts = append(opts, torture.WithDLM(self)) // process-holders runs dlm lock processes
@@ -278,4 +278,19 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// replayLine is the command that replays the run cfg, the adapter always
+// named: the configuration's own text leaves out its default adapter,
+// which is not dlm's default.
+func replayLine(cfg torture.Config) string {
+	line := "dlm torture " + cfg.String()
+	if !strings.Contains(line, " --adapter ") {
+		a := cfg.Adapter
+		if a == "" {
+			a = torture.DefaultAdapter
+		}
+		line += " --adapter " + a
+	}
+	return line
 }

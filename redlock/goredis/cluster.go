@@ -67,6 +67,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.queue.Init("goredis", MaxBatch, n.send)
 	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
 		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}}
+		n.masters.read.Store(time.Now().UnixNano())
 		n.queue.Allow(opEval, opEvalSha) // script.go
 	}
 }
@@ -76,6 +77,9 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 // master has (its Options: Dialer, TLS, credentials).
 type masterPipes struct {
 	cluster *redis.ClusterClient
+	// read is when the node last asked go-redis to read the slot map
+	// again (UnixNano).
+	read atomic.Int64
 
 	mu     sync.Mutex
 	pipes  map[string]*pipe
@@ -123,6 +127,20 @@ func (m *masterPipes) at(ctx context.Context, addr, key string) (*pipe, error) {
 		m.pipes[addr] = p
 	}
 	return p, nil
+}
+
+// reload asks go-redis to read the slot map again, in the background
+// (go-redis reads it at most every 200 ms), now or, unless now, when the
+// last ask is slotMapRefresh old: a ClusterClient given to NewNode reads
+// it every minute on its own, too seldom to learn in time the replicas
+// that a failover may promote.
+func (m *masterPipes) reload(now bool) {
+	t := time.Now().UnixNano()
+	last := m.read.Load()
+	if !now && t-last < int64(slotMapRefresh) || !m.read.CompareAndSwap(last, t) {
+		return
+	}
+	m.cluster.ReloadState(context.Background())
 }
 
 // close closes every pipe.
@@ -226,14 +244,22 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 		})
 	}
 	wg.Wait()
-	n.redirect(ctx, items, res, eval)
-	if stale || moved.Load() {
-		// A failover or a slot migration: go-redis reads the slot map
-		// again in the background (at most every 200 ms).
-		n.cluster.ReloadState(ctx)
+	// A stale slot map and a slot on the move take two hops: MOVED to
+	// the owner, then ASK to the importing master.
+	for range maxRedirects {
+		if !n.redirect(ctx, items, res, eval) {
+			break
+		}
 	}
+	// After a failover or a slot migration at once, else every
+	// slotMapRefresh.
+	n.masters.reload(stale || moved.Load())
 	return res, nil
 }
+
+// maxRedirects bounds the redirections a request of a cluster node
+// follows.
+const maxRedirects = 3
 
 // redirect sends once more, to the master named, each request of items
 // whose master answered that it does not serve the request's slot and
@@ -242,8 +268,8 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 // master after ASKING). The requests to one master go in their order in
 // the batch, as one pipeline; their replies replace the redirections in
 // res. A request whose second master failed is answered with its error,
-// and its reply marked answered.
-func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, eval func(i int) bool) {
+// and its reply marked answered. It reports whether it sent any.
+func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, eval func(i int) bool) bool {
 	type group struct {
 		p    *pipe
 		idx  []int
@@ -305,6 +331,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 		})
 	}
 	wg.Wait()
+	return len(groups) > 0
 }
 
 // movedOn reports whether a master's error reply says that the slot map

@@ -77,3 +77,29 @@ func knows(n *goredis.Node, addr string) bool {
 	})
 	return found
 }
+
+// A cluster node over a ClusterClient of the caller's own (which reads the
+// slot map every minute by default) still learns, while it is used, a
+// replica that synced after the client's first read, so that a failover
+// finds it.
+func TestClusterNodeOfACallersClientLearnsReplicas(t *testing.T) {
+	cl := redlocktest.StartRedisCluster(t, 1, 1)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = cc.Close() })
+	n := goredis.NewNode(cc, "cluster")
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	replica := cl.Replicas(0)[0].Addr()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := n.Acquire(ctx, "{used}", "v", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		// SlaveForKey reads go-redis' slot map as it is (no new read).
+		if c, err := cc.SlaveForKey(ctx, "{used}"); err == nil && c.Options().Addr == replica {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the node's client did not learn the address of the master's replica %s in 30 s of use", replica)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -108,4 +109,32 @@ func TestClusterFencedAcquisitionStaysBehindRelease(t *testing.T) {
 func TestClusterReplacedConnectionCannotRunLate(t *testing.T) {
 	n, d, own, truth := holdClusterNode(t)
 	faultconn.LateReleaseOver(t, n, d, own, "{late}", truth)
+}
+
+// A ClusterClient with an OnConnect hook, which only go-redis can run, is
+// still a working cluster node (through go-redis' cluster pipelines), and
+// its connections run the hook.
+func TestClusterNodeWithOnConnectHook(t *testing.T) {
+	cl := redlocktest.StartRedisCluster(t, 1, 0)
+	var hooked atomic.Int64
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: cl.Addrs(), MaxRetries: -1, ContextTimeoutEnabled: true,
+		OnConnect: func(context.Context, *redis.Conn) error { hooked.Add(1); return nil },
+	})
+	t.Cleanup(func() { _ = cc.Close() })
+	n := goredis.NewNode(cc, "cluster")
+	t.Cleanup(func() { _ = n.Close() })
+	ctx := t.Context()
+	if ok, err := n.Acquire(ctx, "{hooked}", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire = %v, %v; want true", ok, err)
+	}
+	if ok, _, err := n.AcquireFenced(ctx, "{hooked}2", "dlm:fence:{hooked}2", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("AcquireFenced = %v, %v; want true", ok, err)
+	}
+	if ok, err := n.Release(ctx, "{hooked}", "v"); !ok || err != nil {
+		t.Fatalf("Release = %v, %v; want true", ok, err)
+	}
+	if hooked.Load() == 0 {
+		t.Error("no connection ran the OnConnect hook")
+	}
 }

@@ -1,12 +1,11 @@
-package tcp
+package tcptest
 
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/binary"
-	"flag"
+	"crypto/rand"
 	"fmt"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -15,21 +14,8 @@ import (
 	"time"
 
 	"dlm/byzantine"
+	"dlm/byzantine/tcp"
 )
-
-// The TCP adversary: traitors that control timing and links, run against
-// real Nodes over loopback in this process. A Scenario says which generals
-// are traitors and what each does; runScenario runs it and checkScenario
-// checks, after every run, what the runtime promises: when no loyal
-// general reports that it ran out of time and at most m generals were
-// faulty (traitors, and peers a loyal general saw absent, gone or late),
-// IC1 and IC2 hold among the loyal generals; every traitor whose attack is
-// visible is among the faults its victims report; no loyal general is
-// blamed unless the run says it was out of time or over m. The pieces
-// (Attack, wrapEndpoint, the stall and deaf listeners, the connection
-// flood) are written to be reused by other runtimes over Node.
-
-var adversarySeed = flag.Uint64("adversary.seed", 1, "seed of TestAdversary's random scenarios (each failure prints the seed that replays it)")
 
 // Attack is what a traitor does to timing and links.
 type Attack string
@@ -57,9 +43,9 @@ const (
 	Ahead Attack = "ahead"
 )
 
-// visible reports whether every victim of the attack can see it: it then
-// must be among the faults they report.
-func (a Attack) visible() bool {
+// Visible reports whether every victim of the attack can see it: the
+// traitor must then be among the faults they report.
+func (a Attack) Visible() bool {
 	return a == StallHandshakes || a == StopReading || a == Reset || a == WithholdMarkers
 }
 
@@ -107,7 +93,8 @@ func (sc Scenario) String() string {
 	return fmt.Sprintf("%s(%d) n=%d [%s]", sc.Algorithm, sc.M, sc.N, strings.Join(parts, " "))
 }
 
-func (sc Scenario) traitor(id byzantine.ID) (TraitorSpec, bool) {
+// Traitor returns the traitor id of sc, if it is one.
+func (sc Scenario) Traitor(id byzantine.ID) (TraitorSpec, bool) {
 	for _, tr := range sc.Traitors {
 		if tr.ID == id {
 			return tr, true
@@ -116,19 +103,24 @@ func (sc Scenario) traitor(id byzantine.ID) (TraitorSpec, bool) {
 	return TraitorSpec{}, false
 }
 
-// markerFrame is the end-of-round marker of round r of run.
-func markerFrame(run byzantine.RunID, r int) []byte {
-	f := binary.BigEndian.AppendUint16([]byte{kindMarker}, uint16(r))
-	return append(f, run[:]...)
-}
-
 // attacker is a traitor's endpoint: the node, with its attack applied.
 type attacker struct {
-	*Node
+	*tcp.Node
 	spec TraitorSpec
+	run  byzantine.RunID
+	n    int
 	mu   sync.Mutex
 	last []byzantine.Message // Replay: the previous round's messages
 	this []byzantine.Message
+}
+
+// Wrap returns node as the endpoint of a traitor doing spec in the run
+// run of n generals (WithholdMarkers, Reset and Replay change what the
+// node sends; the other attacks are played elsewhere: Ahead by the start
+// time given to tcp.RunOver, StallHandshakes and StopReading by
+// StallListener and DeafListener instead of a node).
+func Wrap(node *tcp.Node, spec TraitorSpec, run byzantine.RunID, n int) byzantine.Endpoint {
+	return &attacker{Node: node, spec: spec, run: run, n: n}
 }
 
 func (a *attacker) Send(ctx context.Context, msg byzantine.Message) error {
@@ -148,29 +140,16 @@ func (a *attacker) EndRound(ctx context.Context, r int) error {
 		if r < a.spec.From {
 			return a.Node.EndRound(ctx, r)
 		}
-		for id := range a.keys {
-			if p := byzantine.ID(id); p != a.id && !slices.Contains(a.spec.Victims, p) {
-				a.SendRaw(p, markerFrame(a.run, r))
+		for id := range a.n {
+			if p := byzantine.ID(id); p != a.spec.ID && !slices.Contains(a.spec.Victims, p) {
+				a.SendRaw(p, tcp.MarkerFrame(a.run, r))
 			}
 		}
 		return nil
 	case Reset:
 		if r == a.spec.From {
 			a.Node.Flush(ctx)
-			a.mu.Lock()
-			var conns []net.Conn
-			a.Node.mu.Lock()
-			for c := range a.Node.conns {
-				conns = append(conns, c)
-			}
-			a.Node.mu.Unlock()
-			a.mu.Unlock()
-			for _, c := range conns {
-				if tc, ok := c.(*net.TCPConn); ok {
-					tc.SetLinger(0) // a reset, not an orderly close
-				}
-				c.Close()
-			}
+			a.Node.ResetLinks()
 			return nil
 		}
 	case Replay:
@@ -185,9 +164,10 @@ func (a *attacker) EndRound(ctx context.Context, r int) error {
 	return a.Node.EndRound(ctx, r)
 }
 
-// connFlood keeps k strangers connecting to every address in addrs: each
-// holds a connection until it is closed, then opens another, until stop.
-func connFlood(addrs []string, k int) (stop func()) {
+// ConnFlood keeps k strangers connecting to the addresses in addrs: each
+// holds a connection until it is closed, then opens another, until stop
+// is called.
+func ConnFlood(addrs []string, k int) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range k {
@@ -232,19 +212,20 @@ func contextOf(done <-chan struct{}) context.Context {
 	return ctx
 }
 
-// runScenario runs sc once and returns every general's result (traitors'
-// and absent generals' entries are zero).
-func runScenario(t *testing.T, sc Scenario) []byzantine.GeneralResult {
+// Run runs sc once over real Nodes on loopback and returns every
+// general's result (the entries of traitors and absent generals are
+// zero).
+func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 	t.Helper()
 	keys := newKeys(t, sc.N)
-	nodes := make([]*Node, sc.N)
+	nodes := make([]*tcp.Node, sc.N)
 	addrs := make([]string, sc.N)
 	// A deaf traitor signs the run id, which covers every address: it
 	// binds its port first and serves once the run id is known.
-	deaf := make(map[int]*deafSlot)
+	deaf := make(map[int]*DeafListener)
 	for i := range sc.N {
 		id := byzantine.ID(i)
-		tr, isTraitor := sc.traitor(id)
+		tr, isTraitor := sc.Traitor(id)
 		switch {
 		case slices.Contains(sc.Absent, id):
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -254,12 +235,12 @@ func runScenario(t *testing.T, sc Scenario) []byzantine.GeneralResult {
 			addrs[i] = ln.Addr().String()
 			ln.Close() // connections are refused
 		case isTraitor && tr.Attack == StallHandshakes:
-			addrs[i] = newStallListener(t).ln.Addr().String()
+			addrs[i] = StallListener(t)
 		case isTraitor && tr.Attack == StopReading:
-			deaf[i] = newDeafSlot(t, id, keys[i])
-			addrs[i] = deaf[i].addr
+			deaf[i] = NewDeafListener(t, id, keys[i])
+			addrs[i] = deaf[i].Addr()
 		default:
-			nodes[i] = listenAt(t, "127.0.0.1:0", id, keys[i])
+			nodes[i] = listenAt(t, id, keys[i])
 			addrs[i] = nodes[i].Addr()
 		}
 	}
@@ -269,18 +250,18 @@ func runScenario(t *testing.T, sc Scenario) []byzantine.GeneralResult {
 	cfg.Order = byzantine.Attack
 	cfg.RoundTimeout = sc.Round
 	start := time.Now().Add(max(time.Second, sc.Round))
-	run := RunID(c, start, cfg.Seq)
+	run := tcp.RunID(c, start, cfg.Seq)
 	for _, s := range deaf {
-		s.serve(run)
+		s.Serve(run)
 	}
 	if sc.Flood > 0 {
 		var loyal []string
 		for i, nd := range nodes {
-			if _, ok := sc.traitor(byzantine.ID(i)); !ok && nd != nil {
+			if _, ok := sc.Traitor(byzantine.ID(i)); !ok && nd != nil {
 				loyal = append(loyal, addrs[i])
 			}
 		}
-		stop := connFlood(loyal, sc.Flood)
+		stop := ConnFlood(loyal, sc.Flood)
 		defer stop()
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(sc.M+4)*sc.Round+30*time.Second)
@@ -292,9 +273,9 @@ func runScenario(t *testing.T, sc Scenario) []byzantine.GeneralResult {
 		if nd == nil {
 			continue
 		}
-		tr, isTraitor := sc.traitor(byzantine.ID(i))
+		tr, isTraitor := sc.Traitor(byzantine.ID(i))
 		if !isTraitor {
-			wg.Go(func() { res[i], _, errs[i] = RunNode(ctx, nd, cfg, keys[i], c, start) })
+			wg.Go(func() { res[i], _, errs[i] = tcp.RunNode(ctx, nd, cfg, keys[i], c, start) })
 			continue
 		}
 		wg.Go(func() {
@@ -312,7 +293,7 @@ func runScenario(t *testing.T, sc Scenario) []byzantine.GeneralResult {
 			if tr.Attack == Ahead {
 				tstart = start.Add(-sc.Round)
 			}
-			runOver(ctx, nd, g, &attacker{Node: nd, spec: tr}, c, tcfg, tstart, nil)
+			tcp.RunOver(ctx, nd, g, Wrap(nd, tr, run, sc.N), c, tcfg, tstart, nil)
 		})
 	}
 	wg.Wait()
@@ -333,6 +314,130 @@ func runScenario(t *testing.T, sc Scenario) []byzantine.GeneralResult {
 	return res
 }
 
+// newKeys returns n fresh ed25519 private keys.
+func newKeys(t testing.TB, n int) []ed25519.PrivateKey {
+	t.Helper()
+	keys := make([]ed25519.PrivateKey, n)
+	for i := range keys {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i] = priv
+	}
+	return keys
+}
+
+// listenAt starts a node for general id on a free loopback port, closed
+// at the end of the test.
+func listenAt(t testing.TB, id byzantine.ID, priv ed25519.PrivateKey) *tcp.Node {
+	t.Helper()
+	n, err := tcp.Listen("127.0.0.1:0", id, priv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// clusterOf lists the generals with the given addresses and keys.
+func clusterOf(addrs []string, keys []ed25519.PrivateKey) tcp.Cluster {
+	var c tcp.Cluster
+	for i, a := range addrs {
+		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: a, PublicKey: tcp.EncodeKey(keys[i].Public().(ed25519.PublicKey))})
+	}
+	return c
+}
+
+// StallListener listens on a free loopback port, accepts connections and
+// never answers on them (StallHandshakes), until the test ends; it
+// returns the address.
+func StallListener(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// DeafListener is a StopReading traitor: it listens as one general,
+// completes the handshake of whoever dials it, and then reads nothing. It
+// binds its port first (the run id covers every address) and serves once
+// the run id is known.
+type DeafListener struct {
+	t    testing.TB
+	id   byzantine.ID
+	priv ed25519.PrivateKey
+	ln   net.Listener
+}
+
+// NewDeafListener binds a free loopback port for general id with key priv.
+func NewDeafListener(t testing.TB, id byzantine.ID, priv ed25519.PrivateKey) *DeafListener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &DeafListener{t: t, id: id, priv: priv, ln: ln}
+}
+
+// Addr returns the address it listens on.
+func (d *DeafListener) Addr() string { return d.ln.Addr().String() }
+
+// Serve answers the handshakes of run until the test ends.
+func (d *DeafListener) Serve(run byzantine.RunID) {
+	var mu sync.Mutex
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			conn, err := d.ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, conn)
+			mu.Unlock()
+			go tcp.AnswerHandshake(conn, d.id, d.priv, run) // then nothing more is read
+		}
+	}()
+	d.t.Cleanup(func() {
+		d.ln.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+}
+
 func publicKeys(keys []ed25519.PrivateKey) []ed25519.PublicKey {
 	pubs := make([]ed25519.PublicKey, len(keys))
 	for i, k := range keys {
@@ -341,37 +446,25 @@ func publicKeys(keys []ed25519.PrivateKey) []ed25519.PublicKey {
 	return pubs
 }
 
-// deafSlot is a StopReading traitor's listener, bound before the run id
-// is known and serving once it is.
-type deafSlot struct {
-	t    *testing.T
-	id   byzantine.ID
-	priv ed25519.PrivateKey
-	ln   net.Listener
-	addr string
-}
+// Verdict is what Check concluded of one run.
+type Verdict int
 
-func newDeafSlot(t *testing.T, id byzantine.ID, priv ed25519.PrivateKey) *deafSlot {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &deafSlot{t: t, id: id, priv: priv, ln: ln, addr: ln.Addr().String()}
-}
-
-func (s *deafSlot) serve(run byzantine.RunID) { serveDeaf(s.t, s.ln, s.id, s.priv, run) }
-
-// verdict is what checkScenario concluded of one run.
-type verdict int
-
+// The verdicts.
 const (
-	verdictChecked      verdict = iota // IC1 and IC2 checked and holding
-	verdictInconclusive                // out of time, or more than m faults: nothing to check
+	// Checked: IC1 and IC2 were checked (and any violation reported).
+	Checked Verdict = iota
+	// Inconclusive: a loyal general was out of time, or more than m
+	// generals were faulty: there was nothing to check.
+	Inconclusive
 )
 
-// checkScenario checks one run's results; it reports IC violations and
-// missing fault reports with t.Errorf.
-func checkScenario(t *testing.T, sc Scenario, res []byzantine.GeneralResult) verdict {
+// Check checks one run's results: when no loyal general was out of time
+// and at most m generals were faulty (the traitors, the absent, and every
+// peer a loyal general saw fail), IC1 and IC2 must hold among the loyal
+// generals; every visible traitor and absent general must be among the
+// faults its victims report, whatever the verdict. Violations are
+// reported with t.Errorf; a loyal general counted faulty is logged.
+func Check(t testing.TB, sc Scenario, res []byzantine.GeneralResult) Verdict {
 	t.Helper()
 	faulty := slices.Clone(sc.Absent)
 	for _, tr := range sc.Traitors {
@@ -399,7 +492,7 @@ func checkScenario(t *testing.T, sc Scenario, res []byzantine.GeneralResult) ver
 		}
 		for _, tr := range sc.Traitors {
 			victim := tr.Attack != WithholdMarkers || slices.Contains(tr.Victims, id)
-			if tr.Attack.visible() && victim && !slices.Contains(r.FaultyPeers(), tr.ID) {
+			if tr.Attack.Visible() && victim && !slices.Contains(r.FaultyPeers(), tr.ID) {
 				t.Errorf("%v: general %d does not report traitor %d (%s) among the faults it saw %+v", sc, i, tr.ID, tr.Attack, r.Faults)
 			}
 		}
@@ -411,7 +504,7 @@ func checkScenario(t *testing.T, sc Scenario, res []byzantine.GeneralResult) ver
 	}
 	if outOfTime || len(union) > sc.M {
 		t.Logf("%v: inconclusive (out of time %v, faulty %v)", sc, outOfTime, union)
-		return verdictInconclusive
+		return Inconclusive
 	}
 	var first byzantine.Order
 	for i, r := range res {
@@ -428,24 +521,24 @@ func checkScenario(t *testing.T, sc Scenario, res []byzantine.GeneralResult) ver
 			t.Errorf("%v: IC2 broken: general %d decided %s against the loyal commander's attack (rejected %v, faults %+v)", sc, i, r.Decision, r.Stats.Rejected, r.Faults)
 		}
 	}
-	return verdictChecked
+	return Checked
 }
 
-// fixedScenarios are the attacks that broke the runtime before, as the
-// review that found them ran them.
-// lightRound is the round timeout of the small scenarios: long enough
+// LightRound is the round timeout of the small scenarios: long enough
 // that a scheduling pause of the loaded test process (all generals share
 // it) rarely reaches the pause watcher's threshold, a sixteenth of it.
-func lightRound() time.Duration {
-	if raceEnabled {
-		return 750 * time.Millisecond
+func LightRound() time.Duration {
+	if RaceEnabled {
+		return time.Second
 	}
-	return 500 * time.Millisecond
+	return 750 * time.Millisecond
 }
 
-func fixedScenarios() []Scenario {
+// Fixed returns the attacks that broke the runtime before, as the review
+// that found them ran them.
+func Fixed() []Scenario {
 	heavy := 2 * time.Second // OM(4) with 13 generals: 130,000 messages in round 4
-	if raceEnabled {
+	if RaceEnabled {
 		heavy = 3 * time.Second
 	}
 	return []Scenario{
@@ -458,25 +551,25 @@ func fixedScenarios() []Scenario {
 			Traitors: []TraitorSpec{{ID: 5, Attack: WithholdMarkers, Victims: []byzantine.ID{7}, From: 2}}},
 		// One general is down: a crash within m (every live general said
 		// it ran out of time).
-		{Name: "absent-om", Algorithm: byzantine.OM, N: 7, M: 2, Round: lightRound(), Absent: []byzantine.ID{4}},
-		{Name: "absent-sm", Algorithm: byzantine.SM, N: 5, M: 2, Round: lightRound(), Absent: []byzantine.ID{0},
+		{Name: "absent-om", Algorithm: byzantine.OM, N: 7, M: 2, Round: LightRound(), Absent: []byzantine.ID{4}},
+		{Name: "absent-sm", Algorithm: byzantine.SM, N: 5, M: 2, Round: LightRound(), Absent: []byzantine.ID{0},
 			Traitors: []TraitorSpec{{ID: 2, Attack: Lie, Strategy: byzantine.TwoFaced}}},
 		// A traitor never answers handshakes (round 0 began only after
 		// every dial returned, and the lieutenants decided retreat).
-		{Name: "stall-om", Algorithm: byzantine.OM, N: 4, M: 1, Round: lightRound(),
+		{Name: "stall-om", Algorithm: byzantine.OM, N: 4, M: 1, Round: LightRound(),
 			Traitors: []TraitorSpec{{ID: 3, Attack: StallHandshakes}}},
-		{Name: "stall-sm", Algorithm: byzantine.SM, N: 4, M: 2, Round: lightRound(),
+		{Name: "stall-sm", Algorithm: byzantine.SM, N: 4, M: 2, Round: LightRound(),
 			Traitors: []TraitorSpec{{ID: 3, Attack: StallHandshakes}, {ID: 1, Attack: Lie, Strategy: byzantine.FlipOrders}}},
 		// A stranger's connection flood (it cut loyal links for the run).
-		{Name: "flood", Algorithm: byzantine.OM, N: 4, M: 1, Round: lightRound(), Flood: 400,
+		{Name: "flood", Algorithm: byzantine.OM, N: 4, M: 1, Round: LightRound(), Flood: 400,
 			Traitors: []TraitorSpec{{ID: 2, Attack: Lie, Strategy: byzantine.TwoFaced}}},
 	}
 }
 
-// randomScenario draws a scenario from rng: OM or SM, m from 1 to 4 (OM
+// Random draws a scenario from rng: OM or SM, m from 1 to 4 (OM
 // up to 2, to keep the run short), up to m traitors each with an attack
 // and a lie.
-func randomScenario(rng *rand.Rand) Scenario {
+func Random(rng *mrand.Rand) Scenario {
 	alg := byzantine.OM
 	if rng.IntN(2) == 0 {
 		alg = byzantine.SM
@@ -491,7 +584,7 @@ func randomScenario(rng *rand.Rand) Scenario {
 	}
 	attacks := []Attack{Lie, WithholdMarkers, StallHandshakes, StopReading, Reset, Replay, Ahead}
 	lies := []byzantine.Strategy{"", byzantine.FlipOrders, byzantine.TwoFaced, byzantine.RandomOrders}
-	sc := Scenario{Algorithm: alg, N: n, M: m, Round: lightRound()}
+	sc := Scenario{Algorithm: alg, N: n, M: m, Round: LightRound()}
 	ids := rng.Perm(n)[:1+rng.IntN(m)]
 	for _, i := range ids {
 		tr := TraitorSpec{ID: byzantine.ID(i), Attack: attacks[rng.IntN(len(attacks))], Strategy: lies[rng.IntN(len(lies))]}
@@ -514,38 +607,4 @@ func randomScenario(rng *rand.Rand) Scenario {
 		sc.Flood = 200
 	}
 	return sc
-}
-
-// TestAdversary runs the fixed scenarios and a few drawn from
-// -adversary.seed against real Nodes, and checks IC1, IC2 and the faults
-// reported after every run. A run that was out of time or over m is
-// inconclusive; too many of them fail the test, since then nothing was
-// checked.
-func TestAdversary(t *testing.T) {
-	scs := fixedScenarios()
-	seed := *adversarySeed
-	rng := rand.New(rand.NewPCG(seed, 0xad7e))
-	random := 6
-	if testing.Short() {
-		random = 2
-	}
-	for i := range random {
-		sc := randomScenario(rng)
-		sc.Name = fmt.Sprintf("seed%d-%d", seed, i)
-		scs = append(scs, sc)
-	}
-	inconclusive := 0
-	for _, sc := range scs {
-		t.Run(sc.Name, func(t *testing.T) {
-			began := time.Now()
-			res := runScenario(t, sc)
-			if checkScenario(t, sc, res) == verdictInconclusive {
-				inconclusive++
-			}
-			t.Logf("%v: %v (-adversary.seed=%d)", sc, time.Since(began).Round(time.Millisecond), seed)
-		})
-	}
-	if inconclusive > len(scs)/3 {
-		t.Errorf("%d of %d runs were inconclusive (out of time, or more than m faults): too few were checked", inconclusive, len(scs))
-	}
 }
