@@ -212,7 +212,12 @@ func migrateSlot(ctx context.Context, shards []shard, key string) error {
 		if len(keys) == 0 {
 			break
 		}
-		args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, 5000, "KEYS"}
+		// REPLACE: a key that exists on the source is the source's to
+		// serve (a client reaches the target for it only when the
+		// source lacks it), so a copy on the target can only be what a
+		// MIGRATE that timed out on a loaded machine left there, before
+		// the source deleted its own.
+		args := []any{"MIGRATE", "127.0.0.1", dst.Port(), "", 0, 30000, "REPLACE", "KEYS"}
 		for _, k := range keys {
 			args = append(args, k)
 		}
