@@ -89,7 +89,9 @@ func TestElectionOverRedis(t *testing.T) {
 			if b == nil {
 				return
 			}
-			if d := time.Since(stopped); d > ttl+time.Second {
+			// Within the ttl and a retry, which a loaded machine stretches:
+			// the bound only tells an election at the expiry from none.
+			if d := time.Since(stopped); d > ttl+5*time.Second {
 				t.Errorf("b elected %v after a stopped, want within the ttl %v and a retry", d, ttl)
 			}
 			if b.Term() <= lead.Term() {

@@ -48,7 +48,7 @@ func WithPromotableReplicas() Option {
 // cluster's slot map, so a loaded machine may take more than the node
 // timeout. A node that does not answer in time is not refused: the client
 // cannot see its replicas (dlm doctor can).
-const replicaCheckTimeout = time.Second
+const replicaCheckTimeout = 2 * time.Second
 
 // checkReplicas refuses the cluster nodes whose replicas may promote
 // themselves (New), asking every such node at once.

@@ -61,14 +61,14 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 	switch {
 	case f.transport != "memory" && f.transport != "tcp":
 		return usageErrorf("--transport %q: want memory or tcp", f.transport)
-	case f.report != "":
-		return usageErrorf("--report draws one commander's run; with --interactive use --json or --trace")
 	case f.explain >= 0:
 		return usageErrorf("--explain explains one commander's run; with --interactive use --trace")
 	case f.trace && f.transport == "tcp":
 		return usageErrorf("--trace with --interactive runs in memory only: drop --transport tcp")
 	case fi.every && f.transport == "tcp":
 		return usageErrorf("--every-traitor-set runs in memory only: drop --transport tcp")
+	case fi.every && f.report != "":
+		return usageErrorf("--report draws one run: drop --every-traitor-set")
 	}
 	ic, err := interactiveConfig(f, fi)
 	if err != nil {
@@ -76,6 +76,13 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 	}
 	if fi.every {
 		return runEveryTraitorSet(ctx, ic, f.json, stdout)
+	}
+	if f.report != "" && f.transport == "memory" {
+		// The page lists every instance's messages.
+		ic.Config.Trace = true
+		if err := ic.Config.Validate(); err != nil {
+			return withCode(exitUsage, fmt.Errorf("--report: %w", err))
+		}
 	}
 	var res *byzantine.InteractiveResult
 	if f.transport == "tcp" {
@@ -85,6 +92,12 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 	}
 	if err != nil {
 		return withCode(exitCouldNotRun, err)
+	}
+	if f.report != "" {
+		if err := writeInteractiveReport(f.report, f.transport, res); err != nil {
+			return err
+		}
+		res.Config.Config.Trace = f.trace // print only what was asked for
 	}
 	if f.json {
 		if err := writeInteractiveJSON(stdout, f.transport, res); err != nil {

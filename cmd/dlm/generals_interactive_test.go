@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +25,7 @@ func TestGeneralsInteractiveExitCodes(t *testing.T) {
 		{"wrong number of values", []string{"--interactive", "--values", "a,b"}, exitUsage, "", "2 values for 4 generals"},
 		{"empty value", []string{"--interactive", "--values", "a,,c,d"}, exitUsage, "", "value of general 1"},
 		{"values without interactive", []string{"--values", "a,b,c,d"}, exitUsage, "", "need --interactive"},
-		{"report refused", []string{"--interactive", "--report", "x.html"}, exitUsage, "", "--report"},
+		{"report with every traitor set refused", []string{"--interactive", "--every-traitor-set", "--report", "x.html"}, exitUsage, "", "--report"},
 		{"explain refused", []string{"--interactive", "--explain", "1"}, exitUsage, "", "--explain"},
 		{"trace over tcp refused", []string{"--interactive", "--trace", "--transport", "tcp"}, exitUsage, "", "memory only"},
 		{"every traitor set", []string{"--interactive", "-n", "7", "-m", "2", "--every-traitor-set"}, exitOK, "169 runs, 0 violating", ""},
@@ -89,5 +91,44 @@ func TestGeneralsInteractiveJSON(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestGeneralsInteractiveReport writes the page of a run below the bound,
+// checks that it is well-formed, that every offending entry is marked and
+// that each instance lists its messages, in the generals' own ids.
+func TestGeneralsInteractiveReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ic.html")
+	code, stdout, stderr := runGeneralsCLI(t, "--interactive", "-n", "3", "--values", "a,b,c", "--faulty", "2", "--strategy", "flip", "--unsafe", "--report", path)
+	if code != exitFailure {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, exitFailure, stdout, stderr)
+	}
+	if strings.Contains(stdout, "instance 0") {
+		t.Errorf("the text shows the trace, which was not asked for:\n%s", stdout)
+	}
+	elems := parseReport(t, path)
+	wrong, sections := 0, 0
+	for _, e := range elems {
+		if e.name == "td" && e.attrs["class"] == "wrong" {
+			wrong++
+			if e.in != "vectors" {
+				t.Errorf("an offending entry outside the vectors table (in %q)", e.in)
+			}
+		}
+		if e.name == "section" {
+			sections++
+		}
+	}
+	if wrong != 2 || sections != 3 {
+		t.Errorf("%d entries marked wrong, %d instance sections; want 2 and 3", wrong, sections)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Instance 2: general 2 commands, value c", "round 0: 2 &#8594; 0 attack:2", "VIOLATED"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("the page lacks %q", want)
+		}
 	}
 }

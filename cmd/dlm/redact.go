@@ -78,9 +78,10 @@ func newRedactorOf(words []string) *redactor {
 				if !strings.Contains(cand, ":") {
 					continue // user@example.com is no node URL
 				}
-				pw, ok := redlock.URLPassword(strings.TrimSpace(cand))
-				if !ok {
-					continue
+				cand = strings.TrimSpace(cand)
+				pw, ok := redlock.URLPassword(cand)
+				if !ok || !hasScheme(cand) && !hostPort.MatchString(cand[strings.LastIndex(cand, "@")+1:]) {
+					continue // tenant:42@eu-west, an order, a value: no node URL
 				}
 				forms := []string{pw, url.PathEscape(pw), url.QueryEscape(pw)}
 				if d, err := url.PathUnescape(pw); err == nil {
@@ -144,10 +145,12 @@ func redactWord(w string) string {
 // a name, a label or an order that merely holds an "@": a URL with a
 // scheme (redis://..., redis:/...) whose "@" comes after it, found after
 // whatever precedes the scheme (a quote, a JSON key); or, without a
-// scheme, user:password@host, where user is made of the characters of a
-// user name (letters, digits, "-._~%", possibly none) and is followed by
-// ":" (after the quotes or brackets that open the word). backup@db1:5432
-// (no password) is no credential; alice:pw@host is one.
+// scheme, user:password@host:port, where user is made of the characters
+// of a user name (letters, digits, "-._~%", possibly none) and is
+// followed by ":" (after the quotes or brackets that open the word), and
+// the "@" by a host and a port. backup@db1:5432 (no password) and
+// tenant:42@eu-west (no port) are no credentials; alice:pw@host:6379 is
+// one.
 func credentialAt(w string) int {
 	last := strings.LastIndex(w, "@")
 	if last < 0 {
@@ -164,10 +167,32 @@ func credentialAt(w string) int {
 	}
 	start := len(w) - len(strings.TrimLeft(w, `"'([{<`))
 	end := strings.IndexFunc(w[start:], func(r rune) bool { return !isUserRune(r) })
-	if end >= 0 && w[start+end] == ':' && start+end < last {
+	if end >= 0 && w[start+end] == ':' && start+end < last && hostPort.MatchString(w[last+1:]) {
 		return start
 	}
 	return -1
+}
+
+// hostPort matches what follows the "@" of a URL without a scheme that is
+// read as a credential: a host and a port (then a database, or the
+// punctuation that closes the word). Without a port, user:password@host is
+// as likely a name with a detail and a place (tenant:42@eu-west,
+// gps:51.5@12), and dlm takes no node URL without a scheme: the library
+// quotes such a URL redacted already.
+var hostPort = regexp.MustCompile(`^(\[[0-9A-Fa-f:.%]*\]|[^\s:/@\[\]"'()<>{}]+):[0-9]+(/[0-9]*)?["'()\[\]{}<>.,;:]*$`)
+
+// hasScheme reports whether the word w starts with a URL scheme as node
+// URLs are read (redis:, rediss:, unix:, or any scheme followed by ":/").
+func hasScheme(w string) bool {
+	scheme, rest, ok := strings.Cut(strings.TrimLeft(w, "\"(<'`"), ":")
+	if !ok {
+		return false
+	}
+	switch strings.ToLower(scheme) {
+	case "redis", "rediss", "unix":
+		return true
+	}
+	return strings.HasPrefix(rest, "/") && strings.IndexFunc(scheme, func(r rune) bool { return r > 0x7f || !isSchemeByte(byte(r)) }) < 0
 }
 
 // isSchemeByte reports whether b may be part of a URL scheme.

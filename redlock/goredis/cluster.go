@@ -244,12 +244,22 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 		})
 	}
 	wg.Wait()
-	n.redirect(ctx, items, res, eval)
+	// A stale slot map and a slot on the move take two hops: MOVED to
+	// the owner, then ASK to the importing master.
+	for range maxRedirects {
+		if !n.redirect(ctx, items, res, eval) {
+			break
+		}
+	}
 	// After a failover or a slot migration at once, else every
 	// slotMapRefresh.
 	n.masters.reload(stale || moved.Load())
 	return res, nil
 }
+
+// maxRedirects bounds the redirections a request of a cluster node
+// follows.
+const maxRedirects = 3
 
 // redirect sends once more, to the master named, each request of items
 // whose master answered that it does not serve the request's slot and
@@ -258,8 +268,8 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 // master after ASKING). The requests to one master go in their order in
 // the batch, as one pipeline; their replies replace the redirections in
 // res. A request whose second master failed is answered with its error,
-// and its reply marked answered.
-func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, eval func(i int) bool) {
+// and its reply marked answered. It reports whether it sent any.
+func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, eval func(i int) bool) bool {
 	type group struct {
 		p    *pipe
 		idx  []int
@@ -321,6 +331,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 		})
 	}
 	wg.Wait()
+	return len(groups) > 0
 }
 
 // movedOn reports whether a master's error reply says that the slot map

@@ -110,7 +110,8 @@
 // already run (up to MaxRedirects times), and answer them wrongly. A
 // ClusterClient with an OnConnect hook or a StreamingCredentialsProvider
 // keeps them, without this order or the fence. A request that a master
-// answers MOVED or ASK (it ran nothing) goes once to the master named. The
+// answers MOVED or ASK (it ran nothing) goes to the master named, up to
+// three hops. The
 // node has go-redis read the slot map again after a failed request or a
 // redirection, and every 2 s while it is used, so that it follows a
 // failover within a second and knows the replicas that one may promote.

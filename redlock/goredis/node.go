@@ -67,10 +67,12 @@ var (
 // pipelines every request on it (R15). A request whose deadline passes is
 // answered as timed out and its reply read and dropped later; the
 // connection is kept. Fenced acquisitions, read-write locks and records
-// go the same way, in order with the rest. Any other client (a Ring, a ClusterClient, a failover client),
-// and a *redis.Client with an OnConnect hook or a
-// StreamingCredentialsProvider, which only go-redis can run, is used as
-// it is, one pooled request per call. Every *redis.Client, batched or not,
+// go the same way, in order with the rest. A *redis.ClusterClient is
+// served the same way, over one connection of the node's own per master
+// (cluster.go). Any other client (a Ring, a failover client), and a
+// *redis.Client with an OnConnect hook or a StreamingCredentialsProvider,
+// which only go-redis can run, is used as it is, one pooled request per
+// call. Every *redis.Client, batched or not,
 // hears release announcements through go-redis PubSubs (WatchReleases).
 func NewNode(client redis.UniversalClient, name string) *Node {
 	n := &Node{

@@ -3,12 +3,16 @@ package faultconn
 import (
 	"context"
 	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/internal/slots"
 	"dlm/redlock/redlocktest"
 )
 
@@ -43,6 +47,11 @@ type Suite struct {
 	// in the slots of several masters, and the node's batches go to
 	// several masters at once.
 	Masters int
+	// Migrate moves the slots of the workload's keys from master to
+	// master of each cluster node (Cluster, Masters above 1) while the
+	// workload runs, one slot after the other (redisproc's MoveSlot), so
+	// that the node's requests meet MOVED and ASK.
+	Migrate bool
 	// AllowOrphans accepts Result.Orphans (an adapter that does not order
 	// its requests across a replaced connection); they are logged.
 	AllowOrphans bool
@@ -57,7 +66,9 @@ var eachWorkload = Workload{Rounds: 1000, Budget: 1500 * time.Millisecond}
 const eachRate = 0.1
 
 // RunMatrix runs s as subtests: "all", every fault at once with
-// s.Workload, then one quick run per fault alone, where a fault that only
+// s.Workload; over clusters of several masters "migrate", every fault at
+// s.Rate while the keys' slots move (Migrate); then one quick run
+// per fault alone, where a fault that only
 // acts once a connection fails or is dialled again (StallReader,
 // FailDial, ResetAfterDial, DelayWrite) comes with FailWrite. Each fault alone is
 // drawn at a rate of 0.1 (s.Rate is for "all"). The per-fault runs are
@@ -75,6 +86,14 @@ func (s Suite) RunMatrix(t *testing.T) {
 		all.Workload.Prefix = s.Workload.Prefix + "all:"
 		all.Run(t)
 	})
+	if s.Cluster && s.Masters > 1 {
+		t.Run("migrate", func(t *testing.T) {
+			mig := s
+			mig.Faults, mig.Migrate = AllFaults(), true
+			mig.Workload = Workload{Rounds: 2000, Budget: 3 * time.Second, Timeout: s.Workload.Timeout, TTL: s.Workload.TTL, Prefix: s.Workload.Prefix + "migrate:"}
+			mig.Run(t)
+		})
+	}
 	for _, f := range AllFaults() {
 		t.Run(f.String(), func(t *testing.T) {
 			one := s
@@ -177,7 +196,19 @@ func (s Suite) Run(t *testing.T) {
 	}
 	w := s.Workload
 	w.Seed = seed
+	stop := make(chan struct{})
+	var migrating sync.WaitGroup
+	var moves atomic.Int64
+	if s.Migrate && s.Cluster && s.Masters > 1 {
+		w.defaults()
+		migrating.Go(func() { migrate(t, s.clusters, w, stop, &moves) })
+	}
 	res := RunLocks(t.Context(), w, targets)
+	close(stop)
+	migrating.Wait()
+	if s.Migrate {
+		t.Logf("slots moved: %d", moves.Load())
+	}
 	for _, tg := range targets {
 		tg.Injector.SetEnabled(false)
 	}
@@ -226,5 +257,36 @@ func ready(t *testing.T, n adapter.Node, key string) {
 			t.Fatalf("faultconn: the cluster node did not answer in 30 s: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// migrate moves the slot of one of w's keys to the next master, cluster
+// after cluster, key after key, until stop is closed, and counts the
+// moves.
+func migrate(t *testing.T, clusters []*redlocktest.RedisCluster, w Workload, stop chan struct{}, moves *atomic.Int64) {
+	owner := map[[2]int]int{} // {cluster, slot}: master
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		ci := i % len(clusters)
+		c := clusters[ci]
+		slot := slots.Of(w.Prefix + strconv.Itoa((i/len(clusters))%w.Keys))
+		from, ok := owner[[2]int{ci, slot}]
+		if !ok {
+			from = c.MasterOf(slot)
+		}
+		to := (from + 1) % len(c.Masters())
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		err := c.MoveSlot(ctx, slot, to)
+		cancel()
+		if err != nil {
+			t.Errorf("faultconn: moving slot %d of cluster %d: %v", slot, ci, err)
+			return
+		}
+		owner[[2]int{ci, slot}] = to
+		moves.Add(1)
 	}
 }
