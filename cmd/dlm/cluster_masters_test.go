@@ -47,12 +47,12 @@ func TestClusterEveryMasterCountedAndFenceChecked(t *testing.T) {
 	// persists them: doctor judges each.
 	r = runDLM(t, 30*time.Second, nil, "doctor", "--nodes", c.URL())
 	for _, m := range c.Addrs() {
-		re := regexp.MustCompile(`(?m)^\S+\s+` + regexp.QuoteMeta(m) + `\s+\[R18 `)
+		re := regexp.MustCompile(`(?m)^\S+\s+` + regexp.QuoteMeta(m) + `\s+\[fencing tokens\]`)
 		if !re.MatchString(r.stdout) {
-			t.Errorf("doctor has no fencing finding (R18) for master %s, which holds fence keys:\n%s", m, r.stdout)
+			t.Errorf("doctor has no fencing finding for master %s, which holds fence keys:\n%s", m, r.stdout)
 		}
 	}
-	if regexp.MustCompile(`(?m)^\S+\s+cluster:\S+\s+\[R18 `).MatchString(r.stdout) {
+	if regexp.MustCompile(`(?m)^\S+\s+cluster:\S+\s+\[fencing tokens\]`).MatchString(r.stdout) {
 		t.Errorf("doctor judges the cluster node's fencing by its seed alone:\n%s", r.stdout)
 	}
 }

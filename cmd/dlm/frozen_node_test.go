@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -46,37 +47,69 @@ func TestFrozenNodeKeepsTheWait(t *testing.T) {
 	// the final Close waits at most the grace.
 	grace := closeGrace(redlock.DefaultNodeTimeout)
 	try := oneTry(redlock.DefaultNodeTimeout, redlock.DefaultTTL)
-	check := func(what string, r result, code int, bound time.Duration) {
+	// check runs what is measured up to three times and fails only when
+	// every try exceeds its bound: the waits this test guards against are
+	// systematic (every try pays them), while a loaded machine's pauses are
+	// not, so a single slow try is noise, not a finding.
+	check := func(what string, run func() result, code int, bound time.Duration) {
 		t.Helper()
-		t.Logf("%s: exit %d after %v", what, r.code, r.elapsed.Round(time.Millisecond))
-		if r.code != code {
-			t.Errorf("%s: exit %d, want %d; stderr: %s", what, r.code, code, r.stderr)
+		var r result
+		for i := 1; i <= 3; i++ {
+			r = run()
+			t.Logf("%s: exit %d after %v (try %d)", what, r.code, r.elapsed.Round(time.Millisecond), i)
+			if r.code != code {
+				t.Errorf("%s: exit %d, want %d; stderr: %s", what, r.code, code, r.stderr)
+				return
+			}
+			if r.elapsed <= bound {
+				return
+			}
 		}
-		if r.elapsed > bound {
-			t.Errorf("%s: took %v, want at most %v with a node frozen", what, r.elapsed.Round(time.Millisecond), bound)
-		}
+		t.Errorf("%s: took %v in each of 3 tries, want at most %v with a node frozen", what, r.elapsed.Round(time.Millisecond), bound)
 	}
 	for _, adapt := range []string{"rueidis", "goredis"} {
-		r := runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "0", "ok-"+adapt, "--", "true")
-		check(adapt+": dlm lock --wait 0 with one of three nodes frozen", r, 0, slack)
+		check(adapt+": dlm lock --wait 0 with one of three nodes frozen", func() result {
+			return runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "0", "ok-"+adapt, "--", "true")
+		}, 0, slack)
 		if adapt != defaultAdapter {
 			continue // the same paths as the default's, but for the dial
 		}
-		r = runDLM(t, 30*time.Second, env, "acquire", "--adapter", adapt, "--nodes", nodes, "--ttl", "30s", "handle-"+adapt)
-		check(adapt+": dlm acquire with one of three nodes frozen", r, 0, grace+slack)
-		if r.code == 0 {
-			// dlm extend is not bounded here: the library reads and
-			// writes the extension count on every node, waiting for a
-			// frozen one up to the node timeout's limit each time.
-			h := runDLMIn(t, r.stdout, append(env, nodesEnv+"="+nodes), "release", "-")
-			check(adapt+": dlm release with one of three nodes frozen", h, 0, slack)
+		// Each try acquires its own resource, and each release try
+		// releases one of the handles the acquisitions gave.
+		var handles []string
+		n := 0
+		check(adapt+": dlm acquire with one of three nodes frozen", func() result {
+			n++
+			r := runDLM(t, 30*time.Second, env, "acquire", "--adapter", adapt, "--nodes", nodes, "--ttl", "30s", fmt.Sprintf("handle-%s-%d", adapt, n))
+			if r.code == 0 {
+				handles = append(handles, r.stdout)
+			}
+			return r
+		}, 0, grace+slack)
+		for len(handles) < 3 {
+			n++
+			r := runDLM(t, 30*time.Second, env, "acquire", "--adapter", adapt, "--nodes", nodes, "--ttl", "30s", fmt.Sprintf("handle-%s-%d", adapt, n))
+			if r.code != 0 {
+				t.Fatalf("%s: dlm acquire with one of three nodes frozen: exit %d; stderr: %s", adapt, r.code, r.stderr)
+			}
+			handles = append(handles, r.stdout)
 		}
+		// dlm extend is not bounded here: the library reads and writes
+		// the extension count on every node, waiting for a frozen one up
+		// to the node timeout's limit each time.
+		check(adapt+": dlm release with one of three nodes frozen", func() result {
+			h := handles[0]
+			handles = handles[1:]
+			return runDLMIn(t, h, append(env, nodesEnv+"="+nodes), "release", "-")
+		}, 0, slack)
 	}
 	c.Servers[2].Stop() // its port now refuses: no quorum is possible
 	for _, adapt := range []string{"rueidis", "goredis"} {
-		r := runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "1200ms", "none-"+adapt, "--", "true")
-		check(adapt+": dlm lock --wait 1200ms with a node frozen and one down", r, exitUnavailable, 1200*time.Millisecond+grace+slack)
-		r = runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "0", "none-"+adapt, "--", "true")
-		check(adapt+": dlm lock --wait 0 with a node frozen and one down", r, exitUnavailable, try+grace+slack)
+		check(adapt+": dlm lock --wait 1200ms with a node frozen and one down", func() result {
+			return runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "1200ms", "none-"+adapt, "--", "true")
+		}, exitUnavailable, 1200*time.Millisecond+grace+slack)
+		check(adapt+": dlm lock --wait 0 with a node frozen and one down", func() result {
+			return runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "0", "none-"+adapt, "--", "true")
+		}, exitUnavailable, try+grace+slack)
 	}
 }
