@@ -33,16 +33,18 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 	if err := ic.Validate(); err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}
-	return runInteractiveOver(ctx, node, node, ic, byzantine.Keyring{Private: priv, Public: keys}, c, start)
+	return RunInteractiveOver(ctx, node, node, ic, byzantine.Keyring{Private: priv, Public: keys}, c, start)
 }
 
-// runInteractiveOver connects node to the cluster and runs the general's
-// n instances over ep (node itself, or a traitor's wrapping of it in
-// tests), as runOver does for one: round 0 starts at start at the latest,
+// RunInteractiveOver connects node to the cluster and runs the general's
+// n instances of ic over ep (node itself, or a test's traitor wrapping
+// it, as package tcptest does), with keys in the generals' own ids, as
+// RunOver does for one instance: round 0 starts at start at the latest,
 // links still missing are dialled until the run's last deadline and used
 // from when they are up, and the last markers are written before the node
-// may close.
-func runInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
+// may close. ic.Config.RunID must be the run's (RunID(c, start, seq));
+// RunInteractiveNode sets it.
+func RunInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
 	if err := node.prepare(c, ic.Config.RunID); err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -220,4 +223,93 @@ func deref(id *byzantine.ID) byzantine.ID {
 		return -1
 	}
 	return *id
+}
+
+// TestGeneralsLeaderProcesses runs "dlm generals leader" as four
+// processes (SM, m = 2): general 3 lies that it heard from nobody, and the
+// leader, general 0, is killed (SIGKILL) after epoch 0. Generals 1 and 2
+// print the same decision every epoch; general 0 leads epoch 0, and from
+// epoch 1 on general 1 leads and general 0 is declared failed (its value
+// is missing), while the liar's reports convict nobody.
+func TestGeneralsLeaderProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds dlm and starts processes")
+	}
+	bin := filepath.Join(t.TempDir(), "dlm")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	const n, epochs = 4, 4
+	round := time.Second
+	period := 6 * round // the default, (m+4) x the round timeout
+	dir, cluster := epochCluster(t, n)
+	t0 := time.Now().Add(3 * time.Second).UTC()
+	start := t0.Format(time.RFC3339Nano)
+	ctx, cancel := context.WithTimeout(t.Context(), epochs*period+time.Minute)
+	defer cancel()
+	outs := make([]bytes.Buffer, n)
+	errs := make([]bytes.Buffer, n)
+	cmds := make([]*exec.Cmd, n)
+	for i := range n {
+		args := []string{"generals", "leader", "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
+			"--start", start, "-n", strconv.Itoa(n), "-m", "2", "--algorithm", "sm", "--round-timeout", round.String(), "--epochs", strconv.Itoa(epochs)}
+		if i == 3 {
+			args = append(args, "--claim-dead")
+		}
+		cmds[i] = exec.CommandContext(ctx, bin, args...)
+		cmds[i].Stdout, cmds[i].Stderr = &outs[i], &errs[i]
+		if err := cmds[i].Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Between epochs 0 and 1: a general wakes a round before its epoch's
+	// start and runs round 0 as soon as every peer is linked, so epoch 0
+	// is over well before this, and epoch 1 has not begun.
+	select {
+	case <-time.After(time.Until(t0.Add(period - 3*round/2))):
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	cmds[0].Process.Kill()
+	cmds[0].Wait()
+	for i := 1; i < n; i++ {
+		if err := cmds[i].Wait(); err != nil {
+			t.Fatalf("general %d: %v\n%s%s", i, err, outs[i].String(), errs[i].String())
+		}
+	}
+	lines := make([][]epochLine, n)
+	for i := 1; i < n; i++ {
+		for _, s := range strings.Split(strings.TrimSpace(outs[i].String()), "\n") {
+			var l epochLine
+			if err := json.Unmarshal([]byte(s), &l); err != nil {
+				t.Fatalf("general %d: %v: %s", i, err, s)
+			}
+			lines[i] = append(lines[i], l)
+		}
+		if len(lines[i]) != epochs {
+			t.Fatalf("general %d printed %d lines, want %d", i, len(lines[i]), epochs)
+		}
+	}
+	for e := range epochs {
+		a, b := lines[1][e], lines[2][e]
+		if !reflect.DeepEqual(a.Vector, b.Vector) || !reflect.DeepEqual(a.Failed, b.Failed) || deref(a.Leader) != deref(b.Leader) {
+			t.Errorf("epoch %d: loyal generals 1 and 2 decided differently:\n%+v\n%+v", e, a, b)
+		}
+		var failed []byzantine.ID
+		for _, f := range a.Failed {
+			failed = append(failed, f.ID)
+		}
+		for _, id := range []byzantine.ID{1, 2, 3} {
+			if slices.Contains(failed, id) {
+				t.Errorf("epoch %d: general %d, up, declared failed: %+v", e, id, a.Failed)
+			}
+		}
+		switch {
+		case e == 0 && deref(a.Leader) != 0:
+			t.Errorf("epoch 0: leader %d, want 0", deref(a.Leader))
+		case e >= 1 && (deref(a.Leader) != 1 || !slices.Contains(failed, 0)):
+			t.Errorf("epoch %d: leader %d, failed %v; want 1, and 0 failed", e, deref(a.Leader), failed)
+		}
+		t.Logf("epoch %d: leader %d, failed %v, general 1 saw %+v", e, deref(a.Leader), failed, a.Seen)
+	}
 }

@@ -1,7 +1,9 @@
-package tcp
+package tcptest_test
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"slices"
@@ -10,22 +12,31 @@ import (
 	"time"
 
 	"dlm/byzantine"
+	"dlm/byzantine/tcp"
+	"dlm/byzantine/tcp/tcptest"
 )
 
-// runInteractiveScenario runs sc as interactive consistency (every
-// general the commander of its own value "v<id>") against real Nodes, the
-// traitors attacking timing and links through the same pieces as
-// TestAdversary, and returns the loyal generals' results (nil for the
-// others).
-func runInteractiveScenario(t *testing.T, sc Scenario) map[byzantine.ID]byzantine.InteractiveGeneralResult {
+// runInteractive runs sc as interactive consistency (every general the
+// commander of its own value "v<id>") over real Nodes on loopback, the
+// traitors attacking timing and links as in tcptest.Run, and returns the
+// loyal generals' results.
+func runInteractive(t *testing.T, sc tcptest.Scenario) map[byzantine.ID]byzantine.InteractiveGeneralResult {
 	t.Helper()
-	keys := newKeys(t, sc.N)
-	nodes := make([]*Node, sc.N)
+	keys := make([]ed25519.PrivateKey, sc.N)
+	pubs := make([]ed25519.PublicKey, sc.N)
+	for i := range keys {
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i], pubs[i] = priv, pub
+	}
+	nodes := make([]*tcp.Node, sc.N)
 	addrs := make([]string, sc.N)
-	deaf := make(map[int]*deafSlot)
+	deaf := make(map[int]*tcptest.DeafListener)
 	for i := range sc.N {
 		id := byzantine.ID(i)
-		tr, isTraitor := sc.traitor(id)
+		tr, isTraitor := sc.Traitor(id)
 		switch {
 		case slices.Contains(sc.Absent, id):
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -34,17 +45,25 @@ func runInteractiveScenario(t *testing.T, sc Scenario) map[byzantine.ID]byzantin
 			}
 			addrs[i] = ln.Addr().String()
 			ln.Close()
-		case isTraitor && tr.Attack == StallHandshakes:
-			addrs[i] = newStallListener(t).ln.Addr().String()
-		case isTraitor && tr.Attack == StopReading:
-			deaf[i] = newDeafSlot(t, id, keys[i])
-			addrs[i] = deaf[i].addr
+		case isTraitor && tr.Attack == tcptest.StallHandshakes:
+			addrs[i] = tcptest.StallListener(t)
+		case isTraitor && tr.Attack == tcptest.StopReading:
+			deaf[i] = tcptest.NewDeafListener(t, id, keys[i])
+			addrs[i] = deaf[i].Addr()
 		default:
-			nodes[i] = listenAt(t, "127.0.0.1:0", id, keys[i])
-			addrs[i] = nodes[i].Addr()
+			nd, err := tcp.Listen("127.0.0.1:0", id, keys[i], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { nd.Close() })
+			nodes[i] = nd
+			addrs[i] = nd.Addr()
 		}
 	}
-	c := clusterOf(addrs, keys)
+	var c tcp.Cluster
+	for i, a := range addrs {
+		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: a, PublicKey: tcp.EncodeKey(pubs[i])})
+	}
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout = sc.Algorithm, sc.N, sc.M, sc.Round
 	ic := byzantine.InteractiveConfig{Config: cfg}
@@ -52,9 +71,9 @@ func runInteractiveScenario(t *testing.T, sc Scenario) map[byzantine.ID]byzantin
 		ic.Values = append(ic.Values, byzantine.Order(fmt.Sprintf("v%d", i)))
 	}
 	start := time.Now().Add(max(time.Second, sc.Round))
-	run := RunID(c, start, cfg.Seq)
-	for _, s := range deaf {
-		s.serve(run)
+	run := tcp.RunID(c, start, cfg.Seq)
+	for _, d := range deaf {
+		d.Serve(run)
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(sc.M+4)*sc.Round+30*time.Second)
 	defer cancel()
@@ -67,10 +86,10 @@ func runInteractiveScenario(t *testing.T, sc Scenario) map[byzantine.ID]byzantin
 			continue
 		}
 		id := byzantine.ID(i)
-		tr, isTraitor := sc.traitor(id)
+		tr, isTraitor := sc.Traitor(id)
 		if !isTraitor {
 			wg.Go(func() {
-				r, err := RunInteractiveNode(ctx, nd, ic, keys[i], c, start)
+				r, err := tcp.RunInteractiveNode(ctx, nd, ic, keys[i], c, start)
 				errs[i] = err
 				mu.Lock()
 				results[id] = r
@@ -85,10 +104,10 @@ func runInteractiveScenario(t *testing.T, sc Scenario) map[byzantine.ID]byzantin
 				tic.Config.Faulty = []byzantine.Traitor{{ID: id, Strategy: tr.Strategy}}
 			}
 			tstart := start
-			if tr.Attack == Ahead {
+			if tr.Attack == tcptest.Ahead {
 				tstart = start.Add(-sc.Round)
 			}
-			runInteractiveOver(ctx, nd, &attacker{Node: nd, spec: tr}, tic, byzantine.Keyring{Private: keys[i], Public: publicKeys(keys)}, c, tstart)
+			tcp.RunInteractiveOver(ctx, nd, tcptest.Wrap(nd, tr, run, sc.N), tic, byzantine.Keyring{Private: keys[i], Public: pubs}, c, tstart)
 		})
 	}
 	wg.Wait()
@@ -108,25 +127,25 @@ func runInteractiveScenario(t *testing.T, sc Scenario) map[byzantine.ID]byzantin
 // IC2: each loyal general's own value at its index) and that every loyal
 // general reports the visible traitors among the faults it saw.
 func TestInteractiveAdversary(t *testing.T) {
-	light := lightRound()
-	scs := []Scenario{
+	light := tcptest.LightRound()
+	scs := []tcptest.Scenario{
 		{Name: "absent-om", Algorithm: byzantine.OM, N: 7, M: 2, Round: light, Absent: []byzantine.ID{4},
-			Traitors: []TraitorSpec{{ID: 1, Attack: Lie, Strategy: byzantine.TwoFaced}}},
+			Traitors: []tcptest.TraitorSpec{{ID: 1, Attack: tcptest.Lie, Strategy: byzantine.TwoFaced}}},
 		{Name: "absent-sm", Algorithm: byzantine.SM, N: 4, M: 2, Round: light, Absent: []byzantine.ID{0},
-			Traitors: []TraitorSpec{{ID: 2, Attack: Lie, Strategy: byzantine.FlipOrders}}},
+			Traitors: []tcptest.TraitorSpec{{ID: 2, Attack: tcptest.Lie, Strategy: byzantine.FlipOrders}}},
 		{Name: "withhold-om", Algorithm: byzantine.OM, N: 7, M: 2, Round: light,
-			Traitors: []TraitorSpec{{ID: 5, Attack: WithholdMarkers, Victims: []byzantine.ID{2}, From: 1, Strategy: byzantine.Colluding}}},
+			Traitors: []tcptest.TraitorSpec{{ID: 5, Attack: tcptest.WithholdMarkers, Victims: []byzantine.ID{2}, From: 1, Strategy: byzantine.Colluding}}},
 		{Name: "stall-sm", Algorithm: byzantine.SM, N: 4, M: 2, Round: light,
-			Traitors: []TraitorSpec{{ID: 3, Attack: StallHandshakes}, {ID: 1, Attack: Lie, Strategy: byzantine.TwoFaced}}},
+			Traitors: []tcptest.TraitorSpec{{ID: 3, Attack: tcptest.StallHandshakes}, {ID: 1, Attack: tcptest.Lie, Strategy: byzantine.TwoFaced}}},
 		{Name: "stop-reading-om", Algorithm: byzantine.OM, N: 7, M: 2, Round: light,
-			Traitors: []TraitorSpec{{ID: 6, Attack: StopReading}, {ID: 0, Attack: Replay, Strategy: byzantine.FlipOrders}}},
+			Traitors: []tcptest.TraitorSpec{{ID: 6, Attack: tcptest.StopReading}, {ID: 0, Attack: tcptest.Replay, Strategy: byzantine.FlipOrders}}},
 		{Name: "reset-sm", Algorithm: byzantine.SM, N: 5, M: 2, Round: light,
-			Traitors: []TraitorSpec{{ID: 2, Attack: Reset, From: 1, Strategy: byzantine.RandomOrders}, {ID: 4, Attack: Ahead, Strategy: byzantine.TwoFaced}}},
+			Traitors: []tcptest.TraitorSpec{{ID: 2, Attack: tcptest.Reset, From: 1, Strategy: byzantine.RandomOrders}, {ID: 4, Attack: tcptest.Ahead, Strategy: byzantine.TwoFaced}}},
 	}
 	inconclusive := 0
 	for _, sc := range scs {
 		t.Run(sc.Name, func(t *testing.T) {
-			results := runInteractiveScenario(t, sc)
+			results := runInteractive(t, sc)
 			faulty := slices.Clone(sc.Absent)
 			for _, tr := range sc.Traitors {
 				faulty = append(faulty, tr.ID)
@@ -149,8 +168,8 @@ func TestInteractiveAdversary(t *testing.T) {
 					}
 				}
 				for _, tr := range sc.Traitors {
-					victim := tr.Attack != WithholdMarkers || slices.Contains(tr.Victims, id)
-					if tr.Attack.visible() && victim && !slices.Contains(seen, tr.ID) {
+					victim := tr.Attack != tcptest.WithholdMarkers || slices.Contains(tr.Victims, id)
+					if tr.Attack.Visible() && victim && !slices.Contains(seen, tr.ID) {
 						t.Errorf("%v: general %d does not report traitor %d (%s) among the faults it saw %+v", sc, id, tr.ID, tr.Attack, r.Faults())
 					}
 				}
