@@ -66,8 +66,8 @@ type Client struct {
 // refuses no nodes, a nil or duplicate node, and any invalid option, with an
 // error wrapping ErrInvalid that says what is wrong; and a node that is a
 // Redis Cluster with a replica that may promote itself (ErrPromotableReplica,
-// replicas.go), which it asks for its replicas, waiting at most 2 s or the
-// node timeout.
+// replicas.go), which it asks for its replicas, waiting at most the larger
+// of 2 s and the node timeout (a node that does not answer is not refused).
 func New(nodes []Node, opts ...Option) (*Client, error) {
 	o := defaultClientOptions()
 	for _, opt := range opts {
