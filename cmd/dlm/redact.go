@@ -75,8 +75,11 @@ func newRedactorOf(words []string) *redactor {
 			// the host of a URL ends a run.
 			for j := i + 1; j <= min(len(pieces), i+maxCommas+1) && (j == i+1 || !strings.Contains(pieces[j-2], "@")); j++ {
 				cand := strings.Join(pieces[i:j], ",")
-				if !strings.Contains(cand, ":") {
-					continue // user@example.com is no node URL
+				if credentialAt(strings.TrimSpace(cand)) != 0 {
+					// No URL with a password: user@example.com, an
+					// order such as attack@06:00, a label such as
+					// backup@db1:5432.
+					continue
 				}
 				cand = strings.TrimSpace(cand)
 				pw, ok := redlock.URLPassword(cand)

@@ -246,6 +246,14 @@ func TestRedactOnlyCredentials(t *testing.T) {
 			t.Errorf("with arguments %q: redact(%q) = %q, want it unchanged", args, s, got)
 		}
 	}
+	// An argument shaped like an order, not a URL, is no password: dlm
+	// generals --order attack@06:00 printed its decisions as xxxxx@06:00.
+	orderArgs := newRedactor([]string{"generals", "--order", "attack@06:00", "--owner=backup@db1:5432"})
+	for _, s := range []string{"decision attack@06:00", `{"order":"attack@06:00"}`, "owner backup@db1:5432"} {
+		if got := orderArgs.String(s); got != s {
+			t.Errorf("with those arguments, redact(%q) = %q, want it unchanged", s, got)
+		}
+	}
 	var j struct{ Decision string }
 	out := r.String(`{"decision":"attack@06:00"}`)
 	if err := json.Unmarshal([]byte(out), &j); err != nil || j.Decision != "attack@06:00" {
