@@ -31,10 +31,12 @@
 // time and the sequence number) and every end-of-round marker carries it,
 // so generals of another run, even with the same keys, are refused. The
 // accept loop backs off on errors and keeps accepting; at most
-// MaxHandshakes connections may be unauthenticated, and room is made only
-// by closing one that sent no hello or has been in its handshake longer
-// than HandshakeGrace, so no connection flood cuts a handshake in
-// progress; each peer has one inbound connection and a queue of PeerQueue
+// MaxHandshakes connections may be unauthenticated, and room is made by
+// closing one whose dialer has not proven its identity (the dialer's
+// first frame is signed, and a nonce seen before in the run is refused),
+// or else one proven but in its handshake longer than HandshakeGrace, so
+// a stranger without a key holds no slot and no connection flood cuts a
+// handshake in progress; each peer has one inbound connection and a queue of PeerQueue
 // events, so a fast or hostile peer slows only its own connection. Each
 // peer also has its own outgoing queue and writer: a send never waits for
 // the network, and a peer that stops reading costs only its own writer

@@ -3,7 +3,6 @@ package tcp
 import (
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/binary"
 	"net"
 	"testing"
 	"time"
@@ -33,8 +32,7 @@ func TestEvictionSparesHandshakeInProgress(t *testing.T) {
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	nonceD := make([]byte, nonceSize)
 	rand.Read(nonceD)
-	hello := binary.BigEndian.AppendUint16([]byte{kindHello}, 1)
-	if err := WriteFrame(conn, append(hello, nonceD...)); err != nil {
+	if err := WriteFrame(conn, helloFrame(keys[1], run, nonceD, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	reply, err := ReadFrame(conn, helloMax)
@@ -70,5 +68,102 @@ func TestEvictionSparesHandshakeInProgress(t *testing.T) {
 	n0.mu.Unlock()
 	if !ok {
 		t.Fatalf("general 1's handshake, in progress when %d idle connections came, did not complete (refused %d)", MaxHandshakes+8, n0.Refused())
+	}
+}
+
+// TestUnprovenHelloEarnsNoSlot: connections that send a well-formed but
+// unsigned hello are evicted, whatever their age, before any connection
+// whose dialer proved its identity; and a signed hello sent again with
+// the same nonce (a replay) is refused (regression: a syntactically
+// valid hello spared its connection for HandshakeGrace before any proof,
+// so a keyless stranger sending fresh hellos held every slot).
+func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
+	keys := newKeys(t, 2)
+	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+	c := clusterOf([]string{n0.Addr(), "127.0.0.1:1"}, keys)
+	var run byzantine.RunID
+	if err := n0.prepare(c, run); err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	dial := func() net.Conn {
+		conn, err := net.Dial("tcp", n0.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.SetDeadline(time.Now().Add(30 * time.Second))
+		conns = append(conns, conn)
+		return conn
+	}
+	pendingOf := func(f func(*pendingConn) bool) int {
+		n0.mu.Lock()
+		defer n0.mu.Unlock()
+		k := 0
+		for _, p := range n0.pending {
+			if f(p) {
+				k++
+			}
+		}
+		return k
+	}
+	// Unsigned hellos of the right size: the stranger has no key.
+	for range MaxHandshakes {
+		conn := dial()
+		if err := WriteFrame(conn, make([]byte, helloSize)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, func() bool { return n0.Refused() >= MaxHandshakes })
+	// A stranger's connections that only stall (sent nothing) fill the slots.
+	for range MaxHandshakes {
+		dial()
+	}
+	waitFor(t, 10*time.Second, func() bool { return pendingOf(func(*pendingConn) bool { return true }) == MaxHandshakes })
+	// General 1 proves itself; then younger strangers come.
+	nonceD := make([]byte, nonceSize)
+	rand.Read(nonceD)
+	loyal := dial()
+	if err := WriteFrame(loyal, helloFrame(keys[1], run, nonceD, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	reply, err := ReadFrame(loyal, helloMax)
+	if err != nil {
+		t.Fatalf("general 1's signed hello got no answer: %v", err)
+	}
+	before := n0.Refused()
+	for range 2 * MaxHandshakes {
+		dial()
+	}
+	waitFor(t, 10*time.Second, func() bool { return n0.Refused() >= before+2*MaxHandshakes })
+	if got := pendingOf(func(p *pendingConn) bool { return p.proven && p.peer == 1 }); got != 1 {
+		t.Fatalf("general 1's proven handshake was evicted by %d younger strangers' connections", 2*MaxHandshakes)
+	}
+	// A replay of general 1's hello is refused at once.
+	replay := dial()
+	before = n0.Refused()
+	if err := WriteFrame(replay, helloFrame(keys[1], run, nonceD, 1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return n0.Refused() > before })
+	if got := pendingOf(func(p *pendingConn) bool { return p.proven }); got != 1 {
+		t.Fatalf("%d proven handshakes after a replayed hello, want 1", got)
+	}
+	sig := ed25519.Sign(keys[1], transcript("dial", run, reply[3:3+nonceSize], 1, 0))
+	if err := WriteFrame(loyal, append([]byte{kindHello}, sig...)); err != nil {
+		t.Fatal(err)
+	}
+	linked := func() bool {
+		n0.mu.Lock()
+		defer n0.mu.Unlock()
+		return n0.inbound[1]
+	}
+	waitFor(t, 10*time.Second, linked)
+	if !linked() {
+		t.Fatalf("general 1's handshake did not complete (refused %d)", n0.Refused())
 	}
 }

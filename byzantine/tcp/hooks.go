@@ -43,8 +43,8 @@ func (n *Node) ResetLinks() {
 }
 
 // AnswerHandshake plays the listening side of a handshake on conn as
-// general id of run, with its key priv: it reads the dialer's hello,
-// answers it, and reads (without checking) the dialer's proof; it returns
+// general id of run, with its key priv: it reads the dialer's hello
+// (without checking its signature), answers it, and reads (without checking) the dialer's proof; it returns
 // the id the dialer claimed. The dialer then holds an authenticated link
 // to id. It exists to test peers that authenticate and then misbehave
 // (one that stops reading).
@@ -55,13 +55,13 @@ func AnswerHandshake(conn net.Conn, id byzantine.ID, priv ed25519.PrivateKey, ru
 	if err != nil {
 		return 0, err
 	}
-	if len(hello) != 1+2+nonceSize || hello[0] != kindHello {
+	if len(hello) != helloSize || hello[0] != kindHello {
 		return 0, fmt.Errorf("%w: bad hello", ErrHandshake)
 	}
 	dialer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
-	sig := ed25519.Sign(priv, transcript("accept", run, hello[3:], dialer, id))
+	sig := ed25519.Sign(priv, transcript("accept", run, hello[3:3+nonceSize], dialer, id))
 	reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(id))
 	if err := WriteFrame(conn, append(append(reply, nonceL...), sig...)); err != nil {
 		return 0, err

@@ -31,6 +31,9 @@ const (
 	handshakeTimeout = 5 * time.Second
 	writeTimeout     = 5 * time.Second
 	nonceSize        = 32
+	// helloSize is the size of the dialer's first frame: kind, its id,
+	// its nonce and its signature (see helloFrame).
+	helloSize = 1 + 2 + nonceSize + ed25519.SignatureSize
 	// acceptBackoffMin and acceptBackoffMax bound the pause after an
 	// Accept error (for example EMFILE): the loop backs off, then accepts
 	// again, instead of stopping.
@@ -42,20 +45,25 @@ const (
 const (
 	// MaxHandshakes bounds the inbound connections that have not yet
 	// authenticated. Above it, room is made by closing the oldest of them
-	// that sent no hello, or else the oldest that has been in its
-	// handshake longer than a handshake takes (HandshakeGrace); when there
-	// is none, the new connection is closed. So idle strangers cannot hold
-	// more than this many descriptors, and no connection flood cuts a
-	// peer's handshake in progress; a peer refused while strangers hold
-	// every slot dials again until the run's last deadline.
+	// whose dialer has not proven its identity (its first frame carries
+	// its signature of the run, both ids and a fresh nonce), whatever its
+	// age, or else the oldest proven one that has been in its handshake
+	// longer than a handshake takes (HandshakeGrace); when there is none,
+	// the new connection is closed. A general has at most one proven
+	// connection in its handshake: a newer one replaces it. So strangers,
+	// who hold no key, can never keep a slot from a general, and no
+	// connection flood cuts a general's handshake in progress; a general
+	// whose connection was closed before it proved itself dials again
+	// until the run's last deadline.
 	MaxHandshakes = 64
 	// MaxHandshakesPerSource bounds the connections in their handshake
 	// from one source address other than loopback (generals on one
 	// machine all come from loopback); above it room is made among that
 	// source's own connections, the same way.
 	MaxHandshakesPerSource = MaxHandshakes / 4
-	// HandshakeGrace is how long a handshake in progress is spared when
-	// room must be made: a handshake takes milliseconds.
+	// HandshakeGrace is how long a handshake whose dialer has proven its
+	// identity is spared when room must be made: a handshake takes
+	// milliseconds. Connections whose dialer has not are never spared.
 	HandshakeGrace = time.Second
 	// PeerQueue is how many received events of one peer may wait for the
 	// general to take them. A peer that sends faster is not read further
@@ -98,8 +106,9 @@ type Node struct {
 	keys    []ed25519.PublicKey
 	out     map[byzantine.ID]*outConn
 	conns   map[net.Conn]struct{}
-	inbound map[byzantine.ID]bool // peers with an authenticated inbound connection
-	pending []*pendingConn        // inbound connections still in their handshake, oldest first
+	inbound map[byzantine.ID]bool    // peers with an authenticated inbound connection
+	pending []*pendingConn           // inbound connections still in their handshake, oldest first
+	nonces  map[[nonceSize]byte]bool // dialer nonces proven in this run: a replayed hello is refused
 }
 
 // pendingConn is an inbound connection in its handshake.
@@ -107,7 +116,10 @@ type pendingConn struct {
 	conn  net.Conn
 	src   string // source IP, "" for loopback
 	since time.Time
-	hello bool // it sent a well-formed hello
+	// proven: its dialer signed a fresh hello with the key of general
+	// peer. Only then is the connection spared when room must be made.
+	proven bool
+	peer   byzantine.ID
 }
 
 // outConn is the link to one peer: the frames sent to it wait in queue
@@ -246,6 +258,7 @@ func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
 	n.mu.Lock()
 	n.keys = keys
 	n.run = run
+	n.nonces = make(map[[nonceSize]byte]bool)
 	n.in = make(chan byzantine.Inbound, len(keys)*PeerQueue)
 	n.slots = make([]chan struct{}, len(keys))
 	for i := range n.slots {
@@ -353,15 +366,24 @@ func handshakeDeadline(ctx context.Context) time.Time {
 }
 
 func transcript(role string, run byzantine.RunID, nonce []byte, dialer, listener byzantine.ID) []byte {
-	b := []byte("dlm/byzantine/tcp/v2/" + role)
+	b := []byte("dlm/byzantine/tcp/v3/" + role)
 	b = append(b, run[:]...)
 	b = append(b, nonce...)
 	b = binary.BigEndian.AppendUint16(b, uint16(dialer))
 	return binary.BigEndian.AppendUint16(b, uint16(listener))
 }
 
-// clientHandshake: hello(id, nonceD) -> reply(id, nonceL, sigL) -> sigD.
-// It is bounded by ctx: by its deadline and by its end.
+// helloFrame returns the dialer's first frame: its id, a fresh nonce and
+// its signature of (run, nonce, dialer, listener), which proves its
+// identity before the listener spends a handshake slot on it.
+func helloFrame(priv ed25519.PrivateKey, run byzantine.RunID, nonceD []byte, dialer, listener byzantine.ID) []byte {
+	f := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(dialer))
+	f = append(f, nonceD...)
+	return append(f, ed25519.Sign(priv, transcript("hello", run, nonceD, dialer, listener))...)
+}
+
+// clientHandshake: hello(id, nonceD, sigH) -> reply(id, nonceL, sigL) ->
+// sigD. It is bounded by ctx: by its deadline and by its end.
 func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantine.ID, key ed25519.PublicKey) error {
 	conn.SetDeadline(handshakeDeadline(ctx))
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -372,11 +394,14 @@ func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantin
 	}()
 	nonceD := make([]byte, nonceSize)
 	rand.Read(nonceD)
-	hello := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
-	if err := WriteFrame(conn, append(hello, nonceD...)); err != nil {
+	if err := WriteFrame(conn, helloFrame(n.priv, n.run, nonceD, n.id, want)); err != nil {
 		return err
 	}
 	reply, err := ReadFrame(conn, helloMax)
+	if errors.Is(err, io.EOF) {
+		// A general closes the connection on a hello it cannot verify.
+		return fmt.Errorf("%w: general %d closed the connection on our hello: it refused our signature (another run id, cluster file or key) or closed it to make room", ErrHandshake, want)
+	}
 	if err != nil {
 		return err
 	}
@@ -403,20 +428,26 @@ func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(hello) != 1+2+nonceSize || hello[0] != kindHello {
-		return 0, fmt.Errorf("%w: bad hello", ErrHandshake)
+	if len(hello) != helloSize || hello[0] != kindHello {
+		return 0, fmt.Errorf("%w: bad hello (%d bytes, want %d: kind, id, nonce, signature)", ErrHandshake, len(hello), helloSize)
 	}
 	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
+	nonceD := hello[3 : 3+nonceSize]
 	n.mu.Lock()
 	keys, run := n.keys, n.run
 	n.mu.Unlock()
 	if int(peer) >= len(keys) || peer == n.id {
 		return 0, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
 	}
-	n.helloSeen(conn)
+	if !ed25519.Verify(keys[peer], transcript("hello", run, nonceD, peer, n.id), hello[3+nonceSize:]) {
+		return 0, fmt.Errorf("%w: hello claiming general %d is not signed by its key", ErrHandshake, peer)
+	}
+	if err := n.proven(conn, peer, nonceD); err != nil {
+		return 0, err
+	}
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
-	sig := ed25519.Sign(n.priv, transcript("accept", run, hello[3:], peer, n.id))
+	sig := ed25519.Sign(n.priv, transcript("accept", run, nonceD, peer, n.id))
 	reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
 	reply = append(append(reply, nonceL...), sig...)
 	if err := WriteFrame(conn, reply); err != nil {
@@ -499,14 +530,15 @@ func sourceOf(conn net.Conn) string {
 // makeRoom closes a pending connection when pc would exceed
 // MaxHandshakes, or MaxHandshakesPerSource for its source, and reports
 // whether pc may join: the victim is the oldest (of the source, or of
-// all) that sent no hello, or else the oldest in its handshake for longer
-// than HandshakeGrace. Called with n.mu held.
+// all) whose dialer has not proven its identity, whatever its age, or
+// else the oldest proven one in its handshake for longer than
+// HandshakeGrace. Called with n.mu held.
 func (n *Node) makeRoom(pc *pendingConn) bool {
 	now := time.Now()
 	evict := func(same func(*pendingConn) bool) bool {
 		victim := -1
 		for i, p := range n.pending {
-			if same(p) && !p.hello {
+			if same(p) && !p.proven {
 				victim = i
 				break
 			}
@@ -543,15 +575,33 @@ func (n *Node) makeRoom(pc *pendingConn) bool {
 	return true
 }
 
-// helloSeen marks conn as having sent a well-formed hello.
-func (n *Node) helloSeen(conn net.Conn) {
+// proven marks conn as proven to come from general peer, whose signed
+// hello carried nonce, and closes peer's older connection still in its
+// handshake, if any (a general dials one connection at a time, so the
+// older one was given up). It fails when nonce was seen before in this
+// run (a replayed hello) or conn was already closed to make room.
+func (n *Node) proven(conn net.Conn, peer byzantine.ID, nonce []byte) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	for _, p := range n.pending {
-		if p.conn == conn {
-			p.hello = true
-		}
+	key := [nonceSize]byte(nonce)
+	if n.nonces[key] {
+		return fmt.Errorf("%w: general %d's hello was replayed (its nonce was seen before in this run)", ErrHandshake, peer)
 	}
+	n.nonces[key] = true
+	i := slices.IndexFunc(n.pending, func(p *pendingConn) bool { return p.conn == conn })
+	if i < 0 {
+		return fmt.Errorf("%w: general %d's connection was closed to make room before its hello was read", ErrHandshake, peer)
+	}
+	pc := n.pending[i]
+	n.pending = slices.DeleteFunc(n.pending, func(p *pendingConn) bool {
+		if p != pc && p.proven && p.peer == peer {
+			p.conn.Close() // its handshake fails and it is refused
+			return true
+		}
+		return false
+	})
+	pc.proven, pc.peer = true, peer
+	return nil
 }
 
 // push queues ev, waiting while its peer already has PeerQueue events

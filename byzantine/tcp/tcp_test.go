@@ -166,7 +166,8 @@ func TestUnauthenticatedGarbage(t *testing.T) {
 	}{
 		{"random bytes", []byte("GET / HTTP/1.0\r\n\r\n")},
 		{"huge header", []byte{0xff, 0xff, 0xff, 0xff}},
-		{"fake hello", append([]byte{0, 0, 0, 35, kindHello, 0, 1}, make([]byte, 32)...)},
+		{"unsigned hello", append([]byte{0, 0, 0, 35, kindHello, 0, 1}, make([]byte, 32)...)},
+		{"hello with a forged signature", append([]byte{0, 0, 0, helloSize, kindHello, 0, 1}, make([]byte, helloSize-3)...)},
 	}
 	_, priv0, _ := ed25519.GenerateKey(rand.Reader)
 	pub1, priv1, _ := ed25519.GenerateKey(rand.Reader)

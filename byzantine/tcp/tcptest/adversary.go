@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	mrand "math/rand/v2"
 	"net"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +69,11 @@ type Scenario struct {
 	Traitors  []TraitorSpec
 	Absent    []byzantine.ID // generals that never come up (crashed before the run)
 	Flood     int            // strangers that keep opening connections to every loyal general
+	// Hellos: the Flood's strangers send keyless hellos (see HelloFlood)
+	// rather than nothing, to the loyal generals in Flooded (every loyal
+	// general when empty).
+	Hellos  bool
+	Flooded []byzantine.ID
 }
 
 func (sc Scenario) String() string {
@@ -88,7 +95,14 @@ func (sc Scenario) String() string {
 		parts = append(parts, fmt.Sprintf("%d:absent", a))
 	}
 	if sc.Flood > 0 {
-		parts = append(parts, fmt.Sprintf("flood %d", sc.Flood))
+		kind := "flood"
+		if sc.Hellos {
+			kind = "hello-flood"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", kind, sc.Flood))
+		if len(sc.Flooded) > 0 {
+			parts[len(parts)-1] += fmt.Sprintf("->%v", sc.Flooded)
+		}
 	}
 	return fmt.Sprintf("%s(%d) n=%d [%s]", sc.Algorithm, sc.M, sc.N, strings.Join(parts, " "))
 }
@@ -168,7 +182,48 @@ func (a *attacker) EndRound(ctx context.Context, r int) error {
 // holds a connection until it is closed, then opens another, until stop
 // is called.
 func ConnFlood(addrs []string, k int) (stop func()) {
-	done := make(chan struct{})
+	_, stop = flood(addrs, k, 0, nil)
+	return stop
+}
+
+// helloSize is the size of a signed hello: kind, id, nonce, signature.
+const helloSize = 1 + 2 + 32 + ed25519.SignatureSize
+
+// HelloFlood keeps k strangers, who hold no key, connecting to the
+// addresses in addrs; on each connection a stranger sends a hello that
+// claims to come from general claim, and holds the connection until it is
+// closed, then pauses 2 ms (the strangers share the test's process with
+// the generals) and connects again. Half the strangers send unsigned
+// hellos (the hello a general sent before hellos were signed), a quarter
+// hellos of the right size with a forged signature, and a quarter hellos
+// cut short after the id and nonce (the general waits for the rest). ready is closed once 2*MaxHandshakes connections per address
+// have sent theirs.
+func HelloFlood(addrs []string, claim byzantine.ID, k int) (ready <-chan struct{}, stop func()) {
+	return flood(addrs, k, 2*tcp.MaxHandshakes*len(addrs), func(i int, c net.Conn) {
+		nonce := make([]byte, 32)
+		rand.Read(nonce)
+		hello := append(binary.BigEndian.AppendUint16([]byte{1}, uint16(claim)), nonce...)
+		switch i % 4 {
+		case 0, 1:
+			tcp.WriteFrame(c, hello)
+		case 2:
+			sig := make([]byte, ed25519.SignatureSize)
+			rand.Read(sig)
+			tcp.WriteFrame(c, append(hello, sig...))
+		default:
+			c.Write(append(binary.BigEndian.AppendUint32(nil, helloSize), hello...))
+		}
+	})
+}
+
+// flood keeps k strangers connecting to addrs, each calling send on its
+// connection (when not nil: then with its number i, and it pauses 2 ms
+// after each connection) and holding it until it is closed. ready is
+// closed once min connections were made.
+func flood(addrs []string, k, min int, send func(i int, c net.Conn)) (ready <-chan struct{}, stop func()) {
+	done, rdy := make(chan struct{}), make(chan struct{})
+	var made atomic.Int64
+	var once sync.Once
 	var wg sync.WaitGroup
 	for i := range k {
 		wg.Go(func() {
@@ -189,14 +244,31 @@ func ConnFlood(addrs []string, k int) (stop func()) {
 					}
 					continue
 				}
+				if send != nil {
+					send(i, c)
+				}
+				if made.Add(1) >= int64(min) {
+					once.Do(func() { close(rdy) })
+				}
 				stopRead := context.AfterFunc(contextOf(done), func() { c.Close() })
-				c.Read(buf) // until the general evicts it
+				for {
+					if _, err := c.Read(buf); err != nil {
+						break // the general evicted it
+					}
+				}
 				stopRead()
 				c.Close()
+				if send != nil {
+					select {
+					case <-done:
+						return
+					case <-time.After(2 * time.Millisecond):
+					}
+				}
 			}
 		})
 	}
-	return func() {
+	return rdy, func() {
 		close(done)
 		wg.Wait()
 	}
@@ -254,15 +326,27 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 	for _, s := range deaf {
 		s.Serve(run)
 	}
-	if sc.Flood > 0 {
-		var loyal []string
-		for i, nd := range nodes {
-			if _, ok := sc.Traitor(byzantine.ID(i)); !ok && nd != nil {
-				loyal = append(loyal, addrs[i])
-			}
+	var loyal []string // the flooded generals
+	for i, nd := range nodes {
+		_, ok := sc.Traitor(byzantine.ID(i))
+		if !ok && nd != nil && (len(sc.Flooded) == 0 || slices.Contains(sc.Flooded, byzantine.ID(i))) {
+			loyal = append(loyal, addrs[i])
 		}
-		stop := ConnFlood(loyal, sc.Flood)
-		defer stop()
+	}
+	if sc.Flood > 0 && len(loyal) > 0 {
+		if sc.Hellos {
+			// The strangers' connections wait in the listen backlogs
+			// ahead of the loyal dials.
+			ready, stop := HelloFlood(loyal, 0, sc.Flood)
+			defer stop()
+			select {
+			case <-ready:
+			case <-t.Context().Done():
+			}
+		} else {
+			stop := ConnFlood(loyal, sc.Flood)
+			defer stop()
+		}
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(sc.M+4)*sc.Round+30*time.Second)
 	defer cancel()
@@ -463,7 +547,11 @@ const (
 // peer a loyal general saw fail), IC1 and IC2 must hold among the loyal
 // generals; every visible traitor and absent general must be among the
 // faults its victims report, whatever the verdict. Violations are
-// reported with t.Errorf; a loyal general counted faulty is logged.
+// reported with t.Errorf; a loyal general counted faulty is logged, except
+// under a hello flood (Hellos), where keyless strangers must cost no loyal
+// link: when no loyal general ran out of time, a loyal general counted
+// faulty is then an error, and so is a loyal general that saw at most m
+// faults but decided against a loyal commander, whatever the verdict.
 func Check(t testing.TB, sc Scenario, res []byzantine.GeneralResult) Verdict {
 	t.Helper()
 	faulty := slices.Clone(sc.Absent)
@@ -472,6 +560,9 @@ func Check(t testing.TB, sc Scenario, res []byzantine.GeneralResult) Verdict {
 	}
 	isLoyal := func(id byzantine.ID) bool { return !slices.Contains(faulty, id) }
 	union := slices.Clone(faulty)
+	// kept: no loyal general ran out of time (a test process too loaded
+	// to keep the schedule makes loyal generals late by itself).
+	kept := !slices.ContainsFunc(res, func(r byzantine.GeneralResult) bool { return len(r.Overran) > 0 })
 	outOfTime := false
 	for i, r := range res {
 		id := byzantine.ID(i)
@@ -486,9 +577,17 @@ func Check(t testing.TB, sc Scenario, res []byzantine.GeneralResult) Verdict {
 			if !slices.Contains(union, p) {
 				union = append(union, p)
 			}
-			if isLoyal(p) {
+			switch {
+			case isLoyal(p) && sc.Hellos && kept:
+				// Keyless strangers must cost no loyal link: this is
+				// checked even when the run is otherwise inconclusive.
+				t.Errorf("%v: general %d counts loyal general %d as faulty under a keyless stranger's hello flood (%+v)", sc, i, p, r.Faults)
+			case isLoyal(p):
 				t.Logf("%v: general %d counts loyal general %d as faulty (%+v)", sc, i, p, r.Faults)
 			}
+		}
+		if sc.Hellos && kept && isLoyal(0) && i != 0 && len(r.FaultyPeers()) <= sc.M && r.Decision != byzantine.Attack {
+			t.Errorf("%v: general %d (loyal, saw faults %v, would exit 0) decided %s against the loyal commander's attack", sc, i, r.FaultyPeers(), r.Decision)
 		}
 		for _, tr := range sc.Traitors {
 			victim := tr.Attack != WithholdMarkers || slices.Contains(tr.Victims, id)
@@ -563,6 +662,14 @@ func Fixed() []Scenario {
 		// A stranger's connection flood (it cut loyal links for the run).
 		{Name: "flood", Algorithm: byzantine.OM, N: 4, M: 1, Round: LightRound(), Flood: 400,
 			Traitors: []TraitorSpec{{ID: 2, Attack: Lie, Strategy: byzantine.TwoFaced}}},
+		// A stranger without a key floods one lieutenant with hellos
+		// (an unsigned hello kept its connection from eviction: the
+		// flood held every handshake slot, the commander's link came up
+		// after round 0, and with the traitor's flipped relay a loyal
+		// lieutenant that saw no fault decided retreat).
+		{Name: "hello-flood", Algorithm: byzantine.OM, N: 4, M: 1, Round: LightRound(), Flood: 300,
+			Hellos: true, Flooded: []byzantine.ID{3},
+			Traitors: []TraitorSpec{{ID: 2, Attack: Lie, Strategy: byzantine.FlipOrders}}},
 	}
 }
 
