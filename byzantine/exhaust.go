@@ -482,7 +482,13 @@ func (x *exhauster) run(ctx context.Context, traitor []bool, order Order, ch *ch
 	var count int
 	cut := false
 	for r := 0; r <= m; r++ {
+		// Advance makes room for the round's relay tree: for OM(5) with
+		// 22 generals about 30 MB per general, so the budget is checked
+		// before each one, not only every few thousand messages.
 		for _, g := range gens {
+			if ctx.Err() != nil {
+				return nil, 0, errRunCut
+			}
 			if g != nil {
 				g.Advance(r)
 			}
@@ -490,6 +496,9 @@ func (x *exhauster) run(ctx context.Context, traitor []bool, order Order, ch *ch
 		for _, g := range gens {
 			if g == nil {
 				continue
+			}
+			if cut {
+				break // the rest of the round is not made
 			}
 			g.stream(func(msg Message) {
 				if cut {

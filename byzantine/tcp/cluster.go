@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
+	"strconv"
 	"time"
 
 	"dlm/byzantine"
@@ -52,11 +54,15 @@ func LoadCluster(path string) (Cluster, error) {
 	return c, nil
 }
 
-// PublicKeys checks that the cluster lists ids 0..n-1 exactly once each
-// with a valid key and returns the keys indexed by id.
+// PublicKeys checks that the cluster lists ids 0..n-1 exactly once each,
+// each with a valid key of its own and an address of its own (host:port,
+// the host possibly empty), and returns the keys indexed by id. Two
+// generals with one key would let whoever holds it speak as both.
 func (c Cluster) PublicKeys() ([]ed25519.PublicKey, error) {
 	n := len(c.Generals)
 	keys := make([]ed25519.PublicKey, n)
+	byKey := make(map[string]byzantine.ID, n)
+	byAddr := make(map[string]byzantine.ID, n)
 	for _, p := range c.Generals {
 		if p.ID < 0 || int(p.ID) >= n {
 			return nil, fmt.Errorf("%w: id %d out of range 0..%d", ErrCluster, p.ID, n-1)
@@ -64,13 +70,30 @@ func (c Cluster) PublicKeys() ([]ed25519.PublicKey, error) {
 		if keys[p.ID] != nil {
 			return nil, fmt.Errorf("%w: id %d listed twice", ErrCluster, p.ID)
 		}
+		if _, port, err := net.SplitHostPort(p.Addr); err != nil || !validPort(port) {
+			return nil, fmt.Errorf("%w: general %d: address %q: want host:port, with a port from 1 to 65535", ErrCluster, p.ID, p.Addr)
+		}
+		if q, ok := byAddr[p.Addr]; ok {
+			return nil, fmt.Errorf("%w: generals %d and %d have the same address %q: each general listens on its own", ErrCluster, min(p.ID, q), max(p.ID, q), p.Addr)
+		}
+		byAddr[p.Addr] = p.ID
 		k, err := base64.StdEncoding.DecodeString(p.PublicKey)
 		if err != nil || len(k) != ed25519.PublicKeySize {
 			return nil, fmt.Errorf("%w: general %d: public key is not a base64 ed25519 key", ErrCluster, p.ID)
 		}
+		if q, ok := byKey[string(k)]; ok {
+			return nil, fmt.Errorf("%w: generals %d and %d have the same public key: each general needs its own (dlm generals keygen), or whoever holds it speaks as both", ErrCluster, min(p.ID, q), max(p.ID, q))
+		}
+		byKey[string(k)] = p.ID
 		keys[p.ID] = k
 	}
 	return keys, nil
+}
+
+// validPort reports whether port is a decimal TCP port from 1 to 65535.
+func validPort(port string) bool {
+	v, err := strconv.Atoi(port)
+	return err == nil && v >= 1 && v <= 65535 && strconv.Itoa(v) == port
 }
 
 // Addr returns the address of general id.

@@ -276,13 +276,14 @@ func TestFrames(t *testing.T) {
 
 func TestCluster(t *testing.T) {
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
-	k := EncodeKey(pub)
+	pub2, _, _ := ed25519.GenerateKey(rand.Reader)
+	k, k2 := EncodeKey(pub), EncodeKey(pub2)
 	tests := []struct {
 		name    string
 		c       Cluster
 		wantErr bool
 	}{
-		{"ok", Cluster{Generals: []Peer{{ID: 1, Addr: "b", PublicKey: k}, {ID: 0, Addr: "a", PublicKey: k}}}, false},
+		{"ok", Cluster{Generals: []Peer{{ID: 1, Addr: "b:7401", PublicKey: k2}, {ID: 0, Addr: "a:7400", PublicKey: k}}}, false},
 		{"duplicate id", Cluster{Generals: []Peer{{ID: 0, PublicKey: k}, {ID: 0, PublicKey: k}}}, true},
 		{"id out of range", Cluster{Generals: []Peer{{ID: 0, PublicKey: k}, {ID: 5, PublicKey: k}}}, true},
 		{"bad key", Cluster{Generals: []Peer{{ID: 0, PublicKey: "nope"}}}, true},

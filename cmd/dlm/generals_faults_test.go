@@ -68,7 +68,8 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 	}
 	addrs := []string{freeAddr(t), freeAddr(t), freeAddr(t), freeAddr(t)}
 	good := writeCluster("cluster.json", addrs)
-	anyAddr := writeCluster("any.json", []string{addrs[0], ":0", addrs[2], addrs[3]})
+	_, port1, _ := net.SplitHostPort(addrs[1])
+	anyAddr := writeCluster("any.json", []string{addrs[0], ":" + port1, addrs[2], addrs[3]})
 	// Every case is refused before round 0, so the start may be far: 100
 	// ms ahead was in the past by the time a subtest ran on a machine at
 	// load 9, and the refusal named the start instead of the case's fault.

@@ -156,14 +156,15 @@ func (nc *nodeConfig) validate() error {
 
 // setting returns the last value given to redis-server for --name on its
 // command line (ours or the user's after --, which come later and win),
-// or "" when none is.
+// or "" when none is. Names are matched in any case, as redis-server
+// reads them (--APPENDONLY no turns persistence off too).
 func (nc *nodeConfig) setting(name string) string {
 	if name == "requirepass" {
 		return nc.password // never on the command line (readPassword)
 	}
 	argv, v := nc.argv(), ""
 	for i := 0; i+1 < len(argv); i++ {
-		if argv[i] == "--"+name {
+		if strings.EqualFold(argv[i], "--"+name) {
 			v = argv[i+1]
 		}
 	}
@@ -445,7 +446,7 @@ func lockDataDir(dir string) (func(), error) {
 // its command line, where every local user can read it.
 func (nc *nodeConfig) readPassword(file string) error {
 	for _, a := range nc.extra {
-		if a == "--requirepass" || strings.HasPrefix(a, "--requirepass=") {
+		if a = strings.ToLower(a); a == "--requirepass" || strings.HasPrefix(a, "--requirepass=") { // any case, as redis-server reads it
 			return usageErrorf("a password after -- (--requirepass) is on redis-server's and dlm node's command lines, which every local user can read: give it with --requirepass-file FILE or in %s", nodePasswordEnv)
 		}
 	}
