@@ -59,7 +59,10 @@ type Client struct {
 
 // New returns a client over nodes, each an independent master (R2, R7). It
 // refuses no nodes, a nil or duplicate node, and any invalid option, with an
-// error wrapping ErrInvalid that says what is wrong.
+// error wrapping ErrInvalid that says what is wrong; and a node that is a
+// Redis Cluster with a replica that may promote itself (ErrPromotableReplica,
+// replicas.go), which it asks for its replicas, waiting at most the larger
+// of 2 s and the node timeout (a node that does not answer is not refused).
 func New(nodes []Node, opts ...Option) (*Client, error) {
 	o := defaultClientOptions()
 	for _, opt := range opts {

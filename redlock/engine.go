@@ -120,9 +120,9 @@ type fan struct {
 	rctx             context.Context
 	rcancel          context.CancelFunc
 	// freed: a release deleted a key. gaveBack, when set before settle:
-	// the call that made the fan ends on it, so once the last release is
-	// answered with freed set, its client's waiting hears that the keys
-	// were given back (waiting.gaveBack).
+	// the call that made the fan ends on it. Once the last release is
+	// answered, the client's waiting hears of it (waiting.gaveBack), and
+	// that the keys were given back when freed and gaveBack are set.
 	freed, gaveBack bool
 
 	// ready fires when the stop rule holds; allAnswered when every node
@@ -401,7 +401,7 @@ func (f *fan) releaseAnswered(early, ok bool, err error) {
 	f.releasing--
 	last := f.releasing == 0
 	f.freed = f.freed || (ok && err == nil)
-	gaveBack := f.freed && last && f.gaveBack
+	ended := f.freed && last && f.gaveBack
 	if early {
 		if f.early--; f.early == 0 {
 			f.released.fire()
@@ -413,8 +413,8 @@ func (f *fan) releaseAnswered(early, ok bool, err error) {
 	if last {
 		f.rcancel()
 	}
-	if gaveBack {
-		c.waits.gaveBack(f.req.Key, f.req.Keys)
+	if last {
+		c.waits.gaveBack(f.req.Key, f.req.Keys, f.req.Value, ended)
 	}
 	if finished {
 		c.bg.Done()

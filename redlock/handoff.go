@@ -113,11 +113,15 @@ type listening struct {
 	// watched holds the nodes each key with waiters listens on
 	// (subscribe).
 	watched map[string][]int
-	// fresh holds the keys whose subscriptions no node confirmed yet: a
+	// fresh holds the keys whose subscriptions no node confirmed yet,
+	// each with the generation of its latest subscription (subGen): a
 	// release between a waiter's failed attempt and the first
 	// confirmation is announced to nobody here, so the first
-	// confirmation wakes the key's waiters to attempt (confirmed).
-	fresh map[string]struct{}
+	// confirmation of that subscription looks at the key (confirmed). A
+	// Watch of an earlier one, still queued, is followed by its Unwatch,
+	// and must not take the look.
+	fresh  map[string]uint64
+	subGen uint64 // subscriptions made so far: the last one's generation
 }
 
 // ranking is what the client heard of the clients' turns (handoff_rank.go).
@@ -148,7 +152,7 @@ func newHandoff(c *Client) *handoff {
 		c:         c,
 		nodes:     make([]adapter.HandoffNode, len(c.nodes)),
 		queueing:  queueing{queues: map[string][]*waiter{}, sets: map[string][]*waiter{}},
-		listening: listening{watched: map[string][]int{}, fresh: map[string]struct{}{}},
+		listening: listening{watched: map[string][]int{}, fresh: map[string]uint64{}},
 		ranking:   ranking{own: map[string]struct{}{}, turns: map[string]*turns{}},
 	}
 	any := false

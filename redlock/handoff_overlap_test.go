@@ -3,11 +3,13 @@ package redlock_test
 import (
 	"context"
 	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 	"dlm/redlock/redlocktest"
 )
 
@@ -126,4 +128,119 @@ func waiterOverlappingRelease(t *testing.T, late bool) {
 	if waited := time.Since(start); waited >= retryMin {
 		t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, retryMin)
 	}
+}
+
+// watchGate holds the Watch calls of gatedWatchNodes while it is set.
+type watchGate struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// set makes the Watch calls from now on wait until the returned channel
+// is closed.
+func (g *watchGate) set() chan struct{} {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ch = make(chan struct{})
+	return g.ch
+}
+
+func (g *watchGate) pass() {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// gatedWatchNode is a MemNode whose subscriptions' Watch calls pass g.
+type gatedWatchNode struct {
+	*redlocktest.MemNode
+	g *watchGate
+}
+
+func (n gatedWatchNode) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
+	w, err := n.MemNode.WatchReleases(notify)
+	if err != nil {
+		return nil, err
+	}
+	return gatedWatch{w, n.g}, nil
+}
+
+type gatedWatch struct {
+	adapter.ReleaseWatch
+	g *watchGate
+}
+
+func (w gatedWatch) Watch(ctx context.Context, key string) error {
+	w.g.pass()
+	return w.ReleaseWatch.Watch(ctx, key)
+}
+
+// The look after subscribing belongs to the latest subscription of a key.
+// A waiter that gave up while its subscription's Watch was still queued
+// leaves an Unwatch behind it; its next Lock call subscribes again. The
+// stale Watch's confirmation took the look (the key was held then), the
+// Unwatch ended that subscription, the holder released before the new
+// Watch, announced to nobody, and the new subscription looked at nothing:
+// before the fix the waiter slept out its retry delay ("acquired after
+// 1m0s, want before the minimum retry delay 1m0s").
+func TestLookBelongsToTheLatestSubscription(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			ttl    = time.Hour
+			delay  = time.Minute
+			key    = "dlm:lock:r"
+			holder = "holder's value"
+		)
+		ctx := context.Background()
+		gate := &watchGate{}
+		_, mems := redlocktest.NewMemNodes(3)
+		nodes := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			nodes[i] = gatedWatchNode{m, gate}
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for _, m := range mems {
+			m.Acquire(ctx, key, holder, ttl)
+		}
+		first := gate.set()
+		gaveUp, giveUp := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = c.Lock(gaveUp, "r") // fails, queues, subscribes: held at the gate
+		}()
+		synctest.Wait()
+		giveUp() // leaves: its Unwatch queues behind the held Watch
+		<-done
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "r") // fails, queues, subscribes again
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		synctest.Wait()
+		second := gate.set()
+		close(first) // the stale Watch, its Unwatch; the new Watch waits
+		synctest.Wait()
+		for _, m := range mems {
+			m.ReleaseAnnounce(ctx, key, holder) // announced to nobody
+		}
+		start := time.Now()
+		close(second)
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited >= delay {
+			t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, delay)
+		}
+	})
 }

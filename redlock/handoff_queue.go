@@ -21,8 +21,13 @@ type waiter struct {
 	// split vote, R10); under handoff.mu.
 	split bool
 	// gave is the value of its last failed attempt, whose keys are given
-	// back (R8.5), maybe late; under handoff.mu.
-	gave string
+	// back (R8.5), maybe late; gaveFreed is set once they all are
+	// (gaveBack); lookPending while the look after subscribing found the
+	// key held by gave and waits for them (handoff_subs.go: confirmed).
+	// Under handoff.mu.
+	gave        string
+	gaveFreed   bool
+	lookPending bool
 	// woke is the wake-up that the call's latest wait acted on; only the
 	// waiting call reads and writes it (handoff_wait.go: next).
 	woke wake
@@ -217,25 +222,67 @@ func (h *handoff) wakeIfReleased(t target, w *waiter, mark uint64) {
 	}
 }
 
-// gaveBack wakes the longest waiter of key, or of each of keys (a set),
-// and the sets that wait for them, once a Lock call of this client that
-// ended on a failed attempt deleted the keys that attempt had set: it
-// gives them back unannounced (R8.5), and the waiters that failed because
-// of them would sleep out R10's delay while the key is free. It counts as
-// this client's release (releasedMark) for the calls that have not joined
-// the queue yet.
-func (h *handoff) gaveBack(key string, keys []string) {
+// gaveBack is told that the releases of a failed attempt with value are
+// all answered (R8.5). A waiter whose last failed attempt it was, and whose
+// look after subscribing found the key held by that attempt
+// (handoff_subs.go: confirmed), is woken now that the key is given back.
+// When the call that made the attempt ended on it (ended), and its
+// releases deleted keys, it wakes the longest waiter of key, or of each of
+// keys (a set), and the sets that wait for them: the keys were given back
+// unannounced, and the waiters that failed because of them would sleep out
+// R10's delay while the key is free. That counts as this client's release
+// (releasedMark) for the calls that have not joined the queue yet.
+func (h *handoff) gaveBack(key string, keys []string, value string, ended bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if keys == nil {
 		keys = []string{key}
 	}
 	for _, key := range keys {
+		for _, w := range h.queues[key] {
+			h.freedOwn(key, w, value, false)
+		}
+		for _, w := range h.sets[key] {
+			h.freedOwn(key, w, value, true)
+		}
+		if !ended {
+			continue
+		}
 		h.bumpReleased(key)
 		if q := h.queues[key]; len(q) > 0 {
 			h.wake(q[0], false)
 		}
 		h.wakeSets(key)
+	}
+}
+
+// freedOwn marks that the keys of w's last failed attempt, if value is
+// its, are given back, and wakes w when its look was waiting for that; set:
+// w waits for a set. Called with h.mu held.
+func (h *handoff) freedOwn(key string, w *waiter, value string, set bool) {
+	if w.gave == "" || w.gave != value {
+		return
+	}
+	w.gaveFreed = true
+	if w.lookPending {
+		w.lookPending = false
+		h.wakeLooked(key, w, set)
+	}
+}
+
+// wakeLooked wakes w, which the look after subscribing found free to go
+// (handoff_subs.go: confirmed): at once, or, when its last attempt split
+// the votes, as an announcement would, in its client's rank and with a
+// jitter (handoff_wait.go: wait), which keeps the next split away as R10's
+// delay does; set: w waits for a set. Called with h.mu held.
+func (h *handoff) wakeLooked(key string, w *waiter, set bool) {
+	switch {
+	case set:
+		h.wake(w, true) // a set's waiter: with a jitter after a split (wait)
+	case w.split:
+		h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
+	default:
+		h.wake(w, false)
 	}
 }
 

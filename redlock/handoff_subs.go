@@ -27,6 +27,7 @@ type subQueue struct {
 type subOp struct {
 	key string
 	on  bool
+	gen uint64 // of a Watch: its subscription's generation (fresh)
 }
 
 // HandoffWatchNodes is how many nodes a client listens to for the
@@ -50,25 +51,28 @@ func (h *handoff) subscribe(key string, on bool) {
 		return
 	}
 	var at []int
+	var gen uint64
 	if on {
 		at = h.watchSet(key)
 		h.watched[key] = at
-		h.fresh[key] = struct{}{}
+		h.subGen++
+		gen = h.subGen
+		h.fresh[key] = gen
 	} else {
 		at = h.watched[key]
 		delete(h.watched, key)
 		delete(h.fresh, key)
 	}
 	for _, i := range at {
-		h.queueSub(i, key, on)
+		h.queueSub(i, subOp{key: key, on: on, gen: gen})
 	}
 }
 
-// queueSub queues a Watch (on) or Unwatch of key on node i, starting the
-// node's goroutine (runSubs) unless it runs. Called with h.mu held.
-func (h *handoff) queueSub(i int, key string, on bool) {
+// queueSub queues op, a Watch or Unwatch, on node i, starting the node's
+// goroutine (runSubs) unless it runs. Called with h.mu held.
+func (h *handoff) queueSub(i int, op subOp) {
 	s := &h.subs[i]
-	s.ops = append(s.ops, subOp{key: key, on: on})
+	s.ops = append(s.ops, op)
 	if s.running || !h.c.bgAdd(1) {
 		return
 	}
@@ -95,15 +99,17 @@ func (h *handoff) rewatch(key string) {
 		return
 	}
 	h.watched[key] = at
-	h.fresh[key] = struct{}{} // the nodes it listened on said nothing
+	h.subGen++
+	gen := h.subGen
+	h.fresh[key] = gen // the nodes it listened on said nothing
 	for _, i := range old {
 		if !slices.Contains(at, i) {
-			h.queueSub(i, key, false)
+			h.queueSub(i, subOp{key: key})
 		}
 	}
 	for _, i := range at {
 		if !slices.Contains(old, i) {
-			h.queueSub(i, key, true)
+			h.queueSub(i, subOp{key: key, on: true, gen: gen})
 		}
 	}
 }
@@ -153,7 +159,7 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 		ctx, cancel := context.WithTimeout(context.Background(), handoffSubscribeTimeout)
 		if op.on {
 			if w.Watch(ctx, op.key) == nil {
-				h.confirmed(ctx, n, op.key)
+				h.confirmed(ctx, n, op)
 			}
 		} else {
 			_ = w.Unwatch(ctx, op.key)
@@ -162,25 +168,28 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 	}
 }
 
-// confirmed is told that node n now delivers key's announced releases.
-// On the first such node since key's waiters began to listen (subscribe)
-// or moved to other nodes (rewatch), the release they wait for may have
+// confirmed is told that node n now delivers key's announced releases
+// (op, a Watch). On the first such node of the subscription made when
+// key's waiters began to listen (subscribe) or moved to other nodes
+// (rewatch), the release they wait for may have
 // come after their failed attempt and before anybody listened, announced
 // to nobody: they would sleep out R10's delay while the key is free. So
 // the node is asked for the key (adapter.InspectNode), and the longest
-// waiter is woken when the key is free there; a key still held will be
-// released under the subscription, and announced. Free means gone, or
-// held by the failed attempt of the waiter to wake (gave): that attempt
-// may have reached n after the release, and its own release (R8.5), late
-// when n answered it late, is on its way. A waiter whose attempt split the
-// votes (it set some keys) is woken as an announcement would wake it, in
-// its client's rank and with a jitter (handoff_wait.go: wait), which keeps
-// the next split away as R10's delay does. Without InspectNode, the timed
-// retry covers the gap (adapter.ReleaseWatch).
-func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, key string) {
+// waiter is woken when the key is free there (wakeLooked); a key still
+// held will be released under the subscription, and announced. A key held
+// by the failed attempt of the waiter to wake (gave) is free once that
+// attempt's releases (R8.5) are answered: the attempt may have reached n
+// after the release, and n answered it late. The waiter is woken then
+// (gaveBack), or now if they are. Without InspectNode, the timed retry
+// covers the gap (adapter.ReleaseWatch).
+func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, op subOp) {
+	key := op.key
 	h.mu.Lock()
-	_, fresh := h.fresh[key]
-	delete(h.fresh, key)
+	gen, fresh := h.fresh[key]
+	fresh = fresh && gen == op.gen // not a Watch that an Unwatch follows
+	if fresh {
+		delete(h.fresh, key)
+	}
 	h.mu.Unlock()
 	in, ok := n.(adapter.InspectNode)
 	if !fresh || !ok {
@@ -190,22 +199,26 @@ func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, key stri
 	if err != nil {
 		return
 	}
-	free := func(w *waiter) bool {
-		return st.Kind == adapter.KeyAbsent || st.Kind == adapter.KeyLock && w.gave != "" && st.Value == w.gave
-	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.queues[key]; len(q) > 0 && free(q[0]) {
-		if q[0].split {
-			h.give(q[0], wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
-		} else {
-			h.wake(q[0], false)
+	look := func(w *waiter, set bool) {
+		switch {
+		case st.Kind == adapter.KeyAbsent:
+		case st.Kind == adapter.KeyLock && w.gave != "" && st.Value == w.gave:
+			if !w.gaveFreed {
+				w.lookPending = true // woken by gaveBack
+				return
+			}
+		default:
+			return // held: its release will be announced
 		}
+		h.wakeLooked(key, w, set)
+	}
+	if q := h.queues[key]; len(q) > 0 {
+		look(q[0], false)
 	}
 	for _, w := range h.sets[key] {
-		if free(w) {
-			h.wake(w, true) // with a jitter after a split (wait)
-		}
+		look(w, true)
 	}
 }
 

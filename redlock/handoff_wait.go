@@ -122,7 +122,7 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 		h.wakeIfReleased(t, w, tn.mark)
 	} else {
 		h.mu.Lock()
-		w.split, w.gave = split, tn.value
+		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
 		h.mu.Unlock()
 		for _, key := range t.lockKeys() {
 			h.rewatch(key) // its nodes may have stopped answering

@@ -56,25 +56,57 @@ type nodeFacts struct {
 // the smallest one is refused with ErrInvalid, without a request. Nodes
 // that do not answer, or cannot tell (a Redis Cluster, a node that is no
 // adapter.FactsNode, an ACL without INFO or CONFIG) are not checked. The
-// reads cost three requests per node, each bounded by the node timeout;
-// call CheckNodes once after New.
+// reads cost three requests per node (and the connection's dial, on a
+// client's first use of a node), all of a node's bounded by four node
+// timeouts and at least 250 ms (a node that does not answer within it is
+// not checked), the nodes read at once; call CheckNodes once after New.
 func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 	rep := NodeCheck{Facts: make([]adapter.Facts, len(c.nodes)), Errs: make([]error, len(c.nodes))}
-	var wg sync.WaitGroup
+	type answer struct {
+		i   int
+		f   adapter.Facts
+		err error
+	}
+	// Each node is read by a goroutine of its own that never blocks on
+	// the way out (a buffered channel): a node whose adapter does not
+	// return by the deadline (a dial that outlasts its context) is left
+	// behind, unchecked, and its goroutine ends when the adapter returns.
+	answers := make(chan answer, len(c.nodes))
+	wait := c.checkWait()
+	cctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	pending := 0
+	asked := make([]bool, len(c.nodes))
 	for i, n := range c.nodes {
 		fn, ok := n.(adapter.FactsNode)
 		if !ok {
 			continue
 		}
-		wg.Add(1)
+		pending++
+		asked[i] = true
 		go func() {
-			defer wg.Done()
-			nctx, cancel := context.WithTimeout(ctx, 3*c.opts.nodeTimeout)
-			defer cancel()
-			rep.Facts[i], rep.Errs[i] = fn.Facts(nctx)
+			f, err := fn.Facts(cctx)
+			answers <- answer{i, f, err}
 		}()
 	}
-	wg.Wait()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for ; pending > 0; pending-- {
+		select {
+		case a := <-answers:
+			rep.Facts[a.i], rep.Errs[a.i] = a.f, a.err
+			asked[a.i] = false
+			continue
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+		break
+	}
+	for i, left := range asked {
+		if left {
+			rep.Errs[i] = fmt.Errorf("%s: no answer within %v: not checked", c.names[i], wait)
+		}
+	}
 	var errs []error
 	seen := map[string]int{}
 	minTTL, minNode := time.Duration(0), ""
@@ -112,6 +144,12 @@ func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 		c.facts.mu.Unlock()
 	}
 	return rep, errors.Join(errs...)
+}
+
+// checkWait bounds the reads of one node's facts: generous for a slow
+// healthy node (a slow node is not an error), short for a frozen one.
+func (c *Client) checkWait() time.Duration {
+	return max(4*c.opts.nodeTimeout, 250*time.Millisecond)
 }
 
 // checkAdvertised refuses a lock ttl over the smallest max ttl a node

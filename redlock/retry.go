@@ -29,10 +29,11 @@ type waiting interface {
 	// end ends the call's waiting; acquired tells whether it got the
 	// lock.
 	end(t target, tn turn, acquired bool)
-	// gaveBack is told that a call that ended on a failed attempt
-	// deleted the keys (key, or a set's keys) that its attempt had set,
-	// unannounced (R8.5): the waiters that failed on them may go.
-	gaveBack(key string, keys []string)
+	// gaveBack is told that the releases of a failed attempt with value
+	// (of key, or a set's keys) are all answered (R8.5). ended: the call
+	// that made it ended on it, and its releases deleted keys, given back
+	// unannounced: the waiters that failed on them may go.
+	gaveBack(key string, keys []string, value string, ended bool)
 	// close ends what the waiting keeps open; called by Client.Close once
 	// the background work is done.
 	close()
@@ -60,7 +61,7 @@ type timedWait struct{ c *Client }
 func (timedWait) first(context.Context, target, lockOptions) (turn, error) { return turn{}, nil }
 func (timedWait) mark(target) uint64                                       { return 0 }
 func (timedWait) end(target, turn, bool)                                   {}
-func (timedWait) gaveBack(string, []string)                                {}
+func (timedWait) gaveBack(string, []string, string, bool)                  {}
 func (timedWait) close()                                                   {}
 
 func (w timedWait) next(ctx context.Context, _ target, o lockOptions, _ turn, _ time.Duration, _ *AcquireError) (turn, error) {

@@ -30,7 +30,7 @@ type Member struct {
 	Clock func() int64
 	// heard is what the general heard in its last epoch; nil before the
 	// first (then it reports hearing from all) and after an epoch it
-	// could not run (then it reports nothing).
+	// could not run or ran out of time in (then it reports nothing).
 	heard   []bool
 	started bool
 }
@@ -81,7 +81,8 @@ func (mb *Member) Propose() Proposal {
 }
 
 // Observe takes the general's result of an epoch (err from its run) and
-// returns its decision; the heard report for the next epoch comes from it.
+// returns its decision; the heard report for the next epoch comes from it,
+// unless the general ran out of time in it (then it reports nothing).
 func (mb *Member) Observe(res byzantine.InteractiveGeneralResult, err error) (*Decision, error) {
 	mb.started = true
 	if err != nil {
@@ -89,6 +90,11 @@ func (mb *Member) Observe(res byzantine.InteractiveGeneralResult, err error) (*D
 		return nil, err
 	}
 	mb.heard = slices.Clone(res.Heard)
+	if len(res.Overran()) > 0 {
+		// It did not keep the schedule: what it refused as late may have
+		// come in time, so its silence says nothing about its peers.
+		mb.heard = nil
+	}
 	if len(res.Vector) != mb.N {
 		return nil, fmt.Errorf("agreed: general %d: vector of %d entries, want %d", mb.ID, len(res.Vector), mb.N)
 	}

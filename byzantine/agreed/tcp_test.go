@@ -6,7 +6,9 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -35,17 +37,26 @@ type tcpPlan struct {
 
 var errDown = errors.New("down (the test crashed this general)")
 
-// freeAddrs returns n loopback addresses that were free a moment ago.
+// freeAddrs returns n loopback addresses that were free a moment ago, on
+// ports below Linux's ephemeral range (32768-60999): a general listens on
+// its address afresh every epoch, and a port of that range, free between
+// two epochs, can be taken meanwhile by any outgoing connection.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for tries := 0; len(addrs) < n; tries++ {
+		if tries == 1000 {
+			t.Fatal("no free port below the ephemeral range")
 		}
-		addrs = append(addrs, ln.Addr().String())
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
 		ln.Close()
+		if !slices.Contains(addrs, addr) {
+			addrs = append(addrs, addr)
+		}
 	}
 	return addrs
 }

@@ -116,6 +116,7 @@ func TestGeneralsNodeResetLinkReports(t *testing.T) {
 		t.Skip("needs ss (iproute2) to abort a connection")
 	}
 	var killed string
+	var late bool // the abort came after lieutenant 3 could have relayed retreat
 	codes, outs, stdouts := runTimedTraitor(t, func(t0 time.Time, timeout time.Duration, cmds []*exec.Cmd, c tcp.Cluster) {
 		time.Sleep(time.Until(t0.Add(timeout / 2)))
 		_, p1, _ := net.SplitHostPort(c.Addr(1))
@@ -128,6 +129,7 @@ func TestGeneralsNodeResetLinkReports(t *testing.T) {
 			_, local, _ := net.SplitHostPort(f[2])
 			b, err := exec.Command("ss", "-K", "dport", "= :"+p1, "sport", "= :"+local).CombinedOutput()
 			killed = fmt.Sprintf("%s -> %s: %v %s", f[2], f[3], err, b)
+			late = time.Now().After(t0.Add(timeout - 150*time.Millisecond))
 		}
 	})
 	t.Logf("aborted: %s", killed)
@@ -136,6 +138,13 @@ func TestGeneralsNodeResetLinkReports(t *testing.T) {
 	}
 	if killed == "" {
 		t.Skip("lieutenant 3's connection to 1 was not found")
+	}
+	if late {
+		// On a loaded machine ss can run after 3 wrote its relay: the
+		// relay is then lost with the connection, and 3, whose write had
+		// succeeded, has nothing to report (under load: 1 attack, 2 and
+		// 3 retreat, every process exit 0).
+		t.Skip("the set-up did not come about: the abort came after lieutenant 3 was sent retreat, so its relay may have been written before it")
 	}
 	if outs[1].Decision != outs[2].Decision && codes[1] == 0 && codes[2] == 0 && codes[3] == 0 {
 		t.Errorf("generals decided %q (1) and %q (2, 3) and every process exited 0: the lost relay went unreported", outs[1].Decision, outs[2].Decision)
@@ -154,12 +163,15 @@ type timedOutcome struct {
 func runTimedTraitor(t *testing.T, disturb func(t0 time.Time, timeout time.Duration, cmds []*exec.Cmd, c tcp.Cluster)) ([]int, []timedOutcome, []string) {
 	t.Helper()
 	const (
-		n, m    = 4, 1
-		timeout = time.Second
+		n, m = 4, 1
+		// Rounds of 2s and a start 8s ahead, which a loaded machine keeps:
+		// the disturbances land in the middle of a round, and every
+		// process is up before the start.
+		timeout = 2 * time.Second
 		seq     = 9
 	)
 	clusterFile, keys, c, pubs, priv := commanderKeys(t, n)
-	t0 := time.Now().Add(4 * time.Second)
+	t0 := time.Now().Add(8 * time.Second)
 	start := t0.UTC().Format(time.RFC3339Nano)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -230,7 +231,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 				ct := time.Unix(0, d.Clock).UTC()
 				line.Clock, line.ClockNS, line.Readings = &ct, d.Clock, d.Readings
 				line.Reading = rep.Proposal.Clock
-				line.AdjustNS = d.Clock - rep.Proposal.Clock
+				line.AdjustNS = clockAdjust(d.Clock, rep.Proposal.Clock)
 			}
 		}
 		switch {
@@ -250,4 +251,19 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 		return withCode(exitInconclusive, fmt.Errorf("%d epochs prove nothing: %s", len(bad), strings.Join(bad, "; ")))
 	}
 	return nil
+}
+
+// clockAdjust returns agreed - reading, the adjustment a general applies
+// to its clock, saturated at the int64 range: where the agreed value has
+// no bound (SM with n <= 2m), traitors can make the difference overflow,
+// and a wrapped one points the other way.
+func clockAdjust(agreed, reading int64) int64 {
+	d := agreed - reading
+	switch {
+	case reading > 0 && d > agreed:
+		return math.MinInt64
+	case reading < 0 && d < agreed:
+		return math.MaxInt64
+	}
+	return d
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -34,13 +35,7 @@ func epochCluster(t *testing.T, n int) (string, string) {
 		if code != exitOK {
 			t.Fatalf("keygen: exit %d: %s", code, stderr)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		cluster.Generals = append(cluster.Generals, map[string]any{"id": i, "addr": addr, "public_key": strings.TrimSpace(out)})
+		cluster.Generals = append(cluster.Generals, map[string]any{"id": i, "addr": lowFreeAddr(t), "public_key": strings.TrimSpace(out)})
 	}
 	b, _ := json.Marshal(cluster)
 	file := filepath.Join(dir, "cluster.json")
@@ -312,4 +307,22 @@ func TestGeneralsLeaderProcesses(t *testing.T) {
 		}
 		t.Logf("epoch %d: leader %d, failed %v, general 1 saw %+v", e, deref(a.Leader), failed, a.Seen)
 	}
+}
+
+// lowFreeAddr returns a loopback address free a moment ago, on a port
+// below Linux's ephemeral range (32768-60999): a general listens on it
+// afresh every epoch, and a port of that range, free between two epochs,
+// can be taken meanwhile by any outgoing connection (it was: "bind:
+// address already in use" for a port picked with 127.0.0.1:0).
+func lowFreeAddr(t *testing.T) string {
+	t.Helper()
+	for range 1000 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		if ln, err := net.Listen("tcp", addr); err == nil {
+			ln.Close()
+			return addr
+		}
+	}
+	t.Fatal("no free port below the ephemeral range")
+	return ""
 }

@@ -172,14 +172,14 @@ N).`,
 				return err
 			}
 			defer closeClient()
-			if err := checkNodes(cmd.Context(), client, func(w string) { fmt.Fprintf(cmd.ErrOrStderr(), "dlm lock: warning: %s\n", w) }); err != nil {
-				return err
-			}
 			lr := lockRun{
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
 				argv: argv, wait: wait, try: oneTry(nodeTO, ttl), grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
 				noPIDNS: !pidns,
+				check: func(ctx context.Context) error {
+					return checkNodes(ctx, client, func(w string) { fmt.Fprintf(cmd.ErrOrStderr(), "dlm lock: warning: %s\n", w) })
+				},
 			}
 			return lr.run(cmd.Context())
 		},
@@ -327,6 +327,9 @@ type lockRun struct {
 	stderr    io.Writer
 	name      string // the subcommand, for messages: "lock" or "elect"
 	noPIDNS   bool   // --pid-namespace=false: no PID namespace for the guard
+	// check, when set, checks the nodes (checkNodes) while the lock is
+	// being acquired; the command runs only if it passes.
+	check func(ctx context.Context) error
 }
 
 func (r *lockRun) errf(format string, args ...any) {
@@ -342,9 +345,25 @@ func (r *lockRun) run(ctx context.Context) error {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 
+	// The nodes are checked while the lock is acquired, so that a node
+	// that does not answer costs the check's wait once, not on top of the
+	// acquisition's; the command runs only if both succeed.
+	checked := make(chan error, 1)
+	if r.check != nil {
+		go func() { checked <- r.check(ctx) }()
+	} else {
+		checked <- nil
+	}
 	l, err := r.acquire(ctx)
+	cerr := <-checked
 	if err != nil {
 		return err
+	}
+	if cerr != nil {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_ = l.Unlock(uctx) // acquired while the check ran: given up at once
+		return cerr
 	}
 	what := fmt.Sprintf("lock on %q", r.resource)
 	if ctx.Err() != nil {

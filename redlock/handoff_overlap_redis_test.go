@@ -1,0 +1,72 @@
+package redlock_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// Finding (skipped): over real redis-servers, a waiter of another client
+// whose first attempt overlaps the holder's release must never sleep out
+// its retry delay (a minute here). Each round, the holder releases a
+// random moment after the waiter's Lock call began. On the code before the
+// look's fixes (TestWaiterOverlappingReleaseDoesNotSleep) it failed 4 of 4
+// runs, both adapters, 4 sleeps within 13-49 rounds. With them, non-race
+// runs passed (3 of 3), and under -race about one adapter-run in four
+// still sleeps once in 400 rounds: "after 2 attempt(s)" with two nodes
+// "held by another" (likely the waiter's next attempt meeting its own
+// previous attempt's keys, granted late and not released yet, then R10's
+// delay: its own releases announce nothing), or, rarer, "after 1
+// attempt(s)" with a node that had not answered. Waking the waiter when
+// its own late releases deleted a key broke R10's delay after a real
+// split vote (TestDefect10TriesWaitTheRetryDelay), so it is not done.
+func TestWaiterOverlappingReleaseRedis(t *testing.T) { // R10, R14
+	t.Skip("finding: a waiter's next attempt can meet its own previous attempt's late keys and sleep R10's delay (see the comment)")
+	const (
+		rounds = 400
+		delay  = time.Minute
+	)
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
+		cl := redlocktest.Start(t, 3)
+		holder := dial(t, a, cl)
+		waiter := dial(t, a, cl, redlock.WithRetryDelay(delay, delay))
+		rng := rand.New(rand.NewPCG(1, 2))
+		slept := 0
+		for r := range rounds {
+			ctx, cancel := context.WithTimeout(t.Context(), delay/2)
+			l, err := holder.Lock(ctx, "overlap")
+			if err != nil {
+				cancel()
+				t.Fatalf("round %d: holder: %v", r, err)
+			}
+			got := make(chan error, 1)
+			go func() {
+				wl, err := waiter.Lock(ctx, "overlap")
+				if err == nil {
+					err = wl.Unlock(context.WithoutCancel(ctx))
+				}
+				got <- err
+			}()
+			for range rng.IntN(200) {
+				runtime.Gosched() // the release lands somewhere in the attempt
+			}
+			if err := l.Unlock(ctx); err != nil {
+				t.Errorf("round %d: holder's Unlock: %v", r, err)
+			}
+			if err := <-got; err != nil {
+				// The waiter ran out of its half a retry delay: it slept.
+				slept++
+				t.Errorf("round %d: the waiter did not get the released lock within %v: %v", r, delay/2, err)
+			}
+			cancel()
+			if slept > 3 {
+				t.Fatalf("%d rounds of %d slept", slept, r+1)
+			}
+		}
+	})
+}
