@@ -156,6 +156,12 @@ interrupted); otherwise the command's own exit code.`,
 				return err
 			}
 			what := fmt.Sprintf("leadership of election %q", name)
+			if ctx.Err() != nil {
+				// A SIGINT or SIGTERM came as the campaign won: the
+				// command is not started.
+				_ = r.release(ctx, nil, what, lead.Resign)
+				return withCode(exitNotAcquired, fmt.Errorf("interrupted while campaigning for %q (%w): the command was not run", name, context.Cause(ctx)))
+			}
 			env := []string{envElection + "=" + name, envLeaderID + "=" + id, envLeaderTerm + "=" + strconv.FormatUint(lead.Term(), 10)}
 			res := r.guarded(sigs, holding{what: what, env: env, done: lead.Done(), err: lead.Err,
 				until: lead.Until, margin: guardMargin(ttl)})

@@ -366,6 +366,12 @@ func (r *lockRun) run(ctx context.Context) error {
 		return cerr
 	}
 	what := fmt.Sprintf("lock on %q", r.resource)
+	if ctx.Err() != nil {
+		// A SIGINT or SIGTERM came while the lock was granted (or before
+		// sigs watched): the command is not started.
+		_ = r.release(ctx, nil, what, l.Unlock)
+		return withCode(exitNotAcquired, fmt.Errorf("interrupted while acquiring lock %q (%w): the command was not run", r.resource, context.Cause(ctx)))
+	}
 	env := []string{envLockResource + "=" + resourceEnv(r.resources), envLockValue + "=" + l.Value()}
 	if tok := l.Token(); tok != 0 {
 		env = append(env, envLockToken+"="+strconv.FormatUint(tok, 10))
@@ -478,11 +484,23 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 	var (
 		lostErr error
 		kill    <-chan time.Time
+		readyc  = child.ready
+		early   []syscall.Signal // signals that came before the command was in the group
 	)
 	for {
 		select {
 		case s := <-sigs:
+			if readyc != nil {
+				early = append(early, s.(syscall.Signal))
+				continue
+			}
 			group(s.(syscall.Signal))
+		case <-readyc:
+			readyc = nil
+			for _, s := range early {
+				group(s)
+			}
+			early = nil
 		case <-renew:
 			if d := deadline(); !d.Equal(sent) {
 				sent = d
@@ -531,6 +549,9 @@ type family struct {
 	exited chan error
 	// pipe is dlm's end of the guard's pipe: deadline frames.
 	pipe *os.File
+	// ready is closed once the command is in the guard's group (or the
+	// guard is gone): the signals dlm forwards to the group wait for it.
+	ready <-chan struct{}
 	// done releases what the family held in dlm: its pipe, the terminal
 	// and the OS thread.
 	done func()
@@ -554,11 +575,21 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The guard says on this pipe when the command is in its group: a
+	// signal dlm forwarded before then would miss the command (and the
+	// first process of a PID namespace drops the signals its runtime
+	// does not handle yet).
+	rr, rw, err := os.Pipe()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, err
+	}
 	fg := foregroundTTY(r.stdin)
 	newGuard := func(iso isolation) *exec.Cmd {
 		guard := exec.Command(self, guardArgs(iso, r.argv)...)
 		guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
-		guard.ExtraFiles = []*os.File{pr} // descriptor 3 (guardFD)
+		guard.ExtraFiles = []*os.File{pr, rw} // descriptors 3 (guardFD) and 4 (guardReadyFD)
 		guard.SysProcAttr = guardAttr(fg, iso)
 		guard.Env = childEnv(os.Environ(), extra...)
 		return guard
@@ -590,19 +621,29 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	if err != nil && !r.noPIDNS && len(isos) > 0 && isos[0] != isolateNone {
 		pr.Close()
 		pw.Close()
+		rr.Close()
+		rw.Close()
 		runtime.UnlockOSThread()
 		return nil, withCode(exitOSErr, fmt.Errorf("the kernel refuses the guard a PID namespace here (%v): without one, what the command starts would outlive dlm and its guard killed together; the command was not run. Run with --pid-namespace=false to accept that", nsErr))
 	}
 	pr.Close()
+	rw.Close()
 	if err == nil {
 		_, _ = pw.Write(deadlineFrame(deadline)) // fits the pipe's buffer
 	}
 	if err != nil {
 		runtime.UnlockOSThread()
 		pw.Close()
+		rr.Close()
 		return nil, withCode(exitNotFound, fmt.Errorf("start the guard of %q: %w", r.argv[0], err))
 	}
-	f := &family{guard: guard, exited: make(chan error, 1), pipe: pw}
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		defer rr.Close()
+		_, _ = rr.Read(make([]byte, 1)) // a byte, or the end when the guard is gone
+	}()
+	f := &family{guard: guard, exited: make(chan error, 1), pipe: pw, ready: ready}
 	f.done = func() {
 		pw.Close()
 		if fg >= 0 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -27,6 +28,10 @@ const guardCmdName = "lock-guard"
 // lock: the lock's deadlines, then end-of-file when dlm lock has died,
 // however it died.
 const guardFD = 3
+
+// guardReadyFD is the descriptor on which the guard tells dlm, with one
+// byte, that it watches signals.
+const guardReadyFD = 4
 
 // noDeadline is the deadline frame of a holding without one (the guard
 // then ends the command only when dlm lock dies or tells it to).
@@ -147,7 +152,7 @@ func newLockGuardCmd() *cobra.Command {
 			if len(args) == 0 {
 				return usageErrorf("%s is started by dlm lock, not by hand", guardCmdName)
 			}
-			return runGuard(args, iso, cmd.ErrOrStderr())
+			return runGuard(cmd.Context(), args, iso, cmd.ErrOrStderr())
 		},
 	}
 }
@@ -187,8 +192,9 @@ func readDeadlines(pipe io.Reader, c chan<- int64) {
 
 // runGuard runs argv in the guard's process group (and, as iso says, PID
 // namespace) under the deadlines dlm lock sends, and exits with its
-// status.
-func runGuard(argv []string, iso isolation, stderr io.Writer) error {
+// status. ctx ends with the first SIGINT or SIGTERM the process got
+// (main's signal context), sigs below sees those that come later.
+func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Writer) error {
 	parent := os.Getppid()
 	pipe := os.NewFile(guardFD, "dlm-lock-pipe")
 	var st syscall.Stat_t
@@ -199,6 +205,13 @@ func runGuard(argv []string, iso isolation, stderr io.Writer) error {
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	var ready *os.File // tells dlm that the command is in the group
+	var rst syscall.Stat_t
+	if syscall.Fstat(guardReadyFD, &rst) == nil && rst.Mode&syscall.S_IFMT == syscall.S_IFIFO {
+		syscall.CloseOnExec(guardReadyFD)
+		ready = os.NewFile(guardReadyFD, "dlm-lock-ready")
+		defer ready.Close() // the end of the pipe tells dlm too, if the command never starts
+	}
 	deadlines := make(chan int64, 1)
 	go readDeadlines(pipe, deadlines)
 	// The first deadline comes before the command starts: without it (dlm
@@ -219,9 +232,28 @@ func runGuard(argv []string, iso isolation, stderr io.Writer) error {
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
 	child.SysProcAttr = commandAttr()
+	// A signal sent to the group before the command is in it (Ctrl-C
+	// reaches the guard's group; dlm itself holds what it gets until the
+	// command started) was meant for the command: the command is not
+	// started, and the guard exits as the command would have.
+	if sig, ok := earlySignal(ctx, sigs); ok {
+		if parent != 0 && os.Getppid() != parent { // our parent-death signal
+			return withCode(exitLockLost, nil)
+		}
+		fmt.Fprintf(stderr, "dlm lock: %v received before the command started: the command was not run\n", sig)
+		return withCode(128+int(sig), nil)
+	}
 	if err := child.Start(); err != nil {
 		fmt.Fprintf(stderr, "dlm lock: start %q: %v\n", argv[0], err)
 		return withCode(startCode(err), nil)
+	}
+	if ready != nil {
+		// dlm forwards the signals it gets to the group from now on,
+		// when they reach the command (before, they would reach only
+		// the guard, or nothing: the first process of a PID namespace
+		// drops the signals its runtime does not handle yet).
+		_, _ = ready.Write([]byte{1})
+		ready.Close()
 	}
 	exited, reaped := make(chan syscall.WaitStatus, 1), make(chan struct{})
 	go reap(child.Process.Pid, exited, reaped)
@@ -259,6 +291,26 @@ func runGuard(argv []string, iso isolation, stderr io.Writer) error {
 			return withCode(ws.ExitStatus(), nil)
 		}
 	}
+}
+
+// earlySignal returns the signal the guard got before it started the
+// command, if any: one waiting in sigs, or the SIGINT or SIGTERM that
+// ended ctx before sigs was watched.
+func earlySignal(ctx context.Context, sigs <-chan os.Signal) (syscall.Signal, bool) {
+	select {
+	case s := <-sigs:
+		if sig, ok := s.(syscall.Signal); ok {
+			return sig, true
+		}
+	default:
+	}
+	if ctx.Err() == nil {
+		return 0, false
+	}
+	if strings.Contains(fmt.Sprint(context.Cause(ctx)), "interrupt") {
+		return syscall.SIGINT, true
+	}
+	return syscall.SIGTERM, true
 }
 
 // untilMono returns the time from now to the deadline frame d.
