@@ -460,6 +460,14 @@ type holding struct {
 // that is stopped or too slow cannot leave the command running past the
 // lock (lock_guard.go).
 func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
+	// until is the end of the validity (zero: none); the guard's own
+	// deadline is h.margin before it.
+	until := func() time.Time {
+		if h.until == nil {
+			return time.Time{}
+		}
+		return h.until()
+	}
 	deadline := func() time.Time {
 		if h.until == nil {
 			return time.Time{}
@@ -467,7 +475,7 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 		return h.until().Add(-h.margin)
 	}
 	sent := deadline()
-	child, err := r.start(h.env, sent)
+	child, err := r.start(h.env, deadlineFrame(until(), h.margin))
 	if err != nil {
 		return err
 	}
@@ -502,9 +510,9 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 			}
 			early = nil
 		case <-renew:
-			if d := deadline(); !d.Equal(sent) {
-				sent = d
-				_, _ = child.pipe.Write(deadlineFrame(d)) // a dead guard ends the family anyway
+			if u := until(); !u.Add(-h.margin).Equal(sent) {
+				sent = u.Add(-h.margin)
+				_, _ = child.pipe.Write(deadlineFrame(u, h.margin)) // a dead guard ends the family anyway
 			}
 		case <-lostc:
 			lostc = nil
@@ -561,12 +569,12 @@ type family struct {
 // group, which runs the command; see lock_guard.go for why. The child's
 // environment is dlm's without DLM_NODES (it may hold passwords), plus
 // extra (the lock's or the leadership's variables). The guard gets the
-// first deadline (zero: none) before it starts the command. On Linux the
+// first deadline frame before it starts the command. On Linux the
 // guard is the first process of a new PID namespace when the kernel allows
 // it (root or CAP_SYS_ADMIN; any user through an unprivileged user
 // namespace where the kernel allows those), else a child subreaper in its
 // group.
-func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
+func (r *lockRun) start(extra []string, frame []byte) (*family, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the dlm executable to start the command under: %w", err)
@@ -629,7 +637,7 @@ func (r *lockRun) start(extra []string, deadline time.Time) (*family, error) {
 	pr.Close()
 	rw.Close()
 	if err == nil {
-		_, _ = pw.Write(deadlineFrame(deadline)) // fits the pipe's buffer
+		_, _ = pw.Write(frame) // fits the pipe's buffer
 	}
 	if err != nil {
 		runtime.UnlockOSThread()

@@ -33,8 +33,9 @@ const guardFD = 3
 // byte, that it watches signals.
 const guardReadyFD = 4
 
-// noDeadline is the deadline frame of a holding without one (the guard
-// then ends the command only when dlm lock dies or tells it to).
+// noDeadline is the instant of a deadline frame of a holding without one
+// (the guard then ends the command only when dlm lock dies or tells it
+// to).
 const noDeadline int64 = math.MaxInt64
 
 // A command that cannot outlive its lock (issue 16, defects 1 to 3; issue
@@ -55,15 +56,22 @@ const noDeadline int64 = math.MaxInt64
 // Without a namespace, the guard is a child subreaper (PR_SET_CHILD_SUBREAPER):
 // the orphans of the command become its children, so that it finds them.
 //
-// The pipe from dlm lock (descriptor 3) carries the lock's deadline: 8-byte
-// big-endian frames, each the instant (CLOCK_MONOTONIC, nanoseconds) after
-// which the lock may be another's, less a margin; dlm sends the first
+// The pipe from dlm lock (descriptor 3) carries the lock's deadline:
+// 16-byte frames, two big-endian instants (CLOCK_MONOTONIC, nanoseconds),
+// the end of the validity less a margin, then the end of the validity
+// itself, after which the lock may be another's; dlm sends the first
 // before the command starts and a new one after every extension. Then:
 //
 //   - At the deadline, unless a later one came first, the guard kills every
 //     process of the command with SIGKILL and exits 74: a dlm lock that is
 //     stopped (SIGSTOP, a debugger, a swapped-out machine) or too slow to
 //     extend cannot leave the command running past the validity.
+//   - Should the guard not run then (stopped with dlm, as `pkill -STOP dlm`
+//     does, or starved), on Linux a kernel timer it armed kills it with
+//     SIGKILL at the end of the validity (killTimer), which the kernel
+//     delivers to a stopped process too; its parent-death signal kills the
+//     command. The kernel drops that signal for the first process of a PID
+//     namespace, so in a namespace this backstop does nothing yet.
 //   - If dlm lock dies, even by SIGKILL, the pipe reads end-of-file (the
 //     kernel closes dlm's end on any death) and the guard kills the command
 //     at once. On Linux the guard also gets a parent-death signal (SIGTERM,
@@ -167,26 +175,44 @@ func monoNow() int64 {
 	return ts.Nano()
 }
 
-// deadlineFrame encodes the instant t (on this process's clock) as a
-// deadline frame for the guard.
-func deadlineFrame(t time.Time) []byte {
-	d := noDeadline
-	if !t.IsZero() {
-		d = monoNow() + int64(time.Until(t))
+// guardDeadline is what a frame from dlm lock carries: two instants on
+// CLOCK_MONOTONIC (nanoseconds), noDeadline for none.
+type guardDeadline struct {
+	// soft is when the guard kills the command itself, says so and exits
+	// 74: the end of the lock's validity less a margin.
+	soft int64
+	// hard is the end of the validity itself, at which the kernel kills
+	// the guard (killTimer) should it not have ended the command by
+	// then: stopped with dlm, or starved.
+	hard int64
+}
+
+// frameSize is the size of a deadline frame: soft then hard, each 8 bytes
+// big-endian.
+const frameSize = 16
+
+// deadlineFrame encodes the end of a lock's validity until (on this
+// process's clock) as a deadline frame for the guard: soft margin before
+// it, hard at it. A zero until is no deadline.
+func deadlineFrame(until time.Time, margin time.Duration) []byte {
+	soft, hard := noDeadline, noDeadline
+	if !until.IsZero() {
+		hard = monoNow() + int64(time.Until(until))
+		soft = hard - int64(margin)
 	}
-	return binary.BigEndian.AppendUint64(nil, uint64(d))
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(soft)), uint64(hard))
 }
 
 // readDeadlines reads deadline frames from pipe into c until end-of-file
 // or an error, then closes c.
-func readDeadlines(pipe io.Reader, c chan<- int64) {
+func readDeadlines(pipe io.Reader, c chan<- guardDeadline) {
 	defer close(c)
-	var b [8]byte
+	var b [frameSize]byte
 	for {
 		if _, err := io.ReadFull(pipe, b[:]); err != nil {
 			return
 		}
-		c <- int64(binary.BigEndian.Uint64(b[:]))
+		c <- guardDeadline{soft: int64(binary.BigEndian.Uint64(b[:8])), hard: int64(binary.BigEndian.Uint64(b[8:]))}
 	}
 }
 
@@ -212,7 +238,7 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 		ready = os.NewFile(guardReadyFD, "dlm-lock-ready")
 		defer ready.Close() // the end of the pipe tells dlm too, if the command never starts
 	}
-	deadlines := make(chan int64, 1)
+	deadlines := make(chan guardDeadline, 1)
 	go readDeadlines(pipe, deadlines)
 	// The first deadline comes before the command starts: without it (dlm
 	// died already) nothing runs.
@@ -220,6 +246,8 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 	if !ok || (parent != 0 && os.Getppid() != parent) {
 		return withCode(exitLockLost, nil)
 	}
+	killTimer := newKillTimer()
+	killTimer.arm(first.hard)
 	becomeReaper()
 
 	// The parent-death signal of the command is tied to this thread, and
@@ -258,7 +286,7 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 	exited, reaped := make(chan syscall.WaitStatus, 1), make(chan struct{})
 	go reap(child.Process.Pid, exited, reaped)
 
-	timer := time.NewTimer(untilMono(first))
+	timer := time.NewTimer(untilMono(first.soft))
 	defer timer.Stop()
 	for {
 		select {
@@ -273,7 +301,8 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 				endFamily(reaped, true)
 				return withCode(exitLockLost, nil)
 			}
-			timer.Reset(untilMono(d))
+			killTimer.arm(d.hard)
+			timer.Reset(untilMono(d.soft))
 		case <-timer.C:
 			fmt.Fprintf(stderr, "dlm %s: the lock's validity ends without an extension: killing the command\n", guardCmdName)
 			endFamily(reaped, true)
@@ -313,7 +342,8 @@ func earlySignal(ctx context.Context, sigs <-chan os.Signal) (syscall.Signal, bo
 	return syscall.SIGTERM, true
 }
 
-// untilMono returns the time from now to the deadline frame d.
+// untilMono returns the time from now to the instant d of a deadline
+// frame.
 func untilMono(d int64) time.Duration {
 	if d == noDeadline {
 		return time.Duration(math.MaxInt64)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -178,5 +179,76 @@ func kill(t *testing.T, pid int, sig syscall.Signal) {
 	t.Helper()
 	if err := syscall.Kill(pid, sig); err != nil {
 		t.Fatalf("kill %d: %v", pid, err)
+	}
+}
+
+// TestLockStoppedWithItsGuard: dlm and its guard stopped together, as
+// `pkill -STOP dlm` does, past the lock's validity. The kernel ends the
+// command at the validity's end (the guard's timer), so that nothing of it
+// runs once the next holder has the lock, and dlm, continued, exits 74.
+// Before the fix the stopped guard kept the command running until dlm was
+// continued. The guard runs without a PID namespace: as the first process
+// of one it cannot be killed by a signal of its own (docs/operations.md).
+func TestLockStoppedWithItsGuard(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the guard's kernel timer is Linux only")
+	}
+	c := redlocktest.Start(t, 3)
+	urls := c.URLs()
+	const ttl, nodeTimeout = 3 * time.Second, time.Second
+	next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, 0, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(closeNext)
+
+	mark := filepath.Join(t.TempDir(), "ready")
+	// One process: without a namespace the kernel kills the guard and,
+	// by its parent-death signal, the command's first process.
+	script := `export DLM_TEST_FAMILY="$1"; touch "$1"; exec sleep 27`
+	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(urls, ","), "--ttl", ttl.String(),
+		"--node-timeout", nodeTimeout.String(), "--pid-namespace=false", "res", "--", "sh", "-c", script, "sh", mark)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+		<-done
+	})
+	fam, guard := startedFamily(t, cmd.Process.Pid, mark, 1, stderr)
+	t.Cleanup(func() { _ = syscall.Kill(guard, syscall.SIGCONT) })
+	kill(t, cmd.Process.Pid, syscall.SIGSTOP)
+	kill(t, guard, syscall.SIGSTOP)
+
+	var l *redlock.Lock
+	redlocktest.Eventually(t, 60*time.Second, func() bool {
+		l, err = next.TryLock(t.Context(), "res")
+		return err == nil
+	}, "the next holder never got the lock: %v", err)
+	for _, p := range fam {
+		if alive(p) {
+			t.Errorf("process %d of the first command runs while the next holder holds the lock", p)
+		}
+	}
+	if err := l.Unlock(t.Context()); err != nil {
+		t.Errorf("unlock: %v", err)
+	}
+	_ = syscall.Kill(guard, syscall.SIGCONT)
+	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+	var werr error
+	select {
+	case werr = <-done:
+		done <- werr // for the cleanup
+	case <-time.After(20 * time.Second):
+		t.Fatalf("dlm did not end; stderr: %s", stderr)
+	}
+	if code := exitOf(werr); code != exitLockLost {
+		t.Errorf("dlm exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
+	}
+	if !strings.Contains(stderr.String(), "validity") {
+		t.Errorf("dlm does not say the lock's validity ended; stderr: %s", stderr)
 	}
 }

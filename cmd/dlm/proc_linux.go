@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -163,4 +164,57 @@ func killFamily() bool {
 		}
 	}
 	return true
+}
+
+// killTimer is a POSIX timer of the guard on CLOCK_MONOTONIC that sends
+// the guard SIGKILL when it expires: the kernel's end of a command whose
+// guard is stopped or starved at the end of the lock's validity. A stopped
+// process gets SIGKILL too, and a killed one never runs again. The zero
+// killTimer (no timer) does nothing.
+type killTimer struct {
+	id int32
+	ok bool
+}
+
+// sigevent is struct sigevent of the kernel (64 bytes) as timer_create
+// reads it for SIGEV_SIGNAL: the value, the signal, the notification.
+type sigevent struct {
+	value  uint64
+	signo  int32
+	notify int32
+	_      [48]byte
+}
+
+// sigevSignal is SIGEV_SIGNAL: the timer sends the process a signal.
+const sigevSignal = 0
+
+// newKillTimer creates the guard's kill timer, disarmed. Where the guard
+// is the first process of a PID namespace, the kernel drops the signals
+// that process sends itself, SIGKILL included: there is no timer then.
+func newKillTimer() *killTimer {
+	if os.Getpid() == 1 {
+		return &killTimer{}
+	}
+	ev := sigevent{signo: int32(syscall.SIGKILL), notify: sigevSignal}
+	var id int32
+	if _, _, e := unix.Syscall(unix.SYS_TIMER_CREATE, unix.CLOCK_MONOTONIC,
+		uintptr(unsafe.Pointer(&ev)), uintptr(unsafe.Pointer(&id))); e != 0 {
+		return &killTimer{} // the soft deadline holds alone
+	}
+	return &killTimer{id: id, ok: true}
+}
+
+// arm sets the timer to kill the guard at the instant at
+// (CLOCK_MONOTONIC, nanoseconds), replacing any earlier setting; noDeadline
+// disarms it.
+func (k *killTimer) arm(at int64) {
+	if !k.ok {
+		return
+	}
+	var spec unix.ItimerSpec // zero: disarmed
+	if at != noDeadline {
+		spec.Value = unix.NsecToTimespec(max(at, 1))
+	}
+	_, _, _ = unix.Syscall6(unix.SYS_TIMER_SETTIME, uintptr(k.id), unix.TIMER_ABSTIME,
+		uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
 }

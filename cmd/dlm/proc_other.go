@@ -35,3 +35,13 @@ func becomeReaper() {}
 // killFamily reports false: outside Linux the guard cannot find every
 // process of the command, and kills its group (itself included) instead.
 func killFamily() bool { return false }
+
+// killTimer does nothing outside Linux: the guard's own deadline holds
+// alone.
+type killTimer struct{}
+
+// newKillTimer returns a killTimer that does nothing.
+func newKillTimer() *killTimer { return &killTimer{} }
+
+// arm does nothing.
+func (*killTimer) arm(int64) {}
