@@ -319,3 +319,16 @@ func (v *icView) Linked(p ID) bool {
 }
 
 var _ LinkReporter = (*icView)(nil)
+
+// Lost reports whether the shared endpoint dropped a message to p (in the
+// instance's ids) after Send had accepted it, when it can tell
+// (LossReporter); otherwise false. The shared endpoint cannot tell which
+// instance the message was of: every instance sees the loss.
+func (v *icView) Lost(p ID) bool {
+	if lr, ok := v.mux.ep.(LossReporter); ok {
+		return lr.Lost(InstanceID(v.i, p))
+	}
+	return false
+}
+
+var _ LossReporter = (*icView)(nil)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -188,6 +189,45 @@ func TestRunGeneralLostSendToLivePeerReports(t *testing.T) {
 		}
 		if !slices.Contains(results[3].Overran, 1) {
 			t.Errorf("general 3's round-1 send to the live general 1 failed; Overran = %v, want round 1", results[3].Overran)
+		}
+	})
+}
+
+// queuedLossEndpoint is a punctual general whose transport queues sends:
+// its Send to one peer returns nil, and the message is then dropped when
+// the connection resets, which the transport reports through Lost.
+type queuedLossEndpoint struct {
+	slowEndpoint
+	to      byzantine.ID
+	dropped *atomic.Bool
+}
+
+func (e queuedLossEndpoint) Send(ctx context.Context, m byzantine.Message) error {
+	if m.To == e.to {
+		e.dropped.Store(true)
+		return nil // accepted, then lost with the link
+	}
+	return e.slowEndpoint.Send(ctx, m)
+}
+
+func (e queuedLossEndpoint) Lost(p byzantine.ID) bool { return p == e.to && e.dropped.Load() }
+
+// TestRunGeneralQueuedLossToLivePeerReports: the set-up of
+// TestRunGeneralLostSendToLivePeerReports, but general 3's Send of its
+// relay to 1 returned nil (the transport queued it) and the transport then
+// dropped it with the reset link. The loss must count as a failed send:
+// before the fix general 3 decided retreat with Overran = [] and every
+// general reported keeping the schedule, while 1 decided attack.
+func TestRunGeneralQueuedLossToLivePeerReports(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		results := runTimedCommander(t, func(id byzantine.ID, base slowEndpoint, _ time.Time, _ time.Duration) byzantine.Endpoint {
+			if id != 3 {
+				return nil
+			}
+			return queuedLossEndpoint{base, 1, new(atomic.Bool)}
+		})
+		if !slices.Contains(results[3].Overran, 1) {
+			t.Errorf("general 3's round-1 relay to the live general 1 was dropped by its transport; Overran = %v, want round 1", results[3].Overran)
 		}
 	})
 }

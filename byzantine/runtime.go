@@ -54,6 +54,16 @@ type LinkReporter interface {
 	Linked(p ID) bool
 }
 
+// LossReporter is implemented by an Endpoint whose Send may return before
+// the message is on its way (it queues it): Lost reports whether a message
+// to p that Send accepted was then dropped undelivered, because the link
+// to p failed after it had been up. RunGeneral treats such a message as a
+// send that failed: when p is not gone, the round is listed in Overran.
+type LossReporter interface {
+	// Lost reports whether a message to p accepted by Send was dropped.
+	Lost(p ID) bool
+}
+
 // Refuse counts a message the driver refused before it reached the state
 // machine (for example one that arrived after its sender's end-of-round
 // marker).
@@ -134,7 +144,22 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	}
 	var carry []Inbound // events taken after a deadline, for the next rounds
 	crash := g.cfg.CrashRound(g.id)
+	// queuedLoss records in lost the peers the endpoint says it dropped a
+	// message to (a Send that had returned nil), as of round r at the
+	// latest.
+	losses, _ := ep.(LossReporter)
+	queuedLoss := func(r int) {
+		if losses == nil || r < 0 {
+			return
+		}
+		for p := range n {
+			if _, ok := lost[ID(p)]; !ok && ID(p) != g.id && losses.Lost(ID(p)) {
+				lost[ID(p)] = min(r, m)
+			}
+		}
+	}
 	for r := 0; r <= m+1; r++ {
+		queuedLoss(r - 1)
 		if r == crash {
 			return GeneralResult{ID: g.id, Loyal: g.Loyal(), Strategy: g.strategy, Crashed: true, Stats: g.Stats()},
 				fmt.Errorf("%w: general %d at round %d", ErrCrashed, g.id, r)
@@ -335,6 +360,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	for _, msg := range fut.take(-1) {
 		refuse(m+1, msg, RejectLate)
 	}
+	queuedLoss(m)
 	for p, r := range lost {
 		if !gone[p] && r <= m && !slices.Contains(overran, r) {
 			overran = append(overran, r)

@@ -135,7 +135,11 @@ type outConn struct {
 	queued int   // bytes in queue
 	busy   bool  // the writer holds frames taken from queue
 	broken error // the link failed, or the dialer gave up: frames are dropped
-	wake   chan struct{}
+	// lost: a message frame was dropped after the link had been up (its
+	// write failed, or it was queued when the link failed), though Send
+	// had accepted it or the peer had been reachable. See Node.Lost.
+	lost bool
+	wake chan struct{}
 }
 
 // wakeUp tells the writer there is work.
@@ -183,6 +187,10 @@ func (n *Node) writer(oc *outConn) {
 			oc.mu.Lock()
 			oc.busy = false
 			if err != nil {
+				// Nothing of batch is known to have left (the buffered
+				// writer may hold any part of it), nor will the rest of
+				// the queue: the messages among them are lost.
+				oc.lost = oc.lost || hasMessage(batch) || hasMessage(oc.queue)
 				oc.broken, oc.queue = err, nil
 			}
 			oc.mu.Unlock()
@@ -192,6 +200,17 @@ func (n *Node) writer(oc *outConn) {
 			}
 		}
 	}
+}
+
+// hasMessage reports whether frames hold a message frame (not only
+// markers).
+func hasMessage(frames [][]byte) bool {
+	for _, f := range frames {
+		if len(f) > 0 && f[0] == kindMessage {
+			return true
+		}
+	}
+	return false
 }
 
 // Listen starts a node for general id with private key priv on addr (for
@@ -716,6 +735,9 @@ func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error
 	for {
 		oc.mu.Lock()
 		if err := oc.broken; err != nil {
+			if oc.conn != nil && len(payload) > 0 && payload[0] == kindMessage {
+				oc.lost = true // the peer was reachable: see Lost
+			}
 			oc.mu.Unlock()
 			return fmt.Errorf("%w: general %d to %d: %w", byzantine.ErrPeerAbsent, n.id, to, err)
 		}
@@ -758,6 +780,27 @@ func (n *Node) Linked(p byzantine.ID) bool {
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
 	return oc.conn != nil && oc.broken == nil
+}
+
+// Lost reports whether a message to peer p was dropped undelivered after
+// the link to p had been up: Send queues a message and returns, and when
+// the link fails before the writer got it through (a reset connection),
+// the message and everything queued behind it are dropped; a Send after
+// that is refused with byzantine.ErrPeerAbsent. A peer that is alive but
+// lost a message from a loyal general breaks the synchrony of the run, so
+// RunGeneral, through byzantine.LossReporter, then says the run is out of
+// time. Frames for a peer whose link never came up are not counted: that
+// peer is absent, a fault the run allows.
+func (n *Node) Lost(p byzantine.ID) bool {
+	n.mu.Lock()
+	oc := n.out[p]
+	n.mu.Unlock()
+	if oc == nil {
+		return false
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.lost
 }
 
 // Flush waits until every frame sent so far to a linked peer has been
@@ -862,4 +905,5 @@ func (n *Node) Close() error {
 }
 
 var _ byzantine.Endpoint = (*Node)(nil)
+var _ byzantine.LossReporter = (*Node)(nil)
 var _ io.Closer = (*Node)(nil)

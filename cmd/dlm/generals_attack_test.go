@@ -104,10 +104,12 @@ func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
 // TestGeneralsNodeResetLinkReports: the set-up of
 // TestGeneralsNodePausedLieutenantReports, but instead of a pause,
 // lieutenant 3's TCP connection to lieutenant 1 is aborted (ss -K) in the
-// middle of round 1, before 3 relays retreat: lieutenant 1 never gets it
-// and decides attack, 2 and 3 retreat. Lieutenant 3, whose send to the
-// living lieutenant 1 failed, must say the run is out of time (exit 3).
-// Before the fix every process exited 0.
+// middle of round 0, before 3 is sent retreat and relays it in round 1:
+// lieutenant 1 never gets it and decides attack, 2 and 3 retreat.
+// Lieutenant 3, whose send to the living lieutenant 1 failed, must say the
+// run is out of time (exit 3). Before the fix every process exited 0; and
+// again once sends were queued, since the relay was dropped by the writer
+// after Send had returned (tcp.Node.Lost now reports it).
 func TestGeneralsNodeResetLinkReports(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")

@@ -1,0 +1,68 @@
+package tcp
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"dlm/byzantine"
+)
+
+// TestQueuedMessageLostOnResetIsReported: Send only queues a frame for the
+// peer's writer. When the link to a live peer resets before the writer got
+// the frame through (here its connection is closed under it, as "ss -K"
+// does), the frame is dropped; a dropped message must be reported by Lost
+// (which RunGeneral turns into an out-of-time round), a dropped marker
+// alone is no lost message. Before the fix the dropped message was counted
+// nowhere: general 3 of TestGeneralsNodeResetLinkReports relayed retreat
+// to general 1 (Send returned nil), the writer's write failed on the reset
+// connection, and every general exited 0 with 1 deciding attack.
+func TestQueuedMessageLostOnResetIsReported(t *testing.T) {
+	tests := []struct {
+		name string
+		send func(ctx context.Context, n *Node) error
+		want bool
+	}{
+		{"message", func(ctx context.Context, n *Node) error {
+			return n.Send(ctx, byzantine.Message{From: 0, To: 1, Round: 1, Order: byzantine.Retreat})
+		}, true},
+		{"marker only", func(ctx context.Context, n *Node) error { return n.EndRound(ctx, 1) }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			keys := newKeys(t, 2)
+			nodes := []*Node{listenAt(t, "127.0.0.1:0", 0, keys[0]), listenAt(t, "127.0.0.1:0", 1, keys[1])}
+			c := clusterOf([]string{nodes[0].Addr(), nodes[1].Addr()}, keys)
+			run := RunID(c, time.Now(), 1)
+			done := make(chan error, 2)
+			for _, n := range nodes {
+				go func() { done <- n.Start(ctx, c, run) }()
+			}
+			for range nodes {
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !nodes[0].Linked(1) {
+				t.Fatal("general 0 has no link to 1 after Start")
+			}
+			// Reset the link under the writer.
+			oc := nodes[0].out[1]
+			oc.mu.Lock()
+			oc.conn.Close()
+			oc.mu.Unlock()
+			if err := tt.send(ctx, nodes[0]); err != nil {
+				t.Fatalf("send on a link not yet known broken: %v, want it queued", err)
+			}
+			waitFor(t, 20*time.Second, func() bool { return !nodes[0].Linked(1) })
+			if nodes[0].Linked(1) {
+				t.Fatal("the writer did not find the link broken")
+			}
+			if got := nodes[0].Lost(1); got != tt.want {
+				t.Errorf("Lost(1) = %v after the link reset with the frame queued, want %v", got, tt.want)
+			}
+		})
+	}
+}
