@@ -171,7 +171,7 @@ func (r *Report) targets() []target {
 		measured: r.S.med("mp-fair", dlm),
 		want:     2, atMost: true,
 	})
-	// Issue 26: each adapter against the minimal Redlock over go-redis
+	// Each adapter against the minimal Redlock over go-redis
 	// (go-redis' auto-pipelining), at 64 and 256 goroutines.
 	for _, l := range []string{libDLM, libDLMGoRedis} {
 		for _, g := range []int{64, 256} {
@@ -320,7 +320,7 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 	}
 
-	p("\n**Targets** (issues 7, 14 and 26)\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")
+	p("\n**Targets**\n\n| target | measured | wanted | |\n|---|---:|---:|---|\n")
 	for _, t := range r.targets() {
 		op := ">="
 		if t.atMost {

@@ -8,7 +8,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// TestLeadershipSurvivesRollingRestart: issue 24 item 1 promises that a
+// TestLeadershipSurvivesRollingRestart: the promise is that a
 // leadership renews while the leader's process and a quorum of nodes are
 // alive. A rolling restart without persistence, one node at a time, each
 // down longer than the ttl (R16's delayed restart, the routine way to

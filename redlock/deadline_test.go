@@ -10,7 +10,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// Issue 22 item 4, and its class: every public call that blocks returns
+// A defect and its class: every public call that blocks returns
 // by its context's deadline, whatever the nodes do. Three MemNodes, one
 // frozen (a stopped process: requests wait unanswered) and one down; the
 // call gets a deadline well under what the client would otherwise wait

@@ -1,6 +1,6 @@
 package redlock_test
 
-// Regression tests of issue 12, one per defect of the lock core (items 1-7,
+// Regression tests, one per defect of the lock core a review found (items 1-7,
 // 10-12; items 8 and 9 are the rueidis adapter's, tested there by
 // TestLargeQueueKeepsOneConnection and TestNoScriptKeepsOrder). Each fails
 // on the core before the rewrite (commit ccf05d4) and passes after it; the
@@ -102,7 +102,7 @@ func keyNodes(t *testing.T, cl *redlocktest.Cluster, key string) int {
 	return n
 }
 
-// TestDefect1HandoffLimitHoldsAlongTheChain is issue 12 item 1: the
+// TestDefect1HandoffLimitHoldsAlongTheChain is a regression test: the
 // hand-off limit (WithHandoffLimit) must hold when one waiter at a time is
 // queued. Two goroutines of one client take turns on a key (each holds it
 // 20 ms, then takes 2 ms before asking again), so that the queue empties
@@ -163,7 +163,7 @@ func TestDefect1HandoffLimitHoldsAlongTheChain(t *testing.T) {
 	_ = l.Unlock(ctx)
 }
 
-// TestDefect2LostLockIsNotHandedOver is issue 12 item 2: a lock whose
+// TestDefect2LostLockIsNotHandedOver is a regression test: a lock whose
 // auto-extension found it lost (its keys were deleted on a majority, which
 // another client then took) is never handed over to a waiter of the same
 // client, its Unlock returns ErrNotHeld, and its Validity is 0 once Err
@@ -242,7 +242,7 @@ func TestDefect2LostLockIsNotHandedOver(t *testing.T) {
 	}
 }
 
-// TestDefect3CloseEndsAWaitingLock is issue 12 item 3: a Lock call waiting
+// TestDefect3CloseEndsAWaitingLock is a regression test: a Lock call waiting
 // to retry behind a held lock, with a context that does not end, returns
 // promptly when the client is closed, with an error satisfying
 // errors.Is(err, ErrClosed). Before the fix it went on retrying until its
@@ -297,7 +297,7 @@ func TestDefect3CloseEndsAWaitingLock(t *testing.T) {
 	})
 }
 
-// TestDefect4DoReleasesWhenFnPanics is issue 12 item 4: Client.Do releases
+// TestDefect4DoReleasesWhenFnPanics is a regression test: Client.Do releases
 // the lock when fn panics, and the panic goes on. Before the fix the lock
 // stayed held (and auto-extended) when the panic was recovered higher up.
 func TestDefect4DoReleasesWhenFnPanics(t *testing.T) {
@@ -327,7 +327,7 @@ func TestDefect4DoReleasesWhenFnPanics(t *testing.T) {
 	})
 }
 
-// TestDefect5CancelledAcquisitionIsNotNoQuorum is issue 12 item 5: an
+// TestDefect5CancelledAcquisitionIsNotNoQuorum is a regression test: an
 // acquisition cancelled while nodes had not answered yet is not reported as
 // ErrNoQuorum: the nodes not answered are NoReply, not failed. Before the fix
 // they counted as failed with the context's error.
@@ -382,7 +382,7 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorum(t *testing.T) {
 	})
 }
 
-// TestDefect6SubscriptionsFollowTheQueue is issue 12 item 6: the hand-off's
+// TestDefect6SubscriptionsFollowTheQueue is a regression test: the hand-off's
 // subscribe and unsubscribe of a key run in order per node, so that while a
 // waiter is queued the nodes it listens on (redlock.HandoffWatchNodes of
 // them) are subscribed to the key's releases, however
@@ -481,7 +481,7 @@ func TestDefect6SubscriptionsFollowTheQueue(t *testing.T) {
 	}
 }
 
-// TestDefect7UnlockPastDeadlineReleases is issue 12 item 7: Unlock with a
+// TestDefect7UnlockPastDeadlineReleases is a regression test: Unlock with a
 // context whose deadline has passed (defer lock.Unlock(reqCtx)) still sends
 // the releases. Before the fix it sent none, and the keys stayed for a
 // whole ttl.
@@ -525,7 +525,7 @@ func TestDefect7UnlockPastDeadlineReleases(t *testing.T) {
 	})
 }
 
-// TestDefect10TriesWaitTheRetryDelay is issue 12 item 10: with the hand-off
+// TestDefect10TriesWaitTheRetryDelay is a regression test: with the hand-off
 // on, WithTries(n) waits a retry delay between each two attempts (as
 // WithRetryDelay documents), the first retry included. Before the fix the
 // first retry came at once: n attempts waited only n-2 delays. The key is
@@ -574,7 +574,7 @@ func TestDefect10TriesWaitTheRetryDelay(t *testing.T) {
 	}
 }
 
-// TestDefect11HandedLockIsOnAQuorum is issue 12 item 11: a lock handed over
+// TestDefect11HandedLockIsOnAQuorum is a regression test: a lock handed over
 // within one client is an acquisition made on the waiter's behalf, so the
 // waiter's Lock returns only once a quorum of nodes holds Lock.Value(). Here
 // three of five nodes are frozen when the holder unlocks: the waiter may
@@ -650,7 +650,7 @@ func TestDefect11HandedLockIsOnAQuorum(t *testing.T) {
 	}
 }
 
-// TestDefect12NilLock is issue 12 item 12: Unlock and Extend on a nil
+// TestDefect12NilLock is a regression test: Unlock and Extend on a nil
 // *Lock return ErrNotHeld, so that a deferred Unlock after a failed
 // acquisition is safe. Before the fix they panicked.
 func TestDefect12NilLock(t *testing.T) {
@@ -738,7 +738,7 @@ func memOccupy(t *testing.T, mems []*redlocktest.MemNode, key string, ttl time.D
 	}
 }
 
-// Issue 12 item 1, over MemNodes.
+// The same, over MemNodes.
 func TestDefect1HandoffLimitHoldsAlongTheChainMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
@@ -782,7 +782,7 @@ func TestDefect1HandoffLimitHoldsAlongTheChainMem(t *testing.T) {
 	})
 }
 
-// Issue 12 item 2, over MemNodes.
+// The same, over MemNodes.
 func TestDefect2LostLockIsNotHandedOverMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
@@ -830,7 +830,7 @@ func TestDefect2LostLockIsNotHandedOverMem(t *testing.T) {
 	})
 }
 
-// Issue 12 item 3, over MemNodes.
+// The same, over MemNodes.
 func TestDefect3CloseEndsAWaitingLockMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := redlocktest.NewMemNodes(5)
@@ -867,7 +867,7 @@ func TestDefect3CloseEndsAWaitingLockMem(t *testing.T) {
 	})
 }
 
-// Issue 12 item 4, over MemNodes.
+// The same, over MemNodes.
 func TestDefect4DoReleasesWhenFnPanicsMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
@@ -891,7 +891,7 @@ func TestDefect4DoReleasesWhenFnPanicsMem(t *testing.T) {
 	})
 }
 
-// Issue 12 item 5, over MemNodes.
+// The same, over MemNodes.
 func TestDefect5CancelledAcquisitionIsNotNoQuorumMem(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -936,7 +936,7 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorumMem(t *testing.T) {
 	}
 }
 
-// Issue 12 item 7, over MemNodes.
+// The same, over MemNodes.
 func TestDefect7UnlockPastDeadlineReleasesMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
@@ -955,7 +955,7 @@ func TestDefect7UnlockPastDeadlineReleasesMem(t *testing.T) {
 	})
 }
 
-// Issue 12 item 10, over MemNodes.
+// The same, over MemNodes.
 func TestDefect10TriesWaitTheRetryDelayMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
@@ -977,7 +977,7 @@ func TestDefect10TriesWaitTheRetryDelayMem(t *testing.T) {
 	})
 }
 
-// Issue 12 item 11, over MemNodes.
+// The same, over MemNodes.
 func TestDefect11HandedLockIsOnAQuorumMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)

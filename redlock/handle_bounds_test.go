@@ -11,7 +11,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// Issue 22 item 5: a handle carries no authority the client does not
+// A handle carries no authority the client does not
 // grant. Before the fix, Resume of a handle whose ttl was edited to
 // 2000000h extended the key by as much (228 years), and a handle whose
 // extension count was reset to 0 was resumed past WithMaxExtensions

@@ -35,7 +35,7 @@ func handleText(t testing.TB, fields map[string]any) string {
 
 // FuzzParseHandle decodes handles with every field edited (the seeds edit
 // each field of a valid handle in turn; the fuzzer goes on from there) and
-// checks what a handle may carry (issue 22 item 5): a text is refused
+// checks what a handle may carry: a text is refused
 // with ErrInvalid and an error that never quotes the value, or it is a
 // handle that MarshalText writes back to the same handle, whose keys a
 // client finds under its own key prefix only, and whose ttl a client

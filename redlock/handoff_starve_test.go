@@ -20,7 +20,7 @@ import (
 // any client goes without a critical section is bounded by a few rounds of
 // clients x (limit+1) critical sections. By default it runs the corners of
 // clients 2..10, workers 1..4, limits 1..16; DLM_STARVE_SWEEP=1 runs the
-// whole grid (measured in the report of the final review, issue 14).
+// whole grid (measured in the report of a final review).
 func TestHandoffNoClientStarves(t *testing.T) { // R10, R17
 	type cfg struct{ clients, workers, limit int }
 	grid := []cfg{{2, 1, 1}, {2, 4, 16}, {10, 1, 1}, {10, 4, 16}, {5, 2, 4}, {3, 4, 1}, {10, 1, 16}}

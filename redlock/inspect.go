@@ -13,7 +13,7 @@ import (
 	"dlm/redlock/adapter"
 )
 
-// Seeing and managing locks (issue 24 item 4): Inspect, Locks and
+// Seeing and managing locks: Inspect, Locks and
 // ForceRelease read the nodes through adapter.InspectNode, which any
 // client may call, holder or not. They never show a byte of a lock's
 // value: values are compared inside the client, and holders are told

@@ -14,7 +14,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// Issue 24 item 4: any client sees who holds a resource, in which mode,
+// Any client sees who holds a resource, in which mode,
 // for how long, with which token, and never a byte of the value.
 func TestInspect(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

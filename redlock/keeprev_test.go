@@ -15,7 +15,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// The review of the kept hand-over (issue 14, handoff.go: keep): each test
+// The review of the kept hand-over (handoff.go: keep): each test
 // tries to make a lock that Unlock passes on as it is (same value, same
 // Until, no node asked) serve two holders, outlive its keys, or leave keys
 // behind.

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Owner labels (issue 24 item 4): who holds a lock, for operators (dlm
+// Owner labels: who holds a lock, for operators (dlm
 // status, Client.Inspect), never derived from the lock's value.
 //
 // The label is kept once per client on each node, not once per lock, so

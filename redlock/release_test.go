@@ -13,7 +13,7 @@ import (
 // A healthy node that answers a release more slowly than the node timeout
 // (a busy machine) still releases: releases have their own, longer bound
 // (WithReleaseTimeout), so Unlock reports success and no key is left for a
-// whole ttl (issue 14). Past the release timeout, Unlock fails as before.
+// whole ttl. Past the release timeout, Unlock fails as before.
 func TestSlowReleaseIsNotAFailure(t *testing.T) {
 	tests := []struct {
 		name    string

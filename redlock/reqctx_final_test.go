@@ -45,8 +45,8 @@ func (*stuckNode) Extend(context.Context, string, string, time.Duration) (bool, 
 // while every node blocks gets context.Canceled at once, each node's
 // request context reports Canceled (and keeps reporting it, its cause
 // too, after the caller's cancellation), and without the cancellation the
-// nodes see DeadlineExceeded at the node timeout's limit. (Issue 14 final
-// review: held.)
+// nodes see DeadlineExceeded at the node timeout's limit. (A final review:
+// held.)
 func TestBlockingNodeSeesTheCallersEnd(t *testing.T) {
 	for _, cancelled := range []bool{true, false} {
 		name := map[bool]string{true: "cancelled", false: "deadline"}[cancelled]

@@ -12,7 +12,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// Defects found by the review of issue 15's primitives where they meet
+// Defects found by a review of the primitives where they meet
 // (read-write locks, sets, handles, election) and Close.
 
 // A writer waiting behind readers when its client is closed removes its

@@ -10,7 +10,7 @@ import (
 
 // No error of ParseNodeURL or ParseNodeURLs carries the password of the URL
 // it refuses, and relative unix paths and empty hosts are refused with the
-// expected form (issue 16).
+// expected form.
 func TestParseNodeURLNeverPrintsThePassword(t *testing.T) {
 	const pw = "s3cr3tPW"
 	tests := []struct {
@@ -26,7 +26,7 @@ func TestParseNodeURLNeverPrintsThePassword(t *testing.T) {
 		{"duplicate", []string{"redis://u:" + pw + "@127.0.0.1:7000", "redis://u:" + pw + "@127.0.0.1:7000"}, "duplicate node"},
 		{"empty host", []string{"redis://u:" + pw + "@:7601"}, "has no host"},
 		{"relative unix path", []string{"unix://relative/sock"}, "must be absolute"},
-		// issue 24, item 5: no scheme, one slash, and a password holding an
+		// shapes a review found: no scheme, one slash, and a password holding an
 		// unencoded "/", "?" or "#".
 		{"no scheme", []string{"user:" + pw + "@127.0.0.1:7000"}, "node URL"},
 		{"one slash", []string{"redis:/user:" + pw + "@127.0.0.1:7000"}, "node URL"},

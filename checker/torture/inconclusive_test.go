@@ -10,7 +10,7 @@ import (
 
 // TestInconclusive: an empty history, a check that hit its limit and values
 // out of range give the distinct verdict "inconclusive", never "as
-// promised" (issue 16, defect 8).
+// promised".
 func TestInconclusive(t *testing.T) {
 	ok := func(id int, lock string, start, end, ttl int64) checker.Op {
 		return checker.Op{ID: id, Client: "c" + lock, Resource: "r", Kind: checker.Acquire, Lock: lock, Start: start, End: end, OK: true, TTL: ttl, Until: start + ttl}
@@ -56,7 +56,7 @@ func TestInconclusive(t *testing.T) {
 }
 
 // TestInconclusiveTimeLimit: a linearizability check that ran out of time
-// makes the report inconclusive (issue 16, defect 8).
+// makes the report inconclusive.
 func TestInconclusiveTimeLimit(t *testing.T) {
 	h := &checker.History{Ops: []checker.Op{{ID: 1, Client: "c", Resource: "r", Kind: checker.Acquire, Lock: "a", Start: 1, End: 2, OK: true, TTL: 100, Until: 100}}}
 	rep := analyze(DefaultConfig("split-votes"), h, checkers{linearizable: func(*checker.History) checker.Result {

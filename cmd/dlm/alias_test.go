@@ -10,8 +10,7 @@ import (
 
 // TestAliasesOfOneServer: two URLs for one redis-server (127.0.0.1 and
 // localhost, same run_id) are not two independent masters (R2): dlm lock
-// refuses them with 64, dlm status flags them and exits 1 (issue 16,
-// defect 6).
+// refuses them with 64, dlm status flags them and exits 1.
 func TestAliasesOfOneServer(t *testing.T) {
 	t.Parallel()
 	c := redlocktest.Start(t, 2)

@@ -417,7 +417,7 @@ func (d *demo) setNode(i int, up bool, note string) {
 // monitor polls every node, concurrently, for liveness and its lock keys,
 // until ctx ends. A node the script holds down is left alone; every other
 // node shows what its last poll found, so a restarted node is seen up again
-// at the first poll after its restart (issue 16, defect 12).
+// at the first poll after its restart.
 func (d *demo) monitor(ctx context.Context, urls []string, cfgs []*tls.Config) {
 	parsed, err := redlock.ParseNodeURLs(urls)
 	if err != nil {

@@ -94,7 +94,7 @@ func TestDemo(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", want, r.stdout)
 				}
 			}
-			// The restored nodes are seen up again (issue 16, defect 12):
+			// The restored nodes are seen up again:
 			// the last status line counts all five.
 			last := ""
 			for _, line := range strings.Split(r.stdout, "\n") {
@@ -111,7 +111,7 @@ func TestDemo(t *testing.T) {
 
 // TestDemoNoQuorum: against nodes that do not answer, the demo says how
 // many are up and exits 69 instead of running nothing and exiting 0; stray
-// arguments are refused (issue 16, defect 9).
+// arguments are refused.
 func TestDemoNoQuorum(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

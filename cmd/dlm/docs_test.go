@@ -42,7 +42,7 @@ func shellExample(t *testing.T, first string) string {
 
 // TestOperationsShellExample runs the exit-code example of
 // docs/operations.md with bash, against real nodes, with --wait 1m cut to
-// 1s: each exit code it names reaches its branch (issue 24, item 8: the
+// 1s: each exit code it names reaches its branch (the
 // example read $? after `if !`, where it is 0, and no branch matched).
 func TestOperationsShellExample(t *testing.T) {
 	t.Parallel()

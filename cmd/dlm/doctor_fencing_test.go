@@ -69,7 +69,7 @@ func TestCheckFencing(t *testing.T) {
 	}
 }
 
-// TestDoctorFencing is item 6 of issue 24 against real redis-servers: once
+// TestDoctorFencing runs against real redis-servers: once
 // dlm lock --fencing has left fence keys on nodes with appendfsync
 // everysec (the default of dlm node before --fencing), doctor fails on each
 // with the fix (before: every line ok); on nodes with appendfsync always

@@ -149,7 +149,7 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 		t.Errorf("b's term %q, want above a's %d", r.stdout, termA)
 	}
 	t.Logf("b elected %v after a's dlm was stopped (ttl 3s)", elected.Round(time.Millisecond))
-	// Issue 24 item 3 for dlm elect: a's guard knew the validity and ended
+	// dlm elect: a's guard knew the validity and ended
 	// a's command at its end, though a's dlm was stopped; so a's command
 	// no longer runs once b leads.
 	if left := familyOf(mark); len(left) > 0 || !allGone(famA) {

@@ -203,8 +203,7 @@ func handleCode(err error) int {
 // prefixFor checks the handle's key prefix against the command's own,
 // --key-prefix (default the library's): a handle is data its holder can
 // edit, and a prefix taken from it would let a handle reach any key on
-// the nodes whose value is known, an application's included (issue 22
-// item 5). A handle written with another prefix is refused: give that
+// the nodes whose value is known, an application's included. A handle written with another prefix is refused: give that
 // prefix with --key-prefix.
 func (nf *nodeFlags) prefixFor(_ *cobra.Command, h redlock.Handle) error {
 	if nf.prefix != h.KeyPrefix {

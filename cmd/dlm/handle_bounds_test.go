@@ -10,7 +10,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// Issue 22 item 5, through the command line: a handle edited by its
+// Through the command line: a handle edited by its
 // holder reaches no further than the command's own settings. Before the
 // fix, dlm extend of a handle whose ttl was edited to 2000000h extended the
 // key to a 228-year expiry (past the 24h bound of --ttl), and a handle

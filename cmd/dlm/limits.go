@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// Upper bounds of dlm's sizes and durations (issue 16, defect 7). A value
+// Upper bounds of dlm's sizes and durations. A value
 // over one is refused as bad usage (exit 64) with the limit in the message;
 // they are listed in `dlm help`.
 const (

@@ -13,7 +13,7 @@ import (
 )
 
 // TestResourceEnvUnambiguous: DLM_LOCK_RESOURCE tells apart sets whose
-// names, joined by commas, read the same (issue 24, item 7: "a,b c" and
+// names, joined by commas, read the same ("a,b c" and
 // "a b,c" both gave "a,b,c").
 func TestResourceEnvUnambiguous(t *testing.T) {
 	tests := []struct {
@@ -40,7 +40,7 @@ func TestResourceEnvUnambiguous(t *testing.T) {
 }
 
 // TestUsageLimits: values no run can use exit 64 with the limit, before
-// any node is contacted (issue 24, item 7: --node-timeout 1ns and a
+// any node is contacted (--node-timeout 1ns and a
 // 100,000-resource lock exited 69, "nodes unreachable", and dlm lock ran
 // a command with a newline in its resource name, which dlm elect refuses).
 func TestUsageLimits(t *testing.T) {
@@ -79,7 +79,7 @@ func TestUsageLimits(t *testing.T) {
 
 // TestHandleFileUnwritable: dlm acquire whose --handle-file cannot be
 // written gives the lock back and exits 73, not 1, which is kept for
-// failed checks (issue 24, item 7).
+// failed checks.
 func TestHandleFileUnwritable(t *testing.T) {
 	t.Parallel()
 	c := redlocktest.Start(t, 3)

@@ -16,7 +16,7 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// TestLockHoldersUnderTheChecker is item 1 of issue 16 under the checker:
+// TestLockHoldersUnderTheChecker runs guarded commands under the checker:
 // holders are dlm lock processes whose commands log when their critical
 // section starts and ends; the first holder's dlm is killed with SIGKILL
 // while its command still has 3 s of work to do, and four more dlm lock

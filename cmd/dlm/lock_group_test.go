@@ -87,7 +87,7 @@ func allGone(pids []int) bool {
 // TestLockSIGKILLTakesTheFamily: when dlm lock (or dlm elect) itself is
 // killed with SIGKILL, its command and the command's children are gone
 // well before the lock can expire, so no second holder (or leader) can
-// run beside them (issue 16, defect 1; dlm elect: issue 15 review).
+// run beside them.
 func TestLockSIGKILLTakesTheFamily(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	const ttl = 8 * time.Second
@@ -135,7 +135,7 @@ func TestLockSIGKILLTakesTheFamily(t *testing.T) {
 }
 
 // TestLockLostStopsTheFamily: on a lost lock, the command's children are
-// stopped too, not only the command (issue 16, defect 2).
+// stopped too, not only the command.
 func TestLockLostStopsTheFamily(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	pidFile := filepath.Join(t.TempDir(), "pids")
@@ -178,7 +178,7 @@ func TestLockLostStopsTheFamily(t *testing.T) {
 
 // TestLockInterruptOnce: a terminal's Ctrl-C sends SIGINT to dlm's whole
 // process group; the command must get it once, not once from the terminal
-// and once more forwarded by dlm (issue 16, defect 3).
+// and once more forwarded by dlm.
 func TestLockInterruptOnce(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	dir := t.TempDir()

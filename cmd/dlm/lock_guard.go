@@ -38,8 +38,7 @@ const guardReadyFD = 4
 // to).
 const noDeadline int64 = math.MaxInt64
 
-// A command that cannot outlive its lock (issue 16, defects 1 to 3; issue
-// 24, items 2 and 3).
+// A command that cannot outlive its lock.
 //
 // dlm lock starts the guard as the leader of a new process group (the
 // terminal's foreground group when dlm itself is in the foreground), and

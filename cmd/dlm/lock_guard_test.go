@@ -46,7 +46,7 @@ func childrenOf(pid int) []int {
 	return kids
 }
 
-// TestLockCommandNeverOutlivesTheLock is items 2 and 3 of issue 24: a
+// TestLockCommandNeverOutlivesTheLock is a regression test: a
 // dlm lock whose command has grandchildren (one of them in a session of
 // its own, setsid, when PID namespaces are available) is killed with
 // SIGKILL (dlm, its guard, or both at once as `pkill -9 dlm` does) or

@@ -69,7 +69,7 @@ func copyFile(t *testing.T, src, dst string, mode os.FileMode) {
 	}
 }
 
-// TestUnprivilegedCommandDiesWithDLMAndGuard is issue 24 item 2 for a
+// TestUnprivilegedCommandDiesWithDLMAndGuard is the same for a
 // user without privileges: `pkill -9 dlm` kills dlm and its guard
 // together, and nothing of the command may survive them, not even a
 // process in a session of its own (setsid). As root, the guard is the

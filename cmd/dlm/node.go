@@ -173,7 +173,7 @@ func (nc *nodeConfig) setting(name string) string {
 
 // portFree refuses a port that something already listens on, before the
 // marker is written or anything is started: a redis-server there is not
-// ours, and dlm node must never write to it (issue 16, defect 5).
+// ours, and dlm node must never write to it.
 func (nc *nodeConfig) portFree() error {
 	return nc.listenFree(nc.setting("port"), "")
 }

@@ -140,7 +140,7 @@ func TestNode(t *testing.T) {
 
 // TestNodePortInUse: dlm node on a port another server uses refuses before
 // touching anything: no marker file, nothing written to that server, no
-// "serving" (issue 16, defect 5).
+// "serving".
 func TestNodePortInUse(t *testing.T) {
 	t.Parallel()
 	other := redlocktest.StartServer(t)

@@ -12,7 +12,7 @@ import (
 	"dlm/redlock"
 )
 
-// The one redaction of credentials (issue 16, defect 4). Every byte dlm
+// The one redaction of credentials. Every byte dlm
 // itself writes, to stdout or stderr, goes through a redactWriter made in
 // run: errors, log lines, status and doctor rows, the demo's view, the
 // benchmark's and the checker's reports. Only the output of the command

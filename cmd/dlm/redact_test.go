@@ -18,7 +18,7 @@ const testPassword = "s3cr3tPW"
 
 // TestNoPasswordPrinted runs every error path that quotes or dials a node
 // URL, in every subcommand that takes node URLs, and greps all the output
-// for the password (issue 16, defect 4). The last case shows that the
+// for the password. The last case shows that the
 // command dlm lock runs does not inherit DLM_NODES.
 func TestNoPasswordPrinted(t *testing.T) {
 	t.Parallel()
@@ -46,7 +46,7 @@ func TestNoPasswordPrinted(t *testing.T) {
 		{"password only", "redis://" + pw + "@127.0.0.1:99999"},
 		{"empty host", "redis://user:" + pw + "@:7601"},
 		{"percent-encoded", "redis://user:" + pw + "%21@127.0.0.1:99999"},
-		// issue 24, item 5
+		// shapes a review found
 		{"no scheme", "user:" + pw + "@127.0.0.1:1"},
 		{"one slash", "redis:/user:" + pw + "@127.0.0.1:1"},
 		{"slash in password", "redis://user:" + pw + "/x@127.0.0.1:1"},
@@ -122,7 +122,7 @@ func TestRedact(t *testing.T) {
 const urlSpecials = ` :/?#[]@!$&'()*+,;=%"\`
 
 // nodeForms are the ways a node URL with a password is written, right or
-// wrong (issue 24, item 5): PW stands for the password.
+// wrong: PW stands for the password.
 var nodeForms = []string{
 	"redis://alice:PW@127.0.0.1:7000",
 	"redis:/alice:PW@127.0.0.1:7000",
@@ -151,8 +151,7 @@ func printedAbout(raw string) string {
 }
 
 // FuzzRedactNodePassword: whatever characters a password holds, none of
-// the ways dlm prints a node URL shows it once redacted (issue 24, item
-// 5). The seeds put every URL-special character in a password, in every
+// the ways dlm prints a node URL shows it once redacted. The seeds put every URL-special character in a password, in every
 // form of nodeForms, given as --nodes and as DLM_NODES. A password shorter
 // than minSecret is only hidden inside URLs, not everywhere; it is checked
 // there. The count compares with a neutral password, so that a password

@@ -20,7 +20,7 @@ func noValueBytes(t *testing.T, what, out, value string) {
 	}
 }
 
-// Issue 24 item 4: dlm status showed the first 12 bytes of the lock's
+// dlm status showed the first 12 bytes of the lock's
 // secret value, no owner, and "free (no node holds it)" for a resource
 // held by readers. It now shows the mode, the owner, the validity and the
 // token, and never a byte of the value; --all lists the held locks; and
@@ -83,7 +83,7 @@ func TestStatusShowsOwnerNotValue(t *testing.T) {
 	}
 }
 
-// Issue 24 item 4: dlm status shows an election's leader, term and since
+// dlm status shows an election's leader, term and since
 // when beside the election's lock.
 func TestStatusShowsElection(t *testing.T) {
 	c := redlocktest.Start(t, 3)

@@ -86,8 +86,7 @@ func newTestPKI(t *testing.T, dir string) testPKI {
 // TestTLS runs dlm against a real redis-server that serves TLS and demands
 // a client certificate (Redis's default tls-auth-clients yes): with the CA
 // file and the client certificate it works, over either adapter and from
-// SSL_CERT_FILE; without them the message says what to give (issue 16,
-// defect 10).
+// SSL_CERT_FILE; without them the message says what to give.
 func TestTLS(t *testing.T) {
 	t.Parallel()
 	redlocktest.Require(t)

@@ -67,7 +67,7 @@ func TestTortureCheckStoredHistory(t *testing.T) {
 	}{
 		{"restart-without-persistence", exitOK, "violation reproduced, as expected", bad},
 		{"delayed-restart", exitFailure, "safety violated where it is promised", bad},
-		// issue 24, item 7: the same overlap with no fault in the history
+		// The same overlap with no fault in the history
 		// is not the scenario's violation (before: exit 0, "violation
 		// reproduced, as expected").
 		{"restart-without-persistence", exitFailure, "violation not reproduced: the history holds no restart fault", noFaults(t, bad)},
@@ -167,8 +167,7 @@ func TestTortureRun(t *testing.T) {
 
 // TestTortureInconclusive: --check of an empty history, or of one whose
 // ttl overflows, exits 3 (inconclusive), never 0 "as promised"; an output
-// path that cannot be written is refused before anything runs (issue 16,
-// defects 8 and 11).
+// path that cannot be written is refused before anything runs.
 func TestTortureInconclusive(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.json")
@@ -213,8 +212,7 @@ func TestTortureInconclusive(t *testing.T) {
 
 // TestTortureProcessHolders: dlm torture's process-holders scenario runs
 // its clients as dlm lock processes and SIGKILLs the dlm of a holder in
-// its critical section; the checker finds no overlap (issue 16: item 1
-// under the checker; the dlm of ccf05d4 gives violations of 181 and 506 ms
+// its critical section; the checker finds no overlap (the dlm of ccf05d4 gives violations of 181 and 506 ms
 // with seeds 3 and 4).
 func TestTortureProcessHolders(t *testing.T) {
 	redlocktest.Require(t)
@@ -263,7 +261,7 @@ func noFaults(t *testing.T, path string) string {
 
 // TestTortureProgressAndAdapter: a run says how long it has run while it
 // runs, and its clients use the adapter of the other subcommands, which
-// the replay line names (issue 24, item 7: torture defaulted to go-redis
+// the replay line names (torture defaulted to go-redis
 // and printed nothing during a run).
 func TestTortureProgressAndAdapter(t *testing.T) {
 	redlocktest.Require(t)

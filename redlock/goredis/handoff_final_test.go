@@ -20,7 +20,7 @@ import (
 // Watch fails (the redlock client ignores it: the timed retry covers the
 // gap, R10), but the subscription is made once the node is back, and the
 // releases announced after that are heard; an Unwatch then ends it.
-// (Issue 14 final review: held.)
+// (A final review: held.)
 func TestWatchOfADownNodeThatComesBack(t *testing.T) {
 	s := redlocktest.StartServer(t)
 	ctx := t.Context()
@@ -68,7 +68,7 @@ func TestWatchOfADownNodeThatComesBack(t *testing.T) {
 // Close while the first Watch is still dialling a node that accepts the
 // connection but never answers (a node in a long pause): Close returns,
 // the Watch returns an error, no goroutine is left, and neither error
-// shows the password of the node's URL. (Issue 14 final review: held.)
+// shows the password of the node's URL. (A final review: held.)
 func TestCloseDuringTheFirstWatchsDial(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -151,7 +151,7 @@ func TestCloseDuringTheFirstWatchsDial(t *testing.T) {
 // hears its release (the waiters' timed retry is a minute away), and once
 // every lock is unlocked no channel keeps a subscriber on any node: the
 // Watch and Unwatch calls of the keys, queued per node, end in order.
-// (Issue 14 final review: held.)
+// (A final review: held.)
 func TestManyKeysWatchedThenUnwatched(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	holder := dialWith(t, "goredis", cl.URLs(), redlock.WithTTL(time.Minute))

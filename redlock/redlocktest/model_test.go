@@ -196,7 +196,7 @@ func (c modelRound) String() string {
 }
 
 // modelZeroLatencyEnv, when set, makes every node answer in no fake time.
-// It showed a defect of the core, fixed since (issue 12, near item 10): with
+// It showed a defect of the core, fixed since: with
 // the hand-off on, an attempt that set some keys but no quorum woke the head
 // of its own hand-off queue, itself when it waited alone, and retried after
 // a jitter bounded by the attempt's duration instead of R10's random delay;
