@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -20,28 +21,27 @@ import (
 // cluster bus ports (each + 10000) are free too.
 func freeRun(t *testing.T, n int) int {
 	t.Helper()
-	for try := 0; try < 50; try++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		ls := []net.Listener{l}
-		ok := base+n-1+clusterBusOffset <= 65535
+	// The masters and their bus ports (port + 10000) lie below Linux's
+	// ephemeral range (32768-60999): a port of that range, free when
+	// picked, can be taken by any outgoing connection before the master
+	// binds it. It was, in a make test: a bus port picked with
+	// 127.0.0.1:0 (46588) was in use when its master started ("Failed
+	// listening on port 46588 (cluster), aborting"), and dlm node exited 1.
+	for try := 0; try < 200; try++ {
+		base := 10000 + rand.IntN(32768-clusterBusOffset-10000-n)
+		var ls []net.Listener
+		ok := true
 		for i := 0; ok && i < 2*n; i++ {
 			p := base + i
 			if i >= n {
 				p = base + i - n + clusterBusOffset
 			}
-			if p == base {
-				continue
-			}
-			l2, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 			if err != nil {
 				ok = false
 				break
 			}
-			ls = append(ls, l2)
+			ls = append(ls, l)
 		}
 		for _, l := range ls {
 			l.Close()
