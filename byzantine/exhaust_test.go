@@ -11,7 +11,7 @@ import (
 
 // TestExhaust: the search covers every traitor set up to m and every
 // behaviour of its adversary; it holds for the safe sizes, finds B3's
-// counterexample below them, and says when it stopped early (issue 23:
+// counterexample below them, and says when it stopped early (a review found:
 // it used to try one traitor at a time whatever m was, and claim a proof
 // for OM n=5 m=2).
 func TestExhaust(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 )
 
 // floodOrders is how many distinct orders the flooding traitors of these
-// tests send. Before the bounds (issue 23) 2,000 made the loyal generals of
+// tests send. Before the bounds 2,000 made the loyal generals of
 // SM(2), n=10, send 114,064 messages instead of 81; 500 keep the test fast
 // under -race and still fail without the bounds.
 const floodOrders = 500
@@ -100,7 +100,7 @@ func loyalWork(res *byzantine.Result) (sent, verified, made int) {
 }
 
 // TestSMFloodBounded: a traitor's volume does not become the loyal
-// generals' work (issue 23). SM(2) with n=10: a traitorous commander sends
+// generals' work. SM(2) with n=10: a traitorous commander sends
 // attack to all, then floodOrders distinct signed orders to lieutenant 1;
 // with an accomplice lieutenant, the accomplice relays them all to
 // lieutenant 1 too; or a traitorous lieutenant sends everyone chains with

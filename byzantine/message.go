@@ -80,7 +80,7 @@ const (
 	RejectStale RejectReason = "stale"
 	// RejectSecondOrder: the commander already gave this general an order
 	// directly (SM): a lieutenant takes at most one order from the
-	// commander, so a traitor's volume never becomes its work (issue 23).
+	// commander, so a traitor's volume never becomes its work.
 	RejectSecondOrder RejectReason = "second-order"
 	// RejectSurplus: this SM general already holds two orders, which is all
 	// choice(V) needs (any two distinct orders decide RETREAT), so a third

@@ -130,7 +130,7 @@ func TestRunGeneralTimers(t *testing.T) {
 }
 
 // TestRunGeneralOutOfTime: generals whose schedule already passed (a start
-// time in the past, issue 23) report every round they could not keep, and
+// time in the past) report every round they could not keep, and
 // the result says the run ran out of time, instead of deciding silently
 // on refused messages (before: four loyal generals, the commander ordered
 // attack, the lieutenants decided retreat and nothing said why). A run on

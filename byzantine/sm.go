@@ -213,7 +213,7 @@ func (g *General) smReceive(m Message) RejectReason {
 	switch {
 	case k == 0 && g.sm.commander:
 		// At most one order from the commander: a second one, however well
-		// signed, costs nothing but this check (issue 23).
+		// signed, costs nothing but this check.
 		return RejectSecondOrder
 	case !known && len(g.sm.v) >= MaxValues:
 		// Two distinct orders already make choice(V) RETREAT; every loyal

@@ -97,7 +97,7 @@ func TestIdleConnectionsDoNotStarve(t *testing.T) {
 	}
 }
 
-// floodFrame is the insider flood of issue 13: one near-limit message
+// floodFrame is an insider flood a review found: one near-limit message
 // (about 63 KiB of signatures) for a future round.
 func floodFrame(m int) byzantine.Message {
 	sigs := make([][]byte, 250)
@@ -132,7 +132,7 @@ func heapPeak(stop <-chan struct{}) <-chan uint64 {
 
 // TestInsiderFloodIsBounded: an authenticated traitor (general n-1) floods
 // general 1 with messages for a round it has not reached: the same 63 KiB
-// frame over and over (issue 13), or small well-formed messages with
+// frame over and over, or small well-formed messages with
 // distinct orders. The loyal generals' memory stays bounded (regression:
 // every copy was kept in the future-round buffer, about 2 GB in 9 s) and
 // they still agree.

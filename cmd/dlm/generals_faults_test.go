@@ -84,7 +84,7 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 		{"id not in the cluster", []string{"--cluster", good, "--id", "9", "--key", key1}, "id 9"},
 		{"cluster and -n disagree", []string{"--cluster", good, "--id", "1", "--key", key1, "-n", "5"}, "5"},
 		{"all interfaces not asked", []string{"--cluster", anyAddr, "--id", "1", "--key", key1}, "all interfaces"},
-		// Regression (issue 23): a start in the past ran, refused every
+		// Regression: a start in the past ran, refused every
 		// peer's message as late and decided retreat with exit 0.
 		{"start in the past", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}, "in the past"},
 		{"start too far ahead", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339Nano)}, "check the date"},
@@ -193,7 +193,7 @@ func TestGeneralsExplain(t *testing.T) {
 		{"OM majority", []string{"--faulty", "3", "--explain", "2"}, exitOK, "majority(attack, attack, retreat) = attack", ""},
 		{"SM first chains", []string{"--algorithm", "sm", "-n", "3", "--faulty", "0", "--explain", "1"}, exitOK, "retreat    first by retreat:0:2 in round 1", ""},
 		{"JSON", []string{"--explain", "1", "--json"}, exitOK, `"explanations"`, ""},
-		// Regression (issue 23): --explain did not say how to read a path.
+		// Regression: --explain did not say how to read a path.
 		{"what a path means", []string{"--faulty", "3", "--explain", "2"}, exitOK, "the commander (0) sent it to lieutenant 2, who relayed it to lieutenant 5", ""},
 		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
 		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
@@ -216,7 +216,7 @@ func TestGeneralsExplain(t *testing.T) {
 
 // TestGeneralsExhaust: the exhaustive mode holds for the safe small cases,
 // refuses sizes outside the bounds without --unsafe, finds the known
-// violations with it, and never calls a stopped search a proof (issue 23:
+// violations with it, and never calls a stopped search a proof (a review found:
 // "-n 5 -m 2" printed "IC1 and IC2 held for all of them" and exited 0).
 func TestGeneralsExhaust(t *testing.T) {
 	tests := []struct {

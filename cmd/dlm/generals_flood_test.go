@@ -66,7 +66,7 @@ func clusterFiles(t *testing.T, dir string, n int) (string, []string) {
 	return file, keys
 }
 
-// TestGeneralsNodeFlood is the attack of issue 23 over real processes:
+// TestGeneralsNodeFlood is a flood attack over real processes:
 // SM(2), n=5, four loyal "dlm generals node" processes over TCP, and a
 // traitorous commander (this test) that sends attack to everyone, then
 // floods lieutenant 1 with distinct, validly signed orders. The loyal

@@ -105,7 +105,7 @@ func TestGeneralsSweep(t *testing.T) {
 		t.Errorf("SVG: %d dots, %d traitor squares and %d formula lines, want %d, %d and 4", dots, squares, lines, len(rows), len(rows))
 	}
 	// One panel per series, none overlapping another or the legend
-	// (regression, issue 23: OM(1) and SM(1-3) drew on top of each other
+	// (regression: OM(1) and SM(1-3) drew on top of each other
 	// and OM(3) was one dot under the legend).
 	if len(panels) != 4 {
 		t.Errorf("%d panels, want one per algorithm and m: 4", len(panels))
