@@ -1,132 +1,18 @@
 package goredis_test
 
 import (
-	"context"
-	"strconv"
 	"testing"
-	"time"
 
+	"dlm/redlock/adapter"
 	"dlm/redlock/goredis"
-	"dlm/redlock/internal/slots"
 	"dlm/redlock/redlocktest"
 )
 
-// A cluster node's release subscription outlives the migration of its
-// key's slot: the master that gave the slot away ends the subscriptions
-// to its shard channels (sunsubscribe), and the node subscribes again on
-// the slot's new master. Before the fix the subscription ended there:
-// no release of the key was heard again.
-func TestClusterWatchFollowsASlotMigration(t *testing.T) {
-	cl := redlocktest.StartRedisCluster(t, 2, 0)
-	n, err := goredis.DialNode(cl.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	heard := make(chan string, 100)
-	w, err := n.WatchReleases(func(_, value string) {
-		select {
-		case heard <- value:
-		default:
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close() })
-	ctx := t.Context()
-	const key = "{moving}"
-	if err := w.Watch(ctx, key); err != nil {
-		t.Fatal(err)
-	}
-	// hears reports whether a release of key announced now reaches the
-	// watch within d.
-	round := 0
-	hears := func(d time.Duration) bool {
-		round++
-		value := "v" + strconv.Itoa(round)
-		actx, cancel := context.WithTimeout(ctx, d)
-		defer cancel()
-		if ok, err := n.Acquire(actx, key, value, time.Minute); !ok || err != nil {
-			return false
-		}
-		if ok, err := n.ReleaseAnnounce(actx, key, value); !ok || err != nil {
-			return false
-		}
-		for {
-			select {
-			case v := <-heard:
-				if v == value {
-					return true
-				}
-			case <-actx.Done():
-				return false
-			}
-		}
-	}
-	if !hears(10 * time.Second) {
-		t.Fatal("a release announced before the migration was not heard")
-	}
-	slot := slots.Of(goredis.ChannelPrefix + key)
-	if err := cl.MoveSlot(ctx, slot, 1-cl.MasterOf(slot)); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(15 * time.Second); !hears(time.Second); {
-		if time.Now().After(end) {
-			t.Fatalf("no release of %s heard in 15 s after its slot %d moved to another master", key, slot)
-		}
-	}
-}
-
-// A cluster node follows a redirection of a request the master did not
-// run: after its slot moved (MOVED), and while it moves (ASK, for a key
-// the old master no longer has), the request runs on the slot's new
-// master at once, with no error. (go-redis' cluster pipelines followed
-// them; the node's own connections must too.)
-func TestClusterNodeFollowsRedirections(t *testing.T) {
-	cl := redlocktest.StartRedisCluster(t, 2, 0)
-	n, err := goredis.DialNode(cl.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	ctx := t.Context()
-	const moved, asked = "{redirected}1", "{redirected}2"
-	if ok, err := n.Acquire(ctx, moved, "v", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire before the slot moved = %v, %v; want true", ok, err)
-	}
-	slot := slots.Of(moved)
-	from := cl.MasterOf(slot)
-	to := 1 - from
-	if err := cl.MoveSlot(ctx, slot, to); err != nil {
-		t.Fatal(err)
-	}
-	// Back, half way, before the node read the slot map again: the slot
-	// is MIGRATING on its owner and IMPORTING on the other master. A key
-	// the owner does not have takes two hops: MOVED from the master the
-	// node knew to the owner, then ASK to the importing master.
-	src, dst := cl.Masters()[to], cl.Masters()[from]
-	srcID, _ := src.Client().Do(ctx, "CLUSTER", "MYID").Text()
-	dstID, _ := dst.Client().Do(ctx, "CLUSTER", "MYID").Text()
-	if err := dst.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := n.Acquire(ctx, asked, "v", time.Minute); !ok || err != nil {
-		t.Fatalf("Acquire of a key asked on the importing master (MOVED, then ASK) = %v, %v; want true", ok, err)
-	}
-	// A key the owner has runs there (MOVED, or no redirection once the
-	// node read the slot map again).
-	if ok, err := n.Release(ctx, moved, "v"); !ok || err != nil {
-		t.Fatalf("Release after the slot moved (MOVED) = %v, %v; want true", ok, err)
-	}
-	p := dst.Client().Pipeline()
-	p.Do(ctx, "ASKING")
-	got := p.Get(ctx, asked)
-	_, _ = p.Exec(ctx)
-	if v, err := got.Result(); v != "v" || err != nil {
-		t.Errorf("GET %s on the importing master = %q, %v; want v", asked, v, err)
-	}
+// TestClusterMigration: the release subscription follows a slot's
+// migration, and requests follow MOVED and ASK redirections
+// (redlocktest.RunClusterMigration).
+func TestClusterMigration(t *testing.T) {
+	redlocktest.RunClusterMigration(t, func(url string) (adapter.HandoffNode, error) {
+		return goredis.DialNode(url)
+	}, goredis.ChannelPrefix)
 }

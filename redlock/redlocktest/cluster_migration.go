@@ -1,0 +1,146 @@
+package redlocktest
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/slots"
+)
+
+// ClusterNodeDialer dials an adapter's node over a Redis Cluster from its
+// node URL (cluster=true).
+type ClusterNodeDialer func(url string) (adapter.HandoffNode, error)
+
+// RunClusterMigration runs, over real Redis Clusters of two masters, what
+// a cluster node of any adapter must do while slots move. channelPrefix is
+// the adapter's prefix of release announcements, whose shard channel's
+// slot is the one moved.
+//
+//   - WatchFollowsASlotMigration: the release subscription outlives the
+//     migration of its key's slot (the master that gave the slot away ends
+//     the subscriptions to its shard channels with sunsubscribe, and the
+//     node subscribes again on the slot's new master).
+//   - FollowsRedirections: a request the master did not run, after its
+//     slot moved (MOVED) or while it moves (ASK, for a key the old master
+//     no longer has), runs on the slot's new master at once, with no error.
+func RunClusterMigration(t *testing.T, dial ClusterNodeDialer, channelPrefix string) {
+	t.Run("WatchFollowsASlotMigration", func(t *testing.T) {
+		cl := StartRedisCluster(t, 2, 0)
+		n, err := dial(cl.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeNode(n) })
+		heard := make(chan string, 100)
+		w, err := n.WatchReleases(func(_, value string) {
+			select {
+			case heard <- value:
+			default:
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Close() })
+		ctx := t.Context()
+		const key = "{moving}"
+		if err := w.Watch(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		// hears reports whether a release of key announced now reaches the
+		// watch within d.
+		round := 0
+		hears := func(d time.Duration) bool {
+			round++
+			value := "v" + strconv.Itoa(round)
+			actx, cancel := context.WithTimeout(ctx, d)
+			defer cancel()
+			if ok, err := n.Acquire(actx, key, value, time.Minute); !ok || err != nil {
+				return false
+			}
+			if ok, err := n.ReleaseAnnounce(actx, key, value); !ok || err != nil {
+				return false
+			}
+			for {
+				select {
+				case v := <-heard:
+					if v == value {
+						return true
+					}
+				case <-actx.Done():
+					return false
+				}
+			}
+		}
+		if !hears(10 * time.Second) {
+			t.Fatal("a release announced before the migration was not heard")
+		}
+		slot := slots.Of(channelPrefix + key)
+		if err := cl.MoveSlot(ctx, slot, 1-cl.MasterOf(slot)); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(15 * time.Second); !hears(time.Second); {
+			if time.Now().After(end) {
+				t.Fatalf("no release of %s heard in 15 s after its slot %d moved to another master", key, slot)
+			}
+		}
+	})
+	t.Run("FollowsRedirections", func(t *testing.T) {
+		cl := StartRedisCluster(t, 2, 0)
+		n, err := dial(cl.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeNode(n) })
+		ctx := t.Context()
+		const moved, asked = "{redirected}1", "{redirected}2"
+		if ok, err := n.Acquire(ctx, moved, "v", time.Minute); !ok || err != nil {
+			t.Fatalf("Acquire before the slot moved = %v, %v; want true", ok, err)
+		}
+		slot := slots.Of(moved)
+		from := cl.MasterOf(slot)
+		to := 1 - from
+		if err := cl.MoveSlot(ctx, slot, to); err != nil {
+			t.Fatal(err)
+		}
+		// Back, half way, before the node read the slot map again: the slot
+		// is MIGRATING on its owner and IMPORTING on the other master. A key
+		// the owner does not have takes two hops: MOVED from the master the
+		// node knew to the owner, then ASK to the importing master.
+		src, dst := cl.Masters()[to], cl.Masters()[from]
+		srcID, _ := src.Client().Do(ctx, "CLUSTER", "MYID").Text()
+		dstID, _ := dst.Client().Do(ctx, "CLUSTER", "MYID").Text()
+		if err := dst.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := src.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := n.Acquire(ctx, asked, "v", time.Minute); !ok || err != nil {
+			t.Fatalf("Acquire of a key asked on the importing master (MOVED, then ASK) = %v, %v; want true", ok, err)
+		}
+		// A key the owner has runs there (MOVED, or no redirection once the
+		// node read the slot map again).
+		if ok, err := n.Release(ctx, moved, "v"); !ok || err != nil {
+			t.Fatalf("Release after the slot moved (MOVED) = %v, %v; want true", ok, err)
+		}
+		p := dst.Client().Pipeline()
+		p.Do(ctx, "ASKING")
+		got := p.Get(ctx, asked)
+		_, _ = p.Exec(ctx)
+		if v, err := got.Result(); v != "v" || err != nil {
+			t.Errorf("GET %s on the importing master = %q, %v; want v", asked, v, err)
+		}
+	})
+}
+
+// closeNode closes n when its adapter's node is an io.Closer.
+func closeNode(n adapter.HandoffNode) {
+	if c, ok := n.(io.Closer); ok {
+		_ = c.Close()
+	}
+}
