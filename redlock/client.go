@@ -35,8 +35,8 @@ type Client struct {
 	// attempt of its own yet (handoff_wait.go: first).
 	lastAttempt atomic.Int64
 
-	// ownerDue is when the owner note is due (owner.go), as time since
-	// born.
+	// ownerDue is, as time since born, the end of validity up to which
+	// the owner note written last covers the client's locks (owner.go).
 	ownerDue atomic.Int64
 
 	facts nodeFacts // what CheckNodes read (nodecheck.go)

@@ -154,7 +154,7 @@ func (l *Lock) expire() {
 // WithAutoExtend, tracked by the client's background work.
 func (c *Client) grant(l *Lock, o lockOptions) {
 	l.granted = time.Now()
-	c.noteOwner(l.granted) // an atomic load, mostly (owner.go)
+	c.noteOwner(l.granted, l.Until()) // an atomic load, mostly (owner.go)
 	l.maxExt = o.maxExtensions
 	if !o.autoExtend {
 		return

@@ -535,6 +535,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		l.extensions++
 		count := l.extensions
 		l.mu.Unlock()
+		c.noteOwner(t2, newUntil) // the note outlives the extended lock (owner.go)
 		if l.crossed.Load() {
 			// A lock that crossed processes keeps its count on the
 			// nodes, where no handle can reset it (bounds.go).

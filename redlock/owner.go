@@ -16,10 +16,13 @@ import (
 // client draws starts with its tag (value.go: 6 random bytes drawn once
 // per client), and the client keeps a note "owner:"+tag under
 // WithInfoPrefix on every node it heard from lately, with its label. It
-// writes the note in the background after its first grant, and again
-// after a grant when a quarter of the note's life has passed (a minute,
-// when a node was left out), so that the note outlives every lock the
-// client holds (its life is twice WithMaxTTL). Inspect reads the tag of
+// writes the note in the background after a grant or an extension whose
+// validity ends later than the note covers (a minute later, when a node
+// was left out), so that the note outlives every lock the client holds:
+// its life is twice the longest validity it covers, at least a minute and
+// at most twice WithMaxTTL. A process that takes one short lock and exits
+// (a cron job every minute) so leaves one short note per run, not one of
+// a day or two. Inspect reads the tag of
 // the value it found (inside the client: it never shows a byte of the
 // value, the tag included) and the note under it. A value of the caller's
 // (WithValue) has no tag: its owner shows as unknown; so does the owner of
@@ -65,17 +68,26 @@ func checkOwner(label string) error {
 // ownerNote is the key of the owner note of the client with tag.
 func (c *Client) ownerNote(tag string) string { return c.opts.infoPrefix + "owner:" + tag }
 
-// ownerLife is how long an owner note lives on the nodes.
-func (c *Client) ownerLife() time.Duration { return 2 * c.opts.maxTTL }
+// minOwnerLife is the shortest life of an owner note.
+const minOwnerLife = time.Minute
+
+// ownerLife is how long an owner note written now lives on the nodes, to
+// cover a lock whose validity ends left from now: twice that, between
+// minOwnerLife and twice WithMaxTTL.
+func (c *Client) ownerLife(left time.Duration) time.Duration {
+	return min(max(2*left, minOwnerLife), 2*c.opts.maxTTL)
+}
 
 // noteOwner writes the client's owner note on every node, in the
-// background, when it is due (at the first grant, then once a quarter of
-// its life has passed): an atomic load per grant (at, the grant's time),
-// and no request on the path of the grant.
-func (c *Client) noteOwner(at time.Time) {
-	now := int64(at.Sub(c.born))
+// background, when a lock's validity, granted or extended at at, ends
+// (until) after what the note written last covers: an atomic load per
+// grant and extension, and no request on their path. The note written
+// covers every lock that ends within half its life.
+func (c *Client) noteOwner(at, until time.Time) {
+	now, end := int64(at.Sub(c.born)), int64(until.Sub(c.born))
+	life := c.ownerLife(until.Sub(at))
 	due := c.ownerDue.Load()
-	if now < due || !c.ownerDue.CompareAndSwap(due, now+int64(c.ownerLife()/4)) {
+	if end < due || !c.ownerDue.CompareAndSwap(due, now+int64(life/2)) {
 		return
 	}
 	all := c.infoNodes()
@@ -99,7 +111,7 @@ func (c *Client) noteOwner(at time.Time) {
 	if len(nodes) == 0 {
 		return
 	}
-	key, label, life := c.ownerNote(c.values.tag), c.opts.owner, c.ownerLife()
+	key, label := c.ownerNote(c.values.tag), c.opts.owner
 	c.settle(false, func() {
 		c.onEveryNode(context.Background(), nodes, func(ctx context.Context, _ int, n adapterInspect) {
 			_ = n.PutNote(ctx, key, label, life)
