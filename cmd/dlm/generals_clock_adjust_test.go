@@ -61,7 +61,7 @@ func TestGeneralsClockAdjustHasTheRightSign(t *testing.T) {
 		}
 		wg.Go(func() {
 			codes[i], outs[i], _ = runGeneralsCLI(t, "clock", "--cluster", cluster, "--id", strconv.Itoa(i), "--key", key,
-				"--start", start, "-n", strconv.Itoa(n), "-m", strconv.Itoa(m), "--algorithm", "sm", "--round-timeout", rt.String(), "--epochs", "1")
+				"--start", start, "-n", strconv.Itoa(n), "-m", strconv.Itoa(m), "--algorithm", "sm", "--round-timeout", rt.String(), "--epochs", "1", "--unsafe")
 		})
 	}
 	wg.Wait()

@@ -44,6 +44,7 @@ type epochFlags struct {
 	candidate    bool
 	clockOffset  time.Duration
 	claimDead    bool
+	unsafe       bool
 }
 
 // newGeneralsEpochCmd builds one of "dlm generals leader", "failures" and
@@ -120,6 +121,9 @@ Exit status:
 	fl.BoolVar(&f.candidate, "candidate", true, "stand for leader")
 	fl.DurationVar(&f.clockOffset, "clock-offset", 0, "make this general's clock read this far off (to watch clock agreement)")
 	fl.BoolVar(&f.claimDead, "claim-dead", false, "make this general lie: report that it heard from nobody (to watch failure detection refuse it)")
+	if use == useClock {
+		fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 2m+1, where m traitors can make the agreed clock any reading")
+	}
 	for _, name := range []string{"cluster", "id", "key", "start"} {
 		cmd.MarkFlagRequired(name)
 	}
@@ -164,6 +168,12 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 	}
 	if f.generals > agreed.MaxGenerals {
 		return usageErrorf("-n %d: a proposal encodes at most %d generals", f.generals, agreed.MaxGenerals)
+	}
+	if use == useClock && f.generals < 2*f.traitors+1 && !f.unsafe {
+		// Only SM gets here (OM needs n >= 3m+1): with half the readings
+		// or more from traitors, the median can be any traitor's reading
+		// (a general adopted one 349 years off and exited 0).
+		return usageErrorf("clock with n = %d and m = %d: when m traitors may give half the readings or more, the agreed median can be any reading they choose; clock agreement needs n >= 2m+1 = %d (run with --unsafe to adopt such a median anyway)", f.generals, f.traitors, 2*f.traitors+1)
 	}
 	if f.epochs < 0 {
 		return usageErrorf("--epochs %d: want 0 (until interrupted) or more", f.epochs)

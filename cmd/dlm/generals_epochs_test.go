@@ -147,6 +147,7 @@ func TestGeneralsEpochUsage(t *testing.T) {
 	}{
 		{"past start", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", "2020-01-01T00:00:00Z"}, "in the past"},
 		{"short period", []string{"clock", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--period", "1s"}, "at least 4.5s"},
+		{"clock below 2m+1", []string{"clock", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "-n", "4", "-m", "2", "--algorithm", "sm"}, "needs n >= 2m+1 = 5"},
 		{"wrong key", []string{"failures", "--cluster", cluster, "--id", "2", "--key", key, "--start", soon}, "not the key"},
 		{"unsafe size", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "-m", "2"}, "3m+1"},
 		{"negative epochs", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--epochs", "-1"}, "--epochs"},
