@@ -138,6 +138,62 @@ func RunClusterMigration(t *testing.T, dial ClusterNodeDialer, channelPrefix str
 	})
 }
 
+// RunClusterFailover runs, over a real Redis Cluster of one master and its
+// replica, what a cluster node of any adapter must do when the master dies
+// and its replica takes its slots: the node learns the replica's address
+// while the master is up (knows reports whether the adapter's client has
+// an address in its slot map), and its requests for those slots reach the
+// promoted replica within a few seconds (the bound is generous for a
+// loaded machine). A replica joins the slot map only once it synced
+// (CLUSTER SLOTS lists it once it is online), so a client that read the
+// map before, and reads it again only on MOVED or ASK or a failed request,
+// never learns it and cannot reach it once its master is dead.
+func RunClusterFailover(t *testing.T, dial ClusterNodeDialer, knows func(n adapter.HandoffNode, addr string) bool) {
+	t.Run("FollowsAFailover", func(t *testing.T) {
+		cl := StartRedisCluster(t, 1, 1)
+		n, err := dial(cl.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { closeNode(n) })
+		ctx := t.Context()
+		if ok, err := n.Acquire(ctx, "{before}", "v", time.Minute); !ok || err != nil {
+			t.Fatalf("Acquire before the failover = %v, %v; want true", ok, err)
+		}
+		// The replica joined the slot map once it synced: the node learns its
+		// address while the master is up, or it could not reach it after.
+		replica := cl.Replicas(0)[0].Addr()
+		for end := time.Now().Add(30 * time.Second); !knows(n, replica); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("the node did not learn the address of the master's replica %s in 30 s", replica)
+			}
+		}
+		cl.Masters()[0].Kill()
+		// A request to the dead master: the node learns of the failure.
+		rctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, _ = n.Acquire(rctx, "{during}", "v", time.Minute)
+		cancel()
+		if err := cl.Promote(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		promoted := time.Now()
+		const bound = 10 * time.Second
+		for {
+			rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+			ok, err := n.Acquire(rctx, "{after}", "v", time.Minute)
+			cancel()
+			if ok && err == nil {
+				t.Logf("followed the failover %v after the promotion", time.Since(promoted).Round(time.Millisecond))
+				return
+			}
+			if time.Since(promoted) > bound {
+				t.Fatalf("the node still fails %v after the replica's promotion: %v, %v; want it to follow the failover", bound, ok, err)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	})
+}
+
 // closeNode closes n when its adapter's node is an io.Closer.
 func closeNode(n adapter.HandoffNode) {
 	if c, ok := n.(io.Closer); ok {
