@@ -45,31 +45,12 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 // may close. ic.Config.RunID must be the run's (RunID(c, start, seq));
 // RunInteractiveNode sets it.
 func RunInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
-	if err := node.prepare(c, ic.Config.RunID); err != nil {
-		return byzantine.InteractiveGeneralResult{}, err
-	}
-	end := start.Add(time.Duration(ic.Config.MaxTraitors+2) * ic.Config.RoundTimeout)
-	dctx, cancel := context.WithDeadline(ctx, end)
-	dialed := make(chan struct{})
-	go func() {
-		defer close(dialed)
-		node.dialAll(dctx, c)
-	}()
-	defer func() {
-		cancel()
-		<-dialed
-	}()
-	wait := time.NewTimer(time.Until(start))
-	select {
-	case <-dialed:
-	case <-wait.C:
-	case <-ctx.Done():
-	}
-	wait.Stop()
-	res, err := byzantine.RunInteractiveGeneral(ctx, ic, node.id, keys, ep, start)
-	fctx, fcancel := context.WithTimeout(ctx, ic.Config.RoundTimeout)
-	node.Flush(fctx)
-	fcancel()
+	var res byzantine.InteractiveGeneralResult
+	err := node.onSchedule(ctx, c, ic.Config, start, func() error {
+		var err error
+		res, err = byzantine.RunInteractiveGeneral(ctx, ic, node.id, keys, ep, start)
+		return err
+	})
 	return res, err
 }
 

@@ -135,8 +135,25 @@ func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519
 // and a peer without a link when a message is due is a fault the general
 // sees (byzantine.PeerAbsent).
 func runOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine.Endpoint, c Cluster, cfg byzantine.Config, start time.Time, trace *[]byzantine.TraceEvent) (byzantine.GeneralResult, error) {
+	var res byzantine.GeneralResult
+	err := node.onSchedule(ctx, c, cfg, start, func() error {
+		var err error
+		res, err = byzantine.RunGeneral(ctx, g, ep, start, trace)
+		return err
+	})
+	return res, err
+}
+
+// onSchedule runs run, one general's part of the run cfg over node, on
+// the run's schedule: the node dials every peer it has no link to until
+// the run's last deadline, and run starts once every link is up or at
+// start, whichever comes first (a link that comes up later is used from
+// then on). The last markers run queued are then written before the node
+// may close, so that peers still in the last round need not wait for its
+// deadline.
+func (node *Node) onSchedule(ctx context.Context, c Cluster, cfg byzantine.Config, start time.Time, run func() error) error {
 	if err := node.prepare(c, cfg.RunID); err != nil {
-		return byzantine.GeneralResult{}, err
+		return err
 	}
 	end := start.Add(time.Duration(cfg.MaxTraitors+2) * cfg.RoundTimeout)
 	dctx, cancel := context.WithDeadline(ctx, end)
@@ -156,13 +173,11 @@ func runOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine
 	case <-ctx.Done():
 	}
 	wait.Stop()
-	res, err := byzantine.RunGeneral(ctx, g, ep, start, trace)
-	// The last markers are queued: write them before the node may close,
-	// so that peers still in the last round need not wait for its deadline.
+	err := run()
 	fctx, fcancel := context.WithTimeout(ctx, cfg.RoundTimeout)
 	node.Flush(fctx)
 	fcancel()
-	return res, err
+	return err
 }
 
 // Child is one running general as the coordinator sees it.

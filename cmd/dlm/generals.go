@@ -239,11 +239,22 @@ func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer)
 	} else {
 		writeGeneralsText(stdout, f.transport, res)
 	}
+	return verdictExit(res, func() string { return tooManyFaultsText(res) })
+}
+
+// verdictExit is the exit of a run once its output is written: 3 when a
+// general ran out of time or more than m generals were faulty (the run
+// proves nothing), 1 when a condition of agreement failed, else 0.
+func verdictExit(res interface {
+	OutOfTime() []byzantine.ID
+	TooManyFaults() bool
+	Verify() error
+}, tooMany func() string) error {
 	if late := res.OutOfTime(); len(late) > 0 {
 		return withCode(exitInconclusive, errors.New(outOfTimeText(late)))
 	}
 	if res.TooManyFaults() {
-		return withCode(exitInconclusive, errors.New(tooManyFaultsText(res)))
+		return withCode(exitInconclusive, errors.New(tooMany()))
 	}
 	if err := res.Verify(); err != nil {
 		return withCode(exitFailure, err)

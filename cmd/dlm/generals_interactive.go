@@ -106,16 +106,7 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 	} else {
 		writeInteractiveText(stdout, f.transport, res)
 	}
-	if late := res.OutOfTime(); len(late) > 0 {
-		return withCode(exitInconclusive, errors.New(outOfTimeText(late)))
-	}
-	if res.TooManyFaults() {
-		return withCode(exitInconclusive, errors.New(interactiveTooManyFaultsText(res)))
-	}
-	if err := res.Verify(); err != nil {
-		return withCode(exitFailure, err)
-	}
-	return nil
+	return verdictExit(res, func() string { return interactiveTooManyFaultsText(res) })
 }
 
 // interactiveTooManyFaultsText says that more than m generals were
