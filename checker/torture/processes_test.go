@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -39,7 +41,10 @@ func TestMarkedProcesses(t *testing.T) {
 	marked := func() []int {
 		var pids []int
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if pids = markedProcesses(mark); len(pids) == 2 {
+			// Wait for the shell and its sleep: the touch before it
+			// carries the mark too until it exits, and a child between
+			// fork and exec carries the shell's arguments.
+			if pids = markedProcesses(mark); len(pids) == 2 && runsSleep(pids) {
 				if _, err := os.Stat(ready); err == nil {
 					break
 				}
@@ -61,4 +66,14 @@ func TestMarkedProcesses(t *testing.T) {
 	if len(pids) > 0 {
 		t.Errorf("processes %v still marked after the group was killed", pids)
 	}
+}
+
+// runsSleep reports whether one of pids runs sleep(1).
+func runsSleep(pids []int) bool {
+	for _, p := range pids {
+		if b, err := os.ReadFile("/proc/" + strconv.Itoa(p) + "/cmdline"); err == nil && strings.HasPrefix(string(b), "sleep\x00") {
+			return true
+		}
+	}
+	return false
 }
