@@ -169,6 +169,9 @@ func TestGeneralsEpochUsage(t *testing.T) {
 // the next epoch begins right after it: a general that woke before its
 // peers had left the previous epoch dialled their old listeners and went
 // without them (epoch 2 declared generals 0, 2 and 3 failed at general 1).
+// An epoch whose rounds ran out of time on a loaded machine proves
+// nothing (exit 3, "out_of_time" in its line) and is not checked; at
+// least one epoch after the crash must be conclusive.
 func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 	const n, epochs = 4, 3
 	dir, cluster := epochCluster(t, n)
@@ -183,21 +186,31 @@ func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 				e = 1
 			}
 			args := []string{"generals", "leader", "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
-				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "1s", "--epochs", strconv.Itoa(e)}
+				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "2s", "--epochs", strconv.Itoa(e)}
 			var out, errb bytes.Buffer
 			codes[i] = run(t.Context(), args, strings.NewReader(""), &out, &errb)
-			outs[i] = out.String() + errb.String()
+			outs[i] = out.String()
+			if errb.Len() > 0 {
+				t.Logf("general %d: %s", i, errb.String())
+			}
 		})
 	}
 	wg.Wait()
+	conclusive := 0
 	for i := 1; i < n; i++ {
-		if codes[i] != exitOK {
+		if codes[i] != exitOK && codes[i] != exitInconclusive {
 			t.Fatalf("general %d: exit %d\n%s", i, codes[i], outs[i])
 		}
 		for e, line := range strings.Split(strings.TrimSpace(outs[i]), "\n") {
 			var l epochLine
 			if err := json.Unmarshal([]byte(line), &l); err != nil {
 				t.Fatalf("general %d: %v: %s", i, err, line)
+			}
+			if len(l.OutOfTime) > 0 {
+				continue
+			}
+			if e > 0 {
+				conclusive++
 			}
 			wantLeader, wantFailed := byzantine.ID(0), []int{}
 			if e > 0 {
@@ -211,6 +224,9 @@ func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 				t.Errorf("general %d, epoch %d: leader %d, failed %v; want %d and %v\n%s", i, e, deref(l.Leader), failed, wantLeader, wantFailed, line)
 			}
 		}
+	}
+	if conclusive == 0 {
+		t.Fatalf("no epoch after the crash was conclusive at any general:\n%s", strings.Join(outs, "\n"))
 	}
 }
 
