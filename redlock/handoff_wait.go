@@ -192,7 +192,10 @@ func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration
 	if !w.isHead() {
 		promoted = w.head
 	}
-	retry := c.retryDelay(o)
+	// One draw of R10's delay per wait: the timed retry of a waiter at
+	// the front, or of one behind it once it reaches the front.
+	delay := c.retryDelay(o)
+	retry := delay
 	if after&afterFirst != 0 {
 		slot, jit := c.rankSlot(elapsed, o)
 		retry = min(slot+c.jitter(jit), retry)
@@ -213,7 +216,7 @@ func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration
 			return wake{}, nil
 		case <-promoted: // now at the front: run the timed retry
 			promoted = nil
-			t = time.NewTimer(c.retryDelay(o))
+			t = time.NewTimer(delay)
 			defer t.Stop()
 			timeout = t.C
 		case wk = <-woken:
