@@ -195,6 +195,7 @@ func TestGeneralsExplain(t *testing.T) {
 		{"JSON", []string{"--explain", "1", "--json"}, exitOK, `"explanations"`, ""},
 		// Regression: --explain did not say how to read a path.
 		{"what a path means", []string{"--faulty", "3", "--explain", "2"}, exitOK, "the commander (0) sent it to lieutenant 2, who relayed it to lieutenant 5", ""},
+		{"every general", []string{"--faulty", "3", "--explain", "all"}, exitOK, "explain general 1: tree of values", ""},
 		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
 		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
 	}
