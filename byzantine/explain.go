@@ -47,6 +47,8 @@ type ExplainValue struct {
 	Order Order `json:"order"`
 	// Chain is the first accepted chain that carried it ("attack:0:2").
 	Chain string `json:"chain"`
+	// Path is that chain's signers, in order (0 first, the commander).
+	Path []ID `json:"path,omitempty"`
 	// Round is the round in which that chain arrived.
 	Round int `json:"round"`
 }
@@ -112,6 +114,74 @@ func (g *General) omExplain(d, idx int, path []ID) *ExplainNode {
 	}
 	node.Majority = Majority(g.cfg.Majority, vs)
 	return node
+}
+
+// Relabel returns a copy of e with every general renamed by rename: the
+// paths of an OM tree and the chains of SM's V. An interactive run uses it
+// to show an instance's explanation in the generals' own ids (rename is
+// then InstanceID of the instance).
+func (e *Explanation) Relabel(rename func(ID) ID) *Explanation {
+	if e == nil {
+		return nil
+	}
+	out := &Explanation{Algorithm: e.Algorithm, Decision: e.Decision}
+	var walk func(n *ExplainNode) *ExplainNode
+	walk = func(n *ExplainNode) *ExplainNode {
+		c := &ExplainNode{Value: n.Value, Missing: n.Missing, Majority: n.Majority, Path: make([]ID, len(n.Path))}
+		for k, id := range n.Path {
+			c.Path[k] = rename(id)
+		}
+		for _, ch := range n.Children {
+			c.Children = append(c.Children, walk(ch))
+		}
+		return c
+	}
+	if e.Tree != nil {
+		out.Tree = walk(e.Tree)
+	}
+	for _, v := range e.Values {
+		m := Message{Order: v.Order, Path: make([]ID, len(v.Path))}
+		for k, id := range v.Path {
+			m.Path[k] = rename(id)
+		}
+		v.Path, v.Chain = m.Path, m.Chain()
+		out.Values = append(out.Values, v)
+	}
+	return out
+}
+
+// Why says in one line, for a lieutenant, why it decided as it did: for
+// OM the majority at the root of its tree, of the value it received from
+// the commander and of what each other lieutenant's sub-execution gave
+// ("majority(attack from 0, retreat via 2, attack via 3) = attack"); for
+// SM the set V of signed orders it accepted and choice(V).
+func (e *Explanation) Why() string {
+	switch {
+	case e.Tree != nil:
+		n := e.Tree
+		from := fmt.Sprintf("%s from %d", n.Value, n.Path[0])
+		if n.Missing {
+			from = fmt.Sprintf("nothing from %d (%s by default)", n.Path[0], n.Value)
+		}
+		if len(n.Children) == 0 {
+			return from
+		}
+		vs := []string{from}
+		for _, c := range n.Children {
+			vs = append(vs, fmt.Sprintf("%s via %d", c.Majority, c.Path[len(c.Path)-1]))
+		}
+		return fmt.Sprintf("majority(%s) = %s", joinOrders(vs), n.Majority)
+	case e.Algorithm == SM:
+		var vs []string
+		for _, v := range e.Values {
+			vs = append(vs, string(v.Order))
+		}
+		if len(vs) == 0 {
+			return fmt.Sprintf("it accepted no signed order: V = {}, choice(V) = %s", e.Decision)
+		}
+		return fmt.Sprintf("the signed orders it accepted are V = {%s}, choice(V) = %s", joinOrders(vs), e.Decision)
+	}
+	return "the commander obeys its own order"
 }
 
 // String formats a path as the spec writes it: 0:2:3.

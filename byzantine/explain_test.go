@@ -79,12 +79,14 @@ func TestExplainSM(t *testing.T) {
 	cfg.Explain = []byzantine.ID{1, 2}
 	res := mustRun(t, cfg)
 	want := map[byzantine.ID][]byzantine.ExplainValue{
-		1: {{Order: byzantine.Attack, Chain: "attack:0", Round: 0}, {Order: byzantine.Retreat, Chain: "retreat:0:2", Round: 1}},
-		2: {{Order: byzantine.Retreat, Chain: "retreat:0", Round: 0}, {Order: byzantine.Attack, Chain: "attack:0:1", Round: 1}},
+		1: {{Order: byzantine.Attack, Chain: "attack:0", Path: []byzantine.ID{0}, Round: 0}, {Order: byzantine.Retreat, Chain: "retreat:0:2", Path: []byzantine.ID{0, 2}, Round: 1}},
+		2: {{Order: byzantine.Retreat, Chain: "retreat:0", Path: []byzantine.ID{0}, Round: 0}, {Order: byzantine.Attack, Chain: "attack:0:1", Path: []byzantine.ID{0, 1}, Round: 1}},
 	}
 	for id, w := range want {
 		e := res.Generals[id].Explanation
-		if e == nil || !slices.Equal(e.Values, w) {
+		if e == nil || !slices.EqualFunc(e.Values, w, func(a, b byzantine.ExplainValue) bool {
+			return a.Order == b.Order && a.Chain == b.Chain && a.Round == b.Round && slices.Equal(a.Path, b.Path)
+		}) {
 			t.Errorf("general %d explanation %+v, want values %v", id, e, w)
 			continue
 		}

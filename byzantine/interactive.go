@@ -25,9 +25,10 @@ type InteractiveConfig struct {
 	// Config is the run shared by every instance: Algorithm, Generals,
 	// MaxTraitors, Majority, RoundTimeout, Seed, Seq, RunID, AllowUnsafe,
 	// Faulty (a traitor lies in every instance, its own included),
-	// Crashes, in-memory Faults and Trace, in the generals' own ids.
-	// Config.Order is not used (each commander sends its own value) and
-	// Config.Explain is refused (explain one instance with Run instead).
+	// Crashes, in-memory Faults, Trace and Explain, in the generals' own
+	// ids. Config.Order is not used (each commander sends its own value).
+	// A general listed in Explain is explained in every instance
+	// (InteractiveResult.Explain).
 	Config Config `json:"config"`
 	// Values holds general i's private value at index i; len(Values) must
 	// be Config.Generals.
@@ -78,8 +79,11 @@ func (c InteractiveConfig) Validate() error {
 			return bad("value of general %d %q: want 1 to %d bytes", i, v, MaxOrderLen)
 		}
 	}
-	if len(cfg.Explain) > 0 {
-		return bad("interactive consistency does not explain decisions: explain one instance with Run")
+	if k := len(slices.Compact(slices.Sorted(slices.Values(cfg.Explain)))); k > 0 && cfg.Algorithm == OM && cfg.Generals > 0 {
+		if total := k * cfg.Generals * explainNodes(cfg.Generals, cfg.MaxTraitors); total > MaxExplainNodes {
+			return fmt.Errorf("%w: %w: explaining %d generals in each of %d instances of OM(%d) builds %d decision-tree nodes, more than %d; explain fewer generals or a smaller run",
+				ErrInvalidConfig, ErrTooLarge, k, cfg.Generals, cfg.MaxTraitors, total, MaxExplainNodes)
+		}
 	}
 	for id := range c.Equivocate {
 		if cfg.strategyOf(id) == "" {
@@ -120,6 +124,10 @@ func (c InteractiveConfig) Instance(i ID) Config {
 				cfg.Faulty[k] = Traitor{ID: 0, Strategy: Custom, Func: equivocator(i, lie)}
 			}
 		}
+	}
+	cfg.Explain = nil
+	for _, id := range c.Config.Explain {
+		cfg.Explain = append(cfg.Explain, InstanceID(i, id))
 	}
 	cfg.Crashes = nil
 	for _, cr := range c.Config.Crashes {
@@ -391,6 +399,27 @@ func (r *InteractiveResult) Verify() error {
 	return &VectorError{IC1: e1 == nil, IC2: e2 == nil, Entries: entries}
 }
 
+// Explain returns how general g decided each entry of its vector: at
+// index i its Explanation in instance i, with every path and chain in the
+// generals' own ids (instance i's commander is general i, so its paths
+// start with i). It is nil when g is not in Config.Explain; an entry is
+// nil where g crashed. In instance g, g is the commander: its explanation
+// holds only its decision, its own value.
+func (r *InteractiveResult) Explain(g ID) []*Explanation {
+	if !slices.Contains(r.Config.Config.Explain, g) {
+		return nil
+	}
+	out := make([]*Explanation, len(r.Instances))
+	for i, inst := range r.Instances {
+		v := InstanceID(ID(i), g)
+		if int(v) >= len(inst.Generals) {
+			continue
+		}
+		out[i] = inst.Generals[v].Explanation.Relabel(func(id ID) ID { return InstanceID(ID(i), id) })
+	}
+	return out
+}
+
 // FaultyGenerals returns, in increasing order, every general the run
 // counts as faulty in any instance, in the generals' own ids: traitors,
 // crashed generals, and peers a loyal survivor saw fail over a real
@@ -511,6 +540,9 @@ func RunInteractive(ctx context.Context, ic InteractiveConfig) (*InteractiveResu
 				continue
 			}
 			res.Generals[v] = GeneralResult{ID: ID(v), Loyal: g.Loyal(), Strategy: g.strategy, Decision: g.Decide(), Values: g.Values(), Stats: g.Stats()}
+			if slices.Contains(in.cfg.Explain, ID(v)) {
+				res.Generals[v].Explanation = g.Explain()
+			}
 			own := InstanceID(ID(i), ID(v))
 			if out.Heard[own] == nil {
 				out.Heard[own] = make([]bool, n)

@@ -62,6 +62,25 @@ func (r InteractiveGeneralResult) Faults() []PeerFault {
 	return out
 }
 
+// Stats returns the general's counters summed over its instances.
+func (r InteractiveGeneralResult) Stats() Stats {
+	var s Stats
+	for _, in := range r.Instances {
+		s.add(in.Stats)
+	}
+	return s
+}
+
+// FaultyPeers returns the ids of the peers the general saw fail in any
+// instance (see Faults), in increasing order.
+func (r InteractiveGeneralResult) FaultyPeers() []ID {
+	var ids []ID
+	for _, f := range r.Faults() {
+		ids = append(ids, f.ID)
+	}
+	return ids
+}
+
 func containsInt(xs []int, x int) bool {
 	for _, y := range xs {
 		if y == x {

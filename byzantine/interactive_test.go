@@ -216,7 +216,11 @@ func TestInteractiveValidate(t *testing.T) {
 	}{
 		{"values", func(ic *byzantine.InteractiveConfig) { ic.Values = ic.Values[:2] }, "2 values for 4 generals"},
 		{"empty value", func(ic *byzantine.InteractiveConfig) { ic.Values[1] = "" }, "value of general 1"},
-		{"explain", func(ic *byzantine.InteractiveConfig) { ic.Config.Explain = []byzantine.ID{1} }, "does not explain"},
+		{"explain out of range", func(ic *byzantine.InteractiveConfig) { ic.Config.Explain = []byzantine.ID{4} }, "explain: general 4 out of range"},
+		{"explain too large", func(ic *byzantine.InteractiveConfig) {
+			ic.Config.Generals, ic.Config.MaxTraitors, ic.Values = 13, 4, icValues(13)
+			ic.Config.Explain = []byzantine.ID{1}
+		}, "explaining 1 generals in each of 13 instances"},
 		{"loyal equivocates", func(ic *byzantine.InteractiveConfig) {
 			ic.Equivocate = map[byzantine.ID]func(byzantine.ID) byzantine.Order{1: func(byzantine.ID) byzantine.Order { return "x" }}
 		}, "not listed among the traitors"},

@@ -241,7 +241,7 @@ func (g *General) smReceive(m Message) RejectReason {
 	}
 	// B9 step 2 (A)/(B): a new value joins V and is relayed if k < m.
 	g.sm.v = append(g.sm.v, m.Order)
-	g.sm.firsts = append(g.sm.firsts, ExplainValue{Order: m.Order, Chain: m.Chain(), Round: g.round})
+	g.sm.firsts = append(g.sm.firsts, ExplainValue{Order: m.Order, Chain: m.Chain(), Path: slices.Clone(m.Path), Round: g.round})
 	if k < g.m {
 		g.sm.pending = append(g.sm.pending, smJob{order: m.Order, path: m.Path, sigs: m.Sigs})
 	}

@@ -72,11 +72,11 @@ func WithHandoff(on bool) Option {
 // handoff is a client's side of the hand-off. Its state is in three parts,
 // one job each, all under mu:
 //   - queueing: who waits for which key, in which order, and this client's
-//     releases that woke nobody (handoff_queue.go);
+//     releases that woke nobody (handoff_wait.go);
 //   - listening: which nodes each key's waiters listen on, and the
-//     per-node subscriptions (handoff_subs.go);
+//     per-node subscriptions (handoff_wait.go: subscribe; handoff_subs.go);
 //   - ranking: which clients released each key in which order, and this
-//     client's own recent releases (handoff_rank.go).
+//     client's own recent releases (handoff_notify.go).
 type handoff struct {
 	c     *Client
 	nodes []adapter.HandoffNode // nil where a node lacks the capability
@@ -91,7 +91,7 @@ type handoff struct {
 	ranking
 }
 
-// queueing is who waits for what (handoff_queue.go).
+// queueing is who waits for what (handoff_wait.go).
 type queueing struct {
 	// queues holds the waiters of each key, in FIFO order.
 	queues map[string][]*waiter
@@ -124,7 +124,7 @@ type listening struct {
 	subGen uint64 // subscriptions made so far: the last one's generation
 }
 
-// ranking is what the client heard of the clients' turns (handoff_rank.go).
+// ranking is what the client heard of the clients' turns (handoff_notify.go).
 type ranking struct {
 	// own holds the values of this client's recent releases of keys that
 	// had waiters: their announcements come back through the nodes after

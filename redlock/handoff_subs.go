@@ -8,9 +8,10 @@ import (
 	"dlm/redlock/adapter"
 )
 
-// The hand-off's subscriptions: which nodes a waiting client listens on
-// for a key's releases, and the per-node queue of (un)subscriptions
-// (handoff.go has the overview).
+// The hand-off's subscriptions in the background (handoff.go has the
+// overview): the per-node queue of the Watch and Unwatch calls that a
+// key's waiters ask for (handoff_wait.go: subscribe), the goroutine that
+// runs it, and the look at the key once a subscription is confirmed.
 
 // handoffSubscribeTimeout bounds one SUBSCRIBE or UNSUBSCRIBE of the
 // hand-off, which runs in the background.
@@ -28,44 +29,6 @@ type subOp struct {
 	key string
 	on  bool
 	gen uint64 // of a Watch: its subscription's generation (fresh)
-}
-
-// HandoffWatchNodes is how many nodes a client listens to for the
-// announced releases of a resource it waits for (when it has that many
-// adapter.HandoffNodes). Every node announces every release, so one would
-// do while it is up; a second keeps the hand-off working while one node is
-// down, and the client picks nodes that answered it lately (the timed retry
-// of R10 covers the rest). Listening on every node cost more than it
-// gained: each release woke every waiting client once per node, all at the
-// same instant, and on a busy machine the release itself then took twice
-// as long (8 OS processes x 4 workers on 5 redis-server nodes, 2 cores:
-// 675-679 critical sections/s listening on 5 nodes, 668-696 on 3, 717-731
-// on 2, 733-740 on 1; cd bench && go run . -only mp).
-const HandoffWatchNodes = 2
-
-// subscribe queues a Watch (on) or Unwatch of key on the nodes that listen
-// for its releases (watchSet); one goroutine per node runs its queue in
-// order. Called with h.mu held.
-func (h *handoff) subscribe(key string, on bool) {
-	if h.closed {
-		return
-	}
-	var at []int
-	var gen uint64
-	if on {
-		at = h.watchSet(key)
-		h.watched[key] = at
-		h.subGen++
-		gen = h.subGen
-		h.fresh[key] = gen
-	} else {
-		at = h.watched[key]
-		delete(h.watched, key)
-		delete(h.fresh, key)
-	}
-	for _, i := range at {
-		h.queueSub(i, subOp{key: key, on: on, gen: gen})
-	}
 }
 
 // queueSub queues op, a Watch or Unwatch, on node i, starting the node's
@@ -112,29 +75,6 @@ func (h *handoff) rewatch(key string) {
 			h.queueSub(i, subOp{key: key, on: true, gen: gen})
 		}
 	}
-}
-
-// watchSet returns the nodes to listen on for key's releases:
-// HandoffWatchNodes of the capable nodes, taken in order from one chosen by
-// key's hash (so that many keys' subscriptions spread over the nodes),
-// those that answered this client within the last limit first (one that
-// did not may be down, and would announce nothing). Called with h.mu held.
-func (h *handoff) watchSet(key string) []int {
-	n := len(h.nodes)
-	first := int(keyHash(key) % uint32(n))
-	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
-	var up, rest []int
-	for k := range n {
-		i := (first + k) % n
-		switch {
-		case h.nodes[i] == nil:
-		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
-			up = append(up, i)
-		default:
-			rest = append(rest, i)
-		}
-	}
-	return append(up, rest...)[:min(HandoffWatchNodes, len(up)+len(rest))]
 }
 
 // runSubs runs node i's queue of Watch and Unwatch calls, in order, until

@@ -2,16 +2,80 @@ package redlock
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
-// The hand-off's waiting (retry.go: waiting): a Lock call waits in its
-// key's queue (handoff_queue.go) for an announced release, ranked among
-// the clients (handoff_rank.go), for a hand-over from this client's Unlock
+// A Lock call's side of the hand-off, in the order it runs (the waiting
+// of retry.go, handoff.go has the overview): its first wait keeps it from
+// barging past its client's calls that wait for the same key (first); it
+// joins its key's queue, whose first waiter subscribes the client to the
+// key's releases (subscribe; the subscriptions run in the background,
+// handoff_subs.go); it waits for an announced release, in its rank among
+// the clients (rank), for a hand-over from this client's Unlock
 // (handoff_handover.go), or for the timed random retry of R10, whichever
-// comes first (handoff.go has the overview).
+// comes first (wait); after a failed attempt it waits again (next); and
+// it leaves the queue when the call ends (end). What a release tells the
+// waiters is in handoff_notify.go.
 
 var _ waiting = (*handoff)(nil)
+
+// waiter is one Lock call waiting to retry. ch holds at most one pending
+// wake-up. head is closed when the waiter reaches the front of its queue.
+// handing is set while this client's Unlock acquires on the waiter's
+// behalf: no other wake-up is given to it then.
+type waiter struct {
+	ch      chan wake
+	head    chan struct{}
+	handing bool // under handoff.mu
+	// split: its last attempt set some keys but missed the quorum (a
+	// split vote, R10); under handoff.mu.
+	split bool
+	// gave is the value of its last failed attempt, whose keys are given
+	// back (R8.5), maybe late; gaveFreed is set once they all are
+	// (gaveBack); lookPending while the look after subscribing found the
+	// key held by gave and waits for them (handoff_subs.go: confirmed).
+	// Under handoff.mu.
+	gave        string
+	gaveFreed   bool
+	lookPending bool
+	// woke is the wake-up that the call's latest wait acted on; only the
+	// waiting call reads and writes it (next).
+	woke wake
+
+	// The waiting Lock call, for a hand-over on its behalf.
+	ctx      context.Context
+	resource string
+	opts     lockOptions
+}
+
+// wake is one wake-up of a waiter: an announcement from the nodes (remote),
+// this client's own Unlock, or a hand-over with the lock itself.
+type wake struct {
+	remote bool
+	lock   *Lock
+	// slots is, for an announcement, how many attempt durations the
+	// waiter lets pass before its own (rank).
+	slots int
+	// from is the node whose announcement this is, or -1.
+	from int
+}
+
+// isHead reports whether w is at the front of its queue.
+func (w *waiter) isHead() bool {
+	select {
+	case <-w.head:
+		return true
+	default:
+		return false
+	}
+}
+
+// newWaiter returns a waiter for a Lock call of resource with options o
+// and context ctx, in no queue yet.
+func newWaiter(ctx context.Context, resource string, o lockOptions) *waiter {
+	return &waiter{ch: make(chan wake, 1), head: make(chan struct{}), ctx: ctx, resource: resource, opts: o}
+}
 
 // first keeps a Lock call from barging past this client's waiters for
 // the same key: when key has waiters, the call joins the end of the queue
@@ -41,16 +105,119 @@ func (h *handoff) first(ctx context.Context, t target, o lockOptions) (turn, err
 	return h.waitTurn(ctx, o, time.Duration(c.lastAttempt.Load()), afterNothing, turn{place: w})
 }
 
-// woke is the wake-up that the call's latest wait acted on, if it waited.
-func (tn turn) woke() wake {
-	if tn.place == nil {
-		return wake{}
-	}
-	return tn.place.woke
+// queued reports whether key has waiters in this client.
+func (h *handoff) queued(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.queues[key]) > 0
 }
 
-// mark is releasedMark (handoff_queue.go), taken before each attempt.
-func (h *handoff) mark(t target) uint64 { return h.releasedMark(t) }
+// joinBehind queues w for key behind the key's waiters, and reports false,
+// queueing nothing, when the key has none: looking at the queue and
+// joining it are one step, so a release that empties the queue cannot fall
+// between them and leave w asleep on R10's delay at the front of a queue
+// nobody will wake while the key is free.
+func (h *handoff) joinBehind(key string, w *waiter) bool {
+	return h.joinQueue(key, w, true)
+}
+
+// join queues w for key, subscribing to key's releases on every node when
+// it is the key's first waiter.
+func (h *handoff) join(key string, w *waiter) {
+	h.joinQueue(key, w, false)
+}
+
+// joinQueue is join and joinBehind.
+func (h *handoff) joinQueue(key string, w *waiter, behind bool) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.queues[key]
+	if behind && len(q) == 0 {
+		return false
+	}
+	h.queues[key] = append(q, w)
+	if len(q) == 0 {
+		if ts := h.turns[key]; ts != nil {
+			ts.rested = 0
+		}
+		close(w.head)
+		if len(h.sets[key]) == 0 {
+			h.subscribe(key, true)
+		}
+	}
+	return true
+}
+
+// HandoffWatchNodes is how many nodes a client listens to for the
+// announced releases of a resource it waits for (when it has that many
+// adapter.HandoffNodes). Every node announces every release, so one would
+// do while it is up; a second keeps the hand-off working while one node is
+// down, and the client picks nodes that answered it lately (the timed retry
+// of R10 covers the rest). Listening on every node cost more than it
+// gained: each release woke every waiting client once per node, all at the
+// same instant, and on a busy machine the release itself then took twice
+// as long (8 OS processes x 4 workers on 5 redis-server nodes, 2 cores:
+// 675-679 critical sections/s listening on 5 nodes, 668-696 on 3, 717-731
+// on 2, 733-740 on 1; cd bench && go run . -only mp).
+const HandoffWatchNodes = 2
+
+// subscribe queues a Watch (on) or Unwatch of key on the nodes that listen
+// for its releases (watchSet); one goroutine per node runs its queue in
+// order. Called with h.mu held.
+func (h *handoff) subscribe(key string, on bool) {
+	if h.closed {
+		return
+	}
+	var at []int
+	var gen uint64
+	if on {
+		at = h.watchSet(key)
+		h.watched[key] = at
+		h.subGen++
+		gen = h.subGen
+		h.fresh[key] = gen
+	} else {
+		at = h.watched[key]
+		delete(h.watched, key)
+		delete(h.fresh, key)
+	}
+	for _, i := range at {
+		h.queueSub(i, subOp{key: key, on: on, gen: gen})
+	}
+}
+
+// watchSet returns the nodes to listen on for key's releases:
+// HandoffWatchNodes of the capable nodes, taken in order from one chosen by
+// key's hash (so that many keys' subscriptions spread over the nodes),
+// those that answered this client within the last limit first (one that
+// did not may be down, and would announce nothing). Called with h.mu held.
+func (h *handoff) watchSet(key string) []int {
+	n := len(h.nodes)
+	first := int(keyHash(key) % uint32(n))
+	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
+	var up, rest []int
+	for k := range n {
+		i := (first + k) % n
+		switch {
+		case h.nodes[i] == nil:
+		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
+			up = append(up, i)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	return append(up, rest...)[:min(HandoffWatchNodes, len(up)+len(rest))]
+}
+
+// keyHash is the 32-bit FNV-1a hash of key.
+func keyHash(key string) uint32 {
+	x := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		x ^= uint32(key[i])
+		x *= 16777619
+	}
+	return x
+}
 
 // waitTurn is wait for the call whose turn is tn: the wake-up it acted on
 // stays with its waiter (for the next call of next), and a lock handed
@@ -61,119 +228,12 @@ func (h *handoff) waitTurn(ctx context.Context, o lockOptions, elapsed time.Dura
 	return tn, err
 }
 
-// end takes a finished Lock call out of its key's queue, or a LockAll
-// call out of its set's waiters; acquired tells whether it got the lock.
-func (h *handoff) end(t target, tn turn, acquired bool) {
-	switch {
-	case tn.place == nil:
-	case t.keys != nil:
-		h.leaveSet(t.keys, tn.place)
-	default:
-		h.leave(t.key, tn.place, acquired)
-	}
-}
-
-// next is the hand-off's wait of a Lock call between attempts (R10). The
-// call's first wait joins key's queue (subscribing to the key's releases).
-// Every wait then ends at the first of:
-//   - a release announcement, after its rank's delay and a random jitter of
-//     up to one attempt's duration (handoff_rank.go: rank), which keep
-//     R10's desynchronizing role between clients;
-//   - a hand-over from this client's Unlock;
-//   - the timed random delay of R10.
-//
-// Two kinds of failed attempt change the wait:
-//   - A split vote (the attempt set some keys but not a quorum, R10) gave
-//     them back unannounced: it wakes the longest waiter other than
-//     itself, and a lone waiter never wakes itself out of R10's delay.
-//   - An attempt that went at once on an announcement (the first rank) may
-//     have reached some node before the release did, and no other
-//     announcement of that release will wake it: its timed retry comes one
-//     rank slot later (afterFirst), when the node whose announcement woke
-//     it granted the attempt or did not answer. When that node says the
-//     key is held, the attempt lost to another client, or the announcement
-//     was forged (anyone who may PUBLISH on a node can), and one more
-//     attempt would be wasted.
-//
-// A first wait after an attempt that failed while this client released
-// the key (tn.mark: releasedMark) ends at once. next returns ctx's error
-// when ctx ends, and ErrClosed when the client closes.
-func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, elapsed time.Duration, failed *AcquireError) (turn, error) {
-	var after waitAfter
-	if prev := tn.woke(); prev.remote && prev.slots == 0 && prev.lock == nil && prev.from >= 0 && prev.from < len(failed.Nodes) {
-		switch failed.Nodes[prev.from].Outcome {
-		case Acquired, NoReply, TimedOut:
-			after |= afterFirst
-		}
-	}
-	for _, r := range failed.Nodes {
-		if r.Outcome == Acquired {
-			after |= afterSplit
-			break
-		}
-	}
-	split := after&afterSplit != 0
-	w := tn.place
-	if w == nil {
-		w = newWaiter(ctx, t.resource, o)
-		w.split, w.gave = split, tn.value // before it is shared (handoff_subs.go: confirmed)
-		h.joinTarget(t, w)                // handoff_queue.go
-		tn.place = w
-		h.wakeIfReleased(t, w, tn.mark)
-	} else {
-		h.mu.Lock()
-		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
-		h.mu.Unlock()
-		for _, key := range t.lockKeys() {
-			h.rewatch(key) // its nodes may have stopped answering
-		}
-	}
-	if split {
-		for _, key := range t.lockKeys() {
-			h.wakeNext(key, w)
-		}
-	}
-	return h.waitTurn(ctx, o, elapsed, after, tn)
-}
-
-// waitAfter says what the failed attempt before a wait was (wait).
-type waitAfter uint8
-
-const (
-	afterNothing waitAfter = 0
-	// afterSplit: the attempt set some keys but missed the quorum (a
-	// split vote, R10).
-	afterSplit waitAfter = 1 << iota
-	// afterFirst: the attempt went at once on an announced release, the
-	// first of the clients' ranks (handoff_rank.go: rank).
-	afterFirst
-)
-
-// rankSlot is the length of one rank of the hand-off (handoff_rank.go: rank)
-// and the most jitter within it: the jitter is the smoothed round trip of
-// the client's fans (rto.go), and the slot adds the round-trip bound that
-// TCP would use (srtt + 4 x rttvar), so that an attempt started anywhere
-// in the jitter has most likely been decided on the nodes before the next
-// rank's starts: two ranks that overlap split the votes (R10), and under
-// load an attempt's round trip varies a lot. Clients of the same nodes see
-// about the same round trip, so their ranks line up; a client's own last
-// attempt would not (a failed attempt is decided later than a granted
-// one). Without a sample yet, the last attempt's duration, elapsed, stands
-// in for both. Never more than the minimum retry delay (R10).
-func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) (slot, jitter time.Duration) {
-	slot, jitter = 2*elapsed, elapsed
-	if srtt, rttvar, ok := c.rtt.smoothed(); ok {
-		slot, jitter = 2*srtt+4*rttvar, srtt
-	}
-	return min(slot, o.retryMin), min(jitter, o.retryMin)
-}
-
 // wait sleeps the timed random delay of R10, or less when w is woken: at
 // once after this client's own Unlock (with the lock itself when Unlock
 // handed it over); after an announcement from the nodes, at once when no
-// client has waited longer, else a slot per client that has (handoff_rank.go:
-// rank; rankSlot, each slot at most elapsed, the minimum retry
-// delay) and a random jitter within the start of the slot. After a split
+// client has waited longer, else a slot per client that has (rank;
+// rankSlot, each slot at most elapsed, the minimum retry delay) and a
+// random jitter within the start of the slot. After a split
 // vote (split: the attempt set some keys but missed the quorum), the wait
 // at the first rank has the jitter too: the waiters of two clients that
 // both took themselves for the first (a client just come, or one passed
@@ -192,7 +252,10 @@ func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration
 	if !w.isHead() {
 		promoted = w.head
 	}
-	retry := c.retryDelay(o)
+	// One draw of R10's delay per wait: the timed retry of a waiter at
+	// the front, or of one behind it once it reaches the front.
+	delay := c.retryDelay(o)
+	retry := delay
 	if after&afterFirst != 0 {
 		slot, jit := c.rankSlot(elapsed, o)
 		retry = min(slot+c.jitter(jit), retry)
@@ -213,7 +276,7 @@ func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration
 			return wake{}, nil
 		case <-promoted: // now at the front: run the timed retry
 			promoted = nil
-			t = time.NewTimer(c.retryDelay(o))
+			t = time.NewTimer(delay)
 			defer t.Stop()
 			timeout = t.C
 		case wk = <-woken:
@@ -259,5 +322,342 @@ func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration
 		return wake{}, ErrClosed
 	case <-t.C:
 		return wk, nil
+	}
+}
+
+// waitAfter says what the failed attempt before a wait was (wait).
+type waitAfter uint8
+
+const (
+	afterNothing waitAfter = 0
+	// afterSplit: the attempt set some keys but missed the quorum (a
+	// split vote, R10).
+	afterSplit waitAfter = 1 << iota
+	// afterFirst: the attempt went at once on an announced release, the
+	// first of the clients' ranks (rank).
+	afterFirst
+)
+
+// rankSlot is the length of one rank of the hand-off (rank)
+// and the most jitter within it: the jitter is the smoothed round trip of
+// the client's fans (rto.go), and the slot adds the round-trip bound that
+// TCP would use (srtt + 4 x rttvar), so that an attempt started anywhere
+// in the jitter has most likely been decided on the nodes before the next
+// rank's starts: two ranks that overlap split the votes (R10), and under
+// load an attempt's round trip varies a lot. Clients of the same nodes see
+// about the same round trip, so their ranks line up; a client's own last
+// attempt would not (a failed attempt is decided later than a granted
+// one). Without a sample yet, the last attempt's duration, elapsed, stands
+// in for both. Never more than the minimum retry delay (R10).
+func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) (slot, jitter time.Duration) {
+	slot, jitter = 2*elapsed, elapsed
+	if srtt, rttvar, ok := c.rtt.smoothed(); ok {
+		slot, jitter = 2*srtt+4*rttvar, srtt
+	}
+	return min(slot, o.retryMin), min(jitter, o.retryMin)
+}
+
+// rank is how many rank slots (rankSlot) the longest
+// waiter of a key with turns ts lets pass after an announced release
+// before its attempt, so that the waiters of several clients woken by one release
+// attempt one after another, the client that has waited longest first,
+// instead of all at once (R10: in a herd the first to reach the nodes wins
+// at random, every other attempt is wasted, and votes may split). Every
+// client hears the same announcements, and each value names its client
+// (value.go: tagOf), so the order of the clients' last releases (turns.
+// order) is the same in every client: a client lets pass one slot per
+// client that released before it did, the client that released least
+// recently goes at once, the one that just released last. A client whose
+// release was not heard since it waits (new to the key, or passed over)
+// has waited longest: it goes at once. So does a client alone at the key,
+// except after its own release, when it lets one slot pass, so that a
+// rival it did not know of, going at once, reaches the nodes first. The
+// ladder is the same for every client however many clients share the key
+// (a ladder of fixed length made two or three clients wait most of the
+// minimum retry delay at every turn). Called with h.mu held.
+func (h *handoff) rank(ts *turns) int {
+	if ts == nil {
+		return 0
+	}
+	switch i := slices.Index(ts.order, h.c.values.tag); {
+	case i < 0:
+		return 0
+	case i == len(ts.order)-1:
+		return max(i, 1) // its own release was the last one heard
+	default:
+		return i
+	}
+}
+
+// mark is releasedMark, taken before each attempt.
+func (h *handoff) mark(t target) uint64 { return h.releasedMark(t) }
+
+// releasedMark returns a mark of this client's releases of t's keys so far
+// (0 without a hand-off). Lock takes it before each attempt: a release of
+// the key by this client between the attempt and the waiter's joining the
+// queue woke nobody (the queue was empty), and the waiter, once it joined,
+// retries at once instead of sleeping out R10's delay while the key is
+// free (wakeIfReleased). Keys that share a slot only cost an attempt.
+func (h *handoff) releasedMark(t target) uint64 {
+	if h == nil {
+		return 0
+	}
+	if t.keys == nil { // one key: every Lock attempt takes this mark
+		return h.released[keyHash(t.key)%uint32(len(h.released))].Load()
+	}
+	var m uint64
+	for _, key := range t.keys {
+		m += h.released[keyHash(key)%uint32(len(h.released))].Load()
+	}
+	return m
+}
+
+// next is the hand-off's wait of a Lock call between attempts (R10). The
+// call's first wait joins key's queue (subscribing to the key's releases).
+// Every wait then ends at the first of:
+//   - a release announcement, after its rank's delay and a random jitter of
+//     up to one attempt's duration (rank), which keep
+//     R10's desynchronizing role between clients;
+//   - a hand-over from this client's Unlock;
+//   - the timed random delay of R10.
+//
+// Two kinds of failed attempt change the wait:
+//   - A split vote (the attempt set some keys but not a quorum, R10) gave
+//     them back unannounced: it wakes the longest waiter other than
+//     itself, and a lone waiter never wakes itself out of R10's delay.
+//   - An attempt that went at once on an announcement (the first rank) may
+//     have reached some node before the release did, and no other
+//     announcement of that release will wake it: its timed retry comes one
+//     rank slot later (afterFirst), when the node whose announcement woke
+//     it granted the attempt or did not answer. When that node says the
+//     key is held, the attempt lost to another client, or the announcement
+//     was forged (anyone who may PUBLISH on a node can), and one more
+//     attempt would be wasted.
+//
+// A first wait after an attempt that failed while this client released
+// the key (tn.mark: releasedMark) ends at once. next returns ctx's error
+// when ctx ends, and ErrClosed when the client closes.
+func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, elapsed time.Duration, failed *AcquireError) (turn, error) {
+	var after waitAfter
+	if prev := tn.woke(); prev.remote && prev.slots == 0 && prev.lock == nil && prev.from >= 0 && prev.from < len(failed.Nodes) {
+		switch failed.Nodes[prev.from].Outcome {
+		case Acquired, NoReply, TimedOut:
+			after |= afterFirst
+		}
+	}
+	for _, r := range failed.Nodes {
+		if r.Outcome == Acquired {
+			after |= afterSplit
+			break
+		}
+	}
+	split := after&afterSplit != 0
+	w := tn.place
+	if w == nil {
+		w = newWaiter(ctx, t.resource, o)
+		w.split, w.gave = split, tn.value // before it is shared (handoff_subs.go: confirmed)
+		h.joinTarget(t, w)
+		tn.place = w
+		h.wakeIfReleased(t, w, tn.mark)
+	} else {
+		h.mu.Lock()
+		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
+		h.mu.Unlock()
+		for _, key := range t.lockKeys() {
+			h.rewatch(key) // its nodes may have stopped answering
+		}
+	}
+	if split {
+		for _, key := range t.lockKeys() {
+			h.wakeNext(key, w)
+		}
+	}
+	return h.waitTurn(ctx, o, elapsed, after, tn)
+}
+
+// woke is the wake-up that the call's latest wait acted on, if it waited.
+func (tn turn) woke() wake {
+	if tn.place == nil {
+		return wake{}
+	}
+	return tn.place.woke
+}
+
+// joinTarget makes the waiter of a Lock or LockAll call after its first
+// failed attempt: in its key's queue for one resource (join), or among the
+// waiters of a set.
+func (h *handoff) joinTarget(t target, w *waiter) {
+	if t.keys == nil {
+		h.join(t.key, w)
+		return
+	}
+	// A set's waiter stands in no queue: it would hold up the waiters of
+	// one of its keys while another key is held. It runs its timed retry
+	// (R10) at once, as the front of a queue does, and is woken early by
+	// the release of any of its keys; Unlock never hands a lock over to it
+	// (handOver looks at the queues only), so a set is never handed one
+	// key of its set.
+	close(w.head)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, key := range t.keys {
+		if len(h.queues[key]) == 0 && len(h.sets[key]) == 0 {
+			h.subscribe(key, true)
+		}
+		h.sets[key] = append(h.sets[key], w)
+	}
+}
+
+// wakeIfReleased wakes w, which just joined the queue of t's key (or its
+// set's waiters), when this client released one of t's keys since mark.
+func (h *handoff) wakeIfReleased(t target, w *waiter, mark uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.releasedMark(t) != mark {
+		h.give(w, wake{})
+	}
+}
+
+// wakeNext wakes the longest-waiting waiter of key other than self, as an
+// announcement from the nodes would.
+func (h *handoff) wakeNext(key string, self *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, w := range h.queues[key] {
+		if w != self {
+			h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
+			return
+		}
+	}
+}
+
+// wakeLooked wakes w, which the look after subscribing found free to go
+// (handoff_subs.go: confirmed): at once, or, when its last attempt split
+// the votes, as an announcement would, in its client's rank and with a
+// jitter (wait), which keeps the next split away as R10's
+// delay does; set: w waits for a set. Called with h.mu held.
+func (h *handoff) wakeLooked(key string, w *waiter, set bool) {
+	switch {
+	case set:
+		h.wake(w, true) // a set's waiter: with a jitter after a split (wait)
+	case w.split:
+		h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
+	default:
+		h.wake(w, false)
+	}
+}
+
+// end takes a finished Lock call out of its key's queue, or a LockAll
+// call out of its set's waiters; acquired tells whether it got the lock.
+func (h *handoff) end(t target, tn turn, acquired bool) {
+	switch {
+	case tn.place == nil:
+	case t.keys != nil:
+		h.leaveSet(t.keys, tn.place)
+	default:
+		h.leave(t.key, tn.place, acquired)
+	}
+}
+
+// leave removes w from key's queue; the last waiter unsubscribes. A wake-up
+// w had not used is dropped (it is usually a late announcement of the
+// release w itself acquired after), except a lock handed to w, which is
+// unlocked (and so handed on). A waiter that leaves without the lock wakes
+// the next one.
+func (h *handoff) leave(key string, w *waiter, acquired bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var handed *Lock
+	select {
+	case wk := <-w.ch:
+		handed = wk.lock
+	default:
+	}
+	q := h.queues[key]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i], q[i+1:]...)
+			break
+		}
+	}
+	if handed != nil {
+		// Handed to w, which left first: unlocked in the background (it
+		// takes h.mu), after w is out of the queue.
+		h.c.drop(handed)
+	}
+	if len(q) == 0 {
+		delete(h.queues, key)
+		h.rest(key)
+		if len(h.sets[key]) == 0 {
+			h.subscribe(key, false)
+		}
+		return
+	}
+	h.queues[key] = q
+	if !q[0].isHead() {
+		close(q[0].head)
+	}
+	if !acquired && handed == nil && !w.handing {
+		// w may have been woken and given up (its context ended): pass
+		// the turn on, lest the next waiter sleep out its timed retry
+		// while the lock is free. At worst one futile attempt.
+		h.wake(q[0], false)
+	}
+}
+
+// rest keeps the turns of key, whose queue just emptied, for when the
+// client waits for it again; beyond restKeys such keys, the half that
+// rested longest forget theirs. Called with h.mu held.
+func (h *handoff) rest(key string) {
+	ts := h.turns[key]
+	if ts == nil {
+		return
+	}
+	h.rests++
+	ts.rested = h.rests
+	if len(h.turns) <= len(h.queues)+restKeys {
+		return
+	}
+	keep := h.rests - restKeys/2
+	for k, t := range h.turns {
+		if len(h.queues[k]) == 0 && t.rested <= keep {
+			delete(h.turns, k)
+		}
+	}
+}
+
+// leaveSet takes a set's waiter w out of the waiters of keys; the last
+// waiter of a key unsubscribes from it.
+func (h *handoff) leaveSet(keys []string, w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, key := range keys {
+		s := slices.DeleteFunc(h.sets[key], func(x *waiter) bool { return x == w })
+		if len(s) > 0 {
+			h.sets[key] = s
+			continue
+		}
+		delete(h.sets, key)
+		if len(h.queues[key]) == 0 {
+			h.subscribe(key, false)
+		}
+	}
+}
+
+// wake gives w a wake-up unless it has one or a hand-over to it is under
+// way; called with h.mu held.
+func (h *handoff) wake(w *waiter, remote bool) {
+	h.give(w, wake{remote: remote, from: -1})
+}
+
+// give gives w the wake-up wk unless it has one or a hand-over to it is
+// under way; called with h.mu held.
+func (h *handoff) give(w *waiter, wk wake) {
+	if w.handing {
+		return
+	}
+	select {
+	case w.ch <- wk:
+	default:
 	}
 }

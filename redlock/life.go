@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 )
 
@@ -148,6 +149,37 @@ func (l *Lock) expire() {
 	}
 	l.mu.Unlock()
 	l.lose(ErrExpired)
+}
+
+// newLock is the lock of the acquisition f, which a quorum granted within
+// its validity (client.go: decideAcquire), with o's ttl, the drift d and
+// the fencing token (0: none); from is the lock it was handed over from in
+// this client, or nil: the new lock continues its chain (runs and
+// extensions count on, WithHandoffLimit, R17). Its life begins (life.go:
+// grant).
+func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration, token uint64, from *Lock) *Lock {
+	l := &Lock{
+		client:   c,
+		resource: resource,
+		key:      f.req.Key,
+		keys:     f.req.Keys,
+		value:    f.req.Value,
+		ttl:      o.ttl,
+		drift:    d,
+		until:    f.t1.Add(o.ttl - d),
+		acq:      f,
+		token:    token,
+		mode:     modeOf(f.req.Op), // rw.go
+	}
+	if from != nil {
+		l.run = from.run + 1
+		l.extensions = from.extensionsDone()
+	}
+	if c.opts.handoffKeep && l.mode == modeExclusive && l.keys == nil && token == 0 && !c.opts.fencing && !o.valueSet {
+		l.bound = new(atomic.Bool) // may be kept by a hand-over (handoff_handover.go)
+	}
+	c.grant(l, o) // auto-extension, Done (life.go)
+	return l
 }
 
 // grant sets up the lock's life after its grant: the extender of

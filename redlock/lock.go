@@ -72,55 +72,6 @@ type Lock struct {
 	expiry     *time.Timer   // closes Done at Until, without auto-extension
 }
 
-// one is the target of Lock and TryLock: one resource, exclusive.
-func (c *Client) one(resource string) target {
-	return target{resource: resource, key: c.opts.keyOf(c.opts.prefix, resource), shape: exclusive{}}
-}
-
-// exclusive is the shape of Lock and TryLock (attempt.go): SET NX PX of
-// one key (R3), in its fenced form with WithFencing (R18, fencing.go).
-type exclusive struct{}
-
-func (exclusive) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
-	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Value: value, TTL: o.ttl}
-	by := c.fenced(t.resource, nil)
-	if by != nil {
-		req.Op = opAcquireFenced
-	}
-	return req, by
-}
-
-// newLock is the lock of the acquisition f, which a quorum granted within
-// its validity (attempt.go: decideAcquire), with o's ttl, the drift d and
-// the fencing token (0: none); from is the lock it was handed over from in
-// this client, or nil: the new lock continues its chain (runs and
-// extensions count on, WithHandoffLimit, R17). Its life begins (life.go:
-// grant).
-func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration, token uint64, from *Lock) *Lock {
-	l := &Lock{
-		client:   c,
-		resource: resource,
-		key:      f.req.Key,
-		keys:     f.req.Keys,
-		value:    f.req.Value,
-		ttl:      o.ttl,
-		drift:    d,
-		until:    f.t1.Add(o.ttl - d),
-		acq:      f,
-		token:    token,
-		mode:     modeOf(f.req.Op), // rw.go
-	}
-	if from != nil {
-		l.run = from.run + 1
-		l.extensions = from.extensionsDone()
-	}
-	if c.opts.handoffKeep && l.mode == modeExclusive && l.keys == nil && token == 0 && !c.opts.fencing && !o.valueSet {
-		l.bound = new(atomic.Bool) // may be kept by a hand-over (handoff_handover.go)
-	}
-	c.grant(l, o) // auto-extension, Done (life.go)
-	return l
-}
-
 // Resource returns the name of the locked resource. For a set (LockAll),
 // it returns the set's names, sorted, joined by "," (as in errors and
 // events): a name for display; Resources returns the names themselves.

@@ -27,7 +27,7 @@ const (
 )
 
 // setShape is the shape of LockAll and TryLockAll on two or more
-// resources (attempt.go): every key of the set at once, only if none is
+// resources (client.go: attempt): every key of the set at once, only if none is
 // held (adapter.MultiNode), in its fenced form with WithFencing (R18).
 type setShape struct{}
 

@@ -48,7 +48,7 @@ func (fa *fenceAcquire) acquireWrite(f *fan, i int) (bool, error) {
 	return ok, err
 }
 
-// readShape is the shape of RLock and TryRLock (attempt.go): a reader
+// readShape is the shape of RLock and TryRLock (client.go: attempt): a reader
 // joins the readers' hash where no writer holds or waits for the key.
 // A reader is never fenced: it writes nothing to fence.
 type readShape struct{}
@@ -57,7 +57,7 @@ func (readShape) ask(_ *Client, t target, value string, o lockOptions) (adapter.
 	return adapter.Request{Op: adapter.OpRAcquire, Key: t.key, Value: value, TTL: o.ttl}, nil
 }
 
-// writeShape is the shape of WLock and TryWLock (attempt.go): a plain
+// writeShape is the shape of WLock and TryWLock (client.go: attempt): a plain
 // lock key where no reader holds the key, else the writer's waiting mark
 // (t.waiter); in its fenced form with WithFencing, from the same sequence
 // as Lock's (R18).

@@ -23,7 +23,7 @@ const (
 // so that an acquisition does not pay a system call. Every value starts
 // with the client's tag (random, drawn once per client): the release
 // announcements of the hand-off (R14) then tell the clients which client
-// released, so that they all rank their waiters alike (handoff_rank.go: rank).
+// released, so that they all rank their waiters alike (handoff_wait.go: rank).
 // The 20 random bytes after it keep every value unique and unguessable
 // (R4).
 type valueSource struct {

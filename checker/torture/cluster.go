@@ -154,17 +154,17 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 func nodeName(i int) string { return "node" + strconv.Itoa(i) }
 
 // urls returns the node URLs that clients of group g use.
+// The nodes are the single servers (procs), then the cluster nodes
+// (redis): in random mode with cluster nodes, both.
 func (c *cluster) urls(g int) []string {
-	if c.redis != nil {
-		out := make([]string, len(c.redis))
-		for i, rc := range c.redis {
-			out[i] = rc.URL()
+	var out []string
+	if g < len(c.proxies) {
+		for _, px := range c.proxies[g] {
+			out = append(out, "redis://"+px.Listen)
 		}
-		return out
 	}
-	out := make([]string, len(c.procs))
-	for i, px := range c.proxies[g] {
-		out[i] = "redis://" + px.Listen
+	for _, rc := range c.redis {
+		out = append(out, rc.URL())
 	}
 	return out
 }

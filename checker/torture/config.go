@@ -61,6 +61,23 @@ type Config struct {
 	// the hand-off, the hand-over between the workers of one client
 	// included (adapter.HandoffNode, adapter.TransferNode).
 	Adapter string `json:"adapter,omitempty"`
+	// ClusterNodes is how many of the Nodes are Redis Clusters in random
+	// mode (the last ones), each of randomClusterMasters masters with
+	// ClusterReplicas replicas per master that never promote themselves.
+	// The fault schedule hits them with cluster faults (a master killed,
+	// paused, cut from its cluster while clients still reach it, failed
+	// over by hand after the ttl, a slot migrated) and the other nodes with
+	// Faults. Default 0: no cluster node.
+	ClusterNodes int `json:"cluster_nodes,omitempty"`
+	// ClusterReplicas is the number of replicas per master of the cluster
+	// nodes of random mode: 0 or 1 (failovers need one). Default 0.
+	ClusterReplicas int `json:"cluster_replicas,omitempty"`
+	// PromotableReplicas lets the replicas of cluster-master-partitioned
+	// promote themselves (no cluster-replica-no-failover) and makes the
+	// clients accept such nodes (redlock.WithPromotableReplicas): the
+	// configuration the docs call unsafe. Default on for that scenario,
+	// whose violation it reproduces; off elsewhere.
+	PromotableReplicas bool `json:"promotable_replicas,omitempty"`
 	// Workers is how many Lock calls each client of the looping scenarios
 	// and random mode runs at once, each a contender of its own in the
 	// history (named cN.wM beyond the first). Workers of one client queue
@@ -125,6 +142,10 @@ func DefaultConfig(name string) Config {
 		// after the ttl; fencing is on, so that tokens are checked
 		// across failovers and migrations.
 		c.DelayedRestart, c.Fencing = true, true
+	case "cluster-master-partitioned":
+		// The configuration the docs call unsafe: replicas that promote
+		// themselves, accepted by the clients.
+		c.PromotableReplicas = true
 	case "cluster-failover-fenced":
 		// The failover by hand of docs/operations.md: after the ttl, on
 		// nodes with AOF and appendfsync always, with fencing.
@@ -178,6 +199,16 @@ func (c Config) Validate() error {
 		return fmt.Errorf("torture: liveness bound must be 0 (2 x ttl) or positive, got %v", c.LivenessBound)
 	case c.Adapter != "" && !slices.Contains(Adapters(), c.Adapter):
 		return fmt.Errorf("torture: unknown adapter %q; want one of %s", c.Adapter, strings.Join(Adapters(), ", "))
+	case c.ClusterNodes < 0 || c.ClusterNodes > c.Nodes:
+		return fmt.Errorf("torture: cluster nodes must be 0 to the %d nodes, got %d", c.Nodes, c.ClusterNodes)
+	case c.ClusterNodes > 0 && c.Scenario != "random":
+		return fmt.Errorf("torture: --cluster-nodes is for random mode (the cluster scenarios make every node a cluster), got scenario %s", c.Scenario)
+	case c.ClusterReplicas < 0 || c.ClusterReplicas > 1:
+		return fmt.Errorf("torture: cluster replicas must be 0 or 1 per master, got %d", c.ClusterReplicas)
+	case c.ClusterReplicas > 0 && c.ClusterNodes == 0:
+		return fmt.Errorf("torture: cluster replicas need cluster nodes (--cluster-nodes)")
+	case c.PromotableReplicas && c.Scenario != "cluster-master-partitioned":
+		return fmt.Errorf("torture: promotable replicas are for the cluster-master-partitioned scenario, got %s", c.Scenario)
 	case c.Workers < 0 || c.Workers > 16:
 		return fmt.Errorf("torture: workers per client must be 1 to 16 (0 reads as 1), got %d", c.Workers)
 	}
@@ -287,6 +318,14 @@ func (c Config) Expect() Expectation {
 			return ExpectNoPromise
 		}
 		return ExpectSafe
+	case "cluster-master-partitioned":
+		// A replica that promotes itself lacks what its cut master
+		// granted after the cut: only a quorum that outvotes the node
+		// keeps the lock.
+		if c.PromotableReplicas && c.Byzantine == 0 {
+			return ExpectViolation
+		}
+		return ExpectSafe
 	case "clock-jump", "lying-node":
 		if c.Byzantine > 0 {
 			return ExpectSafe
@@ -298,6 +337,9 @@ func (c Config) Expect() Expectation {
 		}
 		return ExpectViolation
 	case "random", "read-write", "election":
+		if c.ClusterNodes > 0 && !c.restartSafe() {
+			return ExpectNoPromise // a cluster master killed restarts at once, empty
+		}
 		for _, f := range c.Faults {
 			if k, ok := findFault(f); ok && k.Breaks(c) {
 				return ExpectNoPromise
@@ -316,6 +358,8 @@ func (c Config) violationFaults() []string {
 		return []string{FaultRestart}
 	case "cluster-replica-promoted", "cluster-failover-fenced":
 		return []string{"promote"}
+	case "cluster-master-partitioned":
+		return []string{faultClusterPartition}
 	case "clock-jump":
 		return []string{FaultClockJump}
 	case "lying-node":
@@ -355,6 +399,12 @@ func (c Config) String() string {
 	}
 	if c.Scenario == "random" || c.Scenario == "read-write" {
 		s += fmt.Sprintf(" --resources %d --faults %s", c.Resources, strings.Join(c.Faults, ","))
+	}
+	if c.ClusterNodes > 0 {
+		s += fmt.Sprintf(" --cluster-nodes %d --cluster-replicas %d", c.ClusterNodes, c.ClusterReplicas)
+	}
+	if c.Scenario == "cluster-master-partitioned" && !c.PromotableReplicas {
+		s += " --promotable-replicas=false"
 	}
 	return s
 }

@@ -114,12 +114,13 @@ func injectRestart(ctx context.Context, e *env, _ *rand.Rand, node int, _ time.D
 // through the restart repair (redlock/fencing.go).
 func injectRolling(ctx context.Context, e *env, _ *rand.Rand, node int, _ time.Duration, _ []*pauseFlag) error {
 	delay := e.cfg.TTL + e.cfg.TTL/4 + 100*time.Millisecond
-	for k := range e.cfg.Nodes {
+	n := len(e.cl.procs) // the single servers: not the cluster nodes of --cluster-nodes
+	for k := range n {
 		if ctx.Err() != nil {
 			return nil
 		}
-		i := (node + k) % e.cfg.Nodes
-		end := e.rec.fault(FaultRolling, nodeName(i), fmt.Sprintf("node %d of %d: SIGKILL, restart after %v, persistence %v", k+1, e.cfg.Nodes, delay, e.cfg.Persistence))
+		i := (node + k) % n
+		end := e.rec.fault(FaultRolling, nodeName(i), fmt.Sprintf("node %d of %d: SIGKILL, restart after %v, persistence %v", k+1, n, delay, e.cfg.Persistence))
 		err := e.cl.procs[i].Restart(context.WithoutCancel(ctx), delay)
 		end()
 		if err != nil {
@@ -152,7 +153,9 @@ func injectLatency(ctx context.Context, e *env, _ *rand.Rand, node int, dur time
 
 func injectPartition(ctx context.Context, e *env, rng *rand.Rand, _ int, dur time.Duration, _ []*pauseFlag) error {
 	g := rng.IntN(2)
-	cutNodes := rng.Perm(e.cfg.Nodes)[:(e.cfg.Nodes-1)/2]
+	// A minority of the nodes, among the single servers (the cluster
+	// nodes of --cluster-nodes have no proxy per client group).
+	cutNodes := rng.Perm(len(e.cl.procs))[:min((e.cfg.Nodes-1)/2, len(e.cl.procs))]
 	sort.Ints(cutNodes)
 	end := e.rec.fault(FaultPartition, fmt.Sprintf("group%d|%s", g, names(cutNodes)), fmt.Sprintf("for %v", dur.Round(time.Millisecond)))
 	for _, i := range cutNodes {

@@ -112,17 +112,32 @@ func Run(ctx context.Context, cfg Config, opts ...Option) (*Report, error) {
 	began := time.Now()
 	var cl *cluster
 	var err error
+	cn := clusterNodes{n: cfg.ClusterNodes, masters: randomClusterMasters, replicas: cfg.ClusterReplicas,
+		persistence: cfg.Persistence, partitionable: true}
 	if sc.clusters {
 		if !redisproc.Available() {
 			return nil, fmt.Errorf("%w: %v", ErrEnvironment, redisproc.ErrNotFound)
 		}
 		cl = &cluster{toxics: map[string]bool{}}
-		cl.redis, err = startRedisClusters(ctx, cfg.Nodes, sc.replicas, cfg.Persistence) // scenario_cluster.go
+		cn = clusterNodes{n: cfg.Nodes, masters: max(sc.masters, clusterMasters), replicas: sc.replicas, persistence: cfg.Persistence,
+			partitionable: sc.partitionable, promotable: cfg.PromotableReplicas}
 	} else {
+		// Random mode's cluster nodes are the last ClusterNodes nodes.
+		spec.nodes -= cfg.ClusterNodes
+		if spec.faketime != nil {
+			spec.faketime = spec.faketime[:spec.nodes]
+		}
 		cl, err = startCluster(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
 	}
-	if err != nil {
-		return nil, err
+	if cn.n > 0 {
+		cl.redis, err = startRedisClusters(ctx, cn) // scenario_cluster.go
+		if err != nil {
+			cl.close()
+			return nil, err
+		}
 	}
 	defer cl.close()
 	e := &env{

@@ -34,7 +34,11 @@ type Scenario struct {
 	liar     bool              // one node lies (answers OK to SET)
 	clusters bool              // every node a Redis Cluster (scenario_cluster.go)
 	replicas int               // replicas per master of a cluster node
-	run      func(context.Context, *env) error
+	masters  int               // masters of a cluster node; 0 reads as clusterMasters
+	// partitionable puts Gates on the cluster nodes' bus and data ports,
+	// so that a master can be cut from its cluster.
+	partitionable bool
+	run           func(context.Context, *env) error
 }
 
 // scenarioList returns the named scenarios in the order they are documented.
@@ -75,8 +79,8 @@ func scenarioList() []Scenario {
 			Summary: "the nodes are Redis Clusters with a replica per master; client A locks exactly a majority; on one node of it the master of the resource's slot dies and its replica, which had not yet replicated A's SET, takes its slots over; client B then locks the resource"},
 		{Name: "cluster-failover-fenced", Rule: "R18 (cluster nodes, failover by hand)", groups: 2, faketime: never, clusters: true, replicas: 1, run: runClusterFailoverFenced,
 			Summary: "the nodes are Redis Clusters with a replica per master and fencing; client A locks exactly a majority; the master of the resource's slot dies on each node of it, and on one its replica, lacking A's SET and fence raise, is promoted by hand after the ttl; client B then locks the resource there and on the other nodes: its token must exceed A's"},
-		{Name: "cluster-random", Rule: "R1 (cluster nodes)", groups: 2, faketime: never, clusters: true, replicas: 1, loop: true, run: runClusterRandom,
-			Summary: "random mode over nodes that are Redis Clusters with a replica per master: clients contend on several resources while a seeded schedule kills, pauses and fails over masters (by hand, after the ttl) and migrates the resources' slots between masters"},
+		{Name: "cluster-random", Rule: "R1 (cluster nodes)", groups: 2, faketime: never, clusters: true, replicas: 1, partitionable: true, loop: true, run: runClusterRandom,
+			Summary: "random mode over nodes that are Redis Clusters with a replica per master: clients contend on several resources while a seeded schedule kills, pauses, cuts from their cluster (clients still reach them) and fails over masters (by hand, after the ttl) and migrates the resources' slots between masters"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}
@@ -130,6 +134,12 @@ type env struct {
 	actors []*actor
 	log    func(format string, args ...any)
 	dlm    string // the dlm executable, for process-holders
+
+	// Cluster nodes under random faults (scenario_cluster_random.go),
+	// used by the fault schedule's goroutine only.
+	resources      []string
+	shards         [][]shard
+	brokenClusters map[int]bool
 }
 
 // newActor dials a client of group g with the run's settings; Run closes
@@ -157,6 +167,9 @@ func (e *env) dialActor(name string, g int, seed uint64) (*actor, error) {
 	}
 	if e.cfg.Byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(e.cfg.Byzantine))
+	}
+	if e.cfg.PromotableReplicas {
+		opts = append(opts, redlock.WithPromotableReplicas())
 	}
 	dial := rueidis.Dial
 	if e.cfg.adapter() == "goredis" {
@@ -623,6 +636,7 @@ func (e *env) underFaults(rctx context.Context) (resources []string, pauses []*p
 	for i := range resources {
 		resources[i] = fmt.Sprintf("r%d", i)
 	}
+	e.resources = resources
 	pauses = make([]*pauseFlag, e.cfg.Clients)
 	for i := range pauses {
 		pauses[i] = new(pauseFlag)
@@ -645,6 +659,11 @@ func (e *env) faultSchedule(ctx context.Context, rng *rand.Rand, pauses []*pause
 		kind := e.cfg.Faults[rng.IntN(len(e.cfg.Faults))]
 		node := rng.IntN(e.cfg.Nodes)
 		dur := ttl/4 + time.Duration(rng.Int64N(int64(ttl*3/4)))
+		if node >= len(e.cl.procs) {
+			// A cluster node (--cluster-nodes) gets a cluster fault.
+			e.clusterFault(ctx, rng, node-len(e.cl.procs))
+			continue
+		}
 		k, ok := findFault(kind)
 		if !ok {
 			return fmt.Errorf("torture: unknown fault %q", kind) // Validate refuses it first

@@ -37,11 +37,24 @@ import (
 // clusterMasters is the number of masters of each cluster node.
 const clusterMasters = 2
 
-// startRedisClusters starts n cluster nodes, with replicas replicas per
-// master (which never fail over by themselves), at once.
-func startRedisClusters(ctx context.Context, n, replicas int, persistence bool) ([]*redisproc.Cluster, error) {
-	return redisproc.StartClusters(ctx, n, redisproc.ClusterConfig{Masters: clusterMasters, Replicas: replicas,
-		Server: redisproc.Config{Persistence: persistence}, ReplicaNoFailover: true, NodeTimeout: time.Second})
+// clusterNodes describes the cluster nodes of a run.
+type clusterNodes struct {
+	n, masters, replicas int
+	persistence          bool
+	partitionable        bool // a Gate on each process's bus and data port (redisproc.ClusterConfig.Partitionable)
+	promotable           bool // the replicas may promote themselves
+}
+
+// clusterNodeTimeout is cluster-node-timeout of the cluster nodes: how
+// long a master may be unreachable before the others mark it failed.
+const clusterNodeTimeout = time.Second
+
+// startRedisClusters starts the cluster nodes s describes, at once. Their
+// replicas never fail over by themselves unless s.promotable.
+func startRedisClusters(ctx context.Context, s clusterNodes) ([]*redisproc.Cluster, error) {
+	return redisproc.StartClusters(ctx, s.n, redisproc.ClusterConfig{Masters: s.masters, Replicas: s.replicas,
+		Server: redisproc.Config{Persistence: s.persistence}, ReplicaNoFailover: !s.promotable, NodeTimeout: clusterNodeTimeout,
+		Partitionable: s.partitionable})
 }
 
 // slotMaster returns the index of the master that serves resource's lock

@@ -27,11 +27,16 @@ import (
 //     restarts and rejoins as a replica;
 //   - cluster-slot-migration: the slot of a resource moves to the node's
 //     other master (CLUSTER SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT
-//     NODE) while the clients use it.
+//     NODE) while the clients use it;
+//   - cluster-master-partition: a master is cut from the rest of its
+//     cluster, bus and replication (redisproc's Gates), for twice the
+//     cluster's node timeout or more, while the clients still reach it:
+//     the others mark it failed, it finds itself in a minority; then the
+//     cut heals.
 //
 // The checks are random mode's: mutual exclusion, fencing, linearizability
-// and liveness. A master partitioned from its cluster bus is not among the
-// faults: the clusters are on loopback without a proxy on their bus.
+// and liveness. Random mode with --cluster-nodes draws the same faults for
+// its cluster nodes (clusterFault).
 
 // The fault kinds of cluster-random (checker.Fault.Kind).
 const (
@@ -39,7 +44,13 @@ const (
 	faultClusterPause     = "cluster-master-pause"
 	faultClusterFailover  = "cluster-failover"
 	faultClusterMigration = "cluster-slot-migration"
+	faultClusterPartition = "cluster-master-partition"
 )
+
+// randomClusterMasters is the number of masters of random mode's cluster
+// nodes: three, so that a master cut from its cluster leaves a majority
+// of masters that keeps serving the other slots.
+const randomClusterMasters = 3
 
 // shard is one master of a cluster node and its replica, swapped by a
 // failover.
@@ -57,82 +68,123 @@ func runClusterRandom(ctx context.Context, e *env) error {
 	for i := range pauses {
 		pauses[i] = new(pauseFlag)
 	}
-	shards := make([][]shard, len(e.cl.redis))
-	for n, c := range e.cl.redis {
-		for i, m := range c.Masters() {
-			shards[n] = append(shards[n], shard{master: m, replica: c.Replicas(i)[0]})
-		}
-	}
+	e.resources = resources
 	frng := rand.New(rand.NewPCG(e.rng.Uint64(), e.rng.Uint64()))
 	done := make(chan error, 1)
-	go func() { done <- e.clusterFaults(rctx, frng, shards, resources) }()
+	go func() { done <- e.clusterFaults(rctx, frng) }()
 	err := e.contenders(rctx, e.cfg.Clients, 2, resources, pauses)
 	return errors.Join(err, <-done)
 }
 
 // clusterFaults injects one cluster fault at a time until ctx ends.
-func (e *env) clusterFaults(ctx context.Context, rng *rand.Rand, shards [][]shard, resources []string) error {
+func (e *env) clusterFaults(ctx context.Context, rng *rand.Rand) error {
 	ttl := e.cfg.TTL
-	kinds := []string{faultClusterKill, faultClusterPause, faultClusterFailover, faultClusterMigration}
-	broken := map[int]bool{} // nodes left alone after a fault the harness could not complete
 	for {
 		sleep(ctx, ttl/2+time.Duration(rng.Int64N(int64(ttl))))
 		if ctx.Err() != nil {
 			return nil
 		}
-		kind := kinds[rng.IntN(len(kinds))]
-		n := rng.IntN(len(shards))
-		if len(broken) == len(shards) {
+		if len(e.brokenClusters) == len(e.cl.redis) {
 			return nil
 		}
-		if broken[n] {
-			continue
-		}
-		i := rng.IntN(len(shards[n]))
-		s := &shards[n][i]
-		c := e.cl.redis[n]
-		dur := ttl/4 + time.Duration(rng.Int64N(int64(ttl*3/4)))
-		var err error
-		switch kind {
-		case faultClusterKill:
-			delay := e.cfg.restartDelay()
-			end := e.rec.fault(kind, nodeName(n), fmt.Sprintf("master %s SIGKILLed, restart after %v", s.master.Addr(), delay))
-			s.master.Kill()
-			sleep(ctx, delay)
-			err = s.master.Restart(context.WithoutCancel(ctx), 0)
-			if err == nil {
-				err = c.WaitOK(context.WithoutCancel(ctx))
+		e.clusterFault(ctx, rng, rng.IntN(len(e.cl.redis)))
+	}
+}
+
+// clusterShards returns the masters of cluster node c (an index of
+// e.cl.redis) with their replicas (nil without), made on first use; a
+// failover swaps a master and its replica in place.
+func (e *env) clusterShards(c int) []shard {
+	if e.shards == nil {
+		e.shards = make([][]shard, len(e.cl.redis))
+		for n, rc := range e.cl.redis {
+			for i, m := range rc.Masters() {
+				var r *redisproc.Process
+				if reps := rc.Replicas(i); len(reps) > 0 {
+					r = reps[0]
+				}
+				e.shards[n] = append(e.shards[n], shard{master: m, replica: r})
 			}
-			end()
-		case faultClusterPause:
-			end := e.rec.fault(kind, nodeName(n), fmt.Sprintf("master %s SIGSTOPped for %v", s.master.Addr(), dur))
-			s.master.Freeze()
-			sleep(ctx, dur)
-			s.master.Thaw()
-			end()
-		case faultClusterFailover:
-			delay := ttl + ttl/4
-			end := e.rec.fault(kind, nodeName(n), fmt.Sprintf("master %s SIGKILLed; its replica %s promoted by hand after %v; the old master rejoins as a replica", s.master.Addr(), s.replica.Addr(), delay))
-			s.master.Kill()
-			sleep(ctx, delay)
-			err = failover(context.WithoutCancel(ctx), c, s)
-			end()
-		case faultClusterMigration:
-			r := resources[rng.IntN(len(resources))]
-			end := e.rec.fault(kind, nodeName(n), "the slot of "+r+" moves to the node's other master")
-			err = migrateSlot(context.WithoutCancel(ctx), shards[n], redlock.HashTaggedKey(redlock.DefaultKeyPrefix, r))
-			end()
 		}
-		if err != nil {
-			// The harness could not complete the fault (Redis Cluster's
-			// gossip not converging in time, a migration refused): the
-			// node is left as it is, which the clients must survive as
-			// a faulty node, and gets no more faults; the report shows
-			// it as a fault of its own.
-			e.log("%s on %s could not be completed, no more faults there: %v", kind, nodeName(n), err)
-			e.rec.fault("harness-error", nodeName(n), fmt.Sprintf("%s not completed: %v", kind, err))()
-			broken[n] = true
+	}
+	return e.shards[c]
+}
+
+// clusterFault injects one fault, drawn from rng, on cluster node c (an
+// index of e.cl.redis; its node index is after the single servers), and
+// returns once it is over. A fault the harness could not complete leaves
+// the node alone from then on.
+func (e *env) clusterFault(ctx context.Context, rng *rand.Rand, c int) {
+	ttl := e.cfg.TTL
+	kinds := []string{faultClusterKill, faultClusterPause, faultClusterMigration, faultClusterPartition}
+	shards := e.clusterShards(c)
+	if shards[0].replica != nil {
+		kinds = append(kinds, faultClusterFailover)
+	}
+	kind := kinds[rng.IntN(len(kinds))]
+	i := rng.IntN(len(shards))
+	dur := ttl/4 + time.Duration(rng.Int64N(int64(ttl*3/4)))
+	cut := 2*clusterNodeTimeout + time.Duration(rng.Int64N(int64(ttl)))
+	r := e.resources[rng.IntN(len(e.resources))]
+	if e.brokenClusters[c] {
+		return
+	}
+	s := &shards[i]
+	rc := e.cl.redis[c]
+	node := nodeName(len(e.cl.procs) + c)
+	var err error
+	switch kind {
+	case faultClusterKill:
+		delay := e.cfg.restartDelay()
+		end := e.rec.fault(kind, node, fmt.Sprintf("master %s SIGKILLed, restart after %v", s.master.Addr(), delay))
+		s.master.Kill()
+		sleep(ctx, delay)
+		err = s.master.Restart(context.WithoutCancel(ctx), 0)
+		if err == nil {
+			err = rc.WaitOK(context.WithoutCancel(ctx))
 		}
+		end()
+	case faultClusterPause:
+		end := e.rec.fault(kind, node, fmt.Sprintf("master %s SIGSTOPped for %v", s.master.Addr(), dur))
+		s.master.Freeze()
+		sleep(ctx, dur)
+		s.master.Thaw()
+		end()
+	case faultClusterFailover:
+		delay := ttl + ttl/4
+		end := e.rec.fault(kind, node, fmt.Sprintf("master %s SIGKILLed; its replica %s promoted by hand after %v; the old master rejoins as a replica", s.master.Addr(), s.replica.Addr(), delay))
+		s.master.Kill()
+		sleep(ctx, delay)
+		err = failover(context.WithoutCancel(ctx), rc, s)
+		end()
+	case faultClusterMigration:
+		end := e.rec.fault(kind, node, "the slot of "+r+" moves to another master of the node")
+		err = migrateSlot(context.WithoutCancel(ctx), shards, redlock.HashTaggedKey(redlock.DefaultKeyPrefix, r))
+		end()
+	case faultClusterPartition:
+		end := e.rec.fault(kind, node, fmt.Sprintf("master %s cut from its cluster (bus and replication) for %v; clients still reach it", s.master.Addr(), cut.Round(time.Millisecond)))
+		err = rc.Isolate(s.master)
+		if err == nil {
+			sleep(ctx, cut)
+			err = rc.Rejoin(s.master)
+		}
+		if err == nil {
+			err = rc.WaitOK(context.WithoutCancel(ctx))
+		}
+		end()
+	}
+	if err != nil {
+		// The harness could not complete the fault (Redis Cluster's
+		// gossip not converging in time, a migration refused): the
+		// node is left as it is, which the clients must survive as
+		// a faulty node, and gets no more faults; the report shows
+		// it as a fault of its own.
+		e.log("%s on %s could not be completed, no more faults there: %v", kind, node, err)
+		e.rec.fault("harness-error", node, fmt.Sprintf("%s not completed: %v", kind, err))()
+		if e.brokenClusters == nil {
+			e.brokenClusters = map[int]bool{}
+		}
+		e.brokenClusters[c] = true
 	}
 }
 

@@ -36,7 +36,7 @@ type generalsFlags struct {
 	trace        bool
 	json         bool
 	crash        string
-	explain      int
+	explain      string
 	report       string
 }
 
@@ -87,7 +87,11 @@ decision tree (OM) or set V (SM), and the verdict.
 --explain 2 prints how lieutenant 2 decided: for OM the value received
 along every relay path of its tree (a missing message shown as the default
 RETREAT) and the majority taken at each level; for SM its set V, each order
-with the first chain that brought it.
+with the first chain that brought it. --explain all explains every general.
+With --interactive it explains the general's decision in every instance,
+what it decided for that commander's entry and why, and sums up the vector
+conditions: the vectors the loyal generals share, each loyal entry against
+its owner's value, the traitors and what the loyal generals hold for them.
 
 Exit status:
   0   IC1 and IC2 hold (over the loyal survivors)
@@ -142,7 +146,7 @@ func addGeneralsRunFlags(cmd *cobra.Command, f *generalsFlags) {
 	fl.DurationVar(&f.roundTimeout, "round-timeout", 500*time.Millisecond, "bound of one round on tcp: a message later than this counts as missing")
 	fl.BoolVar(&f.unsafe, "unsafe", false, "run even when n < 3m+1 (OM) or with more than m traitors")
 	fl.BoolVar(&f.json, "json", false, "print one JSON object")
-	fl.IntVar(&f.explain, "explain", -1, "explain how lieutenant ID decided: OM's tree of values and majorities, SM's V with the first chain of each order")
+	fl.StringVar(&f.explain, "explain", "", "explain how general ID (or all of them: all) decided: OM's tree of values and majorities, SM's V with the first chain of each order; with --interactive, in every instance")
 	fl.StringVar(&f.crash, "crash", "", "generals that crash, as id@round, comma-separated (2@1: general 2 stops at the start of round 1)")
 }
 
@@ -168,9 +172,11 @@ func generalsConfig(f generalsFlags) (byzantine.Config, error) {
 			cfg.Faulty = append(cfg.Faulty, byzantine.Traitor{ID: byzantine.ID(id), Strategy: byzantine.Strategy(strat)})
 		}
 	}
-	if f.explain >= 0 {
-		cfg.Explain = []byzantine.ID{byzantine.ID(f.explain)}
+	explain, err := parseExplain(f.explain, cfg.Generals)
+	if err != nil {
+		return cfg, err
 	}
+	cfg.Explain = explain
 	if f.crash != "" {
 		for _, item := range strings.Split(f.crash, ",") {
 			idText, roundText, found := strings.Cut(strings.TrimSpace(item), "@")
@@ -183,6 +189,26 @@ func generalsConfig(f generalsFlags) (byzantine.Config, error) {
 		}
 	}
 	return cfg, cfg.Validate()
+}
+
+// parseExplain reads --explain: a general's id, or all (every general of
+// n; a commander's explanation is its own order).
+func parseExplain(s string, n int) ([]byzantine.ID, error) {
+	switch s = strings.TrimSpace(s); {
+	case s == "":
+		return nil, nil
+	case strings.EqualFold(s, "all"):
+		ids := make([]byzantine.ID, 0, max(n, 0))
+		for i := range max(n, 0) {
+			ids = append(ids, byzantine.ID(i))
+		}
+		return ids, nil
+	}
+	id, err := strconv.Atoi(s)
+	if err != nil {
+		return nil, fmt.Errorf("--explain %q: want a general's id or all", s)
+	}
+	return []byzantine.ID{byzantine.ID(id)}, nil
 }
 
 func runGenerals(ctx context.Context, f generalsFlags, stdout, stderr io.Writer) error {

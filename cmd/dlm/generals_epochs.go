@@ -161,7 +161,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 		return withCode(exitUsage, err)
 	}
 	gf := generalsFlags{algorithm: f.algorithm, generals: f.generals, traitors: f.traitors, faulty: f.faulty, strategy: f.strategy,
-		order: "attack", majority: "vote", seed: 1, seq: 1, roundTimeout: f.roundTimeout, explain: -1}
+		order: "attack", majority: "vote", seed: 1, seq: 1, roundTimeout: f.roundTimeout}
 	cfg, err := generalsConfig(gf)
 	if err != nil {
 		return withCode(exitUsage, err)

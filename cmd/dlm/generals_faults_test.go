@@ -87,6 +87,8 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 		// Regression: a start in the past ran, refused every
 		// peer's message as late and decided retreat with exit 0.
 		{"start in the past", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}, "in the past"},
+		{"interactive value too long", []string{"--cluster", good, "--id", "1", "--key", key1, "--interactive", "--value", strings.Repeat("x", 300)}, "--value: 300 bytes: want 1 to 64"},
+		{"value without interactive", []string{"--cluster", good, "--id", "1", "--key", key1, "--value", "east"}, "--value needs --interactive"},
 		{"start too far ahead", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339Nano)}, "check the date"},
 	}
 	for _, tt := range tests {
@@ -195,6 +197,7 @@ func TestGeneralsExplain(t *testing.T) {
 		{"JSON", []string{"--explain", "1", "--json"}, exitOK, `"explanations"`, ""},
 		// Regression: --explain did not say how to read a path.
 		{"what a path means", []string{"--faulty", "3", "--explain", "2"}, exitOK, "the commander (0) sent it to lieutenant 2, who relayed it to lieutenant 5", ""},
+		{"every general", []string{"--faulty", "3", "--explain", "all"}, exitOK, "explain general 1: tree of values", ""},
 		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
 		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
 	}

@@ -61,8 +61,8 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 	switch {
 	case f.transport != "memory" && f.transport != "tcp":
 		return usageErrorf("--transport %q: want memory or tcp", f.transport)
-	case f.explain >= 0:
-		return usageErrorf("--explain explains one commander's run; with --interactive use --trace")
+	case fi.every && f.explain != "":
+		return usageErrorf("--explain explains one run: drop --every-traitor-set")
 	case f.trace && f.transport == "tcp":
 		return usageErrorf("--trace with --interactive runs in memory only: drop --transport tcp")
 	case fi.every && f.transport == "tcp":
@@ -77,11 +77,21 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 	if fi.every {
 		return runEveryTraitorSet(ctx, ic, f.json, stdout)
 	}
-	if f.report != "" && f.transport == "memory" {
-		// The page lists every instance's messages.
-		ic.Config.Trace = true
-		if err := ic.Config.Validate(); err != nil {
-			return withCode(exitUsage, fmt.Errorf("--report: %w", err))
+	explain := ic.Config.Explain
+	if f.report != "" {
+		// The page lists every instance's messages (in memory) and says
+		// why each general decided each entry, when the trees are small
+		// enough to explain every general.
+		all := ic
+		all.Config.Explain, _ = parseExplain("all", ic.Config.Generals)
+		if all.Validate() == nil {
+			ic = all
+		}
+		if f.transport == "memory" {
+			ic.Config.Trace = true
+			if err := ic.Validate(); err != nil {
+				return withCode(exitUsage, fmt.Errorf("--report: %w", err))
+			}
 		}
 	}
 	var res *byzantine.InteractiveResult
@@ -98,6 +108,7 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 			return err
 		}
 		res.Config.Config.Trace = f.trace // print only what was asked for
+		res.Config.Config.Explain = explain
 	}
 	if f.json {
 		if err := writeInteractiveJSON(stdout, f.transport, res); err != nil {
@@ -188,6 +199,9 @@ func writeInteractiveText(w io.Writer, transport string, res *byzantine.Interact
 		}
 		fmt.Fprintf(w, "  general %-3d %-28s %s\n", id, label, vec)
 	}
+	if len(cfg.Explain) > 0 {
+		writeInteractiveExplanations(w, res)
+	}
 	one := oneInstanceMessages(cfg)
 	fmt.Fprintf(w, "messages %d (all loyal: n x %d = %d), rounds %d, bytes %d", res.Messages, one, byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), res.Rounds, res.Bytes)
 	if cfg.Algorithm == byzantine.SM {
@@ -207,6 +221,12 @@ func writeInteractiveText(w io.Writer, transport string, res *byzantine.Interact
 	if errors.As(res.Verify(), &ve) {
 		for _, e := range ve.Entries {
 			fmt.Fprintf(w, "  general %d holds %q for general %d, want %q\n", e.General, e.Got, e.Entry, e.Want)
+		}
+	}
+	if len(cfg.Explain) > 0 {
+		fmt.Fprintln(w, "vector conditions:")
+		for _, line := range vectorSummary(res) {
+			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
 	if late := res.OutOfTime(); len(late) > 0 {
@@ -245,6 +265,19 @@ type interactiveJSON struct {
 	Verdict             string                         `json:"verdict"`
 	OutOfTime           []byzantine.ID                 `json:"out_of_time,omitempty"`
 	FaultyGenerals      []byzantine.ID                 `json:"faulty_generals"`
+	// Explanations (with --explain): for each instance's id, for each
+	// explained general's id, how it decided that instance's entry, in
+	// the generals' own ids.
+	Explanations map[string]map[string]icExplainJSON `json:"explanations,omitempty"`
+	// Summary (with --explain) states the vector conditions in words.
+	Summary []string `json:"summary,omitempty"`
+}
+
+// icExplainJSON is one explained decision of an interactive run: the
+// explanation (decision, OM tree or SM set V) and why, in one line.
+type icExplainJSON struct {
+	*byzantine.Explanation
+	Why string `json:"why"`
 }
 
 func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.InteractiveResult) error {
@@ -311,6 +344,29 @@ func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.Interact
 		out.Verdict = outOfTimeText(late)
 	} else if res.TooManyFaults() {
 		out.Verdict = interactiveTooManyFaultsText(res)
+	}
+	if len(cfg.Explain) > 0 {
+		out.Explanations = map[string]map[string]icExplainJSON{}
+		for _, g := range explainedShown(cfg) {
+			for i, e := range res.Explain(g) {
+				if e == nil {
+					continue
+				}
+				inst := strconv.Itoa(i)
+				if out.Explanations[inst] == nil {
+					out.Explanations[inst] = map[string]icExplainJSON{}
+				}
+				why := e.Why()
+				switch {
+				case byzantine.ID(i) == g && cfg.StrategyOf(g) == "":
+					why = "the commander's entry is its own value"
+				case byzantine.ID(i) == g:
+					why = "the commander is a traitor: what it sends is its strategy's"
+				}
+				out.Explanations[inst][strconv.Itoa(int(g))] = icExplainJSON{Explanation: e, Why: why}
+			}
+		}
+		out.Summary = vectorSummary(res)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -56,6 +56,7 @@ type icReportGeneral struct {
 	Role     string
 	Status   string
 	Decision string
+	Why      string // why it decided so (a loyal lieutenant, when explained)
 }
 
 type icReportMsg struct {
@@ -100,8 +101,8 @@ li.traitor { color: #a00; }
 {{range .Instances}}<section id="instance-{{.ID}}">
 <h2>Instance {{.ID}}: general {{.ID}} commands, value {{.Value}}</h2>
 <table>
-<tr><th>general</th><th>role</th><th>status</th><th>decision</th></tr>
-{{range .Generals}}<tr><th>{{.ID}}</th><td>{{.Role}}</td><td>{{.Status}}</td><td>{{.Decision}}</td></tr>
+<tr><th>general</th><th>role</th><th>status</th><th>decision</th><th>why</th></tr>
+{{range .Generals}}<tr><th>{{.ID}}</th><td>{{.Role}}</td><td>{{.Status}}</td><td>{{.Decision}}</td><td>{{.Why}}</td></tr>
 {{end}}</table>
 <p>messages {{.Messages}}, bytes {{.Bytes}}{{if .Rejected}}, refused: {{.Rejected}}{{end}}</p>
 {{if .HaveTrace}}<ol>
@@ -180,7 +181,17 @@ func writeInteractiveReport(path, transport string, res *byzantine.InteractiveRe
 			if !g.Loyal || g.Crashed {
 				d = "-"
 			}
-			in.Generals = append(in.Generals, icReportGeneral{ID: int(own), Role: role, Status: status(own), Decision: d})
+			why := ""
+			switch {
+			case d == "-":
+			case v == 0:
+				why = "its own value"
+			case g.Explanation != nil:
+				why = g.Explanation.Relabel(func(x byzantine.ID) byzantine.ID { return byzantine.InstanceID(byzantine.ID(i), x) }).Why()
+			default:
+				why = "not explained: the decision trees are too large to draw for every general"
+			}
+			in.Generals = append(in.Generals, icReportGeneral{ID: int(own), Role: role, Status: status(own), Decision: d, Why: why})
 		}
 		slices.SortFunc(in.Generals, func(a, b icReportGeneral) int { return a.ID - b.ID })
 		var rej []string

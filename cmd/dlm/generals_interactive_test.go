@@ -26,7 +26,7 @@ func TestGeneralsInteractiveExitCodes(t *testing.T) {
 		{"empty value", []string{"--interactive", "--values", "a,,c,d"}, exitUsage, "", "value of general 1"},
 		{"values without interactive", []string{"--values", "a,b,c,d"}, exitUsage, "", "need --interactive"},
 		{"report with every traitor set refused", []string{"--interactive", "--every-traitor-set", "--report", "x.html"}, exitUsage, "", "--report"},
-		{"explain refused", []string{"--interactive", "--explain", "1"}, exitUsage, "", "--explain"},
+		{"explain with every traitor set refused", []string{"--interactive", "--every-traitor-set", "--explain", "1"}, exitUsage, "", "--explain explains one run"},
 		{"trace over tcp refused", []string{"--interactive", "--trace", "--transport", "tcp"}, exitUsage, "", "memory only"},
 		{"every traitor set", []string{"--interactive", "-n", "7", "-m", "2", "--every-traitor-set"}, exitOK, "169 runs, 0 violating", ""},
 		{"every traitor set below the bound", []string{"--interactive", "-n", "3", "--every-traitor-set", "--unsafe"}, exitFailure, "VIOLATED", "violate the vector conditions"},

@@ -164,6 +164,7 @@ func newGeneralsNodeCmd() *cobra.Command {
 		keyPath string
 		start   string
 		anyAddr bool
+		fi      nodeInteractiveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "node --cluster FILE --id N --key FILE --start TIME [run flags]",
@@ -173,6 +174,13 @@ machine gets the same cluster file (ids, addresses, public keys), the same
 run flags and the same --start time (RFC 3339, in the future but within
 24 hours; clocks must agree within the round timeout); each runs "dlm generals node" with its own --id and
 --key. The node prints its own decision; gather them to check IC1/IC2.
+
+With --interactive each general proposes its own private value (--value,
+known to it alone) and the run is one of interactive consistency, n
+instances side by side, each general the commander of its own value: the
+node prints the vector it decided (entry i is general i's value as it
+decided it); the loyal generals' vectors are the same, and hold each loyal
+general's own value at its index. Gather the vectors to check that.
 
 The run id, signed into every message and handshake, is derived from the
 cluster file, --start and --seq; without --seq the sequence number is
@@ -188,6 +196,9 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 "0.0.0.0:7400") would listen on all interfaces: that needs --listen-any.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fi.value != "" && !fi.on {
+				return usageErrorf("--value needs --interactive")
+			}
 			t0, err := time.Parse(time.RFC3339Nano, start)
 			if err != nil {
 				return usageErrorf("--start %q: want an RFC 3339 time: %v", start, err)
@@ -214,11 +225,20 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
+			var ic byzantine.InteractiveConfig
+			if fi.on {
+				if ic, err = nodeInteractiveConfig(cfg, id, fi.value); err != nil {
+					return withCode(exitUsage, err)
+				}
+			}
 			node, err := tcp.Listen(addr, byzantine.ID(id), priv, 0)
 			if err != nil {
 				return err
 			}
 			defer node.Close()
+			if fi.on {
+				return runInteractiveNode(cmd.Context(), node, byzantine.ID(id), ic, priv, c, t0, f.json, cmd.OutOrStdout())
+			}
 			res, _, err := tcp.RunNode(cmd.Context(), node, cfg, priv, c, t0)
 			if errors.Is(err, byzantine.ErrCrashed) {
 				fmt.Fprintf(cmd.OutOrStdout(), "general %d crashed as asked (--crash): %v\n", id, err)
@@ -267,6 +287,8 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 	fl.StringVar(&keyPath, "key", "", "this general's key file (dlm generals keygen)")
 	fl.StringVar(&start, "start", "", "common start time of round 0, RFC 3339")
 	fl.BoolVar(&anyAddr, "listen-any", false, "allow a cluster address without a host, which listens on all interfaces")
+	fl.BoolVar(&fi.on, "interactive", false, "run this general's part of interactive consistency: every general proposes its own --value and the loyal ones agree on the vector of all values")
+	fl.StringVar(&fi.value, "value", "", "with --interactive: this general's private value (default v<id>)")
 	for _, name := range []string{"cluster", "id", "key", "start"} {
 		cmd.MarkFlagRequired(name)
 	}

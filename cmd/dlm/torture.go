@@ -34,6 +34,8 @@ func newTortureCmd() *cobra.Command {
 		ttl, nodeTimeout, duration, delay    = d.TTL, d.NodeTimeout, d.Duration, d.RestartDelay
 		persistence, delayed, fencing, bound = false, false, false, time.Duration(0)
 		byzantine, workers                   = 0, d.Workers
+		clusterNodes, clusterReplicas        = 0, 0
+		promotable                           = false
 		adapter                              = defaultAdapter // the adapter users get, not torture.DefaultAdapter
 		progress                             = 5 * time.Second
 	)
@@ -70,6 +72,7 @@ Scenarios (dlm torture --list for the expected verdicts):
 		Example: `  dlm torture --scenario restart-without-persistence
   dlm torture --scenario client-pause --fencing --report pause.html
   dlm torture --random --duration 60s --seed 42 --json
+  dlm torture --random --cluster-nodes 2 --cluster-replicas 1 --fencing --duration 20m
   dlm torture --check history.json --scenario split-votes`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -107,6 +110,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 			set("byzantine", func() { cfg.Byzantine = byzantine })
 			cfg.Adapter = adapter
 			set("workers", func() { cfg.Workers = workers })
+			set("cluster-nodes", func() { cfg.ClusterNodes = clusterNodes })
+			set("cluster-replicas", func() { cfg.ClusterReplicas = clusterReplicas })
+			set("promotable-replicas", func() { cfg.PromotableReplicas = promotable })
 			set("faults", func() { cfg.Faults = faults })
 			set("liveness-bound", func() { cfg.LivenessBound = bound })
 			if f.Changed("seed") {
@@ -199,6 +205,9 @@ Scenarios (dlm torture --list for the expected verdicts):
 	fl.StringVar(&adapter, "adapter", adapter, "node adapter of the clients: "+strings.Join(torture.Adapters(), " or ")+" (the default is that of the other subcommands)")
 	fl.DurationVar(&progress, "progress", progress, "while a run lasts, say on stderr every this often how long it has run (0: never)")
 	fl.IntVar(&workers, "workers", d.Workers, "Lock calls each client runs at once in the looping scenarios and --random (1 to 16); over rueidis the lock passes between them")
+	fl.IntVar(&clusterNodes, "cluster-nodes", 0, "in --random, how many of the --nodes are Redis Clusters of 3 masters (the last ones): they get cluster faults (a master killed, paused, cut from its cluster while clients still reach it, failed over by hand, a slot migrated)")
+	fl.IntVar(&clusterReplicas, "cluster-replicas", 0, "replicas per master of the --cluster-nodes (0 or 1; they never promote themselves: failovers are by hand, after the ttl)")
+	fl.BoolVar(&promotable, "promotable-replicas", false, "cluster-master-partitioned: the replicas may promote themselves and the clients accept them (on by default there: the configuration that breaks safety)")
 	fl.StringSliceVar(&faults, "faults", d.Faults, "fault kinds of --random: "+strings.Join(torture.AllFaults(), ", "))
 	fl.DurationVar(&bound, "liveness-bound", 0, "longest a wanted resource may stay unheld with no fault active (default 2 x ttl)")
 	fl.BoolVar(&asJSON, "json", false, "print the report as JSON")

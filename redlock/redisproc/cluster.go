@@ -36,6 +36,14 @@ type ClusterConfig struct {
 	ReplicaNoFailover bool
 	// StateTimeout bounds the wait for cluster_state:ok. Default 30s.
 	StateTimeout time.Duration
+	// Partitionable puts a Gate in front of each process's cluster bus
+	// port and data port, announced to the cluster (cluster-announce-bus-port,
+	// cluster-announce-port), and gives each process a loopback source
+	// address of its own (bind-source-addr 127.0.1.k), so that Isolate can
+	// cut one process from the others, bus and replication, while clients
+	// (which connect from 127.0.0.1, directly or through the announced
+	// ports) still reach it. Default off.
+	Partitionable bool
 }
 
 // Cluster is a Redis Cluster of redis-server processes. Its methods are safe
@@ -44,6 +52,16 @@ type Cluster struct {
 	cfg      ClusterConfig
 	masters  []*Process
 	replicas [][]*Process
+
+	mu    sync.Mutex
+	gates map[*Process]*gates // Partitionable only
+}
+
+// gates are the Gates in front of one process of a Partitionable cluster
+// and the source address it connects to the others from.
+type gates struct {
+	src       string
+	bus, data *Gate
 }
 
 // StartCluster starts cfg.Masters masters and their replicas
@@ -68,7 +86,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.StateTimeout <= 0 {
 		cfg.StateTimeout = 30 * time.Second
 	}
-	c := &Cluster{cfg: cfg, replicas: make([][]*Process, cfg.Masters)}
+	c := &Cluster{cfg: cfg, replicas: make([][]*Process, cfg.Masters), gates: map[*Process]*gates{}}
 	if err := c.start(ctx); err != nil {
 		c.Close()
 		return nil, err
@@ -90,7 +108,31 @@ func (c *Cluster) start(ctx context.Context) error {
 		if replica && c.cfg.ReplicaNoFailover {
 			sc.Args = append(sc.Args, "--cluster-replica-no-failover", "yes")
 		}
-		return Start(ctx, sc)
+		if !c.cfg.Partitionable {
+			return Start(ctx, sc)
+		}
+		gs, err := c.newGates()
+		if err != nil {
+			return nil, err
+		}
+		sc.Args = append(sc.Args,
+			"--bind-source-addr", gs.src,
+			"--cluster-announce-ip", "127.0.0.1",
+			"--cluster-announce-port", strconv.Itoa(gs.data.Port()),
+			"--cluster-announce-bus-port", strconv.Itoa(gs.bus.Port()))
+		p, err := Start(ctx, sc)
+		if err != nil {
+			gs.bus.Close()
+			gs.data.Close()
+			return nil, err
+		}
+		// The bus port is the data port plus 10000 (cluster-port 0).
+		gs.bus.SetUpstream("127.0.0.1:" + strconv.Itoa(p.Port()+10000))
+		gs.data.SetUpstream(p.Addr())
+		c.mu.Lock()
+		c.gates[p] = gs
+		c.mu.Unlock()
+		return p, nil
 	}
 	for i := 0; i < c.cfg.Masters; i++ {
 		p, err := start(false)
@@ -111,8 +153,14 @@ func (c *Cluster) start(ctx context.Context) error {
 		}
 	}
 	all := c.Processes()
+	meet := []any{"CLUSTER", "MEET", "127.0.0.1", all[0].Port()}
+	if g, ok := c.gates[all[0]]; ok {
+		// Through the first process's Gates, so that no link between
+		// the processes bypasses them.
+		meet = []any{"CLUSTER", "MEET", "127.0.0.1", g.data.Port(), g.bus.Port()}
+	}
 	for _, p := range all[1:] {
-		if err := p.Client().Do(ctx, "CLUSTER", "MEET", "127.0.0.1", all[0].Port()).Err(); err != nil {
+		if err := p.Client().Do(ctx, meet...).Err(); err != nil {
 			return fmt.Errorf("redisproc: CLUSTER MEET from %s: %w", p.Addr(), err)
 		}
 	}
@@ -300,7 +348,7 @@ func (c *Cluster) MoveSlot(ctx context.Context, slot, to int) error {
 			continue
 		}
 		owner, err := m.Client().Do(ctx, "CLUSTER", "SHARDS").Slice()
-		if err == nil && ownsSlot(owner, slot, m.Port()) {
+		if err == nil && ownsSlot(owner, slot, c.AnnouncedPort(m)) {
 			src = m
 			break
 		}
@@ -353,7 +401,7 @@ func (c *Cluster) MoveSlot(ctx context.Context, slot, to int) error {
 	}
 	return c.poll(ctx, "every process to place the moved slot", func(ctx context.Context, p *Process) (bool, error) {
 		shards, err := p.Client().Do(ctx, "CLUSTER", "SHARDS").Slice()
-		return err == nil && ownsSlot(shards, slot, dst.Port()), err
+		return err == nil && ownsSlot(shards, slot, c.AnnouncedPort(dst)), err
 	})
 }
 
@@ -400,11 +448,102 @@ func ownsSlot(shards []any, slot, port int) bool {
 	return false
 }
 
-// Close kills every process and removes their data directories.
+// Close kills every process, removes their data directories and stops
+// the Gates of a Partitionable cluster.
 func (c *Cluster) Close() {
 	for _, p := range c.Processes() {
 		p.Close()
 	}
+	c.mu.Lock()
+	gs := c.gates
+	c.gates = map[*Process]*gates{}
+	c.mu.Unlock()
+	for _, g := range gs {
+		g.bus.Close()
+		g.data.Close()
+	}
+}
+
+// newGates starts the Gates of the next process of a Partitionable
+// cluster, with its source address (127.0.1.k, k counting from 1).
+func (c *Cluster) newGates() (*gates, error) {
+	c.mu.Lock()
+	k := len(c.gates) + 1
+	c.mu.Unlock()
+	if k > 254 {
+		return nil, fmt.Errorf("redisproc: a partitionable cluster has at most 254 processes")
+	}
+	bus, err := StartGate("")
+	if err != nil {
+		return nil, err
+	}
+	data, err := StartGate("")
+	if err != nil {
+		bus.Close()
+		return nil, err
+	}
+	return &gates{src: fmt.Sprintf("127.0.1.%d", k), bus: bus, data: data}, nil
+}
+
+// ErrNotPartitionable is returned by Isolate and Rejoin on a cluster
+// started without ClusterConfig.Partitionable.
+var ErrNotPartitionable = errors.New("redisproc: the cluster was started without Partitionable")
+
+// Isolate cuts process p from the rest of its cluster, both ways: its
+// cluster bus links and its replication links (to its master or from its
+// replicas) carry nothing until Rejoin, while clients connecting from
+// 127.0.0.1 still reach p, on its port or its announced one. The others
+// mark p failed after the node timeout, and p finds itself in a minority.
+func (c *Cluster) Isolate(p *Process) error { return c.isolate(p, true) }
+
+// Rejoin undoes Isolate: the held links are closed and the processes
+// connect again. Call WaitOK to wait for the cluster to agree again.
+func (c *Cluster) Rejoin(p *Process) error { return c.isolate(p, false) }
+
+func (c *Cluster) isolate(p *Process, cut bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.cfg.Partitionable {
+		return ErrNotPartitionable
+	}
+	gp, ok := c.gates[p]
+	if !ok {
+		return fmt.Errorf("redisproc: %s is not a process of this cluster", p.Addr())
+	}
+	var others []string
+	for q, gq := range c.gates {
+		if q == p {
+			continue
+		}
+		others = append(others, gq.src)
+		for _, g := range []*Gate{gq.bus, gq.data} {
+			if cut {
+				g.Hold(gp.src)
+			} else {
+				g.Release(gp.src)
+			}
+		}
+	}
+	for _, g := range []*Gate{gp.bus, gp.data} {
+		if cut {
+			g.Hold(others...)
+		} else {
+			g.Release(others...)
+		}
+	}
+	return nil
+}
+
+// AnnouncedPort returns the port the cluster announces for p, on which
+// clients that follow the slot map reach it: p's Gate on a Partitionable
+// cluster, p's own port otherwise.
+func (c *Cluster) AnnouncedPort(p *Process) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g, ok := c.gates[p]; ok {
+		return g.data.Port()
+	}
+	return p.Port()
 }
 
 // StartClusters starts n clusters as StartCluster does, at the same time: a

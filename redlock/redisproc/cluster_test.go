@@ -1,8 +1,11 @@
 package redisproc_test
 
 import (
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -85,5 +88,113 @@ func TestMoveSlot(t *testing.T) {
 		if err := c.MoveSlot(ctx, bad[0], bad[1]); err == nil {
 			t.Errorf("MoveSlot(%d, %d) = nil; want an error", bad[0], bad[1])
 		}
+	}
+}
+
+// Isolate cuts a master of a Partitionable cluster from the others, bus
+// and replication: the other masters mark it failed and its replica loses
+// its link, while clients still reach it on its own port and on the one
+// the cluster announces; Rejoin heals it.
+func TestIsolateCutsAMasterFromItsCluster(t *testing.T) {
+	requireRedis(t)
+	ctx := t.Context()
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: 3, Replicas: 1, ReplicaNoFailover: true,
+		NodeTimeout: time.Second, Partitionable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m := c.Masters()[0]
+	id, err := m.Client().Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// flags returns the flags others[i] gives m in CLUSTER NODES.
+	flags := func(p *redisproc.Process) string {
+		nodes, err := p.Client().Do(ctx, "CLUSTER", "NODES").Text()
+		if err != nil {
+			return err.Error()
+		}
+		for _, line := range strings.Split(nodes, "\n") {
+			if f := strings.Fields(line); len(f) > 2 && f[0] == id {
+				return f[2]
+			}
+		}
+		return "unknown"
+	}
+	linkUp := func() bool {
+		info, err := c.Replicas(0)[0].Client().Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up") &&
+			strings.Contains(info, "master_port:"+strconv.Itoa(c.AnnouncedPort(m)))
+	}
+	// The replica follows its master through the announced port.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("waited 30s for %s: flags of the master on the others %q, %q", what, flags(c.Masters()[1]), flags(c.Masters()[2]))
+			}
+			time.Sleep(20 * time.Millisecond) // polling interval, bounded by the deadline
+		}
+	}
+	waitFor("the replica's link through the announced port", linkUp)
+	// A key of the master's slots.
+	key := ""
+	for i := 0; key == ""; i++ {
+		k := "k" + strconv.Itoa(i)
+		if slot, err := m.Client().Do(ctx, "CLUSTER", "KEYSLOT", k).Int(); err != nil {
+			t.Fatal(err)
+		} else if c.MasterOf(slot) == 0 {
+			key = k
+		}
+	}
+	if err := c.Isolate(m); err != nil {
+		t.Fatal(err)
+	}
+	// Nothing the master writes reaches the replica: no acknowledgement
+	// passes the cut. (The master takes writes until it finds itself in
+	// a minority, after the node timeout.)
+	if err := m.Client().Set(ctx, key, "v", 0).Err(); err != nil {
+		t.Fatalf("SET on the cut master: %v", err)
+	}
+	if n, err := m.Client().Do(ctx, "WAIT", 1, 1000).Int(); err != nil || n != 0 {
+		t.Fatalf("WAIT 1 on the cut master = %d, %v; want no replica's acknowledgement", n, err)
+	}
+	failed := func() bool {
+		for _, o := range c.Masters()[1:] {
+			if f := flags(o); !strings.Contains(f, "fail") || strings.Contains(f, "fail?") {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor("the other masters to mark the cut master failed", failed)
+	direct := m.Client().Ping(ctx).Err()
+	announced := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(c.AnnouncedPort(m)), MaxRetries: -1})
+	defer announced.Close()
+	if err := errors.Join(direct, announced.Ping(ctx).Err()); err != nil {
+		t.Fatalf("a client cannot reach the cut master: %v", err)
+	}
+	if err := c.Rejoin(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitOK(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the others to clear the master's failure", func() bool {
+		for _, o := range c.Masters()[1:] {
+			if strings.Contains(flags(o), "fail") {
+				return false
+			}
+		}
+		return true
+	})
+	if n, err := m.Client().Do(ctx, "WAIT", 1, 30000).Int(); err != nil || n != 1 {
+		t.Fatalf("WAIT 1 on the rejoined master = %d, %v; want the replica's acknowledgement", n, err)
+	}
+	var plain redisproc.Cluster // started without Partitionable
+	if err := plain.Isolate(m); !errors.Is(err, redisproc.ErrNotPartitionable) {
+		t.Errorf("Isolate on a cluster started without Partitionable = %v; want ErrNotPartitionable", err)
 	}
 }

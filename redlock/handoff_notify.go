@@ -2,9 +2,11 @@ package redlock
 
 import "slices"
 
-// The hand-off's ranking: which clients released a key in which order,
-// heard from the tagged values of announced releases, and so which
-// client's waiter goes first (handoff.go has the overview).
+// What releases tell a client's waiters (handoff.go has the overview):
+// a release announced by the nodes (notify), which also tells which
+// clients released the key in which order (turns; a waiter's rank,
+// handoff_wait.go: rank), this client's own Unlock (ownRelease, yielded),
+// and the releases of a failed attempt (gaveBack).
 
 // turns is what a client heard of the turns the clients took at one key.
 type turns struct {
@@ -92,7 +94,7 @@ func (h *handoff) notify(from int, key, value string) {
 	if len(q) > 0 {
 		h.give(q[0], wake{remote: true, slots: h.rank(ts), from: from})
 	}
-	h.wakeSets(key) // handoff_queue.go
+	h.wakeSets(key)
 }
 
 // ownRelease wakes the longest-waiting waiter of key after this client's
@@ -107,7 +109,7 @@ func (h *handoff) ownRelease(key, value string) {
 	if len(q) == 0 && len(h.sets[key]) == 0 {
 		return
 	}
-	h.wakeSets(key) // handoff_queue.go
+	h.wakeSets(key)
 	if len(q) == 0 {
 		return
 	}
@@ -148,34 +150,66 @@ func (h *handoff) recordOwn(key, value string) bool {
 	return true
 }
 
-// rank is how many rank slots (handoff_wait.go: rankSlot) the longest
-// waiter of a key with turns ts lets pass after an announced release
-// before its attempt, so that the waiters of several clients woken by one release
-// attempt one after another, the client that has waited longest first,
-// instead of all at once (R10: in a herd the first to reach the nodes wins
-// at random, every other attempt is wasted, and votes may split). Every
-// client hears the same announcements, and each value names its client
-// (value.go: tagOf), so the order of the clients' last releases (turns.
-// order) is the same in every client: a client lets pass one slot per
-// client that released before it did, the client that released least
-// recently goes at once, the one that just released last. A client whose
-// release was not heard since it waits (new to the key, or passed over)
-// has waited longest: it goes at once. So does a client alone at the key,
-// except after its own release, when it lets one slot pass, so that a
-// rival it did not know of, going at once, reaches the nodes first. The
-// ladder is the same for every client however many clients share the key
-// (a ladder of fixed length made two or three clients wait most of the
-// minimum retry delay at every turn). Called with h.mu held.
-func (h *handoff) rank(ts *turns) int {
-	if ts == nil {
-		return 0
+// bumpReleased counts a release of key by this client. Called with h.mu
+// held.
+func (h *handoff) bumpReleased(key string) {
+	h.released[keyHash(key)%uint32(len(h.released))].Add(1)
+}
+
+// gaveBack is told that the releases of a failed attempt with value are
+// all answered (R8.5). A waiter whose last failed attempt it was, and whose
+// look after subscribing found the key held by that attempt
+// (handoff_subs.go: confirmed), is woken now that the key is given back.
+// When the call that made the attempt ended on it (ended), and its
+// releases deleted keys, it wakes the longest waiter of key, or of each of
+// keys (a set), and the sets that wait for them: the keys were given back
+// unannounced, and the waiters that failed because of them would sleep out
+// R10's delay while the key is free. That counts as this client's release
+// (releasedMark) for the calls that have not joined the queue yet.
+func (h *handoff) gaveBack(key string, keys []string, value string, ended bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if keys == nil {
+		keys = []string{key}
 	}
-	switch i := slices.Index(ts.order, h.c.values.tag); {
-	case i < 0:
-		return 0
-	case i == len(ts.order)-1:
-		return max(i, 1) // its own release was the last one heard
-	default:
-		return i
+	for _, key := range keys {
+		for _, w := range h.queues[key] {
+			h.freedOwn(key, w, value, false)
+		}
+		for _, w := range h.sets[key] {
+			h.freedOwn(key, w, value, true)
+		}
+		if !ended {
+			continue
+		}
+		h.bumpReleased(key)
+		if q := h.queues[key]; len(q) > 0 {
+			h.wake(q[0], false)
+		}
+		h.wakeSets(key)
+	}
+}
+
+// freedOwn marks that the keys of w's last failed attempt, if value is
+// its, are given back, and wakes w when its look was waiting for that; set:
+// w waits for a set. Called with h.mu held.
+func (h *handoff) freedOwn(key string, w *waiter, value string, set bool) {
+	if w.gave == "" || w.gave != value {
+		return
+	}
+	w.gaveFreed = true
+	if w.lookPending {
+		w.lookPending = false
+		h.wakeLooked(key, w, set)
+	}
+}
+
+// wakeSets wakes every waiting set that has key, after a release of key:
+// each retries at once, as the first rank does (handoff_wait.go: wait; a jitter
+// only after a split vote, R10).
+// Called with h.mu held.
+func (h *handoff) wakeSets(key string) {
+	for _, w := range h.sets[key] {
+		h.wake(w, true)
 	}
 }

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestGeneralsNodeInteractiveProcesses runs one interactive-consistency
+// run as separate processes on loopback, one "dlm generals node
+// --interactive" per general, each knowing only its own --value: every
+// loyal general prints the same vector, with each loyal general's own value
+// at its index, and exits 0. In the SM run one general is never started:
+// the others count it as a fault (absent), hold RETREAT (no value) for it
+// and still exit 0, one fault being within m.
+func TestGeneralsNodeInteractiveProcesses(t *testing.T) {
+	values := []string{"north", "east", "south", "west"}
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		traitor int // -1: none
+		down    int // a general never started; -1: none
+		want    []string
+	}{
+		{"OM flip traitor", []string{"--algorithm", "om", "--faulty", "2:flip"}, 2, -1, []string{"north", "east", "attack", "west"}},
+		{"SM absent general", []string{"--algorithm", "sm"}, -1, 3, []string{"north", "east", "south", "retreat"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir, clusterFile := epochCluster(t, 4)
+			start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			type outcome struct {
+				ID          int      `json:"id"`
+				Loyal       bool     `json:"loyal"`
+				Value       string   `json:"value"`
+				Vector      []string `json:"vector"`
+				FaultyPeers []int    `json:"faulty_peers"`
+				Verdict     string   `json:"verdict"`
+			}
+			outs := make([]outcome, 4)
+			text := make([]string, 4)
+			errs := make([]error, 4)
+			var wg sync.WaitGroup
+			for i := range 4 {
+				if i == tc.down {
+					continue
+				}
+				wg.Go(func() {
+					args := append([]string{"generals", "node", "--interactive", "--value", values[i],
+						"--cluster", clusterFile, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
+						"--start", start, "-n", "4", "-m", "1", "--round-timeout", "1s"}, tc.args...)
+					if i != 1 {
+						args = append(args, "--json") // general 1 prints text
+					}
+					cmd := exec.CommandContext(ctx, dlmBin(), args...)
+					var stdout, stderr bytes.Buffer
+					cmd.Stdout, cmd.Stderr = &stdout, &stderr
+					if err := cmd.Run(); err != nil {
+						errs[i] = fmt.Errorf("general %d: %v\n%s%s", i, err, stdout.String(), stderr.String())
+						return
+					}
+					if i == 1 {
+						text[i] = stdout.String()
+						return
+					}
+					errs[i] = json.Unmarshal(stdout.Bytes(), &outs[i])
+				})
+			}
+			wg.Wait()
+			for _, err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, o := range outs {
+				if i == tc.down || i == 1 {
+					continue
+				}
+				if o.ID != i || o.Value != values[i] || o.Verdict != "ok" {
+					t.Errorf("general %d: %+v", i, o)
+				}
+				if i == tc.traitor {
+					if o.Loyal {
+						t.Errorf("general %d reports loyal; it was --faulty", i)
+					}
+					continue
+				}
+				if !slices.Equal(o.Vector, tc.want) {
+					t.Errorf("general %d decided %v, want %v", i, o.Vector, tc.want)
+				}
+				if tc.down >= 0 && !slices.Equal(o.FaultyPeers, []int{tc.down}) {
+					t.Errorf("general %d saw faulty peers %v, want [%d]", i, o.FaultyPeers, tc.down)
+				}
+			}
+			want := fmt.Sprintf("general 1 (loyal, value east) decides the vector [%s]", strings.Join(tc.want, " "))
+			if !strings.Contains(text[1], want) {
+				t.Errorf("general 1 printed:\n%s\nwant %q", text[1], want)
+			}
+		})
+	}
+}
