@@ -100,6 +100,9 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if err := o.useHashTags(nodes); err != nil { // keys.go
 		return nil, err
 	}
+	if err := o.checkPrefixes(); err != nil { // keys.go
+		return nil, err
+	}
 	if err := o.validateFencing(nodes, names); err != nil {
 		return nil, err
 	}

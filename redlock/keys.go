@@ -113,3 +113,19 @@ func (o *clientOptions) useHashTags(nodes []Node) error {
 	}
 	return nil
 }
+
+// checkPrefixes refuses a lock key prefix that overlaps the prefix of the
+// fence counters or of the leaders' records, with fencing or without: a
+// resource name (or a hand-made handle) could then make a lock key equal
+// a fence key, and a release or an extension, which act on any key that
+// holds the value they are given, would delete a counter or give it an
+// expiry, so that tokens go back. An empty fence or record prefix is
+// left to the feature that uses it (WithFencing refuses it).
+func (o clientOptions) checkPrefixes() error {
+	for _, p := range []struct{ what, prefix string }{{"fence key", o.fencePrefix}, {"record key", o.recordPrefix}} {
+		if p.prefix != "" && (strings.HasPrefix(p.prefix, o.prefix) || strings.HasPrefix(o.prefix, p.prefix)) {
+			return invalidf("lock key prefix %q and %s prefix %q overlap: a resource name could make a lock key equal one of those keys, and a release or an extension would then reach it; choose a lock key prefix neither of which starts the other, such as the default %q or \"myapp:lock:\"", o.prefix, p.what, p.prefix, DefaultKeyPrefix)
+		}
+	}
+	return nil
+}

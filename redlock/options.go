@@ -169,7 +169,10 @@ func WithReleaseTimeout(d time.Duration) Option {
 }
 
 // WithKeyPrefix sets the prefix of the lock keys on the nodes: the key of
-// resource r is prefix+r. Default "dlm:lock:".
+// resource r is prefix+r. Default "dlm:lock:". New refuses, with
+// ErrInvalid, a prefix that starts the fence or record key prefix or
+// starts with one of them ("dlm:", "dlm:fence:"): a release or an
+// extension through it could reach a fence counter and send tokens back.
 func WithKeyPrefix(p string) Option {
 	return clientOption(func(o *clientOptions) { o.prefix = p })
 }

@@ -35,7 +35,7 @@ func fencedReply(res []any, err error, where string) (bool, uint64, error) {
 	f, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		// The key was set: report it, so that the client releases it.
-		return true, 0, fmt.Errorf("goredis: fence value under %s is %q, not a uint64", where, s)
+		return true, 0, fmt.Errorf("goredis: the key under %s holds something other than a fence counter (%d bytes, not a uint64; its content is not shown: it may be a secret)", where, len(s))
 	}
 	return true, f, nil
 }

@@ -35,7 +35,7 @@ func (n *Node) ReadRecord(ctx context.Context, key, recordKey, fenceKey string) 
 	s, _ := res[2].(string)
 	fence, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
-		return "", false, 0, fmt.Errorf("goredis: fence value under %q is %q, not a uint64", fenceKey, s)
+		return "", false, 0, fmt.Errorf("goredis: the key %q holds something other than a fence counter (%d bytes, not a uint64; its content is not shown: it may be a secret)", fenceKey, len(s))
 	}
 	if found != 1 {
 		return "", false, fence, nil

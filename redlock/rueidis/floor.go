@@ -34,7 +34,7 @@ func (n *Node) AcquireFencedFloor(ctx context.Context, key, fenceKey, floorKey, 
 	f, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		// The key was set: report it, so that the client releases it.
-		return true, 0, kept == 1, fmt.Errorf("rueidis: fence value under %q or %q is %q, not a uint64", fenceKey, floorKey, s)
+		return true, 0, kept == 1, fmt.Errorf("rueidis: the key %q or %q holds something other than a fence counter (%d bytes, not a uint64; its content is not shown: it may be a secret)", fenceKey, floorKey, len(s))
 	}
 	return true, f, kept == 1, nil
 }
