@@ -12,6 +12,7 @@ import (
 // reports every workload and leaves no lock behind. The node timeout is
 // generous: this checks behaviour on a loaded machine, not speed.
 func TestBench(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 5)
 	nodes := strings.Join(c.URLs(), ",")
 	r := runDLM(t, 60*time.Second, nil, "bench", "--nodes", nodes, "--node-timeout", "2s",
@@ -37,6 +38,7 @@ func TestBench(t *testing.T) {
 }
 
 func TestBenchRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		args []string
@@ -74,6 +76,7 @@ func TestBenchRefusesBadInput(t *testing.T) {
 }
 
 func TestBenchUnreachableNodes(t *testing.T) {
+	t.Parallel()
 	s := redlocktest.StartServer(t)
 	s.Kill()
 	r := runDLM(t, 30*time.Second, nil, "bench", "--nodes", s.URL(), "-q")

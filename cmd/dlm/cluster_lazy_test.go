@@ -19,6 +19,7 @@ import (
 // refused"), so a dlm command over several nodes failed as a whole because
 // one of them was down at its start.
 func TestClusterNodeDownAtDial(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.StartRedisCluster(t, 3, 0)
 	url := cl.URL()
 	for _, m := range cl.Masters() {

@@ -16,6 +16,7 @@ import (
 // node are spread over its masters by hash slot, so the seed master holds
 // only its share.
 func TestClusterEveryMasterCountedAndFenceChecked(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.StartRedisCluster(t, 3, 0)
 	cl, err := goredis.Dial([]string{c.URL()}, redlock.WithNodeTimeout(time.Second), redlock.WithFencing(), redlock.WithTTL(time.Minute))
 	if err != nil {

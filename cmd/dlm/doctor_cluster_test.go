@@ -62,6 +62,7 @@ func TestClusterFindings(t *testing.T) {
 
 // dlm doctor inspects a real cluster node master by master.
 func TestDoctorCluster(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.StartRedisCluster(t, 2, 1)
 	r := runDLM(t, 30*time.Second, nil, "doctor", "--nodes", c.URL())
 	for _, want := range []string{"cluster_state:ok, all 16384 slots served by 2 master(s)", "never fail over on their own", "no AOF persistence", "masters' node clocks agree"} {
@@ -88,6 +89,7 @@ func TestDoctorCluster(t *testing.T) {
 
 // dlm status reads a cluster node's lock keys by their hash-tagged names.
 func TestStatusCluster(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.StartRedisCluster(t, 3, 0)
 	cl, err := goredis.Dial([]string{c.URL()}, redlock.WithNodeTimeout(time.Second))
 	if err != nil {

@@ -26,6 +26,7 @@ import (
 // and gives up after --wait (75); the leader's --json events say it was
 // elected and resigned.
 func TestElectKeepsLeadingAndAnnounces(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	a, _, stderrA := dlmCmd(t, nil, "elect", "--nodes", nodes, "--ttl", "4s", "--node-timeout", "1s", "--max-extensions", "2", "--json",

@@ -69,6 +69,7 @@ func leaderOf(t *testing.T, nodes, name string) leaderJSON {
 // so a's command is terminated and dlm exits 74; b is elected with a
 // higher term, runs, exits 0 and resigns.
 func TestElect(t *testing.T) {
+	t.Parallel()
 	// ttl 4s and node timeout 1s, which a loaded machine keeps: the test
 	// waits for no ttl (a's keys are deleted), and with ttl 900ms a's
 	// leadership could run out under load before c gave up.

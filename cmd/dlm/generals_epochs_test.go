@@ -50,6 +50,7 @@ func epochCluster(t *testing.T, n int) (string, string) {
 // from nobody, or its clock reads an hour off), and checks that every
 // loyal general prints the same decision every epoch.
 func TestGeneralsEpochCommands(t *testing.T) {
+	t.Parallel()
 	const n, epochs = 4, 2
 	for _, tc := range []struct {
 		use   string
@@ -92,7 +93,7 @@ func TestGeneralsEpochCommands(t *testing.T) {
 			for i := range n {
 				wg.Go(func() {
 					args := []string{tc.use, "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
-						"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "1s", "--epochs", strconv.Itoa(epochs)}
+						"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "2s", "--epochs", strconv.Itoa(epochs)}
 					args = append(args, tc.extra[i]...)
 					var out, errb bytes.Buffer
 					codes[i] = run(t.Context(), append([]string{"generals"}, args...), strings.NewReader(""), &out, &errb)
@@ -173,6 +174,7 @@ func TestGeneralsEpochUsage(t *testing.T) {
 // nothing (exit 3, "out_of_time" in its line) and is not checked; at
 // least one epoch after the crash must be conclusive.
 func TestGeneralsLeaderCrashReplaced(t *testing.T) {
+	t.Parallel()
 	const n, epochs = 4, 3
 	dir, cluster := epochCluster(t, n)
 	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
@@ -244,18 +246,16 @@ func deref(id *byzantine.ID) byzantine.ID {
 // epoch 1 on general 1 leads and general 0 is declared failed (its value
 // is missing), while the liar's reports convict nobody.
 func TestGeneralsLeaderProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("builds dlm and starts processes")
+		t.Skip("starts processes")
 	}
-	bin := filepath.Join(t.TempDir(), "dlm")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := dlmBin() // built once by TestMain
 	const n, epochs = 4, 4
-	round := time.Second
+	round := 2 * time.Second
 	period := 6 * round // the default, (m+4) x the round timeout
 	dir, cluster := epochCluster(t, n)
-	t0 := time.Now().Add(3 * time.Second).UTC()
+	t0 := time.Now().Add(5 * time.Second).UTC() // four processes to start
 	start := t0.Format(time.RFC3339Nano)
 	ctx, cancel := context.WithTimeout(t.Context(), epochs*period+time.Minute)
 	defer cancel()
@@ -334,12 +334,40 @@ func TestGeneralsLeaderProcesses(t *testing.T) {
 func lowFreeAddr(t *testing.T) string {
 	t.Helper()
 	for range 1000 {
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))
+		port := 20000 + rand.IntN(12000)
+		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		if ln, err := net.Listen("tcp", addr); err == nil {
 			ln.Close()
-			return addr
+			if claimPorts(port) {
+				return addr
+			}
 		}
 	}
 	t.Fatal("no free port below the ephemeral range")
 	return ""
+}
+
+// claimedPorts holds every port that lowFreeAddr and freeRun handed out in
+// this test process: their owners listen on them afresh (every epoch, after
+// a delayed restart), so a test running in parallel must never be handed
+// one of them while it is free in between.
+var claimedPorts = struct {
+	sync.Mutex
+	m map[int]bool
+}{m: map[int]bool{}}
+
+// claimPorts claims all of ports for the caller, or none if any was
+// handed out before.
+func claimPorts(ports ...int) bool {
+	claimedPorts.Lock()
+	defer claimedPorts.Unlock()
+	for _, p := range ports {
+		if claimedPorts.m[p] {
+			return false
+		}
+	}
+	for _, p := range ports {
+		claimedPorts.m[p] = true
+	}
+	return true
 }

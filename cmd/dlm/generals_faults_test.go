@@ -222,6 +222,7 @@ func TestGeneralsExplain(t *testing.T) {
 // violations with it, and never calls a stopped search a proof (a review found:
 // "-n 5 -m 2" printed "IC1 and IC2 held for all of them" and exited 0).
 func TestGeneralsExhaust(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		args       []string

@@ -194,6 +194,7 @@ func findBrowser(t *testing.T) string {
 // the step-through shows one round and hides the others, and the
 // traitor's lie is on the page, highlighted.
 func TestGeneralsReportBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts a browser")
 	}

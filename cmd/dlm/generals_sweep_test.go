@@ -16,6 +16,7 @@ import (
 // worst traitor run of each point, and the SVG draws one panel per series
 // with a dot and a square per row.
 func TestGeneralsSweep(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	csvPath, svgPath := filepath.Join(dir, "sweep.csv"), filepath.Join(dir, "sweep.svg")
 	code, stdout, stderr := runGeneralsCLI(t, "sweep", "--csv", csvPath, "--svg", svgPath, "--max-n", "7", "--max-m", "2")

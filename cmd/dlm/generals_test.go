@@ -191,17 +191,15 @@ func TestGeneralsSeedReplays(t *testing.T) {
 	}
 }
 
-// TestGeneralsProcesses builds dlm and runs generals as separate processes:
+// TestGeneralsProcesses runs generals as separate dlm processes:
 // "dlm generals --transport tcp", and "dlm generals node" from a cluster
 // file as on several machines.
 func TestGeneralsProcesses(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
-		t.Skip("builds dlm and starts processes")
+		t.Skip("starts processes")
 	}
-	bin := filepath.Join(t.TempDir(), "dlm")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := dlmBin() // built once by TestMain
 	t.Run("transport tcp", func(t *testing.T) { testGeneralsTCP(t, bin) })
 	t.Run("cluster file", func(t *testing.T) { testGeneralsCluster(t, bin) })
 	t.Run("cluster file, a general down", func(t *testing.T) { testGeneralsClusterDown(t, bin) })

@@ -17,6 +17,7 @@ import (
 // whose key prefix was edited to "" extended and then released an
 // ordinary application key whose value was known.
 func TestForgedHandleIsBounded(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	dlm := func(stdin string, args ...string) result {

@@ -52,6 +52,7 @@ func noSecret(t *testing.T, what, out string, h redlock.Handle) {
 // (the handle on standard input), release (the handle in a file); a forged
 // handle releases nothing; a spent or expired handle says so (exit 74).
 func TestHandleCommands(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	common := []string{"--node-timeout", "1s"}
@@ -125,6 +126,7 @@ func TestHandleCommands(t *testing.T) {
 // An expired handle: dlm extend exits 74 and says when it expired, and
 // re-creates no key; --json and --handle-file round trip.
 func TestHandleExpired(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	file := filepath.Join(t.TempDir(), "h")
@@ -228,6 +230,7 @@ func TestHandleUsage(t *testing.T) {
 // A value of the caller's, from an environment variable: refused when it
 // is too short, used when it is good, and never printed.
 func TestAcquireValueEnv(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ","), "MY_LOCK_VALUE=short", "MY_GOOD_VALUE=pipeline-4711-Zq8rT2vXk9LmW3"}
 	r := runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "1s", "--value-env", "MY_LOCK_VALUE", "job")
@@ -258,6 +261,7 @@ func TestAcquireValueEnv(t *testing.T) {
 // Several resources under one handle: dlm acquire b a locks both as one,
 // dlm lock on either is refused, dlm release frees both.
 func TestHandleSet(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	r := runDLM(t, 30*time.Second, env, "acquire", "--node-timeout", "1s", "--ttl", "30s", "b", "a")
@@ -287,6 +291,7 @@ func TestHandleSet(t *testing.T) {
 // --nodes overrides) replaced it in the handle, which could then never be
 // parsed, and its lock never released, before the fix.
 func TestAcquireHandleNotRedacted(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=redis://:eyJyZXNv@127.0.0.1:1"}
 	r := runDLM(t, 30*time.Second, env, "acquire", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "deploy")

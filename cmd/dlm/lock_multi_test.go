@@ -16,6 +16,7 @@ import (
 // set that overlaps it on b exits 75 and leaves no key of its own set, one
 // on a disjoint resource runs; once it ends, no key is left.
 func TestLockSeveralResources(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	dir := t.TempDir()

@@ -15,6 +15,7 @@ import (
 // a plain dlm lock are refused while a reader runs, and --write gets it
 // once the reader is done.
 func TestLockReadWrite(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	dir := t.TempDir()

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +29,20 @@ var binDir string
 // temporary directory (with -race when the tests run with it, so that the
 // end-to-end runs check dlm itself), runs the tests, checks for leaked
 // goroutines.
+//
+// Most tests here wait (on dlm and redis-server processes, ttls, rounds)
+// far more than they compute, so the tests marked parallel run up to 2 per
+// CPU at once unless -parallel is given; the few whose bounds measure time
+// or whose margin is the clock drift (a guard that must end the command by
+// the validity's end, before the next holder starts)
+// stay serial and run first, alone in this package.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		_ = flag.Set("test.parallel", strconv.Itoa(2*runtime.GOMAXPROCS(0)))
+	}
 	dir, err := os.MkdirTemp("", "dlm-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -160,8 +175,10 @@ const counterScript = `n=$(cat "$1"); sleep 0.05; echo $((n+1)) > "$1"`
 // shared file under the lock; the count must be exact (R1.1), with all nodes
 // up and with 2 of 5 down (R1.3).
 func TestLockCounter(t *testing.T) {
+	t.Parallel()
 	for _, down := range []int{0, 2} {
 		t.Run(fmt.Sprintf("%d-of-5-down", down), func(t *testing.T) {
+			t.Parallel()
 			c := redlocktest.Start(t, 5)
 			for _, s := range c.Servers[:down] {
 				s.Kill()
@@ -206,6 +223,7 @@ func TestLockCounter(t *testing.T) {
 // TestLockNoQuorum: with 3 of 5 nodes down each dlm lock exits 69 quickly,
 // naming the nodes that failed; the command never runs.
 func TestLockNoQuorum(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 5)
 	for _, s := range c.Servers[:3] {
 		s.Kill()
@@ -243,6 +261,7 @@ func TestLockNoQuorum(t *testing.T) {
 
 // TestLockHeldElsewhere: a second dlm lock on a held resource exits 75.
 func TestLockHeldElsewhere(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	ready := filepath.Join(t.TempDir(), "ready")
@@ -266,6 +285,7 @@ func TestLockHeldElsewhere(t *testing.T) {
 // TestLockLost deletes the keys under a running dlm lock: the extension
 // fails (R17), the command is terminated and dlm exits 74.
 func TestLockLost(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	ready := filepath.Join(t.TempDir(), "ready")
 	// A ttl of 3 s: at 900 ms the lock itself ended, unextended, before
@@ -443,6 +463,7 @@ func TestUsage(t *testing.T) {
 // TestLockFencing: with --fencing the command gets DLM_LOCK_TOKEN, and a
 // later grant gets a greater token (R18).
 func TestLockFencing(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3, redlocktest.WithPersistence())
 	out := filepath.Join(t.TempDir(), "tokens")
 	for i := 0; i < 2; i++ {
@@ -469,12 +490,14 @@ func TestLockFencing(t *testing.T) {
 
 // TestLockExtensionBound: with --max-extensions 1 the lock runs out after
 // one extension (R17: bounded), and the command is stopped: exit 74. The
-// ttl (3s) and node timeout (1s) are ones a loaded machine keeps: the lock
-// must run out at the bound, not be lost to a slow answer.
+// ttl (6s) and node timeout (2s) are ones a loaded machine keeps: the lock
+// must run out at the bound, not be lost to a slow answer (with 1s, every
+// node timed out on the first acquisition of a run at load 30: exit 69).
 func TestLockExtensionBound(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
-	r := runDLM(t, 120*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "3s", "--node-timeout", "1s",
-		"--max-extensions", "1", "--grace", "1s", "res", "--", "sleep", "300")
+	r := runDLM(t, 120*time.Second, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "6s", "--node-timeout", "2s",
+		"--max-extensions", "1", "--grace", "2s", "res", "--", "sleep", "300")
 	if r.code != exitLockLost {
 		t.Errorf("exit %d, want %d; stderr: %s", r.code, exitLockLost, r.stderr)
 	}

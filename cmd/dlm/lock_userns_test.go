@@ -147,6 +147,7 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 // is another process or none: `ps -p $$` said "fatal library error,
 // lookup self" (as nobody it named a kernel thread, "kworker/0:0H-kblockd").
 func TestCommandFindsItselfInItsNamespace(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"ps", "pgrep"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s", tool)
@@ -207,6 +208,7 @@ func TestCommandFindsItselfInItsNamespace(t *testing.T) {
 // shared (unshare(1)), which stands for the system; the test reads that
 // namespace's mounts while the command runs.
 func TestNamespaceProcStaysInside(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 || !canPIDNamespace() {
 		t.Skip("not root with a PID namespace for this process")
 	}

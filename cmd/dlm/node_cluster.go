@@ -212,7 +212,16 @@ func (nc *nodeConfig) form(ctx context.Context, members []*nodeConfig, restartWa
 		i := info(c)
 		return i["cluster_state"] == "ok" && i["cluster_known_nodes"] == strconv.Itoa(len(members))
 	}); err != nil {
-		return "", err
+		// What each master says, so that a cluster that never formed
+		// tells why (a master that knows too many or too few nodes, or
+		// has no slots).
+		var states []string
+		for i, c := range clients {
+			in := info(c)
+			states = append(states, fmt.Sprintf("%s: cluster_state:%s known_nodes:%s slots_assigned:%s", addrs[i],
+				in["cluster_state"], in["cluster_known_nodes"], in["cluster_slots_assigned"]))
+		}
+		return "", fmt.Errorf("%w (%s)", err, strings.Join(states, "; "))
 	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Password: nc.setting("requirepass"), MaxRetries: 2, DisableIdentity: true})
 	defer cc.Close()

@@ -30,6 +30,7 @@ func freeRun(t *testing.T, n int) int {
 	for try := 0; try < 200; try++ {
 		base := 10000 + rand.IntN(32768-clusterBusOffset-10000-n)
 		var ls []net.Listener
+		var ports []int
 		ok := true
 		for i := 0; ok && i < 2*n; i++ {
 			p := base + i
@@ -42,11 +43,12 @@ func freeRun(t *testing.T, n int) int {
 				break
 			}
 			ls = append(ls, l)
+			ports = append(ports, p)
 		}
 		for _, l := range ls {
 			l.Close()
 		}
-		if ok {
+		if ok && claimPorts(ports...) {
 			return base
 		}
 	}
@@ -73,6 +75,7 @@ func startClusterNode(t *testing.T) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan 
 // dlm node --cluster 3 forms a cluster of three masters, prints its node
 // URL, serves keys over every slot, and stops cleanly on SIGTERM.
 func TestNodeCluster(t *testing.T) {
+	t.Parallel()
 	port, cmd, stdout, stderr, done := startClusterNode(t)
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
@@ -115,6 +118,7 @@ func TestNodeCluster(t *testing.T) {
 // went on running with that master's slots down, and a supervisor saw a
 // healthy process (attack review).
 func TestNodeClusterMasterCrashStopsTheNode(t *testing.T) {
+	t.Parallel()
 	port, cmd, stdout, stderr, done := startClusterNode(t)
 	defer func() { _ = cmd.Process.Kill() }()
 	redlocktest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(stdout.String(), "cluster=true") },
@@ -158,6 +162,7 @@ func TestNodeClusterMasterCrashStopsTheNode(t *testing.T) {
 // node URL (attack review: the bus port was an outgoing connection's
 // ephemeral port).
 func TestNodeClusterBusPortTaken(t *testing.T) {
+	t.Parallel()
 	redlocktest.Require(t)
 	port := freeRun(t, 3)
 	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port+1+10000))
@@ -176,6 +181,7 @@ func TestNodeClusterBusPortTaken(t *testing.T) {
 // supervisor then saw a live process that served nothing; TestNodeCluster
 // once waited 60 s for a URL on a machine at load 15).
 func TestNodeClusterNotFormedExits(t *testing.T) {
+	t.Parallel()
 	redlocktest.Require(t)
 	port := freeRun(t, 3)
 	r := runDLM(t, 60*time.Second, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(),

@@ -19,6 +19,7 @@ import (
 // Found by review: `dlm release --force` refused every such name (64), and
 // the quoted form was read as a literal name (exit 0, the lock still held).
 func TestForceReleaseOfQuotedNames(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	holder, closeHolder, err := dial(defaultAdapter, c.URLs(), tlsFiles{}, 0, redlock.WithTTL(time.Minute))
@@ -72,6 +73,7 @@ func TestForceReleaseOfQuotedNames(t *testing.T) {
 // Failed before: the free name exited 0; '"abc"' released abc (exit 0);
 // --key-prefix dlm:fence: deleted the fence counter of x (exit 0).
 func TestForceReleaseRefusals(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	holder, closeHolder, err := dial(defaultAdapter, c.URLs(), tlsFiles{}, 0, redlock.WithTTL(time.Minute), redlock.WithFencing())

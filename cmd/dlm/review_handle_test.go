@@ -19,6 +19,7 @@ import (
 // `dlm extend --key-prefix dlm:`, extended the lock again, five times out
 // of five.
 func TestExtensionBoundSurvivesAnotherKeySplit(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	dlm := func(stdin string, args ...string) result {
@@ -56,6 +57,7 @@ func TestExtensionBoundSurvivesAnotherKeySplit(t *testing.T) {
 // "deleted on 0 of 3 nodes, 2 node error(s)" and exited 0, one node's
 // answer standing for "the quorum's view".
 func TestForceReleaseNeedsAQuorumOfAnswers(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	if r := runDLM(t, 30*time.Second, nil, "acquire", "--nodes", nodes, "--ttl", "60s", "held"); r.code != 0 {

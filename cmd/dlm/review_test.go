@@ -16,6 +16,7 @@ import (
 // it ("over 16384 bytes, not a handle", exit 64): a lock nobody could
 // release before its ttl.
 func TestReviewAcquireHandleReleasable(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	env := []string{nodesEnv + "=" + strings.Join(c.URLs(), ",")}
 	args := []string{"acquire", "--node-timeout", "1s", "--ttl", "1m"}

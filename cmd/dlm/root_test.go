@@ -14,6 +14,7 @@ import (
 // TestVersion: dlm --version prints one line, "dlm VERSION GOVERSION", and
 // exits 0. Failed before: unknown flag --version (64).
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	r := runDLM(t, 30*time.Second, nil, "--version")
 	if r.code != 0 || !strings.HasPrefix(r.stdout, "dlm ") || strings.Count(r.stdout, "\n") != 1 || !strings.Contains(r.stdout, "go1.") {
 		t.Errorf("dlm --version: exit %d, stdout %q, stderr %q; want 0 and one line \"dlm VERSION GOVERSION\"", r.code, r.stdout, r.stderr)

@@ -26,6 +26,7 @@ func noValueBytes(t *testing.T, what, out, value string) {
 // token, and never a byte of the value; --all lists the held locks; and
 // dlm release --force releases a lock whoever holds it, and says so.
 func TestStatusShowsOwnerNotValue(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	env := []string{nodesEnv + "=" + nodes}
@@ -86,6 +87,7 @@ func TestStatusShowsOwnerNotValue(t *testing.T) {
 // dlm status shows an election's leader, term and since
 // when beside the election's lock.
 func TestStatusShowsElection(t *testing.T) {
+	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
 	ready := t.TempDir() + "/ready"

@@ -58,6 +58,7 @@ func TestStatus(t *testing.T) {
 // library, Byzantine mode included: 5 nodes need 3, or 4 with one liar
 // tolerated (ceil((N+f+1)/2)); too few nodes for the bound is bad usage.
 func TestQuorumFromLibrary(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		n, f, want int
 		bad        bool

@@ -91,6 +91,7 @@ func TestTortureCheckStoredHistory(t *testing.T) {
 // --json, --report and --history, and checks the exit status, the JSON
 // fields the issue names, and that the HTML report parses.
 func TestTortureRun(t *testing.T) {
+	t.Parallel()
 	redlocktest.Require(t)
 	tests := []struct {
 		name string
@@ -266,9 +267,12 @@ func noFaults(t *testing.T, path string) string {
 func TestTortureProgressAndAdapter(t *testing.T) {
 	redlocktest.Require(t)
 	t.Parallel()
-	r := runDLM(t, 60*time.Second, nil, "torture", "--scenario", "split-votes", "--duration", "2s", "--ttl", "2s", "--node-timeout", "400ms",
+	// What is checked is the progress and the adapter, not the outcome: a
+	// run at load 30 granted nothing in its 2s (ttl 2s, node timeout
+	// 400ms) and was inconclusive (exit 3), which says nothing here.
+	r := runDLM(t, 60*time.Second, nil, "torture", "--scenario", "split-votes", "--duration", "2s", "--ttl", "4s", "--node-timeout", "1s",
 		"--seed", "11", "--progress", "300ms")
-	if r.code != exitOK {
+	if r.code != exitOK && r.code != exitInconclusive {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
 	}
 	if !strings.Contains(r.stderr, "dlm torture: running for ") {
