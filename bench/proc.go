@@ -222,6 +222,15 @@ func (a *attemptLog) Attempt(e redlock.AttemptEvent) {
 func (a *attemptLog) Extension(redlock.ExtensionEvent) {}
 func (a *attemptLog) End(redlock.EndEvent)             {}
 
+// runEnded reports whether a Lock call of a contention worker failed
+// because the run ended (its context's deadline), not because the library
+// gave up: ctx ended, or the error says its deadline passed, which a
+// loaded machine reports before the context's timer has run (then
+// ctx.Err() is still nil).
+func runEnded(ctx context.Context, err error) bool {
+	return ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)
+}
+
 // contChild is one process of the contention across processes: it opens
 // its library's client, warms it up, says ready, waits for the start time
 // (Unix nanoseconds, one line on stdin), runs its workers on the key until
@@ -304,9 +313,10 @@ func contChild(p contParams, stdin io.Reader, stdout io.Writer) error {
 			for ctx.Err() == nil {
 				rel, err := lk.Lock(ctx, p.Key)
 				if err != nil {
-					if ctx.Err() == nil {
-						failed++
+					if runEnded(ctx, err) {
+						break
 					}
+					failed++
 					continue
 				}
 				r := csRecord{Worker: w, Grant: time.Now().UnixNano()}

@@ -330,6 +330,11 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		if err := ctx.Err(); err != nil {
 			return nil, c.stopped(resource, try-1, last, err)
 		}
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			// Its timer has not run yet (a loaded machine runs timers
+			// late): an attempt could only fail, and load every node.
+			return nil, c.stopped(resource, try-1, last, context.DeadlineExceeded)
+		}
 		final := o.tries > 0 && try >= o.tries
 		value, err := o.value, error(nil)
 		if !o.valueSet {

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -184,4 +185,56 @@ func TestUnlockHandingOverKeepsItsDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// lateTimer is a context whose deadline has passed while the timer that
+// ends it has not run yet, as on a loaded machine, where the runtime runs
+// timers late: Err is nil and Done is open, but Deadline is behind.
+type lateTimer struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c lateTimer) Deadline() (time.Time, bool) { return c.deadline, true }
+
+// A call whose deadline has passed makes no attempt, even while the
+// context's timer has not run: it could only fail, and its requests and
+// releases (R8.5) would load every node for nothing. In a loaded run of
+// the benchmark across processes (cd bench && go run . -only mp), every
+// "gave up" of dlm's Lock was such a call (37 of 37, the deadline 6 ms
+// behind, every node "no reply"), each worker spinning on it until the
+// timer ran. Before the fix each row made an attempt, and over in-memory
+// nodes, which answer at once, even got the lock ("acquired past the
+// deadline").
+func TestPastDeadlineMakesNoAttempt(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error)
+	}{
+		{"Lock", func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.Lock(ctx, "r") }},
+		{"TryLock", func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.TryLock(ctx, "r") }},
+		{"LockAll", func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
+			return c.LockAll(ctx, []string{"r", "s"})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes, _ := redlocktest.NewMemNodes(3)
+				obs := &attempts{}
+				c := memClient(t, nodes, redlock.WithObserver(obs))
+				ctx := lateTimer{context.Background(), time.Now().Add(-time.Millisecond)}
+				l, err := tc.call(ctx, c)
+				if err == nil {
+					_ = l.Unlock(context.Background())
+					t.Fatal("acquired past the deadline")
+				}
+				if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrNotAcquired) {
+					t.Errorf("err = %v, want ErrNotAcquired and context.DeadlineExceeded", err)
+				}
+				if n := obs.count(); n != 0 {
+					t.Errorf("%d attempts, want 0", n)
+				}
+			})
+		})
+	}
 }

@@ -200,7 +200,7 @@ func (h *handoff) freedOwn(key string, w *waiter, value string, set bool) {
 	w.gaveFreed = true
 	if w.lookPending {
 		w.lookPending = false
-		h.wakeLooked(key, w, set)
+		h.wakeLooked(key, w, set, w.lookFrom)
 	}
 }
 

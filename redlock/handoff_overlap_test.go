@@ -244,3 +244,100 @@ func TestLookBelongsToTheLatestSubscription(t *testing.T) {
 		}
 	})
 }
+
+// A look that finds the key free on one node is as good as that node's
+// announcement of the release, and no better: the holder's release may
+// not have reached the other nodes yet, and their announcements may come
+// before the client listens there. Forced on 3 in-memory nodes, of which
+// the waiter listens on two (a and b), each subscription held at a gate:
+// the waiter's first attempt fails on the holder's keys; the holder
+// releases a before the waiter listens there (announced to nobody); a's
+// subscription is confirmed, and the look there wakes the waiter; its
+// second attempt is granted on a and reaches b and c before the holder's
+// releases do, and is refused there; b's subscription is confirmed only
+// after that release. Nothing is announced to the waiter any more: before
+// the fix it slept out its retry delay ("acquired after 1m0s, want before
+// the minimum retry delay 1m0s"), as TestWaiterOverlappingReleaseRedis
+// did in about one adapter-run in four under -race. Now an attempt on a
+// look is retried one rank slot later when the node looked at granted
+// it, as one on an announcement is (afterFirst).
+func TestLookIsOneNodesAnnouncement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			ttl    = time.Hour
+			delay  = time.Minute
+			key    = "dlm:lock:r"
+			holder = "holder's value"
+		)
+		ctx := context.Background()
+		_, mems := redlocktest.NewMemNodes(3)
+		gates := make([]*watchGate, len(mems))
+		nodes := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			gates[i] = &watchGate{}
+			nodes[i] = gatedWatchNode{m, gates[i]}
+		}
+		obs := &attempts{}
+		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay), redlock.WithObserver(obs))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		warm, err := c.Lock(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // warm's subscriptions are gone
+		before := obs.count()
+		watched := redlock.WatchNodes(c, "r")
+		if len(watched) != 2 {
+			t.Fatalf("the client listens on %v, want 2 nodes", watched)
+		}
+		a, b := watched[0], watched[1]
+		cc := 3 - a - b
+		for _, m := range mems {
+			if ok, err := m.Acquire(ctx, key, holder, ttl); !ok || err != nil {
+				t.Fatalf("the holder's key on %v: %v %v", m, ok, err)
+			}
+		}
+		openA, openB := gates[a].set(), gates[b].set()
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "r")
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		synctest.Wait() // failed on every node; both Watch calls at their gates
+		if n := obs.count() - before; n != 1 {
+			t.Fatalf("%d attempts before the release, want 1", n)
+		}
+		mems[a].ReleaseAnnounce(ctx, key, holder) // announced to nobody
+		mems[b].Freeze()
+		mems[cc].Freeze()
+		close(openA) // a's Watch, then the look at a
+		synctest.Wait()
+		if n := obs.count() - before; n != 1 {
+			t.Fatalf("%d attempts decided after the look at a, want 1", n)
+		}
+		for _, m := range []*redlocktest.MemNode{mems[b], mems[cc]} {
+			go m.ReleaseAnnounce(ctx, key, holder) // behind the second attempt
+		}
+		synctest.Wait()
+		start := time.Now()
+		mems[b].Thaw() // refused, then released: announced to nobody
+		mems[cc].Thaw()
+		synctest.Wait()
+		close(openB)
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited >= delay {
+			t.Errorf("acquired after %v, want before the minimum retry delay %v (attempts: %d)", waited, delay, obs.count()-before)
+		}
+	})
+}

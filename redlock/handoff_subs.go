@@ -99,7 +99,7 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 		ctx, cancel := context.WithTimeout(context.Background(), handoffSubscribeTimeout)
 		if op.on {
 			if w.Watch(ctx, op.key) == nil {
-				h.confirmed(ctx, n, op)
+				h.confirmed(ctx, i, n, op)
 			}
 		} else {
 			_ = w.Unwatch(ctx, op.key)
@@ -108,7 +108,7 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 	}
 }
 
-// confirmed is told that node n now delivers key's announced releases
+// confirmed is told that node n (node i) now delivers key's announced releases
 // (op, a Watch). On the first such node of the subscription made when
 // key's waiters began to listen (subscribe) or moved to other nodes
 // (rewatch), the release they wait for may have
@@ -120,9 +120,10 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 // by the failed attempt of the waiter to wake (gave) is free once that
 // attempt's releases (R8.5) are answered: the attempt may have reached n
 // after the release, and n answered it late. The waiter is woken then
-// (gaveBack), or now if they are. Without InspectNode, the timed retry
-// covers the gap (adapter.ReleaseWatch).
-func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, op subOp) {
+// (gaveBack), or now if they are. The look counts as node i's
+// announcement of the release (wakeLooked). Without InspectNode, the
+// timed retry covers the gap (adapter.ReleaseWatch).
+func (h *handoff) confirmed(ctx context.Context, i int, n adapter.HandoffNode, op subOp) {
 	key := op.key
 	h.mu.Lock()
 	gen, fresh := h.fresh[key]
@@ -146,13 +147,13 @@ func (h *handoff) confirmed(ctx context.Context, n adapter.HandoffNode, op subOp
 		case st.Kind == adapter.KeyAbsent:
 		case st.Kind == adapter.KeyLock && w.gave != "" && st.Value == w.gave:
 			if !w.gaveFreed {
-				w.lookPending = true // woken by gaveBack
+				w.lookPending, w.lookFrom = true, i // woken by gaveBack
 				return
 			}
 		default:
 			return // held: its release will be announced
 		}
-		h.wakeLooked(key, w, set)
+		h.wakeLooked(key, w, set, i)
 	}
 	if q := h.queues[key]; len(q) > 0 {
 		look(q[0], false)

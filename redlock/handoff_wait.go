@@ -34,11 +34,12 @@ type waiter struct {
 	// gave is the value of its last failed attempt, whose keys are given
 	// back (R8.5), maybe late; gaveFreed is set once they all are
 	// (gaveBack); lookPending while the look after subscribing found the
-	// key held by gave and waits for them (handoff_subs.go: confirmed).
-	// Under handoff.mu.
+	// key held by gave on node lookFrom and waits for them
+	// (handoff_subs.go: confirmed). Under handoff.mu.
 	gave        string
 	gaveFreed   bool
 	lookPending bool
+	lookFrom    int
 	// woke is the wake-up that the call's latest wait acted on; only the
 	// waiting call reads and writes it (next).
 	woke wake
@@ -531,17 +532,22 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 	}
 }
 
-// wakeLooked wakes w, which the look after subscribing found free to go
-// (handoff_subs.go: confirmed): at once, or, when its last attempt split
-// the votes, as an announcement would, in its client's rank and with a
-// jitter (wait), which keeps the next split away as R10's
-// delay does; set: w waits for a set. Called with h.mu held.
-func (h *handoff) wakeLooked(key string, w *waiter, set bool) {
+// wakeLooked wakes w, which the look after subscribing at node from
+// found free to go (handoff_subs.go: confirmed): at once, or, when its last attempt split the
+// votes, as an announcement would, in its client's rank and with a jitter
+// (wait), which keeps the next split away as R10's delay does; set: w
+// waits for a set. A look is an announcement of node from that the key
+// is free: an attempt that goes at once on it and fails may have reached
+// another node before the release it was woken for (next: afterFirst).
+// Called with h.mu held.
+func (h *handoff) wakeLooked(key string, w *waiter, set bool, from int) {
 	switch {
 	case set:
 		h.wake(w, true) // a set's waiter: with a jitter after a split (wait)
 	case w.split:
-		h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: -1})
+		h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: from})
+	case from >= 0:
+		h.give(w, wake{remote: true, from: from})
 	default:
 		h.wake(w, false)
 	}
