@@ -69,7 +69,7 @@ func WithClock(now func() time.Time) MemOption {
 
 // MemNode is an in-memory Redlock node with every capability of the real
 // adapters (redlock.Node, FencingNode, AsyncNode, BatchNode, HandoffNode,
-// TransferNode, MultiNode, MultiFencingNode: memnode_multi.go), with the
+// TransferNode, MultiNode: memnode_multi.go), with the
 // semantics of their Lua scripts (R3, R5, R17, R18),
 // a clock of its own that expires keys, and faults that can be switched at
 // run time. It holds one keyspace, like one redis-server: lock keys and

@@ -28,7 +28,7 @@ const ChannelPrefix = scripts.ChannelPrefix
 // makes this adapter fast under concurrency. Node also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode,
 // adapter.TransferNode, adapter.FencingNode, adapter.MultiNode and
-// adapter.MultiFencingNode (multi.go). It is safe for concurrent use.
+// adapter.MultiNode (multi.go). It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client // nil when lazy is set
 	lazy    *lazyCluster   // a cluster node built on demand (lazy.go)
