@@ -1,11 +1,13 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 	"dlm/redlock/redlocktest"
 )
 
@@ -14,6 +16,8 @@ import (
 type clusterMem struct{ *redlocktest.MemNode }
 
 func (clusterMem) Cluster() bool { return true }
+
+func (clusterMem) Replicas(context.Context) ([]adapter.Replica, error) { return nil, nil }
 
 // A client over a node that is a cluster builds hash-tagged keys, for one
 // resource and for a set, reads the names back, and its handles are

@@ -19,7 +19,7 @@ import (
 // set: see the package documentation.
 
 // The operations of a fan on a set that only the blocking methods of
-// adapter.MultiFencingNode carry (fencing.go's opAcquireFenced and
+// adapter.MultiNode carry (fencing.go's opAcquireFenced and
 // opRaiseFence for a set); they never go to AsyncNode.Start.
 const (
 	opAcquireAllFenced adapter.Op = 216 + iota // phase 1 of fencing a set (R18)
@@ -100,11 +100,12 @@ func (fr *fenceRaise) raiseAll(f *fan, i int) (bool, error) {
 	return n.RaiseFences(f.nctx, f.req.Keys, fr.keys, f.req.Value, fr.token, f.c.opts.fenceRetention)
 }
 
-// multiFencing returns node i of c as an adapter.MultiFencingNode.
-func multiFencing(c *Client, i int) (adapter.MultiFencingNode, error) {
-	n, ok := c.nodes[i].(adapter.MultiFencingNode)
+// multiFencing returns node i of c as an adapter.MultiNode, for its
+// fenced steps.
+func multiFencing(c *Client, i int) (adapter.MultiNode, error) {
+	n, ok := c.nodes[i].(adapter.MultiNode)
 	if !ok { // LockAll checks every node first
-		return nil, invalidf("node %q does not implement adapter.MultiFencingNode", c.names[i])
+		return nil, invalidf("node %q does not implement adapter.MultiNode", c.names[i])
 	}
 	return n, nil
 }
@@ -160,8 +161,7 @@ func (l *Lock) Resources() []string {
 // resource: a set is released, then its waiters are woken. LockAll of one
 // resource is Lock.
 //
-// Every node must implement adapter.MultiNode (and
-// adapter.MultiFencingNode with WithFencing), as redlock/goredis,
+// Every node must implement adapter.MultiNode, as redlock/goredis,
 // redlock/rueidis and redlocktest.MemNode do; otherwise LockAll returns an
 // error wrapping ErrInvalid that names the node, contacting none.
 func (c *Client) LockAll(ctx context.Context, resources []string, opts ...LockOption) (*Lock, error) {
@@ -256,9 +256,6 @@ func (c *Client) checkMulti() error {
 	for i, n := range c.nodes {
 		if _, ok := n.(adapter.MultiNode); !ok {
 			return invalidf("node %q (position %d) does not implement adapter.MultiNode, which LockAll needs for a set: use an adapter that has it, such as redlock/goredis or redlock/rueidis", c.names[i], i)
-		}
-		if _, ok := n.(adapter.MultiFencingNode); c.opts.fencing && !ok {
-			return invalidf("node %q (position %d) does not implement adapter.MultiFencingNode, which LockAll needs for a set with WithFencing", c.names[i], i)
 		}
 	}
 	return nil

@@ -11,32 +11,76 @@ import (
 	"dlm/redlock/adapter"
 )
 
+// What the client checks of its nodes before it relies on them. Each node
+// that is an adapter.FactsNode reads what its servers tell about
+// themselves (run id, advertised max ttl, persistence) when it connects to
+// them, in the handshake of the connection, so again after a restart; the
+// client keeps a verdict computed from them (nodeFacts) and checks every
+// lock's ttl against it with two atomic loads and one call per node that
+// reads a version, without a request. Before its first lock the client
+// makes the nodes connect (Connect), bounded by checkWait, so that even
+// the first lock is checked; a node that does not connect in time is
+// checked from its first connection on.
+
 // NodeCheck is what Client.CheckNodes found: each node's facts, in node
 // order, and the warnings it gave (one line each).
 type NodeCheck struct {
-	// Facts are the nodes' facts (the zero Facts where a node cannot tell
-	// them or did not answer).
-	Facts []adapter.Facts
-	// Errs are the nodes' errors, in node order (nil where none).
+	// Facts are the facts of each node's servers: one for a single
+	// master, one per master for a Redis Cluster; none where a node
+	// cannot tell them (it is no adapter.FactsNode) or did not connect.
+	Facts [][]adapter.Facts
+	// Errs are the nodes' errors in connecting, in node order (nil where
+	// none).
 	Errs []error
 	// Warnings are the settings that the nodes do not support safely but
-	// that CheckNodes lets pass, one line each.
+	// that the client lets pass, one line each.
 	Warnings []string
 }
 
-// nodeFacts is what CheckNodes keeps for the acquisitions: the smallest
-// max ttl a node advertised (nanoseconds, 0: none), and the node that
-// advertised it.
-type nodeFacts struct {
-	maxTTL atomic.Int64
-	mu     sync.Mutex
-	node   string
+// NodeWarning is a setting of the nodes that the client lets pass but
+// that weakens what it promises: a node that does not sync every write to
+// disk under fencing, an even number of nodes. The client tells each one
+// once to every observer that is a NodeWarner (WithLogger logs it at Warn
+// level); CheckNodes returns them too.
+type NodeWarning struct {
+	// Node is the node's name, "" for a warning about the set of nodes.
+	Node string
+	// Message says what is unsafe and what fixes it, on one line.
+	Message string
 }
 
-// CheckNodes reads what every node tells about itself (adapter.FactsNode)
-// and checks the client's settings against it, before the client relies
-// on the nodes. It returns an error wrapping ErrInvalid, naming the nodes
-// and the fix, when:
+// NodeWarner is an Observer that is also told the client's NodeWarnings,
+// each once.
+type NodeWarner interface {
+	NodeWarning(NodeWarning)
+}
+
+// nodeFacts is what the client knows of its nodes' servers.
+type nodeFacts struct {
+	once    sync.Once           // the first check: connect, then judge (prime)
+	nodes   []adapter.FactsNode // by node; nil where not a FactsNode
+	verdict atomic.Pointer[factsVerdict]
+
+	mu     sync.Mutex      // judging
+	warned map[string]bool // warnings told (once each)
+}
+
+// factsVerdict is the client's judgement of its nodes' facts, at the
+// versions it read.
+type factsVerdict struct {
+	versions []uint64
+	maxTTL   time.Duration // the smallest advertised max ttl, 0: none
+	maxNode  string        // the node (and server) that advertises it
+	dup      error         // two nodes are one server
+	warnings []NodeWarning // every warning the facts give now
+}
+
+// CheckNodes connects every node that is not connected (bounded by four
+// node timeouts, at least 250 ms; a node that does not connect in time is
+// not checked) and checks the client's settings against what the nodes'
+// servers told about themselves (adapter.FactsNode), as every lock does
+// without a request (the first lock makes the nodes connect first). It
+// returns an error wrapping ErrInvalid, naming the nodes and the fix, when:
 //
 //   - two nodes are one server (the same run id: two URLs for one
 //     redis-server), which would count one server twice toward the quorum;
@@ -45,124 +89,231 @@ type nodeFacts struct {
 //     persistence, such a node restarts once its max ttl has passed, while
 //     a longer lock it forgot may still be valid.
 //
-// It warns (NodeCheck.Warnings), without refusing, when the client fences
-// (WithFencing: fencing tokens, elections) over a node that does not sync
-// every write to disk (appendonly yes, appendfsync always; `dlm node
+// Each lock is refused the same way (with ErrInvalid, before any request)
+// while a node advertises a max ttl below the lock's ttl, or two nodes
+// are one server. A node reads its servers' facts again on every new
+// connection, so after a restart.
+//
+// It warns (NodeCheck.Warnings; each once to the observers that are
+// NodeWarners, and WithLogger), without refusing, when the client fences
+// (WithFencing: fencing tokens, elections) over a server that does not
+// sync every write to disk (appendonly yes, appendfsync always; `dlm node
 // --fencing` sets it), where a crash can lose the fence counter and a
 // token go back; and when the number of nodes is even, which tolerates no
-// more failures than one node fewer.
-//
-// Once CheckNodes has read a max ttl, every acquisition whose ttl is over
-// the smallest one is refused with ErrInvalid, without a request. Nodes
-// that do not answer, or cannot tell (a Redis Cluster, a node that is no
-// adapter.FactsNode, an ACL without INFO or CONFIG) are not checked. The
-// reads cost three requests per node (and the connection's dial, on a
-// client's first use of a node), all of a node's bounded by four node
-// timeouts and at least 250 ms (a node that does not answer within it is
-// not checked), the nodes read at once; call CheckNodes once after New.
+// more failures than one node fewer. The masters of a node that is a
+// Redis Cluster are checked each. Servers that cannot tell (an ACL
+// without INFO or CONFIG) are not checked.
 func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
-	rep := NodeCheck{Facts: make([]adapter.Facts, len(c.nodes)), Errs: make([]error, len(c.nodes))}
-	type answer struct {
-		i   int
-		f   adapter.Facts
-		err error
+	c.primeFacts()
+	errs := c.connectNodes(ctx, true, 0)
+	v := c.judgeFacts()
+	rep := NodeCheck{Facts: make([][]adapter.Facts, len(c.nodes)), Errs: errs}
+	var bad []error
+	if v.dup != nil {
+		bad = append(bad, v.dup)
 	}
-	// Each node is read by a goroutine of its own that never blocks on
-	// the way out (a buffered channel): a node whose adapter does not
-	// return by the deadline (a dial that outlasts its context) is left
-	// behind, unchecked, and its goroutine ends when the adapter returns.
-	answers := make(chan answer, len(c.nodes))
+	ttl := c.opts.lock.ttl
+	for i, fn := range c.facts.nodes {
+		if fn == nil {
+			continue
+		}
+		servers, _ := fn.Facts()
+		rep.Facts[i] = append([]adapter.Facts(nil), servers...)
+		for _, s := range servers {
+			if s.MaxTTL > 0 && ttl > s.MaxTTL {
+				bad = append(bad, overMaxTTL(ttl, s.MaxTTL, serverName(c.names[i], s)))
+			}
+		}
+	}
+	for _, w := range v.warnings {
+		rep.Warnings = append(rep.Warnings, w.Message)
+	}
+	return rep, errors.Join(bad...)
+}
+
+// checkWait bounds the connections of the nodes before their facts are
+// judged: generous for a slow healthy node (a slow node is not an error),
+// short for a frozen one.
+func (c *Client) checkWait() time.Duration {
+	return max(4*c.opts.nodeTimeout, 250*time.Millisecond)
+}
+
+// primeFacts makes, once, the nodes connect (bounded by checkWait) and
+// judges what they read; concurrent first locks wait for it.
+func (c *Client) primeFacts() {
+	c.facts.once.Do(func() {
+		c.facts.nodes = make([]adapter.FactsNode, len(c.nodes))
+		for i, n := range c.nodes {
+			if fn, ok := n.(adapter.FactsNode); ok {
+				c.facts.nodes[i] = fn
+			}
+		}
+		c.connectNodes(context.Background(), false, c.quorum)
+		c.judgeFacts()
+	})
+}
+
+// stragglerWait is how long primeFacts waits for the nodes still
+// connecting once a quorum has: as long again as the quorum took, at
+// least minStraggler, so that the first lock does not wait for a frozen
+// node (a slow one is checked from its connection on).
+func stragglerWait(quorumTook time.Duration) time.Duration {
+	return max(quorumTook, minStraggler)
+}
+
+// minStraggler is the least time primeFacts waits for a node still
+// connecting once a quorum has.
+const minStraggler = 50 * time.Millisecond
+
+// connectNodes calls Connect on every FactsNode at once (on those that
+// know no facts yet, unless all), bounded by ctx and checkWait, and, once
+// quorum of the nodes answered (0: all), by stragglerWait; a node that
+// does not answer in time is left behind, its goroutine ending when its
+// Connect does. It returns each node's error.
+func (c *Client) connectNodes(ctx context.Context, all bool, quorum int) []error {
+	errs := make([]error, len(c.nodes))
 	wait := c.checkWait()
+	start := time.Now()
 	cctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	pending := 0
+	var straggle <-chan time.Time // armed once quorum answered
+	type answer struct {
+		i   int
+		err error
+	}
+	answers := make(chan answer, len(c.nodes)) // never blocks a Connect left behind
 	asked := make([]bool, len(c.nodes))
-	for i, n := range c.nodes {
-		fn, ok := n.(adapter.FactsNode)
-		if !ok {
+	pending := 0
+	for i, fn := range c.facts.nodes {
+		if fn == nil {
+			continue
+		}
+		if _, v := fn.Facts(); v > 0 && !all {
 			continue
 		}
 		pending++
 		asked[i] = true
-		go func() {
-			f, err := fn.Facts(cctx)
-			answers <- answer{i, f, err}
-		}()
+		go func() { answers <- answer{i, fn.Connect(cctx)} }()
 	}
-	deadline := time.NewTimer(wait)
-	defer deadline.Stop()
+	answered := len(c.nodes) - pending // not FactsNodes, or known
 	for ; pending > 0; pending-- {
+		if answered >= quorum && quorum > 0 && straggle == nil {
+			t := time.NewTimer(stragglerWait(time.Since(start)))
+			defer t.Stop()
+			straggle = t.C
+		}
 		select {
 		case a := <-answers:
-			rep.Facts[a.i], rep.Errs[a.i] = a.f, a.err
-			asked[a.i] = false
+			errs[a.i], asked[a.i] = a.err, false
+			answered++
 			continue
-		case <-deadline.C:
-		case <-ctx.Done():
+		case <-cctx.Done():
+		case <-straggle:
 		}
 		break
 	}
 	for i, left := range asked {
 		if left {
-			rep.Errs[i] = fmt.Errorf("%s: no answer within %v: not checked", c.names[i], wait)
+			errs[i] = fmt.Errorf("%s: not connected within %v: not checked", c.names[i], wait)
 		}
 	}
-	var errs []error
-	seen := map[string]int{}
-	minTTL, minNode := time.Duration(0), ""
-	ttl := c.opts.lock.ttl
-	for i, f := range rep.Facts {
-		if f.RunID != "" {
-			if j, dup := seen[f.RunID]; dup {
-				errs = append(errs, invalidf("nodes %s and %s are one server (run id %s): it would count twice toward the quorum; give each node its own redis-server", c.names[j], c.names[i], f.RunID))
-			} else {
-				seen[f.RunID] = i
-			}
+	return errs
+}
+
+// checkAdvertised refuses a lock ttl over the smallest max ttl that a
+// node advertises, and every lock while two nodes are one server: on the
+// path of every lock, without a request (see nodeFacts).
+func (c *Client) checkAdvertised(ttl time.Duration) error {
+	v := c.facts.verdict.Load()
+	if v == nil {
+		c.primeFacts()
+		v = c.facts.verdict.Load()
+	}
+	for i, fn := range c.facts.nodes {
+		if fn == nil {
+			continue
 		}
-		if f.MaxTTL > 0 {
-			if minTTL == 0 || f.MaxTTL < minTTL {
-				minTTL, minNode = f.MaxTTL, c.names[i]
-			}
-			if ttl > f.MaxTTL {
-				errs = append(errs, overMaxTTL(ttl, f.MaxTTL, c.names[i]))
-			}
+		if _, ver := fn.Facts(); ver != v.versions[i] {
+			v = c.judgeFacts()
+			break
 		}
-		if c.opts.fencing && f.PersistenceKnown && !f.Durable() {
-			rep.Warnings = append(rep.Warnings, fmt.Sprintf("node %s does not sync every write to disk (appendonly %s, appendfsync %s): a crash can lose its fence counter and a token or term go back; run it with `dlm node --fencing` (appendfsync always)",
-				c.names[i], yesNo(f.AppendOnly), fsyncName(f)))
+	}
+	if v.dup != nil {
+		return v.dup
+	}
+	if v.maxTTL > 0 && ttl > v.maxTTL {
+		return overMaxTTL(ttl, v.maxTTL, v.maxNode)
+	}
+	return nil
+}
+
+// judgeFacts judges the nodes' facts as they are now, publishes the
+// verdict, and tells the observers the warnings not told before.
+func (c *Client) judgeFacts() *factsVerdict {
+	f := &c.facts
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v := &factsVerdict{versions: make([]uint64, len(c.nodes))}
+	type where struct {
+		node   int
+		server string
+	}
+	seen := map[string]where{}
+	for i, fn := range f.nodes {
+		if fn == nil {
+			continue
+		}
+		servers, ver := fn.Facts()
+		v.versions[i] = ver
+		for _, s := range servers {
+			name := serverName(c.names[i], s)
+			if s.RunID != "" {
+				if w, dup := seen[s.RunID]; dup && w.node != i && v.dup == nil {
+					v.dup = invalidf("nodes %s and %s are one server (run id %s): it would count twice toward the quorum; give each node its own redis-server", w.server, name, s.RunID)
+				} else if !dup {
+					seen[s.RunID] = where{i, name}
+				}
+			}
+			if s.MaxTTL > 0 && (v.maxTTL == 0 || s.MaxTTL < v.maxTTL) {
+				v.maxTTL, v.maxNode = s.MaxTTL, name
+			}
+			if c.opts.fencing {
+				if msg := persistenceWarning(name, s); msg != "" {
+					v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
+				}
+			}
 		}
 	}
 	if len(c.nodes)%2 == 0 {
-		rep.Warnings = append(rep.Warnings, fmt.Sprintf("%d nodes: an even number tolerates no more node failures (%d) than %d nodes; use an odd number", len(c.nodes), len(c.nodes)-c.quorum, len(c.nodes)-1))
+		v.warnings = append(v.warnings, NodeWarning{Message: fmt.Sprintf(
+			"%d nodes: an even number tolerates no more node failures (%d) than %d nodes; use an odd number",
+			len(c.nodes), len(c.nodes)-c.quorum, len(c.nodes)-1)})
 	}
-	if minTTL > 0 {
-		c.facts.mu.Lock()
-		if cur := time.Duration(c.facts.maxTTL.Load()); cur == 0 || minTTL < cur {
-			c.facts.node = minNode
-			c.facts.maxTTL.Store(int64(minTTL))
+	f.verdict.Store(v)
+	for _, w := range v.warnings {
+		if f.warned[w.Message] {
+			continue
 		}
-		c.facts.mu.Unlock()
+		if f.warned == nil {
+			f.warned = map[string]bool{}
+		}
+		f.warned[w.Message] = true
+		for _, o := range c.obs {
+			if nw, ok := o.(NodeWarner); ok {
+				nw.NodeWarning(w)
+			}
+		}
 	}
-	return rep, errors.Join(errs...)
+	return v
 }
 
-// checkWait bounds the reads of one node's facts: generous for a slow
-// healthy node (a slow node is not an error), short for a frozen one.
-func (c *Client) checkWait() time.Duration {
-	return max(4*c.opts.nodeTimeout, 250*time.Millisecond)
-}
-
-// checkAdvertised refuses a lock ttl over the smallest max ttl a node
-// advertised to CheckNodes: one atomic load, no request.
-func (c *Client) checkAdvertised(ttl time.Duration) error {
-	maxTTL := time.Duration(c.facts.maxTTL.Load())
-	if maxTTL == 0 || ttl <= maxTTL {
-		return nil
+// serverName names a server of a node: the node's name, and for a node
+// of several servers (a cluster's masters) the server's address too.
+func serverName(node string, s adapter.Facts) string {
+	if s.Addr == "" || s.Addr == node {
+		return node
 	}
-	c.facts.mu.Lock()
-	node := c.facts.node
-	c.facts.mu.Unlock()
-	return overMaxTTL(ttl, maxTTL, node)
+	return node + " (" + s.Addr + ")"
 }
 
 // overMaxTTL is the error of a ttl over a node's advertised max ttl.
@@ -171,16 +322,27 @@ func overMaxTTL(ttl, maxTTL time.Duration, node string) error {
 		ttl, maxTTL, node, maxTTL, maxTTL, ttl)
 }
 
-func yesNo(b bool) string {
-	if b {
-		return "yes"
+// persistenceWarning is the warning of a fencing client about the
+// persistence of server s of node name, "" when it keeps every fence: a
+// server that keeps nothing across a restart loses its fence floor key
+// with its fences, which the client sees and repairs for single-resource
+// locks and elections (fencing.go), not for sets and read-write locks; a
+// server that keeps an older copy of its keys (appendfsync everysec or no,
+// RDB snapshots) keeps the floor while it loses the last fences, and a
+// token or term can repeat for every kind of lock (dlm doctor FAILs it).
+func persistenceWarning(name string, s adapter.Facts) string {
+	switch {
+	case !s.PersistenceKnown || s.Durable():
+		return ""
+	case s.Forgets():
+		return fmt.Sprintf("node %s keeps no keys across a restart (appendonly no, no RDB snapshots): the tokens and terms of single-resource locks and elections are repaired after it, those of lock sets and read-write locks can repeat; for those run it with `dlm node --fencing` (appendfsync always)", name)
 	}
-	return "no"
-}
-
-func fsyncName(f adapter.Facts) string {
-	if f.FsyncAlways {
-		return "always"
+	how := "appendonly no"
+	if s.AppendOnly {
+		how = "appendfsync not always"
 	}
-	return "not always"
+	if s.Snapshots {
+		how += ", RDB snapshots"
+	}
+	return fmt.Sprintf("node %s can come back from a crash with an older copy of its keys (%s): a fencing token or term can repeat; run it with `dlm node --fencing` (appendfsync always)", name, how)
 }

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,8 +58,8 @@ func TestCheckNodes(t *testing.T) {
 		if len(rep.Warnings) != 3 || !strings.Contains(rep.Warnings[0], "dlm node --fencing") {
 			t.Errorf("warnings %q, want one per node naming dlm node --fencing", rep.Warnings)
 		}
-		if rep.Facts[0].MaxTTL != 40*time.Second || rep.Facts[0].RunID == "" {
-			t.Errorf("facts of node 1 = %+v, want max ttl 40s and a run id", rep.Facts[0])
+		if len(rep.Facts[0]) != 1 || rep.Facts[0][0].MaxTTL != 40*time.Second || rep.Facts[0][0].RunID == "" {
+			t.Errorf("facts of node 1 = %+v, want one server with max ttl 40s and a run id", rep.Facts[0])
 		}
 		if l, err := c2.TryLock(t.Context(), "x", redlock.WithTTL(time.Minute)); !errors.Is(err, redlock.ErrInvalid) {
 			t.Errorf("TryLock with a 1m ttl after the check = %v, %v; want ErrInvalid", l, err)
@@ -79,4 +80,131 @@ func TestCheckNodes(t *testing.T) {
 			t.Errorf("CheckNodes over 4 nodes = %q, %v; want one warning about an even number", rep.Warnings, err)
 		}
 	})
+}
+
+// warnings records the NodeWarnings a client tells.
+type warnings struct {
+	mu  sync.Mutex
+	got []redlock.NodeWarning
+}
+
+func (w *warnings) Attempt(redlock.AttemptEvent)     {}
+func (w *warnings) Extension(redlock.ExtensionEvent) {}
+func (w *warnings) End(redlock.EndEvent)             {}
+func (w *warnings) NodeWarning(nw redlock.NodeWarning) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = append(w.got, nw)
+}
+
+func (w *warnings) messages() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, nw := range w.got {
+		out = append(out, nw.Message)
+	}
+	return out
+}
+
+// The checks on the lock path, over in-memory nodes that tell their facts
+// (each row a client that never calls CheckNodes): what each lock is
+// refused for, and what the client warns of, once.
+func TestLockChecksNodeFacts(t *testing.T) {
+	durable := adapter.Facts{PersistenceKnown: true, AppendOnly: true, FsyncAlways: true}
+	facts := func(run string, maxTTL time.Duration, f adapter.Facts) adapter.Facts {
+		f.RunID, f.MaxTTL = run, maxTTL
+		return f
+	}
+	tests := []struct {
+		name     string
+		facts    []adapter.Facts
+		opts     []redlock.Option
+		ttl      time.Duration
+		refused  string // in the error; "" when the lock is granted
+		warnings []string
+	}{
+		{"within the max ttl", []adapter.Facts{facts("a", 40*time.Second, durable), facts("b", 0, durable), facts("c", 0, durable)},
+			nil, 30 * time.Second, "", nil},
+		{"over one node's max ttl", []adapter.Facts{facts("a", 0, durable), facts("b", 40*time.Second, durable), facts("c", time.Minute, durable)},
+			nil, 50 * time.Second, "ttl 50s is over the max ttl 40s that node m2 advertises", nil},
+		{"one server twice", []adapter.Facts{facts("a", 0, durable), facts("a", 0, durable), facts("c", 0, durable)},
+			nil, time.Second, "nodes m1 and m2 are one server", nil},
+		{"fencing over a node that forgets", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true}), facts("b", 0, durable), facts("c", 0, durable)},
+			[]redlock.Option{redlock.WithFencing()}, time.Second, "", []string{"node m1 keeps no keys across a restart (appendonly no, no RDB snapshots)"}},
+		{"fencing over nodes that keep an older copy", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true, AppendOnly: true}), facts("b", 0, adapter.Facts{PersistenceKnown: true, Snapshots: true}), facts("c", 0, durable)},
+			[]redlock.Option{redlock.WithFencing()}, time.Second, "", []string{"node m1 can come back from a crash with an older copy of its keys (appendfsync not always)", "node m2 can come back from a crash with an older copy of its keys (appendonly no, RDB snapshots)"}},
+		{"no fencing: no persistence warning", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true, AppendOnly: true}), facts("b", 0, durable), facts("c", 0, durable)},
+			nil, time.Second, "", nil},
+		{"even number", []adapter.Facts{{}, {}, {}, {}}, nil, time.Second, "", []string{"4 nodes: an even number"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			nodes, mems := redlocktest.NewMemNodes(len(tt.facts))
+			for i, f := range tt.facts {
+				if f != (adapter.Facts{}) {
+					mems[i].SetFacts(f)
+				}
+			}
+			var w warnings
+			c, err := redlock.New(nodes, append(tt.opts, redlock.WithObserver(&w))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for range 3 {
+				l, err := c.TryLock(t.Context(), "x", redlock.WithTTL(tt.ttl))
+				switch {
+				case tt.refused == "" && err != nil:
+					t.Fatalf("TryLock = %v, want granted", err)
+				case tt.refused != "" && (!errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), tt.refused)):
+					t.Fatalf("TryLock = %v, %v; want ErrInvalid saying %q", l, err, tt.refused)
+				case err == nil:
+					_ = l.Unlock(t.Context())
+				}
+			}
+			got := w.messages()
+			if len(got) != len(tt.warnings) {
+				t.Fatalf("warnings %q over 3 locks, want %d, each once", got, len(tt.warnings))
+			}
+			for i, want := range tt.warnings {
+				if !strings.Contains(got[i], want) {
+					t.Errorf("warning %q, want it to say %q", got[i], want)
+				}
+			}
+		})
+	}
+}
+
+// A node whose facts change (a new connection after a restart) is judged
+// again on the next lock, without CheckNodes: a smaller max ttl refuses
+// it, a larger one grants it again.
+func TestLockReadsChangedFacts(t *testing.T) {
+	nodes, mems := redlocktest.NewMemNodes(3)
+	for _, m := range mems {
+		m.SetFacts(adapter.Facts{RunID: m.String(), MaxTTL: 40 * time.Second})
+	}
+	c, err := redlock.New(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lock := func() error {
+		l, err := c.TryLock(t.Context(), "x", redlock.WithTTL(30*time.Second))
+		if err == nil {
+			_ = l.Unlock(t.Context())
+		}
+		return err
+	}
+	if err := lock(); err != nil {
+		t.Fatalf("30s under 40s: %v", err)
+	}
+	mems[2].SetFacts(adapter.Facts{RunID: "m3-again", MaxTTL: 20 * time.Second})
+	if err := lock(); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "node m3 advertises") {
+		t.Fatalf("30s after m3 came back with 20s = %v, want ErrInvalid naming m3", err)
+	}
+	mems[2].SetFacts(adapter.Facts{RunID: "m3-third", MaxTTL: time.Minute})
+	if err := lock(); err != nil {
+		t.Fatalf("30s after m3 came back with 1m = %v", err)
+	}
 }

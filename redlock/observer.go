@@ -142,8 +142,9 @@ func WithObserver(o Observer) Option {
 }
 
 // WithLogger logs the client's attempts and extensions at Debug level and
-// its losses and failed extensions at Warn level, as structured records with
-// attributes (resource, outcome, elapsed, nodes...). Default nil: silent.
+// its losses, failed extensions and NodeWarnings at Warn level, as
+// structured records with attributes (resource, outcome, elapsed,
+// nodes...). Default nil: silent.
 func WithLogger(l *slog.Logger) Option {
 	return clientOption(func(co *clientOptions) {
 		if l != nil {
@@ -204,6 +205,15 @@ func (o logObserver) Attempt(e AttemptEvent) {
 		args = append(args, slog.Bool("resumed", true))
 	}
 	o.l.Debug("redlock: attempt", args...)
+}
+
+// NodeWarning logs w at Warn level (NodeWarner).
+func (o logObserver) NodeWarning(w NodeWarning) {
+	args := []any{slog.String("warning", w.Message)}
+	if w.Node != "" {
+		args = append(args, slog.String("node", w.Node))
+	}
+	o.l.Warn("redlock: node setting", args...)
 }
 
 func (o logObserver) Extension(e ExtensionEvent) {

@@ -38,7 +38,7 @@ var ErrPromotableReplica = errors.New("redlock: cluster node has a replica that 
 // persistence: safe only if the other nodes make a quorum without it
 // (WithByzantineNodes, counted among the nodes that may lie). Default
 // off: New asks each cluster node that lists its replicas
-// (adapter.ReplicaNode) and refuses it when one may promote itself.
+// (adapter.ClusterNode) and refuses it when one may promote itself.
 func WithPromotableReplicas() Option {
 	return clientOption(func(o *clientOptions) { o.promotable = true })
 }
@@ -61,7 +61,7 @@ func (o clientOptions) checkReplicas(nodes []Node, names []string) error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		rn, ok := n.(adapter.ReplicaNode)
+		rn, ok := n.(adapter.ClusterNode)
 		if !ok || !rn.Cluster() {
 			continue
 		}

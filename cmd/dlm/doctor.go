@@ -101,11 +101,16 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 			ps := probeNodes(cmd.Context(), parsed, redlock.DefaultKeyPrefix, timeout, cfgs)
 			fs := diagnose(ps, q, maxSkew)
 			fs = append(fs, checkFencing(ps, probeFences(cmd.Context(), parsed, ps, fencePfx, timeout, cfgs), fencing)...)
+			cps := map[int]clusterProbe{}
 			for i, u := range parsed {
 				if u.Cluster && ps[i].Err == nil {
-					fs = append(fs, diagnoseCluster(cmd.Context(), u, cfgs[i], timeout, maxSkew, fencePfx, fencing)...) // doctor_cluster.go
+					cp := probeCluster(cmd.Context(), u, cfgs[i], timeout, fencePfx) // doctor_cluster.go
+					cp.AllFenced = fencing
+					cps[i] = cp
+					fs = append(fs, clusterFindings(cp, maxSkew)...)
 				}
 			}
+			fs = append(fs, clusterAliases(ps, cps)...)
 			fails := printFindings(cmd.OutOrStdout(), fs)
 			switch up := reachable(ps); {
 			case fails > 0:

@@ -170,14 +170,40 @@ func clusterReplicas(nodes string) [][2]string {
 	return out
 }
 
-// diagnoseCluster checks a node that is a Redis Cluster: its state and slot
-// coverage, then each master as a plain node (eviction, persistence, fence
-// keys under fencePfx, every master's with fencing), its replicas'
-// failover (R16), and the masters' clocks.
-func diagnoseCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout, maxSkew time.Duration, fencePfx string, fencing bool) []finding {
-	cp := probeCluster(ctx, u, cfg, timeout, fencePfx)
-	cp.AllFenced = fencing
-	return clusterFindings(cp, maxSkew)
+// clusterAliases finds the masters of cluster nodes that are also another
+// node's server (a plain node, or a master of another cluster node): one
+// server counted twice toward the quorum, which the clients refuse as
+// they refuse two URLs of one server (redlock.Client.CheckNodes). The
+// nodes' own servers (a cluster node's seed) are compared by diagnose.
+func clusterAliases(ps []probe, cps map[int]clusterProbe) []finding {
+	owner := map[string]int{} // run id -> node
+	for i, p := range ps {
+		if p.Err == nil && p.RunID != "" && !p.Cluster {
+			owner[p.RunID] = i
+		}
+	}
+	var fs []finding
+	for i := range ps {
+		cp, ok := cps[i]
+		if !ok {
+			continue
+		}
+		for _, m := range cp.Masters {
+			if m.Err != nil || m.RunID == "" {
+				continue
+			}
+			j, dup := owner[m.RunID]
+			switch {
+			case !dup:
+				owner[m.RunID] = i
+			case j != i && m.RunID != ps[i].RunID: // a seed's alias is diagnose's
+				fs = append(fs, finding{Sev: sevFail, Node: m.Node, Rule: "R2",
+					What: fmt.Sprintf("master of cluster node %s is the same server as node %s (same run_id): the nodes are not independent", cp.Name, ps[j].Node),
+					Fix:  "give each node its own redis-servers"})
+			}
+		}
+	}
+	return fs
 }
 
 // holdsKeys reports whether m holds a key under prefix, looking with a

@@ -127,3 +127,43 @@ func TestConnectedReplicas(t *testing.T) {
 		t.Errorf("no replicas: got %q", got)
 	}
 }
+
+// A master of a cluster node that is also another node (a plain node, a
+// master of another cluster node) is one server counted twice, as the
+// clients refuse it; a cluster's seed given again is diagnose's to report.
+func TestClusterAliases(t *testing.T) {
+	plain := func(node, run string) probe { return probe{Node: node, RunID: run} }
+	seed := func(node, run string) probe { return probe{Node: node, RunID: run, Cluster: true} }
+	masters := func(name string, runs ...string) clusterProbe {
+		cp := clusterProbe{Name: name}
+		for i, r := range runs {
+			cp.Masters = append(cp.Masters, probe{Node: name + "/m" + string(rune('0'+i)), RunID: r})
+		}
+		return cp
+	}
+	tests := []struct {
+		name string
+		ps   []probe
+		cps  map[int]clusterProbe
+		want []string // the nodes of the findings
+	}{
+		{"independent", []probe{seed("c", "a"), plain("p", "x")}, map[int]clusterProbe{0: masters("c", "a", "b")}, nil},
+		{"second master given as a plain node", []probe{seed("c", "a"), plain("p", "b")}, map[int]clusterProbe{0: masters("c", "a", "b")}, []string{"c/m1"}},
+		{"seed given as a plain node: diagnose's", []probe{seed("c", "a"), plain("p", "a")}, map[int]clusterProbe{0: masters("c", "a", "b")}, nil},
+		{"two clusters share a master", []probe{seed("c", "a"), seed("d", "x")}, map[int]clusterProbe{0: masters("c", "a", "b"), 1: masters("d", "x", "b")}, []string{"d/m1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range clusterAliases(tt.ps, tt.cps) {
+				if f.Sev != sevFail || !strings.Contains(f.What, "same server") {
+					t.Errorf("finding %+v, want a FAIL saying same server", f)
+				}
+				got = append(got, f.Node)
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("findings on %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

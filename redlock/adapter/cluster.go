@@ -1,16 +1,42 @@
 package adapter
 
+import "context"
+
 // ClusterNode is an optional capability of a Node: a node that is a Redis
 // Cluster, whose keyspace is spread over hash slots on several masters, so
-// that every key of one atomic step (one script) must be in one slot. A
-// client over any node whose Cluster reports true builds its keys with
-// hash tags (redlock.WithHashTags): the lock key, fence key and record key
-// of a resource, and so its read-write marks, which live in the lock key,
-// share a slot. A set of resources (MultiNode) may still span slots; the
-// node then steps each slot's keys on their own (see redlock/goredis and
-// redlock/rueidis for the argument that the set stays all or nothing).
+// that every key of one atomic step (one script) must be in one slot, and
+// whose masters may have replicas. A client over any node whose Cluster
+// reports true builds its keys with hash tags (redlock.WithHashTags): the
+// lock key, fence key and record key of a resource, and so its read-write
+// marks, which live in the lock key, share a slot. A set of resources
+// (MultiNode) may still span slots; the node then steps each slot's keys
+// on their own (see redlock/goredis and redlock/rueidis for the argument
+// that the set stays all or nothing).
+//
+// A client asks such a node for its replicas (redlock.New) and refuses it
+// when one may promote itself: replication is asynchronous, so a replica
+// promoted while its master still served clients, or within a ttl of the
+// master's last grant, may lack lock keys the master granted, and two
+// clients may then hold a lock.
 type ClusterNode interface {
 	Node
 	// Cluster reports whether the node is a Redis Cluster.
 	Cluster() bool
+	// Replicas returns the replicas of the cluster's masters, in the
+	// order the cluster lists them; none for a node that is not a
+	// cluster.
+	Replicas(ctx context.Context) ([]Replica, error)
+}
+
+// Replica is a replica of one master of a node that is a Redis Cluster, as
+// the cluster reports it (CLUSTER NODES).
+type Replica struct {
+	// Addr is the replica's address, host:port.
+	Addr string
+	// Master is its master's address, host:port ("" when the cluster
+	// does not know it).
+	Master string
+	// Promotable reports whether the replica may take its master's slots
+	// over on its own: cluster-replica-no-failover is not set on it.
+	Promotable bool
 }

@@ -7,49 +7,87 @@ import (
 )
 
 // MaxTTLKey is the key under which a node started by `dlm node` advertises
-// its --max-ttl, as a Go duration ("15s"): the longest lock ttl it is safe
-// for (a restart after a crash without persistence waits that long, so
-// that every lock the node forgot has expired first).
+// its --max-ttl, as a Go duration ("15s"), in database 0: the longest lock
+// ttl it is safe for (a restart after a crash without persistence waits
+// that long, so that every lock the node forgot has expired first). A
+// Redis Cluster holds it on the master of its slot only.
 const MaxTTLKey = "dlm:node:max-ttl"
 
-// Facts is what a node tells about itself: which server it is, the
-// longest lock ttl it advertises, and whether it writes every change to
-// disk before it answers. The zero value knows nothing.
+// Facts is what one server of a node (the node's redis-server, or one
+// master of a node that is a Redis Cluster) told about itself when a
+// connection to it was made: which server it is, the longest lock ttl it
+// advertises, and whether it writes every change to disk before it
+// answers. The zero value knows nothing.
 type Facts struct {
+	// Addr is the server's address (host:port), without credentials.
+	Addr string
 	// RunID is the server's run id (INFO server), "" when unknown: two
-	// nodes with one run id are one server.
+	// servers with one run id are one server. A restart changes it.
 	RunID string
-	// MaxTTL is the max ttl the node advertises under MaxTTLKey, 0 when
+	// MaxTTL is the max ttl the server advertises under MaxTTLKey, 0 when
 	// it advertises none.
 	MaxTTL time.Duration
 	// PersistenceKnown is set when AppendOnly and FsyncAlways were read.
 	PersistenceKnown bool
-	// AppendOnly is the node's appendonly setting.
+	// AppendOnly is the server's appendonly setting.
 	AppendOnly bool
-	// FsyncAlways is set when the node syncs its append-only file on
+	// FsyncAlways is set when the server syncs its append-only file on
 	// every write (appendfsync always).
 	FsyncAlways bool
+	// Snapshots is set when the server writes RDB snapshots (its save
+	// setting is not empty).
+	Snapshots bool
 }
 
-// Durable reports whether the node keeps every acknowledged write across
-// a crash (appendonly yes, appendfsync always), as fence counters and
-// leaders' terms need.
+// Durable reports whether the server keeps every acknowledged write
+// across a crash (appendonly yes, appendfsync always), as fence counters
+// and leaders' terms need.
 func (f Facts) Durable() bool { return f.PersistenceKnown && f.AppendOnly && f.FsyncAlways }
 
-// FactsNode is implemented by nodes that can tell their Facts. Facts
-// answers nothing for a node whose facts cannot be told (a Redis Cluster:
-// each master has its own): the zero Facts and no error.
+// Forgets reports whether the server keeps nothing across a restart
+// (appendonly no, no RDB snapshots): it comes back empty, its fence floor
+// key gone, which a fencing client sees and repairs (redlock.WithFencing),
+// rather than with an older copy of its keys, which it cannot see.
+func (f Facts) Forgets() bool { return f.PersistenceKnown && !f.AppendOnly && !f.Snapshots }
+
+// FactsNode is an optional capability of a Node: what its servers tell
+// about themselves, read when the node connects to them and kept, so that
+// the client checks its settings against them (the lock ttl against an
+// advertised max ttl, one server given as two nodes, fencing without
+// durable writes) without a request on the path of a lock. A node reads
+// a server's Facts in the handshake of every new connection to it (so
+// again after the server restarted), before the connection carries a
+// request.
 type FactsNode interface {
 	Node
-	Facts(ctx context.Context) (Facts, error)
+	// Connect makes the node's connections that are not made yet (to
+	// every master, for a Redis Cluster), bounded by ctx, so that Facts
+	// tells what they read. It may send a request to do so; the client
+	// calls it only before its first lock and from CheckNodes.
+	Connect(ctx context.Context) error
+	// Facts returns, without a request, the Facts of each server that
+	// the node's connections reached (one for a single master, one per
+	// master for a cluster), and a version that changes whenever a new
+	// connection read them: 0 before the first. The slice must not be
+	// modified.
+	Facts() (servers []Facts, version uint64)
 }
 
-// ParseFacts builds Facts from a node's INFO server reply, the value of
-// MaxTTLKey ("" when absent) and its CONFIG GET of appendonly and
-// appendfsync (ok false when CONFIG was refused, as an ACL may). A value
-// under MaxTTLKey that is not a positive duration is ignored.
-func ParseFacts(infoServer, maxTTL string, appendOnly, appendFsync string, ok bool) Facts {
-	var f Facts
+// FactsCommands are the commands, sent in a connection's handshake, whose
+// replies ParseFacts reads (with INFO server, which the handshake sends to
+// learn the connection's run id anyway): the advertised max ttl and the
+// persistence settings (CONFIG GET append*, CONFIG GET save).
+func FactsCommands() [][]string {
+	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"}}
+}
+
+// ParseFacts builds the Facts of the server at addr from its INFO server
+// reply, the value of MaxTTLKey ("" when absent or refused) and the
+// settings its CONFIG GETs answered (appendonly, appendfsync, save; none
+// when CONFIG was refused, as an ACL may). A value under MaxTTLKey that
+// is not a positive duration is ignored.
+func ParseFacts(addr, infoServer, maxTTL string, config map[string]string) Facts {
+	f := Facts{Addr: addr}
 	for _, line := range strings.Split(infoServer, "\n") {
 		if v, found := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); found {
 			f.RunID = v
@@ -58,10 +96,11 @@ func ParseFacts(infoServer, maxTTL string, appendOnly, appendFsync string, ok bo
 	if d, err := time.ParseDuration(strings.TrimSpace(maxTTL)); err == nil && d > 0 {
 		f.MaxTTL = d
 	}
-	if ok {
+	if fsync := config["appendfsync"]; fsync != "" {
 		f.PersistenceKnown = true
-		f.AppendOnly = appendOnly == "yes"
-		f.FsyncAlways = appendFsync == "always"
+		f.AppendOnly = config["appendonly"] == "yes"
+		f.FsyncAlways = fsync == "always"
+		f.Snapshots = strings.TrimSpace(config["save"]) != ""
 	}
 	return f
 }

@@ -7,11 +7,13 @@ import (
 
 // MultiNode is an optional capability of a Node: a set of lock keys
 // acquired, extended and released as one lock, each operation one atomic
-// step on the node (one Lua script on Redis). redlock.Client.LockAll needs
-// every node to have it. On one node a set is held by a value only when
-// every key of the set holds it: a partly held set is not held.
+// step on the node (one Lua script on Redis), with fencing tokens for the
+// set (R18, as FencingNode: one token for the set). redlock.Client.LockAll
+// needs every node to have it. On one node a set is held by a value only
+// when every key of the set holds it: a partly held set is not held.
 //
 // The keys of a set are distinct; the client sends them sorted.
+// fenceKeys[i] is the fence key of the resource locked under keys[i].
 type MultiNode interface {
 	Node
 	// AcquireAll sets every key of keys to value with an expiry of ttl
@@ -31,14 +33,6 @@ type MultiNode interface {
 	// holds expire on their own. It never creates a key. It reports
 	// whether the expiries were reset.
 	ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error)
-}
-
-// MultiFencingNode is an optional capability of a MultiNode: fencing tokens
-// (R18, as FencingNode) for a set of resources, one token for the set.
-// redlock.Client.LockAll with WithFencing needs every node to have it.
-// fenceKeys[i] is the fence key of the resource locked under keys[i].
-type MultiFencingNode interface {
-	MultiNode
 	// AcquireAllFenced is AcquireAll that, in the same atomic step and
 	// only when it set the keys, also reads the largest fence value stored
 	// under fenceKeys (a missing fence key reads as 0). It reports whether

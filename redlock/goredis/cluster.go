@@ -18,6 +18,7 @@ import (
 	"dlm/redlock"
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
+	"dlm/redlock/internal/facts"
 	"dlm/redlock/internal/slots"
 	"dlm/redlock/scripts"
 )
@@ -66,7 +67,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.scripts = batch.NewScripts().Sharded()
 	n.queue.Init("goredis", MaxBatch, n.send)
 	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
-		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}}
+		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known}
 		n.masters.read.Store(time.Now().UnixNano())
 		n.queue.Allow(opEval, opEvalSha) // script.go
 	}
@@ -77,6 +78,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 // master has (its Options: Dialer, TLS, credentials).
 type masterPipes struct {
 	cluster *redis.ClusterClient
+	known   *facts.Known // each master's facts (facts.go)
 	// read is when the node last asked go-redis to read the slot map
 	// again (UnixNano).
 	read atomic.Int64
@@ -93,7 +95,11 @@ func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := c.Options()
+	return m.pipeOf(c.Options())
+}
+
+// pipeOf returns the pipe to the master of go-redis' client options o.
+func (m *masterPipes) pipeOf(o *redis.Options) (*pipe, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -101,10 +107,23 @@ func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
 	}
 	p := m.pipes[o.Addr]
 	if p == nil {
-		p = &pipe{opts: o}
+		p = &pipe{opts: o, known: m.known}
 		m.pipes[o.Addr] = p
 	}
 	return p, nil
+}
+
+// connect makes the connection to every master that go-redis' slot map
+// names (reading the map first when it has none), at once, bounded by
+// ctx (Connect, facts.go).
+func (m *masterPipes) connect(ctx context.Context) error {
+	return m.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		p, err := m.pipeOf(c.Options())
+		if err == nil {
+			_, err = p.conn(ctx)
+		}
+		return err
+	})
 }
 
 // at returns the pipe to the master at addr (named by a redirection),
@@ -123,7 +142,7 @@ func (m *masterPipes) at(ctx context.Context, addr, key string) (*pipe, error) {
 	if p == nil {
 		o := *c.Options()
 		o.Addr = addr
-		p = &pipe{opts: &o}
+		p = &pipe{opts: &o, known: m.known}
 		m.pipes[addr] = p
 	}
 	return p, nil

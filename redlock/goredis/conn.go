@@ -13,6 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/facts"
 	"dlm/redlock/internal/fence"
 )
 
@@ -104,14 +106,43 @@ type pipe struct {
 	// given are the connections given up and not yet closed on the node
 	// by the handshake of a new one (dial).
 	given fence.List
+	// known gets what each new connection's server told about itself
+	// (dial); nil: not kept.
+	known *facts.Known
+	// dialing is held by the one caller that dials (conn): the batch
+	// worker, or Connect.
+	dialing sync.Mutex
+}
+
+// serverFacts reads the facts replies of a handshake (dial): the GET of
+// the advertised max ttl and the CONFIG GETs of the persistence settings.
+func serverFacts(addr, info string, maxTTL reply, cfgs []reply) adapter.Facts {
+	ttl := ""
+	if maxTTL.kind == '$' && !maxTTL.null {
+		ttl = maxTTL.str
+	}
+	settings := map[string]string{}
+	for _, cfg := range cfgs {
+		for i := 0; i+1 < len(cfg.elems); i += 2 {
+			settings[cfg.elems[i].str] = cfg.elems[i+1].str
+		}
+	}
+	return adapter.ParseFacts(addr, info, ttl, settings)
 }
 
 // conn returns the live connection, dialling one when there is none,
-// bounded by ctx. It is called by the batch worker only (one at a time),
-// so only the worker changes cur. The flights of a failed connection are
-// failed before the next one is dialled, and the next one closes the
-// failed one on the node before it carries any request (dial).
+// bounded by ctx. The batch worker calls it before each write, Connect
+// (facts.go) to connect ahead of the first request; one dials at a time
+// (dialing), so one connection replaces a failed one. The flights of a
+// failed connection are failed before the next one is dialled, and the
+// next one closes the failed one on the node before it carries any
+// request (dial).
 func (p *pipe) conn(ctx context.Context) (*wire, error) {
+	if w, err := p.live(); w != nil || err != nil {
+		return w, err
+	}
+	p.dialing.Lock()
+	defer p.dialing.Unlock()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -120,7 +151,7 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	w := p.cur
 	if w != nil && !w.broken {
 		p.mu.Unlock()
-		return w, nil
+		return w, nil // dialled by the caller before
 	}
 	var old []*flight
 	if w != nil {
@@ -147,12 +178,28 @@ func (p *pipe) conn(ctx context.Context) (*wire, error) {
 	return w, nil
 }
 
+// live returns the live connection, nil when there is none; errClosed
+// once the pipe is closed.
+func (p *pipe) live() (*wire, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, errClosed
+	}
+	if w := p.cur; w != nil && !w.broken {
+		return w, nil
+	}
+	return nil, nil
+}
+
 // dial opens a connection as the go-redis client would (its Dialer, so
-// TLS and the dial timeout too) and runs the handshake: AUTH with the
-// client's credentials, SELECT its DB, CLIENT SETNAME its name, then CLIENT
-// ID and INFO server (who the connection is on the node, which the next
-// connection will need). The connection speaks RESP2 whatever the client's
-// Protocol.
+// TLS and the dial timeout too) and runs the handshake, in one write: AUTH
+// with the client's credentials, CLIENT ID and INFO server (who the
+// connection is on the node, which the next connection will need), the
+// server's facts (adapter.FactsCommands: its advertised max ttl and
+// persistence, kept in known for adapter.FactsNode), then SELECT its DB
+// and CLIENT SETNAME its name. The connection speaks RESP2 whatever the
+// client's Protocol.
 //
 // Then it closes on the node the connections given up before it (given,
 // by CLIENT KILL ID: redlock/internal/fence), so that no request left
@@ -186,43 +233,61 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, e
 	case pass != "":
 		cmds = append(cmds, []string{"AUTH", pass})
 	}
+	// Who the connection is and what the server tells about itself, in
+	// database 0 (where `dlm node` advertises its max ttl): answered
+	// with an error (an ACL without them, MOVED on a cluster master that
+	// does not hold the max ttl's slot), they leave it unknown.
+	who0 := len(cmds)
+	cmds = append(cmds, fence.Commands()...)
+	cmds = append(cmds, adapter.FactsCommands()...)
+	opt := len(cmds)
 	if o.DB > 0 {
 		cmds = append(cmds, []string{"SELECT", strconv.Itoa(o.DB)})
 	}
 	if o.ClientName != "" {
 		cmds = append(cmds, []string{"CLIENT", "SETNAME", o.ClientName})
 	}
-	must := len(cmds)
-	cmds = append(cmds, fence.Commands()...)
 	br := bufio.NewReaderSize(nc, 32<<10)
 	if d, ok := ctx.Deadline(); ok {
 		_ = nc.SetDeadline(d)
 	}
-	res, err := handshake(nc, br, cmds, must)
+	// An end of ctx before its deadline (Connect given up) ends the
+	// handshake too, so that the next dial does not wait behind it.
+	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	res, err := handshake(nc, br, cmds, func(i int) bool { return i < who0 || i >= opt })
 	if err != nil {
 		_ = nc.Close()
 		return nil, nil, fence.Conn{}, err
 	}
-	id, info := res[must], res[must+1]
-	who := fence.Identify(id.num, id.kind == ':', info.str, info.kind == '$' && !info.null)
+	id, info := res[who0], res[who0+1]
+	infoOK := info.kind == '$' && !info.null
+	who := fence.Identify(id.num, id.kind == ':', info.str, infoOK)
+	if p.known != nil && infoOK {
+		p.known.Set(serverFacts(o.Addr, info.str, res[who0+2], res[who0+3:who0+5]))
+	}
 	kills, taken := p.given.Kills(who)
 	if len(kills) > 0 {
 		// Each answers how many it closed (0: gone already), or an
 		// error (not allowed): neither stops the dial.
-		if _, err := handshake(nc, br, kills, 0); err != nil {
+		if _, err := handshake(nc, br, kills, func(int) bool { return false }); err != nil {
 			_ = nc.Close()
 			return nil, nil, fence.Conn{}, err
 		}
 	}
 	p.given.Done(taken)
+	if !stop() { // ctx ended: the deadline may be past
+		_ = nc.Close()
+		return nil, nil, fence.Conn{}, context.Cause(ctx)
+	}
 	_ = nc.SetDeadline(time.Time{})
 	return nc, br, who, nil
 }
 
 // handshake writes cmds in one write and reads their replies; an error
-// reply to one of the first must is an error naming its command (never
-// its arguments), to a later one it is only returned in its reply.
-func handshake(nc net.Conn, br *bufio.Reader, cmds [][]string, must int) ([]reply, error) {
+// reply to a command i that must(i) is an error naming its command (never
+// its arguments), to another it is only returned in its reply.
+func handshake(nc net.Conn, br *bufio.Reader, cmds [][]string, must func(i int) bool) ([]reply, error) {
 	var buf []byte
 	for _, c := range cmds {
 		buf = appendCommand(buf, c...)
@@ -233,7 +298,7 @@ func handshake(nc net.Conn, br *bufio.Reader, cmds [][]string, must int) ([]repl
 	res := make([]reply, len(cmds))
 	for i := range cmds {
 		r, err := readReply(br)
-		if err == nil && i < must {
+		if err == nil && must(i) {
 			err = r.err()
 		}
 		if err != nil {

@@ -34,7 +34,7 @@
 // without this). A client with an OnConnect hook or a
 // StreamingCredentialsProvider, and any other UniversalClient (Ring,
 // ClusterClient, failover), is used as it is, one pooled request per call.
-// Fenced acquisitions and fence raises (FencingNode, MultiFencingNode),
+// Fenced acquisitions and fence raises (FencingNode, MultiNode),
 // read-write locks (RWNode) and records (RecordNode) go through the same
 // queue and connection, one script each, so that every request of a lock
 // reaches the node in the order it was made: a release of one attempt

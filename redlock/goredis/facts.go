@@ -11,25 +11,48 @@ import (
 
 var _ adapter.FactsNode = (*Node)(nil)
 
-// Facts reads what the node tells about itself (adapter.FactsNode): its
-// run id (INFO server), the max ttl a `dlm node` advertises
-// (adapter.MaxTTLKey) and its persistence (CONFIG GET appendonly,
-// appendfsync; unknown when CONFIG is refused). Three requests, made when
-// the client checks its nodes (redlock.Client.CheckNodes), never on the
-// path of a lock. A Redis Cluster node answers the zero Facts: each of its
-// masters has its own.
-func (n *Node) Facts(ctx context.Context) (adapter.Facts, error) {
-	if n.Cluster() {
-		return adapter.Facts{}, nil
+// Facts returns what the node's servers told about themselves
+// (adapter.FactsNode): the handshake of each connection the node makes
+// (conn.go) reads its server's run id, advertised max ttl
+// (adapter.MaxTTLKey) and persistence, in the same write as the
+// connection's other handshake commands, so no request of a lock pays for
+// them. A cluster node has the facts of each master it connected to.
+func (n *Node) Facts() ([]adapter.Facts, uint64) { return n.known.Get() }
+
+// Connect makes the node's connection (each master's, for a cluster) if
+// it has none, bounded by ctx (adapter.FactsNode). A node over a client it
+// cannot pipeline on (NewNode) has no connection of its own: it reads the
+// facts by four requests through go-redis instead (each master's, for a
+// cluster), and learns of a restart only when Connect is called again.
+func (n *Node) Connect(ctx context.Context) error {
+	switch {
+	case n.pipe != nil:
+		_, err := n.pipe.conn(ctx)
+		return err
+	case n.masters != nil:
+		return n.masters.connect(ctx)
+	case n.cluster != nil:
+		return n.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return n.readFacts(ctx, c, c.Options().Addr)
+		})
 	}
-	info, err := n.client.Info(ctx, "server").Result()
+	return n.readFacts(ctx, n.client, n.name)
+}
+
+// readFacts reads the facts of the server behind c by requests.
+func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) error {
+	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
-		return adapter.Facts{}, err
+		return err
 	}
-	maxTTL, err := n.client.Get(ctx, adapter.MaxTTLKey).Result()
+	maxTTL, err := c.Get(ctx, adapter.MaxTTLKey).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return adapter.Facts{}, err
+		maxTTL = "" // refused, or MOVED on a cluster master
 	}
-	cfg, cerr := n.client.ConfigGet(ctx, "append*").Result()
-	return adapter.ParseFacts(info, maxTTL, cfg["appendonly"], cfg["appendfsync"], cerr == nil && cfg["appendfsync"] != ""), nil
+	cfg, _ := c.ConfigGet(ctx, "append*").Result()
+	if save, err := c.ConfigGet(ctx, "save").Result(); err == nil && cfg != nil {
+		cfg["save"] = save["save"]
+	}
+	n.known.Set(adapter.ParseFacts(addr, info, maxTTL, cfg))
+	return nil
 }

@@ -14,8 +14,7 @@ import (
 )
 
 var (
-	_ adapter.MultiNode        = (*Node)(nil)
-	_ adapter.MultiFencingNode = (*Node)(nil)
+	_ adapter.MultiNode = (*Node)(nil)
 )
 
 // multiScripts are the scripts of a set of resources (adapter.MultiNode).

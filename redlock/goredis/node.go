@@ -11,6 +11,7 @@ import (
 	"dlm/redlock"
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
+	"dlm/redlock/internal/facts"
 	"dlm/redlock/scripts"
 )
 
@@ -45,6 +46,7 @@ type Node struct {
 	// The batched way (batch.go, conn.go); pipe is nil when the client
 	// cannot be pipelined on (NewNode).
 	pipe    *pipe
+	known   facts.Known // what the servers told on connecting (facts.go)
 	queue   batch.Queue
 	sender  sender
 	scripts batch.Scripts // of the batched requests (batch.go)
@@ -97,7 +99,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 	}
 	if rc, ok := client.(*redis.Client); ok {
 		if o := rc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil && o.Dialer != nil {
-			n.pipe = &pipe{opts: o}
+			n.pipe = &pipe{opts: o, known: &n.known}
 			n.scripts = batch.NewScripts()
 			n.queue.Init("goredis", MaxBatch, n.send)
 			n.queue.Allow(opEval, opEvalSha) // script.go

@@ -7,10 +7,8 @@ import (
 	"dlm/redlock/scripts"
 )
 
-var _ adapter.ReplicaNode = (*Node)(nil)
-
 // Replicas returns the replicas of the cluster's masters as the cluster
-// reports them (adapter.ReplicaNode); none when the node is not a cluster.
+// reports them (adapter.ClusterNode); none when the node is not a cluster.
 func (n *Node) Replicas(ctx context.Context) ([]adapter.Replica, error) {
 	if n.cluster == nil {
 		return nil, nil

@@ -14,7 +14,7 @@ import (
 // or none and never creates one, the scripts survive SCRIPT FLUSH, started
 // set requests keep their order with single-key ones (AsyncNode), a release
 // of a set is announced per key (HandoffNode), and, for a
-// MultiFencingNode, the fenced acquisition reads the largest fence of the
+// MultiNode, the fenced acquisition reads the largest fence of the
 // set and the raise is all or nothing.
 func runMultiConformance(t *testing.T, b Backend, n adapter.MultiNode) {
 	ctx := t.Context()
@@ -184,16 +184,14 @@ func runMultiConformance(t *testing.T, b Backend, n adapter.MultiNode) {
 			}
 		})
 	}
-	if fn, ok := n.(adapter.MultiFencingNode); ok {
-		t.Run("Fencing", func(t *testing.T) { runMultiFencingConformance(t, in, fn) })
-	}
+	t.Run("Fencing", func(t *testing.T) { runMultiFencingConformance(t, in, n) })
 }
 
-// runMultiFencingConformance checks MultiFencingNode (R18 for a set): the
+// runMultiFencingConformance checks MultiNode's fencing (R18 for a set): the
 // fenced acquisition sets all keys or none and reads the largest fence of
 // the set, the raise acts only for the holder of every key and only when
 // every fence is below the token, and sets every fence of the set.
-func runMultiFencingConformance(t *testing.T, in Inspector, n adapter.MultiFencingNode) {
+func runMultiFencingConformance(t *testing.T, in Inspector, n adapter.MultiNode) {
 	ctx := context.WithoutCancel(t.Context())
 	const ttl = 5 * time.Second
 	check := func(name string, gotOK bool, err error, wantOK bool) {

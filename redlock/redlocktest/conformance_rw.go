@@ -87,7 +87,7 @@ func runRWConformance(t *testing.T, b Backend, n adapter.RWNode) {
 			ok, err = mn.ExtendAll(ctx, keys, "lost", ttl)
 			check(t, "ExtendAll of a set with a key held by readers", ok, err, false)
 		}
-		if mf, is := n.(adapter.MultiFencingNode); is {
+		if mf, is := n.(adapter.MultiNode); is {
 			ok, err = mf.RaiseFences(ctx, []string{"{rw}:p"}, []string{"{rw}:p-fence"}, "lost", 1, 0)
 			check(t, "RaiseFences on a set with a key held by readers", ok, err, false)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"dlm/redlock"
 	"dlm/redlock/adapter"
+	"dlm/redlock/internal/facts"
 )
 
 // Compile-time checks: a MemNode has every capability of a redlock node.
@@ -26,6 +27,7 @@ var (
 	_ adapter.TransferNode = (*MemNode)(nil)
 	_ adapter.RWNode       = (*MemNode)(nil) // memnode_rw.go
 	_ adapter.RecordNode   = (*MemNode)(nil) // memnode_record.go
+	_ adapter.FactsNode    = (*MemNode)(nil) // memnode_facts.go
 	_ adapter.ReleaseWatch = (*memWatch)(nil)
 	_ Inspector            = (*MemNode)(nil)
 )
@@ -67,7 +69,7 @@ func WithClock(now func() time.Time) MemOption {
 
 // MemNode is an in-memory Redlock node with every capability of the real
 // adapters (redlock.Node, FencingNode, AsyncNode, BatchNode, HandoffNode,
-// TransferNode, MultiNode, MultiFencingNode: memnode_multi.go), with the
+// TransferNode, MultiNode: memnode_multi.go), with the
 // semantics of their Lua scripts (R3, R5, R17, R18),
 // a clock of its own that expires keys, and faults that can be switched at
 // run time. It holds one keyspace, like one redis-server: lock keys and
@@ -134,6 +136,8 @@ type MemNode struct {
 	held                []*memCall
 
 	watches map[*memWatch]struct{}
+
+	known facts.Known // SetFacts (memnode_facts.go)
 
 	applied atomic.Int64
 }

@@ -9,8 +9,7 @@ import (
 )
 
 var (
-	_ adapter.MultiNode        = (*MemNode)(nil)
-	_ adapter.MultiFencingNode = (*MemNode)(nil)
+	_ adapter.MultiNode = (*MemNode)(nil)
 )
 
 // The fenced operations on a set, on the wire only: Request.Keys holds the
@@ -47,7 +46,7 @@ func (n *MemNode) ExtendAll(ctx context.Context, keys []string, value string, tt
 }
 
 // AcquireAllFenced is AcquireAll that also reads the largest fence under
-// fenceKeys when it set the keys (adapter.MultiFencingNode, R18).
+// fenceKeys when it set the keys (adapter.MultiNode, R18).
 func (n *MemNode) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
 	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: opAcquireAllFenced, Keys: joinKeys(keys, fenceKeys), Value: value, TTL: ttl}})
 	return r.ok, r.fence, r.err
@@ -55,7 +54,7 @@ func (n *MemNode) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string
 
 // RaiseFences sets every fence under fenceKeys to token, with an expiry of
 // retention (0: none), only if every key holds value and every fence is
-// below token (adapter.MultiFencingNode, R18).
+// below token (adapter.MultiNode, R18).
 func (n *MemNode) RaiseFences(ctx context.Context, keys, fenceKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
 	r := n.call(&memCall{ctx: ctx, token: token, retention: retention,
 		req: adapter.Request{Op: opRaiseFences, Keys: joinKeys(keys, fenceKeys), Value: value}})

@@ -11,6 +11,7 @@ import (
 
 	"dlm/redlock"
 	"dlm/redlock/adapter"
+	"dlm/redlock/internal/facts"
 	"dlm/redlock/internal/slots"
 	"dlm/redlock/scripts"
 )
@@ -246,6 +247,12 @@ const slotMapRefresh = 2 * time.Second
 // cluster node builds its client in the background and fails its requests
 // until the cluster answers, as a single node that is down does (lazy.go).
 func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
+	return newClusterClient(u, nil, opts)
+}
+
+// newClusterClient is NewClusterClient whose connections tell known what
+// their masters told about themselves (nil: not kept).
+func newClusterClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Client, error) {
 	if !u.Cluster {
 		return nil, fmt.Errorf("rueidis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
 	}
@@ -266,7 +273,7 @@ func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error)
 	}
 	// Every connection to a master fences the ones given up to it before
 	// (fence.go), as NewClient's do.
-	f := &clusterFence{user: u.Username, pass: u.Password, addrs: map[string]*connFence{}}
+	f := &clusterFence{user: u.Username, pass: u.Password, addrs: map[string]*connFence{}, known: known}
 	o.DialCtxFn = f.wrap(o.DialCtxFn)
 	return rueidis.NewClient(o)
 }

@@ -8,10 +8,13 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"dlm/redlock/adapter"
+	"dlm/redlock/internal/facts"
 	"dlm/redlock/internal/fence"
 )
 
@@ -31,6 +34,9 @@ import (
 type connFence struct {
 	user, pass string
 	given      fence.List
+	// known gets what each new connection's server told about itself
+	// (handshake); nil: not kept.
+	known *facts.Known
 	// lazy is set while NewClient builds its client: the first dial,
 	// which rueidis makes there and waits for, is deferred to the first
 	// request (see errDialDeferred).
@@ -73,7 +79,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			deadline = time.Now().Add(d.Timeout)
 		}
 		_ = nc.SetDeadline(deadline)
-		who, err := f.handshake(nc)
+		who, err := f.handshake(nc, addr)
 		if err != nil {
 			_ = nc.Close()
 			return nil, err
@@ -88,6 +94,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 // connection is closed only by a later one to the same node.
 type clusterFence struct {
 	user, pass string
+	known      *facts.Known // every master's facts; nil: not kept
 
 	mu    sync.Mutex
 	addrs map[string]*connFence
@@ -101,7 +108,7 @@ func (c *clusterFence) wrap(inner dialFn) dialFn {
 		c.mu.Lock()
 		f := c.addrs[addr]
 		if f == nil {
-			f = &connFence{user: c.user, pass: c.pass}
+			f = &connFence{user: c.user, pass: c.pass, known: c.known}
 			c.addrs[addr] = f
 		}
 		c.mu.Unlock()
@@ -110,10 +117,15 @@ func (c *clusterFence) wrap(inner dialFn) dialFn {
 }
 
 // handshake authenticates when the client has credentials, learns who
-// the connection is on the node (CLIENT ID, INFO server) and closes the
-// given-up connections of the same run of the node. A node that refuses
-// CLIENT or INFO leaves the connection unfenced.
-func (f *connFence) handshake(nc net.Conn) (fence.Conn, error) {
+// the connection is on the node (CLIENT ID, INFO server) and what the
+// server at addr tells about itself (adapter.FactsCommands, kept in
+// known), in one write, and closes the given-up connections of the same
+// run of the node. A node that refuses CLIENT or INFO leaves the
+// connection unfenced; one that refuses GET or CONFIG (an ACL, MOVED on a
+// cluster master that does not hold the max ttl's slot) leaves those
+// facts unknown. It runs before rueidis' own handshake, so in database 0,
+// where `dlm node` advertises its max ttl.
+func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 	var cmds [][]string
 	switch {
 	case f.pass != "" && f.user != "":
@@ -122,7 +134,9 @@ func (f *connFence) handshake(nc net.Conn) (fence.Conn, error) {
 		cmds = append(cmds, []string{"AUTH", f.pass})
 	}
 	auth := len(cmds) == 1
+	who0 := len(cmds)
 	cmds = append(cmds, fence.Commands()...)
+	cmds = append(cmds, adapter.FactsCommands()...)
 	res, err := exchange(nc, cmds)
 	if err != nil {
 		return fence.Conn{}, err
@@ -131,9 +145,27 @@ func (f *connFence) handshake(nc net.Conn) (fence.Conn, error) {
 		// The node's error names the command, never its arguments.
 		return fence.Conn{}, fmt.Errorf("rueidis: AUTH on connecting: %s", res[0][1:])
 	}
-	id, info := res[len(res)-2], res[len(res)-1]
+	id, info := res[who0], res[who0+1]
 	n, err := strconv.ParseInt(string(id[1:]), 10, 64)
 	who := fence.Identify(n, id[0] == ':' && err == nil, string(info[1:]), info[0] == '$')
+	if f.known != nil && info[0] == '$' {
+		maxTTL := res[who0+2]
+		ttl := ""
+		if maxTTL[0] == '$' {
+			ttl = string(maxTTL[1:])
+		}
+		settings := map[string]string{}
+		for _, cfg := range res[who0+3 : who0+5] {
+			if cfg[0] != '*' {
+				continue
+			}
+			elems := strings.Split(string(cfg[1:]), "\n")
+			for i := 0; i+1 < len(elems); i += 2 {
+				settings[elems[i]] = elems[i+1]
+			}
+		}
+		f.known.Set(adapter.ParseFacts(addr, string(info[1:]), ttl, settings))
+	}
 	kills, taken := f.given.Kills(who)
 	if len(kills) > 0 {
 		// Each answers how many it closed, or an error (not allowed):
@@ -147,9 +179,10 @@ func (f *connFence) handshake(nc net.Conn) (fence.Conn, error) {
 }
 
 // exchange writes cmds (RESP2) in one write and reads one reply per
-// command: a line (+, -, :) or a bulk string ($, returned as '$' and its
-// text), exactly, so that nothing of what rueidis reads next is consumed
-// here.
+// command, exactly, so that nothing of what rueidis reads next is
+// consumed here: a line (+, -, :), a bulk string ('$' and its text; '_'
+// for a null one), or an array of bulk strings ('*' and its elements
+// joined by newlines, as CONFIG GET answers).
 func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
 	var buf []byte
 	for _, c := range cmds {
@@ -169,20 +202,53 @@ func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
 			res[i] = line
 			continue
 		case '$':
-			n, err := strconv.Atoi(string(line[1:]))
-			if err != nil || n < 0 || n > 1<<20 {
-				return nil, fmt.Errorf("rueidis: unexpected bulk length %q on connecting", line)
-			}
-			body := make([]byte, n+2)
-			if _, err := io.ReadFull(nc, body); err != nil {
+			if res[i], err = readBulk(nc, line); err != nil {
 				return nil, err
 			}
-			res[i] = append([]byte{'$'}, body[:n]...)
+			continue
+		case '*':
+			n, err := strconv.Atoi(string(line[1:]))
+			if err != nil || n > 64 {
+				return nil, fmt.Errorf("rueidis: unexpected array length %q on connecting", line)
+			}
+			elems := make([]string, 0, max(n, 0))
+			for range max(n, 0) {
+				el, err := readLine(nc)
+				if err == nil && el[0] != '$' {
+					err = fmt.Errorf("rueidis: unexpected array element %q on connecting", el)
+				}
+				var b []byte
+				if err == nil {
+					b, err = readBulk(nc, el)
+				}
+				if err != nil {
+					return nil, err
+				}
+				elems = append(elems, string(b[1:]))
+			}
+			res[i] = append([]byte{'*'}, strings.Join(elems, "\n")...)
 			continue
 		}
 		return nil, fmt.Errorf("rueidis: unexpected reply %q on connecting", line)
 	}
 	return res, nil
+}
+
+// readBulk reads the body of the bulk string whose header line is line:
+// '$' and its text, or '_' for a null bulk string.
+func readBulk(nc net.Conn, line []byte) ([]byte, error) {
+	n, err := strconv.Atoi(string(line[1:]))
+	if err != nil || n < -1 || n > 1<<20 {
+		return nil, fmt.Errorf("rueidis: unexpected bulk length %q on connecting", line)
+	}
+	if n == -1 {
+		return []byte{'_'}, nil
+	}
+	body := make([]byte, n+2)
+	if _, err := io.ReadFull(nc, body); err != nil {
+		return nil, err
+	}
+	return append([]byte{'$'}, body[:n]...), nil
 }
 
 // readLine reads one reply line, without its CRLF, a byte at a time.

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"dlm/redlock"
+	"dlm/redlock/internal/facts"
 )
 
 // A node that is a Redis Cluster connects lazily, as a single node does
@@ -42,8 +43,8 @@ type lazyCluster struct {
 
 // newLazyCluster returns the lazy client of the cluster node u and starts
 // its first build.
-func newLazyCluster(u redlock.NodeURL, opts []Option) *lazyCluster {
-	l := &lazyCluster{build: func() (rueidis.Client, error) { return NewClusterClient(u, opts...) }, wait: redialMin}
+func newLazyCluster(u redlock.NodeURL, known *facts.Known, opts []Option) *lazyCluster {
+	l := &lazyCluster{build: func() (rueidis.Client, error) { return newClusterClient(u, known, opts) }, wait: redialMin}
 	l.err = fmt.Errorf("rueidis: cluster node %s: not connected yet", u)
 	o := rueidis.ClientOption{
 		InitAddress:       []string{u.Addrs[0]},

@@ -14,6 +14,7 @@ import (
 	"dlm/redlock"
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
+	"dlm/redlock/internal/facts"
 	"dlm/redlock/scripts"
 )
 
@@ -27,7 +28,7 @@ const ChannelPrefix = scripts.ChannelPrefix
 // makes this adapter fast under concurrency. Node also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode,
 // adapter.TransferNode, adapter.FencingNode, adapter.MultiNode and
-// adapter.MultiFencingNode (multi.go). It is safe for concurrent use.
+// adapter.MultiNode (multi.go). It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client // nil when lazy is set
 	lazy    *lazyCluster   // a cluster node built on demand (lazy.go)
@@ -45,6 +46,12 @@ type Node struct {
 	sender sender      // the queue's batch worker (batch.go)
 
 	cluster bool // a Redis Cluster client (cluster.go)
+
+	// known is what the servers told on connecting (facts.go); handshook
+	// is set when the node's client reads them in its handshake (Dial,
+	// DialNode), else Connect reads them by requests.
+	known     *facts.Known
+	handshook bool
 }
 
 var (
@@ -81,6 +88,7 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 	n := &Node{
 		client:  client,
 		name:    name,
+		known:   &facts.Known{},
 		scripts: batch.NewScripts(),
 
 		acquireFenced: batch.NewScript(scripts.AcquireFenced),
@@ -342,8 +350,14 @@ func WithMaxFlushDelay(d time.Duration) Option {
 // is down or hangs now fails that request (and later ones, until it is
 // back), never the building of the client.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
+	return newClient(u, nil, opts)
+}
+
+// newClient is NewClient whose connections tell known what their servers
+// told about themselves (nil: not kept).
+func newClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Client, error) {
 	if u.Cluster {
-		return NewClusterClient(u, opts...) // cluster.go
+		return newClusterClient(u, known, opts) // cluster.go
 	}
 	o := clientOption(u)
 	for _, opt := range opts {
@@ -353,7 +367,7 @@ func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
 	// the node's batches (at most MaxBatch) all go through the pipeline.
 	o.BlockingPipeline = -1
 	// Every connection fences the ones given up before it (fence.go).
-	fence := &connFence{user: u.Username, pass: u.Password}
+	fence := &connFence{user: u.Username, pass: u.Password, known: known}
 	o.DialCtxFn = fence.wrap(o.DialCtxFn)
 	fence.lazy.Store(true)
 	c, err := rueidis.NewClient(o) // ForceSingleClient: a client even when its dial fails
@@ -451,10 +465,12 @@ func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
 		// Built in the background: a cluster that is down now is a node
 		// that fails its requests until it is back (lazy.go).
 		n := newNode(nil, u.String(), true)
-		n.lazy = newLazyCluster(u, opts)
+		n.lazy = newLazyCluster(u, n.known, opts)
+		n.handshook = true
 		return n, nil
 	}
-	c, err := NewClient(u, opts...)
+	known := &facts.Known{}
+	c, err := newClient(u, known, opts)
 	if c == nil {
 		return nil, err
 	}
@@ -462,5 +478,6 @@ func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
 	// down now; it connects on use.
 	n := NewNode(c, u.String())
 	n.owned = true
+	n.known, n.handshook = known, true
 	return n, nil
 }

@@ -3,7 +3,7 @@ package scripts
 import _ "embed"
 
 // The scripts of a set of resources locked as one (adapter.MultiNode,
-// adapter.MultiFencingNode). Each is one atomic step over every key of
+// adapter.MultiNode). Each is one atomic step over every key of
 // the set.
 var (
 	// AcquireAll sets every lock key only if none exists (R3 for a set).

@@ -1,0 +1,68 @@
+package redlock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/redlocktest"
+)
+
+// The facts of a node that is a Redis Cluster are each master's, read on
+// each master's connection: every master is listed with its run id, the
+// max ttl advertised on the cluster refuses a longer lock without
+// CheckNodes, a master given again as a plain node is one server twice,
+// and fencing warns of each master that does not sync every write. Both
+// adapters, one cluster of two masters beside two plain servers.
+func TestClusterNodeFactsPerMaster(t *testing.T) {
+	rc := redlocktest.StartRedisCluster(t, 2, 0)
+	plain := redlocktest.Start(t, 2)
+	if err := rc.Client().Set(t.Context(), adapter.MaxTTLKey, "40s", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	masters := rc.Addrs()[:2]
+	urls := append([]string{rc.URL()}, plain.URLs()...)
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
+		c := dialURLs(t, a, urls, redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithFencing())
+		if _, err := c.TryLock(t.Context(), "x", redlock.WithTTL(time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "max ttl 40s") {
+			t.Fatalf("TryLock of 1m on a cluster advertising 40s = %v, want ErrInvalid naming max ttl 40s", err)
+		}
+		rep, err := c.CheckNodes(t.Context())
+		if err != nil {
+			t.Fatalf("CheckNodes = %v", err)
+		}
+		got := map[string]string{}
+		for _, f := range rep.Facts[0] {
+			got[f.Addr] = f.RunID
+		}
+		for _, m := range masters {
+			if got[m] == "" {
+				t.Errorf("facts of the cluster node %+v: no run id for master %s", rep.Facts[0], m)
+			}
+		}
+		warned := 0
+		for _, w := range rep.Warnings {
+			for _, m := range masters {
+				if strings.Contains(w, "("+m+")") && strings.Contains(w, "dlm node --fencing") {
+					warned++
+				}
+			}
+		}
+		if warned != len(masters) {
+			t.Errorf("warnings %q: want one per master of the cluster naming it", rep.Warnings)
+		}
+		l, err := c.TryLock(t.Context(), "x", redlock.WithTTL(30*time.Second))
+		if err != nil {
+			t.Fatalf("TryLock of 30s = %v", err)
+		}
+		_ = l.Unlock(t.Context())
+
+		twice := dialURLs(t, a, []string{rc.URL(), "redis://" + strings.Replace(masters[1], "127.0.0.1", "localhost", 1), plain.URLs()[0]}, redlock.WithNodeTimeout(500*time.Millisecond))
+		if _, err := twice.TryLock(t.Context(), "x"); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "one server") {
+			t.Errorf("TryLock over a cluster and one of its masters as a plain node = %v, want ErrInvalid saying one server", err)
+		}
+	})
+}

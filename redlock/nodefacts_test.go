@@ -1,0 +1,154 @@
+package redlock_test
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/redlocktest"
+)
+
+// advertise makes every server of cl advertise max ttl d, as `dlm node
+// --max-ttl d` does.
+func advertise(t *testing.T, servers []*redlocktest.Server, d time.Duration) {
+	t.Helper()
+	for _, s := range servers {
+		if err := s.Client().Set(t.Context(), adapter.MaxTTLKey, d.String(), 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A library user who never calls CheckNodes: a lock whose ttl is over the
+// max ttl the nodes advertise is refused, the first lock too, naming the
+// node by address, the ttl, the max and the fix; a ttl within it passes.
+// Real nodes, both adapters.
+func TestLockRefusesTTLOverAdvertisedMaxTTL(t *testing.T) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
+		cl := redlocktest.Start(t, 3)
+		advertise(t, cl.Servers, 40*time.Second)
+		c := dial(t, a, cl)
+		l, err := c.TryLock(t.Context(), "x", redlock.WithTTL(time.Minute))
+		if !errors.Is(err, redlock.ErrInvalid) {
+			t.Fatalf("TryLock with a 1m ttl on nodes advertising 40s = %v, %v; want ErrInvalid", l, err)
+		}
+		for _, want := range []string{"ttl 1m0s", "max ttl 40s", cl.Servers[0].Addr(), "dlm node --max-ttl"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("error %q does not say %q", err, want)
+			}
+		}
+		if got := cl.MustValues("dlm:lock:x"); got[0]+got[1]+got[2] != "" {
+			t.Errorf("the refused lock wrote %q to the nodes", got)
+		}
+		l, err = c.TryLock(t.Context(), "x", redlock.WithTTL(30*time.Second))
+		if err != nil {
+			t.Fatalf("TryLock with a 30s ttl = %v", err)
+		}
+		_ = l.Unlock(t.Context())
+	})
+}
+
+// A node restarted with a smaller max ttl is read again on its new
+// connection: once the client noticed the restart (the request after it
+// fails on the old connection, the next one connects), a lock over the new
+// max ttl is refused. Real nodes, both adapters.
+func TestRestartedNodeFactsAreReadAgain(t *testing.T) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
+		cl := redlocktest.Start(t, 3)
+		advertise(t, cl.Servers, 40*time.Second)
+		c := dial(t, a, cl)
+		lockUnlock := func() error {
+			l, err := c.TryLock(t.Context(), "x", redlock.WithTTL(30*time.Second))
+			if err == nil {
+				_ = l.Unlock(t.Context())
+			}
+			return err
+		}
+		if err := lockUnlock(); err != nil {
+			t.Fatalf("lock with a 30s ttl under 40s: %v", err)
+		}
+		cl.Servers[0].Restart(0)
+		advertise(t, cl.Servers[:1], 20*time.Second)
+		// The second lock after the restart is refused, unless the node
+		// could not be reached in its node timeout (a loaded machine):
+		// then a later one.
+		var err error
+		tries := 0
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			tries++
+			if err = lockUnlock(); errors.Is(err, redlock.ErrInvalid) {
+				break
+			}
+		}
+		if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "max ttl 20s") || !strings.Contains(err.Error(), cl.Servers[0].Addr()) {
+			t.Fatalf("%d locks of 30s in 10s after the restart with max ttl 20s: last error %v; want ErrInvalid naming %s and max ttl 20s", tries, err, cl.Servers[0].Addr())
+		}
+		t.Logf("refused at lock %d after the restart", tries)
+	})
+}
+
+// The checks cost no request on the lock path: once the nodes are
+// connected, locks send no CONFIG, CLIENT, INFO or PING (the commands of
+// the handshake and of Connect), counted by the servers' own command
+// statistics.
+func TestNodeChecksSendNoRequest(t *testing.T) {
+	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
+		cl := redlocktest.Start(t, 3)
+		advertise(t, cl.Servers, 40*time.Second)
+		c := dial(t, a, cl) // no fencing: its scripts read INFO replication
+		lockUnlock := func() {
+			l, err := c.Lock(t.Context(), "x", redlock.WithTTL(30*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = l.Unlock(t.Context())
+		}
+		lockUnlock() // connects
+		before := commandCalls(t, cl)
+		for range 20 {
+			lockUnlock()
+		}
+		after := commandCalls(t, cl)
+		for i := range after {
+			for cmd, n := range after[i] {
+				if !strings.HasPrefix(cmd, "config") && !strings.HasPrefix(cmd, "client") && cmd != "ping" && cmd != "info" {
+					continue
+				}
+				want := before[i][cmd]
+				if cmd == "info" {
+					want++ // the INFO commandstats that read before
+				}
+				if n != want {
+					t.Errorf("server %d: %s called %d times during 20 locks, want %d", i, cmd, n-before[i][cmd], want-before[i][cmd])
+				}
+			}
+		}
+	})
+}
+
+// commandCalls returns each server's calls per command (INFO
+// commandstats).
+func commandCalls(t *testing.T, cl *redlocktest.Cluster) []map[string]int {
+	t.Helper()
+	out := make([]map[string]int, len(cl.Servers))
+	for i, s := range cl.Servers {
+		txt, err := s.Client().Info(t.Context(), "commandstats").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = map[string]int{}
+		for line := range strings.Lines(txt) {
+			name, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok {
+				continue
+			}
+			calls, _, _ := strings.Cut(rest, ",")
+			out[i][strings.TrimPrefix(name, "cmdstat_")], _ = strconv.Atoi(calls)
+		}
+	}
+	return out
+}
