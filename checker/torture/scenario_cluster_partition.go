@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,7 +185,7 @@ func waitFailed(ctx context.Context, rc *redisproc.Cluster, p *redisproc.Process
 			failed := false
 			for _, line := range strings.Split(nodes, "\n") {
 				if f := strings.Fields(line); err == nil && len(f) > 2 && f[0] == id {
-					failed = strings.Contains(f[2], "fail") && !strings.Contains(f[2], "fail?")
+					failed = slices.Contains(strings.Split(f[2], ","), "fail")
 				}
 			}
 			all = all && failed
