@@ -144,8 +144,10 @@ func DefaultConfig(name string) Config {
 		c.DelayedRestart, c.Fencing = true, true
 	case "cluster-master-partitioned":
 		// The configuration the docs call unsafe: replicas that promote
-		// themselves, accepted by the clients.
-		c.PromotableReplicas = true
+		// themselves, accepted by the clients. A ttl of 5s outlasts the
+		// replica's promotion (node timeout 1s, then an election of
+		// 0.5-1s) and B's acquisition on a loaded machine.
+		c.PromotableReplicas, c.TTL = true, 5*time.Second
 	case "cluster-failover-fenced":
 		// The failover by hand of docs/operations.md: after the ttl, on
 		// nodes with AOF and appendfsync always, with fencing.

@@ -3,7 +3,10 @@
 // without persistence and the delayed restart of R16.3, SIGSTOP pauses, slow
 // and partitioned links through a toxiproxy TCP proxy per node and client
 // group, clock jumps under libfaketime, client pauses past the ttl, a lying
-// node that acknowledges SETs it never performs), records a checker.History,
+// node that acknowledges SETs it never performs; on nodes that are Redis
+// Clusters, masters killed, paused, failed over by hand, cut from their
+// cluster through a redisproc.Gate on their bus and data ports while
+// clients still reach them, and slots migrated), records a checker.History,
 // and judges it with the pure checks of package dlm/checker (Analyze).
 //
 // A run is data: a Config with DefaultConfig and Validate, printed as the

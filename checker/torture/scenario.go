@@ -81,6 +81,8 @@ func scenarioList() []Scenario {
 			Summary: "the nodes are Redis Clusters with a replica per master and fencing; client A locks exactly a majority; the master of the resource's slot dies on each node of it, and on one its replica, lacking A's SET and fence raise, is promoted by hand after the ttl; client B then locks the resource there and on the other nodes: its token must exceed A's"},
 		{Name: "cluster-random", Rule: "R1 (cluster nodes)", groups: 2, faketime: never, clusters: true, replicas: 1, partitionable: true, loop: true, run: runClusterRandom,
 			Summary: "random mode over nodes that are Redis Clusters with a replica per master: clients contend on several resources while a seeded schedule kills, pauses, cuts from their cluster (clients still reach them) and fails over masters (by hand, after the ttl) and migrates the resources' slots between masters"},
+		{Name: "cluster-master-partitioned", Rule: "R16 (cluster nodes, replicas that promote themselves)", groups: 2, faketime: never, clusters: true, replicas: 1, masters: 3, partitionable: true, run: runClusterPartition,
+			Summary: "the nodes are Redis Clusters of three masters with a replica each that may promote itself (--promotable-replicas, the default here); the master of the resources' slot on one node is cut from its cluster, bus and replication, while clients still reach it; client A locks resources there during the cut; its replica is promoted without them; client B then locks them"},
 		{Name: "random", Rule: "R1", groups: 2, faketime: func(c Config) bool { return containsFault(c.Faults, FaultClockJump) }, loop: true, run: runRandom,
 			Summary: "clients contend on several resources while faults drawn from a seeded schedule hit nodes, links and clients"},
 	}

@@ -103,7 +103,20 @@ func TestScenarios(t *testing.T) {
 		// Random faults on cluster nodes: masters killed, paused and
 		// failed over by hand, slots migrated, under contention.
 		{"cluster-random", func(c *Config) { c.Adapter = "rueidis" }, ExpectSafe},
+		// A master cut from its cluster, bus and replication, while the
+		// clients reach it: with replicas that promote themselves (the
+		// scenario's default, which the clients must opt in to), two
+		// holders; with replicas that never do, none. Three nodes of
+		// three masters and three replicas each.
+		{"cluster-master-partitioned", func(c *Config) { c.Nodes, c.TTL = 3, 5*time.Second }, ExpectViolation},
+		{"cluster-master-partitioned", func(c *Config) {
+			c.Nodes, c.TTL, c.PromotableReplicas, c.Adapter = 3, 5*time.Second, false, "rueidis"
+		}, ExpectSafe},
 		{"random", nil, ExpectSafe},
+		// One node of random mode a Redis Cluster of three masters
+		// (cluster faults: kill, pause, migration, a master cut from its
+		// cluster).
+		{"random", func(c *Config) { c.ClusterNodes = 1 }, ExpectSafe},
 		{"election", nil, ExpectSafe}, // crashes, pauses, partitions under several candidates
 		// A rolling restart without persistence: terms keep increasing
 		// (the restart repair of fencing; seed 7 on 3 nodes, ttl 500ms,

@@ -32,6 +32,11 @@ func TestTortureUsage(t *testing.T) {
 		{"unknown adapter", []string{"torture", "--random", "--adapter", "jedis"}, exitUsage, `unknown adapter "jedis"`},
 		{"too many workers", []string{"torture", "--random", "--workers", "17"}, exitUsage, "workers per client must be 1 to 16"},
 		{"short delay", []string{"torture", "--scenario", "delayed-restart", "--restart-delay", "100ms"}, exitUsage, "must wait longer than the ttl"},
+		{"cluster nodes beyond the nodes", []string{"torture", "--random", "--cluster-nodes", "6"}, exitUsage, "cluster nodes must be 0 to the 5 nodes, got 6"},
+		{"cluster nodes off random", []string{"torture", "--scenario", "split-votes", "--cluster-nodes", "1"}, exitUsage, "--cluster-nodes is for random mode"},
+		{"two replicas", []string{"torture", "--random", "--cluster-nodes", "1", "--cluster-replicas", "2"}, exitUsage, "cluster replicas must be 0 or 1"},
+		{"replicas without cluster nodes", []string{"torture", "--random", "--cluster-replicas", "1"}, exitUsage, "cluster replicas need cluster nodes"},
+		{"promotable elsewhere", []string{"torture", "--scenario", "cluster-random", "--promotable-replicas"}, exitUsage, "promotable replicas are for the cluster-master-partitioned scenario"},
 		{"list", []string{"torture", "--list"}, exitOK, "lying-node"},
 	}
 	for _, tt := range tests {
@@ -48,6 +53,9 @@ func TestTortureUsage(t *testing.T) {
 				for _, line := range strings.Split(out.String(), "\n") {
 					if f := strings.Fields(line); len(f) > 3 && f[0] == "restart-without-persistence" && strings.Join(f[1:4], " ") != "R16.1 violation expected" {
 						t.Errorf("restart-without-persistence listed as %q, want R16.1 violation expected", line)
+					}
+					if f := strings.Fields(line); len(f) > 0 && f[0] == "cluster-master-partitioned" && !strings.Contains(line, "violation expected") {
+						t.Errorf("cluster-master-partitioned listed as %q, want violation expected", line)
 					}
 				}
 			}

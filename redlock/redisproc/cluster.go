@@ -30,9 +30,9 @@ type ClusterConfig struct {
 	// NodeTimeout is cluster-node-timeout: how long a master may be
 	// unreachable before its replicas start a failover. Default 5s.
 	NodeTimeout time.Duration
-	// ReplicaNoFailover sets cluster-replica-no-failover on the replicas:
-	// they never promote themselves; only Promote (CLUSTER FAILOVER
-	// TAKEOVER) does.
+	// ReplicaNoFailover sets cluster-replica-no-failover on every process
+	// (a master is a replica once failed over): no replica ever promotes
+	// itself; only Promote (CLUSTER FAILOVER TAKEOVER) does.
 	ReplicaNoFailover bool
 	// StateTimeout bounds the wait for cluster_state:ok. Default 30s.
 	StateTimeout time.Duration
@@ -105,7 +105,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			// masters keep serving their locks.
 			"--cluster-require-full-coverage", "no",
 		}, sc.Args...)
-		if replica && c.cfg.ReplicaNoFailover {
+		if c.cfg.ReplicaNoFailover {
+			// On the masters too: a master becomes a replica after a
+			// failover, and must not promote itself then either.
 			sc.Args = append(sc.Args, "--cluster-replica-no-failover", "yes")
 		}
 		if !c.cfg.Partitionable {

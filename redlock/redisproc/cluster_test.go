@@ -2,6 +2,7 @@ package redisproc_test
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -52,6 +53,13 @@ func TestStartClusterWithReplicasAndPromote(t *testing.T) {
 	}
 	if v, err := c.Replicas(m)[0].Client().Get(ctx, "a").Result(); err != nil || v != "v" {
 		t.Fatalf("GET a on the promoted replica = %q, %v; want v", v, err)
+	}
+	// The old master is a replica now: it must not promote itself
+	// either when its new master fails.
+	for _, p := range c.Processes() {
+		if got, err := p.Client().ConfigGet(ctx, "cluster-replica-no-failover").Result(); err != nil || got["cluster-replica-no-failover"] != "yes" {
+			t.Errorf("cluster-replica-no-failover on %s = %v, %v; want yes on every process", p.Addr(), got, err)
+		}
 	}
 }
 
@@ -163,7 +171,7 @@ func TestIsolateCutsAMasterFromItsCluster(t *testing.T) {
 	}
 	failed := func() bool {
 		for _, o := range c.Masters()[1:] {
-			if f := flags(o); !strings.Contains(f, "fail") || strings.Contains(f, "fail?") {
+			if !slices.Contains(strings.Split(flags(o), ","), "fail") {
 				return false
 			}
 		}
@@ -184,7 +192,7 @@ func TestIsolateCutsAMasterFromItsCluster(t *testing.T) {
 	}
 	waitFor("the others to clear the master's failure", func() bool {
 		for _, o := range c.Masters()[1:] {
-			if strings.Contains(flags(o), "fail") {
+			if f := strings.Split(flags(o), ","); slices.Contains(f, "fail") || slices.Contains(f, "fail?") {
 				return false
 			}
 		}
