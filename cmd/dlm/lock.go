@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -80,8 +82,10 @@ SIGQUIT sent to dlm are forwarded to the whole group. The command and
 everything it started never outlive the lock: the guard knows the end of
 the lock's validity (dlm sends it each new one after an extension) and
 kills them all with SIGKILL a twentieth of the ttl before it, should dlm be
-stopped or too slow to extend; when the command exits, what it left
-running is killed before the lock is released; if dlm dies, even by
+stopped or too slow to extend (and, should the guard be stopped too, as
+pkill -STOP dlm does, a kernel timer kills them at the end of the
+validity); when the command exits, what it left running is killed
+before the lock is released; if dlm dies, even by
 SIGKILL, the guard kills them at once; if the guard dies, with dlm or
 alone, the kernel ends the PID namespace and everything in it. On Linux,
 where the kernel refuses the guard every namespace (a container's seccomp
@@ -91,6 +95,12 @@ one. Without a namespace (--pid-namespace=false, or not Linux) a process
 that leaves the group (setsid) escapes when the guard is killed, and the
 command's children run on when dlm and the guard are killed together
 (docs/operations.md, "Signals").
+
+Ctrl-Z stops the command and dlm with it, and the shell gets its
+prompt back, as under flock(1); fg continues them. The lock is not
+extended while dlm is stopped: a job not continued within the lock's
+validity has its command killed at its end, and dlm, once continued,
+exits 74.
 
 Before it acquires, dlm lock checks the nodes: a --ttl over the max ttl
 that a node advertises (dlm node --max-ttl; a node restarted after a
@@ -488,6 +498,18 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 	pgid := child.guard.Process.Pid // the guard leads the group
 	group := func(s syscall.Signal) { _ = syscall.Kill(-pgid, s) }
 
+	// Job control: Ctrl-Z stops the command (the terminal's foreground
+	// group is the command's); dlm then stops its own group, so that the
+	// shell sees the job stopped, and when continued (fg, bg) continues
+	// the command (stopJob).
+	var conts chan os.Signal
+	if child.tty >= 0 {
+		conts = make(chan os.Signal, 1)
+		signal.Notify(conts, syscall.SIGCONT)
+		defer signal.Stop(conts)
+	}
+	stoppedJob := false // dlm stopped its job at least once
+
 	lostc := h.done
 	var (
 		lostErr error
@@ -497,6 +519,17 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 	)
 	for {
 		select {
+		case sig := <-child.stops:
+			if r.stopJob(child.tty, sig, h.what, deadline(), group) {
+				stoppedJob = true
+			}
+		case <-conts:
+			// Continued: the command's group gets the terminal back if
+			// the shell gave it to dlm's (fg; not bg), and SIGCONT.
+			if foregroundTTY(r.stdin) == child.tty {
+				giveTerminal(child.tty, pgid)
+			}
+			group(syscall.SIGCONT)
 		case s := <-sigs:
 			if readyc != nil {
 				early = append(early, s.(syscall.Signal))
@@ -512,14 +545,27 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 		case <-renew:
 			if u := until(); !u.Add(-h.margin).Equal(sent) {
 				sent = u.Add(-h.margin)
-				_, _ = child.pipe.Write(deadlineFrame(u, h.margin)) // a dead guard ends the family anyway
+				child.send(deadlineFrame(u, h.margin))
 			}
 		case <-lostc:
 			lostc = nil
+			if stoppedJob && !sent.IsZero() && !time.Now().Before(deadline()) {
+				// dlm was stopped with its job past the deadline, where
+				// the guard kills the command: said at its end, below.
+				group(syscall.SIGKILL)
+				continue
+			}
 			lostErr = h.err()
-			r.errf("%s lost while the command ran: %v; sending SIGTERM to the command's process group (SIGKILL in %v)", h.what, lostErr, r.grace)
+			// SIGKILL after the grace, or at the guard's deadline if that
+			// comes first: a guard that is stopped or starved must not
+			// let the grace outlast the validity.
+			wait := r.grace
+			if d := deadline(); !d.IsZero() {
+				wait = min(wait, max(0, time.Until(d)))
+			}
+			r.errf("%s lost while the command ran: %s; sending SIGTERM to the command's process group (SIGKILL in %v)", h.what, oneLine(lostErr), wait.Round(time.Millisecond))
 			group(syscall.SIGTERM)
-			kill = time.After(r.grace)
+			kill = time.After(wait)
 		case <-kill:
 			group(syscall.SIGKILL)
 		case werr := <-child.exited:
@@ -540,8 +586,11 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 				reason := "dlm could not extend it in time"
 				select {
 				case <-h.done:
-					reason = h.err().Error()
+					reason = oneLine(h.err())
 				case <-time.After(time.Until(h.until()) + max(h.margin, endReasonWait)):
+				}
+				if stoppedJob {
+					reason = "the job was stopped, and not continued in time"
 				}
 				r.errf("%s ends (%s): the command was killed at the end of its validity", h.what, reason)
 				return withCode(exitLockLost, nil)
@@ -551,116 +600,237 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 	}
 }
 
-// family is the guard process dlm lock started, with the command under it.
+// stopJob is dlm's part of job control when the command was stopped by
+// sig and dlm had handed it the terminal tty (else it does nothing). A
+// stop by Ctrl-Z, or by a read or write of the terminal from the
+// background, stops the whole job, as it does under flock(1), where the
+// command is in the shell's job: dlm takes the terminal back, says for
+// how long the lock still holds, and stops its own group with sig, so
+// that the shell gets its prompt back; fg or bg continue it (guarded).
+// The lock is not extended while dlm is stopped: the guard, which does
+// not stop, kills the command at its deadline (guarded), and the
+// sentinel kills the guard there should it be stopped too; a job
+// continued in time runs on. Where no shell can continue dlm (its parent
+// is not a job-controlling shell of its session, and the kernel ignores
+// such stops in a group like dlm's), the command is continued at once,
+// as the kernel does not stop a command in a group without job control.
+// A SIGSTOP of the command alone stops only the command, as under
+// flock(1). It reports whether dlm stopped.
+func (r *lockRun) stopJob(tty int, sig syscall.Signal, what string, deadline time.Time, group func(syscall.Signal)) bool {
+	if tty < 0 || (sig != syscall.SIGTSTP && sig != syscall.SIGTTIN && sig != syscall.SIGTTOU) {
+		return false
+	}
+	if !jobControl() {
+		group(syscall.SIGCONT)
+		return false
+	}
+	takeTerminalBack(tty)
+	if !deadline.IsZero() {
+		r.errf("stopped: the %s is not extended while the job is stopped; continue it (fg) within %v, or the command is killed at the end of its validity",
+			what, max(0, time.Until(deadline)).Round(100*time.Millisecond))
+	}
+	_ = syscall.Kill(0, sig)
+	return true
+}
+
+// family is the first process dlm lock started for the command (the
+// guard, or the guard's sentinel), with the command under it.
 type family struct {
 	guard  *exec.Cmd
 	exited chan error
-	// pipe is dlm's end of the guard's pipe: deadline frames.
-	pipe *os.File
+	// pipes are dlm's ends of the deadline pipes: the guard's, and the
+	// sentinel's when there is one.
+	pipes []*os.File
 	// ready is closed once the command is in the guard's group (or the
 	// guard is gone): the signals dlm forwards to the group wait for it.
 	ready <-chan struct{}
-	// done releases what the family held in dlm: its pipe, the terminal
+	// stops has the signal that stopped the command, each time it stops
+	// (Ctrl-Z).
+	stops <-chan syscall.Signal
+	// tty is the terminal dlm handed to the command's group, or -1.
+	tty int
+	// done releases what the family held in dlm: its pipes, the terminal
 	// and the OS thread.
 	done func()
+}
+
+// send sends a deadline frame to the guard and its sentinel (a dead one
+// ends the family anyway).
+func (f *family) send(frame []byte) {
+	for _, p := range f.pipes {
+		_, _ = p.Write(frame)
+	}
 }
 
 // start starts the guard (dlm lock-guard) as the leader of a new process
 // group, which runs the command; see lock_guard.go for why. The child's
 // environment is dlm's without DLM_NODES (it may hold passwords), plus
 // extra (the lock's or the leadership's variables). The guard gets the
-// first deadline frame before it starts the command. On Linux the
-// guard is the first process of a new PID namespace when the kernel allows
-// it (root or CAP_SYS_ADMIN; any user through an unprivileged user
-// namespace where the kernel allows those), else a child subreaper in its
-// group.
+// first deadline frame before it starts the command. On Linux the guard
+// is the first process of a new PID namespace when the kernel allows it
+// (root or CAP_SYS_ADMIN; any user through an unprivileged user namespace
+// where the kernel allows those), started by its sentinel outside the
+// namespace (lock_sentinel.go), which then leads the group; else a child
+// subreaper in its group.
 func (r *lockRun) start(extra []string, frame []byte) (*family, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the dlm executable to start the command under: %w", err)
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, err
+	sentinel := !r.noPIDNS && len(guardIsolations()) > 0
+	// Every pipe dlm opens here: the guard's deadlines, the sentinel's,
+	// and the reports of both to dlm. The guard says on the last when the
+	// command is in its group (a signal dlm forwarded before then would
+	// miss the command, and the first process of a PID namespace drops
+	// the signals its runtime does not handle yet), and when it stops.
+	var theirs, ours []*os.File
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			f.Close()
+		}
 	}
-	// The guard says on this pipe when the command is in its group: a
-	// signal dlm forwarded before then would miss the command (and the
-	// first process of a PID namespace drops the signals its runtime
-	// does not handle yet).
-	rr, rw, err := os.Pipe()
-	if err != nil {
-		pr.Close()
-		pw.Close()
-		return nil, err
+	npipes := 2
+	if sentinel {
+		npipes = 3
+	}
+	for range npipes {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			closeAll(theirs)
+			closeAll(ours)
+			return nil, err
+		}
+		theirs, ours = append(theirs, pr), append(ours, pw)
+	}
+	// theirs: the guard's deadline pipe, the report pipe, the sentinel's
+	// deadline pipe (read ends); ours: the write ends of the first and
+	// last, and the report pipe's write end, which is theirs.
+	ours[1], theirs[1] = theirs[1], ours[1]
+	reports := ours[1]
+	pipes := []*os.File{ours[0]}
+	files := []*os.File{theirs[0], theirs[1]} // descriptors 3 (guardFD) and 4 (guardReadyFD)
+	args := guardArgs(isolateNone, r.argv)
+	pdeath := syscall.SIGTERM // the guard checks getppid before acting on it
+	if sentinel {
+		pipes = append(pipes, ours[2])
+		files = []*os.File{theirs[2], theirs[1], theirs[0]} // 3, 4 and guardInnerFD
+		args = append([]string{guardCmdName, guardSentinelFlag}, args[1:]...)
+		pdeath = syscall.SIGKILL
+	}
+	if sentinel {
+		adoptOrphans()
 	}
 	fg := foregroundTTY(r.stdin)
-	newGuard := func(iso isolation) *exec.Cmd {
-		guard := exec.Command(self, guardArgs(iso, r.argv)...)
-		guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
-		guard.ExtraFiles = []*os.File{pr, rw} // descriptors 3 (guardFD) and 4 (guardReadyFD)
-		guard.SysProcAttr = guardAttr(fg, iso)
-		guard.Env = childEnv(os.Environ(), extra...)
-		return guard
-	}
-	// The guard's parent-death signal fires when the thread that forked it
-	// ends: keep this goroutine on that thread while the guard lives.
+	guard := exec.Command(self, args...)
+	guard.Stdin, guard.Stdout, guard.Stderr = r.stdin, rawWriter(r.stdout), rawWriter(r.stderr)
+	guard.ExtraFiles = files
+	guard.SysProcAttr = groupAttr(fg, pdeath)
+	guard.Env = childEnv(os.Environ(), extra...)
+	// The guard's (or sentinel's) parent-death signal fires when the
+	// thread that forked it ends: keep this goroutine on that thread while
+	// it lives.
 	runtime.LockOSThread()
-	var isos []isolation
-	if !r.noPIDNS {
-		isos = guardIsolations()
-	}
-	var guard *exec.Cmd
-	// The kernel says which namespaces it allows (EPERM, EINVAL, ENOSPC
-	// when it does not, or none are left): the first it starts is used.
-	// Where it allows none, dlm does not fall back in silence: without a
-	// namespace, the command's children outlive dlm and its guard killed
-	// together (pkill -9 dlm), so it refuses unless told to run without.
-	if len(isos) == 0 {
-		isos = []isolation{isolateNone}
-	}
-	var nsErr error
-	for _, iso := range isos {
-		guard = newGuard(iso)
-		if err = guard.Start(); err == nil {
-			break
-		}
-		nsErr = err
-	}
-	if err != nil && !r.noPIDNS && len(isos) > 0 && isos[0] != isolateNone {
-		pr.Close()
-		pw.Close()
-		rr.Close()
-		rw.Close()
-		runtime.UnlockOSThread()
-		return nil, withCode(exitOSErr, fmt.Errorf("the kernel refuses the guard a PID namespace here (%v): without one, what the command starts would outlive dlm and its guard killed together; the command was not run. Run with --pid-namespace=false to accept that", nsErr))
-	}
-	pr.Close()
-	rw.Close()
-	if err == nil {
-		_, _ = pw.Write(frame) // fits the pipe's buffer
-	}
+	err = guard.Start()
+	closeAll(theirs)
 	if err != nil {
 		runtime.UnlockOSThread()
-		pw.Close()
-		rr.Close()
+		closeAll(pipes)
+		reports.Close()
 		return nil, withCode(exitNotFound, fmt.Errorf("start the guard of %q: %w", r.argv[0], err))
 	}
-	ready := make(chan struct{})
+	for _, p := range pipes {
+		_, _ = p.Write(frame) // fits the pipe's buffer
+	}
+	events := make(chan []byte, 8)
+	go readReports(reports, events)
+	inner := 0 // the guard's pid, under a sentinel
+	if sentinel {
+		// The kernel says which namespaces it allows (EPERM, EINVAL,
+		// ENOSPC when it does not, or none are left), and the sentinel
+		// reports the first that it started. Where it allows none, dlm
+		// does not fall back in silence: without a namespace, the
+		// command's children outlive dlm and its guard killed together
+		// (pkill -9 dlm), so it refuses unless told to run without.
+		ev, ok := <-events
+		switch {
+		case ok && ev[0] == reportRefused:
+			_ = guard.Wait()
+			runtime.UnlockOSThread()
+			closeAll(pipes)
+			return nil, withCode(exitOSErr, fmt.Errorf("the kernel refuses the guard a PID namespace here (%v): without one, what the command starts would outlive dlm and its guard killed together; the command was not run. Run with --pid-namespace=false to accept that", syscall.Errno(ev[1])))
+		case ok && ev[0] == reportIsolated:
+			inner = int(binary.BigEndian.Uint32(ev[1:]))
+		}
+	}
+	ready, stops := make(chan struct{}), make(chan syscall.Signal, 8)
 	go func() {
-		defer close(ready)
-		defer rr.Close()
-		_, _ = rr.Read(make([]byte, 1)) // a byte, or the end when the guard is gone
+		isReady := false
+		for ev := range events {
+			switch {
+			case ev[0] == reportReady && !isReady:
+				isReady = true
+				close(ready)
+			case ev[0] == reportStopped:
+				select {
+				case stops <- syscall.Signal(ev[1]):
+				default:
+				}
+			}
+		}
+		if !isReady {
+			close(ready)
+		}
 	}()
-	f := &family{guard: guard, exited: make(chan error, 1), pipe: pw, ready: ready}
+	f := &family{guard: guard, exited: make(chan error, 1), pipes: pipes, ready: ready, stops: stops, tty: fg}
 	f.done = func() {
-		pw.Close()
+		closeAll(pipes)
 		if fg >= 0 {
 			takeTerminalBack(fg)
 		}
 		runtime.UnlockOSThread()
 	}
-	go func() { f.exited <- guard.Wait() }()
+	go func() {
+		err := guard.Wait()
+		if inner > 0 {
+			// A sentinel that was killed leaves its guard to dlm, which
+			// adopted it (adoptOrphans): nothing of the command may run
+			// once dlm releases the lock, and the guard ends only once
+			// its namespace is empty.
+			waitAdopted(inner)
+		}
+		f.exited <- err
+	}()
 	return f, nil
+}
+
+// readReports reads the reports of the guard and its sentinel from pipe
+// into c, each a byte and what follows it (a byte for reportStopped and
+// reportRefused, four for reportIsolated), until the pipe ends (every
+// writer is gone); then it closes c and the pipe.
+func readReports(pipe *os.File, c chan<- []byte) {
+	defer close(c)
+	defer pipe.Close()
+	r := bufio.NewReader(pipe)
+	for {
+		b, err := r.ReadByte()
+		if err != nil {
+			return
+		}
+		ev := []byte{b, 0}
+		switch b {
+		case reportStopped, reportRefused:
+			ev = ev[:2]
+		case reportIsolated:
+			ev = make([]byte, 5)
+			ev[0] = b
+		default:
+			ev = ev[:1]
+		}
+		if _, err := io.ReadFull(r, ev[1:]); err != nil {
+			return
+		}
+		c <- ev
+	}
 }
 
 // childEnv is env without DLM_NODES, plus extra.

@@ -66,17 +66,24 @@ const noDeadline int64 = math.MaxInt64
 //     stopped (SIGSTOP, a debugger, a swapped-out machine) or too slow to
 //     extend cannot leave the command running past the validity.
 //   - Should the guard not run then (stopped with dlm, as `pkill -STOP dlm`
-//     does, or starved), on Linux a kernel timer it armed kills it with
-//     SIGKILL at the end of the validity (killTimer), which the kernel
-//     delivers to a stopped process too; its parent-death signal kills the
-//     command. The kernel drops that signal for the first process of a PID
-//     namespace, so in a namespace this backstop does nothing yet.
+//     does, or starved), on Linux a kernel timer kills with SIGKILL at the
+//     end of the validity, which the kernel delivers to a stopped process
+//     too: without a namespace the guard's own (killTimer), and the
+//     command's parent-death signal kills the command; in a namespace,
+//     where the kernel drops a signal its first process sends itself, the
+//     timer of the guard's sentinel outside it (lock_sentinel.go), whose
+//     death kills the guard and so the namespace.
+//   - Ctrl-Z stops the command, not the guard (it catches SIGTSTP): the
+//     guard reports the stop to dlm on descriptor 4, and dlm stops itself
+//     so that the shell sees its job stopped (stopJob in lock.go); the
+//     guard keeps its deadline while the job is stopped.
 //   - If dlm lock dies, even by SIGKILL, the pipe reads end-of-file (the
 //     kernel closes dlm's end on any death) and the guard kills the command
-//     at once. On Linux the guard also gets a parent-death signal (SIGTERM,
-//     checked against getppid so that the death of the forking thread
-//     alone does nothing), and the command gets SIGKILL as its parent-death
-//     signal should the guard itself be killed.
+//     at once. On Linux the guard also gets a parent-death signal (without
+//     a namespace SIGTERM, checked against getppid so that the death of
+//     the forking thread alone does nothing; in one, SIGKILL when its
+//     sentinel dies, which dies with dlm), and the command gets SIGKILL as
+//     its parent-death signal should the guard itself be killed.
 //   - If the guard dies (killed alone, or with dlm as `pkill -9 dlm` does):
 //     in a PID namespace the kernel kills every process of the command; else
 //     the command gets its parent-death signal, and dlm lock, when alive,
@@ -132,16 +139,21 @@ func guardArgs(iso isolation, argv []string) []string {
 	return append(append(args, "--"), argv...)
 }
 
-// newLockGuardCmd builds the hidden "dlm lock-guard [--ns=pid|user] --
-// COMMAND [ARGS...]".
+// newLockGuardCmd builds the hidden "dlm lock-guard [--sentinel |
+// --ns=pid|user] -- COMMAND [ARGS...]": the guard, or with --sentinel the
+// guard's parent outside its namespaces (lock_sentinel.go).
 func newLockGuardCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:                guardCmdName + " [--ns=pid|user] -- COMMAND [ARGS...]",
+		Use:                guardCmdName + " [--sentinel | --ns=pid|user] -- COMMAND [ARGS...]",
 		Short:              "Internal: the process dlm lock puts between itself and the command",
 		Hidden:             true,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			iso := isolateNone
+			sentinel := len(args) > 0 && args[0] == guardSentinelFlag
+			if sentinel {
+				args = args[1:]
+			}
 			if len(args) > 0 && strings.HasPrefix(args[0], guardNSFlag) {
 				switch args[0] {
 				case guardNSFlag + "pid":
@@ -158,6 +170,9 @@ func newLockGuardCmd() *cobra.Command {
 			}
 			if len(args) == 0 {
 				return usageErrorf("%s is started by dlm lock, not by hand", guardCmdName)
+			}
+			if sentinel {
+				return runSentinel(args)
 			}
 			return runGuard(cmd.Context(), args, iso, cmd.ErrOrStderr())
 		},
@@ -230,12 +245,23 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	var ready *os.File // tells dlm that the command is in the group
+	// Ctrl-Z (and a read or write of the terminal from the background)
+	// stops the command, not the guard: it keeps the command's deadline
+	// while the job is stopped, and tells dlm, which stops itself so that
+	// the shell gets its prompt back (guarded, in lock.go).
+	jobSigs := make(chan os.Signal, 8)
+	signal.Notify(jobSigs, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
+	var ready *os.File // tells dlm that the command is in the group, and of its stops
 	var rst syscall.Stat_t
 	if syscall.Fstat(guardReadyFD, &rst) == nil && rst.Mode&syscall.S_IFMT == syscall.S_IFIFO {
 		syscall.CloseOnExec(guardReadyFD)
 		ready = os.NewFile(guardReadyFD, "dlm-lock-ready")
 		defer ready.Close() // the end of the pipe tells dlm too, if the command never starts
+	}
+	report := func(b ...byte) {
+		if ready != nil {
+			_, _ = ready.Write(b) // one write: the sentinel may write on this pipe too
+		}
 	}
 	deadlines := make(chan guardDeadline, 1)
 	go readDeadlines(pipe, deadlines)
@@ -274,16 +300,15 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 		fmt.Fprintf(stderr, "dlm lock: start %q: %v\n", argv[0], err)
 		return withCode(startCode(err), nil)
 	}
-	if ready != nil {
-		// dlm forwards the signals it gets to the group from now on,
-		// when they reach the command (before, they would reach only
-		// the guard, or nothing: the first process of a PID namespace
-		// drops the signals its runtime does not handle yet).
-		_, _ = ready.Write([]byte{1})
-		ready.Close()
-	}
+	// dlm forwards the signals it gets to the group from now on, when
+	// they reach the command (before, they would reach only the guard, or
+	// nothing: the first process of a PID namespace drops the signals its
+	// runtime does not handle yet).
+	report(reportReady)
 	exited, reaped := make(chan syscall.WaitStatus, 1), make(chan struct{})
-	go reap(child.Process.Pid, exited, reaped)
+	stops := make(chan syscall.WaitStatus, 8)
+	go reap(child.Process.Pid, exited, stops, reaped)
+	stopped := false // the command is stopped: Ctrl-Z
 
 	timer := time.NewTimer(untilMono(first.soft))
 	defer timer.Stop()
@@ -295,6 +320,12 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 				return withCode(exitLockLost, nil)
 			}
 			// Otherwise the group's signal, meant for the command.
+		case <-jobSigs:
+		case ws := <-stops:
+			stopped = ws.Stopped()
+			if stopped {
+				report(reportStopped, byte(ws.StopSignal()))
+			}
 		case d, ok := <-deadlines:
 			if !ok { // dlm lock is gone: nothing holds the lock for us
 				endFamily(reaped, true)
@@ -303,7 +334,11 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 			killTimer.arm(d.hard)
 			timer.Reset(untilMono(d.soft))
 		case <-timer.C:
-			fmt.Fprintf(stderr, "dlm %s: the lock's validity ends without an extension: killing the command\n", guardCmdName)
+			if stopped {
+				fmt.Fprintf(stderr, "dlm %s: the lock's validity ends while the job is stopped: killing the command\n", guardCmdName)
+			} else {
+				fmt.Fprintf(stderr, "dlm %s: the lock's validity ends without an extension: killing the command\n", guardCmdName)
+			}
 			endFamily(reaped, true)
 			return withCode(exitLockLost, nil)
 		case ws := <-exited:
@@ -350,21 +385,27 @@ func untilMono(d int64) time.Duration {
 	return time.Duration(max(0, d-monoNow()))
 }
 
-// reap waits for every child of the guard: the command, whose status it
-// sends on exited, and the orphans of the command that the guard adopted
-// as subreaper or first process of a PID namespace. It closes reaped when
-// the guard has no child left.
-func reap(cmd int, exited chan<- syscall.WaitStatus, reaped chan<- struct{}) {
+// reap waits for every child of the guard: the command, whose end it
+// sends on exited and whose stops and continuations on stops (dropped
+// when nobody reads them), and the orphans of the command that the guard
+// adopted as subreaper or first process of a PID namespace. It closes
+// reaped when the guard has no child left.
+func reap(cmd int, exited, stops chan<- syscall.WaitStatus, reaped chan<- struct{}) {
 	defer close(reaped)
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		pid, err := syscall.Wait4(-1, &ws, syscall.WUNTRACED|unix.WCONTINUED, nil)
 		switch {
 		case errors.Is(err, syscall.EINTR):
 		case err != nil: // ECHILD: no child left
 			return
 		case pid == cmd && (ws.Exited() || ws.Signaled()):
 			exited <- ws
+		case pid == cmd && (ws.Stopped() || ws.Continued()):
+			select {
+			case stops <- ws:
+			default:
+			}
 		}
 	}
 }

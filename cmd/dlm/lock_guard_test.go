@@ -79,6 +79,7 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 	}{
 		{"SIGKILL of dlm", false, func(t *testing.T, dlm, _ int) { kill(t, dlm, syscall.SIGKILL) }, -1},
 		{"SIGKILL of the guard", false, func(t *testing.T, _, guard int) { kill(t, guard, syscall.SIGKILL) }, 128 + 9},
+		{"SIGKILL of the guard's sentinel", false, func(t *testing.T, dlm, _ int) { kill(t, childrenOf(dlm)[0], syscall.SIGKILL) }, 128 + 9},
 		{"SIGKILL of both", false, func(t *testing.T, dlm, guard int) {
 			kill(t, dlm, syscall.SIGKILL)
 			kill(t, guard, syscall.SIGKILL)
@@ -89,7 +90,7 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inNS := pidns && !tc.noPIDNS
-			if strings.Contains(tc.name, "both") && !inNS {
+			if (strings.Contains(tc.name, "both") || strings.Contains(tc.name, "sentinel")) && !inNS {
 				t.Skip("without a PID namespace nothing is left to kill the command's children when dlm and its guard die together (docs/operations.md)")
 			}
 			mark := filepath.Join(t.TempDir(), "ready")
@@ -155,7 +156,8 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 
 // startedFamily waits until the command of dlm (pid dlm), marked by mark,
 // runs its want processes, has them killed when the test ends, and
-// returns them with dlm's one guard.
+// returns them with dlm's one guard (under its sentinel, in a PID
+// namespace).
 func startedFamily(t *testing.T, dlm int, mark string, want int, stderr *syncBuf) (fam []int, guard int) {
 	t.Helper()
 	redlocktest.Eventually(t, 20*time.Second, func() bool {
@@ -169,7 +171,10 @@ func startedFamily(t *testing.T, dlm int, mark string, want int, stderr *syncBuf
 	})
 	guards := childrenOf(dlm)
 	if len(guards) != 1 {
-		t.Fatalf("dlm has children %v, want its one guard", guards)
+		t.Fatalf("dlm has children %v, want its one guard (or the guard's sentinel)", guards)
+	}
+	if procs := dlmProcesses(dlm); len(procs) == 3 { // dlm, the sentinel, the guard
+		return fam, procs[2]
 	}
 	return fam, guards[0]
 }
@@ -182,16 +187,39 @@ func kill(t *testing.T, pid int, sig syscall.Signal) {
 	}
 }
 
-// TestLockStoppedWithItsGuard: dlm and its guard stopped together, as
-// `pkill -STOP dlm` does, past the lock's validity. The kernel ends the
-// command at the validity's end (the guard's timer), so that nothing of it
-// runs once the next holder has the lock, and dlm, continued, exits 74.
-// Before the fix the stopped guard kept the command running until dlm was
-// continued. The guard runs without a PID namespace: as the first process
-// of one it cannot be killed by a signal of its own (docs/operations.md).
+// dlmProcesses returns dlm (pid dlm) and every process under it that runs
+// the dlm binary (its guard, and the guard's parent outside the PID
+// namespace where there is one): what `pkill -STOP dlm` stops.
+func dlmProcesses(dlm int) []int {
+	comm := func(pid int) string {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		return strings.TrimSpace(string(b))
+	}
+	name := comm(dlm)
+	procs := []int{dlm}
+	for i := 0; i < len(procs); i++ {
+		for _, k := range childrenOf(procs[i]) {
+			if comm(k) == name {
+				procs = append(procs, k)
+			}
+		}
+	}
+	return procs
+}
+
+// TestLockStoppedWithItsGuard: dlm and its guard stopped together past
+// the lock's validity, as `pkill -STOP dlm` does (it stops every process
+// of the dlm binary: dlm, the guard, and the guard's parent outside its
+// PID namespace), with and without a PID namespace. The kernel ends the
+// command at the validity's end, so that nothing of it runs once the next
+// holder has the lock, and dlm, continued, exits 74. Before the fix the
+// stopped guard kept the command running until dlm was continued: without
+// a namespace until the guard got its kernel timer; in a namespace, where
+// the kernel drops the signals of its first process's own timer, until the
+// guard got a parent outside it whose timer ends it.
 func TestLockStoppedWithItsGuard(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("the guard's kernel timer is Linux only")
+		t.Skip("the kernel timers are Linux only")
 	}
 	c := redlocktest.Start(t, 3)
 	urls := c.URLs()
@@ -202,53 +230,79 @@ func TestLockStoppedWithItsGuard(t *testing.T) {
 	}
 	t.Cleanup(closeNext)
 
-	mark := filepath.Join(t.TempDir(), "ready")
-	// One process: without a namespace the kernel kills the guard and,
-	// by its parent-death signal, the command's first process.
-	script := `export DLM_TEST_FAMILY="$1"; touch "$1"; exec sleep 27`
-	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(urls, ","), "--ttl", ttl.String(),
-		"--node-timeout", nodeTimeout.String(), "--pid-namespace=false", "res", "--", "sh", "-c", script, "sh", mark)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-		<-done
-	})
-	fam, guard := startedFamily(t, cmd.Process.Pid, mark, 1, stderr)
-	t.Cleanup(func() { _ = syscall.Kill(guard, syscall.SIGCONT) })
-	kill(t, cmd.Process.Pid, syscall.SIGSTOP)
-	kill(t, guard, syscall.SIGSTOP)
+	for _, tc := range []struct {
+		name    string
+		noPIDNS bool
+	}{
+		{"subreaper", true},
+		{"namespace", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.noPIDNS && !canPIDNamespace() {
+				t.Skip("no PID namespace for this process")
+			}
+			mark := filepath.Join(t.TempDir(), "ready")
+			// Without a namespace, one process: the kernel kills the
+			// guard and, by its parent-death signal, the command's first
+			// process; in one, a grandchild in a session of its own too.
+			script, want := `export DLM_TEST_FAMILY="$1"; touch "$1"; exec sleep 27`, 1
+			args := []string{"lock", "--nodes", strings.Join(urls, ","), "--ttl", ttl.String(), "--node-timeout", nodeTimeout.String()}
+			if tc.noPIDNS {
+				args = append(args, "--pid-namespace=false")
+			} else {
+				script, want = `export DLM_TEST_FAMILY="$1"; setsid sleep 26 & touch "$1"; exec sleep 27`, 2
+			}
+			cmd, _, stderr := dlmCmd(t, nil, append(args, "res", "--", "sh", "-c", script, "sh", mark)...)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
+				<-done
+			})
+			fam, _ := startedFamily(t, cmd.Process.Pid, mark, want, stderr)
+			stopped := dlmProcesses(cmd.Process.Pid)
+			t.Cleanup(func() {
+				for _, p := range stopped {
+					_ = syscall.Kill(p, syscall.SIGCONT)
+				}
+			})
+			for _, p := range stopped {
+				kill(t, p, syscall.SIGSTOP)
+			}
 
-	var l *redlock.Lock
-	redlocktest.Eventually(t, 60*time.Second, func() bool {
-		l, err = next.TryLock(t.Context(), "res")
-		return err == nil
-	}, "the next holder never got the lock: %v", err)
-	for _, p := range fam {
-		if alive(p) {
-			t.Errorf("process %d of the first command runs while the next holder holds the lock", p)
-		}
-	}
-	if err := l.Unlock(t.Context()); err != nil {
-		t.Errorf("unlock: %v", err)
-	}
-	_ = syscall.Kill(guard, syscall.SIGCONT)
-	_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-	var werr error
-	select {
-	case werr = <-done:
-		done <- werr // for the cleanup
-	case <-time.After(20 * time.Second):
-		t.Fatalf("dlm did not end; stderr: %s", stderr)
-	}
-	if code := exitOf(werr); code != exitLockLost {
-		t.Errorf("dlm exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
-	}
-	if !strings.Contains(stderr.String(), "validity") {
-		t.Errorf("dlm does not say the lock's validity ended; stderr: %s", stderr)
+			var l *redlock.Lock
+			redlocktest.Eventually(t, 60*time.Second, func() bool {
+				l, err = next.TryLock(t.Context(), "res")
+				return err == nil
+			}, "the next holder never got the lock: %v", err)
+			for _, p := range fam {
+				if alive(p) {
+					t.Errorf("process %d of the first command runs while the next holder holds the lock (dlm processes %v stopped)", p, stopped)
+				}
+			}
+			if err := l.Unlock(t.Context()); err != nil {
+				t.Errorf("unlock: %v", err)
+			}
+			for _, p := range stopped {
+				_ = syscall.Kill(p, syscall.SIGCONT)
+			}
+			var werr error
+			select {
+			case werr = <-done:
+				done <- werr // for the cleanup
+			case <-time.After(20 * time.Second):
+				t.Fatalf("dlm did not end; stderr: %s", stderr)
+			}
+			if code := exitOf(werr); code != exitLockLost {
+				t.Errorf("dlm exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
+			}
+			if !strings.Contains(stderr.String(), "validity") {
+				t.Errorf("dlm does not say the lock's validity ended; stderr: %s", stderr)
+			}
+		})
 	}
 }

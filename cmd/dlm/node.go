@@ -61,7 +61,9 @@ second one on it is refused (64; the lock file ` + nodeDirLock + `).
 The node's password is read from the file --requirepass-file (its first
 line) or from the environment variable ` + nodePasswordEnv + `, and given to
 redis-server on its standard input, never on a command line, which every
-local user can read (ps); a --requirepass after -- is refused.
+local user can read (ps); a password after -- is refused (--requirepass,
+--masterauth, the TLS key passphrases, a --user rule with >password):
+put those in a --config file that only you can read.
 SIGINT, SIGTERM, SIGHUP and SIGQUIT are forwarded to redis-server. Restarts
 are the supervisor's job (systemd: Restart=always); dlm node exits with
 redis-server's exit code. Arguments after -- go to redis-server and override
@@ -445,10 +447,12 @@ func lockDataDir(dir string) (func(), error) {
 // else from DLM_NODE_PASSWORD, and refuses one given to redis-server on
 // its command line, where every local user can read it.
 func (nc *nodeConfig) readPassword(file string) error {
-	for _, a := range nc.extra {
-		if a = strings.ToLower(a); a == "--requirepass" || strings.HasPrefix(a, "--requirepass=") { // any case, as redis-server reads it
-			return usageErrorf("a password after -- (--requirepass) is on redis-server's and dlm node's command lines, which every local user can read: give it with --requirepass-file FILE or in %s", nodePasswordEnv)
+	if opt, ok := secretOnArgv(nc.extra); ok {
+		safe := "put it in a redis.conf that only you can read, given with --config FILE"
+		if opt == "requirepass" {
+			safe = "give it with --requirepass-file FILE or in " + nodePasswordEnv
 		}
+		return usageErrorf("a password after -- (--%s) is on redis-server's and dlm node's command lines, which every local user can read (ps): %s", opt, safe)
 	}
 	if file == "" {
 		nc.password = os.Getenv(nodePasswordEnv)
@@ -464,6 +468,38 @@ func (nc *nodeConfig) readPassword(file string) error {
 		return usageErrorf("--requirepass-file %q: the first line is empty; write the password on it", file)
 	}
 	return nil
+}
+
+// secretOnArgv returns the redis-server option of args (what dlm node
+// passes after --) that carries a secret, if any: an option whose value
+// is one (--requirepass, --masterauth, the TLS key passphrases), in any
+// case as redis-server reads them, or a --user ACL rule that sets or
+// removes a password (">pw", "<pw"), in one argument or several.
+func secretOnArgv(args []string) (string, bool) {
+	user := false // within the values of a --user
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") {
+			name, _, _ := strings.Cut(strings.ToLower(a[2:]), "=")
+			switch name {
+			case "requirepass", "masterauth", "tls-key-file-pass", "tls-client-key-file-pass":
+				return name, true
+			}
+			user = name == "user"
+			if !user || !strings.Contains(a, "=") {
+				continue
+			}
+			_, a, _ = strings.Cut(a, "=")
+		}
+		if !user {
+			continue
+		}
+		for _, rule := range strings.Fields(a) {
+			if strings.HasPrefix(rule, ">") || strings.HasPrefix(rule, "<") {
+				return "user", true
+			}
+		}
+	}
+	return "", false
 }
 
 // stdinConfig is the configuration redis-server reads on its standard

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -11,14 +12,28 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// guardAttr is how dlm lock starts its guard: leader of a new process
-// group, with SIGTERM as parent-death signal (the guard checks getppid
-// before acting on it), and, as iso says, the first process of a new PID
-// namespace (lock_guard.go), which a new user namespace owns for a caller
-// without the privilege to create one alone. fg >= 0 makes the group the
+// groupAttr is how dlm lock starts the first process of the command's
+// family (its guard, or the guard's sentinel): leader of a new process
+// group, with pdeath as parent-death signal. fg >= 0 makes the group the
 // foreground group of the terminal fg.
-func guardAttr(fg int, iso isolation) *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+func groupAttr(fg int, pdeath syscall.Signal) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: pdeath}
+	if fg >= 0 {
+		a.Foreground, a.Ctty = true, fg
+	}
+	return a
+}
+
+// namespaceAttr is how the sentinel (lock_sentinel.go) starts the guard:
+// in the sentinel's group, the first process of a new PID namespace
+// (lock_guard.go), which a new user namespace owns for a caller without
+// the privilege to create one alone (iso), with SIGKILL as parent-death
+// signal. The kernel delivers that signal to the first process of a PID
+// namespace because it comes from outside the namespace, even to a
+// stopped guard: when the sentinel dies, however it died, the namespace
+// and everything in it die with the guard.
+func namespaceAttr(iso isolation) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	switch iso {
 	case isolatePID:
 		// A mount namespace too, for the namespace's own /proc
@@ -39,9 +54,6 @@ func guardAttr(fg int, iso isolation) *syscall.SysProcAttr {
 		a.GidMappingsEnableSetgroups = false
 		a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 	}
-	if fg >= 0 {
-		a.Foreground, a.Ctty = true, fg
-	}
 	return a
 }
 
@@ -50,7 +62,9 @@ func guardAttr(fg int, iso isolation) *syscall.SysProcAttr {
 // a new user namespace (any user, where the kernel allows unprivileged
 // user namespaces: user.max_user_namespaces above 0, no distribution
 // restriction). The kernel refuses what it does not allow when the guard
-// is started, and dlm lock tries the next, then none.
+// is started, and the sentinel (lock_sentinel.go) tries the next; where it
+// allows none, dlm lock refuses to run the command unless told to run
+// without a namespace.
 func guardIsolations() []isolation { return []isolation{isolatePID, isolateUserPID} }
 
 // enterNamespaces readies the namespaces dlm lock started the guard in
@@ -217,4 +231,22 @@ func (k *killTimer) arm(at int64) {
 	}
 	_, _, _ = unix.Syscall6(unix.SYS_TIMER_SETTIME, uintptr(k.id), unix.TIMER_ABSTIME,
 		uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+}
+
+// adoptOrphans makes dlm lock the reaper of its orphaned descendants: a
+// guard whose sentinel was killed comes to dlm, which waits for it
+// (waitAdopted) before it releases the lock.
+func adoptOrphans() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) }
+
+// waitAdopted waits until the process pid, a guard that dlm adopted, has
+// ended, and reaps it; it returns at once when pid is not dlm's child (its
+// sentinel reaped it). The first process of a PID namespace ends only
+// once every other process of the namespace has.
+func waitAdopted(pid int) {
+	for {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); !errors.Is(err, syscall.EINTR) {
+			return
+		}
+	}
 }

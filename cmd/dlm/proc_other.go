@@ -4,17 +4,20 @@ package main
 
 import "syscall"
 
-// guardAttr is how dlm lock starts its guard: leader of a new process
-// group. There is no parent-death signal and no PID namespace outside
-// Linux: the guard learns of dlm's death from its pipe alone. fg >= 0 makes
-// the group the foreground group of the terminal fg.
-func guardAttr(fg int, _ isolation) *syscall.SysProcAttr {
+// groupAttr is how dlm lock starts its guard: leader of a new process
+// group. There is no parent-death signal outside Linux: the guard learns
+// of dlm's death from its pipe alone. fg >= 0 makes the group the
+// foreground group of the terminal fg.
+func groupAttr(fg int, _ syscall.Signal) *syscall.SysProcAttr {
 	a := &syscall.SysProcAttr{Setpgid: true}
 	if fg >= 0 {
 		a.Foreground, a.Ctty = true, fg
 	}
 	return a
 }
+
+// namespaceAttr is never used outside Linux (guardIsolations is empty).
+func namespaceAttr(isolation) *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
 // guardIsolations is empty: no namespaces outside Linux.
 func guardIsolations() []isolation { return nil }
@@ -45,3 +48,9 @@ func newKillTimer() *killTimer { return &killTimer{} }
 
 // arm does nothing.
 func (*killTimer) arm(int64) {}
+
+// adoptOrphans does nothing outside Linux: there is no sentinel.
+func adoptOrphans() {}
+
+// waitAdopted does nothing outside Linux: there is no sentinel.
+func waitAdopted(int) {}
