@@ -29,7 +29,7 @@ func addInteractiveFlags(cmd *cobra.Command, fi *interactiveFlags) {
 	fl := cmd.Flags()
 	fl.BoolVar(&fi.on, "interactive", false, "interactive consistency: every general has a private value (--values) and the loyal ones agree on the vector of all values")
 	fl.StringVar(&fi.values, "values", "", "with --interactive: the private values V0,V1,... of generals 0,1,... (default v0,v1,...)")
-	fl.BoolVar(&fi.every, "every-traitor-set", false, "with --interactive: run every set of at most m traitors under every strategy and check the vectors of each run")
+	fl.BoolVar(&fi.every, "every-traitor-set", false, "with --interactive: run every set of at most m traitors under every named strategy and check the vectors of each run (every behaviour: dlm generals exhaust --interactive)")
 }
 
 // interactiveConfig builds the interactive run from the flags.
@@ -452,6 +452,7 @@ func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJ
 	}
 	if !asJSON {
 		fmt.Fprintf(w, "%d runs, %d violating the vector conditions\n", runs, bad)
+		fmt.Fprintln(w, "these are the named strategies; \"dlm generals exhaust --interactive --values ...\" searches every behaviour of a finite adversary in every instance")
 	}
 	if bad > 0 {
 		return withCode(exitFailure, fmt.Errorf("%d of %d runs violate the vector conditions", bad, runs))
