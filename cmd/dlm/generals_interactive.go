@@ -146,6 +146,49 @@ func oneInstanceMessages(cfg byzantine.Config) int {
 	return byzantine.OMMessages(cfg.Generals, cfg.MaxTraitors)
 }
 
+// loyalFormulaText states the loyal message count of an interactive run
+// as its formula, with the run's numbers: n instances, each sending OM's
+// (n-1) + (n-1)(n-2) + ... (m+1 terms) or SM's (n-1)^2.
+func loyalFormulaText(cfg byzantine.Config) string {
+	n, m := cfg.Generals, cfg.MaxTraitors
+	one := oneInstanceMessages(cfg)
+	total := byzantine.LoyalMessages(cfg.Algorithm, n, m)
+	var sym, num string
+	switch {
+	case cfg.Algorithm == byzantine.SM && m == 0:
+		sym, num = "(n-1)", strconv.Itoa(n-1)
+	case cfg.Algorithm == byzantine.SM:
+		sym, num = "(n-1)^2", fmt.Sprintf("%d^2", n-1)
+	default:
+		var syms, nums []string
+		fs, ns := "", ""
+		for k := 1; k <= m+1 && n-k > 0; k++ {
+			fs += fmt.Sprintf("(n-%d)", k)
+			if ns != "" {
+				ns += "x"
+			}
+			ns += strconv.Itoa(n - k)
+			syms, nums = append(syms, fs), append(nums, ns)
+		}
+		sym, num = "("+strings.Join(syms, " + ")+")", "("+strings.Join(nums, " + ")+")"
+	}
+	return fmt.Sprintf("n x %s = %d x %s = %d x %d = %d", sym, n, num, n, one, total)
+}
+
+// messagesText states a run's message count against the loyal formula.
+func messagesText(res *byzantine.InteractiveResult) string {
+	cfg := res.Config.Config
+	formula := byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors)
+	diff := ""
+	switch d := res.Messages - formula; {
+	case d > 0:
+		diff = fmt.Sprintf("; %d more, from what the traitors sent and the relays it caused", d)
+	case d < 0:
+		diff = fmt.Sprintf("; %d fewer: traitors withheld messages, or generals crashed, or messages were lost", -d)
+	}
+	return fmt.Sprintf("messages %d (all loyal: %s%s)", res.Messages, loyalFormulaText(cfg), diff)
+}
+
 // writeInteractiveText prints an interactive run for people.
 func writeInteractiveText(w io.Writer, transport string, res *byzantine.InteractiveResult) {
 	ic := res.Config
@@ -202,8 +245,7 @@ func writeInteractiveText(w io.Writer, transport string, res *byzantine.Interact
 	if len(cfg.Explain) > 0 {
 		writeInteractiveExplanations(w, res)
 	}
-	one := oneInstanceMessages(cfg)
-	fmt.Fprintf(w, "messages %d (all loyal: n x %d = %d), rounds %d, bytes %d", res.Messages, one, byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), res.Rounds, res.Bytes)
+	fmt.Fprintf(w, "%s, rounds %d, bytes %d", messagesText(res), res.Rounds, res.Bytes)
 	if cfg.Algorithm == byzantine.SM {
 		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
 	}
@@ -253,6 +295,7 @@ type interactiveJSON struct {
 	Messages            int                            `json:"messages"`
 	MessagesOneInstance int                            `json:"messages_one_instance_loyal"`
 	MessagesLoyal       int                            `json:"messages_loyal_formula"`
+	MessagesFormula     string                         `json:"messages_formula"`
 	Rounds              int                            `json:"rounds"`
 	Bytes               int64                          `json:"bytes"`
 	SignaturesMade      int                            `json:"signatures_made"`
@@ -299,6 +342,7 @@ func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.Interact
 		Messages:            res.Messages,
 		MessagesOneInstance: oneInstanceMessages(cfg),
 		MessagesLoyal:       byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors),
+		MessagesFormula:     loyalFormulaText(cfg),
 		Rounds:              res.Rounds,
 		Bytes:               res.Bytes,
 		SignaturesMade:      res.SignaturesMade,
