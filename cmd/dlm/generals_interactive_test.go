@@ -126,7 +126,8 @@ func TestGeneralsInteractiveReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Instance 2: general 2 commands, value c", "round 0: 2 &#8594; 0 attack:2", "VIOLATED"} {
+	for _, want := range []string{"Instance 2: general 2 commands, value c", "round 0: 2 &#8594; 0 attack:2", "VIOLATED",
+		"<td>retreat</td><td>majority(a from 0, attack via 2) = retreat</td>", "all loyal: n x ((n-1) &#43; (n-1)(n-2)) = 3 x (2 &#43; 2x1) = 3 x 4 = 12"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the page lacks %q", want)
 		}
