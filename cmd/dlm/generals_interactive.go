@@ -422,6 +422,7 @@ type everySetJSON struct {
 	Traitors  []byzantine.ID     `json:"traitors"`
 	Strategy  byzantine.Strategy `json:"strategy"`
 	Messages  int                `json:"messages"`
+	Formula   int                `json:"messages_loyal_formula"`
 	IC1       bool               `json:"ic1"`
 	IC2       bool               `json:"ic2"`
 	Violation string             `json:"violation,omitempty"`
@@ -457,6 +458,7 @@ func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJ
 	if !asJSON {
 		fmt.Fprintln(w, interactiveHeader(ic, "memory"))
 		fmt.Fprintf(w, "every set of 0 to %d traitors (%d sets), each under every strategy %v given to all its members\n", budget, len(sets), strategies)
+		fmt.Fprintf(w, "messages of a run with all loyal: %s\n", loyalFormulaText(cfg))
 	}
 	enc := json.NewEncoder(w)
 	runs, bad := 0, 0
@@ -476,7 +478,7 @@ func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJ
 				return withCode(exitCouldNotRun, err)
 			}
 			runs++
-			line := everySetJSON{Traitors: set, Strategy: s, Messages: res.Messages, IC1: res.IC1(), IC2: res.IC2()}
+			line := everySetJSON{Traitors: set, Strategy: s, Messages: res.Messages, Formula: byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), IC1: res.IC1(), IC2: res.IC2()}
 			if line.Traitors == nil {
 				line.Traitors = []byzantine.ID{}
 			}
