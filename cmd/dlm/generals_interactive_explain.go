@@ -166,7 +166,9 @@ func vectorSummary(res *byzantine.InteractiveResult) []string {
 		bound, rule = cfg.MaxTraitors+2, "m+2"
 	}
 	verdict := fmt.Sprintf("at most m = %d, so the conditions are guaranteed", cfg.MaxTraitors)
-	switch {
+	switch late := res.OutOfTime(); {
+	case len(late) > 0:
+		verdict = fmt.Sprintf("but loyal generals %v ran out of time, so the vectors prove nothing", late)
 	case len(faulty) > cfg.MaxTraitors:
 		verdict = fmt.Sprintf("more than m = %d, so the conditions are not guaranteed", cfg.MaxTraitors)
 	case cfg.Generals < bound:
