@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -142,6 +143,9 @@ without finding one, 64 on bad usage.`,
 				}
 			} else {
 				writeExhaustText(cmd.OutOrStdout(), res)
+				if fi.on {
+					writeInteractiveCounterexamples(cmd.OutOrStdout(), res, fi.values, n)
+				}
 			}
 			switch {
 			case res.Violations() > 0:
@@ -217,5 +221,39 @@ func writeExhaustText(w io.Writer, res *byzantine.ExhaustResult) {
 		}
 		fmt.Fprintf(w, "  loyal decisions: %s\n", strings.Join(dec, " "))
 		fmt.Fprintf(w, "  verdict: %s\n", c.Err)
+	}
+}
+
+// writeInteractiveCounterexamples says where each counterexample of an
+// interactive search happens in an interactive run: in instance i the
+// commander is general i, and general 0 takes id i.
+func writeInteractiveCounterexamples(w io.Writer, res *byzantine.ExhaustResult, values string, n int) {
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("v%d", i)
+	}
+	if values != "" {
+		vals = strings.Split(values, ",")
+		for i := range vals {
+			vals[i] = strings.TrimSpace(vals[i])
+		}
+	}
+	for _, c := range res.Counterexamples {
+		var where []string
+		for i, v := range vals {
+			if slices.Contains(c.Traitors, 0) || v == string(c.Order) {
+				var set []byzantine.ID
+				for _, t := range c.Traitors {
+					set = append(set, byzantine.InstanceID(byzantine.ID(i), t))
+				}
+				slices.Sort(set)
+				where = append(where, fmt.Sprintf("instance %d with traitors %v", i, set))
+			}
+			if slices.Contains(c.Traitors, 0) {
+				break // a traitorous commander: any instance of a traitor, the first stands for them
+			}
+		}
+		fmt.Fprintf(w, "counterexample (traitors %v, loyal order %s) in an interactive run: %s (ids above are the instance's: general i is 0 there, general 0 is i)\n",
+			c.Traitors, c.Order, strings.Join(where, "; "))
 	}
 }

@@ -239,6 +239,7 @@ func TestGeneralsExhaust(t *testing.T) {
 		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"complete": true`},
 		{"interactive OM n4 m1", []string{"--interactive", "--values", "north,east,south,west"}, exitOK, "every instance of every interactive run of 4 generals with the private values 0=north 1=east 2=south 3=west"},
 		{"interactive below the bound", []string{"--interactive", "-n", "3", "--values", "a,b,c", "--unsafe"}, exitFailure, "VIOLATED: IC1 in 0 runs, IC2 in 12 runs"},
+		{"interactive counterexample placed", []string{"--interactive", "-n", "3", "--values", "a,b,c", "--unsafe"}, exitFailure, "counterexample (traitors [1], loyal order a) in an interactive run: instance 0 with traitors [1]"},
 		{"interactive wrong number of values", []string{"--interactive", "--values", "a,b"}, exitUsage, ""},
 		{"values without interactive", []string{"--values", "a,b,c,d"}, exitUsage, ""},
 	}
