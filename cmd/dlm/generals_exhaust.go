@@ -253,6 +253,9 @@ func writeInteractiveCounterexamples(w io.Writer, res *byzantine.ExhaustResult, 
 				break // a traitorous commander: any instance of a traitor, the first stands for them
 			}
 		}
+		if where == nil {
+			where = []string{fmt.Sprintf("none with these values (no general's value is %s)", c.Order)}
+		}
 		fmt.Fprintf(w, "counterexample (traitors %v, loyal order %s) in an interactive run: %s (ids above are the instance's: general i is 0 there, general 0 is i)\n",
 			c.Traitors, c.Order, strings.Join(where, "; "))
 	}
