@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -435,6 +436,60 @@ func (r *InteractiveResult) FaultyGenerals() []ID {
 	}
 	slices.Sort(ids)
 	return ids
+}
+
+// FaultReasons says, for each general that FaultyGenerals counts, why:
+// a traitor and its strategy, a crash, or which loyal survivors saw it
+// absent, gone or late over a real transport, and from which round (the
+// earliest over the instances), in the generals' own ids.
+func (r *InteractiveResult) FaultReasons() map[ID][]string {
+	out := make(map[ID][]string)
+	add := func(id ID, why string) {
+		if !slices.Contains(out[id], why) {
+			out[id] = append(out[id], why)
+		}
+	}
+	type seen struct {
+		by   ID
+		kind PeerFaultKind
+	}
+	first := make(map[ID]map[seen]int)
+	for i, inst := range r.Instances {
+		for _, g := range inst.Generals {
+			own := InstanceID(ID(i), g.ID)
+			switch {
+			case !g.Loyal:
+				add(own, fmt.Sprintf("a traitor (%s)", g.Strategy))
+			case g.Crashed:
+				add(own, "crashed")
+			}
+			if !g.Loyal || g.Crashed {
+				continue
+			}
+			for _, f := range g.Faults {
+				peer := InstanceID(ID(i), f.ID)
+				if first[peer] == nil {
+					first[peer] = make(map[seen]int)
+				}
+				k := seen{own, f.Kind}
+				if r0, ok := first[peer][k]; !ok || f.Round < r0 {
+					first[peer][k] = f.Round
+				}
+			}
+		}
+	}
+	for peer, by := range first {
+		keys := slices.SortedFunc(maps.Keys(by), func(a, b seen) int {
+			if a.by != b.by {
+				return int(a.by - b.by)
+			}
+			return strings.Compare(string(a.kind), string(b.kind))
+		})
+		for _, k := range keys {
+			add(peer, fmt.Sprintf("general %d saw it %s from round %d", k.by, k.kind, by[k]))
+		}
+	}
+	return out
 }
 
 // TooManyFaults reports whether more than m generals were faulty: the run

@@ -124,7 +124,7 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 // faulty in an interactive run.
 func interactiveTooManyFaultsText(res *byzantine.InteractiveResult) string {
 	f := res.FaultyGenerals()
-	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone or late by a loyal general), %d > m = %d, so the vector conditions are not guaranteed and the vectors prove nothing", f, len(f), res.Config.Config.MaxTraitors)
+	return fmt.Sprintf("too many faults: generals %v were faulty (%s), %d > m = %d, so the vector conditions are not guaranteed and the vectors prove nothing", f, faultReasonsText(res), len(f), res.Config.Config.MaxTraitors)
 }
 
 // interactiveHeader names the run in one line.
@@ -308,6 +308,8 @@ type interactiveJSON struct {
 	Verdict             string                         `json:"verdict"`
 	OutOfTime           []byzantine.ID                 `json:"out_of_time,omitempty"`
 	FaultyGenerals      []byzantine.ID                 `json:"faulty_generals"`
+	// FaultyWhy says, for each faulty general's id, why it is counted.
+	FaultyWhy map[string][]string `json:"faulty_why"`
 	// Explanations (with --explain): for each instance's id, for each
 	// explained general's id, how it decided that instance's entry, in
 	// the generals' own ids.
@@ -382,6 +384,10 @@ func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.Interact
 	out.FaultyGenerals = res.FaultyGenerals()
 	if out.FaultyGenerals == nil {
 		out.FaultyGenerals = []byzantine.ID{}
+	}
+	out.FaultyWhy = map[string][]string{}
+	for id, why := range res.FaultReasons() {
+		out.FaultyWhy[strconv.Itoa(int(id))] = why
 	}
 	if late := res.OutOfTime(); len(late) > 0 {
 		out.OutOfTime = late
