@@ -74,8 +74,14 @@
 // and each loyal general's entry is its own value (IC2);
 // InteractiveResult.Verify checks both. RunInteractiveGeneral runs one
 // general's n instances over one Endpoint (package tcp), told apart by
-// their run ids. Package agreed builds leader election, failure detection
-// and clock agreement on the agreed vector.
+// their run ids. A general listed in Config.Explain is explained in every
+// instance (InteractiveResult.Explain, in the generals' own ids).
+// ExhaustInteractive searches every instance of every interactive run
+// with given private values: instance i is the one-commander run of
+// general i's value with the ids renamed (InstanceID), and depends on its
+// own messages only, so the one-commander search over those values covers
+// them all (docs/agreement.md argues it). Package agreed builds leader
+// election, failure detection and clock agreement on the agreed vector.
 //
 // # Bounds
 //

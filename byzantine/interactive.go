@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -437,6 +438,60 @@ func (r *InteractiveResult) FaultyGenerals() []ID {
 	return ids
 }
 
+// FaultReasons says, for each general that FaultyGenerals counts, why:
+// a traitor and its strategy, a crash, or which loyal survivors saw it
+// absent, gone or late over a real transport, and from which round (the
+// earliest over the instances), in the generals' own ids.
+func (r *InteractiveResult) FaultReasons() map[ID][]string {
+	out := make(map[ID][]string)
+	add := func(id ID, why string) {
+		if !slices.Contains(out[id], why) {
+			out[id] = append(out[id], why)
+		}
+	}
+	type seen struct {
+		by   ID
+		kind PeerFaultKind
+	}
+	first := make(map[ID]map[seen]int)
+	for i, inst := range r.Instances {
+		for _, g := range inst.Generals {
+			own := InstanceID(ID(i), g.ID)
+			switch {
+			case !g.Loyal:
+				add(own, fmt.Sprintf("a traitor (%s)", g.Strategy))
+			case g.Crashed:
+				add(own, "crashed")
+			}
+			if !g.Loyal || g.Crashed {
+				continue
+			}
+			for _, f := range g.Faults {
+				peer := InstanceID(ID(i), f.ID)
+				if first[peer] == nil {
+					first[peer] = make(map[seen]int)
+				}
+				k := seen{own, f.Kind}
+				if r0, ok := first[peer][k]; !ok || f.Round < r0 {
+					first[peer][k] = f.Round
+				}
+			}
+		}
+	}
+	for peer, by := range first {
+		keys := slices.SortedFunc(maps.Keys(by), func(a, b seen) int {
+			if a.by != b.by {
+				return int(a.by - b.by)
+			}
+			return strings.Compare(string(a.kind), string(b.kind))
+		})
+		for _, k := range keys {
+			add(peer, fmt.Sprintf("general %d saw it %s from round %d", k.by, k.kind, by[k]))
+		}
+	}
+	return out
+}
+
 // TooManyFaults reports whether more than m generals were faulty: the run
 // is then outside what the vector conditions are guaranteed for.
 func (r *InteractiveResult) TooManyFaults() bool {
@@ -592,4 +647,68 @@ func (r *InteractiveResult) assemble() {
 			r.Rejected[why] += c
 		}
 	}
+}
+
+// ExhaustInteractive searches every instance of every interactive run
+// of ic's size exhaustively: it runs Exhaust on ic.Config with a domain of
+// every private value of ic.Values and RETREAT (and any orders of
+// opts.Domain), for every traitor set of at most m generals.
+//
+// That covers the interactive runs because instance i of an interactive
+// run is, message for message, the one-commander run whose commander sends
+// Values[i], with the traitor set renamed by InstanceID(i, ·) (any set of
+// at most m, the commander's included): a loyal general's entry i depends
+// only on the messages of instance i (those of another instance carry
+// another run id and are refused), so whatever the traitors do across
+// instances, correlated or not, is one behaviour in each instance. A crash
+// is one such behaviour (nothing sent from some round on). The vectors
+// break IC1 or IC2 exactly when some instance breaks IC1 or IC2 of one
+// commander, for that instance's value and traitor set. So a complete
+// search without violation shows that no behaviour of this finite
+// adversary breaks the vector conditions of any interactive run with
+// these values. The result's Adversary and NotEnumerated say so, and what
+// the renaming of values adds.
+func ExhaustInteractive(ctx context.Context, ic InteractiveConfig, opts ExhaustOptions) (*ExhaustResult, error) {
+	cfg := ic.Config
+	cfg.Faulty, cfg.Crashes, cfg.Explain, cfg.Trace = nil, nil, nil, false
+	check := ic
+	check.Config, check.Equivocate = cfg, nil
+	if err := check.Validate(); err != nil {
+		return nil, err
+	}
+	domain := slices.Clone(ic.Values)
+	domain = append(domain, Retreat)
+	domain = append(domain, opts.Domain...)
+	var uniq []Order
+	for _, o := range domain {
+		if !slices.Contains(uniq, o) {
+			uniq = append(uniq, o)
+		}
+	}
+	opts.Domain = uniq
+	res, err := Exhaust(ctx, cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	values := make([]string, len(ic.Values))
+	for i, v := range ic.Values {
+		values[i] = fmt.Sprintf("%d=%s", i, v)
+	}
+	res.Adversary = append([]string{fmt.Sprintf(
+		"every instance of every interactive run of %d generals with the private values %s: instance i is the one-commander run of commander i's value with the traitor set renamed (general i takes id 0), every set of at most %d searched here stands for it, and a loyal general's entry i depends on instance i's messages only, so whatever the traitors do across instances is one behaviour per instance; the vectors break IC1 or IC2 exactly when an instance does",
+		cfg.Generals, strings.Join(values, " "), cfg.MaxTraitors)}, res.Adversary...)
+	k := 0
+	for _, o := range uniq {
+		if o != Retreat {
+			k++
+		}
+	}
+	rename := fmt.Sprintf("values outside the domain: with majority %s, which compares values only for equality (RETREAT apart), renaming the values covers every behaviour whose messages in one instance carry at most %d distinct values besides RETREAT, the commander's included", cfg.Majority, k)
+	if cfg.Algorithm == SM {
+		rename = fmt.Sprintf("values outside the domain: choice(V) compares values only for equality, so renaming the values covers every behaviour whose messages in one instance carry at most %d distinct values besides RETREAT, the commander's included", k)
+	} else if cfg.Majority == Median {
+		rename = "values outside the domain: the median compares values by their order, so only values of the domain are covered"
+	}
+	res.NotEnumerated = append(res.NotEnumerated, rename)
+	return res, nil
 }

@@ -1,6 +1,7 @@
 package byzantine_test
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -100,4 +101,44 @@ func TestInteractiveExplain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInteractiveFaultReasons: every general counted faulty comes with
+// why, in the generals' own ids: a traitor with its strategy, a crash, and
+// what the loyal survivors saw over the network, the earliest round over
+// the instances.
+func TestInteractiveFaultReasons(t *testing.T) {
+	t.Run("in memory", func(t *testing.T) {
+		ic := icConfig(byzantine.OM, 7, 2, byzantine.Traitor{ID: 4, Strategy: byzantine.FlipOrders})
+		ic.Config.Crashes = []byzantine.Crash{{ID: 1, Round: 1}}
+		res := mustRunIC(t, ic)
+		got := res.FaultReasons()
+		want := map[byzantine.ID][]string{4: {"a traitor (flip)"}, 1: {"crashed"}}
+		if !maps.EqualFunc(got, want, slices.Equal) {
+			t.Errorf("reasons %v, want %v", got, want)
+		}
+	})
+	t.Run("seen over a transport", func(t *testing.T) {
+		ic := icConfig(byzantine.OM, 4, 1)
+		results := map[byzantine.ID]byzantine.InteractiveGeneralResult{}
+		for _, g := range []byzantine.ID{0, 1, 3} { // general 2 never reported
+			r := byzantine.InteractiveGeneralResult{ID: g, Instances: make([]byzantine.GeneralResult, 4)}
+			for i := range 4 {
+				r.Instances[i] = byzantine.GeneralResult{ID: byzantine.InstanceID(byzantine.ID(i), g), Loyal: true, Decision: ic.Values[i]}
+			}
+			results[g] = r
+		}
+		// In instance i general 2 has id InstanceID(i, 2).
+		results[1].Instances[0].Faults = []byzantine.PeerFault{{ID: 2, Kind: byzantine.PeerAbsent, Round: 1}}
+		results[1].Instances[3].Faults = []byzantine.PeerFault{{ID: 2, Kind: byzantine.PeerAbsent, Round: 0}}
+		results[0].Instances[2].Faults = []byzantine.PeerFault{{ID: 0, Kind: byzantine.PeerGone, Round: 1}}
+		res := byzantine.AssembleInteractive(ic, results)
+		want := []string{"crashed", "general 0 saw it gone from round 1", "general 1 saw it absent from round 0"}
+		if got := res.FaultReasons(); len(got) != 1 || !slices.Equal(got[2], want) {
+			t.Errorf("reasons %v, want general 2: %q", got, want)
+		}
+		if got := res.FaultyGenerals(); !slices.Equal(got, []byzantine.ID{2}) {
+			t.Errorf("faulty %v, want [2]", got)
+		}
+	})
 }

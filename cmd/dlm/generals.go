@@ -62,7 +62,10 @@ and runs one instance per general, each general the commander of its own
 value: every loyal general decides the vector of all values, the same
 vector for all of them, with each loyal general's own value at its index
 (--json adds "vectors"). --every-traitor-set runs that for every set of at
-most m traitors under every strategy.
+most m traitors under every named strategy; "dlm generals exhaust
+--interactive" searches every behaviour of a finite adversary in every
+instance; "dlm generals node --interactive --value V" runs one general of
+it as its own process, across machines.
 
 The commander is general 0. --faulty lists the traitors, as ids (using
 --strategy) or id:strategy pairs: --faulty 0:two-faced,3:silent.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ func newGeneralsExhaustCmd() *cobra.Command {
 		maxRuns    int
 		budget     time.Duration
 		asJSON     bool
+		fi         interactiveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "exhaust --algorithm om|sm -n N -m M",
@@ -52,6 +54,15 @@ turn, so a budget is divided fairly between the sets; --budget and
 --max-runs are checked inside runs too. A search stopped by either proves
 nothing, says so, and gives the share of each set it covered.
 
+--interactive --values V0,V1,... searches interactive consistency: the
+domain becomes the private values and RETREAT (plus --domain when given),
+and since instance i of an interactive run is the one-commander run of
+general i's value with the traitor set renamed, and a loyal general's
+entry i depends on that instance's messages only, the search covers every
+instance of every interactive run with these values, every traitor set of
+at most m generals and every behaviour of the adversary above, however the
+traitors act across instances.
+
 Configurations outside the bounds (OM with n < 3m+1, or more traitors than
 m) are refused unless --unsafe: there the search finds the violations.
 
@@ -60,7 +71,8 @@ when a violation was found, 3 when the search stopped before its end
 without finding one, 64 on bad usage.`,
 		Example: `  dlm generals exhaust --algorithm om -n 4 -m 1
   dlm generals exhaust --algorithm sm -n 5 -m 2
-  dlm generals exhaust --algorithm om -n 5 -m 2 --faulty 1,2 --unsafe`,
+  dlm generals exhaust --algorithm om -n 5 -m 2 --faulty 1,2 --unsafe
+  dlm generals exhaust --interactive --values north,east,south,west`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := byzantine.DefaultConfig()
@@ -88,7 +100,29 @@ without finding one, 64 on bad usage.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), budget)
 			defer cancel()
-			res, err := byzantine.Exhaust(ctx, cfg, opts)
+			var res *byzantine.ExhaustResult
+			var err error
+			if fi.on {
+				if !cmd.Flags().Changed("domain") {
+					opts.Domain = nil
+				}
+				ic := byzantine.InteractiveConfig{Config: cfg}
+				if fi.values == "" {
+					for i := range n {
+						ic.Values = append(ic.Values, byzantine.Order(fmt.Sprintf("v%d", i)))
+					}
+				} else {
+					for _, v := range strings.Split(fi.values, ",") {
+						ic.Values = append(ic.Values, byzantine.Order(strings.TrimSpace(v)))
+					}
+				}
+				res, err = byzantine.ExhaustInteractive(ctx, ic, opts)
+			} else {
+				if fi.values != "" {
+					return usageErrorf("--values needs --interactive")
+				}
+				res, err = byzantine.Exhaust(ctx, cfg, opts)
+			}
 			if err != nil {
 				if errors.Is(err, byzantine.ErrUnsafe) && !unsafe {
 					err = fmt.Errorf("%w (dlm: --unsafe searches it anyway, to find the violations)", err)
@@ -109,6 +143,9 @@ without finding one, 64 on bad usage.`,
 				}
 			} else {
 				writeExhaustText(cmd.OutOrStdout(), res)
+				if fi.on {
+					writeInteractiveCounterexamples(cmd.OutOrStdout(), res, fi.values, n)
+				}
 			}
 			switch {
 			case res.Violations() > 0:
@@ -131,6 +168,8 @@ without finding one, 64 on bad usage.`,
 	fl.IntVar(&maxRuns, "max-runs", byzantine.MaxExhaustRuns, "stop after this many runs (the result is then incomplete)")
 	fl.DurationVar(&budget, "budget", time.Minute, "stop after this long (the result is then incomplete)")
 	fl.BoolVar(&asJSON, "json", false, "print one JSON object")
+	fl.BoolVar(&fi.on, "interactive", false, "search interactive consistency: every instance of every interactive run with the private values --values")
+	fl.StringVar(&fi.values, "values", "", "with --interactive: the private values V0,V1,... of generals 0,1,... (default v0,v1,...)")
 	return cmd
 }
 
@@ -182,5 +221,42 @@ func writeExhaustText(w io.Writer, res *byzantine.ExhaustResult) {
 		}
 		fmt.Fprintf(w, "  loyal decisions: %s\n", strings.Join(dec, " "))
 		fmt.Fprintf(w, "  verdict: %s\n", c.Err)
+	}
+}
+
+// writeInteractiveCounterexamples says where each counterexample of an
+// interactive search happens in an interactive run: in instance i the
+// commander is general i, and general 0 takes id i.
+func writeInteractiveCounterexamples(w io.Writer, res *byzantine.ExhaustResult, values string, n int) {
+	vals := make([]string, n)
+	for i := range vals {
+		vals[i] = fmt.Sprintf("v%d", i)
+	}
+	if values != "" {
+		vals = strings.Split(values, ",")
+		for i := range vals {
+			vals[i] = strings.TrimSpace(vals[i])
+		}
+	}
+	for _, c := range res.Counterexamples {
+		var where []string
+		for i, v := range vals {
+			if slices.Contains(c.Traitors, 0) || v == string(c.Order) {
+				var set []byzantine.ID
+				for _, t := range c.Traitors {
+					set = append(set, byzantine.InstanceID(byzantine.ID(i), t))
+				}
+				slices.Sort(set)
+				where = append(where, fmt.Sprintf("instance %d with traitors %v", i, set))
+			}
+			if slices.Contains(c.Traitors, 0) {
+				break // a traitorous commander: any instance of a traitor, the first stands for them
+			}
+		}
+		if where == nil {
+			where = []string{fmt.Sprintf("none with these values (no general's value is %s)", c.Order)}
+		}
+		fmt.Fprintf(w, "counterexample (traitors %v, loyal order %s) in an interactive run: %s (ids above are the instance's: general i is 0 there, general 0 is i)\n",
+			c.Traitors, c.Order, strings.Join(where, "; "))
 	}
 }

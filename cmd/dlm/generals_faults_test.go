@@ -238,6 +238,11 @@ func TestGeneralsExhaust(t *testing.T) {
 		{"OM n5 m2 traitors 1,2 unsafe", []string{"--algorithm", "om", "-n", "5", "-m", "2", "--faulty", "1,2", "--unsafe", "--max-runs", "8000"}, exitFailure, "VIOLATED: IC1 in 399 runs, IC2 in 8000 runs"},
 		{"stopped early", []string{"--algorithm", "sm", "-n", "5", "-m", "2", "--max-runs", "50"}, exitInconclusive, "proves nothing"},
 		{"JSON", []string{"--algorithm", "sm", "-n", "3", "--json"}, exitOK, `"complete": true`},
+		{"interactive OM n4 m1", []string{"--interactive", "--values", "north,east,south,west"}, exitOK, "every instance of every interactive run of 4 generals with the private values 0=north 1=east 2=south 3=west"},
+		{"interactive below the bound", []string{"--interactive", "-n", "3", "--values", "a,b,c", "--unsafe"}, exitFailure, "VIOLATED: IC1 in 0 runs, IC2 in 12 runs"},
+		{"interactive counterexample placed", []string{"--interactive", "-n", "3", "--values", "a,b,c", "--unsafe"}, exitFailure, "counterexample (traitors [1], loyal order a) in an interactive run: instance 0 with traitors [1]"},
+		{"interactive wrong number of values", []string{"--interactive", "--values", "a,b"}, exitUsage, ""},
+		{"values without interactive", []string{"--values", "a,b,c,d"}, exitUsage, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -29,7 +29,7 @@ func addInteractiveFlags(cmd *cobra.Command, fi *interactiveFlags) {
 	fl := cmd.Flags()
 	fl.BoolVar(&fi.on, "interactive", false, "interactive consistency: every general has a private value (--values) and the loyal ones agree on the vector of all values")
 	fl.StringVar(&fi.values, "values", "", "with --interactive: the private values V0,V1,... of generals 0,1,... (default v0,v1,...)")
-	fl.BoolVar(&fi.every, "every-traitor-set", false, "with --interactive: run every set of at most m traitors under every strategy and check the vectors of each run")
+	fl.BoolVar(&fi.every, "every-traitor-set", false, "with --interactive: run every set of at most m traitors under every named strategy and check the vectors of each run (every behaviour: dlm generals exhaust --interactive)")
 }
 
 // interactiveConfig builds the interactive run from the flags.
@@ -124,7 +124,7 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 // faulty in an interactive run.
 func interactiveTooManyFaultsText(res *byzantine.InteractiveResult) string {
 	f := res.FaultyGenerals()
-	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone or late by a loyal general), %d > m = %d, so the vector conditions are not guaranteed and the vectors prove nothing", f, len(f), res.Config.Config.MaxTraitors)
+	return fmt.Sprintf("too many faults: generals %v were faulty (%s), %d > m = %d, so the vector conditions are not guaranteed and the vectors prove nothing", f, faultReasonsText(res), len(f), res.Config.Config.MaxTraitors)
 }
 
 // interactiveHeader names the run in one line.
@@ -144,6 +144,49 @@ func oneInstanceMessages(cfg byzantine.Config) int {
 		return byzantine.SMLoyalMessages(cfg.Generals, cfg.MaxTraitors)
 	}
 	return byzantine.OMMessages(cfg.Generals, cfg.MaxTraitors)
+}
+
+// loyalFormulaText states the loyal message count of an interactive run
+// as its formula, with the run's numbers: n instances, each sending OM's
+// (n-1) + (n-1)(n-2) + ... (m+1 terms) or SM's (n-1)^2.
+func loyalFormulaText(cfg byzantine.Config) string {
+	n, m := cfg.Generals, cfg.MaxTraitors
+	one := oneInstanceMessages(cfg)
+	total := byzantine.LoyalMessages(cfg.Algorithm, n, m)
+	var sym, num string
+	switch {
+	case cfg.Algorithm == byzantine.SM && m == 0:
+		sym, num = "(n-1)", strconv.Itoa(n-1)
+	case cfg.Algorithm == byzantine.SM:
+		sym, num = "(n-1)^2", fmt.Sprintf("%d^2", n-1)
+	default:
+		var syms, nums []string
+		fs, ns := "", ""
+		for k := 1; k <= m+1 && n-k > 0; k++ {
+			fs += fmt.Sprintf("(n-%d)", k)
+			if ns != "" {
+				ns += "x"
+			}
+			ns += strconv.Itoa(n - k)
+			syms, nums = append(syms, fs), append(nums, ns)
+		}
+		sym, num = "("+strings.Join(syms, " + ")+")", "("+strings.Join(nums, " + ")+")"
+	}
+	return fmt.Sprintf("n x %s = %d x %s = %d x %d = %d", sym, n, num, n, one, total)
+}
+
+// messagesText states a run's message count against the loyal formula.
+func messagesText(res *byzantine.InteractiveResult) string {
+	cfg := res.Config.Config
+	formula := byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors)
+	diff := ""
+	switch d := res.Messages - formula; {
+	case d > 0:
+		diff = fmt.Sprintf("; %d more, from what the traitors sent and the relays it caused", d)
+	case d < 0:
+		diff = fmt.Sprintf("; %d fewer: traitors withheld messages, or generals crashed, or messages were lost", -d)
+	}
+	return fmt.Sprintf("messages %d (all loyal: %s%s)", res.Messages, loyalFormulaText(cfg), diff)
 }
 
 // writeInteractiveText prints an interactive run for people.
@@ -202,8 +245,7 @@ func writeInteractiveText(w io.Writer, transport string, res *byzantine.Interact
 	if len(cfg.Explain) > 0 {
 		writeInteractiveExplanations(w, res)
 	}
-	one := oneInstanceMessages(cfg)
-	fmt.Fprintf(w, "messages %d (all loyal: n x %d = %d), rounds %d, bytes %d", res.Messages, one, byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), res.Rounds, res.Bytes)
+	fmt.Fprintf(w, "%s, rounds %d, bytes %d", messagesText(res), res.Rounds, res.Bytes)
 	if cfg.Algorithm == byzantine.SM {
 		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
 	}
@@ -253,6 +295,7 @@ type interactiveJSON struct {
 	Messages            int                            `json:"messages"`
 	MessagesOneInstance int                            `json:"messages_one_instance_loyal"`
 	MessagesLoyal       int                            `json:"messages_loyal_formula"`
+	MessagesFormula     string                         `json:"messages_formula"`
 	Rounds              int                            `json:"rounds"`
 	Bytes               int64                          `json:"bytes"`
 	SignaturesMade      int                            `json:"signatures_made"`
@@ -265,6 +308,8 @@ type interactiveJSON struct {
 	Verdict             string                         `json:"verdict"`
 	OutOfTime           []byzantine.ID                 `json:"out_of_time,omitempty"`
 	FaultyGenerals      []byzantine.ID                 `json:"faulty_generals"`
+	// FaultyWhy says, for each faulty general's id, why it is counted.
+	FaultyWhy map[string][]string `json:"faulty_why"`
 	// Explanations (with --explain): for each instance's id, for each
 	// explained general's id, how it decided that instance's entry, in
 	// the generals' own ids.
@@ -299,6 +344,7 @@ func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.Interact
 		Messages:            res.Messages,
 		MessagesOneInstance: oneInstanceMessages(cfg),
 		MessagesLoyal:       byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors),
+		MessagesFormula:     loyalFormulaText(cfg),
 		Rounds:              res.Rounds,
 		Bytes:               res.Bytes,
 		SignaturesMade:      res.SignaturesMade,
@@ -339,6 +385,10 @@ func writeInteractiveJSON(w io.Writer, transport string, res *byzantine.Interact
 	if out.FaultyGenerals == nil {
 		out.FaultyGenerals = []byzantine.ID{}
 	}
+	out.FaultyWhy = map[string][]string{}
+	for id, why := range res.FaultReasons() {
+		out.FaultyWhy[strconv.Itoa(int(id))] = why
+	}
 	if late := res.OutOfTime(); len(late) > 0 {
 		out.OutOfTime = late
 		out.Verdict = outOfTimeText(late)
@@ -378,6 +428,7 @@ type everySetJSON struct {
 	Traitors  []byzantine.ID     `json:"traitors"`
 	Strategy  byzantine.Strategy `json:"strategy"`
 	Messages  int                `json:"messages"`
+	Formula   int                `json:"messages_loyal_formula"`
 	IC1       bool               `json:"ic1"`
 	IC2       bool               `json:"ic2"`
 	Violation string             `json:"violation,omitempty"`
@@ -413,6 +464,7 @@ func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJ
 	if !asJSON {
 		fmt.Fprintln(w, interactiveHeader(ic, "memory"))
 		fmt.Fprintf(w, "every set of 0 to %d traitors (%d sets), each under every strategy %v given to all its members\n", budget, len(sets), strategies)
+		fmt.Fprintf(w, "messages of a run with all loyal: %s\n", loyalFormulaText(cfg))
 	}
 	enc := json.NewEncoder(w)
 	runs, bad := 0, 0
@@ -432,7 +484,7 @@ func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJ
 				return withCode(exitCouldNotRun, err)
 			}
 			runs++
-			line := everySetJSON{Traitors: set, Strategy: s, Messages: res.Messages, IC1: res.IC1(), IC2: res.IC2()}
+			line := everySetJSON{Traitors: set, Strategy: s, Messages: res.Messages, Formula: byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), IC1: res.IC1(), IC2: res.IC2()}
 			if line.Traitors == nil {
 				line.Traitors = []byzantine.ID{}
 			}
@@ -452,6 +504,7 @@ func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJ
 	}
 	if !asJSON {
 		fmt.Fprintf(w, "%d runs, %d violating the vector conditions\n", runs, bad)
+		fmt.Fprintln(w, "these are the named strategies; \"dlm generals exhaust --interactive --values ...\" searches every behaviour of a finite adversary in every instance")
 	}
 	if bad > 0 {
 		return withCode(exitFailure, fmt.Errorf("%d of %d runs violate the vector conditions", bad, runs))

@@ -166,12 +166,29 @@ func vectorSummary(res *byzantine.InteractiveResult) []string {
 		bound, rule = cfg.MaxTraitors+2, "m+2"
 	}
 	verdict := fmt.Sprintf("at most m = %d, so the conditions are guaranteed", cfg.MaxTraitors)
-	switch {
+	switch late := res.OutOfTime(); {
+	case len(late) > 0:
+		verdict = fmt.Sprintf("but loyal generals %v ran out of time, so the vectors prove nothing", late)
 	case len(faulty) > cfg.MaxTraitors:
 		verdict = fmt.Sprintf("more than m = %d, so the conditions are not guaranteed", cfg.MaxTraitors)
 	case cfg.Generals < bound:
 		verdict = fmt.Sprintf("but n = %d is below n >= %s = %d, so the conditions are not guaranteed", cfg.Generals, rule, bound)
 	}
-	out = append(out, fmt.Sprintf("faulty generals %v (traitors, crashed, or seen absent, gone or late): %d, %s", faulty, len(faulty), verdict))
+	counted := "none"
+	if len(faulty) > 0 {
+		counted = fmt.Sprintf("%v (%s)", faulty, faultReasonsText(res))
+	}
+	out = append(out, fmt.Sprintf("faulty generals: %s; %d, %s", counted, len(faulty), verdict))
 	return out
+}
+
+// faultReasonsText says why each faulty general of an interactive run is
+// counted: "2: a traitor (flip); 3: general 0 saw it absent from round 0".
+func faultReasonsText(res *byzantine.InteractiveResult) string {
+	why := res.FaultReasons()
+	var parts []string
+	for _, id := range res.FaultyGenerals() {
+		parts = append(parts, fmt.Sprintf("%d: %s", id, strings.Join(why[id], ", ")))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -27,7 +27,7 @@ func TestGeneralsInteractiveExplain(t *testing.T) {
 			"IC1 holds: the loyal generals 0, 1 and 3 decided the same vector [v0 v1 attack v3]",
 			"IC2 holds: in every loyal vector the entry of each loyal general is its own value: 0 = v0, 1 = v1, 3 = v3",
 			"traitors, whose entries IC2 does not bind: 2 (flip, every loyal general holds attack)",
-			"faulty generals [2] (traitors, crashed, or seen absent, gone or late): 1, at most m = 1, so the conditions are guaranteed",
+			"faulty generals: [2] (2: a traitor (flip)); 1, at most m = 1, so the conditions are guaranteed",
 		}, ""},
 		{"SM, one general", []string{"--algorithm", "sm", "-n", "4", "-m", "2", "--faulty", "0:forge,3:two-faced", "--explain", "1"}, exitOK, []string{
 			"  general 1 decided retreat: it accepted no signed order: V = {}, choice(V) = retreat\n",
@@ -44,6 +44,7 @@ func TestGeneralsInteractiveExplain(t *testing.T) {
 		{"a crashed general", []string{"--crash", "3@0", "--explain", "all"}, exitOK, []string{
 			"instance 3: general 3 (loyal, crashed at round 0) commands its value v3: a crashed general's entry, which IC2 does not bind\n  general 0 decided retreat: majority(nothing from 3 (retreat by default), retreat via 1, retreat via 2) = retreat\n",
 			"general 3 crashed at round 0: it decides no vector, and IC2 does not bind its entry",
+			"faulty generals: [3] (3: crashed); 1, at most m = 1, so the conditions are guaranteed",
 		}, ""},
 		{"over TCP", []string{"--transport", "tcp", "--round-timeout", "2s", "--faulty", "2", "--strategy", "flip", "--explain", "1"}, exitOK, []string{
 			"  general 1 decided v0: majority(v0 from 0, attack via 2, v0 via 3) = v0\n",
@@ -83,7 +84,8 @@ func TestGeneralsInteractiveExplainJSON(t *testing.T) {
 				Path []int `json:"path"`
 			} `json:"tree"`
 		} `json:"explanations"`
-		Summary []string `json:"summary"`
+		Summary   []string            `json:"summary"`
+		FaultyWhy map[string][]string `json:"faulty_why"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
 		t.Fatal(err)
@@ -100,6 +102,9 @@ func TestGeneralsInteractiveExplainJSON(t *testing.T) {
 	}
 	if out.Explanations["1"]["1"].Why != "the commander's entry is its own value" {
 		t.Errorf("instance 1, general 1: %+v", out.Explanations["1"]["1"])
+	}
+	if w := out.FaultyWhy["2"]; len(out.FaultyWhy) != 1 || len(w) != 1 || w[0] != "a traitor (flip)" {
+		t.Errorf("faulty_why %v, want general 2, a traitor (flip)", out.FaultyWhy)
 	}
 	if len(out.Summary) == 0 || !strings.HasPrefix(out.Summary[0], "IC1 holds") {
 		t.Errorf("summary %q", out.Summary)

@@ -22,7 +22,7 @@ type icReportPage struct {
 	IC1, IC2  bool
 	Verdict   string
 	Messages  int
-	Formula   int
+	Formula   string
 	Bytes     int64
 }
 
@@ -125,7 +125,7 @@ func writeInteractiveReport(path, transport string, res *byzantine.InteractiveRe
 		IC1:      res.IC1(),
 		IC2:      res.IC2(),
 		Messages: res.Messages,
-		Formula:  byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors),
+		Formula:  loyalFormulaText(cfg),
 		Bytes:    res.Bytes,
 	}
 	for _, v := range ic.Values {

@@ -126,9 +126,38 @@ func TestGeneralsInteractiveReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Instance 2: general 2 commands, value c", "round 0: 2 &#8594; 0 attack:2", "VIOLATED"} {
+	for _, want := range []string{"Instance 2: general 2 commands, value c", "round 0: 2 &#8594; 0 attack:2", "VIOLATED",
+		"<td>retreat</td><td>majority(a from 0, attack via 2) = retreat</td>", "all loyal: n x ((n-1) &#43; (n-1)(n-2)) = 3 x (2 &#43; 2x1) = 3 x 4 = 12"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("the page lacks %q", want)
 		}
+	}
+}
+
+// TestGeneralsInteractiveFormula: the message count is stated against the
+// loyal formula, written out with the run's numbers, and the difference
+// named (regression: "all loyal: n x 9 = 36" gave the count of one
+// instance but not the formula).
+func TestGeneralsInteractiveFormula(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"OM(1)", nil, "messages 36 (all loyal: n x ((n-1) + (n-1)(n-2)) = 4 x (3 + 3x2) = 4 x 9 = 36)"},
+		{"OM(2)", []string{"-n", "7", "-m", "2"}, "messages 1092 (all loyal: n x ((n-1) + (n-1)(n-2) + (n-1)(n-2)(n-3)) = 7 x (6 + 6x5 + 6x5x4) = 7 x 156 = 1092)"},
+		{"SM more", []string{"--algorithm", "sm", "-n", "4", "-m", "2", "--faulty", "0:forge,3:two-faced"}, "messages 39 (all loyal: n x (n-1)^2 = 4 x 3^2 = 4 x 9 = 36; 3 more, from what the traitors sent and the relays it caused)"},
+		{"OM silent", []string{"--faulty", "2", "--strategy", "silent"}, "messages 27 (all loyal: n x ((n-1) + (n-1)(n-2)) = 4 x (3 + 3x2) = 4 x 9 = 36; 9 fewer: traitors withheld messages, or generals crashed, or messages were lost)"},
+		{"JSON", []string{"--json"}, `"messages_formula": "n x ((n-1) + (n-1)(n-2)) = 4 x (3 + 3x2) = 4 x 9 = 36"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := runGeneralsCLI(t, append([]string{"--interactive"}, tt.args...)...)
+			if code != exitOK {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tt.want) {
+				t.Errorf("stdout lacks %q:\n%s", tt.want, stdout)
+			}
+		})
 	}
 }

@@ -114,8 +114,11 @@ func runInteractiveNode(ctx context.Context, node *tcp.Node, id byzantine.ID, ic
 		}
 		explained[i] = e
 		why := e.Why()
-		if byzantine.ID(i) == id {
+		switch {
+		case byzantine.ID(i) == id && out.Loyal:
 			why = "the commander's entry is its own value"
+		case byzantine.ID(i) == id:
+			why = "the commander is a traitor: what it sends is its strategy's"
 		}
 		out.Explanations[strconv.Itoa(i)] = icExplainJSON{Explanation: e, Why: why}
 	}

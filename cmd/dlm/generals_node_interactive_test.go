@@ -23,6 +23,7 @@ import (
 // the others count it as a fault (absent), hold RETREAT (no value) for it
 // and still exit 0, one fault being within m.
 func TestGeneralsNodeInteractiveProcesses(t *testing.T) {
+	t.Parallel() // the processes mostly wait for their start and rounds
 	values := []string{"north", "east", "south", "west"}
 	for _, tc := range []struct {
 		name    string
