@@ -61,10 +61,10 @@ func TestEvictionSparesHandshakeInProgress(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool {
 		n0.mu.Lock()
 		defer n0.mu.Unlock()
-		return n0.inbound[1]
+		return n0.inbound[1] != nil
 	})
 	n0.mu.Lock()
-	ok := n0.inbound[1]
+	ok := n0.inbound[1] != nil
 	n0.mu.Unlock()
 	if !ok {
 		t.Fatalf("general 1's handshake, in progress when %d idle connections came, did not complete (refused %d)", MaxHandshakes+8, n0.Refused())
@@ -160,7 +160,7 @@ func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
 	linked := func() bool {
 		n0.mu.Lock()
 		defer n0.mu.Unlock()
-		return n0.inbound[1]
+		return n0.inbound[1] != nil
 	}
 	waitFor(t, 10*time.Second, linked)
 	if !linked() {

@@ -36,7 +36,8 @@ const (
 	// never reads again; it sends nothing.
 	StopReading Attack = "stop-reading"
 	// Reset: it runs the general and, at the end of round From, resets
-	// every connection it has.
+	// every connection it has. The links are dialled again and what was
+	// lost with them is sent again, so its victims need not see it.
 	Reset Attack = "reset"
 	// Replay: it runs the general, sends every message twice, and sends
 	// each round's messages again in the next round.
@@ -48,7 +49,7 @@ const (
 // Visible reports whether every victim of the attack can see it: the
 // traitor must then be among the faults they report.
 func (a Attack) Visible() bool {
-	return a == StallHandshakes || a == StopReading || a == Reset || a == WithholdMarkers
+	return a == StallHandshakes || a == StopReading || a == WithholdMarkers
 }
 
 // TraitorSpec is one traitor of a scenario.
@@ -74,6 +75,12 @@ type Scenario struct {
 	// general when empty).
 	Hellos  bool
 	Flooded []byzantine.ID
+	// Resets: loyal generals whose every connection the network resets
+	// in every round up to m, just after the general queued its round's
+	// messages and marker, as a flaky link or a middlebox does. Their
+	// links come back within the round, and no general may count them
+	// faulty for it.
+	Resets []byzantine.ID
 }
 
 func (sc Scenario) String() string {
@@ -93,6 +100,9 @@ func (sc Scenario) String() string {
 	}
 	for _, a := range sc.Absent {
 		parts = append(parts, fmt.Sprintf("%d:absent", a))
+	}
+	for _, a := range sc.Resets {
+		parts = append(parts, fmt.Sprintf("%d:links-reset", a))
 	}
 	if sc.Flood > 0 {
 		kind := "flood"
@@ -350,6 +360,7 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(sc.M+4)*sc.Round+30*time.Second)
 	defer cancel()
+
 	res := make([]byzantine.GeneralResult, sc.N)
 	errs := make([]error, sc.N)
 	var wg sync.WaitGroup
@@ -358,6 +369,18 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 			continue
 		}
 		tr, isTraitor := sc.Traitor(byzantine.ID(i))
+		if !isTraitor && slices.Contains(sc.Resets, byzantine.ID(i)) {
+			wg.Go(func() {
+				lcfg := cfg
+				lcfg.RunID = run
+				g, err := byzantine.NewGeneral(lcfg, byzantine.ID(i), byzantine.Keyring{Private: keys[i], Public: publicKeys(keys)})
+				if err == nil {
+					res[i], err = tcp.RunOver(ctx, nd, g, resetter{Node: nd, m: sc.M}, c, lcfg, start, nil)
+				}
+				errs[i] = err
+			})
+			continue
+		}
 		if !isTraitor {
 			wg.Go(func() { res[i], _, errs[i] = tcp.RunNode(ctx, nd, cfg, keys[i], c, start) })
 			continue
@@ -396,6 +419,21 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 		t.Logf("%v: the flood's connections refused or evicted: %d", sc, refused)
 	}
 	return res
+}
+
+// resetter is a loyal general's endpoint whose connections the network
+// resets just after each round's marker is queued, up to round m.
+type resetter struct {
+	*tcp.Node
+	m int
+}
+
+func (e resetter) EndRound(ctx context.Context, r int) error {
+	err := e.Node.EndRound(ctx, r)
+	if r <= e.m {
+		e.ResetLinks()
+	}
+	return err
 }
 
 // newKeys returns n fresh ed25519 private keys.
@@ -582,6 +620,9 @@ func Check(t testing.TB, sc Scenario, res []byzantine.GeneralResult) Verdict {
 				// Keyless strangers must cost no loyal link: this is
 				// checked even when the run is otherwise inconclusive.
 				t.Errorf("%v: general %d counts loyal general %d as faulty under a keyless stranger's hello flood (%+v)", sc, i, p, r.Faults)
+			case isLoyal(p) && slices.Contains(sc.Resets, p) && kept:
+				// A link that resets and comes back in time is no fault.
+				t.Errorf("%v: general %d counts loyal general %d, whose links were reset, as faulty (%+v)", sc, i, p, r.Faults)
 			case isLoyal(p):
 				t.Logf("%v: general %d counts loyal general %d as faulty (%+v)", sc, i, p, r.Faults)
 			}
