@@ -2,6 +2,10 @@ package tcp
 
 import (
 	"context"
+	"encoding/binary"
+	"io"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -73,5 +77,162 @@ func TestResetLinkLosesNoFrame(t *testing.T) {
 	}
 	if nodes[0].Lost(1) {
 		t.Errorf("Lost(1) = true after every frame was delivered")
+	}
+}
+
+// tamperProxy forwards connections from its address to target. It keeps
+// the first frame each client sends (a dialer's hello) and, while
+// tamper is set, adds one to the resume point of the first answer it
+// forwards back, then clears tamper: a man in the middle who would make
+// the dialer skip a frame.
+type tamperProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	hellos [][]byte
+	tamper bool
+	conns  []net.Conn
+	wg     sync.WaitGroup
+}
+
+func newTamperProxy(t *testing.T, target string) *tamperProxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tamperProxy{ln: ln, target: target}
+	p.wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, s)
+			p.mu.Unlock()
+			p.wg.Go(func() {
+				hello, err := ReadFrame(c, helloMax)
+				if err != nil || WriteFrame(s, hello) != nil {
+					return
+				}
+				p.mu.Lock()
+				p.hellos = append(p.hellos, hello)
+				p.mu.Unlock()
+				io.Copy(s, c)
+			})
+			p.wg.Go(func() {
+				reply, err := ReadFrame(s, helloMax)
+				if err != nil {
+					return
+				}
+				p.mu.Lock()
+				if p.tamper && len(reply) == replySize {
+					k := binary.BigEndian.Uint64(reply[3+nonceSize:])
+					binary.BigEndian.PutUint64(reply[3+nonceSize:], k+1)
+					p.tamper = false
+				}
+				p.mu.Unlock()
+				if WriteFrame(c, reply) != nil {
+					return
+				}
+				io.Copy(c, s)
+			})
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		p.mu.Lock()
+		for _, c := range p.conns {
+			c.Close()
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+	})
+	return p
+}
+
+// TestResumeCannotBeForged: general 1 reaches general 0 through a man in
+// the middle. Replaying general 1's hello on a new connection is refused
+// and leaves its link as it was; after a reset, an answer whose resume
+// point was changed (so that 1 would skip a frame) fails the handshake,
+// and 1 dials again and resumes where 0 really stopped: every message
+// arrives once, in order.
+func TestResumeCannotBeForged(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	keys := newKeys(t, 2)
+	n0, n1 := listenAt(t, "127.0.0.1:0", 0, keys[0]), listenAt(t, "127.0.0.1:0", 1, keys[1])
+	proxy := newTamperProxy(t, n0.Addr())
+	c0 := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
+	c1 := clusterOf([]string{proxy.ln.Addr().String(), n1.Addr()}, keys)
+	run := RunID(c0, time.Now(), 1)
+	done := make(chan error, 2)
+	go func() { done <- n0.Start(ctx, c0, run) }()
+	go func() { done <- n1.Start(ctx, c1, run) }()
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	inbound := func() net.Conn {
+		n0.mu.Lock()
+		defer n0.mu.Unlock()
+		return n0.inbound[1]
+	}
+	waitFor(t, 10*time.Second, func() bool { return inbound() != nil })
+	linked := inbound()
+	proxy.mu.Lock()
+	hello := proxy.hellos[0]
+	proxy.mu.Unlock()
+
+	// A replayed hello.
+	before := n0.Refused()
+	replay, err := net.Dial("tcp", n0.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replay.Close()
+	if err := WriteFrame(replay, hello); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, func() bool { return n0.Refused() > before })
+	if n0.Refused() == before || inbound() != linked {
+		t.Fatalf("a replay of general 1's hello was not refused, or took over its link (refused %d -> %d)", before, n0.Refused())
+	}
+
+	// A forged resume point.
+	send := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := n1.Send(ctx, byzantine.Message{From: 1, To: 0, Seq: uint64(i), Path: []byzantine.ID{0}, Order: byzantine.Attack}); err != nil {
+				t.Fatalf("send %d: %v", i, err)
+			}
+		}
+	}
+	send(0, 10)
+	proxy.mu.Lock()
+	proxy.tamper = true
+	proxy.mu.Unlock()
+	n1.ResetLinks()
+	send(10, 20)
+	for i := range 20 {
+		ev, err := n0.Recv(ctx)
+		if err != nil {
+			t.Fatalf("general 0 received %d of 20 messages, then: %v", i, err)
+		}
+		if ev.Message == nil || ev.Message.Seq != uint64(i) {
+			t.Fatalf("event %d of general 0 is %+v, want message %d (each once, in order)", i, ev, i)
+		}
+	}
+	proxy.mu.Lock()
+	tampered := !proxy.tamper
+	proxy.mu.Unlock()
+	if !tampered {
+		t.Errorf("the proxy never saw an answer to tamper with")
 	}
 }
