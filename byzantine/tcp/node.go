@@ -52,31 +52,37 @@ const (
 	// again, instead of stopping.
 	acceptBackoffMin = 5 * time.Millisecond
 	acceptBackoffMax = time.Second
+	// helloGrace is how long a connection is spared to send its hello
+	// before it may be closed to make room: a dialer sends it at once.
+	helloGrace = 250 * time.Millisecond
 )
 
 // Limits that keep one peer, or a stranger, from starving the others.
 const (
-	// MaxHandshakes bounds the inbound connections that have not yet
-	// authenticated. Above it, room is made by closing the oldest of them
-	// whose dialer has not proven its identity (its first frame carries
-	// its signature of the run, both ids and a fresh nonce), whatever its
-	// age, or else the oldest proven one that has been in its handshake
-	// longer than a handshake takes (HandshakeGrace); when there is none,
-	// the new connection is closed. A general has at most one proven
-	// connection in its handshake: a newer one replaces it. So strangers,
-	// who hold no key, can never keep a slot from a general, and no
-	// connection flood cuts a general's handshake in progress; a general
-	// whose connection was closed before it proved itself dials again
-	// until the run's last deadline.
+	// MaxHandshakes bounds the inbound connections whose dialer has not
+	// yet proven its identity. A dialer proves it with its first frame,
+	// which carries its signature of the run, both ids and a fresh nonce;
+	// that hello is read and checked when the connection is accepted,
+	// before any other connection is taken (the kernel hands over a
+	// connection only once its first data arrived, where it can), so a
+	// general's dial is proven at once and needs no room, whatever the
+	// rate at which strangers connect. A general has at most one proven
+	// connection in its handshake: a newer one replaces it. Above the
+	// bound, room is made by closing the oldest unproven connection that
+	// had helloGrace to send its hello; when there is none, the new
+	// connection is closed. A general whose connection was closed all the
+	// same (its hello came in pieces) dials again until the run's last
+	// deadline.
 	MaxHandshakes = 64
-	// MaxHandshakesPerSource bounds the connections in their handshake
-	// from one source address other than loopback (generals on one
-	// machine all come from loopback); above it room is made among that
-	// source's own connections, the same way.
+	// MaxHandshakesPerSource bounds the unproven connections from one
+	// source address other than loopback (generals on one machine all
+	// come from loopback); above it room is made among that source's own
+	// connections, the same way.
 	MaxHandshakesPerSource = MaxHandshakes / 4
-	// HandshakeGrace is how long a handshake whose dialer has proven its
-	// identity is spared when room must be made: a handshake takes
-	// milliseconds. Connections whose dialer has not are never spared.
+	// HandshakeGrace was how long a proven handshake was spared when room
+	// had to be made.
+	//
+	// Deprecated: proven handshakes take no room now; nothing uses it.
 	HandshakeGrace = time.Second
 	// PeerQueue is how many received events of one peer may wait for the
 	// general to take them. A peer that sends faster is not read further
@@ -114,6 +120,7 @@ type Node struct {
 	wg         sync.WaitGroup
 	refused    atomic.Int64
 	acceptErrs atomic.Int64
+	dialFails  atomic.Int64
 
 	// recvd counts, per peer, the frames of the peer taken into in (its
 	// stream's next sequence number): the resume point a redialling peer
@@ -145,6 +152,7 @@ type pendingConn struct {
 	// peer. Only then is the connection spared when room must be made.
 	proven bool
 	peer   byzantine.ID
+	nonce  []byte
 }
 
 // outConn is the link to one peer. The frames sent to it form one stream
@@ -416,7 +424,8 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
-	ln, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{Control: listenControl}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -439,6 +448,10 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 // handshakes, connections above MaxHandshakes, and second connections of
 // an already connected peer.
 func (n *Node) Refused() int { return int(n.refused.Load()) }
+
+// DialFailures returns how many of this node's dials of its peers failed,
+// in the connection or in the handshake (each is retried).
+func (n *Node) DialFailures() int { return int(n.dialFails.Load()) }
 
 // AcceptErrors returns how many Accept calls failed (the loop backed off
 // and went on accepting).
@@ -605,6 +618,7 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 			err = fmt.Errorf("tcp: general %d cannot reach %d at %s: %w", n.id, id, addr, err)
 		}
 		last = err
+		n.dialFails.Add(1)
 		t := time.NewTimer(redialPause)
 		select {
 		case <-ctx.Done():
@@ -705,30 +719,36 @@ func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantin
 
 // serverHandshake authenticates an inbound connection and returns the
 // peer's id and the resume point it was told: the number of frames of its
-// stream this general had taken.
-func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, uint64, error) {
+// stream this general had taken. When the accept loop already read and
+// checked the hello (pc.proven), it goes on from there; otherwise the
+// hello is read, early holding its first bytes if the accept loop read
+// some.
+func (n *Node) serverHandshake(conn net.Conn, pc *pendingConn, early []byte) (byzantine.ID, uint64, error) {
 	conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
-	hello, err := ReadFrame(conn, helloMax)
-	if err != nil {
-		return 0, 0, err
-	}
-	if len(hello) != helloSize || hello[0] != kindHello {
-		return 0, 0, fmt.Errorf("%w: bad hello (%d bytes, want %d: kind, id, nonce, signature)", ErrHandshake, len(hello), helloSize)
-	}
-	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
-	nonceD := hello[3 : 3+nonceSize]
 	n.mu.Lock()
 	keys, run := n.keys, n.run
+	peer, nonceD, proven := pc.peer, pc.nonce, pc.proven
 	n.mu.Unlock()
-	if int(peer) >= len(keys) || peer == n.id {
-		return 0, 0, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
-	}
-	if !ed25519.Verify(keys[peer], transcript("hello", run, nonceD, peer, n.id), hello[3+nonceSize:]) {
-		return 0, 0, fmt.Errorf("%w: hello claiming general %d is not signed by its key", ErrHandshake, peer)
-	}
-	if err := n.proven(conn, peer, nonceD); err != nil {
-		return 0, 0, err
+	if !proven {
+		hello, err := ReadFrame(io.MultiReader(bytes.NewReader(early), conn), helloMax)
+		if err != nil {
+			return 0, 0, err
+		}
+		peer, nonceD, err = n.checkHello(hello)
+		if err != nil {
+			return 0, 0, err
+		}
+		n.mu.Lock()
+		if !slices.Contains(n.pending, pc) {
+			err = fmt.Errorf("%w: general %d's connection was closed to make room before its hello was read", ErrHandshake, peer)
+		} else {
+			err = n.proven(pc, peer, nonceD)
+		}
+		n.mu.Unlock()
+		if err != nil {
+			return 0, 0, err
+		}
 	}
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
@@ -778,6 +798,20 @@ func (n *Node) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		pc := &pendingConn{conn: conn, src: sourceOf(conn), since: time.Now()}
+		// The hello a dialer sent at once is read here, before any
+		// other connection is taken: a general's dial is proven when it
+		// is accepted, however fast strangers connect.
+		early := make([]byte, 4+helloSize)
+		early = early[:readReady(conn, early)]
+		var peer byzantine.ID
+		var nonce []byte
+		var bad error
+		if len(early) >= 4 && binary.BigEndian.Uint32(early) != helloSize {
+			bad = fmt.Errorf("%w: first frame of %d bytes, want a hello of %d", ErrHandshake, binary.BigEndian.Uint32(early), helloSize)
+		} else if len(early) == 4+helloSize {
+			peer, nonce, bad = n.checkHello(early[4:])
+		}
 		n.mu.Lock()
 		select {
 		case <-n.done:
@@ -786,8 +820,10 @@ func (n *Node) acceptLoop() {
 			return
 		default:
 		}
-		pc := &pendingConn{conn: conn, src: sourceOf(conn), since: time.Now()}
-		if !n.makeRoom(pc) {
+		if bad == nil && nonce != nil {
+			bad = n.proven(pc, peer, nonce)
+		}
+		if bad != nil || (!pc.proven && !n.makeRoom(pc)) {
 			n.mu.Unlock()
 			n.refused.Add(1)
 			conn.Close()
@@ -797,7 +833,10 @@ func (n *Node) acceptLoop() {
 		n.conns[conn] = struct{}{}
 		n.wg.Add(1)
 		n.mu.Unlock()
-		go n.readLoop(conn)
+		if pc.proven {
+			early = nil
+		}
+		go n.readLoop(conn, pc, early)
 	}
 }
 
@@ -810,30 +849,20 @@ func sourceOf(conn net.Conn) string {
 	return a.IP.String()
 }
 
-// makeRoom closes a pending connection when pc would exceed
-// MaxHandshakes, or MaxHandshakesPerSource for its source, and reports
-// whether pc may join: the victim is the oldest (of the source, or of
-// all) whose dialer has not proven its identity, whatever its age, or
-// else the oldest proven one in its handshake for longer than
-// HandshakeGrace. Called with n.mu held.
+// makeRoom closes a pending connection when pc, whose dialer has not
+// proven its identity yet, would exceed MaxHandshakes, or
+// MaxHandshakesPerSource for its source, and reports whether pc may
+// join: the victim is the oldest (of the source, or of all) whose dialer
+// has not proven its identity within helloGrace. No younger connection
+// is closed for it: when there is no victim, pc is refused. Connections
+// whose dialer proved its identity take no room (there is at most one
+// per general). Called with n.mu held.
 func (n *Node) makeRoom(pc *pendingConn) bool {
 	now := time.Now()
 	evict := func(same func(*pendingConn) bool) bool {
-		victim := -1
-		for i, p := range n.pending {
-			if same(p) && !p.proven {
-				victim = i
-				break
-			}
-		}
-		if victim < 0 {
-			for i, p := range n.pending {
-				if same(p) && now.Sub(p.since) > HandshakeGrace {
-					victim = i
-					break
-				}
-			}
-		}
+		victim := slices.IndexFunc(n.pending, func(p *pendingConn) bool {
+			return same(p) && !p.proven && now.Sub(p.since) > helloGrace
+		})
 		if victim < 0 {
 			return false
 		}
@@ -844,7 +873,7 @@ func (n *Node) makeRoom(pc *pendingConn) bool {
 	if pc.src != "" {
 		count := 0
 		for _, p := range n.pending {
-			if p.src == pc.src {
+			if p.src == pc.src && !p.proven {
 				count++
 			}
 		}
@@ -852,30 +881,50 @@ func (n *Node) makeRoom(pc *pendingConn) bool {
 			return false
 		}
 	}
-	if len(n.pending) >= MaxHandshakes && !evict(func(*pendingConn) bool { return true }) {
+	unproven := 0
+	for _, p := range n.pending {
+		if !p.proven {
+			unproven++
+		}
+	}
+	if unproven >= MaxHandshakes && !evict(func(*pendingConn) bool { return true }) {
 		return false
 	}
 	return true
 }
 
-// proven marks conn as proven to come from general peer, whose signed
+// checkHello checks a dialer's hello: its size, the general it claims to
+// be, and that general's signature of the run, its nonce and both ids.
+// It returns the general and the nonce.
+func (n *Node) checkHello(hello []byte) (byzantine.ID, []byte, error) {
+	if len(hello) != helloSize || hello[0] != kindHello {
+		return 0, nil, fmt.Errorf("%w: bad hello (%d bytes, want %d: kind, id, nonce, signature)", ErrHandshake, len(hello), helloSize)
+	}
+	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
+	nonceD := hello[3 : 3+nonceSize]
+	n.mu.Lock()
+	keys, run := n.keys, n.run
+	n.mu.Unlock()
+	if int(peer) >= len(keys) || peer == n.id {
+		return 0, nil, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
+	}
+	if !ed25519.Verify(keys[peer], transcript("hello", run, nonceD, peer, n.id), hello[3+nonceSize:]) {
+		return 0, nil, fmt.Errorf("%w: hello claiming general %d is not signed by its key", ErrHandshake, peer)
+	}
+	return peer, nonceD, nil
+}
+
+// proven marks pc as proven to come from general peer, whose signed
 // hello carried nonce, and closes peer's older connection still in its
 // handshake, if any (a general dials one connection at a time, so the
 // older one was given up). It fails when nonce was seen before in this
-// run (a replayed hello) or conn was already closed to make room.
-func (n *Node) proven(conn net.Conn, peer byzantine.ID, nonce []byte) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+// run (a replayed hello). Called with n.mu held.
+func (n *Node) proven(pc *pendingConn, peer byzantine.ID, nonce []byte) error {
 	key := [nonceSize]byte(nonce)
 	if n.nonces[key] {
 		return fmt.Errorf("%w: general %d's hello was replayed (its nonce was seen before in this run)", ErrHandshake, peer)
 	}
 	n.nonces[key] = true
-	i := slices.IndexFunc(n.pending, func(p *pendingConn) bool { return p.conn == conn })
-	if i < 0 {
-		return fmt.Errorf("%w: general %d's connection was closed to make room before its hello was read", ErrHandshake, peer)
-	}
-	pc := n.pending[i]
 	n.pending = slices.DeleteFunc(n.pending, func(p *pendingConn) bool {
 		if p != pc && p.proven && p.peer == peer {
 			p.conn.Close() // its handshake fails and it is refused
@@ -883,7 +932,7 @@ func (n *Node) proven(conn net.Conn, peer byzantine.ID, nonce []byte) error {
 		}
 		return false
 	})
-	pc.proven, pc.peer = true, peer
+	pc.proven, pc.peer, pc.nonce = true, peer, nonce
 	return nil
 }
 
@@ -911,10 +960,10 @@ func (n *Node) push(ev byzantine.Inbound) bool {
 // skipped. An orderly close (EOF) means the peer left: it is reported
 // gone. Any other break (a reset, a timeout) is not: the peer dials
 // again, and if it does not, its deadlines find it out.
-func (n *Node) readLoop(conn net.Conn) {
+func (n *Node) readLoop(conn net.Conn, pc *pendingConn, early []byte) {
 	defer n.wg.Done()
 	defer n.drop(conn)
-	peer, seq, err := n.serverHandshake(conn)
+	peer, seq, err := n.serverHandshake(conn, pc, early)
 	n.mu.Lock()
 	if i := slices.IndexFunc(n.pending, func(p *pendingConn) bool { return p.conn == conn }); i >= 0 {
 		n.pending = slices.Delete(n.pending, i, i+1)
