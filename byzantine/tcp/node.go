@@ -182,6 +182,7 @@ type outConn struct {
 	busy   bool // the writer holds frames taken from log
 	everUp bool // a handshake succeeded once in this run
 	breaks int  // how many times a connection of the link broke
+	left   bool // the peer closed the last connection in order: it left
 	redial bool // a link loop dials again when the connection breaks
 	// broken: the link is given up for the run (the dialer stopped, the
 	// peer lied about the stream, or it took nothing for the write
@@ -297,7 +298,7 @@ func (n *Node) attach(oc *outConn, conn net.Conn, resume uint64) (<-chan struct{
 	}
 	oc.trim(resume)
 	oc.sent = resume
-	oc.conn, oc.everUp = conn, true
+	oc.conn, oc.everUp, oc.left = conn, true, false
 	oc.gen++
 	oc.down = make(chan struct{})
 	gen, down := oc.gen, oc.down
@@ -332,6 +333,11 @@ func (n *Node) acks(oc *outConn, conn net.Conn, gen int) {
 			err = fmt.Errorf("%w: the peer sent a frame of kind %d where acknowledgements go", ErrHandshake, f[0])
 		}
 		if err != nil {
+			if errors.Is(err, io.EOF) {
+				oc.mu.Lock()
+				oc.left = oc.left || oc.gen == gen
+				oc.mu.Unlock()
+			}
 			n.linkBroke(oc, gen, err)
 			return
 		}
@@ -1223,7 +1229,9 @@ func (n *Node) Lost(p byzantine.ID) bool {
 }
 
 // Flush waits until every frame sent so far to a linked peer has been
-// written, or ctx ends. Frames for a peer whose link is not up stay
+// written, or ctx ends; a link that broke with frames not acknowledged,
+// and is being dialled again, is waited for, unless the peer closed it
+// in order (it left). Frames for a peer whose link never came up stay
 // queued.
 func (n *Node) Flush(ctx context.Context) error {
 	n.mu.Lock()
@@ -1237,7 +1245,9 @@ func (n *Node) Flush(ctx context.Context) error {
 	for _, oc := range ocs {
 		for {
 			oc.mu.Lock()
-			idle := oc.conn == nil || oc.broken != nil || (oc.sent >= oc.base+uint64(len(oc.log)) && !oc.busy)
+			written := oc.sent >= oc.base+uint64(len(oc.log)) && !oc.busy
+			redialling := oc.everUp && oc.redial && !oc.left
+			idle := oc.broken != nil || (oc.conn != nil && written) || (oc.conn == nil && (!redialling || len(oc.log) == 0))
 			oc.mu.Unlock()
 			if idle {
 				break

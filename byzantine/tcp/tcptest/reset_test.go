@@ -13,7 +13,9 @@ import (
 // again within the round: no general may count it faulty, and the loyal
 // generals must agree on the loyal commander's order (regression: a link
 // that broke after its handshake was not dialled again, the general was
-// reported gone, a fault, and with the liar the faults were over m).
+// reported gone, a fault, and with the liar the faults were over m). A
+// run in which the loaded test process fell behind is inconclusive; each
+// scenario must be checked at least once in two runs.
 func TestResetLinksAreNoFault(t *testing.T) {
 	scs := []tcptest.Scenario{
 		{Name: "om", Algorithm: byzantine.OM, N: 4, M: 1, Round: tcptest.LightRound(), Resets: []byzantine.ID{1},
@@ -27,6 +29,7 @@ func TestResetLinksAreNoFault(t *testing.T) {
 			for range 2 {
 				if tcptest.Check(t, sc, tcptest.Run(t, sc)) == tcptest.Checked {
 					checked++
+					break
 				}
 			}
 			if checked == 0 {
