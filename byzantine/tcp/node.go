@@ -188,6 +188,7 @@ type outConn struct {
 	// peer lied about the stream, or it took nothing for the write
 	// timeout): frames are refused.
 	broken error
+	blamed bool // the link was given up for the peer's fault
 	// lost: a message frame was given up undelivered after the link had
 	// been up. See Node.Lost.
 	lost bool
@@ -202,12 +203,16 @@ func (oc *outConn) wakeUp() {
 	}
 }
 
-// end gives the link up for the run with err. Called with oc.mu held.
-func (oc *outConn) end(err error) {
+// end gives the link up for the run with err. When the peer is to blame
+// (it lied about its stream, or took nothing while its link was up), the
+// messages given up are its fault, not lost by this general (see Lost).
+// Called with oc.mu held.
+func (oc *outConn) end(err error, peerToBlame bool) {
 	if oc.broken == nil {
 		oc.broken = err
+		oc.blamed = peerToBlame
 	}
-	oc.lost = oc.lost || (oc.everUp && hasMessage(oc.log))
+	oc.lost = oc.lost || (!oc.blamed && oc.everUp && hasMessage(oc.log))
 	oc.log, oc.queued = nil, 0
 }
 
@@ -288,7 +293,7 @@ func (n *Node) attach(oc *outConn, conn net.Conn, resume uint64) (<-chan struct{
 		err = oc.broken
 	case resume < oc.base || resume > oc.base+uint64(len(oc.log)):
 		err = fmt.Errorf("%w: the peer says it took %d frames, but %d were acknowledged and %d sent", ErrHandshake, resume, oc.base, oc.base+uint64(len(oc.log)))
-		oc.end(err)
+		oc.end(err, true)
 	}
 	if err != nil {
 		oc.mu.Unlock()
@@ -348,7 +353,7 @@ func (n *Node) acks(oc *outConn, conn net.Conn, gen int) {
 			return
 		}
 		if k > oc.base+uint64(len(oc.log)) {
-			oc.end(fmt.Errorf("%w: the peer acknowledges %d frames, %d were sent", ErrHandshake, k, oc.base+uint64(len(oc.log))))
+			oc.end(fmt.Errorf("%w: the peer acknowledges %d frames, %d were sent", ErrHandshake, k, oc.base+uint64(len(oc.log))), true)
 			oc.mu.Unlock()
 			n.linkBroke(oc, gen, nil)
 			return
@@ -374,7 +379,7 @@ func (n *Node) linkBroke(oc *outConn, gen int, err error) {
 	oc.breaks++
 	close(oc.down)
 	if !oc.redial && err != nil {
-		oc.end(err)
+		oc.end(err, false)
 	}
 	oc.mu.Unlock()
 	n.forget(conn)
@@ -589,7 +594,7 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 			if err == nil {
 				err = errors.Join(ErrClosed, ctx.Err())
 			}
-			oc.end(err)
+			oc.end(err, false)
 		}
 		oc.mu.Unlock()
 	}()
@@ -1139,7 +1144,7 @@ func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error
 	for {
 		oc.mu.Lock()
 		if err := oc.broken; err != nil {
-			if oc.everUp && len(payload) > 0 && payload[0] == kindMessage {
+			if oc.everUp && !oc.blamed && len(payload) > 0 && payload[0] == kindMessage {
 				oc.lost = true // the peer was reachable: see Lost
 			}
 			oc.mu.Unlock()
@@ -1155,11 +1160,13 @@ func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error
 		if oc.conn == nil || (!waited.IsZero() && time.Since(waited) > writeTimeout) {
 			// Refusing this frame alone would leave a hole in the
 			// stream that the peer cannot see: the link is given up.
+			// A peer whose link is up and that took nothing for the
+			// write timeout is to blame; a link that is down lost them.
 			err := fmt.Errorf("%d bytes held for it, none acknowledged for %v", oc.queued, writeTimeout)
 			if oc.conn == nil {
 				err = fmt.Errorf("no link and %d bytes held for it", oc.queued)
 			}
-			oc.end(err)
+			oc.end(err, oc.conn != nil)
 			oc.mu.Unlock()
 			return fmt.Errorf("%w: general %d to %d: %w", byzantine.ErrPeerAbsent, n.id, to, err)
 		}
@@ -1199,8 +1206,10 @@ func (n *Node) Linked(p byzantine.ID) bool {
 // acknowledged a message whose round's deadline has passed (when the
 // node runs on a schedule, as RunNode's; otherwise: the link is down now
 // while messages wait to be sent again), or the link was given up with
-// messages not acknowledged (the dialling ended, or too much was held),
-// or a Send was refused since. Frames for a peer whose link never
+// messages not acknowledged (the dialling ended, or too much was held
+// while the link was down), or a Send was refused since. A link given up
+// for the peer's fault (it lied about where its stream resumes, or took
+// nothing while its link was up) loses nothing: the peer is the fault. Frames for a peer whose link never
 // came up are not counted: that peer is absent, a fault the run allows.
 // A peer that is alive but missed a message from a loyal general in time
 // breaks the synchrony of the run, so RunGeneral, through

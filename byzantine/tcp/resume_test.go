@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -234,5 +235,86 @@ func TestResumeCannotBeForged(t *testing.T) {
 	proxy.mu.Unlock()
 	if !tampered {
 		t.Errorf("the proxy never saw an answer to tamper with")
+	}
+}
+
+// TestLyingResumeIsTheLiarsFault: general 1 is a traitor. It takes
+// general 0's first connection and reads its frames without a word, then
+// resets it; when 0 dials again, 1 answers (with a valid signature) that
+// it took more frames than 0 ever sent. The link is given up: 0's next
+// send to 1 is refused as to an absent peer (a fault 0 reports), and
+// Lost must not say that a message of 0 was lost, which would make 0,
+// loyal, say it ran out of time for a traitor's lie (regression: giving
+// up a link that had been up counted its messages as lost, whoever was to
+// blame).
+func TestLyingResumeIsTheLiarsFault(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	keys := newKeys(t, 2)
+	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := clusterOf([]string{n0.Addr(), ln.Addr().String()}, keys)
+	run := RunID(c, time.Now(), 1)
+	got := make(chan int, 1) // frames the traitor read on its first connection
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer ln.Close()
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer conn.Close()
+			hello, err := ReadFrame(conn, helloMax)
+			if err != nil || len(hello) != helloSize {
+				return
+			}
+			resume := uint64(0)
+			if i > 0 {
+				resume = 1 << 20 // more than general 0 ever sent
+			}
+			nonceL := make([]byte, nonceSize)
+			if WriteFrame(conn, replyFrame(keys[1], run, hello[3:3+nonceSize], nonceL, 0, 1, resume)) != nil {
+				return
+			}
+			if _, err := ReadFrame(conn, helloMax); err != nil || i > 0 {
+				return
+			}
+			k := 0
+			for k < 10 {
+				if _, err := ReadFrame(conn, DefaultMaxFrame); err != nil {
+					break
+				}
+				k++
+			}
+			got <- k
+			resetConn(conn)
+		}
+	})
+	if err := n0.Start(ctx, c, run); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if err := n0.Send(ctx, byzantine.Message{From: 0, To: 1, Seq: uint64(i), Path: []byzantine.ID{0}, Order: byzantine.Attack}); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	if k := <-got; k != 10 {
+		t.Fatalf("the traitor read %d frames, want 10", k)
+	}
+	var sendErr error
+	waitFor(t, 20*time.Second, func() bool {
+		sendErr = n0.Send(ctx, byzantine.Message{From: 0, To: 1, Round: 1, Path: []byzantine.ID{0}, Order: byzantine.Attack})
+		return sendErr != nil
+	})
+	if !errors.Is(sendErr, byzantine.ErrPeerAbsent) {
+		t.Fatalf("send to a peer that lied about its stream: %v, want byzantine.ErrPeerAbsent", sendErr)
+	}
+	if n0.Lost(1) {
+		t.Errorf("Lost(1) = true: a traitor's lie about where its stream resumes makes loyal general 0 say it ran out of time")
 	}
 }
