@@ -11,9 +11,9 @@ import (
 )
 
 // TestEvictionSparesHandshakeInProgress: a loyal peer has sent its hello
-// and is in its handshake when a stranger opens MaxHandshakes idle
-// connections; the stranger's connections are closed to make room, and
-// the peer's handshake completes (regression: the oldest pending
+// and is in its handshake when a stranger opens MaxHandshakes+8
+// connections that stall; the stranger's connections above the bound are
+// refused, and the peer's handshake completes (regression: the oldest pending
 // connection was closed at MaxHandshakes, the loyal one included, so a
 // stranger's connection flood cut loyal links).
 func TestEvictionSparesHandshakeInProgress(t *testing.T) {
@@ -51,6 +51,11 @@ func TestEvictionSparesHandshakeInProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		idle = append(idle, c)
+		// The first byte of a hello, and no more: a connection that
+		// sends nothing is not even handed to the general.
+		if _, err := c.Write([]byte{0}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	waitFor(t, 10*time.Second, func() bool { return n0.Refused() >= 8 })
 	nonceL := reply[3 : 3+nonceSize]
@@ -61,10 +66,10 @@ func TestEvictionSparesHandshakeInProgress(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool {
 		n0.mu.Lock()
 		defer n0.mu.Unlock()
-		return n0.inbound[1]
+		return n0.inbound[1] != nil
 	})
 	n0.mu.Lock()
-	ok := n0.inbound[1]
+	ok := n0.inbound[1] != nil
 	n0.mu.Unlock()
 	if !ok {
 		t.Fatalf("general 1's handshake, in progress when %d idle connections came, did not complete (refused %d)", MaxHandshakes+8, n0.Refused())
@@ -119,9 +124,16 @@ func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
 		}
 	}
 	waitFor(t, 10*time.Second, func() bool { return n0.Refused() >= MaxHandshakes })
-	// A stranger's connections that only stall (sent nothing) fill the slots.
+	// A stranger's connections that only stall (sent the first byte of a
+	// hello: one that sends nothing is not handed to the general) fill
+	// the slots.
+	stall := func() {
+		if _, err := dial().Write([]byte{0}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for range MaxHandshakes {
-		dial()
+		stall()
 	}
 	waitFor(t, 10*time.Second, func() bool { return pendingOf(func(*pendingConn) bool { return true }) == MaxHandshakes })
 	// General 1 proves itself; then younger strangers come.
@@ -137,7 +149,7 @@ func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
 	}
 	before := n0.Refused()
 	for range 2 * MaxHandshakes {
-		dial()
+		stall()
 	}
 	waitFor(t, 10*time.Second, func() bool { return n0.Refused() >= before+2*MaxHandshakes })
 	if got := pendingOf(func(p *pendingConn) bool { return p.proven && p.peer == 1 }); got != 1 {
@@ -160,7 +172,7 @@ func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
 	linked := func() bool {
 		n0.mu.Lock()
 		defer n0.mu.Unlock()
-		return n0.inbound[1]
+		return n0.inbound[1] != nil
 	}
 	waitFor(t, 10*time.Second, linked)
 	if !linked() {

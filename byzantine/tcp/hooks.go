@@ -44,10 +44,11 @@ func (n *Node) ResetLinks() {
 
 // AnswerHandshake plays the listening side of a handshake on conn as
 // general id of run, with its key priv: it reads the dialer's hello
-// (without checking its signature), answers it, and reads (without checking) the dialer's proof; it returns
-// the id the dialer claimed. The dialer then holds an authenticated link
-// to id. It exists to test peers that authenticate and then misbehave
-// (one that stops reading).
+// (without checking its signature), answers it as a general that took
+// none of the dialer's frames, and reads (without checking) the dialer's
+// proof; it returns the id the dialer claimed. The dialer then holds an
+// authenticated link to id. It exists to test peers that authenticate
+// and then misbehave (one that stops reading).
 func AnswerHandshake(conn net.Conn, id byzantine.ID, priv ed25519.PrivateKey, run byzantine.RunID) (byzantine.ID, error) {
 	conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
@@ -61,9 +62,7 @@ func AnswerHandshake(conn net.Conn, id byzantine.ID, priv ed25519.PrivateKey, ru
 	dialer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
-	sig := ed25519.Sign(priv, transcript("accept", run, hello[3:3+nonceSize], dialer, id))
-	reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(id))
-	if err := WriteFrame(conn, append(append(reply, nonceL...), sig...)); err != nil {
+	if err := WriteFrame(conn, replyFrame(priv, run, hello[3:3+nonceSize], nonceL, dialer, id, 0)); err != nil {
 		return 0, err
 	}
 	if _, err := ReadFrame(conn, helloMax); err != nil {

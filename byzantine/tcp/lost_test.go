@@ -11,9 +11,11 @@ import (
 // TestQueuedMessageLostOnResetIsReported: Send only queues a frame for the
 // peer's writer. When the link to a live peer resets before the writer got
 // the frame through (here its connection is closed under it, as "ss -K"
-// does), the frame is dropped; a dropped message must be reported by Lost
-// (which RunGeneral turns into an out-of-time round), a dropped marker
-// alone is no lost message. Before the fix the dropped message was counted
+// does) and cannot be dialled again (the peer's listener is gone), the
+// frame waits undelivered; a message waiting so must be reported by Lost
+// (which RunGeneral turns into an out-of-time round), a marker alone is
+// no lost message. (A link that comes back loses nothing: see
+// TestResetLinkLosesNoFrame.) Before the fix the dropped message was counted
 // nowhere: general 3 of TestGeneralsNodeResetLinkReports relayed retreat
 // to general 1 (Send returned nil), the writer's write failed on the reset
 // connection, and every general exited 0 with 1 deciding attack.
@@ -48,7 +50,8 @@ func TestQueuedMessageLostOnResetIsReported(t *testing.T) {
 			if !nodes[0].Linked(1) {
 				t.Fatal("general 0 has no link to 1 after Start")
 			}
-			// Reset the link under the writer.
+			// Reset the link under the writer, with no way back.
+			nodes[1].ln.Close()
 			oc := nodes[0].out[1]
 			oc.mu.Lock()
 			oc.conn.Close()
@@ -61,7 +64,7 @@ func TestQueuedMessageLostOnResetIsReported(t *testing.T) {
 				t.Fatal("the writer did not find the link broken")
 			}
 			if got := nodes[0].Lost(1); got != tt.want {
-				t.Errorf("Lost(1) = %v after the link reset with the frame queued, want %v", got, tt.want)
+				t.Errorf("Lost(1) = %v after the link reset for good with the frame queued, want %v", got, tt.want)
 			}
 		})
 	}

@@ -24,6 +24,10 @@ const (
 	kindHello   = 1 // handshake
 	kindMessage = 2 // a byzantine.Message in wire format
 	kindMarker  = 3 // end of round: 2-byte round number, 16-byte run id
+	// kindAck goes the other way, from the listener to the dialer on the
+	// dialer's connection: the 8-byte count of the dialer's frames the
+	// listener has taken in this run (a cumulative acknowledgement).
+	kindAck = 4
 )
 
 const (
@@ -34,36 +38,51 @@ const (
 	// helloSize is the size of the dialer's first frame: kind, its id,
 	// its nonce and its signature (see helloFrame).
 	helloSize = 1 + 2 + nonceSize + ed25519.SignatureSize
+	// replySize is the size of the listener's answer: kind, its id, its
+	// nonce, the resume point (how many of the dialer's frames it took in
+	// this run) and its signature of all that.
+	replySize = 1 + 2 + nonceSize + 8 + ed25519.SignatureSize
+	ackSize   = 1 + 8
+	// ackEvery: the listener acknowledges after every end-of-round marker
+	// and every ackEvery frames, so that a dialer keeps at most about
+	// that many frames beyond a round's end for a resend.
+	ackEvery = 256
 	// acceptBackoffMin and acceptBackoffMax bound the pause after an
 	// Accept error (for example EMFILE): the loop backs off, then accepts
 	// again, instead of stopping.
 	acceptBackoffMin = 5 * time.Millisecond
 	acceptBackoffMax = time.Second
+	// helloGrace is how long a connection is spared to send its hello
+	// before it may be closed to make room: a dialer sends it at once.
+	helloGrace = 250 * time.Millisecond
 )
 
 // Limits that keep one peer, or a stranger, from starving the others.
 const (
-	// MaxHandshakes bounds the inbound connections that have not yet
-	// authenticated. Above it, room is made by closing the oldest of them
-	// whose dialer has not proven its identity (its first frame carries
-	// its signature of the run, both ids and a fresh nonce), whatever its
-	// age, or else the oldest proven one that has been in its handshake
-	// longer than a handshake takes (HandshakeGrace); when there is none,
-	// the new connection is closed. A general has at most one proven
-	// connection in its handshake: a newer one replaces it. So strangers,
-	// who hold no key, can never keep a slot from a general, and no
-	// connection flood cuts a general's handshake in progress; a general
-	// whose connection was closed before it proved itself dials again
-	// until the run's last deadline.
+	// MaxHandshakes bounds the inbound connections whose dialer has not
+	// yet proven its identity. A dialer proves it with its first frame,
+	// which carries its signature of the run, both ids and a fresh nonce;
+	// that hello is read and checked when the connection is accepted,
+	// before any other connection is taken (the kernel hands over a
+	// connection only once its first data arrived, where it can), so a
+	// general's dial is proven at once and needs no room, whatever the
+	// rate at which strangers connect. A general has at most one proven
+	// connection in its handshake: a newer one replaces it. Above the
+	// bound, room is made by closing the oldest unproven connection that
+	// had helloGrace to send its hello; when there is none, the new
+	// connection is closed. A general whose connection was closed all the
+	// same (its hello came in pieces) dials again until the run's last
+	// deadline.
 	MaxHandshakes = 64
-	// MaxHandshakesPerSource bounds the connections in their handshake
-	// from one source address other than loopback (generals on one
-	// machine all come from loopback); above it room is made among that
-	// source's own connections, the same way.
+	// MaxHandshakesPerSource bounds the unproven connections from one
+	// source address other than loopback (generals on one machine all
+	// come from loopback); above it room is made among that source's own
+	// connections, the same way.
 	MaxHandshakesPerSource = MaxHandshakes / 4
-	// HandshakeGrace is how long a handshake whose dialer has proven its
-	// identity is spared when room must be made: a handshake takes
-	// milliseconds. Connections whose dialer has not are never spared.
+	// HandshakeGrace was how long a proven handshake was spared when room
+	// had to be made.
+	//
+	// Deprecated: proven handshakes take no room now; nothing uses it.
 	HandshakeGrace = time.Second
 	// PeerQueue is how many received events of one peer may wait for the
 	// general to take them. A peer that sends faster is not read further
@@ -101,14 +120,27 @@ type Node struct {
 	wg         sync.WaitGroup
 	refused    atomic.Int64
 	acceptErrs atomic.Int64
+	dialFails  atomic.Int64
+
+	// recvd counts, per peer, the frames of the peer taken into in (its
+	// stream's next sequence number): the resume point a redialling peer
+	// is told. rmu serializes the taking, so that frames sent again on a
+	// new connection are taken once and in order.
+	recvd []atomic.Uint64
+	rmu   []sync.Mutex
 
 	mu      sync.Mutex
 	keys    []ed25519.PublicKey
 	out     map[byzantine.ID]*outConn
 	conns   map[net.Conn]struct{}
-	inbound map[byzantine.ID]bool    // peers with an authenticated inbound connection
-	pending []*pendingConn           // inbound connections still in their handshake, oldest first
-	nonces  map[[nonceSize]byte]bool // dialer nonces proven in this run: a replayed hello is refused
+	inbound map[byzantine.ID]net.Conn // each peer's current authenticated inbound connection
+	pending []*pendingConn            // inbound connections still in their handshake, oldest first
+	nonces  map[[nonceSize]byte]bool  // dialer nonces proven in this run: a replayed hello is refused
+	// start and round are the run's schedule, when the node runs on one
+	// (see onSchedule): Lost then judges a message by its round's
+	// deadline.
+	start time.Time
+	round time.Duration
 }
 
 // pendingConn is an inbound connection in its handshake.
@@ -120,24 +152,45 @@ type pendingConn struct {
 	// peer. Only then is the connection spared when room must be made.
 	proven bool
 	peer   byzantine.ID
+	nonce  []byte
 }
 
-// outConn is the link to one peer: the frames sent to it wait in queue
-// until its writer, one goroutine per peer, writes them in order. A Send
-// never waits for the network: a peer whose link is not up yet gets its
-// frames when the link comes up (in time or not, the receiver's deadlines
-// decide), and a peer that stops reading costs its own writer the write
-// timeout, not every sender.
+// outConn is the link to one peer. The frames sent to it form one stream
+// numbered from 0 in the run; log holds those the peer has not yet
+// acknowledged, from sequence number base, and its writer, one goroutine
+// per peer, writes them in order on the current connection. When the
+// connection breaks, the link loop (see link) dials again until the run's
+// last deadline, proves its identity as in the first handshake, and the
+// peer says how many frames of the stream it took: the writer resends
+// the rest. So a frame lost with a reset connection, even one the kernel
+// had accepted, is sent again, and the peer takes each frame once, in
+// order. A Send never waits for the network: a peer whose link is not up
+// gets its frames when the link comes up (in time or not, the receiver's
+// deadlines decide), and a peer that stops reading costs its own writer
+// the write timeout, not every sender.
 type outConn struct {
-	mu     sync.Mutex
-	conn   net.Conn // nil until the handshake succeeded
-	queue  [][]byte
-	queued int   // bytes in queue
-	busy   bool  // the writer holds frames taken from queue
-	broken error // the link failed, or the dialer gave up: frames are dropped
-	// lost: a message frame was dropped after the link had been up (its
-	// write failed, or it was queued when the link failed), though Send
-	// had accepted it or the peer had been reachable. See Node.Lost.
+	mu   sync.Mutex
+	conn net.Conn // the current connection, nil while the link is down
+	gen  int      // bumped on every attach and break: a stale goroutine's news is ignored
+	down chan struct{}
+	log  [][]byte // frames not yet acknowledged, from sequence number base
+	base uint64
+	// sent is the sequence number of the next frame to write on the
+	// current connection.
+	sent   uint64
+	queued int  // bytes in log
+	busy   bool // the writer holds frames taken from log
+	everUp bool // a handshake succeeded once in this run
+	breaks int  // how many times a connection of the link broke
+	left   bool // the peer closed the last connection in order: it left
+	redial bool // a link loop dials again when the connection breaks
+	// broken: the link is given up for the run (the dialer stopped, the
+	// peer lied about the stream, or it took nothing for the write
+	// timeout): frames are refused.
+	broken error
+	blamed bool // the link was given up for the peer's fault
+	// lost: a message frame was given up undelivered after the link had
+	// been up. See Node.Lost.
 	lost bool
 	wake chan struct{}
 }
@@ -150,11 +203,26 @@ func (oc *outConn) wakeUp() {
 	}
 }
 
-// writer writes oc's frames to its connection in order until the node
-// closes or the link fails.
+// end gives the link up for the run with err. When the peer is to blame
+// (it lied about its stream, or took nothing while its link was up), the
+// messages given up are its fault, not lost by this general (see Lost).
+// Called with oc.mu held.
+func (oc *outConn) end(err error, peerToBlame bool) {
+	if oc.broken == nil {
+		oc.broken = err
+		oc.blamed = peerToBlame
+	}
+	oc.lost = oc.lost || (!oc.blamed && oc.everUp && hasMessage(oc.log))
+	oc.log, oc.queued = nil, 0
+}
+
+// writer writes oc's frames to its current connection in order until the
+// node closes; a failed write breaks the connection, and the writer goes
+// on with the next one.
 func (n *Node) writer(oc *outConn) {
 	defer n.wg.Done()
 	var bw *bufio.Writer
+	var bwConn net.Conn
 	for {
 		select {
 		case <-n.done:
@@ -163,15 +231,16 @@ func (n *Node) writer(oc *outConn) {
 		}
 		for {
 			oc.mu.Lock()
-			if oc.conn == nil || oc.broken != nil || len(oc.queue) == 0 {
+			if oc.conn == nil || oc.broken != nil || oc.sent >= oc.base+uint64(len(oc.log)) {
 				oc.mu.Unlock()
 				break
 			}
-			batch, conn := oc.queue, oc.conn
-			oc.queue, oc.queued, oc.busy = nil, 0, true
+			conn, gen := oc.conn, oc.gen
+			batch := oc.log[oc.sent-oc.base:]
+			oc.busy = true
 			oc.mu.Unlock()
-			if bw == nil {
-				bw = bufio.NewWriterSize(conn, 64<<10)
+			if bwConn != conn {
+				bw, bwConn = bufio.NewWriterSize(conn, 64<<10), conn
 			}
 			var err error
 			for _, f := range batch {
@@ -186,20 +255,167 @@ func (n *Node) writer(oc *outConn) {
 			}
 			oc.mu.Lock()
 			oc.busy = false
-			if err != nil {
-				// Nothing of batch is known to have left (the buffered
-				// writer may hold any part of it), nor will the rest of
-				// the queue: the messages among them are lost.
-				oc.lost = oc.lost || hasMessage(batch) || hasMessage(oc.queue)
-				oc.broken, oc.queue = err, nil
+			if err == nil && oc.gen == gen {
+				oc.sent += uint64(len(batch))
 			}
 			oc.mu.Unlock()
 			if err != nil {
-				conn.Close()
-				return
+				// What of batch left is for the peer to say when the
+				// link is dialled again: it is sent again from there.
+				n.linkBroke(oc, gen, err)
 			}
 		}
 	}
+}
+
+// attach makes conn the link's connection, the peer having taken resume
+// frames of the stream: the frames before resume are dropped, the writer
+// sends the others. A resume point outside what was sent and not yet
+// acknowledged is a lie (the peer took frames it was never sent, or
+// fewer than it acknowledged): the link is given up. It returns the
+// channel closed when conn breaks.
+func (n *Node) attach(oc *outConn, conn net.Conn, resume uint64) (<-chan struct{}, error) {
+	n.mu.Lock()
+	select {
+	case <-n.done:
+		n.mu.Unlock()
+		conn.Close()
+		return nil, ErrClosed
+	default:
+	}
+	n.conns[conn] = struct{}{}
+	n.wg.Add(1)
+	n.mu.Unlock()
+	oc.mu.Lock()
+	var err error
+	switch {
+	case oc.broken != nil:
+		err = oc.broken
+	case resume < oc.base || resume > oc.base+uint64(len(oc.log)):
+		err = fmt.Errorf("%w: the peer says it took %d frames, but %d were acknowledged and %d sent", ErrHandshake, resume, oc.base, oc.base+uint64(len(oc.log)))
+		oc.end(err, true)
+	}
+	if err != nil {
+		oc.mu.Unlock()
+		n.wg.Done()
+		n.forget(conn)
+		return nil, err
+	}
+	oc.trim(resume)
+	oc.sent = resume
+	oc.conn, oc.everUp, oc.left = conn, true, false
+	oc.gen++
+	oc.down = make(chan struct{})
+	gen, down := oc.gen, oc.down
+	oc.mu.Unlock()
+	oc.wakeUp()
+	go n.acks(oc, conn, gen)
+	return down, nil
+}
+
+// trim drops the frames before sequence number k. Called with oc.mu held.
+func (oc *outConn) trim(k uint64) {
+	if k <= oc.base {
+		return
+	}
+	for _, f := range oc.log[:k-oc.base] {
+		oc.queued -= len(f)
+	}
+	oc.log = oc.log[k-oc.base:]
+	oc.base = k
+	if len(oc.log) == 0 {
+		oc.log = nil
+	}
+}
+
+// acks reads the peer's acknowledgements on the link's connection conn
+// of attachment gen, until conn breaks.
+func (n *Node) acks(oc *outConn, conn net.Conn, gen int) {
+	defer n.wg.Done()
+	for {
+		f, err := ReadFrame(conn, ackSize)
+		if err == nil && (len(f) != ackSize || f[0] != kindAck) {
+			err = fmt.Errorf("%w: the peer sent a frame of kind %d where acknowledgements go", ErrHandshake, f[0])
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				oc.mu.Lock()
+				oc.left = oc.left || oc.gen == gen
+				oc.mu.Unlock()
+			}
+			n.linkBroke(oc, gen, err)
+			return
+		}
+		k := binary.BigEndian.Uint64(f[1:])
+		oc.mu.Lock()
+		if oc.gen != gen {
+			oc.mu.Unlock()
+			return
+		}
+		if k > oc.base+uint64(len(oc.log)) {
+			oc.end(fmt.Errorf("%w: the peer acknowledges %d frames, %d were sent", ErrHandshake, k, oc.base+uint64(len(oc.log))), true)
+			oc.mu.Unlock()
+			n.linkBroke(oc, gen, nil)
+			return
+		}
+		oc.trim(k)
+		oc.mu.Unlock()
+	}
+}
+
+// linkBroke records that the connection of attachment gen broke with err:
+// the link loop dials again, or, when none does any more, the link is
+// given up. The connection is reset, not closed in order: an orderly
+// close tells the peer this general has left.
+func (n *Node) linkBroke(oc *outConn, gen int, err error) {
+	oc.mu.Lock()
+	if oc.gen != gen || oc.conn == nil {
+		oc.mu.Unlock()
+		return
+	}
+	conn := oc.conn
+	oc.conn = nil
+	oc.gen++
+	oc.breaks++
+	close(oc.down)
+	if !oc.redial && err != nil {
+		oc.end(err, false)
+	}
+	oc.mu.Unlock()
+	n.forget(conn)
+}
+
+// forget resets conn and stops tracking it.
+func (n *Node) forget(conn net.Conn) {
+	resetConn(conn)
+	n.mu.Lock()
+	delete(n.conns, conn)
+	n.mu.Unlock()
+}
+
+// resetConn closes conn with a reset rather than an orderly close.
+func resetConn(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	conn.Close()
+}
+
+// overdue reports whether the log holds a message of a round whose
+// deadline, on the schedule of a run that started at start with rounds
+// of round, has passed by now. Called with oc.mu held.
+func (oc *outConn) overdue(start time.Time, round time.Duration, now time.Time) bool {
+	for _, f := range oc.log {
+		// A message frame is the kind, then byzantine's wire format:
+		// version, sender, receiver, round.
+		if len(f) >= 8 && f[0] == kindMessage {
+			r := int(binary.BigEndian.Uint16(f[6:8]))
+			if !start.Add(time.Duration(r+1) * round).After(now) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hasMessage reports whether frames hold a message frame (not only
@@ -219,7 +435,8 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 	if maxFrame <= 0 {
 		maxFrame = DefaultMaxFrame
 	}
-	ln, err := net.Listen("tcp", addr)
+	lc := net.ListenConfig{Control: listenControl}
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +448,7 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 		done:     make(chan struct{}),
 		out:      make(map[byzantine.ID]*outConn),
 		conns:    make(map[net.Conn]struct{}),
-		inbound:  make(map[byzantine.ID]bool),
+		inbound:  make(map[byzantine.ID]net.Conn),
 	}, nil
 }
 
@@ -243,25 +460,40 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 // an already connected peer.
 func (n *Node) Refused() int { return int(n.refused.Load()) }
 
+// DialFailures returns how many of this node's dials of its peers failed,
+// in the connection or in the handshake (each is retried).
+func (n *Node) DialFailures() int { return int(n.dialFails.Load()) }
+
 // AcceptErrors returns how many Accept calls failed (the loop backed off
 // and went on accepting).
 func (n *Node) AcceptErrors() int { return int(n.acceptErrs.Load()) }
 
-// Start accepts the cluster's connections and dials every other general of
-// the cluster, retrying (failed dials and failed handshakes alike) until
-// ctx ends; every handshake is bounded by ctx as well. It returns the
-// errors of the peers it could not reach; the node still works with the
-// others. run is the run id (see RunID): both sides of every handshake
-// sign it, and it is carried by every end-of-round marker, so a general of
-// another run (sharing the keys, or reached through a cluster entry
-// pointing elsewhere) fails the handshake and is refused. RunNode does not
-// wait for Start past the run's start time: it runs the rounds while the
-// links still missing are being dialled, and uses each from when it is up.
+// Start accepts the cluster's connections and dials every other general
+// of the cluster, retrying (failed dials and failed handshakes alike)
+// until ctx ends; every handshake is bounded by ctx as well. It returns
+// once every link is up, or when ctx ends with the errors of the peers
+// it could not reach; the node still works with the others. Until ctx
+// ends, a link that breaks is dialled again and what the peer did not
+// take is sent again. run is the run id (see RunID): both sides of every
+// handshake sign it, and it is carried by every end-of-round marker, so
+// a general of another run (sharing the keys, or reached through a
+// cluster entry pointing elsewhere) fails the handshake and is refused.
+// RunNode does not wait for Start past the run's start time: it runs the
+// rounds while the links still missing are being dialled, and uses each
+// from when it is up.
 func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error {
 	if err := n.prepare(c, run); err != nil {
 		return err
 	}
-	return n.dialAll(ctx, c)
+	up := make(chan struct{})
+	errs := make(chan error, 1)
+	go func() { errs <- n.dialAll(ctx, c, up) }()
+	select {
+	case <-up:
+		return nil
+	case err := <-errs:
+		return err
+	}
 }
 
 // prepare checks the cluster, sets up the receive queues and starts
@@ -279,6 +511,8 @@ func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
 	n.run = run
 	n.nonces = make(map[[nonceSize]byte]bool)
 	n.in = make(chan byzantine.Inbound, len(keys)*PeerQueue)
+	n.recvd = make([]atomic.Uint64, len(keys))
+	n.rmu = make([]sync.Mutex, len(keys))
 	n.slots = make([]chan struct{}, len(keys))
 	for i := range n.slots {
 		n.slots[i] = make(chan struct{}, PeerQueue)
@@ -298,16 +532,32 @@ func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
 	return nil
 }
 
-// dialAll dials every other general concurrently until each is connected
-// or ctx ends: a peer that is down or stalls costs one wait, not one each.
-func (n *Node) dialAll(ctx context.Context, c Cluster) error {
+// dialAll keeps a link to every other general until ctx ends (see
+// link), and closes up once every link is up: a peer that is down or
+// stalls costs one wait, not one each. It returns the errors of the
+// peers whose link was not up when ctx ended.
+func (n *Node) dialAll(ctx context.Context, c Cluster, up chan<- struct{}) error {
 	errs := make([]error, len(c.Generals))
 	var wg sync.WaitGroup
+	var missing atomic.Int64
+	missing.Store(int64(len(c.Generals) - 1))
+	if missing.Load() <= 0 {
+		close(up)
+	}
 	for i, p := range c.Generals {
 		if p.ID == n.id {
 			continue
 		}
-		wg.Go(func() { errs[i] = n.dial(ctx, p.ID, p.Addr, n.keys[p.ID]) })
+		var once sync.Once
+		wg.Go(func() {
+			errs[i] = n.link(ctx, p.ID, p.Addr, n.keys[p.ID], func() {
+				once.Do(func() {
+					if missing.Add(-1) == 0 {
+						close(up)
+					}
+				})
+			})
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -316,33 +566,62 @@ func (n *Node) dialAll(ctx context.Context, c Cluster) error {
 // redialPause is the pause between two attempts to reach a peer.
 const redialPause = 20 * time.Millisecond
 
-func (n *Node) dial(ctx context.Context, id byzantine.ID, addr string, key ed25519.PublicKey) error {
+// link keeps the link to peer id up until ctx ends: it dials and
+// authenticates, attaches the connection (the peer says where to resume
+// the stream), calls up, and when the connection breaks dials again at
+// once, pausing redialPause after each failed attempt. When ctx ends
+// with the link down, the link is given up for the run; a link up then
+// stays up until it breaks. It returns the last error when the link was
+// not up at the end.
+func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed25519.PublicKey, up func()) error {
+	n.mu.Lock()
+	oc := n.out[id]
+	n.mu.Unlock()
+	oc.mu.Lock()
+	oc.redial = true
+	oc.mu.Unlock()
 	var d net.Dialer
 	var last, refused error // refused: the last failed handshake, which says more
+	defer func() {
+		oc.mu.Lock()
+		oc.redial = false
+		if oc.conn == nil && oc.broken == nil {
+			// Frames for it can no longer be sent.
+			err := last
+			if refused != nil {
+				err = refused
+			}
+			if err == nil {
+				err = errors.Join(ErrClosed, ctx.Err())
+			}
+			oc.end(err, false)
+		}
+		oc.mu.Unlock()
+	}()
 	for {
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			err = n.clientHandshake(ctx, conn, id, key)
-			if err != nil && ctx.Err() == nil {
-				refused = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
-			}
+			var resume uint64
+			resume, err = n.clientHandshake(ctx, conn, id, key)
 			if err == nil {
-				n.mu.Lock()
-				select {
-				case <-n.done:
-					n.mu.Unlock()
-					conn.Close()
-					return ErrClosed
-				default:
+				down, err := n.attach(oc, conn, resume)
+				if err != nil {
+					last = err
+					return err
 				}
-				oc := n.out[id]
-				n.conns[conn] = struct{}{}
-				n.mu.Unlock()
-				oc.mu.Lock()
-				oc.conn = conn
-				oc.mu.Unlock()
-				oc.wakeUp()
-				return nil
+				up()
+				last, refused = nil, nil
+				select {
+				case <-down:
+					continue
+				case <-ctx.Done():
+					return nil
+				case <-n.done:
+					return ErrClosed
+				}
+			}
+			if ctx.Err() == nil {
+				refused = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
 			}
 			conn.Close()
 			err = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
@@ -350,6 +629,7 @@ func (n *Node) dial(ctx context.Context, id byzantine.ID, addr string, key ed255
 			err = fmt.Errorf("tcp: general %d cannot reach %d at %s: %w", n.id, id, addr, err)
 		}
 		last = err
+		n.dialFails.Add(1)
 		t := time.NewTimer(redialPause)
 		select {
 		case <-ctx.Done():
@@ -357,14 +637,6 @@ func (n *Node) dial(ctx context.Context, id byzantine.ID, addr string, key ed255
 			if refused != nil {
 				last = refused
 			}
-			n.mu.Lock()
-			oc := n.out[id]
-			n.mu.Unlock()
-			oc.mu.Lock()
-			if oc.conn == nil { // frames for it can no longer be sent
-				oc.broken, oc.queue = last, nil
-			}
-			oc.mu.Unlock()
 			return errors.Join(last, ctx.Err())
 		case <-n.done:
 			t.Stop()
@@ -385,7 +657,7 @@ func handshakeDeadline(ctx context.Context) time.Time {
 }
 
 func transcript(role string, run byzantine.RunID, nonce []byte, dialer, listener byzantine.ID) []byte {
-	b := []byte("dlm/byzantine/tcp/v3/" + role)
+	b := []byte("dlm/byzantine/tcp/v4/" + role)
 	b = append(b, run[:]...)
 	b = append(b, nonce...)
 	b = binary.BigEndian.AppendUint16(b, uint16(dialer))
@@ -401,9 +673,26 @@ func helloFrame(priv ed25519.PrivateKey, run byzantine.RunID, nonceD []byte, dia
 	return append(f, ed25519.Sign(priv, transcript("hello", run, nonceD, dialer, listener))...)
 }
 
-// clientHandshake: hello(id, nonceD, sigH) -> reply(id, nonceL, sigL) ->
-// sigD. It is bounded by ctx: by its deadline and by its end.
-func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantine.ID, key ed25519.PublicKey) error {
+// acceptTranscript is what the listener signs in its answer: the dialer's
+// nonce, both ids and the resume point, so that no one but the listener
+// can say where the dialer's stream resumes.
+func acceptTranscript(run byzantine.RunID, nonceD []byte, dialer, listener byzantine.ID, resume uint64) []byte {
+	return binary.BigEndian.AppendUint64(transcript("accept", run, nonceD, dialer, listener), resume)
+}
+
+// replyFrame returns the listener's answer to a hello with nonce nonceD.
+func replyFrame(priv ed25519.PrivateKey, run byzantine.RunID, nonceD, nonceL []byte, dialer, listener byzantine.ID, resume uint64) []byte {
+	f := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(listener))
+	f = append(f, nonceL...)
+	f = binary.BigEndian.AppendUint64(f, resume)
+	return append(f, ed25519.Sign(priv, acceptTranscript(run, nonceD, dialer, listener, resume))...)
+}
+
+// clientHandshake: hello(id, nonceD, sigH) -> reply(id, nonceL, resume,
+// sigL) -> sigD. It returns the resume point: how many frames of this
+// general's stream the listener took in this run. It is bounded by ctx:
+// by its deadline and by its end.
+func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantine.ID, key ed25519.PublicKey) (uint64, error) {
 	conn.SetDeadline(handshakeDeadline(ctx))
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	defer func() {
@@ -414,73 +703,79 @@ func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantin
 	nonceD := make([]byte, nonceSize)
 	rand.Read(nonceD)
 	if err := WriteFrame(conn, helloFrame(n.priv, n.run, nonceD, n.id, want)); err != nil {
-		return err
+		return 0, err
 	}
 	reply, err := ReadFrame(conn, helloMax)
 	if errors.Is(err, io.EOF) {
 		// A general closes the connection on a hello it cannot verify.
-		return fmt.Errorf("%w: general %d closed the connection on our hello: it refused our signature (another run id, cluster file or key) or closed it to make room", ErrHandshake, want)
+		return 0, fmt.Errorf("%w: general %d closed the connection on our hello: it refused our signature (another run id, cluster file or key) or closed it to make room", ErrHandshake, want)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if len(reply) != 1+2+nonceSize+ed25519.SignatureSize || reply[0] != kindHello {
-		return fmt.Errorf("%w: bad reply", ErrHandshake)
+	if len(reply) != replySize || reply[0] != kindHello {
+		return 0, fmt.Errorf("%w: bad reply (%d bytes, want %d)", ErrHandshake, len(reply), replySize)
 	}
 	if got := byzantine.ID(binary.BigEndian.Uint16(reply[1:])); got != want {
-		return fmt.Errorf("%w: peer says it is %d, want %d", ErrHandshake, got, want)
+		return 0, fmt.Errorf("%w: peer says it is %d, want %d", ErrHandshake, got, want)
 	}
 	nonceL := reply[3 : 3+nonceSize]
-	if !ed25519.Verify(key, transcript("accept", n.run, nonceD, n.id, want), reply[3+nonceSize:]) {
-		return fmt.Errorf("%w: peer %d signature", ErrHandshake, want)
+	resume := binary.BigEndian.Uint64(reply[3+nonceSize:])
+	if !ed25519.Verify(key, acceptTranscript(n.run, nonceD, n.id, want, resume), reply[3+nonceSize+8:]) {
+		return 0, fmt.Errorf("%w: peer %d signature", ErrHandshake, want)
 	}
 	sig := ed25519.Sign(n.priv, transcript("dial", n.run, nonceL, n.id, want))
-	return WriteFrame(conn, append([]byte{kindHello}, sig...))
+	return resume, WriteFrame(conn, append([]byte{kindHello}, sig...))
 }
 
 // serverHandshake authenticates an inbound connection and returns the
-// peer's id.
-func (n *Node) serverHandshake(conn net.Conn) (byzantine.ID, error) {
+// peer's id and the resume point it was told: the number of frames of its
+// stream this general had taken. When the accept loop already read and
+// checked the hello (pc.proven), it goes on from there; otherwise the
+// hello is read, early holding its first bytes if the accept loop read
+// some.
+func (n *Node) serverHandshake(conn net.Conn, pc *pendingConn, early []byte) (byzantine.ID, uint64, error) {
 	conn.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer conn.SetDeadline(time.Time{})
-	hello, err := ReadFrame(conn, helloMax)
-	if err != nil {
-		return 0, err
-	}
-	if len(hello) != helloSize || hello[0] != kindHello {
-		return 0, fmt.Errorf("%w: bad hello (%d bytes, want %d: kind, id, nonce, signature)", ErrHandshake, len(hello), helloSize)
-	}
-	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
-	nonceD := hello[3 : 3+nonceSize]
 	n.mu.Lock()
 	keys, run := n.keys, n.run
+	peer, nonceD, proven := pc.peer, pc.nonce, pc.proven
 	n.mu.Unlock()
-	if int(peer) >= len(keys) || peer == n.id {
-		return 0, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
-	}
-	if !ed25519.Verify(keys[peer], transcript("hello", run, nonceD, peer, n.id), hello[3+nonceSize:]) {
-		return 0, fmt.Errorf("%w: hello claiming general %d is not signed by its key", ErrHandshake, peer)
-	}
-	if err := n.proven(conn, peer, nonceD); err != nil {
-		return 0, err
+	if !proven {
+		hello, err := ReadFrame(io.MultiReader(bytes.NewReader(early), conn), helloMax)
+		if err != nil {
+			return 0, 0, err
+		}
+		peer, nonceD, err = n.checkHello(hello)
+		if err != nil {
+			return 0, 0, err
+		}
+		n.mu.Lock()
+		if !slices.Contains(n.pending, pc) {
+			err = fmt.Errorf("%w: general %d's connection was closed to make room before its hello was read", ErrHandshake, peer)
+		} else {
+			err = n.proven(pc, peer, nonceD)
+		}
+		n.mu.Unlock()
+		if err != nil {
+			return 0, 0, err
+		}
 	}
 	nonceL := make([]byte, nonceSize)
 	rand.Read(nonceL)
-	sig := ed25519.Sign(n.priv, transcript("accept", run, nonceD, peer, n.id))
-	reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(n.id))
-	reply = append(append(reply, nonceL...), sig...)
-	if err := WriteFrame(conn, reply); err != nil {
-		return 0, err
+	resume := n.recvd[peer].Load()
+	if err := WriteFrame(conn, replyFrame(n.priv, run, nonceD, nonceL, peer, n.id, resume)); err != nil {
+		return 0, 0, err
 	}
 	proof, err := ReadFrame(conn, helloMax)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	if len(proof) != 1+ed25519.SignatureSize || proof[0] != kindHello ||
 		!ed25519.Verify(keys[peer], transcript("dial", run, nonceL, peer, n.id), proof[1:]) {
-		return 0, fmt.Errorf("%w: general %d did not prove its identity", ErrHandshake, peer)
+		return 0, 0, fmt.Errorf("%w: general %d did not prove its identity", ErrHandshake, peer)
 	}
-	return peer, nil
+	return peer, resume, nil
 }
 
 // acceptLoop accepts until the node closes. An Accept error (out of file
@@ -514,6 +809,20 @@ func (n *Node) acceptLoop() {
 			continue
 		}
 		backoff = 0
+		pc := &pendingConn{conn: conn, src: sourceOf(conn), since: time.Now()}
+		// The hello a dialer sent at once is read here, before any
+		// other connection is taken: a general's dial is proven when it
+		// is accepted, however fast strangers connect.
+		early := make([]byte, 4+helloSize)
+		early = early[:readReady(conn, early)]
+		var peer byzantine.ID
+		var nonce []byte
+		var bad error
+		if len(early) >= 4 && binary.BigEndian.Uint32(early) != helloSize {
+			bad = fmt.Errorf("%w: first frame of %d bytes, want a hello of %d", ErrHandshake, binary.BigEndian.Uint32(early), helloSize)
+		} else if len(early) == 4+helloSize {
+			peer, nonce, bad = n.checkHello(early[4:])
+		}
 		n.mu.Lock()
 		select {
 		case <-n.done:
@@ -522,8 +831,10 @@ func (n *Node) acceptLoop() {
 			return
 		default:
 		}
-		pc := &pendingConn{conn: conn, src: sourceOf(conn), since: time.Now()}
-		if !n.makeRoom(pc) {
+		if bad == nil && nonce != nil {
+			bad = n.proven(pc, peer, nonce)
+		}
+		if bad != nil || (!pc.proven && !n.makeRoom(pc)) {
 			n.mu.Unlock()
 			n.refused.Add(1)
 			conn.Close()
@@ -533,7 +844,10 @@ func (n *Node) acceptLoop() {
 		n.conns[conn] = struct{}{}
 		n.wg.Add(1)
 		n.mu.Unlock()
-		go n.readLoop(conn)
+		if pc.proven {
+			early = nil
+		}
+		go n.readLoop(conn, pc, early)
 	}
 }
 
@@ -546,30 +860,20 @@ func sourceOf(conn net.Conn) string {
 	return a.IP.String()
 }
 
-// makeRoom closes a pending connection when pc would exceed
-// MaxHandshakes, or MaxHandshakesPerSource for its source, and reports
-// whether pc may join: the victim is the oldest (of the source, or of
-// all) whose dialer has not proven its identity, whatever its age, or
-// else the oldest proven one in its handshake for longer than
-// HandshakeGrace. Called with n.mu held.
+// makeRoom closes a pending connection when pc, whose dialer has not
+// proven its identity yet, would exceed MaxHandshakes, or
+// MaxHandshakesPerSource for its source, and reports whether pc may
+// join: the victim is the oldest (of the source, or of all) whose dialer
+// has not proven its identity within helloGrace. No younger connection
+// is closed for it: when there is no victim, pc is refused. Connections
+// whose dialer proved its identity take no room (there is at most one
+// per general). Called with n.mu held.
 func (n *Node) makeRoom(pc *pendingConn) bool {
 	now := time.Now()
 	evict := func(same func(*pendingConn) bool) bool {
-		victim := -1
-		for i, p := range n.pending {
-			if same(p) && !p.proven {
-				victim = i
-				break
-			}
-		}
-		if victim < 0 {
-			for i, p := range n.pending {
-				if same(p) && now.Sub(p.since) > HandshakeGrace {
-					victim = i
-					break
-				}
-			}
-		}
+		victim := slices.IndexFunc(n.pending, func(p *pendingConn) bool {
+			return same(p) && !p.proven && now.Sub(p.since) > helloGrace
+		})
 		if victim < 0 {
 			return false
 		}
@@ -580,7 +884,7 @@ func (n *Node) makeRoom(pc *pendingConn) bool {
 	if pc.src != "" {
 		count := 0
 		for _, p := range n.pending {
-			if p.src == pc.src {
+			if p.src == pc.src && !p.proven {
 				count++
 			}
 		}
@@ -588,30 +892,50 @@ func (n *Node) makeRoom(pc *pendingConn) bool {
 			return false
 		}
 	}
-	if len(n.pending) >= MaxHandshakes && !evict(func(*pendingConn) bool { return true }) {
+	unproven := 0
+	for _, p := range n.pending {
+		if !p.proven {
+			unproven++
+		}
+	}
+	if unproven >= MaxHandshakes && !evict(func(*pendingConn) bool { return true }) {
 		return false
 	}
 	return true
 }
 
-// proven marks conn as proven to come from general peer, whose signed
+// checkHello checks a dialer's hello: its size, the general it claims to
+// be, and that general's signature of the run, its nonce and both ids.
+// It returns the general and the nonce.
+func (n *Node) checkHello(hello []byte) (byzantine.ID, []byte, error) {
+	if len(hello) != helloSize || hello[0] != kindHello {
+		return 0, nil, fmt.Errorf("%w: bad hello (%d bytes, want %d: kind, id, nonce, signature)", ErrHandshake, len(hello), helloSize)
+	}
+	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
+	nonceD := hello[3 : 3+nonceSize]
+	n.mu.Lock()
+	keys, run := n.keys, n.run
+	n.mu.Unlock()
+	if int(peer) >= len(keys) || peer == n.id {
+		return 0, nil, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
+	}
+	if !ed25519.Verify(keys[peer], transcript("hello", run, nonceD, peer, n.id), hello[3+nonceSize:]) {
+		return 0, nil, fmt.Errorf("%w: hello claiming general %d is not signed by its key", ErrHandshake, peer)
+	}
+	return peer, nonceD, nil
+}
+
+// proven marks pc as proven to come from general peer, whose signed
 // hello carried nonce, and closes peer's older connection still in its
 // handshake, if any (a general dials one connection at a time, so the
 // older one was given up). It fails when nonce was seen before in this
-// run (a replayed hello) or conn was already closed to make room.
-func (n *Node) proven(conn net.Conn, peer byzantine.ID, nonce []byte) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+// run (a replayed hello). Called with n.mu held.
+func (n *Node) proven(pc *pendingConn, peer byzantine.ID, nonce []byte) error {
 	key := [nonceSize]byte(nonce)
 	if n.nonces[key] {
 		return fmt.Errorf("%w: general %d's hello was replayed (its nonce was seen before in this run)", ErrHandshake, peer)
 	}
 	n.nonces[key] = true
-	i := slices.IndexFunc(n.pending, func(p *pendingConn) bool { return p.conn == conn })
-	if i < 0 {
-		return fmt.Errorf("%w: general %d's connection was closed to make room before its hello was read", ErrHandshake, peer)
-	}
-	pc := n.pending[i]
 	n.pending = slices.DeleteFunc(n.pending, func(p *pendingConn) bool {
 		if p != pc && p.proven && p.peer == peer {
 			p.conn.Close() // its handshake fails and it is refused
@@ -619,7 +943,7 @@ func (n *Node) proven(conn net.Conn, peer byzantine.ID, nonce []byte) error {
 		}
 		return false
 	})
-	pc.proven, pc.peer = true, peer
+	pc.proven, pc.peer, pc.nonce = true, peer, nonce
 	return nil
 }
 
@@ -640,50 +964,132 @@ func (n *Node) push(ev byzantine.Inbound) bool {
 }
 
 // readLoop authenticates one inbound connection and turns its frames into
-// events until the peer leaves or misbehaves.
-func (n *Node) readLoop(conn net.Conn) {
+// events until the peer leaves or misbehaves. The connection becomes the
+// peer's current one (an older one, which the peer gave up, is closed);
+// its frames continue the peer's stream from the resume point the peer
+// was told, and a frame taken before (sent again after a reset) is
+// skipped. An orderly close (EOF) means the peer left: it is reported
+// gone. Any other break (a reset, a timeout) is not: the peer dials
+// again, and if it does not, its deadlines find it out.
+func (n *Node) readLoop(conn net.Conn, pc *pendingConn, early []byte) {
 	defer n.wg.Done()
 	defer n.drop(conn)
-	peer, err := n.serverHandshake(conn)
+	peer, seq, err := n.serverHandshake(conn, pc, early)
 	n.mu.Lock()
 	if i := slices.IndexFunc(n.pending, func(p *pendingConn) bool { return p.conn == conn }); i >= 0 {
 		n.pending = slices.Delete(n.pending, i, i+1)
+	}
+	var old net.Conn
+	if err == nil {
+		old = n.inbound[peer]
+		n.inbound[peer] = conn
 	}
 	n.mu.Unlock()
 	if err != nil {
 		n.refused.Add(1)
 		return
 	}
-	// One authenticated connection per peer: a second one (a replayed or
-	// mixed-up dial) is refused while the first lives.
-	n.mu.Lock()
-	dup := n.inbound[peer]
-	n.inbound[peer] = true
-	n.mu.Unlock()
-	if dup {
-		n.refused.Add(1)
-		return
+	if old != nil {
+		old.Close()
 	}
-	defer func() {
+	// current reports whether conn is still the peer's connection, and
+	// stops it being so.
+	current := func() bool {
 		n.mu.Lock()
+		defer n.mu.Unlock()
+		if n.inbound[peer] != conn {
+			return false
+		}
 		delete(n.inbound, peer)
-		n.mu.Unlock()
-	}()
+		return true
+	}
+	ack := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	acked := make(chan error, 1)
+	stopAcker := sync.OnceValue(func() error {
+		close(stop)
+		return <-acked
+	})
+	defer stopAcker()
+	n.wg.Add(1)
+	go func(from uint64) { acked <- n.acker(conn, peer, from, ack, stop) }(seq)
 	for {
 		frame, err := ReadFrame(conn, n.maxFrame)
 		if err != nil {
-			ev := byzantine.Inbound{From: peer, Gone: true}
-			if errors.Is(err, ErrFrameTooLarge) {
-				ev.Rejected = byzantine.RejectOversized
+			tooLarge := errors.Is(err, ErrFrameTooLarge)
+			// A reset seen first by a write of the acker reads as an
+			// orderly close afterwards (the socket's error is reported
+			// once): an EOF is the peer leaving only if no write failed.
+			left := errors.Is(err, io.EOF) && stopAcker() == nil
+			if current() && (tooLarge || left) {
+				ev := byzantine.Inbound{From: peer, Gone: true}
+				if tooLarge {
+					ev.Rejected = byzantine.RejectOversized
+				}
+				n.push(ev)
 			}
-			n.push(ev)
 			return
 		}
 		ev, ok := decodeFrame(peer, n.run, frame)
 		ev.At = time.Now()
-		if !n.push(ev) || !ok {
+		if !ok {
+			if current() {
+				n.push(ev)
+			}
 			return
 		}
+		n.rmu[peer].Lock()
+		next := n.recvd[peer].Load()
+		switch {
+		case seq > next:
+			// A gap: a stream resumes where it was told to.
+			n.rmu[peer].Unlock()
+			if current() {
+				n.push(byzantine.Inbound{From: peer, Gone: true, Rejected: byzantine.RejectMalformed, At: ev.At})
+			}
+			return
+		case seq == next:
+			if !n.push(ev) {
+				n.rmu[peer].Unlock()
+				return
+			}
+			n.recvd[peer].Store(next + 1)
+		}
+		n.rmu[peer].Unlock()
+		seq++
+		if ev.Marker || seq%ackEvery == 0 {
+			select {
+			case ack <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// acker writes on conn the count of peer's frames taken, each time ack
+// is signalled and the count has moved, until stop is closed or a write
+// fails (the reader then finds conn broken); it returns the write's
+// error.
+func (n *Node) acker(conn net.Conn, peer byzantine.ID, last uint64, ack <-chan struct{}, stop <-chan struct{}) error {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-stop:
+			return nil
+		case <-n.done:
+			return nil
+		case <-ack:
+		}
+		k := n.recvd[peer].Load()
+		if k == last {
+			continue
+		}
+		conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+		if err := WriteFrame(conn, binary.BigEndian.AppendUint64([]byte{kindAck}, k)); err != nil {
+			<-stop
+			return err
+		}
+		last = k
 	}
 }
 
@@ -718,10 +1124,12 @@ func (n *Node) drop(conn net.Conn) {
 	n.mu.Unlock()
 }
 
-// MaxQueued bounds the bytes queued for one peer. A general whose link to
-// the peer is up waits, when the queue is full, for its writer to drain
-// it (at most the write timeout, after which the link is cut); frames for
-// a peer whose link is not up are refused above it (the peer is absent).
+// MaxQueued bounds the bytes held for one peer: frames not yet written,
+// and frames written but not yet acknowledged (kept to be sent again if
+// the link resets). When it is full, a general whose link to the peer is
+// up waits for the peer's acknowledgements to make room, at most the
+// write timeout; when the link is down, or no room came, the link is
+// given up for the run (the peer takes no more frames: a fault).
 const MaxQueued = 8 << 20
 
 func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error {
@@ -732,30 +1140,41 @@ func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error
 		return fmt.Errorf("%w: general %d has no general %d to send to", byzantine.ErrPeerAbsent, n.id, to)
 	}
 	var tick *time.Ticker
+	var waited time.Time
 	for {
 		oc.mu.Lock()
 		if err := oc.broken; err != nil {
-			if oc.conn != nil && len(payload) > 0 && payload[0] == kindMessage {
+			if oc.everUp && !oc.blamed && len(payload) > 0 && payload[0] == kindMessage {
 				oc.lost = true // the peer was reachable: see Lost
 			}
 			oc.mu.Unlock()
 			return fmt.Errorf("%w: general %d to %d: %w", byzantine.ErrPeerAbsent, n.id, to, err)
 		}
 		if oc.queued+len(payload) <= MaxQueued || oc.queued == 0 {
-			oc.queue = append(oc.queue, payload)
+			oc.log = append(oc.log, payload)
 			oc.queued += len(payload)
 			oc.mu.Unlock()
 			oc.wakeUp()
 			return nil
 		}
-		up := oc.conn != nil
-		oc.mu.Unlock()
-		if !up {
-			return fmt.Errorf("%w: general %d to %d: no link yet and %d bytes queued", byzantine.ErrPeerAbsent, n.id, to, MaxQueued)
+		if oc.conn == nil || (!waited.IsZero() && time.Since(waited) > writeTimeout) {
+			// Refusing this frame alone would leave a hole in the
+			// stream that the peer cannot see: the link is given up.
+			// A peer whose link is up and that took nothing for the
+			// write timeout is to blame; a link that is down lost them.
+			err := fmt.Errorf("%d bytes held for it, none acknowledged for %v", oc.queued, writeTimeout)
+			if oc.conn == nil {
+				err = fmt.Errorf("no link and %d bytes held for it", oc.queued)
+			}
+			oc.end(err, oc.conn != nil)
+			oc.mu.Unlock()
+			return fmt.Errorf("%w: general %d to %d: %w", byzantine.ErrPeerAbsent, n.id, to, err)
 		}
+		oc.mu.Unlock()
 		if tick == nil {
 			tick = time.NewTicker(time.Millisecond)
 			defer tick.Stop()
+			waited = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -767,9 +1186,9 @@ func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error
 	}
 }
 
-// Linked reports whether this node has a working link to peer p: its
-// handshake succeeded and no write to it failed. RunGeneral uses it to
-// tell an absent peer from a late one.
+// Linked reports whether this node has a working link to peer p: a
+// handshake succeeded and the connection has not broken since.
+// RunGeneral uses it to tell an absent peer from a late one.
 func (n *Node) Linked(p byzantine.ID) bool {
 	n.mu.Lock()
 	oc := n.out[p]
@@ -782,29 +1201,46 @@ func (n *Node) Linked(p byzantine.ID) bool {
 	return oc.conn != nil && oc.broken == nil
 }
 
-// Lost reports whether a message to peer p was dropped undelivered after
-// the link to p had been up: Send queues a message and returns, and when
-// the link fails before the writer got it through (a reset connection),
-// the message and everything queued behind it are dropped; a Send after
-// that is refused with byzantine.ErrPeerAbsent. A peer that is alive but
-// lost a message from a loyal general breaks the synchrony of the run, so
-// RunGeneral, through byzantine.LossReporter, then says the run is out of
-// time. Frames for a peer whose link never came up are not counted: that
-// peer is absent, a fault the run allows.
+// Lost reports whether messages to peer p may not have reached it in
+// time although the link to p had been up: the link broke, and p has not
+// acknowledged a message whose round's deadline has passed (when the
+// node runs on a schedule, as RunNode's; otherwise: the link is down now
+// while messages wait to be sent again), or the link was given up with
+// messages not acknowledged (the dialling ended, or too much was held
+// while the link was down), or a Send was refused since. A link given up
+// for the peer's fault (it lied about where its stream resumes, or took
+// nothing while its link was up) loses nothing: the peer is the fault. Frames for a peer whose link never
+// came up are not counted: that peer is absent, a fault the run allows.
+// A peer that is alive but missed a message from a loyal general in time
+// breaks the synchrony of the run, so RunGeneral, through
+// byzantine.LossReporter, then says the run is out of time. A link that
+// broke and came back in time lost nothing: the peer said where its
+// stream resumed and got the rest.
 func (n *Node) Lost(p byzantine.ID) bool {
 	n.mu.Lock()
-	oc := n.out[p]
+	oc, start, round := n.out[p], n.start, n.round
 	n.mu.Unlock()
 	if oc == nil {
 		return false
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	return oc.lost
+	switch {
+	case oc.lost:
+		return true
+	case !oc.everUp || oc.broken != nil:
+		return false
+	case round > 0:
+		return oc.breaks > 0 && oc.overdue(start, round, time.Now())
+	default:
+		return oc.conn == nil && hasMessage(oc.log)
+	}
 }
 
 // Flush waits until every frame sent so far to a linked peer has been
-// written, or ctx ends. Frames for a peer whose link is not up stay
+// written, or ctx ends; a link that broke with frames not acknowledged,
+// and is being dialled again, is waited for, unless the peer closed it
+// in order (it left). Frames for a peer whose link never came up stay
 // queued.
 func (n *Node) Flush(ctx context.Context) error {
 	n.mu.Lock()
@@ -818,7 +1254,9 @@ func (n *Node) Flush(ctx context.Context) error {
 	for _, oc := range ocs {
 		for {
 			oc.mu.Lock()
-			idle := oc.conn == nil || oc.broken != nil || (len(oc.queue) == 0 && !oc.busy)
+			written := oc.sent >= oc.base+uint64(len(oc.log)) && !oc.busy
+			redialling := oc.everUp && oc.redial && !oc.left
+			idle := oc.broken != nil || (oc.conn != nil && written) || (oc.conn == nil && (!redialling || len(oc.log) == 0))
 			oc.mu.Unlock()
 			if idle {
 				break

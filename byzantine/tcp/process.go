@@ -145,7 +145,8 @@ func runOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine
 }
 
 // onSchedule runs run, one general's part of the run cfg over node, on
-// the run's schedule: the node dials every peer it has no link to until
+// the run's schedule: the node keeps a link to every peer (dialling the
+// missing ones, and again those that break) until a round timeout after
 // the run's last deadline, and run starts once every link is up or at
 // start, whichever comes first (a link that comes up later is used from
 // then on). The last markers run queued are then written before the node
@@ -155,12 +156,16 @@ func (node *Node) onSchedule(ctx context.Context, c Cluster, cfg byzantine.Confi
 	if err := node.prepare(c, cfg.RunID); err != nil {
 		return err
 	}
-	end := start.Add(time.Duration(cfg.MaxTraitors+2) * cfg.RoundTimeout)
+	node.mu.Lock()
+	node.start, node.round = start, cfg.RoundTimeout
+	node.mu.Unlock()
+	end := start.Add(time.Duration(cfg.MaxTraitors+3) * cfg.RoundTimeout)
 	dctx, cancel := context.WithDeadline(ctx, end)
+	up := make(chan struct{})
 	dialed := make(chan struct{})
 	go func() {
 		defer close(dialed)
-		node.dialAll(dctx, c)
+		node.dialAll(dctx, c, up)
 	}()
 	defer func() {
 		cancel()
@@ -168,7 +173,7 @@ func (node *Node) onSchedule(ctx context.Context, c Cluster, cfg byzantine.Confi
 	}()
 	wait := time.NewTimer(time.Until(start))
 	select {
-	case <-dialed:
+	case <-up:
 	case <-wait.C:
 	case <-ctx.Done():
 	}

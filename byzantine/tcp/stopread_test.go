@@ -3,8 +3,6 @@ package tcp
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/binary"
 	"net"
 	"sync"
 	"testing"
@@ -40,20 +38,7 @@ func serveDeaf(t *testing.T, ln net.Listener, id byzantine.ID, priv ed25519.Priv
 			mu.Lock()
 			held = append(held, conn)
 			mu.Unlock()
-			go func() {
-				conn.SetDeadline(time.Now().Add(handshakeTimeout))
-				hello, err := ReadFrame(conn, helloMax)
-				if err != nil || len(hello) != helloSize {
-					return
-				}
-				dialer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
-				nonceL := make([]byte, nonceSize)
-				rand.Read(nonceL)
-				sig := ed25519.Sign(priv, transcript("accept", run, hello[3:3+nonceSize], dialer, id))
-				reply := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(id))
-				WriteFrame(conn, append(append(reply, nonceL...), sig...))
-				ReadFrame(conn, helloMax) // the dialer's proof; then nothing more is read
-			}()
+			go AnswerHandshake(conn, id, priv, run) // then nothing more is read
 		}
 	}()
 	t.Cleanup(func() {

@@ -36,7 +36,8 @@ const (
 	// never reads again; it sends nothing.
 	StopReading Attack = "stop-reading"
 	// Reset: it runs the general and, at the end of round From, resets
-	// every connection it has.
+	// every connection it has. The links are dialled again and what was
+	// lost with them is sent again, so its victims need not see it.
 	Reset Attack = "reset"
 	// Replay: it runs the general, sends every message twice, and sends
 	// each round's messages again in the next round.
@@ -48,7 +49,7 @@ const (
 // Visible reports whether every victim of the attack can see it: the
 // traitor must then be among the faults they report.
 func (a Attack) Visible() bool {
-	return a == StallHandshakes || a == StopReading || a == Reset || a == WithholdMarkers
+	return a == StallHandshakes || a == StopReading || a == WithholdMarkers || a == Split
 }
 
 // TraitorSpec is one traitor of a scenario.
@@ -74,6 +75,14 @@ type Scenario struct {
 	// general when empty).
 	Hellos  bool
 	Flooded []byzantine.ID
+	// Resets: loyal generals whose every connection the network resets
+	// in every round up to m, just after the general queued its round's
+	// messages and marker, as a flaky link or a middlebox does. Their
+	// links come back within the round, and no general may count them
+	// faulty for it.
+	Resets []byzantine.ID
+	// Seed draws the moments of the Reorder attack.
+	Seed uint64
 }
 
 func (sc Scenario) String() string {
@@ -93,6 +102,9 @@ func (sc Scenario) String() string {
 	}
 	for _, a := range sc.Absent {
 		parts = append(parts, fmt.Sprintf("%d:absent", a))
+	}
+	for _, a := range sc.Resets {
+		parts = append(parts, fmt.Sprintf("%d:links-reset", a))
 	}
 	if sc.Flood > 0 {
 		kind := "flood"
@@ -126,6 +138,8 @@ type attacker struct {
 	mu   sync.Mutex
 	last []byzantine.Message // Replay: the previous round's messages
 	this []byzantine.Message
+	// timer holds the frames of the timed attacks (see WrapOnSchedule).
+	timer *timer
 }
 
 // Wrap returns node as the endpoint of a traitor doing spec in the run
@@ -138,6 +152,10 @@ func Wrap(node *tcp.Node, spec TraitorSpec, run byzantine.RunID, n int) byzantin
 }
 
 func (a *attacker) Send(ctx context.Context, msg byzantine.Message) error {
+	if a.timer != nil {
+		a.hold(msg.To, msg.Round, func() { a.Node.Send(context.Background(), msg) })
+		return nil
+	}
 	err := a.Node.Send(ctx, msg)
 	if a.spec.Attack == Replay {
 		a.Node.Send(ctx, msg)
@@ -149,6 +167,14 @@ func (a *attacker) Send(ctx context.Context, msg byzantine.Message) error {
 }
 
 func (a *attacker) EndRound(ctx context.Context, r int) error {
+	if a.timer != nil {
+		for id := range a.n {
+			if p := byzantine.ID(id); p != a.spec.ID {
+				a.hold(p, r, func() { a.SendRaw(p, tcp.MarkerFrame(a.run, r)) })
+			}
+		}
+		return nil
+	}
 	switch a.spec.Attack {
 	case WithholdMarkers:
 		if r < a.spec.From {
@@ -350,6 +376,7 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(sc.M+4)*sc.Round+30*time.Second)
 	defer cancel()
+
 	res := make([]byzantine.GeneralResult, sc.N)
 	errs := make([]error, sc.N)
 	var wg sync.WaitGroup
@@ -358,6 +385,18 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 			continue
 		}
 		tr, isTraitor := sc.Traitor(byzantine.ID(i))
+		if !isTraitor && slices.Contains(sc.Resets, byzantine.ID(i)) {
+			wg.Go(func() {
+				lcfg := cfg
+				lcfg.RunID = run
+				g, err := byzantine.NewGeneral(lcfg, byzantine.ID(i), byzantine.Keyring{Private: keys[i], Public: publicKeys(keys)})
+				if err == nil {
+					res[i], err = tcp.RunOver(ctx, nd, g, resetter{Node: nd, m: sc.M}, c, lcfg, start, nil)
+				}
+				errs[i] = err
+			})
+			continue
+		}
 		if !isTraitor {
 			wg.Go(func() { res[i], _, errs[i] = tcp.RunNode(ctx, nd, cfg, keys[i], c, start) })
 			continue
@@ -377,7 +416,9 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 			if tr.Attack == Ahead {
 				tstart = start.Add(-sc.Round)
 			}
-			tcp.RunOver(ctx, nd, g, Wrap(nd, tr, run, sc.N), c, tcfg, tstart, nil)
+			ep, stop := WrapOnSchedule(nd, tr, run, sc.N, start, sc.Round, sc.Seed)
+			tcp.RunOver(ctx, nd, g, ep, c, tcfg, tstart, nil)
+			stop()
 		})
 	}
 	wg.Wait()
@@ -396,6 +437,21 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 		t.Logf("%v: the flood's connections refused or evicted: %d", sc, refused)
 	}
 	return res
+}
+
+// resetter is a loyal general's endpoint whose connections the network
+// resets just after each round's marker is queued, up to round m.
+type resetter struct {
+	*tcp.Node
+	m int
+}
+
+func (e resetter) EndRound(ctx context.Context, r int) error {
+	err := e.Node.EndRound(ctx, r)
+	if r <= e.m {
+		e.ResetLinks()
+	}
+	return err
 }
 
 // newKeys returns n fresh ed25519 private keys.
@@ -582,6 +638,9 @@ func Check(t testing.TB, sc Scenario, res []byzantine.GeneralResult) Verdict {
 				// Keyless strangers must cost no loyal link: this is
 				// checked even when the run is otherwise inconclusive.
 				t.Errorf("%v: general %d counts loyal general %d as faulty under a keyless stranger's hello flood (%+v)", sc, i, p, r.Faults)
+			case isLoyal(p) && slices.Contains(sc.Resets, p) && kept:
+				// A link that resets and comes back in time is no fault.
+				t.Errorf("%v: general %d counts loyal general %d, whose links were reset, as faulty (%+v)", sc, i, p, r.Faults)
 			case isLoyal(p):
 				t.Logf("%v: general %d counts loyal general %d as faulty (%+v)", sc, i, p, r.Faults)
 			}
@@ -590,7 +649,7 @@ func Check(t testing.TB, sc Scenario, res []byzantine.GeneralResult) Verdict {
 			t.Errorf("%v: general %d (loyal, saw faults %v, would exit 0) decided %s against the loyal commander's attack", sc, i, r.FaultyPeers(), r.Decision)
 		}
 		for _, tr := range sc.Traitors {
-			victim := tr.Attack != WithholdMarkers || slices.Contains(tr.Victims, id)
+			victim := (tr.Attack != WithholdMarkers && tr.Attack != Split) || slices.Contains(tr.Victims, id)
 			if tr.Attack.Visible() && victim && !slices.Contains(r.FaultyPeers(), tr.ID) {
 				t.Errorf("%v: general %d does not report traitor %d (%s) among the faults it saw %+v", sc, i, tr.ID, tr.Attack, r.Faults)
 			}
@@ -673,6 +732,34 @@ func Fixed() []Scenario {
 	}
 }
 
+// halfOf draws half of the generals 0..n-1 other than self.
+func halfOf(rng *mrand.Rand, n int, self byzantine.ID) []byzantine.ID {
+	var others []byzantine.ID
+	for _, i := range rng.Perm(n) {
+		if byzantine.ID(i) != self {
+			others = append(others, byzantine.ID(i))
+		}
+	}
+	half := others[:len(others)/2]
+	slices.Sort(half)
+	return half
+}
+
+// Timing returns the fixed attacks of traitors who control when their
+// frames arrive: at the last moment of every round, early to half the
+// generals and late to the others, and at a different moment on every
+// link and round, beside liars.
+func Timing() []Scenario {
+	return []Scenario{
+		{Name: "split-sm", Algorithm: byzantine.SM, N: 5, M: 2, Round: LightRound(),
+			Traitors: []TraitorSpec{{ID: 0, Attack: Split, Strategy: byzantine.TwoFaced, Victims: []byzantine.ID{2, 4}},
+				{ID: 3, Attack: LastMoment, Strategy: byzantine.FlipOrders}}},
+		{Name: "split-reorder-om", Algorithm: byzantine.OM, N: 7, M: 2, Round: LightRound(), Seed: 7,
+			Traitors: []TraitorSpec{{ID: 2, Attack: Split, Strategy: byzantine.FlipOrders, Victims: []byzantine.ID{1, 3, 5}},
+				{ID: 5, Attack: Reorder, Strategy: byzantine.RandomOrders}}},
+	}
+}
+
 // Random draws a scenario from rng: OM or SM, m from 1 to 4 (OM
 // up to 2, to keep the run short), up to m traitors each with an attack
 // and a lie.
@@ -689,9 +776,9 @@ func Random(rng *mrand.Rand) Scenario {
 		m = 1 + rng.IntN(4)
 		n = m + 2 + rng.IntN(2)
 	}
-	attacks := []Attack{Lie, WithholdMarkers, StallHandshakes, StopReading, Reset, Replay, Ahead}
+	attacks := []Attack{Lie, WithholdMarkers, StallHandshakes, StopReading, Reset, Replay, Ahead, LastMoment, Split, Reorder}
 	lies := []byzantine.Strategy{"", byzantine.FlipOrders, byzantine.TwoFaced, byzantine.RandomOrders}
-	sc := Scenario{Algorithm: alg, N: n, M: m, Round: LightRound()}
+	sc := Scenario{Algorithm: alg, N: n, M: m, Round: LightRound(), Seed: rng.Uint64()}
 	ids := rng.Perm(n)[:1+rng.IntN(m)]
 	for _, i := range ids {
 		tr := TraitorSpec{ID: byzantine.ID(i), Attack: attacks[rng.IntN(len(attacks))], Strategy: lies[rng.IntN(len(lies))]}
@@ -704,7 +791,9 @@ func Random(rng *mrand.Rand) Scenario {
 				}
 			}
 		case Reset:
-			tr.From = rng.IntN(m) // before round m ends: its victims see it go
+			tr.From = rng.IntN(m)
+		case Split:
+			tr.Victims = halfOf(rng, n, tr.ID)
 		case StallHandshakes, StopReading:
 			tr.Strategy = ""
 		}
