@@ -189,3 +189,44 @@ func TestWithOwnerRefusesBadLabels(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnerKnownWhileAnotherProcessExtends: a lock acquired by one client
+// and extended by another that resumed its handle (dlm acquire, then dlm
+// extend: the pattern of CI jobs) shows its acquirer's owner for as long
+// as it is held. Before, the acquirer's note, sized for the validity it
+// knew, expired while the resumed lock was held, and Inspect said the
+// owner was unknown (an operator reads that as a dead holder).
+func TestOwnerKnownWhileAnotherProcessExtends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, _ := redlocktest.NewMemNodes(3)
+		a := memClient(t, nodes, redlock.WithOwner("deploy-pipeline-42"))
+		l, err := a.Lock(t.Context(), "r", redlock.WithTTL(20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := l.Handle()
+		b := memClient(t, nodes, redlock.WithOwner("extender"))
+		time.Sleep(10 * time.Second)
+		r, err := b.Resume(t.Context(), h, redlock.WithTTL(5*time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 4 { // 4 minutes, past any note the acquirer wrote
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			info, err := b.Inspect(t.Context(), "r")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Owner != "deploy-pipeline-42" {
+				t.Fatalf("%d min after the resume: owner %q, want the acquirer's %q", i+1, info.Owner, "deploy-pipeline-42")
+			}
+			if err := r.Extend(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := r.Unlock(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -488,6 +488,9 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		l.mu.Unlock()
 		c.noteOwner(t2, newUntil) // the note outlives the extended lock (owner.go)
 		if l.crossed.Load() {
+			c.keepOwnerNote(l.value, t2, newUntil) // the acquirer's note too (owner.go)
+		}
+		if l.crossed.Load() {
 			// A lock that crossed processes keeps its count on the
 			// nodes, where no handle can reset it (bounds.go).
 			if nodes := c.infoNodes(); nodes != nil {

@@ -119,6 +119,34 @@ func (c *Client) noteOwner(at, until time.Time) {
 	})
 }
 
+// keepOwnerNote keeps the owner note of another client, the one whose tag
+// the value of a resumed lock carries (Resume), alive while this client
+// extends the lock until until: in the background, it reads the note's
+// label and writes it again to live as long as a note of this client
+// would (ownerLife). Without it the acquirer's note, sized for the
+// validity it knew, expires while the lock is held, and status shows "an
+// unknown owner", which an operator reads as a dead holder. A note that
+// is gone already stays gone: no label is made up.
+func (c *Client) keepOwnerNote(value string, at, until time.Time) {
+	tag := tagOf(value)
+	all := c.infoNodes()
+	if tag == "" || tag == c.values.tag || all == nil {
+		return
+	}
+	key, life := c.ownerNote(tag), c.ownerLife(until.Sub(at))
+	c.settle(false, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
+		defer cancel()
+		label := c.ownerOf(ctx, all, value, map[string]string{})
+		if label == "" {
+			return
+		}
+		c.onEveryNode(ctx, all, func(ctx context.Context, _ int, n adapterInspect) {
+			_ = n.PutNote(ctx, key, label, life)
+		})
+	})
+}
+
 // ownerOf returns the owner label of the client that drew value, as the
 // nodes keep it, or "" when unknown (an untagged value, no note).
 func (c *Client) ownerOf(ctx context.Context, nodes []adapterInspect, value string, cache map[string]string) string {
