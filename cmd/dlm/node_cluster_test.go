@@ -56,12 +56,12 @@ func freeRun(t *testing.T, n int) int {
 
 // startClusterNode starts dlm node --cluster 3 on a free run of ports and
 // returns its first port, the process, its output and its end.
-func startClusterNode(t *testing.T) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan error) {
+func startClusterNode(t *testing.T, maxTTL string) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan error) {
 	t.Helper()
 	redlocktest.Require(t)
 	port := freeRun(t, 3)
 	cmd, stdout, stderr := dlmCmd(t, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
-		"--max-ttl", "1s", "--", "--save", "", "--loglevel", "warning")
+		"--max-ttl", maxTTL, "--", "--save", "", "--loglevel", "warning")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func startClusterNode(t *testing.T) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan 
 // dlm node --cluster 3 forms a cluster of three masters, prints its node
 // URL, serves keys over every slot, and stops cleanly on SIGTERM.
 func TestNodeCluster(t *testing.T) {
-	port, cmd, stdout, stderr, done := startClusterNode(t)
+	port, cmd, stdout, stderr, done := startClusterNode(t, "15s")
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -96,11 +96,16 @@ func TestNodeCluster(t *testing.T) {
 			t.Fatalf("SET %s through the cluster: %v", k, err)
 		}
 	}
-	if v, err := cc.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "1s" {
-		t.Errorf("recorded --max-ttl = %q, %v; want 1s", v, err)
+	if v, err := cc.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "15s" {
+		t.Errorf("recorded --max-ttl = %q, %v; want 15s", v, err)
 	}
 	// The printed URL is a node for --nodes and DLM_NODES, with either
-	// adapter.
+	// adapter, which checks a ttl against the --max-ttl recorded on the
+	// cluster.
+	r := runDLM(t, 30*time.Second, []string{nodesEnv + "=" + want}, "lock", "--ttl", "20s", "--node-timeout", "1s", "r", "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "max ttl 15s") {
+		t.Errorf("dlm lock --ttl 20s over a cluster node of --max-ttl 15s: exit %d, want %d naming max ttl 15s; stderr:\n%s", r.code, exitUsage, r.stderr)
+	}
 	for _, a := range []string{"goredis", "rueidis"} {
 		r := runDLM(t, 30*time.Second, []string{nodesEnv + "=" + want}, "lock", "--adapter", a, "--node-timeout", "1s", "--fencing", "r", "--", "true")
 		if r.code != 0 {
@@ -115,7 +120,7 @@ func TestNodeCluster(t *testing.T) {
 // went on running with that master's slots down, and a supervisor saw a
 // healthy process (attack review).
 func TestNodeClusterMasterCrashStopsTheNode(t *testing.T) {
-	port, cmd, stdout, stderr, done := startClusterNode(t)
+	port, cmd, stdout, stderr, done := startClusterNode(t, "1s")
 	defer func() { _ = cmd.Process.Kill() }()
 	redlocktest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(stdout.String(), "cluster=true") },
 		"dlm node --cluster printed no node URL; log:\n%s", stderr.String())
