@@ -153,6 +153,7 @@ func TestClusterNodesEveryCapability(t *testing.T) {
 			t.Fatal("the waiter was not woken by the announced release within 10s (its retry was 20s away)")
 		}
 	})
+	t.Run("FactsPerMaster", func(t *testing.T) { clusterFactsPerMaster(t, urls, cs) }) // nodefacts_cluster_test.go
 }
 
 // shardSubscribers counts the sharded subscribers of ch on every master of

@@ -30,7 +30,13 @@
 // largest ttl in use; clocks run at about the same rate (slewed, never
 // stepped); and the holder stops at Until. A pause of the holder past Until
 // cannot be seen by the holder: a fencing token (WithFencing, Lock.Token)
-// checked by the protected store makes that safe too. The argument for each
+// checked by the protected store makes that safe too. What the client can
+// check of these itself, it checks before it relies on the nodes: each
+// connection reads its server's run id, advertised max ttl (`dlm node
+// --max-ttl`) and persistence, and every lock whose ttl is over a node's max
+// ttl, or over two nodes that are one server, is refused with ErrInvalid,
+// without a request (Client.CheckNodes lists what was read, and warns). The
+// argument for each
 // guarantee, and for every feature below, is in the repository's
 // docs/design.md; docs/guarantees.md shows what the safety checker measured
 // under real faults.

@@ -39,7 +39,8 @@ type NodeCheck struct {
 
 // NodeWarning is a setting of the nodes that the client lets pass but
 // that weakens what it promises: a node that does not sync every write to
-// disk under fencing, an even number of nodes. The client tells each one
+// disk under fencing, a node with replicas or that is one, an even number
+// of nodes. The client tells each one
 // once to every observer that is a NodeWarner (WithLogger logs it at Warn
 // level); CheckNodes returns them too.
 type NodeWarning struct {
@@ -99,9 +100,11 @@ type factsVerdict struct {
 // (WithFencing: fencing tokens, elections) over a server that does not
 // sync every write to disk (appendonly yes, appendfsync always; `dlm node
 // --fencing` sets it), where a crash can lose the fence counter and a
-// token go back; and when the number of nodes is even, which tolerates no
-// more failures than one node fewer. The masters of a node that is a
-// Redis Cluster are checked each. Servers that cannot tell (an ACL
+// token go back; when a node that is not a cluster is a replica (it
+// refuses writes) or has replicas (a failover to one can lose lock keys);
+// and when the number of nodes is even, which tolerates no more failures
+// than one node fewer. The masters of a node that is a Redis Cluster are
+// checked each (its replicas are New's to refuse: ErrPromotableReplica). Servers that cannot tell (an ACL
 // without INFO or CONFIG) are not checked.
 func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 	c.primeFacts()
@@ -265,6 +268,8 @@ func (c *Client) judgeFacts() *factsVerdict {
 		}
 		servers, ver := fn.Facts()
 		v.versions[i] = ver
+		cn, cluster := c.nodes[i].(adapter.ClusterNode)
+		cluster = cluster && cn.Cluster() // its replicas: checkReplicas
 		for _, s := range servers {
 			name := serverName(c.names[i], s)
 			if s.RunID != "" {
@@ -276,6 +281,9 @@ func (c *Client) judgeFacts() *factsVerdict {
 			}
 			if s.MaxTTL > 0 && (v.maxTTL == 0 || s.MaxTTL < v.maxTTL) {
 				v.maxTTL, v.maxNode = s.MaxTTL, name
+			}
+			if msg := replicationWarning(name, s); msg != "" && !cluster {
+				v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
 			}
 			if c.opts.fencing {
 				if msg := persistenceWarning(name, s); msg != "" {
@@ -320,6 +328,23 @@ func serverName(node string, s adapter.Facts) string {
 func overMaxTTL(ttl, maxTTL time.Duration, node string) error {
 	return invalidf("ttl %v is over the max ttl %v that node %s advertises: after a crash without persistence the node restarts once %v has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the node with `dlm node --max-ttl %v` or more",
 		ttl, maxTTL, node, maxTTL, maxTTL, ttl)
+}
+
+// replicationWarning is the warning about the replication of server s of
+// node name, "" when it is a master without replicas. A replica refuses
+// the lock's writes; a master's replica may be promoted (by Sentinel, or
+// by hand) without the master's last lock keys, as replication is
+// asynchronous, and two clients may then hold a lock (dlm doctor FAILs
+// both). A warning, not a refusal: the client cannot see whether anything
+// will promote the replica.
+func replicationWarning(name string, s adapter.Facts) string {
+	switch {
+	case s.ReplicaOf != "":
+		return fmt.Sprintf("node %s is a replica of %s: it refuses every lock's writes; give the client independent masters", name, s.ReplicaOf)
+	case s.Replicas > 0:
+		return fmt.Sprintf("node %s has %d replica(s): replication is asynchronous, so a failover to one can lose lock keys and let two clients hold a lock; remove them (REPLICAOF NO ONE on each) and never fail over lock nodes", name, s.Replicas)
+	}
+	return ""
 }
 
 // persistenceWarning is the warning of a fencing client about the

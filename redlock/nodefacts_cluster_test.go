@@ -11,23 +11,23 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// The facts of a node that is a Redis Cluster are each master's, read on
-// each master's connection: every master is listed with its run id, the
-// max ttl advertised on the cluster refuses a longer lock without
-// CheckNodes, a master given again as a plain node is one server twice,
-// and fencing warns of each master that does not sync every write. Both
-// adapters, one cluster of two masters beside two plain servers.
-func TestClusterNodeFactsPerMaster(t *testing.T) {
-	rc := redlocktest.StartRedisCluster(t, 2, 0)
-	plain := redlocktest.Start(t, 2)
-	if err := rc.Client().Set(t.Context(), adapter.MaxTTLKey, "40s", 0).Err(); err != nil {
+// clusterFactsPerMaster checks, over the cluster nodes urls (cs, of two
+// masters each, fresh clients), that the facts of a node that is a Redis
+// Cluster are each master's, read on each master's connection: every
+// master is listed with its run id, the max ttl advertised on the cluster
+// refuses a longer lock without CheckNodes, a master given again as a
+// plain node is one server twice, and fencing warns of each master that
+// does not sync every write. Both adapters. TestClusterNodesEveryCapability
+// runs it on its clusters (a cluster takes seconds to start).
+func clusterFactsPerMaster(t *testing.T, urls []string, cs []*redlocktest.RedisCluster) {
+	if err := cs[0].Client().Set(t.Context(), adapter.MaxTTLKey, "40s", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	masters := rc.Addrs()[:2]
-	urls := append([]string{rc.URL()}, plain.URLs()...)
+	t.Cleanup(func() { _ = cs[0].Client().Del(t.Context(), adapter.MaxTTLKey).Err() })
+	masters := cs[0].Addrs()[:2]
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		c := dialURLs(t, a, urls, redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithFencing())
-		if _, err := c.TryLock(t.Context(), "x", redlock.WithTTL(time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "max ttl 40s") {
+		if _, err := c.TryLock(t.Context(), "facts", redlock.WithTTL(time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "max ttl 40s") {
 			t.Fatalf("TryLock of 1m on a cluster advertising 40s = %v, want ErrInvalid naming max ttl 40s", err)
 		}
 		rep, err := c.CheckNodes(t.Context())
@@ -54,14 +54,15 @@ func TestClusterNodeFactsPerMaster(t *testing.T) {
 		if warned != len(masters) {
 			t.Errorf("warnings %q: want one per master of the cluster naming it", rep.Warnings)
 		}
-		l, err := c.TryLock(t.Context(), "x", redlock.WithTTL(30*time.Second))
+		l, err := c.TryLock(t.Context(), "facts", redlock.WithTTL(30*time.Second))
 		if err != nil {
 			t.Fatalf("TryLock of 30s = %v", err)
 		}
 		_ = l.Unlock(t.Context())
 
-		twice := dialURLs(t, a, []string{rc.URL(), "redis://" + strings.Replace(masters[1], "127.0.0.1", "localhost", 1), plain.URLs()[0]}, redlock.WithNodeTimeout(500*time.Millisecond))
-		if _, err := twice.TryLock(t.Context(), "x"); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "one server") {
+		alias := "redis://" + strings.Replace(masters[1], "127.0.0.1", "localhost", 1)
+		twice := dialURLs(t, a, []string{urls[0], alias, urls[1]}, redlock.WithNodeTimeout(500*time.Millisecond))
+		if _, err := twice.TryLock(t.Context(), "facts"); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "one server") {
 			t.Errorf("TryLock over a cluster and one of its masters as a plain node = %v, want ErrInvalid saying one server", err)
 		}
 	})

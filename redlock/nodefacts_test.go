@@ -152,3 +152,40 @@ func commandCalls(t *testing.T, cl *redlocktest.Cluster) []map[string]int {
 	}
 	return out
 }
+
+// A plain node's replication, read on connecting: a master with a
+// replica, and the replica given as a node, are warned of (dlm doctor
+// FAILs both). Real nodes, both adapters.
+func TestCheckNodesWarnsOfReplication(t *testing.T) {
+	cl := redlocktest.Start(t, 3)
+	host, port, _ := strings.Cut(cl.Servers[1].Addr(), ":")
+	if err := cl.Servers[2].Client().ReplicaOf(t.Context(), host, port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		info, err := cl.Servers[1].Client().Info(t.Context(), "replication").Result()
+		if err == nil && strings.Contains(info, "connected_slaves:1") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica did not connect in 10s: %q, %v", info, err)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the replica's connection
+	}
+	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
+		c := dial(t, a, cl)
+		rep, err := c.CheckNodes(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{cl.Servers[1].Addr() + " has 1 replica(s)", cl.Servers[2].Addr() + " is a replica of " + cl.Servers[1].Addr()}
+		if len(rep.Warnings) != len(want) {
+			t.Fatalf("warnings %q, want %d", rep.Warnings, len(want))
+		}
+		for i, w := range want {
+			if !strings.Contains(rep.Warnings[i], w) {
+				t.Errorf("warning %q, want it to say %q", rep.Warnings[i], w)
+			}
+		}
+	})
+}

@@ -76,9 +76,7 @@ func startClusterNode(t *testing.T, maxTTL string) (int, *exec.Cmd, *syncBuf, *s
 // URL, serves keys over every slot, and stops cleanly on SIGTERM.
 func TestNodeCluster(t *testing.T) {
 	t.Parallel()
-	// A max ttl above the lock's below: the client refuses a ttl over
-	// what any master advertises.
-	port, cmd, stdout, stderr, done := startClusterNode(t, "30s")
+	port, cmd, stdout, stderr, done := startClusterNode(t, "15s")
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -101,11 +99,16 @@ func TestNodeCluster(t *testing.T) {
 			t.Fatalf("SET %s through the cluster: %v", k, err)
 		}
 	}
-	if v, err := cc.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "30s" {
-		t.Errorf("recorded --max-ttl = %q, %v; want 30s", v, err)
+	if v, err := cc.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "15s" {
+		t.Errorf("recorded --max-ttl = %q, %v; want 15s", v, err)
 	}
 	// The printed URL is a node for --nodes and DLM_NODES, with either
-	// adapter.
+	// adapter, which checks a ttl against the --max-ttl recorded on the
+	// cluster.
+	r := runDLM(t, 30*time.Second, []string{nodesEnv + "=" + want}, "lock", "--ttl", "20s", "--node-timeout", "1s", "r", "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "max ttl 15s") {
+		t.Errorf("dlm lock --ttl 20s over a cluster node of --max-ttl 15s: exit %d, want %d naming max ttl 15s; stderr:\n%s", r.code, exitUsage, r.stderr)
+	}
 	for _, a := range []string{"goredis", "rueidis"} {
 		r := runDLM(t, 30*time.Second, []string{nodesEnv + "=" + want}, "lock", "--adapter", a, "--node-timeout", "1s", "--fencing", "r", "--", "true")
 		if r.code != 0 {

@@ -2,6 +2,8 @@ package adapter
 
 import (
 	"context"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,6 +39,11 @@ type Facts struct {
 	// Snapshots is set when the server writes RDB snapshots (its save
 	// setting is not empty).
 	Snapshots bool
+	// ReplicaOf is the address of the server's master when the server is
+	// a replica (INFO replication), else "".
+	ReplicaOf string
+	// Replicas is how many replicas are connected to the server.
+	Replicas int
 }
 
 // Durable reports whether the server keeps every acknowledged write
@@ -76,22 +83,40 @@ type FactsNode interface {
 // FactsCommands are the commands, sent in a connection's handshake, whose
 // replies ParseFacts reads (with INFO server, which the handshake sends to
 // learn the connection's run id anyway): the advertised max ttl and the
-// persistence settings (CONFIG GET append*, CONFIG GET save).
+// persistence settings (CONFIG GET append*, CONFIG GET save) and the
+// server's replication (INFO replication).
 func FactsCommands() [][]string {
-	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"}}
+	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"}, {"INFO", "replication"}}
 }
 
-// ParseFacts builds the Facts of the server at addr from its INFO server
-// reply, the value of MaxTTLKey ("" when absent or refused) and the
-// settings its CONFIG GETs answered (appendonly, appendfsync, save; none
-// when CONFIG was refused, as an ACL may). A value under MaxTTLKey that
-// is not a positive duration is ignored.
-func ParseFacts(addr, infoServer, maxTTL string, config map[string]string) Facts {
+// ParseFacts builds the Facts of the server at addr from its INFO replies
+// (server, and replication; either may be "", and both may be one text),
+// the value of MaxTTLKey ("" when absent or refused) and the settings its
+// CONFIG GETs answered (appendonly, appendfsync, save; none when CONFIG
+// was refused, as an ACL may). A value under MaxTTLKey that is not a
+// positive duration is ignored.
+func ParseFacts(addr, info, maxTTL string, config map[string]string) Facts {
 	f := Facts{Addr: addr}
-	for _, line := range strings.Split(infoServer, "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); found {
+	var host, port string
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "run_id":
 			f.RunID = v
+		case "role":
+			if v == "slave" {
+				f.ReplicaOf = "?"
+			}
+		case "master_host":
+			host = v
+		case "master_port":
+			port = v
+		case "connected_slaves":
+			f.Replicas, _ = strconv.Atoi(v)
 		}
+	}
+	if f.ReplicaOf != "" && host != "" {
+		f.ReplicaOf = net.JoinHostPort(host, port)
 	}
 	if d, err := time.ParseDuration(strings.TrimSpace(maxTTL)); err == nil && d > 0 {
 		f.MaxTTL = d

@@ -264,6 +264,10 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, e
 	infoOK := info.kind == '$' && !info.null
 	who := fence.Identify(id.num, id.kind == ':', info.str, infoOK)
 	if p.known != nil && infoOK {
+		repl := res[who0+5]
+		if repl.kind == '$' && !repl.null {
+			info.str += "\n" + repl.str
+		}
 		p.known.Set(serverFacts(o.Addr, info.str, res[who0+2], res[who0+3:who0+5]))
 	}
 	kills, taken := p.given.Kills(who)

@@ -22,7 +22,7 @@ func (n *Node) Facts() ([]adapter.Facts, uint64) { return n.known.Get() }
 // Connect makes the node's connection (each master's, for a cluster) if
 // it has none, bounded by ctx (adapter.FactsNode). A node over a client it
 // cannot pipeline on (NewNode) has no connection of its own: it reads the
-// facts by four requests through go-redis instead (each master's, for a
+// facts by five requests through go-redis instead (each master's, for a
 // cluster), and learns of a restart only when Connect is called again.
 func (n *Node) Connect(ctx context.Context) error {
 	switch {
@@ -44,6 +44,9 @@ func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) erro
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		return err
+	}
+	if repl, err := c.Info(ctx, "replication").Result(); err == nil {
+		info += "\n" + repl
 	}
 	maxTTL, err := c.Get(ctx, adapter.MaxTTLKey).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -26,7 +26,7 @@ func (n *Node) Facts() ([]adapter.Facts, uint64) { return n.known.Get() }
 // it has none, bounded by ctx (adapter.FactsNode): one PING per server
 // (and CLUSTER NODES for a cluster) when the node knows no facts yet,
 // nothing after. A node over a client given to NewNode, whose
-// handshake it cannot see, reads the facts by four requests per server
+// handshake it cannot see, reads the facts by five requests per server
 // instead, on every call, and learns of a restart only then.
 func (n *Node) Connect(ctx context.Context) error {
 	if _, v := n.known.Get(); v > 0 && n.handshook {
@@ -63,6 +63,9 @@ func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
 	if err != nil {
 		return err
+	}
+	if repl, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString(); err == nil {
+		info += "\n" + repl
 	}
 	maxTTL, err := c.Do(ctx, c.B().Get().Key(adapter.MaxTTLKey).Build()).ToString()
 	if err != nil {

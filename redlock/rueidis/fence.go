@@ -164,6 +164,10 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 				settings[elems[i]] = elems[i+1]
 			}
 		}
+		repl := res[who0+5]
+		if repl[0] == '$' {
+			info = append(append(info, '\n'), repl[1:]...)
+		}
 		f.known.Set(adapter.ParseFacts(addr, string(info[1:]), ttl, settings))
 	}
 	kills, taken := f.given.Kills(who)
