@@ -282,6 +282,16 @@ func migrateSlot(ctx context.Context, shards []shard, key string) error {
 			return err
 		}
 	}
+	// The other masters are told too, as redis-cli's reshard does: one
+	// that learnt the slot's new owner only by gossip could still place
+	// it on the old one, and after a failover of the new owner keep it
+	// failed for good (seen as cluster_slots_fail:1 for more than 30 s on
+	// one process, after a migration and then a failover of the node).
+	for _, s := range shards {
+		if p := s.master; p != src && p != dst && p.Running() && !p.Frozen() {
+			_ = p.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err() // best effort: gossip tells it anyway
+		}
+	}
 	return nil
 }
 
