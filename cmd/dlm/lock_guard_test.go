@@ -221,15 +221,7 @@ func TestLockStoppedWithItsGuard(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the kernel timers are Linux only")
 	}
-	c := redlocktest.Start(t, 3)
-	urls := c.URLs()
 	const ttl, nodeTimeout = 3 * time.Second, time.Second
-	next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, 0, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(closeNext)
-
 	for _, tc := range []struct {
 		name    string
 		noPIDNS bool
@@ -241,6 +233,14 @@ func TestLockStoppedWithItsGuard(t *testing.T) {
 			if !tc.noPIDNS && !canPIDNamespace() {
 				t.Skip("no PID namespace for this process")
 			}
+			t.Parallel()
+			c := redlocktest.Start(t, 3) // its own nodes, for the next holder
+			urls := c.URLs()
+			next, closeNext, err := dial(defaultAdapter, urls, tlsFiles{}, 0, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(closeNext)
 			mark := filepath.Join(t.TempDir(), "ready")
 			// Without a namespace, one process: the kernel kills the
 			// guard and, by its parent-death signal, the command's first

@@ -20,7 +20,6 @@ import (
 // [...] of the command still run 8s after the flush, past the lock's
 // validity").
 func TestLockStoppedGuardLostLock(t *testing.T) {
-	c := redlocktest.Start(t, 3)
 	const ttl = 3 * time.Second
 	for _, tc := range []struct {
 		name    string
@@ -33,6 +32,8 @@ func TestLockStoppedGuardLostLock(t *testing.T) {
 			if !tc.noPIDNS && !canPIDNamespace() {
 				t.Skip("no PID namespace for this process")
 			}
+			t.Parallel()
+			c := redlocktest.Start(t, 3) // its own nodes: the flush is this case's
 			mark := filepath.Join(t.TempDir(), "ready")
 			args := []string{"lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", ttl.String(), "--node-timeout", "1s", "--grace", "60s"}
 			if tc.noPIDNS {

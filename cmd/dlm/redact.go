@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"dlm/redlock"
 )
@@ -25,10 +26,6 @@ const redacted = "xxxxx"
 // maxCommas bounds the commas of a password that newRedactorOf finds
 // whole in a list of URLs (more are found piece by piece).
 const maxCommas = 16
-
-// minSecret is the shortest password also replaced where it appears
-// outside a URL: shorter ones would blank out ordinary words.
-const minSecret = 4
 
 // redactor hides the passwords of node URLs in text. Its reading of a URL
 // is redlock.RedactURL's, the one the library's own errors use: a URL with
@@ -60,7 +57,7 @@ func newRedactorOf(words []string) *redactor {
 	r := &redactor{}
 	seen := map[string]bool{}
 	add := func(s string) {
-		if len(s) >= minSecret && !seen[s] {
+		if s != "" && !seen[s] {
 			seen[s] = true
 			r.secrets = append(r.secrets, s)
 		}
@@ -109,16 +106,88 @@ var urlWord = regexp.MustCompile(`\S*@[^\s,]*`)
 
 // String returns s with the password of every URL in it replaced
 // ("user:xxxxx@", or "xxxxx@" for the password-only form; credentialAt
-// says what is read as one) and every known password replaced wherever it
-// appears. A nil redactor knows no password
-// and hides only the user information of URLs.
+// says what is read as one) and every known password replaced where it
+// stands as a credential (inCredential), never elsewhere: a password that
+// is a common word ("true", "ok") leaves that word alone in JSON and
+// messages. A nil redactor knows no password and hides only the user
+// information of URLs.
 func (r *redactor) String(s string) string {
 	if r != nil {
 		for _, sec := range r.secrets {
-			s = strings.ReplaceAll(s, sec, redacted)
+			s = replaceCredential(s, sec)
 		}
 	}
 	return urlWord.ReplaceAllStringFunc(s, redactWord)
+}
+
+// replaceCredential replaces each occurrence of the password sec in s
+// that stands as a credential (inCredential).
+func replaceCredential(s, sec string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); {
+		k := strings.Index(s[i:], sec)
+		if k < 0 {
+			break
+		}
+		k += i
+		if j := k + len(sec); inCredential(s, k, j) {
+			b.WriteString(s[last:k])
+			b.WriteString(redacted)
+			last, i = j, j
+			continue
+		}
+		i = k + 1
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// urlScheme finds a URL scheme in a word: what precedes a password cut
+// from its "@" (a node list split at a comma in the password).
+var urlScheme = regexp.MustCompile(`(?i)(^|[^A-Za-z0-9+.-])([A-Za-z][A-Za-z0-9+.-]*:/|rediss?:|unix:)`)
+
+// inCredential reports whether s[i:j], a known password, stands where a
+// URL's password does, so that replacing it hides a credential and no
+// ordinary word: it starts the word or follows ":", "/", "," or an
+// opening quote or bracket, and either ends at the "@" of the user
+// information, or ends the word of a URL cut after it (at a comma of a
+// node list, or a quote): after a scheme (redis://alice:pw,
+// "rediss://pw"), after user: without one (alice:pw), or in the port
+// that Go's URL parser quotes (invalid port ":pw").
+func inCredential(s string, i, j int) bool {
+	start := strings.LastIndexFunc(s[:i], unicode.IsSpace) + 1
+	var prev byte
+	if i > 0 {
+		prev = s[i-1]
+	}
+	if i != start && !strings.ContainsRune(":/,\"'`([{<=", rune(prev)) {
+		return false // inside a longer word: "true" in "untrue"
+	}
+	if j < len(s) && s[j] == '@' {
+		return true
+	}
+	if j < len(s) && !strings.ContainsRune(",\"'`)]}>", rune(s[j])) && !unicode.IsSpace(rune(s[j])) {
+		return false // the word goes on: "true" in "trueness", "true." in prose
+	}
+	word := s[start:i]
+	switch {
+	case prev != ':' && prev != '/' && prev != ',':
+		return false
+	case urlScheme.MatchString(word):
+		return true
+	case strings.HasSuffix(s[:i], `port ":`):
+		return true
+	case prev == ':':
+		// user:password, the user made of a user name's characters and
+		// starting the word (after its quotes).
+		user := strings.TrimLeft(word[:len(word)-1], "\"'`([{<")
+		return user != "" && strings.IndexFunc(user, func(r rune) bool { return !isUserRune(r) }) < 0
+	}
+	return false
 }
 
 // redactWord hides the password of the URL that ends the word w (up to

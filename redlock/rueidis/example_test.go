@@ -32,10 +32,14 @@ func ExampleDial() {
 }
 
 // Workers of one process share one client: when one unlocks while another
-// waits for the same resource, the lock passes to the waiter without a
-// round trip, under the waiter's own value (the nodes swap it in one
-// script). After 8 passes in a row the release is announced to every
-// client's waiters, so that other processes get their turn.
+// waits for the same resource, Unlock acquires on the waiter's behalf,
+// each node turning the key from the holder's value into the waiter's in
+// one script, so that the key is never free; the waiter's Lock returns
+// once a quorum holds its own value. (With redlock.WithHandoffKeep the
+// waiter may instead keep the holder's lock as it is, value included,
+// and Unlock asks no node.) After 8 hand-overs in a row the release is
+// announced to every client's waiters, so that other processes get their
+// turn.
 func ExampleDial_workersShareALock() {
 	client, err := rueidis.Dial([]string{
 		"redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379",
