@@ -237,6 +237,7 @@ func (n *Node) writer(oc *outConn) {
 			}
 			conn, gen := oc.conn, oc.gen
 			batch := oc.log[oc.sent-oc.base:]
+			end := oc.sent + uint64(len(batch))
 			oc.busy = true
 			oc.mu.Unlock()
 			if bwConn != conn {
@@ -256,7 +257,7 @@ func (n *Node) writer(oc *outConn) {
 			oc.mu.Lock()
 			oc.busy = false
 			if err == nil && oc.gen == gen {
-				oc.sent += uint64(len(batch))
+				oc.sent = max(oc.sent, end)
 			}
 			oc.mu.Unlock()
 			if err != nil {
@@ -323,6 +324,9 @@ func (oc *outConn) trim(k uint64) {
 	}
 	oc.log = oc.log[k-oc.base:]
 	oc.base = k
+	// The peer may acknowledge frames of a batch the writer is still
+	// writing: the next batch starts after them.
+	oc.sent = max(oc.sent, k)
 	if len(oc.log) == 0 {
 		oc.log = nil
 	}
