@@ -615,14 +615,30 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 				}
 				up()
 				last, refused = nil, nil
+				attached := time.Now()
 				select {
 				case <-down:
-					continue
 				case <-ctx.Done():
 					return nil
 				case <-n.done:
 					return ErrClosed
 				}
+				// Dial again at once, unless the connection broke as
+				// soon as it was up (a peer that resets every link must
+				// not make this general dial without pause).
+				if wait := redialPause - time.Since(attached); wait > 0 {
+					t := time.NewTimer(wait)
+					select {
+					case <-ctx.Done():
+						t.Stop()
+						return errors.Join(fmt.Errorf("tcp: general %d to %d: the link broke", n.id, id), ctx.Err())
+					case <-n.done:
+						t.Stop()
+						return ErrClosed
+					case <-t.C:
+					}
+				}
+				continue
 			}
 			if ctx.Err() == nil {
 				refused = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
