@@ -237,6 +237,7 @@ func (n *Node) writer(oc *outConn) {
 			}
 			conn, gen := oc.conn, oc.gen
 			batch := oc.log[oc.sent-oc.base:]
+			end := oc.sent + uint64(len(batch))
 			oc.busy = true
 			oc.mu.Unlock()
 			if bwConn != conn {
@@ -256,7 +257,7 @@ func (n *Node) writer(oc *outConn) {
 			oc.mu.Lock()
 			oc.busy = false
 			if err == nil && oc.gen == gen {
-				oc.sent += uint64(len(batch))
+				oc.sent = max(oc.sent, end)
 			}
 			oc.mu.Unlock()
 			if err != nil {
@@ -323,6 +324,9 @@ func (oc *outConn) trim(k uint64) {
 	}
 	oc.log = oc.log[k-oc.base:]
 	oc.base = k
+	// The peer may acknowledge frames of a batch the writer is still
+	// writing: the next batch starts after them.
+	oc.sent = max(oc.sent, k)
 	if len(oc.log) == 0 {
 		oc.log = nil
 	}
@@ -611,14 +615,30 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 				}
 				up()
 				last, refused = nil, nil
+				attached := time.Now()
 				select {
 				case <-down:
-					continue
 				case <-ctx.Done():
 					return nil
 				case <-n.done:
 					return ErrClosed
 				}
+				// Dial again at once, unless the connection broke as
+				// soon as it was up (a peer that resets every link must
+				// not make this general dial without pause).
+				if wait := redialPause - time.Since(attached); wait > 0 {
+					t := time.NewTimer(wait)
+					select {
+					case <-ctx.Done():
+						t.Stop()
+						return errors.Join(fmt.Errorf("tcp: general %d to %d: the link broke", n.id, id), ctx.Err())
+					case <-n.done:
+						t.Stop()
+						return ErrClosed
+					case <-t.C:
+					}
+				}
+				continue
 			}
 			if ctx.Err() == nil {
 				refused = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)

@@ -318,3 +318,30 @@ func TestLyingResumeIsTheLiarsFault(t *testing.T) {
 		t.Errorf("Lost(1) = true: a traitor's lie about where its stream resumes makes loyal general 0 say it ran out of time")
 	}
 }
+
+// TestAckDuringWriteKeepsTheStream: the peer may acknowledge frames of a
+// batch the writer is still writing (it reads them as the buffer is
+// flushed). The link's next frame to write must stay within what is
+// held, and the batch's end must not move it back (regression: the
+// acknowledgement moved the start of what is held past the next frame to
+// write, and the writer's next batch began before it: a slice out of
+// range).
+func TestAckDuringWriteKeepsTheStream(t *testing.T) {
+	oc := &outConn{}
+	for i := range 20 {
+		oc.log = append(oc.log, []byte{kindMarker, 0, byte(i)})
+		oc.queued += 3
+	}
+	end := oc.sent + uint64(len(oc.log)) // the writer took every frame
+	oc.trim(15)                          // the peer took 15 of them meanwhile
+	if oc.sent < oc.base {
+		t.Fatalf("after an acknowledgement of 15: next frame to write %d, first held %d: the next batch would begin before what is held", oc.sent, oc.base)
+	}
+	oc.sent = max(oc.sent, end) // the writer's batch is written
+	if got, want := oc.sent, uint64(20); got != want {
+		t.Errorf("next frame to write = %d, want %d", got, want)
+	}
+	if got, want := oc.queued, 5*3; got != want {
+		t.Errorf("bytes held = %d, want %d", got, want)
+	}
+}

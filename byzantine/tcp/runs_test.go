@@ -13,7 +13,7 @@ import (
 )
 
 // newKeys returns n fresh ed25519 private keys.
-func newKeys(t *testing.T, n int) []ed25519.PrivateKey {
+func newKeys(t testing.TB, n int) []ed25519.PrivateKey {
 	t.Helper()
 	keys := make([]ed25519.PrivateKey, n)
 	for i := range keys {
@@ -28,7 +28,7 @@ func newKeys(t *testing.T, n int) []ed25519.PrivateKey {
 
 // listenAt starts a node for general id with key priv on addr and closes it
 // at the end of the test.
-func listenAt(t *testing.T, addr string, id byzantine.ID, priv ed25519.PrivateKey) *Node {
+func listenAt(t testing.TB, addr string, id byzantine.ID, priv ed25519.PrivateKey) *Node {
 	t.Helper()
 	n, err := Listen(addr, id, priv, 0)
 	if err != nil {
