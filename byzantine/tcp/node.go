@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"dlm/byzantine"
@@ -136,6 +137,9 @@ type Node struct {
 	inbound map[byzantine.ID]net.Conn // each peer's current authenticated inbound connection
 	pending []*pendingConn            // inbound connections still in their handshake, oldest first
 	nonces  map[[nonceSize]byte]bool  // dialer nonces proven in this run: a replayed hello is refused
+	// refusing: peers whose link had been up and whose address now
+	// refuses connections (their process ended).
+	refusing map[byzantine.ID]bool
 	// start and round are the run's schedule, when the node runs on one
 	// (see onSchedule): Lost then judges a message by its round's
 	// deadline.
@@ -514,6 +518,7 @@ func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
 	n.keys = keys
 	n.run = run
 	n.nonces = make(map[[nonceSize]byte]bool)
+	n.refusing = make(map[byzantine.ID]bool)
 	n.in = make(chan byzantine.Inbound, len(keys)*PeerQueue)
 	n.recvd = make([]atomic.Uint64, len(keys))
 	n.rmu = make([]sync.Mutex, len(keys))
@@ -646,6 +651,9 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 			conn.Close()
 			err = fmt.Errorf("tcp: general %d to %d: %w", n.id, id, err)
 		} else {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				n.listenerGone(id)
+			}
 			err = fmt.Errorf("tcp: general %d cannot reach %d at %s: %w", n.id, id, addr, err)
 		}
 		last = err
@@ -1039,9 +1047,11 @@ func (n *Node) readLoop(conn net.Conn, pc *pendingConn, early []byte) {
 			tooLarge := errors.Is(err, ErrFrameTooLarge)
 			// A reset seen first by a write of the acker reads as an
 			// orderly close afterwards (the socket's error is reported
-			// once): an EOF is the peer leaving only if no write failed.
-			left := errors.Is(err, io.EOF) && stopAcker() == nil
-			if current() && (tooLarge || left) {
+			// once): an EOF is the peer leaving unless the acker's
+			// write was reset. (A write after the peer's orderly close
+			// fails too, but with a broken pipe.)
+			left := errors.Is(err, io.EOF) && !errors.Is(stopAcker(), syscall.ECONNRESET)
+			if current() && (tooLarge || left || n.refusesDials(peer)) {
 				ev := byzantine.Inbound{From: peer, Gone: true}
 				if tooLarge {
 					ev.Rejected = byzantine.RejectOversized
@@ -1084,6 +1094,41 @@ func (n *Node) readLoop(conn net.Conn, pc *pendingConn, early []byte) {
 			}
 		}
 	}
+}
+
+// listenerGone records that peer, whose link had been up, refuses
+// connections: nothing listens at its address any more, its process has
+// ended. If its connection to this general has broken too, the peer is
+// reported gone now, rather than waited for at every deadline.
+func (n *Node) listenerGone(peer byzantine.ID) {
+	n.mu.Lock()
+	oc := n.out[peer]
+	n.mu.Unlock()
+	oc.mu.Lock()
+	wasUp := oc.everUp
+	if wasUp {
+		oc.left = true // no use waiting for it at the end (Flush)
+	}
+	oc.mu.Unlock()
+	if !wasUp {
+		return // absent from the start: its deadlines find it out
+	}
+	n.mu.Lock()
+	first := !n.refusing[peer]
+	n.refusing[peer] = true
+	_, linked := n.inbound[peer]
+	n.mu.Unlock()
+	if first && !linked {
+		n.push(byzantine.Inbound{From: peer, Gone: true, At: time.Now()})
+	}
+}
+
+// refusesDials reports whether peer's link had been up and its address
+// now refuses connections (see listenerGone).
+func (n *Node) refusesDials(peer byzantine.ID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.refusing[peer]
 }
 
 // acker writes on conn the count of peer's frames taken, each time ack

@@ -345,3 +345,37 @@ func TestAckDuringWriteKeepsTheStream(t *testing.T) {
 		t.Errorf("bytes held = %d, want %d", got, want)
 	}
 }
+
+// TestCrashedPeerIsGone: general 1 dies with general 0's frames unread in
+// its socket, so its kernel resets the connections rather than closing
+// them in order. A reset alone does not mean a peer left (its link is
+// dialled again), but a peer whose address then refuses connections has:
+// general 0 must report it gone at once, not wait for it at every
+// deadline (regression: once resets no longer meant gone, a crashed
+// general cost every round its timeout, and a general whose last frames
+// to it were unacknowledged waited a round timeout more before it could
+// close).
+func TestCrashedPeerIsGone(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	nodes := linkedPair(ctx, t)
+	for i := range 1000 {
+		if err := nodes[0].Send(ctx, byzantine.Message{From: 0, To: 1, Seq: uint64(i), Path: []byzantine.ID{0}, Order: byzantine.Attack}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, func() bool { return len(nodes[1].slots[0]) == PeerQueue })
+	nodes[1].Close()
+	rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer rcancel()
+	ev, err := nodes[0].Recv(rctx)
+	if err != nil || !ev.Gone || ev.From != 1 {
+		t.Fatalf("general 0 after general 1 died: %+v, %v; want general 1 gone", ev, err)
+	}
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	began := time.Now()
+	if err := nodes[0].Flush(fctx); err != nil {
+		t.Errorf("Flush waited %v for a general that died: %v", time.Since(began), err)
+	}
+}
