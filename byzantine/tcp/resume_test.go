@@ -379,3 +379,25 @@ func TestCrashedPeerIsGone(t *testing.T) {
 		t.Errorf("Flush waited %v for a general that died: %v", time.Since(began), err)
 	}
 }
+
+// TestAckAheadOfTheWriter: a peer that acknowledges frames the writer has
+// not written yet (only a traitor can: they were never sent) leaves the
+// stream in a state the writer can read: the next frame to write is never
+// before the first one kept. Before the acknowledgement advanced it, the
+// writer computed a negative offset into its log and panicked (found by a
+// review's isolated test, "slice bounds out of range").
+func TestAckAheadOfTheWriter(t *testing.T) {
+	oc := &outConn{}
+	for range 3 {
+		oc.log = append(oc.log, []byte{kindMarker, 0, 0})
+		oc.queued += 3
+	}
+	oc.trim(3) // all three acknowledged, none written
+	if oc.sent < oc.base || oc.queued != 0 || len(oc.log) != 0 {
+		t.Fatalf("after an acknowledgement ahead of the writer: sent %d, base %d, queued %d, log %d; want sent >= base and nothing kept", oc.sent, oc.base, oc.queued, len(oc.log))
+	}
+	oc.log = append(oc.log, []byte{kindMarker, 0, 0})
+	if batch := oc.log[oc.sent-oc.base:]; len(batch) != 1 {
+		t.Fatalf("the next batch holds %d frames, want the one queued after", len(batch))
+	}
+}
