@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"dlm/redlock"
 )
@@ -520,7 +521,7 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 	for {
 		select {
 		case sig := <-child.stops:
-			if r.stopJob(child.tty, sig, h.what, deadline(), group) {
+			if r.stopJob(child.tty, pgid, sig, h.what, deadline(), group) {
 				stoppedJob = true
 			}
 		case <-conts:
@@ -616,15 +617,20 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 // as the kernel does not stop a command in a group without job control.
 // A SIGSTOP of the command alone stops only the command, as under
 // flock(1). It reports whether dlm stopped.
-func (r *lockRun) stopJob(tty int, sig syscall.Signal, what string, deadline time.Time, group func(syscall.Signal)) bool {
+func (r *lockRun) stopJob(tty, pgid int, sig syscall.Signal, what string, deadline time.Time, group func(syscall.Signal)) bool {
 	if tty < 0 || (sig != syscall.SIGTSTP && sig != syscall.SIGTTIN && sig != syscall.SIGTTOU) {
 		return false
+	}
+	if !groupStopped(pgid) {
+		return false // continued since (fg, bg): a report that came late
 	}
 	if !jobControl() {
 		group(syscall.SIGCONT)
 		return false
 	}
-	takeTerminalBack(tty)
+	if pg, err := unix.IoctlGetInt(tty, unix.TIOCGPGRP); err == nil && pg == pgid {
+		takeTerminalBack(tty) // not when the job runs in the background (bg): the shell has it
+	}
 	if !deadline.IsZero() {
 		r.errf("stopped: the %s is not extended while the job is stopped; continue it (fg) within %v, or the command is killed at the end of its validity",
 			what, max(0, time.Until(deadline)).Round(100*time.Millisecond))

@@ -124,7 +124,9 @@ func procState(pid int) byte {
 
 // TestLockJobControl: dlm lock run from an interactive shell behaves as
 // flock(1) does under job control. Ctrl-Z stops the whole job (dlm and the
-// command), and the shell gets its prompt back; fg continues it, with the
+// command), and the shell gets its prompt back; bg continues it in the
+// background, where the command's read of the terminal stops the job
+// again while the shell keeps the terminal; fg continues it, with the
 // terminal, and Ctrl-C then ends it (exit 130). The lock is not extended
 // while the job is stopped: a job stopped past the lock's validity has its
 // command killed at the end of it (the next holder then gets the lock and
@@ -174,6 +176,20 @@ func TestLockJobControl(t *testing.T) {
 		}
 		if !strings.Contains(sh.out.String(), "not extended while the job is stopped") {
 			t.Errorf("dlm does not say that the lock is not extended while the job is stopped: %q", sh.out.String())
+		}
+		// bg: the job runs in the background, where the command's read of
+		// the terminal stops it again (SIGTTIN), and the shell keeps the
+		// terminal.
+		bg := len(sh.out.String())
+		sh.send("bg\n")
+		sh.expect("not extended while the job is stopped") // dlm stopped again
+		redlocktest.Eventually(t, 30*time.Second, func() bool { return procState(dlm) == 'T' },
+			"dlm never stopped again after bg, with its command reading the terminal; terminal: %q", sh.out.String())
+		sh.send("echo still-here\n")
+		sh.expect("still-here")
+		sh.expect(shellPrompt) // the shell reports the stop before this prompt at the latest
+		if after := sh.out.String()[bg:]; !strings.Contains(after, "Stopped") {
+			t.Errorf("the shell did not report the job stopped after bg: %q", after)
 		}
 		sh.send("fg\n")
 		sh.send("hello\n")

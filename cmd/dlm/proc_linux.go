@@ -250,3 +250,29 @@ func waitAdopted(pid int) {
 		}
 	}
 }
+
+// groupStopped reports whether a process of the group pgid is stopped
+// now: whether the command, whose stop the guard reported, has not been
+// continued since.
+func groupStopped(pgid int) bool {
+	dir, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range dir {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) STATE PPID PGRP ...: the fields follow the last ')'.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] == "T" {
+			return true
+		}
+	}
+	return false
+}
