@@ -84,8 +84,8 @@ everything it started never outlive the lock: the guard knows the end of
 the lock's validity (dlm sends it each new one after an extension) and
 kills them all with SIGKILL a twentieth of the ttl before it, should dlm be
 stopped or too slow to extend (and, should the guard be stopped too, as
-pkill -STOP dlm does, a kernel timer kills them at the end of the
-validity); when the command exits, what it left running is killed
+pkill -STOP dlm does, a kernel timer kills them half that margin before
+the end of the validity); when the command exits, what it left running is killed
 before the lock is released; if dlm dies, even by
 SIGKILL, the guard kills them at once; if the guard dies, with dlm or
 alone, the kernel ends the PID namespace and everything in it. On Linux,

@@ -66,8 +66,8 @@ const noDeadline int64 = math.MaxInt64
 //     stopped (SIGSTOP, a debugger, a swapped-out machine) or too slow to
 //     extend cannot leave the command running past the validity.
 //   - Should the guard not run then (stopped with dlm, as `pkill -STOP dlm`
-//     does, or starved), on Linux a kernel timer kills with SIGKILL at the
-//     end of the validity, which the kernel delivers to a stopped process
+//     does, or starved), on Linux a kernel timer kills with SIGKILL half
+//     the margin before the end of the validity, which the kernel delivers to a stopped process
 //     too: without a namespace the guard's own (killTimer), and the
 //     command's parent-death signal kills the command; in a namespace,
 //     where the kernel drops a signal its first process sends itself, the
@@ -195,9 +195,13 @@ type guardDeadline struct {
 	// soft is when the guard kills the command itself, says so and exits
 	// 74: the end of the lock's validity less a margin.
 	soft int64
-	// hard is the end of the validity itself, at which the kernel kills
-	// the guard (killTimer) should it not have ended the command by
-	// then: stopped with dlm, or starved.
+	// hard is half the margin before the end of the validity, at which
+	// the kernel kills the guard (killTimer, or the sentinel's timer)
+	// should it not have ended the command by then: stopped with dlm, or
+	// starved. Not the end itself: the deaths that follow the timer (the
+	// sentinel's, the guard's by its parent-death signal, the
+	// namespace's) take scheduling time, which a loaded machine stretches
+	// past the few milliseconds of clock drift the validity keeps.
 	hard int64
 }
 
@@ -207,12 +211,12 @@ const frameSize = 16
 
 // deadlineFrame encodes the end of a lock's validity until (on this
 // process's clock) as a deadline frame for the guard: soft margin before
-// it, hard at it. A zero until is no deadline.
+// it, hard half the margin before it. A zero until is no deadline.
 func deadlineFrame(until time.Time, margin time.Duration) []byte {
 	soft, hard := noDeadline, noDeadline
 	if !until.IsZero() {
-		hard = monoNow() + int64(time.Until(until))
-		soft = hard - int64(margin)
+		end := monoNow() + int64(time.Until(until))
+		soft, hard = end-int64(margin), end-int64(margin/2)
 	}
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(soft)), uint64(hard))
 }
