@@ -464,8 +464,10 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 func (n *Node) Addr() string { return n.ln.Addr().String() }
 
 // Refused returns how many inbound connections were refused: failed
-// handshakes, connections above MaxHandshakes, and second connections of
-// an already connected peer.
+// handshakes (a first frame that is no valid hello, a replayed hello, a
+// proof that fails) and connections above MaxHandshakes or closed to make
+// room. A peer's newer proven connection is not refused: it replaces the
+// older one.
 func (n *Node) Refused() int { return int(n.refused.Load()) }
 
 // DialFailures returns how many of this node's dials of its peers failed,
