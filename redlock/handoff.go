@@ -113,13 +113,12 @@ type listening struct {
 	// watched holds the nodes each key with waiters listens on
 	// (subscribe).
 	watched map[string][]int
-	// fresh holds the keys whose subscriptions no node confirmed yet,
-	// each with the generation of its latest subscription (subGen): a
-	// release between a waiter's failed attempt and the first
-	// confirmation is announced to nobody here, so the first
-	// confirmation of that subscription looks at the key (confirmed). A
-	// Watch of an earlier one, still queued, is followed by its Unwatch,
-	// and must not take the look.
+	// fresh holds the keys with waiters, each with the generation of its
+	// latest subscription (subGen): a release between a waiter's failed
+	// attempt and a node's confirmation is announced to nobody there, so
+	// each confirmation of that subscription looks at the key
+	// (confirmed). A Watch of an earlier one, still queued, is followed
+	// by its Unwatch, and must not take a look.
 	fresh  map[string]uint64
 	subGen uint64 // subscriptions made so far: the last one's generation
 }

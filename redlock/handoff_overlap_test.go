@@ -255,7 +255,7 @@ func TestLookBelongsToTheLatestSubscription(t *testing.T) {
 // subscription is confirmed, and the look there wakes the waiter; its
 // second attempt is granted on a and reaches b and c before the holder's
 // releases do, and is refused there; b's subscription is confirmed only
-// after that release. Nothing is announced to the waiter any more: before
+// once the call returned (its look would find the key free). Nothing is announced to the waiter any more: before
 // the fix it slept out its retry delay ("acquired after 1m0s, want before
 // the minimum retry delay 1m0s"), as TestWaiterOverlappingReleaseRedis
 // did in about one adapter-run in four under -race. Now an attempt on a
@@ -331,13 +331,92 @@ func TestLookIsOneNodesAnnouncement(t *testing.T) {
 		start := time.Now()
 		mems[b].Thaw() // refused, then released: announced to nobody
 		mems[cc].Thaw()
-		synctest.Wait()
-		close(openB)
-		if err := <-got; err != nil {
+		err = <-got
+		close(openB) // b's Watch and its look only now (Close waits for them)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if waited := time.Since(start); waited >= delay {
 			t.Errorf("acquired after %v, want before the minimum retry delay %v (attempts: %d)", waited, delay, obs.count()-before)
+		}
+	})
+}
+
+// Every node of a new subscription looks at the key once it confirms, not
+// only the first: the first may still hold the holder's key when the
+// others are free, because the holder's release reached it late or not at
+// all (its release timed out on a busy node, and the key lives out its
+// ttl, announced to nobody). Forced on 3 in-memory nodes, of which the
+// waiter listens on two (a and b), each subscription held at a gate: the
+// waiter's first attempt fails on the holder's keys; the holder releases
+// a and c before the waiter listens (announced to nobody), and never b;
+// b's subscription is confirmed first, and its look finds the key held.
+// Before the fix nothing woke the waiter ("acquired after 1m0s, want
+// before the minimum retry delay 1m0s"), as
+// TestWaiterOverlappingReleaseRedis saw over both adapters under -race
+// ("after 1 attempt(s)", the looked-at node's announcement never heard);
+// now a's look finds the key free, and the waiter takes a and c.
+func TestEveryNodeOfASubscriptionLooks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			ttl    = time.Hour
+			delay  = time.Minute
+			key    = "dlm:lock:r"
+			holder = "holder's value"
+		)
+		ctx := context.Background()
+		_, mems := redlocktest.NewMemNodes(3)
+		gates := make([]*watchGate, len(mems))
+		nodes := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			gates[i] = &watchGate{}
+			nodes[i] = gatedWatchNode{m, gates[i]}
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		warm, err := c.Lock(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // warm's subscriptions are gone
+		watched := redlock.WatchNodes(c, "r")
+		if len(watched) != 2 {
+			t.Fatalf("the client listens on %v, want 2 nodes", watched)
+		}
+		a, b := watched[0], watched[1]
+		cc := 3 - a - b
+		for _, m := range mems {
+			if ok, err := m.Acquire(ctx, key, holder, ttl); !ok || err != nil {
+				t.Fatalf("the holder's key on %v: %v %v", m, ok, err)
+			}
+		}
+		openA, openB := gates[a].set(), gates[b].set()
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "r")
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		synctest.Wait()                           // failed on every node; both Watch calls at their gates
+		mems[a].ReleaseAnnounce(ctx, key, holder) // announced to nobody
+		mems[cc].ReleaseAnnounce(ctx, key, holder)
+		start := time.Now()
+		close(openB) // b's Watch, then its look: held
+		synctest.Wait()
+		close(openA) // a's Watch, then its look: free
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(start); waited >= delay {
+			t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, delay)
 		}
 	})
 }

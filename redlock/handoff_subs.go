@@ -108,15 +108,19 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 	}
 }
 
-// confirmed is told that node n (node i) now delivers key's announced releases
-// (op, a Watch). On the first such node of the subscription made when
-// key's waiters began to listen (subscribe) or moved to other nodes
-// (rewatch), the release they wait for may have
-// come after their failed attempt and before anybody listened, announced
-// to nobody: they would sleep out R10's delay while the key is free. So
-// the node is asked for the key (adapter.InspectNode), and the longest
-// waiter is woken when the key is free there (wakeLooked); a key still
-// held will be released under the subscription, and announced. A key held
+// confirmed is told that node n (node i) now delivers key's announced
+// releases (op, a Watch). On each node of the subscription made when key's
+// waiters began to listen (subscribe) or moved to other nodes (rewatch),
+// the release they wait for may have come after their failed attempt and
+// before anybody listened, announced to nobody: they would sleep out R10's
+// delay while the key is free. So the node is asked for the key
+// (adapter.InspectNode), and the longest waiter is woken when the key is
+// free there (wakeLooked); a key still held will most likely be released
+// under the subscription, and announced. Every node of the subscription
+// looks, not only the first to confirm: the holder's release may reach
+// one node late or not at all (it timed out on a busy node, and the key
+// lives out its ttl, announced to nobody) while the others are free;
+// the waiter is then woken at most once more than it needs. A key held
 // by the failed attempt of the waiter to wake (gave) is free once that
 // attempt's releases (R8.5) are answered: the attempt may have reached n
 // after the release, and n answered it late. The waiter is woken then
@@ -128,9 +132,6 @@ func (h *handoff) confirmed(ctx context.Context, i int, n adapter.HandoffNode, o
 	h.mu.Lock()
 	gen, fresh := h.fresh[key]
 	fresh = fresh && gen == op.gen // not a Watch that an Unwatch follows
-	if fresh {
-		delete(h.fresh, key)
-	}
 	h.mu.Unlock()
 	in, ok := n.(adapter.InspectNode)
 	if !fresh || !ok {

@@ -533,24 +533,19 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 }
 
 // wakeLooked wakes w, which the look after subscribing at node from
-// found free to go (handoff_subs.go: confirmed): at once, or, when its last attempt split the
-// votes, as an announcement would, in its client's rank and with a jitter
-// (wait), which keeps the next split away as R10's delay does; set: w
-// waits for a set. A look is an announcement of node from that the key
-// is free: an attempt that goes at once on it and fails may have reached
-// another node before the release it was woken for (next: afterFirst).
-// Called with h.mu held.
+// found free to go (handoff_subs.go: confirmed), as node from's
+// announcement of the release would: in its client's rank, and with a
+// jitter when its last attempt split the votes (wait), which keeps the
+// next split away as R10's delay does; an attempt that goes at once on it
+// and fails may have reached another node before the release it was
+// woken for (next: afterFirst). set: w waits for a set, and goes at once
+// (with a jitter after a split). Called with h.mu held.
 func (h *handoff) wakeLooked(key string, w *waiter, set bool, from int) {
-	switch {
-	case set:
-		h.wake(w, true) // a set's waiter: with a jitter after a split (wait)
-	case w.split:
-		h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: from})
-	case from >= 0:
-		h.give(w, wake{remote: true, from: from})
-	default:
-		h.wake(w, false)
+	if set {
+		h.wake(w, true)
+		return
 	}
+	h.give(w, wake{remote: true, slots: h.rank(h.turns[key]), from: from})
 }
 
 // end takes a finished Lock call out of its key's queue, or a LockAll
