@@ -46,7 +46,10 @@ func newTortureCmd() *cobra.Command {
 (toxiproxy) in front of each for every group of clients, runs Redlock
 clients, injects real faults (SIGKILL and restart with or without
 persistence or delay, SIGSTOP, slow and cut links, clock jumps under
-libfaketime, client pauses past the ttl), records a history on one
+libfaketime, client pauses past the ttl; on nodes that are Redis Clusters,
+with --cluster-nodes or the cluster scenarios, masters killed, paused,
+failed over by hand, cut from their cluster while clients still reach
+them, and slots migrated), records a history on one
 monotonic clock and checks it: mutual exclusion, fencing (stale writes to a
 protected register), linearizability of the register (porcupine) and
 liveness.
