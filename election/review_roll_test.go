@@ -43,8 +43,14 @@ func TestLeadershipSurvivesRollingRestart(t *testing.T) {
 				// failed on a machine at load 9-19, both adapters: the
 				// one renewal came late and the next restart left one
 				// node holding the key.
-				redlocktest.Eventually(t, 10*time.Second, func() bool { return len(s.MustKeys("dlm:lock:")) > 0 },
-					"the restarted node %s never got the leader's key back", s.Addr())
+				redlocktest.Eventually(t, 10*time.Second, func() bool {
+					select {
+					case <-lead.Done(): // no renewal can restore the key any more
+						t.Fatalf("leadership ended while node %s was restarted: %v", s.Addr(), lead.Err())
+					default:
+					}
+					return len(s.MustKeys("dlm:lock:")) > 0
+				}, "the restarted node %s never got the leader's key back", s.Addr())
 			}
 			select {
 			case <-lead.Done():

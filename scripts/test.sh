@@ -57,11 +57,14 @@ export DLM_REQUIRE_REDIS=1
 # compute, while the tests mostly wait, so the checks take the CPU the
 # tests leave idle instead of minutes before them. Their output is printed
 # when both have ended; a finding fails the run as before.
+# They run in a process group of their own, so that they can be given the
+# normal priority once the tests end (as root) and are stopped with this
+# script.
 checks_log=$(mktemp)
-trap 'rm -f "$checks_log"' EXIT
 echo "== go vet ./... and staticcheck ./..., beside the tests at low priority (${SECONDS}s into test.sh)"
-nice -n 15 bash -c 'go vet ./... && echo "== staticcheck ./..." && "$1" ./...' check "$staticcheck" >"$checks_log" 2>&1 &
+setsid -w nice -n 15 bash -c 'go vet ./... && echo "== staticcheck ./..." && "$1" ./...' check "$staticcheck" >"$checks_log" 2>&1 &
 checks=$!
+trap 'kill -- -"$checks" 2>/dev/null || true; rm -f "$checks_log"' EXIT
 echo "== go test -race ./... (${SECONDS}s)"
 # The longest packages first (cmd/dlm, then redlock), so that they do not
 # start last and run alone; and one package more at once than the CPUs:
@@ -74,6 +77,7 @@ procs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 tests_rc=0
 go test -race -count=1 -timeout 15m -p $((procs + 1)) $first $(printf '%s\n' $pkgs | grep -vxF -e dlm/cmd/dlm -e dlm/redlock) || tests_rc=$?
 checks_rc=0
+renice -n 0 -g "$checks" >/dev/null 2>&1 || true
 wait "$checks" || checks_rc=$?
 echo "== go vet ./... and staticcheck ./... (ended by ${SECONDS}s)"
 cat "$checks_log"

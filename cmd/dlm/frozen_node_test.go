@@ -48,22 +48,25 @@ func TestFrozenNodeKeepsTheWait(t *testing.T) {
 	grace := closeGrace(redlock.DefaultNodeTimeout)
 	try := oneTry(redlock.DefaultNodeTimeout, redlock.DefaultTTL)
 	// check runs what is measured up to three times and fails only when
-	// every try exceeds its bound: the waits this test guards against are
-	// systematic (every try pays them), while a loaded machine's pauses are
-	// not, so a single slow try is noise, not a finding.
+	// every try exceeds its bound or ends with another exit: the waits this
+	// test guards against are systematic (every try pays them), while a
+	// loaded machine's pauses are not, so a single slow try is noise, not a
+	// finding. So is one try that the pauses made fail: at load 45 the two
+	// healthy nodes missed the default node timeout of a one-try lock
+	// ("exit 69 ... 2 of 3 nodes failed or timed out").
 	check := func(what string, run func() result, code int, bound time.Duration) {
 		t.Helper()
 		var r result
 		for i := 1; i <= 3; i++ {
 			r = run()
 			t.Logf("%s: exit %d after %v (try %d)", what, r.code, r.elapsed.Round(time.Millisecond), i)
-			if r.code != code {
-				t.Errorf("%s: exit %d, want %d; stderr: %s", what, r.code, code, r.stderr)
+			if r.code == code && r.elapsed <= bound {
 				return
 			}
-			if r.elapsed <= bound {
-				return
-			}
+		}
+		if r.code != code {
+			t.Errorf("%s: exit %d in the last of 3 tries, want %d; stderr: %s", what, r.code, code, r.stderr)
+			return
 		}
 		t.Errorf("%s: took %v in each of 3 tries, want at most %v with a node frozen", what, r.elapsed.Round(time.Millisecond), bound)
 	}

@@ -101,7 +101,8 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 	stopMasters := func() { stopOnce.Do(func() { close(stopAll) }) }
 	fctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	formed := make(chan struct{})
-	var formErr error // read after formed is closed
+	notFormed := make(chan struct{}) // closed before the masters are stopped for it
+	var formErr error                // read after formed is closed
 	go func() {
 		defer close(formed)
 		u, err := nc.form(fctx, members, restartWait)
@@ -111,6 +112,7 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 				// supervisor: stop the masters and exit.
 				formErr = withCode(exitUnavailable, fmt.Errorf("the cluster was not formed: %w", err))
 				fmt.Fprintf(stderr, "dlm node: the cluster was not formed: %v; stopping the masters\n", err)
+				close(notFormed)
 				stopMasters()
 			}
 			return
@@ -121,6 +123,14 @@ func (nc *nodeConfig) runCluster(ctx context.Context, stdout, stderr io.Writer) 
 	var first error
 	for range members {
 		if err := <-done; err != nil && first == nil {
+			select {
+			case <-notFormed:
+				// Stopped by this node because the cluster was not
+				// formed (a master still starting dies of the SIGTERM):
+				// formErr says why the node ends.
+				continue
+			default:
+			}
 			first = err
 			fmt.Fprintf(stderr, "dlm node: %v: stopping the other masters; restart the node (the crashed master waits --max-ttl before serving)\n", err)
 			stopMasters()

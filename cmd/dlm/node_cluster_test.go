@@ -202,6 +202,28 @@ func TestNodeClusterNotFormedExits(t *testing.T) {
 	}
 }
 
+// A cluster node whose masters are stopped because the cluster was not
+// formed exits 69 even when a master dies of that stop (SIGTERM before it
+// handles signals, as a redis-server still starting does): the masters'
+// ends caused by the node itself are not the node's failure. Failed
+// before: "exit 143, want 69" (the first master's unclean end was taken as
+// the node's error), seen once in a make test at load 30 and here every
+// time with a redis-server that starts slowly.
+func TestNodeClusterNotFormedExitsWhileMastersStart(t *testing.T) {
+	t.Parallel()
+	redlocktest.Require(t)
+	port := freeRun(t, 3)
+	slow := filepath.Join(t.TempDir(), "slow-redis-server")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nsleep 5\nexec redis-server \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runDLM(t, 60*time.Second, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(), "--redis-server", slow,
+		"--max-ttl", "1s", "--start-timeout", "1ms", "--", "--save", "", "--loglevel", "warning")
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "the cluster was not formed") {
+		t.Errorf("exit %d, want %d saying the cluster was not formed; stderr:\n%s", r.code, exitUnavailable, r.stderr)
+	}
+}
+
 // A cluster node restarted after a master crashed forms its cluster once
 // the crashed master's delayed restart (--max-ttl) is over, even when that
 // is longer than --start-timeout: the formation waits for it. Before, the
