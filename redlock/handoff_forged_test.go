@@ -17,12 +17,13 @@ import (
 
 // overheard is a MemNode whose subscribers an attacker reaches too: a
 // client of the same Redis that may PUBLISH on the release channels
-// (publish records the subscribers' notify functions).
+// (WatchReleases records the subscribers' notify functions, by node).
 type overheard struct {
 	redlock.Node // n's blocking methods (redlocktest.Blocking)
 	n            *redlocktest.MemNode
+	i            int // the node's index in notifys
 	mu           *sync.Mutex
-	notifys      *[]func(key, value string)
+	notifys      [][]func(key, value string)
 }
 
 func (o overheard) String() string { return o.n.String() }
@@ -31,25 +32,29 @@ func (o overheard) ReleaseAnnounce(ctx context.Context, key, value string) (bool
 }
 func (o overheard) WatchReleases(notify func(key, value string)) (adapter.ReleaseWatch, error) {
 	o.mu.Lock()
-	*o.notifys = append(*o.notifys, notify)
+	o.notifys[o.i] = append(o.notifys[o.i], notify)
 	o.mu.Unlock()
 	return o.n.WatchReleases(notify)
 }
 
 // Announcements are hints (adapter.ReleaseWatch), and anyone who may
 // PUBLISH on a node can forge them. A forged release of a key that stays
-// held costs each waiting client about one attempt: the attempt at the
-// first rank that failed is retried one rank slot later only when the node
+// held costs each waiting client one attempt: the attempt at the first
+// rank that failed is retried one rank slot later only when the node
 // whose announcement woke it granted it or had not answered when it was
 // decided (it may have raced the release on the others, retry.go:
 // afterFirst); a node that says the key is held did not release it.
-// Before, every forgery cost two attempts (1000 forgeries: 2000 attempts);
-// measured since: 1139 (the node heard from had not answered in about one
-// attempt in seven).
+// Before, every forgery cost two attempts (1000 forgeries: 2000 attempts).
+// The node heard from answers first here (the nodes answer 100, 200 and
+// 300 microseconds after a request, and the forgeries reach the waiter
+// from the fastest first): when the nodes answered at the same instant,
+// whether the node heard from was the one not yet heard at the decision
+// was up to the scheduler, from about one attempt in seven on a quiet
+// machine to one in three on a loaded one (1327-1358 attempts).
 func TestHandoffForgedReleaseCostsOneAttempt(t *testing.T) { // R10, R14
 	const forged = 1000
-	if n := forgedAttempts(t, forged); n > forged+forged/4 {
-		t.Errorf("%d attempts on a held key during %d forged announcements, want at most %d", n, forged, forged+forged/4)
+	if n := forgedAttempts(t, forged); n != forged {
+		t.Errorf("%d attempts on a held key during %d forged announcements, want %d", n, forged, forged)
 	}
 }
 
@@ -73,17 +78,20 @@ func TestHandoffForgedReleasesDoNotDriveAttempts(t *testing.T) { // R10, R14
 
 // forgedAttempts returns how many attempts a waiter for a held key made
 // while an attacker published forged release announcements of the key,
-// one a millisecond.
+// one a millisecond, on every node, the fastest to answer first.
 func forgedAttempts(t *testing.T, forged int) int64 {
 	var n int64
 	synctest.Test(t, func(t *testing.T) {
 		_, mems := redlocktest.NewMemNodes(3)
 		var mu sync.Mutex
-		var notifys []func(key, value string)
+		notifys := make([][]func(key, value string), len(mems))
 		nodes := make([]redlock.Node, len(mems))
 		for i, m := range mems {
-			m.SetSlow(100 * time.Microsecond)
-			nodes[i] = overheard{redlocktest.Blocking(m), m, &mu, &notifys}
+			// Answers at distinct instants: which node an attempt has
+			// not heard from when it is decided does not depend on the
+			// order in which goroutines run.
+			m.SetSlow(time.Duration(i+1) * 100 * time.Microsecond)
+			nodes[i] = overheard{redlocktest.Blocking(m), m, i, &mu, notifys}
 		}
 		holder := memClient(t, nodes, redlock.WithTTL(time.Hour))
 		var attempts atomic.Int64
@@ -107,8 +115,10 @@ func forgedAttempts(t *testing.T, forged int) int64 {
 			_, _ = rand.Read(raw[:])
 			v := base64.RawURLEncoding.EncodeToString(raw[:])[:35]
 			mu.Lock()
-			for _, n := range notifys {
-				n("dlm:lock:k", v)
+			for _, ns := range notifys {
+				for _, n := range ns {
+					n("dlm:lock:k", v)
+				}
 			}
 			mu.Unlock()
 			time.Sleep(time.Millisecond)

@@ -28,6 +28,13 @@ var ErrNotFound = errors.New("redisproc: redis-server not found on PATH (Debian:
 // ClusterConfig.StateTimeout: Redis' own convergence, not its client's.
 var ErrClusterState = errors.New("redisproc: the cluster did not converge in time")
 
+// ErrPortTaken is wrapped by the error of Start or Restart when the port
+// is served by another process than the redis-server started: a port
+// picked free was taken by someone else before the server bound it (Start
+// with Port 0 then tries another port), or a killed process's port was
+// taken before its restart.
+var ErrPortTaken = errors.New("redisproc: the port is served by another process")
+
 // Available reports whether redis-server is on PATH.
 func Available() bool {
 	_, err := exec.LookPath(Binary)
@@ -190,14 +197,26 @@ func (p *Process) start(ctx context.Context) error {
 			err = p.client.Ping(pctx).Err()
 			cancel()
 		}
-		if err == nil {
-			return nil
-		}
 		fail := func(reason error) error {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 			p.stopped = true
 			return reason
+		}
+		if err == nil {
+			// The server that answers may be another one: a port picked
+			// free may be taken by another process before this one
+			// binds it (it then exits), and a killed process's port may
+			// be taken before its restart.
+			pid, ierr := p.serverPID(ctx)
+			switch {
+			case ierr != nil:
+				err = ierr
+			case !inGroup(pid, cmd.Process.Pid):
+				return fail(fmt.Errorf("%w: port %d answers as redis-server pid %d, not the one started (pid %d)", ErrPortTaken, p.cfg.Port, pid, cmd.Process.Pid))
+			default:
+				return nil
+			}
 		}
 		select {
 		case <-exited:
@@ -212,6 +231,31 @@ func (p *Process) start(ctx context.Context) error {
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval, bounded by the deadline above
 	}
+}
+
+// serverPID returns the process id that the server on p's port reports
+// (INFO server: process_id).
+func (p *Process) serverPID(ctx context.Context) (int, error) {
+	pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	info, err := p.client.Info(pctx, "server").Result()
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("redisproc: INFO server has no process_id")
+}
+
+// inGroup reports whether process pid is in process group pgid: the
+// redis-server started, or a wrapper's child (start puts each in a group
+// of its own).
+func inGroup(pid, pgid int) bool {
+	g, err := syscall.Getpgid(pid)
+	return err == nil && g == pgid
 }
 
 // signal sends sig to the process group: redis-server and any wrapper.

@@ -2,6 +2,7 @@ package redisproc_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
@@ -40,5 +41,31 @@ func TestKillReachesAWrappersChild(t *testing.T) {
 	defer cancel()
 	if err := p.Client().Ping(ctx).Err(); err == nil {
 		t.Fatal("the wrapped redis-server still answers after Kill")
+	}
+}
+
+// A port served by another redis-server is not taken for the process
+// started: its redis-server cannot bind the port and exits, and the other
+// server's PING answer must not pass for its own (a torture run added a
+// cluster's slots to a server of another cluster that had picked the same
+// free port: "Slot 8192 is already busy"). Restart on a port taken
+// meanwhile fails the same way.
+func TestStartRefusesAPortServedByAnother(t *testing.T) {
+	requireRedis(t)
+	other, err := redisproc.Start(t.Context(), redisproc.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	p, err := redisproc.Start(t.Context(), redisproc.Config{Port: other.Port()})
+	if err == nil {
+		p.Close()
+		t.Fatalf("Start on port %d, served by another redis-server, succeeded", other.Port())
+	}
+	if !errors.Is(err, redisproc.ErrPortTaken) {
+		t.Fatalf("Start on a port served by another redis-server: %v, want ErrPortTaken", err)
+	}
+	if err := other.Client().Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("the other redis-server stopped answering: %v", err)
 	}
 }
