@@ -106,3 +106,27 @@ func TestAttack2FenceValueNotPrinted(t *testing.T) {
 		t.Errorf("acquire --key-prefix %q: exit %d, want 0 or %d; stderr %q", redlock.DefaultFencePrefix, r.code, exitUsage, r.stderr)
 	}
 }
+
+// TestAttack2FailedAcquisitionKeepsTheHolder: a second dlm acquire with the
+// same --value-env (a CI run id reused by a re-run) is refused as held
+// elsewhere (75), and must leave the first holder's lock in place: its
+// failure release deleted the keys that held its value, the first
+// holder's, and the lock was free while the first job still worked.
+func TestAttack2FailedAcquisitionKeepsTheHolder(t *testing.T) {
+	t.Skip("attack2 finding 12")
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	env := []string{"MYV=0123456789abcdef0123456789abcdef01234567"}
+	r := runDLM(t, 30*time.Second, env, "acquire", "--nodes", nodes, "--ttl", "30s", "--value-env", "MYV", "job")
+	if r.code != 0 {
+		t.Fatalf("first acquire: exit %d: %s", r.code, r.stderr)
+	}
+	first := strings.TrimSpace(r.stdout)
+	r = runDLM(t, 30*time.Second, env, "acquire", "--nodes", nodes, "--ttl", "30s", "--value-env", "MYV", "job")
+	if r.code != exitNotAcquired {
+		t.Errorf("second acquire with the same value: exit %d, want %d; stderr %q", r.code, exitNotAcquired, r.stderr)
+	}
+	if r := runDLM(t, 30*time.Second, []string{"DLM_HANDLE=" + first}, "extend", "--nodes", nodes); r.code != 0 {
+		t.Errorf("the first holder's lock is gone after a failed acquisition with its value: extend exit %d; stderr %q", r.code, r.stderr)
+	}
+}
