@@ -57,7 +57,11 @@ func (f lockOnly) applyLock(o *lockOptions) { f(o) }
 // does) before it tries again: the release of one attempt must not land
 // on a node after the next attempt set the same value there. Such a call
 // is also never handed a lock by an Unlock of its client (WithHandoff);
-// it is woken to retry instead.
+// it is woken to retry instead. A failed attempt never releases the key
+// of a node that refused it as held, so a second acquisition that reuses
+// the value of a holder (breaking the rule above) fails without freeing
+// that holder's lock, unless a node's refusal was lost (an error or a
+// timeout), where the release must be sent.
 func WithValue(v string) LockOption {
 	return lockOnly(func(o *lockOptions) { o.value, o.valueSet = v, true })
 }

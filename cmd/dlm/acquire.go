@@ -45,7 +45,9 @@ with the resource, the end of the validity and the fencing token too), or
 into --handle-file. With --fencing the lock carries a fencing token.
 The lock's value is 20 random bytes, or with --value-env the content
 of an environment variable of yours (16 to 256 printable bytes, a secret
-unique to this acquisition).
+unique to this acquisition). An acquisition whose value a holder already
+uses (a job id that a re-run repeats) is refused as held elsewhere and
+leaves that holder's lock alone.
 
 ` + handleSecretHelp + `
 
