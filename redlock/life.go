@@ -169,7 +169,7 @@ func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration
 		until:    f.t1.Add(o.ttl - d),
 		acq:      f,
 		token:    token,
-		mode:     modeOf(f.req.Op), // rw.go
+		mode:     modeOf(f.req.Op),
 	}
 	if from != nil {
 		l.run = from.run + 1

@@ -72,6 +72,26 @@ type Lock struct {
 	expiry     *time.Timer   // closes Done at Until, without auto-extension
 }
 
+// lockMode is what a Lock holds its resource as.
+type lockMode uint8
+
+const (
+	modeExclusive lockMode = iota // Lock, TryLock
+	modeRead                      // RLock, TryRLock: shared with readers
+	modeWrite                     // WLock, TryWLock: exclusive
+)
+
+// modeOf is the mode of a lock granted by an acquisition of op.
+func modeOf(op adapter.Op) lockMode {
+	switch op {
+	case adapter.OpRAcquire:
+		return modeRead
+	case adapter.OpWAcquire, opWAcquireFenced:
+		return modeWrite
+	}
+	return modeExclusive
+}
+
 // Resource returns the name of the locked resource. For a set (LockAll),
 // it returns the set's names, sorted, joined by "," (as in errors and
 // events): a name for display; Resources returns the names themselves.

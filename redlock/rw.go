@@ -10,30 +10,10 @@ import (
 // package documentation ("Read-write locks") for the argument; the
 // per-node step is adapter.RWNode (redlock/scripts/rw.lua).
 
-// lockMode is what a Lock holds its resource as.
-type lockMode uint8
-
-const (
-	modeExclusive lockMode = iota // Lock, TryLock
-	modeRead                      // RLock, TryRLock: shared with readers
-	modeWrite                     // WLock, TryWLock: exclusive
-)
-
 // opWAcquireFenced is a writer's acquisition on a client with fencing
 // (phase 1 of R18, adapter.RWNode.WAcquireFenced); like engine.go's
 // opAcquireFenced, it runs by the blocking method only.
 const opWAcquireFenced adapter.Op = 232
-
-// modeOf is the mode of a lock granted by an acquisition of op.
-func modeOf(op adapter.Op) lockMode {
-	switch op {
-	case adapter.OpRAcquire:
-		return modeRead
-	case adapter.OpWAcquire, opWAcquireFenced:
-		return modeWrite
-	}
-	return modeExclusive
-}
 
 // acquireWrite runs a fenced writer's acquisition on node i (R18 phase
 // 1): the fence read goes where fencing.go's fenced acquisitions put

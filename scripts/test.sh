@@ -53,11 +53,16 @@ if [ -z "$staticcheck" ]; then
 fi
 
 export DLM_REQUIRE_REDIS=1
-echo "== go vet ./..."
-go vet ./...
-echo "== staticcheck ./..."
-"$staticcheck" ./...
-echo "== go test -race ./..."
+# go vet and staticcheck run beside the tests, at low priority: they only
+# compute, while the tests mostly wait, so the checks take the CPU the
+# tests leave idle instead of minutes before them. Their output is printed
+# when both have ended; a finding fails the run as before.
+checks_log=$(mktemp)
+trap 'rm -f "$checks_log"' EXIT
+echo "== go vet ./... and staticcheck ./..., beside the tests at low priority (${SECONDS}s into test.sh)"
+nice -n 15 bash -c 'go vet ./... && echo "== staticcheck ./..." && "$1" ./...' check "$staticcheck" >"$checks_log" 2>&1 &
+checks=$!
+echo "== go test -race ./... (${SECONDS}s)"
 # The longest packages first (cmd/dlm, then redlock), so that they do not
 # start last and run alone; and one package more at once than the CPUs:
 # most packages wait on redis-server, dlm processes, ttls and rounds more
@@ -66,8 +71,18 @@ echo "== go test -race ./..."
 pkgs=$(go list ./...)
 first="dlm/cmd/dlm dlm/redlock"
 procs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
-go test -race -count=1 -timeout 15m -p $((procs + 1)) $first $(printf '%s\n' $pkgs | grep -vxF -e dlm/cmd/dlm -e dlm/redlock)
+tests_rc=0
+go test -race -count=1 -timeout 15m -p $((procs + 1)) $first $(printf '%s\n' $pkgs | grep -vxF -e dlm/cmd/dlm -e dlm/redlock) || tests_rc=$?
+checks_rc=0
+wait "$checks" || checks_rc=$?
+echo "== go vet ./... and staticcheck ./... (ended by ${SECONDS}s)"
+cat "$checks_log"
+if [ "$tests_rc" != 0 ] || [ "$checks_rc" != 0 ]; then
+  echo "test.sh: FAILED:$([ "$tests_rc" != 0 ] && echo " go test")$([ "$checks_rc" != 0 ] && echo " go vet or staticcheck")" >&2
+  exit 1
+fi
 if [ -f bench/go.mod ]; then
-  echo "== bench module: go vet and go test"
+  echo "== bench module: go vet and go test (${SECONDS}s)"
   (cd bench && go vet ./... && go test -race -count=1 -timeout 10m ./...)
 fi
+echo "== done (${SECONDS}s)"

@@ -170,15 +170,14 @@ func TestGeneralsEpochUsage(t *testing.T) {
 // the next epoch begins right after it: a general that woke before its
 // peers had left the previous epoch dialled their old listeners and went
 // without them (epoch 2 declared generals 0, 2 and 3 failed at general 1).
-// An epoch whose rounds ran out of time on a loaded machine proves
-// nothing (exit 3, "out_of_time" in its line) and is not checked; at
-// least one epoch after the crash must be conclusive.
+// Rounds of 2s: with 1s rounds a make test at load 8 ran general 1 out of
+// time in round 1 of epoch 1 ("1 epochs prove nothing", exit 3).
 func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 	t.Parallel()
 	const n, epochs = 4, 3
 	dir, cluster := epochCluster(t, n)
 	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
-	outs := make([]string, n)
+	outs, errs := make([]string, n), make([]string, n)
 	codes := make([]int, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -191,29 +190,27 @@ func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "2s", "--epochs", strconv.Itoa(e)}
 			var out, errb bytes.Buffer
 			codes[i] = run(t.Context(), args, strings.NewReader(""), &out, &errb)
-			outs[i] = out.String()
-			if errb.Len() > 0 {
-				t.Logf("general %d: %s", i, errb.String())
-			}
+			outs[i], errs[i] = out.String(), errb.String()
 		})
 	}
 	wg.Wait()
-	conclusive := 0
 	for i := 1; i < n; i++ {
-		if codes[i] != exitOK && codes[i] != exitInconclusive {
-			t.Fatalf("general %d: exit %d\n%s", i, codes[i], outs[i])
-		}
-		for e, line := range strings.Split(strings.TrimSpace(outs[i]), "\n") {
+		var lines []epochLine
+		for _, line := range strings.Split(strings.TrimSpace(outs[i]), "\n") {
 			var l epochLine
 			if err := json.Unmarshal([]byte(line), &l); err != nil {
-				t.Fatalf("general %d: %v: %s", i, err, line)
+				t.Fatalf("general %d: %v: %s\n%s", i, err, line, errs[i])
 			}
+			lines = append(lines, l)
+		}
+		if !keptSchedule(codes[i], lines) {
+			t.Fatalf("general %d: exit %d\n%s%s", i, codes[i], outs[i], errs[i])
+		}
+		for e, l := range lines {
 			if len(l.OutOfTime) > 0 {
-				continue
+				continue // decided without the synchrony the algorithm assumes: nothing to check
 			}
-			if e > 0 {
-				conclusive++
-			}
+			line, _ := json.Marshal(l)
 			wantLeader, wantFailed := byzantine.ID(0), []int{}
 			if e > 0 {
 				wantLeader, wantFailed = 1, []int{0}
@@ -227,9 +224,24 @@ func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 			}
 		}
 	}
-	if conclusive == 0 {
-		t.Fatalf("no epoch after the crash was conclusive at any general:\n%s", strings.Join(outs, "\n"))
+}
+
+// keptSchedule reports whether a general's exit and epoch lines show a run
+// that kept its schedule well enough to check: exit 0, or exit 3 ("epochs
+// prove nothing") for exactly one epoch in which a general ran out of time.
+// Twice, at load 8 and 30 and with 1s and 2s rounds, one loyal general ran
+// out of time in round 1 of the first epoch after the leader's crash, and
+// every decision was still the one wanted; an epoch out of time guarantees
+// no decision, so its decision is not checked, and one such epoch is
+// allowed, not more.
+func keptSchedule(code int, lines []epochLine) bool {
+	late := 0
+	for _, l := range lines {
+		if len(l.OutOfTime) > 0 {
+			late++
+		}
 	}
+	return (code == exitOK && late == 0) || (code == exitInconclusive && late == 1)
 }
 
 func deref(id *byzantine.ID) byzantine.ID {
@@ -284,26 +296,31 @@ func TestGeneralsLeaderProcesses(t *testing.T) {
 	}
 	cmds[0].Process.Kill()
 	cmds[0].Wait()
+	codes := make([]int, n)
 	for i := 1; i < n; i++ {
-		if err := cmds[i].Wait(); err != nil {
-			t.Fatalf("general %d: %v\n%s%s", i, err, outs[i].String(), errs[i].String())
-		}
+		codes[i] = exitOf(cmds[i].Wait())
 	}
 	lines := make([][]epochLine, n)
 	for i := 1; i < n; i++ {
 		for _, s := range strings.Split(strings.TrimSpace(outs[i].String()), "\n") {
 			var l epochLine
 			if err := json.Unmarshal([]byte(s), &l); err != nil {
-				t.Fatalf("general %d: %v: %s", i, err, s)
+				t.Fatalf("general %d: %v: %s\n%s", i, err, s, errs[i].String())
 			}
 			lines[i] = append(lines[i], l)
 		}
 		if len(lines[i]) != epochs {
 			t.Fatalf("general %d printed %d lines, want %d", i, len(lines[i]), epochs)
 		}
+		if !keptSchedule(codes[i], lines[i]) {
+			t.Fatalf("general %d: exit %d\n%s%s", i, codes[i], outs[i].String(), errs[i].String())
+		}
 	}
 	for e := range epochs {
 		a, b := lines[1][e], lines[2][e]
+		if len(a.OutOfTime) > 0 || len(b.OutOfTime) > 0 {
+			continue // decided without the synchrony the algorithm assumes: nothing to check
+		}
 		if !reflect.DeepEqual(a.Vector, b.Vector) || !reflect.DeepEqual(a.Failed, b.Failed) || deref(a.Leader) != deref(b.Leader) {
 			t.Errorf("epoch %d: loyal generals 1 and 2 decided differently:\n%+v\n%+v", e, a, b)
 		}

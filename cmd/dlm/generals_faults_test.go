@@ -88,6 +88,9 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 		// peer's message as late and decided retreat with exit 0.
 		{"start in the past", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(-time.Minute).UTC().Format(time.RFC3339Nano)}, "in the past"},
 		{"interactive value too long", []string{"--cluster", good, "--id", "1", "--key", key1, "--interactive", "--value", strings.Repeat("x", 300)}, "--value: 300 bytes: want 1 to 64"},
+		// Regression: a node asked to explain another general printed no
+		// explanation and said nothing.
+		{"explain another general", []string{"--cluster", good, "--id", "1", "--key", key1, "--explain", "2"}, "a node explains only its own decisions: --explain 1"},
 		{"value without interactive", []string{"--cluster", good, "--id", "1", "--key", key1, "--value", "east"}, "--value needs --interactive"},
 		{"start too far ahead", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339Nano)}, "check the date"},
 	}

@@ -213,6 +213,12 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
+			switch {
+			case len(cfg.Explain) > 1: // --explain all: this node is all it knows
+				cfg.Explain = []byzantine.ID{byzantine.ID(id)}
+			case len(cfg.Explain) == 1 && cfg.Explain[0] != byzantine.ID(id):
+				return usageErrorf("--explain %d: a node explains only its own decisions: --explain %d (or all)", cfg.Explain[0], id)
+			}
 			c, err := tcp.LoadCluster(cluster)
 			if err != nil {
 				return withCode(exitUsage, err)

@@ -172,6 +172,10 @@ func TestLockCommandNotRunnable(t *testing.T) {
 // every write warn once per node, naming dlm node --fencing (dlm elect
 // --json as a JSON line). Failed before: --ttl 60s on nodes advertising
 // 40s ran the command and exited 0, and nothing was said about fencing.
+// The check waits 4 node timeouts (at least 250ms) for the nodes' facts and
+// goes on unchecked after that: at the default node timeout a make test at
+// load 30 ran the command (exit 0) with --ttl 60s; --node-timeout 1s gives
+// it 4s.
 func TestLockChecksNodes(t *testing.T) {
 	t.Parallel()
 	c := redlocktest.Start(t, 3)
@@ -183,18 +187,18 @@ func TestLockChecksNodes(t *testing.T) {
 	}
 	dir := t.TempDir()
 	ran := filepath.Join(dir, "ran")
-	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--ttl", "60s", "res", "--", "touch", ran)
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--ttl", "60s", "res", "--", "touch", ran)
 	if r.code != exitUsage || !strings.Contains(r.stderr, "max ttl 40s") || fileExists(ran) {
 		t.Errorf("--ttl 60s on nodes advertising 40s: exit %d (want %d), ran %v; stderr: %s", r.code, exitUsage, fileExists(ran), r.stderr)
 	}
-	r = runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--ttl", "30s", "--fencing", "res", "--", "touch", ran)
+	r = runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--ttl", "30s", "--fencing", "res", "--", "touch", ran)
 	if r.code != 0 || !fileExists(ran) {
 		t.Errorf("--ttl 30s: exit %d, ran %v; stderr: %s", r.code, fileExists(ran), r.stderr)
 	}
 	if n := strings.Count(r.stderr, "dlm node --fencing"); n != 3 {
 		t.Errorf("--fencing on nodes without appendfsync always: %d warnings, want 3; stderr: %s", n, r.stderr)
 	}
-	r = runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--ttl", "30s", "--json", "db", "--id", "a", "--", "true")
+	r = runDLM(t, 30*time.Second, nil, "elect", "--nodes", nodes, "--node-timeout", "1s", "--ttl", "30s", "--json", "db", "--id", "a", "--", "true")
 	if r.code != 0 {
 		t.Errorf("elect: exit %d; stderr: %s", r.code, r.stderr)
 	}

@@ -41,7 +41,7 @@ func TestLockSeveralResources(t *testing.T) {
 		t.Fatalf("DLM_LOCK_RESOURCE = %q (%v), want \"a\\nb\"", b, err)
 	}
 
-	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--wait", "300ms", "c", "b", "--", "true")
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--wait", "3s", "c", "b", "--", "true")
 	if r.code != exitNotAcquired || !strings.Contains(r.stderr, `lock "b,c" not acquired`) || !strings.Contains(r.stderr, "held elsewhere") {
 		t.Errorf("overlapping set: exit %d, want %d, saying lock \"b,c\" is held elsewhere; stderr: %s", r.code, exitNotAcquired, r.stderr)
 	}

@@ -58,12 +58,12 @@ func freeRun(t *testing.T, n int) int {
 
 // startClusterNode starts dlm node --cluster 3 on a free run of ports and
 // returns its first port, the process, its output and its end.
-func startClusterNode(t *testing.T) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan error) {
+func startClusterNode(t *testing.T, maxTTL string) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan error) {
 	t.Helper()
 	redlocktest.Require(t)
 	port := freeRun(t, 3)
 	cmd, stdout, stderr := dlmCmd(t, nil, "node", "--cluster", "3", "--port", strconv.Itoa(port), "--dir", t.TempDir(),
-		"--max-ttl", "1s", "--", "--save", "", "--loglevel", "warning")
+		"--max-ttl", maxTTL, "--", "--save", "", "--loglevel", "warning")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,9 @@ func startClusterNode(t *testing.T) (int, *exec.Cmd, *syncBuf, *syncBuf, <-chan 
 // URL, serves keys over every slot, and stops cleanly on SIGTERM.
 func TestNodeCluster(t *testing.T) {
 	t.Parallel()
-	port, cmd, stdout, stderr, done := startClusterNode(t)
+	// A max ttl above the lock's below: the client refuses a ttl over
+	// what any master advertises.
+	port, cmd, stdout, stderr, done := startClusterNode(t, "30s")
 	defer func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -99,8 +101,8 @@ func TestNodeCluster(t *testing.T) {
 			t.Fatalf("SET %s through the cluster: %v", k, err)
 		}
 	}
-	if v, err := cc.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "1s" {
-		t.Errorf("recorded --max-ttl = %q, %v; want 1s", v, err)
+	if v, err := cc.Get(t.Context(), nodeMaxTTLKey).Result(); err != nil || v != "30s" {
+		t.Errorf("recorded --max-ttl = %q, %v; want 30s", v, err)
 	}
 	// The printed URL is a node for --nodes and DLM_NODES, with either
 	// adapter.
@@ -119,7 +121,7 @@ func TestNodeCluster(t *testing.T) {
 // healthy process (attack review).
 func TestNodeClusterMasterCrashStopsTheNode(t *testing.T) {
 	t.Parallel()
-	port, cmd, stdout, stderr, done := startClusterNode(t)
+	port, cmd, stdout, stderr, done := startClusterNode(t, "1s")
 	defer func() { _ = cmd.Process.Kill() }()
 	redlocktest.Eventually(t, 60*time.Second, func() bool { return strings.Contains(stdout.String(), "cluster=true") },
 		"dlm node --cluster printed no node URL; log:\n%s", stderr.String())
