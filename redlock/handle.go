@@ -400,7 +400,9 @@ func (h Handle) LogValue() slog.Value {
 // top of h.Extensions.
 //
 // A handle carries no authority the client does not grant: its ttl (or
-// WithTTL's) must be within WithMaxTTL (else ErrInvalid); its key prefix
+// WithTTL's) must be within WithMaxTTL and within the max ttl that every
+// node advertises, and no two nodes may be one server, as for a lock
+// (CheckNodes; else ErrInvalid, before any request); its key prefix
 // must be the client's (WithKeyPrefix), which is the one used; and where
 // every node is an adapter.InspectNode, the lock's extension count and
 // bound are kept on the nodes beside the lock (under WithInfoPrefix, named
@@ -443,6 +445,9 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 		return nil, fmt.Errorf("handle: %w", err)
 	}
 	if err := c.opts.checkRetention(o.ttl); err != nil {
+		return nil, err
+	}
+	if err := c.checkAdvertised(o.ttl); err != nil {
 		return nil, err
 	}
 	if c.isClosed() {
