@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -37,6 +38,26 @@ type Facts struct {
 	// Snapshots is set when the server writes RDB snapshots (its save
 	// setting is not empty).
 	Snapshots bool
+	// ReplicationKnown is set when Replica and Replicas were read (INFO
+	// replication).
+	ReplicationKnown bool
+	// Replica is set when the server is itself a replica (role:slave): it
+	// refuses the lock scripts' writes, or keeps them to itself.
+	Replica bool
+	// Replicas is the number of replicas connected to the server
+	// (connected_slaves).
+	Replicas int
+	// MaxMemory is the server's maxmemory in bytes (0: no limit), and
+	// MaxMemoryPolicy its maxmemory-policy, "" when CONFIG was refused.
+	MaxMemory       int64
+	MaxMemoryPolicy string
+}
+
+// Evicts reports whether the server may evict lock keys before their ttl:
+// it has a memory limit and a policy that evicts keys (allkeys-* evicts
+// any, volatile-* those with a ttl, which every lock key has).
+func (f Facts) Evicts() bool {
+	return f.MaxMemory > 0 && f.MaxMemoryPolicy != "" && f.MaxMemoryPolicy != "noeviction"
 }
 
 // Durable reports whether the server keeps every acknowledged write
@@ -75,23 +96,40 @@ type FactsNode interface {
 
 // FactsCommands are the commands, sent in a connection's handshake, whose
 // replies ParseFacts reads (with INFO server, which the handshake sends to
-// learn the connection's run id anyway): the advertised max ttl and the
-// persistence settings (CONFIG GET append*, CONFIG GET save).
+// learn the connection's run id anyway): the advertised max ttl, the
+// persistence settings (CONFIG GET append*, CONFIG GET save), the memory
+// limit and eviction policy (CONFIG GET maxmemory*), and the replication
+// role and replicas (INFO replication). The replies after the first are
+// arrays of settings (CONFIG GET) or INFO text.
 func FactsCommands() [][]string {
-	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"}}
+	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"},
+		{"CONFIG", "GET", "maxmemory*"}, {"INFO", "replication"}}
 }
 
-// ParseFacts builds the Facts of the server at addr from its INFO server
-// reply, the value of MaxTTLKey ("" when absent or refused) and the
-// settings its CONFIG GETs answered (appendonly, appendfsync, save; none
-// when CONFIG was refused, as an ACL may). A value under MaxTTLKey that
-// is not a positive duration is ignored.
-func ParseFacts(addr, infoServer, maxTTL string, config map[string]string) Facts {
+// ParseFacts builds the Facts of the server at addr from its INFO replies
+// (INFO server, and INFO replication when it answered, one after the
+// other as an INFO of several sections answers), the value of MaxTTLKey
+// ("" when absent or refused) and the settings its CONFIG GETs answered
+// (appendonly, appendfsync, save, maxmemory, maxmemory-policy; none when
+// CONFIG was refused, as an ACL may). A value under MaxTTLKey that is not
+// a positive duration is ignored.
+func ParseFacts(addr, info, maxTTL string, config map[string]string) Facts {
 	f := Facts{Addr: addr}
-	for _, line := range strings.Split(infoServer, "\n") {
-		if v, found := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); found {
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		switch k {
+		case "run_id":
 			f.RunID = v
+		case "role":
+			f.ReplicationKnown = true
+			f.Replica = v == "slave"
+		case "connected_slaves":
+			f.Replicas, _ = strconv.Atoi(v)
 		}
+	}
+	if policy := config["maxmemory-policy"]; policy != "" {
+		f.MaxMemoryPolicy = policy
+		f.MaxMemory, _ = strconv.ParseInt(config["maxmemory"], 10, 64)
 	}
 	if d, err := time.ParseDuration(strings.TrimSpace(maxTTL)); err == nil && d > 0 {
 		f.MaxTTL = d
