@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -73,6 +75,15 @@ leaves that holder's lock alone.
 			if err := handleFits(args); err != nil {
 				return err
 			}
+			if err := hio.checkOut(cmd); err != nil {
+				return err
+			}
+			// A reader gone from standard output makes the handle's
+			// write fail with EPIPE, which releases the lock below,
+			// instead of killing dlm with the lock held for its ttl.
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
 			var lopts []redlock.LockOption
 			if cmd.Flags().Changed("value-env") {
 				if cmd.Flags().Changed("owner") {
@@ -105,7 +116,7 @@ leaves that holder's lock alone.
 				uctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), releaseTimeout)
 				defer cancel()
 				_ = l.Unlock(uctx)
-				return fmt.Errorf("lock %q released again: its handle could not be written: %w", l.Resource(), err)
+				return withCode(exitCantCreate, fmt.Errorf("lock %q released again: its handle could not be written: %w", l.Resource(), err))
 			}
 			return nil
 		},
