@@ -21,7 +21,8 @@ import (
 // answered) or the node timeout passes (R8.2). The caller then settles the
 // fan once, which fixes the rule for the answers still to come (late
 // answers): a failed acquisition releases every node's key, early and late
-// (R8.5, R11); every other operation ignores them.
+// (R8.5, R11), but for the nodes that refused it (releaseNode); every other
+// operation ignores them.
 //
 // A fan is a state machine (fanState): open while it collects answers,
 // ready once its stop rule holds, decided once its caller stopped waiting
@@ -361,7 +362,7 @@ func (f *fan) Receive(i int, ok bool, err error) {
 		f.cancel()
 	}
 	if release {
-		f.releaseNode(i, false)
+		f.releaseNode(i, false, r.refused())
 	}
 	if finished {
 		c.bg.Done()
@@ -603,14 +604,17 @@ func (f *fan) settle(release, waitAll bool) {
 		f.state = fanReleasing
 	}
 	var answered []int
+	var refused []bool
 	var buf [7]int
+	var rbuf [7]bool
 	if release {
-		answered = buf[:0]
+		answered, refused = buf[:0], rbuf[:0]
 		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
 		f.releasing = n // every node is released, now or as it answers
-		for i := range f.rs {
+		for i, r := range f.rs {
 			if f.got[i] {
 				answered = append(answered, i)
+				refused = append(refused, r.refused())
 			}
 		}
 		f.early = len(answered)
@@ -627,8 +631,8 @@ func (f *fan) settle(release, waitAll bool) {
 	if !release {
 		return
 	}
-	for _, i := range answered {
-		f.releaseNode(i, true)
+	for j, i := range answered {
+		f.releaseNode(i, true, refused[j])
 	}
 	if canceled {
 		return
@@ -665,16 +669,30 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
 }
 
 // releaseNode releases the fan's key on node i (R5, R8.5), even where the
-// attempt believes it did not set it: an answer lost to a timeout may hide
-// a key that was set. Its answer comes back to earlyRelease (a node that
-// answered before settle) or lateRelease.
-func (f *fan) releaseNode(i int, early bool) {
+// attempt believes it did not set it: an answer lost to a timeout, or an
+// error, may hide a key that was set. Its answer comes back to
+// earlyRelease (a node that answered before settle) or lateRelease.
+//
+// A node that refused the request (refused: no error, key held) is not
+// released: it set nothing for this attempt, and the key it holds is
+// another acquisition's, which may hold the same value (a value of the
+// caller's, WithValue, reused while its first holder works): releasing it
+// there would free that holder's lock. Its release counts as answered at
+// once, having deleted nothing. A key of an earlier attempt of the same
+// call that a node holds late is that attempt's to release: with random
+// values it holds another value than this attempt's, and an attempt with
+// a value of the caller's waits for its releases before the next one.
+func (f *fan) releaseNode(i int, early, refused bool) {
 	c := f.c
-	req := undo(f.req)
 	var to adapter.Receiver = (*lateRelease)(f)
 	if early {
 		to = (*earlyRelease)(f)
 	}
+	if refused {
+		to.Receive(i, false, nil)
+		return
+	}
+	req := undo(f.req)
 	if f.async() {
 		c.async[i].Start(f.rctx, req, to, i)
 		return

@@ -57,7 +57,11 @@ func (f lockOnly) applyLock(o *lockOptions) { f(o) }
 // does) before it tries again: the release of one attempt must not land
 // on a node after the next attempt set the same value there. Such a call
 // is also never handed a lock by an Unlock of its client (WithHandoff);
-// it is woken to retry instead.
+// it is woken to retry instead. A failed attempt never releases the key
+// of a node that refused it as held, so a second acquisition that reuses
+// the value of a holder (breaking the rule above) fails without freeing
+// that holder's lock, unless a node's refusal was lost (an error or a
+// timeout), where the release must be sent.
 func WithValue(v string) LockOption {
 	return lockOnly(func(o *lockOptions) { o.value, o.valueSet = v, true })
 }
@@ -396,7 +400,9 @@ func (h Handle) LogValue() slog.Value {
 // top of h.Extensions.
 //
 // A handle carries no authority the client does not grant: its ttl (or
-// WithTTL's) must be within WithMaxTTL (else ErrInvalid); its key prefix
+// WithTTL's) must be within WithMaxTTL and within the max ttl that every
+// node advertises, and no two nodes may be one server, as for a lock
+// (CheckNodes; else ErrInvalid, before any request); its key prefix
 // must be the client's (WithKeyPrefix), which is the one used; and where
 // every node is an adapter.InspectNode, the lock's extension count and
 // bound are kept on the nodes beside the lock (under WithInfoPrefix, named
@@ -439,6 +445,9 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 		return nil, fmt.Errorf("handle: %w", err)
 	}
 	if err := c.opts.checkRetention(o.ttl); err != nil {
+		return nil, err
+	}
+	if err := c.checkAdvertised(o.ttl); err != nil {
 		return nil, err
 	}
 	if c.isClosed() {

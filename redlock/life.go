@@ -259,7 +259,9 @@ func (l *Lock) autoExtend() {
 		switch {
 		case err == nil:
 			t.Reset(l.every)
-		case errors.Is(err, ErrMaxExtensions):
+		case errors.Is(err, ErrMaxExtensions), errors.Is(err, ErrInvalid):
+			// No extension will be allowed (ErrInvalid: the nodes'
+			// facts refuse the ttl): the lock runs to its validity.
 			t.Reset(time.Until(until))
 		case errors.Is(err, ErrNotHeld):
 			select {

@@ -424,7 +424,10 @@ func (c *Client) closedReplies() []reply {
 //
 // Extensions are bounded (WithMaxExtensions, R17), across the locks handed
 // over within one client as well: beyond the bound Extend returns
-// ErrMaxExtensions, contacting no node.
+// ErrMaxExtensions, contacting no node. Like a lock, an extension is
+// refused with ErrInvalid, contacting no node, while a node advertises a
+// max ttl below the lock's ttl or two nodes are one server (CheckNodes):
+// a node restarted so since the grant; the lock then holds until Until.
 func (l *Lock) Extend(ctx context.Context) error {
 	if l == nil {
 		return ErrNotHeld
@@ -459,6 +462,11 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return ErrMaxExtensions
 	}
 	c := l.client
+	if err := c.checkAdvertised(l.ttl); err != nil {
+		// A node restarted with a smaller max ttl, or as another
+		// node's server, since the lock was granted (nodecheck.go).
+		return err
+	}
 	f := c.newFan(ctx, ctx, l.request(adapter.OpExtend), stopQuorum)
 	if f == nil {
 		return errors.Join(ErrExtendFailed, ErrClosed)

@@ -85,6 +85,11 @@ type reply struct {
 	latency time.Duration
 }
 
+// refused reports whether the node answered that the key is held, without
+// an error: an acquisition so refused set nothing on the node (adapter.Node:
+// false with a nil error means the key is held).
+func (r reply) refused() bool { return !r.none && !r.ok && r.err == nil }
+
 // outcome classifies a reply.
 func (r reply) outcome() Outcome {
 	switch {

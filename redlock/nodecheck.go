@@ -73,6 +73,7 @@ type factsVerdict struct {
 	maxTTL   time.Duration // the smallest advertised max ttl, 0: none
 	maxNode  string        // the node (and server) that advertises it
 	dup      error         // two nodes are one server
+	unsafe   error         // servers that cannot keep a lock (serverRefusal)
 	warnings []NodeWarning // every warning the facts give now
 }
 
@@ -95,6 +96,12 @@ type factsVerdict struct {
 // are one server. A node reads its servers' facts again on every new
 // connection, so after a restart.
 //
+// It also refuses, each lock too, a node that is a replica, a plain master
+// with replicas (unless WithPromotableReplicas: a replica promoted by
+// Sentinel or by hand can lack the last lock keys) and a server that
+// evicts keys under memory pressure (maxmemory with an allkeys-* or
+// volatile-* policy), all read with the facts, without a request.
+//
 // It warns (NodeCheck.Warnings; each once to the observers that are
 // NodeWarners, and WithLogger), without refusing, when the client fences
 // (WithFencing: fencing tokens, elections) over a server that does not
@@ -114,6 +121,9 @@ func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 	var bad []error
 	if v.dup != nil {
 		bad = append(bad, v.dup)
+	}
+	if v.unsafe != nil {
+		bad = append(bad, v.unsafe)
 	}
 	ttl := c.opts.lock.ttl
 	for i, fn := range c.facts.nodes {
@@ -244,6 +254,9 @@ func (c *Client) checkAdvertised(ttl time.Duration) error {
 	if v.dup != nil {
 		return v.dup
 	}
+	if v.unsafe != nil {
+		return v.unsafe
+	}
 	if v.maxTTL > 0 && ttl > v.maxTTL {
 		return overMaxTTL(ttl, v.maxTTL, v.maxNode)
 	}
@@ -262,6 +275,7 @@ func (c *Client) judgeFacts() *factsVerdict {
 		server string
 	}
 	seen := map[string]where{}
+	var unsafe []error
 	for i, fn := range f.nodes {
 		if fn == nil {
 			continue
@@ -279,6 +293,9 @@ func (c *Client) judgeFacts() *factsVerdict {
 					seen[s.RunID] = where{i, name}
 				}
 			}
+			if err := c.serverRefusal(i, name, s); err != nil {
+				unsafe = append(unsafe, err)
+			}
 			if s.MaxTTL > 0 && (v.maxTTL == 0 || s.MaxTTL < v.maxTTL) {
 				v.maxTTL, v.maxNode = s.MaxTTL, name
 			}
@@ -292,6 +309,7 @@ func (c *Client) judgeFacts() *factsVerdict {
 			}
 		}
 	}
+	v.unsafe = errors.Join(unsafe...)
 	if len(c.nodes)%2 == 0 {
 		v.warnings = append(v.warnings, NodeWarning{Message: fmt.Sprintf(
 			"%d nodes: an even number tolerates no more node failures (%d) than %d nodes; use an odd number",
@@ -313,6 +331,44 @@ func (c *Client) judgeFacts() *factsVerdict {
 		}
 	}
 	return v
+}
+
+// serverRefusal is why server s (named name) of node i cannot keep a
+// lock, nil when it can as far as its facts tell: dlm doctor FAILs each.
+//
+//   - A replica (role:slave) refuses the lock's writes (READONLY): the
+//     nodes then tolerate one failure fewer, silently, and a replica that
+//     accepts writes keeps them to itself, not on its master.
+//   - A plain master with replicas: replication is asynchronous, so a
+//     replica promoted by Sentinel or by hand serves without the last
+//     lock keys its master granted, and a second client can take a lock
+//     the first still holds; refused unless WithPromotableReplicas, as a
+//     cluster node's self-promoting replicas are (replicas.go, which
+//     judges a cluster's masters by their replicas' settings).
+//   - A server that evicts keys (maxmemory with an allkeys-* or volatile-*
+//     policy; every lock key has a ttl) can drop a lock key before its
+//     ttl under memory pressure, with the same result; no option accepts
+//     it: the fix is one setting on the server.
+//
+// All three break the lock itself, not only a fencing token's order, so
+// they are refused like a ttl over the advertised max ttl, not warned.
+func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
+	switch {
+	case s.Replica:
+		return invalidf("node %s is a replica (role:slave): it refuses the lock's writes, so the nodes tolerate one failure fewer (or, writable, keeps them to itself); give the masters only", name)
+	case s.Replicas > 0 && !c.opts.promotable && !isCluster(c.nodes[i]):
+		return fmt.Errorf("%w: %w: node %s has %d replica(s): replication is asynchronous, so a replica promoted by Sentinel or by hand can lack the last lock keys and let two clients hold a lock; remove the replicas, or accept the risk with WithPromotableReplicas",
+			ErrInvalid, ErrPromotableReplica, name, s.Replicas)
+	case s.Evicts():
+		return invalidf("node %s evicts keys under memory pressure (maxmemory %d, maxmemory-policy %s): a lock key evicted before its ttl lets a second client take the lock; set maxmemory-policy noeviction (or maxmemory 0)", name, s.MaxMemory, s.MaxMemoryPolicy)
+	}
+	return nil
+}
+
+// isCluster reports whether n is a Redis Cluster (adapter.ClusterNode).
+func isCluster(n Node) bool {
+	cn, ok := n.(adapter.ClusterNode)
+	return ok && cn.Cluster()
 }
 
 // serverName names a server of a node: the node's name, and for a node

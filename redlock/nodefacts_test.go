@@ -154,38 +154,33 @@ func commandCalls(t *testing.T, cl *redlocktest.Cluster) []map[string]int {
 }
 
 // A plain node's replication, read on connecting: a master with a
-// replica, and the replica given as a node, are warned of (dlm doctor
-// FAILs both). Real nodes, both adapters.
-func TestCheckNodesWarnsOfReplication(t *testing.T) {
+// replica and the replica given as a node are refused by CheckNodes (dlm
+// doctor FAILs both); with WithPromotableReplicas the master's replica is
+// only warned of, and the replica as a node is still refused. Real nodes,
+// both adapters.
+func TestCheckNodesJudgesReplication(t *testing.T) {
 	cl := redlocktest.Start(t, 3)
 	host, port, _ := strings.Cut(cl.Servers[1].Addr(), ":")
 	if err := cl.Servers[2].Client().ReplicaOf(t.Context(), host, port).Err(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	redlocktest.Eventually(t, 10*time.Second, func() bool {
 		info, err := cl.Servers[1].Client().Info(t.Context(), "replication").Result()
-		if err == nil && strings.Contains(info, "connected_slaves:1") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the replica did not connect in 10s: %q, %v", info, err)
-		}
-		time.Sleep(10 * time.Millisecond) // polling the replica's connection
-	}
+		return err == nil && strings.Contains(info, "connected_slaves:1")
+	}, "the replica did not connect in 10s")
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		c := dial(t, a, cl)
-		rep, err := c.CheckNodes(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := []string{cl.Servers[1].Addr() + " has 1 replica(s)", cl.Servers[2].Addr() + " is a replica of " + cl.Servers[1].Addr()}
-		if len(rep.Warnings) != len(want) {
-			t.Fatalf("warnings %q, want %d", rep.Warnings, len(want))
-		}
-		for i, w := range want {
-			if !strings.Contains(rep.Warnings[i], w) {
-				t.Errorf("warning %q, want it to say %q", rep.Warnings[i], w)
+		_, err := dial(t, a, cl).CheckNodes(t.Context())
+		for _, w := range []string{cl.Servers[1].Addr() + " has 1 replica(s)", cl.Servers[2].Addr() + " is a replica"} {
+			if !errors.Is(err, redlock.ErrInvalid) || err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("CheckNodes = %v; want ErrInvalid saying %q", err, w)
 			}
+		}
+		rep, err := dial(t, a, cl, redlock.WithPromotableReplicas()).CheckNodes(t.Context())
+		if err == nil || strings.Contains(err.Error(), "has 1 replica(s)") || !strings.Contains(err.Error(), cl.Servers[2].Addr()+" is a replica") {
+			t.Errorf("with WithPromotableReplicas: CheckNodes = %v; want only the replica node refused", err)
+		}
+		if !strings.Contains(strings.Join(rep.Warnings, "\n"), cl.Servers[1].Addr()+" has 1 replica(s)") {
+			t.Errorf("with WithPromotableReplicas: warnings %q; want the master's replica warned of", rep.Warnings)
 		}
 	})
 }

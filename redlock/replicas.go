@@ -13,7 +13,9 @@ import (
 
 // ErrPromotableReplica is wrapped (with ErrInvalid) by the error of New
 // when a node that is a Redis Cluster has a replica that may promote itself
-// (cluster-replica-no-failover not set on it).
+// (cluster-replica-no-failover not set on it), and by the error of every
+// lock while a node that is a plain master has a replica (which Sentinel or
+// an operator may promote, with the same loss: see CheckNodes).
 //
 // Why such a replica is refused, whatever cluster-node-timeout says:
 // replication is asynchronous, so a replica holds the master's lock keys
@@ -29,11 +31,12 @@ import (
 // failovers that keep locks are made by hand, after the old master has
 // stopped and the largest ttl has passed (docs/operations.md); replicas
 // with cluster-replica-no-failover yes allow exactly those.
-var ErrPromotableReplica = errors.New("redlock: cluster node has a replica that may promote itself")
+var ErrPromotableReplica = errors.New("redlock: node has a replica that may be promoted")
 
 // WithPromotableReplicas makes New accept nodes that are Redis Clusters
-// with replicas that may promote themselves (ErrPromotableReplica says
-// why New refuses them by default). A promotion then makes the node forget
+// with replicas that may promote themselves, and the locks accept plain
+// masters with replicas (ErrPromotableReplica says why they are refused
+// by default). A promotion then makes the node forget
 // the last locks of its master's slots, like a restart without
 // persistence: safe only if the other nodes make a quorum without it
 // (WithByzantineNodes, counted among the nodes that may lie). Default

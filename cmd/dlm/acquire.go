@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,7 +47,9 @@ with the resource, the end of the validity and the fencing token too), or
 into --handle-file. With --fencing the lock carries a fencing token.
 The lock's value is 20 random bytes, or with --value-env the content
 of an environment variable of yours (16 to 256 printable bytes, a secret
-unique to this acquisition).
+unique to this acquisition). An acquisition whose value a holder already
+uses (a job id that a re-run repeats) is refused as held elsewhere and
+leaves that holder's lock alone.
 
 ` + handleSecretHelp + `
 
@@ -71,6 +75,15 @@ unique to this acquisition).
 			if err := handleFits(args); err != nil {
 				return err
 			}
+			if err := hio.checkOut(cmd); err != nil {
+				return err
+			}
+			// A reader gone from standard output makes the handle's
+			// write fail with EPIPE, which releases the lock below,
+			// instead of killing dlm with the lock held for its ttl.
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
 			var lopts []redlock.LockOption
 			if cmd.Flags().Changed("value-env") {
 				if cmd.Flags().Changed("owner") {
@@ -103,7 +116,7 @@ unique to this acquisition).
 				uctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), releaseTimeout)
 				defer cancel()
 				_ = l.Unlock(uctx)
-				return fmt.Errorf("lock %q released again: its handle could not be written: %w", l.Resource(), err)
+				return withCode(exitCantCreate, fmt.Errorf("lock %q released again: its handle could not be written: %w", l.Resource(), err))
 			}
 			return nil
 		},

@@ -30,8 +30,10 @@ nodes decide.
 Extensions are bounded: the nodes count them beside the lock (the
 handle's count is not trusted), and past --max-extensions, or the least
 bound any earlier dlm extend of the lock gave, dlm extend refuses (exit
-74); the lock then lives out its validity. The handle's ttl must be
-within 24h, and its key prefix must be --key-prefix's: a handle edited
+74); the lock then lives out its validity. The handle's ttl (or --ttl)
+must be within 24h and within the max ttl every node advertises (dlm
+node --max-ttl: a longer lock outlives what a node that crashed without
+persistence remembers; exit 64), and its key prefix must be --key-prefix's: a handle edited
 by its holder reaches nothing the command would not.
 
 The handle is HANDLE, or standard input when HANDLE is -, or the file of

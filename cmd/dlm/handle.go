@@ -40,7 +40,8 @@ the environment variable ` + handleEnv + `.`
 
 // handleExitHelp lists the exit codes of the handle commands.
 const handleExitHelp = `Exit codes: 0 success; 64 bad usage or a damaged handle; 69 nodes
-unreachable (no quorum answered); 74 the lock is no longer held (expired,
+unreachable (no quorum answered); 73 the new handle could not be written
+(dlm acquire releases its lock again); 74 the lock is no longer held (expired,
 released, taken over, the handle's value is wrong, or the extension bound
 was reached); 75 (acquire) held elsewhere within --wait.`
 
@@ -159,6 +160,29 @@ func (hio *handleIO) write(cmd *cobra.Command, l *redlock.Lock, toFile bool) err
 	}
 	_, err = stdout.Write(line)
 	return err
+}
+
+// checkOut refuses, before anything is acquired, a handle that would go
+// to a standard output that reaches nobody: /dev/null, which is also what
+// a closed standard output is to a Go program (the runtime opens it in
+// its place). The lock would be held for its ttl with no handle to
+// release or extend it.
+func (hio *handleIO) checkOut(cmd *cobra.Command) error {
+	if hio.file != "" {
+		return nil
+	}
+	f, ok := rawWriter(cmd.OutOrStdout()).(*os.File)
+	if !ok {
+		return nil
+	}
+	out, err := f.Stat()
+	if err != nil {
+		return withCode(exitCantCreate, fmt.Errorf("standard output: %w: the handle could not be written", err))
+	}
+	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(out, null) {
+		return withCode(exitCantCreate, errors.New("standard output is "+os.DevNull+" (or was closed): the handle would be lost and the lock held for its ttl; write it with --handle-file, or redirect standard output to where it is read"))
+	}
+	return nil
 }
 
 // writeSecret replaces the file path with b, readable by its owner only,

@@ -20,8 +20,9 @@ const exitCodesHelp = `Exit codes:
   69  nodes unreachable: no quorum possible
   71  the kernel refuses dlm lock's guard a PID namespace (the command was
       not run; --pid-namespace=false runs it without one)
-  73  an output file cannot be written (--handle-file of dlm acquire and
-      dlm extend; the lock acquired is released again)
+  73  an output cannot be written (the handle of dlm acquire and dlm
+      extend: --handle-file, or a standard output closed, /dev/null or
+      whose reader is gone; the lock acquired is released again)
   74  lock (or leadership, dlm elect) lost while the command ran; no longer held
       (dlm extend, dlm release)
   75  lock not acquired (held elsewhere) within the wait

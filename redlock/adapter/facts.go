@@ -42,8 +42,26 @@ type Facts struct {
 	// ReplicaOf is the address of the server's master when the server is
 	// a replica (INFO replication), else "".
 	ReplicaOf string
-	// Replicas is how many replicas are connected to the server.
+	// ReplicationKnown is set when Replica and Replicas were read (INFO
+	// replication).
+	ReplicationKnown bool
+	// Replica is set when the server is itself a replica (role:slave): it
+	// refuses the lock scripts' writes, or keeps them to itself.
+	Replica bool
+	// Replicas is the number of replicas connected to the server
+	// (connected_slaves).
 	Replicas int
+	// MaxMemory is the server's maxmemory in bytes (0: no limit), and
+	// MaxMemoryPolicy its maxmemory-policy, "" when CONFIG was refused.
+	MaxMemory       int64
+	MaxMemoryPolicy string
+}
+
+// Evicts reports whether the server may evict lock keys before their ttl:
+// it has a memory limit and a policy that evicts keys (allkeys-* evicts
+// any, volatile-* those with a ttl, which every lock key has).
+func (f Facts) Evicts() bool {
+	return f.MaxMemory > 0 && f.MaxMemoryPolicy != "" && f.MaxMemoryPolicy != "noeviction"
 }
 
 // Durable reports whether the server keeps every acknowledged write
@@ -82,19 +100,23 @@ type FactsNode interface {
 
 // FactsCommands are the commands, sent in a connection's handshake, whose
 // replies ParseFacts reads (with INFO server, which the handshake sends to
-// learn the connection's run id anyway): the advertised max ttl and the
-// persistence settings (CONFIG GET append*, CONFIG GET save) and the
-// server's replication (INFO replication).
+// learn the connection's run id anyway): the advertised max ttl, the
+// persistence settings (CONFIG GET append*, CONFIG GET save), the memory
+// limit and eviction policy (CONFIG GET maxmemory*), and the replication
+// role and replicas (INFO replication). The replies after the first are
+// arrays of settings (CONFIG GET) or INFO text.
 func FactsCommands() [][]string {
-	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"}, {"INFO", "replication"}}
+	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"},
+		{"CONFIG", "GET", "maxmemory*"}, {"INFO", "replication"}}
 }
 
 // ParseFacts builds the Facts of the server at addr from its INFO replies
-// (server, and replication; either may be "", and both may be one text),
-// the value of MaxTTLKey ("" when absent or refused) and the settings its
-// CONFIG GETs answered (appendonly, appendfsync, save; none when CONFIG
-// was refused, as an ACL may). A value under MaxTTLKey that is not a
-// positive duration is ignored.
+// (INFO server, and INFO replication when it answered, one after the
+// other as an INFO of several sections answers), the value of MaxTTLKey
+// ("" when absent or refused) and the settings its CONFIG GETs answered
+// (appendonly, appendfsync, save, maxmemory, maxmemory-policy; none when
+// CONFIG was refused, as an ACL may). A value under MaxTTLKey that is not
+// a positive duration is ignored.
 func ParseFacts(addr, info, maxTTL string, config map[string]string) Facts {
 	f := Facts{Addr: addr}
 	var host, port string
@@ -104,7 +126,9 @@ func ParseFacts(addr, info, maxTTL string, config map[string]string) Facts {
 		case "run_id":
 			f.RunID = v
 		case "role":
-			if v == "slave" {
+			f.ReplicationKnown = true
+			f.Replica = v == "slave"
+			if f.Replica {
 				f.ReplicaOf = "?"
 			}
 		case "master_host":
@@ -117,6 +141,10 @@ func ParseFacts(addr, info, maxTTL string, config map[string]string) Facts {
 	}
 	if f.ReplicaOf != "" && host != "" {
 		f.ReplicaOf = net.JoinHostPort(host, port)
+	}
+	if policy := config["maxmemory-policy"]; policy != "" {
+		f.MaxMemoryPolicy = policy
+		f.MaxMemory, _ = strconv.ParseInt(config["maxmemory"], 10, 64)
 	}
 	if d, err := time.ParseDuration(strings.TrimSpace(maxTTL)); err == nil && d > 0 {
 		f.MaxTTL = d

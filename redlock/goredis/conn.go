@@ -115,16 +115,21 @@ type pipe struct {
 }
 
 // serverFacts reads the facts replies of a handshake (dial): the GET of
-// the advertised max ttl and the CONFIG GETs of the persistence settings.
+// the advertised max ttl, then the CONFIG GETs of the persistence and
+// memory settings and the INFO replication text (adapter.FactsCommands).
 func serverFacts(addr, info string, maxTTL reply, cfgs []reply) adapter.Facts {
 	ttl := ""
 	if maxTTL.kind == '$' && !maxTTL.null {
 		ttl = maxTTL.str
 	}
 	settings := map[string]string{}
-	for _, cfg := range cfgs {
-		for i := 0; i+1 < len(cfg.elems); i += 2 {
-			settings[cfg.elems[i].str] = cfg.elems[i+1].str
+	for _, r := range cfgs {
+		if r.kind == '$' && !r.null { // INFO replication
+			info += "\n" + r.str
+			continue
+		}
+		for i := 0; i+1 < len(r.elems); i += 2 { // CONFIG GET
+			settings[r.elems[i].str] = r.elems[i+1].str
 		}
 	}
 	return adapter.ParseFacts(addr, info, ttl, settings)
@@ -264,11 +269,7 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, e
 	infoOK := info.kind == '$' && !info.null
 	who := fence.Identify(id.num, id.kind == ':', info.str, infoOK)
 	if p.known != nil && infoOK {
-		repl := res[who0+5]
-		if repl.kind == '$' && !repl.null {
-			info.str += "\n" + repl.str
-		}
-		p.known.Set(serverFacts(o.Addr, info.str, res[who0+2], res[who0+3:who0+5]))
+		p.known.Set(serverFacts(o.Addr, info.str, res[who0+2], res[who0+3:opt]))
 	}
 	kills, taken := p.given.Kills(who)
 	if len(kills) > 0 {

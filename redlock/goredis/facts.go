@@ -22,7 +22,7 @@ func (n *Node) Facts() ([]adapter.Facts, uint64) { return n.known.Get() }
 // Connect makes the node's connection (each master's, for a cluster) if
 // it has none, bounded by ctx (adapter.FactsNode). A node over a client it
 // cannot pipeline on (NewNode) has no connection of its own: it reads the
-// facts by five requests through go-redis instead (each master's, for a
+// facts by six requests through go-redis instead (each master's, for a
 // cluster), and learns of a restart only when Connect is called again.
 func (n *Node) Connect(ctx context.Context) error {
 	switch {
@@ -55,6 +55,12 @@ func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) erro
 	cfg, _ := c.ConfigGet(ctx, "append*").Result()
 	if save, err := c.ConfigGet(ctx, "save").Result(); err == nil && cfg != nil {
 		cfg["save"] = save["save"]
+	}
+	if mem, err := c.ConfigGet(ctx, "maxmemory*").Result(); err == nil && cfg != nil {
+		cfg["maxmemory"], cfg["maxmemory-policy"] = mem["maxmemory"], mem["maxmemory-policy"]
+	}
+	if repl, err := c.Info(ctx, "replication").Result(); err == nil {
+		info += "\n" + repl
 	}
 	n.known.Set(adapter.ParseFacts(addr, info, maxTTL, cfg))
 	return nil

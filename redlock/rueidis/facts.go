@@ -75,6 +75,12 @@ func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	if save, err := c.Do(ctx, c.B().ConfigGet().Parameter("save").Build()).AsStrMap(); err == nil && cfg != nil {
 		cfg["save"] = save["save"]
 	}
+	if mem, err := c.Do(ctx, c.B().ConfigGet().Parameter("maxmemory*").Build()).AsStrMap(); err == nil && cfg != nil {
+		cfg["maxmemory"], cfg["maxmemory-policy"] = mem["maxmemory"], mem["maxmemory-policy"]
+	}
+	if repl, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString(); err == nil {
+		info += "\n" + repl
+	}
 	n.known.Set(adapter.ParseFacts(addr, info, maxTTL, cfg))
 	return nil
 }

@@ -155,20 +155,19 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 			ttl = string(maxTTL[1:])
 		}
 		settings := map[string]string{}
-		for _, cfg := range res[who0+3 : who0+5] {
-			if cfg[0] != '*' {
-				continue
-			}
-			elems := strings.Split(string(cfg[1:]), "\n")
-			for i := 0; i+1 < len(elems); i += 2 {
-				settings[elems[i]] = elems[i+1]
+		infos := string(info[1:])
+		for _, r := range res[who0+3:] {
+			switch r[0] {
+			case '$': // INFO replication
+				infos += "\n" + string(r[1:])
+			case '*': // CONFIG GET
+				elems := strings.Split(string(r[1:]), "\n")
+				for i := 0; i+1 < len(elems); i += 2 {
+					settings[elems[i]] = elems[i+1]
+				}
 			}
 		}
-		repl := res[who0+5]
-		if repl[0] == '$' {
-			info = append(append(info, '\n'), repl[1:]...)
-		}
-		f.known.Set(adapter.ParseFacts(addr, string(info[1:]), ttl, settings))
+		f.known.Set(adapter.ParseFacts(addr, infos, ttl, settings))
 	}
 	kills, taken := f.given.Kills(who)
 	if len(kills) > 0 {

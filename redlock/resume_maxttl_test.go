@@ -1,0 +1,51 @@
+package redlock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/adapter"
+	"dlm/redlock/redlocktest"
+)
+
+// Every call that relies on the nodes checks the max ttl they advertise,
+// not only an acquisition: Resume with a longer ttl than a node keeps
+// (dlm extend --ttl), and Extend once a node restarted with a smaller max
+// ttl than the lock's. Both are refused with ErrInvalid before any
+// request; the lock stays held until its Until.
+func TestResumeAndExtendCheckAdvertisedMaxTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(3)
+		for _, m := range mems {
+			m.SetFacts(adapter.Facts{MaxTTL: 10 * time.Second})
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		l, err := c.TryLock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := l.Handle()
+		if _, err := c.Resume(t.Context(), h, redlock.WithTTL(90*time.Second)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "max ttl 10s") {
+			t.Errorf("Resume with ttl 90s on nodes advertising 10s: %v, want %v naming the max ttl", err, redlock.ErrInvalid)
+		}
+		if _, err := c.Resume(t.Context(), h, redlock.WithTTL(8*time.Second)); err != nil {
+			t.Errorf("Resume with ttl 8s on nodes advertising 10s: %v", err)
+		}
+		mems[1].SetFacts(adapter.Facts{MaxTTL: 2 * time.Second}) // restarted with --max-ttl 2s
+		applied := mems[0].Applied()
+		if err := l.Extend(t.Context()); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "max ttl 2s") {
+			t.Errorf("Extend of a 5s lock on a node now advertising 2s: %v, want %v naming the max ttl", err, redlock.ErrInvalid)
+		}
+		if got := mems[0].Applied(); got != applied {
+			t.Errorf("the refused Extend sent %d requests", got-applied)
+		}
+	})
+}
