@@ -157,3 +157,84 @@ func TestAttack3TraitorCutsItsInboundLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestAttack3TraitorCutsItsInboundLinksInteractive: attack3 finding 1 in
+// interactive consistency (the run of every epoch of dlm generals
+// leader|failures|clock): SM n=4 m=2 and OM n=4 m=1, one traitor
+// (general 3) that sends honestly at the last moment, never acknowledges
+// and cuts its inbound links in round 1. The loyal generals must decide
+// the vector and keep the schedule.
+func TestAttack3TraitorCutsItsInboundLinksInteractive(t *testing.T) {
+	if os.Getenv("ATTACK3") == "" {
+		t.Skip("attack3 finding 1")
+	}
+	for _, alg := range []byzantine.Algorithm{byzantine.OM, byzantine.SM} {
+		t.Run(string(alg), func(t *testing.T) {
+			const n = 4
+			m := 1
+			if alg == byzantine.SM {
+				m = 2
+			}
+			round := 800 * time.Millisecond
+			keys := make([]ed25519.PrivateKey, n)
+			pubs := make([]ed25519.PublicKey, n)
+			for i := range keys {
+				pub, priv, err := ed25519.GenerateKey(rand.Reader)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys[i], pubs[i] = priv, pub
+			}
+			nodes := make([]*tcp.Node, n)
+			for i := range nodes {
+				nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { nd.Close() })
+				nodes[i] = nd
+			}
+			proxy := newCutProxy(t, nodes[3].Addr())
+			var c tcp.Cluster
+			for i := range n {
+				addr := nodes[i].Addr()
+				if i == 3 {
+					addr = proxy.ln.Addr().String()
+				}
+				c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
+			}
+			cfg := byzantine.DefaultConfig()
+			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, n, m
+			cfg.RoundTimeout = round
+			start := time.Now().Add(time.Second)
+			cfg.RunID = tcp.RunID(c, start, cfg.Seq)
+			ic := byzantine.InteractiveConfig{Config: cfg, Values: []byzantine.Order{"v0", "v1", "v2", "v3"}}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			cutAt := time.AfterFunc(time.Until(start.Add(round*14/10)), proxy.cut)
+			defer cutAt.Stop()
+			res := make([]byzantine.InteractiveGeneralResult, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range 3 {
+				wg.Go(func() { res[i], errs[i] = tcp.RunInteractiveNode(ctx, nodes[i], ic, keys[i], c, start) })
+			}
+			wg.Go(func() {
+				ep, stop := tcptest.WrapOnSchedule(nodes[3], tcptest.TraitorSpec{ID: 3, Attack: tcptest.LastMoment}, cfg.RunID, n, start, round, 1)
+				tcp.RunInteractiveOver(ctx, nodes[3], ep, ic, byzantine.Keyring{Private: keys[3], Public: pubs}, c, start)
+				stop()
+			})
+			wg.Wait()
+			for i := range 3 {
+				if errs[i] != nil {
+					t.Fatalf("general %d: %v", i, errs[i])
+				}
+				r := res[i]
+				t.Logf("general %d: vector %v overran %v faults %v", i, r.Vector, r.Overran(), r.Faults())
+				if len(r.Overran()) > 0 {
+					t.Errorf("loyal general %d (one traitor, m=%d) says it ran out of time in rounds %v", i, m, r.Overran())
+				}
+			}
+		})
+	}
+}
