@@ -1,0 +1,99 @@
+package tcptest_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"dlm/byzantine"
+	"dlm/byzantine/tcp"
+)
+
+// TestAttack3FlappingListener: attack3 finding 6. A traitor (general 3 of
+// OM(1), n=4) that sends nothing, completes every handshake of the loyal
+// generals' dials as a general that took nothing and resets the
+// connection at once. It is one absent fault, within m: the loyal
+// generals must decide and keep the schedule.
+func TestAttack3FlappingListener(t *testing.T) {
+	if os.Getenv("ATTACK3") == "" {
+		t.Skip("attack3 finding 6")
+	}
+	const n, m, traitor = 4, 1, 3
+	round := 800 * time.Millisecond
+	keys := make([]ed25519.PrivateKey, n)
+	pubs := make([]ed25519.PublicKey, n)
+	for i := range keys {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		keys[i], pubs[i] = priv, pub
+	}
+	nodes := make([]*tcp.Node, traitor)
+	for i := range traitor {
+		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nd.Close() })
+		nodes[i] = nd
+	}
+	tln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c tcp.Cluster
+	for i := range n {
+		addr := tln.Addr().String()
+		if i != traitor {
+			addr = nodes[i].Addr()
+		}
+		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
+	}
+	cfg := byzantine.DefaultConfig()
+	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.OM, n, m
+	cfg.Order = byzantine.Attack
+	cfg.RoundTimeout = round
+	start := time.Now().Add(time.Second)
+	run := tcp.RunID(c, start, cfg.Seq)
+	var accepted, answered atomic.Int64
+	var tw sync.WaitGroup
+	tw.Go(func() {
+		for {
+			conn, err := tln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			tw.Go(func() {
+				if _, err := tcp.AnswerHandshake(conn, traitor, keys[traitor], run); err == nil {
+					answered.Add(1)
+				}
+				conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			})
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res := make([]byzantine.GeneralResult, traitor)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range traitor {
+		wg.Go(func() { res[i], _, _ = tcp.RunNode(ctx, nodes[i], cfg, keys[i], c, start) })
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	tln.Close()
+	tw.Wait()
+	t.Logf("traitor accepted %d connections, answered %d handshakes in %v (%.0f/s)", accepted.Load(), answered.Load(), el, float64(accepted.Load())/el.Seconds())
+	for i := range traitor {
+		t.Logf("general %d: decision %s overran %v faults %v", i, res[i].Decision, res[i].Overran, res[i].Faults)
+		if len(res[i].Overran) > 0 {
+			t.Errorf("loyal general %d (one traitor, m=%d) says it ran out of time in rounds %v", i, m, res[i].Overran)
+		}
+	}
+}
