@@ -1276,9 +1276,12 @@ func (n *Node) Linked(p byzantine.ID) bool {
 // for the peer's fault (it lied about where its stream resumes, or took
 // nothing while its link was up) loses nothing: the peer is the fault. Frames for a peer whose link never
 // came up are not counted: that peer is absent, a fault the run allows.
-// A peer that is alive but missed a message from a loyal general in time
-// breaks the synchrony of the run, so RunGeneral, through
-// byzantine.LossReporter, then says the run is out of time. A link that
+// This general dials a broken link again and resends what the peer did
+// not acknowledge, so a message still not taken at its round's deadline
+// is the peer's failure (it reset or refused the links, or withheld its
+// acknowledgements): RunGeneral, through byzantine.LossReporter, counts
+// the peer among the faults (unreachable), not the round as this
+// general's lateness. A link that
 // broke and came back in time lost nothing: the peer said where its
 // stream resumed and got the rest.
 func (n *Node) Lost(p byzantine.ID) bool {

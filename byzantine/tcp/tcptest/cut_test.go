@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"io"
 	"net"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -74,16 +73,14 @@ func (p *cutProxy) cut() {
 	p.conns = nil
 }
 
-// TestAttack3TraitorCutsItsInboundLinks: attack3 finding 1. One traitor
-// (general 3 of OM(1), n=4) sends every order honestly, each frame just
-// before its round's deadline (LastMoment), never acknowledges what the
-// loyal generals send it, and resets their connections to it in round 1
-// and refuses their redials. Within m, the loyal generals must decide
-// and say the run holds; they say they ran out of time instead.
-func TestAttack3TraitorCutsItsInboundLinks(t *testing.T) {
-	if os.Getenv("ATTACK3") == "" {
-		t.Skip("attack3 finding 1")
-	}
+// TestTraitorCutsItsInboundLinks: one traitor (general 3 of OM(1), n=4)
+// sends every order honestly, each frame just before its round's deadline
+// (LastMoment), never acknowledges what the loyal generals send it, and
+// resets their connections to it in round 1 and refuses their redials.
+// Within m, the loyal generals must decide, keep the schedule and name
+// the traitor: the messages it did not take are its failure, not their
+// lateness.
+func TestTraitorCutsItsInboundLinks(t *testing.T) {
 	const n, m = 4, 1
 	round := 800 * time.Millisecond
 	keys := make([]ed25519.PrivateKey, n)
@@ -155,21 +152,20 @@ func TestAttack3TraitorCutsItsInboundLinks(t *testing.T) {
 		if len(r.Overran) > 0 {
 			t.Errorf("loyal general %d (one traitor, m=%d) says it ran out of time in rounds %v", i, m, r.Overran)
 		}
+		checkOnlyFault(t, i, r.Faults, 3)
 	}
 }
 
-// TestAttack3TraitorCutsItsInboundLinksInteractive: attack3 finding 1 in
+// TestTraitorCutsItsInboundLinksInteractive: the same traitor in
 // interactive consistency (the run of every epoch of dlm generals
 // leader|failures|clock): SM n=4 m=2 and OM n=4 m=1, one traitor
 // (general 3) that sends honestly at the last moment, never acknowledges
 // and cuts its inbound links in round 1. The loyal generals must decide
 // the vector and keep the schedule.
-func TestAttack3TraitorCutsItsInboundLinksInteractive(t *testing.T) {
-	if os.Getenv("ATTACK3") == "" {
-		t.Skip("attack3 finding 1")
-	}
+func TestTraitorCutsItsInboundLinksInteractive(t *testing.T) {
 	for _, alg := range []byzantine.Algorithm{byzantine.OM, byzantine.SM} {
 		t.Run(string(alg), func(t *testing.T) {
+			t.Parallel()
 			const n = 4
 			m := 1
 			if alg == byzantine.SM {
@@ -234,7 +230,17 @@ func TestAttack3TraitorCutsItsInboundLinksInteractive(t *testing.T) {
 				if len(r.Overran()) > 0 {
 					t.Errorf("loyal general %d (one traitor, m=%d) says it ran out of time in rounds %v", i, m, r.Overran())
 				}
+				checkOnlyFault(t, i, r.Faults(), 3)
 			}
 		})
+	}
+}
+
+// checkOnlyFault fails t unless general i named traitor, and no other
+// peer, among its faults.
+func checkOnlyFault(t *testing.T, i int, faults []byzantine.PeerFault, traitor byzantine.ID) {
+	t.Helper()
+	if len(faults) != 1 || faults[0].ID != traitor {
+		t.Errorf("loyal general %d names the faults %v, want general %d alone", i, faults, traitor)
 	}
 }
