@@ -83,6 +83,9 @@ func (p *cutProxy) cut() {
 func TestTraitorCutsItsInboundLinks(t *testing.T) {
 	const n, m = 4, 1
 	round := 800 * time.Millisecond
+	if tcptest.RaceEnabled {
+		round = 1500 * time.Millisecond // the race detector slows every general several times
+	}
 	keys := make([]ed25519.PrivateKey, n)
 	pubs := make([]ed25519.PublicKey, n)
 	for i := range keys {
@@ -172,6 +175,9 @@ func TestTraitorCutsItsInboundLinksInteractive(t *testing.T) {
 				m = 2
 			}
 			round := 800 * time.Millisecond
+			if tcptest.RaceEnabled {
+				round = 1500 * time.Millisecond // the race detector slows every general several times
+			}
 			keys := make([]ed25519.PrivateKey, n)
 			pubs := make([]ed25519.PublicKey, n)
 			for i := range keys {

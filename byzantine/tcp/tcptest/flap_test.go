@@ -12,6 +12,7 @@ import (
 
 	"dlm/byzantine"
 	"dlm/byzantine/tcp"
+	"dlm/byzantine/tcp/tcptest"
 )
 
 // TestFlappingListener: a traitor (general 3 of OM(1), n=4) that sends
@@ -22,6 +23,9 @@ import (
 func TestFlappingListener(t *testing.T) {
 	const n, m, traitor = 4, 1, 3
 	round := 800 * time.Millisecond
+	if tcptest.RaceEnabled {
+		round = 1500 * time.Millisecond // the race detector slows every general several times
+	}
 	keys := make([]ed25519.PrivateKey, n)
 	pubs := make([]ed25519.PublicKey, n)
 	for i := range keys {
@@ -86,6 +90,15 @@ func TestFlappingListener(t *testing.T) {
 	tln.Close()
 	tw.Wait()
 	t.Logf("traitor accepted %d connections, answered %d handshakes in %v (%.0f/s)", accepted.Load(), answered.Load(), el, float64(accepted.Load())/el.Seconds())
+	// Each loyal dialer pauses after every link that broke at once, the
+	// pauses doubling up to an eighth of a round: a few dials to start,
+	// then about 8 a round. A bound of 16 a round, with 16 more to start,
+	// holds on a loaded machine and fails for unpaced redials (1,000 a
+	// second and more) and for a fixed pause of 20 ms (about 120 a second
+	// for the three dialers here).
+	if most := int64(traitor) * (16*int64(el/round) + 32); accepted.Load() > most {
+		t.Errorf("the loyal generals dialled the traitor %d times in %v, want at most %d: redials after a link that broke at once must back off", accepted.Load(), el, most)
+	}
 	for i := range traitor {
 		t.Logf("general %d: decision %s overran %v faults %v", i, res[i].Decision, res[i].Overran, res[i].Faults)
 		if res[i].Decision != byzantine.Attack {
