@@ -78,6 +78,11 @@ const (
 	// stays undelivered is the peer's failure, not this general's
 	// lateness.
 	PeerUnreachable PeerFaultKind = "unreachable"
+	// PeerRefused: the peer sent a message no loyal general sends, refused
+	// as malformed, oversized, misaddressed, spoofed or forged (a
+	// signature of its chain does not verify: a loyal general signs its
+	// own link and relays only chains it verified).
+	PeerRefused PeerFaultKind = "refused"
 )
 
 // FaultyPeers returns the ids of the peers listed in Faults, in

@@ -102,14 +102,41 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	gone[g.id] = true
 	fut := newFutureBuf(g)
 	mute := g.strategy == Silent
+	// faults holds what this general saw of its peers' failures, the
+	// first of each peer: a peer it has no link to (ErrPeerAbsent), one
+	// whose connection closed, one that had not ended a round by the
+	// round's deadline, one that did not take what this general sent it,
+	// and one that sent a message no loyal general sends. They are faults
+	// the run allows, within m. A peer that announced the end of round m
+	// has sent all it had to: that it leaves afterwards (its run is over)
+	// is no fault.
+	faults := make(map[ID]PeerFault)
+	fault := func(p ID, kind PeerFaultKind, r int) {
+		if p < 0 || int(p) >= n || p == g.id || ended[p] >= m {
+			return
+		}
+		if _, seen := faults[p]; !seen {
+			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
+		}
+	}
+	// blame counts the sender of a message refused as one no loyal
+	// general sends among the faults: the transport authenticated it
+	// (A2), so what it sent is its own doing (see provesFault).
+	blame := func(r int, msg Message, why RejectReason) {
+		if provesFault(why) {
+			fault(msg.From, PeerRefused, r)
+		}
+	}
 	deliver := func(r int, msg Message) {
 		why := g.Receive(msg)
+		blame(r, msg, why)
 		if trace != nil {
 			*trace = append(*trace, TraceEvent{Round: r, Message: msg, Rejected: why})
 		}
 	}
 	refuse := func(r int, msg Message, why RejectReason) {
 		g.Refuse(why)
+		blame(r, msg, why)
 		if why == RejectOversized || why == RejectMalformed || why == RejectFlood {
 			msg.Sigs = nil // a refused giant is not kept, even in a trace
 		}
@@ -132,21 +159,6 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	// refused the redials or withheld its acknowledgements failed, and a
 	// loyal peer with a transient reset loses nothing (see LossReporter).
 	lost := make(map[ID]int)
-	// faults holds what this general saw of its peers' failures, the
-	// first of each peer: a peer it has no link to (ErrPeerAbsent), one
-	// whose connection closed, and one that had not ended a round by the
-	// round's deadline. They are faults the run allows, within m. A peer
-	// that announced the end of round m has sent all it had to: that it
-	// leaves afterwards (its run is over) is no fault.
-	faults := make(map[ID]PeerFault)
-	fault := func(p ID, kind PeerFaultKind, r int) {
-		if p < 0 || int(p) >= n || p == g.id || ended[p] >= m {
-			return
-		}
-		if _, seen := faults[p]; !seen {
-			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
-		}
-	}
 	var carry []Inbound // events taken after a deadline, for the next rounds
 	crash := g.cfg.CrashRound(g.id)
 	// queuedLoss records in lost the peers the endpoint says it dropped a
@@ -401,6 +413,20 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 	}
 	return res, nil
+}
+
+// provesFault reports whether a message refused for why proves its
+// direct sender faulty: no loyal general sends a message of the wrong
+// shape, too long, addressed to another, naming another general as its
+// sender, or whose signature chain does not verify (a loyal general signs
+// its own link and relays only chains it verified). A message refused as
+// late, duplicate, stale or over a cap proves nothing by itself.
+func provesFault(why RejectReason) bool {
+	switch why {
+	case RejectMalformed, RejectOversized, RejectMisaddressed, RejectSpoofed, RejectForged:
+		return true
+	}
+	return false
 }
 
 // pauseSlack is an eighth of the round timeout: a general whose sends of a
