@@ -440,7 +440,7 @@ func (r *InteractiveResult) FaultyGenerals() []ID {
 
 // FaultReasons says, for each general that FaultyGenerals counts, why:
 // a traitor and its strategy, a crash, or which loyal survivors saw it
-// absent, gone or late over a real transport, and from which round (the
+// absent, gone, late, unreachable or refused over a real transport, and from which round (the
 // earliest over the instances), in the generals' own ids.
 func (r *InteractiveResult) FaultReasons() map[ID][]string {
 	out := make(map[ID][]string)

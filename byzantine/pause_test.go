@@ -168,12 +168,14 @@ func (e brokenLinkEndpoint) Send(ctx context.Context, m byzantine.Message) error
 
 // TestRunGeneralLostSendToLivePeerReports: the set-up of
 // TestRunGeneralPausedAcrossDeadlineReports, but general 3's relay to
-// general 1 is lost (its connection to 1 was reset) while 1 stays alive
-// and punctual. General 1 then misses retreat and decides attack while 2
-// and 3 decide retreat: the general whose send failed to a peer that was
-// not gone must list the round in Overran, so that the run is reported as
-// out of time. Before the fix the send error was dropped and every general
-// reported keeping the schedule.
+// general 1 is lost (its connection to 1 stays broken) while 1 stays
+// alive and punctual. General 1 then misses retreat and decides attack
+// while 2 and 3 decide retreat. General 3 kept its schedule; the peer it
+// could not reach is a fault (unreachable): with the traitorous commander
+// that is two faults, more than m, and the run must say so. (Before the
+// send error was dropped and every general reported keeping the
+// schedule; then general 3 said it ran out of time, which blamed its own
+// schedule for a link.)
 func TestRunGeneralLostSendToLivePeerReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		results := runTimedCommander(t, func(id byzantine.ID, base slowEndpoint, _ time.Time, _ time.Duration) byzantine.Endpoint {
@@ -182,15 +184,26 @@ func TestRunGeneralLostSendToLivePeerReports(t *testing.T) {
 			}
 			return brokenLinkEndpoint{base, 1}
 		})
-		res := byzantine.Assemble(config(byzantine.SM, 4, 1), results)
-		if results[1].Decision != results[2].Decision && len(res.OutOfTime()) == 0 {
-			t.Errorf("loyal generals decided %s (1) and %s (2) and no general reported the run out of time (general 3's relay to 1 was lost)",
-				results[1].Decision, results[2].Decision)
-		}
-		if !slices.Contains(results[3].Overran, 1) {
-			t.Errorf("general 3's round-1 send to the live general 1 failed; Overran = %v, want round 1", results[3].Overran)
-		}
+		checkUnreachable(t, results)
 	})
+}
+
+// checkUnreachable checks that general 3 of runTimedCommander, whose
+// round-1 relay to general 1 was lost, names 1 unreachable from round 1
+// and kept its schedule, and that the run, with the traitorous commander,
+// says it had too many faults.
+func checkUnreachable(t *testing.T, results []byzantine.GeneralResult) {
+	t.Helper()
+	cfg := config(byzantine.SM, 4, 1, byzantine.Traitor{ID: 0, Strategy: byzantine.Custom})
+	res := byzantine.Assemble(cfg, results)
+	want := byzantine.PeerFault{ID: 1, Kind: byzantine.PeerUnreachable, Round: 1}
+	if !slices.Contains(results[3].Faults, want) || len(results[3].Overran) != 0 {
+		t.Errorf("general 3's round-1 relay to general 1 was lost: faults %v, overran %v; want %v among the faults and no round overran", results[3].Faults, results[3].Overran, want)
+	}
+	if results[1].Decision != results[2].Decision && !res.TooManyFaults() {
+		t.Errorf("loyal generals decided %s (1) and %s (2) and the run does not say it had too many faults (faulty %v)",
+			results[1].Decision, results[2].Decision, res.FaultyGenerals())
+	}
 }
 
 // queuedLossEndpoint is a punctual general whose transport queues sends:
@@ -215,9 +228,10 @@ func (e queuedLossEndpoint) Lost(p byzantine.ID) bool { return p == e.to && e.dr
 // TestRunGeneralQueuedLossToLivePeerReports: the set-up of
 // TestRunGeneralLostSendToLivePeerReports, but general 3's Send of its
 // relay to 1 returned nil (the transport queued it) and the transport then
-// dropped it with the reset link. The loss must count as a failed send:
-// before the fix general 3 decided retreat with Overran = [] and every
-// general reported keeping the schedule, while 1 decided attack.
+// dropped it with the reset link. The loss must count as a failed send,
+// and so 1 as unreachable: before, general 3 decided retreat with no
+// fault and Overran = [] and every general reported keeping the
+// schedule, while 1 decided attack.
 func TestRunGeneralQueuedLossToLivePeerReports(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		results := runTimedCommander(t, func(id byzantine.ID, base slowEndpoint, _ time.Time, _ time.Duration) byzantine.Endpoint {
@@ -226,9 +240,7 @@ func TestRunGeneralQueuedLossToLivePeerReports(t *testing.T) {
 			}
 			return queuedLossEndpoint{base, 1, new(atomic.Bool)}
 		})
-		if !slices.Contains(results[3].Overran, 1) {
-			t.Errorf("general 3's round-1 relay to the live general 1 was dropped by its transport; Overran = %v, want round 1", results[3].Overran)
-		}
+		checkUnreachable(t, results)
 	})
 }
 

@@ -70,6 +70,19 @@ const (
 	// PeerLate: the peer had not announced the end of a round by the
 	// round's deadline (it is slow, silent, or withholds its markers).
 	PeerLate PeerFaultKind = "late"
+	// PeerUnreachable: the link to the peer had been up, then broke, and
+	// messages of a round whose deadline passed were still not
+	// acknowledged by it: it refused or reset the redials, or withheld its
+	// acknowledgements. A transient reset costs nothing (the link is
+	// dialled again and the peer says where its stream resumes), so what
+	// stays undelivered is the peer's failure, not this general's
+	// lateness.
+	PeerUnreachable PeerFaultKind = "unreachable"
+	// PeerRefused: the peer sent a message no loyal general sends, refused
+	// as malformed, oversized, misaddressed, spoofed or forged (a
+	// signature of its chain does not verify: a loyal general signs its
+	// own link and relays only chains it verified).
+	PeerRefused PeerFaultKind = "refused"
 )
 
 // FaultyPeers returns the ids of the peers listed in Faults, in

@@ -57,8 +57,12 @@ type LinkReporter interface {
 // LossReporter is implemented by an Endpoint whose Send may return before
 // the message is on its way (it queues it): Lost reports whether a message
 // to p that Send accepted was then dropped undelivered, because the link
-// to p failed after it had been up. RunGeneral treats such a message as a
-// send that failed: when p is not gone, the round is listed in Overran.
+// to p failed after it had been up and p did not take it back in time.
+// RunGeneral counts p among the faults (PeerUnreachable, or PeerGone):
+// the endpoint dials a broken link again and resends what p did not
+// acknowledge, so a message still undelivered at its round's deadline is
+// p's failure (it reset or refused the links, or withheld its
+// acknowledgements), not this general's lateness.
 type LossReporter interface {
 	// Lost reports whether a message to p accepted by Send was dropped.
 	Lost(p ID) bool
@@ -82,9 +86,9 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // the round's deadline (it started late, or was too slow; within
 // pauseSlack of it counts), did not take a message that had arrived in
 // time (Inbound.At), was stopped over the end of the round up to its
-// deadline (PauseReporter, or a watcher of its own), or could not send a
-// message to a peer that stayed connected, is listed in
-// GeneralResult.Overran: its decision is then not guaranteed, and callers
+// deadline (PauseReporter, or a watcher of its own), is listed in
+// GeneralResult.Overran (a message to a peer that could not be delivered
+// makes that peer a fault instead: see LossReporter): its decision is then not guaranteed, and callers
 // must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
 // A general that cfg.Crashes makes crash returns, at the start of its
 // crash round, a result marked Crashed and an error wrapping ErrCrashed.
@@ -98,14 +102,41 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	gone[g.id] = true
 	fut := newFutureBuf(g)
 	mute := g.strategy == Silent
+	// faults holds what this general saw of its peers' failures, the
+	// first of each peer: a peer it has no link to (ErrPeerAbsent), one
+	// whose connection closed, one that had not ended a round by the
+	// round's deadline, one that did not take what this general sent it,
+	// and one that sent a message no loyal general sends. They are faults
+	// the run allows, within m. A peer that announced the end of round m
+	// has sent all it had to: that it leaves afterwards (its run is over)
+	// is no fault.
+	faults := make(map[ID]PeerFault)
+	fault := func(p ID, kind PeerFaultKind, r int) {
+		if p < 0 || int(p) >= n || p == g.id || ended[p] >= m {
+			return
+		}
+		if _, seen := faults[p]; !seen {
+			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
+		}
+	}
+	// blame counts the sender of a message refused as one no loyal
+	// general sends among the faults: the transport authenticated it
+	// (A2), so what it sent is its own doing (see provesFault).
+	blame := func(r int, msg Message, why RejectReason) {
+		if provesFault(why) {
+			fault(msg.From, PeerRefused, r)
+		}
+	}
 	deliver := func(r int, msg Message) {
 		why := g.Receive(msg)
+		blame(r, msg, why)
 		if trace != nil {
 			*trace = append(*trace, TraceEvent{Round: r, Message: msg, Rejected: why})
 		}
 	}
 	refuse := func(r int, msg Message, why RejectReason) {
 		g.Refuse(why)
+		blame(r, msg, why)
 		if why == RejectOversized || why == RejectMalformed || why == RejectFlood {
 			msg.Sigs = nil // a refused giant is not kept, even in a trace
 		}
@@ -121,27 +152,13 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	}
 	var overran []int
 	// lost holds, per peer, the first round in which a message to it could
-	// not be sent. A peer that is gone (crashed: its connection to this
-	// general closed too) missing them is a fault the run allows; one that
-	// is still there missed a loyal message (a reset connection), which the
-	// synchrony of the run (A1, A3) rules out: the round is then listed in
-	// Overran, since the peers' decisions no longer rest on it.
+	// not be sent. The peer is then a fault the run allows, within m: gone
+	// when its connection to this general closed too, unreachable
+	// otherwise. This general kept its schedule (it sent in time, and its
+	// endpoint dialled the link again); a peer that broke its links,
+	// refused the redials or withheld its acknowledgements failed, and a
+	// loyal peer with a transient reset loses nothing (see LossReporter).
 	lost := make(map[ID]int)
-	// faults holds what this general saw of its peers' failures, the
-	// first of each peer: a peer it has no link to (ErrPeerAbsent), one
-	// whose connection closed, and one that had not ended a round by the
-	// round's deadline. They are faults the run allows, within m. A peer
-	// that announced the end of round m has sent all it had to: that it
-	// leaves afterwards (its run is over) is no fault.
-	faults := make(map[ID]PeerFault)
-	fault := func(p ID, kind PeerFaultKind, r int) {
-		if p < 0 || int(p) >= n || p == g.id || ended[p] >= m {
-			return
-		}
-		if _, seen := faults[p]; !seen {
-			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
-		}
-	}
 	var carry []Inbound // events taken after a deadline, for the next rounds
 	crash := g.cfg.CrashRound(g.id)
 	// queuedLoss records in lost the peers the endpoint says it dropped a
@@ -362,8 +379,15 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	}
 	queuedLoss(m)
 	for p, r := range lost {
-		if !gone[p] && r <= m && !slices.Contains(overran, r) {
-			overran = append(overran, r)
+		// Unlike a peer that leaves after its last round, a peer that did
+		// not take a message of round m or before failed, however many
+		// rounds it announced.
+		if _, seen := faults[p]; !seen && r <= m && p >= 0 && int(p) < n && p != g.id {
+			kind := PeerUnreachable
+			if gone[p] {
+				kind = PeerGone
+			}
+			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
 		}
 	}
 	slices.Sort(overran)
@@ -389,6 +413,20 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		}
 	}
 	return res, nil
+}
+
+// provesFault reports whether a message refused for why proves its
+// direct sender faulty: no loyal general sends a message of the wrong
+// shape, too long, addressed to another, naming another general as its
+// sender, or whose signature chain does not verify (a loyal general signs
+// its own link and relays only chains it verified). A message refused as
+// late, duplicate, stale or over a cap proves nothing by itself.
+func provesFault(why RejectReason) bool {
+	switch why {
+	case RejectMalformed, RejectOversized, RejectMisaddressed, RejectSpoofed, RejectForged:
+		return true
+	}
+	return false
 }
 
 // pauseSlack is an eighth of the round timeout: a general whose sends of a

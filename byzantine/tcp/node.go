@@ -574,13 +574,45 @@ func (n *Node) dialAll(ctx context.Context, c Cluster, up chan<- struct{}) error
 	return errors.Join(errs...)
 }
 
-// redialPause is the pause between two attempts to reach a peer.
-const redialPause = 20 * time.Millisecond
+// redialPause is the first pause before another attempt to reach a peer
+// after one failed (or after a link that broke as soon as it was up); it
+// doubles with each such attempt in a row, up to maxRedialPause.
+const redialPause = 5 * time.Millisecond
+
+// maxRedialPause is the longest pause between two attempts to reach a
+// peer: an eighth of the round of a run on a schedule (links that come
+// back are used within the round), 100 ms otherwise. A peer that
+// answers every handshake and resets the link at once so costs each
+// general a few dials a round, not hundreds a second.
+func (n *Node) maxRedialPause() time.Duration {
+	n.mu.Lock()
+	round := n.round
+	n.mu.Unlock()
+	if round <= 0 {
+		return 100 * time.Millisecond
+	}
+	return max(redialPause, round/8)
+}
+
+// redialWait is the pause before the next attempt to reach a peer after
+// tries attempts in a row that failed or whose link broke within the
+// longest pause.
+func (n *Node) redialWait(tries int) time.Duration {
+	most := n.maxRedialPause()
+	d := redialPause
+	for range tries {
+		if d >= most {
+			break
+		}
+		d *= 2
+	}
+	return min(d, most)
+}
 
 // link keeps the link to peer id up until ctx ends: it dials and
 // authenticates, attaches the connection (the peer says where to resume
 // the stream), calls up, and when the connection breaks dials again at
-// once, pausing redialPause after each failed attempt. When ctx ends
+// once, pausing after each failed attempt (see redialWait). When ctx ends
 // with the link down, the link is given up for the run; a link up then
 // stays up until it breaks. It returns the last error when the link was
 // not up at the end.
@@ -593,6 +625,7 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 	oc.mu.Unlock()
 	var d net.Dialer
 	var last, refused error // refused: the last failed handshake, which says more
+	tries := 0              // attempts in a row that failed, or whose link broke soon
 	defer func() {
 		oc.mu.Lock()
 		oc.redial = false
@@ -631,9 +664,15 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 					return ErrClosed
 				}
 				// Dial again at once, unless the connection broke as
-				// soon as it was up (a peer that resets every link must
-				// not make this general dial without pause).
-				if wait := redialPause - time.Since(attached); wait > 0 {
+				// soon as it was up: a peer that resets every link must
+				// not make this general dial without pause, so the
+				// pauses grow with each such break in a row.
+				if time.Since(attached) >= n.maxRedialPause() {
+					tries = 0
+				}
+				wait := n.redialWait(tries) - time.Since(attached)
+				tries++
+				if wait > 0 {
 					t := time.NewTimer(wait)
 					select {
 					case <-ctx.Done():
@@ -660,7 +699,8 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 		}
 		last = err
 		n.dialFails.Add(1)
-		t := time.NewTimer(redialPause)
+		t := time.NewTimer(n.redialWait(tries))
+		tries++
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -1278,9 +1318,12 @@ func (n *Node) Linked(p byzantine.ID) bool {
 // for the peer's fault (it lied about where its stream resumes, or took
 // nothing while its link was up) loses nothing: the peer is the fault. Frames for a peer whose link never
 // came up are not counted: that peer is absent, a fault the run allows.
-// A peer that is alive but missed a message from a loyal general in time
-// breaks the synchrony of the run, so RunGeneral, through
-// byzantine.LossReporter, then says the run is out of time. A link that
+// This general dials a broken link again and resends what the peer did
+// not acknowledge, so a message still not taken at its round's deadline
+// is the peer's failure (it reset or refused the links, or withheld its
+// acknowledgements): RunGeneral, through byzantine.LossReporter, counts
+// the peer among the faults (unreachable), not the round as this
+// general's lateness. A link that
 // broke and came back in time lost nothing: the peer said where its
 // stream resumed and got the rest.
 func (n *Node) Lost(p byzantine.ID) bool {

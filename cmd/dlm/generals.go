@@ -101,7 +101,7 @@ Exit status:
   1   IC1 or IC2 is violated
   3   inconclusive: over TCP a loyal general did not keep the schedule
       (ran out of time), or more than m generals were faulty (traitors,
-      crashed, or seen absent, gone or late); the decisions prove nothing
+      crashed, or seen absent, gone, late, unreachable or refused); the decisions prove nothing
   64  bad usage (with the reason)
   69  the run could not take place (a general could not start, or the run
       was interrupted)`,
@@ -298,10 +298,10 @@ func outOfTimeText(late []byzantine.ID) string {
 }
 
 // tooManyFaultsText says that more than m generals were faulty, counting
-// those the loyal generals saw absent, gone or late over the network.
+// those the loyal generals saw absent, gone, late, unreachable or refused over the network.
 func tooManyFaultsText(res *byzantine.Result) string {
 	f := res.FaultyGenerals()
-	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone or late by a loyal general), %d > m = %d, so agreement is not guaranteed and the decisions prove nothing", f, len(f), res.Config.MaxTraitors)
+	return fmt.Sprintf("too many faults: generals %v were faulty (traitors, crashed, or seen absent, gone, late, unreachable or refused by a loyal general), %d > m = %d, so agreement is not guaranteed and the decisions prove nothing", f, len(f), res.Config.MaxTraitors)
 }
 
 // launchGenerals runs every general as a "dlm generals serve" process.

@@ -261,7 +261,7 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 			case len(res.Overran) > 0:
 				late = withCode(exitInconclusive, fmt.Errorf("general %d ran out of time in rounds %v: it sent its messages after the round's deadline, or was stopped over it, or did not take messages that had arrived in time, or could not send to a peer that stayed connected; its decision proves nothing; use a later --start or a longer --round-timeout", id, res.Overran))
 			case len(faulty) > cfg.MaxTraitors:
-				late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone or late), more than m = %d: agreement is guaranteed only with at most m faulty generals, so its decision proves nothing", id, len(faulty), faulty, cfg.MaxTraitors))
+				late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone, late, unreachable or refused), more than m = %d: agreement is guaranteed only with at most m faulty generals, so its decision proves nothing", id, len(faulty), faulty, cfg.MaxTraitors))
 			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())

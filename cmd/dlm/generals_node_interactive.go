@@ -55,7 +55,7 @@ type nodeInteractiveJSON struct {
 	// directly and in time.
 	Heard  []bool                `json:"heard"`
 	Faults []byzantine.PeerFault `json:"faults"`
-	// FaultyPeers are the peers seen absent, gone or late in any instance.
+	// FaultyPeers are the peers seen absent, gone, late, unreachable or refused in any instance.
 	FaultyPeers []byzantine.ID  `json:"faulty_peers"`
 	Overran     []int           `json:"overran,omitempty"`
 	Stats       byzantine.Stats `json:"stats"`
@@ -97,7 +97,7 @@ func runInteractiveNode(ctx context.Context, node *tcp.Node, id byzantine.ID, ic
 	case len(out.Overran) > 0:
 		late = withCode(exitInconclusive, fmt.Errorf("general %d ran out of time in rounds %v: it sent its messages after the round's deadline, or was stopped over it, or did not take messages that had arrived in time, or could not send to a peer that stayed connected; its vector proves nothing; use a later --start or a longer --round-timeout", id, out.Overran))
 	case len(out.FaultyPeers) > cfg.MaxTraitors:
-		late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone or late), more than m = %d: the vector conditions are guaranteed only with at most m faulty generals, so its vector proves nothing", id, len(out.FaultyPeers), out.FaultyPeers, cfg.MaxTraitors))
+		late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone, late, unreachable or refused), more than m = %d: the vector conditions are guaranteed only with at most m faulty generals, so its vector proves nothing", id, len(out.FaultyPeers), out.FaultyPeers, cfg.MaxTraitors))
 	}
 	if late != nil {
 		out.Verdict = late.Error()

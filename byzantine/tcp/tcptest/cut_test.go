@@ -1,0 +1,252 @@
+package tcptest_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"dlm/byzantine"
+	"dlm/byzantine/tcp"
+	"dlm/byzantine/tcp/tcptest"
+)
+
+// cutProxy stands in front of a traitor's listener: it forwards what the
+// dialers send, passes the traitor's handshake reply back and nothing
+// after it (no acknowledgement reaches the dialer), and at cut resets
+// every connection and stops listening.
+type cutProxy struct {
+	ln    net.Listener
+	to    string
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newCutProxy(t *testing.T, to string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, to: to}
+	go p.serve()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *cutProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		s, err := net.Dial("tcp", p.to)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, s)
+		p.mu.Unlock()
+		go io.Copy(s, c)
+		go func() {
+			// The reply frame: a 4-byte length and the reply.
+			io.CopyN(c, s, 4+1+2+32+8+ed25519.SignatureSize)
+			io.Copy(io.Discard, s)
+		}()
+	}
+}
+
+func (p *cutProxy) cut() {
+	p.ln.Close()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetLinger(0)
+		}
+		c.Close()
+	}
+	p.conns = nil
+}
+
+// TestTraitorCutsItsInboundLinks: one traitor (general 3 of OM(1), n=4)
+// sends every order honestly, each frame just before its round's deadline
+// (LastMoment), never acknowledges what the loyal generals send it, and
+// resets their connections to it in round 1 and refuses their redials.
+// Within m, the loyal generals must decide, keep the schedule and name
+// the traitor: the messages it did not take are its failure, not their
+// lateness.
+func TestTraitorCutsItsInboundLinks(t *testing.T) {
+	const n, m = 4, 1
+	round := 800 * time.Millisecond
+	if tcptest.RaceEnabled {
+		round = 1500 * time.Millisecond // the race detector slows every general several times
+	}
+	keys := make([]ed25519.PrivateKey, n)
+	pubs := make([]ed25519.PublicKey, n)
+	for i := range keys {
+		pub, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[i], pubs[i] = priv, pub
+	}
+	nodes := make([]*tcp.Node, n)
+	for i := range nodes {
+		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nd.Close() })
+		nodes[i] = nd
+	}
+	proxy := newCutProxy(t, nodes[3].Addr())
+	var c tcp.Cluster
+	for i := range n {
+		addr := nodes[i].Addr()
+		if i == 3 {
+			addr = proxy.ln.Addr().String()
+		}
+		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
+	}
+	cfg := byzantine.DefaultConfig()
+	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.OM, n, m
+	cfg.Order = byzantine.Attack
+	cfg.RoundTimeout = round
+	start := time.Now().Add(time.Second)
+	run := tcp.RunID(c, start, cfg.Seq)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cutAt := time.AfterFunc(time.Until(start.Add(round*14/10)), proxy.cut)
+	defer cutAt.Stop()
+
+	res := make([]byzantine.GeneralResult, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() { res[i], _, errs[i] = tcp.RunNode(ctx, nodes[i], cfg, keys[i], c, start) })
+	}
+	wg.Go(func() {
+		tcfg := cfg
+		tcfg.RunID = run
+		g, err := byzantine.NewGeneral(tcfg, 3, byzantine.Keyring{Private: keys[3], Public: pubs})
+		if err != nil {
+			errs[3] = err
+			return
+		}
+		ep, stop := tcptest.WrapOnSchedule(nodes[3], tcptest.TraitorSpec{ID: 3, Attack: tcptest.LastMoment}, run, n, start, round, 1)
+		tcp.RunOver(ctx, nodes[3], g, ep, c, tcfg, start, nil)
+		stop()
+	})
+	wg.Wait()
+	for i := range 3 {
+		if errs[i] != nil {
+			t.Fatalf("general %d: %v", i, errs[i])
+		}
+		r := res[i]
+		t.Logf("general %d: decision %s overran %v faults %v", i, r.Decision, r.Overran, r.Faults)
+		if i > 0 && r.Decision != byzantine.Attack {
+			t.Errorf("loyal general %d decided %s against the loyal commander's attack", i, r.Decision)
+		}
+		if len(r.Overran) > 0 {
+			t.Errorf("loyal general %d (one traitor, m=%d) says it ran out of time in rounds %v", i, m, r.Overran)
+		}
+		checkOnlyFault(t, i, r.Faults, 3)
+	}
+}
+
+// TestTraitorCutsItsInboundLinksInteractive: the same traitor in
+// interactive consistency (the run of every epoch of dlm generals
+// leader|failures|clock): SM n=4 m=2 and OM n=4 m=1, one traitor
+// (general 3) that sends honestly at the last moment, never acknowledges
+// and cuts its inbound links in round 1. The loyal generals must decide
+// the vector and keep the schedule.
+func TestTraitorCutsItsInboundLinksInteractive(t *testing.T) {
+	for _, alg := range []byzantine.Algorithm{byzantine.OM, byzantine.SM} {
+		t.Run(string(alg), func(t *testing.T) {
+			t.Parallel()
+			const n = 4
+			m := 1
+			if alg == byzantine.SM {
+				m = 2
+			}
+			round := 800 * time.Millisecond
+			if tcptest.RaceEnabled {
+				round = 1500 * time.Millisecond // the race detector slows every general several times
+			}
+			keys := make([]ed25519.PrivateKey, n)
+			pubs := make([]ed25519.PublicKey, n)
+			for i := range keys {
+				pub, priv, err := ed25519.GenerateKey(rand.Reader)
+				if err != nil {
+					t.Fatal(err)
+				}
+				keys[i], pubs[i] = priv, pub
+			}
+			nodes := make([]*tcp.Node, n)
+			for i := range nodes {
+				nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { nd.Close() })
+				nodes[i] = nd
+			}
+			proxy := newCutProxy(t, nodes[3].Addr())
+			var c tcp.Cluster
+			for i := range n {
+				addr := nodes[i].Addr()
+				if i == 3 {
+					addr = proxy.ln.Addr().String()
+				}
+				c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
+			}
+			cfg := byzantine.DefaultConfig()
+			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, n, m
+			cfg.RoundTimeout = round
+			start := time.Now().Add(time.Second)
+			cfg.RunID = tcp.RunID(c, start, cfg.Seq)
+			ic := byzantine.InteractiveConfig{Config: cfg, Values: []byzantine.Order{"v0", "v1", "v2", "v3"}}
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			cutAt := time.AfterFunc(time.Until(start.Add(round*14/10)), proxy.cut)
+			defer cutAt.Stop()
+			res := make([]byzantine.InteractiveGeneralResult, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range 3 {
+				wg.Go(func() { res[i], errs[i] = tcp.RunInteractiveNode(ctx, nodes[i], ic, keys[i], c, start) })
+			}
+			wg.Go(func() {
+				ep, stop := tcptest.WrapOnSchedule(nodes[3], tcptest.TraitorSpec{ID: 3, Attack: tcptest.LastMoment}, cfg.RunID, n, start, round, 1)
+				tcp.RunInteractiveOver(ctx, nodes[3], ep, ic, byzantine.Keyring{Private: keys[3], Public: pubs}, c, start)
+				stop()
+			})
+			wg.Wait()
+			for i := range 3 {
+				if errs[i] != nil {
+					t.Fatalf("general %d: %v", i, errs[i])
+				}
+				r := res[i]
+				t.Logf("general %d: vector %v overran %v faults %v", i, r.Vector, r.Overran(), r.Faults())
+				if len(r.Overran()) > 0 {
+					t.Errorf("loyal general %d (one traitor, m=%d) says it ran out of time in rounds %v", i, m, r.Overran())
+				}
+				checkOnlyFault(t, i, r.Faults(), 3)
+			}
+		})
+	}
+}
+
+// checkOnlyFault fails t unless general i named traitor, and no other
+// peer, among its faults.
+func checkOnlyFault(t *testing.T, i int, faults []byzantine.PeerFault, traitor byzantine.ID) {
+	t.Helper()
+	if len(faults) != 1 || faults[0].ID != traitor {
+		t.Errorf("loyal general %d names the faults %v, want general %d alone", i, faults, traitor)
+	}
+}

@@ -1,0 +1,112 @@
+package tcptest_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"dlm/byzantine"
+	"dlm/byzantine/tcp"
+	"dlm/byzantine/tcp/tcptest"
+)
+
+// TestFlappingListener: a traitor (general 3 of OM(1), n=4) that sends
+// nothing completes every handshake of the loyal generals' dials as a
+// general that took nothing and resets the connection at once. It is one
+// fault, within m: the loyal generals must decide, keep the schedule and
+// name it.
+func TestFlappingListener(t *testing.T) {
+	const n, m, traitor = 4, 1, 3
+	round := 800 * time.Millisecond
+	if tcptest.RaceEnabled {
+		round = 1500 * time.Millisecond // the race detector slows every general several times
+	}
+	keys := make([]ed25519.PrivateKey, n)
+	pubs := make([]ed25519.PublicKey, n)
+	for i := range keys {
+		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
+		keys[i], pubs[i] = priv, pub
+	}
+	nodes := make([]*tcp.Node, traitor)
+	for i := range traitor {
+		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nd.Close() })
+		nodes[i] = nd
+	}
+	tln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c tcp.Cluster
+	for i := range n {
+		addr := tln.Addr().String()
+		if i != traitor {
+			addr = nodes[i].Addr()
+		}
+		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
+	}
+	cfg := byzantine.DefaultConfig()
+	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.OM, n, m
+	cfg.Order = byzantine.Attack
+	cfg.RoundTimeout = round
+	start := time.Now().Add(time.Second)
+	run := tcp.RunID(c, start, cfg.Seq)
+	var accepted, answered atomic.Int64
+	var tw sync.WaitGroup
+	tw.Go(func() {
+		for {
+			conn, err := tln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			tw.Go(func() {
+				if _, err := tcp.AnswerHandshake(conn, traitor, keys[traitor], run); err == nil {
+					answered.Add(1)
+				}
+				conn.(*net.TCPConn).SetLinger(0)
+				conn.Close()
+			})
+		}
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	res := make([]byzantine.GeneralResult, traitor)
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	for i := range traitor {
+		wg.Go(func() { res[i], _, _ = tcp.RunNode(ctx, nodes[i], cfg, keys[i], c, start) })
+	}
+	wg.Wait()
+	el := time.Since(t0)
+	tln.Close()
+	tw.Wait()
+	t.Logf("traitor accepted %d connections, answered %d handshakes in %v (%.0f/s)", accepted.Load(), answered.Load(), el, float64(accepted.Load())/el.Seconds())
+	// Each loyal dialer pauses after every link that broke at once, the
+	// pauses doubling up to an eighth of a round: a few dials to start,
+	// then about 8 a round. A bound of 16 a round, with 16 more to start,
+	// holds on a loaded machine and fails for unpaced redials (1,000 a
+	// second and more) and for a fixed pause of 20 ms (about 120 a second
+	// for the three dialers here).
+	if most := int64(traitor) * (16*int64(el/round) + 32); accepted.Load() > most {
+		t.Errorf("the loyal generals dialled the traitor %d times in %v, want at most %d: redials after a link that broke at once must back off", accepted.Load(), el, most)
+	}
+	for i := range traitor {
+		t.Logf("general %d: decision %s overran %v faults %v", i, res[i].Decision, res[i].Overran, res[i].Faults)
+		if res[i].Decision != byzantine.Attack {
+			t.Errorf("loyal general %d decided %s against the loyal commander's attack", i, res[i].Decision)
+		}
+		if len(res[i].Overran) > 0 {
+			t.Errorf("loyal general %d (one traitor, m=%d) says it ran out of time in rounds %v", i, m, res[i].Overran)
+		}
+		checkOnlyFault(t, i, res[i].Faults, traitor)
+	}
+}
