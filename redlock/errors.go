@@ -53,6 +53,22 @@ func invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
+// kindError is an error of several sentinel kinds (errors.Is holds for
+// each) with one message: the first kind's text, then the detail, so that
+// a user reads one "redlock:" prefix, not one per kind.
+type kindError struct {
+	kinds  []error
+	detail string
+}
+
+func (e *kindError) Error() string   { return e.kinds[0].Error() + ": " + e.detail }
+func (e *kindError) Unwrap() []error { return e.kinds }
+
+// promotablef is an ErrInvalid that is also an ErrPromotableReplica.
+func promotablef(format string, args ...any) error {
+	return &kindError{kinds: []error{ErrInvalid, ErrPromotableReplica}, detail: fmt.Sprintf(format, args...)}
+}
+
 // AcquireError describes a failed acquisition. errors.Is(err,
 // ErrNotAcquired) holds for every AcquireError; errors.Is(err, ErrNoQuorum)
 // when failed or timed-out nodes left fewer than a quorum; errors.Is(err,

@@ -293,13 +293,16 @@ func (c *Client) judgeFacts() *factsVerdict {
 					seen[s.RunID] = where{i, name}
 				}
 			}
-			if err := c.serverRefusal(i, name, s); err != nil {
-				unsafe = append(unsafe, err)
+			refused := c.serverRefusal(i, name, s)
+			if refused != nil {
+				unsafe = append(unsafe, refused)
 			}
 			if s.MaxTTL > 0 && (v.maxTTL == 0 || s.MaxTTL < v.maxTTL) {
 				v.maxTTL, v.maxNode = s.MaxTTL, name
 			}
-			if msg := replicationWarning(name, s); msg != "" && !cluster {
+			// What is refused is not warned of too: the warning is for
+			// replicas accepted with WithPromotableReplicas.
+			if msg := replicationWarning(name, s); msg != "" && !cluster && refused == nil {
 				v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
 			}
 			if c.opts.fencing {
@@ -354,11 +357,11 @@ func (c *Client) judgeFacts() *factsVerdict {
 // they are refused like a ttl over the advertised max ttl, not warned.
 func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
 	switch {
-	case s.Replica:
+	case s.Replica || s.ReplicaOf != "":
 		return invalidf("node %s is a replica (role:slave): it refuses the lock's writes, so the nodes tolerate one failure fewer (or, writable, keeps them to itself); give the masters only", name)
 	case s.Replicas > 0 && !c.opts.promotable && !isCluster(c.nodes[i]):
-		return fmt.Errorf("%w: %w: node %s has %d replica(s): replication is asynchronous, so a replica promoted by Sentinel or by hand can lack the last lock keys and let two clients hold a lock; remove the replicas, or accept the risk with WithPromotableReplicas",
-			ErrInvalid, ErrPromotableReplica, name, s.Replicas)
+		return promotablef("node %s has %d replica(s): replication is asynchronous, so a replica promoted by Sentinel or by hand can lack the last lock keys and let two clients hold a lock; remove the replicas, or accept the risk with WithPromotableReplicas",
+			name, s.Replicas)
 	case s.Evicts():
 		return invalidf("node %s evicts keys under memory pressure (maxmemory %d, maxmemory-policy %s): a lock key evicted before its ttl lets a second client take the lock; set maxmemory-policy noeviction (or maxmemory 0)", name, s.MaxMemory, s.MaxMemoryPolicy)
 	}

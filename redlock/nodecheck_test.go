@@ -137,8 +137,12 @@ func TestLockChecksNodeFacts(t *testing.T) {
 		{"no fencing: no persistence warning", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true, AppendOnly: true}), facts("b", 0, durable), facts("c", 0, durable)},
 			nil, time.Second, "", nil},
 		{"even number", []adapter.Facts{{}, {}, {}, {}}, nil, time.Second, "", []string{"4 nodes: an even number"}},
-		{"replication", []adapter.Facts{facts("a", 0, adapter.Facts{Replicas: 2}), facts("b", 0, adapter.Facts{ReplicaOf: "10.0.0.1:6379"}), facts("c", 0, durable)},
-			nil, time.Second, "", []string{"node m1 has 2 replica(s)", "node m2 is a replica of 10.0.0.1:6379"}},
+		{"replicas, accepted", []adapter.Facts{facts("a", 0, adapter.Facts{Replicas: 2}), facts("b", 0, durable), facts("c", 0, durable)},
+			[]redlock.Option{redlock.WithPromotableReplicas()}, time.Second, "", []string{"node m1 has 2 replica(s)"}},
+		{"replicas", []adapter.Facts{facts("a", 0, adapter.Facts{Replicas: 2}), facts("b", 0, durable), facts("c", 0, durable)},
+			nil, time.Second, "node m1 has 2 replica(s)", nil},
+		{"a replica as a node", []adapter.Facts{facts("a", 0, durable), facts("b", 0, adapter.Facts{ReplicaOf: "10.0.0.1:6379"}), facts("c", 0, durable)},
+			[]redlock.Option{redlock.WithPromotableReplicas()}, time.Second, "node m2 is a replica", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

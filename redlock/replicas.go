@@ -94,8 +94,8 @@ func promotableError(node string, reps []adapter.Replica) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: %w: node %q: %s may promote itself, possibly without the master's last lock keys (replication is asynchronous; a master cut from its cluster keeps granting locks until the node timeout); set cluster-replica-no-failover yes on every replica and fail over only by hand after the largest ttl, remove the replicas, or accept the risk with WithPromotableReplicas",
-		ErrInvalid, ErrPromotableReplica, node, strings.Join(bad, ", "))
+	return promotablef("node %q: %s may promote itself, possibly without the master's last lock keys (replication is asynchronous; a master cut from its cluster keeps granting locks until the node timeout); set cluster-replica-no-failover yes on every replica and fail over only by hand after the largest ttl, remove the replicas, or accept the risk with WithPromotableReplicas",
+		node, strings.Join(bad, ", "))
 }
 
 // orUnknown is s, or "an unknown master" when s is empty.
