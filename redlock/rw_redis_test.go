@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,7 +89,7 @@ func TestRWOverRedis(t *testing.T) {
 // admitted at once after it returns.
 func TestRWWaitingMarkRemovedOverRedis(t *testing.T) {
 	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
-		_, c := cluster(t, a, 3, redlock.WithTTL(time.Minute))
+		cl, c := cluster(t, a, 3, redlock.WithTTL(time.Minute))
 		r, err := c.TryRLock(t.Context(), "m")
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +101,19 @@ func TestRWWaitingMarkRemovedOverRedis(t *testing.T) {
 		}
 		r2, err := c.TryRLock(t.Context(), "m")
 		if err != nil {
-			t.Fatalf("TryRLock after the writer gave up (its marks would keep readers out for a minute): %v", err)
+			// Say whether the marks were late or left (1 in 30 runs
+			// at load 28, over rueidis only: not understood yet).
+			start, gone := time.Now(), within(5*time.Second, func() bool {
+				for _, s := range cl.Servers {
+					for f := range s.Client().HGetAll(t.Context(), redlock.DefaultKeyPrefix+"m").Val() {
+						if strings.HasPrefix(f, "w:") {
+							return false
+						}
+					}
+				}
+				return true
+			})
+			t.Fatalf("TryRLock after the writer gave up (its marks would keep readers out for a minute): %v (marks gone %v %v later)", err, gone, time.Since(start))
 		}
 		_ = r.Unlock(t.Context())
 		_ = r2.Unlock(t.Context())
