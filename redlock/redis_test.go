@@ -46,7 +46,9 @@ func lockOnAll(t *testing.T, cl *redlocktest.Cluster, c *redlock.Client, resourc
 		if try == 3 {
 			t.Fatalf("the lock key was not set on all %d nodes in %d tries: %d keys", len(cl.Servers), try, keysEverywhere(cl, redlock.DefaultKeyPrefix))
 		}
-		if err := l.Unlock(t.Context()); err != nil {
+		// A lock of a short ttl may have expired meanwhile: Unlock
+		// then says ErrNotHeld, and its keys are gone all the same.
+		if err := l.Unlock(t.Context()); err != nil && !errors.Is(err, redlock.ErrNotHeld) {
 			t.Fatal(err)
 		}
 		redlocktest.Eventually(t, 10*time.Second, everywhere(0), "the lock's keys left after Unlock")
