@@ -46,7 +46,9 @@ func lockOnAll(t *testing.T, cl *redlocktest.Cluster, c *redlock.Client, resourc
 		if try == 3 {
 			t.Fatalf("the lock key was not set on all %d nodes in %d tries: %d keys", len(cl.Servers), try, keysEverywhere(cl, redlock.DefaultKeyPrefix))
 		}
-		if err := l.Unlock(t.Context()); err != nil {
+		// A lock of a short ttl may have expired meanwhile: Unlock
+		// then says ErrNotHeld, and its keys are gone all the same.
+		if err := l.Unlock(t.Context()); err != nil && !errors.Is(err, redlock.ErrNotHeld) {
 			t.Fatal(err)
 		}
 		redlocktest.Eventually(t, 10*time.Second, everywhere(0), "the lock's keys left after Unlock")
@@ -219,9 +221,11 @@ func TestMajorityDown(t *testing.T) { // R1.3, R8.5
 
 func TestFrozenNodeIsNotWaitedFor(t *testing.T) { // R8.2, R15
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		// A node timeout of 3s: had the client waited for the frozen node, the
-		// acquisition would take 3s.
-		cl, c := cluster(t, a, 5, redlock.WithNodeTimeout(3*time.Second))
+		// A node timeout of 30s: had the client waited for the frozen
+		// node, the acquisition would take 30s. The bound is a third of
+		// that, far above what 4 live nodes take on a loaded machine.
+		const ttl, nodeTimeout = time.Minute, 30 * time.Second
+		cl, c := cluster(t, a, 5, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
 		cl.Servers[1].Freeze()
 		start := time.Now()
 		l, err := c.TryLock(t.Context(), "r")
@@ -229,11 +233,11 @@ func TestFrozenNodeIsNotWaitedFor(t *testing.T) { // R8.2, R15
 		if err != nil {
 			t.Fatalf("TryLock with one node frozen: %v", err)
 		}
-		if elapsed > 1500*time.Millisecond {
+		if elapsed > nodeTimeout/3 {
 			t.Fatalf("TryLock took %v: it waited for the frozen node", elapsed)
 		}
-		if v := l.Validity(); v < 8*time.Second {
-			t.Fatalf("validity %v, want close to the 10s ttl", v)
+		if v := l.Validity(); v < ttl-nodeTimeout/3-2*time.Second {
+			t.Fatalf("validity %v, want close to the %v ttl", v, ttl)
 		}
 		cl.Servers[1].Thaw()
 		if err := l.Unlock(t.Context()); err != nil {
