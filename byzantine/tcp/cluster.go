@@ -11,6 +11,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"dlm/byzantine"
@@ -46,12 +47,42 @@ func LoadCluster(path string) (Cluster, error) {
 	}
 	var c Cluster
 	if err := json.Unmarshal(b, &c); err != nil {
-		return Cluster{}, fmt.Errorf("%w: %s: %w", ErrCluster, path, err)
+		return Cluster{}, fmt.Errorf("%w: %s: %s", ErrCluster, path, notCluster(b, err))
 	}
 	if _, err := c.PublicKeys(); err != nil {
 		return Cluster{}, err
 	}
 	return c, nil
+}
+
+// clusterShape is what a cluster file holds, for errors.
+const clusterShape = `a cluster file is JSON: {"generals": [{"id": 0, "addr": "host:port", "public_key": "base64"}, ...]}`
+
+// notCluster says why b, which failed to decode with err, is not a
+// cluster file, without quoting any of it: the file may be a private key
+// given as the cluster by mistake (encoding/json's syntax errors quote
+// the offending character).
+func notCluster(b []byte, err error) string {
+	if seed, derr := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b))); derr == nil && len(seed) == ed25519.SeedSize {
+		return "not a cluster file: it looks like a private key made by dlm generals keygen (give it as the key); " + clusterShape
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("not valid JSON at byte %d; %s", syn.Offset, clusterShape)
+	case errors.As(err, &typ) && typ.Field != "":
+		return fmt.Sprintf("field %q holds a JSON %s where %s is expected; %s", typ.Field, jsonKind(typ.Value), typ.Type, clusterShape)
+	}
+	return "not a cluster file; " + clusterShape
+}
+
+// jsonKind is the kind of JSON value in an UnmarshalTypeError's Value,
+// which may go on with the value itself ("number 5"): only the kind is
+// kept.
+func jsonKind(v string) string {
+	kind, _, _ := strings.Cut(v, " ")
+	return kind
 }
 
 // PublicKeys checks that the cluster lists ids 0..n-1 exactly once each,

@@ -178,6 +178,9 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 	if f.epochs < 0 {
 		return usageErrorf("--epochs %d: want 0 (until interrupted) or more", f.epochs)
 	}
+	if err := checkClockOffset(time.Now(), f.clockOffset); err != nil {
+		return withCode(exitUsage, err)
+	}
 	// A general wakes one round timeout before its epoch and listens on
 	// its address; the previous epoch must be over at every general by
 	// then (its last round ends m+2 round timeouts after its start), or a
@@ -276,4 +279,18 @@ func clockAdjust(agreed, reading int64) int64 {
 		return math.MaxInt64
 	}
 	return d
+}
+
+// checkClockOffset refuses a --clock-offset that would put this general's
+// clock, read at now, outside what a reading (nanoseconds since 1970 in
+// an int64: the years 1678 to 2262) can hold, with a year of margin for
+// the epochs to come: such a reading would wrap around (292 years ahead
+// would read as 1734).
+func checkClockOffset(now time.Time, offset time.Duration) error {
+	const margin = 365 * 24 * time.Hour
+	lo, hi := time.Unix(0, math.MinInt64).Add(margin), time.Unix(0, math.MaxInt64).Add(-margin)
+	if t := now.Add(offset); t.Before(lo) || t.After(hi) {
+		return usageErrorf("--clock-offset %v: this general's clock would read %s, outside the years %d to %d that a clock reading (nanoseconds since 1970) can hold; want an offset that keeps it within them", offset, t.UTC().Format(time.RFC3339), lo.Year(), hi.Year())
+	}
+	return nil
 }

@@ -153,6 +153,8 @@ func TestGeneralsEpochUsage(t *testing.T) {
 		{"unsafe size", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "-m", "2"}, "3m+1"},
 		{"negative epochs", []string{"leader", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--epochs", "-1"}, "--epochs"},
 		{"missing cluster", []string{"leader", "--id", "1", "--key", key, "--start", soon}, "cluster"},
+		{"clock offset past 2262", []string{"clock", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--clock-offset", "2562047h"}, "--clock-offset 2562047h0m0s: this general's clock would read"},
+		{"clock offset to 2266", []string{"clock", "--cluster", cluster, "--id", "1", "--key", key, "--start", soon, "--clock-offset", "2100000h"}, "outside the years 1678 to 2261"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			code, _, stderr := runGeneralsCLI(t, tt.args...)
