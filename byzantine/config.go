@@ -300,6 +300,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w: SM(%d) needs n >= m+2 = %d generals, got n = %d (B9: with fewer the problem is vacuous; m must be at most n-2, even with AllowUnsafe)",
 			ErrInvalidConfig, ErrUnsafe, m, m+2, n)
 	}
+	// The traitors' ids before their count: a general listed twice is a
+	// typo, not two traitors over m.
+	seen := make(map[ID]bool, len(c.Faulty))
+	for _, t := range c.Faulty {
+		if t.ID < 0 || int(t.ID) >= n {
+			return bad("traitor id %d out of range 0..%d", t.ID, n-1)
+		}
+		if seen[t.ID] {
+			return bad("general %d listed twice among the traitors: list each traitor once", t.ID)
+		}
+		seen[t.ID] = true
+	}
 	if !c.AllowUnsafe {
 		switch {
 		case c.Algorithm == OM && n < 3*m+1:
@@ -321,15 +333,7 @@ func (c Config) Validate() error {
 	if c.RoundTimeout <= 0 {
 		return bad("round timeout %v must be positive", c.RoundTimeout)
 	}
-	seen := make(map[ID]bool, len(c.Faulty))
 	for _, t := range c.Faulty {
-		if t.ID < 0 || int(t.ID) >= n {
-			return bad("traitor id %d out of range 0..%d", t.ID, n-1)
-		}
-		if seen[t.ID] {
-			return bad("traitor id %d listed twice", t.ID)
-		}
-		seen[t.ID] = true
 		if t.Strategy == Custom {
 			if t.Func == nil {
 				return bad("traitor %d: strategy %q needs Traitor.Func (in process only)", t.ID, Custom)

@@ -39,6 +39,7 @@ func TestValidate(t *testing.T) {
 		{"one general", config(sm, 1, 0), byzantine.ErrInvalidConfig, "generals"},
 		{"negative m", config(om, 4, -1), byzantine.ErrInvalidConfig, "negative"},
 		{"traitor out of range", config(om, 4, 1, byzantine.Traitor{ID: 4, Strategy: "flip"}), byzantine.ErrInvalidConfig, "out of range"},
+		{"traitor twice, not counted as two over m", config(om, 4, 1, byzantine.Traitor{ID: 0, Strategy: "flip"}, byzantine.Traitor{ID: 0, Strategy: "flip"}), byzantine.ErrInvalidConfig, "general 0 listed twice"},
 		{"traitor twice", unsafe(config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: "flip"}, byzantine.Traitor{ID: 1, Strategy: "flip"})), byzantine.ErrInvalidConfig, "twice"},
 		{"unknown strategy", config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: "sneaky"}), byzantine.ErrInvalidConfig, "sneaky"},
 		{"forge needs SM", config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: byzantine.Forge}), byzantine.ErrInvalidConfig, "SM only"},
