@@ -3,7 +3,9 @@ package byzantine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -369,7 +371,11 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Algorithm == OM && OMMessages(n, m) > MaxOMMessages {
-		return fmt.Errorf("%w: %w: OM(%d) with %d generals sends %d messages, more than %d", ErrInvalidConfig, ErrTooLarge, m, n, OMMessages(n, m), MaxOMMessages)
+		count := strconv.Itoa(OMMessages(n, m))
+		if OMMessages(n, m) == math.MaxInt {
+			count = "over 9.2e18" // saturated: the exact count overflows an int
+		}
+		return fmt.Errorf("%w: %w: OM(%d) with %d generals sends %s messages, more than %d", ErrInvalidConfig, ErrTooLarge, m, n, count, MaxOMMessages)
 	}
 	for _, id := range c.Explain {
 		if id < 0 || int(id) >= n {

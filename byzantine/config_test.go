@@ -49,6 +49,7 @@ func TestValidate(t *testing.T) {
 		{"zero timeout", with(config(om, 4, 1), func(c *byzantine.Config) { c.RoundTimeout = 0 }), byzantine.ErrInvalidConfig, "timeout"},
 		{"bad fault rate", with(config(om, 4, 1), func(c *byzantine.Config) { c.Faults.Drop = 2 }), byzantine.ErrInvalidConfig, "rate"},
 		{"OM too large", config(om, 40, 13), byzantine.ErrTooLarge, "messages"},
+		{"OM too large to count", config(om, 64, 21), byzantine.ErrTooLarge, "sends over 9.2e18 messages"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
