@@ -3,7 +3,9 @@ package byzantine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -300,6 +302,18 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: %w: SM(%d) needs n >= m+2 = %d generals, got n = %d (B9: with fewer the problem is vacuous; m must be at most n-2, even with AllowUnsafe)",
 			ErrInvalidConfig, ErrUnsafe, m, m+2, n)
 	}
+	// The traitors' ids before their count: a general listed twice is a
+	// typo, not two traitors over m.
+	seen := make(map[ID]bool, len(c.Faulty))
+	for _, t := range c.Faulty {
+		if t.ID < 0 || int(t.ID) >= n {
+			return bad("traitor id %d out of range 0..%d", t.ID, n-1)
+		}
+		if seen[t.ID] {
+			return bad("general %d listed twice among the traitors: list each traitor once", t.ID)
+		}
+		seen[t.ID] = true
+	}
 	if !c.AllowUnsafe {
 		switch {
 		case c.Algorithm == OM && n < 3*m+1:
@@ -321,15 +335,7 @@ func (c Config) Validate() error {
 	if c.RoundTimeout <= 0 {
 		return bad("round timeout %v must be positive", c.RoundTimeout)
 	}
-	seen := make(map[ID]bool, len(c.Faulty))
 	for _, t := range c.Faulty {
-		if t.ID < 0 || int(t.ID) >= n {
-			return bad("traitor id %d out of range 0..%d", t.ID, n-1)
-		}
-		if seen[t.ID] {
-			return bad("traitor id %d listed twice", t.ID)
-		}
-		seen[t.ID] = true
 		if t.Strategy == Custom {
 			if t.Func == nil {
 				return bad("traitor %d: strategy %q needs Traitor.Func (in process only)", t.ID, Custom)
@@ -365,7 +371,11 @@ func (c Config) Validate() error {
 		}
 	}
 	if c.Algorithm == OM && OMMessages(n, m) > MaxOMMessages {
-		return fmt.Errorf("%w: %w: OM(%d) with %d generals sends %d messages, more than %d", ErrInvalidConfig, ErrTooLarge, m, n, OMMessages(n, m), MaxOMMessages)
+		count := strconv.Itoa(OMMessages(n, m))
+		if OMMessages(n, m) == math.MaxInt {
+			count = "over 9.2e18" // saturated: the exact count overflows an int
+		}
+		return fmt.Errorf("%w: %w: OM(%d) with %d generals sends %s messages, more than %d", ErrInvalidConfig, ErrTooLarge, m, n, count, MaxOMMessages)
 	}
 	for _, id := range c.Explain {
 		if id < 0 || int(id) >= n {

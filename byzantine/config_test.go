@@ -39,6 +39,7 @@ func TestValidate(t *testing.T) {
 		{"one general", config(sm, 1, 0), byzantine.ErrInvalidConfig, "generals"},
 		{"negative m", config(om, 4, -1), byzantine.ErrInvalidConfig, "negative"},
 		{"traitor out of range", config(om, 4, 1, byzantine.Traitor{ID: 4, Strategy: "flip"}), byzantine.ErrInvalidConfig, "out of range"},
+		{"traitor twice, not counted as two over m", config(om, 4, 1, byzantine.Traitor{ID: 0, Strategy: "flip"}, byzantine.Traitor{ID: 0, Strategy: "flip"}), byzantine.ErrInvalidConfig, "general 0 listed twice"},
 		{"traitor twice", unsafe(config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: "flip"}, byzantine.Traitor{ID: 1, Strategy: "flip"})), byzantine.ErrInvalidConfig, "twice"},
 		{"unknown strategy", config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: "sneaky"}), byzantine.ErrInvalidConfig, "sneaky"},
 		{"forge needs SM", config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: byzantine.Forge}), byzantine.ErrInvalidConfig, "SM only"},
@@ -48,6 +49,7 @@ func TestValidate(t *testing.T) {
 		{"zero timeout", with(config(om, 4, 1), func(c *byzantine.Config) { c.RoundTimeout = 0 }), byzantine.ErrInvalidConfig, "timeout"},
 		{"bad fault rate", with(config(om, 4, 1), func(c *byzantine.Config) { c.Faults.Drop = 2 }), byzantine.ErrInvalidConfig, "rate"},
 		{"OM too large", config(om, 40, 13), byzantine.ErrTooLarge, "messages"},
+		{"OM too large to count", config(om, 64, 21), byzantine.ErrTooLarge, "sends over 9.2e18 messages"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +127,8 @@ func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 		bad = append(bad, v.unsafe)
 	}
 	ttl := c.opts.lock.ttl
+	var over []string // the servers whose max ttl is below ttl: one error for all
+	var least time.Duration
 	for i, fn := range c.facts.nodes {
 		if fn == nil {
 			continue
@@ -134,9 +137,20 @@ func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 		rep.Facts[i] = append([]adapter.Facts(nil), servers...)
 		for _, s := range servers {
 			if s.MaxTTL > 0 && ttl > s.MaxTTL {
-				bad = append(bad, overMaxTTL(ttl, s.MaxTTL, serverName(c.names[i], s)))
+				over = append(over, fmt.Sprintf("%s (%v)", serverName(c.names[i], s), s.MaxTTL))
+				if least == 0 || s.MaxTTL < least {
+					least = s.MaxTTL
+				}
 			}
 		}
+	}
+	if len(over) > 0 {
+		names := strings.Join(over, ", ")
+		if !strings.Contains(strings.ReplaceAll(names, " ("+least.String()+")", ""), " (") {
+			// One max ttl for all: said once.
+			names = strings.ReplaceAll(names, " ("+least.String()+")", "")
+		}
+		bad = append(bad, overMaxTTL(ttl, least, names))
 	}
 	for _, w := range v.warnings {
 		rep.Warnings = append(rep.Warnings, w.Message)
@@ -383,8 +397,17 @@ func serverName(node string, s adapter.Facts) string {
 	return node + " (" + s.Addr + ")"
 }
 
-// overMaxTTL is the error of a ttl over a node's advertised max ttl.
+// overMaxTTL is the error of a ttl over a node's advertised max ttl; node
+// may name several (CheckNodes: one error for all).
 func overMaxTTL(ttl, maxTTL time.Duration, node string) error {
+	if strings.Contains(node, ", ") {
+		what := "max ttl " + maxTTL.String()
+		if strings.Contains(node, " (") {
+			what = "max ttls"
+		}
+		return invalidf("ttl %v is over the %s that nodes %s advertise: after a crash without persistence a node restarts once its max ttl has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the nodes with `dlm node --max-ttl %v` or more",
+			ttl, what, node, maxTTL, ttl)
+	}
 	return invalidf("ttl %v is over the max ttl %v that node %s advertises: after a crash without persistence the node restarts once %v has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the node with `dlm node --max-ttl %v` or more",
 		ttl, maxTTL, node, maxTTL, maxTTL, ttl)
 }
