@@ -82,6 +82,9 @@ crashed master waits --max-ttl before it serves again.`,
 				return usageErrorf("unexpected arguments %q: redis-server arguments go after `--`", args)
 			}
 			nc.extra = args
+			if err := ownedAfterDash(args); err != nil {
+				return err
+			}
 			if err := nc.readPassword(pwFile); err != nil {
 				return err
 			}
@@ -466,6 +469,22 @@ func (nc *nodeConfig) readPassword(file string) error {
 	nc.password = strings.TrimSuffix(pw, "\r")
 	if nc.password == "" {
 		return usageErrorf("--requirepass-file %q: the first line is empty; write the password on it", file)
+	}
+	return nil
+}
+
+// ownedAfterDash refuses, among the redis-server arguments after --, the
+// options dlm node owns and checks: the data directory (--dir), whose lock
+// file and restart marker dlm node keeps, so that two nodes never serve
+// one data directory. Matched in any case, as redis-server reads them.
+func ownedAfterDash(args []string) error {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		if name, _, _ := strings.Cut(strings.ToLower(a[2:]), "="); name == "dir" {
+			return usageErrorf("%q after --: the data directory is dlm node's own --dir (it locks the directory, so that no two nodes serve one, and keeps its restart marker there); give it as `dlm node --dir DIR`", a)
+		}
 	}
 	return nil
 }
