@@ -173,7 +173,9 @@ func newGeneralsNodeCmd() *cobra.Command {
 machine gets the same cluster file (ids, addresses, public keys), the same
 run flags and the same --start time (RFC 3339, in the future but within
 24 hours; clocks must agree within the round timeout); each runs "dlm generals node" with its own --id and
---key. The node prints its own decision; gather them to check IC1/IC2.
+--key. The run flags are not compared between machines: a general
+started with another --algorithm, -m, --majority or --interactive runs
+with the others and may decide otherwise, every process exiting 0. The node prints its own decision; gather them to check IC1/IC2.
 
 With --interactive each general proposes its own private value (--value,
 known to it alone) and the run is one of interactive consistency, n
