@@ -189,10 +189,9 @@ func TestNodeRequirePass(t *testing.T) {
 		{"environment", []string{"DLM_NODE_PASSWORD=env-pw,x:y"}, nil, "env-pw,x:y"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			port, err := redisproc.FreePort()
-			if err != nil {
-				t.Fatal(err)
-			}
+			// Below the ephemeral range (freeRun): a port of that range
+			// was taken by an outgoing connection before the node bound it.
+			port := freeRun(t, 1)
 			dir := t.TempDir()
 			args := append([]string{"node", "--port", strconv.Itoa(port), "--dir", dir, "--max-ttl", "1s"}, tc.args...)
 			cmd, _, stderr := dlmCmd(t, tc.env, append(args, "--", "--save", "", "--loglevel", "warning")...)
