@@ -370,10 +370,14 @@ func (c *Client) judgeFacts() *factsVerdict {
 // All three break the lock itself, not only a fencing token's order, so
 // they are refused like a ttl over the advertised max ttl, not warned.
 func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
+	cluster := isCluster(c.nodes[i])
 	switch {
-	case s.Replica || s.ReplicaOf != "":
+	case (s.Replica || s.ReplicaOf != "") && !cluster:
+		// A cluster's replicas (and a master demoted by a failover)
+		// are among its servers but take no lock writes: the cluster
+		// routes to its masters, and replicas.go judges them.
 		return invalidf("node %s is a replica (role:slave): it refuses the lock's writes, so the nodes tolerate one failure fewer (or, writable, keeps them to itself); give the masters only", name)
-	case s.Replicas > 0 && !c.opts.promotable && !isCluster(c.nodes[i]):
+	case s.Replicas > 0 && !c.opts.promotable && !cluster:
 		return promotablef("node %s has %d replica(s): replication is asynchronous, so a replica promoted by Sentinel or by hand can lack the last lock keys and let two clients hold a lock; remove the replicas, or accept the risk with WithPromotableReplicas",
 			name, s.Replicas)
 	case s.Evicts():
