@@ -18,7 +18,10 @@ func (n *MemNode) SetFacts(f adapter.Facts) {
 // Connect answers ErrNodeDown while the node is down, else nothing: a
 // MemNode has no connection to make (adapter.FactsNode).
 func (n *MemNode) Connect(context.Context) error {
-	if n.isDown() {
+	n.mu.Lock()
+	down := n.isDown()
+	n.mu.Unlock()
+	if down {
 		return ErrNodeDown
 	}
 	return nil
