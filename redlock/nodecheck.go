@@ -425,8 +425,6 @@ func overMaxTTL(ttl, maxTTL time.Duration, node string) error {
 // will promote the replica.
 func replicationWarning(name string, s adapter.Facts) string {
 	switch {
-	case s.ReplicaOf != "":
-		return fmt.Sprintf("node %s is a replica of %s: it refuses every lock's writes; give the client independent masters", name, s.ReplicaOf)
 	case s.Replicas > 0:
 		return fmt.Sprintf("node %s has %d replica(s): replication is asynchronous, so a failover to one can lose lock keys and let two clients hold a lock; remove them (REPLICAOF NO ONE on each) and never fail over lock nodes", name, s.Replicas)
 	}

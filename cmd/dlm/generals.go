@@ -404,13 +404,7 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
 	}
 	fmt.Fprintln(w)
-	if len(res.Rejected) > 0 {
-		var parts []string
-		for _, r := range slices.Sorted(mapKeys(res.Rejected)) {
-			parts = append(parts, fmt.Sprintf("%s %d", r, res.Rejected[r]))
-		}
-		fmt.Fprintf(w, "rejected: %s\n", strings.Join(parts, ", "))
-	}
+	writeRejected(w, res.Rejected)
 	if crashed := res.Crashed(); len(crashed) > 0 {
 		fmt.Fprintf(w, "crashed: %v (the verdict covers the loyal survivors)\n", crashed)
 	}
@@ -588,4 +582,17 @@ func writeGeneralsJSON(w io.Writer, transport string, res *byzantine.Result) err
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
+}
+
+// writeRejected writes the line that counts the messages refused, by
+// reason, when any was.
+func writeRejected[R ~string](w io.Writer, rejected map[R]int) {
+	if len(rejected) == 0 {
+		return
+	}
+	var parts []string
+	for _, r := range slices.Sorted(mapKeys(rejected)) {
+		parts = append(parts, fmt.Sprintf("%s %d", r, rejected[r]))
+	}
+	fmt.Fprintf(w, "rejected: %s\n", strings.Join(parts, ", "))
 }

@@ -250,13 +250,7 @@ func writeInteractiveText(w io.Writer, transport string, res *byzantine.Interact
 		fmt.Fprintf(w, ", signatures %d made, %d verified", res.SignaturesMade, res.SignaturesVerified)
 	}
 	fmt.Fprintln(w)
-	if len(res.Rejected) > 0 {
-		var parts []string
-		for _, r := range slices.Sorted(mapKeys(res.Rejected)) {
-			parts = append(parts, fmt.Sprintf("%s %d", r, res.Rejected[r]))
-		}
-		fmt.Fprintf(w, "rejected: %s\n", strings.Join(parts, ", "))
-	}
+	writeRejected(w, res.Rejected)
 	fmt.Fprintf(w, "IC1 (all loyal generals decide the same vector):   %s\n", holds(res.IC1()))
 	fmt.Fprintf(w, "IC2 (each loyal general's entry is its own value): %s\n", holds(res.IC2()))
 	var ve *byzantine.VectorError
