@@ -193,8 +193,7 @@ type outConn struct {
 	// timeout): frames are refused.
 	broken error
 	blamed bool // the link was given up for the peer's fault
-	// lost: a message frame was given up undelivered after the link had
-	// been up. See Node.Lost.
+	// lost: a message frame was given up undelivered. See Node.Lost.
 	lost bool
 	wake chan struct{}
 }
@@ -216,7 +215,7 @@ func (oc *outConn) end(err error, peerToBlame bool) {
 		oc.broken = err
 		oc.blamed = peerToBlame
 	}
-	oc.lost = oc.lost || (!oc.blamed && oc.everUp && hasMessage(oc.log))
+	oc.lost = oc.lost || (!oc.blamed && hasMessage(oc.log))
 	oc.log, oc.queued = nil, 0
 }
 
@@ -1309,23 +1308,27 @@ func (n *Node) Linked(p byzantine.ID) bool {
 }
 
 // Lost reports whether messages to peer p may not have reached it in
-// time although the link to p had been up: the link broke, and p has not
-// acknowledged a message whose round's deadline has passed (when the
-// node runs on a schedule, as RunNode's; otherwise: the link is down now
-// while messages wait to be sent again), or the link was given up with
-// messages not acknowledged (the dialling ended, or too much was held
-// while the link was down), or a Send was refused since. A link given up
-// for the peer's fault (it lied about where its stream resumes, or took
-// nothing while its link was up) loses nothing: the peer is the fault. Frames for a peer whose link never
-// came up are not counted: that peer is absent, a fault the run allows.
-// This general dials a broken link again and resends what the peer did
-// not acknowledge, so a message still not taken at its round's deadline
-// is the peer's failure (it reset or refused the links, or withheld its
-// acknowledgements): RunGeneral, through byzantine.LossReporter, counts
-// the peer among the faults (unreachable), not the round as this
-// general's lateness. A link that
-// broke and came back in time lost nothing: the peer said where its
-// stream resumed and got the rest.
+// time: the link broke, and p has not acknowledged a message whose
+// round's deadline has passed (when the node runs on a schedule, as
+// RunNode's; otherwise: the link is down now while messages wait to be
+// sent again), or no link to p ever came up and a message for it waits
+// past its round's deadline (on a schedule), or the link was given up
+// with messages not acknowledged (the dialling ended, or too much was
+// held while the link was down), or a Send was refused since a link had
+// been up. A link given up for the peer's fault (it lied about where its
+// stream resumes, or took nothing while its link was up) loses nothing:
+// the peer is the fault. This general dials a broken or missing link
+// again and resends what the peer did not acknowledge, so a message still
+// not taken at its round's deadline is the peer's failure (it reset or
+// refused the links, refused this general's connections while dialling
+// its own, or withheld its acknowledgements): RunGeneral, through
+// byzantine.LossReporter, counts the peer among the faults (unreachable,
+// or absent when no link to it was ever up: see Reached), not the round
+// as this general's lateness. A link that broke and came back in time
+// lost nothing: the peer said where its stream resumed and got the rest.
+// A peer reached at no time is a fault even when its own messages and
+// markers arrive, on the connections it dialled: nothing this general
+// sent it ever left.
 func (n *Node) Lost(p byzantine.ID) bool {
 	n.mu.Lock()
 	oc, start, round := n.out[p], n.start, n.round
@@ -1338,13 +1341,31 @@ func (n *Node) Lost(p byzantine.ID) bool {
 	switch {
 	case oc.lost:
 		return true
-	case !oc.everUp || oc.broken != nil:
+	case oc.broken != nil:
 		return false
+	case !oc.everUp:
+		return round > 0 && oc.overdue(start, round, time.Now())
 	case round > 0:
 		return oc.breaks > 0 && oc.overdue(start, round, time.Now())
 	default:
 		return oc.conn == nil && hasMessage(oc.log)
 	}
+}
+
+// Reached reports whether a link to peer p was up at some time in the
+// run (a handshake with it succeeded). RunGeneral, through
+// byzantine.ReachReporter, counts a peer Lost reports and that was never
+// reached as absent.
+func (n *Node) Reached(p byzantine.ID) bool {
+	n.mu.Lock()
+	oc := n.out[p]
+	n.mu.Unlock()
+	if oc == nil {
+		return false
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.everUp
 }
 
 // Flush waits until every frame sent so far to a linked peer has been
@@ -1454,4 +1475,5 @@ func (n *Node) Close() error {
 
 var _ byzantine.Endpoint = (*Node)(nil)
 var _ byzantine.LossReporter = (*Node)(nil)
+var _ byzantine.ReachReporter = (*Node)(nil)
 var _ io.Closer = (*Node)(nil)
