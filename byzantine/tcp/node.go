@@ -1092,7 +1092,10 @@ func (n *Node) readLoop(conn net.Conn, pc *pendingConn, early []byte) {
 			// write was reset. (A write after the peer's orderly close
 			// fails too, but with a broken pipe.)
 			left := errors.Is(err, io.EOF) && !errors.Is(stopAcker(), syscall.ECONNRESET)
-			if current() && (tooLarge || left || n.refusesDials(peer)) {
+			// A peer that leaves before the run's start missed nothing
+			// of it: it may come back (a restart) and link again before
+			// round 0; if not, its deadlines find it absent.
+			if current() && (tooLarge || ((left || n.refusesDials(peer)) && !n.beforeRun())) {
 				ev := byzantine.Inbound{From: peer, Gone: true}
 				if tooLarge {
 					ev.Rejected = byzantine.RejectOversized
@@ -1151,8 +1154,10 @@ func (n *Node) listenerGone(peer byzantine.ID) {
 		oc.left = true // no use waiting for it at the end (Flush)
 	}
 	oc.mu.Unlock()
-	if !wasUp {
-		return // absent from the start: its deadlines find it out
+	if !wasUp || n.beforeRun() {
+		// Absent from the start, or gone before the run (it may be
+		// restarting): its deadlines find it out.
+		return
 	}
 	n.mu.Lock()
 	first := !n.refusing[peer]
@@ -1162,6 +1167,14 @@ func (n *Node) listenerGone(peer byzantine.ID) {
 	if first && !linked {
 		n.push(byzantine.Inbound{From: peer, Gone: true, At: time.Now()})
 	}
+}
+
+// beforeRun reports whether the node runs on a schedule (see onSchedule)
+// whose start has not come yet.
+func (n *Node) beforeRun() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.round > 0 && time.Now().Before(n.start)
 }
 
 // refusesDials reports whether peer's link had been up and its address
