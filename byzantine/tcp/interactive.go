@@ -122,6 +122,11 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 // of ic.Values are placeholders. The sequence number is derived from
 // start, so every epoch is its own run (run id, signatures, handshakes).
 func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
+	return runInteractiveEpoch(ctx, func() (*Node, error) { return Listen(addr, id, priv, 0) }, c, id, priv, ic, start, value)
+}
+
+// runInteractiveEpoch runs one epoch over the node listen makes.
+func runInteractiveEpoch(ctx context.Context, listen func() (*Node, error), c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
 	n := ic.Config.Generals
 	if int(id) < 0 || int(id) >= n {
 		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d out of range 0..%d", ErrCluster, id, n-1)
@@ -132,7 +137,7 @@ func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzanti
 	}
 	ic.Values[id] = value
 	ic.Config.Seq = uint64(start.UnixNano())
-	node, err := Listen(addr, id, priv, 0)
+	node, err := listen()
 	if err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}

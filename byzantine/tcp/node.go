@@ -447,6 +447,15 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 	if err != nil {
 		return nil, err
 	}
+	return newNode(ln, id, priv, maxFrame), nil
+}
+
+// newNode returns a node for general id accepting on ln, which its Close
+// closes.
+func newNode(ln net.Listener, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int) *Node {
+	if maxFrame <= 0 {
+		maxFrame = DefaultMaxFrame
+	}
 	return &Node{
 		id:       id,
 		priv:     priv,
@@ -456,7 +465,7 @@ func Listen(addr string, id byzantine.ID, priv ed25519.PrivateKey, maxFrame int)
 		out:      make(map[byzantine.ID]*outConn),
 		conns:    make(map[net.Conn]struct{}),
 		inbound:  make(map[byzantine.ID]net.Conn),
-	}, nil
+	}
 }
 
 // Addr returns the address the node listens on.

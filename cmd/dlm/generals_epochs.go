@@ -212,6 +212,12 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 		mb.Clock = func() int64 { return time.Now().Add(f.clockOffset).UnixNano() }
 	}
 	ic := byzantine.InteractiveConfig{Config: cfg}
+	// One listener for every epoch: the port is never free between two.
+	el, err := tcp.ListenEpochs(addr)
+	if err != nil {
+		return err
+	}
+	defer el.Close()
 	run := func(ctx context.Context, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
 		if f.claimDead {
 			if p, err := agreed.Parse(value, f.generals); err == nil && p.Heard != nil {
@@ -219,7 +225,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 				value = p.Encode()
 			}
 		}
-		return tcp.RunInteractiveEpoch(ctx, addr, c, id, priv, ic, start, value)
+		return tcp.RunInteractiveEpochOn(ctx, el, c, id, priv, ic, start, value)
 	}
 	enc := json.NewEncoder(stdout)
 	var bad []string
