@@ -220,14 +220,14 @@ func (h *handoff) wakeSets(key string) {
 
 // heard notes that node from announced a release of key, for the waiters
 // that may attempt now: the front of key's queue and the sets that wait
-// for key. One whose last failed attempt found the key held at that node
-// is woken again, whether or not the release was heard from another node
+// for key. One whose last failed attempt that node did not grant is woken
+// again, whether or not the release was heard from another node
 // first: its attempt, woken by the first announcement, went while the
 // release was still on its way to this node, and no other wake-up would
 // come before its timed retry (R10). A waiter is woken again at most once
-// per failed attempt (a wake-up clears heldAt: give), so that it does not
+// per failed attempt (a wake-up clears deniedAt: give), so that it does not
 // attempt once per node in a herd. The time is noted (heardWhen) for a waiter still attempting:
-// its attempt failed at the node may have crossed this release
+// its attempt that the node did not grant may have crossed this release
 // (handoff_wait.go: wakeIfCrossed). Called with h.mu held.
 func (h *handoff) heard(key string, from int) {
 	if from < 0 || from >= min(len(h.nodes), 64) {
@@ -240,7 +240,7 @@ func (h *handoff) heard(key string, from int) {
 			w.heardWhen = make([]time.Time, min(len(h.nodes), 64))
 		}
 		w.heardWhen[from] = now
-		if w.heldAt&bit != 0 {
+		if w.deniedAt&bit != 0 {
 			h.wakeFrom(key, w, set, from)
 		}
 	}

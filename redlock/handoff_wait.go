@@ -40,13 +40,13 @@ type waiter struct {
 	gaveFreed   bool
 	lookPending bool
 	lookFrom    int
-	// heldAt is the nodes where its last failed attempt found the key
-	// held and that have not announced a release since: an announcement
-	// from one of them wakes it again, even of a release already heard
-	// from another node (handoff_notify.go: heard). Nodes past the 64th
-	// are not tracked. heardWhen is when each node last announced a
-	// release of the key (zero: not since it waits). Under handoff.mu.
-	heldAt    uint64
+	// deniedAt is the nodes that did not grant its last failed attempt
+	// and have not announced a release since: an announcement from one
+	// of them wakes it again, even of a release already heard from
+	// another node (handoff_notify.go: heard). Nodes past the 64th are
+	// not tracked. heardWhen is when each node last announced a release
+	// of the key (zero: not since it waits). Under handoff.mu.
+	deniedAt  uint64
 	heardWhen []time.Time
 	// woke is the wake-up that the call's latest wait acted on; only the
 	// waiting call reads and writes it (next).
@@ -198,31 +198,33 @@ func (h *handoff) subscribe(key string, on bool) {
 // watchSet returns the nodes to listen on for key's releases:
 // HandoffWatchNodes of the capable nodes, taken in order from one chosen by
 // key's hash (so that many keys' subscriptions spread over the nodes),
-// better ones first: a node in held (it just answered that the key is
-// held: it will announce the release), then one that answered this client
-// within the last limit (one that did not may be down, and would announce
-// nothing); among equals, one it listens on already (in old), so that a
-// subscription moves only for a better node (rewatch). Called with h.mu
-// held.
+// better ones first: a node in held (rewatch), then one that answered this
+// client within the last limit (one that did not may be down, and would
+// announce nothing), one it listens on already (in old) first among those
+// alike, so that a subscription moves only for a better node. Called with
+// h.mu held.
 func (h *handoff) watchSet(key string, held uint64, old []int) []int {
 	n := len(h.nodes)
 	first := int(keyHash(key) % uint32(n))
 	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
-	var classes [6][]int
+	var classes [5][]int
 	for k := range n {
 		i := (first + k) % n
 		if h.nodes[i] == nil {
 			continue
 		}
-		class := 4 // neither held nor answered lately
+		up := h.c.heard[i].Load() > max(int64(recent), 0) // 0: never
+		listens := slices.Contains(old, i)
+		class := 4
 		switch {
 		case i < 64 && held&(1<<i) != 0:
 			class = 0
-		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
+		case up && listens:
+			class = 1
+		case up:
 			class = 2
-		}
-		if !slices.Contains(old, i) {
-			class++
+		case listens:
+			class = 3
 		}
 		classes[class] = append(classes[class], i)
 	}
@@ -477,24 +479,40 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 		}
 	}
 	split := after&afterSplit != 0
-	var held uint64
+	// The nodes that did not grant the attempt (denied), and those of
+	// them that said the key is held (held).
+	var denied, held uint64
 	for i, r := range failed.Nodes {
-		if r.Outcome == Held && i < 64 {
+		switch {
+		case i >= 64 || r.Outcome == Acquired:
+		case r.Outcome == Held:
 			held |= 1 << i
+			fallthrough
+		default:
+			denied |= 1 << i
 		}
 	}
 	w := tn.place
 	if w == nil {
 		w = newWaiter(ctx, t.resource, o)
-		w.split, w.gave, w.heldAt = split, tn.value, held // before it is shared (handoff_subs.go: confirmed)
+		w.split, w.gave, w.deniedAt = split, tn.value, denied // before it is shared (handoff_subs.go: confirmed)
 		h.joinTarget(t, w)
 		tn.place = w
 		h.wakeIfReleased(t, w, tn.mark)
 	} else {
+		now := time.Now()
 		h.mu.Lock()
 		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
-		w.heldAt = held
-		h.wakeIfCrossed(t, w, failed, time.Now().Add(-elapsed))
+		w.deniedAt = denied
+		h.wakeIfCrossed(t, w, now.Add(-elapsed))
+		// A release announced lately may still be on its way to the
+		// nodes that hold (rewatch); the holder gives up on a node
+		// after its node timeout, at most the limit.
+		if !slices.ContainsFunc(w.heardWhen, func(at time.Time) bool {
+			return now.Sub(at) < timeoutLimit(h.c.opts.nodeTimeout, 0)
+		}) {
+			held = 0
+		}
 		h.mu.Unlock()
 		for _, key := range t.lockKeys() {
 			h.rewatch(key, held) // its nodes may have stopped answering, or hold no more
@@ -508,19 +526,19 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 	return h.waitTurn(ctx, o, elapsed, after, tn)
 }
 
-// wakeIfCrossed wakes w, whose attempt for t begun at start just failed
-// as failed says, when a node that answered it "held" announced a release
-// of the key after the attempt began: the attempt may have reached the
-// node before the release did, and the announcement, of a release maybe
-// heard already from another node, came while w was attempting (heard).
-// (The answer and the announcement come on different connections, in
-// either order.) The copies of one announcement from several nodes that
-// came before the attempt began wake nothing more; a forged one that
-// reaches the nodes while the attempt runs costs an attempt per node w
-// listens on. Called with h.mu held.
-func (h *handoff) wakeIfCrossed(t target, w *waiter, failed *AcquireError, start time.Time) {
+// wakeIfCrossed wakes w, whose attempt for t begun at start just failed,
+// when a node that did not grant it (deniedAt) announced a release of the
+// key after the attempt began: the attempt may have reached the node
+// before the release did, and the announcement, of a release maybe heard
+// already from another node, came while w was attempting (heard). (The
+// answer and the announcement come on different connections, in either
+// order.) The copies of one announcement from several nodes that came
+// before the attempt began wake nothing more; a forged one that reaches
+// the nodes while the attempt runs costs an attempt per node w listens
+// on. Called with h.mu held.
+func (h *handoff) wakeIfCrossed(t target, w *waiter, start time.Time) {
 	for i, at := range w.heardWhen {
-		if w.heldAt&(1<<i) != 0 && at.After(start) {
+		if w.deniedAt&(1<<i) != 0 && at.After(start) {
 			h.wakeFrom(t.key, w, t.keys != nil, i)
 			return
 		}
@@ -712,7 +730,7 @@ func (h *handoff) give(w *waiter, wk wake) {
 	}
 	// It attempts again: what its last attempt found no longer matters
 	// (heard).
-	w.heldAt = 0
+	w.deniedAt = 0
 	select {
 	case w.ch <- wk:
 	default:
