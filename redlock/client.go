@@ -395,8 +395,9 @@ func (c *Client) stopped(resource string, attempts int, last *AcquireError, caus
 
 // One acquisition (R8), the same for every kind of lock: the attempt sends
 // what the target's shape asks of each node, the quorum rule and the
-// validity decide (quorum.go), a second phase may confirm (fencing), and
-// the lock is granted (life.go: newLock) or every node's key released.
+// validity decide (decide and validity, pure functions, at the end of this
+// file), a second phase may confirm (fencing), and the lock is granted
+// (life.go: newLock) or every node's key released.
 
 // target is what one acquisition locks: one resource, or a set, and the
 // shape of its requests.
@@ -537,4 +538,43 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: e.outcome(f.ctx), Elapsed: t2.Sub(t1), Validity: e.Validity, Nodes: e.Nodes, Fence: cf.nodes})
 	}
 	return nil, e
+}
+
+// decision is the state of a fan-out after some of its replies.
+type decision int
+
+const (
+	undecided  decision = iota
+	reached             // a quorum said yes
+	impossible          // too many said no or failed for a quorum to be reached
+)
+
+// decide is the quorum rule of R8.3 as a pure function: with n nodes, a
+// quorum of q, yes nodes that said yes and no nodes that said no or failed,
+// the outcome is known as soon as yes >= q, or as soon as the nodes that may
+// still say yes (n - no) are fewer than q. The client never waits for a
+// straggler beyond that point (R15).
+func decide(n, q, yes, no int) decision {
+	switch {
+	case yes >= q:
+		return reached
+	case n-no < q:
+		return impossible
+	}
+	return undecided
+}
+
+// majority is the quorum of R8.3: at least n/2+1 of n nodes.
+func majority(n int) int { return n/2 + 1 }
+
+// drift is the clock drift compensation of R9: ttl x factor + 2 ms.
+func drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + 2*time.Millisecond
+}
+
+// validity is MIN_VALIDITY of R9: ttl - elapsed - drift, where elapsed runs
+// from before the first request (T1) to the deciding reply (T2). A lock is
+// held only if it is positive (R8.3-4).
+func validity(ttl, elapsed, drift time.Duration) time.Duration {
+	return ttl - elapsed - drift
 }

@@ -16,13 +16,13 @@ import (
 // one goroutine per node that calls the blocking method, or the fan's
 // nodeCall, which a feature gives for requests that only blocking methods
 // carry (fencing's phases, records). The answers are collected until the
-// fan's stop rule holds (stopDecided: the pure quorum rule of quorum.go says
-// reached or impossible; stopQuorum: a quorum succeeded or every node
-// answered) or the node timeout passes (R8.2). The caller then settles the
-// fan once, which fixes the rule for the answers still to come (late
-// answers): a failed acquisition releases every node's key, early and late
-// (R8.5, R11), but for the nodes that refused it (releaseNode); every other
-// operation ignores them.
+// fan's stop rule holds (stopDecided: the pure quorum rule, decide in
+// client.go, says reached or impossible; stopQuorum: a quorum succeeded or
+// every node answered) or the node timeout passes (R8.2). The caller then
+// settles the fan once, which fixes the rule for the answers still to come
+// (late answers): a failed acquisition releases every node's key, early
+// and late (R8.5, R11), but for the nodes that refused it (releaseNode);
+// every other operation ignores them.
 //
 // A fan is a state machine (fanState): open while it collects answers,
 // ready once its stop rule holds, decided once its caller stopped waiting
