@@ -13,8 +13,8 @@ import (
 //
 // The label is kept once per client on each node, not once per lock, so
 // that Lock and Unlock send no command more than before: every value a
-// client draws starts with its tag (value.go: 6 random bytes drawn once
-// per client), and the client keeps a note "owner:"+tag under
+// client draws starts with its tag (client.go: valueSource; 6 random bytes
+// drawn once per client), and the client keeps a note "owner:"+tag under
 // WithInfoPrefix on every node it heard from lately, with its label. It
 // writes the note in the background after a grant or an extension whose
 // validity ends later than the note covers (a minute later, when a node
