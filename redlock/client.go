@@ -42,9 +42,9 @@ type Client struct {
 
 	facts nodeFacts // what CheckNodes read (nodecheck.go)
 
-	rtt rto // the round trips seen, for the node timeout (rto.go)
+	rtt rto // the round trips seen, for the node timeout (timeout.go)
 	// heard[i] is when node i last answered a request without an error,
-	// as time since born, at least 1 (0: never; rto.go: a node that answers
+	// as time since born, at least 1 (0: never; timeout.go: a node that answers
 	// is busy, not failed).
 	heard []atomic.Int64
 	born  time.Time

@@ -90,7 +90,7 @@ type fan struct {
 	rc      reqCtx          // nctx, in the fan's allocation (cancel)
 	t1      time.Time       // before the first request (R8.1)
 	born    time.Duration   // t1 - c.born, for Client.heard
-	timeout time.Duration   // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
+	timeout time.Duration   // the node timeout of this fan: nctx's, or the adaptive bound (timeout.go)
 	// adaptive: the wait for answers ends at the adaptive bound (newFan),
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
@@ -107,7 +107,7 @@ type fan struct {
 	// settle releases them at once.
 	got               []bool
 	yes, no, answered int
-	replied           int // answers that are not errors: the quorum-th is the fan's sample (rto.go)
+	replied           int // answers that are not errors: the quorum-th is the fan's sample (timeout.go)
 	// How await ended: at the adaptive bound (timedOut), or with the
 	// caller's context (canceled: its nodes are NoReply).
 	timedOut, canceled bool
@@ -189,7 +189,7 @@ func (f *fan) answeredAll(ctx context.Context) bool { return f.waitFor(ctx, &f.a
 // newFan readies a fan of req over every node of c, with the caller's ctx
 // and base, the context its requests derive from (ctx itself, or a context
 // that outlives a cancelled caller, for releases). Its requests are bounded
-// by the adaptive node timeout (rto.go). It returns nil, and starts
+// by the adaptive node timeout (timeout.go). It returns nil, and starts
 // nothing, when the client is closed.
 func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
 	limit := timeoutLimit(c.opts.nodeTimeout, req.TTL)
@@ -203,7 +203,7 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 }
 
 // nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
-// the node timeout adapted to the round trips seen (rto.go, R8.2).
+// the node timeout adapted to the round trips seen (timeout.go, R8.2).
 func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	return c.rtt.timeout(c.opts.nodeTimeout, timeoutLimit(c.opts.nodeTimeout, ttl))
 }
@@ -318,7 +318,7 @@ func (f *fan) Receive(i int, ok bool, err error) {
 		c.heard[i].Store(max(1, int64(f.born+r.latency))) // time.Since(c.born), one clock read fewer; 0 is never (owner.go)
 		f.replied++
 		if f.replied == c.quorum {
-			// The answer a decision waits for, late or not (rto.go).
+			// The answer a decision waits for, late or not (timeout.go).
 			c.rtt.sample(r.latency)
 		}
 	}
@@ -458,7 +458,7 @@ func (f *fan) await() (decision, time.Time) {
 	if !canceled && f.replied < f.c.quorum && (timedOut || errors.Is(f.nctx.Err(), context.DeadlineExceeded)) {
 		// The time ran out before a quorum of nodes answered (whether
 		// the adapters' answers at the deadline came first or not): the
-		// fans after this one wait longer (rto.go).
+		// fans after this one wait longer (timeout.go).
 		f.c.rtt.expired()
 	}
 	for i, r := range f.rs {
@@ -531,7 +531,7 @@ func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 			continue
 		}
 		// The bound passed; the fans that ran out meanwhile may have
-		// raised it (rto.go): wait on to the new one.
+		// raised it (timeout.go): wait on to the new one.
 		if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
 			if left := d - now.Sub(f.t1); left > 0 {
 				f.timeout, due = d, f.t1.Add(d)
@@ -541,7 +541,7 @@ func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 		}
 		// A node that has not answered this request but has answered
 		// another within the limit is busy, not failed: wait on, one
-		// more bound at a time, until the limit ends the wait (rto.go).
+		// more bound at a time, until the limit ends the wait (timeout.go).
 		if f.busy() {
 			due = now.Add(f.timeout)
 			rearm(f.timeout)
@@ -559,7 +559,7 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // busy reports whether a node that has not answered the fan yet has
-// answered another request (without an error) within the limit (rto.go):
+// answered another request (without an error) within the limit (timeout.go):
 // a batching adapter hears from a node once per batch, and a batch may
 // outlast the bound.
 func (f *fan) busy() bool {

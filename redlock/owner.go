@@ -94,7 +94,7 @@ func (c *Client) noteOwner(at, until time.Time) {
 	if all == nil {
 		return
 	}
-	// Only the nodes heard from lately (rto.go: Client.heard): the note
+	// Only the nodes heard from lately (timeout.go: Client.heard): the note
 	// matters where the client's keys are, and a node that is down is
 	// not dialled for it (an adapter's pool may log each failed dial).
 	// When one is left out, the note is due again in a minute.

@@ -262,7 +262,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 // included: the call holds a settler); a mark left on a node that did not
 // answer expires with its ttl. The wait ends with ctx; when ctx had
 // already ended (it ended the call), the wait is one node timeout (the
-// adaptive bound, rto.go), so that readers are admitted when the call
+// adaptive bound, timeout.go), so that readers are admitted when the call
 // returns wherever the nodes answer, while a frozen node delays the call by
 // no more than that. What is still owed then goes on in the background,
 // and Close waits for it.
