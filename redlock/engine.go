@@ -240,6 +240,14 @@ func (f *fan) async() bool {
 	return f.c.async != nil && f.by == nil && startable(f.req.Op)
 }
 
+// startable reports whether AsyncNode.Start carries op: every operation
+// but adapter.RWNode's, which run by its blocking methods (rw.go: doRW).
+func startable(op adapter.Op) bool { return !isRWOp(op) }
+
+// isRWOp reports whether op is one of adapter.RWNode's operations, which
+// run by its blocking methods (never AsyncNode.Start; rw.go).
+func isRWOp(op adapter.Op) bool { return op >= 32 && op <= 47 }
+
 // call is the fan's request on node i, for AsyncNode.Start.
 func (f *fan) call(i int) adapter.Call {
 	return adapter.Call{Ctx: f.nctx, Req: f.req, To: f, Tag: i}

@@ -52,10 +52,6 @@ func (writeShape) ask(c *Client, t target, value string, o lockOptions) (adapter
 	return req, by
 }
 
-// isRWOp reports whether op is one of adapter.RWNode's operations, which
-// run by its blocking methods (never AsyncNode.Start).
-func isRWOp(op adapter.Op) bool { return op >= 32 && op <= 47 }
-
 // releaseOp is the operation that undoes an acquisition of op (R8.5): a
 // reader leaves the readers' hash; a writer's key is a plain lock key.
 func releaseOp(op adapter.Op) adapter.Op {
