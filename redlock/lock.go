@@ -328,6 +328,26 @@ func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 	return err
 }
 
+// request is the request of op (OpRelease, OpExtend, ...) for l: on its
+// key, or, for a set, op's form on its keys.
+func (l *Lock) request(op adapter.Op) adapter.Request {
+	if l.mode == modeRead {
+		op = readOp(op) // rw.go
+	}
+	if l.keys != nil {
+		op = setOp(op, l.keys) // multi.go
+	}
+	return adapter.Request{Op: op, Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
+}
+
+// lockKeys returns l's lock keys: its key, or a set's keys.
+func (l *Lock) lockKeys() []string {
+	if l.keys != nil {
+		return l.keys
+	}
+	return []string{l.key}
+}
+
 // releaseAll releases req's key (or a set's keys) from its value on every
 // node (R5, R12), announced where the nodes can and announce is set
 // (hand-off, R14), and returns each node's reply once a quorum released or
@@ -340,7 +360,10 @@ func (c *Client) releaseAll(ctx context.Context, req adapter.Request, announce b
 		if announce && c.hand != nil {
 			op = adapter.OpReleaseAnnounce
 		}
-		req.Op = setOp(op, req.Keys)
+		if req.Keys != nil {
+			op = setOp(op, req.Keys) // multi.go
+		}
+		req.Op = op
 	}
 	return c.releaseEvery(ctx, req, false)
 }
