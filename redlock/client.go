@@ -98,10 +98,10 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if !o.ownerSet {
 		o.owner = defaultOwner()
 	}
-	if err := o.useHashTags(nodes); err != nil { // keys.go
+	if err := o.useHashTags(nodes); err != nil { // options.go: the key layout
 		return nil, err
 	}
-	if err := o.checkPrefixes(); err != nil { // keys.go
+	if err := o.checkPrefixes(); err != nil { // options.go: the key layout
 		return nil, err
 	}
 	if err := o.validateFencing(nodes, names); err != nil {

@@ -299,8 +299,9 @@ func repairFloor() uint64 { return uint64(max(0, time.Now().UnixMicro())) }
 // repair).
 func (c *Client) floorKey(fenceKey string) string {
 	if c.opts.hashTags {
-		// Every script runs on one slot (keys.go): each resource keeps
-		// its own floor, beside its fence key in the same hash tag.
+		// Every script runs on one slot (options.go: the key layout):
+		// each resource keeps its own floor, beside its fence key in the
+		// same hash tag.
 		return fenceKey + floorSuffix
 	}
 	return c.opts.fencePrefix
