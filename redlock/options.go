@@ -239,6 +239,24 @@ func (o clientOptions) validate() error {
 	return o.lock.validate(o.nodeTimeout)
 }
 
+// checkTTL refuses a ttl past the client's bound (WithMaxTTL, bounds.go).
+func (o clientOptions) checkTTL(ttl time.Duration) error {
+	if ttl > o.maxTTL {
+		return invalidf("ttl %v is over the client's bound %v (WithMaxTTL)", ttl, o.maxTTL)
+	}
+	return nil
+}
+
+// checkRetention refuses a ttl that the fence retention does not exceed:
+// the fence key must outlive the lock it fences (WithFenceRetention,
+// fencing.go).
+func (o clientOptions) checkRetention(ttl time.Duration) error {
+	if o.fencing && o.fenceRetention > 0 && o.fenceRetention <= ttl {
+		return invalidf("fence retention %v must exceed the ttl %v (a fence key must outlive its lock; retention is meant to be long, days)", o.fenceRetention, ttl)
+	}
+	return nil
+}
+
 // The key layout, in one place. Resource r has a lock key (WithKeyPrefix),
 // a fence key (WithFencePrefix, WithFencing), a record key
 // (WithRecordPrefix, Lock.PutRecord) and read-write marks, which live in
