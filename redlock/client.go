@@ -437,11 +437,11 @@ type exclusive struct{}
 
 func (exclusive) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
 	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Value: value, TTL: o.ttl}
-	by := c.fenced(t.resource, nil)
-	if by != nil {
-		req.Op = opAcquireFenced
+	if !c.opts.fencing {
+		return req, nil
 	}
-	return req, by
+	req.Op = opAcquireFenced
+	return req, c.fenced(t.resource, nil) // fencing.go
 }
 
 // confirmer is a nodeCall whose acquisition a second phase must confirm
