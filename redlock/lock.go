@@ -537,7 +537,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		l.extensions++
 		count := l.extensions
 		l.mu.Unlock()
-		c.noteOwner(t2, newUntil) // the note outlives the extended lock (owner.go)
+		c.noteOwnerIfDue(t2, newUntil) // the note outlives the extended lock (life.go)
 		if l.crossed.Load() {
 			c.keepOwnerNote(l.value, t2, newUntil) // the acquirer's note too (owner.go)
 		}

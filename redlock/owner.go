@@ -80,9 +80,11 @@ func (c *Client) ownerLife(left time.Duration) time.Duration {
 
 // noteOwner writes the client's owner note on every node, in the
 // background, when a lock's validity, granted or extended at at, ends
-// (until) after what the note written last covers: an atomic load per
-// grant and extension, and no request on their path. The note written
-// covers every lock that ends within half its life.
+// (until) after what the note written last covers, which its caller
+// (life.go: noteOwnerIfDue) checked first and this checks again under a
+// compare-and-swap, so that one grant of many writes it: no request on
+// the path of a grant or an extension. The note written covers every
+// lock that ends within half its life.
 func (c *Client) noteOwner(at, until time.Time) {
 	now, end := int64(at.Sub(c.born)), int64(until.Sub(c.born))
 	life := c.ownerLife(until.Sub(at))
