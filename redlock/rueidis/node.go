@@ -104,7 +104,7 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 		n.cluster, n.scripts = true, n.scripts.Sharded() // cluster.go
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
-	n.queue.Allow(opScript) // script.go
+	n.queue.Allow(opScript) // batch.go: scriptCall
 	return n
 }
 
