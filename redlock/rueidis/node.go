@@ -47,7 +47,7 @@ type Node struct {
 
 	cluster bool // a Redis Cluster client (cluster.go)
 
-	// known is what the servers told on connecting (facts.go); handshook
+	// known is what the servers told on connecting (fence.go); handshook
 	// is set when the node's client reads them in its handshake (Dial,
 	// DialNode), else Connect reads them by requests.
 	known     *facts.Known
