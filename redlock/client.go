@@ -504,10 +504,7 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	var cf confirmation
 	if p, ok := f.by.(confirmer); ok && state == reached && v > 0 {
 		// Within the same validity (R18: phase 2, fencing.go).
-		f.mu.Lock()
-		results := c.results(f.rs)
-		f.mu.Unlock()
-		cf = p.confirm(f, resource, results)
+		cf = p.confirm(f, resource, f.results())
 		t2 = cf.at
 		v = validity(o.ttl, t2.Sub(t1), d)
 	}
