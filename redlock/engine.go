@@ -731,6 +731,15 @@ func (f *fan) results() []NodeResult {
 	return f.c.results(f.rs)
 }
 
+// results turns fan-out replies into node results.
+func (c *Client) results(replies []reply) []NodeResult {
+	out := make([]NodeResult, len(replies))
+	for k, r := range replies {
+		out[k] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
+	}
+	return out
+}
+
 // asyncNodes returns nodes as AsyncNodes when every one of them is one, else
 // nil: a client fans out asynchronously only when it can for every node.
 func asyncNodes(nodes []Node) []adapter.AsyncNode {
