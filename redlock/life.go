@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"dlm/redlock/adapter"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -180,6 +181,17 @@ func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration
 	}
 	c.grant(l, o) // auto-extension, Done (life.go)
 	return l
+}
+
+// modeOf is the mode of a lock granted by an acquisition of op.
+func modeOf(op adapter.Op) lockMode {
+	switch op {
+	case adapter.OpRAcquire:
+		return modeRead
+	case adapter.OpWAcquire, opWAcquireFenced:
+		return modeWrite
+	}
+	return modeExclusive
 }
 
 // grant sets up the lock's life after its grant: the extender of

@@ -81,17 +81,6 @@ const (
 	modeWrite                     // WLock, TryWLock: exclusive
 )
 
-// modeOf is the mode of a lock granted by an acquisition of op.
-func modeOf(op adapter.Op) lockMode {
-	switch op {
-	case adapter.OpRAcquire:
-		return modeRead
-	case adapter.OpWAcquire, opWAcquireFenced:
-		return modeWrite
-	}
-	return modeExclusive
-}
-
 // Resource returns the name of the locked resource. For a set (LockAll),
 // it returns the set's names, sorted, joined by "," (as in errors and
 // events): a name for display; Resources returns the names themselves.
