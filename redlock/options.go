@@ -75,7 +75,7 @@ type clientOptions struct {
 	owner          string        // WithOwner (owner.go)
 	ownerSet       bool
 	hashTags       bool       // WithHashTags (the key layout, below)
-	byzantine      int        // WithByzantineNodes (byzantine.go)
+	byzantine      int        // WithByzantineNodes (client.go)
 	promotable     bool       // WithPromotableReplicas (replicas.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
