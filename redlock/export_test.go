@@ -63,5 +63,5 @@ func WatchNodes(c *Client, resource string) []int {
 	h := c.hand
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.watchSet(c.one(resource).key)
+	return h.watchSet(c.one(resource).key, 0, nil)
 }

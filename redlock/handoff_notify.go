@@ -1,6 +1,9 @@
 package redlock
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // What releases tell a client's waiters (handoff.go has the overview):
 // a release announced by the nodes (notify), which also tells which
@@ -82,19 +85,20 @@ func (h *handoff) notify(from int, key, value string) {
 		}
 		if ts.seen(value) {
 			// Every node announces a release: one wake-up is
-			// enough. More would make the waiter attempt again
-			// after a failure, once per node, and a herd of it.
+			// enough, but for a waiter whose attempt since then
+			// reached this node before the release (heard).
+			h.heard(key, from)
 			return
 		}
 		ts.record(value)
 	}
-	if _, own := h.own[value]; own {
-		return
+	if _, own := h.own[value]; !own {
+		if len(q) > 0 {
+			h.give(q[0], wake{remote: true, slots: h.rank(ts), from: from})
+		}
+		h.wakeSets(key)
 	}
-	if len(q) > 0 {
-		h.give(q[0], wake{remote: true, slots: h.rank(ts), from: from})
-	}
-	h.wakeSets(key)
+	h.heard(key, from)
 }
 
 // ownRelease wakes the longest-waiting waiter of key after this client's
@@ -200,7 +204,7 @@ func (h *handoff) freedOwn(key string, w *waiter, value string, set bool) {
 	w.gaveFreed = true
 	if w.lookPending {
 		w.lookPending = false
-		h.wakeLooked(key, w, set, w.lookFrom)
+		h.wakeFrom(key, w, set, w.lookFrom)
 	}
 }
 
@@ -211,5 +215,39 @@ func (h *handoff) freedOwn(key string, w *waiter, value string, set bool) {
 func (h *handoff) wakeSets(key string) {
 	for _, w := range h.sets[key] {
 		h.wake(w, true)
+	}
+}
+
+// heard notes that node from announced a release of key, for the waiters
+// that may attempt now: the front of key's queue and the sets that wait
+// for key. One whose last failed attempt found the key held at that node
+// is woken again, whether or not the release was heard from another node
+// first: its attempt, woken by the first announcement, went while the
+// release was still on its way to this node, and no other wake-up would
+// come before its timed retry (R10). A waiter is woken again at most once
+// per failed attempt (a wake-up clears heldAt: give), so that it does not
+// attempt once per node in a herd. The time is noted (heardWhen) for a waiter still attempting:
+// its attempt failed at the node may have crossed this release
+// (handoff_wait.go: wakeIfCrossed). Called with h.mu held.
+func (h *handoff) heard(key string, from int) {
+	if from < 0 || from >= min(len(h.nodes), 64) {
+		return
+	}
+	now := time.Now()
+	bit := uint64(1) << from
+	again := func(w *waiter, set bool) {
+		if w.heardWhen == nil {
+			w.heardWhen = make([]time.Time, min(len(h.nodes), 64))
+		}
+		w.heardWhen[from] = now
+		if w.heldAt&bit != 0 {
+			h.wakeFrom(key, w, set, from)
+		}
+	}
+	if q := h.queues[key]; len(q) > 0 {
+		again(q[0], false)
+	}
+	for _, w := range h.sets[key] {
+		again(w, true)
 	}
 }

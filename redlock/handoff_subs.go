@@ -43,28 +43,32 @@ func (h *handoff) queueSub(i int, op subOp) {
 	go h.runSubs(i, h.nodes[i])
 }
 
-// rewatch moves key's subscriptions, while it has waiters, to the nodes
-// watchSet picks now: the nodes chosen when its first waiter joined may
-// have stopped answering since (down, frozen), and announce nothing, and a
-// queue that never empties would keep them for good, its waiters woken by
-// their timed retries alone (R10). Called by a waiter after each failed
-// attempt, which is what tells the client which nodes answer; nothing
-// changes while the chosen nodes do.
-func (h *handoff) rewatch(key string) {
+// rewatch moves key's subscriptions, while it has waiters, to better
+// nodes, as watchSet ranks them now: the nodes chosen when its first
+// waiter joined may have stopped answering since (down, frozen), and
+// announce nothing, and a queue that never empties would keep them for
+// good, its waiters woken by their timed retries alone (R10). And nodes
+// where the last failed attempt found the key held (held) will announce
+// its release, which may have reached the others already (one node slow
+// to apply it): the subscription moves to them, and their look (confirmed)
+// finds the release if it came first. Called by a waiter after each
+// failed attempt, which is what tells the client which nodes answer and
+// hold; nothing changes while the chosen nodes are as good as any.
+func (h *handoff) rewatch(key string, held uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old, ok := h.watched[key]
 	if !ok || h.closed {
 		return
 	}
-	at := h.watchSet(key)
-	if slices.Equal(at, old) {
+	at := h.watchSet(key, held, old)
+	if len(at) == len(old) && !slices.ContainsFunc(at, func(i int) bool { return !slices.Contains(old, i) }) {
 		return
 	}
 	h.watched[key] = at
 	h.subGen++
 	gen := h.subGen
-	h.fresh[key] = gen // the nodes it listened on said nothing
+	h.fresh[key] = gen // the new nodes look at the key (confirmed)
 	for _, i := range old {
 		if !slices.Contains(at, i) {
 			h.queueSub(i, subOp{key: key})
@@ -115,7 +119,7 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 // before anybody listened, announced to nobody: they would sleep out R10's
 // delay while the key is free. So the node is asked for the key
 // (adapter.InspectNode), and the longest waiter is woken when the key is
-// free there (wakeLooked); a key still held will most likely be released
+// free there (wakeFrom); a key still held will most likely be released
 // under the subscription, and announced. Every node of the subscription
 // looks, not only the first to confirm: the holder's release may reach
 // one node late or not at all (it timed out on a busy node, and the key
@@ -125,7 +129,7 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 // attempt's releases (R8.5) are answered: the attempt may have reached n
 // after the release, and n answered it late. The waiter is woken then
 // (gaveBack), or now if they are. The look counts as node i's
-// announcement of the release (wakeLooked). Without InspectNode, the
+// announcement of the release (wakeFrom). Without InspectNode, the
 // timed retry covers the gap (adapter.ReleaseWatch).
 func (h *handoff) confirmed(ctx context.Context, i int, n adapter.HandoffNode, op subOp) {
 	key := op.key
@@ -154,7 +158,7 @@ func (h *handoff) confirmed(ctx context.Context, i int, n adapter.HandoffNode, o
 		default:
 			return // held: its release will be announced
 		}
-		h.wakeLooked(key, w, set, i)
+		h.wakeFrom(key, w, set, i)
 	}
 	if q := h.queues[key]; len(q) > 0 {
 		look(q[0], false)

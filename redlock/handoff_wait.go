@@ -40,6 +40,14 @@ type waiter struct {
 	gaveFreed   bool
 	lookPending bool
 	lookFrom    int
+	// heldAt is the nodes where its last failed attempt found the key
+	// held and that have not announced a release since: an announcement
+	// from one of them wakes it again, even of a release already heard
+	// from another node (handoff_notify.go: heard). Nodes past the 64th
+	// are not tracked. heardWhen is when each node last announced a
+	// release of the key (zero: not since it waits). Under handoff.mu.
+	heldAt    uint64
+	heardWhen []time.Time
 	// woke is the wake-up that the call's latest wait acted on; only the
 	// waiting call reads and writes it (next).
 	woke wake
@@ -172,7 +180,7 @@ func (h *handoff) subscribe(key string, on bool) {
 	var at []int
 	var gen uint64
 	if on {
-		at = h.watchSet(key)
+		at = h.watchSet(key, 0, nil)
 		h.watched[key] = at
 		h.subGen++
 		gen = h.subGen
@@ -190,24 +198,39 @@ func (h *handoff) subscribe(key string, on bool) {
 // watchSet returns the nodes to listen on for key's releases:
 // HandoffWatchNodes of the capable nodes, taken in order from one chosen by
 // key's hash (so that many keys' subscriptions spread over the nodes),
-// those that answered this client within the last limit first (one that
-// did not may be down, and would announce nothing). Called with h.mu held.
-func (h *handoff) watchSet(key string) []int {
+// better ones first: a node in held (it just answered that the key is
+// held: it will announce the release), then one that answered this client
+// within the last limit (one that did not may be down, and would announce
+// nothing); among equals, one it listens on already (in old), so that a
+// subscription moves only for a better node (rewatch). Called with h.mu
+// held.
+func (h *handoff) watchSet(key string, held uint64, old []int) []int {
 	n := len(h.nodes)
 	first := int(keyHash(key) % uint32(n))
 	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
-	var up, rest []int
+	var classes [6][]int
 	for k := range n {
 		i := (first + k) % n
-		switch {
-		case h.nodes[i] == nil:
-		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
-			up = append(up, i)
-		default:
-			rest = append(rest, i)
+		if h.nodes[i] == nil {
+			continue
 		}
+		class := 4 // neither held nor answered lately
+		switch {
+		case i < 64 && held&(1<<i) != 0:
+			class = 0
+		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
+			class = 2
+		}
+		if !slices.Contains(old, i) {
+			class++
+		}
+		classes[class] = append(classes[class], i)
 	}
-	return append(up, rest...)[:min(HandoffWatchNodes, len(up)+len(rest))]
+	var all []int
+	for _, c := range classes {
+		all = append(all, c...)
+	}
+	return all[:min(HandoffWatchNodes, len(all))]
 }
 
 // keyHash is the 32-bit FNV-1a hash of key.
@@ -427,10 +450,11 @@ func (h *handoff) releasedMark(t target) uint64 {
 //     them back unannounced: it wakes the longest waiter other than
 //     itself, and a lone waiter never wakes itself out of R10's delay.
 //   - An attempt that went at once on an announcement (the first rank) may
-//     have reached some node before the release did, and no other
-//     announcement of that release will wake it: its timed retry comes one
-//     rank slot later (afterFirst), when the node whose announcement woke
-//     it granted the attempt or did not answer. When that node says the
+//     have reached some node before the release did. A node it listens to
+//     wakes it again when it announces that release (handoff_notify.go:
+//     heard); for the nodes it does not listen to, its timed retry comes
+//     one rank slot later (afterFirst), when the node whose announcement
+//     woke it granted the attempt or did not answer. When that node says the
 //     key is held, the attempt lost to another client, or the announcement
 //     was forged (anyone who may PUBLISH on a node can), and one more
 //     attempt would be wasted.
@@ -453,19 +477,27 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 		}
 	}
 	split := after&afterSplit != 0
+	var held uint64
+	for i, r := range failed.Nodes {
+		if r.Outcome == Held && i < 64 {
+			held |= 1 << i
+		}
+	}
 	w := tn.place
 	if w == nil {
 		w = newWaiter(ctx, t.resource, o)
-		w.split, w.gave = split, tn.value // before it is shared (handoff_subs.go: confirmed)
+		w.split, w.gave, w.heldAt = split, tn.value, held // before it is shared (handoff_subs.go: confirmed)
 		h.joinTarget(t, w)
 		tn.place = w
 		h.wakeIfReleased(t, w, tn.mark)
 	} else {
 		h.mu.Lock()
 		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
+		w.heldAt = held
+		h.wakeIfCrossed(t, w, failed, time.Now().Add(-elapsed))
 		h.mu.Unlock()
 		for _, key := range t.lockKeys() {
-			h.rewatch(key) // its nodes may have stopped answering
+			h.rewatch(key, held) // its nodes may have stopped answering, or hold no more
 		}
 	}
 	if split {
@@ -474,6 +506,25 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 		}
 	}
 	return h.waitTurn(ctx, o, elapsed, after, tn)
+}
+
+// wakeIfCrossed wakes w, whose attempt for t begun at start just failed
+// as failed says, when a node that answered it "held" announced a release
+// of the key after the attempt began: the attempt may have reached the
+// node before the release did, and the announcement, of a release maybe
+// heard already from another node, came while w was attempting (heard).
+// (The answer and the announcement come on different connections, in
+// either order.) The copies of one announcement from several nodes that
+// came before the attempt began wake nothing more; a forged one that
+// reaches the nodes while the attempt runs costs an attempt per node w
+// listens on. Called with h.mu held.
+func (h *handoff) wakeIfCrossed(t target, w *waiter, failed *AcquireError, start time.Time) {
+	for i, at := range w.heardWhen {
+		if w.heldAt&(1<<i) != 0 && at.After(start) {
+			h.wakeFrom(t.key, w, t.keys != nil, i)
+			return
+		}
+	}
 }
 
 // woke is the wake-up that the call's latest wait acted on, if it waited.
@@ -532,15 +583,17 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 	}
 }
 
-// wakeLooked wakes w, which the look after subscribing at node from
-// found free to go (handoff_subs.go: confirmed), as node from's
-// announcement of the release would: in its client's rank, and with a
-// jitter when its last attempt split the votes (wait), which keeps the
-// next split away as R10's delay does; an attempt that goes at once on it
-// and fails may have reached another node before the release it was
-// woken for (next: afterFirst). set: w waits for a set, and goes at once
-// (with a jitter after a split). Called with h.mu held.
-func (h *handoff) wakeLooked(key string, w *waiter, set bool, from int) {
+// wakeFrom wakes w as node from's announcement of a release of key
+// would: after the look after subscribing found the key free there
+// (handoff_subs.go: confirmed), or when the node announced a release that
+// w's last attempt, begun before it reached the node, found still held
+// (handoff_notify.go: heard). It goes in its client's rank, with a jitter
+// when its last attempt split the votes (wait), which keeps the next
+// split away as R10's delay does; an attempt that goes at once on it and
+// fails may have reached another node before the release it was woken
+// for (next: afterFirst). set: w waits for a set, and goes at once (with
+// a jitter after a split). Called with h.mu held.
+func (h *handoff) wakeFrom(key string, w *waiter, set bool, from int) {
 	if set {
 		h.wake(w, true)
 		return
@@ -657,6 +710,9 @@ func (h *handoff) give(w *waiter, wk wake) {
 	if w.handing {
 		return
 	}
+	// It attempts again: what its last attempt found no longer matters
+	// (heard).
+	w.heldAt = 0
 	select {
 	case w.ch <- wk:
 	default:

@@ -230,17 +230,42 @@ func ParseNodeURLs(raws []string) ([]NodeURL, error) {
 // that may be a password shows: the user information ends at the last "@"
 // (a password may hold an unencoded "/", "?", "#" or "@"), and starts after
 // "scheme:" and its slashes (redis://, redis:/, rediss:, unix:), or at the
-// start of raw when there is no scheme (user:password@host:6379). Text
-// without "@" is returned as it is.
+// start of raw when there is no scheme (user:password@host:6379). The
+// values of query parameters that a node URL does not have (urlParams) are
+// replaced too: ?password=... is a password put in the wrong place. Text
+// without "@" or "?" is returned as it is.
 func RedactURL(raw string) string {
-	start, colon, at, ok := userinfo(raw)
-	if !ok {
+	out := raw
+	if start, colon, at, ok := userinfo(raw); ok {
+		if colon < 0 {
+			out = raw[:start] + "xxxxx" + raw[at:]
+		} else {
+			out = raw[:colon+1] + "xxxxx" + raw[at:]
+		}
+	}
+	return redactQuery(out)
+}
+
+// redactQuery replaces the values of the query parameters of raw (after
+// its user information is redacted) that are not node URL parameters.
+func redactQuery(raw string) string {
+	q := strings.IndexByte(raw, '?')
+	if q < 0 {
 		return raw
 	}
-	if colon < 0 {
-		return raw[:start] + "xxxxx" + raw[at:]
+	query, rest := raw[q+1:], ""
+	if h := strings.IndexByte(query, '#'); h >= 0 {
+		query, rest = query[:h], query[h:]
 	}
-	return raw[:colon+1] + "xxxxx" + raw[at:]
+	known := strings.Split(urlParams, ", ")
+	pairs := strings.Split(query, "&")
+	for i, p := range pairs {
+		name, _, hasValue := strings.Cut(p, "=")
+		if hasValue && !slices.Contains(known, name) {
+			pairs[i] = name + "=xxxxx"
+		}
+	}
+	return raw[:q+1] + strings.Join(pairs, "&") + rest
 }
 
 // redactURL is RedactURL, under the name this file's callers had before it

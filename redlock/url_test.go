@@ -62,6 +62,11 @@ func TestRedactURL(t *testing.T) {
 		{"redis://h:1", "redis://h:1", ""},
 		{"unix:///tmp/sock", "unix:///tmp/sock", ""},
 		{"redis://[user:password@]host:port", "redis://[user:password@]host:port", ""},
+		// A password put in the query is hidden; a node URL's own
+		// parameters show.
+		{"redis://h:1?password=S3CR", "redis://h:1?password=xxxxx", ""},
+		{"redis://:pw@h:1/0?db=0&requirepass=S3CR#f", "redis://:xxxxx@h:1/0?db=0&requirepass=xxxxx#f", "pw"},
+		{"redis://h:1?cluster=true&addr=h:2&addr=h:3", "redis://h:1?cluster=true&addr=h:2&addr=h:3", ""},
 	}
 	for _, tt := range tests {
 		if got := redlock.RedactURL(tt.in); got != tt.want {
@@ -70,6 +75,28 @@ func TestRedactURL(t *testing.T) {
 		pw, ok := redlock.URLPassword(tt.in)
 		if pw != tt.pw || ok != (tt.pw != "") {
 			t.Errorf("URLPassword(%q) = %q, %v, want %q, %v", tt.in, pw, ok, tt.pw, tt.pw != "")
+		}
+	}
+}
+
+// A password misplaced in a node URL's query is never quoted by the
+// errors of ParseNodeURL. Before, every such error quoted the URL with its
+// query: `node URL "redis://127.0.0.1:1?password=S3CR": unknown parameter
+// "password"`.
+func TestParseNodeURLHidesQueryValues(t *testing.T) {
+	for _, raw := range []string{
+		"redis://127.0.0.1:1?password=S3CR",
+		"redis://:pw@127.0.0.1:1/0?password=S3CR",
+		"redis://127.0.0.1:1?db=0&requirepass=S3CR",
+		"redis://127.0.0.1:1?auth=S3CR&auth=S3CR",
+		"redis://127.0.0.1:1?cluster=maybe&password=S3CR",
+	} {
+		_, err := redlock.ParseNodeURL(raw)
+		if err == nil {
+			t.Fatalf("ParseNodeURL(%q) = nil error", raw)
+		}
+		if strings.Contains(err.Error(), "S3CR") || strings.Contains(err.Error(), ":pw@") {
+			t.Errorf("ParseNodeURL error shows a password: %v", err)
 		}
 	}
 }

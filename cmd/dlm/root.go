@@ -32,9 +32,11 @@ const exitCodesHelp = `Exit codes:
 
 // run builds the root command, executes it with ctx and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	red := newRedactor(args)
-	stdout, stderr = &redactWriter{w: stdout, r: red}, &redactWriter{w: stderr, r: red}
 	root := newRootCmd()
+	if !agreementOnly(root, args) {
+		red := newRedactor(args)
+		stdout, stderr = &redactWriter{w: stdout, r: red}, &redactWriter{w: stderr, r: red}
+	}
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
@@ -48,6 +50,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 	}
 	return code
+}
+
+// agreementOnly reports whether args run dlm generals or one of its
+// subcommands, which take no node URL and print the orders and values they
+// were given and decided as they are: the redaction of node URLs' passwords
+// read an order such as deploy:v2@prod:443 as one, and printed two
+// distinct decisions alike.
+func agreementOnly(root *cobra.Command, args []string) bool {
+	cmd, _, err := root.Find(args)
+	for ; err == nil && cmd != nil; cmd = cmd.Parent() {
+		if cmd.Name() == "generals" && cmd.Parent() == root {
+			return true
+		}
+	}
+	return false
 }
 
 // errorLine is the text of a command's error as dlm prints it: one line
