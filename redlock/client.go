@@ -510,7 +510,7 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	}
 	if state == reached && v > 0 && !cf.failed {
 		f.settle(false, false)
-		l := c.newLock(f, resource, o, d, cf.token, from) // lock.go
+		l := c.newLock(f, resource, o, d, cf.token, from) // life.go
 		if len(c.obs) > 0 {
 			c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: AttemptAcquired, Elapsed: t2.Sub(t1), Validity: v, Nodes: f.results(), Fence: cf.nodes, Token: cf.token, Handed: from != nil})
 		}
