@@ -105,7 +105,7 @@ func withholdingCluster(t *testing.T, opts ...redlock.Option) (*redlocktest.Clus
 func TestAsyncAttemptEndsAtTheNodeTimeout(t *testing.T) {
 	rec := &recorder{}
 	// A ttl of 1s puts the adaptive bound's limit (a tenth of the ttl)
-	// at the node timeout itself (rto.go): the attempt ends there.
+	// at the node timeout itself (timeout.go): the attempt ends there.
 	cl, ws, c := withholdingCluster(t, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithTTL(time.Second),
 		redlock.WithRetryDelay(5*time.Millisecond, 10*time.Millisecond), redlock.WithObserver(rec))
 	for _, w := range ws[:3] {

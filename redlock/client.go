@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -41,9 +42,9 @@ type Client struct {
 
 	facts nodeFacts // what CheckNodes read (nodecheck.go)
 
-	rtt rto // the round trips seen, for the node timeout (rto.go)
+	rtt rto // the round trips seen, for the node timeout (timeout.go)
 	// heard[i] is when node i last answered a request without an error,
-	// as time since born, at least 1 (0: never; rto.go: a node that answers
+	// as time since born, at least 1 (0: never; timeout.go: a node that answers
 	// is busy, not failed).
 	heard []atomic.Int64
 	born  time.Time
@@ -97,10 +98,10 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if !o.ownerSet {
 		o.owner = defaultOwner()
 	}
-	if err := o.useHashTags(nodes); err != nil { // keys.go
+	if err := o.useHashTags(nodes); err != nil { // options.go: the key layout
 		return nil, err
 	}
-	if err := o.checkPrefixes(); err != nil { // keys.go
+	if err := o.checkPrefixes(); err != nil { // options.go: the key layout
 		return nil, err
 	}
 	if err := o.validateFencing(nodes, names); err != nil {
@@ -395,8 +396,9 @@ func (c *Client) stopped(resource string, attempts int, last *AcquireError, caus
 
 // One acquisition (R8), the same for every kind of lock: the attempt sends
 // what the target's shape asks of each node, the quorum rule and the
-// validity decide (quorum.go), a second phase may confirm (fencing), and
-// the lock is granted (life.go: newLock) or every node's key released.
+// validity decide (decide and validity, pure functions, at the end of this
+// file), a second phase may confirm (fencing), and the lock is granted
+// (life.go: newLock) or every node's key released.
 
 // target is what one acquisition locks: one resource, or a set, and the
 // shape of its requests.
@@ -435,11 +437,11 @@ type exclusive struct{}
 
 func (exclusive) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
 	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Value: value, TTL: o.ttl}
-	by := c.fenced(t.resource, nil)
-	if by != nil {
-		req.Op = opAcquireFenced
+	if !c.opts.fencing {
+		return req, nil
 	}
-	return req, by
+	req.Op = opAcquireFenced
+	return req, c.fenced(t.resource, nil) // fencing.go
 }
 
 // confirmer is a nodeCall whose acquisition a second phase must confirm
@@ -502,16 +504,13 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	var cf confirmation
 	if p, ok := f.by.(confirmer); ok && state == reached && v > 0 {
 		// Within the same validity (R18: phase 2, fencing.go).
-		f.mu.Lock()
-		results := c.results(f.rs)
-		f.mu.Unlock()
-		cf = p.confirm(f, resource, results)
+		cf = p.confirm(f, resource, f.results())
 		t2 = cf.at
 		v = validity(o.ttl, t2.Sub(t1), d)
 	}
 	if state == reached && v > 0 && !cf.failed {
 		f.settle(false, false)
-		l := c.newLock(f, resource, o, d, cf.token, from) // lock.go
+		l := c.newLock(f, resource, o, d, cf.token, from) // life.go
 		if len(c.obs) > 0 {
 			c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: AttemptAcquired, Elapsed: t2.Sub(t1), Validity: v, Nodes: f.results(), Fence: cf.nodes, Token: cf.token, Handed: from != nil})
 		}
@@ -537,4 +536,152 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: e.outcome(f.ctx), Elapsed: t2.Sub(t1), Validity: e.Validity, Nodes: e.Nodes, Fence: cf.nodes})
 	}
 	return nil, e
+}
+
+// decision is the state of a fan-out after some of its replies.
+type decision int
+
+const (
+	undecided  decision = iota
+	reached             // a quorum said yes
+	impossible          // too many said no or failed for a quorum to be reached
+)
+
+// decide is the quorum rule of R8.3 as a pure function: with n nodes, a
+// quorum of q, yes nodes that said yes and no nodes that said no or failed,
+// the outcome is known as soon as yes >= q, or as soon as the nodes that may
+// still say yes (n - no) are fewer than q. The client never waits for a
+// straggler beyond that point (R15).
+func decide(n, q, yes, no int) decision {
+	switch {
+	case yes >= q:
+		return reached
+	case n-no < q:
+		return impossible
+	}
+	return undecided
+}
+
+// majority is the quorum of R8.3: at least n/2+1 of n nodes.
+func majority(n int) int { return n/2 + 1 }
+
+// WithByzantineNodes makes the client tolerate up to f nodes that lie:
+// answer OK to a SET they did not perform, confirm an extension or a fence
+// they did not apply, report fence values they do not hold. The quorum
+// becomes ceil((N+f+1)/2), so that two quorums share at least f+1 nodes and
+// so at least one honest node (the B3 bound of the agreement spec: New
+// refuses N < 3f+1, where f silent or lying nodes would leave fewer honest
+// nodes than a quorum). With WithFencing the quorum is ceil((N+2f+1)/2) and
+// N >= 4f+1 is required: a fencing token takes the (f+1)-th largest fence
+// value of the quorum (so a liar cannot inflate it), which is safe only if
+// every two quorums share f+1 honest nodes. Default 0: every node is
+// trusted, and the quorum is the majority N/2+1 of R8.3.
+//
+// What the mode does not cover: more than f liars; a liar that colludes with
+// a client; lying clients; clocks (a node whose clock runs fast is not a
+// liar in this sense, see R9). See the package documentation.
+func WithByzantineNodes(f int) Option {
+	return clientOption(func(o *clientOptions) { o.byzantine = f })
+}
+
+// quorumFor is the number of nodes an acquisition needs among n nodes with
+// the client's settings, or an error naming both numbers when n is too
+// small for the Byzantine bound.
+func quorumFor(n int, o clientOptions) (int, error) {
+	f := o.byzantine
+	switch {
+	case f < 0:
+		return 0, invalidf("byzantine nodes must be 0 or more, got %d", f)
+	case f == 0:
+		return majority(n), nil
+	case o.fencing:
+		if n < 4*f+1 {
+			return 0, invalidf("byzantine mode with fencing and f=%d needs at least 4f+1 = %d nodes, got %d: fencing tokens need every two quorums to share f+1 honest nodes", f, 4*f+1, n)
+		}
+		return ceilHalf(n + 2*f + 1), nil
+	case n < 3*f+1:
+		return 0, invalidf("byzantine mode with f=%d needs at least 3f+1 = %d nodes, got %d (B3): with fewer, f silent nodes leave the honest ones short of a quorum that excludes the liars", f, 3*f+1, n)
+	}
+	return ceilHalf(n + f + 1), nil
+}
+
+// ceilHalf is ceil(x/2) for x >= 0.
+func ceilHalf(x int) int { return (x + 1) / 2 }
+
+// drift is the clock drift compensation of R9: ttl x factor + 2 ms.
+func drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + 2*time.Millisecond
+}
+
+// validity is MIN_VALIDITY of R9: ttl - elapsed - drift, where elapsed runs
+// from before the first request (T1) to the deciding reply (T2). A lock is
+// held only if it is positive (R8.3-4).
+func validity(ttl, elapsed, drift time.Duration) time.Duration {
+	return ttl - elapsed - drift
+}
+
+// valueSize is the number of random bytes in a lock value (R4: 20 bytes from
+// a secure source).
+const valueSize = 20
+
+// tagSize is the number of random bytes of a client's tag, which starts
+// each of its values: tagLen characters once base64url-encoded, a whole
+// number of characters, so that the tag is a prefix of the encoded value.
+const (
+	tagSize  = 6
+	tagLen   = tagSize * 4 / 3
+	valueLen = tagLen + (valueSize*8+5)/6
+)
+
+// valueSource hands out lock values from crypto/rand, reading it in blocks
+// so that an acquisition does not pay a system call. Every value starts
+// with the client's tag (random, drawn once per client): the release
+// announcements of the hand-off (R14) then tell the clients which client
+// released, so that they all rank their waiters alike (handoff_wait.go: rank).
+// The 20 random bytes after it keep every value unique and unguessable
+// (R4).
+type valueSource struct {
+	tag string
+	mu  sync.Mutex
+	buf [valueSize * 64]byte
+	off int
+}
+
+func newValueSource() (*valueSource, error) {
+	var raw [tagSize]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	return &valueSource{tag: base64.RawURLEncoding.EncodeToString(raw[:]), off: len((&valueSource{}).buf)}, nil
+}
+
+// tagOf returns the client tag that starts value, or "" for a value that
+// no client of this package drew (WithValue's).
+func tagOf(value string) string {
+	if len(value) != valueLen {
+		return ""
+	}
+	return value[:tagLen]
+}
+
+// next returns a fresh value: the client's tag, then 20 secure random bytes,
+// base64url-encoded.
+func (s *valueSource) next() (string, error) {
+	var raw [valueSize]byte
+	s.mu.Lock()
+	if s.off == len(s.buf) {
+		if _, err := rand.Read(s.buf[:]); err != nil {
+			s.mu.Unlock()
+			return "", err
+		}
+		s.off = 0
+	}
+	copy(raw[:], s.buf[s.off:s.off+valueSize])
+	clear(s.buf[s.off : s.off+valueSize])
+	s.off += valueSize
+	s.mu.Unlock()
+	var b [valueLen]byte
+	copy(b[:], s.tag)
+	base64.RawURLEncoding.Encode(b[tagLen:], raw[:])
+	return string(b[:]), nil
 }

@@ -16,13 +16,13 @@ import (
 // one goroutine per node that calls the blocking method, or the fan's
 // nodeCall, which a feature gives for requests that only blocking methods
 // carry (fencing's phases, records). The answers are collected until the
-// fan's stop rule holds (stopDecided: the pure quorum rule of quorum.go says
-// reached or impossible; stopQuorum: a quorum succeeded or every node
-// answered) or the node timeout passes (R8.2). The caller then settles the
-// fan once, which fixes the rule for the answers still to come (late
-// answers): a failed acquisition releases every node's key, early and late
-// (R8.5, R11), but for the nodes that refused it (releaseNode); every other
-// operation ignores them.
+// fan's stop rule holds (stopDecided: the pure quorum rule, decide in
+// client.go, says reached or impossible; stopQuorum: a quorum succeeded or
+// every node answered) or the node timeout passes (R8.2). The caller then
+// settles the fan once, which fixes the rule for the answers still to come
+// (late answers): a failed acquisition releases every node's key, early
+// and late (R8.5, R11), but for the nodes that refused it (releaseNode);
+// every other operation ignores them.
 //
 // A fan is a state machine (fanState): open while it collects answers,
 // ready once its stop rule holds, decided once its caller stopped waiting
@@ -90,7 +90,7 @@ type fan struct {
 	rc      reqCtx          // nctx, in the fan's allocation (cancel)
 	t1      time.Time       // before the first request (R8.1)
 	born    time.Duration   // t1 - c.born, for Client.heard
-	timeout time.Duration   // the node timeout of this fan: nctx's, or the adaptive bound (rto.go)
+	timeout time.Duration   // the node timeout of this fan: nctx's, or the adaptive bound (timeout.go)
 	// adaptive: the wait for answers ends at the adaptive bound (newFan),
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
@@ -107,7 +107,7 @@ type fan struct {
 	// settle releases them at once.
 	got               []bool
 	yes, no, answered int
-	replied           int // answers that are not errors: the quorum-th is the fan's sample (rto.go)
+	replied           int // answers that are not errors: the quorum-th is the fan's sample (timeout.go)
 	// How await ended: at the adaptive bound (timedOut), or with the
 	// caller's context (canceled: its nodes are NoReply).
 	timedOut, canceled bool
@@ -189,7 +189,7 @@ func (f *fan) answeredAll(ctx context.Context) bool { return f.waitFor(ctx, &f.a
 // newFan readies a fan of req over every node of c, with the caller's ctx
 // and base, the context its requests derive from (ctx itself, or a context
 // that outlives a cancelled caller, for releases). Its requests are bounded
-// by the adaptive node timeout (rto.go). It returns nil, and starts
+// by the adaptive node timeout (timeout.go). It returns nil, and starts
 // nothing, when the client is closed.
 func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
 	limit := timeoutLimit(c.opts.nodeTimeout, req.TTL)
@@ -203,7 +203,7 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 }
 
 // nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
-// the node timeout adapted to the round trips seen (rto.go, R8.2).
+// the node timeout adapted to the round trips seen (timeout.go, R8.2).
 func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 	return c.rtt.timeout(c.opts.nodeTimeout, timeoutLimit(c.opts.nodeTimeout, ttl))
 }
@@ -239,6 +239,14 @@ func (f *fan) cancel() { f.rc.cancel() }
 func (f *fan) async() bool {
 	return f.c.async != nil && f.by == nil && startable(f.req.Op)
 }
+
+// startable reports whether AsyncNode.Start carries op: every operation
+// but adapter.RWNode's, which run by its blocking methods (rw.go: doRW).
+func startable(op adapter.Op) bool { return !isRWOp(op) }
+
+// isRWOp reports whether op is one of adapter.RWNode's operations, which
+// run by its blocking methods (never AsyncNode.Start; rw.go).
+func isRWOp(op adapter.Op) bool { return op >= 32 && op <= 47 }
 
 // call is the fan's request on node i, for AsyncNode.Start.
 func (f *fan) call(i int) adapter.Call {
@@ -318,7 +326,7 @@ func (f *fan) Receive(i int, ok bool, err error) {
 		c.heard[i].Store(max(1, int64(f.born+r.latency))) // time.Since(c.born), one clock read fewer; 0 is never (owner.go)
 		f.replied++
 		if f.replied == c.quorum {
-			// The answer a decision waits for, late or not (rto.go).
+			// The answer a decision waits for, late or not (timeout.go).
 			c.rtt.sample(r.latency)
 		}
 	}
@@ -458,7 +466,7 @@ func (f *fan) await() (decision, time.Time) {
 	if !canceled && f.replied < f.c.quorum && (timedOut || errors.Is(f.nctx.Err(), context.DeadlineExceeded)) {
 		// The time ran out before a quorum of nodes answered (whether
 		// the adapters' answers at the deadline came first or not): the
-		// fans after this one wait longer (rto.go).
+		// fans after this one wait longer (timeout.go).
 		f.c.rtt.expired()
 	}
 	for i, r := range f.rs {
@@ -531,7 +539,7 @@ func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 			continue
 		}
 		// The bound passed; the fans that ran out meanwhile may have
-		// raised it (rto.go): wait on to the new one.
+		// raised it (timeout.go): wait on to the new one.
 		if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
 			if left := d - now.Sub(f.t1); left > 0 {
 				f.timeout, due = d, f.t1.Add(d)
@@ -541,7 +549,7 @@ func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 		}
 		// A node that has not answered this request but has answered
 		// another within the limit is busy, not failed: wait on, one
-		// more bound at a time, until the limit ends the wait (rto.go).
+		// more bound at a time, until the limit ends the wait (timeout.go).
 		if f.busy() {
 			due = now.Add(f.timeout)
 			rearm(f.timeout)
@@ -559,7 +567,7 @@ func minTime(a, b time.Time) time.Time {
 }
 
 // busy reports whether a node that has not answered the fan yet has
-// answered another request (without an error) within the limit (rto.go):
+// answered another request (without an error) within the limit (timeout.go):
 // a batching adapter hears from a node once per batch, and a batch may
 // outlast the bound.
 func (f *fan) busy() bool {
@@ -721,6 +729,15 @@ func (f *fan) results() []NodeResult {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.c.results(f.rs)
+}
+
+// results turns fan-out replies into node results.
+func (c *Client) results(replies []reply) []NodeResult {
+	out := make([]NodeResult, len(replies))
+	for k, r := range replies {
+		out[k] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
+	}
+	return out
 }
 
 // asyncNodes returns nodes as AsyncNodes when every one of them is one, else

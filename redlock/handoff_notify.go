@@ -19,7 +19,7 @@ type turns struct {
 	// faster node announced the next release.
 	heard     [heardReleases]string
 	heardNext int
-	// order holds the tags (value.go) of the clients whose releases of
+	// order holds the tags (client.go: tagOf) of the clients whose releases of
 	// the key were announced while this client waited, each once, the
 	// client that released least recently first: every client hears the
 	// same announcements, so every client ranks alike (rank).

@@ -366,7 +366,7 @@ const (
 
 // rankSlot is the length of one rank of the hand-off (rank)
 // and the most jitter within it: the jitter is the smoothed round trip of
-// the client's fans (rto.go), and the slot adds the round-trip bound that
+// the client's fans (timeout.go), and the slot adds the round-trip bound that
 // TCP would use (srtt + 4 x rttvar), so that an attempt started anywhere
 // in the jitter has most likely been decided on the nodes before the next
 // rank's starts: two ranks that overlap split the votes (R10), and under
@@ -390,7 +390,7 @@ func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) (slot, jitter ti
 // instead of all at once (R10: in a herd the first to reach the nodes wins
 // at random, every other attempt is wasted, and votes may split). Every
 // client hears the same announcements, and each value names its client
-// (value.go: tagOf), so the order of the clients' last releases (turns.
+// (client.go: tagOf), so the order of the clients' last releases (turns.
 // order) is the same in every client: a client lets pass one slot per
 // client that released before it did, the client that released least
 // recently goes at once, the one that just released last. A client whose
@@ -735,4 +735,24 @@ func (h *handoff) give(w *waiter, wk wake) {
 	case w.ch <- wk:
 	default:
 	}
+}
+
+// testSeam is what a test may carry in the context of a call (see
+// export_test.go) to run code at points of an acquisition that no node
+// sees: when a Lock call is about to look for the waiters ahead of it in
+// its client (turn, in first above), and between the two phases of a
+// fenced acquisition (phase, fencing.go). No production call carries one,
+// and no production type holds one.
+type testSeam struct {
+	phase func(resource string)
+	turn  func(resource string)
+}
+
+// seamKey is the context key of a testSeam.
+type seamKey struct{}
+
+// seamOf returns the testSeam that ctx carries, or nil.
+func seamOf(ctx context.Context) *testSeam {
+	s, _ := ctx.Value(seamKey{}).(*testSeam)
+	return s
 }

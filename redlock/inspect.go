@@ -315,7 +315,7 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 			mu.Lock()
 			for _, k := range keys {
 				if strings.HasPrefix(k, prefix) && len(k) > len(prefix) {
-					names[c.opts.resourceOf(prefix, k)] = true // hash tags too (keys.go)
+					names[c.opts.resourceOf(prefix, k)] = true // hash tags too (options.go: the key layout)
 				}
 			}
 			seen += len(keys)

@@ -81,17 +81,6 @@ const (
 	modeWrite                     // WLock, TryWLock: exclusive
 )
 
-// modeOf is the mode of a lock granted by an acquisition of op.
-func modeOf(op adapter.Op) lockMode {
-	switch op {
-	case adapter.OpRAcquire:
-		return modeRead
-	case adapter.OpWAcquire, opWAcquireFenced:
-		return modeWrite
-	}
-	return modeExclusive
-}
-
 // Resource returns the name of the locked resource. For a set (LockAll),
 // it returns the set's names, sorted, joined by "," (as in errors and
 // events): a name for display; Resources returns the names themselves.
@@ -328,6 +317,26 @@ func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 	return err
 }
 
+// request is the request of op (OpRelease, OpExtend, ...) for l: on its
+// key, or, for a set, op's form on its keys.
+func (l *Lock) request(op adapter.Op) adapter.Request {
+	if l.mode == modeRead {
+		op = readOp(op) // rw.go
+	}
+	if l.keys != nil {
+		op = setOp(op, l.keys) // multi.go
+	}
+	return adapter.Request{Op: op, Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
+}
+
+// lockKeys returns l's lock keys: its key, or a set's keys.
+func (l *Lock) lockKeys() []string {
+	if l.keys != nil {
+		return l.keys
+	}
+	return []string{l.key}
+}
+
 // releaseAll releases req's key (or a set's keys) from its value on every
 // node (R5, R12), announced where the nodes can and announce is set
 // (hand-off, R14), and returns each node's reply once a quorum released or
@@ -340,7 +349,10 @@ func (c *Client) releaseAll(ctx context.Context, req adapter.Request, announce b
 		if announce && c.hand != nil {
 			op = adapter.OpReleaseAnnounce
 		}
-		req.Op = setOp(op, req.Keys)
+		if req.Keys != nil {
+			op = setOp(op, req.Keys) // multi.go
+		}
+		req.Op = op
 	}
 	return c.releaseEvery(ctx, req, false)
 }
@@ -514,7 +526,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		l.extensions++
 		count := l.extensions
 		l.mu.Unlock()
-		c.noteOwner(t2, newUntil) // the note outlives the extended lock (owner.go)
+		c.noteOwnerIfDue(t2, newUntil) // the note outlives the extended lock (life.go)
 		if l.crossed.Load() {
 			c.keepOwnerNote(l.value, t2, newUntil) // the acquirer's note too (owner.go)
 		}

@@ -52,10 +52,6 @@ func (writeShape) ask(c *Client, t target, value string, o lockOptions) (adapter
 	return req, by
 }
 
-// isRWOp reports whether op is one of adapter.RWNode's operations, which
-// run by its blocking methods (never AsyncNode.Start).
-func isRWOp(op adapter.Op) bool { return op >= 32 && op <= 47 }
-
 // releaseOp is the operation that undoes an acquisition of op (R8.5): a
 // reader leaves the readers' hash; a writer's key is a plain lock key.
 func releaseOp(op adapter.Op) adapter.Op {
@@ -262,7 +258,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 // included: the call holds a settler); a mark left on a node that did not
 // answer expires with its ttl. The wait ends with ctx; when ctx had
 // already ended (it ended the call), the wait is one node timeout (the
-// adaptive bound, rto.go), so that readers are admitted when the call
+// adaptive bound, timeout.go), so that readers are admitted when the call
 // returns wherever the nodes answer, while a frozen node delays the call by
 // no more than that. What is still owed then goes on in the background,
 // and Close waits for it.

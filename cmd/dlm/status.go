@@ -113,7 +113,7 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		return err
 	}
 	// Each request to a node is bounded by --timeout: the library's bound
-	// is twenty node timeouts (rto.go).
+	// is twenty node timeouts (timeout.go).
 	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(max(min(timeout, redlock.DefaultTTL/2)/20, time.Millisecond))}
 	if byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))

@@ -47,7 +47,7 @@ type Node struct {
 
 	cluster bool // a Redis Cluster client (cluster.go)
 
-	// known is what the servers told on connecting (facts.go); handshook
+	// known is what the servers told on connecting (fence.go); handshook
 	// is set when the node's client reads them in its handshake (Dial,
 	// DialNode), else Connect reads them by requests.
 	known     *facts.Known
@@ -104,7 +104,7 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 		n.cluster, n.scripts = true, n.scripts.Sharded() // cluster.go
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
-	n.queue.Allow(opScript) // script.go
+	n.queue.Allow(opScript) // batch.go: scriptCall
 	return n
 }
 
