@@ -99,7 +99,7 @@ func TestStatusAllHasTimeForEveryLock(t *testing.T) {
 func TestStatusWithAFrozenNode(t *testing.T) {
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
-	if r := runDLM(t, 30*time.Second, nil, "acquire", "--nodes", nodes, "--ttl", "60s", "--owner", "job 7", "held"); r.code != 0 {
+	if r := runDLM(t, 30*time.Second, nil, "acquire", "--nodes", nodes, "--ttl", "60s", "--node-timeout", "1s", "--owner", "job 7", "held"); r.code != 0 {
 		t.Fatalf("acquire: exit %d; stderr: %s", r.code, r.stderr)
 	}
 	// The node stopped is one without the key when there is one: the lock
