@@ -246,7 +246,11 @@ func TestLockJobControl(t *testing.T) {
 // stopped with nobody to continue it.
 func TestLockCtrlZWithoutJobControl(t *testing.T) {
 	c := redlocktest.Start(t, 3)
-	p := startOnPTY(t, dlmBin(), "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "30s", "res", "--",
+	// --node-timeout 1s, as the job-control tests above: with the default
+	// a make test at load 40 timed out every node ("the terminal never
+	// showed \"started\" ... no quorum possible, 3 of 3 nodes failed or
+	// timed out"); a fresh dlm lock then took 3 to 7 s in all.
+	p := startOnPTY(t, dlmBin(), "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "30s", "--node-timeout", "1s", "res", "--",
 		"sh", "-c", `echo started; read x; echo "got:$x"`)
 	p.expect("started")
 	p.send("\x1a")
