@@ -351,3 +351,14 @@ func (v *icView) Lost(p ID) bool {
 }
 
 var _ LossReporter = (*icView)(nil)
+
+// Reached reports whether p (in the instance's ids) ever had a link to
+// the shared endpoint, when it can tell (ReachReporter); otherwise true.
+func (v *icView) Reached(p ID) bool {
+	if rr, ok := v.mux.ep.(ReachReporter); ok {
+		return rr.Reached(InstanceID(v.i, p))
+	}
+	return true
+}
+
+var _ ReachReporter = (*icView)(nil)

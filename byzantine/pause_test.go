@@ -291,3 +291,89 @@ func runTimedCommander(t *testing.T, endpoint func(id byzantine.ID, base slowEnd
 	}
 	return results
 }
+
+// stoppedAtDeadlines is a general whose process is stopped over the end of
+// every round (it reports the pause) and whose transport says which peers
+// ever reached it (ReachReporter) when reached is set.
+type stoppedAtDeadlines struct {
+	chanEndpoint
+}
+
+// Paused reports every span: the process was stopped over every deadline.
+func (stoppedAtDeadlines) Paused(from, to time.Time) bool { return true }
+
+// reachingEndpoint adds what the transport knows of who reached it.
+type reachingEndpoint struct {
+	stoppedAtDeadlines
+	reached map[byzantine.ID]bool
+}
+
+func (e reachingEndpoint) Reached(p byzantine.ID) bool { return e.reached[p] }
+
+// TestPauseOverAPeerThatNeverReachedHidesNothing: OM(1), n=4, general 3
+// never starts, so every round of generals 0 to 2 runs to its deadline,
+// and their process is stopped over every deadline. What a pause can hide
+// is what a peer sent that waited unread: from a peer that never had a
+// link to the general (its transport says so), nothing. The loyal
+// generals decide and keep the schedule, and name 3 as the fault. Where
+// the transport cannot say, or 3 had reached the general (it may have
+// sent something), the rounds are listed in Overran, as before.
+//
+// Before the fix, every run with an absent general on a loaded machine
+// risked this: TestGeneralsLeaderCrashReplaced ("epoch 1: out of time in
+// rounds [1]", in the first epoch after the leader's crash),
+// TestGeneralsNodeInteractiveProcesses/SM_absent_general (general 2:
+// "overran": [0], exit 3, its process stopped 10 ms over round 0's
+// deadline) and tcptest.TestFlappingListener ("says it ran out of time in
+// rounds [1]"): the pause watcher saw the process stopped at the deadline
+// of a round that only the absent general kept open.
+func TestPauseOverAPeerThatNeverReachedHidesNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		reporter    bool
+		reached     bool
+		wantOverran []int
+	}{
+		{"the absent general never reached it", true, false, nil},
+		{"the absent general had reached it", true, true, []int{0, 1}},
+		{"the transport cannot tell", false, false, []int{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := config(byzantine.OM, 4, 1)
+				net := newChanNet(cfg.Generals)
+				priv, pub := byzantine.DeriveKeys(cfg.Seed, cfg.Generals)
+				start := time.Now()
+				results := make([]byzantine.GeneralResult, 3)
+				errs := make([]error, 3)
+				var wg sync.WaitGroup
+				for i := range 3 {
+					g, err := byzantine.NewGeneral(cfg, byzantine.ID(i), byzantine.Keyring{Private: priv[i], Public: pub})
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ep byzantine.Endpoint = stoppedAtDeadlines{chanEndpoint{net, byzantine.ID(i)}}
+					if tc.reporter {
+						ep = reachingEndpoint{stoppedAtDeadlines{chanEndpoint{net, byzantine.ID(i)}}, map[byzantine.ID]bool{0: true, 1: true, 2: true, 3: tc.reached}}
+					}
+					wg.Go(func() { results[i], errs[i] = byzantine.RunGeneral(t.Context(), g, ep, start, nil) })
+				}
+				wg.Wait()
+				for i, r := range results {
+					if errs[i] != nil {
+						t.Fatalf("general %d: %v", i, errs[i])
+					}
+					if r.Decision != byzantine.Attack {
+						t.Errorf("general %d decided %s, want the loyal commander's attack", i, r.Decision)
+					}
+					if !slices.Equal(r.Overran, tc.wantOverran) {
+						t.Errorf("general %d: Overran %v, want %v", i, r.Overran, tc.wantOverran)
+					}
+					if len(r.Faults) != 1 || r.Faults[0].ID != 3 {
+						t.Errorf("general %d: faults %v, want general 3 alone", i, r.Faults)
+					}
+				}
+			})
+		})
+	}
+}

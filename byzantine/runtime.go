@@ -54,6 +54,20 @@ type LinkReporter interface {
 	Linked(p ID) bool
 }
 
+// ReachReporter is implemented by an Endpoint that knows which peers ever
+// had a link to this general over which they could send. A pause of the
+// general over a round's deadline (PauseReporter) can hide only what a
+// peer sent that waited unread: RunGeneral does not list the round in
+// GeneralResult.Overran when the only peers that had not ended it never
+// reached the general (they never started, or crashed before the run:
+// nothing of theirs can have waited).
+type ReachReporter interface {
+	// Reached reports whether p has had, at any time in the run, a link
+	// to this general over which it could send (its hello was
+	// authenticated), whether or not the link is still up.
+	Reached(p ID) bool
+}
+
 // LossReporter is implemented by an Endpoint whose Send may return before
 // the message is on its way (it queues it): Lost reports whether a message
 // to p that Send accepted was then dropped undelivered, because the link
@@ -86,7 +100,8 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // the round's deadline (it started late, or was too slow; within
 // pauseSlack of it counts), did not take a message that had arrived in
 // time (Inbound.At), was stopped over the end of the round up to its
-// deadline (PauseReporter, or a watcher of its own), is listed in
+// deadline (PauseReporter, or a watcher of its own) while a peer that had
+// reached it had not ended the round (ReachReporter), is listed in
 // GeneralResult.Overran (a message to a peer that could not be delivered
 // makes that peer a fault instead: see LossReporter): its decision is then not guaranteed, and callers
 // must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
@@ -165,6 +180,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	// message to (a Send that had returned nil), as of round r at the
 	// latest.
 	losses, _ := ep.(LossReporter)
+	reach, _ := ep.(ReachReporter)
 	queuedLoss := func(r int) {
 		if losses == nil || r < 0 {
 			return
@@ -278,6 +294,20 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			}
 			return true
 		}
+		// mayHide reports whether a pause over round r's deadline may
+		// have hidden something a peer sent: some peer that has not
+		// ended the round (its marker follows all it sent) nor left (its
+		// leaving follows all it sent) had reached this general, or the
+		// endpoint cannot tell (ReachReporter). A peer that never had a
+		// link to this general has nothing waiting unread.
+		mayHide := func(r int) bool {
+			for p := range n {
+				if !gone[p] && ended[p] < r && (reach == nil || reach.Reached(ID(p))) {
+					return true
+				}
+			}
+			return false
+		}
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		atDeadline := false
 		for !allEnded() {
@@ -350,7 +380,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if ctx.Err() != nil {
 				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, ctx.Err())
 			}
-			if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) {
+			if r <= m && !slices.Contains(overran, r) && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && mayHide(r) {
 				// This general was not running in the last part of the
 				// round, up to its deadline (its process was stopped or
 				// starved): what its peers sent in time may have waited

@@ -135,6 +135,7 @@ type Node struct {
 	out     map[byzantine.ID]*outConn
 	conns   map[net.Conn]struct{}
 	inbound map[byzantine.ID]net.Conn // each peer's current authenticated inbound connection
+	reached map[byzantine.ID]bool     // peers whose hello was authenticated in this run (Reached)
 	pending []*pendingConn            // inbound connections still in their handshake, oldest first
 	nonces  map[[nonceSize]byte]bool  // dialer nonces proven in this run: a replayed hello is refused
 	// refusing: peers whose link had been up and whose address now
@@ -521,6 +522,7 @@ func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
 	n.run = run
 	n.nonces = make(map[[nonceSize]byte]bool)
 	n.refusing = make(map[byzantine.ID]bool)
+	n.reached = make(map[byzantine.ID]bool)
 	n.in = make(chan byzantine.Inbound, len(keys)*PeerQueue)
 	n.recvd = make([]atomic.Uint64, len(keys))
 	n.rmu = make([]sync.Mutex, len(keys))
@@ -1014,8 +1016,21 @@ func (n *Node) proven(pc *pendingConn, peer byzantine.ID, nonce []byte) error {
 		return false
 	})
 	pc.proven, pc.peer, pc.nonce = true, peer, nonce
+	n.reached[peer] = true // before the answer: no frame of peer's comes earlier
 	return nil
 }
+
+// Reached reports whether general p has reached this node in its run: a
+// hello of p's was authenticated (its link may have broken since). A
+// peer that never did has sent this node nothing (see
+// byzantine.ReachReporter).
+func (n *Node) Reached(p byzantine.ID) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.reached[p]
+}
+
+var _ byzantine.ReachReporter = (*Node)(nil)
 
 // push queues ev, waiting while its peer already has PeerQueue events
 // queued: a fast peer is throttled on its own connection.

@@ -23,8 +23,10 @@ func TestStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = holder.Process.Signal(syscall.SIGTERM); _ = holder.Wait() })
-	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) && len(keysOn(c)) == 4 },
-		"dlm lock never held the lock on the 4 live nodes; stderr: %s", stderr)
+	// On a majority of the 5 at least: on a loaded machine a live node's
+	// request can miss the node timeout, and its key then never comes.
+	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) && len(keysOn(c)) >= 3 },
+		"dlm lock never held the lock on 3 of the 4 live nodes; stderr: %s", stderr)
 
 	r := runDLM(t, 30*time.Second, nil, "status", "--nodes", nodes, "backup", "other")
 	if r.code != 0 {
@@ -34,12 +36,14 @@ func TestStatus(t *testing.T) {
 		c.Servers[4].Addr() + "  down",
 		"5 nodes, 4 reachable, quorum 3: locks can be acquired",
 		"backup: HELD for write by",
-		"on 4 of 5 nodes (quorum 3)",
 		"other: free",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status output lacks %q:\n%s", want, r.stdout)
 		}
+	}
+	if !strings.Contains(r.stdout, "on 4 of 5 nodes (quorum 3)") && !strings.Contains(r.stdout, "on 3 of 5 nodes (quorum 3)") {
+		t.Errorf("status output lacks \"on 4 of 5 nodes (quorum 3)\" (or 3 of 5):\n%s", r.stdout)
 	}
 	if !strings.Contains(r.stdout, "master") || !strings.Contains(r.stdout, "7.") && !strings.Contains(r.stdout, "6.") && !strings.Contains(r.stdout, "8.") {
 		t.Errorf("status output lacks role or version:\n%s", r.stdout)
