@@ -351,7 +351,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		// and release, as a final one does, so that no release of it
 		// lands after the next attempt set the same value (R8.5;
 		// decideAcquire).
-		l, aerr := c.attempt(ctx, t, value, o, final)
+		l, aerr, _ := c.attempt(ctx, t, value, o, final)
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
@@ -478,16 +478,19 @@ type confirmation struct {
 // attempt with a value of the caller's (WithValue) waits as a final one
 // does (decideAcquire), so that no release of it lands after the next
 // attempt set the same value (R8.5). An attempt that a closed client sent
-// to no node fails with ErrClosed and no node's outcome.
-func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
+// to no node fails with ErrClosed and no node's outcome. The fan is
+// returned too (nil when sent to no node): a writer's removal of its
+// waiting marks waits for its answers (rw.go).
+func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError, *fan) {
 	req, by := t.shape.ask(c, t, value, o)
 	f := c.newFan(ctx, ctx, req, stopDecided)
 	if f == nil {
-		return nil, &AcquireError{Resource: t.resource, Quorum: c.quorum, Cause: ErrClosed}
+		return nil, &AcquireError{Resource: t.resource, Quorum: c.quorum, Cause: ErrClosed}, nil
 	}
 	f.by = by
 	c.send(f)
-	return c.decideAcquire(f, t.resource, o, final, nil)
+	l, aerr := c.decideAcquire(f, t.resource, o, final, nil)
+	return l, aerr, f
 }
 
 // decideAcquire decides the acquisition f, sent by attempt or by a

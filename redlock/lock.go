@@ -176,8 +176,9 @@ func (l *Lock) Validity() time.Duration {
 // ctx is live when it is called: the releases still owed then go on in the
 // background (Client.Close waits for them) and the error, ErrUnlockFailed
 // unless a quorum had answered, also wraps ctx's error. A ctx that had
-// already ended bounds nothing, so that a deferred Unlock after a
-// cancellation still learns the outcome, within the release timeout.
+// already ended, or whose deadline had passed, bounds nothing, so that a
+// deferred Unlock after a cancellation still learns the outcome, within
+// the release timeout.
 // Unlock returns nil when a quorum of nodes deleted this
 // lock's key (it does not wait for the slower nodes, whose releases go on in
 // the background; Client.Close waits for them); ErrNotHeld when too many
@@ -246,9 +247,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // (Unlock, Release): ctx while it is live, so that the call returns when it
 // ends; a context that had already ended before the call bounds nothing
 // (the release timeout does), so that a deferred Unlock after a
-// cancellation still learns whether the lock was released.
+// cancellation still learns whether the lock was released. So does one
+// whose deadline has passed while its timer has not run yet (a loaded
+// machine runs timers late).
 func waitingCtx(ctx context.Context) context.Context {
-	if ctx == nil || ctx.Err() != nil {
+	if ctx == nil || ctx.Err() != nil || pastDeadline(ctx, time.Now()) {
 		return context.Background()
 	}
 	return ctx
