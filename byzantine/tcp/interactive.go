@@ -16,7 +16,8 @@ import (
 // run ic over node, once node listens: it connects to the cluster and runs
 // the n instances from start over the node's connections (see
 // byzantine.RunInteractiveGeneral). As with RunNode, the run id is derived
-// here, RunID(c, start, ic.Config.Seq), replacing any ic.Config.RunID, and
+// here, RunID(c, InteractiveTermsOf(ic.Config, start)), replacing any
+// ic.Config.RunID, and
 // every general must be given the same cluster, ic and start.
 func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.InteractiveConfig, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
 	keys, err := c.PublicKeys()
@@ -29,7 +30,7 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 	if int(node.id) >= len(keys) || !keys[node.id].Equal(priv.Public()) {
 		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d: key does not match the cluster file", ErrCluster, node.id)
 	}
-	ic.Config.RunID = RunID(c, start, ic.Config.Seq)
+	ic.Config.RunID = RunID(c, InteractiveTermsOf(ic.Config, start))
 	if err := ic.Validate(); err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}
@@ -42,11 +43,12 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 // RunOver does for one instance: round 0 starts at start at the latest,
 // links still missing are dialled until the run's last deadline and used
 // from when they are up, and the last markers are written before the node
-// may close. ic.Config.RunID must be the run's (RunID(c, start, seq));
+// may close. ic.Config.RunID must be the run's (RunID(c,
+// InteractiveTermsOf(ic.Config, start)));
 // RunInteractiveNode sets it.
 func RunInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
 	var res byzantine.InteractiveGeneralResult
-	err := node.onSchedule(ctx, c, ic.Config, start, func() error {
+	err := node.onSchedule(ctx, c, ic.Config, InteractiveTermsOf(ic.Config, start), start, func() error {
 		var err error
 		res, err = byzantine.RunInteractiveGeneral(ctx, ic, node.id, keys, ep, start)
 		return err
@@ -110,7 +112,7 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	ic.Config.RunID = RunID(c, start, ic.Config.Seq)
+	ic.Config.RunID = RunID(c, InteractiveTermsOf(ic.Config, start))
 	return byzantine.AssembleInteractive(ic, results), nil
 }
 
