@@ -197,7 +197,10 @@ type outConn struct {
 	everUp bool // a handshake succeeded once in this run
 	breaks int  // how many times a connection of the link broke
 	left   bool // the peer closed the last connection in order: it left
-	redial bool // a link loop dials again when the connection breaks
+	// noListener: the last dial to the peer was refused (nothing
+	// listened at its address). See Node.Down.
+	noListener bool
+	redial     bool // a link loop dials again when the connection breaks
 	// broken: the link is given up for the run (the dialer stopped, the
 	// peer lied about the stream, or it took nothing for the write
 	// timeout): frames are refused.
@@ -662,6 +665,9 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 	}()
 	for {
 		conn, err := d.DialContext(ctx, "tcp", addr)
+		oc.mu.Lock()
+		oc.noListener = errors.Is(err, syscall.ECONNREFUSED)
+		oc.mu.Unlock()
 		if err == nil {
 			var resume uint64
 			resume, err = n.clientHandshake(ctx, conn, id, key)
@@ -1360,6 +1366,28 @@ func (n *Node) Linked(p byzantine.ID) bool {
 	defer oc.mu.Unlock()
 	return oc.conn != nil && oc.broken == nil
 }
+
+// Down reports whether peer p's process is not running, as far as this
+// node can tell: the last dial to p was refused (nothing listens at its
+// address: it crashed, or never came up) and p has no connection to this
+// node, open or in its handshake. Nothing p sent can then be waiting
+// unread here (see byzantine.DownReporter). A loyal general listens for
+// the whole of its run, so a peer that is down is a fault either way.
+func (n *Node) Down(p byzantine.ID) bool {
+	n.mu.Lock()
+	oc := n.out[p]
+	_, in := n.inbound[p]
+	handshaking := slices.ContainsFunc(n.pending, func(pc *pendingConn) bool { return pc.proven && pc.peer == p })
+	n.mu.Unlock()
+	if oc == nil || in || handshaking {
+		return false
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.noListener
+}
+
+var _ byzantine.DownReporter = (*Node)(nil)
 
 // Lost reports whether messages to peer p may not have reached it in
 // time although the link to p had been up: the link broke, and p has not
