@@ -54,10 +54,11 @@ type LinkReporter interface {
 	Linked(p ID) bool
 }
 
-// DownReporter is implemented by an Endpoint that can tell a peer whose
-// process is not running: nothing listens at its address (the last dial
-// to it was refused) and it has no connection open to this general, so
-// nothing it sent can be waiting unread in this general's transport. A
+// DownReporter is implemented by an Endpoint that can tell a peer that
+// does not take part in the run: it has no connection open to this
+// general, and nothing listens at its address (the last dial to it was
+// refused) or it proved that it runs another run, so nothing it sent in
+// this run can be waiting unread in this general's transport. A
 // general stopped across a round's deadline (see PauseReporter) lists the
 // round in Overran only when a peer that had not ended the round could
 // have had its messages or marker held up by the stop: a peer that is

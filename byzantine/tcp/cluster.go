@@ -155,7 +155,7 @@ func RunID(c Cluster, t Terms) byzantine.RunID {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(p.PublicKey)))
 		b = append(b, p.PublicKey...)
 	}
-	for _, name := range []string{string(t.Algorithm), string(t.Majority)} {
+	for _, name := range []string{string(t.Algorithm), string(t.Majority), t.Use} {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
 		b = append(b, name...)
 	}

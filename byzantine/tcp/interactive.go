@@ -17,9 +17,15 @@ import (
 // the n instances from start over the node's connections (see
 // byzantine.RunInteractiveGeneral). As with RunNode, the run id is derived
 // here, RunID(c, InteractiveTermsOf(ic.Config, start)), replacing any
-// ic.Config.RunID, and
-// every general must be given the same cluster, ic and start.
+// ic.Config.RunID, and every general must be given the same cluster, ic
+// and start.
 func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.InteractiveConfig, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
+	return runInteractiveNode(ctx, node, ic, priv, c, InteractiveTermsOf(ic.Config, start))
+}
+
+// runInteractiveNode is RunInteractiveNode for the run with terms t (an
+// epoch's carry its use).
+func runInteractiveNode(ctx context.Context, node *Node, ic byzantine.InteractiveConfig, priv ed25519.PrivateKey, c Cluster, t Terms) (byzantine.InteractiveGeneralResult, error) {
 	keys, err := c.PublicKeys()
 	if err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
@@ -30,11 +36,12 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 	if int(node.id) >= len(keys) || !keys[node.id].Equal(priv.Public()) {
 		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d: key does not match the cluster file", ErrCluster, node.id)
 	}
-	ic.Config.RunID = RunID(c, InteractiveTermsOf(ic.Config, start))
+	t.Seq = ic.Config.Seq
+	ic.Config.RunID = RunID(c, t)
 	if err := ic.Validate(); err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}
-	return RunInteractiveOver(ctx, node, node, ic, byzantine.Keyring{Private: priv, Public: keys}, c, start)
+	return runInteractiveOver(ctx, node, node, ic, byzantine.Keyring{Private: priv, Public: keys}, c, t)
 }
 
 // RunInteractiveOver connects node to the cluster and runs the general's
@@ -47,8 +54,14 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 // InteractiveTermsOf(ic.Config, start)));
 // RunInteractiveNode sets it.
 func RunInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
+	return runInteractiveOver(ctx, node, ep, ic, keys, c, InteractiveTermsOf(ic.Config, start))
+}
+
+// runInteractiveOver is RunInteractiveOver for the run with terms t.
+func runInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, t Terms) (byzantine.InteractiveGeneralResult, error) {
+	start := t.Start
 	var res byzantine.InteractiveGeneralResult
-	err := node.onSchedule(ctx, c, ic.Config, InteractiveTermsOf(ic.Config, start), start, func() error {
+	err := node.onSchedule(ctx, c, ic.Config, t, start, func() error {
 		var err error
 		res, err = byzantine.RunInteractiveGeneral(ctx, ic, node.id, keys, ep, start)
 		return err
@@ -123,7 +136,10 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 // listens afresh. Each general knows only its own value: the other entries
 // of ic.Values are placeholders. The sequence number is derived from
 // start, so every epoch is its own run (run id, signatures, handshakes).
-func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
+// use names what the agreed values are for (Terms.Use: leader, failures,
+// clock): it is bound into the run id, so generals of one team that read
+// the vector for different uses refuse each other.
+func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, use string, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
 	n := ic.Config.Generals
 	if int(id) < 0 || int(id) >= n {
 		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d out of range 0..%d", ErrCluster, id, n-1)
@@ -139,5 +155,7 @@ func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzanti
 		return byzantine.InteractiveGeneralResult{}, err
 	}
 	defer node.Close()
-	return RunInteractiveNode(ctx, node, ic, priv, c, start)
+	t := InteractiveTermsOf(ic.Config, start)
+	t.Use = use
+	return runInteractiveNode(ctx, node, ic, priv, c, t)
 }

@@ -1367,18 +1367,26 @@ func (n *Node) Linked(p byzantine.ID) bool {
 	return oc.conn != nil && oc.broken == nil
 }
 
-// Down reports whether peer p's process is not running, as far as this
-// node can tell: the last dial to p was refused (nothing listens at its
-// address: it crashed, or never came up) and p has no connection to this
-// node, open or in its handshake. Nothing p sent can then be waiting
-// unread here (see byzantine.DownReporter). A loyal general listens for
-// the whole of its run, so a peer that is down is a fault either way.
+// Down reports whether peer p does not take part in this run, as far as
+// this node can tell: p has no connection to this node, open or in its
+// handshake, and either the last dial to p was refused (nothing listens
+// at its address: it crashed, or never came up) or p proved that it runs
+// this run's start and sequence number with other terms (see OtherTerms;
+// a hello of an earlier run, which anyone can replay, has another start
+// or sequence number and proves nothing of the present). Nothing p sent in this run can then
+// be waiting unread here (see byzantine.DownReporter). A loyal general of
+// the run listens for the whole of it, so a peer that is down is a fault
+// either way.
 func (n *Node) Down(p byzantine.ID) bool {
 	n.mu.Lock()
 	oc := n.out[p]
 	_, in := n.inbound[p]
 	handshaking := slices.ContainsFunc(n.pending, func(pc *pendingConn) bool { return pc.proven && pc.peer == p })
+	other := len(n.otherTerms[p]) > 0 && !slices.ContainsFunc(n.otherTerms[p], func(d TermDiff) bool { return d.Name == "start" || d.Name == "seq" })
 	n.mu.Unlock()
+	if oc != nil && !in && !handshaking && other {
+		return true
+	}
 	if oc == nil || in || handshaking {
 		return false
 	}

@@ -309,6 +309,7 @@ func otherTerms(t0 time.Time) map[string]func(*Terms) {
 		"interactive":   func(t *Terms) { t.Interactive = true },
 		"start":         func(t *Terms) { t.Start = t0.Add(time.Millisecond) },
 		"seq":           func(t *Terms) { t.Seq = 2 },
+		"command":       func(t *Terms) { t.Use = "clock" },
 	}
 }
 

@@ -15,8 +15,8 @@ import (
 // messages to mean the same thing: the algorithm and its m, the majority
 // a lieutenant decides by, the number of generals, the round timeout
 // (every deadline derives from it and from the start), whether the run
-// is one of interactive consistency, the sequence number and the start
-// time. RunID binds them with the cluster, so generals given other terms
+// is one of interactive consistency and, for an epoch of a team, what its
+// values are for (Use), the sequence number and the start time. RunID binds them with the cluster, so generals given other terms
 // are in another run and refuse each other's handshakes; each hello
 // also carries the dialer's terms, signed through its run id, so the
 // listener can say what differs (see TermDiff). What a general chooses
@@ -36,6 +36,11 @@ type Terms struct {
 	// Interactive is set for a run of interactive consistency (n
 	// instances, each general the commander of its own value).
 	Interactive bool
+	// Use names what the agreed values of an epoch are for (the dlm
+	// generals command that runs it: leader, failures or clock): generals
+	// that read the same vector for different uses compute different
+	// things. Empty for a run on its own.
+	Use string
 	// Seq is the sequence number.
 	Seq uint64
 	// Start is the start of round 0 (the zero time for none).
@@ -70,9 +75,9 @@ const termName = 8
 
 // termsSize is the size of encoded terms: algorithm and majority
 // (termName bytes each, zero-padded), n and m (2 bytes each), the round
-// timeout in nanoseconds (8), interactive (1), seq (8) and the start in
-// Unix nanoseconds, 0 for none (8).
-const termsSize = 2*termName + 2 + 2 + 8 + 1 + 8 + 8
+// timeout in nanoseconds (8), interactive (1), seq (8), the start in
+// Unix nanoseconds, 0 for none (8), and the use (termName bytes).
+const termsSize = 2*termName + 2 + 2 + 8 + 1 + 8 + 8 + termName
 
 // encode returns t in its fixed-size wire form.
 func (t Terms) encode() []byte {
@@ -97,7 +102,9 @@ func (t Terms) encode() []byte {
 	if !t.Start.IsZero() {
 		ns = t.Start.UnixNano()
 	}
-	return binary.BigEndian.AppendUint64(b, uint64(ns))
+	b = binary.BigEndian.AppendUint64(b, uint64(ns))
+	name(t.Use)
+	return b
 }
 
 // decodeTerms reads terms in the form encode writes (b has termsSize
@@ -116,14 +123,16 @@ func decodeTerms(b []byte) Terms {
 	if ns := int64(binary.BigEndian.Uint64(b[2*termName+21:])); ns != 0 {
 		t.Start = time.Unix(0, ns).UTC()
 	}
+	t.Use = name(b[2*termName+29 : 3*termName+29])
 	return t
 }
 
 // TermDiff is one term in which a peer's run differs from this
 // general's. Name is the name of the "dlm generals node" flag that sets
 // it (algorithm, generals, traitors, majority, round-timeout,
-// interactive, seq, start); Theirs and Ours are the two values as that
-// flag takes them.
+// interactive, seq, start), or command for the use of an epoch (the dlm
+// generals command: leader, failures, clock); Theirs and Ours are the two
+// values as that flag takes them ("none" for no use).
 type TermDiff struct {
 	Name   string `json:"flag"`
 	Theirs string `json:"theirs"`
@@ -146,6 +155,13 @@ func Diff(theirs, ours Terms) []TermDiff {
 	add("majority", cut(string(theirs.Majority)), cut(string(ours.Majority)))
 	add("round-timeout", theirs.RoundTimeout.String(), ours.RoundTimeout.String())
 	add("interactive", strconv.FormatBool(theirs.Interactive), strconv.FormatBool(ours.Interactive))
+	use := func(s string) string {
+		if s == "" {
+			return "none"
+		}
+		return cut(s)
+	}
+	add("command", use(theirs.Use), use(ours.Use))
 	add("start", startText(theirs.Start), startText(ours.Start))
 	add("seq", strconv.FormatUint(theirs.Seq, 10), strconv.FormatUint(ours.Seq, 10))
 	return d
@@ -163,6 +179,10 @@ func startText(t time.Time) string {
 func DiffText(d []TermDiff) string {
 	parts := make([]string, 0, len(d))
 	for _, x := range d {
+		if x.Name == "command" {
+			parts = append(parts, fmt.Sprintf("dlm generals %s there, %s here", x.Theirs, x.Ours))
+			continue
+		}
 		parts = append(parts, fmt.Sprintf("--%s %s there, %s here", x.Name, x.Theirs, x.Ours))
 	}
 	return strings.Join(parts, "; ")

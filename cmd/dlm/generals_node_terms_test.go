@@ -63,7 +63,7 @@ func TestGeneralsNodeOtherFlagsRefused(t *testing.T) {
 				wg.Go(func() {
 					args := []string{"generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
 						"--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)), "--start", start,
-						"-n", "4", "-m", "1", "--round-timeout", "1s", "--json"}
+						"-n", "4", "-m", "1", "--round-timeout", "2s", "--json"}
 					if i == 3 {
 						args = append(args, tc.odd...)
 					}
