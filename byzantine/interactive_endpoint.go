@@ -352,13 +352,13 @@ func (v *icView) Lost(p ID) bool {
 
 var _ LossReporter = (*icView)(nil)
 
-// Reached reports whether p (in the instance's ids) ever had a link to
-// the shared endpoint, when it can tell (ReachReporter); otherwise true.
-func (v *icView) Reached(p ID) bool {
-	if rr, ok := v.mux.ep.(ReachReporter); ok {
-		return rr.Reached(InstanceID(v.i, p))
+// Down reports whether the shared endpoint knows peer p (in the
+// instance's ids) to be down (DownReporter); otherwise false.
+func (v *icView) Down(p ID) bool {
+	if dr, ok := v.mux.ep.(DownReporter); ok {
+		return dr.Down(InstanceID(v.i, p))
 	}
-	return true
+	return false
 }
 
-var _ ReachReporter = (*icView)(nil)
+var _ DownReporter = (*icView)(nil)

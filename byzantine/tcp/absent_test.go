@@ -42,14 +42,6 @@ func TestAbsentGeneralIsAFault(t *testing.T) {
 				if i == absent {
 					continue
 				}
-				// A pause of this loaded test process over a deadline
-				// (which the absent general alone kept open) is no longer
-				// a cause: the absent general never reached anyone.
-				for p := range n {
-					if want := p != absent && p != i; nodes[i].Reached(byzantine.ID(p)) != want {
-						t.Errorf("general %d: Reached(%d) = %v, want %v", i, p, !want, want)
-					}
-				}
 				if len(r.Overran) > 0 {
 					// The one cause left is a general of this loaded test
 					// process too slow to send within its round.

@@ -219,7 +219,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 				value = p.Encode()
 			}
 		}
-		return tcp.RunInteractiveEpoch(ctx, addr, c, id, priv, ic, start, value)
+		return tcp.RunInteractiveEpoch(ctx, addr, c, id, priv, ic, string(use), start, value)
 	}
 	enc := json.NewEncoder(stdout)
 	var bad []string
