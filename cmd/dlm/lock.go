@@ -200,7 +200,7 @@ ran. The command's own codes stay its own, 0 included.`,
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
 				argv: argv, wait: wait, try: oneTry(nodeTO, ttl), grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
-				noPIDNS: !pidns,
+				noPIDNS: !pidns, urls: urls, nodeTO: nodeTO,
 				check: func(ctx context.Context) error {
 					return checkNodes(ctx, client, func(w string) { fmt.Fprintf(cmd.ErrOrStderr(), "dlm lock: warning: %s\n", w) })
 				},
@@ -319,6 +319,13 @@ func unreachable(err error) bool {
 // prints: why (no quorum, held elsewhere), within what wait, and each node
 // that refused or failed.
 func acquireReason(err error, wait time.Duration, attempts int) error {
+	return acquireReasonHinted(err, wait, attempts, nil)
+}
+
+// acquireReasonHinted is acquireReason with hints, what dlm found out
+// about some of the nodes that failed or timed out (schemeHints), by node
+// name, said beside them instead of a guess from the error alone.
+func acquireReasonHinted(err error, wait time.Duration, attempts int, hints map[string]string) error {
 	var ae *redlock.AcquireError
 	if !errors.As(err, &ae) {
 		return err
@@ -350,8 +357,14 @@ func acquireReason(err error, wait time.Duration, attempts int) error {
 		b.WriteString(sep)
 		sep = ", "
 		b.WriteString(n.Node + " " + n.Outcome.String())
-		if n.Err != nil && n.Outcome == redlock.Failed {
+		hint, hinted := hints[n.Node]
+		switch {
+		case n.Err != nil && n.Outcome == redlock.Failed && hinted:
+			fmt.Fprintf(&b, " (%v; %s)", n.Err, hint)
+		case n.Err != nil && n.Outcome == redlock.Failed:
 			fmt.Fprintf(&b, " (%v)", withTLSHint(n.Err))
+		case hinted:
+			fmt.Fprintf(&b, " (%s)", hint)
 		}
 	}
 	return &reasonError{msg: b.String(), err: err}
@@ -381,8 +394,10 @@ type lockRun struct {
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
-	name      string // the subcommand, for messages: "lock" or "elect"
-	noPIDNS   bool   // --pid-namespace=false: no PID namespace for the guard
+	name      string        // the subcommand, for messages: "lock" or "elect"
+	noPIDNS   bool          // --pid-namespace=false: no PID namespace for the guard
+	urls      []string      // the node URLs, for the hints of a failed acquisition (schemeHints)
+	nodeTO    time.Duration // --node-timeout
 	// check, when set, checks the nodes (checkNodes) while the lock is
 	// being acquired; the command runs only if it passes.
 	check func(ctx context.Context) error
@@ -951,8 +966,13 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 	if errors.As(err, &ae) {
 		attempts = max(ae.Attempts, 1)
 	}
-	return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
+	hints := schemeHints(ctx, err, r.urls, max(r.nodeTO, probeTimeout))
+	return nil, withCode(acquireCode(err), acquireReasonHinted(err, r.wait, attempts, hints))
 }
+
+// probeTimeout is the least time schemeHints gives a node that failed to
+// answer the other protocol than its URL's.
+const probeTimeout = time.Second
 
 // lock makes one attempt (try) or retries until ctx ends: a read or write
 // lock on the one resource with --read or --write, else the resources as
