@@ -139,12 +139,13 @@ A command may exit with one of these codes itself: its own codes are
 passed through unchanged, so an exit of 74 alone does not say whether the
 lock was lost or the command chose 74. Two things tell them apart. Every
 exit that dlm decides itself prints a line on stderr that starts with
-"dlm" and says why; an exit of the command adds nothing of dlm's. And --dlm-exit-code N (like flock(1)'s -E) makes every
-such exit of dlm's N instead (1 to 255; pick one the command never
-uses): the command was not run (bad usage, nodes unreachable, lock held
-elsewhere, a PID namespace refused, the command not found or not
-executable, a signal before it started), or the lock was lost while it
-ran. The command's own codes stay its own, 0 included.`,
+"dlm" and says why; an exit of the command adds nothing of dlm's. And
+--dlm-exit-code N (like flock(1)'s -E) makes every such exit of dlm's N
+instead (1 to 255; pick one the command never uses): the command was not
+run (bad usage, nodes unreachable, lock held elsewhere, a PID namespace
+refused, the command not found or not executable, a signal before it
+started), or the lock was lost while it ran. The command's own codes
+stay its own, 0 included.`,
 		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
   DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report
   DLM_NODES=... dlm lock --wait 5m db-primary db-replica -- ./migrate.sh
