@@ -42,30 +42,39 @@ func schemeHints(ctx context.Context, err error, urls []string, timeout time.Dur
 	)
 	for _, raw := range urls {
 		u, err := redlock.ParseNodeURL(raw)
-		if err != nil || u.Network != "tcp" || u.Cluster || !suspect[u.String()] {
+		if err != nil || !suspect[u.String()] {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			pctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			var hint string
-			switch {
-			case u.TLS && answersPlain(pctx, u.Addr):
-				hint = "the server does not speak TLS on this port; use redis://" + u.Addr
-			case !u.TLS && answersTLS(pctx, u.Addr):
-				hint = "the server speaks TLS on this port; use rediss://" + u.Addr
-			default:
-				return
+			if hint := schemeHint(ctx, u, timeout); hint != "" {
+				mu.Lock()
+				hints[u.String()] = hint
+				mu.Unlock()
 			}
-			mu.Lock()
-			hints[u.String()] = hint
-			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	return hints
+}
+
+// schemeHint is what schemeHints says of one node u that failed: "" when
+// its port does not speak the other protocol than its URL's (or it is no
+// TCP node of one server).
+func schemeHint(ctx context.Context, u redlock.NodeURL, timeout time.Duration) string {
+	if u.Network != "tcp" || u.Cluster {
+		return ""
+	}
+	pctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch {
+	case u.TLS && answersPlain(pctx, u.Addr):
+		return "the server does not speak TLS on this port; use redis://" + u.Addr
+	case !u.TLS && answersTLS(pctx, u.Addr):
+		return "the server speaks TLS on this port; use rediss://" + u.Addr
+	}
+	return ""
 }
 
 // answersPlain reports whether the server at addr answers a plain PING

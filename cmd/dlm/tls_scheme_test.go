@@ -14,7 +14,8 @@ import (
 // TestSchemeMismatch: a rediss:// URL on a plain port (the server never
 // answers the TLS handshake) and a redis:// URL on a TLS port (the server
 // drops the plain requests) name the likely cause and the URL that fits,
-// over both adapters, for dlm lock and dlm acquire; a port where nothing
+// over both adapters, for dlm lock and dlm acquire, and in dlm status; a
+// port where nothing
 // listens gets no such hint.
 // Failed before: every mismatch row said only "127.0.0.1:PORT timed out"
 // (or "failed (EOF)").
@@ -44,6 +45,16 @@ func TestSchemeMismatch(t *testing.T) {
 		{"redis on a TLS port", "redis://" + tlsAddr, isTLS + "; use rediss://" + tlsAddr, ""},
 		{"rediss, nothing listens", "rediss://" + closed, "", "TLS on this port"},
 	} {
+		t.Run(tc.name+"/status", func(t *testing.T) {
+			t.Parallel()
+			r := runDLM(t, 60*time.Second, nil, "status", "--nodes", tc.url)
+			if !strings.Contains(r.stdout+r.stderr, tc.want) {
+				t.Errorf("dlm status does not say %q\nstdout: %s\nstderr: %s", tc.want, r.stdout, r.stderr)
+			}
+			if tc.not != "" && strings.Contains(r.stdout+r.stderr, tc.not) {
+				t.Errorf("dlm status blames TLS for a port where nothing listens: %s", r.stdout)
+			}
+		})
 		for _, adapter := range []string{"rueidis", "goredis"} {
 			for _, sub := range []string{"lock", "acquire"} {
 				t.Run(tc.name+"/"+adapter+"/"+sub, func(t *testing.T) {
