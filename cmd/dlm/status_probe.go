@@ -83,6 +83,9 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, time
 			out[i].Cluster = u.Cluster
 			if err := out[i].Err; err != nil {
 				if h := schemeHint(ctx, u, max(timeout, probeTimeout)); h != "" { // tls_scheme.go
+					if re, ok := err.(*reasonError); ok {
+						err = re.err // withTLSHint's guess: h says what it is
+					}
 					out[i].Err = &reasonError{msg: err.Error() + "; " + h, err: err}
 				}
 			}

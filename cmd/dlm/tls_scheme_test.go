@@ -54,6 +54,9 @@ func TestSchemeMismatch(t *testing.T) {
 			if tc.not != "" && strings.Contains(r.stdout+r.stderr, tc.not) {
 				t.Errorf("dlm status blames TLS for a port where nothing listens: %s", r.stdout)
 			}
+			if strings.Contains(r.stdout+r.stderr, "client certificate") {
+				t.Errorf("dlm status blames a client certificate: %s", r.stdout)
+			}
 		})
 		for _, adapter := range []string{"rueidis", "goredis"} {
 			for _, sub := range []string{"lock", "acquire"} {
