@@ -355,6 +355,13 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
+			if err := c.checkGranted(o.ttl); err != nil {
+				// Granted by nodes whose facts were read by this attempt
+				// only, and they refuse it (nodecheck.go): given up.
+				l.lose(err)
+				_ = l.Unlock(ctx)
+				return nil, err
+			}
 			acquired = true
 			return l, nil
 		}

@@ -22,7 +22,8 @@ const exitCodesHelp = `Exit codes:
       not run; --pid-namespace=false runs it without one)
   73  an output cannot be written (the handle of dlm acquire and dlm
       extend: --handle-file, or a standard output closed, /dev/null or
-      whose reader is gone; the lock acquired is released again)
+      whose reader is gone; the lock acquired is released again, an
+      extension stays and the old handle still names the lock)
   74  lock (or leadership, dlm elect) lost while the command ran; no longer held
       (dlm extend, dlm release)
   75  lock not acquired (held elsewhere) within the wait
