@@ -298,7 +298,7 @@ func (n *Node) scanCluster(ctx context.Context, prefix, cursor string, count int
 		return nil, "", fmt.Errorf("rueidis: %w", err)
 	}
 	c := n.conn(ctx)
-	txt, err := c.Do(ctx, c.B().ClusterNodes().Build()).ToString()
+	txt, err := clusterNodes(ctx, c)
 	if err != nil {
 		return nil, "", err
 	}
