@@ -127,6 +127,9 @@ func (n *Node) send(items []batch.Item) {
 			break
 		}
 	}
+	if n.cluster {
+		n.reroute(ctx, c, live, res) // cluster.go
+	}
 	retries := b.retries[:0]
 	for i, it := range live {
 		if s := n.itemScript(it); s != nil {

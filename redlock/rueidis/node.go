@@ -45,7 +45,8 @@ type Node struct {
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
 
-	cluster bool // a Redis Cluster client (cluster.go)
+	cluster bool   // a Redis Cluster client (cluster.go)
+	owners  owners // a cluster's slot map as its servers agree (cluster.go)
 
 	// known is what the servers told on connecting (fence.go); handshook
 	// is set when the node's client reads them in its handshake (Dial,
