@@ -362,3 +362,14 @@ func (v *icView) Down(p ID) bool {
 }
 
 var _ DownReporter = (*icView)(nil)
+
+// Reached reports whether the shared endpoint ever had a link to p (in
+// the instance's ids), when it can tell (ReachReporter); otherwise true.
+func (v *icView) Reached(p ID) bool {
+	if rr, ok := v.mux.ep.(ReachReporter); ok {
+		return rr.Reached(InstanceID(v.i, p))
+	}
+	return true
+}
+
+var _ ReachReporter = (*icView)(nil)

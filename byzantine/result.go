@@ -63,7 +63,9 @@ type PeerFaultKind string
 const (
 	// PeerAbsent: the general had no link to the peer when it had
 	// something to send it (the peer never came up, or no handshake with
-	// it succeeded yet).
+	// it succeeded yet), and still none at the round's deadline. Such a
+	// peer is absent even when its own messages and markers arrive (it
+	// dials out, but its address refuses the general's connections).
 	PeerAbsent PeerFaultKind = "absent"
 	// PeerGone: the peer's connection closed or broke during the run.
 	PeerGone PeerFaultKind = "gone"

@@ -71,16 +71,29 @@ type DownReporter interface {
 
 // LossReporter is implemented by an Endpoint whose Send may return before
 // the message is on its way (it queues it): Lost reports whether a message
-// to p that Send accepted was then dropped undelivered, because the link
-// to p failed after it had been up and p did not take it back in time.
-// RunGeneral counts p among the faults (PeerUnreachable, or PeerGone):
-// the endpoint dials a broken link again and resends what p did not
-// acknowledge, so a message still undelivered at its round's deadline is
-// p's failure (it reset or refused the links, or withheld its
-// acknowledgements), not this general's lateness.
+// to p that Send accepted was then dropped or is still undelivered at its
+// round's deadline, because the link to p failed after it had been up and
+// p did not take it back in time, or because no link to p ever came up
+// (p's address refuses connections, or no handshake with it succeeded,
+// while p's own messages may well arrive on the links p dialled).
+// RunGeneral counts p among the faults (PeerUnreachable, PeerGone, or
+// PeerAbsent when the endpoint says it never reached p: see
+// ReachReporter): the endpoint dials a broken or missing link again and
+// resends what p did not acknowledge, so a message still undelivered at
+// its round's deadline is p's failure (it reset or refused the links, or
+// withheld its acknowledgements), not this general's lateness.
 type LossReporter interface {
 	// Lost reports whether a message to p accepted by Send was dropped.
 	Lost(p ID) bool
+}
+
+// ReachReporter is implemented by an Endpoint that can tell whether a
+// link to a peer was ever up in the run. RunGeneral counts a peer whose
+// messages were lost (LossReporter) and that was never reached as absent
+// (PeerAbsent): this general never had a link to send on.
+type ReachReporter interface {
+	// Reached reports whether a link to p was up at some time in the run.
+	Reached(p ID) bool
 }
 
 // Refuse counts a message the driver refused before it reached the state
@@ -181,6 +194,8 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 	// message to (a Send that had returned nil), as of round r at the
 	// latest.
 	losses, _ := ep.(LossReporter)
+	reach, _ := ep.(ReachReporter)
+	unreached := make(map[ID]bool) // peers of lost never reached: absent
 	queuedLoss := func(r int) {
 		if losses == nil || r < 0 {
 			return
@@ -188,6 +203,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		for p := range n {
 			if _, ok := lost[ID(p)]; !ok && ID(p) != g.id && losses.Lost(ID(p)) {
 				lost[ID(p)] = min(r, m)
+				unreached[ID(p)] = reach != nil && !reach.Reached(ID(p))
 			}
 		}
 	}
@@ -414,8 +430,11 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		// rounds it announced.
 		if _, seen := faults[p]; !seen && r <= m && p >= 0 && int(p) < n && p != g.id {
 			kind := PeerUnreachable
-			if gone[p] {
+			switch {
+			case gone[p]:
 				kind = PeerGone
+			case unreached[p]:
+				kind = PeerAbsent
 			}
 			faults[p] = PeerFault{ID: p, Kind: kind, Round: r}
 		}

@@ -82,7 +82,8 @@ func (mb *Member) Propose() Proposal {
 
 // Observe takes the general's result of an epoch (err from its run) and
 // returns its decision; the heard report for the next epoch comes from it,
-// unless the general ran out of time in it (then it reports nothing).
+// unless the general ran out of time in it, or saw more than m peers fail
+// (then it reports nothing).
 func (mb *Member) Observe(res byzantine.InteractiveGeneralResult, err error) (*Decision, error) {
 	mb.started = true
 	if err != nil {
@@ -93,6 +94,15 @@ func (mb *Member) Observe(res byzantine.InteractiveGeneralResult, err error) (*D
 	if len(res.Overran()) > 0 {
 		// It did not keep the schedule: what it refused as late may have
 		// come in time, so its silence says nothing about its peers.
+		mb.heard = nil
+	}
+	if len(res.Faults()) > mb.M {
+		// More than m peers failed as it saw them: the epoch proves
+		// nothing, and a general cut off from the others (its inbound
+		// links refused, say) is the likeliest cause, so its silence
+		// report may convict loyal peers. A loyal general never makes
+		// one of the m+1 reports that declare a peer failed from an
+		// epoch it could not decide.
 		mb.heard = nil
 	}
 	if len(res.Vector) != mb.N {

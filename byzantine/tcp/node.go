@@ -206,8 +206,7 @@ type outConn struct {
 	// timeout): frames are refused.
 	broken error
 	blamed bool // the link was given up for the peer's fault
-	// lost: a message frame was given up undelivered after the link had
-	// been up. See Node.Lost.
+	// lost: a message frame was given up undelivered. See Node.Lost.
 	lost bool
 	wake chan struct{}
 }
@@ -229,7 +228,7 @@ func (oc *outConn) end(err error, peerToBlame bool) {
 		oc.broken = err
 		oc.blamed = peerToBlame
 	}
-	oc.lost = oc.lost || (!oc.blamed && oc.everUp && hasMessage(oc.log))
+	oc.lost = oc.lost || (!oc.blamed && hasMessage(oc.log))
 	oc.log, oc.queued = nil, 0
 }
 
@@ -1152,7 +1151,10 @@ func (n *Node) readLoop(conn net.Conn, pc *pendingConn, early []byte) {
 			// write was reset. (A write after the peer's orderly close
 			// fails too, but with a broken pipe.)
 			left := errors.Is(err, io.EOF) && !errors.Is(stopAcker(), syscall.ECONNRESET)
-			if current() && (tooLarge || left || n.refusesDials(peer)) {
+			// A peer that leaves before the run's start missed nothing
+			// of it: it may come back (a restart) and link again before
+			// round 0; if not, its deadlines find it absent.
+			if current() && (tooLarge || ((left || n.refusesDials(peer)) && !n.beforeRun())) {
 				ev := byzantine.Inbound{From: peer, Gone: true}
 				if tooLarge {
 					ev.Rejected = byzantine.RejectOversized
@@ -1211,8 +1213,10 @@ func (n *Node) listenerGone(peer byzantine.ID) {
 		oc.left = true // no use waiting for it at the end (Flush)
 	}
 	oc.mu.Unlock()
-	if !wasUp {
-		return // absent from the start: its deadlines find it out
+	if !wasUp || n.beforeRun() {
+		// Absent from the start, or gone before the run (it may be
+		// restarting): its deadlines find it out.
+		return
 	}
 	n.mu.Lock()
 	first := !n.refusing[peer]
@@ -1222,6 +1226,14 @@ func (n *Node) listenerGone(peer byzantine.ID) {
 	if first && !linked {
 		n.push(byzantine.Inbound{From: peer, Gone: true, At: time.Now()})
 	}
+}
+
+// beforeRun reports whether the node runs on a schedule (see onSchedule)
+// whose start has not come yet.
+func (n *Node) beforeRun() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.round > 0 && time.Now().Before(n.start)
 }
 
 // refusesDials reports whether peer's link had been up and its address
@@ -1398,23 +1410,27 @@ func (n *Node) Down(p byzantine.ID) bool {
 var _ byzantine.DownReporter = (*Node)(nil)
 
 // Lost reports whether messages to peer p may not have reached it in
-// time although the link to p had been up: the link broke, and p has not
-// acknowledged a message whose round's deadline has passed (when the
-// node runs on a schedule, as RunNode's; otherwise: the link is down now
-// while messages wait to be sent again), or the link was given up with
-// messages not acknowledged (the dialling ended, or too much was held
-// while the link was down), or a Send was refused since. A link given up
-// for the peer's fault (it lied about where its stream resumes, or took
-// nothing while its link was up) loses nothing: the peer is the fault. Frames for a peer whose link never
-// came up are not counted: that peer is absent, a fault the run allows.
-// This general dials a broken link again and resends what the peer did
-// not acknowledge, so a message still not taken at its round's deadline
-// is the peer's failure (it reset or refused the links, or withheld its
-// acknowledgements): RunGeneral, through byzantine.LossReporter, counts
-// the peer among the faults (unreachable), not the round as this
-// general's lateness. A link that
-// broke and came back in time lost nothing: the peer said where its
-// stream resumed and got the rest.
+// time: the link broke, and p has not acknowledged a message whose
+// round's deadline has passed (when the node runs on a schedule, as
+// RunNode's; otherwise: the link is down now while messages wait to be
+// sent again), or no link to p ever came up and a message for it waits
+// past its round's deadline (on a schedule), or the link was given up
+// with messages not acknowledged (the dialling ended, or too much was
+// held while the link was down), or a Send was refused since a link had
+// been up. A link given up for the peer's fault (it lied about where its
+// stream resumes, or took nothing while its link was up) loses nothing:
+// the peer is the fault. This general dials a broken or missing link
+// again and resends what the peer did not acknowledge, so a message still
+// not taken at its round's deadline is the peer's failure (it reset or
+// refused the links, refused this general's connections while dialling
+// its own, or withheld its acknowledgements): RunGeneral, through
+// byzantine.LossReporter, counts the peer among the faults (unreachable,
+// or absent when no link to it was ever up: see Reached), not the round
+// as this general's lateness. A link that broke and came back in time
+// lost nothing: the peer said where its stream resumed and got the rest.
+// A peer reached at no time is a fault even when its own messages and
+// markers arrive, on the connections it dialled: nothing this general
+// sent it ever left.
 func (n *Node) Lost(p byzantine.ID) bool {
 	n.mu.Lock()
 	oc, start, round := n.out[p], n.start, n.round
@@ -1427,13 +1443,31 @@ func (n *Node) Lost(p byzantine.ID) bool {
 	switch {
 	case oc.lost:
 		return true
-	case !oc.everUp || oc.broken != nil:
+	case oc.broken != nil:
 		return false
+	case !oc.everUp:
+		return round > 0 && oc.overdue(start, round, time.Now())
 	case round > 0:
 		return oc.breaks > 0 && oc.overdue(start, round, time.Now())
 	default:
 		return oc.conn == nil && hasMessage(oc.log)
 	}
+}
+
+// Reached reports whether a link to peer p was up at some time in the
+// run (a handshake with it succeeded). RunGeneral, through
+// byzantine.ReachReporter, counts a peer Lost reports and that was never
+// reached as absent.
+func (n *Node) Reached(p byzantine.ID) bool {
+	n.mu.Lock()
+	oc := n.out[p]
+	n.mu.Unlock()
+	if oc == nil {
+		return false
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.everUp
 }
 
 // Flush waits until every frame sent so far to a linked peer has been
@@ -1543,4 +1577,5 @@ func (n *Node) Close() error {
 
 var _ byzantine.Endpoint = (*Node)(nil)
 var _ byzantine.LossReporter = (*Node)(nil)
+var _ byzantine.ReachReporter = (*Node)(nil)
 var _ io.Closer = (*Node)(nil)

@@ -340,7 +340,7 @@ func (n *Node) Connect(ctx context.Context) error {
 	if !n.cluster {
 		return n.reach(ctx, c, n.name)
 	}
-	txt, err := c.Do(ctx, c.B().ClusterNodes().Build()).ToString()
+	txt, err := clusterNodes(ctx, c)
 	if err != nil {
 		return err
 	}
