@@ -491,7 +491,7 @@ func (c *Client) attempt(ctx context.Context, t target, value string, o lockOpti
 }
 
 // decideAcquire decides the acquisition f, sent by attempt or by a
-// hand-over (handoff_handover.go): the validity (R9), the confirmation
+// hand-over (handoff_release.go): the validity (R9), the confirmation
 // (fencing's phase 2), the grant or the releases (R8.5). from is the lock
 // this one was handed over from in this client, or nil: the new lock
 // continues its chain (runs and extensions count on, WithHandoffLimit,
