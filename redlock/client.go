@@ -15,6 +15,13 @@ import (
 	"dlm/redlock/adapter"
 )
 
+// The client and one acquisition, in the order a Lock runs: Client, New
+// and Close; Lock and TryLock and their loop (acquire); one attempt
+// (target, shape, attempt, decideAcquire); then what they rest on: the
+// quorum rule and the validity as pure functions (decide, validity, and
+// the quorum of WithByzantineNodes), and the source of lock values
+// (valueSource).
+
 // Client acquires locks over N independent Redis masters (R7). It is safe for
 // concurrent use; create one per process and share it.
 type Client struct {
