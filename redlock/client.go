@@ -15,6 +15,13 @@ import (
 	"dlm/redlock/adapter"
 )
 
+// The client and one acquisition, in the order a Lock runs: Client, New
+// and Close; Lock and TryLock and their loop (acquire); one attempt
+// (target, shape, attempt, decideAcquire); then what they rest on: the
+// quorum rule and the validity as pure functions (decide, validity, and
+// the quorum of WithByzantineNodes), and the source of lock values
+// (valueSource).
+
 // Client acquires locks over N independent Redis masters (R7). It is safe for
 // concurrent use; create one per process and share it.
 type Client struct {
@@ -501,7 +508,7 @@ func (c *Client) attempt(ctx context.Context, t target, value string, o lockOpti
 }
 
 // decideAcquire decides the acquisition f, sent by attempt or by a
-// hand-over (handoff_handover.go): the validity (R9), the confirmation
+// hand-over (handoff_release.go): the validity (R9), the confirmation
 // (fencing's phase 2), the grant or the releases (R8.5). from is the lock
 // this one was handed over from in this client, or nil: the new lock
 // continues its chain (runs and extensions count on, WithHandoffLimit,

@@ -13,10 +13,10 @@ import (
 // key's releases (subscribe; the subscriptions run in the background,
 // handoff_subs.go); it waits for an announced release, in its rank among
 // the clients (rank), for a hand-over from this client's Unlock
-// (handoff_handover.go), or for the timed random retry of R10, whichever
+// (handoff_release.go), or for the timed random retry of R10, whichever
 // comes first (wait); after a failed attempt it waits again (next); and
 // it leaves the queue when the call ends (end). What a release tells the
-// waiters is in handoff_notify.go.
+// waiters is in handoff_release.go.
 
 var _ waiting = (*handoff)(nil)
 
@@ -43,7 +43,7 @@ type waiter struct {
 	// deniedAt is the nodes that did not grant its last failed attempt
 	// and have not announced a release since: an announcement from one
 	// of them wakes it again, even of a release already heard from
-	// another node (handoff_notify.go: heard). Nodes past the 64th are
+	// another node (handoff_release.go: heard). Nodes past the 64th are
 	// not tracked. heardWhen is when each node last announced a release
 	// of the key (zero: not since it waits). Under handoff.mu.
 	deniedAt  uint64
@@ -453,7 +453,7 @@ func (h *handoff) releasedMark(t target) uint64 {
 //     itself, and a lone waiter never wakes itself out of R10's delay.
 //   - An attempt that went at once on an announcement (the first rank) may
 //     have reached some node before the release did. A node it listens to
-//     wakes it again when it announces that release (handoff_notify.go:
+//     wakes it again when it announces that release (handoff_release.go:
 //     heard); for the nodes it does not listen to, its timed retry comes
 //     one rank slot later (afterFirst), when the node whose announcement
 //     woke it granted the attempt or did not answer. When that node says the
@@ -605,7 +605,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 // would: after the look after subscribing found the key free there
 // (handoff_subs.go: confirmed), or when the node announced a release that
 // w's last attempt, begun before it reached the node, found still held
-// (handoff_notify.go: heard). It goes in its client's rank, with a jitter
+// (handoff_release.go: heard). It goes in its client's rank, with a jitter
 // when its last attempt split the votes (wait), which keeps the next
 // split away as R10's delay does; an attempt that goes at once on it and
 // fails may have reached another node before the release it was woken

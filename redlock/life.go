@@ -177,7 +177,7 @@ func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration
 		l.extensions = from.extensionsDone()
 	}
 	if c.opts.handoffKeep && l.mode == modeExclusive && l.keys == nil && token == 0 && !c.opts.fencing && !o.valueSet {
-		l.bound = new(atomic.Bool) // may be kept by a hand-over (handoff_handover.go)
+		l.bound = new(atomic.Bool) // may be kept by a hand-over (handoff_release.go)
 	}
 	c.grant(l, o) // auto-extension, Done (life.go)
 	return l

@@ -34,7 +34,7 @@ type Lock struct {
 	mode     lockMode // exclusive, or a read or write lock (rw.go)
 	// bound is set once the value was bound to something outside the
 	// client (Handle, PutRecord), shared by the locks that kept one value
-	// (WithHandoffKeep; handoff_handover.go: keep); nil where a lock is
+	// (WithHandoffKeep; handoff_release.go: keep); nil where a lock is
 	// never kept: without WithHandoffKeep, for a value known outside from
 	// the start (WithValue, Resume), sets, read-write locks and fencing.
 	bound *atomic.Bool
@@ -58,7 +58,7 @@ type Lock struct {
 	extensions int // successful extensions (WithMaxExtensions)
 	// gone is set when an extension found too many nodes without the
 	// value: whatever Until says, the keys may be free, and a hand-over
-	// must not keep the lock (handoff_handover.go: keep), even when Unlock had
+	// must not keep the lock (handoff_release.go: keep), even when Unlock had
 	// already begun (the extender's answer comes while Unlock waits).
 	gone bool
 	// restoring counts the restores under way (restore.go), begun only
@@ -543,7 +543,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return nil
 	case notHeld > len(c.nodes)-c.quorum:
 		l.mu.Lock()
-		l.gone = true // never kept (handoff_handover.go: keep)
+		l.gone = true // never kept (handoff_release.go: keep)
 		l.mu.Unlock()
 		return errors.Join(append([]error{ErrNotHeld}, errs...)...)
 	case !t2.Before(until):
