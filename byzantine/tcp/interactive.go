@@ -138,11 +138,13 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 // start, so every epoch is its own run (run id, signatures, handshakes).
 // use names what the agreed values are for (Terms.Use: leader, failures,
 // clock): it is bound into the run id, so generals of one team that read
-// the vector for different uses refuse each other.
-func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, use string, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
+// the vector for different uses refuse each other. It also returns the
+// peers refused for running the epoch with other terms (see
+// Node.OtherTerms).
+func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, use string, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, map[byzantine.ID][]TermDiff, error) {
 	n := ic.Config.Generals
 	if int(id) < 0 || int(id) >= n {
-		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d out of range 0..%d", ErrCluster, id, n-1)
+		return byzantine.InteractiveGeneralResult{}, nil, fmt.Errorf("%w: general %d out of range 0..%d", ErrCluster, id, n-1)
 	}
 	ic.Values = make([]byzantine.Order, n)
 	for i := range ic.Values {
@@ -152,10 +154,11 @@ func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzanti
 	ic.Config.Seq = uint64(start.UnixNano())
 	node, err := Listen(addr, id, priv, 0)
 	if err != nil {
-		return byzantine.InteractiveGeneralResult{}, err
+		return byzantine.InteractiveGeneralResult{}, nil, err
 	}
 	defer node.Close()
 	t := InteractiveTermsOf(ic.Config, start)
 	t.Use = use
-	return runInteractiveNode(ctx, node, ic, priv, c, t)
+	res, err := runInteractiveNode(ctx, node, ic, priv, c, t)
+	return res, node.OtherTerms(), err
 }

@@ -328,9 +328,13 @@ type otherRun struct {
 
 // otherRuns lists the peers node refused for running with other run
 // flags, in increasing order of id.
-func otherRuns(node *tcp.Node) []otherRun {
+func otherRuns(node *tcp.Node) []otherRun { return otherRunsOf(node.OtherTerms()) }
+
+// otherRunsOf lists the peers of m (tcp.Node.OtherTerms) in increasing
+// order of id.
+func otherRunsOf(m map[byzantine.ID][]tcp.TermDiff) []otherRun {
 	var out []otherRun
-	for id, d := range node.OtherTerms() {
+	for id, d := range m {
 		out = append(out, otherRun{ID: id, Flags: d})
 	}
 	slices.SortFunc(out, func(a, b otherRun) int { return int(a.ID - b.ID) })

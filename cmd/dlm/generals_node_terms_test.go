@@ -120,3 +120,71 @@ func TestGeneralsNodeOtherFlagsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestGeneralsEpochOtherCommandRefused: four generals of one team run one
+// epoch, general 3 as "dlm generals clock" and the others as "dlm
+// generals leader": the leaders refuse it, name the command, elect their
+// leader and exit 0; general 3 names the command of the others and exits
+// 3, more than m of them being absent for it (before, the four read one
+// agreed vector, three as proposals for a leader, one as clock readings).
+func TestGeneralsEpochOtherCommandRefused(t *testing.T) {
+	t.Parallel()
+	const n = 4
+	dir, cluster := epochCluster(t, n)
+	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
+	outs, errs := make([]string, n), make([]string, n)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			use := "leader"
+			if i == 3 {
+				use = "clock"
+			}
+			args := []string{"generals", use, "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
+				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "1s", "--epochs", "1"}
+			var out, errb bytes.Buffer
+			codes[i] = run(t.Context(), args, strings.NewReader(""), &out, &errb)
+			outs[i], errs[i] = out.String(), errb.String()
+		})
+	}
+	wg.Wait()
+	type line struct {
+		Leader    *int `json:"leader"`
+		OtherRuns []struct {
+			ID    int `json:"id"`
+			Flags []struct {
+				Flag, Theirs, Ours string
+			} `json:"flags"`
+		} `json:"other_runs"`
+	}
+	for i := range n {
+		var l line
+		if err := json.Unmarshal([]byte(strings.TrimSpace(outs[i])), &l); err != nil {
+			t.Fatalf("general %d: %v\n%s%s", i, err, outs[i], errs[i])
+		}
+		wantCode, theirs, ours, peers := exitOK, "clock", "leader", []int{3}
+		if i == 3 {
+			wantCode, theirs, ours, peers = exitInconclusive, "leader", "clock", []int{0, 1, 2}
+		}
+		if codes[i] != wantCode {
+			t.Errorf("general %d: exit %d, want %d\n%s%s", i, codes[i], wantCode, outs[i], errs[i])
+		}
+		var got []int
+		for _, o := range l.OtherRuns {
+			got = append(got, o.ID)
+			if len(o.Flags) != 1 || o.Flags[0].Flag != "command" || o.Flags[0].Theirs != theirs || o.Flags[0].Ours != ours {
+				t.Errorf("general %d on general %d: %+v, want command %s there, %s here", i, o.ID, o.Flags, theirs, ours)
+			}
+		}
+		if !slices.Equal(got, peers) {
+			t.Errorf("general %d refused %v, want %v\n%s", i, got, peers, outs[i])
+		}
+		if i < 3 && (l.Leader == nil || *l.Leader != 0) {
+			t.Errorf("general %d: leader %v, want 0\n%s", i, l.Leader, outs[i])
+		}
+	}
+	if want := "dlm generals leader there, clock here"; !strings.Contains(errs[3], want) {
+		t.Errorf("general 3 printed:\n%s\nwant it to name %q", errs[3], want)
+	}
+}
