@@ -232,7 +232,8 @@ var (
 // MaxGenerals is the largest n a run accepts.
 const MaxGenerals = 256
 
-// MaxOMMessages bounds the messages of one OM run (n^(m+1) growth, B6).
+// MaxOMMessages bounds the messages of one OM run (n^(m+1) growth, B6),
+// and of all n instances of an interactive run together.
 const MaxOMMessages = 50_000_000
 
 // MaxTraceMessages bounds the messages of a run that records a trace

@@ -368,7 +368,7 @@ func combinations(n, k int, f func([]ID)) {
 func adversaryText(cfg Config, domain []Order, opts ExhaustOptions) (adv, not []string) {
 	ds := make([]string, len(domain))
 	for i, o := range domain {
-		ds[i] = string(o)
+		ds[i] = o.String()
 	}
 	dom := strings.Join(ds, ", ")
 	sets := fmt.Sprintf("every traitor set of 0 to %d generals", cfg.MaxTraitors)

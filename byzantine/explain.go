@@ -174,7 +174,7 @@ func (e *Explanation) Why() string {
 	case e.Algorithm == SM:
 		var vs []string
 		for _, v := range e.Values {
-			vs = append(vs, string(v.Order))
+			vs = append(vs, v.Order.String())
 		}
 		if len(vs) == 0 {
 			return fmt.Sprintf("it accepted no signed order: V = {}, choice(V) = %s", e.Decision)
@@ -234,7 +234,7 @@ func (e *Explanation) Lines() []string {
 	if e.Algorithm == SM {
 		var vs []string
 		for _, v := range e.Values {
-			vs = append(vs, string(v.Order))
+			vs = append(vs, v.Order.String())
 		}
 		out = append(out, fmt.Sprintf("V = {%s}, choice(V) = %s", joinOrders(vs), e.Decision))
 		for _, v := range e.Values {

@@ -56,6 +56,7 @@ func WithHistory(msgs []Message) GeneralOption {
 // m+1 carries only stragglers, which are rejected as late. A General is not
 // safe for concurrent use.
 type General struct {
+	halted   bool // the stream under way was halted: see halt
 	cfg      Config
 	run      RunID // cfg.Run(), carried by every message
 	id       ID
@@ -277,10 +278,15 @@ func (g *General) count(buf []Message, m Message) []Message {
 // buffering the round: the in-memory driver delivers OM's millions of
 // messages this way.
 func (g *General) stream(sink func(Message)) {
-	g.sink = sink
+	g.sink, g.halted = sink, false
 	g.Outbox(nil)
-	g.sink = nil
+	g.sink, g.halted = nil, false
 }
+
+// halt makes the Outbox under way (see stream) stop making messages: its
+// caller's context ended, and a round of OM with many generals is millions
+// of messages.
+func (g *General) halt() { g.halted = true }
 
 func (g *General) reject(r RejectReason) RejectReason {
 	if g.stats.Rejected == nil {
@@ -368,6 +374,9 @@ func (g *General) omOutbox(buf []Message, r int) []Message {
 // omRelay enumerates the paths with d relays not naming g, in increasing
 // order, which is the order of their index.
 func (g *General) omRelay(buf []Message, d int, idx *int) []Message {
+	if g.halted {
+		return buf
+	}
 	o := &g.om
 	if len(o.path)-1 == d {
 		v := o.levels[d][*idx]

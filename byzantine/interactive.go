@@ -104,7 +104,16 @@ func (c InteractiveConfig) Validate() error {
 		cfg.Trace = false
 	}
 	cfg.Order = c.Values[0]
-	return cfg.Validate()
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if n, m := cfg.Generals, cfg.MaxTraitors; cfg.Algorithm == OM && OMMessages(n, m) > MaxOMMessages/n {
+		// n instances, all held in memory together: the bound is on them
+		// all.
+		return fmt.Errorf("%w: %w: interactive consistency runs %d instances of OM(%d) with %d generals, %d messages each, more than %d in all",
+			ErrInvalidConfig, ErrTooLarge, n, m, n, OMMessages(n, m), MaxOMMessages)
+	}
+	return nil
 }
 
 // Instance returns the Config of instance i, in the instance's own ids
@@ -563,6 +572,7 @@ func RunInteractive(ctx context.Context, ic InteractiveConfig) (*InteractiveResu
 		}
 		insts[i] = in
 	}
+	stopped := ctxTicker(ctx)
 	for r := 0; r <= m+1; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w in round %d: %w", ErrStopped, r, err)
@@ -580,7 +590,16 @@ func RunInteractive(ctx context.Context, ic InteractiveConfig) (*InteractiveResu
 		for _, in := range insts {
 			for v, g := range in.gens {
 				if !crashedBy(in.cfg, ID(v), r) {
-					g.stream(func(msg Message) { in.net.route(in.res, in.gens, r, msg) })
+					g.stream(func(msg Message) {
+						if stopped() {
+							g.halt()
+							return
+						}
+						in.net.route(in.res, in.gens, r, msg)
+					})
+				}
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("%w in round %d: %w", ErrStopped, r, err)
 				}
 			}
 		}

@@ -38,7 +38,7 @@ type Message struct {
 // Chain formats the message as the spec writes it: "attack:0:2:3".
 func (m Message) Chain() string {
 	var b strings.Builder
-	b.WriteString(string(m.Order))
+	b.WriteString(m.Order.String())
 	for _, id := range m.Path {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(int(id)))

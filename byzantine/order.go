@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Order is the value a commander sends: Attack, Retreat or any other short
@@ -23,6 +24,26 @@ const MaxOrderLen = 64
 
 // valid reports whether o is a well-formed order: non-empty and short.
 func (o Order) valid() bool { return o != "" && len(o) <= MaxOrderLen }
+
+// String returns o as it is when it shows unambiguously, and quoted as a
+// Go string literal otherwise: when it holds a character that is not
+// printable (a line break, a carriage return, a terminal's escape
+// sequence, invalid UTF-8) or begins with a double quote. An order may be
+// any bytes, and over TCP it comes from another general: printed raw, a
+// traitor's value could erase or forge the lines of a loyal general's
+// output. The %s and %v verbs of the fmt package use String; the
+// order's bytes (string(o), JSON) are unchanged.
+func (o Order) String() string {
+	if strings.HasPrefix(string(o), `"`) {
+		return strconv.Quote(string(o))
+	}
+	for _, r := range string(o) {
+		if r == utf8.RuneError || !strconv.IsPrint(r) {
+			return strconv.Quote(string(o))
+		}
+	}
+	return string(o)
+}
 
 // Flip returns the opposite order: Retreat for Attack and Attack for every
 // other order. Traitors use it to lie.

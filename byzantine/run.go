@@ -26,6 +26,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	net := newMemNet(cfg)
 	res := &Result{Config: cfg}
+	stopped := ctxTicker(ctx)
 	for r := 0; r <= m+1; r++ {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w in round %d: %w", ErrStopped, r, err)
@@ -40,12 +41,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		for i, g := range gens {
 			if !crashedBy(cfg, ID(i), r) {
-				g.stream(func(msg Message) { net.route(res, gens, r, msg) })
+				g.stream(func(msg Message) {
+					if stopped() {
+						g.halt()
+						return
+					}
+					net.route(res, gens, r, msg)
+				})
+			}
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("%w in round %d: %w", ErrStopped, r, err)
 			}
 		}
 	}
 	res.Generals = make([]GeneralResult, n)
 	for i, g := range gens {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w deciding: %w", ErrStopped, err)
+		}
 		if crashedBy(cfg, ID(i), m+1) {
 			res.Generals[i] = GeneralResult{ID: ID(i), Loyal: g.Loyal(), Strategy: g.strategy, Crashed: true, Stats: g.Stats()}
 			continue
@@ -261,5 +274,27 @@ func (net *memNet) deliver(res *Result, gens []*General, r int, msg Message, f F
 	why := gens[msg.To].Receive(msg)
 	if net.trace {
 		res.Trace = append(res.Trace, TraceEvent{Round: r, Message: msg, Fault: f, Rejected: why})
+	}
+}
+
+// tickEvery is how many messages a run makes between two looks at its
+// context: a few microseconds of work, so that a cancelled run of millions
+// of messages a round stops at once, for a look that costs next to nothing.
+const tickEvery = 1 << 12
+
+// ctxTicker returns a function to call once per message: it reports
+// whether ctx has ended, looking at it every tickEvery calls, and keeps
+// saying so once it has.
+func ctxTicker(ctx context.Context) func() bool {
+	k, done := 0, false
+	return func() bool {
+		if done {
+			return true
+		}
+		k++
+		if k%tickEvery == 0 {
+			done = ctx.Err() != nil
+		}
+		return done
 	}
 }

@@ -225,6 +225,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if err := ep.Send(ctx, msg); err != nil {
 				if ctx.Err() != nil {
 					sendErr = err
+					g.halt() // the rest of the round would be refused as well
 				} else if errors.Is(err, ErrPeerAbsent) {
 					kind := PeerAbsent
 					if msg.To >= 0 && int(msg.To) < n && gone[msg.To] {

@@ -109,6 +109,9 @@ func (g *General) smOutbox(buf []Message, r int) []Message {
 	// B9 step 2: relay every chain accepted in the previous round with a
 	// new value, adding this general's signature, to the generals not on it.
 	for _, job := range g.sm.ready {
+		if g.halted {
+			return buf
+		}
 		np := make([]ID, len(job.path)+1)
 		copy(np, job.path)
 		np[len(job.path)] = g.id

@@ -386,7 +386,7 @@ func writeGeneralsText(w io.Writer, transport string, res *byzantine.Result) {
 		if g.ID == 0 {
 			role = "commander"
 		}
-		decision := string(g.Decision)
+		decision := g.Decision.String()
 		if !g.Loyal || g.Crashed {
 			decision = "-"
 		}

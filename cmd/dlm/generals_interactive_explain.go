@@ -148,7 +148,7 @@ func vectorSummary(res *byzantine.InteractiveResult) []string {
 	for _, t := range cfg.Faulty {
 		agreed := "the loyal generals disagree on it (IC1 above)"
 		if v := res.Vectors[loyal[0]][t.ID]; slices.IndexFunc(loyal, func(g byzantine.ID) bool { return res.Vectors[g][t.ID] != v }) < 0 {
-			agreed = "every loyal general holds " + string(v)
+			agreed = "every loyal general holds " + v.String()
 		}
 		traitors = append(traitors, fmt.Sprintf("%d (%s, %s)", t.ID, t.Strategy, agreed))
 	}
