@@ -22,7 +22,10 @@ const (
 	DefaultPollInterval = 100 * time.Millisecond
 	// ResourcePrefix starts the name of the lock resource of every
 	// election: the election "db" campaigns for the resource
-	// "election:db", so that it never shares a lock with `dlm lock db`.
+	// "election:db", so that it never shares a lock with `dlm lock db`;
+	// `dlm lock` and `dlm acquire` refuse names with this prefix. (A
+	// program that takes such a lock through redlock itself still
+	// blocks the election: the prefix is the election's namespace.)
 	ResourcePrefix = "election:"
 	// MaxNameLen bounds the length of an election name and of a
 	// candidate's identity, in bytes.

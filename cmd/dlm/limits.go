@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"dlm/election"
 )
 
 // Upper bounds of dlm's sizes and durations. A value
@@ -88,7 +90,8 @@ func checkNodeTimeout(nodeTO, ttl time.Duration) error {
 
 // checkResources is the one check of the RESOURCE arguments of dlm lock
 // and dlm acquire: at least one, at most maxLockResources, each a name as
-// checkName wants it, none given twice.
+// checkName wants it and not an election's leadership lock
+// (election.ResourcePrefix), none given twice.
 func checkResources(resources []string) error {
 	if len(resources) == 0 {
 		return usageErrorf("no RESOURCE: name the resource (or resources) to lock")
@@ -104,6 +107,12 @@ func checkResources(resources []string) error {
 		}
 		if err := checkName(what, r); err != nil {
 			return err
+		}
+		if e, ok := strings.CutPrefix(r, election.ResourcePrefix); ok {
+			// The election e campaigns for this very lock: taking it
+			// would block the election, and its fencing token would
+			// pass for a leader's term.
+			return usageErrorf("%s %q is election %q's leadership lock: use dlm elect %s to stand for it, or give the lock another name", what, r, e, strconv.Quote(e))
 		}
 		if seen[r] {
 			return usageErrorf("RESOURCE %q is given twice: the resources of one lock must be distinct", r)
