@@ -332,6 +332,13 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 	}
 	for try := 1; ; try++ {
 		if tn.lock != nil {
+			// Handed over by this client's Unlock: a grant like any
+			// other, so checked against the max ttl the nodes advertise
+			// now, which may have fallen since the call began.
+			if err := c.checkAdvertised(tn.lock.ttl); err != nil {
+				_ = tn.lock.Unlock(context.WithoutCancel(ctx))
+				return nil, err
+			}
 			acquired = true
 			return tn.lock, nil
 		}
@@ -342,6 +349,13 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			// Its timer has not run yet (a loaded machine runs timers
 			// late): an attempt could only fail, and load every node.
 			return nil, c.stopped(resource, try-1, last, context.DeadlineExceeded)
+		}
+		if try > 1 {
+			// settings checked the first attempt; a node may have
+			// restarted with a smaller max ttl while this call waited.
+			if err := c.checkAdvertised(o.ttl); err != nil {
+				return nil, err
+			}
 		}
 		final := o.tries > 0 && try >= o.tries
 		value, err := o.value, error(nil)
