@@ -15,9 +15,11 @@ const exitCodesHelp = `Exit codes:
   0   success
   1   a check failed (IC1/IC2 broken, a doctor finding that breaks safety, a checker verdict)
   3   inconclusive: a check could not decide (dlm torture: empty history,
-      a check that hit its time limit, values out of range)
+      a check that hit its time limit, values out of range; dlm status
+      --all: the key scan of some nodes failed, a quorum was scanned)
   64  bad usage (the reason is printed)
-  69  nodes unreachable: no quorum possible
+  69  nodes unreachable: no quorum possible (dlm status --all: fewer than
+      a quorum of nodes could be scanned)
   71  the kernel refuses dlm lock's guard a PID namespace (the command was
       not run; --pid-namespace=false runs it without one)
   73  an output cannot be written (the handle of dlm acquire and dlm

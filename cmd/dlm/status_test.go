@@ -88,3 +88,28 @@ func TestQuorumFromLibrary(t *testing.T) {
 		t.Errorf("status --byzantine 1 over 5 nodes: exit %d, want 0 and quorum 4:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestStatusAllScanFails: dlm status --all over nodes whose key scan is
+// refused (an ACL without SCAN) lists what it found, names the nodes and
+// exits 3 while a quorum was scanned, 69 when fewer were.
+func TestStatusAllScanFails(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.Start(t, 3)
+	nodes := strings.Join(c.URLs(), ",")
+	for i, tc := range []struct {
+		want int
+		text string
+	}{
+		{exitInconclusive, "every lock held on a quorum is listed"},
+		{exitUnavailable, "only 1 of 3 nodes were scanned, fewer than a quorum (2)"},
+	} {
+		if err := c.Servers[i].Client().Do(t.Context(), "ACL", "SETUSER", "default", "-scan").Err(); err != nil {
+			t.Fatal(err)
+		}
+		r := runDLM(t, 30*time.Second, nil, "status", "--all", "--nodes", nodes)
+		if r.code != tc.want || !strings.Contains(r.stderr, tc.text) || !strings.Contains(r.stderr, c.Servers[0].Addr()) ||
+			!strings.Contains(r.stdout, "resource(s) with a lock key") {
+			t.Errorf("%d of 3 nodes refuse SCAN: exit %d, want %d, and %q naming %s; stdout:\n%s\nstderr: %s", i+1, r.code, tc.want, tc.text, c.Servers[0].Addr(), r.stdout, r.stderr)
+		}
+	}
+}
