@@ -84,10 +84,11 @@ privilege). SIGINT, SIGTERM, SIGHUP and
 SIGQUIT sent to dlm are forwarded to the whole group. The command and
 everything it started never outlive the lock: the guard knows the end of
 the lock's validity (dlm sends it each new one after an extension) and
-kills them all with SIGKILL a twentieth of the ttl before it, should dlm be
-stopped or too slow to extend (and, should the guard be stopped too, as
-pkill -STOP dlm does, a kernel timer kills them half that margin before
-the end of the validity); when the command exits, what it left running is killed
+kills them all with SIGKILL a twentieth of the ttl (at least 250ms, at most
+a fifth of the ttl) before it, should dlm be stopped or too slow to extend
+(and, should the guard be stopped too, as pkill -STOP dlm does, a kernel
+timer kills them three quarters of that margin before the end of the
+validity); when the command exits, what it left running is killed
 before the lock is released; if dlm dies, even by
 SIGKILL, the guard kills them at once; if the guard dies, with dlm or
 alone, the kernel ends the PID namespace and everything in it. On Linux,
@@ -503,8 +504,20 @@ const endReasonWait = 2 * time.Second
 
 // guardMargin is how long before the end of a lock's validity the guard
 // kills a command that dlm did not extend in time: a twentieth of the ttl,
-// so that the kill lands before the keys can expire on a busy machine.
-func guardMargin(ttl time.Duration) time.Duration { return ttl / 20 }
+// and at least minGuardMargin (at most a fifth of the ttl), so that the
+// kill lands before the keys can expire on a busy machine.
+func guardMargin(ttl time.Duration) time.Duration {
+	return max(ttl/20, min(ttl/5, minGuardMargin))
+}
+
+// minGuardMargin is the least margin of the guard's kill: the kernel
+// timer's kill (three quarters of it before the end of the validity) goes
+// through two process exits, the sentinel's and then the guard's, before
+// the namespace dies, which took up to 170 ms on a loaded 2-core machine
+// (a twentieth of a 3 s ttl left 107 ms with the clock drift, and a
+// command's processes outlived the lock by 3 to 63 ms in 3 of 96 runs of
+// TestLockStoppedWithItsGuard at load 11-18).
+const minGuardMargin = 250 * time.Millisecond
 
 // holding is what a guarded command runs under: a lock (dlm lock) or a
 // leadership (dlm elect). Done closes when it is lost, and err says why.
