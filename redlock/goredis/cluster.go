@@ -179,7 +179,7 @@ func (m *masterPipes) close() {
 	for _, p := range all {
 		p.close()
 	}
-	m.owners.wait()
+	m.owners.close()
 }
 
 // batched reports whether n's requests go through its queue: over the

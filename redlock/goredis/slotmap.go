@@ -24,7 +24,10 @@ type slotMap struct {
 	cluster *redis.ClusterClient
 	shards  atomic.Pointer[[]slots.Shard] // nil until read once
 	reading atomic.Bool
-	wg      sync.WaitGroup
+
+	mu     sync.Mutex // orders the reads' start with close
+	closed bool
+	wg     sync.WaitGroup
 }
 
 // slotMapAsk bounds the request to each server of one read.
@@ -44,6 +47,11 @@ func (s *slotMap) owner(key string) string {
 // under way.
 func (s *slotMap) readAsync() {
 	if !s.reading.CompareAndSwap(false, true) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return
 	}
 	s.wg.Go(func() {
@@ -78,5 +86,10 @@ func (s *slotMap) read(ctx context.Context) {
 	}
 }
 
-// wait waits for a read under way (close).
-func (s *slotMap) wait() { s.wg.Wait() }
+// close waits for a read under way, and starts no other.
+func (s *slotMap) close() {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}
