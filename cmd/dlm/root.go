@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"dlm/redlock"
 )
 
 const exitCodesHelp = `Exit codes:
@@ -73,10 +75,13 @@ func agreementOnly(root *cobra.Command, args []string) bool {
 // errorLine is the text of a command's error as dlm prints it: one line
 // (the errors that errors.Join put on lines of their own joined by "; "),
 // and a package's prefix ("redlock: ", "election: ") said once, where a
-// wrapped error repeated it.
+// wrapped error repeated it. A setting the library refuses (its
+// ErrInvalid, "redlock: invalid argument: ") is said after "dlm: " alone,
+// as dlm's own refusals are.
 func errorLine(err error) string {
 	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ; ")), " ")
 	s = strings.ReplaceAll(s, " ; ", "; ")
+	s = strings.TrimPrefix(s, redlock.ErrInvalid.Error()+": ")
 	for _, p := range []string{"redlock: ", "election: ", "byzantine: ", "checker: "} {
 		if first := strings.Index(s, p); first >= 0 {
 			rest := s[first+len(p):]
