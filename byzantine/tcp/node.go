@@ -1368,6 +1368,12 @@ func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error
 // handshake succeeded and the connection has not broken since.
 // RunGeneral uses it to tell an absent peer from a late one.
 func (n *Node) Linked(p byzantine.ID) bool {
+	return n.outLink(p, func(oc *outConn) bool { return oc.conn != nil && oc.broken == nil })
+}
+
+// outLink reports what f says of the link this node dials to peer p,
+// under the link's lock; false when there is none.
+func (n *Node) outLink(p byzantine.ID, f func(*outConn) bool) bool {
 	n.mu.Lock()
 	oc := n.out[p]
 	n.mu.Unlock()
@@ -1376,7 +1382,7 @@ func (n *Node) Linked(p byzantine.ID) bool {
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	return oc.conn != nil && oc.broken == nil
+	return f(oc)
 }
 
 // Down reports whether peer p does not take part in this run, as far as
@@ -1459,15 +1465,7 @@ func (n *Node) Lost(p byzantine.ID) bool {
 // byzantine.ReachReporter, counts a peer Lost reports and that was never
 // reached as absent.
 func (n *Node) Reached(p byzantine.ID) bool {
-	n.mu.Lock()
-	oc := n.out[p]
-	n.mu.Unlock()
-	if oc == nil {
-		return false
-	}
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
-	return oc.everUp
+	return n.outLink(p, func(oc *outConn) bool { return oc.everUp })
 }
 
 // Flush waits until every frame sent so far to a linked peer has been
