@@ -352,6 +352,17 @@ func (v *icView) Lost(p ID) bool {
 
 var _ LossReporter = (*icView)(nil)
 
+// Down reports whether the shared endpoint knows peer p (in the
+// instance's ids) to be down (DownReporter); otherwise false.
+func (v *icView) Down(p ID) bool {
+	if dr, ok := v.mux.ep.(DownReporter); ok {
+		return dr.Down(InstanceID(v.i, p))
+	}
+	return false
+}
+
+var _ DownReporter = (*icView)(nil)
+
 // Reached reports whether the shared endpoint ever had a link to p (in
 // the instance's ids), when it can tell (ReachReporter); otherwise true.
 func (v *icView) Reached(p ID) bool {

@@ -54,6 +54,21 @@ type LinkReporter interface {
 	Linked(p ID) bool
 }
 
+// DownReporter is implemented by an Endpoint that can tell a peer that
+// does not take part in the run: it has no connection open to this
+// general, and nothing listens at its address (the last dial to it was
+// refused) or it proved that it runs another run, so nothing it sent in
+// this run can be waiting unread in this general's transport. A
+// general stopped across a round's deadline (see PauseReporter) lists the
+// round in Overran only when a peer that had not ended the round could
+// have had its messages or marker held up by the stop: a peer that is
+// down could not, and it is a fault the run allows either way (a loyal
+// general listens for the whole of its run).
+type DownReporter interface {
+	// Down reports whether peer p is down.
+	Down(p ID) bool
+}
+
 // LossReporter is implemented by an Endpoint whose Send may return before
 // the message is on its way (it queues it): Lost reports whether a message
 // to p that Send accepted was then dropped or is still undelivered at its
@@ -99,7 +114,8 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // the round's deadline (it started late, or was too slow; within
 // pauseSlack of it counts), did not take a message that had arrived in
 // time (Inbound.At), was stopped over the end of the round up to its
-// deadline (PauseReporter, or a watcher of its own), is listed in
+// deadline (PauseReporter, or a watcher of its own) while a peer not known
+// to be down had not ended the round (DownReporter), is listed in
 // GeneralResult.Overran (a message to a peer that could not be delivered
 // makes that peer a fault instead: see LossReporter): its decision is then not guaranteed, and callers
 // must report the run as out of time rather than trust it. When trace is non-nil, every received message is recorded there.
@@ -287,6 +303,19 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				fault(p, PeerGone, r)
 			}
 		}
+		// heldUp reports whether a peer that had not ended round r when
+		// the round closed could have had what it sent held up in the
+		// transport by a stop of this general: it is not gone and not
+		// known to be down.
+		heldUp := func(r int) bool {
+			downs, _ := ep.(DownReporter)
+			for p := range n {
+				if !gone[p] && ended[p] < r && (downs == nil || !downs.Down(ID(p))) {
+					return true
+				}
+			}
+			return false
+		}
 		allEnded := func() bool {
 			for p := range n {
 				if !gone[p] && ended[p] < r {
@@ -367,7 +396,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if ctx.Err() != nil {
 				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, ctx.Err())
 			}
-			if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) {
+			if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) && heldUp(r) {
 				// This general was not running in the last part of the
 				// round, up to its deadline (its process was stopped or
 				// starved): what its peers sent in time may have waited
@@ -375,7 +404,8 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				// late messages it refused prove nothing about its peers.
 				// (A loyal peer's messages are in the transport pauseSlack
 				// before the deadline; a general that ran half of that
-				// after them has read them.)
+				// after them has read them.) Peers that ended the round,
+				// and peers that are down, had nothing held up.
 				overran = append(overran, r)
 				slices.Sort(overran)
 			}

@@ -10,7 +10,7 @@ import (
 // fan over 5 nodes uses it on the batching adapters' path: made from the
 // caller's cancelable context with the node timeout, asked for Err twice
 // and Deadline once per node, then cancelled at the last answer. "reqCtx"
-// is the fan's own (reqctx.go), "std" is context.WithDeadline, which
+// is the fan's own (engine.go), "std" is context.WithDeadline, which
 // reqCtx stands for; TestReqCtx checks that they behave alike.
 //
 //	go test -run '^$' -bench FanContext -benchmem ./redlock/

@@ -55,14 +55,6 @@ func WithInfoPrefix(p string) Option {
 // beside the locks.
 type adapterInspect = adapter.InspectNode
 
-// checkTTL refuses a ttl past the client's bound.
-func (o clientOptions) checkTTL(ttl time.Duration) error {
-	if ttl > o.maxTTL {
-		return invalidf("ttl %v is over the client's bound %v (WithMaxTTL)", ttl, o.maxTTL)
-	}
-	return nil
-}
-
 // infoNodes returns the nodes as InspectNodes when the client may keep
 // its keys beside the locks (WithInfoPrefix), else nil.
 func (c *Client) infoNodes() []adapterInspect {

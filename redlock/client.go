@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -13,6 +14,13 @@ import (
 
 	"dlm/redlock/adapter"
 )
+
+// The client and one acquisition, in the order a Lock runs: Client, New
+// and Close; Lock and TryLock and their loop (acquire); one attempt
+// (target, shape, attempt, decideAcquire); then what they rest on: the
+// quorum rule and the validity as pure functions (decide, validity, and
+// the quorum of WithByzantineNodes), and the source of lock values
+// (valueSource).
 
 // Client acquires locks over N independent Redis masters (R7). It is safe for
 // concurrent use; create one per process and share it.
@@ -41,9 +49,9 @@ type Client struct {
 
 	facts nodeFacts // what CheckNodes read (nodecheck.go)
 
-	rtt rto // the round trips seen, for the node timeout (rto.go)
+	rtt rto // the round trips seen, for the node timeout (timeout.go)
 	// heard[i] is when node i last answered a request without an error,
-	// as time since born, at least 1 (0: never; rto.go: a node that answers
+	// as time since born, at least 1 (0: never; timeout.go: a node that answers
 	// is busy, not failed).
 	heard []atomic.Int64
 	born  time.Time
@@ -97,10 +105,10 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if !o.ownerSet {
 		o.owner = defaultOwner()
 	}
-	if err := o.useHashTags(nodes); err != nil { // keys.go
+	if err := o.useHashTags(nodes); err != nil { // options.go: the key layout
 		return nil, err
 	}
-	if err := o.checkPrefixes(); err != nil { // keys.go
+	if err := o.checkPrefixes(); err != nil { // options.go: the key layout
 		return nil, err
 	}
 	if err := o.validateFencing(nodes, names); err != nil {
@@ -324,6 +332,13 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 	}
 	for try := 1; ; try++ {
 		if tn.lock != nil {
+			// Handed over by this client's Unlock: a grant like any
+			// other, so checked against the max ttl the nodes advertise
+			// now, which may have fallen since the call began.
+			if err := c.checkAdvertised(tn.lock.ttl); err != nil {
+				_ = tn.lock.Unlock(context.WithoutCancel(ctx))
+				return nil, err
+			}
 			acquired = true
 			return tn.lock, nil
 		}
@@ -334,6 +349,13 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			// Its timer has not run yet (a loaded machine runs timers
 			// late): an attempt could only fail, and load every node.
 			return nil, c.stopped(resource, try-1, last, context.DeadlineExceeded)
+		}
+		if try > 1 {
+			// settings checked the first attempt; a node may have
+			// restarted with a smaller max ttl while this call waited.
+			if err := c.checkAdvertised(o.ttl); err != nil {
+				return nil, err
+			}
 		}
 		final := o.tries > 0 && try >= o.tries
 		value, err := o.value, error(nil)
@@ -350,10 +372,17 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		// and release, as a final one does, so that no release of it
 		// lands after the next attempt set the same value (R8.5;
 		// decideAcquire).
-		l, aerr := c.attempt(ctx, t, value, o, final)
+		l, aerr, _ := c.attempt(ctx, t, value, o, final)
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
+			if err := c.checkGranted(o.ttl); err != nil {
+				// Granted by nodes whose facts were read by this attempt
+				// only, and they refuse it (nodecheck.go): given up.
+				l.lose(err)
+				_ = l.Unlock(ctx)
+				return nil, err
+			}
 			acquired = true
 			return l, nil
 		}
@@ -395,8 +424,9 @@ func (c *Client) stopped(resource string, attempts int, last *AcquireError, caus
 
 // One acquisition (R8), the same for every kind of lock: the attempt sends
 // what the target's shape asks of each node, the quorum rule and the
-// validity decide (quorum.go), a second phase may confirm (fencing), and
-// the lock is granted (life.go: newLock) or every node's key released.
+// validity decide (decide and validity, pure functions, at the end of this
+// file), a second phase may confirm (fencing), and the lock is granted
+// (life.go: newLock) or every node's key released.
 
 // target is what one acquisition locks: one resource, or a set, and the
 // shape of its requests.
@@ -435,11 +465,11 @@ type exclusive struct{}
 
 func (exclusive) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
 	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Value: value, TTL: o.ttl}
-	by := c.fenced(t.resource, nil)
-	if by != nil {
-		req.Op = opAcquireFenced
+	if !c.opts.fencing {
+		return req, nil
 	}
-	return req, by
+	req.Op = opAcquireFenced
+	return req, c.fenced(t.resource, nil) // fencing.go
 }
 
 // confirmer is a nodeCall whose acquisition a second phase must confirm
@@ -476,20 +506,23 @@ type confirmation struct {
 // attempt with a value of the caller's (WithValue) waits as a final one
 // does (decideAcquire), so that no release of it lands after the next
 // attempt set the same value (R8.5). An attempt that a closed client sent
-// to no node fails with ErrClosed and no node's outcome.
-func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError) {
+// to no node fails with ErrClosed and no node's outcome. The fan is
+// returned too (nil when sent to no node): a writer's removal of its
+// waiting marks waits for its answers (rw.go).
+func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError, *fan) {
 	req, by := t.shape.ask(c, t, value, o)
 	f := c.newFan(ctx, ctx, req, stopDecided)
 	if f == nil {
-		return nil, &AcquireError{Resource: t.resource, Quorum: c.quorum, Cause: ErrClosed}
+		return nil, &AcquireError{Resource: t.resource, Quorum: c.quorum, Cause: ErrClosed}, nil
 	}
 	f.by = by
 	c.send(f)
-	return c.decideAcquire(f, t.resource, o, final, nil)
+	l, aerr := c.decideAcquire(f, t.resource, o, final, nil)
+	return l, aerr, f
 }
 
 // decideAcquire decides the acquisition f, sent by attempt or by a
-// hand-over (handoff_handover.go): the validity (R9), the confirmation
+// hand-over (handoff_release.go): the validity (R9), the confirmation
 // (fencing's phase 2), the grant or the releases (R8.5). from is the lock
 // this one was handed over from in this client, or nil: the new lock
 // continues its chain (runs and extensions count on, WithHandoffLimit,
@@ -502,16 +535,13 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	var cf confirmation
 	if p, ok := f.by.(confirmer); ok && state == reached && v > 0 {
 		// Within the same validity (R18: phase 2, fencing.go).
-		f.mu.Lock()
-		results := c.results(f.rs)
-		f.mu.Unlock()
-		cf = p.confirm(f, resource, results)
+		cf = p.confirm(f, resource, f.results())
 		t2 = cf.at
 		v = validity(o.ttl, t2.Sub(t1), d)
 	}
 	if state == reached && v > 0 && !cf.failed {
 		f.settle(false, false)
-		l := c.newLock(f, resource, o, d, cf.token, from) // lock.go
+		l := c.newLock(f, resource, o, d, cf.token, from) // life.go
 		if len(c.obs) > 0 {
 			c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: AttemptAcquired, Elapsed: t2.Sub(t1), Validity: v, Nodes: f.results(), Fence: cf.nodes, Token: cf.token, Handed: from != nil})
 		}
@@ -537,4 +567,152 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: e.outcome(f.ctx), Elapsed: t2.Sub(t1), Validity: e.Validity, Nodes: e.Nodes, Fence: cf.nodes})
 	}
 	return nil, e
+}
+
+// decision is the state of a fan-out after some of its replies.
+type decision int
+
+const (
+	undecided  decision = iota
+	reached             // a quorum said yes
+	impossible          // too many said no or failed for a quorum to be reached
+)
+
+// decide is the quorum rule of R8.3 as a pure function: with n nodes, a
+// quorum of q, yes nodes that said yes and no nodes that said no or failed,
+// the outcome is known as soon as yes >= q, or as soon as the nodes that may
+// still say yes (n - no) are fewer than q. The client never waits for a
+// straggler beyond that point (R15).
+func decide(n, q, yes, no int) decision {
+	switch {
+	case yes >= q:
+		return reached
+	case n-no < q:
+		return impossible
+	}
+	return undecided
+}
+
+// majority is the quorum of R8.3: at least n/2+1 of n nodes.
+func majority(n int) int { return n/2 + 1 }
+
+// WithByzantineNodes makes the client tolerate up to f nodes that lie:
+// answer OK to a SET they did not perform, confirm an extension or a fence
+// they did not apply, report fence values they do not hold. The quorum
+// becomes ceil((N+f+1)/2), so that two quorums share at least f+1 nodes and
+// so at least one honest node (the B3 bound of the agreement spec: New
+// refuses N < 3f+1, where f silent or lying nodes would leave fewer honest
+// nodes than a quorum). With WithFencing the quorum is ceil((N+2f+1)/2) and
+// N >= 4f+1 is required: a fencing token takes the (f+1)-th largest fence
+// value of the quorum (so a liar cannot inflate it), which is safe only if
+// every two quorums share f+1 honest nodes. Default 0: every node is
+// trusted, and the quorum is the majority N/2+1 of R8.3.
+//
+// What the mode does not cover: more than f liars; a liar that colludes with
+// a client; lying clients; clocks (a node whose clock runs fast is not a
+// liar in this sense, see R9). See the package documentation.
+func WithByzantineNodes(f int) Option {
+	return clientOption(func(o *clientOptions) { o.byzantine = f })
+}
+
+// quorumFor is the number of nodes an acquisition needs among n nodes with
+// the client's settings, or an error naming both numbers when n is too
+// small for the Byzantine bound.
+func quorumFor(n int, o clientOptions) (int, error) {
+	f := o.byzantine
+	switch {
+	case f < 0:
+		return 0, invalidf("byzantine nodes must be 0 or more, got %d", f)
+	case f == 0:
+		return majority(n), nil
+	case o.fencing:
+		if n < 4*f+1 {
+			return 0, invalidf("byzantine mode with fencing and f=%d needs at least 4f+1 = %d nodes, got %d: fencing tokens need every two quorums to share f+1 honest nodes", f, 4*f+1, n)
+		}
+		return ceilHalf(n + 2*f + 1), nil
+	case n < 3*f+1:
+		return 0, invalidf("byzantine mode with f=%d needs at least 3f+1 = %d nodes, got %d (B3): with fewer, f silent nodes leave the honest ones short of a quorum that excludes the liars", f, 3*f+1, n)
+	}
+	return ceilHalf(n + f + 1), nil
+}
+
+// ceilHalf is ceil(x/2) for x >= 0.
+func ceilHalf(x int) int { return (x + 1) / 2 }
+
+// drift is the clock drift compensation of R9: ttl x factor + 2 ms.
+func drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + 2*time.Millisecond
+}
+
+// validity is MIN_VALIDITY of R9: ttl - elapsed - drift, where elapsed runs
+// from before the first request (T1) to the deciding reply (T2). A lock is
+// held only if it is positive (R8.3-4).
+func validity(ttl, elapsed, drift time.Duration) time.Duration {
+	return ttl - elapsed - drift
+}
+
+// valueSize is the number of random bytes in a lock value (R4: 20 bytes from
+// a secure source).
+const valueSize = 20
+
+// tagSize is the number of random bytes of a client's tag, which starts
+// each of its values: tagLen characters once base64url-encoded, a whole
+// number of characters, so that the tag is a prefix of the encoded value.
+const (
+	tagSize  = 6
+	tagLen   = tagSize * 4 / 3
+	valueLen = tagLen + (valueSize*8+5)/6
+)
+
+// valueSource hands out lock values from crypto/rand, reading it in blocks
+// so that an acquisition does not pay a system call. Every value starts
+// with the client's tag (random, drawn once per client): the release
+// announcements of the hand-off (R14) then tell the clients which client
+// released, so that they all rank their waiters alike (handoff_wait.go: rank).
+// The 20 random bytes after it keep every value unique and unguessable
+// (R4).
+type valueSource struct {
+	tag string
+	mu  sync.Mutex
+	buf [valueSize * 64]byte
+	off int
+}
+
+func newValueSource() (*valueSource, error) {
+	var raw [tagSize]byte
+	if _, err := rand.Read(raw[:]); err != nil {
+		return nil, err
+	}
+	return &valueSource{tag: base64.RawURLEncoding.EncodeToString(raw[:]), off: len((&valueSource{}).buf)}, nil
+}
+
+// tagOf returns the client tag that starts value, or "" for a value that
+// no client of this package drew (WithValue's).
+func tagOf(value string) string {
+	if len(value) != valueLen {
+		return ""
+	}
+	return value[:tagLen]
+}
+
+// next returns a fresh value: the client's tag, then 20 secure random bytes,
+// base64url-encoded.
+func (s *valueSource) next() (string, error) {
+	var raw [valueSize]byte
+	s.mu.Lock()
+	if s.off == len(s.buf) {
+		if _, err := rand.Read(s.buf[:]); err != nil {
+			s.mu.Unlock()
+			return "", err
+		}
+		s.off = 0
+	}
+	copy(raw[:], s.buf[s.off:s.off+valueSize])
+	clear(s.buf[s.off : s.off+valueSize])
+	s.off += valueSize
+	s.mu.Unlock()
+	var b [valueLen]byte
+	copy(b[:], s.tag)
+	base64.RawURLEncoding.Encode(b[tagLen:], raw[:])
+	return string(b[:]), nil
 }

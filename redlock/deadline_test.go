@@ -238,3 +238,42 @@ func TestPastDeadlineMakesNoAttempt(t *testing.T) {
 		})
 	}
 }
+
+// Unlock and Release with a context whose deadline had passed when they
+// were called learn whether the lock was released, as with a context
+// already done (the releases' answers bound the wait, not the context),
+// also while the context's timer has not run: a loaded machine runs
+// timers late. Before the fix the wait ended when the timer ran, a moment
+// later, before the nodes answered: "Unlock = redlock: unlock failed ...
+// context deadline exceeded, want nil".
+func TestPastDeadlineReleaseLearnsTheAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release func(ctx context.Context, c *redlock.Client, l *redlock.Lock) error
+	}{
+		{"Unlock", func(ctx context.Context, _ *redlock.Client, l *redlock.Lock) error { return l.Unlock(ctx) }},
+		{"Release", func(ctx context.Context, c *redlock.Client, l *redlock.Lock) error { return c.Release(ctx, l.Handle()) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes, mems := redlocktest.NewMemNodes(3)
+				c := memClient(t, nodes)
+				l, err := c.TryLock(t.Context(), "r")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, m := range mems {
+					m.SetSlow(20 * time.Millisecond)
+				}
+				// The deadline passed a millisecond ago; its timer runs
+				// 5 ms into the call, before the nodes answer.
+				timer, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				defer cancel()
+				ctx := lateTimer{timer, time.Now().Add(-time.Millisecond)}
+				if err := tc.release(ctx, c, l); err != nil {
+					t.Errorf("%s = %v, want nil", tc.name, err)
+				}
+			})
+		})
+	}
+}

@@ -148,7 +148,14 @@ func (e *AcquireError) Error() string {
 		fmt.Fprintf(&b, " (held elsewhere: %d of %d nodes granted, %d needed)", e.Count(Acquired), len(e.Nodes), e.Quorum)
 	}
 	sep := ": "
-	for _, r := range e.Nodes {
+	rs := e.Nodes
+	if e.Fence != nil && e.Cause == nil && e.Validity == 0 {
+		// Every node of phase 1 that counted granted: what stopped the
+		// lock is the fencing phase's nodes (a node error such as an
+		// ACL's NOPERM among them).
+		rs = e.Fence
+	}
+	for _, r := range rs {
 		if r.Outcome == Acquired {
 			continue
 		}

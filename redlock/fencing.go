@@ -83,15 +83,6 @@ func (o clientOptions) validateFencing(nodes []Node, names []string) error {
 	return o.checkRetention(o.lock.ttl)
 }
 
-// checkRetention refuses a ttl that the fence retention does not exceed:
-// the fence key must outlive the lock it fences.
-func (o clientOptions) checkRetention(ttl time.Duration) error {
-	if o.fencing && o.fenceRetention > 0 && o.fenceRetention <= ttl {
-		return invalidf("fence retention %v must exceed the ttl %v (a fence key must outlive its lock; retention is meant to be long, days)", o.fenceRetention, ttl)
-	}
-	return nil
-}
-
 // errTokenSpace is a phase-1 read that leaves no larger token.
 var errTokenSpace = errors.New("redlock: fence value at the top of the token space")
 
@@ -299,8 +290,9 @@ func repairFloor() uint64 { return uint64(max(0, time.Now().UnixMicro())) }
 // repair).
 func (c *Client) floorKey(fenceKey string) string {
 	if c.opts.hashTags {
-		// Every script runs on one slot (keys.go): each resource keeps
-		// its own floor, beside its fence key in the same hash tag.
+		// Every script runs on one slot (options.go: the key layout):
+		// each resource keeps its own floor, beside its fence key in the
+		// same hash tag.
 		return fenceKey + floorSuffix
 	}
 	return c.opts.fencePrefix

@@ -159,9 +159,9 @@ func (l *Lock) Handle() Handle {
 	l.mu.Lock()
 	until, ext, value := l.until, l.extensions, l.value
 	if l.passed {
-		value = "" // the next holder's (handoff_handover.go: keep)
+		value = "" // the next holder's (handoff_release.go: keep)
 	} else if l.bound != nil {
-		l.bound.Store(true) // never passed on (handoff_handover.go: keep)
+		l.bound.Store(true) // never passed on (handoff_release.go: keep)
 	}
 	l.mu.Unlock()
 	l.crossed.Store(true) // its extensions count on the nodes (bounds.go)

@@ -76,7 +76,7 @@ func WithHandoff(on bool) Option {
 //   - listening: which nodes each key's waiters listen on, and the
 //     per-node subscriptions (handoff_wait.go: subscribe; handoff_subs.go);
 //   - ranking: which clients released each key in which order, and this
-//     client's own recent releases (handoff_notify.go).
+//     client's own recent releases (handoff_release.go).
 type handoff struct {
 	c     *Client
 	nodes []adapter.HandoffNode // nil where a node lacks the capability
@@ -123,7 +123,7 @@ type listening struct {
 	subGen uint64 // subscriptions made so far: the last one's generation
 }
 
-// ranking is what the client heard of the clients' turns (handoff_notify.go).
+// ranking is what the client heard of the clients' turns (handoff_release.go).
 type ranking struct {
 	// own holds the values of this client's recent releases of keys that
 	// had waiters: their announcements come back through the nodes after

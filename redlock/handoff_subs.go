@@ -47,19 +47,26 @@ func (h *handoff) queueSub(i int, op subOp) {
 // nodes, as watchSet ranks them now: the nodes chosen when its first
 // waiter joined may have stopped answering since (down, frozen), and
 // announce nothing, and a queue that never empties would keep them for
-// good, its waiters woken by their timed retries alone (R10). And nodes
-// where the last failed attempt found the key held (held) will announce
-// its release, which may have reached the others already (one node slow
-// to apply it): the subscription moves to them, and their look (confirmed)
-// finds the release if it came first. Called by a waiter after each
+// good, its waiters woken by their timed retries alone (R10). And when an
+// attempt woken by an announced release found the key still held (held)
+// on none of the nodes it listens on, the release reached those first and
+// is still on its way to the others (slow to apply it): the subscription
+// moves to nodes that held, which will announce it, and whose look
+// (confirmed) finds it if it came first. Called by a waiter after each
 // failed attempt, which is what tells the client which nodes answer and
-// hold; nothing changes while the chosen nodes are as good as any.
+// hold; nothing changes while the chosen nodes answer.
 func (h *handoff) rewatch(key string, held uint64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old, ok := h.watched[key]
 	if !ok || h.closed {
 		return
+	}
+	for _, i := range old {
+		if i < 64 && held&(1<<i) != 0 {
+			held = 0 // one it listens on will announce the release (heard)
+			break
+		}
 	}
 	at := h.watchSet(key, held, old)
 	if len(at) == len(old) && !slices.ContainsFunc(at, func(i int) bool { return !slices.Contains(old, i) }) {

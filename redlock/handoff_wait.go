@@ -13,10 +13,10 @@ import (
 // key's releases (subscribe; the subscriptions run in the background,
 // handoff_subs.go); it waits for an announced release, in its rank among
 // the clients (rank), for a hand-over from this client's Unlock
-// (handoff_handover.go), or for the timed random retry of R10, whichever
+// (handoff_release.go), or for the timed random retry of R10, whichever
 // comes first (wait); after a failed attempt it waits again (next); and
 // it leaves the queue when the call ends (end). What a release tells the
-// waiters is in handoff_notify.go.
+// waiters is in handoff_release.go.
 
 var _ waiting = (*handoff)(nil)
 
@@ -40,13 +40,13 @@ type waiter struct {
 	gaveFreed   bool
 	lookPending bool
 	lookFrom    int
-	// heldAt is the nodes where its last failed attempt found the key
-	// held and that have not announced a release since: an announcement
-	// from one of them wakes it again, even of a release already heard
-	// from another node (handoff_notify.go: heard). Nodes past the 64th
-	// are not tracked. heardWhen is when each node last announced a
-	// release of the key (zero: not since it waits). Under handoff.mu.
-	heldAt    uint64
+	// deniedAt is the nodes that did not grant its last failed attempt
+	// and have not announced a release since: an announcement from one
+	// of them wakes it again, even of a release already heard from
+	// another node (handoff_release.go: heard). Nodes past the 64th are
+	// not tracked. heardWhen is when each node last announced a release
+	// of the key (zero: not since it waits). Under handoff.mu.
+	deniedAt  uint64
 	heardWhen []time.Time
 	// woke is the wake-up that the call's latest wait acted on; only the
 	// waiting call reads and writes it (next).
@@ -198,31 +198,33 @@ func (h *handoff) subscribe(key string, on bool) {
 // watchSet returns the nodes to listen on for key's releases:
 // HandoffWatchNodes of the capable nodes, taken in order from one chosen by
 // key's hash (so that many keys' subscriptions spread over the nodes),
-// better ones first: a node in held (it just answered that the key is
-// held: it will announce the release), then one that answered this client
-// within the last limit (one that did not may be down, and would announce
-// nothing); among equals, one it listens on already (in old), so that a
-// subscription moves only for a better node (rewatch). Called with h.mu
-// held.
+// better ones first: a node in held (rewatch), then one that answered this
+// client within the last limit (one that did not may be down, and would
+// announce nothing), one it listens on already (in old) first among those
+// alike, so that a subscription moves only for a better node. Called with
+// h.mu held.
 func (h *handoff) watchSet(key string, held uint64, old []int) []int {
 	n := len(h.nodes)
 	first := int(keyHash(key) % uint32(n))
 	recent := time.Since(h.c.born) - timeoutLimit(h.c.opts.nodeTimeout, 0)
-	var classes [6][]int
+	var classes [5][]int
 	for k := range n {
 		i := (first + k) % n
 		if h.nodes[i] == nil {
 			continue
 		}
-		class := 4 // neither held nor answered lately
+		up := h.c.heard[i].Load() > max(int64(recent), 0) // 0: never
+		listens := slices.Contains(old, i)
+		class := 4
 		switch {
 		case i < 64 && held&(1<<i) != 0:
 			class = 0
-		case h.c.heard[i].Load() > max(int64(recent), 0): // 0: never
+		case up && listens:
+			class = 1
+		case up:
 			class = 2
-		}
-		if !slices.Contains(old, i) {
-			class++
+		case listens:
+			class = 3
 		}
 		classes[class] = append(classes[class], i)
 	}
@@ -364,7 +366,7 @@ const (
 
 // rankSlot is the length of one rank of the hand-off (rank)
 // and the most jitter within it: the jitter is the smoothed round trip of
-// the client's fans (rto.go), and the slot adds the round-trip bound that
+// the client's fans (timeout.go), and the slot adds the round-trip bound that
 // TCP would use (srtt + 4 x rttvar), so that an attempt started anywhere
 // in the jitter has most likely been decided on the nodes before the next
 // rank's starts: two ranks that overlap split the votes (R10), and under
@@ -388,7 +390,7 @@ func (c *Client) rankSlot(elapsed time.Duration, o lockOptions) (slot, jitter ti
 // instead of all at once (R10: in a herd the first to reach the nodes wins
 // at random, every other attempt is wasted, and votes may split). Every
 // client hears the same announcements, and each value names its client
-// (value.go: tagOf), so the order of the clients' last releases (turns.
+// (client.go: tagOf), so the order of the clients' last releases (turns.
 // order) is the same in every client: a client lets pass one slot per
 // client that released before it did, the client that released least
 // recently goes at once, the one that just released last. A client whose
@@ -451,7 +453,7 @@ func (h *handoff) releasedMark(t target) uint64 {
 //     itself, and a lone waiter never wakes itself out of R10's delay.
 //   - An attempt that went at once on an announcement (the first rank) may
 //     have reached some node before the release did. A node it listens to
-//     wakes it again when it announces that release (handoff_notify.go:
+//     wakes it again when it announces that release (handoff_release.go:
 //     heard); for the nodes it does not listen to, its timed retry comes
 //     one rank slot later (afterFirst), when the node whose announcement
 //     woke it granted the attempt or did not answer. When that node says the
@@ -477,24 +479,40 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 		}
 	}
 	split := after&afterSplit != 0
-	var held uint64
+	// The nodes that did not grant the attempt (denied), and those of
+	// them that said the key is held (held).
+	var denied, held uint64
 	for i, r := range failed.Nodes {
-		if r.Outcome == Held && i < 64 {
+		switch {
+		case i >= 64 || r.Outcome == Acquired:
+		case r.Outcome == Held:
 			held |= 1 << i
+			fallthrough
+		default:
+			denied |= 1 << i
 		}
 	}
 	w := tn.place
 	if w == nil {
 		w = newWaiter(ctx, t.resource, o)
-		w.split, w.gave, w.heldAt = split, tn.value, held // before it is shared (handoff_subs.go: confirmed)
+		w.split, w.gave, w.deniedAt = split, tn.value, denied // before it is shared (handoff_subs.go: confirmed)
 		h.joinTarget(t, w)
 		tn.place = w
 		h.wakeIfReleased(t, w, tn.mark)
 	} else {
+		now := time.Now()
 		h.mu.Lock()
 		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
-		w.heldAt = held
-		h.wakeIfCrossed(t, w, failed, time.Now().Add(-elapsed))
+		w.deniedAt = denied
+		h.wakeIfCrossed(t, w, now.Add(-elapsed))
+		// A release announced lately may still be on its way to the
+		// nodes that hold (rewatch); the holder gives up on a node
+		// after its node timeout, at most the limit.
+		if !slices.ContainsFunc(w.heardWhen, func(at time.Time) bool {
+			return now.Sub(at) < timeoutLimit(h.c.opts.nodeTimeout, 0)
+		}) {
+			held = 0
+		}
 		h.mu.Unlock()
 		for _, key := range t.lockKeys() {
 			h.rewatch(key, held) // its nodes may have stopped answering, or hold no more
@@ -508,19 +526,19 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 	return h.waitTurn(ctx, o, elapsed, after, tn)
 }
 
-// wakeIfCrossed wakes w, whose attempt for t begun at start just failed
-// as failed says, when a node that answered it "held" announced a release
-// of the key after the attempt began: the attempt may have reached the
-// node before the release did, and the announcement, of a release maybe
-// heard already from another node, came while w was attempting (heard).
-// (The answer and the announcement come on different connections, in
-// either order.) The copies of one announcement from several nodes that
-// came before the attempt began wake nothing more; a forged one that
-// reaches the nodes while the attempt runs costs an attempt per node w
-// listens on. Called with h.mu held.
-func (h *handoff) wakeIfCrossed(t target, w *waiter, failed *AcquireError, start time.Time) {
+// wakeIfCrossed wakes w, whose attempt for t begun at start just failed,
+// when a node that did not grant it (deniedAt) announced a release of the
+// key after the attempt began: the attempt may have reached the node
+// before the release did, and the announcement, of a release maybe heard
+// already from another node, came while w was attempting (heard). (The
+// answer and the announcement come on different connections, in either
+// order.) The copies of one announcement from several nodes that came
+// before the attempt began wake nothing more; a forged one that reaches
+// the nodes while the attempt runs costs an attempt per node w listens
+// on. Called with h.mu held.
+func (h *handoff) wakeIfCrossed(t target, w *waiter, start time.Time) {
 	for i, at := range w.heardWhen {
-		if w.heldAt&(1<<i) != 0 && at.After(start) {
+		if w.deniedAt&(1<<i) != 0 && at.After(start) {
 			h.wakeFrom(t.key, w, t.keys != nil, i)
 			return
 		}
@@ -587,7 +605,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 // would: after the look after subscribing found the key free there
 // (handoff_subs.go: confirmed), or when the node announced a release that
 // w's last attempt, begun before it reached the node, found still held
-// (handoff_notify.go: heard). It goes in its client's rank, with a jitter
+// (handoff_release.go: heard). It goes in its client's rank, with a jitter
 // when its last attempt split the votes (wait), which keeps the next
 // split away as R10's delay does; an attempt that goes at once on it and
 // fails may have reached another node before the release it was woken
@@ -712,9 +730,29 @@ func (h *handoff) give(w *waiter, wk wake) {
 	}
 	// It attempts again: what its last attempt found no longer matters
 	// (heard).
-	w.heldAt = 0
+	w.deniedAt = 0
 	select {
 	case w.ch <- wk:
 	default:
 	}
+}
+
+// testSeam is what a test may carry in the context of a call (see
+// export_test.go) to run code at points of an acquisition that no node
+// sees: when a Lock call is about to look for the waiters ahead of it in
+// its client (turn, in first above), and between the two phases of a
+// fenced acquisition (phase, fencing.go). No production call carries one,
+// and no production type holds one.
+type testSeam struct {
+	phase func(resource string)
+	turn  func(resource string)
+}
+
+// seamKey is the context key of a testSeam.
+type seamKey struct{}
+
+// seamOf returns the testSeam that ctx carries, or nil.
+func seamOf(ctx context.Context) *testSeam {
+	s, _ := ctx.Value(seamKey{}).(*testSeam)
+	return s
 }

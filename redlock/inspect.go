@@ -2,6 +2,8 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -286,10 +288,12 @@ const DefaultLocksLimit = 1000
 // keys per call), and inspects each (see Inspect): held ones, and the
 // remnants on fewer than a quorum of nodes. At most limit resources are
 // listed (0: DefaultLocksLimit), sorted by name; complete is false when
-// there were more. A node whose scan fails is skipped: its keys show only
-// if another node has them, and its views say so. When ctx ends while the
-// resources are inspected, Locks returns those inspected so far with ctx's
-// error.
+// there were more. When the scan of a node fails (on any page), the
+// resources found are still listed and inspected, but complete is false
+// and the error is a *ScanError naming each failed node (errors.Is finds
+// ErrScanIncomplete): a resource whose keys are only on such nodes may be
+// missing. When ctx ends while the resources are inspected, Locks returns
+// those inspected so far with ctx's error.
 func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, complete bool, err error) {
 	if limit <= 0 {
 		limit = DefaultLocksLimit
@@ -305,17 +309,19 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	var mu sync.Mutex
 	names := map[string]bool{}
 	complete = true
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
+	failed := make([]error, len(nodes))
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
 		cursor := ""
 		for seen := 0; ; {
 			keys, next, err := n.Scan(ctx, prefix, cursor, 100)
 			if err != nil {
+				failed[i] = nodeError(c.names[i], err) // one writer per index
 				return
 			}
 			mu.Lock()
 			for _, k := range keys {
 				if strings.HasPrefix(k, prefix) && len(k) > len(prefix) {
-					names[c.opts.resourceOf(prefix, k)] = true // hash tags too (keys.go)
+					names[c.opts.resourceOf(prefix, k)] = true // hash tags too (options.go: the key layout)
 				}
 			}
 			seen += len(keys)
@@ -336,6 +342,10 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
 	}
+	var scanErr error
+	if se := newScanError(failed); se != nil {
+		scanErr, complete = se, false
+	}
 	sorted := make([]string, 0, len(names))
 	for r := range names {
 		sorted = append(sorted, r)
@@ -347,13 +357,60 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	owners := map[string]string{}
 	for _, r := range sorted {
 		if err := ctx.Err(); err != nil {
-			return infos, false, err // the resources inspected so far
+			return infos, false, errors.Join(err, scanErr) // the resources inspected so far
 		}
 		info, _ := c.inspect(ctx, nodes, r, owners)
 		infos = append(infos, info)
 	}
-	return infos, complete, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return infos, false, errors.Join(err, scanErr)
+	}
+	return infos, complete, scanErr
 }
+
+// ErrScanIncomplete is in the error of Client.Locks when the scan of some
+// node failed: the list may miss the resources whose keys are only there.
+var ErrScanIncomplete = errors.New("redlock: the key scan of some nodes failed: the list of locks may miss some")
+
+// ScanError is the error of Client.Locks when the scan of one or more
+// nodes failed. errors.Is finds ErrScanIncomplete and each node's error.
+type ScanError struct {
+	// Nodes is the number of nodes of the client.
+	Nodes int
+	// Failed are the errors of the nodes whose scan failed, each a
+	// *NodeError naming the node, in node order.
+	Failed []error
+}
+
+// newScanError returns the ScanError of the per-node scan errors (nil
+// where a node's scan did not fail), or nil when none failed.
+func newScanError(perNode []error) *ScanError {
+	e := &ScanError{Nodes: len(perNode)}
+	for _, err := range perNode {
+		if err != nil {
+			e.Failed = append(e.Failed, err)
+		}
+	}
+	if len(e.Failed) == 0 {
+		return nil
+	}
+	return e
+}
+
+// Scanned is the number of nodes whose scan did not fail.
+func (e *ScanError) Scanned() int { return e.Nodes - len(e.Failed) }
+
+// Error says how many nodes failed their scan, and why.
+func (e *ScanError) Error() string {
+	msgs := make([]string, len(e.Failed))
+	for i, err := range e.Failed {
+		msgs[i] = err.Error()
+	}
+	return fmt.Sprintf("%v: %d of %d node(s): %s", ErrScanIncomplete, len(e.Failed), e.Nodes, strings.Join(msgs, "; "))
+}
+
+// Unwrap returns ErrScanIncomplete and the nodes' errors.
+func (e *ScanError) Unwrap() []error { return append([]error{ErrScanIncomplete}, e.Failed...) }
 
 // ForceReport is what Client.ForceRelease did.
 type ForceReport struct {

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"dlm/redlock/adapter"
 	"errors"
 	"slices"
 	"sync/atomic"
@@ -176,17 +177,28 @@ func (c *Client) newLock(f *fan, resource string, o lockOptions, d time.Duration
 		l.extensions = from.extensionsDone()
 	}
 	if c.opts.handoffKeep && l.mode == modeExclusive && l.keys == nil && token == 0 && !c.opts.fencing && !o.valueSet {
-		l.bound = new(atomic.Bool) // may be kept by a hand-over (handoff_handover.go)
+		l.bound = new(atomic.Bool) // may be kept by a hand-over (handoff_release.go)
 	}
 	c.grant(l, o) // auto-extension, Done (life.go)
 	return l
+}
+
+// modeOf is the mode of a lock granted by an acquisition of op.
+func modeOf(op adapter.Op) lockMode {
+	switch op {
+	case adapter.OpRAcquire:
+		return modeRead
+	case adapter.OpWAcquire, opWAcquireFenced:
+		return modeWrite
+	}
+	return modeExclusive
 }
 
 // grant sets up the lock's life after its grant: the extender of
 // WithAutoExtend, tracked by the client's background work.
 func (c *Client) grant(l *Lock, o lockOptions) {
 	l.granted = time.Now()
-	c.noteOwner(l.granted, l.Until()) // an atomic load, mostly (owner.go)
+	c.noteOwnerIfDue(l.granted, l.Until())
 	l.maxExt = o.maxExtensions
 	if !o.autoExtend {
 		return
@@ -210,6 +222,16 @@ func (c *Client) grant(l *Lock, o lockOptions) {
 		return
 	}
 	go l.autoExtend()
+}
+
+// noteOwnerIfDue writes the client's owner note (owner.go: noteOwner)
+// when a validity granted or extended at at, ending at until, ends after
+// what the note written last covers: on a grant or an extension, an atomic
+// load, and mostly nothing more.
+func (c *Client) noteOwnerIfDue(at, until time.Time) {
+	if int64(until.Sub(c.born)) >= c.ownerDue.Load() {
+		c.noteOwner(at, until)
+	}
 }
 
 // stopExtending stops the extender, if any, and waits for it (Unlock).

@@ -34,7 +34,7 @@ type Lock struct {
 	mode     lockMode // exclusive, or a read or write lock (rw.go)
 	// bound is set once the value was bound to something outside the
 	// client (Handle, PutRecord), shared by the locks that kept one value
-	// (WithHandoffKeep; handoff_handover.go: keep); nil where a lock is
+	// (WithHandoffKeep; handoff_release.go: keep); nil where a lock is
 	// never kept: without WithHandoffKeep, for a value known outside from
 	// the start (WithValue, Resume), sets, read-write locks and fencing.
 	bound *atomic.Bool
@@ -58,7 +58,7 @@ type Lock struct {
 	extensions int // successful extensions (WithMaxExtensions)
 	// gone is set when an extension found too many nodes without the
 	// value: whatever Until says, the keys may be free, and a hand-over
-	// must not keep the lock (handoff_handover.go: keep), even when Unlock had
+	// must not keep the lock (handoff_release.go: keep), even when Unlock had
 	// already begun (the extender's answer comes while Unlock waits).
 	gone bool
 	// restoring counts the restores under way (restore.go), begun only
@@ -80,17 +80,6 @@ const (
 	modeRead                      // RLock, TryRLock: shared with readers
 	modeWrite                     // WLock, TryWLock: exclusive
 )
-
-// modeOf is the mode of a lock granted by an acquisition of op.
-func modeOf(op adapter.Op) lockMode {
-	switch op {
-	case adapter.OpRAcquire:
-		return modeRead
-	case adapter.OpWAcquire, opWAcquireFenced:
-		return modeWrite
-	}
-	return modeExclusive
-}
 
 // Resource returns the name of the locked resource. For a set (LockAll),
 // it returns the set's names, sorted, joined by "," (as in errors and
@@ -187,8 +176,9 @@ func (l *Lock) Validity() time.Duration {
 // ctx is live when it is called: the releases still owed then go on in the
 // background (Client.Close waits for them) and the error, ErrUnlockFailed
 // unless a quorum had answered, also wraps ctx's error. A ctx that had
-// already ended bounds nothing, so that a deferred Unlock after a
-// cancellation still learns the outcome, within the release timeout.
+// already ended, or whose deadline had passed, bounds nothing, so that a
+// deferred Unlock after a cancellation still learns the outcome, within
+// the release timeout.
 // Unlock returns nil when a quorum of nodes deleted this
 // lock's key (it does not wait for the slower nodes, whose releases go on in
 // the background; Client.Close waits for them); ErrNotHeld when too many
@@ -257,9 +247,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // (Unlock, Release): ctx while it is live, so that the call returns when it
 // ends; a context that had already ended before the call bounds nothing
 // (the release timeout does), so that a deferred Unlock after a
-// cancellation still learns whether the lock was released.
+// cancellation still learns whether the lock was released. So does one
+// whose deadline has passed while its timer has not run yet (a loaded
+// machine runs timers late).
 func waitingCtx(ctx context.Context) context.Context {
-	if ctx == nil || ctx.Err() != nil {
+	if ctx == nil || ctx.Err() != nil || pastDeadline(ctx, time.Now()) {
 		return context.Background()
 	}
 	return ctx
@@ -328,6 +320,26 @@ func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 	return err
 }
 
+// request is the request of op (OpRelease, OpExtend, ...) for l: on its
+// key, or, for a set, op's form on its keys.
+func (l *Lock) request(op adapter.Op) adapter.Request {
+	if l.mode == modeRead {
+		op = readOp(op) // rw.go
+	}
+	if l.keys != nil {
+		op = setOp(op, l.keys) // multi.go
+	}
+	return adapter.Request{Op: op, Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
+}
+
+// lockKeys returns l's lock keys: its key, or a set's keys.
+func (l *Lock) lockKeys() []string {
+	if l.keys != nil {
+		return l.keys
+	}
+	return []string{l.key}
+}
+
 // releaseAll releases req's key (or a set's keys) from its value on every
 // node (R5, R12), announced where the nodes can and announce is set
 // (hand-off, R14), and returns each node's reply once a quorum released or
@@ -340,7 +352,10 @@ func (c *Client) releaseAll(ctx context.Context, req adapter.Request, announce b
 		if announce && c.hand != nil {
 			op = adapter.OpReleaseAnnounce
 		}
-		req.Op = setOp(op, req.Keys)
+		if req.Keys != nil {
+			op = setOp(op, req.Keys) // multi.go
+		}
+		req.Op = op
 	}
 	return c.releaseEvery(ctx, req, false)
 }
@@ -514,7 +529,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		l.extensions++
 		count := l.extensions
 		l.mu.Unlock()
-		c.noteOwner(t2, newUntil) // the note outlives the extended lock (owner.go)
+		c.noteOwnerIfDue(t2, newUntil) // the note outlives the extended lock (life.go)
 		if l.crossed.Load() {
 			c.keepOwnerNote(l.value, t2, newUntil) // the acquirer's note too (owner.go)
 		}
@@ -528,7 +543,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return nil
 	case notHeld > len(c.nodes)-c.quorum:
 		l.mu.Lock()
-		l.gone = true // never kept (handoff_handover.go: keep)
+		l.gone = true // never kept (handoff_release.go: keep)
 		l.mu.Unlock()
 		return errors.Join(append([]error{ErrNotHeld}, errs...)...)
 	case !t2.Before(until):

@@ -110,23 +110,6 @@ func multiFencing(c *Client, i int) (adapter.MultiNode, error) {
 	return n, nil
 }
 
-// request is the request of op (OpRelease, OpExtend, ...) for l: on its
-// key, or, for a set, op's form on its keys.
-func (l *Lock) request(op adapter.Op) adapter.Request {
-	if l.mode == modeRead {
-		op = readOp(op) // rw.go
-	}
-	return adapter.Request{Op: setOp(op, l.keys), Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
-}
-
-// lockKeys returns l's lock keys: its key, or a set's keys.
-func (l *Lock) lockKeys() []string {
-	if l.keys != nil {
-		return l.keys
-	}
-	return []string{l.key}
-}
-
 // Resources returns the names of the locked resources: for a lock of
 // LockAll or TryLockAll, the set, sorted; for one resource, that one. The
 // slice is the caller's.

@@ -113,10 +113,6 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &timeout) && timeout.Timeout()
 }
 
-// startable reports whether AsyncNode.Start carries op: every operation
-// but adapter.RWNode's, which run by its blocking methods (rw.go).
-func startable(op adapter.Op) bool { return !isRWOp(op) }
-
 // undo is the request that undoes the acquisition req on a node (R5,
 // R8.5): the release of its key, or of a set's keys (multi.go); a reader
 // leaves the readers' hash (rw.go).

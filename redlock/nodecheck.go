@@ -20,8 +20,13 @@ import (
 // lock's ttl against it with two atomic loads and one call per node that
 // reads a version, without a request. Before its first lock the client
 // makes the nodes connect (Connect), bounded by checkWait, so that even
-// the first lock is checked; a node that does not connect in time is
-// checked from its first connection on.
+// the first lock is checked; a node that does not connect in time (a
+// loaded machine) is checked from its first connection on, and that is
+// the lock's own attempt: a node grants a lock only over a connection
+// whose handshake read its facts first, so a lock granted while some
+// node's facts were unknown is checked again before it is returned
+// (checkGranted), and given up if the facts its grant read refuse it. A
+// slow node is never an error: it is waited for no longer than before.
 
 // NodeCheck is what Client.CheckNodes found: each node's facts, in node
 // order, and the warnings it gave (one line each).
@@ -76,6 +81,7 @@ type factsVerdict struct {
 	dup      error         // two nodes are one server
 	unsafe   error         // servers that cannot keep a lock (serverRefusal)
 	warnings []NodeWarning // every warning the facts give now
+	unknown  int           // FactsNodes that have read no facts yet
 }
 
 // CheckNodes connects every node that is not connected (bounded by four
@@ -277,6 +283,19 @@ func (c *Client) checkAdvertised(ttl time.Duration) error {
 	return nil
 }
 
+// checkGranted checks a lock with ttl that the nodes have just granted,
+// when some node's facts were still unknown at the last judgement (the
+// first lock of a client whose nodes connected after checkWait): the
+// nodes that granted it connected for the attempt and read their facts
+// first, so the check that could not be made before the attempt is made
+// now. Otherwise (every node's facts known) it costs an atomic load.
+func (c *Client) checkGranted(ttl time.Duration) error {
+	if v := c.facts.verdict.Load(); v != nil && v.unknown == 0 {
+		return nil
+	}
+	return c.checkAdvertised(ttl)
+}
+
 // judgeFacts judges the nodes' facts as they are now, publishes the
 // verdict, and tells the observers the warnings not told before.
 func (c *Client) judgeFacts() *factsVerdict {
@@ -296,6 +315,9 @@ func (c *Client) judgeFacts() *factsVerdict {
 		}
 		servers, ver := fn.Facts()
 		v.versions[i] = ver
+		if ver == 0 {
+			v.unknown++
+		}
 		cn, cluster := c.nodes[i].(adapter.ClusterNode)
 		cluster = cluster && cn.Cluster() // its replicas: checkReplicas
 		for _, s := range servers {

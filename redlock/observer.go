@@ -242,12 +242,3 @@ func (o logObserver) End(e EndEvent) {
 	}
 	o.l.Log(context.Background(), level, "redlock: lock ended", args...)
 }
-
-// results turns fan-out replies into node results.
-func (c *Client) results(replies []reply) []NodeResult {
-	out := make([]NodeResult, len(replies))
-	for k, r := range replies {
-		out[k] = NodeResult{Node: c.names[r.i], Outcome: r.outcome(), Err: r.err, Latency: r.latency}
-	}
-	return out
-}

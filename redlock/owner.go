@@ -13,8 +13,8 @@ import (
 //
 // The label is kept once per client on each node, not once per lock, so
 // that Lock and Unlock send no command more than before: every value a
-// client draws starts with its tag (value.go: 6 random bytes drawn once
-// per client), and the client keeps a note "owner:"+tag under
+// client draws starts with its tag (client.go: valueSource; 6 random bytes
+// drawn once per client), and the client keeps a note "owner:"+tag under
 // WithInfoPrefix on every node it heard from lately, with its label. It
 // writes the note in the background after a grant or an extension whose
 // validity ends later than the note covers (a minute later, when a node
@@ -80,9 +80,11 @@ func (c *Client) ownerLife(left time.Duration) time.Duration {
 
 // noteOwner writes the client's owner note on every node, in the
 // background, when a lock's validity, granted or extended at at, ends
-// (until) after what the note written last covers: an atomic load per
-// grant and extension, and no request on their path. The note written
-// covers every lock that ends within half its life.
+// (until) after what the note written last covers, which its caller
+// (life.go: noteOwnerIfDue) checked first and this checks again under a
+// compare-and-swap, so that one grant of many writes it: no request on
+// the path of a grant or an extension. The note written covers every
+// lock that ends within half its life.
 func (c *Client) noteOwner(at, until time.Time) {
 	now, end := int64(at.Sub(c.born)), int64(until.Sub(c.born))
 	life := c.ownerLife(until.Sub(at))
@@ -94,7 +96,7 @@ func (c *Client) noteOwner(at, until time.Time) {
 	if all == nil {
 		return
 	}
-	// Only the nodes heard from lately (rto.go: Client.heard): the note
+	// Only the nodes heard from lately (timeout.go: Client.heard): the note
 	// matters where the client's keys are, and a node that is down is
 	// not dialled for it (an adapter's pool may log each failed dial).
 	// When one is left out, the note is due again in a minute.

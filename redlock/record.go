@@ -89,7 +89,7 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if l.bound != nil {
 		// The record names this holder and is bound to the value: a
 		// hand-over that kept the value would pass the record on with
-		// it, to a holder it does not name (handoff_handover.go: keep).
+		// it, to a holder it does not name (handoff_release.go: keep).
 		l.bound.Store(true)
 	}
 	l.mu.Lock()

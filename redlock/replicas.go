@@ -83,25 +83,29 @@ func (o clientOptions) checkReplicas(nodes []Node, names []string) error {
 }
 
 // promotableError is the error of New for node's replicas, or nil when
-// none may promote itself.
+// none may promote itself. It names each such replica with its master, as
+// the cluster lists them, and says what the operator is to do on each.
 func promotableError(node string, reps []adapter.Replica) error {
 	var bad []string
 	for _, r := range reps {
-		if r.Promotable {
-			bad = append(bad, fmt.Sprintf("%s (replica of %s)", r.Addr, orUnknown(r.Master)))
+		if !r.Promotable {
+			continue
 		}
+		if r.Master == "" {
+			// The cluster lists the replica without a master it knows:
+			// one that joined a moment ago, or whose master was removed.
+			bad = append(bad, fmt.Sprintf("replica %s (of a master the cluster does not list yet)", r.Addr))
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("replica %s of master %s", r.Addr, r.Master))
 	}
 	if len(bad) == 0 {
 		return nil
 	}
-	return promotablef("node %q: %s may promote itself, possibly without the master's last lock keys (replication is asynchronous; a master cut from its cluster keeps granting locks until the node timeout); set cluster-replica-no-failover yes on every replica and fail over only by hand after the largest ttl, remove the replicas, or accept the risk with WithPromotableReplicas",
-		node, strings.Join(bad, ", "))
-}
-
-// orUnknown is s, or "an unknown master" when s is empty.
-func orUnknown(s string) string {
-	if s == "" {
-		return "an unknown master"
+	what := "it"
+	if len(bad) > 1 {
+		what = "each of them"
 	}
-	return s
+	return promotablef("node %q: %s may promote itself, possibly without its master's last lock keys (replication is asynchronous; a master cut from its cluster keeps granting locks until the node timeout, whatever the node timeout); on %s, run CONFIG SET cluster-replica-no-failover yes and put cluster-replica-no-failover yes in its configuration file, and fail over only by hand, once the old master has stopped and the largest ttl has passed (docs/operations.md); or remove the replicas, or accept the risk with WithPromotableReplicas",
+		node, strings.Join(bad, ", "), what)
 }

@@ -32,17 +32,25 @@ func TestClusterNodeWithPromotableReplicaRefused(t *testing.T) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		// A generous node timeout bounds the check on a loaded machine:
 		// a node that does not answer it in time is not refused.
-		c, err := a.dial([]string{auto.URL()}, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(5*time.Second))
-		if err == nil {
-			_ = c.Close()
-			t.Fatalf("Dial of a cluster node with a replica that may promote itself succeeded; want ErrPromotableReplica")
-		}
-		if !errors.Is(err, redlock.ErrPromotableReplica) || !errors.Is(err, redlock.ErrInvalid) {
-			t.Fatalf("Dial = %v; want ErrPromotableReplica and ErrInvalid", err)
-		}
-		for _, want := range []string{auto.Replicas(0)[0].Addr(), "cluster-replica-no-failover"} {
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("Dial's error %q does not name %q", err, want)
+		// Each Dial asks another server of the cluster: every one of
+		// them must name every replica with its master.
+		for range 4 {
+			c, err := a.dial([]string{auto.URL()}, redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(5*time.Second))
+			if err == nil {
+				_ = c.Close()
+				t.Fatalf("Dial of a cluster node with a replica that may promote itself succeeded; want ErrPromotableReplica")
+			}
+			if !errors.Is(err, redlock.ErrPromotableReplica) || !errors.Is(err, redlock.ErrInvalid) {
+				t.Fatalf("Dial = %v; want ErrPromotableReplica and ErrInvalid", err)
+			}
+			want := []string{"CONFIG SET cluster-replica-no-failover yes"}
+			for i, m := range auto.Masters() {
+				want = append(want, "replica "+auto.Replicas(i)[0].Addr()+" of master "+m.Addr())
+			}
+			for _, want := range want {
+				if !strings.Contains(err.Error(), want) {
+					t.Fatalf("Dial's error %q does not name %q", err, want)
+				}
 			}
 		}
 		dialURLs(t, a, []string{auto.URL()}, redlock.WithPromotableReplicas())

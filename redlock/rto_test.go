@@ -13,7 +13,7 @@ import (
 
 // Healthy nodes that all answer late, as on a machine whose cores are busy,
 // are not failed nodes: the node timeout follows the round trips the client
-// sees (rto.go). On a fixed 50 ms node timeout, every one of these pairs
+// sees (timeout.go). On a fixed 50 ms node timeout, every one of these pairs
 // failed (ErrNotAcquired: every node timed out).
 func TestLoadedNodesAreNotFailed(t *testing.T) {
 	const nt = 50 * time.Millisecond

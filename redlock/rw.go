@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"time"
 
 	"dlm/redlock/adapter"
 )
@@ -51,10 +52,6 @@ func (writeShape) ask(c *Client, t target, value string, o lockOptions) (adapter
 	}
 	return req, by
 }
-
-// isRWOp reports whether op is one of adapter.RWNode's operations, which
-// run by its blocking methods (never AsyncNode.Start).
-func isRWOp(op adapter.Op) bool { return op >= 32 && op <= 47 }
 
 // releaseOp is the operation that undoes an acquisition of op (R8.5): a
 // reader leaves the readers' hash; a writer's key is a plain lock key.
@@ -187,7 +184,8 @@ func (c *Client) checkRW() error {
 // timed random delay of R10 in between (no hand-off queue: the nodes
 // announce no reader's release). A writer that may retry draws a waiter id
 // once, so that all its attempts refresh the same waiting mark, and removes
-// the mark from every node when the call ends, granted or not.
+// the mark from every node when the call ends, granted or not, once its
+// attempts' requests are answered (unwait).
 func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, o lockOptions) (*Lock, error) {
 	if c.isClosed() {
 		return nil, c.stopped(resource, 0, nil, ErrClosed)
@@ -205,6 +203,10 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		t.waiter = w
 	}
 	marked := false
+	// The call's attempts whose requests are not all answered yet: a
+	// mark request on its way would land after the removal of the marks
+	// and set one again, for a ttl.
+	var open []*fan
 	if t.waiter != "" {
 		// Close ends the call, which must still remove its marks: Close
 		// waits for that (holdSettler), and the removal is sent.
@@ -213,7 +215,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		}
 		defer func() {
 			if marked {
-				c.unwait(ctx, t.key, t.waiter)
+				c.unwait(ctx, t.key, t.waiter, open)
 			}
 			c.dropSettler()
 		}()
@@ -233,7 +235,10 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		}
 		// A caller's value: wait for every release before the next
 		// attempt, as in acquire (client.go).
-		l, aerr := c.attempt(ctx, t, value, o, final)
+		l, aerr, f := c.attempt(ctx, t, value, o, final)
+		if t.waiter != "" && f != nil {
+			open = append(unanswered(open), f)
+		}
 		if aerr != nil && aerr.Nodes == nil {
 			// A closed client sent it to no node.
 			return nil, c.stopped(resource, try-1, last, aerr.Cause)
@@ -256,21 +261,46 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 	}
 }
 
-// unwait removes a writer's waiting mark from every node, waiting for
-// every node to answer, bounded by the release timeout and by ctx, so that
-// readers are admitted again as soon as the writer's call returns (Close
-// included: the call holds a settler); a mark left on a node that did not
-// answer expires with its ttl. The wait ends with ctx; when ctx had
-// already ended (it ended the call), the wait is one node timeout (the
-// adaptive bound, rto.go), so that readers are admitted when the call
-// returns wherever the nodes answer, while a frozen node delays the call by
-// no more than that. What is still owed then goes on in the background,
-// and Close waits for it.
-func (c *Client) unwait(ctx context.Context, key, waiter string) {
-	if ctx.Err() != nil {
+// unwait removes a writer's waiting mark from every node, once every node
+// answered the call's attempts (open), and waits for every node to answer
+// the removal: a mark request still on its way would land after the
+// removal and leave the mark for a ttl (over redis-server, a request
+// written late on another connection). The waits are bounded by the
+// release timeout and by ctx, so that readers are admitted again as soon
+// as the writer's call returns (Close included: the call holds a settler);
+// a mark left on a node that did not answer expires with its ttl. The wait
+// ends with ctx; when ctx had already ended (it ended the call), the wait
+// is one node timeout (the adaptive bound, timeout.go), so that readers are
+// admitted when the call returns wherever the nodes answer, while a frozen
+// node delays the call by no more than that. What is still owed then goes
+// on in the background, and Close waits for it.
+func (c *Client) unwait(ctx context.Context, key, waiter string, open []*fan) {
+	if ctx.Err() != nil || pastDeadline(ctx, time.Now()) {
+		// (A deadline past whose timer has not run yet ends the call
+		// too: a loaded machine runs timers late.)
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(context.Background(), c.nodeTimeout(0))
 		defer cancel()
 	}
+	for _, f := range open {
+		if !f.answeredAll(ctx) {
+			break // the removal goes all the same
+		}
+	}
 	c.releaseEvery(ctx, adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, true)
+}
+
+// unanswered returns the fans of fs that some node has not answered yet,
+// in fs's storage.
+func unanswered(fs []*fan) []*fan {
+	out := fs[:0]
+	for _, f := range fs {
+		f.mu.Lock()
+		answered := f.allAnswered.fired
+		f.mu.Unlock()
+		if !answered {
+			out = append(out, f)
+		}
+	}
+	return out
 }

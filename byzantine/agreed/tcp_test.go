@@ -124,7 +124,7 @@ func runTCPTeam(t *testing.T, alg byzantine.Algorithm, n, m, epochs int, plan tc
 					}
 				}
 			}
-			res, err := tcp.RunInteractiveEpoch(ctx, addrs[id], c, id, privs[id], ic, start, value)
+			res, _, err := tcp.RunInteractiveEpoch(ctx, addrs[id], c, id, privs[id], ic, "leader", start, value)
 			if err == nil {
 				mu.Lock()
 				results[e][id] = res

@@ -3,7 +3,9 @@ package conformance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"dlm/byzantine"
@@ -32,11 +34,17 @@ func traitor(id byzantine.ID, s byzantine.Strategy) byzantine.Traitor {
 	return byzantine.Traitor{ID: id, Strategy: s}
 }
 
-// agree checks IC1 and IC2 (B1).
+// agree checks IC1 and IC2 (B1) in a run that kept its schedule. A run
+// out of time (see RunCases) guarantees neither, and says so: a
+// disagreement in it is logged, not a defect.
 func agree(t *testing.T, res *byzantine.Result) {
 	t.Helper()
 	if err := res.Verify(); err != nil {
-		t.Errorf("Verify() = %v, want nil", err)
+		if len(res.OutOfTime()) > 0 {
+			t.Logf("Verify() = %v in a run out of time (it proves nothing, and says so)\n%s", err, diagnose(res))
+		} else {
+			t.Errorf("Verify() = %v, want nil\n%s", err, diagnose(res))
+		}
 	}
 	for id, d := range res.Decisions() {
 		if d == "" {
@@ -148,11 +156,36 @@ func Select(names ...string) []Case {
 	return out
 }
 
-// RunCases runs the given cases over run.
+// diagnose describes what each general of res saw: its decision, the
+// rounds it ran out of time in, the faults it saw and what it refused.
+func diagnose(res *byzantine.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "out of time: %v; too many faults: %v; rejected: %v", res.OutOfTime(), res.TooManyFaults(), res.Rejected)
+	for _, g := range res.Generals {
+		fmt.Fprintf(&b, "\n  general %d loyal=%v crashed=%v decision=%q overran=%v faults=%v rejected=%v",
+			g.ID, g.Loyal, g.Crashed, g.Decision, g.Overran, g.Faults, g.Stats.Rejected)
+	}
+	return b.String()
+}
+
+// maxAttempts is how many times RunCases runs a case whose run ran out of
+// time (over a real transport, on a loaded machine).
+const maxAttempts = 3
+
+// RunCases runs the given cases over run. A run in which a loyal general
+// did not keep the schedule (Result.OutOfTime, over a real transport on a
+// loaded machine) proves nothing, agreeing or not, and says so (a dlm
+// process exits 3 for it): it is run again, up to maxAttempts times in
+// all, and the last is checked. A violation of IC1 or IC2 in a run that
+// kept its schedule is a defect.
 func RunCases(t *testing.T, run Runner, cases []Case) {
 	for _, c := range cases {
 		t.Run(c.Name, func(t *testing.T) {
 			res, err := run(t.Context(), c.Config)
+			for attempt := 1; attempt < maxAttempts && err == nil && len(res.OutOfTime()) > 0; attempt++ {
+				t.Logf("attempt %d ran out of time (its decisions prove nothing): running it again\n%s", attempt, diagnose(res))
+				res, err = run(t.Context(), c.Config)
+			}
 			if err != nil {
 				t.Fatalf("run: %v", err)
 			}

@@ -43,8 +43,8 @@ func TestAbsentGeneralIsAFault(t *testing.T) {
 					continue
 				}
 				if len(r.Overran) > 0 {
-					// The one cause left is a pause of this loaded test
-					// process, which runs every general: it stops them all.
+					// The one cause left is a general of this loaded test
+					// process too slow to send within its round.
 					t.Logf("general %d says it ran out of time in rounds %v (rejected %v)", i, r.Overran, r.Stats.Rejected)
 				} else if i != 0 && r.Decision != byzantine.Attack {
 					t.Errorf("general %d decided %s, want attack", i, r.Decision)

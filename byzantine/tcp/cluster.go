@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"dlm/byzantine"
 )
@@ -137,14 +136,15 @@ func (c Cluster) Addr(id byzantine.ID) string {
 	return ""
 }
 
-// RunID derives the id of the run of cluster c that starts at start with
-// sequence number seq: byzantine.NewRunID over the cluster's ids,
-// addresses and public keys (in id order), the start time and seq. Every
-// general of a run computes the same id from the same cluster file, --start
-// and --seq; a run with another cluster (even one entry pointing
-// elsewhere), another start or another seq gets another id, and its
-// handshakes, markers and signatures are refused.
-func RunID(c Cluster, start time.Time, seq uint64) byzantine.RunID {
+// RunID derives the id of the run of cluster c with terms t:
+// byzantine.NewRunID over the cluster's ids, addresses and public keys
+// (in id order) and the terms (algorithm, n, m, majority, round timeout,
+// interactive), with t.Start and t.Seq. Every general of a run computes
+// the same id from the same cluster file and run flags; a run with
+// another cluster (even one entry pointing elsewhere) or other terms
+// gets another id, and its handshakes, markers and signatures are
+// refused.
+func RunID(c Cluster, t Terms) byzantine.RunID {
 	peers := slices.Clone(c.Generals)
 	slices.SortFunc(peers, func(a, b Peer) int { return int(a.ID - b.ID) })
 	var b []byte
@@ -155,7 +155,12 @@ func RunID(c Cluster, start time.Time, seq uint64) byzantine.RunID {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(p.PublicKey)))
 		b = append(b, p.PublicKey...)
 	}
-	return byzantine.NewRunID(b, start, seq)
+	for _, name := range []string{string(t.Algorithm), string(t.Majority), t.Use} {
+		b = binary.BigEndian.AppendUint16(b, uint16(len(name)))
+		b = append(b, name...)
+	}
+	b = append(b, t.encode()...)
+	return byzantine.NewRunID(b, t.Start, t.Seq)
 }
 
 // EncodeKey returns the base64 form of a public key used in cluster files.

@@ -27,9 +27,12 @@
 //
 // # Runs and resources
 //
-// Both sides of a handshake sign the run id (RunID: the cluster, the start
-// time and the sequence number) and every end-of-round marker carries it,
-// so generals of another run, even with the same keys, are refused. The
+// Both sides of a handshake sign the run id (RunID: the cluster and the
+// run's Terms: algorithm, n, m, majority, round timeout, interactive,
+// start time and sequence number) and every end-of-round marker carries
+// it, so generals of another run, even with the same keys, are refused;
+// a hello carries its terms, so one signed for other terms is named
+// (Node.OtherTerms: which flag differs, with both values). The
 // accept loop backs off on errors and keeps accepting. A dialer's first
 // frame is its signed hello (a nonce seen before in the run is refused);
 // it is read and checked as the connection is accepted, before the next

@@ -109,6 +109,6 @@ func (v *epochView) Addr() net.Addr { return v.l.ln.Addr() }
 // RunInteractiveEpochOn is RunInteractiveEpoch on a listener kept across
 // the epochs (see ListenEpochs): the general's port is never free between
 // two epochs.
-func RunInteractiveEpochOn(ctx context.Context, l *EpochListener, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
-	return runInteractiveEpoch(ctx, func() (*Node, error) { return newNode(l.epoch(), id, priv, 0), nil }, c, id, priv, ic, start, value)
+func RunInteractiveEpochOn(ctx context.Context, l *EpochListener, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, use string, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, map[byzantine.ID][]TermDiff, error) {
+	return runInteractiveEpoch(ctx, func() (*Node, error) { return newNode(l.epoch(), id, priv, 0), nil }, c, id, priv, ic, use, start, value)
 }

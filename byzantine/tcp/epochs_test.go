@@ -47,7 +47,7 @@ func TestEpochListenerKeepsThePort(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				res[i], errs[i] = tcp.RunInteractiveEpochOn(t.Context(), ls[i], c, byzantine.ID(i), keys[i], ic, start, byzantine.Order("v"))
+				res[i], _, errs[i] = tcp.RunInteractiveEpochOn(t.Context(), ls[i], c, byzantine.ID(i), keys[i], ic, "leader", start, byzantine.Order("v"))
 			})
 		}
 		wg.Wait()

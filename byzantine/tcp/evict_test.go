@@ -21,7 +21,7 @@ func TestEvictionSparesHandshakeInProgress(t *testing.T) {
 	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
 	c := clusterOf([]string{n0.Addr(), "127.0.0.1:1"}, keys)
 	var run byzantine.RunID
-	if err := n0.prepare(c, run); err != nil {
+	if err := n0.prepare(c, run, Terms{}); err != nil {
 		t.Fatal(err)
 	}
 	conn, err := net.Dial("tcp", n0.Addr())
@@ -32,7 +32,7 @@ func TestEvictionSparesHandshakeInProgress(t *testing.T) {
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
 	nonceD := make([]byte, nonceSize)
 	rand.Read(nonceD)
-	if err := WriteFrame(conn, helloFrame(keys[1], run, nonceD, 1, 0)); err != nil {
+	if err := WriteFrame(conn, helloFrame(keys[1], run, Terms{}, nonceD, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	reply, err := ReadFrame(conn, helloMax)
@@ -87,7 +87,7 @@ func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
 	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
 	c := clusterOf([]string{n0.Addr(), "127.0.0.1:1"}, keys)
 	var run byzantine.RunID
-	if err := n0.prepare(c, run); err != nil {
+	if err := n0.prepare(c, run, Terms{}); err != nil {
 		t.Fatal(err)
 	}
 	var conns []net.Conn
@@ -140,7 +140,7 @@ func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
 	nonceD := make([]byte, nonceSize)
 	rand.Read(nonceD)
 	loyal := dial()
-	if err := WriteFrame(loyal, helloFrame(keys[1], run, nonceD, 1, 0)); err != nil {
+	if err := WriteFrame(loyal, helloFrame(keys[1], run, Terms{}, nonceD, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	reply, err := ReadFrame(loyal, helloMax)
@@ -158,7 +158,7 @@ func TestUnprovenHelloEarnsNoSlot(t *testing.T) {
 	// A replay of general 1's hello is refused at once.
 	replay := dial()
 	before = n0.Refused()
-	if err := WriteFrame(replay, helloFrame(keys[1], run, nonceD, 1, 0)); err != nil {
+	if err := WriteFrame(replay, helloFrame(keys[1], run, Terms{}, nonceD, 1, 0)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, func() bool { return n0.Refused() > before })

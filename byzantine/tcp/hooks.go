@@ -77,7 +77,7 @@ func AnswerHandshake(conn net.Conn, id byzantine.ID, priv ed25519.PrivateKey, ru
 // c, starts round 0 when every link is up or at start, whichever is
 // first, keeps dialling the missing links until the run's last deadline,
 // and writes what is queued before it returns. cfg.RunID must be
-// RunID(c, start of the run, cfg.Seq), and g made with that cfg (a
+// RunID(c, TermsOf(cfg, start of the run)), and g made with that cfg (a
 // traitor whose clock runs ahead passes an earlier start, with the run's
 // RunID).
 func RunOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine.Endpoint, c Cluster, cfg byzantine.Config, start time.Time, trace *[]byzantine.TraceEvent) (byzantine.GeneralResult, error) {

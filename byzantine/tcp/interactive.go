@@ -16,9 +16,16 @@ import (
 // run ic over node, once node listens: it connects to the cluster and runs
 // the n instances from start over the node's connections (see
 // byzantine.RunInteractiveGeneral). As with RunNode, the run id is derived
-// here, RunID(c, start, ic.Config.Seq), replacing any ic.Config.RunID, and
-// every general must be given the same cluster, ic and start.
+// here, RunID(c, InteractiveTermsOf(ic.Config, start)), replacing any
+// ic.Config.RunID, and every general must be given the same cluster, ic
+// and start.
 func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.InteractiveConfig, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
+	return runInteractiveNode(ctx, node, ic, priv, c, InteractiveTermsOf(ic.Config, start))
+}
+
+// runInteractiveNode is RunInteractiveNode for the run with terms t (an
+// epoch's carry its use).
+func runInteractiveNode(ctx context.Context, node *Node, ic byzantine.InteractiveConfig, priv ed25519.PrivateKey, c Cluster, t Terms) (byzantine.InteractiveGeneralResult, error) {
 	keys, err := c.PublicKeys()
 	if err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
@@ -29,11 +36,12 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 	if int(node.id) >= len(keys) || !keys[node.id].Equal(priv.Public()) {
 		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d: key does not match the cluster file", ErrCluster, node.id)
 	}
-	ic.Config.RunID = RunID(c, start, ic.Config.Seq)
+	t.Seq = ic.Config.Seq
+	ic.Config.RunID = RunID(c, t)
 	if err := ic.Validate(); err != nil {
 		return byzantine.InteractiveGeneralResult{}, err
 	}
-	return RunInteractiveOver(ctx, node, node, ic, byzantine.Keyring{Private: priv, Public: keys}, c, start)
+	return runInteractiveOver(ctx, node, node, ic, byzantine.Keyring{Private: priv, Public: keys}, c, t)
 }
 
 // RunInteractiveOver connects node to the cluster and runs the general's
@@ -42,11 +50,18 @@ func RunInteractiveNode(ctx context.Context, node *Node, ic byzantine.Interactiv
 // RunOver does for one instance: round 0 starts at start at the latest,
 // links still missing are dialled until the run's last deadline and used
 // from when they are up, and the last markers are written before the node
-// may close. ic.Config.RunID must be the run's (RunID(c, start, seq));
+// may close. ic.Config.RunID must be the run's (RunID(c,
+// InteractiveTermsOf(ic.Config, start)));
 // RunInteractiveNode sets it.
 func RunInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, start time.Time) (byzantine.InteractiveGeneralResult, error) {
+	return runInteractiveOver(ctx, node, ep, ic, keys, c, InteractiveTermsOf(ic.Config, start))
+}
+
+// runInteractiveOver is RunInteractiveOver for the run with terms t.
+func runInteractiveOver(ctx context.Context, node *Node, ep byzantine.Endpoint, ic byzantine.InteractiveConfig, keys byzantine.Keyring, c Cluster, t Terms) (byzantine.InteractiveGeneralResult, error) {
+	start := t.Start
 	var res byzantine.InteractiveGeneralResult
-	err := node.onSchedule(ctx, c, ic.Config, start, func() error {
+	err := node.onSchedule(ctx, c, ic.Config, t, start, func() error {
 		var err error
 		res, err = byzantine.RunInteractiveGeneral(ctx, ic, node.id, keys, ep, start)
 		return err
@@ -110,7 +125,7 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	ic.Config.RunID = RunID(c, start, ic.Config.Seq)
+	ic.Config.RunID = RunID(c, InteractiveTermsOf(ic.Config, start))
 	return byzantine.AssembleInteractive(ic, results), nil
 }
 
@@ -121,15 +136,20 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 // listens afresh. Each general knows only its own value: the other entries
 // of ic.Values are placeholders. The sequence number is derived from
 // start, so every epoch is its own run (run id, signatures, handshakes).
-func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
-	return runInteractiveEpoch(ctx, func() (*Node, error) { return Listen(addr, id, priv, 0) }, c, id, priv, ic, start, value)
+// use names what the agreed values are for (Terms.Use: leader, failures,
+// clock): it is bound into the run id, so generals of one team that read
+// the vector for different uses refuse each other. It also returns the
+// peers refused for running the epoch with other terms (see
+// Node.OtherTerms).
+func RunInteractiveEpoch(ctx context.Context, addr string, c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, use string, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, map[byzantine.ID][]TermDiff, error) {
+	return runInteractiveEpoch(ctx, func() (*Node, error) { return Listen(addr, id, priv, 0) }, c, id, priv, ic, use, start, value)
 }
 
 // runInteractiveEpoch runs one epoch over the node listen makes.
-func runInteractiveEpoch(ctx context.Context, listen func() (*Node, error), c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
+func runInteractiveEpoch(ctx context.Context, listen func() (*Node, error), c Cluster, id byzantine.ID, priv ed25519.PrivateKey, ic byzantine.InteractiveConfig, use string, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, map[byzantine.ID][]TermDiff, error) {
 	n := ic.Config.Generals
 	if int(id) < 0 || int(id) >= n {
-		return byzantine.InteractiveGeneralResult{}, fmt.Errorf("%w: general %d out of range 0..%d", ErrCluster, id, n-1)
+		return byzantine.InteractiveGeneralResult{}, nil, fmt.Errorf("%w: general %d out of range 0..%d", ErrCluster, id, n-1)
 	}
 	ic.Values = make([]byzantine.Order, n)
 	for i := range ic.Values {
@@ -139,8 +159,11 @@ func runInteractiveEpoch(ctx context.Context, listen func() (*Node, error), c Cl
 	ic.Config.Seq = uint64(start.UnixNano())
 	node, err := listen()
 	if err != nil {
-		return byzantine.InteractiveGeneralResult{}, err
+		return byzantine.InteractiveGeneralResult{}, nil, err
 	}
 	defer node.Close()
-	return RunInteractiveNode(ctx, node, ic, priv, c, start)
+	t := InteractiveTermsOf(ic.Config, start)
+	t.Use = use
+	res, err := runInteractiveNode(ctx, node, ic, priv, c, t)
+	return res, node.OtherTerms(), err
 }

@@ -19,10 +19,10 @@ func BenchmarkLink(b *testing.B) {
 	privs := newKeys(b, 2)
 	nodes := []*Node{listenAt(b, "127.0.0.1:0", 0, privs[0]), listenAt(b, "127.0.0.1:0", 1, privs[1])}
 	c := clusterOf([]string{nodes[0].Addr(), nodes[1].Addr()}, privs)
-	run := RunID(c, time.Now(), 1)
+	terms := Terms{Start: time.Now(), Seq: 1}
 	done := make(chan error, 2)
 	for _, n := range nodes {
-		go func() { done <- n.Start(ctx, c, run) }()
+		go func() { done <- n.Start(ctx, c, terms) }()
 	}
 	for range nodes {
 		if err := <-done; err != nil {

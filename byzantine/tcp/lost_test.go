@@ -37,10 +37,10 @@ func TestQueuedMessageLostOnResetIsReported(t *testing.T) {
 			keys := newKeys(t, 2)
 			nodes := []*Node{listenAt(t, "127.0.0.1:0", 0, keys[0]), listenAt(t, "127.0.0.1:0", 1, keys[1])}
 			c := clusterOf([]string{nodes[0].Addr(), nodes[1].Addr()}, keys)
-			run := RunID(c, time.Now(), 1)
+			terms := Terms{Start: time.Now(), Seq: 1}
 			done := make(chan error, 2)
 			for _, n := range nodes {
-				go func() { done <- n.Start(ctx, c, run) }()
+				go func() { done <- n.Start(ctx, c, terms) }()
 			}
 			for range nodes {
 				if err := <-done; err != nil {

@@ -44,8 +44,8 @@ func TestAcceptErrorsDoNotDeafen(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- n1.Start(ctx, c, byzantine.RunID{}) }()
-	if err := n0.Start(ctx, c, byzantine.RunID{}); err != nil {
+	go func() { errc <- n1.Start(ctx, c, Terms{}) }()
+	if err := n0.Start(ctx, c, Terms{}); err != nil {
 		t.Fatalf("general 0 could not reach general 1 after its Accept errors: %v", err)
 	}
 	if err := <-errc; err != nil {
@@ -184,7 +184,8 @@ func TestInsiderFloodIsBounded(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 			defer cancel()
 			start := time.Now().Add(2 * time.Second)
-			run := RunID(c, start, cfg.Seq)
+			terms := TermsOf(cfg, start)
+			run := RunID(c, terms)
 
 			runtime.GC()
 			var ms runtime.MemStats
@@ -197,7 +198,7 @@ func TestInsiderFloodIsBounded(t *testing.T) {
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				dctx, dcancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
-				err := nodes[bad].Start(dctx, c, run)
+				err := nodes[bad].Start(dctx, c, terms)
 				dcancel()
 				if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					return

@@ -37,8 +37,8 @@ const (
 	writeTimeout     = 5 * time.Second
 	nonceSize        = 32
 	// helloSize is the size of the dialer's first frame: kind, its id,
-	// its nonce and its signature (see helloFrame).
-	helloSize = 1 + 2 + nonceSize + ed25519.SignatureSize
+	// its nonce, its run's terms and its signature (see helloFrame).
+	helloSize = 1 + 2 + nonceSize + termsSize + ed25519.SignatureSize
 	// replySize is the size of the listener's answer: kind, its id, its
 	// nonce, the resume point (how many of the dialer's frames it took in
 	// this run) and its signature of all that.
@@ -95,6 +95,11 @@ const (
 // ErrHandshake is wrapped when a peer fails to authenticate.
 var ErrHandshake = errors.New("tcp: handshake failed")
 
+// ErrOtherTerms is wrapped when a general proves (with a hello signed
+// for its run) that it was started with other run flags than this one:
+// see Terms and Node.OtherTerms.
+var ErrOtherTerms = errors.New("tcp: a general of the cluster runs with other run flags")
+
 // ErrClosed is returned by a closed Node.
 var ErrClosed = errors.New("tcp: node closed")
 
@@ -110,6 +115,8 @@ var ErrClosed = errors.New("tcp: node closed")
 type Node struct {
 	id       byzantine.ID
 	run      byzantine.RunID // set by Start, before any connection is served
+	terms    Terms           // the run's terms, sent in every hello
+	cluster  Cluster         // the run's cluster, to check a hello of other terms
 	priv     ed25519.PrivateKey
 	ln       net.Listener
 	maxFrame int
@@ -140,6 +147,9 @@ type Node struct {
 	// refusing: peers whose link had been up and whose address now
 	// refuses connections (their process ended).
 	refusing map[byzantine.ID]bool
+	// otherTerms: per peer, how the terms of the last hello it signed
+	// for another run differ from this run's (see OtherTerms).
+	otherTerms map[byzantine.ID][]TermDiff
 	// start and round are the run's schedule, when the node runs on one
 	// (see onSchedule): Lost then judges a message by its round's
 	// deadline.
@@ -187,7 +197,10 @@ type outConn struct {
 	everUp bool // a handshake succeeded once in this run
 	breaks int  // how many times a connection of the link broke
 	left   bool // the peer closed the last connection in order: it left
-	redial bool // a link loop dials again when the connection breaks
+	// noListener: the last dial to the peer was refused (nothing
+	// listened at its address). See Node.Down.
+	noListener bool
+	redial     bool // a link loop dials again when the connection breaks
 	// broken: the link is given up for the run (the dialer stopped, the
 	// peer lied about the stream, or it took nothing for the write
 	// timeout): frames are refused.
@@ -492,15 +505,21 @@ func (n *Node) AcceptErrors() int { return int(n.acceptErrs.Load()) }
 // once every link is up, or when ctx ends with the errors of the peers
 // it could not reach; the node still works with the others. Until ctx
 // ends, a link that breaks is dialled again and what the peer did not
-// take is sent again. run is the run id (see RunID): both sides of every
+// take is sent again. The run id is RunID(c, t): both sides of every
 // handshake sign it, and it is carried by every end-of-round marker, so
-// a general of another run (sharing the keys, or reached through a
-// cluster entry pointing elsewhere) fails the handshake and is refused.
+// a general of another run (other terms, the same keys, or a cluster
+// entry pointing elsewhere) fails the handshake and is refused; one
+// that proves it runs with other terms is named by OtherTerms.
 // RunNode does not wait for Start past the run's start time: it runs the
 // rounds while the links still missing are being dialled, and uses each
 // from when it is up.
-func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error {
-	if err := n.prepare(c, run); err != nil {
+func (n *Node) Start(ctx context.Context, c Cluster, t Terms) error {
+	return n.startRun(ctx, c, RunID(c, t), t)
+}
+
+// startRun is Start for the run run with terms t.
+func (n *Node) startRun(ctx context.Context, c Cluster, run byzantine.RunID, t Terms) error {
+	if err := n.prepare(c, run, t); err != nil {
 		return err
 	}
 	up := make(chan struct{})
@@ -515,8 +534,9 @@ func (n *Node) Start(ctx context.Context, c Cluster, run byzantine.RunID) error 
 }
 
 // prepare checks the cluster, sets up the receive queues and starts
-// accepting.
-func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
+// accepting, for the run run with terms t (run is RunID(c, t), but for
+// a test's traitor whose clock runs ahead).
+func (n *Node) prepare(c Cluster, run byzantine.RunID, t Terms) error {
 	keys, err := c.PublicKeys()
 	if err != nil {
 		return err
@@ -526,9 +546,10 @@ func (n *Node) prepare(c Cluster, run byzantine.RunID) error {
 	}
 	n.mu.Lock()
 	n.keys = keys
-	n.run = run
+	n.run, n.terms, n.cluster = run, t, c
 	n.nonces = make(map[[nonceSize]byte]bool)
 	n.refusing = make(map[byzantine.ID]bool)
+	n.otherTerms = make(map[byzantine.ID][]TermDiff)
 	n.in = make(chan byzantine.Inbound, len(keys)*PeerQueue)
 	n.recvd = make([]atomic.Uint64, len(keys))
 	n.rmu = make([]sync.Mutex, len(keys))
@@ -652,6 +673,9 @@ func (n *Node) link(ctx context.Context, id byzantine.ID, addr string, key ed255
 	}()
 	for {
 		conn, err := d.DialContext(ctx, "tcp", addr)
+		oc.mu.Lock()
+		oc.noListener = errors.Is(err, syscall.ECONNREFUSED)
+		oc.mu.Unlock()
 		if err == nil {
 			var resume uint64
 			resume, err = n.clientHandshake(ctx, conn, id, key)
@@ -735,19 +759,23 @@ func handshakeDeadline(ctx context.Context) time.Time {
 }
 
 func transcript(role string, run byzantine.RunID, nonce []byte, dialer, listener byzantine.ID) []byte {
-	b := []byte("dlm/byzantine/tcp/v4/" + role)
+	b := []byte("dlm/byzantine/tcp/v5/" + role)
 	b = append(b, run[:]...)
 	b = append(b, nonce...)
 	b = binary.BigEndian.AppendUint16(b, uint16(dialer))
 	return binary.BigEndian.AppendUint16(b, uint16(listener))
 }
 
-// helloFrame returns the dialer's first frame: its id, a fresh nonce and
-// its signature of (run, nonce, dialer, listener), which proves its
-// identity before the listener spends a handshake slot on it.
-func helloFrame(priv ed25519.PrivateKey, run byzantine.RunID, nonceD []byte, dialer, listener byzantine.ID) []byte {
+// helloFrame returns the dialer's first frame: its id, a fresh nonce,
+// the terms of its run and its signature of (run, nonce, dialer,
+// listener), which proves its identity before the listener spends a
+// handshake slot on it. The terms are not signed on their own: a
+// listener of another run checks the signature against RunID of them
+// (see checkHello), so it learns them only from the dialer.
+func helloFrame(priv ed25519.PrivateKey, run byzantine.RunID, t Terms, nonceD []byte, dialer, listener byzantine.ID) []byte {
 	f := binary.BigEndian.AppendUint16([]byte{kindHello}, uint16(dialer))
 	f = append(f, nonceD...)
+	f = append(f, t.encode()...)
 	return append(f, ed25519.Sign(priv, transcript("hello", run, nonceD, dialer, listener))...)
 }
 
@@ -780,13 +808,13 @@ func (n *Node) clientHandshake(ctx context.Context, conn net.Conn, want byzantin
 	}()
 	nonceD := make([]byte, nonceSize)
 	rand.Read(nonceD)
-	if err := WriteFrame(conn, helloFrame(n.priv, n.run, nonceD, n.id, want)); err != nil {
+	if err := WriteFrame(conn, helloFrame(n.priv, n.run, n.terms, nonceD, n.id, want)); err != nil {
 		return 0, err
 	}
 	reply, err := ReadFrame(conn, helloMax)
 	if errors.Is(err, io.EOF) {
 		// A general closes the connection on a hello it cannot verify.
-		return 0, fmt.Errorf("%w: general %d closed the connection on our hello: it refused our signature (another run id, cluster file or key) or closed it to make room", ErrHandshake, want)
+		return 0, fmt.Errorf("%w: general %d closed the connection on our hello: it refused our signature (other run flags, --start or --seq, another cluster file or key, or another version of dlm) or closed it to make room", ErrHandshake, want)
 	}
 	if err != nil {
 		return 0, err
@@ -984,23 +1012,54 @@ func (n *Node) makeRoom(pc *pendingConn) bool {
 
 // checkHello checks a dialer's hello: its size, the general it claims to
 // be, and that general's signature of the run, its nonce and both ids.
-// It returns the general and the nonce.
+// It returns the general and the nonce. A hello signed for the run of
+// the terms it carries, when they are not this run's, proves that the
+// general was started with other terms: the difference is kept for
+// OtherTerms and named in the error, which wraps ErrOtherTerms.
 func (n *Node) checkHello(hello []byte) (byzantine.ID, []byte, error) {
 	if len(hello) != helloSize || hello[0] != kindHello {
-		return 0, nil, fmt.Errorf("%w: bad hello (%d bytes, want %d: kind, id, nonce, signature)", ErrHandshake, len(hello), helloSize)
+		return 0, nil, fmt.Errorf("%w: bad hello (%d bytes, want %d: kind, id, nonce, terms, signature)", ErrHandshake, len(hello), helloSize)
 	}
 	peer := byzantine.ID(binary.BigEndian.Uint16(hello[1:]))
 	nonceD := hello[3 : 3+nonceSize]
+	theirs := hello[3+nonceSize : 3+nonceSize+termsSize]
+	sig := hello[3+nonceSize+termsSize:]
 	n.mu.Lock()
-	keys, run := n.keys, n.run
+	keys, run, ours, c := n.keys, n.run, n.terms, n.cluster
 	n.mu.Unlock()
 	if int(peer) >= len(keys) || peer == n.id {
 		return 0, nil, fmt.Errorf("%w: unknown general %d", ErrHandshake, peer)
 	}
-	if !ed25519.Verify(keys[peer], transcript("hello", run, nonceD, peer, n.id), hello[3+nonceSize:]) {
-		return 0, nil, fmt.Errorf("%w: hello claiming general %d is not signed by its key", ErrHandshake, peer)
+	if ed25519.Verify(keys[peer], transcript("hello", run, nonceD, peer, n.id), sig) {
+		n.mu.Lock()
+		delete(n.otherTerms, peer) // it runs this run
+		n.mu.Unlock()
+		return peer, nonceD, nil
 	}
-	return peer, nonceD, nil
+	if t := decodeTerms(theirs); !bytes.Equal(theirs, ours.encode()) &&
+		ed25519.Verify(keys[peer], transcript("hello", RunID(c, t), nonceD, peer, n.id), sig) {
+		d := Diff(t, ours)
+		n.mu.Lock()
+		n.otherTerms[peer] = d
+		n.mu.Unlock()
+		return 0, nil, fmt.Errorf("%w: %w: general %d: %s", ErrHandshake, ErrOtherTerms, peer, DiffText(d))
+	}
+	return 0, nil, fmt.Errorf("%w: hello claiming general %d is not signed by its key for this run", ErrHandshake, peer)
+}
+
+// OtherTerms returns, per peer, how the run of the last hello it signed
+// for another run differs from this one (the flags, with both values),
+// for the peers that sent one: such a peer was started with other run
+// flags, another --start or another --seq, and its connections are
+// refused. The map is the caller's.
+func (n *Node) OtherTerms() map[byzantine.ID][]TermDiff {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[byzantine.ID][]TermDiff, len(n.otherTerms))
+	for p, d := range n.otherTerms {
+		out[p] = slices.Clone(d)
+	}
+	return out
 }
 
 // proven marks pc as proven to come from general peer, whose signed
@@ -1318,6 +1377,12 @@ func (n *Node) write(ctx context.Context, to byzantine.ID, payload []byte) error
 // handshake succeeded and the connection has not broken since.
 // RunGeneral uses it to tell an absent peer from a late one.
 func (n *Node) Linked(p byzantine.ID) bool {
+	return n.outLink(p, func(oc *outConn) bool { return oc.conn != nil && oc.broken == nil })
+}
+
+// outLink reports what f says of the link this node dials to peer p,
+// under the link's lock; false when there is none.
+func (n *Node) outLink(p byzantine.ID, f func(*outConn) bool) bool {
 	n.mu.Lock()
 	oc := n.out[p]
 	n.mu.Unlock()
@@ -1326,8 +1391,38 @@ func (n *Node) Linked(p byzantine.ID) bool {
 	}
 	oc.mu.Lock()
 	defer oc.mu.Unlock()
-	return oc.conn != nil && oc.broken == nil
+	return f(oc)
 }
+
+// Down reports whether peer p does not take part in this run, as far as
+// this node can tell: p has no connection to this node, open or in its
+// handshake, and either the last dial to p was refused (nothing listens
+// at its address: it crashed, or never came up) or p proved that it runs
+// this run's start and sequence number with other terms (see OtherTerms;
+// a hello of an earlier run, which anyone can replay, has another start
+// or sequence number and proves nothing of the present). Nothing p sent in this run can then
+// be waiting unread here (see byzantine.DownReporter). A loyal general of
+// the run listens for the whole of it, so a peer that is down is a fault
+// either way.
+func (n *Node) Down(p byzantine.ID) bool {
+	n.mu.Lock()
+	oc := n.out[p]
+	_, in := n.inbound[p]
+	handshaking := slices.ContainsFunc(n.pending, func(pc *pendingConn) bool { return pc.proven && pc.peer == p })
+	other := len(n.otherTerms[p]) > 0 && !slices.ContainsFunc(n.otherTerms[p], func(d TermDiff) bool { return d.Name == "start" || d.Name == "seq" })
+	n.mu.Unlock()
+	if oc != nil && !in && !handshaking && other {
+		return true
+	}
+	if oc == nil || in || handshaking {
+		return false
+	}
+	oc.mu.Lock()
+	defer oc.mu.Unlock()
+	return oc.noListener
+}
+
+var _ byzantine.DownReporter = (*Node)(nil)
 
 // Lost reports whether messages to peer p may not have reached it in
 // time: the link broke, and p has not acknowledged a message whose
@@ -1379,15 +1474,7 @@ func (n *Node) Lost(p byzantine.ID) bool {
 // byzantine.ReachReporter, counts a peer Lost reports and that was never
 // reached as absent.
 func (n *Node) Reached(p byzantine.ID) bool {
-	n.mu.Lock()
-	oc := n.out[p]
-	n.mu.Unlock()
-	if oc == nil {
-		return false
-	}
-	oc.mu.Lock()
-	defer oc.mu.Unlock()
-	return oc.everUp
+	return n.outLink(p, func(oc *outConn) bool { return oc.everUp })
 }
 
 // Flush waits until every frame sent so far to a linked peer has been

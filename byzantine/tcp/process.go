@@ -100,8 +100,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 // general's result and, when cfg.Trace is set, what it received. This is
 // the entry point for generals on several machines, each given the same
 // cluster file, config and start time. The run id is always derived here,
-// RunID(c, start, cfg.Seq), replacing any cfg.RunID: generals of another
-// cluster, start or sequence number cannot take part.
+// RunID(c, TermsOf(cfg, start)), replacing any cfg.RunID: generals of
+// another cluster, other terms (algorithm, n, m, majority, round timeout),
+// start or sequence number cannot take part, and those that prove other
+// terms are named by node.OtherTerms.
 func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519.PrivateKey, c Cluster, start time.Time) (byzantine.GeneralResult, []byzantine.TraceEvent, error) {
 	keys, err := c.PublicKeys()
 	if err != nil {
@@ -113,7 +115,7 @@ func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519
 	if int(node.id) >= len(keys) || !keys[node.id].Equal(priv.Public()) {
 		return byzantine.GeneralResult{}, nil, fmt.Errorf("%w: general %d: key does not match the cluster file", ErrCluster, node.id)
 	}
-	cfg.RunID = RunID(c, start, cfg.Seq)
+	cfg.RunID = RunID(c, TermsOf(cfg, start))
 	g, err := byzantine.NewGeneral(cfg, node.id, byzantine.Keyring{Private: priv, Public: keys})
 	if err != nil {
 		return byzantine.GeneralResult{}, nil, err
@@ -136,7 +138,7 @@ func RunNode(ctx context.Context, node *Node, cfg byzantine.Config, priv ed25519
 // sees (byzantine.PeerAbsent).
 func runOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine.Endpoint, c Cluster, cfg byzantine.Config, start time.Time, trace *[]byzantine.TraceEvent) (byzantine.GeneralResult, error) {
 	var res byzantine.GeneralResult
-	err := node.onSchedule(ctx, c, cfg, start, func() error {
+	err := node.onSchedule(ctx, c, cfg, TermsOf(cfg, start), start, func() error {
 		var err error
 		res, err = byzantine.RunGeneral(ctx, g, ep, start, trace)
 		return err
@@ -144,7 +146,8 @@ func runOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine
 	return res, err
 }
 
-// onSchedule runs run, one general's part of the run cfg over node, on
+// onSchedule runs run, one general's part of the run cfg (with terms t,
+// which its hellos carry) over node, on
 // the run's schedule: the node keeps a link to every peer (dialling the
 // missing ones, and again those that break) until a round timeout after
 // the run's last deadline, and run starts once every link is up or at
@@ -152,8 +155,8 @@ func runOver(ctx context.Context, node *Node, g *byzantine.General, ep byzantine
 // then on). The last markers run queued are then written before the node
 // may close, so that peers still in the last round need not wait for its
 // deadline.
-func (node *Node) onSchedule(ctx context.Context, c Cluster, cfg byzantine.Config, start time.Time, run func() error) error {
-	if err := node.prepare(c, cfg.RunID); err != nil {
+func (node *Node) onSchedule(ctx context.Context, c Cluster, cfg byzantine.Config, t Terms, start time.Time, run func() error) error {
+	if err := node.prepare(c, cfg.RunID, t); err != nil {
 		return err
 	}
 	node.mu.Lock()
@@ -305,7 +308,7 @@ func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantin
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", byzantine.ErrStopped, errors.Join(err, errors.Join(errs...)))
 	}
-	cfg.RunID = RunID(cluster, start, cfg.Seq)
+	cfg.RunID = RunID(cluster, TermsOf(cfg, start))
 	results := make([]byzantine.GeneralResult, n)
 	traces := make([][]byzantine.TraceEvent, n)
 	crashed := 0

@@ -20,10 +20,10 @@ func linkedPair(ctx context.Context, t *testing.T) []*Node {
 	keys := newKeys(t, 2)
 	nodes := []*Node{listenAt(t, "127.0.0.1:0", 0, keys[0]), listenAt(t, "127.0.0.1:0", 1, keys[1])}
 	c := clusterOf([]string{nodes[0].Addr(), nodes[1].Addr()}, keys)
-	run := RunID(c, time.Now(), 1)
+	terms := Terms{Start: time.Now(), Seq: 1}
 	done := make(chan error, 2)
 	for _, n := range nodes {
-		go func() { done <- n.Start(ctx, c, run) }()
+		go func() { done <- n.Start(ctx, c, terms) }()
 	}
 	for range nodes {
 		if err := <-done; err != nil {
@@ -172,10 +172,11 @@ func TestResumeCannotBeForged(t *testing.T) {
 	proxy := newTamperProxy(t, n0.Addr())
 	c0 := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
 	c1 := clusterOf([]string{proxy.ln.Addr().String(), n1.Addr()}, keys)
-	run := RunID(c0, time.Now(), 1)
+	terms := Terms{Start: time.Now(), Seq: 1}
+	run := RunID(c0, terms) // general 1 reaches 0 through the proxy, in the same run
 	done := make(chan error, 2)
-	go func() { done <- n0.Start(ctx, c0, run) }()
-	go func() { done <- n1.Start(ctx, c1, run) }()
+	go func() { done <- n0.startRun(ctx, c0, run, terms) }()
+	go func() { done <- n1.startRun(ctx, c1, run, terms) }()
 	for range 2 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
@@ -257,7 +258,8 @@ func TestLyingResumeIsTheLiarsFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := clusterOf([]string{n0.Addr(), ln.Addr().String()}, keys)
-	run := RunID(c, time.Now(), 1)
+	terms := Terms{Start: time.Now(), Seq: 1}
+	run := RunID(c, terms)
 	got := make(chan int, 1) // frames the traitor read on its first connection
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -295,7 +297,7 @@ func TestLyingResumeIsTheLiarsFault(t *testing.T) {
 			resetConn(conn)
 		}
 	})
-	if err := n0.Start(ctx, c, run); err != nil {
+	if err := n0.Start(ctx, c, terms); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 {

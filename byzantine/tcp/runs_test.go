@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -257,13 +257,13 @@ func runReplayer(ctx context.Context, n *Node, cfg byzantine.Config, keys []ed25
 	if err != nil {
 		return err
 	}
-	cfg.RunID = RunID(c, start, cfg.Seq)
+	cfg.RunID = RunID(c, TermsOf(cfg, start))
 	g, err := byzantine.NewGeneral(cfg, 3, byzantine.Keyring{Private: keys[3], Public: pubs})
 	if err != nil {
 		return err
 	}
 	dctx, cancel := context.WithDeadline(ctx, start.Add(cfg.RoundTimeout/4))
-	err = n.Start(dctx, c, cfg.RunID)
+	err = n.Start(dctx, c, TermsOf(cfg, start))
 	cancel()
 	if err != nil {
 		return err
@@ -272,44 +272,93 @@ func runReplayer(ctx context.Context, n *Node, cfg byzantine.Config, keys []ed25
 	return err
 }
 
-// TestRunIDBindsTheCluster: one cluster entry pointing elsewhere, another
-// start or another seq gives another run id; and two nodes with the same
-// keys but different run ids fail the handshake.
+// TestRunIDBindsTheCluster: one cluster entry pointing elsewhere, or any
+// other term (start, seq, and every run flag two generals must agree on)
+// gives another run id.
 func TestRunIDBindsTheCluster(t *testing.T) {
 	keys := newKeys(t, 2)
 	t0 := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	base := clusterOf([]string{"127.0.0.1:7400", "127.0.0.1:7401"}, keys)
 	moved := clusterOf([]string{"127.0.0.1:7400", "127.0.0.1:7501"}, keys)
-	id := RunID(base, t0, 1)
-	for name, other := range map[string]byzantine.RunID{
-		"moved entry": RunID(moved, t0, 1),
-		"start":       RunID(base, t0.Add(time.Millisecond), 1),
-		"seq":         RunID(base, t0, 2),
-	} {
-		if other == id {
+	terms := TermsOf(byzantine.DefaultConfig(), t0)
+	id := RunID(base, terms)
+	if got := RunID(moved, terms); got == id {
+		t.Errorf("moved entry: same run id %s", id)
+	}
+	for name, change := range otherTerms(t0) {
+		other := terms
+		change(&other)
+		if got := RunID(base, other); got == id {
 			t.Errorf("%s: same run id %s", name, id)
 		}
 	}
-	if again := RunID(base, t0, 1); again != id {
+	if again := RunID(base, terms); again != id {
 		t.Errorf("RunID is not deterministic")
 	}
+}
 
-	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
-	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
-	c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
-	defer cancel()
-	errc := make(chan error, 1)
-	go func() { errc <- n1.Start(ctx, c, RunID(c, t0, 2)) }()
-	err := n0.Start(ctx, c, RunID(c, t0, 1))
-	if !errors.Is(err, ErrHandshake) {
-		t.Errorf("general 0 of another run: Start = %v, want ErrHandshake", err)
+// otherTerms returns, per flag of "dlm generals node" that is a term of
+// the run, a change of it.
+func otherTerms(t0 time.Time) map[string]func(*Terms) {
+	return map[string]func(*Terms){
+		"algorithm":     func(t *Terms) { t.Algorithm = byzantine.SM },
+		"traitors":      func(t *Terms) { t.MaxTraitors = 2 },
+		"generals":      func(t *Terms) { t.Generals = 7 },
+		"majority":      func(t *Terms) { t.Majority = byzantine.Median },
+		"round-timeout": func(t *Terms) { t.RoundTimeout = 3 * time.Second },
+		"interactive":   func(t *Terms) { t.Interactive = true },
+		"start":         func(t *Terms) { t.Start = t0.Add(time.Millisecond) },
+		"seq":           func(t *Terms) { t.Seq = 2 },
+		"command":       func(t *Terms) { t.Use = "clock" },
 	}
-	if err := <-errc; !errors.Is(err, ErrHandshake) {
-		t.Errorf("general 1 of another run: Start = %v, want ErrHandshake", err)
-	}
-	waitFor(t, 3*time.Second, func() bool { return n0.Refused() > 0 && n1.Refused() > 0 })
-	if n0.Refused() == 0 || n1.Refused() == 0 {
-		t.Errorf("refused = %d and %d, want both nodes to refuse the other run", n0.Refused(), n1.Refused())
+}
+
+// TestOtherTermsRefusedAndNamed: two generals with the same keys and
+// cluster but one term apart refuse each other's handshakes, and each
+// names the flag that differs with both values (regression: the run flags
+// were not bound into the run id, so generals started with another -m,
+// --algorithm, --majority or --interactive ran together and computed
+// different things, every process exiting 0).
+func TestOtherTermsRefusedAndNamed(t *testing.T) {
+	t0 := time.Now().Add(time.Hour).Truncate(time.Millisecond).UTC()
+	ours := TermsOf(byzantine.DefaultConfig(), t0)
+	for name, change := range otherTerms(t0) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			keys := newKeys(t, 2)
+			n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+			n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
+			c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
+			theirs := ours
+			change(&theirs)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			errc := make(chan error, 2)
+			go func() { errc <- n0.Start(ctx, c, ours) }()
+			go func() { errc <- n1.Start(ctx, c, theirs) }()
+			waitFor(t, 20*time.Second, func() bool { return len(n0.OtherTerms()[1]) > 0 && len(n1.OtherTerms()[0]) > 0 })
+			cancel()
+			for range 2 {
+				if err := <-errc; err == nil {
+					t.Errorf("Start = nil: a link came up with a general of other terms")
+				}
+			}
+			for _, x := range []struct {
+				n        *Node
+				peer     byzantine.ID
+				them, us Terms
+			}{{n0, 1, theirs, ours}, {n1, 0, ours, theirs}} {
+				want := Diff(x.them, x.us)
+				if len(want) != 1 || want[0].Name != name {
+					t.Fatalf("Diff = %v, want one difference in %s", want, name)
+				}
+				if got := x.n.OtherTerms()[x.peer]; !slices.Equal(got, want) {
+					t.Errorf("general %d: OtherTerms()[%d] = %v, want %v", x.n.id, x.peer, got, want)
+				}
+				if x.n.Linked(x.peer) {
+					t.Errorf("general %d is linked to %d, which runs with other terms", x.n.id, x.peer)
+				}
+			}
+		})
 	}
 }

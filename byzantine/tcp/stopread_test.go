@@ -11,19 +11,9 @@ import (
 	"dlm/byzantine"
 )
 
-// deafPeer listens as general id, completes the handshake of whoever
-// dials it, and then never reads again: a traitor that stops reading.
-func deafPeer(t *testing.T, id byzantine.ID, priv ed25519.PrivateKey, run byzantine.RunID) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	serveDeaf(t, ln, id, priv, run)
-	return ln
-}
-
-// serveDeaf serves ln as deafPeer does until the test ends.
+// serveDeaf listens on ln as general id, completes the handshake of
+// whoever dials it, and then never reads again (a traitor that stops
+// reading), until the test ends.
 func serveDeaf(t *testing.T, ln net.Listener, id byzantine.ID, priv ed25519.PrivateKey, run byzantine.RunID) {
 	done := make(chan struct{})
 	var mu sync.Mutex
@@ -60,16 +50,20 @@ func serveDeaf(t *testing.T, ln net.Listener, id byzantine.ID, priv ed25519.Priv
 // before it failed, and every peer's messages waited with it).
 func TestPeerThatStopsReadingCostsNoSend(t *testing.T) {
 	keys := newKeys(t, 3)
-	var run byzantine.RunID
+	var terms Terms
 	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
 	n2 := listenAt(t, "127.0.0.1:0", 2, keys[2])
-	deaf := deafPeer(t, 1, keys[1], run)
+	deaf, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := clusterOf([]string{n0.Addr(), deaf.Addr().String(), n2.Addr()}, keys)
+	serveDeaf(t, deaf, 1, keys[1], RunID(c, terms))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- n2.Start(ctx, c, run) }()
-	if err := n0.Start(ctx, c, run); err != nil {
+	go func() { errc <- n2.Start(ctx, c, terms) }()
+	if err := n0.Start(ctx, c, terms); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil && !n2.Linked(0) {

@@ -55,7 +55,7 @@ func serveGarbage(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	sctx, cancel := context.WithDeadline(ctx, g.Start.Add(a.Config.RoundTimeout))
 	defer cancel()
-	if err := node.Start(sctx, g.Cluster, RunID(g.Cluster, g.Start, a.Config.Seq)); err != nil {
+	if err := node.Start(sctx, g.Cluster, TermsOf(a.Config, g.Start)); err != nil {
 		return err
 	}
 	frames := garbageFrames()
@@ -188,8 +188,8 @@ func TestUnauthenticatedGarbage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	errc := make(chan error, 1)
-	go func() { errc <- n0.Start(ctx, c, byzantine.RunID{}) }()
-	if err := n1.Start(ctx, c, byzantine.RunID{}); err != nil {
+	go func() { errc <- n0.Start(ctx, c, Terms{}) }()
+	if err := n1.Start(ctx, c, Terms{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-errc; err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,14 +141,32 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 			if c.liar != nil && i == s.liar {
 				upstream = c.liar.Addr()
 			}
-			px := toxiproxy.NewProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), "127.0.0.1:0", upstream)
-			if err := px.Start(); err != nil {
+			px, err := startProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), upstream)
+			if err != nil {
 				return nil, fmt.Errorf("torture: proxy for node%d: %w", i, err)
 			}
 			c.proxies[g][i] = px
 		}
 	}
 	return c, nil
+}
+
+// startProxy starts a proxy to upstream on a loopback port below Linux's
+// ephemeral range (32768-60999): healDropping stops the proxy and listens
+// on its port again, and a port of that range, free in between, can be
+// taken by any outgoing connection of the machine (it was: "restarting the
+// proxy for node2 (group 0): listen tcp 127.0.0.1:41055: bind: address
+// already in use"). The port is drawn at random, not from the run's seed:
+// it changes nothing the run does.
+func startProxy(server *toxiproxy.ApiServer, name, upstream string) (*toxiproxy.Proxy, error) {
+	var err error
+	for range 100 {
+		px := toxiproxy.NewProxy(server, name, fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)), upstream)
+		if err = px.Start(); err == nil {
+			return px, nil
+		}
+	}
+	return nil, err
 }
 
 // nodeName names node i in histories and reports.

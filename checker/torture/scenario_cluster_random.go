@@ -153,9 +153,7 @@ func (e *env) clusterFault(ctx context.Context, rng *rand.Rand, c int) {
 	case faultClusterFailover:
 		delay := ttl + ttl/4
 		end := e.rec.fault(kind, node, fmt.Sprintf("master %s SIGKILLed; its replica %s promoted by hand after %v; the old master rejoins as a replica", s.master.Addr(), s.replica.Addr(), delay))
-		s.master.Kill()
-		sleep(ctx, delay)
-		err = failover(context.WithoutCancel(ctx), rc, s)
+		err = failoverByHand(ctx, rc, s, delay)
 		end()
 	case faultClusterMigration:
 		end := e.rec.fault(kind, node, "the slot of "+r+" moves to another master of the node")
@@ -186,6 +184,81 @@ func (e *env) clusterFault(ctx context.Context, rng *rand.Rand, c int) {
 		}
 		e.brokenClusters[c] = true
 	}
+}
+
+// failoverByHand kills s's master once its replica caught up with it
+// (replicaCaughtUp), and promotes the replica after delay (failover).
+func failoverByHand(ctx context.Context, c *redisproc.Cluster, s *shard, delay time.Duration) error {
+	if err := replicaCaughtUp(context.WithoutCancel(ctx), s); err != nil {
+		return err
+	}
+	s.master.Kill()
+	sleep(ctx, delay)
+	return failover(context.WithoutCancel(ctx), c, s)
+}
+
+// replicaCaughtUp waits until s's replica sees its master as the master
+// sees itself (the same slots and config epoch) and knows the cluster's
+// current epoch, so that a failover by hand after the master's death
+// gives the replica every slot of its master with an epoch above every
+// claim. A replica that lags (after its own restart, or a slot moved to
+// its master a moment ago) and is promoted takes only the slots it knew
+// of, with an epoch the restarted old master may still outbid: a slot
+// then stays on the dead master, failed, or the old master comes back a
+// master.
+func replicaCaughtUp(ctx context.Context, s *shard) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		m, merr := selfView(ctx, s.master)
+		r, rerr := viewOf(ctx, s.replica, m.id)
+		if merr == nil && rerr == nil && r.epoch == m.epoch && r.slots == m.slots && r.current >= m.current {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the replica %s of %s did not catch up with its master in 30 s: master %+v (%v), replica's view %+v (%v)",
+				s.replica.Addr(), s.master.Addr(), m, merr, r, rerr)
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
+}
+
+// clusterView is what one process's CLUSTER NODES and CLUSTER INFO say of
+// one node: its config epoch and slots, and the process's current epoch.
+type clusterView struct {
+	id, epoch, slots string
+	current          int
+}
+
+// selfView is p's view of itself.
+func selfView(ctx context.Context, p *redisproc.Process) (clusterView, error) {
+	return viewOf(ctx, p, "")
+}
+
+// viewOf is p's view of node id ("": of itself).
+func viewOf(ctx context.Context, p *redisproc.Process, id string) (clusterView, error) {
+	nodes, err := p.Client().Do(ctx, "CLUSTER", "NODES").Text()
+	if err != nil {
+		return clusterView{}, err
+	}
+	info, err := p.Client().Do(ctx, "CLUSTER", "INFO").Text()
+	if err != nil {
+		return clusterView{}, err
+	}
+	var v clusterView
+	for _, line := range strings.Split(info, "\n") {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_current_epoch:"); ok {
+			v.current, _ = strconv.Atoi(c)
+		}
+	}
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || (id == "" && !strings.Contains(f[2], "myself")) || (id != "" && f[0] != id) {
+			continue
+		}
+		v.id, v.epoch, v.slots = f[0], f[6], strings.Join(f[8:], " ")
+		return v, nil
+	}
+	return v, fmt.Errorf("%s does not list node %q", p.Addr(), id)
 }
 
 // failover promotes s's replica (its master is down), waits until the

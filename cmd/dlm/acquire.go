@@ -107,7 +107,11 @@ leaves that holder's lock alone.
 				return err
 			}
 			defer closeClient()
-			l, err := acquireOnce(cmd.Context(), client, args, wait, oneTry(nf.nodeTO, ttl), lopts...)
+			urls, _ := resolveNodes(nf.nodes) // nf.client resolved them already
+			hints := func(err error) map[string]string {
+				return schemeHints(cmd.Context(), err, urls, max(nf.nodeTO, probeTimeout))
+			}
+			l, err := acquireOnce(cmd.Context(), client, args, wait, oneTry(nf.nodeTO, ttl), hints, lopts...)
 			if err != nil {
 				return err
 			}
@@ -137,8 +141,9 @@ leaves that holder's lock alone.
 // Lock) with one try or, with wait, keeps trying until the deadline (the
 // library's random delays, R10); a failure is given its exit code and the
 // reason of its last complete attempt. One try is bounded by try
-// (oneTry).
-func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wait, try time.Duration, opts ...redlock.LockOption) (*redlock.Lock, error) {
+// (oneTry). hints says what dlm found out about the nodes that failed
+// (schemeHints).
+func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wait, try time.Duration, hints func(error) map[string]string, opts ...redlock.LockOption) (*redlock.Lock, error) {
 	var l *redlock.Lock
 	var err error
 	if wait == 0 {
@@ -163,7 +168,7 @@ func acquireOnce(ctx context.Context, c *redlock.Client, resources []string, wai
 	if errors.As(err, &ae) {
 		attempts = max(ae.Attempts, 1)
 	}
-	return nil, withCode(acquireCode(err), acquireReason(err, wait, attempts))
+	return nil, withCode(acquireCode(err), acquireReasonHinted(err, wait, attempts, hints(err)))
 }
 
 // handleFits refuses, before anything is locked, resources whose handle

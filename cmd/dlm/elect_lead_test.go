@@ -157,7 +157,7 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 		t.Errorf("a's command (pids %v, then %v) still runs while b leads: the guard did not end it at a's validity", famA, left)
 	}
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
-		t.Fatal(err)
+		t.Fatalf("SIGCONT to a: %v; a ended: %v; stderr: %s", err, <-doneA, stderrA)
 	}
 	select {
 	case err := <-doneA:

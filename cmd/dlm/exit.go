@@ -23,6 +23,10 @@ const (
 type exitError struct {
 	code int
 	err  error
+	// command is set on the exit code of the command dlm ran (dlm lock,
+	// dlm elect), passed through, as opposed to one dlm decided itself:
+	// dlm lock's --dlm-exit-code never replaces it.
+	command bool
 }
 
 func (e *exitError) Error() string {

@@ -1,6 +1,10 @@
 package main
 
 import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -68,11 +72,23 @@ The handle is HANDLE, or standard input when HANDLE is -, or the file of
 				return err
 			}
 			defer closeClient()
+			// A reader gone from standard output makes the new handle's
+			// write fail with EPIPE, said below, instead of killing dlm
+			// with nothing said.
+			sigpipe := make(chan os.Signal, 1)
+			signal.Notify(sigpipe, syscall.SIGPIPE)
+			defer signal.Stop(sigpipe)
 			l, err := client.Resume(cmd.Context(), h, redlock.WithTTL(ttl), redlock.WithMaxExtensions(maxExt))
 			if err != nil {
 				return withCode(handleCode(err), err)
 			}
-			return hio.write(cmd, l, true)
+			if err := hio.write(cmd, l, true); err != nil {
+				// The lock stays extended: its holder may be at work with
+				// the old handle, which names the same lock (the nodes,
+				// not the handle, know its validity and its extensions).
+				return withCode(exitCantCreate, fmt.Errorf("lock %q extended by %v, but its new handle could not be written (%w); the old handle still names the lock, and dlm extend and dlm release take it", l.Resource(), ttl, err))
+			}
+			return nil
 		},
 	}
 	nf.add(cmd, handlePrefixHelp)

@@ -62,7 +62,9 @@ and runs one instance per general, each general the commander of its own
 value: every loyal general decides the vector of all values, the same
 vector for all of them, with each loyal general's own value at its index
 (--json adds "vectors"). --every-traitor-set runs that for every set of at
-most m traitors under every named strategy; "dlm generals exhaust
+most m traitors under every named strategy, within --budget (1m; stopped
+there, it says INCOMPLETE and what it covered, and exits 3 unless it
+found a violation); "dlm generals exhaust
 --interactive" searches every behaviour of a finite adversary in every
 instance; "dlm generals node --interactive --value V" runs one general of
 it as its own process, across machines.
@@ -113,6 +115,9 @@ Exit status:
   dlm generals --interactive --values north,east,south,west --faulty 2 --strategy flip --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cmd.Flags().Changed("budget") && !fi.every {
+				return usageErrorf("--budget bounds --every-traitor-set: give both, or neither")
+			}
 			if fi.on {
 				return runGeneralsInteractive(cmd.Context(), f, fi, cmd.OutOrStdout())
 			}

@@ -206,7 +206,7 @@ func runTimedTraitor(t *testing.T, disturb func(t0 time.Time, timeout time.Durat
 
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout, cfg.Seq = byzantine.SM, n, m, timeout, seq
-	cfg.RunID = tcp.RunID(c, t0, seq)
+	cfg.RunID = tcp.RunID(c, tcp.TermsOf(cfg, t0))
 	cfg.Faulty = []byzantine.Traitor{{ID: 0, Strategy: byzantine.Custom, Func: func(r int, honest []byzantine.Message, s byzantine.Signer) []byzantine.Message {
 		for i, msg := range honest {
 			if msg.To == 3 {
@@ -273,7 +273,7 @@ func startCommander(ctx context.Context, t *testing.T, cfg byzantine.Config, c t
 	}
 	t.Cleanup(func() { node.Close() })
 	dctx, dcancel := context.WithDeadline(ctx, t0)
-	node.Start(dctx, c, cfg.RunID)
+	node.Start(dctx, c, tcp.TermsOf(cfg, t0))
 	dcancel()
 	return g, node
 }

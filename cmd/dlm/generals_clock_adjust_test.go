@@ -53,7 +53,7 @@ func TestGeneralsClockAdjustHasTheRightSign(t *testing.T) {
 				cfg := byzantine.DefaultConfig()
 				cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout = byzantine.SM, n, m, rt
 				time.Sleep(time.Until(t0.Add(-rt)))
-				if _, err := tcp.RunInteractiveEpoch(ctx, c.Addr(byzantine.ID(i)), c, byzantine.ID(i), priv, byzantine.InteractiveConfig{Config: cfg}, t0, lowest); err != nil {
+				if _, _, err := tcp.RunInteractiveEpoch(ctx, c.Addr(byzantine.ID(i)), c, byzantine.ID(i), priv, byzantine.InteractiveConfig{Config: cfg}, string(useClock), t0, lowest); err != nil {
 					t.Errorf("traitor %d: %v", i, err)
 				}
 			})

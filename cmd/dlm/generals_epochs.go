@@ -150,6 +150,9 @@ type epochLine struct {
 	OutOfTime []int                 `json:"out_of_time,omitempty"`
 	TooMany   bool                  `json:"too_many_faults,omitempty"`
 	Error     string                `json:"error,omitempty"`
+	// OtherRuns are the peers refused in this epoch for running it with
+	// other run flags or another command.
+	OtherRuns []otherRun `json:"other_runs,omitempty"`
 }
 
 func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout io.Writer) error {
@@ -218,6 +221,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 		return err
 	}
 	defer el.Close()
+	var others []otherRun // of the epoch last run: mb.Run reports each epoch after running it
 	run := func(ctx context.Context, start time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
 		if f.claimDead {
 			if p, err := agreed.Parse(value, f.generals); err == nil && p.Heard != nil {
@@ -225,14 +229,16 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 				value = p.Encode()
 			}
 		}
-		return tcp.RunInteractiveEpochOn(ctx, el, c, id, priv, ic, start, value)
+		res, other, err := tcp.RunInteractiveEpochOn(ctx, el, c, id, priv, ic, string(use), start, value)
+		others = otherRunsOf(other)
+		return res, err
 	}
 	enc := json.NewEncoder(stdout)
 	var bad []string
 	s := agreed.Schedule{Start: t0, Period: f.period, Lead: lead, Epochs: f.epochs}
 	err = mb.Run(ctx, s, run, func(rep agreed.Report) error {
 		line := epochLine{Use: use, Epoch: rep.Epoch, Start: rep.Start, General: rep.General, Proposal: rep.Proposal.Encode(),
-			Failed: []agreed.Fault{}, Seen: rep.Seen, Heard: rep.Heard, OutOfTime: rep.OutOfTime, TooMany: rep.TooManyFaults, Error: rep.Error}
+			Failed: []agreed.Fault{}, Seen: rep.Seen, Heard: rep.Heard, OutOfTime: rep.OutOfTime, TooMany: rep.TooManyFaults, Error: rep.Error, OtherRuns: others}
 		if line.Seen == nil {
 			line.Seen = []byzantine.PeerFault{}
 		}
@@ -259,7 +265,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 		case len(rep.OutOfTime) > 0:
 			bad = append(bad, fmt.Sprintf("epoch %d: out of time in rounds %v", rep.Epoch, rep.OutOfTime))
 		case rep.TooManyFaults:
-			bad = append(bad, fmt.Sprintf("epoch %d: too many faults: saw %d peers fail, more than m = %d", rep.Epoch, len(rep.Seen), f.traitors))
+			bad = append(bad, fmt.Sprintf("epoch %d: too many faults: saw %d peers fail, more than m = %d%s", rep.Epoch, len(rep.Seen), f.traitors, otherRunsText(others)))
 		}
 		return enc.Encode(line)
 	})

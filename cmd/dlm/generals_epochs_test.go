@@ -172,8 +172,9 @@ func TestGeneralsEpochUsage(t *testing.T) {
 // the next epoch begins right after it: a general that woke before its
 // peers had left the previous epoch dialled their old listeners and went
 // without them (epoch 2 declared generals 0, 2 and 3 failed at general 1).
-// Rounds of 2s: with 1s rounds a make test at load 8 ran general 1 out of
-// time in round 1 of epoch 1 ("1 epochs prove nothing", exit 3).
+// Every epoch keeps its schedule (before, a general found stopped for an
+// eighth of a round just before a deadline, on a loaded machine, ran that
+// epoch out of time although only the crashed general was missing).
 func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 	t.Parallel()
 	const n, epochs = 4, 3
@@ -189,7 +190,7 @@ func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 				e = 1
 			}
 			args := []string{"generals", "leader", "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
-				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "2s", "--epochs", strconv.Itoa(e)}
+				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "1s", "--epochs", strconv.Itoa(e)}
 			var out, errb bytes.Buffer
 			codes[i] = run(t.Context(), args, strings.NewReader(""), &out, &errb)
 			outs[i], errs[i] = out.String(), errb.String()
@@ -209,9 +210,6 @@ func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 			t.Fatalf("general %d: exit %d\n%s%s", i, codes[i], outs[i], errs[i])
 		}
 		for e, l := range lines {
-			if len(l.OutOfTime) > 0 {
-				continue // decided without the synchrony the algorithm assumes: nothing to check
-			}
 			line, _ := json.Marshal(l)
 			wantLeader, wantFailed := byzantine.ID(0), []int{}
 			if e > 0 {
@@ -229,21 +227,20 @@ func TestGeneralsLeaderCrashReplaced(t *testing.T) {
 }
 
 // keptSchedule reports whether a general's exit and epoch lines show a run
-// that kept its schedule well enough to check: exit 0, or exit 3 ("epochs
-// prove nothing") for exactly one epoch in which a general ran out of time.
-// Twice, at load 8 and 30 and with 1s and 2s rounds, one loyal general ran
-// out of time in round 1 of the first epoch after the leader's crash, and
-// every decision was still the one wanted; an epoch out of time guarantees
-// no decision, so its decision is not checked, and one such epoch is
-// allowed, not more.
+// that kept its schedule: exit 0 and no epoch out of time. (Epochs after
+// the leader's crash used to run out of time on a loaded machine: every
+// round of them ends at its deadline, and a general found stopped for an
+// eighth of a round just before one counted the round as out of time,
+// although only the crashed general, whose address refuses connections,
+// was missing. Such a general is down now, and a stop holds up nothing
+// of it.)
 func keptSchedule(code int, lines []epochLine) bool {
-	late := 0
 	for _, l := range lines {
 		if len(l.OutOfTime) > 0 {
-			late++
+			return false
 		}
 	}
-	return (code == exitOK && late == 0) || (code == exitInconclusive && late == 1)
+	return code == exitOK
 }
 
 func deref(id *byzantine.ID) byzantine.ID {
@@ -266,7 +263,7 @@ func TestGeneralsLeaderProcesses(t *testing.T) {
 	}
 	bin := dlmBin() // built once by TestMain
 	const n, epochs = 4, 4
-	round := 2 * time.Second
+	round := time.Second
 	period := 6 * round // the default, (m+4) x the round timeout
 	dir, cluster := epochCluster(t, n)
 	t0 := time.Now().Add(5 * time.Second).UTC() // four processes to start
@@ -320,9 +317,6 @@ func TestGeneralsLeaderProcesses(t *testing.T) {
 	}
 	for e := range epochs {
 		a, b := lines[1][e], lines[2][e]
-		if len(a.OutOfTime) > 0 || len(b.OutOfTime) > 0 {
-			continue // decided without the synchrony the algorithm assumes: nothing to check
-		}
 		if !reflect.DeepEqual(a.Vector, b.Vector) || !reflect.DeepEqual(a.Failed, b.Failed) || deref(a.Leader) != deref(b.Leader) {
 			t.Errorf("epoch %d: loyal generals 1 and 2 decided differently:\n%+v\n%+v", e, a, b)
 		}

@@ -125,7 +125,7 @@ func TestGeneralsNodeFlood(t *testing.T) {
 	var signer byzantine.Signer
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout, cfg.Seq = byzantine.SM, n, m, timeout, seq
-	cfg.RunID = tcp.RunID(c, t0, seq)
+	cfg.RunID = tcp.RunID(c, tcp.TermsOf(cfg, t0))
 	cfg.Faulty = []byzantine.Traitor{{ID: 0, Strategy: byzantine.Custom, Func: func(_ int, honest []byzantine.Message, s byzantine.Signer) []byzantine.Message {
 		signer = s
 		return honest

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +23,7 @@ type interactiveFlags struct {
 	on     bool
 	values string
 	every  bool
+	budget time.Duration // --budget of --every-traitor-set
 }
 
 // addInteractiveFlags registers the interactive-consistency flags of "dlm
@@ -30,6 +33,7 @@ func addInteractiveFlags(cmd *cobra.Command, fi *interactiveFlags) {
 	fl.BoolVar(&fi.on, "interactive", false, "interactive consistency: every general has a private value (--values) and the loyal ones agree on the vector of all values")
 	fl.StringVar(&fi.values, "values", "", "with --interactive: the private values V0,V1,... of generals 0,1,... (default v0,v1,...)")
 	fl.BoolVar(&fi.every, "every-traitor-set", false, "with --interactive: run every set of at most m traitors under every named strategy and check the vectors of each run (every behaviour: dlm generals exhaust --interactive)")
+	fl.DurationVar(&fi.budget, "budget", time.Minute, "with --every-traitor-set: stop after this long; the runs go to every set in turn, one strategy at a time, and a search stopped early says INCOMPLETE and what it covered (exit 3 without a violation)")
 }
 
 // interactiveConfig builds the interactive run from the flags.
@@ -69,13 +73,15 @@ func runGeneralsInteractive(ctx context.Context, f generalsFlags, fi interactive
 		return usageErrorf("--every-traitor-set runs in memory only: drop --transport tcp")
 	case fi.every && f.report != "":
 		return usageErrorf("--report draws one run: drop --every-traitor-set")
+	case fi.budget <= 0:
+		return usageErrorf("--budget %v: want a positive duration", fi.budget)
 	}
 	ic, err := interactiveConfig(f, fi)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
 	if fi.every {
-		return runEveryTraitorSet(ctx, ic, f.json, stdout)
+		return runEveryTraitorSet(ctx, ic, fi.budget, f.json, stdout)
 	}
 	explain := ic.Config.Explain
 	if f.report != "" {
@@ -430,55 +436,89 @@ type everySetJSON struct {
 
 // runEveryTraitorSet runs ic with every set of at most m traitors (the
 // crashes of ic kept), each set with every strategy given to all its
-// members, and reports the runs that break the vector conditions.
-func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJSON bool, w io.Writer) error {
+// members, and reports the runs that break the vector conditions. The
+// runs go one strategy at a time to every set in turn (the sets are
+// enumerated as they run, never held), so that a search stopped by its
+// budget has run every set under the same first strategies: it says
+// INCOMPLETE and what it covered, and exits 3 unless it found a
+// violation (1), as dlm generals exhaust does.
+func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, budget time.Duration, asJSON bool, w io.Writer) error {
 	cfg := ic.Config
 	strategies := byzantine.OralStrategies()
 	if cfg.Algorithm == byzantine.SM {
 		strategies = byzantine.Strategies()
 	}
-	budget := cfg.MaxTraitors - len(cfg.Crashes)
+	most := cfg.MaxTraitors - len(cfg.Crashes)
 	if cfg.AllowUnsafe {
-		budget = cfg.MaxTraitors
+		most = cfg.MaxTraitors
 	}
-	var sets [][]byzantine.ID
-	var rec func(start int, cur []byzantine.ID)
-	rec = func(start int, cur []byzantine.ID) {
-		sets = append(sets, slices.Clone(cur))
-		if len(cur) == budget {
-			return
+	var candidates []byzantine.ID // the generals that can be traitors: not crashed
+	for i := range cfg.Generals {
+		if cfg.CrashRound(byzantine.ID(i)) < 0 {
+			candidates = append(candidates, byzantine.ID(i))
 		}
-		for i := start; i < cfg.Generals; i++ {
-			if cfg.CrashRound(byzantine.ID(i)) < 0 {
-				rec(i+1, append(cur, byzantine.ID(i)))
+	}
+	// eachSet calls f with every set of 0 to most candidates, in order,
+	// until f returns false; it reports whether it went through all.
+	var eachSet func(start int, cur []byzantine.ID, f func([]byzantine.ID) bool) bool
+	eachSet = func(start int, cur []byzantine.ID, f func([]byzantine.ID) bool) bool {
+		if !f(cur) {
+			return false
+		}
+		if len(cur) == most {
+			return true
+		}
+		for i := start; i < len(candidates); i++ {
+			if !eachSet(i+1, append(cur, candidates[i]), f) {
+				return false
 			}
 		}
+		return true
 	}
-	rec(0, nil)
+	sets := setsUpTo(len(candidates), most)
+	total := satAdd(1, satMul(sets-1, uint64(len(strategies)))) // the empty set runs once
 	if !asJSON {
 		fmt.Fprintln(w, interactiveHeader(ic, "memory"))
-		fmt.Fprintf(w, "every set of 0 to %d traitors (%d sets), each under every strategy %v given to all its members\n", budget, len(sets), strategies)
+		fmt.Fprintf(w, "every set of 0 to %d traitors (%d sets), each under every strategy %v given to all its members\n", most, sets, strategies)
 		fmt.Fprintf(w, "messages of a run with all loyal: %s\n", loyalFormulaText(cfg))
 	}
+	bctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
 	enc := json.NewEncoder(w)
-	runs, bad := 0, 0
-	for _, set := range sets {
-		strats := strategies
-		if len(set) == 0 {
-			strats = []byzantine.Strategy{""}
-		}
-		for _, s := range strats {
+	var (
+		runs, bad uint64
+		done      int    // strategies every set has run under
+		partial   uint64 // sets run under strategies[done], when stopped
+		stopErr   error
+	)
+	for si, s := range strategies {
+		partial = 0
+		complete := eachSet(0, nil, func(set []byzantine.ID) bool {
+			if len(set) == 0 && si > 0 {
+				return true // the empty set runs once, with no strategy
+			}
+			if bctx.Err() != nil {
+				return false
+			}
 			run := ic
 			run.Config.Faulty = nil
-			for _, id := range set {
-				run.Config.Faulty = append(run.Config.Faulty, byzantine.Traitor{ID: id, Strategy: s})
+			strategy := s
+			if len(set) == 0 {
+				strategy = ""
 			}
-			res, err := byzantine.RunInteractive(ctx, run)
+			for _, id := range set {
+				run.Config.Faulty = append(run.Config.Faulty, byzantine.Traitor{ID: id, Strategy: strategy})
+			}
+			res, err := byzantine.RunInteractive(bctx, run)
 			if err != nil {
-				return withCode(exitCouldNotRun, err)
+				if bctx.Err() == nil {
+					stopErr = withCode(exitCouldNotRun, err)
+				}
+				return false
 			}
 			runs++
-			line := everySetJSON{Traitors: set, Strategy: s, Messages: res.Messages, Formula: byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), IC1: res.IC1(), IC2: res.IC2()}
+			partial++
+			line := everySetJSON{Traitors: slices.Clone(set), Strategy: strategy, Messages: res.Messages, Formula: byzantine.LoyalMessages(cfg.Algorithm, cfg.Generals, cfg.MaxTraitors), IC1: res.IC1(), IC2: res.IC2()}
 			if line.Traitors == nil {
 				line.Traitors = []byzantine.ID{}
 			}
@@ -489,19 +529,79 @@ func runEveryTraitorSet(ctx context.Context, ic byzantine.InteractiveConfig, asJ
 			switch {
 			case asJSON:
 				if err := enc.Encode(line); err != nil {
-					return err
+					stopErr = err
+					return false
 				}
 			case line.Violation != "":
-				fmt.Fprintf(w, "  traitors %v (%s): VIOLATED: %s\n", set, s, line.Violation)
+				fmt.Fprintf(w, "  traitors %v (%s): VIOLATED: %s\n", set, strategy, line.Violation)
 			}
+			return true
+		})
+		if stopErr != nil {
+			return stopErr
 		}
+		if !complete {
+			break
+		}
+		done++
+	}
+	if ctx.Err() != nil { // interrupted, not out of budget
+		return withCode(exitCouldNotRun, context.Cause(ctx))
+	}
+	incomplete := ""
+	if done < len(strategies) {
+		// The empty set runs once, under the first strategy's turn.
+		under, of := fmt.Sprintf("every set ran under %v", strategies[:done]), sets-1
+		if done == 0 {
+			under, of = "no strategy ran over every set", sets
+		}
+		incomplete = fmt.Sprintf("INCOMPLETE: --budget %v ran out after %d of %d runs: %s, %d of %d sets under %s, none under %v; no violation in the runs not made is ruled out",
+			budget, runs, total, under, partial, of, strategies[done], strategies[done+1:])
 	}
 	if !asJSON {
 		fmt.Fprintf(w, "%d runs, %d violating the vector conditions\n", runs, bad)
+		if incomplete != "" {
+			fmt.Fprintln(w, incomplete)
+		}
 		fmt.Fprintln(w, "these are the named strategies; \"dlm generals exhaust --interactive --values ...\" searches every behaviour of a finite adversary in every instance")
 	}
-	if bad > 0 {
+	switch {
+	case bad > 0:
 		return withCode(exitFailure, fmt.Errorf("%d of %d runs violate the vector conditions", bad, runs))
+	case incomplete != "" && asJSON:
+		return withCode(exitInconclusive, errors.New(incomplete))
+	case incomplete != "":
+		return withCode(exitInconclusive, nil)
 	}
 	return nil
+}
+
+// setsUpTo is the number of sets of 0 to k of n elements (saturating).
+func setsUpTo(n, k int) uint64 {
+	var sum, c uint64 = 0, 1 // c = C(n, i)
+	for i := 0; i <= k && i <= n; i++ {
+		sum = satAdd(sum, c)
+		// C(n, i+1) = C(n, i) * (n-i) / (i+1), exact while it fits.
+		if n > i && c > math.MaxUint64/uint64(n-i) {
+			return math.MaxUint64
+		}
+		c = c * uint64(n-i) / uint64(i+1)
+	}
+	return sum
+}
+
+// satAdd is a+b, or the largest uint64 when that overflows.
+func satAdd(a, b uint64) uint64 {
+	if a > math.MaxUint64-b {
+		return math.MaxUint64
+	}
+	return a + b
+}
+
+// satMul is a*b, or the largest uint64 when that overflows.
+func satMul(a, b uint64) uint64 {
+	if a != 0 && b > math.MaxUint64/a {
+		return math.MaxUint64
+	}
+	return a * b
 }

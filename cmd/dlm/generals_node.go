@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,9 +175,13 @@ func newGeneralsNodeCmd() *cobra.Command {
 machine gets the same cluster file (ids, addresses, public keys), the same
 run flags and the same --start time (RFC 3339, in the future but within
 24 hours; clocks must agree within the round timeout); each runs "dlm generals node" with its own --id and
---key. The run flags are not compared between machines: a general
-started with another --algorithm, -m, --majority or --interactive runs
-with the others and may decide otherwise, every process exiting 0. The node prints its own decision; gather them to check IC1/IC2.
+--key. The run flags that make the run (--algorithm, -n, -m, --majority,
+--round-timeout, --interactive, --start, --seq) are bound into the run id:
+generals given other ones refuse each other's handshakes, and each names
+the flag and both values ("refused general 3: it runs with other run
+flags (--traitors 2 there, 1 here)"); such a general is absent from the
+run, a fault like any other. The node prints its own decision; gather
+them to check IC1/IC2.
 
 With --interactive each general proposes its own private value (--value,
 known to it alone) and the run is one of interactive consistency, n
@@ -185,7 +191,7 @@ decided it); the loyal generals' vectors are the same, and hold each loyal
 general's own value at its index. Gather the vectors to check that.
 
 The run id, signed into every message and handshake, is derived from the
-cluster file, --start and --seq; without --seq the sequence number is
+cluster file, those run flags, --start and --seq; without --seq the sequence number is
 derived from --start, so every run with a new start time refuses the signed
 orders of earlier runs. A key that does not match the cluster file, an id
 not in it, or -n different from its size is a usage error (exit 64),
@@ -258,17 +264,18 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 			if err != nil {
 				return withCode(exitCouldNotRun, err)
 			}
+			others := otherRuns(node)
 			var late error
 			switch faulty := res.FaultyPeers(); {
 			case len(res.Overran) > 0:
 				late = withCode(exitInconclusive, fmt.Errorf("general %d ran out of time in rounds %v: it sent its messages after the round's deadline, or was stopped over it, or did not take messages that had arrived in time, or could not send to a peer that stayed connected; its decision proves nothing; use a later --start or a longer --round-timeout", id, res.Overran))
 			case len(faulty) > cfg.MaxTraitors:
-				late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone, late, unreachable or refused), more than m = %d: agreement is guaranteed only with at most m faulty generals, so its decision proves nothing", id, len(faulty), faulty, cfg.MaxTraitors))
+				late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone, late, unreachable or refused), more than m = %d: agreement is guaranteed only with at most m faulty generals, so its decision proves nothing%s", id, len(faulty), faulty, cfg.MaxTraitors, otherRunsText(others)))
 			}
 			if f.json {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				return errors.Join(enc.Encode(res), late)
+				return errors.Join(enc.Encode(nodeJSON{GeneralResult: res, OtherRuns: others}), late)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "general %d (%s) decides %s; sent %d messages, rejected %v\n",
 				res.ID, loyalLabel(res), res.Decision, res.Stats.Sent, res.Stats.Rejected)
@@ -279,6 +286,7 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "  faulty peers seen (%d, at most m = %d tolerated): %s\n", len(res.FaultyPeers()), cfg.MaxTraitors, strings.Join(parts, ", "))
 			}
+			printOtherRuns(cmd.OutOrStdout(), others)
 			if res.Explanation != nil {
 				fmt.Fprintf(cmd.OutOrStdout(), "  (%s)\n", pathHelp)
 				for _, line := range res.Explanation.Lines() {
@@ -301,4 +309,52 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 		cmd.MarkFlagRequired(name)
 	}
 	return cmd
+}
+
+// nodeJSON is the --json output of "dlm generals node": the general's
+// result, and the peers refused for running with other run flags.
+type nodeJSON struct {
+	byzantine.GeneralResult
+	OtherRuns []otherRun `json:"other_runs,omitempty"`
+}
+
+// otherRun is a peer whose hello proved (with its signature) that it was
+// started with other run flags, another --start or another --seq: its
+// connections were refused, so it is absent from this general's run.
+type otherRun struct {
+	ID    byzantine.ID   `json:"id"`
+	Flags []tcp.TermDiff `json:"flags"`
+}
+
+// otherRuns lists the peers node refused for running with other run
+// flags, in increasing order of id.
+func otherRuns(node *tcp.Node) []otherRun { return otherRunsOf(node.OtherTerms()) }
+
+// otherRunsOf lists the peers of m (tcp.Node.OtherTerms) in increasing
+// order of id.
+func otherRunsOf(m map[byzantine.ID][]tcp.TermDiff) []otherRun {
+	var out []otherRun
+	for id, d := range m {
+		out = append(out, otherRun{ID: id, Flags: d})
+	}
+	slices.SortFunc(out, func(a, b otherRun) int { return int(a.ID - b.ID) })
+	return out
+}
+
+// otherRunsText says, for an error, which peers run with which other
+// flags ("" for none).
+func otherRunsText(others []otherRun) string {
+	var b strings.Builder
+	for _, o := range others {
+		fmt.Fprintf(&b, "; general %d was refused: it runs with other run flags (%s)", o.ID, tcp.DiffText(o.Flags))
+	}
+	return b.String()
+}
+
+// printOtherRuns prints one line per peer refused for running with other
+// run flags.
+func printOtherRuns(w io.Writer, others []otherRun) {
+	for _, o := range others {
+		fmt.Fprintf(w, "  refused general %d: it runs with other run flags (%s); every general must be given the same\n", o.ID, tcp.DiffText(o.Flags))
+	}
 }

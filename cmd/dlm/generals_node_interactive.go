@@ -64,6 +64,8 @@ type nodeInteractiveJSON struct {
 	Explanations map[string]icExplainJSON `json:"explanations,omitempty"`
 	// Verdict is "ok", or why the vector proves nothing (exit 3).
 	Verdict string `json:"verdict"`
+	// OtherRuns are the peers refused for running with other run flags.
+	OtherRuns []otherRun `json:"other_runs,omitempty"`
 }
 
 // runInteractiveNode runs general node's part of the interactive run ic
@@ -87,7 +89,7 @@ func runInteractiveNode(ctx context.Context, node *tcp.Node, id byzantine.ID, ic
 	out := nodeInteractiveJSON{
 		ID: id, Loyal: cfg.StrategyOf(id) == "", Strategy: cfg.StrategyOf(id), Value: ic.Values[id],
 		Vector: res.Vector, Heard: res.Heard, Faults: res.Faults(), FaultyPeers: res.FaultyPeers(),
-		Overran: res.Overran(), Stats: res.Stats(), Verdict: "ok",
+		Overran: res.Overran(), Stats: res.Stats(), Verdict: "ok", OtherRuns: otherRuns(node),
 	}
 	if out.Faults == nil {
 		out.Faults, out.FaultyPeers = []byzantine.PeerFault{}, []byzantine.ID{}
@@ -97,7 +99,7 @@ func runInteractiveNode(ctx context.Context, node *tcp.Node, id byzantine.ID, ic
 	case len(out.Overran) > 0:
 		late = withCode(exitInconclusive, fmt.Errorf("general %d ran out of time in rounds %v: it sent its messages after the round's deadline, or was stopped over it, or did not take messages that had arrived in time, or could not send to a peer that stayed connected; its vector proves nothing; use a later --start or a longer --round-timeout", id, out.Overran))
 	case len(out.FaultyPeers) > cfg.MaxTraitors:
-		late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone, late, unreachable or refused), more than m = %d: the vector conditions are guaranteed only with at most m faulty generals, so its vector proves nothing", id, len(out.FaultyPeers), out.FaultyPeers, cfg.MaxTraitors))
+		late = withCode(exitInconclusive, fmt.Errorf("general %d saw %d faulty generals %v (absent, gone, late, unreachable or refused), more than m = %d: the vector conditions are guaranteed only with at most m faulty generals, so its vector proves nothing%s", id, len(out.FaultyPeers), out.FaultyPeers, cfg.MaxTraitors, otherRunsText(out.OtherRuns)))
 	}
 	if late != nil {
 		out.Verdict = late.Error()
@@ -141,6 +143,7 @@ func runInteractiveNode(ctx context.Context, node *tcp.Node, id byzantine.ID, ic
 		}
 		fmt.Fprintf(w, "  faulty peers seen (%d, at most m = %d tolerated): %s\n", len(out.FaultyPeers), cfg.MaxTraitors, strings.Join(parts, ", "))
 	}
+	printOtherRuns(w, out.OtherRuns)
 	if explained != nil {
 		fmt.Fprintf(w, "  (%s)\n", icPathHelp)
 		for i, e := range explained {

@@ -41,7 +41,8 @@ the environment variable ` + handleEnv + `.`
 // handleExitHelp lists the exit codes of the handle commands.
 const handleExitHelp = `Exit codes: 0 success; 64 bad usage or a damaged handle; 69 nodes
 unreachable (no quorum answered); 73 the new handle could not be written
-(dlm acquire releases its lock again); 74 the lock is no longer held (expired,
+(dlm acquire releases its lock again; dlm extend keeps the extension, and
+the old handle still names the lock); 74 the lock is no longer held (expired,
 released, taken over, the handle's value is wrong, or the extension bound
 was reached); 75 (acquire) held elsewhere within --wait.`
 

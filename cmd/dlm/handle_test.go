@@ -20,14 +20,25 @@ func runDLMIn(t *testing.T, stdin string, env []string, args ...string) result {
 	return finishDLM(t, cmd, stdout, stderr, 30*time.Second, args)
 }
 
-// heldEverywhere reports whether every server holds value under resource.
-func heldEverywhere(t *testing.T, c *redlocktest.Cluster, resource, value string) bool {
+// heldByQuorum reports whether a majority of the servers hold value under
+// resource and none holds another value: what a granted lock leaves. Not
+// every server: a lock is granted once a majority said yes, and a request
+// that did not reach its node within the node timeout is dropped (a
+// loaded machine, where the fresh dlm process dials and checks each node
+// as it starts): dlm acquire then exits with the lock on a majority only
+// ("every node holds the caller's value" not met within 10s, at load 28).
+func heldByQuorum(t *testing.T, c *redlocktest.Cluster, resource, value string) bool {
+	held := 0
 	for _, v := range c.MustValues(redlock.DefaultKeyPrefix + resource) {
-		if v != value {
+		switch v {
+		case value:
+			held++
+		case "":
+		default:
 			return false
 		}
 	}
-	return true
+	return held > len(c.Servers)/2
 }
 
 // mustParse reads a handle printed by dlm.
@@ -72,8 +83,8 @@ func TestHandleCommands(t *testing.T) {
 		t.Errorf("handle of deploy: %v, ttl %v", h, h.TTL)
 	}
 	noSecret(t, "acquire's stderr", r.stderr, h)
-	redlocktest.Eventually(t, 10*time.Second, func() bool { return heldEverywhere(t, c, "deploy", h.Value) },
-		"the lock outlives dlm acquire on every node: %q", c.MustValues(redlock.DefaultKeyPrefix+"deploy"))
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return heldByQuorum(t, c, "deploy", h.Value) },
+		"the lock outlives dlm acquire on a majority of the nodes: %q", c.MustValues(redlock.DefaultKeyPrefix+"deploy"))
 
 	if r := dlm("", nil, "acquire", "deploy"); r.code != exitNotAcquired || !strings.Contains(r.stderr, "held elsewhere") {
 		t.Errorf("second acquire: exit %d, want %d (held elsewhere); stderr: %s", r.code, exitNotAcquired, r.stderr)
@@ -89,13 +100,14 @@ func TestHandleCommands(t *testing.T) {
 		t.Errorf("extended handle: ttl %v, %d extensions, %v left; want the same value, 1m, 1, about 1m", h2.TTL, h2.Extensions, time.Until(h2.Until))
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
+		extended := 0
 		for _, s := range c.Servers {
-			if ttl, _, _ := s.Inspector().TTL(t.Context(), redlock.DefaultKeyPrefix+"deploy"); ttl < 50*time.Second {
-				return false
+			if ttl, _, _ := s.Inspector().TTL(t.Context(), redlock.DefaultKeyPrefix+"deploy"); ttl >= 50*time.Second {
+				extended++
 			}
 		}
-		return true
-	}, "every key extended to 1m")
+		return extended > len(c.Servers)/2
+	}, "the keys of a majority of the nodes extended to 1m")
 
 	forged := h2
 	forged.Value = "forged-0123456789abcdefgh"
@@ -105,7 +117,7 @@ func TestHandleCommands(t *testing.T) {
 		t.Errorf("release of a forged handle: exit %d, want %d saying the value is not held; stderr: %s", r.code, exitLockLost, r.stderr)
 	}
 	noSecret(t, "release's stderr", r.stderr, forged)
-	if !heldEverywhere(t, c, "deploy", h.Value) {
+	if !heldByQuorum(t, c, "deploy", h.Value) {
 		t.Errorf("a forged handle released the lock: %q", c.MustValues(redlock.DefaultKeyPrefix+"deploy"))
 	}
 
@@ -251,8 +263,8 @@ func TestAcquireValueEnv(t *testing.T) {
 	if h := mustParse(t, out.Handle); h.Value != "pipeline-4711-Zq8rT2vXk9LmW3" {
 		t.Errorf("handle value %q, want the caller's", h.Value)
 	}
-	redlocktest.Eventually(t, 10*time.Second, func() bool { return heldEverywhere(t, c, "job", "pipeline-4711-Zq8rT2vXk9LmW3") },
-		"every node holds the caller's value")
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return heldByQuorum(t, c, "job", "pipeline-4711-Zq8rT2vXk9LmW3") },
+		"a majority of the nodes hold the caller's value")
 	if r := runDLMIn(t, out.Handle, env, "release", "--node-timeout", "1s", "-"); r.code != 0 {
 		t.Errorf("release -: exit %d; stderr: %s", r.code, r.stderr)
 	}
@@ -274,8 +286,8 @@ func TestHandleSet(t *testing.T) {
 		t.Errorf("handle names %q (%q), want the set a,b", h.Resource, h.Resources)
 	}
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
-		return heldEverywhere(t, c, "a", h.Value) && heldEverywhere(t, c, "b", h.Value)
-	}, "both keys on every node")
+		return heldByQuorum(t, c, "a", h.Value) && heldByQuorum(t, c, "b", h.Value)
+	}, "both keys on a majority of the nodes")
 	if r := runDLM(t, 30*time.Second, env, "lock", "--node-timeout", "1s", "b", "--", "true"); r.code != exitNotAcquired {
 		t.Errorf("dlm lock b under the set: exit %d, want %d; stderr: %s", r.code, exitNotAcquired, r.stderr)
 	}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,7 @@ func newLockCmd() *cobra.Command {
 		adapt  string
 		pidns  bool
 		owner  string // --owner (handle.go)
+		own    int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
@@ -82,10 +84,11 @@ privilege). SIGINT, SIGTERM, SIGHUP and
 SIGQUIT sent to dlm are forwarded to the whole group. The command and
 everything it started never outlive the lock: the guard knows the end of
 the lock's validity (dlm sends it each new one after an extension) and
-kills them all with SIGKILL a twentieth of the ttl before it, should dlm be
-stopped or too slow to extend (and, should the guard be stopped too, as
-pkill -STOP dlm does, a kernel timer kills them half that margin before
-the end of the validity); when the command exits, what it left running is killed
+kills them all with SIGKILL a twentieth of the ttl (at least 250ms, at most
+a fifth of the ttl) before it, should dlm be stopped or too slow to extend
+(and, should the guard be stopped too, as pkill -STOP dlm does, a kernel
+timer kills them three quarters of that margin before the end of the
+validity); when the command exits, what it left running is killed
 before the lock is released; if dlm dies, even by
 SIGKILL, the guard kills them at once; if the guard dies, with dlm or
 alone, the kernel ends the PID namespace and everything in it. On Linux,
@@ -131,7 +134,19 @@ Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 while the command ran; 75 lock held elsewhere (not acquired within
 --wait); 126 the command cannot be executed; 127 it was not found;
 otherwise the command's own exit code (128+N when it was killed by signal
-N).`,
+N).
+
+A command may exit with one of these codes itself: its own codes are
+passed through unchanged, so an exit of 74 alone does not say whether the
+lock was lost or the command chose 74. Two things tell them apart. Every
+exit that dlm decides itself prints a line on stderr that starts with
+"dlm" and says why; an exit of the command adds nothing of dlm's. And
+--dlm-exit-code N (like flock(1)'s -E) makes every such exit of dlm's N
+instead (1 to 255; pick one the command never uses): the command was not
+run (bad usage, nodes unreachable, lock held elsewhere, a PID namespace
+refused, the command not found or not executable, a signal before it
+started), or the lock was lost while it ran. The command's own codes
+stay its own, 0 included.`,
 		Example: `  dlm lock --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup -- ./backup.sh
   DLM_NODES=... dlm lock --wait 1m --ttl 30s nightly-report -- make report
   DLM_NODES=... dlm lock --wait 5m db-primary db-replica -- ./migrate.sh
@@ -187,7 +202,7 @@ N).`,
 				client: client, resources: resources, resource: strings.Join(slices.Sorted(slices.Values(resources)), ","),
 				argv: argv, wait: wait, try: oneTry(nodeTO, ttl), grace: grace, read: read, write: write,
 				stdin: cmd.InOrStdin(), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), name: "lock",
-				noPIDNS: !pidns,
+				noPIDNS: !pidns, urls: urls, nodeTO: nodeTO,
 				check: func(ctx context.Context) error {
 					return checkNodes(ctx, client, func(w string) { fmt.Fprintf(cmd.ErrOrStderr(), "dlm lock: warning: %s\n", w) })
 				},
@@ -195,6 +210,19 @@ N).`,
 			return lr.run(cmd.Context())
 		},
 	}
+	// Every failure of dlm's own, bad flags and arguments included, exits
+	// with --dlm-exit-code when it is given (and was read before the bad
+	// flag).
+	runE := cmd.RunE
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if cmd.Flags().Changed("dlm-exit-code") && (own < 1 || own > 255) {
+			return usageErrorf("--dlm-exit-code must be 1 to 255 (an exit of 0 would read as success), got %d", own)
+		}
+		return ownExit(runE(cmd, args), own)
+	}
+	cmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		return ownExit(withCode(exitUsage, err), own)
+	})
 	addNodesFlag(cmd, &nodes)
 	f := cmd.Flags()
 	f.DurationVar(&ttl, "ttl", redlock.DefaultTTL, "lock validity time; the lock is extended every ttl/3 while the command runs")
@@ -204,6 +232,7 @@ N).`,
 	f.BoolVar(&read, "read", false, "take a read lock: shared with other --read locks on RESOURCE, exclusive of --write and plain locks")
 	f.BoolVar(&write, "write", false, "take a write lock: exclusive, and a waiting writer keeps new readers out")
 	addOwnerFlag(cmd, &owner)
+	f.IntVarP(&own, "dlm-exit-code", "E", 0, "exit with this code (1-255) instead of dlm's own whenever dlm, not the command, ends the run with a failure (the command not run, the lock lost); the command's own exit codes are passed through unchanged")
 	f.BoolVar(&fence, "fencing", false, "give the command a fencing token in DLM_LOCK_TOKEN, strictly greater than every earlier grant's; the nodes must keep their fence keys (persistence)")
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
@@ -211,6 +240,24 @@ N).`,
 	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together, with a /proc of that namespace (ps inside sees the command's processes); false keeps the system's pids and /proc (for pidfiles read outside, ps of other processes) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	return cmd
+}
+
+// ownExit is dlm lock's result err with --dlm-exit-code code (0: not
+// given): an exit that dlm decided itself, with its reason already
+// printed or still to print, exits code instead; the command's own exit
+// code, and success, stay as they are.
+func ownExit(err error, code int) error {
+	if code < 1 || code > 255 || err == nil {
+		return err
+	}
+	var ee *exitError
+	if errors.As(err, &ee) && ee.command {
+		return err
+	}
+	if asExit(err, &ee) {
+		return withCode(code, ee.err)
+	}
+	return withCode(code, err)
 }
 
 // checkNodes checks the nodes before dlm relies on them
@@ -274,6 +321,13 @@ func unreachable(err error) bool {
 // prints: why (no quorum, held elsewhere), within what wait, and each node
 // that refused or failed.
 func acquireReason(err error, wait time.Duration, attempts int) error {
+	return acquireReasonHinted(err, wait, attempts, nil)
+}
+
+// acquireReasonHinted is acquireReason with hints, what dlm found out
+// about some of the nodes that failed or timed out (schemeHints), by node
+// name, said beside them instead of a guess from the error alone.
+func acquireReasonHinted(err error, wait time.Duration, attempts int, hints map[string]string) error {
 	var ae *redlock.AcquireError
 	if !errors.As(err, &ae) {
 		return err
@@ -305,8 +359,14 @@ func acquireReason(err error, wait time.Duration, attempts int) error {
 		b.WriteString(sep)
 		sep = ", "
 		b.WriteString(n.Node + " " + n.Outcome.String())
-		if n.Err != nil && n.Outcome == redlock.Failed {
+		hint, hinted := hints[n.Node]
+		switch {
+		case n.Err != nil && n.Outcome == redlock.Failed && hinted:
+			fmt.Fprintf(&b, " (%v; %s)", n.Err, hint)
+		case n.Err != nil && n.Outcome == redlock.Failed:
 			fmt.Fprintf(&b, " (%v)", withTLSHint(n.Err))
+		case hinted:
+			fmt.Fprintf(&b, " (%s)", hint)
 		}
 	}
 	return &reasonError{msg: b.String(), err: err}
@@ -336,8 +396,10 @@ type lockRun struct {
 	stdin     io.Reader
 	stdout    io.Writer
 	stderr    io.Writer
-	name      string // the subcommand, for messages: "lock" or "elect"
-	noPIDNS   bool   // --pid-namespace=false: no PID namespace for the guard
+	name      string        // the subcommand, for messages: "lock" or "elect"
+	noPIDNS   bool          // --pid-namespace=false: no PID namespace for the guard
+	urls      []string      // the node URLs, for the hints of a failed acquisition (schemeHints)
+	nodeTO    time.Duration // --node-timeout
 	// check, when set, checks the nodes (checkNodes) while the lock is
 	// being acquired; the command runs only if it passes.
 	check func(ctx context.Context) error
@@ -411,7 +473,7 @@ func (r *lockRun) release(ctx context.Context, res error, what string, release f
 	case err == nil:
 		return res
 	case errors.Is(err, redlock.ErrNotHeld):
-		if exitCode(res) == exitLockLost {
+		if ee := (*exitError)(nil); asExit(res, &ee) && !ee.command && ee.code == exitLockLost {
 			return res // said once, where it was found
 		}
 		r.errf("%s lost before the command ended: at the release, too many nodes no longer held it (expired, flushed, evicted, or released by force); another holder may have run meanwhile", what)
@@ -442,8 +504,20 @@ const endReasonWait = 2 * time.Second
 
 // guardMargin is how long before the end of a lock's validity the guard
 // kills a command that dlm did not extend in time: a twentieth of the ttl,
-// so that the kill lands before the keys can expire on a busy machine.
-func guardMargin(ttl time.Duration) time.Duration { return ttl / 20 }
+// and at least minGuardMargin (at most a fifth of the ttl), so that the
+// kill lands before the keys can expire on a busy machine.
+func guardMargin(ttl time.Duration) time.Duration {
+	return max(ttl/20, min(ttl/5, minGuardMargin))
+}
+
+// minGuardMargin is the least margin of the guard's kill: the kernel
+// timer's kill (three quarters of it before the end of the validity) goes
+// through two process exits, the sentinel's and then the guard's, before
+// the namespace dies, which took up to 170 ms on a loaded 2-core machine
+// (a twentieth of a 3 s ttl left 107 ms with the clock drift, and a
+// command's processes outlived the lock by 3 to 63 ms in 3 of 96 runs of
+// TestLockStoppedWithItsGuard at load 11-18).
+const minGuardMargin = 250 * time.Millisecond
 
 // holding is what a guarded command runs under: a lock (dlm lock) or a
 // leadership (dlm elect). Done closes when it is lost, and err says why.
@@ -596,7 +670,7 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 				r.errf("%s ends (%s): the command was killed at the end of its validity", h.what, reason)
 				return withCode(exitLockLost, nil)
 			}
-			return childExit(werr)
+			return child.exit(werr)
 		}
 	}
 }
@@ -653,12 +727,38 @@ type family struct {
 	// stops has the signal that stopped the command, each time it stops
 	// (Ctrl-Z).
 	stops <-chan syscall.Signal
+	// started is set once the guard reported the command started
+	// (reportReady), before ready closes.
+	started atomic.Bool
 	// tty is the terminal dlm handed to the command's group, or -1.
 	tty int
 	// done releases what the family held in dlm: its pipes, the terminal
 	// and the OS thread.
 	done func()
 }
+
+// exit is dlm's result once the guard exited with werr: the command's own
+// exit code, passed through, when the guard had started it; else the
+// guard's, which is dlm's own (the command was not run: not found, not
+// executable, a signal before it started; the guard said why). The
+// guard's report that it started the command is read before its exit is
+// judged (ready closes on it, or when the report pipe ends).
+func (f *family) exit(werr error) error {
+	select {
+	case <-f.ready:
+	case <-time.After(reportWait):
+	}
+	res := childExit(werr)
+	var ee *exitError
+	if f.started.Load() && asExit(res, &ee) {
+		ee.command = true
+	}
+	return res
+}
+
+// reportWait bounds how long dlm waits, once the guard has exited, for
+// the end of its report pipe (every writer is gone by then: at once).
+const reportWait = 5 * time.Second
 
 // send sends a deadline frame to the guard and its sentinel (a dead one
 // ends the family anyway).
@@ -769,12 +869,14 @@ func (r *lockRun) start(extra []string, frame []byte) (*family, error) {
 		}
 	}
 	ready, stops := make(chan struct{}), make(chan syscall.Signal, 8)
+	f := &family{guard: guard, exited: make(chan error, 1), pipes: pipes, ready: ready, stops: stops, tty: fg}
 	go func() {
 		isReady := false
 		for ev := range events {
 			switch {
 			case ev[0] == reportReady && !isReady:
 				isReady = true
+				f.started.Store(true)
 				close(ready)
 			case ev[0] == reportStopped:
 				select {
@@ -787,7 +889,6 @@ func (r *lockRun) start(extra []string, frame []byte) (*family, error) {
 			close(ready)
 		}
 	}()
-	f := &family{guard: guard, exited: make(chan error, 1), pipes: pipes, ready: ready, stops: stops, tty: fg}
 	f.done = func() {
 		closeAll(pipes)
 		if fg >= 0 {
@@ -879,8 +980,13 @@ func (r *lockRun) acquire(ctx context.Context) (*redlock.Lock, error) {
 	if errors.As(err, &ae) {
 		attempts = max(ae.Attempts, 1)
 	}
-	return nil, withCode(acquireCode(err), acquireReason(err, r.wait, attempts))
+	hints := schemeHints(ctx, err, r.urls, max(r.nodeTO, probeTimeout))
+	return nil, withCode(acquireCode(err), acquireReasonHinted(err, r.wait, attempts, hints))
 }
+
+// probeTimeout is the least time schemeHints gives a node that failed to
+// answer the other protocol than its URL's.
+const probeTimeout = time.Second
 
 // lock makes one attempt (try) or retries until ctx ends: a read or write
 // lock on the one resource with --read or --write, else the resources as

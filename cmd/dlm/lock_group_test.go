@@ -152,7 +152,10 @@ func TestLockLostStopsTheFamily(t *testing.T) {
 			_ = syscall.Kill(p, syscall.SIGKILL)
 		}
 	})
-	redlocktest.Eventually(t, 60*time.Second, func() bool { return len(keysOn(c)) == 3 }, "the lock key never reached all 3 nodes")
+	// A majority: on a loaded machine the third node's request can miss
+	// the node timeout, and its key then never comes. Should it land after
+	// the deletion below, one node of three holds the lock: still lost.
+	redlocktest.Eventually(t, 60*time.Second, func() bool { return len(keysOn(c)) >= 2 }, "the lock key never reached 2 of the 3 nodes")
 	for _, s := range c.Servers {
 		for _, k := range s.MustKeys("") {
 			_ = s.Client().Del(t.Context(), k).Err()

@@ -66,8 +66,8 @@ const noDeadline int64 = math.MaxInt64
 //     stopped (SIGSTOP, a debugger, a swapped-out machine) or too slow to
 //     extend cannot leave the command running past the validity.
 //   - Should the guard not run then (stopped with dlm, as `pkill -STOP dlm`
-//     does, or starved), on Linux a kernel timer kills with SIGKILL half
-//     the margin before the end of the validity, which the kernel delivers to a stopped process
+//     does, or starved), on Linux a kernel timer kills with SIGKILL three quarters
+//     of the margin before the end of the validity, which the kernel delivers to a stopped process
 //     too: without a namespace the guard's own (killTimer), and the
 //     command's parent-death signal kills the command; in a namespace,
 //     where the kernel drops a signal its first process sends itself, the
@@ -195,7 +195,8 @@ type guardDeadline struct {
 	// soft is when the guard kills the command itself, says so and exits
 	// 74: the end of the lock's validity less a margin.
 	soft int64
-	// hard is half the margin before the end of the validity, at which
+	// hard is three quarters of the margin before the end of the
+	// validity (a quarter after soft), at which
 	// the kernel kills the guard (killTimer, or the sentinel's timer)
 	// should it not have ended the command by then: stopped with dlm, or
 	// starved. Not the end itself: the deaths that follow the timer (the
@@ -211,12 +212,13 @@ const frameSize = 16
 
 // deadlineFrame encodes the end of a lock's validity until (on this
 // process's clock) as a deadline frame for the guard: soft margin before
-// it, hard half the margin before it. A zero until is no deadline.
+// it, hard three quarters of the margin before it. A zero until is no
+// deadline.
 func deadlineFrame(until time.Time, margin time.Duration) []byte {
 	soft, hard := noDeadline, noDeadline
 	if !until.IsZero() {
 		end := monoNow() + int64(time.Until(until))
-		soft, hard = end-int64(margin), end-int64(margin/2)
+		soft, hard = end-int64(margin), end-int64(margin*3/4)
 	}
 	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(nil, uint64(soft)), uint64(hard))
 }

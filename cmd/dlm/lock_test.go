@@ -305,14 +305,19 @@ func TestLockLost(t *testing.T) {
 		env = strings.TrimSpace(string(b))
 		return err == nil && env != ""
 	}, "the command never ran; stderr: %s", stderr)
-	// The acquisition returns at a quorum; the last SET lands just after.
-	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) == 3 },
-		"the lock key never appeared on all 3 nodes: %v", keysOn(c))
+	// The acquisition returns at a quorum; the last SET lands just after,
+	// or never: on a loaded machine the third node's request can miss the
+	// node timeout.
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return len(keysOn(c)) >= 2 },
+		"the lock key never appeared on 2 of the 3 nodes: %v", keysOn(c))
 	keys := keysOn(c)
 	for _, s := range c.Servers {
-		v, err := s.Client().Get(t.Context(), keys[0]).Result()
+		v, ok, err := s.Inspector().Value(t.Context(), keys[0])
 		if err != nil {
 			t.Fatal(err)
+		}
+		if !ok {
+			continue
 		}
 		if want := "res " + v; env != want {
 			t.Errorf("child environment %q, want %q (DLM_LOCK_RESOURCE DLM_LOCK_VALUE)", env, want)

@@ -40,9 +40,10 @@ func newNodeCmd() *cobra.Command {
 
 While the node runs, a marker file (` + nodeMarker + `) exists in its data
 directory. When a run ends without a clean shutdown (a crash, SIGKILL, power
-loss), the marker stays; the next start then waits --max-ttl before starting
-redis-server, so that every lock key the node held has expired before it
-serves again (the delayed restart, argued in docs/spec/redlock.md). A
+loss), the marker stays; the next start then waits --max-ttl (or the
+crashed run's --max-ttl, which the marker records, when that was larger)
+before starting redis-server, so that every lock key the node held has
+expired before it serves again (the delayed restart, argued in docs/spec/redlock.md). A
 clean shutdown (SIGTERM, SIGINT or SHUTDOWN: redis-server exits 0) removes
 the marker only when the node persists its keys (appendonly yes, the
 default here); without persistence a restarted node has forgotten its keys
@@ -249,8 +250,9 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 	defer unlock()
 	marker := filepath.Join(nc.dir, nodeMarker)
 	if b, err := os.ReadFile(marker); err == nil {
-		logf("the previous run did not stop cleanly (marker %s: %s); waiting --max-ttl %v before serving, so that every lock key it held has expired (delayed restart)", marker, trimNL(b), nc.maxTTL)
-		t := time.NewTimer(nc.maxTTL)
+		wait, why := restartWait(b, nc.maxTTL)
+		logf("the previous run did not stop cleanly (marker %s: %s); waiting %s before serving, so that every lock key it held has expired (delayed restart)", marker, trimNL(b), why)
+		t := time.NewTimer(wait)
 		select {
 		case s := <-sigs:
 			t.Stop()
@@ -264,7 +266,7 @@ func (nc *nodeConfig) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		logf("delayed-restart wait over; starting redis-server")
 	}
-	if err := writeMarker(marker, fmt.Sprintf("pid %d started %s", os.Getpid(), time.Now().UTC().Format(time.RFC3339))); err != nil {
+	if err := writeMarker(marker, markerText(os.Getpid(), time.Now(), nc.maxTTL)); err != nil {
 		return fmt.Errorf("write restart marker: %w", err)
 	}
 
@@ -372,6 +374,33 @@ func (nc *nodeConfig) ready(ctx context.Context, pid int, persists bool, logf fu
 		}
 		logf("serving on %s (appendonly %s, delayed restart after a crash: %v)", u.Addr, aof, nc.maxTTL)
 	}
+}
+
+// markerText is the restart marker's content: the run's pid, its start
+// and the --max-ttl it advertises, which the clients' lock ttls may reach
+// and which the start after a crash must therefore wait (restartWait).
+func markerText(pid int, started time.Time, maxTTL time.Duration) string {
+	return fmt.Sprintf("pid %d started %s max-ttl %s", pid, started.UTC().Format(time.RFC3339), maxTTL)
+}
+
+// restartWait returns how long a start after an unclean stop waits, and
+// the words that say so: the larger of this run's --max-ttl and the one
+// the crashed run recorded in its marker, since locks taken on the crashed
+// run may be as long as the max ttl it advertised. A marker without one (a
+// run of an older dlm) leaves this run's --max-ttl.
+func restartWait(marker []byte, maxTTL time.Duration) (time.Duration, string) {
+	f := strings.Fields(string(marker))
+	for i := 0; i+1 < len(f); i++ {
+		if f[i] != "max-ttl" {
+			continue
+		}
+		prev, err := time.ParseDuration(f[i+1])
+		if err == nil && prev > maxTTL {
+			return prev, fmt.Sprintf("the crashed run's --max-ttl %v (over this run's %v: its locks may be that long)", prev, maxTTL)
+		}
+		break
+	}
+	return maxTTL, fmt.Sprintf("--max-ttl %v", maxTTL)
 }
 
 // writeMarker writes the restart marker durably (file and directory

@@ -60,7 +60,7 @@ func TestForceReleaseNeedsAQuorumOfAnswers(t *testing.T) {
 	t.Parallel()
 	c := redlocktest.Start(t, 3)
 	nodes := strings.Join(c.URLs(), ",")
-	if r := runDLM(t, 30*time.Second, nil, "acquire", "--nodes", nodes, "--ttl", "60s", "held"); r.code != 0 {
+	if r := runDLM(t, 30*time.Second, nil, "acquire", "--nodes", nodes, "--ttl", "60s", "--node-timeout", "1s", "held"); r.code != 0 {
 		t.Fatalf("acquire: exit %d; stderr: %s", r.code, r.stderr)
 	}
 	c.Servers[1].Freeze()

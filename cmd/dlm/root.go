@@ -9,20 +9,25 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"dlm/redlock"
 )
 
 const exitCodesHelp = `Exit codes:
   0   success
   1   a check failed (IC1/IC2 broken, a doctor finding that breaks safety, a checker verdict)
   3   inconclusive: a check could not decide (dlm torture: empty history,
-      a check that hit its time limit, values out of range)
+      a check that hit its time limit, values out of range; dlm status
+      --all: the key scan of some nodes failed, a quorum was scanned)
   64  bad usage (the reason is printed)
-  69  nodes unreachable: no quorum possible
+  69  nodes unreachable: no quorum possible (dlm status --all: fewer than
+      a quorum of nodes could be scanned)
   71  the kernel refuses dlm lock's guard a PID namespace (the command was
       not run; --pid-namespace=false runs it without one)
   73  an output cannot be written (the handle of dlm acquire and dlm
       extend: --handle-file, or a standard output closed, /dev/null or
-      whose reader is gone; the lock acquired is released again)
+      whose reader is gone; the lock acquired is released again, an
+      extension stays and the old handle still names the lock)
   74  lock (or leadership, dlm elect) lost while the command ran; no longer held
       (dlm extend, dlm release)
   75  lock not acquired (held elsewhere) within the wait
@@ -70,10 +75,13 @@ func agreementOnly(root *cobra.Command, args []string) bool {
 // errorLine is the text of a command's error as dlm prints it: one line
 // (the errors that errors.Join put on lines of their own joined by "; "),
 // and a package's prefix ("redlock: ", "election: ") said once, where a
-// wrapped error repeated it.
+// wrapped error repeated it. A setting the library refuses (its
+// ErrInvalid, "redlock: invalid argument: ") is said after "dlm: " alone,
+// as dlm's own refusals are.
 func errorLine(err error) string {
 	s := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ; ")), " ")
 	s = strings.ReplaceAll(s, " ; ", "; ")
+	s = strings.TrimPrefix(s, redlock.ErrInvalid.Error()+": ")
 	for _, p := range []string{"redlock: ", "election: ", "byzantine: ", "checker: "} {
 		if first := strings.Index(s, p); first >= 0 {
 			rest := s[first+len(p):]

@@ -37,6 +37,21 @@ func TestErrorLine(t *testing.T) {
 	}
 }
 
+// TestErrorLineInvalid: a setting the library refuses is printed after
+// "dlm: " with no second prefix. Failed before: "redlock: invalid argument:
+// ttl 30s is over the max ttl 5s ...", printed as "dlm: redlock: invalid
+// argument: ...".
+func TestErrorLineInvalid(t *testing.T) {
+	err := fmt.Errorf("%w: ttl 30s is over the max ttl 5s that node a advertises", redlock.ErrInvalid)
+	if got, want := errorLine(err), "ttl 30s is over the max ttl 5s that node a advertises"; got != want {
+		t.Errorf("errorLine = %q, want %q", got, want)
+	}
+	wrapped := fmt.Errorf("HANDLE: %w", err) // a prefix of dlm's own stays
+	if got := errorLine(wrapped); !strings.HasPrefix(got, "HANDLE: ") {
+		t.Errorf("errorLine = %q, want it to start with HANDLE: ", got)
+	}
+}
+
 // TestReplayLine: dlm torture's replay line names the adapter, also the
 // library's default (goredis), which is not dlm's (rueidis). Failed
 // before: "--adapter goredis" was left out, so the replay ran rueidis.

@@ -54,7 +54,10 @@ localhost) are flagged: they are not independent masters, which Redlock
 needs (docs/spec/redlock.md).
 
 Exits 69 when fewer nodes answer than a quorum needs, 1 when two URLs reach
-the same server, else 0.`,
+the same server, else 0. With --all, when the key scan of a node fails the
+list is printed and the nodes named: exit 3 (inconclusive) if a quorum of
+nodes was scanned (every held lock is then listed, a leftover key only on
+the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
 		Example: `  dlm status --nodes redis://n1:6379,redis://n2:6379,redis://n3:6379 backup
   dlm status --all`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -113,7 +116,7 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		return err
 	}
 	// Each request to a node is bounded by --timeout: the library's bound
-	// is twenty node timeouts (rto.go).
+	// is twenty node timeouts (timeout.go).
 	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(max(min(timeout, redlock.DefaultTTL/2)/20, time.Millisecond))}
 	if byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
@@ -130,8 +133,12 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 	var infos []redlock.LockInfo
 	complete := true
 	var cut error
+	var scan *redlock.ScanError
 	if all {
 		infos, complete, cut = client.Locks(ctx, limit)
+		if errors.As(cut, &scan) && cut == error(scan) {
+			cut = nil // the list is whole but for the failed nodes: said below
+		}
 		if cut != nil && len(infos) == 0 {
 			return fmt.Errorf("list the locks: %w", cut)
 		}
@@ -156,10 +163,25 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		return fmt.Errorf("the list of locks is cut short (%d shown): %d node(s) did not answer within --timeout %v, and each lock waits that long for them: %w", len(infos), hung, timeout, cut)
 	case cut != nil:
 		return fmt.Errorf("the list of locks is cut short (%d shown): %w", len(infos), cut)
+	case scan != nil:
+		return incompleteScan(scan, client.Quorum())
 	case !complete:
 		fmt.Fprintf(w, "\n(more resources than --limit %d: the list is cut)\n", limit)
 	}
 	return nil
+}
+
+// incompleteScan is the error of dlm status --all when the key scan of
+// some nodes failed. A lock held on a quorum has a key on some node that
+// was scanned whole when at least a quorum of nodes were (two quorums
+// meet): the list then misses at most keys left on fewer nodes, and the
+// answer is inconclusive (exit 3). Scanned on fewer than a quorum, a
+// held lock may be missing: exit 69, as for too few nodes.
+func incompleteScan(se *redlock.ScanError, quorum int) error {
+	if se.Scanned() < quorum {
+		return withCode(exitUnavailable, fmt.Errorf("the list of locks is incomplete: only %d of %d nodes were scanned, fewer than a quorum (%d), so held locks may be missing: %w", se.Scanned(), se.Nodes, quorum, se))
+	}
+	return withCode(exitInconclusive, fmt.Errorf("the list of locks is incomplete: every lock held on a quorum is listed, but keys only on the %d node(s) whose scan failed may be missing: %w", len(se.Failed), se))
 }
 
 // listingBudget is the time dlm status gives its inspections. Each lock

@@ -81,6 +81,14 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, time
 			defer cancel()
 			out[i] = probeNode(pctx, c, u.String(), prefix)
 			out[i].Cluster = u.Cluster
+			if err := out[i].Err; err != nil {
+				if h := schemeHint(ctx, u, max(timeout, probeTimeout)); h != "" { // tls_scheme.go
+					if re, ok := err.(*reasonError); ok {
+						err = re.err // withTLSHint's guess: h says what it is
+					}
+					out[i].Err = &reasonError{msg: err.Error() + "; " + h, err: err}
+				}
+			}
 			if u.Cluster && out[i].Err == nil {
 				// Every master's share of the keys (status_cluster.go).
 				if n, ok := clusterKeys(pctx, u, cfgs[i], prefix); ok {

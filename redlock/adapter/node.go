@@ -118,9 +118,10 @@ type BatchNode interface {
 // between.
 type TransferNode interface {
 	AsyncNode
-	// Transfer sets key to value with an expiry of ttl if key holds from
-	// or does not exist (R3), and leaves a key that holds any other value
-	// alone. It reports whether key now holds value.
+	// Transfer sets key to value with an expiry of ttl if key holds from,
+	// and leaves a key that holds any other value, or none, alone: a
+	// holder hands over only what it still holds. It reports whether key
+	// now holds value.
 	Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error)
 }
 

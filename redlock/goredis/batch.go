@@ -39,7 +39,8 @@ var _ adapter.BatchNode = (*Node)(nil)
 // Start queues req and returns (adapter.AsyncNode). The answer goes to
 // to.Receive(tag, ...) once the node answered, the request failed, or ctx
 // ended. A Node over a client it cannot pipeline on (see NewNode) runs the
-// blocking method on a goroutine instead.
+// blocking method on a goroutine instead, after every earlier request on
+// the same key (ordered.go).
 func (n *Node) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
 	if n.cluster != nil && req.Op.IsMulti() {
 		n.queue.StartAll(slots.SplitCalls([]adapter.Call{{Ctx: ctx, Req: req, To: to, Tag: tag}}, n.queue.StartAll)) // cluster.go
@@ -49,10 +50,7 @@ func (n *Node) Start(ctx context.Context, req adapter.Request, to adapter.Receiv
 		n.queue.Start(ctx, req, to, tag)
 		return
 	}
-	go func() {
-		ok, err := n.blocking(ctx, req)
-		to.Receive(tag, ok, err)
-	}()
+	n.order.run(ctx, req, to, tag, n.blocking) // ordered.go
 }
 
 // StartAll is Start for each of calls, in order, in one batch

@@ -36,7 +36,9 @@ import (
 //     of the node's own per master (masterPipes: a pipe of conn.go each),
 //     so that the requests to one master run there in the order they were
 //     made, and a connection given up is closed on its master by the
-//     next one before it carries a request (the reconnect fence). go-redis'
+//     next one before it carries a request (the reconnect fence); the
+//     master of a slot is the one the cluster's servers agree on
+//     (slotmap.go), not one server's word, as go-redis' map is. go-redis'
 //     cluster pipelines are not used: after a failed read they send again,
 //     up to MaxRedirects times, commands the master had already run, and
 //     their answers (an executed SET NX answering nil, an executed release
@@ -67,7 +69,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.scripts = batch.NewScripts().Sharded()
 	n.queue.Init("goredis", MaxBatch, n.send)
 	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
-		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known}
+		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known, owners: &slotMap{cluster: cc}}
 		n.masters.read.Store(time.Now().UnixNano())
 		n.queue.Allow(opEval, opEvalSha) // script.go
 	}
@@ -79,6 +81,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 type masterPipes struct {
 	cluster *redis.ClusterClient
 	known   *facts.Known // each master's facts (facts.go)
+	owners  *slotMap     // the map the servers agree on (slotmap.go)
 	// read is when the node last asked go-redis to read the slot map
 	// again (UnixNano).
 	read atomic.Int64
@@ -88,9 +91,12 @@ type masterPipes struct {
 	closed bool
 }
 
-// of returns the pipe to the master of key's slot, as go-redis' slot map
-// has it now.
+// of returns the pipe to the master of key's slot, as the servers agree
+// (slotMap), or as go-redis' slot map has it before the node read theirs.
 func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
+	if addr := m.owners.owner(key); addr != "" {
+		return m.at(ctx, addr, key)
+	}
 	c, err := m.cluster.MasterForKey(ctx, key)
 	if err != nil {
 		return nil, err
@@ -160,6 +166,7 @@ func (m *masterPipes) reload(now bool) {
 		return
 	}
 	m.cluster.ReloadState(context.Background())
+	m.owners.readAsync()
 }
 
 // close closes every pipe.
@@ -172,6 +179,7 @@ func (m *masterPipes) close() {
 	for _, p := range all {
 		p.close()
 	}
+	m.owners.close()
 }
 
 // batched reports whether n's requests go through its queue: over the

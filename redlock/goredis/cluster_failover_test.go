@@ -61,3 +61,12 @@ func TestClusterNodeOfACallersClientLearnsReplicas(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterFailoverPastACutMaster: a cluster node follows a failover
+// made while the old master, cut from its cluster, still answers
+// (redlocktest.RunClusterFailoverPastACutMaster).
+func TestClusterFailoverPastACutMaster(t *testing.T) {
+	redlocktest.RunClusterFailoverPastACutMaster(t, func(url string) (adapter.HandoffNode, error) {
+		return goredis.DialNode(url)
+	})
+}

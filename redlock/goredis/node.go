@@ -25,6 +25,7 @@ import (
 // use.
 type Node struct {
 	client  redis.UniversalClient
+	order   keyOrder // Start without a pipe (ordered.go)
 	name    string
 	owned   bool
 	release *redis.Script

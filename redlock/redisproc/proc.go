@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -111,14 +112,23 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	return nil, err
 }
 
-// FreePort asks the kernel for a free loopback port.
+// FreePort returns a loopback port that was free a moment ago, drawn at
+// random below Linux's ephemeral range (32768-60999), as is the cluster
+// bus port of a server on it (the port plus 10000): a killed process
+// restarts on its port (Restart), and a port of the ephemeral range, free
+// in between, can be taken by any outgoing connection of the machine as
+// its source port; below it, only by a process that binds it on purpose.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	var err error
+	for range 100 {
+		port := 10000 + rand.IntN(12000)
+		var l net.Listener
+		if l, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
+			l.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, err
 }
 
 // Addr returns 127.0.0.1:port.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,5 +69,31 @@ func TestStartRefusesAPortServedByAnother(t *testing.T) {
 	}
 	if err := other.Client().Ping(t.Context()).Err(); err != nil {
 		t.Fatalf("the other redis-server stopped answering: %v", err)
+	}
+}
+
+// The ports FreePort gives, and their cluster bus ports, are below the
+// ephemeral range: a process restarts on its port, and a port of that
+// range, free meanwhile, may be taken by any outgoing connection of the
+// machine (the nodes' proxies of checker/torture, which listen again on
+// their port, failed that way: "listen tcp 127.0.0.1:41055: bind: address
+// already in use").
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	low := 32768 // Linux's default
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil {
+				low = n
+			}
+		}
+	}
+	for range 50 {
+		port, err := redisproc.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port+10000 >= low {
+			t.Fatalf("FreePort = %d (bus port %d), want both below the ephemeral range from %d", port, port+10000, low)
+		}
 	}
 }

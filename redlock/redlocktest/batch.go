@@ -131,8 +131,9 @@ func batchAnswersEveryOp(t *testing.T, newBackend BackendFactory) {
 		{adapter.Request{Op: adapter.OpExtend, Key: "{ops}", Value: "v1", TTL: time.Minute}, true},
 		{adapter.Request{Op: adapter.OpRelease, Key: "{ops}", Value: "v2"}, false},
 		{adapter.Request{Op: adapter.OpReleaseAnnounce, Key: "{ops}", Value: "v1"}, true},
-		{adapter.Request{Op: adapter.OpRelease, Key: "{ops}", Value: "v1"}, false},                               // gone
-		{adapter.Request{Op: adapter.OpTransfer, Key: "{ops}", From: "v0", Value: "v3", TTL: time.Minute}, true}, // free
+		{adapter.Request{Op: adapter.OpRelease, Key: "{ops}", Value: "v1"}, false},                                // gone
+		{adapter.Request{Op: adapter.OpTransfer, Key: "{ops}", From: "v1", Value: "v3", TTL: time.Minute}, false}, // gone: not set
+		{adapter.Request{Op: adapter.OpAcquire, Key: "{ops}", Value: "v3", TTL: time.Minute}, true},
 		{adapter.Request{Op: adapter.OpTransfer, Key: "{ops}", From: "v3", Value: "v4", TTL: time.Minute}, true},
 		{adapter.Request{Op: adapter.OpTransfer, Key: "{ops}", From: "v3", Value: "v5", TTL: time.Minute}, false}, // v4's
 		{adapter.Request{Op: adapter.OpRelease, Key: "{ops}", Value: "v4"}, true},

@@ -2,13 +2,16 @@ package redlocktest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/slots"
+	"dlm/redlock/redisproc"
 )
 
 // ClusterNodeDialer dials an adapter's node over a Redis Cluster from its
@@ -193,6 +196,102 @@ func RunClusterFailover(t *testing.T, dial ClusterNodeDialer, knows func(n adapt
 		}
 	})
 }
+
+// RunClusterFailoverPastACutMaster runs, over a real Redis Cluster of three
+// masters with a replica each, what a cluster node of any adapter must do
+// when a master is cut from its cluster (bus and replication) while the
+// node still reaches it, and its replica takes its slots over (CLUSTER
+// FAILOVER TAKEOVER, as an operator does): the cut master, in a minority,
+// answers CLUSTERDOWN and still claims the slots in its own slot map. The
+// node must send the slot's requests to the promoted replica within a
+// few seconds, whichever server it reads the slot map from.
+func RunClusterFailoverPastACutMaster(t *testing.T, dial ClusterNodeDialer) {
+	Require(t)
+	ctx := t.Context()
+	cl, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: 3, Replicas: 1, Partitionable: true,
+		NodeTimeout: time.Second, ReplicaNoFailover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	n, err := dial(cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeNode(n) })
+	const key = "{cut}"
+	if ok, err := n.Acquire(ctx, key+"before", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire before the cut = %v, %v; want true", ok, err)
+	}
+	i := cl.MasterOf(slots.Of(key))
+	m, r := cl.Masters()[i], cl.Replicas(i)[0]
+	if err := cl.Isolate(m); err != nil {
+		t.Fatal(err)
+	}
+	// The cut master finds itself in a minority after the node timeout,
+	// and refuses its slots from then on.
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		err := m.Client().Set(ctx, key+"probe", "v", time.Minute).Err()
+		if err != nil && strings.HasPrefix(err.Error(), "CLUSTERDOWN") {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the cut master %s still takes writes 30 s after the cut: %v", m.Addr(), err)
+		}
+	}
+	if err := r.Client().Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		role, err := r.Client().Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the replica %s is not a master 30 s after CLUSTER FAILOVER TAKEOVER: %v, %v", r.Addr(), role, err)
+		}
+	}
+	promoted := time.Now()
+	// Generous for a loaded machine; before the fix the node kept
+	// sending to the cut master for as long as its slot map came from
+	// there.
+	const bound = 10 * time.Second
+	for k := 0; ; k++ {
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		ok, err := n.Acquire(rctx, key+strconv.Itoa(k), "v", time.Minute)
+		cancel()
+		if ok && err == nil {
+			t.Logf("followed the failover %v after the promotion", time.Since(promoted).Round(time.Millisecond))
+			break
+		}
+		if time.Since(promoted) > bound {
+			t.Fatalf("the node still fails %v after the replica's promotion: %v, %v; want it to follow the failover", bound, ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Then the node keeps sending there, whichever server it reads its
+	// slot map from next (every 2 s, and after a refusal): before the
+	// fix, a read from the cut master sent the slot's requests back to
+	// it, refused with CLUSTERDOWN, for 0.5 to 2 s at a time.
+	var fails []string
+	for k := 0; time.Since(promoted) < watchAfterFailover; k++ {
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		ok, err := n.Acquire(rctx, key+"after"+strconv.Itoa(k), "v", time.Minute)
+		cancel()
+		if !ok || err != nil {
+			fails = append(fails, fmt.Sprintf("%v after the promotion: %v, %v", time.Since(promoted).Round(time.Millisecond), ok, err))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(fails) > 0 {
+		t.Errorf("%d acquisitions failed after the node followed the failover, want none:\n%s", len(fails), strings.Join(fails, "\n"))
+	}
+}
+
+// watchAfterFailover is how long RunClusterFailoverPastACutMaster checks
+// that a node that followed a failover stays with the promoted replica:
+// two reads of the slot map, at least.
+const watchAfterFailover = 5 * time.Second
 
 // closeNode closes n when its adapter's node is an io.Closer.
 func closeNode(n adapter.HandoffNode) {

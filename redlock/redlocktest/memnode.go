@@ -616,8 +616,8 @@ func (n *MemNode) apply(c *memCall) memResult {
 			return memResult{ok: true}
 		}
 		e, ok := n.live(r.Key, now)
-		if ok && e.value != r.From {
-			return memResult{}
+		if !ok || e.value != r.From {
+			return memResult{} // only what the holder still holds
 		}
 		n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		return memResult{ok: true}

@@ -23,3 +23,12 @@ func knows(n *rueidis.Node, addr string) bool {
 	_, ok := n.Client().Nodes()[addr]
 	return ok
 }
+
+// TestClusterFailoverPastACutMaster: a cluster node follows a failover
+// made while the old master, cut from its cluster, still answers
+// (redlocktest.RunClusterFailoverPastACutMaster).
+func TestClusterFailoverPastACutMaster(t *testing.T) {
+	redlocktest.RunClusterFailoverPastACutMaster(t, func(url string) (adapter.HandoffNode, error) {
+		return rueidis.DialNode(url)
+	})
+}

@@ -45,9 +45,10 @@ type Node struct {
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
 
-	cluster bool // a Redis Cluster client (cluster.go)
+	cluster bool   // a Redis Cluster client (cluster.go)
+	owners  owners // a cluster's slot map as its servers agree (cluster.go)
 
-	// known is what the servers told on connecting (facts.go); handshook
+	// known is what the servers told on connecting (fence.go); handshook
 	// is set when the node's client reads them in its handshake (Dial,
 	// DialNode), else Connect reads them by requests.
 	known     *facts.Known
@@ -104,7 +105,7 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 		n.cluster, n.scripts = true, n.scripts.Sharded() // cluster.go
 	}
 	n.queue.Init("rueidis", MaxBatch, n.send)
-	n.queue.Allow(opScript) // script.go
+	n.queue.Allow(opScript) // batch.go: scriptCall
 	return n
 }
 

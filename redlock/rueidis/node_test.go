@@ -108,6 +108,21 @@ func subscribers(t *testing.T, cl *redlocktest.Cluster, key string) int {
 	return n
 }
 
+// perNodeSubscribers lists the subscribers of key's release channel, node
+// by node.
+func perNodeSubscribers(t *testing.T, cl *redlocktest.Cluster, key string) []int64 {
+	t.Helper()
+	var out []int64
+	for _, s := range cl.Servers {
+		m, err := s.Client().PubSubNumSub(t.Context(), rueidis.ChannelPrefix+key).Result()
+		if err != nil {
+			t.Fatalf("PUBSUB NUMSUB: %v", err)
+		}
+		out = append(out, m[rueidis.ChannelPrefix+key])
+	}
+	return out
+}
+
 // A waiter in another client retries on the release announcement, not after
 // its (here very long) random delay (R10, R14).
 func TestHandoffAcrossClients(t *testing.T) {
@@ -132,7 +147,7 @@ func TestHandoffAcrossClients(t *testing.T) {
 	}()
 	redlocktest.Eventually(t, 10*time.Second, func() bool {
 		return subscribers(t, cl, "dlm:lock:job") == redlock.HandoffWatchNodes
-	}, "the waiter never subscribed to the release channel on %d nodes", redlock.HandoffWatchNodes)
+	}, "the waiter never subscribed to the release channel on %d nodes: %v", redlock.HandoffWatchNodes, perNodeSubscribers(t, cl, "dlm:lock:job"))
 	if err := l.Unlock(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -187,10 +187,13 @@ func TestNoScriptKeepsOrder(t *testing.T) {
 			{adapter.Request{Op: adapter.OpReleaseAnnounce, Key: "k", Value: "v1"}, true},
 			{acquire("v2"), true},
 		}, "v2"},
+		// A transfer moves only a key that still holds its holder's
+		// value: after the release it finds none (run first, it would
+		// have moved v1's key to v2, and the release would find v2).
 		{"release then transfer", []adapter.Op{adapter.OpRelease}, "v1", []step{
 			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v1"}, true},
-			{adapter.Request{Op: adapter.OpTransfer, Key: "k", From: "v0", Value: "v2", TTL: time.Minute}, true},
-		}, "v2"},
+			{adapter.Request{Op: adapter.OpTransfer, Key: "k", From: "v1", Value: "v2", TTL: time.Minute}, false},
+		}, ""},
 		{"transfer then release", []adapter.Op{adapter.OpTransfer}, "v1", []step{
 			{adapter.Request{Op: adapter.OpTransfer, Key: "k", From: "v1", Value: "v2", TTL: time.Minute}, true},
 			{adapter.Request{Op: adapter.OpRelease, Key: "k", Value: "v2"}, true},

@@ -60,7 +60,7 @@ for i = 1, #ops do
 		a = a + 2
 	elseif op == "t" then
 		local cur = call("GET", key)
-		if cur == ARGV[a] or cur == false then
+		if cur == ARGV[a] then
 			r = code(call("SET", key, ARGV[a + 1], "PX", ARGV[a + 2]))
 		end
 		a = a + 3

@@ -348,7 +348,7 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 	cfg.Order = byzantine.Attack
 	cfg.RoundTimeout = sc.Round
 	start := time.Now().Add(max(time.Second, sc.Round))
-	run := tcp.RunID(c, start, cfg.Seq)
+	run := tcp.RunID(c, tcp.TermsOf(cfg, start))
 	for _, s := range deaf {
 		s.Serve(run)
 	}

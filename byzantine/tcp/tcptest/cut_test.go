@@ -118,7 +118,7 @@ func TestTraitorCutsItsInboundLinks(t *testing.T) {
 	cfg.Order = byzantine.Attack
 	cfg.RoundTimeout = round
 	start := time.Now().Add(time.Second)
-	run := tcp.RunID(c, start, cfg.Seq)
+	run := tcp.RunID(c, tcp.TermsOf(cfg, start))
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	cutAt := time.AfterFunc(time.Until(start.Add(round*14/10)), proxy.cut)
@@ -209,7 +209,7 @@ func TestTraitorCutsItsInboundLinksInteractive(t *testing.T) {
 			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, n, m
 			cfg.RoundTimeout = round
 			start := time.Now().Add(time.Second)
-			cfg.RunID = tcp.RunID(c, start, cfg.Seq)
+			cfg.RunID = tcp.RunID(c, tcp.InteractiveTermsOf(cfg, start))
 			ic := byzantine.InteractiveConfig{Config: cfg, Values: []byzantine.Order{"v0", "v1", "v2", "v3"}}
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()

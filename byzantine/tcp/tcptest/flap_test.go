@@ -58,7 +58,7 @@ func TestFlappingListener(t *testing.T) {
 	cfg.Order = byzantine.Attack
 	cfg.RoundTimeout = round
 	start := time.Now().Add(time.Second)
-	run := tcp.RunID(c, start, cfg.Seq)
+	run := tcp.RunID(c, tcp.TermsOf(cfg, start))
 	var accepted, answered atomic.Int64
 	var tw sync.WaitGroup
 	tw.Go(func() {

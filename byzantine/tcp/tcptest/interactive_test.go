@@ -71,7 +71,7 @@ func runInteractive(t *testing.T, sc tcptest.Scenario) map[byzantine.ID]byzantin
 		ic.Values = append(ic.Values, byzantine.Order(fmt.Sprintf("v%d", i)))
 	}
 	start := time.Now().Add(max(time.Second, sc.Round))
-	run := tcp.RunID(c, start, cfg.Seq)
+	run := tcp.RunID(c, tcp.InteractiveTermsOf(cfg, start))
 	for _, d := range deaf {
 		d.Serve(run)
 	}

@@ -47,7 +47,7 @@ func TestRestartBeforeRunNotGone(t *testing.T) {
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout = byzantine.OM, n, m, tcptest.LightRound()
 	start := time.Now().Add(3 * time.Second)
-	run := tcp.RunID(c, start, cfg.Seq)
+	terms := tcp.TermsOf(cfg, start)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	res := make([]byzantine.GeneralResult, n)
@@ -62,7 +62,7 @@ func TestRestartBeforeRunNotGone(t *testing.T) {
 	first := nodes[1]
 	sctx, scancel := context.WithDeadline(ctx, start.Add(-time.Second))
 	defer scancel()
-	go first.Start(sctx, c, run)
+	go first.Start(sctx, c, terms)
 	for !(first.Linked(0) && first.Linked(2) && nodes[0].Linked(1) && nodes[2].Linked(1)) && sctx.Err() == nil {
 		time.Sleep(10 * time.Millisecond)
 	}

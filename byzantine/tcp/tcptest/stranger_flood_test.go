@@ -45,10 +45,10 @@ func TestStrangerFloodCannotCutLoyalDials(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
 	}
-	run := tcp.RunID(c, time.Now(), 1)
+	terms := tcp.Terms{Start: time.Now(), Seq: 1}
 	done := make(chan error, 2)
 	for _, nd := range nodes {
-		go func() { done <- nd.Start(ctx, c, run) }()
+		go func() { done <- nd.Start(ctx, c, terms) }()
 	}
 	for range nodes {
 		if err := <-done; err != nil {

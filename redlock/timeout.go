@@ -5,6 +5,11 @@ import (
 	"time"
 )
 
+// How long a fan (engine.go) waits for its nodes: the adaptive node
+// timeout that bounds its requests (rto, first), and the wait on it
+// (fan.wait, after it). The context that carries the bound to the nodes
+// is the fan's own (engine.go: reqCtx).
+
 // The adaptive node timeout (R8.2). WithNodeTimeout is a floor, not a fixed
 // bound: a machine whose cores are busy (the client's, the nodes', or both)
 // answers every request late, and a fixed 50 ms would then report healthy
@@ -148,4 +153,95 @@ func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
 		limit = min(limit, ttl/10)
 	}
 	return max(limit, nodeTimeout)
+}
+
+// wait blocks until the stop rule holds, the caller's context ends, or the
+// time runs out: the limit (nctx's deadline), or for an adaptive fan the
+// adaptive bound, which reports timedOut. One timer serves both: it is
+// never set past the limit.
+func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
+	limit := f.rc.deadline()
+	due := limit
+	if f.adaptive {
+		due = minTime(f.t1.Add(f.timeout), limit)
+	}
+	timer := f.c.rtt.timer(time.Until(due))
+	defer f.c.rtt.putTimer(timer)
+	// A caller's context that ends ends the wait; base is the caller's
+	// own context in every fan, but the requests derive from base.
+	cancelled, baseDone := f.ctx.Done(), f.rc.base.Done()
+	for {
+		select {
+		case <-ready:
+			return false
+		case <-cancelled:
+			return false
+		case <-baseDone:
+			return false
+		case <-timer.C:
+		}
+		now := time.Now()
+		if !now.Before(limit) {
+			// The limit passed: nctx's deadline (R8.2).
+			f.rc.state.CompareAndSwap(reqLive, reqExpired)
+			return false
+		}
+		// rearm waits on for d, and never past the limit.
+		rearm := func(d time.Duration) { timer.Reset(min(d, limit.Sub(now))) }
+		if !f.adaptive {
+			rearm(limit.Sub(now))
+			continue
+		}
+		// A timer that fires late by more than a quarter of the bound
+		// says the client was not running (a busy machine, a pause): the
+		// answers may be waiting, unread. Its own stall is not the
+		// nodes' fault: judge one bound later.
+		if late := now.Sub(due); late > f.timeout/4 {
+			due = now.Add(f.timeout)
+			rearm(f.timeout)
+			continue
+		}
+		// The bound passed; the fans that ran out meanwhile may have
+		// raised it (rto, above): wait on to the new one.
+		if d := f.c.nodeTimeout(f.req.TTL); d > f.timeout {
+			if left := d - now.Sub(f.t1); left > 0 {
+				f.timeout, due = d, f.t1.Add(d)
+				rearm(left)
+				continue
+			}
+		}
+		// A node that has not answered this request but has answered
+		// another within the limit is busy, not failed: wait on, one
+		// more bound at a time, until the limit ends the wait (rto, above).
+		if f.busy() {
+			due = now.Add(f.timeout)
+			rearm(f.timeout)
+			continue
+		}
+		return true
+	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// busy reports whether a node that has not answered the fan yet has
+// answered another request (without an error) within the limit (rto, above):
+// a batching adapter hears from a node once per batch, and a batch may
+// outlast the bound.
+func (f *fan) busy() bool {
+	c := f.c
+	since := int64(time.Since(c.born) - f.limit)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, r := range f.rs {
+		if r.none && c.heard[i].Load() > since {
+			return true
+		}
+	}
+	return false
 }

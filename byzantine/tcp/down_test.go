@@ -1,0 +1,82 @@
+package tcp
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+// TestDownPeer: a peer whose address refuses connections (its process is
+// gone) is down; a peer linked to this node is not.
+func TestDownPeer(t *testing.T) {
+	keys := newKeys(t, 3)
+	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	goneAddr := gone.Addr().String()
+	gone.Close() // nothing listens there any more
+	c := clusterOf([]string{n0.Addr(), n1.Addr(), goneAddr}, keys)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- n0.Start(ctx, c, Terms{}) }()
+	go func() { errc <- n1.Start(ctx, c, Terms{}) }()
+	waitFor(t, 15*time.Second, func() bool { return n0.Down(2) && n0.Linked(1) })
+	if !n0.Down(2) {
+		t.Errorf("general 2, whose address refuses connections: Down = false, want true")
+	}
+	if n0.Down(1) {
+		t.Errorf("general 1, linked: Down = true, want false")
+	}
+	cancel()
+	<-errc
+	<-errc
+}
+
+// TestOtherTermsPeerIsDown: a peer that proved it runs this run's start
+// and sequence number with other terms takes no part in the run: it is
+// down, although it listens. One of another sequence number is not (its
+// hello could be a replay of an earlier run's).
+func TestOtherTermsPeerIsDown(t *testing.T) {
+	keys := newKeys(t, 2)
+	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
+	c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- n0.Start(ctx, c, Terms{Seq: 1}) }()
+	go func() { errc <- n1.Start(ctx, c, Terms{Seq: 1, MaxTraitors: 2}) }()
+	waitFor(t, 15*time.Second, func() bool { return n0.Down(1) })
+	if !n0.Down(1) {
+		t.Errorf("general 1, which runs with another -m: Down = false, want true")
+	}
+	cancel()
+	<-errc
+	<-errc
+}
+
+// TestOtherSeqPeerIsNotDown: a peer whose hello is of another sequence
+// number is not down on that account.
+func TestOtherSeqPeerIsNotDown(t *testing.T) {
+	keys := newKeys(t, 2)
+	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
+	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
+	c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	errc := make(chan error, 2)
+	go func() { errc <- n0.Start(ctx, c, Terms{Seq: 1}) }()
+	go func() { errc <- n1.Start(ctx, c, Terms{Seq: 2}) }()
+	waitFor(t, 15*time.Second, func() bool { return len(n0.OtherTerms()[1]) > 0 })
+	if n0.Down(1) {
+		t.Errorf("general 1, whose hello is of another --seq: Down = true, want false")
+	}
+	cancel()
+	<-errc
+	<-errc
+}
