@@ -75,13 +75,44 @@ func TestHandoffFirstRankRetriesAfterARace(t *testing.T) { // R10, R14
 }
 
 func firstRankRace(t *testing.T, lateBy time.Duration) {
-	synctest.Test(t, func(t *testing.T) {
-		const slow = time.Millisecond
-		_, mems := redlocktest.NewMemNodes(3)
-		late := make([]*atomic.Int64, len(mems))
-		nodes := make([]redlock.Node, len(mems))
+	lateReleaseRace(t, 3, func(mems []*redlocktest.MemNode) ([]time.Duration, time.Duration) {
+		// Every node but one the waiter listens on applies the release
+		// late: the waiter hears it from that one, goes at once, and
+		// finds the key still held on the others.
+		heard := -1
 		for i, m := range mems {
-			m.SetSlow(slow)
+			if m.Watchers("dlm:lock:race") > 0 {
+				heard = i
+				break
+			}
+		}
+		if heard < 0 {
+			t.Fatal("the waiter listens on no node")
+		}
+		late := make([]time.Duration, len(mems))
+		for i := range late {
+			if i != heard {
+				late[i] = lateBy
+			}
+		}
+		return late, time.Second
+	})
+}
+
+// lateReleaseRace runs a holder and a waiter of another client, whose
+// timed retry is a minute away, for the key of resource "race" on n
+// MemNodes that answer after a round trip. Once the waiter failed,
+// queued and listens, lateness says how late each node applies the
+// holder's release, and within how long of the Unlock call the waiter
+// must hold the lock.
+func lateReleaseRace(t *testing.T, n int, lateness func(mems []*redlocktest.MemNode) (late []time.Duration, within time.Duration)) {
+	synctest.Test(t, func(t *testing.T) {
+		const rtt = time.Millisecond
+		_, mems := redlocktest.NewMemNodes(n)
+		late := make([]*atomic.Int64, n)
+		nodes := make([]redlock.Node, n)
+		for i, m := range mems {
+			m.SetSlow(rtt)
 			late[i] = &atomic.Int64{}
 			nodes[i] = newLateRelease(m, late[i], nil)
 		}
@@ -101,25 +132,11 @@ func firstRankRace(t *testing.T, lateBy time.Duration) {
 			}
 			got <- err
 		}()
-		time.Sleep(50 * slow) // the waiter fails once, queues, and listens
+		time.Sleep(50 * rtt) // the waiter fails once, queues, and listens
 		synctest.Wait()
-		heard := -1
-		for i, m := range mems {
-			if m.Watchers("dlm:lock:race") > 0 {
-				heard = i
-				break
-			}
-		}
-		if heard < 0 {
-			t.Fatal("the waiter listens on no node")
-		}
-		// Every node but one the waiter listens on applies the release
-		// two round trips late: the waiter hears it from that one, goes
-		// at once, and finds the key still held on the others.
-		for i := range late {
-			if i != heard {
-				late[i].Store(int64(lateBy))
-			}
+		lates, within := lateness(mems)
+		for i, d := range lates {
+			late[i].Store(int64(d))
 		}
 		start := time.Now()
 		if err := l.Unlock(ctx); err != nil {
@@ -130,8 +147,8 @@ func firstRankRace(t *testing.T, lateBy time.Duration) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		case <-time.After(time.Second):
-			t.Fatal("the waiter did not get the lock within a second of its release (its timed retry is a minute away)")
+		case <-time.After(within):
+			t.Fatalf("the waiter did not get the lock within %v of its release, the nodes applying it %v late (its timed retry is a minute away)", within, lates)
 		}
 		t.Logf("granted %v after the Unlock call", time.Since(start))
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
