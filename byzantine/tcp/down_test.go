@@ -42,41 +42,39 @@ func TestDownPeer(t *testing.T) {
 // down, although it listens. One of another sequence number is not (its
 // hello could be a replay of an earlier run's).
 func TestOtherTermsPeerIsDown(t *testing.T) {
+	n0, stop := startPair(t, Terms{Seq: 1}, Terms{Seq: 1, MaxTraitors: 2})
+	defer stop()
+	waitFor(t, 15*time.Second, func() bool { return n0.Down(1) })
+	if !n0.Down(1) {
+		t.Errorf("general 1, which runs with another -m: Down = false, want true")
+	}
+}
+
+// startPair starts two listening generals, 0 with terms t0 and 1 with t1,
+// and returns general 0 and a stop that ends both and waits for them.
+func startPair(t *testing.T, t0, t1 Terms) (*Node, func()) {
 	keys := newKeys(t, 2)
 	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
 	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
 	c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
 	errc := make(chan error, 2)
-	go func() { errc <- n0.Start(ctx, c, Terms{Seq: 1}) }()
-	go func() { errc <- n1.Start(ctx, c, Terms{Seq: 1, MaxTraitors: 2}) }()
-	waitFor(t, 15*time.Second, func() bool { return n0.Down(1) })
-	if !n0.Down(1) {
-		t.Errorf("general 1, which runs with another -m: Down = false, want true")
+	go func() { errc <- n0.Start(ctx, c, t0) }()
+	go func() { errc <- n1.Start(ctx, c, t1) }()
+	return n0, func() {
+		cancel()
+		<-errc
+		<-errc
 	}
-	cancel()
-	<-errc
-	<-errc
 }
 
 // TestOtherSeqPeerIsNotDown: a peer whose hello is of another sequence
 // number is not down on that account.
 func TestOtherSeqPeerIsNotDown(t *testing.T) {
-	keys := newKeys(t, 2)
-	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
-	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
-	c := clusterOf([]string{n0.Addr(), n1.Addr()}, keys)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	errc := make(chan error, 2)
-	go func() { errc <- n0.Start(ctx, c, Terms{Seq: 1}) }()
-	go func() { errc <- n1.Start(ctx, c, Terms{Seq: 2}) }()
+	n0, stop := startPair(t, Terms{Seq: 1}, Terms{Seq: 2})
+	defer stop()
 	waitFor(t, 15*time.Second, func() bool { return len(n0.OtherTerms()[1]) > 0 })
 	if n0.Down(1) {
 		t.Errorf("general 1, whose hello is of another --seq: Down = true, want false")
 	}
-	cancel()
-	<-errc
-	<-errc
 }
