@@ -778,3 +778,49 @@ func (m *model) closeClient(slot int, c *redlock.Client, name string) {
 		m.mu.Unlock()
 	}
 }
+
+// The violation TestModel found (seed 13414658060566950746, round 17),
+// replayed step by step: the holder's key is on m1, m2 and m5 (m3 and m4
+// down); m5 restarts without persistence and stays down (R16.3); m2's
+// clock, slow by 1.5% since before the grant, gets its rate back. The
+// holder still holds m1 and m2, and no other client may get a quorum
+// before the holder's validity ends. When the rate came back with a jump of
+// the node's clock to the reference (the lag it had gathered, 30ms, beyond
+// the drift allowance), m2 expired the key early and another client took
+// m2, m3 and m4 before the holder's validity ended.
+func TestModelHealedSlowClockKeepsExclusion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		holder, err := redlock.New(nodes, redlock.WithTTL(modelTTL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		other, err := redlock.New(nodes, redlock.WithTTL(modelTTL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		mems[1].SetClockRate(0.985)
+		time.Sleep(1900 * time.Millisecond)
+		mems[2].SetDown(true)
+		mems[3].SetDown(true)
+		l, err := holder.TryLock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mems[2].SetDown(false)
+		time.Sleep(100 * time.Millisecond)
+		mems[4].Restart(3*modelTTL + 100*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		mems[1].SetClockRate(1)
+		mems[3].SetDown(false)
+		time.Sleep(time.Until(l.Until()) - 100*time.Millisecond)
+		for time.Now().Before(l.Until()) {
+			if _, err := other.TryLock(t.Context(), "r"); err == nil {
+				t.Fatalf("another client was granted the lock %v before the holder's validity ended", l.Until().Sub(time.Now()))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
+}
