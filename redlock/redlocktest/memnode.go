@@ -292,7 +292,10 @@ func (n *MemNode) SetClockRate(rate float64) {
 	}
 	n.mu.Lock()
 	now := n.base()
-	n.localAt, n.baseAt = n.nowLocked(now), now
+	local := n.nowLocked(now)
+	// The clock goes on from where it is: the offset carries what it
+	// gained or lost at the old rate, for the rate 1 too (nowLocked).
+	n.localAt, n.baseAt, n.offset = local, now, local.Sub(now)
 	n.rate = rate
 	n.mu.Unlock()
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -41,6 +43,25 @@ func TestMemNodeFaults(t *testing.T) {
 			mustAcquire(t, n, "k", "v", ttl, true)
 			time.Sleep(ttl/2 + time.Millisecond)
 			wantValue(t, n, "k", "", false)
+		}},
+		{"a rate change never jumps the clock", func(t *testing.T, n *redlocktest.MemNode) {
+			for _, rate := range []float64{0.98, 1, 1.02, 1, 0.99, 1.01, 1} {
+				before := n.Now()
+				n.SetClockRate(rate)
+				if got := n.Now(); !got.Equal(before) {
+					t.Fatalf("SetClockRate(%v): the node's clock jumped by %v", rate, got.Sub(before))
+				}
+				time.Sleep(ttl)
+			}
+		}},
+		{"a key set on a slow clock outlives its ttl when the rate heals", func(t *testing.T, n *redlocktest.MemNode) {
+			n.SetClockRate(0.985)
+			time.Sleep(2 * ttl) // the node's clock is 30ms behind
+			mustAcquire(t, n, "k", "v", ttl, true)
+			time.Sleep(ttl / 4)
+			n.SetClockRate(1)
+			time.Sleep(ttl - ttl/4)
+			wantValue(t, n, "k", "v", true) // a clock never faster than the reference
 		}},
 		{"clock jump expires at once", func(t *testing.T, n *redlocktest.MemNode) {
 			mustAcquire(t, n, "k", "v", ttl, true)
@@ -253,4 +274,64 @@ func ExampleMemNode() {
 	// m4 true
 	// m5 false
 	// true
+}
+
+// The class of the test above: whatever the node's clock rates before and
+// during a key's life, as long as they stay within [lo, hi], the key lives
+// between ttl/hi and ttl/lo on the reference clock (R9: keys expire by
+// clocks whose rates differ by little). Rate changes come at random
+// instants before the key is set (so that the node's clock is off the
+// reference by then) and during its life, the rate 1 among them.
+func TestMemNodeKeyLifeWithinClockRates(t *testing.T) {
+	const (
+		ttl    = time.Second
+		trials = 40
+		slack  = time.Microsecond // float rounding of the node's clock
+	)
+	lo, hi := 0.98, 1.008
+	shortest, longest := time.Duration(float64(ttl)/hi), time.Duration(float64(ttl)/lo)
+	synctest.Test(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		n := redlocktest.NewMemNode("m")
+		rate := func() float64 { // the reference's own rate at times
+			if rng.IntN(3) == 0 {
+				return 1
+			}
+			return lo + rng.Float64()*(hi-lo)
+		}
+		for i := range trials {
+			for range rng.IntN(4) {
+				n.SetClockRate(rate())
+				time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
+			}
+			key := fmt.Sprintf("k%d", i)
+			mustAcquire(t, n, key, "v", ttl, true)
+			set := time.Now()
+			alive, gone := set.Add(shortest-slack), set.Add(longest+slack)
+			// Rate changes during the key's life, then the two checks.
+			var at []time.Time
+			for range rng.IntN(4) {
+				at = append(at, set.Add(time.Duration(rng.Int64N(int64(gone.Sub(set))))))
+			}
+			slices.SortFunc(at, func(a, b time.Time) int { return a.Compare(b) })
+			checked := false
+			for _, when := range append(at, gone) {
+				if !checked && !when.Before(alive) {
+					time.Sleep(time.Until(alive))
+					if _, ok, _ := n.Value(t.Context(), key); !ok {
+						t.Fatalf("trial %d: key gone %v after it was set, before ttl/%v = %v", i, time.Since(set), hi, shortest)
+					}
+					checked = true
+				}
+				time.Sleep(time.Until(when))
+				if when.Equal(gone) {
+					break
+				}
+				n.SetClockRate(rate())
+			}
+			if _, ok, _ := n.Value(t.Context(), key); ok {
+				t.Fatalf("trial %d: key alive %v after it was set, past ttl/%v = %v", i, time.Since(set), lo, longest)
+			}
+		}
+	})
 }

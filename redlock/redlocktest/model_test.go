@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,9 @@ const (
 	// modelRoundLimit is the real time after which a round is declared
 	// stuck.
 	modelRoundLimit = 2 * time.Minute
+	// The rates of the nodes' clocks the faults keep to (R9): within the
+	// drift allowance of 1% + 2ms per ttl, keys never expire early.
+	modelRateLo, modelRateHi = 0.98, 1.008
 )
 
 // TestModel drives many clients and workers doing random Lock, TryLock,
@@ -379,12 +383,14 @@ func (m *model) injectFaults(rng *rand.Rand, stop <-chan struct{}) {
 			heal(0)
 		}
 	}()
+	clocks := m.watchClocks()
 	for {
 		select {
 		case <-stop:
 			return
 		case <-time.After(time.Duration(20+rng.IntN(300)) * time.Millisecond):
 		}
+		clocks.check()
 		now := time.Now()
 		if os.Getenv("DLM_MODEL_DEBUG") != "" {
 			m.mu.Lock()
@@ -396,6 +402,7 @@ func (m *model) injectFaults(rng *rand.Rand, stop <-chan struct{}) {
 				heal(i)
 			}
 		}
+		clocks.check() // a fault's end moves no clock
 		if len(faulty) >= modelFaulty {
 			continue
 		}
@@ -431,7 +438,7 @@ func (m *model) injectFaults(rng *rand.Rand, stop <-chan struct{}) {
 		case 4:
 			// Within the drift allowance (R9): a key must not expire before
 			// the validity the client computed, ttl - elapsed - (1% + 2ms).
-			rate := 0.98 + rng.Float64()*0.028
+			rate := modelRateLo + rng.Float64()*(modelRateHi-modelRateLo)
 			kind, note, undo = "clock-rate", strconv.FormatFloat(rate, 'f', 4, 64), func() { n.SetClockRate(1) }
 			n.SetClockRate(rate)
 		case 5:
@@ -452,6 +459,51 @@ func (m *model) injectFaults(rng *rand.Rand, stop <-chan struct{}) {
 		fi := len(m.h.Faults) - 1
 		m.mu.Unlock()
 		faulty = append(faulty, active{node: i, heal: now.Add(lasts), fault: fi, undo: undo})
+		clocks.check() // nor does its start
+	}
+}
+
+// clockWatch checks the model's own assumption about the nodes' clocks
+// (R9): from one look to the next, each node's clock advanced at a rate
+// within [modelRateLo, modelRateHi] of the reference clock, and not at all
+// when the reference did not (no jump). A fault that broke it would show
+// violations of mutual exclusion that are the model's, not the client's,
+// and hide real ones.
+type clockWatch struct {
+	m     *model
+	ref   time.Time
+	local []time.Time
+}
+
+func (m *model) watchClocks() *clockWatch {
+	w := &clockWatch{m: m, local: make([]time.Time, len(m.mems))}
+	w.look()
+	return w
+}
+
+// look reads the reference clock and every node's clock.
+func (w *clockWatch) look() {
+	w.ref = time.Now()
+	for i, n := range w.m.mems {
+		w.local[i] = n.Now()
+	}
+}
+
+// check looks again and records an error for every node whose clock moved
+// beyond the rates allowed since the last look.
+func (w *clockWatch) check() {
+	const slack = time.Microsecond // float rounding of the node's clock
+	ref, local := w.ref, slices.Clone(w.local)
+	w.look()
+	d := w.ref.Sub(ref)
+	lo, hi := time.Duration(float64(d)*modelRateLo)-slack, time.Duration(float64(d)*modelRateHi)+slack
+	for i, n := range w.m.mems {
+		if got := w.local[i].Sub(local[i]); got < lo || got > hi {
+			w.m.mu.Lock()
+			w.m.errs = append(w.m.errs, fmt.Errorf("the model broke its own assumption about clocks (R9): %s's clock advanced %v in %v of reference time (at %v of the round), not within the rates [%v, %v]",
+				n, got, d, time.Duration(w.m.now()), modelRateLo, modelRateHi))
+			w.m.mu.Unlock()
+		}
 	}
 }
 
@@ -777,4 +829,50 @@ func (m *model) closeClient(slot int, c *redlock.Client, name string) {
 		m.errs = append(m.errs, fmt.Errorf("%s: TryLock after Close: err = %v, want ErrClosed", name, err))
 		m.mu.Unlock()
 	}
+}
+
+// The violation TestModel found (seed 13414658060566950746, round 17),
+// replayed step by step: the holder's key is on m1, m2 and m5 (m3 and m4
+// down); m5 restarts without persistence and stays down (R16.3); m2's
+// clock, slow by 1.5% since before the grant, gets its rate back. The
+// holder still holds m1 and m2, and no other client may get a quorum
+// before the holder's validity ends. When the rate came back with a jump of
+// the node's clock to the reference (the lag it had gathered, 30ms, beyond
+// the drift allowance), m2 expired the key early and another client took
+// m2, m3 and m4 before the holder's validity ended.
+func TestModelHealedSlowClockKeepsExclusion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(5)
+		holder, err := redlock.New(nodes, redlock.WithTTL(modelTTL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer holder.Close()
+		other, err := redlock.New(nodes, redlock.WithTTL(modelTTL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		mems[1].SetClockRate(0.985)
+		time.Sleep(1900 * time.Millisecond)
+		mems[2].SetDown(true)
+		mems[3].SetDown(true)
+		l, err := holder.TryLock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mems[2].SetDown(false)
+		time.Sleep(100 * time.Millisecond)
+		mems[4].Restart(3*modelTTL + 100*time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
+		mems[1].SetClockRate(1)
+		mems[3].SetDown(false)
+		time.Sleep(time.Until(l.Until()) - 100*time.Millisecond)
+		for time.Now().Before(l.Until()) {
+			if _, err := other.TryLock(t.Context(), "r"); err == nil {
+				t.Fatalf("another client was granted the lock %v before the holder's validity ended", l.Until().Sub(time.Now()))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	})
 }
