@@ -219,12 +219,24 @@ func TestFrozenBetweenPhases(t *testing.T) { // R18, R8.5
 func TestFencePhaseFailureIsReported(t *testing.T) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 5)
-		c := dial(t, a, cl, redlock.WithFencing(), redlock.WithNodeTimeout(500*time.Millisecond))
+		// A node timeout generous enough that no request of phase 1 is given
+		// up before it is sent on a loaded machine: the hook waits for all
+		// five keys.
+		c := dial(t, a, cl, redlock.WithFencing(), redlock.WithNodeTimeout(5*time.Second))
 		key := redlock.DefaultKeyPrefix + "r"
 		hooked := redlock.WithPhaseHook(t.Context(), func(string) {
 			// Every node set the key (the stragglers of phase 1 too); then it
-			// goes away everywhere.
-			redlocktest.Eventually(t, 5*time.Second, func() bool { return keysEverywhere(cl, key) == 5 }, "phase 1 did not set the key on every node")
+			// goes away everywhere. The hook runs inside TryLock: it must not
+			// end the test's goroutine (t.Fatal), which would leave the
+			// client's attempt half done and its Close waiting for ever.
+			deadline := time.Now().Add(30 * time.Second)
+			for keysEverywhere(cl, key) != 5 {
+				if time.Now().After(deadline) {
+					t.Errorf("phase 1 did not set the key on every node within 30s (%d of 5)", keysEverywhere(cl, key))
+					return
+				}
+				time.Sleep(10 * time.Millisecond) // polling real servers
+			}
 			for _, s := range cl.Servers {
 				s.Client().Del(context.Background(), key)
 			}
