@@ -139,6 +139,9 @@ type MemNode struct {
 
 	known facts.Known // SetFacts (memnode_facts.go)
 
+	tracing bool // SetTrace (memnode_trace.go)
+	trace   []TraceEntry
+
 	applied atomic.Int64
 }
 
@@ -557,8 +560,16 @@ func (n *MemNode) submit(c *memCall) {
 	c.answer()
 }
 
-// apply runs c's operation on the keyspace, with the lies of the node.
+// apply runs c's operation on the keyspace, with the lies of the node,
+// and traces it (SetTrace).
 func (n *MemNode) apply(c *memCall) memResult {
+	c.res = n.applyOp(c)
+	n.traceLocked(c)
+	return c.res
+}
+
+// applyOp runs c's operation on the keyspace, with the lies of the node.
+func (n *MemNode) applyOp(c *memCall) memResult {
 	n.applied.Add(1)
 	now := n.nowLocked(n.base())
 	if c.fn != nil {
