@@ -60,6 +60,9 @@ const (
 // Every round's history is checked with checker.CheckMutex (R1.1) and
 // checker.CheckFencing (R18); a grant of a set is recorded as one grant of
 // each of its resources, so the checks hold it to exclusion per resource.
+// The fault injector checks that it keeps to the clock assumption itself
+// (clockWatch), and a violation prints what the nodes did around it, from
+// their traces (explainViolation), so that one found once explains itself.
 //
 // The seed fixes each worker's and the fault injector's choices and the
 // clients' retry jitter (WithRetrySeed); goroutines that run at the same fake
