@@ -105,7 +105,8 @@ func WithClock(now func() time.Time) MemOption {
 //   - SetLie: the node answers what it did not do (see Lie).
 //
 // The methods of Inspector read the keyspace without going through the
-// wire or the faults. A MemNode is safe for concurrent use. Inside a
+// wire or the faults; SetTrace keeps what the node applied, to explain a
+// failed test. A MemNode is safe for concurrent use. Inside a
 // testing/synctest bubble, create it inside the bubble: its clock and its
 // delays are then the bubble's fake time.
 type MemNode struct {
