@@ -105,7 +105,8 @@ func WithClock(now func() time.Time) MemOption {
 //   - SetLie: the node answers what it did not do (see Lie).
 //
 // The methods of Inspector read the keyspace without going through the
-// wire or the faults. A MemNode is safe for concurrent use. Inside a
+// wire or the faults; SetTrace keeps what the node applied, to explain a
+// failed test. A MemNode is safe for concurrent use. Inside a
 // testing/synctest bubble, create it inside the bubble: its clock and its
 // delays are then the bubble's fake time.
 type MemNode struct {
@@ -138,6 +139,9 @@ type MemNode struct {
 	watches map[*memWatch]struct{}
 
 	known facts.Known // SetFacts (memnode_facts.go)
+
+	tracing bool // SetTrace (memnode_trace.go)
+	trace   []TraceEntry
 
 	applied atomic.Int64
 }
@@ -557,8 +561,16 @@ func (n *MemNode) submit(c *memCall) {
 	c.answer()
 }
 
-// apply runs c's operation on the keyspace, with the lies of the node.
+// apply runs c's operation on the keyspace, with the lies of the node,
+// and traces it (SetTrace).
 func (n *MemNode) apply(c *memCall) memResult {
+	c.res = n.applyOp(c)
+	n.traceLocked(c)
+	return c.res
+}
+
+// applyOp runs c's operation on the keyspace, with the lies of the node.
+func (n *MemNode) applyOp(c *memCall) memResult {
 	n.applied.Add(1)
 	now := n.nowLocked(n.base())
 	if c.fn != nil {

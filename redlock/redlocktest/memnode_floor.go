@@ -55,7 +55,7 @@ func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAll bool) memResult {
 		c.req.Op = opRaiseFence
 	}
 	n.applied.Add(-1)
-	res := n.apply(c)
+	res := n.applyOp(c)
 	_, kept := n.live(c.floorKey, now)
 	switch {
 	case !res.ok || res.err != nil:

@@ -63,6 +63,24 @@ func TestMemNodeFaults(t *testing.T) {
 			time.Sleep(ttl - ttl/4)
 			wantValue(t, n, "k", "v", true) // a clock never faster than the reference
 		}},
+		{"the trace keeps what changed a key, by the node's clock", func(t *testing.T, n *redlocktest.MemNode) {
+			n.SetTrace(true)
+			n.SetClockRate(0.5)
+			mustAcquire(t, n, "k", "v", ttl, true)
+			mustAcquire(t, n, "k", "w", ttl, false) // refused: not kept
+			time.Sleep(ttl)
+			if ok, err := n.Extend(t.Context(), "k", "v", ttl); !ok || err != nil {
+				t.Fatalf("Extend = %v, %v", ok, err)
+			}
+			got := n.Trace()
+			if len(got) != 2 || got[0].OpName() != "acquire" || got[1].OpName() != "extend" {
+				t.Fatalf("trace = %+v, want the acquisition and the extension", got)
+			}
+			e := got[1]
+			if e.Holds != "v" || e.Life != ttl || e.Offset != -ttl/2 || e.End().Sub(e.At) != 2*ttl {
+				t.Fatalf("extension traced as %+v (ends %v after), want v held for %v on a clock %v behind, ending %v after", e, e.End().Sub(e.At), ttl, ttl/2, 2*ttl)
+			}
+		}},
 		{"clock jump expires at once", func(t *testing.T, n *redlocktest.MemNode) {
 			mustAcquire(t, n, "k", "v", ttl, true)
 			n.JumpClock(2 * ttl)
@@ -334,4 +352,168 @@ func TestMemNodeKeyLifeWithinClockRates(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A node in the down time of a delayed restart (R16.3) refuses every
+// request, whatever its path, and applies none: a node that answered
+// (empty) before its down time was over would let a second client take a
+// lock the first still holds.
+func TestMemNodeRestartRefusesEveryPath(t *testing.T) {
+	const ttl = time.Second
+	keys, fences := []string{"a", "b"}, []string{"fa", "fb"}
+	type path struct {
+		name string
+		call func(ctx context.Context, n *redlocktest.MemNode) error
+	}
+	paths := []path{
+		{"Acquire", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.Acquire(ctx, "k", "v", ttl)
+			return err
+		}},
+		{"Release", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.Release(ctx, "k", "v")
+			return err
+		}},
+		{"Extend", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.Extend(ctx, "k", "v", ttl)
+			return err
+		}},
+		{"ReleaseAnnounce", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.ReleaseAnnounce(ctx, "k", "v")
+			return err
+		}},
+		{"Transfer", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.Transfer(ctx, "k", "v", "w", ttl)
+			return err
+		}},
+		{"AcquireFenced", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, _, err := n.AcquireFenced(ctx, "k", "f", "v", ttl)
+			return err
+		}},
+		{"RaiseFence", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.RaiseFence(ctx, "k", "f", "v", 1, 0)
+			return err
+		}},
+		{"AcquireFencedFloor", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, _, _, err := n.WithFloor().AcquireFencedFloor(ctx, "k", "f", "fl", "v", ttl)
+			return err
+		}},
+		{"RaiseFenceRepair", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.WithFloor().RaiseFenceRepair(ctx, "k", "f", "fl", "v", 1, 0)
+			return err
+		}},
+		{"AcquireAll", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.AcquireAll(ctx, keys, "v", ttl)
+			return err
+		}},
+		{"ReleaseAll", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.ReleaseAll(ctx, keys, "v", true)
+			return err
+		}},
+		{"ExtendAll", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.ExtendAll(ctx, keys, "v", ttl)
+			return err
+		}},
+		{"AcquireAllFenced", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, _, err := n.AcquireAllFenced(ctx, keys, fences, "v", ttl)
+			return err
+		}},
+		{"RaiseFences", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.RaiseFences(ctx, keys, fences, "v", 1, 0)
+			return err
+		}},
+		{"RAcquire", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.RAcquire(ctx, "k", "v", ttl)
+			return err
+		}},
+		{"RRelease", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.RRelease(ctx, "k", "v")
+			return err
+		}},
+		{"RExtend", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.RExtend(ctx, "k", "v", ttl)
+			return err
+		}},
+		{"WAcquire", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.WAcquire(ctx, "k", "v", "w", ttl)
+			return err
+		}},
+		{"WUnwait", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.WUnwait(ctx, "k", "w")
+			return err
+		}},
+		{"WAcquireFenced", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, _, err := n.WAcquireFenced(ctx, "k", "f", "v", "w", ttl)
+			return err
+		}},
+		{"PutRecord", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.PutRecord(ctx, "k", "rk", "v", "rec", 0)
+			return err
+		}},
+		{"ReadRecord", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, _, _, err := n.ReadRecord(ctx, "k", "rk", "f")
+			return err
+		}},
+		{"Inspect", func(ctx context.Context, n *redlocktest.MemNode) error { _, err := n.Inspect(ctx, "k"); return err }},
+		{"Scan", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, _, err := n.Scan(ctx, "", "0", 10)
+			return err
+		}},
+		{"PutNote", func(ctx context.Context, n *redlocktest.MemNode) error { return n.PutNote(ctx, "k", "note", ttl) }},
+		{"Note", func(ctx context.Context, n *redlocktest.MemNode) error { _, _, err := n.Note(ctx, "k"); return err }},
+		{"Connect", func(ctx context.Context, n *redlocktest.MemNode) error { return n.Connect(ctx) }},
+		{"WatchReleases", func(ctx context.Context, n *redlocktest.MemNode) error {
+			w, err := n.WatchReleases(func(string, string) {})
+			if err == nil {
+				w.Close()
+			}
+			return err
+		}},
+	}
+	for _, op := range []adapter.Op{adapter.OpAcquire, adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpExtend, adapter.OpTransfer,
+		adapter.OpAcquireAll, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpExtendAll} {
+		req := adapter.Request{Op: op, Key: "k", Value: "v", From: "w", TTL: ttl}
+		if op.IsMulti() {
+			req.Key, req.Keys = "", keys
+		}
+		start := func(ctx context.Context, n *redlocktest.MemNode, batch bool) error {
+			a := &recv{}
+			if batch {
+				n.StartAll([]adapter.Call{{Ctx: ctx, Req: req, To: a, Tag: 0}})
+			} else {
+				n.Start(ctx, req, a, 0)
+			}
+			synctest.Wait()
+			if got := a.get(); len(got) == 1 {
+				return got[0].err
+			}
+			return fmt.Errorf("%v answers, want 1", len(a.get()))
+		}
+		paths = append(paths,
+			path{"Start " + op.String(), func(ctx context.Context, n *redlocktest.MemNode) error { return start(ctx, n, false) }},
+			path{"StartAll " + op.String(), func(ctx context.Context, n *redlocktest.MemNode) error { return start(ctx, n, true) }})
+	}
+	for _, p := range paths {
+		t.Run(p.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				n := redlocktest.NewMemNode("m")
+				mustAcquire(t, n, "k", "v", ttl, true)
+				n.Restart(3 * ttl)
+				before := n.Applied()
+				for _, after := range []time.Duration{0, 3*ttl - time.Millisecond} {
+					time.Sleep(after)
+					if err := p.call(t.Context(), n); !errors.Is(err, redlocktest.ErrNodeDown) {
+						t.Fatalf("%v into the down time: err = %v, want ErrNodeDown", after, err)
+					}
+				}
+				if got := n.Applied(); got != before {
+					t.Fatalf("the node applied %d requests in its down time, want none", got-before)
+				}
+				time.Sleep(time.Millisecond)
+				if err := p.call(t.Context(), n); errors.Is(err, redlocktest.ErrNodeDown) {
+					t.Fatalf("after the down time: err = %v, want the node up", err)
+				}
+			})
+		})
+	}
 }
