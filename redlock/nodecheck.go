@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,9 +68,137 @@ type nodeFacts struct {
 	once    sync.Once           // the first check: connect, then judge (prime)
 	nodes   []adapter.FactsNode // by node; nil where not a FactsNode
 	verdict atomic.Pointer[factsVerdict]
+	// readAt is when the last reading of every node's facts began
+	// (primeFacts, then readFacts), nil before the first.
+	readAt atomic.Pointer[time.Time]
 
-	mu     sync.Mutex      // judging
+	mu     sync.Mutex      // judging; replicas
 	warned map[string]bool // warnings told (once each)
+	// replicas are each cluster node's replicas as the last reading that
+	// got them saw them (nil before one did: New checked them).
+	replicas [][]adapter.Replica
+
+	rmu     sync.Mutex    // reading
+	reading chan struct{} // closed when the reading under way ends; nil: none
+}
+
+// factsRefresh is how old the facts a lock is checked against may be: a
+// running client reads its nodes' facts again (readFacts) once they are
+// half as old, in the background of the lock that finds them so, and a
+// lock that finds them older waits for the reading, bounded by
+// checkWait. So what an operator changes on a running server (a replica
+// attached, or allowed to promote itself; an eviction policy set) is seen
+// by every lock that begins factsRefresh after the change was made, plus
+// one reading's round trip. The same period as the adapters' reading of a
+// cluster's slot map.
+const factsRefresh = 2 * time.Second
+
+// freshFacts makes sure the facts a lock is about to be checked against
+// are fresh (factsRefresh): it starts a reading when they are half as old,
+// and waits for it, at most checkWait, when they are older. A node that
+// does not answer in time keeps its facts, and is judged on its answer
+// when it comes.
+func (c *Client) freshFacts() {
+	at := c.facts.readAt.Load()
+	if at == nil {
+		return // primeFacts reads first
+	}
+	age := time.Since(*at)
+	if age < factsRefresh/2 {
+		return
+	}
+	done := c.startReading()
+	if age < factsRefresh || done == nil {
+		return
+	}
+	t := time.NewTimer(c.checkWait())
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	case <-c.stop:
+	}
+}
+
+// startReading starts a reading of every node's facts (readFacts) unless
+// one is under way, and returns the channel closed when it ends; nil when
+// the client is closed.
+func (c *Client) startReading() chan struct{} {
+	f := &c.facts
+	f.rmu.Lock()
+	defer f.rmu.Unlock()
+	if f.reading != nil {
+		return f.reading
+	}
+	if !c.bgAdd(1) {
+		return nil
+	}
+	done := make(chan struct{})
+	f.reading = done
+	go func() {
+		defer c.bg.Done()
+		c.readFacts()
+		f.rmu.Lock()
+		f.reading = nil
+		f.rmu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// readFacts reads every node's facts again, at once, bounded as New's
+// reading of the replicas is (max of the node timeout and
+// replicaCheckTimeout) and by Close: each FactsNode's Connect, which
+// connects a node that is not connected and reads again on the live
+// connections what a running server can change (its replication, its
+// settings), and each cluster node's replicas (adapter.ClusterNode); then
+// it judges them. A node that does not answer keeps its facts.
+func (c *Client) readFacts() {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.opts.nodeTimeout, replicaCheckTimeout))
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	f := &c.facts
+	reps := make([][]adapter.Replica, len(c.nodes))
+	got := make([]bool, len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		fn := f.nodes[i]
+		cn, cluster := n.(adapter.ClusterNode)
+		cluster = cluster && cn.Cluster() && !c.opts.promotable
+		if fn == nil && !cluster {
+			continue
+		}
+		wg.Go(func() {
+			if fn != nil {
+				_ = fn.Connect(ctx)
+			}
+			if cluster {
+				if r, err := cn.Replicas(ctx); err == nil {
+					reps[i], got[i] = r, true
+				}
+			}
+		})
+	}
+	wg.Wait()
+	f.mu.Lock()
+	if f.replicas == nil {
+		f.replicas = make([][]adapter.Replica, len(c.nodes))
+	}
+	for i, ok := range got {
+		if ok {
+			f.replicas[i] = reps[i]
+		}
+	}
+	f.mu.Unlock()
+	f.readAt.Store(&start)
+	c.judgeFacts()
 }
 
 // factsVerdict is the client's judgement of its nodes' facts, at the
@@ -101,7 +230,11 @@ type factsVerdict struct {
 // Each lock is refused the same way (with ErrInvalid, before any request)
 // while a node advertises a max ttl below the lock's ttl, or two nodes
 // are one server. A node reads its servers' facts again on every new
-// connection, so after a restart.
+// connection, so after a restart, and the client makes its nodes read
+// again, every 2 s while it locks, what a running server can change (its
+// replicas, its settings; a cluster node's replicas): a lock that begins
+// 2 s after such a change, plus one reading's round trip, is checked
+// against it (factsRefresh).
 //
 // It also refuses, each lock too, a node that is a replica, a plain master
 // with replicas (unless WithPromotableReplicas: a replica promoted by
@@ -118,8 +251,10 @@ type factsVerdict struct {
 // refuses writes) or has replicas (a failover to one can lose lock keys);
 // and when the number of nodes is even, which tolerates no more failures
 // than one node fewer. The masters of a node that is a Redis Cluster are
-// checked each (its replicas are New's to refuse: ErrPromotableReplica). Servers that cannot tell (an ACL
-// without INFO or CONFIG) are not checked.
+// checked each, and its replicas (ErrPromotableReplica). A server that
+// refuses to tell (an ACL user without INFO, CONFIG GET, CLIENT KILL or
+// the max ttl's GET) is refused, naming the ACL rules to grant, unless
+// WithUncheckedNodes, which makes it a warning.
 func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 	c.primeFacts()
 	errs := c.connectNodes(ctx, true, 0)
@@ -181,7 +316,9 @@ func (c *Client) primeFacts() {
 				c.facts.nodes[i] = fn
 			}
 		}
+		start := time.Now()
 		c.connectNodes(context.Background(), false, c.quorum)
+		c.facts.readAt.Store(&start)
 		c.judgeFacts()
 	})
 }
@@ -262,6 +399,10 @@ func (c *Client) checkAdvertised(ttl time.Duration) error {
 		c.primeFacts()
 		v = c.facts.verdict.Load()
 	}
+	c.freshFacts()
+	if nv := c.facts.verdict.Load(); nv != v {
+		v = nv // judged by the reading
+	}
 	for i, fn := range c.facts.nodes {
 		if fn == nil {
 			continue
@@ -310,6 +451,14 @@ func (c *Client) judgeFacts() *factsVerdict {
 	seen := map[string]where{}
 	var unsafe []error
 	for i, fn := range f.nodes {
+		cluster := isCluster(c.nodes[i])
+		if cluster && !c.opts.promotable && f.replicas != nil {
+			// Its replicas as the last reading saw them (New refused
+			// those it saw).
+			if err := promotableError(c.names[i], f.replicas[i]); err != nil {
+				unsafe = append(unsafe, err)
+			}
+		}
 		if fn == nil {
 			continue
 		}
@@ -318,8 +467,6 @@ func (c *Client) judgeFacts() *factsVerdict {
 		if ver == 0 {
 			v.unknown++
 		}
-		cn, cluster := c.nodes[i].(adapter.ClusterNode)
-		cluster = cluster && cn.Cluster() // its replicas: checkReplicas
 		for _, s := range servers {
 			name := serverName(c.names[i], s)
 			if s.RunID != "" {
@@ -332,6 +479,11 @@ func (c *Client) judgeFacts() *factsVerdict {
 			refused := c.serverRefusal(i, name, s)
 			if refused != nil {
 				unsafe = append(unsafe, refused)
+			}
+			if msg := hiddenFacts(name, s); msg != "" && !c.opts.unchecked {
+				unsafe = append(unsafe, invalidf("%s, or accept the node unchecked with WithUncheckedNodes", msg))
+			} else if msg != "" {
+				v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
 			}
 			if s.MaxTTL > 0 && (v.maxTTL == 0 || s.MaxTTL < v.maxTTL) {
 				v.maxTTL, v.maxNode = s.MaxTTL, name
@@ -406,6 +558,48 @@ func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
 		return invalidf("node %s evicts keys under memory pressure (maxmemory %d, maxmemory-policy %s): a lock key evicted before its ttl lets a second client take the lock; set maxmemory-policy noeviction (or maxmemory 0)", name, s.MaxMemory, s.MaxMemoryPolicy)
 	}
 	return nil
+}
+
+// WithUncheckedNodes makes the client accept a node whose server refuses
+// to tell the facts the client checks (an ACL user without INFO, CONFIG
+// GET, CLIENT KILL or read access to the advertised max ttl's key, as
+// "+@all -@dangerous" and "+@all -@admin" are; a managed service that
+// disables CONFIG), warning of it (NodeWarning, CheckNodes) instead. Such
+// a node's checks cannot run: one server given as two nodes (which would
+// count twice toward the quorum), a ttl over its advertised max ttl,
+// replicas that may be promoted, an eviction policy, and the reconnect
+// fence (a request left on a connection given up running after the next
+// connection's) go unseen. Default off: every lock is refused while a
+// node refuses them, with ErrInvalid, naming what it refused and the
+// permissions to grant.
+func WithUncheckedNodes() Option {
+	return clientOption(func(o *clientOptions) { o.unchecked = true })
+}
+
+// hiddenFacts says what server s (named name) refused to tell the
+// client's user (adapter.Facts.Refused), what cannot be checked without
+// it and what to grant, on one line; "" when it refused nothing.
+func hiddenFacts(name string, s adapter.Facts) string {
+	if len(s.Refused) == 0 {
+		return ""
+	}
+	var lost, grant []string
+	fence := "the reconnect fence (a request left on a connection given up can run after the next connection's)"
+	for _, r := range []struct{ what, lost, grant string }{
+		{adapter.RefusedInfo, "its run id (one server given as two nodes counts twice toward the quorum), its replicas, " + fence, "+info"},
+		{adapter.RefusedConfig, "its eviction policy (a lock key evicted before its ttl) and persistence", "+config|get"},
+		{adapter.RefusedMaxTTL, "the max ttl it advertises", "%R~" + adapter.MaxTTLKey},
+		{adapter.RefusedClient, fence, "+client|id +client|kill"},
+	} {
+		if s.Refuses(r.what) {
+			if !slices.Contains(lost, r.lost) && !(r.what == adapter.RefusedClient && s.Refuses(adapter.RefusedInfo)) {
+				lost = append(lost, r.lost)
+			}
+			grant = append(grant, r.grant)
+		}
+	}
+	return fmt.Sprintf("node %s refuses %s to the client's user, so the client cannot check %s: grant them (ACL SETUSER <user> %s)",
+		name, strings.Join(s.Refused, ", "), strings.Join(lost, "; "), strings.Join(grant, " "))
 }
 
 // isCluster reports whether n is a Redis Cluster (adapter.ClusterNode).

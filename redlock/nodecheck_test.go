@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -148,7 +149,7 @@ func TestLockChecksNodeFacts(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			nodes, mems := redlocktest.NewMemNodes(len(tt.facts))
 			for i, f := range tt.facts {
-				if f != (adapter.Facts{}) {
+				if !reflect.DeepEqual(f, adapter.Facts{}) {
 					mems[i].SetFacts(f)
 				}
 			}

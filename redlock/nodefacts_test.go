@@ -92,9 +92,10 @@ func TestRestartedNodeFactsAreReadAgain(t *testing.T) {
 }
 
 // The checks cost no request on the lock path: once the nodes are
-// connected, locks send no CONFIG, CLIENT, INFO or PING (the commands of
-// the handshake and of Connect), counted by the servers' own command
-// statistics.
+// connected, locks send no CLIENT or PING (the commands of the handshake
+// and of Connect), and INFO and CONFIG only in the readings of the facts
+// again that a running client makes, at most one per second (half the 2 s
+// the facts may age), counted by the servers' own command statistics.
 func TestNodeChecksSendNoRequest(t *testing.T) {
 	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 3)
@@ -109,21 +110,21 @@ func TestNodeChecksSendNoRequest(t *testing.T) {
 		}
 		lockUnlock() // connects
 		before := commandCalls(t, cl)
+		start := time.Now()
 		for range 20 {
 			lockUnlock()
 		}
+		readings := int(time.Since(start)/time.Second) + 1
 		after := commandCalls(t, cl)
+		// A reading: INFO server and replication, three CONFIG GETs.
+		most := map[string]int{"info": 2*readings + 1, "config|get": 3 * readings} // +1: the INFO commandstats that read before
 		for i := range after {
 			for cmd, n := range after[i] {
 				if !strings.HasPrefix(cmd, "config") && !strings.HasPrefix(cmd, "client") && cmd != "ping" && cmd != "info" {
 					continue
 				}
-				want := before[i][cmd]
-				if cmd == "info" {
-					want++ // the INFO commandstats that read before
-				}
-				if n != want {
-					t.Errorf("server %d: %s called %d times during 20 locks, want %d", i, cmd, n-before[i][cmd], want-before[i][cmd])
+				if n-before[i][cmd] > most[cmd] {
+					t.Errorf("server %d: %s called %d times during 20 locks (%d reading(s) of the facts at most), want at most %d", i, cmd, n-before[i][cmd], readings, most[cmd])
 				}
 			}
 		}

@@ -77,6 +77,7 @@ type clientOptions struct {
 	hashTags       bool       // WithHashTags (the key layout, below)
 	byzantine      int        // WithByzantineNodes (client.go)
 	promotable     bool       // WithPromotableReplicas (replicas.go)
+	unchecked      bool       // WithUncheckedNodes (nodecheck.go)
 	observers      []Observer // WithObserver, WithLogger (observer.go)
 }
 

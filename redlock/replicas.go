@@ -14,8 +14,10 @@ import (
 // ErrPromotableReplica is wrapped (with ErrInvalid) by the error of New
 // when a node that is a Redis Cluster has a replica that may promote itself
 // (cluster-replica-no-failover not set on it), and by the error of every
-// lock while a node that is a plain master has a replica (which Sentinel or
-// an operator may promote, with the same loss: see CheckNodes).
+// lock and extension while such a cluster node, or a node that is a plain
+// master with a replica (which Sentinel or an operator may promote, with
+// the same loss), is in the client: a running client reads its nodes'
+// replicas again every 2 s while it locks (see CheckNodes).
 //
 // Why such a replica is refused, whatever cluster-node-timeout says:
 // replication is asynchronous, so a replica holds the master's lock keys
@@ -49,8 +51,8 @@ func WithPromotableReplicas() Option {
 // replicaCheckTimeout is the least time New waits for a cluster node's list
 // of replicas: the first request of a cluster client also learns the
 // cluster's slot map, so a loaded machine may take more than the node
-// timeout. A node that does not answer in time is not refused: the client
-// cannot see its replicas (dlm doctor can).
+// timeout. A node that does not answer in time is not refused by New: the
+// client's next reading of the facts (readFacts) asks it again.
 const replicaCheckTimeout = 2 * time.Second
 
 // checkReplicas refuses the cluster nodes whose replicas may promote

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 	"dlm/redlock/goredis"
 )
 
@@ -231,6 +232,8 @@ func ruleMeaning(rule string) string {
 		return "persistence"
 	case "R18":
 		return "fencing tokens"
+	case "checks":
+		return "node checks"
 	}
 	return "rule"
 }
@@ -316,6 +319,9 @@ func checkNode(p probe) []finding {
 	case p.Role == "master":
 		add(sevOK, "R2", "independent master (no replicas)", "")
 	}
+	if len(p.Refused) > 0 {
+		add(sevFail, "checks", refusedWhat(p.Refused), refusedFix(p.Refused))
+	}
 	if p.ConfigErr != nil {
 		add(sevWarn, "R13", fmt.Sprintf("CONFIG GET refused (%v): eviction and persistence not checked", p.ConfigErr),
 			"allow CONFIG GET for the checking user, or check maxmemory-policy and appendonly by hand")
@@ -361,6 +367,45 @@ func checkNode(p probe) []finding {
 		add(sevOK, "R16", "appendonly "+aof+"."+delayed, "")
 	}
 	return fs
+}
+
+// refusedWhat says what a node that refused commands to the user
+// (probe.Refused) keeps the clients from checking: they refuse it, as
+// they cannot check it (redlock.WithUncheckedNodes).
+func refusedWhat(refused []string) string {
+	var lost []string
+	for _, r := range refused {
+		switch r {
+		case adapter.RefusedInfo:
+			lost = append(lost, "its run id (one server given as two nodes), its replicas and the reconnect fence")
+		case adapter.RefusedConfig:
+			lost = append(lost, "its eviction policy and persistence")
+		case adapter.RefusedMaxTTL:
+			lost = append(lost, "its advertised max ttl")
+		case adapter.RefusedClient:
+			lost = append(lost, "the reconnect fence (CLIENT KILL of the connections a client gave up)")
+		}
+	}
+	return fmt.Sprintf("refuses %s to this user, so the clients cannot check %s: they refuse the node (unless the library's WithUncheckedNodes)",
+		strings.Join(refused, ", "), strings.Join(lost, "; "))
+}
+
+// refusedFix is the ACL rules that grant what a node refused.
+func refusedFix(refused []string) string {
+	var grant []string
+	for _, r := range refused {
+		switch r {
+		case adapter.RefusedInfo:
+			grant = append(grant, "+info")
+		case adapter.RefusedConfig:
+			grant = append(grant, "+config|get")
+		case adapter.RefusedMaxTTL:
+			grant = append(grant, "%R~"+adapter.MaxTTLKey)
+		case adapter.RefusedClient:
+			grant = append(grant, "+client|id +client|kill")
+		}
+	}
+	return "grant the clients' user what they read: ACL SETUSER <user> " + strings.Join(grant, " ") + " (and in the ACL file)"
 }
 
 // checkClocks compares the node clocks (R9): each node's offset from this

@@ -55,6 +55,8 @@ func TestDiagnose(t *testing.T) {
 		{"even count", five(func(ps []probe) {})[:4], sevWarn, "R7", ""},
 		{"one node", five(nil)[:1], sevWarn, "R7", ""},
 		{"CONFIG refused", five(func(ps []probe) { ps[1].ConfigErr = errors.New("unknown command") }), sevWarn, "R13", "b"},
+		// The clients refuse a node that hides what they check.
+		{"ACL refuses INFO", five(func(ps []probe) { ps[1].RunID, ps[1].Refused = "", []string{"INFO", "CLIENT KILL"} }), sevFail, "checks", "b"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,6 +82,36 @@ func TestDiagnose(t *testing.T) {
 			}
 			t.Errorf("no %v finding of rule %s on node %q with a fix; findings: %+v", tt.sev, tt.rule, tt.node, fs)
 		})
+	}
+}
+
+// dlm doctor over a least-privilege ACL user ("+@all -@dangerous": INFO,
+// CONFIG and CLIENT KILL refused) names what it refuses, that the clients
+// then refuse the node, and the ACL rules to grant; it exits 1. Before, it
+// warned of CONFIG alone and said "ok", while one server given twice went
+// unseen.
+func TestDoctorNamesWhatTheACLHides(t *testing.T) {
+	t.Parallel()
+	s := redlocktest.StartServer(t)
+	if err := s.Client().Do(t.Context(), "ACL", "SETUSER", "app", "on", ">acl-secret-pw", "~*", "&*", "+@all", "-@dangerous").Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := runDLM(t, 30*time.Second, nil, "doctor", "--nodes", "redis://app:acl-secret-pw@"+s.Addr())
+	if r.code != exitFailure {
+		t.Errorf("exit %d, want %d; stdout:\n%s\nstderr: %s", r.code, exitFailure, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"FAIL  " + s.Addr(),
+		"[node checks] refuses INFO, CONFIG GET, CLIENT KILL to this user",
+		"they refuse the node",
+		"fix: grant the clients' user what they read: ACL SETUSER <user> +info +config|get +client|id +client|kill",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout+r.stderr, "acl-secret-pw") {
+		t.Errorf("doctor printed the password:\n%s%s", r.stdout, r.stderr)
 	}
 }
 

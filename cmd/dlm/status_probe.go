@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 	"dlm/redlock/goredis"
 )
 
@@ -63,6 +65,11 @@ type probe struct {
 	// above are its seed master's, and doctor checks every master
 	// (doctor_cluster.go).
 	Cluster bool
+	// Refused names what the node refused to tell the user, as the
+	// clients name it (adapter.Facts.Refused: INFO, CONFIG GET, the GET
+	// of the advertised max ttl, CLIENT KILL): the clients then refuse
+	// the node (redlock.WithUncheckedNodes).
+	Refused []string
 }
 
 // probeNodes probes every node concurrently, each bounded by timeout.
@@ -112,7 +119,14 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 		return p
 	}
 	p.RTT = time.Since(start)
-	if info, err := c.Info(ctx, "server", "replication", "cluster").Result(); err == nil {
+	refused := func(err error, what string) {
+		if err != nil && adapter.Refusal(err.Error()) && !slices.Contains(p.Refused, what) {
+			p.Refused = append(p.Refused, what)
+		}
+	}
+	info, err := c.Info(ctx, "server", "replication", "cluster").Result()
+	refused(err, adapter.RefusedInfo)
+	if err == nil {
 		kv := parseInfo(info)
 		p.Version, p.RunID, p.Role = kv["redis_version"], kv["run_id"], kv["role"]
 		p.ClusterEnabled = kv["cluster_enabled"] == "1"
@@ -125,6 +139,7 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 	for _, k := range []string{"maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"} {
 		m, err := c.ConfigGet(ctx, k).Result()
 		if err != nil {
+			refused(err, adapter.RefusedConfig)
 			p.ConfigErr = err
 			break
 		}
@@ -138,7 +153,9 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 		mid := t0.Add(t1.Sub(t0) / 2)
 		p.ClockOffset, p.ClockErr, p.ClockOK = tm.Sub(mid), t1.Sub(t0)/2, true
 	}
-	p.NodeMaxTTL, _ = c.Get(ctx, nodeMaxTTLKey).Result()
+	p.NodeMaxTTL, err = c.Get(ctx, nodeMaxTTLKey).Result()
+	refused(err, adapter.RefusedMaxTTL)
+	refused(c.ClientKillByFilter(ctx, "ID", "0").Err(), adapter.RefusedClient) // closes nothing
 	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) && p.Keys < maxKeysCounted {
 		p.Keys++

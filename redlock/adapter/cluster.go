@@ -13,8 +13,8 @@ import "context"
 // on their own (see redlock/goredis and redlock/rueidis for the argument
 // that the set stays all or nothing).
 //
-// A client asks such a node for its replicas (redlock.New) and refuses it
-// when one may promote itself: replication is asynchronous, so a replica
+// A client asks such a node for its replicas (redlock.New, and every few
+// seconds while it locks) and refuses it when one may promote itself: replication is asynchronous, so a replica
 // promoted while its master still served clients, or within a ttl of the
 // master's last grant, may lack lock keys the master granted, and two
 // clients may then hold a lock.

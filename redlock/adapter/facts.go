@@ -3,6 +3,7 @@ package adapter
 import (
 	"context"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -55,7 +56,49 @@ type Facts struct {
 	// MaxMemoryPolicy its maxmemory-policy, "" when CONFIG was refused.
 	MaxMemory       int64
 	MaxMemoryPolicy string
+	// Refused names what the server refused to tell the node's user (an
+	// ACL without the command, or a service that disables it), each once:
+	// RefusedInfo, RefusedConfig, RefusedMaxTTL, RefusedClient. The facts
+	// each one reads are unknown, so the client's checks of them cannot
+	// run (redlock.WithUncheckedNodes).
+	Refused []string
 }
+
+// What a server can refuse to tell (Facts.Refused): the command, as an
+// ACL names it, and what is unknown without it.
+const (
+	// RefusedInfo: INFO (its run id, so one server given as two nodes,
+	// and its replication).
+	RefusedInfo = "INFO"
+	// RefusedConfig: CONFIG GET (its eviction policy and persistence).
+	RefusedConfig = "CONFIG GET"
+	// RefusedMaxTTL: the GET of MaxTTLKey (its advertised max ttl), which
+	// an ACL key pattern may refuse.
+	RefusedMaxTTL = "GET " + MaxTTLKey
+	// RefusedClient: CLIENT ID or CLIENT KILL (the reconnect fence, which
+	// closes the connections given up before a new one carries a
+	// request).
+	RefusedClient = "CLIENT KILL"
+)
+
+// Refusal reports whether msg, a server's error reply, refuses a command
+// to the user: NOPERM (an ACL), or an unknown command or subcommand (a
+// service that disables or renames it). Other errors (LOADING, MOVED on a
+// cluster master that does not hold the key's slot) refuse nothing.
+func Refusal(msg string) bool {
+	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
+		strings.Contains(msg, "unknown subcommand")
+}
+
+// Refuse adds what to Refused, once.
+func (f *Facts) Refuse(what string) {
+	if !f.Refuses(what) {
+		f.Refused = append(f.Refused, what)
+	}
+}
+
+// Refuses reports whether the server refused what (Refused).
+func (f Facts) Refuses(what string) bool { return slices.Contains(f.Refused, what) }
 
 // Evicts reports whether the server may evict lock keys before their ttl:
 // it has a memory limit and a policy that evicts keys (allkeys-* evicts
@@ -87,8 +130,10 @@ type FactsNode interface {
 	Node
 	// Connect makes the node's connections that are not made yet (to
 	// every master, for a Redis Cluster), bounded by ctx, so that Facts
-	// tells what they read. It may send a request to do so; the client
-	// calls it only before its first lock and from CheckNodes.
+	// tells what they read, and reads again on the live ones what a
+	// running server can change (RereadCommands). It may send requests
+	// to do so; the client calls it before its first lock, from
+	// CheckNodes, and every few seconds while it locks.
 	Connect(ctx context.Context) error
 	// Facts returns, without a request, the Facts of each server that
 	// the node's connections reached (one for a single master, one per
@@ -108,6 +153,16 @@ type FactsNode interface {
 func FactsCommands() [][]string {
 	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"},
 		{"CONFIG", "GET", "maxmemory*"}, {"INFO", "replication"}}
+}
+
+// RereadCommands are the commands that read again, on a live connection,
+// what a running server can change of its Facts (a replica attached or
+// detached, CONFIG SET of its persistence or eviction): INFO server and
+// FactsCommands without the max ttl's GET, which a new connection reads
+// (a node advertises its max ttl when it starts), in database 0 where
+// `dlm node` keeps it.
+func RereadCommands() [][]string {
+	return append([][]string{{"INFO", "server"}}, FactsCommands()[1:]...)
 }
 
 // ParseFacts builds the Facts of the server at addr from its INFO replies

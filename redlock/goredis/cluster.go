@@ -120,13 +120,14 @@ func (m *masterPipes) pipeOf(o *redis.Options) (*pipe, error) {
 }
 
 // connect makes the connection to every master that go-redis' slot map
-// names (reading the map first when it has none), at once, bounded by
-// ctx (Connect, facts.go).
+// names (reading the map first when it has none), at once, or reads again
+// the facts of those connected (refresh), bounded by ctx (Connect,
+// facts.go).
 func (m *masterPipes) connect(ctx context.Context) error {
 	return m.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
 		p, err := m.pipeOf(c.Options())
 		if err == nil {
-			_, err = p.conn(ctx)
+			err = p.refresh(ctx) // conn.go
 		}
 		return err
 	})

@@ -112,27 +112,51 @@ type pipe struct {
 	// dialing is held by the one caller that dials (conn): the batch
 	// worker, or Connect.
 	dialing sync.Mutex
+	// writing is held by the one caller that writes (write), so that its
+	// flight's place in pending is its place on the wire.
+	writing sync.Mutex
 }
 
-// serverFacts reads the facts replies of a handshake (dial): the GET of
-// the advertised max ttl, then the CONFIG GETs of the persistence and
-// memory settings and the INFO replication text (adapter.FactsCommands).
-func serverFacts(addr, info string, maxTTL reply, cfgs []reply) adapter.Facts {
-	ttl := ""
-	if maxTTL.kind == '$' && !maxTTL.null {
+// serverFacts reads the facts replies of a handshake (dial) or of a
+// reading again (refresh): INFO server, the GET of the advertised max ttl
+// (nil: not asked), then the CONFIG GETs of the persistence and memory
+// settings and the INFO replication text (adapter.FactsCommands), each
+// command the server refused named in the facts' Refused.
+func serverFacts(addr string, info reply, maxTTL *reply, cfgs []reply) adapter.Facts {
+	ttl, text := "", ""
+	var refused []string
+	if info.kind == '$' && !info.null {
+		text = info.str
+	} else if info.kind == '-' && adapter.Refusal(info.str) {
+		refused = append(refused, adapter.RefusedInfo)
+	}
+	if maxTTL != nil && maxTTL.kind == '$' && !maxTTL.null {
 		ttl = maxTTL.str
+	} else if maxTTL != nil && maxTTL.kind == '-' && adapter.Refusal(maxTTL.str) {
+		refused = append(refused, adapter.RefusedMaxTTL)
 	}
 	settings := map[string]string{}
-	for _, r := range cfgs {
-		if r.kind == '$' && !r.null { // INFO replication
-			info += "\n" + r.str
-			continue
-		}
-		for i := 0; i+1 < len(r.elems); i += 2 { // CONFIG GET
-			settings[r.elems[i].str] = r.elems[i+1].str
+	for i, r := range cfgs {
+		switch {
+		case r.kind == '-' && adapter.Refusal(r.str):
+			if i == len(cfgs)-1 { // INFO replication, the last
+				refused = append(refused, adapter.RefusedInfo)
+			} else {
+				refused = append(refused, adapter.RefusedConfig)
+			}
+		case r.kind == '$' && !r.null: // INFO replication
+			text += "\n" + r.str
+		default:
+			for i := 0; i+1 < len(r.elems); i += 2 { // CONFIG GET
+				settings[r.elems[i].str] = r.elems[i+1].str
+			}
 		}
 	}
-	return adapter.ParseFacts(addr, info, ttl, settings)
+	f := adapter.ParseFacts(addr, text, ttl, settings)
+	for _, r := range refused {
+		f.Refuse(r)
+	}
+	return f
 }
 
 // conn returns the live connection, dialling one when there is none,
@@ -245,6 +269,7 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, e
 	who0 := len(cmds)
 	cmds = append(cmds, fence.Commands()...)
 	cmds = append(cmds, adapter.FactsCommands()...)
+	cmds = append(cmds, killProbe)
 	opt := len(cmds)
 	if o.DB > 0 {
 		cmds = append(cmds, []string{"SELECT", strconv.Itoa(o.DB)})
@@ -268,8 +293,12 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, e
 	id, info := res[who0], res[who0+1]
 	infoOK := info.kind == '$' && !info.null
 	who := fence.Identify(id.num, id.kind == ':', info.str, infoOK)
-	if p.known != nil && infoOK {
-		p.known.Set(serverFacts(o.Addr, info.str, res[who0+2], res[who0+3:opt]))
+	if p.known != nil {
+		f := serverFacts(o.Addr, info, &res[who0+2], res[who0+3:opt-1])
+		if probe := res[opt-1]; id.kind == '-' && adapter.Refusal(id.str) || probe.kind == '-' && adapter.Refusal(probe.str) {
+			f.Refuse(adapter.RefusedClient)
+		}
+		p.known.Set(f)
 	}
 	kills, taken := p.given.Kills(who)
 	if len(kills) > 0 {
@@ -287,6 +316,46 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, e
 	}
 	_ = nc.SetDeadline(time.Time{})
 	return nc, br, who, nil
+}
+
+// killProbe is the handshake's last command: a CLIENT KILL that closes
+// nothing (no connection has id 0; the server answers that the id must be
+// greater), whose answer says whether the user may run the kills of the
+// reconnect fence (an ACL without CLIENT KILL answers NOPERM), before a
+// kill is needed.
+var killProbe = []string{"CLIENT", "KILL", "ID", "0"}
+
+// refresh makes the connection when there is none, whose handshake reads
+// the server's facts; on the live one it reads again, in order with the
+// batches (adapter.RereadCommands), what a running server can change:
+// its replication (a replica attached) and its settings (adapter.Facts).
+func (p *pipe) refresh(ctx context.Context) error {
+	w, err := p.live()
+	if err != nil || w == nil || p.known == nil {
+		if err == nil {
+			_, err = p.conn(ctx)
+		}
+		return err
+	}
+	cmds := adapter.RereadCommands()
+	var buf []byte
+	for _, c := range cmds {
+		buf = appendCommand(buf, c...)
+	}
+	f, err := p.write(ctx, buf, len(cmds))
+	if err != nil {
+		return err
+	}
+	select {
+	case <-f.done:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if f.err != nil {
+		return f.err
+	}
+	p.known.Reread(serverFacts(p.opts.Addr, f.res[0], nil, f.res[1:]))
+	return nil
 }
 
 // handshake writes cmds in one write and reads their replies; an error
@@ -352,6 +421,8 @@ func (p *pipe) read(w *wire, br *bufio.Reader) {
 // flights before it, and returns its flight. A write that fails breaks the
 // connection and fails its flights, f too.
 func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
+	p.writing.Lock() // the batch worker's, and a reading again of the facts
+	defer p.writing.Unlock()
 	w, err := p.conn(ctx)
 	if err != nil {
 		return nil, err

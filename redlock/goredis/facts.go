@@ -20,15 +20,17 @@ var _ adapter.FactsNode = (*Node)(nil)
 func (n *Node) Facts() ([]adapter.Facts, uint64) { return n.known.Get() }
 
 // Connect makes the node's connection (each master's, for a cluster) if
-// it has none, bounded by ctx (adapter.FactsNode). A node over a client it
-// cannot pipeline on (NewNode) has no connection of its own: it reads the
-// facts by six requests through go-redis instead (each master's, for a
-// cluster), and learns of a restart only when Connect is called again.
+// it has none, and reads again on a live one what a running server can
+// change of its facts (its replication, its settings), bounded by ctx
+// (adapter.FactsNode): the client calls it before its first lock and then
+// while it locks, every few seconds. A node over a client it cannot
+// pipeline on (NewNode) has no connection of its own: it reads the facts
+// by requests through go-redis instead (each master's, for a cluster), so
+// it learns of a restart only when Connect is called again.
 func (n *Node) Connect(ctx context.Context) error {
 	switch {
 	case n.pipe != nil:
-		_, err := n.pipe.conn(ctx)
-		return err
+		return n.pipe.refresh(ctx)
 	case n.masters != nil:
 		return n.masters.connect(ctx)
 	case n.cluster != nil:
@@ -39,10 +41,20 @@ func (n *Node) Connect(ctx context.Context) error {
 	return n.readFacts(ctx, n.client, n.name)
 }
 
-// readFacts reads the facts of the server behind c by requests.
+// readFacts reads the facts of the server behind c by requests, naming
+// what the server refused (adapter.Facts.Refused).
 func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) error {
+	var refused []string
+	refuses := func(err error, what string) bool {
+		var re redis.Error
+		if errors.As(err, &re) && adapter.Refusal(re.Error()) {
+			refused = append(refused, what)
+			return true
+		}
+		return false
+	}
 	info, err := c.Info(ctx, "server").Result()
-	if err != nil {
+	if err != nil && !refuses(err, adapter.RefusedInfo) {
 		return err
 	}
 	if repl, err := c.Info(ctx, "replication").Result(); err == nil {
@@ -50,18 +62,24 @@ func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) erro
 	}
 	maxTTL, err := c.Get(ctx, adapter.MaxTTLKey).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
+		refuses(err, adapter.RefusedMaxTTL)
 		maxTTL = "" // refused, or MOVED on a cluster master
 	}
-	cfg, _ := c.ConfigGet(ctx, "append*").Result()
+	cfg, err := c.ConfigGet(ctx, "append*").Result()
+	refuses(err, adapter.RefusedConfig)
 	if save, err := c.ConfigGet(ctx, "save").Result(); err == nil && cfg != nil {
 		cfg["save"] = save["save"]
 	}
 	if mem, err := c.ConfigGet(ctx, "maxmemory*").Result(); err == nil && cfg != nil {
 		cfg["maxmemory"], cfg["maxmemory-policy"] = mem["maxmemory"], mem["maxmemory-policy"]
 	}
-	if repl, err := c.Info(ctx, "replication").Result(); err == nil {
-		info += "\n" + repl
+	if err := c.ClientKillByFilter(ctx, killProbe[2:]...).Err(); err != nil {
+		refuses(err, adapter.RefusedClient)
 	}
-	n.known.Set(adapter.ParseFacts(addr, info, maxTTL, cfg))
+	f := adapter.ParseFacts(addr, info, maxTTL, cfg)
+	for _, r := range refused {
+		f.Refuse(r)
+	}
+	n.known.Set(f)
 	return nil
 }

@@ -144,6 +144,7 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 	who0 := len(cmds)
 	cmds = append(cmds, fence.Commands()...)
 	cmds = append(cmds, adapter.FactsCommands()...)
+	cmds = append(cmds, killProbe)
 	res, err := exchange(nc, cmds)
 	if err != nil {
 		return fence.Conn{}, err
@@ -155,26 +156,12 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 	id, info := res[who0], res[who0+1]
 	n, err := strconv.ParseInt(string(id[1:]), 10, 64)
 	who := fence.Identify(n, id[0] == ':' && err == nil, string(info[1:]), info[0] == '$')
-	if f.known != nil && info[0] == '$' {
-		maxTTL := res[who0+2]
-		ttl := ""
-		if maxTTL[0] == '$' {
-			ttl = string(maxTTL[1:])
+	if f.known != nil {
+		facts := serverFacts(addr, info, res[who0+2], res[who0+3:len(res)-1])
+		if probe := res[len(res)-1]; refusal(id) || refusal(probe) {
+			facts.Refuse(adapter.RefusedClient)
 		}
-		settings := map[string]string{}
-		infos := string(info[1:])
-		for _, r := range res[who0+3:] {
-			switch r[0] {
-			case '$': // INFO replication
-				infos += "\n" + string(r[1:])
-			case '*': // CONFIG GET
-				elems := strings.Split(string(r[1:]), "\n")
-				for i := 0; i+1 < len(elems); i += 2 {
-					settings[elems[i]] = elems[i+1]
-				}
-			}
-		}
-		f.known.Set(adapter.ParseFacts(addr, infos, ttl, settings))
+		f.known.Set(facts)
 	}
 	kills, taken := f.given.Kills(who)
 	if len(kills) > 0 {
@@ -186,6 +173,60 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 	}
 	f.given.Done(taken)
 	return who, nil
+}
+
+// killProbe is the handshake's last command: a CLIENT KILL that closes
+// nothing (no connection has id 0; the server answers that the id must be
+// greater), whose answer says whether the user may run the kills of the
+// fence (an ACL without CLIENT KILL answers NOPERM), before one is
+// needed.
+var killProbe = []string{"CLIENT", "KILL", "ID", "0"}
+
+// refusal reports whether r, a reply of exchange, refuses its command to
+// the user (adapter.Refusal).
+func refusal(r []byte) bool { return r[0] == '-' && adapter.Refusal(string(r[1:])) }
+
+// serverFacts reads the facts replies of a handshake, as exchange returns
+// them: INFO server, the GET of the advertised max ttl, then the CONFIG
+// GETs of the persistence and memory settings and the INFO replication
+// text (adapter.FactsCommands), each command the server refused named in
+// the facts' Refused.
+func serverFacts(addr string, info, maxTTL []byte, cfgs [][]byte) adapter.Facts {
+	ttl, text := "", ""
+	var refused []string
+	switch {
+	case info[0] == '$':
+		text = string(info[1:])
+	case refusal(info):
+		refused = append(refused, adapter.RefusedInfo)
+	}
+	switch {
+	case maxTTL[0] == '$':
+		ttl = string(maxTTL[1:])
+	case refusal(maxTTL):
+		refused = append(refused, adapter.RefusedMaxTTL)
+	}
+	settings := map[string]string{}
+	for i, r := range cfgs {
+		switch {
+		case refusal(r) && i == len(cfgs)-1: // INFO replication, the last
+			refused = append(refused, adapter.RefusedInfo)
+		case refusal(r):
+			refused = append(refused, adapter.RefusedConfig)
+		case r[0] == '$': // INFO replication
+			text += "\n" + string(r[1:])
+		case r[0] == '*': // CONFIG GET
+			elems := strings.Split(string(r[1:]), "\n")
+			for i := 0; i+1 < len(elems); i += 2 {
+				settings[elems[i]] = elems[i+1]
+			}
+		}
+	}
+	f := adapter.ParseFacts(addr, text, ttl, settings)
+	for _, r := range refused {
+		f.Refuse(r)
+	}
+	return f
 }
 
 // exchange writes cmds (RESP2) in one write and reads one reply per
@@ -327,18 +368,24 @@ var _ adapter.FactsNode = (*Node)(nil)
 func (n *Node) Facts() ([]adapter.Facts, uint64) { return n.known.Get() }
 
 // Connect makes the node's connection (each master's, for a cluster) if
-// it has none, bounded by ctx (adapter.FactsNode): one PING per server
-// (and CLUSTER NODES for a cluster) when the node knows no facts yet,
-// nothing after. A node over a client given to NewNode, whose
-// handshake it cannot see, reads the facts by five requests per server
+// it has none, and reads again on a live one what a running server can
+// change of its facts (its replication, its settings), bounded by ctx
+// (adapter.FactsNode): the client calls it before its first lock and then
+// while it locks, every few seconds. A node of Dial or DialNode connects
+// by one PING per server whose facts it does not know yet, whose
+// connection's handshake reads them, and reads the others again by four
+// requests per server (adapter.RereadCommands); a cluster node asks
+// CLUSTER NODES for its masters first. A node over a client given to
+// NewNode, whose handshake it cannot see, reads every fact by requests
 // instead, on every call, and learns of a restart only then.
 func (n *Node) Connect(ctx context.Context) error {
-	if _, v := n.known.Get(); v > 0 && n.handshook {
-		return nil
-	}
 	c := n.conn(ctx)
 	if !n.cluster {
-		return n.reach(ctx, c, n.name)
+		addr := n.name
+		if servers, _ := n.known.Get(); n.handshook && len(servers) == 1 {
+			addr = servers[0].Addr // as its handshake named it
+		}
+		return n.reach(ctx, c, addr)
 	}
 	txt, err := clusterNodes(ctx, c)
 	if err != nil {
@@ -358,33 +405,68 @@ func (n *Node) Connect(ctx context.Context) error {
 }
 
 // reach connects c by a PING, whose connection's handshake reads the
-// facts; or, when the node cannot see the handshake, reads them by
-// requests.
+// facts, when the node knows none of addr yet; or reads them by requests:
+// again, what a running server can change, when the handshake read them
+// (Reread), or all of them, when the node cannot see the handshake.
 func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
-	if n.handshook {
+	if n.handshook && !n.knows(addr) {
 		return c.Do(ctx, c.B().Ping().Build()).Error()
 	}
-	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
-	if err != nil {
+	var refused []string
+	refuses := func(err error, what string) bool {
+		if re, ok := rueidis.IsRedisErr(err); ok && adapter.Refusal(re.Error()) {
+			refused = append(refused, what)
+			return true
+		}
+		return false
+	}
+	info, err := text(c.Do(ctx, c.B().Info().Section("server").Build()))
+	if err != nil && !refuses(err, adapter.RefusedInfo) {
 		return err
 	}
-	if repl, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString(); err == nil {
+	if repl, err := text(c.Do(ctx, c.B().Info().Section("replication").Build())); err == nil {
 		info += "\n" + repl
 	}
-	maxTTL, err := c.Do(ctx, c.B().Get().Key(adapter.MaxTTLKey).Build()).ToString()
-	if err != nil {
-		maxTTL = "" // absent, refused, or MOVED on a cluster master
+	maxTTL := ""
+	if !n.handshook {
+		maxTTL, err = c.Do(ctx, c.B().Get().Key(adapter.MaxTTLKey).Build()).ToString()
+		if err != nil {
+			refuses(err, adapter.RefusedMaxTTL)
+			maxTTL = "" // absent, refused, or MOVED on a cluster master
+		}
 	}
-	cfg, _ := c.Do(ctx, c.B().ConfigGet().Parameter("append*").Build()).AsStrMap()
+	cfg, err := c.Do(ctx, c.B().ConfigGet().Parameter("append*").Build()).AsStrMap()
+	refuses(err, adapter.RefusedConfig)
 	if save, err := c.Do(ctx, c.B().ConfigGet().Parameter("save").Build()).AsStrMap(); err == nil && cfg != nil {
 		cfg["save"] = save["save"]
 	}
 	if mem, err := c.Do(ctx, c.B().ConfigGet().Parameter("maxmemory*").Build()).AsStrMap(); err == nil && cfg != nil {
 		cfg["maxmemory"], cfg["maxmemory-policy"] = mem["maxmemory"], mem["maxmemory-policy"]
 	}
-	if repl, err := c.Do(ctx, c.B().Info().Section("replication").Build()).ToString(); err == nil {
-		info += "\n" + repl
+	if !n.handshook {
+		if err := c.Do(ctx, c.B().ClientKill().Id(0).Build()).Error(); err != nil {
+			refuses(err, adapter.RefusedClient)
+		}
 	}
-	n.known.Set(adapter.ParseFacts(addr, info, maxTTL, cfg))
+	f := adapter.ParseFacts(addr, info, maxTTL, cfg)
+	for _, r := range refused {
+		f.Refuse(r)
+	}
+	if n.handshook {
+		n.known.Reread(f)
+	} else {
+		n.known.Set(f)
+	}
 	return nil
+}
+
+// knows reports whether the node has facts of the server at addr.
+func (n *Node) knows(addr string) bool {
+	servers, _ := n.known.Get()
+	for _, s := range servers {
+		if s.Addr == addr {
+			return true
+		}
+	}
+	return false
 }

@@ -33,6 +33,11 @@ type snapshot struct {
 func (k *Known) Set(f adapter.Facts) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.set(f)
+}
+
+// set is Set under k.mu.
+func (k *Known) set(f adapter.Facts) {
 	if k.by == nil {
 		k.by = map[string]adapter.Facts{}
 	}
@@ -47,6 +52,24 @@ func (k *Known) Set(f adapter.Facts) {
 		version = old.version + 1
 	}
 	k.snap.Store(&snapshot{servers: servers, version: version})
+}
+
+// Reread records f, what a live connection to the server at f.Addr read
+// again (adapter.RereadCommands), over what the connection's handshake
+// read: the max ttl, and whether the max ttl's GET and the fence's CLIENT
+// commands were refused, which only a handshake reads, are kept.
+func (k *Known) Reread(f adapter.Facts) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if old, ok := k.by[f.Addr]; ok {
+		f.MaxTTL = old.MaxTTL
+		for _, r := range []string{adapter.RefusedMaxTTL, adapter.RefusedClient} {
+			if old.Refuses(r) {
+				f.Refuse(r)
+			}
+		}
+	}
+	k.set(f)
 }
 
 // Get returns the servers' facts, sorted by address, and their version (0
