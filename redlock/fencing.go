@@ -120,6 +120,9 @@ func (c *Client) fenceFloor() uint64 {
 type fenceAcquire struct {
 	key  string   // the fence key of one resource
 	keys []string // a set's fence keys, in the order of its lock keys (multi.go)
+	// floor and floors are the floor keys of key and keys (floorKey).
+	floor  string
+	floors []string
 	// fences holds each node's fence, lost whether the node lost its
 	// fence values (the restart repair), each written before the node's
 	// answer and read after it, under the fan's mu.
@@ -136,6 +139,8 @@ type fenceAcquire struct {
 type fenceRaise struct {
 	key    string
 	keys   []string // a set's (multi.go)
+	floor  string   // the floor keys (fenceAcquire)
+	floors []string
 	token  uint64
 	repair bool // repair the nodes that lost their fence values
 }
@@ -150,10 +155,12 @@ func (c *Client) fenced(resource string, names []string) nodeCall {
 	fa := &fenceAcquire{}
 	if names == nil {
 		fa.key = c.opts.keyOf(c.opts.fencePrefix, resource)
+		fa.floor = c.floorKey(fa.key)
 	} else {
-		fa.keys = make([]string, len(names))
+		fa.keys, fa.floors = make([]string, len(names)), make([]string, len(names))
 		for i, name := range names {
 			fa.keys[i] = c.opts.keyOf(c.opts.fencePrefix, name)
+			fa.floors[i] = c.floorKey(fa.keys[i])
 		}
 	}
 	n := len(c.nodes)
@@ -166,15 +173,26 @@ func (c *Client) fenced(resource string, names []string) nodeCall {
 }
 
 // call runs phase 1 on node i: of one resource (acquire), a set
-// (multi.go) or a writer (rw.go).
+// (multi.go) or a writer (rw.go), each reading the node's floor where it
+// has one (fl, nil without: the restart repair, below), so that every
+// kind of grant of a resource is repaired alike.
 func (fa *fenceAcquire) call(f *fan, i int) (bool, error) {
+	fl, _ := f.c.nodes[i].(adapter.FenceFloorNode)
+	var (
+		ok, kept bool
+		fence    uint64
+		err      error
+	)
 	switch f.req.Op {
 	case opAcquireAllFenced:
-		return fa.acquireAll(f, i)
+		ok, fence, kept, err = fa.acquireAll(f, i, fl)
 	case opWAcquireFenced:
-		return fa.acquireWrite(f, i)
+		ok, fence, kept, err = fa.acquireWrite(f, i, fl)
+	default:
+		ok, fence, kept, err = fa.acquire(f, i, fl)
 	}
-	return fa.acquire(f, i)
+	fa.fences[i], fa.lost[i] = fence, !kept // read after the answer, under the fan's mu
+	return ok, err
 }
 
 // call runs phase 2 on node i: of one resource (raise) or a set
@@ -227,7 +245,7 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 		res.at, res.failed, res.err = time.Now(), true, ErrClosed
 		return res
 	}
-	fa.raise = fenceRaise{key: fa.key, keys: fa.keys, token: token, repair: repair}
+	fa.raise = fenceRaise{key: fa.key, keys: fa.keys, floor: fa.floor, floors: fa.floors, token: token, repair: repair}
 	f.by = &fa.raise
 	c.send(f)
 	state, t2 := f.await()
@@ -252,7 +270,9 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 // the floor key, replicated long before; it is then repaired as a node
 // that lost its keys, which is what makes a failover by hand safe for
 // tokens (docs/fencing.md). Phase 1 reads the floor with the fence (the
-// fence counts as at least the floor). When
+// fence counts as at least the floor), for every kind of fenced
+// acquisition alike (call: one resource, a writer, a set, which reads the
+// floor of each of its resources), and phase 2 repairs it alike. When
 // every node of the acquiring quorum kept its floor, the token is the
 // quorum max-register's, as before. When one did not, the token is at
 // least the wall clock in microseconds (repairFloor), and phase 2 sets the
@@ -299,27 +319,23 @@ func (c *Client) floorKey(fenceKey string) string {
 }
 
 // acquire runs phase 1 of a single-resource fenced acquisition on node i,
-// reading the floor key where the node has it.
-func (fa *fenceAcquire) acquire(f *fan, i int) (bool, error) {
-	c := f.c
-	fl, floored := c.nodes[i].(adapter.FenceFloorNode)
-	if !floored {
-		ok, fence, err := c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.TTL)
-		fa.fences[i] = fence // read after the answer, under the fan's mu
-		return ok, err
+// reading the floor key where the node has it (fl not nil); kept is true
+// on a node without.
+func (fa *fenceAcquire) acquire(f *fan, i int, fl adapter.FenceFloorNode) (ok bool, fence uint64, kept bool, err error) {
+	if fl != nil {
+		return fl.AcquireFencedFloor(f.nctx, f.req.Key, fa.key, fa.floor, f.req.Value, f.req.TTL)
 	}
-	ok, fence, kept, err := fl.AcquireFencedFloor(f.nctx, f.req.Key, fa.key, c.floorKey(fa.key), f.req.Value, f.req.TTL)
-	fa.fences[i], fa.lost[i] = fence, !kept // read after the answer, under the fan's mu
-	return ok, err
+	ok, fence, err = f.c.nodes[i].(adapter.FencingNode).AcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.TTL)
+	return ok, fence, true, err
 }
 
-// raiseOne runs phase 2 of a single-resource fenced acquisition on node
-// i, repairing the node's floor where it has one and a node of the quorum
-// lost it.
+// raiseOne runs phase 2 of a fenced acquisition of one resource, or of a
+// writer (whose key is a plain lock key), on node i, repairing the node's
+// floor where it has one and a node of the quorum lost it.
 func (fr *fenceRaise) raiseOne(f *fan, i int) (bool, error) {
 	c := f.c
 	if fl, floored := c.nodes[i].(adapter.FenceFloorNode); floored && fr.repair {
-		return fl.RaiseFenceRepair(f.nctx, f.req.Key, fr.key, c.floorKey(fr.key), f.req.Value, fr.token, c.opts.fenceRetention)
+		return fl.RaiseFenceRepair(f.nctx, f.req.Key, fr.key, fr.floor, f.req.Value, fr.token, c.opts.fenceRetention)
 	}
 	return c.nodes[i].(adapter.FencingNode).RaiseFence(f.nctx, f.req.Key, fr.key, f.req.Value, fr.token, c.opts.fenceRetention)
 }

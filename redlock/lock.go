@@ -430,7 +430,8 @@ func (c *Client) closedReplies() []reply {
 // validity; then Until moves to T1 + ttl - drift of this extension. It never
 // re-creates a key that expired; within the validity it sets the key again
 // on a minority of nodes that forgot it, a restart without persistence
-// (restore.go), of a lock on one resource. It returns ErrNotHeld, contacting no node,
+// (restore.go), for every kind of lock (a set's keys, a reader's share).
+// It returns ErrNotHeld, contacting no node,
 // when the validity has already passed, the lock ended or was released (or
 // l is nil), and ErrNotHeld when too many nodes no longer hold the value;
 // ErrExtendFailed (joined with the nodes' errors) when errors or timeouts
@@ -505,9 +506,10 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 			notHeld++
 		}
 	}
-	if notHeld > 0 && notHeld <= len(c.nodes)-c.quorum && l.keys == nil && l.mode != modeRead && extended+notHeld >= c.quorum && t2.Before(until) {
-		// Nodes that no longer hold the key forgot it (a restart
-		// without persistence): restore it there (restore.go).
+	if notHeld > 0 && notHeld <= len(c.nodes)-c.quorum && extended+notHeld >= c.quorum && t2.Before(until) {
+		// Nodes that no longer hold the key (a set's keys, a reader's
+		// share) forgot it (a restart without persistence): restore
+		// it there (restore.go).
 		restored, t3 := l.restore(ctx)
 		if extended < c.quorum {
 			t2 = t3 // the restored nodes decide

@@ -80,22 +80,31 @@ func doAll(ctx context.Context, n adapter.MultiNode, req adapter.Request) (bool,
 	return false, invalidf("unknown node operation %v on a set", req.Op)
 }
 
-// acquireAll runs phase 1 of fencing a set on node i (R18).
-func (fa *fenceAcquire) acquireAll(f *fan, i int) (bool, error) {
+// acquireAll runs phase 1 of fencing a set on node i (R18), reading the
+// node's floors where it has them (fl not nil), as fencing.go's acquire
+// does.
+func (fa *fenceAcquire) acquireAll(f *fan, i int, fl adapter.FenceFloorNode) (ok bool, fence uint64, kept bool, err error) {
 	n, err := multiFencing(f.c, i)
 	if err != nil {
-		return false, err
+		return false, 0, true, err
 	}
-	ok, fence, err := n.AcquireAllFenced(f.nctx, f.req.Keys, fa.keys, f.req.Value, f.req.TTL)
-	fa.fences[i] = fence // read after the answer, under the fan's mu
-	return ok, err
+	if fl != nil {
+		return fl.AcquireAllFencedFloor(f.nctx, f.req.Keys, fa.keys, fa.floors, f.req.Value, f.req.TTL)
+	}
+	ok, fence, err = n.AcquireAllFenced(f.nctx, f.req.Keys, fa.keys, f.req.Value, f.req.TTL)
+	return ok, fence, true, err
 }
 
-// raiseAll runs phase 2 of fencing a set on node i (R18).
+// raiseAll runs phase 2 of fencing a set on node i (R18), repairing the
+// node's floors where it has them and a node of the quorum lost its own,
+// as fencing.go's raiseOne does.
 func (fr *fenceRaise) raiseAll(f *fan, i int) (bool, error) {
 	n, err := multiFencing(f.c, i)
 	if err != nil {
 		return false, err
+	}
+	if fl, floored := f.c.nodes[i].(adapter.FenceFloorNode); floored && fr.repair {
+		return fl.RaiseFencesRepair(f.nctx, f.req.Keys, fr.keys, fr.floors, f.req.Value, fr.token, f.c.opts.fenceRetention)
 	}
 	return n.RaiseFences(f.nctx, f.req.Keys, fr.keys, f.req.Value, fr.token, f.c.opts.fenceRetention)
 }
@@ -138,7 +147,10 @@ func (l *Lock) Resources() []string {
 // by, every lock of any client on any of its resources, Lock's included.
 // The lock has the same validity, extension (Extend, WithAutoExtend),
 // release (Unlock) and fencing (one Token for the set, above the token of
-// every earlier grant of any of its resources) as a lock on one resource.
+// every earlier grant of any of its resources, whatever its kind, across
+// restarts without persistence and failovers by hand too: the set reads
+// and repairs the nodes' fence floor as Lock does) as a lock on one
+// resource.
 // A set waiting to retry is woken by the announced release of any of its
 // resources (WithHandoff), but Unlock hands over only locks on one
 // resource: a set is released, then its waiters are woken. LockAll of one

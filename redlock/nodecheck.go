@@ -650,17 +650,18 @@ func replicationWarning(name string, s adapter.Facts) string {
 // persistenceWarning is the warning of a fencing client about the
 // persistence of server s of node name, "" when it keeps every fence: a
 // server that keeps nothing across a restart loses its fence floor key
-// with its fences, which the client sees and repairs for single-resource
-// locks and elections (fencing.go), not for sets and read-write locks; a
-// server that keeps an older copy of its keys (appendfsync everysec or no,
-// RDB snapshots) keeps the floor while it loses the last fences, and a
-// token or term can repeat for every kind of lock (dlm doctor FAILs it).
+// with its fences, and one that keeps an older copy of its keys
+// (appendfsync everysec or no, RDB snapshots) comes back with a new
+// replication id, so that its floor counts as missing: the client sees
+// both and repairs the tokens of every fenced lock, elections' terms
+// included (fencing.go), from the wall clocks of the clients, which the
+// tokens then rest on.
 func persistenceWarning(name string, s adapter.Facts) string {
 	switch {
 	case !s.PersistenceKnown || s.Durable():
 		return ""
 	case s.Forgets():
-		return fmt.Sprintf("node %s keeps no keys across a restart (appendonly no, no RDB snapshots): the tokens and terms of single-resource locks and elections are repaired after it, those of lock sets and read-write locks can repeat; for those run it with `dlm node --fencing` (appendfsync always)", name)
+		return fmt.Sprintf("node %s keeps no keys across a restart (appendonly no, no RDB snapshots): after its restart fencing tokens and terms are repaired from the clients' wall clocks, and keep increasing only while those clocks are not stepped back; for tokens kept by the nodes alone run it with `dlm node --fencing` (appendfsync always)", name)
 	}
 	how := "appendonly no"
 	if s.AppendOnly {
@@ -669,5 +670,5 @@ func persistenceWarning(name string, s adapter.Facts) string {
 	if s.Snapshots {
 		how += ", RDB snapshots"
 	}
-	return fmt.Sprintf("node %s can come back from a crash with an older copy of its keys (%s): a fencing token or term can repeat; run it with `dlm node --fencing` (appendfsync always)", name, how)
+	return fmt.Sprintf("node %s can come back from a crash with an older copy of its keys (%s): its fence floor then counts as lost (a new replication id), and fencing tokens and terms are repaired from the clients' wall clocks, increasing only while those clocks are not stepped back; for tokens kept by the nodes alone run it with `dlm node --fencing` (appendfsync always)", name, how)
 }

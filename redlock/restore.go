@@ -13,8 +13,7 @@ import (
 // gone there, and after a rolling restart of the nodes (one at a time, each
 // down past the ttl, a quorum alive throughout) too few nodes hold it for
 // an extension to succeed: a healthy lock, or a healthy leadership, would
-// end. So when some nodes answer an extension of a lock on one resource
-// (not a set, not a reader) with "not held", the extended nodes and they
+// end. So when some nodes answer an extension with "not held", the extended nodes and they
 // would make up a quorum, those nodes are a minority (at most
 // N minus the quorum: keys gone from more nodes than that mean the lock
 // was lost, and the extension says ErrNotHeld as before), and the lock's
@@ -22,12 +21,22 @@ import (
 // SET NX PX on every node, before the validity ends, and counts each node
 // where it was set as confirming (when a quorum had confirmed already, the
 // restore only brings the forgetting nodes back before another one goes).
+// Every kind of lock is restored so, each by its own acquisition step: a
+// lock or a writer by SET NX PX, a set by its acquisition of every key only
+// if none exists (adapter.MultiNode.AcquireAll), a reader by joining the
+// readers' hash (adapter.RWNode.RAcquire), which refuses where a writer
+// holds the key or waits for it (its mark), so that a restore never admits
+// a reader that a writer's mark keeps out.
 //
 // Why this is safe: until the validity (Until) no other client can hold
 // the lock, so no other client holds a quorum of the key: a key of another
 // client on a node can only be that of a failed or in-flight attempt, and
 // SET NX never overwrites it (nor this client's own key where it is still
-// held). A key set by this client before Until is one more node holding the
+// held). The same holds for every key of a set, which AcquireAll sets only
+// where none is held; and for a reader, whose share excludes writers and
+// plain locks only, as the readers' hash does on every node that holds it:
+// no writer or plain lock holds a quorum until the validity, and RAcquire
+// joins only a free key or a hash of readers. A key set by this client before Until is one more node holding the
 // lock's value, exactly as after an acquisition attempt of its own (R3), and
 // it lives a ttl from its setting, after the extension's T1. The extension
 // never takes a node from anyone: where another client's key is, the
@@ -47,8 +56,8 @@ import (
 // outlives the release.
 
 // restore sets l's key with its value on every node where it is free (SET
-// NX PX), and returns how many nodes set it and the time of the deciding
-// answer. Keys set on a node after the decision are left to expire, or to
+// NX PX; a set's keys, a reader's share: restoreRequest), and returns how
+// many nodes set it and the time of the deciding answer. Keys set on a node after the decision are left to expire, or to
 // the next extension, as the late answers of an extension are. It sets
 // nothing, and returns 0, once the lock was released or ended.
 func (l *Lock) restore(ctx context.Context) (int, time.Time) {
@@ -61,7 +70,7 @@ func (l *Lock) restore(ctx context.Context) (int, time.Time) {
 	l.restores.Add(1)
 	l.mu.Unlock()
 	c := l.client
-	f := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpAcquire, Key: l.key, Value: l.value, TTL: l.ttl}, stopAll)
+	f := c.newFan(ctx, ctx, l.restoreRequest(), stopAll)
 	if f == nil {
 		l.restored()
 		return 0, time.Now()
@@ -80,6 +89,19 @@ func (l *Lock) restore(ctx context.Context) (int, time.Time) {
 		}
 	}
 	return n, t
+}
+
+// restoreRequest is the request of a restore: l's own acquisition step,
+// of its key, its set's keys or its reader's share.
+func (l *Lock) restoreRequest() adapter.Request {
+	op := adapter.OpAcquire
+	switch {
+	case l.mode == modeRead:
+		op = adapter.OpRAcquire // rw.go
+	case l.keys != nil:
+		op = adapter.OpAcquireAll // multi.go
+	}
+	return adapter.Request{Op: op, Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
 }
 
 // restored ends a restore that restore began.

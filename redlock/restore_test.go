@@ -82,37 +82,97 @@ func (n *orderedNode) Acquire(ctx context.Context, key, value string, ttl time.D
 	return n.m.Acquire(ctx, key, value, ttl)
 }
 
-func (n *orderedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+// extend runs an extension (of a key, a set, a reader's share) in the
+// order the node forces.
+func (n *orderedNode) extend(do func() (bool, error)) (bool, error) {
 	first := false
 	n.extOnce.Do(func() { first = true })
 	if !first {
-		return n.m.Extend(ctx, key, value, ttl)
+		return do()
 	}
 	close(n.extending)
 	if n.releaseFirst {
 		<-n.released
-		ok, err := n.m.Extend(ctx, key, value, ttl)
+		ok, err := do()
 		close(n.extended)
 		return ok, err
 	}
-	ok, err := n.m.Extend(ctx, key, value, ttl)
+	ok, err := do()
 	close(n.extended)
 	<-n.released
 	return ok, err
 }
 
-func (n *orderedNode) Release(ctx context.Context, key, value string) (bool, error) {
+// release runs a release (of a key, a set, a reader's share) in the order
+// the node forces.
+func (n *orderedNode) release(do func() (bool, error)) (bool, error) {
 	first := false
 	n.relOnce.Do(func() { first = true })
 	if !first {
-		return n.m.Release(ctx, key, value)
+		return do()
 	}
 	if !n.releaseFirst {
 		<-n.extended
 	}
-	ok, err := n.m.Release(ctx, key, value)
+	ok, err := do()
 	close(n.released)
 	return ok, err
+}
+
+func (n *orderedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.extend(func() (bool, error) { return n.m.Extend(ctx, key, value, ttl) })
+}
+
+func (n *orderedNode) Release(ctx context.Context, key, value string) (bool, error) {
+	return n.release(func() (bool, error) { return n.m.Release(ctx, key, value) })
+}
+
+// The set's steps (adapter.MultiNode), ordered as the key's.
+
+func (n *orderedNode) AcquireAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	return n.m.AcquireAll(ctx, keys, value, ttl)
+}
+
+func (n *orderedNode) ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	return n.extend(func() (bool, error) { return n.m.ExtendAll(ctx, keys, value, ttl) })
+}
+
+func (n *orderedNode) ReleaseAll(ctx context.Context, keys []string, value string, announce bool) (bool, error) {
+	return n.release(func() (bool, error) { return n.m.ReleaseAll(ctx, keys, value, announce) })
+}
+
+func (n *orderedNode) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
+	return n.m.AcquireAllFenced(ctx, keys, fenceKeys, value, ttl)
+}
+
+func (n *orderedNode) RaiseFences(ctx context.Context, keys, fenceKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
+	return n.m.RaiseFences(ctx, keys, fenceKeys, value, token, retention)
+}
+
+// The readers' steps (adapter.RWNode), ordered as the key's.
+
+func (n *orderedNode) RAcquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.m.RAcquire(ctx, key, value, ttl)
+}
+
+func (n *orderedNode) RExtend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.extend(func() (bool, error) { return n.m.RExtend(ctx, key, value, ttl) })
+}
+
+func (n *orderedNode) RRelease(ctx context.Context, key, value string) (bool, error) {
+	return n.release(func() (bool, error) { return n.m.RRelease(ctx, key, value) })
+}
+
+func (n *orderedNode) WAcquire(ctx context.Context, key, value, waiter string, ttl time.Duration) (bool, error) {
+	return n.m.WAcquire(ctx, key, value, waiter, ttl)
+}
+
+func (n *orderedNode) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
+	return n.m.WUnwait(ctx, key, waiter)
+}
+
+func (n *orderedNode) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {
+	return n.m.WAcquireFenced(ctx, key, fenceKey, value, waiter, ttl)
 }
 
 // An Extend racing an Unlock must not re-create the released lock. With
@@ -123,27 +183,32 @@ func (n *orderedNode) Release(ctx context.Context, key, value string) (bool, err
 // set the key again on every node, after Unlock had returned nil: the
 // released lock was held for a whole ttl ("node m1 holds the lock's value
 // after Unlock returned nil"). The test runs every one of the 32 per-node
-// orders, the class of that defect; "m1m2 first" is the one above.
+// orders, the class of that defect; "m1m2 first" is the one above; and
+// each for a set's keys and a reader's share, which an extension restores
+// too.
 func TestExtendRacingUnlockDoesNotRecreate(t *testing.T) {
-	for mask := range 1 << 5 {
-		name := ""
-		for i := range 5 {
-			if mask&(1<<i) != 0 {
-				name += fmt.Sprintf("m%d", i+1)
+	for _, kind := range []string{"Lock", "LockAll", "RLock"} {
+		for mask := range 1 << 5 {
+			name := ""
+			for i := range 5 {
+				if mask&(1<<i) != 0 {
+					name += fmt.Sprintf("m%d", i+1)
+				}
 			}
+			if name == "" {
+				name = "none"
+			}
+			t.Run(kind+" release first on "+name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { extendRacingUnlock(t, kind, mask) })
+			})
 		}
-		if name == "" {
-			name = "none"
-		}
-		t.Run("release first on "+name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) { extendRacingUnlock(t, mask) })
-		})
 	}
 }
 
-// extendRacingUnlock races an Extend and an Unlock over 5 nodes, the
-// release first on the nodes of mask, the extension first on the others.
-func extendRacingUnlock(t *testing.T, mask int) {
+// extendRacingUnlock races an Extend and an Unlock of a lock of kind over
+// 5 nodes, the release first on the nodes of mask, the extension first on
+// the others.
+func extendRacingUnlock(t *testing.T, kind string, mask int) {
 	const ttl = 10 * time.Second
 	_, mems := redlocktest.NewMemNodes(5)
 	var ordered []*orderedNode
@@ -158,7 +223,15 @@ func extendRacingUnlock(t *testing.T, mask int) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	l, err := c.Lock(t.Context(), "r")
+	var l *redlock.Lock
+	switch kind {
+	case "LockAll":
+		l, err = c.LockAll(t.Context(), []string{"r", "s"})
+	case "RLock":
+		l, err = c.RLock(t.Context(), "r")
+	default:
+		l, err = c.Lock(t.Context(), "r")
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +250,13 @@ func extendRacingUnlock(t *testing.T, mask int) {
 	}
 	synctest.Wait() // every request answered
 	for i, m := range mems {
-		if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
-			t.Errorf("node m%d holds the lock's value after Unlock returned nil", i+1)
+		for _, key := range []string{"dlm:lock:r", "dlm:lock:s"} {
+			if v, ok, _ := m.Value(context.Background(), key); ok && v == value {
+				t.Errorf("node m%d holds the lock's value under %s after Unlock returned nil", i+1, key)
+			}
+		}
+		if readers, _ := m.Readers("dlm:lock:r"); len(readers) > 0 {
+			t.Errorf("node m%d holds readers %q after Unlock returned nil", i+1, readers)
 		}
 	}
 }

@@ -17,16 +17,19 @@ import (
 const opWAcquireFenced adapter.Op = 232
 
 // acquireWrite runs a fenced writer's acquisition on node i (R18 phase
-// 1): the fence read goes where fencing.go's fenced acquisitions put
-// theirs.
-func (fa *fenceAcquire) acquireWrite(f *fan, i int) (bool, error) {
-	rn, ok := f.c.nodes[i].(adapter.RWNode)
-	if !ok { // checkRW checks every node first
-		return false, invalidf("node %q does not implement adapter.RWNode", f.c.names[i])
+// 1), reading the node's floor where it has one (fl not nil), as
+// fencing.go's acquire does: a writer's grant is repaired as a plain
+// lock's.
+func (fa *fenceAcquire) acquireWrite(f *fan, i int, fl adapter.FenceFloorNode) (ok bool, fence uint64, kept bool, err error) {
+	if fl != nil {
+		return fl.WAcquireFencedFloor(f.nctx, f.req.Key, fa.key, fa.floor, f.req.Value, f.req.Waiter, f.req.TTL)
 	}
-	ok, fence, err := rn.WAcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.Waiter, f.req.TTL)
-	fa.fences[i] = fence // read after the answer, under the fan's mu
-	return ok, err
+	rn, isRW := f.c.nodes[i].(adapter.RWNode)
+	if !isRW { // checkRW checks every node first
+		return false, 0, true, invalidf("node %q does not implement adapter.RWNode", f.c.names[i])
+	}
+	ok, fence, err = rn.WAcquireFenced(f.nctx, f.req.Key, fa.key, f.req.Value, f.req.Waiter, f.req.TTL)
+	return ok, fence, true, err
 }
 
 // readShape is the shape of RLock and TryRLock (client.go: attempt): a reader
@@ -140,9 +143,11 @@ func (c *Client) TryRLock(ctx context.Context, resource string, opts ...LockOpti
 //
 // With WithFencing, the returned Lock's Token is a fencing token (R18),
 // from the same sequence as Lock's for the resource: strictly greater than
-// the token of every earlier grant of the resource, writer or plain lock
-// (the writer's key is a plain lock key, so phase 2 is Lock's). Without
-// it, Token is 0. Every node must implement adapter.RWNode (see RLock).
+// the token of every earlier grant of the resource, writer, plain lock or
+// set, across restarts of the nodes without persistence and failovers by
+// hand too, as Lock's (the writer reads the nodes' fence floor and
+// repairs it as Lock does; the writer's key is a plain lock key, so phase
+// 2 is Lock's). Without it, Token is 0. Every node must implement adapter.RWNode (see RLock).
 // Errors are Lock's.
 func (c *Client) WLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
 	return c.rwLock(ctx, resource, modeWrite, false, opts)

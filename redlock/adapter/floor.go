@@ -17,9 +17,12 @@ import (
 // too. Each method must be one atomic step on the node (one Lua
 // script on Redis: the fencing scripts with the floor key as a third key).
 //
-// A client uses the methods for the single-resource exclusive locks of a
-// client built with redlock.WithFencing, on each node that has them; it
-// uses FencingNode's methods on the others.
+// A client built with redlock.WithFencing uses the methods for every
+// fenced lock on each node that has them: the first two for a lock on one
+// resource, a writer's acquisition (RWNode) for a write lock, the set's
+// (MultiNode) for a set; it uses the methods without the floor on the
+// others. A node that is no RWNode or no MultiNode is never asked for the
+// writer's or the set's: the client refuses those locks over it.
 type FenceFloorNode interface {
 	FencingNode
 	// AcquireFencedFloor is AcquireFenced that also reads the floor key:
@@ -35,4 +38,17 @@ type FenceFloorNode interface {
 	// the same atomic step. The client calls it only with a token above every
 	// earlier token of every resource.
 	RaiseFenceRepair(ctx context.Context, key, fenceKey, floorKey, value string, token uint64, retention time.Duration) (bool, error)
+	// WAcquireFencedFloor is RWNode.WAcquireFenced that also reads the
+	// floor key, as AcquireFencedFloor does. A writer's key is a plain
+	// lock key, so its phase 2 is RaiseFenceRepair.
+	WAcquireFencedFloor(ctx context.Context, key, fenceKey, floorKey, value, waiter string, ttl time.Duration) (ok bool, fence uint64, kept bool, err error)
+	// AcquireAllFencedFloor is MultiNode.AcquireAllFenced that also reads
+	// the floor keys (floorKeys[i] the floor of the resource of keys[i];
+	// they may repeat): fence is the largest of the fences and the
+	// floors, kept reports whether every floor key was kept.
+	AcquireAllFencedFloor(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, ttl time.Duration) (ok bool, fence uint64, kept bool, err error)
+	// RaiseFencesRepair is MultiNode.RaiseFences that, when it sets the
+	// fences, also sets every floor key of floorKeys as RaiseFenceRepair
+	// does.
+	RaiseFencesRepair(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, token uint64, retention time.Duration) (bool, error)
 }

@@ -135,7 +135,8 @@ func (n *Node) RaiseFences(ctx context.Context, keys, fenceKeys []string, value 
 }
 
 // joinKeys is the KEYS of the fenced scripts of a set: the lock keys, then
-// their fence keys.
-func joinKeys(keys, fenceKeys []string) []string {
-	return append(append(make([]string, 0, len(keys)+len(fenceKeys)), keys...), fenceKeys...)
+// their fence keys, then their floor keys when the script reads or
+// repairs the fence floor (floor.go).
+func joinKeys(keys, fenceKeys []string, floorKeys ...string) []string {
+	return append(append(append(make([]string, 0, len(keys)+len(fenceKeys)+len(floorKeys)), keys...), fenceKeys...), floorKeys...)
 }

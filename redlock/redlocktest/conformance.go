@@ -62,7 +62,7 @@ func MemBackend(opts ...MemOption) BackendFactory {
 // RunConformance runs the node conformance suite over the backends that
 // newBackend makes, reading the store through their Inspector: the cases
 // of redlock.Node (R3, R5, R17, R8.2) and those of the capabilities the
-// node has (TransferNode, FencingNode, HandoffNode, RecordNode, InspectNode, BatchNode). The same case bodies run
+// node has (TransferNode, FencingNode, FenceFloorNode, HandoffNode, RecordNode, InspectNode, BatchNode). The same case bodies run
 // over every adapter on redis-server and over MemNode (style rule 13).
 func RunConformance(t *testing.T, newBackend BackendFactory) {
 	b := newBackend(t)
@@ -179,6 +179,9 @@ func RunConformance(t *testing.T, newBackend BackendFactory) {
 	}
 	if fn, ok := n.(adapter.FencingNode); ok {
 		t.Run("Fencing", func(t *testing.T) { runFencingConformance(t, in, fn) })
+	}
+	if fn, ok := n.(adapter.FenceFloorNode); ok {
+		t.Run("FenceFloor", func(t *testing.T) { runFloorConformance(t, fn) }) // conformance_floor.go
 	}
 	if hn, ok := n.(adapter.HandoffNode); ok {
 		t.Run("Handoff", func(t *testing.T) { runHandoffConformance(t, hn) }) // conformance_handoff.go

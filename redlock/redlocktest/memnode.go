@@ -443,7 +443,8 @@ type memCall struct {
 	ctx       context.Context
 	req       adapter.Request
 	fenceKey  string
-	floorKey  string // memnode_floor.go
+	floorKey  string   // memnode_floor.go
+	floorKeys []string // a set's (memnode_floor.go)
 	token     uint64
 	retention time.Duration
 	recordKey string // memnode_record.go
@@ -661,7 +662,7 @@ func (n *MemNode) applyOp(c *memCall) memResult {
 		return memResult{ok: true}
 	case opPutRecord, opReadRecord:
 		return n.applyRecord(c, now)
-	case opAcquireFencedFloor, opRaiseFenceRepair:
+	case opAcquireFencedFloor, opRaiseFenceRepair, opWAcquireFencedFloor, opAcquireAllFencedFloor, opRaiseFencesRepair:
 		return n.applyFloor(c, now, lieAll) // memnode_floor.go
 	}
 	if res, ok := n.applyMulti(c, now); ok { // memnode_multi.go

@@ -12,7 +12,27 @@ import (
 const (
 	opAcquireFencedFloor adapter.Op = 236 + iota
 	opRaiseFenceRepair
+	opWAcquireFencedFloor
+	opAcquireAllFencedFloor
+	opRaiseFencesRepair
 )
+
+// floorOp returns the operation that op, an operation of the fence floor,
+// adds the floor to, and whether op reads the floor (an acquisition)
+// rather than repairs it (a raise).
+func floorOp(op adapter.Op) (base adapter.Op, acquire bool) {
+	switch op {
+	case opAcquireFencedFloor:
+		return opAcquireFenced, true
+	case opWAcquireFencedFloor:
+		return opWAcquireFenced, true
+	case opAcquireAllFencedFloor:
+		return opAcquireAllFenced, true
+	case opRaiseFenceRepair:
+		return opRaiseFence, false
+	}
+	return opRaiseFences, false
+}
 
 // FloorNode is a MemNode with the restart repair of fencing
 // (adapter.FenceFloorNode), as the Redis adapters have it: a client with
@@ -43,35 +63,66 @@ func (n FloorNode) RaiseFenceRepair(ctx context.Context, key, fenceKey, floorKey
 	return r.ok, r.err
 }
 
+// WAcquireFencedFloor is WAcquireFenced that also reads the floor key
+// (adapter.FenceFloorNode).
+func (n FloorNode) WAcquireFencedFloor(ctx context.Context, key, fenceKey, floorKey, value, waiter string, ttl time.Duration) (bool, uint64, bool, error) {
+	r := n.call(&memCall{ctx: ctx, fenceKey: fenceKey, floorKey: floorKey,
+		req: adapter.Request{Op: opWAcquireFencedFloor, Key: key, Value: value, TTL: ttl, Waiter: waiter}})
+	return r.ok, r.fence, !r.lost, r.err
+}
+
+// AcquireAllFencedFloor is AcquireAllFenced that also reads the floor
+// keys (adapter.FenceFloorNode).
+func (n FloorNode) AcquireAllFencedFloor(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, ttl time.Duration) (bool, uint64, bool, error) {
+	r := n.call(&memCall{ctx: ctx, floorKeys: floorKeys,
+		req: adapter.Request{Op: opAcquireAllFencedFloor, Keys: joinKeys(keys, fenceKeys), Value: value, TTL: ttl}})
+	return r.ok, r.fence, !r.lost, r.err
+}
+
+// RaiseFencesRepair is RaiseFences that also sets the missing floor keys
+// to token when it sets the fences (adapter.FenceFloorNode).
+func (n FloorNode) RaiseFencesRepair(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
+	r := n.call(&memCall{ctx: ctx, floorKeys: floorKeys, token: token, retention: retention,
+		req: adapter.Request{Op: opRaiseFencesRepair, Keys: joinKeys(keys, fenceKeys), Value: value}})
+	return r.ok, r.err
+}
+
 // applyFloor runs the operations of the fence floor, as the fencing
-// scripts do with their third key: AcquireFenced's or RaiseFence's step
+// scripts do with their floor keys: the step they add the floor to
 // (counted once among the applied operations), then the floor's. Called
 // with n.mu held.
 func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAll bool) memResult {
-	acquire := c.req.Op == opAcquireFencedFloor
-	if acquire {
-		c.req.Op = opAcquireFenced
-	} else {
-		c.req.Op = opRaiseFence
-	}
+	base, acquire := floorOp(c.req.Op)
+	c.req.Op = base
 	n.applied.Add(-1)
 	res := n.applyOp(c)
-	_, kept := n.live(c.floorKey, now)
-	switch {
-	case !res.ok || res.err != nil:
-	case acquire && !kept:
-		res.lost = true
-	case acquire:
-		floor, err := n.fenceLocked(c.floorKey, now)
-		res.fence, res.err = max(res.fence, floor), err
-	case !kept && !lieAll:
-		// The floor keeps the retention as its expiry, as the fencing
-		// scripts set it.
-		var exp time.Time
-		if c.retention > 0 {
-			exp = now.Add(c.retention)
+	floors := c.floorKeys
+	if floors == nil {
+		floors = []string{c.floorKey}
+	}
+	if !res.ok || res.err != nil {
+		return res
+	}
+	for _, fk := range floors {
+		_, kept := n.live(fk, now)
+		switch {
+		case acquire && !kept:
+			res.lost = true
+		case acquire:
+			floor, err := n.fenceLocked(fk, now)
+			res.fence = max(res.fence, floor)
+			if err != nil {
+				res.err = err
+			}
+		case !kept && !lieAll:
+			// The floor keeps the retention as its expiry, as the
+			// fencing scripts set it.
+			var exp time.Time
+			if c.retention > 0 {
+				exp = now.Add(c.retention)
+			}
+			n.keys[fk] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
 		}
-		n.keys[c.floorKey] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
 	}
 	return res
 }

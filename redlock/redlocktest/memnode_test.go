@@ -22,6 +22,15 @@ func TestMemNodeConformance(t *testing.T) {
 	redlocktest.RunConformance(t, redlocktest.MemBackend())
 }
 
+// The cases of the fence floor, over MemNode.WithFloor: the floor of
+// every kind of fenced acquisition, as the fencing scripts keep it.
+func TestMemFloorNodeConformance(t *testing.T) {
+	redlocktest.RunConformance(t, func(testing.TB) redlocktest.Backend {
+		n := redlocktest.NewMemNode("mem")
+		return redlocktest.Backend{Node: n.WithFloor(), Inspect: n, Freeze: n.Freeze, Thaw: n.Thaw}
+	})
+}
+
 // Keys expire by the node's clock, which runs at its own rate and jumps
 // (R9, R18); the faults act at run time. Everything runs on synctest's fake
 // clock, so the durations are exact.

@@ -83,8 +83,7 @@ func (n *Node) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, v
 			return n.AcquireAllFenced(ctx, keys, fenceKeys, value, ttl)
 		})
 	}
-	all := append(append(make([]string, 0, 2*len(keys)), keys...), fenceKeys...)
-	r := n.evalKeys(ctx, n.multi.acquireFenced, all, value, strconv.FormatInt(ttl.Milliseconds(), 10))
+	r := n.evalKeys(ctx, n.multi.acquireFenced, joinKeys(keys, fenceKeys), value, strconv.FormatInt(ttl.Milliseconds(), 10))
 	return fencedReply(r, fmt.Sprintf("one of %q", fenceKeys)) // fencing.go
 }
 
@@ -99,8 +98,7 @@ func (n *Node) RaiseFences(ctx context.Context, keys, fenceKeys []string, value 
 		})
 		return ok, err
 	}
-	all := append(append(make([]string, 0, 2*len(keys)), keys...), fenceKeys...)
-	v, err := n.evalKeys(ctx, n.multi.raiseFences, all, value,
+	v, err := n.evalKeys(ctx, n.multi.raiseFences, joinKeys(keys, fenceKeys), value,
 		strconv.FormatUint(token, 10), strconv.FormatInt(retention.Milliseconds(), 10)).AsInt64()
 	return v == 1 && err == nil, err
 }

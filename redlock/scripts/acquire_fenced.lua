@@ -4,36 +4,20 @@
 -- key; ARGV[1] value; ARGV[2] ttl in ms.
 -- Returns {1, fence} when the key was set (fence "0" when absent), else
 -- {0, "0"}. The fence is returned as a string: Lua numbers are doubles.
--- With KEYS[3] (the restart repair, see redlock/fencing.go): returns
--- {1, fence, kept} where fence is the larger of the resource's fence and
--- the floor's token, and kept is 1 when the floor key exists and was set
--- while this server had its current replication id, 0 otherwise (the
--- server is new, restarted and may have lost fence values, or is a
--- replica promoted without the last writes of its master: a new
--- replication id); {0, "0", 1} when the key was not set. The floor key
--- holds "token replid". Decimal strings are compared by length, then
--- bytewise, so that values beyond 2^53 compare exactly.
+-- With KEYS[3] (the restart repair, see redlock/fencing.go and
+-- floor.lua): returns {1, fence, kept} where fence is the larger of the
+-- resource's fence and the floor's token, and kept is 1 when the floor
+-- key exists and was set while this server had its current replication
+-- id, 0 otherwise (the server is new, restarted and may have lost fence
+-- values, or is a replica promoted without the last writes of its master);
+-- {0, "0", 1} when the key was not set.
 if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
 	local f = redis.call("GET", KEYS[2]) or "0"
 	if #KEYS < 3 then
 		return {1, f}
 	end
-	local floor = redis.call("GET", KEYS[3])
-	if not floor then
-		return {1, f, 0}
-	end
-	local tok, id = string.match(floor, "^(%d+) (%x+)$")
-	local cur = string.match(redis.call("INFO", "replication"), "master_replid:(%x+)")
-	if not tok then
-		return {1, f, 0}
-	end
-	if #tok > #f or (#tok == #f and tok > f) then
-		f = tok
-	end
-	if id ~= cur then
-		return {1, f, 0}
-	end
-	return {1, f, 1}
+	local g, kept = floor_read(f, KEYS[3])
+	return {1, g, kept}
 end
 if #KEYS < 3 then
 	return {0, "0"}

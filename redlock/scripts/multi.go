@@ -29,15 +29,13 @@ var (
 	ExtendAll string
 
 	// AcquireAllFenced is AcquireAll that also returns the largest fence
-	// value of the set (R18 phase 1). KEYS lock keys then fence keys.
-	//
-	//go:embed acquire_all_fenced.lua
-	AcquireAllFenced string
+	// value of the set (R18 phase 1). KEYS lock keys, then fence keys,
+	// then, to read the fence floor, floor keys (ARGV[3] the set's size).
+	AcquireAllFenced = floor + acquireAllFenced
 
 	// RaiseFences raises every fence of the set to the token only if
 	// every lock key holds the value and every fence is below the token
-	// (R18 phase 2). KEYS lock keys then fence keys.
-	//
-	//go:embed raise_fences.lua
-	RaiseFences string
+	// (R18 phase 2). KEYS lock keys, then fence keys, then, to repair the
+	// fence floor, floor keys (ARGV[4] the set's size).
+	RaiseFences = floor + raiseFences
 )

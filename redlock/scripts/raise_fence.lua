@@ -10,13 +10,12 @@
 -- Decimal strings are compared by length, then bytewise, so that tokens
 -- beyond 2^53 (where Lua's doubles lose precision) compare exactly.
 -- With KEYS[3] (the restart repair, see redlock/fencing.go), a raise that
--- sets the fence also sets the floor key to "token replid" (this server's
--- replication id) when it is missing or was set under another replication
--- id: the client passes KEYS[3] only with a token above every earlier
--- token of every resource (the wall clock floor), so that the server's
--- missing fences may read as that token from then on. The floor key keeps
--- the retention as its expiry: with a retention every token is at least
--- the clock already, so a floor that expired only repeats that floor.
+-- sets the fence also sets the floor key (floor.lua: floor_mark): the
+-- client passes KEYS[3] only with a token above every earlier token of
+-- every resource (the wall clock floor), so that the server's missing
+-- fences may read as that token from then on. The floor key keeps the
+-- retention as its expiry: with a retention every token is at least the
+-- clock already, so a floor that expired only repeats that floor.
 -- Returns 1 when the fence was set to the token, else 0.
 -- GET by redis.pcall: a key that readers hold as a hash (rw.lua) answers
 -- WRONGTYPE, which is "held by another" here, not an error.
@@ -28,24 +27,13 @@ local tok = ARGV[2]
 if cur and (#cur > #tok or (#cur == #tok and cur >= tok)) then
 	return 0
 end
-local keep = tonumber(ARGV[3]) > 0
-if keep then
+local retention = tonumber(ARGV[3])
+if retention > 0 then
 	redis.call("SET", KEYS[2], tok, "PX", ARGV[3])
 else
 	redis.call("SET", KEYS[2], tok)
 end
 if #KEYS >= 3 then
-	local id = string.match(redis.call("INFO", "replication"), "master_replid:(%x+)")
-	local floor = redis.call("GET", KEYS[3])
-	local had = floor and string.match(floor, "^%d+ (%x+)$")
-	if had ~= id then
-		if keep then
-			redis.call("SET", KEYS[3], tok .. " " .. id, "PX", ARGV[3])
-		else
-			redis.call("SET", KEYS[3], tok .. " " .. id)
-		end
-	elseif keep then
-		redis.call("PEXPIRE", KEYS[3], ARGV[3])
-	end
+	floor_mark(KEYS[3], tok, retention)
 end
 return 1

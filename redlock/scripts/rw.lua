@@ -23,10 +23,12 @@
 --   wacquirefenced value ttl-ms waiter
 --                            wacquire that, when it set the key, also reads
 --                            the fence value under KEYS[2] in the same step
---                            (R18 phase 1, as acquire_fenced.lua)
+--                            (R18 phase 1, as acquire_fenced.lua), and the
+--                            fence floor under KEYS[3] when given (floor.lua)
 -- Returns 1 when the operation acted as asked (acquired, released,
 -- extended, mark removed), else 0; wacquirefenced returns {1, fence} when
--- it set the key (fence "0" when absent), else {0, "0"}.
+-- it set the key (fence "0" when absent), else {0, "0"}; with KEYS[3], as
+-- acquire_fenced.lua: {1, fence, kept}, else {0, "0", 1}.
 local key, op = KEYS[1], ARGV[1]
 local t = redis.call("TIME")
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -117,15 +119,22 @@ elseif op == "wacquire" or op == "wacquirefenced" then
 			expire(math.max(latest, expiry))
 		end
 	end
-	local fenced = op == "wacquirefenced"
+	local fenced, floored = op == "wacquirefenced", #KEYS >= 3
 	if kind == "none" then
 		redis.call("SET", key, ARGV[2], "PX", ARGV[3])
-		if fenced then
-			return {1, redis.call("GET", KEYS[2]) or "0"}
+		if not fenced then
+			return 1
 		end
-		return 1
+		local f = redis.call("GET", KEYS[2]) or "0"
+		if not floored then
+			return {1, f}
+		end
+		local g, kept = floor_read(f, KEYS[3])
+		return {1, g, kept}
 	end
-	if fenced then
+	if floored then
+		return {0, "0", 1}
+	elseif fenced then
 		return {0, "0"}
 	end
 	return 0

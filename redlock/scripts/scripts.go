@@ -66,16 +66,14 @@ var (
 	Transfer string
 
 	// AcquireFenced is SET NX PX that also returns the node's fence value
-	// for the resource (R18, phase 1 of fencing).
-	//
-	//go:embed acquire_fenced.lua
-	AcquireFenced string
+	// for the resource (R18, phase 1 of fencing), and the fence floor's
+	// given its key.
+	AcquireFenced = floor + acquireFenced
 
 	// RaiseFence raises the fence value to the token only if the lock key
-	// still holds the value and the token is above the fence (R18, phase 2).
-	//
-	//go:embed raise_fence.lua
-	RaiseFence string
+	// still holds the value and the token is above the fence (R18, phase
+	// 2), and repairs the fence floor given its key.
+	RaiseFence = floor + raiseFence
 
 	// RW runs the operations of read-write locks (adapter.RWNode): readers
 	// share the lock key as a hash of expiries, a writer holds it as a
@@ -83,9 +81,7 @@ var (
 	// readers out. KEYS[1] lock key; ARGV[1] the operation (racquire,
 	// rrelease, rextend, wacquire, wunwait), then its arguments (see the
 	// script). Returns 1 when it acted, else 0.
-	//
-	//go:embed rw.lua
-	RW string
+	RW = floor + rw
 	// PutRecord stores the record of a lock's holder, bound to the SHA-1
 	// of its value, only if the lock key holds that value
 	// (adapter.RecordNode).
@@ -98,4 +94,22 @@ var (
 	//
 	//go:embed read_record.lua
 	ReadRecord string
+)
+
+// The fence floor (floor.lua: the restart repair of redlock/fencing.go)
+// begins every script that reads or repairs it, which are composed of it
+// and their own file here.
+var (
+	//go:embed floor.lua
+	floor string
+	//go:embed acquire_fenced.lua
+	acquireFenced string
+	//go:embed raise_fence.lua
+	raiseFence string
+	//go:embed rw.lua
+	rw string
+	//go:embed acquire_all_fenced.lua
+	acquireAllFenced string
+	//go:embed raise_fences.lua
+	raiseFences string
 )
