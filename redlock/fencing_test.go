@@ -58,7 +58,7 @@ func TestTokensIncreaseInGrantOrder(t *testing.T) { // R18, R16
 						return
 					}
 					mu.Lock()
-					done := n >= grants
+					done, across := n >= grants, false
 					if !done {
 						n++
 						if tok := l.Token(); tok <= last {
@@ -71,10 +71,11 @@ func TestTokensIncreaseInGrantOrder(t *testing.T) { // R18, R16
 							close(killAt)
 						case 2 * grants / 3:
 							close(restart)
+							across = true
 						}
 					}
 					mu.Unlock()
-					if n == 2*grants/3 {
+					if across {
 						<-resumed // hold the lock across the restart
 					}
 					// A lock held on a bare quorum that includes the killed or

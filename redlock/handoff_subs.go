@@ -17,6 +17,17 @@ import (
 // hand-off, which runs in the background.
 const handoffSubscribeTimeout = time.Second
 
+// A SUBSCRIBE that fails (the subscription's connection could not be made,
+// or broke, or the node did not answer in time) is tried again this many
+// times in all, after handoffSubscribeRetry, then twice as long each time:
+// a waiter that listens on none of its nodes hears of no release and
+// sleeps out its timed retry (R10), and most such failures last less than
+// a second (a first connection on a busy machine, a node restarting).
+const (
+	handoffSubscribeTries = 4
+	handoffSubscribeRetry = 50 * time.Millisecond
+)
+
 // subQueue is one node's pending Watch and Unwatch calls, run in order by
 // one goroutine at a time, so that an Unwatch never overtakes the Watch
 // that follows it.
@@ -89,7 +100,8 @@ func (h *handoff) rewatch(key string, held uint64) {
 }
 
 // runSubs runs node i's queue of Watch and Unwatch calls, in order, until
-// it is empty or the client closes.
+// it is empty or the client closes; a Watch that fails is tried again
+// (handoffSubscribeTries) before the next call.
 func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 	defer h.c.bg.Done()
 	for {
@@ -103,20 +115,57 @@ func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
 		op := s.ops[0]
 		s.ops = s.ops[1:]
 		h.mu.Unlock()
-		w, err := h.watch(i, n)
-		if err != nil {
-			continue // the timed retry covers it (R10)
+		delay := handoffSubscribeRetry
+		for try := 1; !h.runSub(i, n, op) && try < handoffSubscribeTries && h.pause(delay) && h.stillWatched(i, op.key); try++ {
+			delay *= 2
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), handoffSubscribeTimeout)
-		if op.on {
-			if w.Watch(ctx, op.key) == nil {
-				h.confirmed(ctx, i, n, op)
-			}
-		} else {
-			_ = w.Unwatch(ctx, op.key)
-		}
-		cancel()
 	}
+}
+
+// runSub runs op, a Watch or Unwatch, on node i, and reports whether it
+// is done: false when a Watch failed (an Unwatch that fails leaves a
+// subscription that announces releases nobody waits for).
+func (h *handoff) runSub(i int, n adapter.HandoffNode, op subOp) bool {
+	w, err := h.watch(i, n)
+	if err != nil {
+		return !op.on
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handoffSubscribeTimeout)
+	defer cancel()
+	if !op.on {
+		_ = w.Unwatch(ctx, op.key)
+		return true
+	}
+	if w.Watch(ctx, op.key) != nil {
+		return false
+	}
+	h.confirmed(ctx, i, n, op)
+	return true
+}
+
+// pause waits d, and reports false when the client closed meanwhile.
+func (h *handoff) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-h.c.stop:
+		return false
+	}
+}
+
+// stillWatched reports whether key is still to be watched on node i: the
+// client is open, key's subscription still has node i, and no later
+// Watch or Unwatch of key is queued there (it runs next instead of a
+// retry, which would overtake it).
+func (h *handoff) stillWatched(i int, key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || !slices.Contains(h.watched[key], i) {
+		return false
+	}
+	return !slices.ContainsFunc(h.subs[i].ops, func(op subOp) bool { return op.key == key })
 }
 
 // confirmed is told that node n (node i) now delivers key's announced

@@ -2,7 +2,9 @@ package torture
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,7 +60,27 @@ func TestFailoverRightAfterASlotMove(t *testing.T) {
 	if err := failoverByHand(ctx, rc, s, 0); err != nil {
 		t.Fatalf("failover of the master the slot moved to: %v", err)
 	}
-	if owns, err := ownsSlot(ctx, s.master, slot); err != nil || !owns {
-		t.Errorf("the promoted replica %s serves slot %d: %v, %v; want true", s.master.Addr(), slot, owns, err)
+	// The promoted replica claims the slot as it takes over; the wait
+	// (10 s at most) only gives a starved machine time to show it.
+	var owns bool
+	for deadline := time.Now().Add(10 * time.Second); ; sleep(ctx, 100*time.Millisecond) {
+		owns, err = ownsSlot(ctx, s.master, slot)
+		if (err == nil && owns) || time.Now().After(deadline) {
+			break
+		}
 	}
+	if err != nil || !owns {
+		t.Errorf("the promoted replica %s serves slot %d: %v, %v; want true; every process's CLUSTER NODES:\n%s", s.master.Addr(), slot, owns, err, everyClusterNodes(ctx, rc))
+	}
+}
+
+// everyClusterNodes is what every process of rc says in CLUSTER NODES, for a
+// failure's message.
+func everyClusterNodes(ctx context.Context, rc *redisproc.Cluster) string {
+	var b strings.Builder
+	for _, p := range rc.Processes() {
+		nodes, err := p.Client().Do(ctx, "CLUSTER", "NODES").Text()
+		fmt.Fprintf(&b, "%s (%v):\n%s\n", p.Addr(), err, nodes)
+	}
+	return b.String()
 }

@@ -193,8 +193,15 @@ func TestScenarios(t *testing.T) {
 			// machine as often as on a faulty lock (slow-node: 1.85 s
 			// free under two busy loops): tried once more with the next
 			// seed. A safety violation is never retried.
-			if !rep.Matches && tt.expect == ExpectSafe && onlyLiveness(rep) {
-				t.Logf("%s: %s; only liveness violated, trying the next seed", cfg, rep.Outcome)
+			// So is a safe scenario's inconclusive run (cluster-random
+			// once in 6 under load 44), which shows nothing either way,
+			// with twice the time: on a starved machine its 3 s can pass
+			// with no acquisition at all.
+			if !rep.Matches && tt.expect == ExpectSafe && (onlyLiveness(rep) || rep.Inconclusive) {
+				t.Logf("%s: %s; only liveness violated or inconclusive, trying the next seed", cfg, rep.Outcome)
+				if rep.Inconclusive {
+					cfg.Duration *= 2
+				}
 				cfg.Seed++
 				rep, err = Run(t.Context(), cfg)
 				requireEnv(t, err)

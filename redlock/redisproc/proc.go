@@ -185,6 +185,10 @@ func (p *Process) start(ctx context.Context) error {
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
+	prev := 0 // the pid of the process this one restarts
+	if p.cmd != nil {
+		prev = p.cmd.Process.Pid
+	}
 	p.cmd, p.exited, p.frozen, p.stopped = cmd, exited, false, false
 	if p.client == nil || p.client.Options().Addr != p.Addr() {
 		if p.client != nil {
@@ -223,7 +227,7 @@ func (p *Process) start(ctx context.Context) error {
 			case ierr != nil:
 				err = ierr
 			case !inGroup(pid, cmd.Process.Pid):
-				return fail(fmt.Errorf("%w: port %d answers as redis-server pid %d, not the one started (pid %d)", ErrPortTaken, p.cfg.Port, pid, cmd.Process.Pid))
+				return fail(fmt.Errorf("%w: port %d answers as redis-server pid %d, not the one started (pid %d; the one it restarts: %d)", ErrPortTaken, p.cfg.Port, pid, cmd.Process.Pid, prev))
 			default:
 				return nil
 			}
@@ -244,11 +248,17 @@ func (p *Process) start(ctx context.Context) error {
 }
 
 // serverPID returns the process id that the server on p's port reports
-// (INFO server: process_id).
+// (INFO server: process_id), over a new connection of its own, not
+// p.client's pool, which may hold connections to a process just killed:
+// a Restart once read the pid of the process it had killed (reaped
+// already) and failed with ErrPortTaken, at load 23.
 func (p *Process) serverPID(ctx context.Context) (int, error) {
-	pctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	pctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	info, err := p.client.Info(pctx, "server").Result()
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), MaxRetries: -1, DialTimeout: time.Second, PoolSize: 1,
+		Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
+	defer c.Close()
+	info, err := c.Info(pctx, "server").Result()
 	if err != nil {
 		return 0, err
 	}
