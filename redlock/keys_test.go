@@ -109,3 +109,30 @@ func TestClusterNodeKeysTaggedOnItsOwn(t *testing.T) {
 		t.Errorf("Resume by a client over cluster nodes only: %v", err)
 	}
 }
+
+// bareCluster is a node that says it is a Redis Cluster and has none of
+// the other capabilities.
+type bareCluster struct{ redlock.Node }
+
+func (bareCluster) Cluster() bool { return true }
+
+func (bareCluster) Replicas(context.Context) ([]adapter.Replica, error) { return nil, nil }
+
+// A cluster node whose keys the client cannot tag on the way (it lacks the
+// capabilities the client hands keys through) is refused, naming the fix;
+// built WithHashTags, the client takes it.
+func TestClusterNodeWithoutCapabilitiesRefused(t *testing.T) {
+	nodes, mems := redlocktest.NewMemNodes(3)
+	nodes[2] = bareCluster{mems[2]}
+	_, err := redlock.New(nodes)
+	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "WithHashTags") {
+		t.Fatalf("New over a bare cluster node = %v, want ErrInvalid naming WithHashTags", err)
+	}
+	c := memClient(t, nodes, redlock.WithHashTags())
+	if _, err := c.TryLock(t.Context(), "r"); err != nil {
+		t.Fatalf("TryLock WithHashTags: %v", err)
+	}
+	if _, ok, _ := mems[2].Value(t.Context(), "dlm:lock:{r}"); !ok {
+		t.Errorf("WithHashTags: the key on the cluster node is not tagged")
+	}
+}
