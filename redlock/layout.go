@@ -411,7 +411,7 @@ func (c *Client) sameLayout(h Handle) error {
 		return nil
 	}
 	if h.HashTags {
-		return invalidf("handle: its keys carry hash tags on every node (written by a client built WithHashTags, or by a version before the per-node key layout over nodes of which one is a Redis Cluster), and this client tags only the keys on its Redis Cluster nodes, so it would look for the lock under other keys on its plain masters: build it WithHashTags to use this handle")
+		return invalidf("handle: its keys carry hash tags on every node (written by a client built WithHashTags, or by a version before the per-node key layout over nodes of which one is a Redis Cluster), and this client tags only the keys on its Redis Cluster nodes, so it would look for the lock under other keys on its plain masters: build it WithHashTags to use this handle (dlm: --hash-tags)")
 	}
-	return invalidf("handle: its keys carry hash tags only on Redis Cluster nodes, and this client is built WithHashTags, so it would look for the lock under other keys on its plain masters: build it without WithHashTags to use this handle")
+	return invalidf("handle: its keys carry hash tags only on Redis Cluster nodes, and this client is built WithHashTags, so it would look for the lock under other keys on its plain masters: build it without WithHashTags to use this handle (dlm: without --hash-tags)")
 }

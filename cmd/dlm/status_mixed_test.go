@@ -18,7 +18,7 @@ import (
 // found by `dlm doctor` on the plain masters and on the cluster's master,
 // and `dlm release` of its handle in another process frees it: the keys
 // on the plain masters are untagged, those on the cluster tagged, and
-// every process names them alike.
+// every process names them alike. --hash-tags keeps the earlier layout.
 func TestStatusMixedNodeList(t *testing.T) {
 	t.Parallel()
 	plain := redlocktest.Start(t, 2)
@@ -84,5 +84,29 @@ func TestStatusMixedNodeList(t *testing.T) {
 	}
 	if st := runDLM(t, 30*time.Second, nil, "status", "--nodes", nodes, "job"); !strings.Contains(st.stdout, "job: free") {
 		t.Errorf("the handle did not release the lock:\n%s", st.stdout)
+	}
+
+	// --hash-tags keeps the layout of earlier versions on a mixed list:
+	// tagged keys on the plain masters too; its handle is refused by a
+	// command without it, naming the flag, and released by one with it.
+	acq = runDLM(t, 30*time.Second, nil, "acquire", "--nodes", nodes, "--ttl", "60s", "--node-timeout", "1s", "--hash-tags", "old")
+	if acq.code != 0 {
+		t.Fatalf("dlm acquire --hash-tags: exit %d; stderr %s", acq.code, acq.stderr)
+	}
+	tagged := 0
+	for _, s := range plain.Servers {
+		if slices.Contains(s.MustKeys("dlm:lock:"), redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "old")) {
+			tagged++
+		}
+	}
+	if tagged == 0 {
+		t.Errorf("dlm acquire --hash-tags: no plain master holds the tagged key")
+	}
+	handle = strings.TrimSpace(acq.stdout)
+	if rel := runDLMIn(t, handle, nil, "release", "--nodes", nodes, "-"); rel.code != exitUsage || !strings.Contains(rel.stderr, "--hash-tags") {
+		t.Errorf("dlm release without --hash-tags of a --hash-tags handle: exit %d, want %d naming --hash-tags; stderr %s", rel.code, exitUsage, rel.stderr)
+	}
+	if rel := runDLMIn(t, handle, nil, "release", "--nodes", nodes, "--hash-tags", "-"); rel.code != 0 {
+		t.Errorf("dlm release --hash-tags: exit %d; stderr %s", rel.code, rel.stderr)
 	}
 }
