@@ -41,8 +41,11 @@ type clusterKeyed interface {
 // WithHashTags: it hands the node every key of a resource with the hash
 // tag of the resource, as HashTaggedKey writes it, and gives back the keys
 // the node names in the client's untagged layout. It has every
-// capability of the client's nodes (clusterKeyed, and the optional
-// ones), so that the client's checks of its nodes see the node's own.
+// capability the client looks for on its nodes: those of clusterKeyed,
+// which the node has too, and BatchNode, FenceFloorNode and io.Closer,
+// which it gives a node without them as the client would do without
+// them. A new optional capability of adapter's nodes must be added here,
+// or the client would not find it on cluster nodes.
 type tagNode struct {
 	n     clusterKeyed
 	floor adapter.FenceFloorNode // nil when n keeps no floor
@@ -265,14 +268,17 @@ type tagWatch struct {
 	lock string
 }
 
+// Watch starts delivering the releases of key, watched tagged.
 func (w tagWatch) Watch(ctx context.Context, key string) error {
 	return w.w.Watch(ctx, tagged(w.lock, key))
 }
 
+// Unwatch stops delivering the releases of key.
 func (w tagWatch) Unwatch(ctx context.Context, key string) error {
 	return w.w.Unwatch(ctx, tagged(w.lock, key))
 }
 
+// Close ends the subscription.
 func (w tagWatch) Close() error { return w.w.Close() }
 
 // AcquireAll is adapter.MultiNode's, on the tagged keys.
