@@ -105,7 +105,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	if !o.ownerSet {
 		o.owner = defaultOwner()
 	}
-	if err := o.useHashTags(nodes); err != nil { // options.go: the key layout
+	if err := o.checkLayout(nodes); err != nil { // options.go: the key layout
 		return nil, err
 	}
 	if err := o.checkPrefixes(); err != nil { // options.go: the key layout
@@ -131,6 +131,10 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 	}
 	values, err := newValueSource()
 	if err != nil {
+		return nil, err
+	}
+	// Each cluster node's keys in its own layout (layout.go).
+	if nodes, err = o.tagClusters(nodes, names); err != nil {
 		return nil, err
 	}
 	c := &Client{

@@ -59,9 +59,11 @@
 //   - WithByzantineNodes: a quorum that tolerates f nodes that lie.
 //   - Client.Inspect, Client.Locks, Client.ForceRelease, WithOwner: see who
 //     holds what (never a byte of a lock's value) and release by hand.
-//   - Nodes that are Redis Clusters: a node URL with cluster=true; keys
-//     then carry hash tags (WithHashTags), so every step on a resource runs
-//     on one master. New refuses a cluster node with a replica that may
+//   - Nodes that are Redis Clusters: a node URL with cluster=true; the
+//     keys on such a node carry hash tags, so every step on a resource runs
+//     on one master, and those on the plain nodes of the same list do not
+//     (unless WithHashTags): a cluster node in the list leaves the other
+//     nodes' keys as they were. New refuses a cluster node with a replica that may
 //     promote itself (ErrPromotableReplica); failovers are made by hand,
 //     after the ttl (docs/operations.md).
 //   - WithObserver, WithLogger: every attempt, extension and end of a lock.

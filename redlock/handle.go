@@ -137,10 +137,15 @@ type Handle struct {
 	// used as the prefix: the client's own is (a handle edited to an
 	// empty prefix would otherwise reach any key whose value is known).
 	KeyPrefix string
-	// HashTags is true when the client that acquired the lock built its
-	// keys with hash tags (WithHashTags, or a node that is a Redis
-	// Cluster): a client that does not refuses the handle, and the other
-	// way round.
+	// HashTags is true when the lock's keys carry hash tags on every node
+	// of the client that acquired it: a client built WithHashTags, or one
+	// whose nodes are all Redis Clusters; false when only the keys on its
+	// cluster nodes carry them. A client that would name the keys on one
+	// of its nodes otherwise refuses the handle (a client whose nodes
+	// are all clusters takes either). A handle written by a version
+	// before the per-node key layout over nodes of which one was a
+	// cluster says true: every node's keys were tagged, and only a
+	// client built WithHashTags finds them.
 	HashTags bool
 }
 
@@ -176,7 +181,7 @@ func (l *Lock) Handle() Handle {
 		Extensions: ext,
 		Shared:     l.Shared(),
 		KeyPrefix:  l.client.opts.prefix,
-		HashTags:   l.client.opts.hashTags,
+		HashTags:   l.client.tagsEveryNode(),
 	}
 }
 
@@ -551,8 +556,8 @@ func (c *Client) handleTarget(h Handle) (target, error) {
 	if h.KeyPrefix != c.opts.prefix {
 		return target{}, invalidf("handle: written by a client with key prefix %q, and this client uses %q: give it the same WithKeyPrefix", h.KeyPrefix, c.opts.prefix)
 	}
-	if h.HashTags != c.opts.hashTags {
-		return target{}, invalidf("handle: written by a client with hash tags %v, and this client has %v: its keys are named differently; use the same nodes (a Redis Cluster node turns hash tags on) or WithHashTags", h.HashTags, c.opts.hashTags)
+	if err := c.sameLayout(h); err != nil {
+		return target{}, err
 	}
 	rs := h.resources()
 	if h.Shared {

@@ -42,11 +42,11 @@ func TestHashTagLayout(t *testing.T) {
 func TestHashTagsRefuseBracedPrefix(t *testing.T) {
 	o := defaultClientOptions()
 	o.hashTags, o.fencePrefix = true, "f{x}:"
-	if err := o.useHashTags(nil); err == nil {
+	if err := o.checkLayout(nil); err == nil {
 		t.Fatal("a fence prefix with braces was accepted with hash tags")
 	}
 	o.hashTags = false
-	if err := o.useHashTags(nil); err != nil {
+	if err := o.checkLayout(nil); err != nil {
 		t.Fatalf("a braced prefix refused without hash tags: %v", err)
 	}
 }

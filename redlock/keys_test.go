@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"dlm/redlock"
@@ -19,10 +20,13 @@ func (clusterMem) Cluster() bool { return true }
 
 func (clusterMem) Replicas(context.Context) ([]adapter.Replica, error) { return nil, nil }
 
-// A client over a node that is a cluster builds hash-tagged keys, for one
-// resource and for a set, reads the names back, and its handles are
-// refused by a client without hash tags (and the other way round).
-func TestClusterNodeTurnsHashTagsOn(t *testing.T) {
+// The keys on a node that is a cluster carry hash tags, and those on the
+// plain nodes of the same client do not, for one resource and for a set:
+// a cluster node in the list leaves the plain nodes' keys as a client
+// without it names them. The names are read back (Resources, Locks), and
+// a handle is taken by a client that names the keys alike on each of its
+// nodes, refused by one that would not (WithHashTags on plain nodes).
+func TestClusterNodeKeysTaggedOnItsOwn(t *testing.T) {
 	nodes, mems := redlocktest.NewMemNodes(3)
 	nodes[1] = clusterMem{mems[1]}
 	c := memClient(t, nodes, redlock.WithFencing())
@@ -34,22 +38,34 @@ func TestClusterNodeTurnsHashTagsOn(t *testing.T) {
 	// A fenced TryLock returns once a quorum confirmed: the slowest node
 	// may not hold the key yet, so the key is looked for on every node.
 	holders := 0
-	for _, m := range mems {
-		if _, ok, _ := m.Value(ctx, `dlm:lock:{a\]b}`); ok {
+	for i, m := range mems {
+		key := "dlm:lock:a}b"
+		if i == 1 {
+			key = `dlm:lock:{a\]b}`
+		}
+		if _, ok, _ := m.Value(ctx, key); ok {
 			holders++
 		}
 	}
 	if holders < c.Quorum() {
-		keys, _ := mems[0].Keys(ctx, "")
-		t.Fatalf("hash-tagged lock key on %d nodes, want at least %d; keys of the first %q", holders, c.Quorum(), keys)
+		keys, _ := mems[1].Keys(ctx, "")
+		t.Fatalf("lock key (tagged on the cluster node only) on %d nodes, want at least %d; keys of the cluster node %q", holders, c.Quorum(), keys)
 	}
 	var fence uint64
-	for _, m := range mems {
-		f, _ := m.Fence(ctx, `dlm:fence:{a\]b}`)
+	for i, m := range mems {
+		key := "dlm:fence:a}b"
+		if i == 1 {
+			key = `dlm:fence:{a\]b}`
+		}
+		f, _ := m.Fence(ctx, key)
 		fence = max(fence, f)
 	}
 	if fence != l.Token() {
-		t.Errorf("fence under the tagged fence key = %d, want the token %d", fence, l.Token())
+		t.Errorf("fence under the nodes' fence keys = %d, want the token %d", fence, l.Token())
+	}
+	infos, complete, err := c.Locks(ctx, 0)
+	if err != nil || !complete || len(infos) != 1 || infos[0].Resource != "a}b" || infos[0].Mode != redlock.ModeWrite {
+		t.Errorf("Locks = %+v, %v, %v; want a}b held once", infos, complete, err)
 	}
 	s, err := c.TryLockAll(ctx, []string{"y{", "x}"})
 	if err != nil {
@@ -58,20 +74,65 @@ func TestClusterNodeTurnsHashTagsOn(t *testing.T) {
 	if got := s.Resources(); !slices.Equal(got, []string{"x}", "y{"}) {
 		t.Errorf("Resources() = %q, want [x} y{]", got)
 	}
+	if _, ok, _ := mems[1].Value(ctx, `dlm:lock:{x\]}`); !ok {
+		t.Errorf("the set's key of x} is not tagged on the cluster node")
+	}
 	plain := memClient(t, []redlock.Node{mems[0], mems[1], mems[2]}, redlock.WithFencing())
+	tagged := memClient(t, []redlock.Node{mems[0], clusterMem{mems[1]}, mems[2]}, redlock.WithFencing(), redlock.WithHashTags())
 	for _, h := range []redlock.Handle{l.Handle(), s.Handle()} {
-		if _, err := plain.Resume(ctx, h); !errors.Is(err, redlock.ErrInvalid) {
-			t.Errorf("Resume of a hash-tagged handle by a client without hash tags = %v, want ErrInvalid", err)
+		if h.HashTags {
+			t.Errorf("handle of a client tagging its cluster node only: HashTags true, want false")
 		}
-		if _, err := c.Resume(ctx, h); err != nil {
-			t.Errorf("Resume by a client with hash tags: %v", err)
+		if err := tagged.Release(ctx, h); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("Release of the handle by a client WithHashTags = %v, want ErrInvalid", err)
+		}
+		// The plain client names the keys of the plain masters alike:
+		// a quorum of its nodes holds the lock.
+		if err := plain.Release(ctx, h); err != nil {
+			t.Errorf("Release by a client over the same masters: %v", err)
 		}
 	}
-	pl, err := plain.TryLock(ctx, "p")
+	tl, err := tagged.TryLock(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Resume(ctx, pl.Handle()); !errors.Is(err, redlock.ErrInvalid) {
-		t.Errorf("Resume of a plain handle by a hash-tag client = %v, want ErrInvalid", err)
+	h := tl.Handle()
+	if !h.HashTags {
+		t.Errorf("handle of a client WithHashTags: HashTags false, want true")
+	}
+	if _, err := c.Resume(ctx, h); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "build it WithHashTags") {
+		t.Errorf("Resume of a handle tagged on every node by a client tagging its cluster node only = %v, want ErrInvalid naming WithHashTags", err)
+	}
+	// A client whose nodes are all clusters tags every key either way.
+	all := []redlock.Node{clusterMem{mems[0]}, clusterMem{mems[1]}, clusterMem{mems[2]}}
+	if _, err := memClient(t, all, redlock.WithFencing()).Resume(ctx, h); err != nil {
+		t.Errorf("Resume by a client over cluster nodes only: %v", err)
+	}
+}
+
+// bareCluster is a node that says it is a Redis Cluster and has none of
+// the other capabilities.
+type bareCluster struct{ redlock.Node }
+
+func (bareCluster) Cluster() bool { return true }
+
+func (bareCluster) Replicas(context.Context) ([]adapter.Replica, error) { return nil, nil }
+
+// A cluster node whose keys the client cannot tag on the way (it lacks the
+// capabilities the client hands keys through) is refused, naming the fix;
+// built WithHashTags, the client takes it.
+func TestClusterNodeWithoutCapabilitiesRefused(t *testing.T) {
+	nodes, mems := redlocktest.NewMemNodes(3)
+	nodes[2] = bareCluster{mems[2]}
+	_, err := redlock.New(nodes)
+	if !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "WithHashTags") {
+		t.Fatalf("New over a bare cluster node = %v, want ErrInvalid naming WithHashTags", err)
+	}
+	c := memClient(t, nodes, redlock.WithHashTags())
+	if _, err := c.TryLock(t.Context(), "r"); err != nil {
+		t.Fatalf("TryLock WithHashTags: %v", err)
+	}
+	if _, ok, _ := mems[2].Value(t.Context(), "dlm:lock:{r}"); !ok {
+		t.Errorf("WithHashTags: the key on the cluster node is not tagged")
 	}
 }

@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"dlm/redlock/adapter"
 	"math"
 	"strings"
 	"time"
@@ -271,17 +270,28 @@ func (o clientOptions) checkRetention(ttl time.Duration) error {
 // resources never share a key, and leaves a tag that is never empty, so
 // that the slot is the tag's.
 //
-// Hash tags are used when the client is built WithHashTags, or when any of
-// its nodes is a Redis Cluster (adapter.ClusterNode). Every client of the
-// same resources must use the same layout, as it uses the same prefixes: a
-// client without hash tags and one with them lock different keys. The
-// prefixes must then contain no "{" or "}", which would move the tag.
+// The layout is a property of each node, not of the client's node list:
+// the keys on a node that is a Redis Cluster (adapter.ClusterNode) always
+// carry hash tags, which it needs; the keys on a plain master carry them
+// only when the client is built WithHashTags. So a plain master's keys
+// are the same whether or not a cluster node is in the list, and a
+// rollout that puts a cluster node in place of a plain one is, for the
+// others, like one that puts an empty master there. The client builds the
+// keys in its own layout (keyOf: tagged only WithHashTags), and a client
+// without WithHashTags tags the keys it hands a cluster node on the way
+// (layout.go: tagNode). Every client of the same resources must use the
+// same layout on each node, as it uses the same prefixes. The prefixes
+// must contain no "{" or "}" when any node's keys carry hash tags, where
+// they would move the tag.
 
-// WithHashTags builds every key with a hash tag around the resource name
-// (see the package documentation: "Nodes that are Redis Clusters"), so that
-// the keys of one resource share a hash slot of a Redis Cluster. Default:
-// off, and on when any node is a Redis Cluster (adapter.ClusterNode). Every
-// client of the same resources must agree on it.
+// WithHashTags builds every key with a hash tag around the resource name,
+// on every node (see the package documentation: "Nodes that are Redis
+// Clusters"), so that the keys of one resource share a hash slot of a
+// Redis Cluster. Default: off; the keys on a node that is a Redis Cluster
+// (adapter.ClusterNode) carry hash tags all the same, and those on a plain
+// master do not. Every client of the same resources must agree on it. A
+// client of versions before the per-node layout tagged every node's keys
+// as soon as one node was a cluster: WithHashTags keeps that layout.
 func WithHashTags() Option {
 	return clientOption(func(o *clientOptions) { o.hashTags = true })
 }
@@ -294,8 +304,9 @@ func (o *clientOptions) keyOf(prefix, resource string) string {
 	return HashTaggedKey(prefix, resource)
 }
 
-// HashTaggedKey returns the key of resource under prefix as a client with
-// hash tags builds it (WithHashTags, or a node that is a Redis Cluster):
+// HashTaggedKey returns the key of resource under prefix as it is named on
+// a node whose keys carry hash tags (a node that is a Redis Cluster, or
+// any node of a client built WithHashTags):
 // prefix, then the resource between braces with every "\" written "\\"
 // and every "}" written "\]". For tools that read a cluster node's keys.
 func HashTaggedKey(prefix, resource string) string {
@@ -346,21 +357,20 @@ func hashTag(r string) string {
 	return b.String()
 }
 
-// useHashTags turns hash tags on when any node is a Redis Cluster, and
-// refuses prefixes that would move the tag.
-func (o *clientOptions) useHashTags(nodes []Node) error {
+// checkLayout refuses prefixes that would move the hash tag, when any
+// node's keys carry one: with WithHashTags, or on a node that is a Redis
+// Cluster.
+func (o *clientOptions) checkLayout(nodes []Node) error {
+	tags := o.hashTags
 	for _, n := range nodes {
-		if cn, ok := n.(adapter.ClusterNode); ok && cn.Cluster() {
-			o.hashTags = true
-			break
-		}
+		tags = tags || isCluster(n)
 	}
-	if !o.hashTags {
+	if !tags {
 		return nil
 	}
 	for _, p := range []struct{ what, prefix string }{{"lock key", o.prefix}, {"fence key", o.fencePrefix}, {"record key", o.recordPrefix}} {
 		if strings.ContainsAny(p.prefix, "{}") {
-			return invalidf("%s prefix %q contains a brace: with hash tags (WithHashTags, or a node that is a Redis Cluster) every key of a resource must be tagged by the resource alone; choose a prefix without { or }", p.what, p.prefix)
+			return invalidf("%s prefix %q contains a brace: with hash tags (WithHashTags, or on a node that is a Redis Cluster) every key of a resource must be tagged by the resource alone; choose a prefix without { or }", p.what, p.prefix)
 		}
 	}
 	return nil

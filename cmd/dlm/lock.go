@@ -52,6 +52,7 @@ func newLockCmd() *cobra.Command {
 		pidns  bool
 		owner  string // --owner (handle.go)
 		own    int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
+		tags   bool   // --hash-tags
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
@@ -189,7 +190,7 @@ stay its own, 0 included.`,
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
-			opts = append(opts, ownerOptions(cmd, owner)...)
+			opts = append(append(opts, ownerOptions(cmd, owner)...), hashTagsOptions(tags)...)
 			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
 			}
@@ -237,6 +238,7 @@ stay its own, 0 included.`,
 	f.DurationVar(&nodeTO, "node-timeout", redlock.DefaultNodeTimeout, "time each node has to answer a request (small compared to the ttl)")
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
+	addHashTagsFlag(cmd, &tags)
 	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together, with a /proc of that namespace (ps inside sees the command's processes); false keeps the system's pids and /proc (for pidfiles read outside, ps of other processes) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	return cmd

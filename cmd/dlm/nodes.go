@@ -161,6 +161,7 @@ type nodeFlags struct {
 	prefix string
 	tlsf   tlsFiles
 	adapt  string
+	tags   bool // --hash-tags
 }
 
 // add adds the flags to cmd, with prefixHelp as --key-prefix's help.
@@ -171,6 +172,7 @@ func (nf *nodeFlags) add(cmd *cobra.Command, prefixHelp string) {
 	f.StringVar(&nf.prefix, "key-prefix", redlock.DefaultKeyPrefix, prefixHelp)
 	f.StringVar(&nf.adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	addTLSFlags(cmd, &nf.tlsf)
+	addHashTagsFlag(cmd, &nf.tags)
 }
 
 // client checks the nodes and dials a lock client over them with opts and
@@ -186,6 +188,6 @@ func (nf *nodeFlags) client(ctx context.Context, ttl time.Duration, opts ...redl
 	if err := refuseAliases(ctx, urls, nf.tlsf, nf.nodeTO); err != nil {
 		return nil, nil, err
 	}
-	opts = append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(nf.prefix), redlock.WithNodeTimeout(nf.nodeTO)}, opts...)
+	opts = append(append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(nf.prefix), redlock.WithNodeTimeout(nf.nodeTO)}, hashTagsOptions(nf.tags)...), opts...)
 	return dial(nf.adapt, urls, nf.tlsf, closeGrace(nf.nodeTO), opts...)
 }

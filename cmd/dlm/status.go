@@ -31,6 +31,7 @@ func newStatusCmd() *cobra.Command {
 		tlsf      tlsFiles
 		all       bool
 		limit     int
+		tags      bool
 	)
 	cmd := &cobra.Command{
 		Use:   "status [flags] [RESOURCE...]",
@@ -82,7 +83,7 @@ the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
 			ps := probeNodes(cmd.Context(), parsed, prefix, timeout, cfgs)
 			printStatus(cmd.OutOrStdout(), ps, q)
 			if len(args) > 0 || all {
-				if err := printLocks(cmd, nodes, tlsf, prefix, byzantine, timeout, args, all, limit, hungNodes(ps)); err != nil {
+				if err := printLocks(cmd, nodes, tlsf, prefix, tags, byzantine, timeout, args, all, limit, hungNodes(ps)); err != nil {
 					return err
 				}
 			}
@@ -103,6 +104,7 @@ the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
 	f.BoolVarP(&all, "all", "a", false, "list every resource with a lock key on some node (a bounded SCAN of the key prefix on every node)")
 	f.IntVar(&limit, "limit", redlock.DefaultLocksLimit, "with --all, list at most this many resources")
 	addTLSFlags(cmd, &tlsf)
+	addHashTagsFlag(cmd, &tags)
 	return cmd
 }
 
@@ -110,7 +112,7 @@ the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
 // key prefix, at most limit) through a lock client over the nodes, and
 // prints each. hung counts the nodes that did not answer the probe within
 // timeout: each inspection waits timeout for such a node.
-func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string, byzantine int, timeout time.Duration, resources []string, all bool, limit, hung int) error {
+func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string, tags bool, byzantine int, timeout time.Duration, resources []string, all bool, limit, hung int) error {
 	urls, err := resolveNodes(nodes)
 	if err != nil {
 		return err
@@ -121,6 +123,7 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 	if byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
 	}
+	opts = append(opts, hashTagsOptions(tags)...)
 	// go-redis dials lazily: a node that is down is reported per node.
 	client, closeClient, err := dial("goredis", urls, tlsf, closeGrace(timeout), opts...)
 	if err != nil {

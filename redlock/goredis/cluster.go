@@ -28,7 +28,7 @@ import (
 // (which master serves which hash slot); the node sends its requests
 // itself. What changes:
 //
-//   - the client builds hash-tagged keys (Cluster, adapter.ClusterNode), so
+//   - the client hands it hash-tagged keys (Cluster, adapter.ClusterNode), so
 //     that every script on one resource runs on one master;
 //   - every request of the node, batched or not (fenced acquisitions,
 //     read-write locks, records: script.go), goes through its queue, and

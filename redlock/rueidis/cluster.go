@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // batch, which rueidis sends as one pipeline per master, each in queue
 // order. What changes:
 //
-//   - the client builds hash-tagged keys (Cluster, adapter.ClusterNode), so
+//   - the client hands it hash-tagged keys (Cluster, adapter.ClusterNode), so
 //     that every script on one resource runs on one master;
 //   - a set whose keys span slots is stepped once per slot and the answers
 //     joined (redlock/internal/slots: all or nothing, no deadlock);
@@ -371,7 +372,7 @@ func (n *Node) scanCluster(ctx context.Context, prefix, cursor string, count int
 	if i >= len(masters) {
 		return nil, "", nil
 	}
-	mc, ok := c.Nodes()[masters[i]]
+	mc, ok := knownMaster(c.Nodes(), masters[i])
 	if !ok {
 		return nil, "", fmt.Errorf("rueidis: cluster master %s is not known to the client yet", masters[i])
 	}
@@ -380,6 +381,22 @@ func (n *Node) scanCluster(ctx context.Context, prefix, cursor string, count int
 		return nil, "", err
 	}
 	return e.Elements, scripts.NextClusterCursor(i, e.Cursor, len(masters)), nil
+}
+
+// knownMaster returns the client of nodes for the master at addr. A
+// master that never met another names itself without its host in CLUSTER
+// NODES (":port", a cluster of one master): the known node with that port
+// is the one.
+func knownMaster(nodes map[string]rueidis.Client, addr string) (rueidis.Client, bool) {
+	if mc, ok := nodes[addr]; ok || !strings.HasPrefix(addr, ":") {
+		return mc, ok
+	}
+	for a, mc := range nodes {
+		if strings.HasSuffix(a, addr) {
+			return mc, true
+		}
+	}
+	return nil, false
 }
 
 // owners is a cluster node's slot map as its servers agree on it

@@ -6,8 +6,8 @@ import "strings"
 // SPUBLISH (sharded pub/sub, Redis 7): for a node that is a Redis Cluster,
 // where a PUBLISH reaches every master of the cluster, while a SPUBLISH
 // stays on the shard of its channel. A release channel is ChannelPrefix
-// followed by the lock key, so with hash-tagged keys (redlock.WithHashTags)
-// it is in the slot of the key, on the master that runs the script.
+// followed by the lock key, so with the hash-tagged keys a client hands a
+// cluster node it is in the slot of the key, on the master that runs the script.
 func Sharded(src string) string {
 	return strings.ReplaceAll(src, `redis.call("PUBLISH",`, `redis.call("SPUBLISH",`)
 }
