@@ -54,7 +54,10 @@ type Client struct {
 	// as time since born, at least 1 (0: never; timeout.go: a node that answers
 	// is busy, not failed).
 	heard []atomic.Int64
-	born  time.Time
+	// slow[i] is what the client knows of node i's slowness: a fan waits
+	// past its limit for a node that answers after it (timeout.go).
+	slow []slowNode
+	born time.Time
 
 	bg sync.WaitGroup // late releases and in-flight requests
 	// settlers counts the goroutines that settle what a Lock call left
@@ -145,6 +148,7 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		stop:   make(chan struct{}),
 		born:   time.Now(),
 		heard:  make([]atomic.Int64, len(nodes)),
+		slow:   make([]slowNode, len(nodes)),
 	}
 	c.waits = c.newWaiting() // handoff.go
 	return c, nil

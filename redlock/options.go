@@ -151,7 +151,10 @@ func WithDriftFactor(f float64) SharedOption {
 // failed, while one slow or frozen node never moves the bound (it is not
 // among the quorum-th fastest). A node that answers later than the bound
 // counts as timed out for that attempt only (Lock retries); the decision
-// never waits for it when a quorum can be had from the others. Releases
+// never waits for it when a quorum can be had from the others. A node
+// that answers after the limit is waited for past it while the quorum
+// needs it: up to ttl/2 - drift for a grant, until the lock's end for an
+// extension (see the package documentation). Releases
 // have their own, longer bound (WithReleaseTimeout). Default 50ms; it must
 // be well under the ttl (and is refused when it is not less than the ttl).
 func WithNodeTimeout(d time.Duration) Option {
