@@ -151,6 +151,11 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		slow:   make([]slowNode, len(nodes)),
 	}
 	c.waits = c.newWaiting() // handoff.go
+	for _, n := range nodes {
+		if sn, ok := n.(adapter.SharedNode); ok {
+			sn.Share() // closed by the last client's Close
+		}
+	}
 	return c, nil
 }
 
@@ -171,7 +176,10 @@ func (c *Client) Quorum() int { return c.quorum }
 // locks end with ErrClosed, and new acquisitions are refused with it. Close
 // then waits for the client's background work (releases of failed attempts,
 // requests still on the wire) and closes every node that implements
-// io.Closer.
+// io.Closer. The same nodes may serve several clients (a client
+// WithFencing for an election beside a plain one): a node of the adapters
+// (adapter.SharedNode) counts the clients New made over it, and closes
+// only with the last of their Close calls.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
