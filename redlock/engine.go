@@ -514,7 +514,7 @@ func (f *fan) await() (decision, time.Time) {
 			f.rs[i] = reply{i: i, err: context.DeadlineExceeded, latency: t2.Sub(f.t1)}
 			f.no++
 		}
-		if !canceled && f.adaptive && f.ttl > 0 && f.rs[i].err != nil && errors.Is(f.rs[i].err, context.DeadlineExceeded) {
+		if !canceled && f.adaptive && f.ttl > 0 && f.rs[i].err != nil && isTimeout(f.rs[i].err) {
 			f.c.timedOut(f, i, f.born+t2.Sub(f.t1)) // slow, or failed (timeout.go)
 		}
 	}
@@ -649,14 +649,37 @@ func (f *fan) releaseNode(i int, early, refused bool) {
 		return
 	}
 	req := undo(f.req)
+	ctx := f.rctx
+	if !early && ctx.Err() != nil {
+		// A node that answered after the releases' bound had passed (a
+		// slow node: timeout.go) is released all the same, within a bound
+		// of its own from now, or its key would outlive the attempt by a
+		// ttl and refuse the next attempts.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
+		to = releaseDone{to, cancel}
+	}
 	if f.async() {
-		c.async[i].Start(f.rctx, req, to, i)
+		c.async[i].Start(ctx, req, to, i)
 		return
 	}
 	go func() {
-		ok, err := do(f.rctx, c.nodes[i], req)
+		ok, err := do(ctx, c.nodes[i], req)
 		to.Receive(i, ok, err)
 	}()
+}
+
+// releaseDone is the receiver of a release with a bound of its own
+// (releaseNode): it ends the bound's context once the release is answered.
+type releaseDone struct {
+	to     adapter.Receiver
+	cancel context.CancelFunc
+}
+
+// Receive passes the answer on and ends the context (adapter.Receiver).
+func (r releaseDone) Receive(i int, ok bool, err error) {
+	r.cancel()
+	r.to.Receive(i, ok, err)
 }
 
 // replies returns each node's reply, in node order; called after settle,

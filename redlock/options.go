@@ -168,7 +168,9 @@ func WithNodeTimeout(d time.Duration) Option {
 // the key for a whole ttl and block every waiter that long. Unlock still
 // returns as soon as a quorum confirmed; only a quorum of slow or frozen
 // nodes makes it wait, at most this long. The releases of a failed attempt
-// (R8.5) keep a bound of twice the attempt's node timeout. No call waits
+// (R8.5) keep a bound of twice the attempt's node timeout, from the
+// attempt's decision, or from its answer for a node that answered after
+// that bound (a slow node: its key is released all the same). No call waits
 // past its context's end for a release: TryLock and the last try of Lock
 // wait for the releases of their failed attempt only until ctx ends, and
 // Unlock (see there) too; what is still owed goes on in the background,
