@@ -54,7 +54,10 @@ type Client struct {
 	// as time since born, at least 1 (0: never; timeout.go: a node that answers
 	// is busy, not failed).
 	heard []atomic.Int64
-	born  time.Time
+	// slow[i] is what the client knows of node i's slowness: a fan waits
+	// past its limit for a node that answers after it (timeout.go).
+	slow []slowNode
+	born time.Time
 
 	bg sync.WaitGroup // late releases and in-flight requests
 	// settlers counts the goroutines that settle what a Lock call left
@@ -149,8 +152,14 @@ func New(nodes []Node, opts ...Option) (*Client, error) {
 		stop:   make(chan struct{}),
 		born:   time.Now(),
 		heard:  make([]atomic.Int64, len(nodes)),
+		slow:   make([]slowNode, len(nodes)),
 	}
 	c.waits = c.newWaiting() // handoff.go
+	for _, n := range nodes {
+		if sn, ok := n.(adapter.SharedNode); ok {
+			sn.Share() // closed by the last client's Close
+		}
+	}
 	return c, nil
 }
 
@@ -171,7 +180,10 @@ func (c *Client) Quorum() int { return c.quorum }
 // locks end with ErrClosed, and new acquisitions are refused with it. Close
 // then waits for the client's background work (releases of failed attempts,
 // requests still on the wire) and closes every node that implements
-// io.Closer.
+// io.Closer. The same nodes may serve several clients (a client
+// WithFencing for an election beside a plain one): a node of the adapters
+// (adapter.SharedNode) counts the clients New made over it, and closes
+// only with the last of their Close calls.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {

@@ -70,7 +70,14 @@
 //
 // The node timeout adapts to the round trips the client sees, so a healthy
 // node that answers slowly on a loaded machine is not reported as failed
-// (WithNodeTimeout is its floor).
+// (WithNodeTimeout is its floor, and twenty node timeouts or a tenth of the
+// ttl its limit). A node that answers after that limit is waited for while
+// the quorum needs it, as long as the grant would leave at least half the
+// ttl of validity (ttl/2 - drift from the attempt's start), and an
+// extension as long as the lock is valid: a lock is granted, and an
+// auto-extended lock kept, over such a node. A node that does not answer
+// within that longer wait is timed out for the attempts of the next ttl.
+// The validity is always ttl - elapsed - drift, however long the wait.
 //
 // # Nodes
 //

@@ -99,7 +99,12 @@ type fan struct {
 	// adaptive: the wait for answers ends at the adaptive bound (newFan),
 	// not at nctx's deadline (the limit); await then cancels nctx.
 	adaptive bool
-	limit    time.Duration // of an adaptive fan: nctx's timeout
+	limit    time.Duration // of an adaptive fan: the most it waits for a node that is not slow
+	// patient: an adaptive fan that started while a node was slow: nctx's
+	// deadline is its patience, and it waits past the limit for a slow
+	// node (timeout.go).
+	patient bool
+	ttl     time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
 
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
@@ -200,10 +205,33 @@ func (f *fan) answeredAll(ctx context.Context) bool { return f.waitFor(ctx, &f.a
 func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop stopRule) *fan {
 	limit := timeoutLimit(c.opts.nodeTimeout, req.TTL)
 	f := c.newFanWithin(ctx, base, req, stop, limit)
-	if f != nil {
-		// The requests live until the limit; the wait ends at the
-		// adaptive bound, which await reads again when it passes.
-		f.adaptive, f.timeout, f.limit = true, c.nodeTimeout(req.TTL), limit
+	if f == nil {
+		return nil
+	}
+	// The requests live until the limit; the wait ends at the adaptive
+	// bound, which await reads again when it passes.
+	f.adaptive, f.timeout, f.limit, f.ttl = true, c.nodeTimeout(req.TTL), limit, req.TTL
+	if p := c.patience(req); p > limit && c.anySlow(f.born) {
+		// A node is slow: the requests live until the patience, and
+		// the wait goes on for the slow node (timeout.go).
+		f.patient = true
+		f.rc.init(base, f.t1, p)
+	}
+	return f
+}
+
+// newFanAfter is newFan for the second phase of the acquisition acq
+// (fencing's raise), which grants acq's lock with acq's validity: while a
+// node is slow, it waits for it up to acq's patience, from acq's T1.
+func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan {
+	f := c.newFan(acq.ctx, acq.ctx, req, stop)
+	if f == nil {
+		return nil
+	}
+	f.ttl = acq.ttl
+	if p := acq.t1.Add(c.patience(acq.req)).Sub(f.t1); p > f.limit && c.anySlow(f.born) {
+		f.patient = true
+		f.rc.init(acq.ctx, f.t1, p)
 	}
 	return f
 }
@@ -330,6 +358,9 @@ func (f *fan) Receive(i int, ok bool, err error) {
 	f.answered++
 	if err == nil {
 		c.heard[i].Store(max(1, int64(f.born+r.latency))) // time.Since(c.born), one clock read fewer; 0 is never (owner.go)
+		if r.latency >= f.limit && f.adaptive && f.ttl > 0 {
+			c.answeredLate(i, f.born+r.latency, f.ttl) // a slow node (timeout.go)
+		}
 		f.replied++
 		if f.replied == c.quorum {
 			// The answer a decision waits for, late or not (timeout.go).
@@ -484,6 +515,9 @@ func (f *fan) await() (decision, time.Time) {
 			f.rs[i] = reply{i: i, err: context.DeadlineExceeded, latency: t2.Sub(f.t1)}
 			f.no++
 		}
+		if !canceled && f.adaptive && f.ttl > 0 && f.rs[i].err != nil && isTimeout(f.rs[i].err) {
+			f.c.timedOut(f, i, f.born+t2.Sub(f.t1)) // slow, or failed (timeout.go)
+		}
 	}
 	return decide(len(f.rs), f.c.quorum, f.yes, f.no), t2
 }
@@ -623,14 +657,37 @@ func (f *fan) releaseNode(i int, early, refused bool) {
 		return
 	}
 	req := undo(f.req)
+	ctx := f.rctx
+	if !early && ctx.Err() != nil {
+		// A node that answered after the releases' bound had passed (a
+		// slow node: timeout.go) is released all the same, within a bound
+		// of its own from now, or its key would outlive the attempt by a
+		// ttl and refuse the next attempts.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
+		to = releaseDone{to, cancel}
+	}
 	if f.async() {
-		c.async[i].Start(f.rctx, req, to, i)
+		c.async[i].Start(ctx, req, to, i)
 		return
 	}
 	go func() {
-		ok, err := do(f.rctx, c.nodes[i], req)
+		ok, err := do(ctx, c.nodes[i], req)
 		to.Receive(i, ok, err)
 	}()
+}
+
+// releaseDone is the receiver of a release with a bound of its own
+// (releaseNode): it ends the bound's context once the release is answered.
+type releaseDone struct {
+	to     adapter.Receiver
+	cancel context.CancelFunc
+}
+
+// Receive passes the answer on and ends the context (adapter.Receiver).
+func (r releaseDone) Receive(i int, ok bool, err error) {
+	r.cancel()
+	r.to.Receive(i, ok, err)
 }
 
 // replies returns each node's reply, in node order; called after settle,

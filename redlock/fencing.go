@@ -240,7 +240,7 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 	if acq.req.Keys != nil {
 		req = adapter.Request{Op: opRaiseFences, Keys: acq.req.Keys, Value: acq.req.Value} // multi.go
 	}
-	f := c.newFan(acq.ctx, acq.ctx, req, stopDecided)
+	f := c.newFanAfter(acq, req, stopDecided)
 	if f == nil {
 		res.at, res.failed, res.err = time.Now(), true, ErrClosed
 		return res

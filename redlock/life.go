@@ -25,7 +25,9 @@ func WithAutoExtend() SharedOption {
 }
 
 // WithExtendInterval sets how often WithAutoExtend extends the lock.
-// Default 0: ttl/3. It must be less than the ttl.
+// Default 0: ttl/3. It must be less than the ttl. When the nodes answer
+// slowly the extender extends sooner: while twice the last extension's
+// (or the grant's) duration is still left of the validity.
 func WithExtendInterval(d time.Duration) SharedOption {
 	return sharedOption(func(o *lockOptions) { o.extendEvery = d })
 }
@@ -251,7 +253,7 @@ func (l *Lock) autoExtend() {
 	c := l.client
 	defer c.bg.Done()
 	defer close(l.exited)
-	t := time.NewTimer(l.every)
+	t := time.NewTimer(l.nextExtension())
 	defer t.Stop()
 	for {
 		select {
@@ -280,7 +282,7 @@ func (l *Lock) autoExtend() {
 		cancel()
 		switch {
 		case err == nil:
-			t.Reset(l.every)
+			t.Reset(l.nextExtension())
 		case errors.Is(err, ErrMaxExtensions), errors.Is(err, ErrInvalid):
 			// No extension will be allowed (ErrInvalid: the nodes'
 			// facts refuse the ttl): the lock runs to its validity.
@@ -301,6 +303,18 @@ func (l *Lock) autoExtend() {
 			t.Reset(max(time.Millisecond, min(l.every/3, time.Until(until))))
 		}
 	}
+}
+
+// nextExtension is how long the extender waits before the next extension,
+// after a grant or an extension: the interval, or less when the nodes
+// answer slowly. The last one took e, from its T1 to now (its validity
+// ends at T1 + ttl - drift); the next is started while 2e of the validity
+// is left, so that one as slow ends in time with e to spare. With nodes
+// that answer within a fifth of the ttl this is the interval (ttl/3).
+func (l *Lock) nextExtension() time.Duration {
+	left := time.Until(l.Until())
+	took := l.ttl - l.drift - left
+	return max(time.Millisecond, min(l.every, left-2*took))
 }
 
 // atBound reports whether the lock reached its extension bound.

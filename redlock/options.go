@@ -151,7 +151,10 @@ func WithDriftFactor(f float64) SharedOption {
 // failed, while one slow or frozen node never moves the bound (it is not
 // among the quorum-th fastest). A node that answers later than the bound
 // counts as timed out for that attempt only (Lock retries); the decision
-// never waits for it when a quorum can be had from the others. Releases
+// never waits for it when a quorum can be had from the others. A node
+// that answers after the limit is waited for past it while the quorum
+// needs it: up to ttl/2 - drift for a grant, until the lock's end for an
+// extension (see the package documentation). Releases
 // have their own, longer bound (WithReleaseTimeout). Default 50ms; it must
 // be well under the ttl (and is refused when it is not less than the ttl).
 func WithNodeTimeout(d time.Duration) Option {
@@ -165,7 +168,9 @@ func WithNodeTimeout(d time.Duration) Option {
 // the key for a whole ttl and block every waiter that long. Unlock still
 // returns as soon as a quorum confirmed; only a quorum of slow or frozen
 // nodes makes it wait, at most this long. The releases of a failed attempt
-// (R8.5) keep a bound of twice the attempt's node timeout. No call waits
+// (R8.5) keep a bound of twice the attempt's node timeout, from the
+// attempt's decision, or from its answer for a node that answered after
+// that bound (a slow node: its key is released all the same). No call waits
 // past its context's end for a release: TryLock and the last try of Lock
 // wait for the releases of their failed attempt only until ctx ends, and
 // Unlock (see there) too; what is still owed goes on in the background,

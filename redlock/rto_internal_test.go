@@ -3,6 +3,8 @@ package redlock
 import (
 	"testing"
 	"time"
+
+	"dlm/redlock/adapter"
 )
 
 func TestTimeoutLimit(t *testing.T) {
@@ -21,6 +23,30 @@ func TestTimeoutLimit(t *testing.T) {
 	for _, tt := range tests {
 		if got := timeoutLimit(tt.nt, tt.ttl); got != tt.want {
 			t.Errorf("timeoutLimit(%v, %v) = %v, want %v", tt.nt, tt.ttl, got, tt.want)
+		}
+	}
+}
+
+// The patience of a fan that waits for a slow node past its limit: a
+// grant keeps half the ttl of validity, an extension any (timeout.go).
+func TestPatience(t *testing.T) {
+	const ms = time.Millisecond
+	c := &Client{opts: defaultClientOptions()} // drift factor 0.01
+	tests := []struct {
+		req  adapter.Request
+		want time.Duration
+	}{
+		{adapter.Request{Op: adapter.OpAcquire, TTL: 10 * time.Second}, 4898 * ms}, // ttl/2 - drift (102ms)
+		{adapter.Request{Op: opAcquireFenced, TTL: 10 * time.Second}, 4898 * ms},
+		{adapter.Request{Op: adapter.OpTransfer, TTL: 2 * time.Second}, 978 * ms},
+		{adapter.Request{Op: adapter.OpExtend, TTL: 10 * time.Second}, 9898 * ms}, // ttl - drift
+		{adapter.Request{Op: adapter.OpExtendAll, TTL: 10 * time.Second}, 9898 * ms},
+		{adapter.Request{Op: adapter.OpRExtend, TTL: 10 * time.Second}, 9898 * ms},
+		{adapter.Request{Op: opRaiseFence}, 0}, // no ttl: newFanAfter gives it its grant's
+	}
+	for _, tt := range tests {
+		if got := c.patience(tt.req); got != tt.want {
+			t.Errorf("patience(%v, ttl %v) = %v, want %v", tt.req.Op, tt.req.TTL, got, tt.want)
 		}
 	}
 }

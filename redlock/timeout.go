@@ -2,12 +2,15 @@ package redlock
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"dlm/redlock/adapter"
 )
 
 // How long a fan (engine.go) waits for its nodes: the adaptive node
-// timeout that bounds its requests (rto, first), and the wait on it
-// (fan.wait, after it). The context that carries the bound to the nodes
+// timeout that bounds its requests (rto, first), the patience for slow
+// nodes (slowNode), and the wait on both (fan.wait, last). The context that carries the bound to the nodes
 // is the fan's own (engine.go: reqCtx).
 
 // The adaptive node timeout (R8.2). WithNodeTimeout is a floor, not a fixed
@@ -41,9 +44,37 @@ import (
 // not running (its answers may be waiting unread): the fan judges one bound
 // later.
 //
+// Past the limit, a fan waits only for a slow node: one whose answers come
+// after the limit (a healthy node on a loaded machine, or far away), which
+// a fan that stopped at the limit would time out for good, so that with
+// the quorum needing it no lock would be granted and no extension
+// confirmed. A node is slow (Client.slow) from an answer without an error
+// that came at or after its fan's limit, for one ttl of that fan; and, on
+// probation, when a fan of a ttl timed it out: the fans of the next ttl
+// wait for it too. A fan of a ttl that starts while a node is slow gives
+// its requests a longer deadline, its patience, and waits past the limit
+// while a slow node has not answered, up to:
+//
+//	ttl/2 - drift  for a grant: its validity, ttl - elapsed - drift, then
+//	               stays above half the ttl (the wait never costs more
+//	               than it leaves);
+//	ttl - drift    for an extension, whose lock is held anyway: it
+//	               waits up to the lock's end (auto-extension's context).
+//
+// A slow node that does not answer within a fan's patience (it froze) is
+// slow no longer, and is not put on probation again for a ttl: a dead node
+// costs the attempts that need it at most one patience per ttl, and
+// nothing when the quorum is there or impossible without it (the fan ends
+// at its stop rule, as always). The requests of a patient fan all carry
+// the longer deadline (a batching adapter bounds a batch by its requests'
+// deadlines when it sends it): while a node is slow, another node that
+// froze answers the fans that stopped without it at the patience, not at
+// the limit. Client.slow costs a fan one atomic load per node.
+//
 // None of this touches safety: the validity is counted from T1, before the
 // first request (R8.1, R9), however long the client waits; a longer wait
-// only costs validity, and the limit keeps it well under the ttl (R8.2).
+// only costs validity, and the limit and the patience keep it well under
+// the ttl (R8.2).
 
 // rto is a client's round-trip estimator. The zero value is a client with
 // no sample.
@@ -145,8 +176,9 @@ func (r *rto) smoothed() (srtt, rttvar time.Duration, ok bool) {
 }
 
 // timeoutLimit is the most a fan with requests of ttl (0: none) waits for
-// its nodes: twenty node timeouts, and no more than a tenth of the ttl, but
-// never less than the node timeout itself.
+// its nodes that are not slow: twenty node timeouts, and no more than a
+// tenth of the ttl, but never less than the node timeout itself. A patient
+// fan waits for its slow nodes longer (patience, below).
 func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
 	limit := 20 * nodeTimeout
 	if ttl > 0 {
@@ -155,10 +187,84 @@ func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
 	return max(limit, nodeTimeout)
 }
 
+// patience is how long a fan of req may wait for a slow node (above), 0
+// when it may not wait past its limit: for a grant, until its validity
+// would fall to half the ttl; for an extension, until it could no longer
+// extend (the lock's end bounds it sooner, through the extender's
+// context). The drift is the client's: a lock's own drift factor changes
+// what the grant leaves, not how long the wait is worth.
+func (c *Client) patience(req adapter.Request) time.Duration {
+	if req.TTL <= 0 {
+		return 0
+	}
+	d := drift(req.TTL, c.opts.lock.driftFactor)
+	switch req.Op {
+	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend:
+		return req.TTL - d
+	}
+	return req.TTL/2 - d
+}
+
+// slowNode is what a client knows of one node's slowness (Client.slow),
+// as times since the client was born (0: never).
+type slowNode struct {
+	// until: the fans that start before it wait for the node past their
+	// limit (it answered after a limit, or is on probation).
+	until atomic.Int64
+	// quiet: the node is not put on probation before it (it was slow,
+	// and did not answer within a fan's patience).
+	quiet atomic.Int64
+}
+
+// anySlow reports whether a node is slow for a fan that starts at born
+// (since c.born): one atomic load per node.
+func (c *Client) anySlow(born time.Duration) bool {
+	for i := range c.slow {
+		if c.slow[i].until.Load() > int64(born) {
+			return true
+		}
+	}
+	return false
+}
+
+// answeredLate records that node i answered, without an error, at since
+// c.born, at or after the limit of its fan of ttl: it is slow for a ttl.
+func (c *Client) answeredLate(i int, at, ttl time.Duration) {
+	s := &c.slow[i]
+	until := int64(at + ttl)
+	for {
+		u := s.until.Load()
+		if u >= until || s.until.CompareAndSwap(u, until) {
+			return
+		}
+	}
+}
+
+// timedOut records that node i did not answer f before f's time ran out,
+// at since c.born. A node that was slow for f did not answer within f's
+// patience (frozen, cut off): it is slow no longer, nor put on probation
+// for a ttl. Another is put on probation, unless it is quiet: the fans of
+// the next ttl wait for it past their limit, in case it is slow, not
+// failed.
+func (c *Client) timedOut(f *fan, i int, at time.Duration) {
+	s, ttl := &c.slow[i], f.ttl
+	if u := s.until.Load(); u > int64(f.born) {
+		if f.patient {
+			s.until.CompareAndSwap(u, 0)
+			s.quiet.Store(int64(at + ttl))
+		}
+		return
+	}
+	if int64(at) >= s.quiet.Load() {
+		s.until.Store(int64(at + ttl))
+	}
+}
+
 // wait blocks until the stop rule holds, the caller's context ends, or the
-// time runs out: the limit (nctx's deadline), or for an adaptive fan the
-// adaptive bound, which reports timedOut. One timer serves both: it is
-// never set past the limit.
+// time runs out: the requests' deadline (nctx's: the limit, or the
+// patience of a fan that waits for a slow node), or for an adaptive fan
+// the adaptive bound, which reports timedOut. One timer serves both: it is
+// never set past the deadline.
 func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 	limit := f.rc.deadline()
 	due := limit
@@ -182,11 +288,11 @@ func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 		}
 		now := time.Now()
 		if !now.Before(limit) {
-			// The limit passed: nctx's deadline (R8.2).
+			// The deadline passed: nctx's (R8.2).
 			f.rc.state.CompareAndSwap(reqLive, reqExpired)
 			return false
 		}
-		// rearm waits on for d, and never past the limit.
+		// rearm waits on for d, and never past the deadline.
 		rearm := func(d time.Duration) { timer.Reset(min(d, limit.Sub(now))) }
 		if !f.adaptive {
 			rearm(limit.Sub(now))
@@ -211,9 +317,10 @@ func (f *fan) wait(ready <-chan struct{}) (timedOut bool) {
 			}
 		}
 		// A node that has not answered this request but has answered
-		// another within the limit is busy, not failed: wait on, one
-		// more bound at a time, until the limit ends the wait (rto, above).
-		if f.busy() {
+		// another within the limit is busy, not failed; a slow one may
+		// answer up to the patience: wait on, one more bound at a time,
+		// until the deadline ends the wait (rto, above).
+		if f.busy(now) {
 			due = now.Add(f.timeout)
 			rearm(f.timeout)
 			continue
@@ -229,17 +336,25 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// busy reports whether a node that has not answered the fan yet has
-// answered another request (without an error) within the limit (rto, above):
-// a batching adapter hears from a node once per batch, and a batch may
-// outlast the bound.
-func (f *fan) busy() bool {
+// busy reports whether a node that has not answered the fan yet is worth
+// waiting for at now: it has answered another request (without an error)
+// within the limit, and the fan's limit has not passed (rto, above: a
+// batching adapter hears from a node once per batch, and a batch may
+// outlast the bound); or the fan is patient and the node slow.
+func (f *fan) busy(now time.Time) bool {
 	c := f.c
-	since := int64(time.Since(c.born) - f.limit)
+	within := now.Sub(f.t1) < f.limit
+	since := int64(now.Sub(c.born) - f.limit)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i, r := range f.rs {
-		if r.none && c.heard[i].Load() > since {
+		if !r.none {
+			continue
+		}
+		if within && c.heard[i].Load() > since {
+			return true
+		}
+		if f.patient && c.slow[i].until.Load() > int64(f.born) {
 			return true
 		}
 	}

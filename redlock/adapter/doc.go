@@ -14,8 +14,8 @@
 //
 // Node, with its three methods, is all a client needs for exclusive locks.
 // Each optional capability is one interface, and the client works without
-// it, doing without what it brings; twelve in six groups, plus two of the
-// standard library:
+// it, doing without what it brings; thirteen in six groups, plus two of
+// the standard library:
 //
 //   - Speed: AsyncNode (Start: requests that start without a goroutine per
 //     node, so the adapter can gather many lock operations into one round
@@ -34,9 +34,10 @@
 //   - The node itself: ClusterNode (a Redis Cluster: hash-tagged keys, and
 //     its masters' replicas, which New checks), FactsNode (what its servers
 //     tell about themselves on connecting: run id, advertised max ttl,
-//     persistence, checked on every lock without a request) and
-//     InspectNode (what operators see and manage: status, force release,
-//     owner notes).
+//     persistence, checked on every lock without a request), InspectNode
+//     (what operators see and manage: status, force release, owner notes)
+//     and SharedNode (one Node value given to several clients, closed by
+//     the last Client.Close).
 //   - The standard library's fmt.Stringer (the node's name in errors and
 //     reports) and io.Closer (closed by Client.Close).
 //

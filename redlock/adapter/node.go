@@ -2,6 +2,7 @@ package adapter
 
 import (
 	"context"
+	"io"
 	"strconv"
 	"time"
 )
@@ -22,6 +23,20 @@ type Node interface {
 	// atomically (R17). It never creates a key. It reports whether the
 	// expiry was reset.
 	Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
+}
+
+// SharedNode is an optional capability of a Node: one Node value may serve
+// several clients at once (a client WithFencing for an election beside a
+// plain one: fencing is a client option), and it closes when the last of
+// them closes. redlock.New calls Share once for the client it returns;
+// Client.Close calls Close (io.Closer), which then only gives that client's
+// share back while another client shares the node, and closes it at the
+// last share. Close on a node that no client shares closes it at once.
+type SharedNode interface {
+	Node
+	io.Closer
+	// Share counts one more client using the node.
+	Share()
 }
 
 // FencingNode is an optional capability of a Node: the two atomic steps of

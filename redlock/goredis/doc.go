@@ -1,6 +1,12 @@
 // Package goredis adapts go-redis v9 clients to redlock.Node, and dials
 // Redlock clients from node URLs.
 //
+// A Node may serve several redlock clients at once (adapter.SharedNode):
+// an application that elects a leader needs a client WithFencing beside
+// its plain one, and may give both the same nodes. Each client's Close
+// gives its share back, and the last one closes the node (its own
+// connections, and the client Dial or DialNode made).
+//
 // Acquire is SET key value NX PX ttl (R3); Release and Extend are the Lua
 // scripts release.lua (R5) and extend.lua (R17) of redlock/scripts, embedded
 // in the binary and run by EVALSHA, falling back to EVAL when a node answers

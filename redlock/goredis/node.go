@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,8 +22,8 @@ import (
 // own (batch.go, conn.go), which is what makes it fast under concurrency
 // and keeps a slow node's connection. It also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode (handoff.go),
-// adapter.TransferNode and adapter.FencingNode. It is safe for concurrent
-// use.
+// adapter.TransferNode, adapter.FencingNode and adapter.SharedNode. It is
+// safe for concurrent use.
 type Node struct {
 	client  redis.UniversalClient
 	order   keyOrder // Start without a pipe (ordered.go)
@@ -51,12 +52,17 @@ type Node struct {
 	queue   batch.Queue
 	sender  sender
 	scripts batch.Scripts // of the batched requests (batch.go)
+
+	// users counts the redlock clients sharing the node (Share), less
+	// the Close calls: Close closes the node when it falls to 0 or below.
+	users atomic.Int64
 }
 
 var (
 	_ redlock.Node         = (*Node)(nil)
 	_ adapter.AsyncNode    = (*Node)(nil)
 	_ adapter.TransferNode = (*Node)(nil)
+	_ adapter.SharedNode   = (*Node)(nil)
 )
 
 // NewNode wraps client, named name in errors and reports (its address, say).
@@ -174,9 +180,19 @@ func (n *Node) goTransfer(ctx context.Context, key, from, value string, ttl time
 	return v == 1, err
 }
 
-// Close closes the node's own connection (NewNode), and the client if this
+// Share counts one more redlock client using the node
+// (adapter.SharedNode); redlock.New calls it.
+func (n *Node) Share() { n.users.Add(1) }
+
+// Close closes the node's own connections (NewNode), and the client if this
 // node created it (Dial); a client given to NewNode is left to its owner.
+// A node given to several redlock clients (a fenced one for an election
+// beside a plain one) is closed by the last of their Close calls: the
+// Close of each client before it only gives that client's share back.
 func (n *Node) Close() error {
+	if n.users.Add(-1) > 0 {
+		return nil // another client still uses the node
+	}
 	if n.pipe != nil {
 		n.pipe.close()
 	}

@@ -1,6 +1,12 @@
 // Package rueidis adapts rueidis clients to redlock.Node, and dials Redlock
 // clients from node URLs.
 //
+// A Node may serve several redlock clients at once (adapter.SharedNode):
+// an application that elects a leader needs a client WithFencing beside
+// its plain one, and may give both the same nodes. Each client's Close
+// gives its share back, and the last one closes the node (its own
+// connections, and the client Dial or DialNode made).
+//
 // Each Node batches (R15's multiplexing): every request to the node, from
 // any goroutine and any lock operation, joins the node's queue, and one
 // worker at a time sends the whole queue with one DoMulti, one write and

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -27,8 +28,8 @@ const ChannelPrefix = scripts.ChannelPrefix
 // the node into batches, one DoMulti each (R15, batch.go), which is what
 // makes this adapter fast under concurrency. Node also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode,
-// adapter.TransferNode, adapter.FencingNode, adapter.MultiNode and
-// adapter.MultiNode (multi.go). It is safe for concurrent use.
+// adapter.TransferNode, adapter.FencingNode, adapter.MultiNode (multi.go)
+// and adapter.SharedNode. It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client // nil when lazy is set
 	lazy    *lazyCluster   // a cluster node built on demand (lazy.go)
@@ -53,12 +54,17 @@ type Node struct {
 	// DialNode), else Connect reads them by requests.
 	known     *facts.Known
 	handshook bool
+
+	// users counts the redlock clients sharing the node (Share), less
+	// the Close calls: Close closes the node when it falls to 0 or below.
+	users atomic.Int64
 }
 
 var (
 	_ redlock.Node         = (*Node)(nil)
 	_ adapter.HandoffNode  = (*Node)(nil)
 	_ adapter.TransferNode = (*Node)(nil)
+	_ adapter.SharedNode   = (*Node)(nil)
 	_ adapter.FencingNode  = (*Node)(nil) // fencing.go
 	_ adapter.RecordNode   = (*Node)(nil) // record.go
 )
@@ -156,9 +162,19 @@ func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.D
 	return n.do(ctx, adapter.Request{Op: adapter.OpTransfer, Key: key, Value: value, TTL: ttl, From: from})
 }
 
+// Share counts one more redlock client using the node
+// (adapter.SharedNode); redlock.New calls it.
+func (n *Node) Share() { n.users.Add(1) }
+
 // Close closes the client if this node created it (Dial); a client given to
-// NewNode is left to its owner.
+// NewNode is left to its owner. A node given to several redlock clients (a
+// fenced one for an election beside a plain one) is closed by the last of
+// their Close calls: the Close of each client before it only gives that
+// client's share back.
 func (n *Node) Close() error {
+	if n.users.Add(-1) > 0 {
+		return nil // another client still uses the node
+	}
 	switch {
 	case n.lazy != nil:
 		n.lazy.Close()

@@ -1,0 +1,219 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// A healthy node that answers every request slower than the node timeout's
+// limit (a tenth of the ttl with the defaults), but soon enough to leave
+// most of the validity, is waited for when the quorum needs it: one node
+// of three is down, so every acquisition needs the slow one.
+func TestSlowNodeNeededForQuorumIsWaitedFor(t *testing.T) {
+	for _, slow := range []time.Duration{900 * time.Millisecond, 1200 * time.Millisecond, 2 * time.Second} {
+		t.Run(slow.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes, mems := redlocktest.NewMemNodes(3)
+				c, err := redlock.New(nodes) // every default: ttl 10s, node timeout 50ms
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				mems[0].SetDown(true)
+				mems[2].SetSlow(slow)
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				l, err := c.Lock(ctx, "r")
+				if err != nil {
+					t.Fatalf("node m3 answers every request in %v (ttl 10s), m1 is down: Lock for a minute = %v; want the lock", slow, err)
+				}
+				defer func() { _ = l.Unlock(t.Context()) }()
+				ttl := redlock.DefaultTTL
+				if got, most := l.Validity(), ttl-slow-drift(ttl); got > most || got <= 0 {
+					t.Errorf("validity %v, want in (0, %v]: ttl - the slow answer - drift", got, most)
+				}
+			})
+		})
+	}
+}
+
+// The same node ends no auto-extended lock (a leadership is one): taken
+// while every node was fast, the lock is kept once one node is down and
+// the quorum needs the other, which turned slow.
+func TestSlowNodeKeepsAutoExtendedLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(3)
+		c, err := redlock.New(nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mems[0].SetDown(true)
+		mems[2].SetSlow(1200 * time.Millisecond)
+		select {
+		case <-l.Done():
+			t.Errorf("the auto-extended lock ended (%v) while m3 answered every extension in 1.2s (ttl 10s) and m2 at once", l.Err())
+		case <-time.After(time.Minute):
+		}
+		_ = l.Unlock(t.Context())
+	})
+}
+
+// The class: a node the quorum needs answers every request after a
+// latency from nothing to well past half the ttl. A lock is acquired (a
+// fenced one too: two phases, each waiting for the node), and an
+// auto-extended lock kept (whether it was taken while the node was slow or
+// before), whenever the answers leave the validity the client waits for
+// (the latency under ttl/2 - drift, docs/design.md); beyond that a Lock
+// fails, naming the slow node as timed out, and a kept lock ends at its
+// validity. Every granted validity is honest: at most ttl - latency -
+// drift (twice the latency for a fenced lock) when Lock returns.
+func TestSlowNodeLatencyClass(t *testing.T) {
+	const ttl = 10 * time.Second
+	for _, share := range []float64{0, 0.05, 0.1, 0.15, 0.3, 0.45, 0.5, 0.7} {
+		slow := time.Duration(share * float64(ttl))
+		for _, mode := range []string{"lock", "fenced lock", "auto-extended", "slowed after the grant"} {
+			t.Run(fmt.Sprintf("%v/%s", share, mode), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					nodes, mems := redlocktest.NewMemNodes(3)
+					copts := []redlock.Option{redlock.WithTTL(ttl)}
+					phases := time.Duration(1)
+					waited := slow < ttl/2-drift(ttl)
+					if mode == "fenced lock" {
+						copts = append(copts, redlock.WithFencing())
+						phases = 2
+						waited = phases*slow < ttl/2-drift(ttl)
+					}
+					c, err := redlock.New(nodes, copts...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer c.Close()
+					var opts []redlock.LockOption
+					if mode == "auto-extended" || mode == "slowed after the grant" {
+						opts = append(opts, redlock.WithAutoExtend(), redlock.WithMaxExtensions(1_000_000))
+					}
+					if mode != "slowed after the grant" {
+						mems[0].SetDown(true)
+						mems[2].SetSlow(slow)
+					}
+					ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+					defer cancel()
+					l, err := c.Lock(ctx, "r", opts...)
+					if mode != "slowed after the grant" && !waited {
+						var ae *redlock.AcquireError
+						switch {
+						case !errors.Is(err, redlock.ErrNotAcquired):
+							t.Errorf("m3 answers in %v, over ttl/2 - drift: Lock = %v; want ErrNotAcquired", slow, err)
+						case mode == "lock" && (!errors.As(err, &ae) || ae.Nodes[2].Outcome != redlock.TimedOut):
+							t.Errorf("m3 answers in %v, over ttl/2 - drift: Lock = %v; want m3 timed out", slow, err)
+						}
+						if err == nil {
+							_ = l.Unlock(t.Context())
+						}
+						return
+					}
+					if err != nil {
+						t.Fatalf("m3 answers in %v (ttl %v): Lock = %v; want the lock", slow, ttl, err)
+					}
+					defer func() { _ = l.Unlock(t.Context()) }()
+					if mode != "slowed after the grant" {
+						if got, most := l.Validity(), ttl-phases*slow-drift(ttl); got > most || got <= 0 {
+							t.Errorf("validity %v, want in (0, %v]", got, most)
+						}
+					}
+					if mode == "lock" || mode == "fenced lock" {
+						return
+					}
+					if mode == "slowed after the grant" {
+						mems[0].SetDown(true)
+						mems[2].SetSlow(slow)
+					}
+					select {
+					case <-l.Done():
+						if waited {
+							t.Errorf("m3 answers in %v (ttl %v): the auto-extended lock ended (%v); want it kept", slow, ttl, l.Err())
+						} else if !errors.Is(l.Err(), redlock.ErrExpired) {
+							t.Errorf("m3 answers in %v (ttl %v): the lock ended with %v; want ErrExpired", slow, ttl, l.Err())
+						}
+					case <-time.After(time.Minute):
+						if !waited {
+							t.Errorf("m3 answers in %v, over ttl/2 - drift: the lock is still held after a minute", slow)
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// What waiting for slow nodes costs when the node is not slow but frozen:
+// with the quorum needing it, at most one attempt per ttl waits past the
+// limit (on probation, up to ttl/2 - drift), and the others end at the
+// limit as before.
+func TestFrozenNodeNeededForQuorumCostsOnePatiencePerTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 10 * time.Second
+		limit, patience := ttl/10, ttl/2-drift(ttl)
+		var seen elapsedAttempts
+		nodes, mems := redlocktest.NewMemNodes(3)
+		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithObserver(&seen))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		mems[0].SetDown(true)
+		mems[2].Freeze()
+		defer mems[2].Thaw()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		if _, err := c.Lock(ctx, "r"); err == nil {
+			t.Fatal("Lock granted with m1 down and m3 frozen")
+		}
+		long := 0
+		for _, d := range seen.elapsed() {
+			switch {
+			case d > patience:
+				t.Errorf("an attempt took %v, over the patience %v", d, patience)
+			case d > limit:
+				long++
+			}
+		}
+		if most := int(time.Minute / ttl); long == 0 || long > most {
+			t.Errorf("%d of %d attempts in a minute waited past the limit %v for the frozen node; want 1 to %d (one per ttl at most)", long, len(seen.elapsed()), limit, most)
+		}
+	})
+}
+
+// elapsedAttempts is an Observer that records how long every acquisition
+// attempt took.
+type elapsedAttempts struct {
+	mu   sync.Mutex
+	took []time.Duration
+}
+
+func (a *elapsedAttempts) Attempt(e redlock.AttemptEvent) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.took = append(a.took, e.Elapsed)
+}
+func (a *elapsedAttempts) Extension(redlock.ExtensionEvent) {}
+func (a *elapsedAttempts) End(redlock.EndEvent)             {}
+
+func (a *elapsedAttempts) elapsed() []time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]time.Duration(nil), a.took...)
+}
