@@ -61,6 +61,7 @@ var (
 	_ adapter.BatchNode      = (*tagNode)(nil)
 	_ adapter.FenceFloorNode = (*tagNode)(nil)
 	_ io.Closer              = (*tagNode)(nil)
+	_ adapter.SharedNode     = (*tagNode)(nil)
 )
 
 // tagClusters returns nodes with each node that is a Redis Cluster behind
@@ -243,6 +244,56 @@ func (t *tagNode) RaiseFenceRepair(ctx context.Context, key, fenceKey, floorKey,
 		return t.n.RaiseFence(ctx, key, fenceKey, value, token, retention)
 	}
 	return t.floor.RaiseFenceRepair(ctx, key, fenceKey, floorOf(fenceKey), value, token, retention)
+}
+
+// WAcquireFencedFloor is adapter.FenceFloorNode's, as AcquireFencedFloor;
+// WAcquireFenced for a node that keeps no floor.
+func (t *tagNode) WAcquireFencedFloor(ctx context.Context, key, fenceKey, floorKey, value, waiter string, ttl time.Duration) (bool, uint64, bool, error) {
+	key, fenceKey = tagged(t.lock, key), tagged(t.fence, fenceKey)
+	if t.floor == nil {
+		ok, fence, err := t.n.WAcquireFenced(ctx, key, fenceKey, value, waiter, ttl)
+		return ok, fence, true, err
+	}
+	return t.floor.WAcquireFencedFloor(ctx, key, fenceKey, floorOf(fenceKey), value, waiter, ttl)
+}
+
+// AcquireAllFencedFloor is adapter.FenceFloorNode's, on the tagged keys
+// and each resource's own floor key (AcquireFencedFloor);
+// AcquireAllFenced for a node that keeps no floor.
+func (t *tagNode) AcquireAllFencedFloor(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, ttl time.Duration) (bool, uint64, bool, error) {
+	keys, fenceKeys = taggedAll(t.lock, keys), taggedAll(t.fence, fenceKeys)
+	if t.floor == nil {
+		ok, fence, err := t.n.AcquireAllFenced(ctx, keys, fenceKeys, value, ttl)
+		return ok, fence, true, err
+	}
+	return t.floor.AcquireAllFencedFloor(ctx, keys, fenceKeys, floorsOf(fenceKeys), value, ttl)
+}
+
+// RaiseFencesRepair is adapter.FenceFloorNode's, as AcquireAllFencedFloor;
+// RaiseFences for a node that keeps no floor.
+func (t *tagNode) RaiseFencesRepair(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
+	keys, fenceKeys = taggedAll(t.lock, keys), taggedAll(t.fence, fenceKeys)
+	if t.floor == nil {
+		return t.n.RaiseFences(ctx, keys, fenceKeys, value, token, retention)
+	}
+	return t.floor.RaiseFencesRepair(ctx, keys, fenceKeys, floorsOf(fenceKeys), value, token, retention)
+}
+
+// floorsOf returns the floor key of each tagged fence key (floorOf).
+func floorsOf(taggedFences []string) []string {
+	out := make([]string, len(taggedFences))
+	for i, k := range taggedFences {
+		out[i] = floorOf(k)
+	}
+	return out
+}
+
+// Share is adapter.SharedNode's: the node counts one more client, when it
+// counts them; else nothing (Close then closes it, as without tagNode).
+func (t *tagNode) Share() {
+	if sn, ok := t.n.(adapter.SharedNode); ok {
+		sn.Share()
+	}
 }
 
 // ReleaseAnnounce is adapter.HandoffNode's, on the tagged key: the release
