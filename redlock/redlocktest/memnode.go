@@ -99,7 +99,8 @@ func WithClock(now func() time.Time) MemOption {
 //     context ended meanwhile (they were on the wire).
 //   - Forget, Restart: the node loses every key, as a restart without
 //     persistence does (R16.1); Restart also keeps it down for a while
-//     (R16.3's delayed restart).
+//     (R16.3's delayed restart) and ends a freeze, losing the requests it
+//     held.
 //   - SetClockRate, JumpClock: the node's clock runs fast or slow, or jumps
 //     (R9, R18); keys expire by it.
 //   - SetLie: the node answers what it did not do (see Lie).
@@ -279,12 +280,19 @@ func (n *MemNode) Forget() {
 
 // Restart forgets every key (R16.1) and keeps the node down for downFor on
 // the reference clock; a downFor above the largest ttl in use is R16.3's
-// delayed restart, which keeps Redlock safe without persistence.
+// delayed restart, which keeps Redlock safe without persistence. It ends a
+// freeze: the requests the frozen node held die with the process, answered
+// with ErrNodeDown and never applied.
 func (n *MemNode) Restart(downFor time.Duration) {
 	n.mu.Lock()
 	clear(n.keys)
 	n.down, n.downUntil = false, n.base().Add(downFor)
+	held := n.held
+	n.held, n.frozen = nil, false
 	n.mu.Unlock()
+	for _, c := range held {
+		c.deliver(memResult{err: fmt.Errorf("%w: %s", ErrNodeDown, n.name)})
+	}
 }
 
 // SetClockRate makes the node's clock run at rate times the reference

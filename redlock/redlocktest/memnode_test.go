@@ -156,6 +156,21 @@ func TestMemNodeFaults(t *testing.T) {
 			time.Sleep(2 * ttl)
 			mustAcquire(t, n, "k", "v2", ttl, true)
 		}},
+		{"a restart loses what a frozen node held", func(t *testing.T, n *redlocktest.MemNode) { // R16.3
+			n.Freeze()
+			a := &recv{}
+			n.Start(t.Context(), adapter.Request{Op: adapter.OpAcquire, Key: "k", Value: "v", TTL: ttl}, a, 0)
+			n.Restart(2 * ttl)
+			synctest.Wait()
+			if got := a.get(); len(got) != 1 || !errors.Is(got[0].err, redlocktest.ErrNodeDown) {
+				t.Fatalf("answers after the restart = %v, want ErrNodeDown for the held request", got)
+			}
+			n.Thaw() // a restarted process is no longer stopped: nothing to do
+			if n.Applied() != 0 {
+				t.Fatalf("the restarted node applied %d requests held before its restart, want none", n.Applied())
+			}
+			wantValue(t, n, "k", "", false)
+		}},
 		{"a liar acquires without setting", func(t *testing.T, n *redlocktest.MemNode) {
 			mustAcquire(t, n, "k", "other", ttl, true)
 			n.SetLie(redlocktest.LieAcquired)

@@ -901,3 +901,72 @@ func TestModelHealedSlowClockKeepsExclusion(t *testing.T) {
 		}
 	})
 }
+
+// The model's other suspect for a violation: an extension that reports
+// success while fewer than a quorum of nodes hold the key to its new
+// validity end. With the lock on m1, m2 and m3 only (m4 and m5 came back
+// empty) and one fault on one node, an Extend that returns nil must leave
+// a quorum of nodes holding the lock's value for at least what is left of
+// its validity (R17; an extension may restore the key on nodes where it is
+// free, restore.go); with the fault on a node that holds nothing it must
+// succeed.
+func TestModelExtendClaimsOnlyWhatAQuorumHolds(t *testing.T) {
+	faults := []struct {
+		name  string
+		apply func(n *redlocktest.MemNode)
+	}{
+		{"replies dropped", func(n *redlocktest.MemNode) { n.SetDropReplies(true) }},
+		{"delayed restart", func(n *redlocktest.MemNode) { n.Restart(3*modelTTL + 100*time.Millisecond) }},
+		{"down", func(n *redlocktest.MemNode) { n.SetDown(true) }},
+		{"frozen", func(n *redlocktest.MemNode) { n.Freeze() }},
+		{"slow past the node timeout", func(n *redlocktest.MemNode) { n.SetSlow(time.Second) }},
+		{"forgot, up at once", func(n *redlocktest.MemNode) { n.Forget() }},
+	}
+	for _, f := range faults {
+		for _, on := range []int{2, 3} { // m3 holds the key, m4 does not
+			t.Run(fmt.Sprintf("%s on m%d", f.name, on+1), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					nodes, mems := redlocktest.NewMemNodes(modelNodes)
+					c, err := redlock.New(nodes, redlock.WithTTL(modelTTL))
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer c.Close()
+					mems[3].SetDown(true)
+					mems[4].SetDown(true)
+					l, err := c.TryLock(t.Context(), "r")
+					if err != nil {
+						t.Fatal(err)
+					}
+					mems[3].SetDown(false)
+					mems[4].SetDown(false)
+					value, _, _ := mems[0].Value(t.Context(), redlock.DefaultKeyPrefix+"r")
+					time.Sleep(modelTTL / 4)
+					f.apply(mems[on])
+					err = l.Extend(t.Context())
+					if on == 3 && err != nil {
+						t.Fatalf("Extend with the fault on a node that holds nothing: %v", err)
+					}
+					if err == nil {
+						left := time.Until(l.Until())
+						var holding []string
+						for _, m := range mems {
+							v, ok, _ := m.Value(t.Context(), redlock.DefaultKeyPrefix+"r")
+							ttl, _, _ := m.TTL(t.Context(), redlock.DefaultKeyPrefix+"r")
+							if ok && v == value && ttl >= left {
+								holding = append(holding, m.String())
+							}
+						}
+						if len(holding) < modelNodes/2+1 {
+							t.Fatalf("Extend succeeded with %v left of the validity, but only %v hold the lock that long", left, holding)
+						}
+					}
+					mems[on].Thaw()
+					mems[on].SetDropReplies(false)
+					mems[on].SetSlow(0)
+					synctest.Wait()
+				})
+			})
+		}
+	}
+}
