@@ -481,7 +481,7 @@ func (c *Client) judgeFacts() *factsVerdict {
 				unsafe = append(unsafe, refused)
 			}
 			if msg := hiddenFacts(name, s); msg != "" && !c.opts.unchecked {
-				unsafe = append(unsafe, invalidf("%s, or accept the node unchecked with WithUncheckedNodes", msg))
+				unsafe = append(unsafe, invalidf("%s, or accept the node unchecked with WithUncheckedNodes (dlm: --unchecked-nodes)", msg))
 			} else if msg != "" {
 				v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
 			}

@@ -37,21 +37,22 @@ const releaseTimeout = 5 * time.Second
 // newLockCmd builds "dlm lock": the distributed flock(1).
 func newLockCmd() *cobra.Command {
 	var (
-		nodes  []string
-		ttl    time.Duration
-		wait   time.Duration
-		grace  time.Duration
-		nodeTO time.Duration
-		maxExt int
-		fence  bool
-		read   bool // --read: a read lock (RLock)
-		write  bool // --write: a write lock (WLock)
-		prefix string
-		tlsf   tlsFiles
-		adapt  string
-		pidns  bool
-		owner  string // --owner (handle.go)
-		own    int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
+		nodes     []string
+		ttl       time.Duration
+		wait      time.Duration
+		grace     time.Duration
+		nodeTO    time.Duration
+		maxExt    int
+		fence     bool
+		read      bool // --read: a read lock (RLock)
+		write     bool // --write: a write lock (WLock)
+		prefix    string
+		tlsf      tlsFiles
+		adapt     string
+		pidns     bool
+		unchecked bool   // --unchecked-nodes
+		owner     string // --owner (handle.go)
+		own       int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
 	)
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
@@ -189,6 +190,9 @@ stay its own, 0 included.`,
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
+			if unchecked {
+				opts = append(opts, redlock.WithUncheckedNodes())
+			}
 			opts = append(opts, ownerOptions(cmd, owner)...)
 			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
@@ -239,6 +243,7 @@ stay its own, 0 included.`,
 	f.StringVar(&adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together, with a /proc of that namespace (ps inside sees the command's processes); false keeps the system's pids and /proc (for pidfiles read outside, ps of other processes) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
+	addUncheckedFlag(cmd, &unchecked)
 	return cmd
 }
 
