@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"dlm/redlock/adapter"
-	"dlm/redlock/rueidis"
 	"dlm/redlock/redlocktest"
+	"dlm/redlock/rueidis"
 )
 
 // The facts a node reads name what the server refused to the node's user,
