@@ -121,8 +121,8 @@ func (c *Client) freshFacts() {
 }
 
 // startReading starts a reading of every node's facts (readFacts) unless
-// one is under way, and returns the channel closed when it ends; nil when
-// the client is closed.
+// one is under way, and returns the channel closed when it is published;
+// nil when the client is closed.
 func (c *Client) startReading() chan struct{} {
 	f := &c.facts
 	f.rmu.Lock()
@@ -137,11 +137,12 @@ func (c *Client) startReading() chan struct{} {
 	f.reading = done
 	go func() {
 		defer c.bg.Done()
-		c.readFacts()
-		f.rmu.Lock()
-		f.reading = nil
-		f.rmu.Unlock()
-		close(done)
+		c.readFacts(func() {
+			f.rmu.Lock()
+			f.reading = nil
+			f.rmu.Unlock()
+			close(done)
+		})
 	}()
 	return done
 }
@@ -151,9 +152,12 @@ func (c *Client) startReading() chan struct{} {
 // replicaCheckTimeout) and by Close: each FactsNode's Connect, which
 // connects a node that is not connected and reads again on the live
 // connections what a running server can change (its replication, its
-// settings), and each cluster node's replicas (adapter.ClusterNode); then
-// it judges them. A node that does not answer keeps its facts.
-func (c *Client) readFacts() {
+// settings), and each cluster node's replicas (adapter.ClusterNode). It
+// judges them and publishes the reading (published) once every node
+// answered, or checkWait passed: a node that answers later (a frozen
+// one) keeps its earlier facts until then, is judged when it answers,
+// and holds up neither the locks nor the next reading.
+func (c *Client) readFacts(published func()) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.opts.nodeTimeout, replicaCheckTimeout))
 	defer cancel()
@@ -165,8 +169,8 @@ func (c *Client) readFacts() {
 		}
 	}()
 	f := &c.facts
-	reps := make([][]adapter.Replica, len(c.nodes))
-	got := make([]bool, len(c.nodes))
+	answers := make(chan struct{}, len(c.nodes)) // never blocks a straggler
+	pending := 0
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
 		fn := f.nodes[i]
@@ -175,30 +179,46 @@ func (c *Client) readFacts() {
 		if fn == nil && !cluster {
 			continue
 		}
+		pending++
 		wg.Go(func() {
+			defer func() { answers <- struct{}{} }()
 			if fn != nil {
 				_ = fn.Connect(ctx)
 			}
-			if cluster {
-				if r, err := cn.Replicas(ctx); err == nil {
-					reps[i], got[i] = r, true
-				}
+			if !cluster {
+				return
 			}
+			r, err := cn.Replicas(ctx)
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			if f.replicas == nil {
+				f.replicas = make([][]adapter.Replica, len(c.nodes))
+			}
+			f.replicas[i] = r
+			f.mu.Unlock()
 		})
 	}
-	wg.Wait()
-	f.mu.Lock()
-	if f.replicas == nil {
-		f.replicas = make([][]adapter.Replica, len(c.nodes))
-	}
-	for i, ok := range got {
-		if ok {
-			f.replicas[i] = reps[i]
+	t := time.NewTimer(c.checkWait())
+	defer t.Stop()
+wait:
+	for ; pending > 0; pending-- {
+		select {
+		case <-answers:
+		case <-t.C:
+			break wait
+		case <-ctx.Done():
+			break wait
 		}
 	}
-	f.mu.Unlock()
 	f.readAt.Store(&start)
 	c.judgeFacts()
+	published()
+	if pending > 0 {
+		wg.Wait() // the stragglers: judged as they answered
+		c.judgeFacts()
+	}
 }
 
 // factsVerdict is the client's judgement of its nodes' facts, at the
