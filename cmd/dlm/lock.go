@@ -37,23 +37,23 @@ const releaseTimeout = 5 * time.Second
 // newLockCmd builds "dlm lock": the distributed flock(1).
 func newLockCmd() *cobra.Command {
 	var (
-		nodes     []string
-		ttl       time.Duration
-		wait      time.Duration
-		grace     time.Duration
-		nodeTO    time.Duration
-		maxExt    int
-		fence     bool
-		read      bool // --read: a read lock (RLock)
-		write     bool // --write: a write lock (WLock)
-		prefix    string
-		tlsf      tlsFiles
-		adapt     string
-		pidns     bool
-		unchecked bool   // --unchecked-nodes
-		owner     string // --owner (handle.go)
-		own       int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
+		nodes  []string
+		ttl    time.Duration
+		wait   time.Duration
+		grace  time.Duration
+		nodeTO time.Duration
+		maxExt int
+		fence  bool
+		read   bool // --read: a read lock (RLock)
+		write  bool // --write: a write lock (WLock)
+		prefix string
+		tlsf   tlsFiles
+		adapt  string
+		pidns  bool
+		owner  string // --owner (handle.go)
+		own    int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
 	)
+	var unchecked bool // --unchecked-nodes
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding a distributed lock on RESOURCE",

@@ -156,11 +156,12 @@ func refuseAliases(ctx context.Context, urls []string, t tlsFiles, timeout time.
 // nodeFlags are the node flags of the commands that dial a lock client
 // (acquire, extend, release, elect, leader).
 type nodeFlags struct {
-	nodes     []string
-	nodeTO    time.Duration
-	prefix    string
-	tlsf      tlsFiles
-	adapt     string
+	nodes  []string
+	nodeTO time.Duration
+	prefix string
+	tlsf   tlsFiles
+	adapt  string
+
 	unchecked bool // --unchecked-nodes
 }
 
