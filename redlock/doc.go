@@ -33,9 +33,13 @@
 // checked by the protected store makes that safe too. What the client can
 // check of these itself, it checks before it relies on the nodes: each
 // connection reads its server's run id, advertised max ttl (`dlm node
-// --max-ttl`) and persistence, and every lock whose ttl is over a node's max
-// ttl, or over two nodes that are one server, is refused with ErrInvalid,
-// without a request (Client.CheckNodes lists what was read, and warns). The
+// --max-ttl`), persistence and replicas (read again every 2 s while the
+// client locks), and every lock over two nodes that are one server is
+// refused with ErrInvalid, without a request; a node whose max ttl is under
+// the lock's ttl, that has a replica, or whose user may not read these
+// facts (WithUncheckedNodes) is counted as a failed node, and the lock
+// refused with ErrInvalid when the other nodes cannot make a quorum
+// (Client.CheckNodes lists what was read, and warns). The
 // argument for each
 // guarantee, and for every feature below, is in the repository's
 // docs/design.md; docs/guarantees.md shows what the safety checker measured
@@ -63,8 +67,9 @@
 //     keys on such a node carry hash tags, so every step on a resource runs
 //     on one master, and those on the plain nodes of the same list do not
 //     (unless WithHashTags): a cluster node in the list leaves the other
-//     nodes' keys as they were. New refuses a cluster node with a replica that may
-//     promote itself (ErrPromotableReplica); failovers are made by hand,
+//     nodes' keys as they were. New refuses a cluster node with a replica
+//     that may promote itself (ErrPromotableReplica), and a running client
+//     counts it as failed from then on; failovers are made by hand,
 //     after the ttl (docs/operations.md).
 //   - WithObserver, WithLogger: every attempt, extension and end of a lock.
 //

@@ -306,6 +306,14 @@ func (c *Client) send(fans ...*fan) {
 		async = async && f.async()
 	}
 	for i := range c.nodes {
+		fans := fans
+		if c.facts.out() {
+			// A node the client refuses is counted as failed for the
+			// requests that would grant on it (nodecheck.go).
+			if fans = c.countOut(i, fans); len(fans) == 0 {
+				continue
+			}
+		}
 		switch {
 		case async && len(fans) == 1:
 			cl := fans[0].call(i)

@@ -121,8 +121,8 @@ func (c *Client) freshFacts() {
 }
 
 // startReading starts a reading of every node's facts (readFacts) unless
-// one is under way, and returns the channel closed when it ends; nil when
-// the client is closed.
+// one is under way, and returns the channel closed when it is published;
+// nil when the client is closed.
 func (c *Client) startReading() chan struct{} {
 	f := &c.facts
 	f.rmu.Lock()
@@ -137,11 +137,12 @@ func (c *Client) startReading() chan struct{} {
 	f.reading = done
 	go func() {
 		defer c.bg.Done()
-		c.readFacts()
-		f.rmu.Lock()
-		f.reading = nil
-		f.rmu.Unlock()
-		close(done)
+		c.readFacts(func() {
+			f.rmu.Lock()
+			f.reading = nil
+			f.rmu.Unlock()
+			close(done)
+		})
 	}()
 	return done
 }
@@ -151,9 +152,12 @@ func (c *Client) startReading() chan struct{} {
 // replicaCheckTimeout) and by Close: each FactsNode's Connect, which
 // connects a node that is not connected and reads again on the live
 // connections what a running server can change (its replication, its
-// settings), and each cluster node's replicas (adapter.ClusterNode); then
-// it judges them. A node that does not answer keeps its facts.
-func (c *Client) readFacts() {
+// settings), and each cluster node's replicas (adapter.ClusterNode). It
+// judges them and publishes the reading (published) once every node
+// answered, or checkWait passed: a node that answers later (a frozen
+// one) keeps its earlier facts until then, is judged when it answers,
+// and holds up neither the locks nor the next reading.
+func (c *Client) readFacts(published func()) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.opts.nodeTimeout, replicaCheckTimeout))
 	defer cancel()
@@ -165,8 +169,8 @@ func (c *Client) readFacts() {
 		}
 	}()
 	f := &c.facts
-	reps := make([][]adapter.Replica, len(c.nodes))
-	got := make([]bool, len(c.nodes))
+	answers := make(chan struct{}, len(c.nodes)) // never blocks a straggler
+	pending := 0
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
 		fn := f.nodes[i]
@@ -175,30 +179,46 @@ func (c *Client) readFacts() {
 		if fn == nil && !cluster {
 			continue
 		}
+		pending++
 		wg.Go(func() {
+			defer func() { answers <- struct{}{} }()
 			if fn != nil {
 				_ = fn.Connect(ctx)
 			}
-			if cluster {
-				if r, err := cn.Replicas(ctx); err == nil {
-					reps[i], got[i] = r, true
-				}
+			if !cluster {
+				return
 			}
+			r, err := cn.Replicas(ctx)
+			if err != nil {
+				return
+			}
+			f.mu.Lock()
+			if f.replicas == nil {
+				f.replicas = make([][]adapter.Replica, len(c.nodes))
+			}
+			f.replicas[i] = r
+			f.mu.Unlock()
 		})
 	}
-	wg.Wait()
-	f.mu.Lock()
-	if f.replicas == nil {
-		f.replicas = make([][]adapter.Replica, len(c.nodes))
-	}
-	for i, ok := range got {
-		if ok {
-			f.replicas[i] = reps[i]
+	t := time.NewTimer(c.checkWait())
+	defer t.Stop()
+wait:
+	for ; pending > 0; pending-- {
+		select {
+		case <-answers:
+		case <-t.C:
+			break wait
+		case <-ctx.Done():
+			break wait
 		}
 	}
-	f.mu.Unlock()
 	f.readAt.Store(&start)
 	c.judgeFacts()
+	published()
+	if pending > 0 {
+		wg.Wait() // the stragglers: judged as they answered
+		c.judgeFacts()
+	}
 }
 
 // factsVerdict is the client's judgement of its nodes' facts, at the
@@ -211,6 +231,87 @@ type factsVerdict struct {
 	unsafe   error         // servers that cannot keep a lock (serverRefusal)
 	warnings []NodeWarning // every warning the facts give now
 	unknown  int           // FactsNodes that have read no facts yet
+	// By node: why the client refuses it (unsafe's part), and the
+	// smallest max ttl its servers advertise (0: none), with the
+	// server's name. A lock counts such a node as failed (countedOut)
+	// while the others can make a quorum.
+	nodeErr  []error
+	nodeMax  []time.Duration
+	nodeName []string
+	out      bool // some node has a nodeErr or a nodeMax
+}
+
+// refuses is why the client refuses node i for a lock of ttl (0: any
+// ttl), nil when it does not.
+func (v *factsVerdict) refuses(i int, ttl time.Duration) error {
+	if v.nodeErr[i] != nil {
+		return v.nodeErr[i]
+	}
+	if m := v.nodeMax[i]; m > 0 && ttl > m {
+		return overMaxTTL(ttl, m, v.nodeName[i])
+	}
+	return nil
+}
+
+// grants reports whether op can grant a lock on a node, or keep one
+// (extensions): the requests that a node the client refuses is counted
+// out of. Releases and the rest still reach it.
+func grants(op adapter.Op) bool {
+	switch op {
+	case adapter.OpAcquire, adapter.OpExtend, adapter.OpTransfer, adapter.OpAcquireAll, adapter.OpExtendAll,
+		adapter.OpRAcquire, adapter.OpRExtend, adapter.OpWAcquire:
+		return true
+	}
+	return false
+}
+
+// out reports whether the client refuses some node for some lock
+// (countedOut), with one atomic load.
+func (f *nodeFacts) out() bool {
+	v := f.verdict.Load()
+	return v != nil && v.out
+}
+
+// countOut answers the fans whose request node i is counted out of
+// (countedOut) with the refusal, without sending it, and returns the
+// others (fans itself when none is).
+func (c *Client) countOut(i int, fans []*fan) []*fan {
+	var out []bool
+	for k, f := range fans {
+		if c.countedOut(i, f.req) != nil {
+			if out == nil {
+				out = make([]bool, len(fans))
+			}
+			out[k] = true
+		}
+	}
+	if out == nil {
+		return fans
+	}
+	live := make([]*fan, 0, len(fans))
+	for k, f := range fans {
+		if out[k] {
+			f.Receive(i, false, c.countedOut(i, f.req))
+			continue
+		}
+		live = append(live, f)
+	}
+	return live
+}
+
+// countedOut is why node i is counted as failed for req without being
+// sent it (Client.send), nil when req goes to it: a request that grants
+// (grants) on a node the client refuses (a replica attached, a max ttl
+// below req's ttl, facts it hides), while the other nodes can still make
+// a quorum (checkAdvertised refuses the lock otherwise). The quorum is
+// still of every node, so no two clients' grants can both count on
+// another node because of it.
+func (c *Client) countedOut(i int, req adapter.Request) error {
+	v := c.facts.verdict.Load()
+	if v == nil || !v.out || !grants(req.Op) {
+		return nil
+	}
+	return v.refuses(i, req.TTL)
 }
 
 // CheckNodes connects every node that is not connected (bounded by four
@@ -227,16 +328,20 @@ type factsVerdict struct {
 //     persistence, such a node restarts once its max ttl has passed, while
 //     a longer lock it forgot may still be valid.
 //
-// Each lock is refused the same way (with ErrInvalid, before any request)
-// while a node advertises a max ttl below the lock's ttl, or two nodes
-// are one server. A node reads its servers' facts again on every new
+// Each lock checks the same without a request: while two nodes are one
+// server it is refused (ErrInvalid); a node that advertises a max ttl
+// below the lock's ttl, or that the client refuses for what follows, is
+// counted as a failed node (not asked to grant; its refusal in the
+// AcquireError and, once, a NodeWarning), and the lock is refused with
+// ErrInvalid, before any request, when such nodes leave fewer than a
+// quorum. A node reads its servers' facts again on every new
 // connection, so after a restart, and the client makes its nodes read
 // again, every 2 s while it locks, what a running server can change (its
 // replicas, its settings; a cluster node's replicas): a lock that begins
 // 2 s after such a change, plus one reading's round trip, is checked
 // against it (factsRefresh).
 //
-// It also refuses, each lock too, a node that is a replica, a plain master
+// It also refuses, so, a node that is a replica, a plain master
 // with replicas (unless WithPromotableReplicas: a replica promoted by
 // Sentinel or by hand can lack the last lock keys) and a server that
 // evicts keys under memory pressure (maxmemory with an allkeys-* or
@@ -415,6 +520,32 @@ func (c *Client) checkAdvertised(ttl time.Duration) error {
 	if v.dup != nil {
 		return v.dup
 	}
+	if v.unsafe == nil && (v.maxTTL == 0 || ttl <= v.maxTTL) {
+		return nil
+	}
+	out := 0
+	for i := range c.nodes {
+		if v.refuses(i, ttl) != nil {
+			out++
+		}
+	}
+	if out <= len(c.nodes)-c.quorum {
+		return nil // counted as failed nodes (countedOut)
+	}
+	if v.unsafe != nil {
+		return v.unsafe
+	}
+	return overMaxTTL(ttl, v.maxTTL, v.maxNode)
+}
+
+// checkAdvertisedAll is checkAdvertised with every refused node refusing
+// the lock, for checkGranted: a node whose facts were unknown when the
+// lock's attempt was sent was not counted out, and may have granted it.
+func (c *Client) checkAdvertisedAll(ttl time.Duration) error {
+	if err := c.checkAdvertised(ttl); err != nil {
+		return err
+	}
+	v := c.facts.verdict.Load()
 	if v.unsafe != nil {
 		return v.unsafe
 	}
@@ -434,7 +565,7 @@ func (c *Client) checkGranted(ttl time.Duration) error {
 	if v := c.facts.verdict.Load(); v != nil && v.unknown == 0 {
 		return nil
 	}
-	return c.checkAdvertised(ttl)
+	return c.checkAdvertisedAll(ttl)
 }
 
 // judgeFacts judges the nodes' facts as they are now, publishes the
@@ -443,62 +574,20 @@ func (c *Client) judgeFacts() *factsVerdict {
 	f := &c.facts
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	v := &factsVerdict{versions: make([]uint64, len(c.nodes))}
-	type where struct {
-		node   int
-		server string
-	}
+	n := len(c.nodes)
+	v := &factsVerdict{versions: make([]uint64, n), nodeErr: make([]error, n), nodeMax: make([]time.Duration, n), nodeName: make([]string, n)}
 	seen := map[string]where{}
 	var unsafe []error
 	for i, fn := range f.nodes {
-		cluster := isCluster(c.nodes[i])
-		if cluster && !c.opts.promotable && f.replicas != nil {
-			// Its replicas as the last reading saw them (New refused
-			// those it saw).
-			if err := promotableError(c.names[i], f.replicas[i]); err != nil {
-				unsafe = append(unsafe, err)
-			}
+		from := len(unsafe) // node i's refusals: unsafe[from:]
+		c.judgeNode(i, fn, v, seen, &unsafe)
+		if len(unsafe) > from {
+			v.nodeErr[i] = errors.Join(unsafe[from:]...)
+			v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: fmt.Sprintf(
+				"node %s is counted as a failed node by every lock (refused while the other nodes make a quorum without it): %s",
+				c.names[i], strings.ReplaceAll(strings.TrimPrefix(v.nodeErr[i].Error(), ErrInvalid.Error()+": "), "\n", "; "))})
 		}
-		if fn == nil {
-			continue
-		}
-		servers, ver := fn.Facts()
-		v.versions[i] = ver
-		if ver == 0 {
-			v.unknown++
-		}
-		for _, s := range servers {
-			name := serverName(c.names[i], s)
-			if s.RunID != "" {
-				if w, dup := seen[s.RunID]; dup && w.node != i && v.dup == nil {
-					v.dup = invalidf("nodes %s and %s are one server (run id %s): it would count twice toward the quorum; give each node its own redis-server", w.server, name, s.RunID)
-				} else if !dup {
-					seen[s.RunID] = where{i, name}
-				}
-			}
-			refused := c.serverRefusal(i, name, s)
-			if refused != nil {
-				unsafe = append(unsafe, refused)
-			}
-			if msg := hiddenFacts(name, s); msg != "" && !c.opts.unchecked {
-				unsafe = append(unsafe, invalidf("%s, or accept the node unchecked with WithUncheckedNodes", msg))
-			} else if msg != "" {
-				v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
-			}
-			if s.MaxTTL > 0 && (v.maxTTL == 0 || s.MaxTTL < v.maxTTL) {
-				v.maxTTL, v.maxNode = s.MaxTTL, name
-			}
-			// What is refused is not warned of too: the warning is for
-			// replicas accepted with WithPromotableReplicas.
-			if msg := replicationWarning(name, s); msg != "" && !cluster && refused == nil {
-				v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
-			}
-			if c.opts.fencing {
-				if msg := persistenceWarning(name, s); msg != "" {
-					v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
-				}
-			}
-		}
+		v.out = v.out || v.nodeErr[i] != nil || v.nodeMax[i] > 0
 	}
 	v.unsafe = errors.Join(unsafe...)
 	if len(c.nodes)%2 == 0 {
@@ -522,6 +611,70 @@ func (c *Client) judgeFacts() *factsVerdict {
 		}
 	}
 	return v
+}
+
+// judgeNode judges node i's facts (fn nil: it tells none) into v, its
+// refusals appended to unsafe; seen is the run ids of the servers judged
+// before, for one server given twice. Under c.facts.mu (judgeFacts).
+func (c *Client) judgeNode(i int, fn adapter.FactsNode, v *factsVerdict, seen map[string]where, unsafe *[]error) {
+	f := &c.facts
+	cluster := isCluster(c.nodes[i])
+	if cluster && !c.opts.promotable && f.replicas != nil {
+		// Its replicas as the last reading saw them (New refused
+		// those it saw).
+		if err := promotableError(c.names[i], f.replicas[i]); err != nil {
+			*unsafe = append(*unsafe, err)
+		}
+	}
+	if fn == nil {
+		return
+	}
+	servers, ver := fn.Facts()
+	v.versions[i] = ver
+	if ver == 0 {
+		v.unknown++
+	}
+	for _, s := range servers {
+		name := serverName(c.names[i], s)
+		if s.RunID != "" {
+			if w, dup := seen[s.RunID]; dup && w.node != i && v.dup == nil {
+				v.dup = invalidf("nodes %s and %s are one server (run id %s): it would count twice toward the quorum; give each node its own redis-server", w.server, name, s.RunID)
+			} else if !dup {
+				seen[s.RunID] = where{i, name}
+			}
+		}
+		refused := c.serverRefusal(i, name, s)
+		if refused != nil {
+			*unsafe = append(*unsafe, refused)
+		}
+		if msg := hiddenFacts(name, s); msg != "" && !c.opts.unchecked {
+			*unsafe = append(*unsafe, invalidf("%s, or accept the node unchecked with WithUncheckedNodes (dlm: --unchecked-nodes)", msg))
+		} else if msg != "" {
+			v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
+		}
+		if s.MaxTTL > 0 && (v.maxTTL == 0 || s.MaxTTL < v.maxTTL) {
+			v.maxTTL, v.maxNode = s.MaxTTL, name
+		}
+		if s.MaxTTL > 0 && (v.nodeMax[i] == 0 || s.MaxTTL < v.nodeMax[i]) {
+			v.nodeMax[i], v.nodeName[i] = s.MaxTTL, name
+		}
+		// What is refused is not warned of too: the warning is for
+		// replicas accepted with WithPromotableReplicas.
+		if msg := replicationWarning(name, s); msg != "" && !cluster && refused == nil {
+			v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
+		}
+		if c.opts.fencing {
+			if msg := persistenceWarning(name, s); msg != "" {
+				v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: msg})
+			}
+		}
+	}
+}
+
+// where is a server judged, by its run id (judgeNode).
+type where struct {
+	node   int
+	server string
 }
 
 // serverRefusal is why server s (named name) of node i cannot keep a
@@ -569,9 +722,9 @@ func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
 // count twice toward the quorum), a ttl over its advertised max ttl,
 // replicas that may be promoted, an eviction policy, and the reconnect
 // fence (a request left on a connection given up running after the next
-// connection's) go unseen. Default off: every lock is refused while a
-// node refuses them, with ErrInvalid, naming what it refused and the
-// permissions to grant.
+// connection's) go unseen. Default off: such a node is refused (counted
+// as a failed node, or every lock refused with ErrInvalid when that
+// leaves no quorum), naming what it refused and the permissions to grant.
 func WithUncheckedNodes() Option {
 	return clientOption(func(o *clientOptions) { o.unchecked = true })
 }

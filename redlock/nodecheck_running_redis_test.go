@@ -91,11 +91,14 @@ func refusedWithin(t *testing.T, c *redlock.Client, resource string, want error)
 
 // The same for a plain master that gets a replica attached (REPLICAOF on
 // another server) while the client's connections live: the replica count
-// is read again on the live connections. Real servers, both adapters.
+// is read again on the live connections, and the node, one of three, is
+// counted as a failed node by the locks that begin after (the other two
+// grant them), and named to the observers. Real servers, both adapters.
 func TestRunningClientRefusesReplicaAttached(t *testing.T) {
 	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 3)
-		c := dial(t, a, cl)
+		var w warnings
+		c := dial(t, a, cl, redlock.WithObserver(&w))
 		l, err := c.TryLock(t.Context(), "plain")
 		if err != nil {
 			t.Fatal(err)
@@ -106,7 +109,28 @@ func TestRunningClientRefusesReplicaAttached(t *testing.T) {
 		redlocktest.Eventually(t, 30*time.Second, func() bool {
 			return strings.Contains(m.Client().Info(context.Background(), "replication").Val(), "connected_slaves:1")
 		}, "the replica never connected")
-		refusedWithin(t, c, "plain", redlock.ErrPromotableReplica)
+		start := time.Now()
+		for {
+			l, err := c.TryLock(t.Context(), "plain")
+			if err != nil {
+				t.Fatalf("TryLock with one node of three refused: %v, want it granted by the other two", err)
+			}
+			vals := cl.MustValues("dlm:lock:plain")
+			_ = l.Unlock(t.Context())
+			if vals[0] == "" && vals[1] != "" && vals[2] != "" {
+				break // counted out
+			}
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("the running client still locks on the master with a replica 30s after it was attached (values %q)", vals)
+			}
+			time.Sleep(100 * time.Millisecond) // polling: the reading is the client's, every 2 s
+		}
+		t.Logf("counted out after %v", time.Since(start).Round(time.Millisecond))
+		if got := strings.Join(w.messages(), "\n"); !strings.Contains(got, "node "+m.Addr()+" is counted as a failed node") || !strings.Contains(got, "1 replica(s)") {
+			t.Errorf("warnings %q do not name %s, counted as failed for its replica", got, m.Addr())
+		}
+		// Alone, it is refused.
+		refusedWithin(t, dialURLs(t, a, cl.URLs()[:1], redlock.WithNodeTimeout(time.Second)), "plain", redlock.ErrPromotableReplica)
 	})
 }
 

@@ -124,26 +124,33 @@ func TestLockChecksNodeFacts(t *testing.T) {
 		ttl      time.Duration
 		refused  string // in the error; "" when the lock is granted
 		warnings []string
+		out      int // 1 + the node counted as failed (granted without it); 0: none
 	}{
 		{"within the max ttl", []adapter.Facts{facts("a", 40*time.Second, durable), facts("b", 0, durable), facts("c", 0, durable)},
-			nil, 30 * time.Second, "", nil},
+			nil, 30 * time.Second, "", nil, 0},
+		// One node refused of three: counted as failed, the other two
+		// make the quorum.
 		{"over one node's max ttl", []adapter.Facts{facts("a", 0, durable), facts("b", 40*time.Second, durable), facts("c", time.Minute, durable)},
-			nil, 50 * time.Second, "ttl 50s is over the max ttl 40s that node m2 advertises", nil},
+			nil, 50 * time.Second, "", nil, 2},
+		{"over two nodes' max ttls", []adapter.Facts{facts("a", 0, durable), facts("b", 40*time.Second, durable), facts("c", time.Minute, durable)},
+			nil, 70 * time.Second, "ttl 1m10s is over the max ttl 40s that node m2 advertises", nil, 0},
 		{"one server twice", []adapter.Facts{facts("a", 0, durable), facts("a", 0, durable), facts("c", 0, durable)},
-			nil, time.Second, "nodes m1 and m2 are one server", nil},
+			nil, time.Second, "nodes m1 and m2 are one server", nil, 0},
 		{"fencing over a node that forgets", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true}), facts("b", 0, durable), facts("c", 0, durable)},
-			[]redlock.Option{redlock.WithFencing()}, time.Second, "", []string{"node m1 keeps no keys across a restart (appendonly no, no RDB snapshots)"}},
+			[]redlock.Option{redlock.WithFencing()}, time.Second, "", []string{"node m1 keeps no keys across a restart (appendonly no, no RDB snapshots)"}, 0},
 		{"fencing over nodes that keep an older copy", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true, AppendOnly: true}), facts("b", 0, adapter.Facts{PersistenceKnown: true, Snapshots: true}), facts("c", 0, durable)},
-			[]redlock.Option{redlock.WithFencing()}, time.Second, "", []string{"node m1 can come back from a crash with an older copy of its keys (appendfsync not always)", "node m2 can come back from a crash with an older copy of its keys (appendonly no, RDB snapshots)"}},
+			[]redlock.Option{redlock.WithFencing()}, time.Second, "", []string{"node m1 can come back from a crash with an older copy of its keys (appendfsync not always)", "node m2 can come back from a crash with an older copy of its keys (appendonly no, RDB snapshots)"}, 0},
 		{"no fencing: no persistence warning", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true, AppendOnly: true}), facts("b", 0, durable), facts("c", 0, durable)},
-			nil, time.Second, "", nil},
-		{"even number", []adapter.Facts{{}, {}, {}, {}}, nil, time.Second, "", []string{"4 nodes: an even number"}},
+			nil, time.Second, "", nil, 0},
+		{"even number", []adapter.Facts{{}, {}, {}, {}}, nil, time.Second, "", []string{"4 nodes: an even number"}, 0},
 		{"replicas, accepted", []adapter.Facts{facts("a", 0, adapter.Facts{Replicas: 2}), facts("b", 0, durable), facts("c", 0, durable)},
-			[]redlock.Option{redlock.WithPromotableReplicas()}, time.Second, "", []string{"node m1 has 2 replica(s)"}},
+			[]redlock.Option{redlock.WithPromotableReplicas()}, time.Second, "", []string{"node m1 has 2 replica(s)"}, 0},
 		{"replicas", []adapter.Facts{facts("a", 0, adapter.Facts{Replicas: 2}), facts("b", 0, durable), facts("c", 0, durable)},
-			nil, time.Second, "node m1 has 2 replica(s)", nil},
+			nil, time.Second, "", []string{"node m1 is counted as a failed node by every lock (refused while the other nodes make a quorum without it): node m1 has 2 replica(s)"}, 1},
+		{"replicas on two nodes", []adapter.Facts{facts("a", 0, adapter.Facts{Replicas: 2}), facts("b", 0, adapter.Facts{Replicas: 1}), facts("c", 0, durable)},
+			nil, time.Second, "node m1 has 2 replica(s)", []string{"node m1 is counted", "node m2 is counted"}, 0},
 		{"a replica as a node", []adapter.Facts{facts("a", 0, durable), facts("b", 0, adapter.Facts{ReplicaOf: "10.0.0.1:6379"}), facts("c", 0, durable)},
-			[]redlock.Option{redlock.WithPromotableReplicas()}, time.Second, "node m2 is a replica", nil},
+			[]redlock.Option{redlock.WithPromotableReplicas()}, time.Second, "", []string{"node m2 is counted as a failed node by every lock (refused while the other nodes make a quorum without it): node m2 is a replica"}, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,6 +174,11 @@ func TestLockChecksNodeFacts(t *testing.T) {
 				case tt.refused != "" && (!errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), tt.refused)):
 					t.Fatalf("TryLock = %v, %v; want ErrInvalid saying %q", l, err, tt.refused)
 				case err == nil:
+					if tt.out > 0 {
+						if keys, _ := mems[tt.out-1].Keys(t.Context(), ""); len(keys) > 0 {
+							t.Errorf("node m%d, counted as failed, holds keys %q while the lock is held", tt.out, keys)
+						}
+					}
 					_ = l.Unlock(t.Context())
 				}
 			}
@@ -206,10 +218,12 @@ func TestLockReadsChangedFacts(t *testing.T) {
 	if err := lock(); err != nil {
 		t.Fatalf("30s under 40s: %v", err)
 	}
+	mems[1].SetFacts(adapter.Facts{RunID: "m2-again", MaxTTL: 10 * time.Second})
 	mems[2].SetFacts(adapter.Facts{RunID: "m3-again", MaxTTL: 20 * time.Second})
-	if err := lock(); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "node m3 advertises") {
-		t.Fatalf("30s after m3 came back with 20s = %v, want ErrInvalid naming m3", err)
+	if err := lock(); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "node m2 advertises") {
+		t.Fatalf("30s after m2 and m3 came back with 10s and 20s = %v, want ErrInvalid naming m2", err)
 	}
+	mems[1].SetFacts(adapter.Facts{RunID: "m2-third", MaxTTL: time.Minute})
 	mems[2].SetFacts(adapter.Facts{RunID: "m3-third", MaxTTL: time.Minute})
 	if err := lock(); err != nil {
 		t.Fatalf("30s after m3 came back with 1m = %v", err)

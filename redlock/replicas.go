@@ -13,11 +13,12 @@ import (
 
 // ErrPromotableReplica is wrapped (with ErrInvalid) by the error of New
 // when a node that is a Redis Cluster has a replica that may promote itself
-// (cluster-replica-no-failover not set on it), and by the error of every
-// lock and extension while such a cluster node, or a node that is a plain
-// master with a replica (which Sentinel or an operator may promote, with
-// the same loss), is in the client: a running client reads its nodes'
-// replicas again every 2 s while it locks (see CheckNodes).
+// (cluster-replica-no-failover not set on it); a running client, which
+// reads its nodes' replicas again every 2 s while it locks, counts such a
+// cluster node, and a node that is a plain master with a replica (which
+// Sentinel or an operator may promote, with the same loss), as a failed
+// node, and its error wraps ErrPromotableReplica for every lock and
+// extension when that leaves no quorum (see CheckNodes).
 //
 // Why such a replica is refused, whatever cluster-node-timeout says:
 // replication is asynchronous, so a replica holds the master's lock keys

@@ -115,6 +115,29 @@ func TestDoctorNamesWhatTheACLHides(t *testing.T) {
 	}
 }
 
+// dlm lock over the same user is refused (exit 64), naming what the node
+// refuses, the grant and --unchecked-nodes; with --unchecked-nodes it runs
+// the command. Before, it ran unchecked without a word.
+func TestLockRefusesNodesThatHideFacts(t *testing.T) {
+	t.Parallel()
+	s := redlocktest.StartServer(t)
+	if err := s.Client().Do(t.Context(), "ACL", "SETUSER", "app", "on", ">acl-secret-pw", "~*", "&*", "+@all", "-@dangerous").Err(); err != nil {
+		t.Fatal(err)
+	}
+	url := "redis://app:acl-secret-pw@" + s.Addr()
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", url, "r", "--", "true")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "refuses INFO") || !strings.Contains(r.stderr, "+info") || !strings.Contains(r.stderr, "--unchecked-nodes") {
+		t.Errorf("dlm lock over a user without INFO: exit %d, stderr %q; want %d naming INFO, +info and --unchecked-nodes", r.code, r.stderr, exitUsage)
+	}
+	r = runDLM(t, 30*time.Second, nil, "lock", "--unchecked-nodes", "--nodes", url, "r", "--", "true")
+	if r.code != 0 {
+		t.Errorf("dlm lock --unchecked-nodes: exit %d, stderr %q; want 0", r.code, r.stderr)
+	}
+	if strings.Contains(r.stdout+r.stderr, "acl-secret-pw") {
+		t.Errorf("dlm lock printed the password: %s%s", r.stdout, r.stderr)
+	}
+}
+
 // TestDoctor runs dlm doctor against real redis-servers: a master with a
 // replica (both flagged, R2) and an allkeys-lru node (R13); it exits 1.
 func TestDoctor(t *testing.T) {

@@ -54,6 +54,7 @@ func newLockCmd() *cobra.Command {
 		own    int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
 		tags   bool   // --hash-tags
 	)
+	var unchecked bool // --unchecked-nodes
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding a distributed lock on RESOURCE",
@@ -190,6 +191,9 @@ stay its own, 0 included.`,
 			if fence {
 				opts = append(opts, redlock.WithFencing())
 			}
+			if unchecked {
+				opts = append(opts, redlock.WithUncheckedNodes())
+			}
 			opts = append(append(opts, ownerOptions(cmd, owner)...), hashTagsOptions(tags)...)
 			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
@@ -241,6 +245,7 @@ stay its own, 0 included.`,
 	addHashTagsFlag(cmd, &tags)
 	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together, with a /proc of that namespace (ps inside sees the command's processes); false keeps the system's pids and /proc (for pidfiles read outside, ps of other processes) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
+	addUncheckedFlag(cmd, &unchecked)
 	return cmd
 }
 

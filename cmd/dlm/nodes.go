@@ -162,6 +162,14 @@ type nodeFlags struct {
 	tlsf   tlsFiles
 	adapt  string
 	tags   bool // --hash-tags
+	// unchecked: --unchecked-nodes
+	unchecked bool
+}
+
+// addUncheckedFlag adds --unchecked-nodes to cmd, filling dst.
+func addUncheckedFlag(cmd *cobra.Command, dst *bool) {
+	cmd.Flags().BoolVar(dst, "unchecked-nodes", false,
+		"accept nodes whose ACL user may not run INFO, CONFIG GET, CLIENT KILL or read dlm:node:max-ttl (or a service that disables CONFIG), with a warning: their replicas, eviction policy, advertised max ttl, one server given twice and the reconnect fence then go unchecked (default: such nodes are refused; dlm doctor names what to grant)")
 }
 
 // add adds the flags to cmd, with prefixHelp as --key-prefix's help.
@@ -173,6 +181,7 @@ func (nf *nodeFlags) add(cmd *cobra.Command, prefixHelp string) {
 	f.StringVar(&nf.adapt, "adapter", defaultAdapter, "Redis client adapter: "+strings.Join(adapterNames(), " or "))
 	addTLSFlags(cmd, &nf.tlsf)
 	addHashTagsFlag(cmd, &nf.tags)
+	addUncheckedFlag(cmd, &nf.unchecked)
 }
 
 // client checks the nodes and dials a lock client over them with opts and
@@ -189,5 +198,8 @@ func (nf *nodeFlags) client(ctx context.Context, ttl time.Duration, opts ...redl
 		return nil, nil, err
 	}
 	opts = append(append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(nf.prefix), redlock.WithNodeTimeout(nf.nodeTO)}, hashTagsOptions(nf.tags)...), opts...)
+	if nf.unchecked {
+		opts = append(opts, redlock.WithUncheckedNodes())
+	}
 	return dial(nf.adapt, urls, nf.tlsf, closeGrace(nf.nodeTO), opts...)
 }
