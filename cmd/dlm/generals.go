@@ -332,7 +332,14 @@ func newGeneralsServeCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return tcp.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			err := tcp.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			if err != nil && cmd.Context().Err() != nil {
+				// Ctrl-C reached every general's process as well as the
+				// coordinator's, which shares this stderr and says once
+				// that the run stopped.
+				return withCode(exitCouldNotRun, nil)
+			}
+			return err
 		},
 	}
 }
