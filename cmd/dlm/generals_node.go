@@ -298,6 +298,12 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 	}
 	addGeneralsRunFlags(cmd, &f)
 	fl := cmd.Flags()
+	if seq := fl.Lookup("seq"); seq != nil {
+		// A node's sequence number has no fixed default: it comes from
+		// --start unless given.
+		seq.DefValue = "0"
+		seq.Usage = "sequence number bound into the run id (signed into every message and handshake), so that an old run's messages cannot be replayed; without --seq it is derived from --start, a new one for every start time"
+	}
 	fl.StringVar(&cluster, "cluster", "", "cluster file: {\"generals\":[{\"id\":0,\"addr\":\"host:port\",\"public_key\":\"base64\"},...]}")
 	fl.IntVar(&id, "id", -1, "this general's id in the cluster file")
 	fl.StringVar(&keyPath, "key", "", "this general's key file (dlm generals keygen)")
