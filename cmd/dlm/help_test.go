@@ -101,3 +101,22 @@ func TestDoctorTagsCiteNoRuleNumbers(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeSeqHelpHasNoDefault: dlm generals node derives the sequence
+// number from --start when --seq is not given, so its help shows no
+// default for it (it showed "(default 1)", which no node ever used).
+func TestNodeSeqHelpHasNoDefault(t *testing.T) {
+	code, out, stderr := runGeneralsCLI(t, "node", "--help")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "--seq uint") {
+			if strings.Contains(line, "(default") || !strings.Contains(line, "derived from --start") {
+				t.Errorf("--seq help %q: want no default and the derivation from --start", strings.TrimSpace(line))
+			}
+			return
+		}
+	}
+	t.Errorf("no --seq flag in dlm generals node --help:\n%s", out)
+}
