@@ -38,6 +38,7 @@ type epochFlags struct {
 	id           int
 	keyPath      string
 	start        string
+	anyKeyMode   bool // accept a key file others may read
 	period       time.Duration
 	epochs       int
 	anyAddr      bool
@@ -119,7 +120,8 @@ Exit status:
 	fl.DurationVar(&f.roundTimeout, "round-timeout", time.Second, "bound of one round (message delivery plus clock skew)")
 	fl.StringVar(&f.cluster, "cluster", "", "cluster file: {\"generals\":[{\"id\":0,\"addr\":\"host:port\",\"public_key\":\"base64\"},...]}")
 	fl.IntVar(&f.id, "id", -1, "this general's id in the cluster file")
-	fl.StringVar(&f.keyPath, "key", "", "this general's key file (dlm generals keygen)")
+	fl.StringVar(&f.keyPath, "key", "", "this general's key file (dlm generals keygen); refused when users other than its owner may read or change it")
+	fl.BoolVar(&f.anyKeyMode, "insecure-key-mode", false, "use a --key file that users other than its owner may read or change (refused otherwise, as ssh refuses such a private key)")
 	fl.StringVar(&f.start, "start", "", "start of epoch 0, RFC 3339, the same for every general")
 	fl.DurationVar(&f.period, "period", 0, "time between epoch starts (default (m+4) x --round-timeout)")
 	fl.IntVar(&f.epochs, "epochs", 0, "epochs to run; 0 runs until interrupted")
@@ -218,7 +220,7 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout, 
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	priv, err := readGeneralKey(f.keyPath)
+	priv, err := readGeneralKey(f.keyPath, f.anyKeyMode)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
