@@ -3,6 +3,7 @@ package byzantine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -77,5 +78,27 @@ func TestInteractiveSizeCountsEveryInstance(t *testing.T) {
 		if err != nil && !errors.Is(err, byzantine.ErrTooLarge) {
 			t.Errorf("OM(%d) with %d generals: %v does not wrap ErrTooLarge", tt.m, tt.n, err)
 		}
+	}
+}
+
+// TestStoppedErrorSaysTheStopOnce: the stop of many generals is one
+// error naming ErrStopped and the context's end, followed by each other
+// cause once; what the stop did to each general is not repeated.
+func TestStoppedErrorSaysTheStopOnce(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	other := errors.New("general 2: listen: address already in use")
+	var errs []error
+	for i := range 5 {
+		errs = append(errs, fmt.Errorf("%w: general %d round 1: %w", byzantine.ErrStopped, i, context.Canceled), nil)
+	}
+	errs = append(errs, other, other)
+	err := byzantine.StoppedError(ctx, "general 0", errs...)
+	if !errors.Is(err, byzantine.ErrStopped) || !errors.Is(err, context.Canceled) || !errors.Is(err, other) {
+		t.Errorf("got %v, want ErrStopped, context.Canceled and the other cause", err)
+	}
+	want := "byzantine: run stopped: general 0: context canceled\n" + other.Error()
+	if got := err.Error(); got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -300,7 +300,7 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%w: %w: OM(%d) relays through m levels of distinct lieutenants, so it needs at least m+2 = %d generals (and n >= 3m+1 = %d to be safe), got n = %d: m must be at most n-2, even with AllowUnsafe",
 				ErrInvalidConfig, ErrUnsafe, m, m+2, 3*m+1, n)
 		}
-		return fmt.Errorf("%w: %w: SM(%d) needs n >= m+2 = %d generals, got n = %d (B9: with fewer the problem is vacuous; m must be at most n-2, even with AllowUnsafe)",
+		return fmt.Errorf("%w: %w: SM(%d) needs n >= m+2 = %d generals, got n = %d (with fewer the problem is vacuous: m must be at most n-2, even with AllowUnsafe)",
 			ErrInvalidConfig, ErrUnsafe, m, m+2, n)
 	}
 	// The traitors' ids before their count: a general listed twice is a
@@ -318,9 +318,9 @@ func (c Config) Validate() error {
 	if !c.AllowUnsafe {
 		switch {
 		case c.Algorithm == OM && n < 3*m+1:
-			return unsafe("OM(%d) needs n >= 3m+1 = %d generals, got n = %d (B3: with oral messages more than two thirds must be loyal)", m, 3*m+1, n)
+			return unsafe("OM(%d) needs n >= 3m+1 = %d generals, got n = %d (with oral messages more than two thirds of the generals must be loyal)", m, 3*m+1, n)
 		case c.Algorithm == SM && n < m+2:
-			return unsafe("SM(%d) needs n >= m+2 = %d generals, got n = %d (B9)", m, m+2, n)
+			return unsafe("SM(%d) needs n >= m+2 = %d generals, got n = %d (a commander and m traitors leave at least one loyal lieutenant to agree)", m, m+2, n)
 		case len(c.Faulty) > m:
 			return unsafe("%d traitors but the run tolerates m = %d", len(c.Faulty), m)
 		case c.faultyCount() > m:

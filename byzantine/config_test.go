@@ -32,7 +32,7 @@ func TestValidate(t *testing.T) {
 		{"B9 SM n=3 m=1", config(sm, 3, 1), nil, ""},
 		{"B9 SM n=4 m=2", config(sm, 4, 2), nil, ""},
 		{"B9 SM n=3 m=2 refused", config(sm, 3, 2), byzantine.ErrUnsafe, "n >= m+2 = 4"},
-		{"B9 SM n=3 m=2 refused even unsafe", unsafe(config(sm, 3, 2)), byzantine.ErrUnsafe, "B9"},
+		{"B9 SM n=3 m=2 refused even unsafe", unsafe(config(sm, 3, 2)), byzantine.ErrUnsafe, "m must be at most n-2"},
 		{"more traitors than m", config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: "flip"}, byzantine.Traitor{ID: 2, Strategy: "flip"}), byzantine.ErrUnsafe, "tolerates m = 1"},
 		{"more traitors than m, unsafe", unsafe(config(om, 4, 1, byzantine.Traitor{ID: 1, Strategy: "flip"}, byzantine.Traitor{ID: 2, Strategy: "flip"})), nil, ""},
 		{"unknown algorithm", with(config(om, 4, 1), func(c *byzantine.Config) { c.Algorithm = "paxos" }), byzantine.ErrInvalidConfig, "paxos"},

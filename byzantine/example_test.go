@@ -57,7 +57,7 @@ func ExampleConfig_Validate() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// byzantine: invalid config: byzantine: unsafe config: OM(1) needs n >= 3m+1 = 4 generals, got n = 3 (B3: with oral messages more than two thirds must be loyal); set AllowUnsafe to run it anyway
+	// byzantine: invalid config: byzantine: unsafe config: OM(1) needs n >= 3m+1 = 4 generals, got n = 3 (with oral messages more than two thirds of the generals must be loyal); set AllowUnsafe to run it anyway
 }
 
 func ExampleMajority() {

@@ -133,6 +133,10 @@ func RunInteractiveGeneral(ctx context.Context, ic InteractiveConfig, id ID, key
 		})
 	}
 	wg.Wait()
+	if ctx.Err() != nil && errors.Is(errors.Join(errs...), ErrStopped) {
+		// Every instance stopped for the same reason: say it once.
+		return res, StoppedError(ctx, fmt.Sprintf("general %d", id), errs...)
+	}
 	if err := errors.Join(errs...); err != nil {
 		if errors.Is(err, ErrCrashed) {
 			res.Crashed = true

@@ -97,15 +97,15 @@ func (r RejectReason) Describe() string {
 	case RejectOversized:
 		return "its order or chain is longer than allowed (relays stop after m lieutenants)"
 	case RejectSpoofed:
-		return "the last general on its path is not the one who delivered it (A2: the receiver knows the sender)"
+		return "the last general on its path is not the one who delivered it (the receiver knows who sent what it receives)"
 	case RejectMisaddressed:
 		return "it was addressed to another general"
 	case RejectLate:
-		return "it arrived after its round ended (A3: a missing message is detected by the deadline, and what comes after does not count)"
+		return "it arrived after its round ended (a missing message is known missing at the round's deadline, and what comes after does not count)"
 	case RejectDuplicate:
 		return "the same order along the same path had already been received"
 	case RejectForged:
-		return "a signature of its chain does not verify (A4: a loyal general's signature cannot be forged, and an altered order breaks it)"
+		return "a signature of its chain does not verify (a loyal general's signature cannot be forged, and an altered order breaks it)"
 	case RejectFlood:
 		return "its sender sent this general more signed messages than a loyal general ever does (a lieutenant relays each of at most two orders once), so the rest is not checked"
 	case RejectStale:

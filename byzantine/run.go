@@ -3,6 +3,7 @@ package byzantine
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -297,4 +298,29 @@ func ctxTicker(ctx context.Context) func() bool {
 		}
 		return done
 	}
+}
+
+// StoppedError is the error of a run of several generals (or of one
+// general's several instances) that ctx stopped: ErrStopped and
+// ctx.Err(), said once for all of them (who names them, as "general 3",
+// or is empty), then every distinct error of errs that is not the stop
+// itself (errs that wrap ErrStopped or ctx.Err() are what the stop did
+// to each of them). A stop of n generals reads as one line, not n.
+func StoppedError(ctx context.Context, who string, errs ...error) error {
+	head := fmt.Errorf("%w: %w", ErrStopped, ctx.Err())
+	if who != "" {
+		head = fmt.Errorf("%w: %s: %w", ErrStopped, who, ctx.Err())
+	}
+	out := []error{head}
+	var seen []string
+	for _, err := range errs {
+		if err == nil || errors.Is(err, ErrStopped) || errors.Is(err, ctx.Err()) {
+			continue
+		}
+		if s := err.Error(); !slices.Contains(seen, s) {
+			seen = append(seen, s)
+			out = append(out, err)
+		}
+	}
+	return errors.Join(out...)
 }

@@ -123,6 +123,14 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // crash round, a result marked Crashed and an error wrapping ErrCrashed.
 func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, trace *[]TraceEvent) (GeneralResult, error) {
 	n, m := g.n, g.m
+	// stopped is the error of a run whose context ended in round r; err
+	// is what the endpoint said, kept when it says more than the context.
+	stopped := func(r int, err error) error {
+		if err == nil || errors.Is(err, ctx.Err()) {
+			return fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, ctx.Err())
+		}
+		return fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(ctx.Err(), err))
+	}
 	ended := make([]int, n) // last round each peer finished
 	gone := make([]bool, n)
 	for i := range ended {
@@ -213,6 +221,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			return GeneralResult{ID: g.id, Loyal: g.Loyal(), Strategy: g.strategy, Crashed: true, Stats: g.Stats()},
 				fmt.Errorf("%w: general %d at round %d", ErrCrashed, g.id, r)
 		}
+		if ctx.Err() != nil {
+			// Before Advance, which makes room for everything this round
+			// receives (for OM with many generals, megabytes per
+			// general and instance).
+			return GeneralResult{}, stopped(r, nil)
+		}
 		g.Advance(r)
 		// Sign and send as the messages are made: the first leaves before
 		// the last is signed, so a general with much to send is not silent
@@ -238,11 +252,11 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			}
 		})
 		if sendErr != nil {
-			return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(sendErr, ctx.Err()))
+			return GeneralResult{}, stopped(r, sendErr)
 		}
 		if !mute {
 			if err := ep.EndRound(ctx, r); err != nil && ctx.Err() != nil {
-				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
+				return GeneralResult{}, stopped(r, err)
 			}
 		}
 		deadline := start.Add(time.Duration(r+1) * g.cfg.RoundTimeout)
@@ -327,6 +341,12 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 		rctx, cancel := context.WithDeadline(ctx, deadline)
 		atDeadline := false
 		for !allEnded() {
+			if ctx.Err() != nil {
+				// Events the endpoint already holds are no reason to
+				// go on: the run is over.
+				cancel()
+				return GeneralResult{}, stopped(r, nil)
+			}
 			if len(carry) > 0 {
 				if carry[0].At.After(deadline) {
 					atDeadline = true // a carried event belongs to a later round
@@ -341,7 +361,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			if err != nil {
 				if ctx.Err() != nil {
 					cancel()
-					return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, errors.Join(err, ctx.Err()))
+					return GeneralResult{}, stopped(r, err)
 				}
 				atDeadline = true
 				break
@@ -381,7 +401,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 			carry = keep
 			for range drainLimit(n) {
 				ev, err := takeQueued(ctx, ep)
-				if err != nil {
+				if err != nil || ctx.Err() != nil {
 					break
 				}
 				if ev.At.IsZero() {
@@ -394,7 +414,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				}
 			}
 			if ctx.Err() != nil {
-				return GeneralResult{}, fmt.Errorf("%w: general %d round %d: %w", ErrStopped, g.id, r, ctx.Err())
+				return GeneralResult{}, stopped(r, nil)
 			}
 			if r <= m && pauses.Paused(deadline.Add(-pauseSlack(g.cfg.RoundTimeout)/2), deadline) && !slices.Contains(overran, r) && heldUp(r) {
 				// This general was not running in the last part of the

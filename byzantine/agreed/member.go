@@ -42,8 +42,11 @@ type Report struct {
 	Start time.Time `json:"start"`
 	// General is the reporting general.
 	General byzantine.ID `json:"general"`
-	// Proposal is what it proposed.
+	// Proposal is what it proposed, when Proposed is set: an epoch the
+	// general skipped had no proposal from it.
 	Proposal Proposal `json:"proposal"`
+	// Proposed is set when the general made Proposal and ran the epoch.
+	Proposed bool `json:"proposed"`
 	// Decision is what it decided from its vector (nil when it could not
 	// run the epoch).
 	Decision *Decision `json:"decision,omitempty"`
@@ -128,14 +131,17 @@ var ErrSchedule = errors.New("agreed: bad schedule")
 // Run runs the member on schedule s: for every epoch it waits for the
 // wake-up, proposes, runs the epoch with run, decides, and calls each with
 // the report. An epoch whose start has passed by more than Lead when the
-// member gets to it is skipped with a report saying so. Run returns when
-// s.Epochs epochs are done, when each returns an error, or when ctx ends
-// (with ctx.Err()).
+// member gets to it is skipped with a report saying so. A member that
+// begins after the schedule's start (a general restarted after a crash,
+// given its team's schedule) joins at the first epoch it can still run,
+// JoinsAt(s, now), with the team's numbering; the epochs before it are
+// not reported. Run returns when s.Epochs epochs are done, when each
+// returns an error, or when ctx ends (with ctx.Err()).
 func (mb *Member) Run(ctx context.Context, s Schedule, run RunEpoch, each func(Report) error) error {
 	if s.Period <= 0 || s.Lead <= 0 || s.Lead >= s.Period {
 		return fmt.Errorf("%w: period %v and lead %v: want 0 < lead < period", ErrSchedule, s.Period, s.Lead)
 	}
-	for k := 0; s.Epochs == 0 || k < s.Epochs; k++ {
+	for k := JoinsAt(s, time.Now()); s.Epochs == 0 || k < s.Epochs; k++ {
 		start := s.Start.Add(time.Duration(k) * s.Period)
 		if err := sleepUntil(ctx, start.Add(-s.Lead)); err != nil {
 			return err
@@ -151,7 +157,7 @@ func (mb *Member) Run(ctx context.Context, s Schedule, run RunEpoch, each func(R
 			}
 			continue
 		}
-		rep.Proposal = mb.Propose()
+		rep.Proposal, rep.Proposed = mb.Propose(), true
 		res, err := run(ctx, start, rep.Proposal.Encode())
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -174,6 +180,19 @@ func (mb *Member) Run(ctx context.Context, s Schedule, run RunEpoch, each func(R
 		}
 	}
 	return nil
+}
+
+// JoinsAt returns the first epoch of s a member that begins at now can
+// run: 0 until epoch 0's start is more than s.Lead past, then the first
+// epoch whose start is not (Run skips a later one, as it does an epoch it
+// wakes up too late for). s.Epochs is not looked at: the result may be
+// past the last epoch.
+func JoinsAt(s Schedule, now time.Time) int {
+	late := now.Sub(s.Start) - s.Lead
+	if late <= 0 || s.Period <= 0 {
+		return 0
+	}
+	return int((late + s.Period - 1) / s.Period)
 }
 
 // sleepUntil waits until t or until ctx ends.

@@ -73,11 +73,65 @@ func TestMemberSchedule(t *testing.T) {
 		if reps[3].Error == "" || len(proposals) != 4 {
 			t.Errorf("epoch 3: %+v after an overrun (%d runs), want it skipped", reps[3], len(proposals))
 		}
+		for e, r := range reps {
+			if want := e != 3; r.Proposed != want {
+				t.Errorf("epoch %d: Proposed %v, want %v (an epoch skipped has no proposal)", e, r.Proposed, want)
+			}
+		}
 		if reps[4].Decision == nil || reps[4].Decision.Leader != 0 {
 			t.Errorf("epoch 4: %+v, want a decision with leader 0", reps[4])
 		}
 		if !proposals[0].HasClock || !proposals[0].Candidate {
 			t.Errorf("proposal %+v lacks the clock or the candidacy", proposals[0])
+		}
+	})
+}
+
+// TestMemberJoinsLate: a member that begins after its team's schedule
+// started (a general restarted after a crash, given the same start) runs
+// from the first epoch it can still run, with the team's numbers, and
+// reports nothing of the epochs before it.
+func TestMemberJoinsLate(t *testing.T) {
+	s := agreed.Schedule{Start: time.Unix(1000, 0), Period: 10 * time.Second, Lead: time.Second}
+	for _, tt := range []struct {
+		after time.Duration // from the schedule's start
+		want  int
+	}{
+		{-time.Hour, 0},
+		{0, 0},
+		{time.Second, 0}, // as late as a member may wake for epoch 0
+		{time.Second + 1, 1},
+		{11 * time.Second, 1},
+		{11*time.Second + 1, 2},
+		{35 * time.Second, 4}, // epoch 3 began 5 s ago
+	} {
+		if got := agreed.JoinsAt(s, s.Start.Add(tt.after)); got != tt.want {
+			t.Errorf("JoinsAt(start%+v) = %d, want %d", tt.after, got, tt.want)
+		}
+	}
+	synctest.Test(t, func(t *testing.T) {
+		const n = 4
+		s := agreed.Schedule{Start: time.Now().Add(-25 * time.Second), Period: 10 * time.Second, Lead: time.Second, Epochs: 5}
+		mb := &agreed.Member{ID: 2, N: n, M: 1}
+		run := func(ctx context.Context, st time.Time, value byzantine.Order) (byzantine.InteractiveGeneralResult, error) {
+			vec := make([]byzantine.Order, n)
+			for i := range vec {
+				vec[i] = agreed.Proposal{Heard: []bool{true, true, true, true}}.Encode()
+			}
+			return byzantine.InteractiveGeneralResult{ID: 2, Vector: vec, Heard: []bool{true, true, true, true}}, nil
+		}
+		var epochs []int
+		if err := mb.Run(t.Context(), s, run, func(r agreed.Report) error {
+			if !r.Proposed || r.Error != "" {
+				t.Errorf("epoch %d: %+v, want it run", r.Epoch, r)
+			}
+			epochs = append(epochs, r.Epoch)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{3, 4}; !slices.Equal(epochs, want) {
+			t.Errorf("epochs %v, want %v: the team's epochs still to begin, numbered as the team's", epochs, want)
 		}
 	})
 }

@@ -100,6 +100,18 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 		privs = append(privs, priv)
 		c.Generals = append(c.Generals, Peer{ID: byzantine.ID(i), Addr: nd.Addr(), PublicKey: EncodeKey(pub)})
 	}
+	// A stop closes every general's node at once: the generals' own
+	// returns follow, and no general goes on writing to and reading from
+	// the others meanwhile (a large run's queues keep a busy process at
+	// it for seconds).
+	closeAll := context.AfterFunc(ctx, func() {
+		var wg sync.WaitGroup
+		for _, nd := range nodes {
+			wg.Go(func() { nd.Close() })
+		}
+		wg.Wait()
+	})
+	defer closeAll()
 	start := time.Now().Add(max(ic.Config.RoundTimeout, 500*time.Millisecond))
 	results := make(map[byzantine.ID]byzantine.InteractiveGeneralResult, n)
 	errs := make([]error, n)
@@ -122,6 +134,9 @@ func LaunchInteractive(ctx context.Context, ic byzantine.InteractiveConfig) (*by
 		})
 	}
 	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, stopCauses(ctx, errs)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -166,4 +181,18 @@ func runInteractiveEpoch(ctx context.Context, listen func() (*Node, error), c Cl
 	t.Use = use
 	res, err := runInteractiveNode(ctx, node, ic, priv, c, t)
 	return res, node.OtherTerms(), err
+}
+
+// stopCauses is the error of a run of this process's generals that ctx
+// stopped: the stop once, and whatever else failed (errs, one per
+// general), leaving out what the stop itself did to each general: a run
+// stopped, a node closed.
+func stopCauses(ctx context.Context, errs []error) error {
+	var others []error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, ErrClosed) {
+			others = append(others, err)
+		}
+	}
+	return byzantine.StoppedError(ctx, "", others...)
 }

@@ -305,8 +305,11 @@ func Launch(ctx context.Context, cfg byzantine.Config, spawn Spawner) (*byzantin
 		})
 	}
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", byzantine.ErrStopped, errors.Join(err, errors.Join(errs...)))
+	if ctx.Err() != nil {
+		// The generals' processes were stopped too (by the same signal,
+		// or killed when ctx ended): what each reported, or its missing
+		// report, is the stop, said once.
+		return nil, byzantine.StoppedError(ctx, "")
 	}
 	cfg.RunID = RunID(cluster, TermsOf(cfg, start))
 	results := make([]byzantine.GeneralResult, n)

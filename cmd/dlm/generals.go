@@ -299,7 +299,7 @@ func verdictExit(res interface {
 // outOfTimeText says that a run did not keep its schedule, and what that
 // means for its decisions.
 func outOfTimeText(late []byzantine.ID) string {
-	return fmt.Sprintf("ran out of time: loyal generals %v did not keep the schedule (they sent a round's messages after its deadline, were stopped over a deadline, took messages that had arrived in time too late, or could not send to a peer that stayed connected), so the rounds were not synchronous (A3) and the decisions prove nothing; rerun with a longer --round-timeout", late)
+	return fmt.Sprintf("ran out of time: loyal generals %v did not keep the schedule (they sent a round's messages after its deadline, were stopped over a deadline, took messages that had arrived in time too late, or could not send to a peer that stayed connected), so the rounds were not synchronous (a message on time could have been counted missing) and the decisions prove nothing; rerun with a longer --round-timeout", late)
 }
 
 // tooManyFaultsText says that more than m generals were faulty, counting
@@ -332,7 +332,14 @@ func newGeneralsServeCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return tcp.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			err := tcp.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
+			if err != nil && cmd.Context().Err() != nil {
+				// Ctrl-C reached every general's process as well as the
+				// coordinator's, which shares this stderr and says once
+				// that the run stopped.
+				return withCode(exitCouldNotRun, nil)
+			}
+			return err
 		},
 	}
 }

@@ -251,7 +251,7 @@ func commanderKeys(t *testing.T, n int) (string, []string, tcp.Cluster, []ed2551
 	if err != nil {
 		t.Fatal(err)
 	}
-	priv, err := readGeneralKey(keys[0])
+	priv, err := readGeneralKey(keys[0], false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func TestGeneralsClockAdjustHasTheRightSign(t *testing.T) {
 		key := filepath.Join(dir, fmt.Sprintf("g%d.key", i))
 		if i >= 2 { // the traitors
 			wg.Go(func() {
-				priv, err := readGeneralKey(key)
+				priv, err := readGeneralKey(key, false)
 				if err != nil {
 					t.Error(err)
 					return

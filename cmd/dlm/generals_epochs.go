@@ -38,6 +38,7 @@ type epochFlags struct {
 	id           int
 	keyPath      string
 	start        string
+	anyKeyMode   bool // accept a key file others may read
 	period       time.Duration
 	epochs       int
 	anyAddr      bool
@@ -89,10 +90,16 @@ agreed by every loyal general, and each decides from the agreed vector.
 The command prints one JSON line per epoch: the decision (leader, failed
 generals and why, the agreed clock), the agreed vector (the one picture
 every loyal general shares), the peers this general saw fail on the
-network, and whom it heard from. --epochs 0 runs until interrupted. The
+network, and whom it heard from (an epoch this general skipped says so,
+with no proposal). --epochs 0 runs until interrupted. The
 period must cover the wake-up (one round timeout before the start), a run
 whose every round waits its timeout (m+2 rounds) and half a round of
 slack: --period >= (m+3.5) x --round-timeout; the default is (m+4) x.
+
+A --start in the past joins a team already under way: a general that
+crashed is started again with the same command line, and runs from the
+first epoch that has not begun (epochs keep the team's numbers; --epochs
+counts from epoch 0, so those already over are not run again).
 
 Exit status:
   0   every epoch decided
@@ -101,7 +108,7 @@ Exit status:
   64  bad usage (with the reason)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runGeneralsEpochs(cmd.Context(), use, f, cmd.OutOrStdout())
+			return runGeneralsEpochs(cmd.Context(), use, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	fl := cmd.Flags()
@@ -113,7 +120,8 @@ Exit status:
 	fl.DurationVar(&f.roundTimeout, "round-timeout", time.Second, "bound of one round (message delivery plus clock skew)")
 	fl.StringVar(&f.cluster, "cluster", "", "cluster file: {\"generals\":[{\"id\":0,\"addr\":\"host:port\",\"public_key\":\"base64\"},...]}")
 	fl.IntVar(&f.id, "id", -1, "this general's id in the cluster file")
-	fl.StringVar(&f.keyPath, "key", "", "this general's key file (dlm generals keygen)")
+	fl.StringVar(&f.keyPath, "key", "", "this general's key file (dlm generals keygen); refused when users other than its owner may read or change it")
+	fl.BoolVar(&f.anyKeyMode, "insecure-key-mode", false, "use a --key file that users other than its owner may read or change (refused otherwise, as ssh refuses such a private key)")
 	fl.StringVar(&f.start, "start", "", "start of epoch 0, RFC 3339, the same for every general")
 	fl.DurationVar(&f.period, "period", 0, "time between epoch starts (default (m+4) x --round-timeout)")
 	fl.IntVar(&f.epochs, "epochs", 0, "epochs to run; 0 runs until interrupted")
@@ -132,11 +140,14 @@ Exit status:
 
 // epochLine is one JSON line of the epoch subcommands.
 type epochLine struct {
-	Use       epochUse              `json:"use"`
-	Epoch     int                   `json:"epoch"`
-	Start     time.Time             `json:"start"`
-	General   byzantine.ID          `json:"general"`
-	Proposal  byzantine.Order       `json:"proposal"`
+	Use     epochUse     `json:"use"`
+	Epoch   int          `json:"epoch"`
+	Start   time.Time    `json:"start"`
+	General byzantine.ID `json:"general"`
+	// Proposal is what this general proposed; empty for an epoch it
+	// skipped (Skipped), in which it proposed nothing.
+	Proposal  byzantine.Order       `json:"proposal,omitempty"`
+	Skipped   bool                  `json:"skipped,omitempty"`
 	Leader    *byzantine.ID         `json:"leader,omitempty"`
 	Failed    []agreed.Fault        `json:"failed"`
 	Clock     *time.Time            `json:"clock,omitempty"`
@@ -155,13 +166,13 @@ type epochLine struct {
 	OtherRuns []otherRun `json:"other_runs,omitempty"`
 }
 
-func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout io.Writer) error {
+func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout, stderr io.Writer) error {
 	t0, err := time.Parse(time.RFC3339Nano, f.start)
 	if err != nil {
 		return usageErrorf("--start %q: want an RFC 3339 time: %v", f.start, err)
 	}
-	if err := checkStart(t0, time.Now(), f.roundTimeout); err != nil {
-		return withCode(exitUsage, err)
+	if now := time.Now(); t0.Sub(now) > MaxStartAhead {
+		return usageErrorf("--start %s is %v away, more than %v: check the date", t0.Format(time.RFC3339Nano), t0.Sub(now).Round(time.Second), MaxStartAhead)
 	}
 	gf := generalsFlags{algorithm: f.algorithm, generals: f.generals, traitors: f.traitors, faulty: f.faulty, strategy: f.strategy,
 		order: "attack", majority: "vote", seed: 1, seq: 1, roundTimeout: f.roundTimeout}
@@ -197,11 +208,19 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 	if f.period < least {
 		return usageErrorf("--period %v: an epoch needs the wake-up (one --round-timeout, %v), m+2 rounds and half a round of slack, so at least %v", f.period, f.roundTimeout, least)
 	}
+	s := agreed.Schedule{Start: t0, Period: f.period, Lead: lead, Epochs: f.epochs}
+	if now := time.Now(); now.After(t0) {
+		k := agreed.JoinsAt(s, now)
+		if f.epochs > 0 && k >= f.epochs {
+			return usageErrorf("--start %s with --epochs %d: every epoch has begun by now (the last at %s); give a start in the future for a new team", t0.Format(time.RFC3339Nano), f.epochs, t0.Add(time.Duration(f.epochs-1)*f.period).Format(time.RFC3339Nano))
+		}
+		fmt.Fprintf(stderr, "dlm: --start is %v past: joining the team at epoch %d, which starts at %s\n", now.Sub(t0).Round(time.Millisecond), k, t0.Add(time.Duration(k)*f.period).Format(time.RFC3339Nano))
+	}
 	c, err := tcp.LoadCluster(f.cluster)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
-	priv, err := readGeneralKey(f.keyPath)
+	priv, err := readGeneralKey(f.keyPath, f.anyKeyMode)
 	if err != nil {
 		return withCode(exitUsage, err)
 	}
@@ -235,10 +254,14 @@ func runGeneralsEpochs(ctx context.Context, use epochUse, f epochFlags, stdout i
 	}
 	enc := json.NewEncoder(stdout)
 	var bad []string
-	s := agreed.Schedule{Start: t0, Period: f.period, Lead: lead, Epochs: f.epochs}
 	err = mb.Run(ctx, s, run, func(rep agreed.Report) error {
-		line := epochLine{Use: use, Epoch: rep.Epoch, Start: rep.Start, General: rep.General, Proposal: rep.Proposal.Encode(),
+		line := epochLine{Use: use, Epoch: rep.Epoch, Start: rep.Start, General: rep.General,
 			Failed: []agreed.Fault{}, Seen: rep.Seen, Heard: rep.Heard, OutOfTime: rep.OutOfTime, TooMany: rep.TooManyFaults, Error: rep.Error, OtherRuns: others}
+		if rep.Proposed {
+			line.Proposal = rep.Proposal.Encode()
+		} else {
+			line.Skipped = true
+		}
 		if line.Seen == nil {
 			line.Seen = []byzantine.PeerFault{}
 		}

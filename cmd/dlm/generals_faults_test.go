@@ -75,6 +75,17 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 	// load 9, and the refusal named the start instead of the case's fault.
 	start := time.Now().Add(10 * time.Minute).UTC().Format(time.RFC3339Nano)
 	key1 := filepath.Join(dir, "g1.key")
+	// The same key, readable by every user (as cp or an editor may leave
+	// it).
+	open1 := filepath.Join(dir, "g1-open.key")
+	if b, err := os.ReadFile(key1); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(open1, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open1, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		args       []string
@@ -92,6 +103,11 @@ func TestGeneralsNodeUsageErrors(t *testing.T) {
 		// explanation and said nothing.
 		{"explain another general", []string{"--cluster", good, "--id", "1", "--key", key1, "--explain", "2"}, "a node explains only its own decisions: --explain 1"},
 		{"value without interactive", []string{"--cluster", good, "--id", "1", "--key", key1, "--value", "east"}, "--value needs --interactive"},
+		// Regression: a key file every user could read was used without
+		// a word.
+		{"key readable by others", []string{"--cluster", good, "--id", "1", "--key", open1}, "key file " + open1 + " has mode 0644: users other than its owner can read or change it, and whoever reads it can sign as this general; run \"chmod 600 " + open1 + "\""},
+		// Accepted when asked: the next check is the one that refuses.
+		{"key readable by others, accepted", []string{"--cluster", good, "--id", "9", "--key", open1, "--insecure-key-mode"}, "id 9"},
 		{"start too far ahead", []string{"--cluster", good, "--id", "1", "--key", key1, "--start", time.Now().Add(48 * time.Hour).UTC().Format(time.RFC3339Nano)}, "check the date"},
 	}
 	for _, tt := range tests {

@@ -208,7 +208,7 @@ func writeInteractiveReport(path, transport string, res *byzantine.InteractiveRe
 			msg := icReportMsg{Round: ev.Round, From: int(m.From), To: int(m.To), Chain: m.Chain(), Traitor: cfg.StrategyOf(m.From) != ""}
 			switch {
 			case ev.Fault == byzantine.Missing:
-				msg.Refused, msg.Why = "missing", "it never arrived (A3): counted as the default RETREAT"
+				msg.Refused, msg.Why = "missing", "it never arrived by its round's deadline: counted as the default RETREAT"
 			case ev.Rejected != "":
 				msg.Refused, msg.Why = string(ev.Rejected), ev.Rejected.Describe()
 			}

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -95,8 +96,20 @@ func writePrivateKey(path string, data []byte, force bool) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-func readGeneralKey(path string) (ed25519.PrivateKey, error) {
-	b, err := os.ReadFile(path)
+func readGeneralKey(path string, anyMode bool) (ed25519.PrivateKey, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil {
+		return nil, err
+	} else if mode := st.Mode().Perm(); mode&0o077 != 0 && !anyMode && runtime.GOOS != "windows" {
+		// As ssh refuses a private key others can read: whoever reads
+		// it signs as this general, and the others trust what it signs.
+		return nil, fmt.Errorf("key file %s has mode %04o: users other than its owner can read or change it, and whoever reads it can sign as this general; run \"chmod 600 %s\" (dlm generals keygen writes 0600), or give --insecure-key-mode to use it anyway", path, mode, path)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +179,9 @@ func newGeneralsNodeCmd() *cobra.Command {
 		keyPath string
 		start   string
 		anyAddr bool
-		fi      nodeInteractiveFlags
+		// anyKeyMode accepts a key file others may read.
+		anyKeyMode bool
+		fi         nodeInteractiveFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "node --cluster FILE --id N --key FILE --start TIME [run flags]",
@@ -231,7 +246,7 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
-			priv, err := readGeneralKey(keyPath)
+			priv, err := readGeneralKey(keyPath, anyKeyMode)
 			if err != nil {
 				return withCode(exitUsage, err)
 			}
@@ -298,9 +313,16 @@ and exits 0 with at most m of them, and exits 3 with more. A cluster address wit
 	}
 	addGeneralsRunFlags(cmd, &f)
 	fl := cmd.Flags()
+	if seq := fl.Lookup("seq"); seq != nil {
+		// A node's sequence number has no fixed default: it comes from
+		// --start unless given.
+		seq.DefValue = "0"
+		seq.Usage = "sequence number bound into the run id (signed into every message and handshake), so that an old run's messages cannot be replayed; without --seq it is derived from --start, a new one for every start time"
+	}
 	fl.StringVar(&cluster, "cluster", "", "cluster file: {\"generals\":[{\"id\":0,\"addr\":\"host:port\",\"public_key\":\"base64\"},...]}")
 	fl.IntVar(&id, "id", -1, "this general's id in the cluster file")
-	fl.StringVar(&keyPath, "key", "", "this general's key file (dlm generals keygen)")
+	fl.StringVar(&keyPath, "key", "", "this general's key file (dlm generals keygen); refused when users other than its owner may read or change it")
+	fl.BoolVar(&anyKeyMode, "insecure-key-mode", false, "use a --key file that users other than its owner may read or change (refused otherwise, as ssh refuses such a private key)")
 	fl.StringVar(&start, "start", "", "common start time of round 0, RFC 3339")
 	fl.BoolVar(&anyAddr, "listen-any", false, "allow a cluster address without a host, which listens on all interfaces")
 	fl.BoolVar(&fi.on, "interactive", false, "run this general's part of interactive consistency: every general proposes its own --value and the loyal ones agree on the vector of all values")

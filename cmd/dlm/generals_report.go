@@ -153,7 +153,7 @@ p.violated { color: #b00; font-weight: bold; }
 {{if .Omitted}}<p>{{.Omitted}} more messages of this round are not listed.</p>{{end}}
 </section>
 {{end}}<h2>Decisions of the loyal lieutenants</h2>
-<p>For OM, each line is the value received along one path and, for inner nodes, the vote majority(own value, the votes below) with its inputs: the recursion of B6 step 3, level by level. For SM, the set V and choice(V).</p>
+<p>For OM, each line is the value received along one path and, for inner nodes, the vote majority(own value, the votes below) with its inputs: OM's recursion, level by level: each relayed value is replaced by the majority of what the others said it was. For SM, the set V and choice(V).</p>
 {{range .Trees}}<section class="explain" id="explain-{{.ID}}" data-id="{{.ID}}">
 <h3>{{.Title}}</h3>
 {{if .Root}}<ul class="tree">{{template "node" .Root}}</ul>

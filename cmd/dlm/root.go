@@ -13,27 +13,57 @@ import (
 	"dlm/redlock"
 )
 
-const exitCodesHelp = `Exit codes:
-  0   success
-  1   a check failed (IC1/IC2 broken, a doctor finding that breaks safety, a checker verdict)
-  3   inconclusive: a check could not decide (dlm torture: empty history,
-      a check that hit its time limit, values out of range; dlm status
-      --all: the key scan of some nodes failed, a quorum was scanned)
-  64  bad usage (the reason is printed)
-  69  nodes unreachable: no quorum possible (dlm status --all: fewer than
-      a quorum of nodes could be scanned)
-  71  the kernel refuses dlm lock's guard a PID namespace (the command was
-      not run; --pid-namespace=false runs it without one)
-  73  an output cannot be written (the handle of dlm acquire and dlm
-      extend: --handle-file, or a standard output closed, /dev/null or
-      whose reader is gone; the lock acquired is released again, an
-      extension stays and the old handle still names the lock)
-  74  lock (or leadership, dlm elect) lost while the command ran; no longer held
-      (dlm extend, dlm release)
-  75  lock not acquired (held elsewhere) within the wait
-  126 the command was found but cannot be executed (dlm lock, dlm elect)
-  127 the command was not found (dlm lock, dlm elect)
-  other: the command's own exit code (128+N when killed by signal N)`
+// exitCodeDoc is one of dlm's exit codes and what it means.
+type exitCodeDoc struct{ code, meaning string }
+
+// exitCodeDocs returns dlm's exit codes and what each means, for every
+// subcommand: the one source of the "Exit codes" of dlm help and of the
+// table in docs/operations.md (TestOperationsExitCodesMatchHelp).
+func exitCodeDocs() []exitCodeDoc {
+	return []exitCodeDoc{
+		{"0", "success"},
+		{"1", "a check failed (IC1/IC2 broken, a doctor finding that breaks safety, mutual exclusion broken in dlm demo, a checker verdict)"},
+		{"3", "inconclusive: a check could not decide (dlm torture: empty history, a check that hit its time limit, values out of range; dlm status --all: the key scan of some nodes failed, a quorum was scanned; dlm generals and its subcommands: a general ran out of time or saw more than m faulty generals, an epoch that proves nothing, a search stopped by its budget: INCOMPLETE)"},
+		{"64", "bad usage (the reason is printed)"},
+		{"69", "nodes unreachable: no quorum possible (dlm status --all: fewer than a quorum of nodes could be scanned); dlm generals: the run could not take place (a general could not start) or was interrupted"},
+		{"71", "the kernel refuses dlm lock's guard a PID namespace (the command was not run; --pid-namespace=false runs it without one)"},
+		{"73", "an output cannot be written (the handle of dlm acquire and dlm extend: --handle-file, or a standard output closed, /dev/null or whose reader is gone; the lock acquired is released again, an extension stays and the old handle still names the lock)"},
+		{"74", "lock (or leadership, dlm elect) lost while the command ran; no longer held (dlm extend, dlm release)"},
+		{"75", "lock not acquired (held elsewhere) within the wait"},
+		{"126", "the command was found but cannot be executed (dlm lock, dlm elect)"},
+		{"127", "the command was not found (dlm lock, dlm elect)"},
+		{"other", "the command's own exit code (128+N when killed by signal N; dlm lock, dlm elect)"},
+	}
+}
+
+// exitCodesText renders exitCodeDocs for dlm help, wrapped at 76 columns.
+func exitCodesText() string {
+	var b strings.Builder
+	b.WriteString("Exit codes:")
+	for _, e := range exitCodeDocs() {
+		line := fmt.Sprintf("  %-3s", e.code)
+		for _, w := range strings.Fields(e.meaning) {
+			if len(line)+1+len(w) > 76 && len(line) > 6 {
+				b.WriteString("\n" + line)
+				line = "     "
+			}
+			line += " " + w
+		}
+		b.WriteString("\n" + line)
+	}
+	return b.String()
+}
+
+// exitCodesMarkdown renders exitCodeDocs as the table of
+// docs/operations.md.
+func exitCodesMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| code | meaning |\n|-----:|---------|\n")
+	for _, e := range exitCodeDocs() {
+		fmt.Fprintf(&b, "| %s | %s |\n", e.code, e.meaning)
+	}
+	return b.String()
+}
 
 // run builds the root command, executes it with ctx and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -150,7 +180,7 @@ variable: redis://[user:password@]host:port[/db], rediss://... (TLS, with
 client certificate) or unix:///absolute/path/to/socket. Passwords are never
 printed; dlm lock does not pass DLM_NODES to its command.
 
-` + exitCodesHelp + "\n\n" + limitsHelp,
+` + exitCodesText() + "\n\n" + limitsHelp,
 		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
