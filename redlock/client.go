@@ -378,6 +378,9 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		// lands after the next attempt set the same value (R8.5;
 		// decideAcquire).
 		l, aerr, af := c.attempt(ctx, t, value, o, final)
+		if t.waiter != "" {
+			marks.attempted(af) // behind readers (rw.go)
+		}
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
@@ -399,7 +402,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		if final || aerr.Cause != nil {
 			return nil, aerr
 		}
-		marks = c.markReaders(ctx, marks, &t, o, af) // behind readers (rw.go)
+		marks = c.markReaders(ctx, marks, &t, o) // behind readers (rw.go)
 		if tn, err = c.waits.next(ctx, t, o, tn, elapsed, aerr); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}

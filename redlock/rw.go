@@ -341,27 +341,18 @@ type plainMarks struct {
 }
 
 // markReaders is called after each failed attempt of a Lock call on *t
-// that will retry (f, the attempt's fan), with the call's marks so far
-// (nil before the first), and returns them; once it found readers it sets
-// t.waiter, so that the next attempts are a writer's (exclusive.ask).
-func (c *Client) markReaders(ctx context.Context, m *plainMarks, t *target, o lockOptions, f *fan) *plainMarks {
+// that will retry, with the call's marks so far (nil before the first),
+// and returns them; once it found readers it sets t.waiter, so that the
+// next attempts are a writer's (exclusive.ask).
+func (c *Client) markReaders(ctx context.Context, m *plainMarks, t *target, o lockOptions) *plainMarks {
 	now := time.Now()
 	if m == nil {
 		m = &plainMarks{key: t.key, ttl: o.ttl, next: now.Add(o.ttl / 2)}
 		m.off = t.keys != nil || c.checkRW() != nil
 		return m
 	}
-	if m.off {
-		return m
-	}
-	if t.waiter != "" {
-		// A writer's attempt left or refreshed the mark (rw.go).
-		if f != nil {
-			m.open = append(unanswered(m.open), f)
-		}
-		return m
-	}
-	if now.Before(m.next) {
+	if m.off || t.waiter != "" || now.Before(m.next) {
+		// (A writer's attempts refresh the mark themselves.)
 		return m
 	}
 	if m.waiter == "" {
@@ -393,6 +384,14 @@ func (c *Client) markReaders(ctx context.Context, m *plainMarks, t *target, o lo
 		t.waiter, m.marked = m.waiter, true
 	}
 	return m
+}
+
+// attempted records the fan f of a writer's attempt of the call (its
+// requests may leave a mark until they are answered), granted or not.
+func (m *plainMarks) attempted(f *fan) {
+	if f != nil {
+		m.open = append(unanswered(m.open), f)
+	}
 }
 
 // endMarks removes the call's marks (unwait) when it may have left one,
