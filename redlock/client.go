@@ -317,7 +317,10 @@ func (c *Client) TryLock(ctx context.Context, resource string, opts ...LockOptio
 }
 
 // Lock acquires resource, retrying after a random delay (R10) until it
-// succeeds, ctx ends, or the tries (WithTries) run out. On failure the error
+// succeeds, ctx ends, or the tries (WithTries) run out. Readers (RLock) do
+// not starve it: a call that has waited half a ttl behind them leaves a
+// writer's waiting mark and is granted as a writer (WLock), a plain lock
+// on the nodes (rw.go). On failure the error
 // satisfies errors.Is(err, ErrNotAcquired), and errors.Is(err, ctx.Err())
 // when the context ended the wait.
 func (c *Client) Lock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
@@ -346,6 +349,8 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 	if err != nil {
 		return nil, c.stopped(resource, 0, nil, err)
 	}
+	var marks *plainMarks // a waiter's marks behind readers (rw.go)
+	defer func() { c.endMarks(ctx, marks) }()
 	for try := 1; ; try++ {
 		if tn.lock != nil {
 			// Handed over by this client's Unlock: a grant like any
@@ -388,7 +393,10 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		// and release, as a final one does, so that no release of it
 		// lands after the next attempt set the same value (R8.5;
 		// decideAcquire).
-		l, aerr, _ := c.attempt(ctx, t, value, o, final)
+		l, aerr, af := c.attempt(ctx, t, value, o, final)
+		if t.waiter != "" {
+			marks.attempted(af) // behind readers (rw.go)
+		}
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
@@ -410,6 +418,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		if final || aerr.Cause != nil {
 			return nil, aerr
 		}
+		marks = c.markReaders(ctx, marks, &t, o) // behind readers (rw.go)
 		if tn, err = c.waits.next(ctx, t, o, tn, elapsed, aerr); err != nil {
 			return nil, c.stopped(resource, try, last, err)
 		}
@@ -480,6 +489,9 @@ func (c *Client) one(resource string) target {
 type exclusive struct{}
 
 func (exclusive) ask(c *Client, t target, value string, o lockOptions) (adapter.Request, nodeCall) {
+	if t.waiter != "" {
+		return writeShape{}.ask(c, t, value, o) // behind readers (rw.go: plainMarks)
+	}
 	req := adapter.Request{Op: adapter.OpAcquire, Key: t.key, Value: value, TTL: o.ttl}
 	if !c.opts.fencing {
 		return req, nil

@@ -57,7 +57,8 @@
 //     lock as it is, at no round trip, with WithHandoffKeep).
 //   - Client.LockAll: several resources in one lock, all or nothing, without
 //     deadlock.
-//   - Client.RLock, Client.WLock: read-write locks, writers not starved.
+//   - Client.RLock, Client.WLock: read-write locks, writers and plain locks
+//     not starved by readers.
 //   - Lock.Handle, Client.Resume, Client.Release: a lock that crosses
 //     processes (the handle's value is the secret).
 //   - WithByzantineNodes: a quorum that tolerates f nodes that lie.

@@ -382,6 +382,11 @@ func (t *tagNode) WUnwait(ctx context.Context, key, waiter string) (bool, error)
 	return t.n.WUnwait(ctx, tagged(t.lock, key), waiter)
 }
 
+// WMark is adapter.RWNode's, on the tagged key.
+func (t *tagNode) WMark(ctx context.Context, key, waiter string, ttl time.Duration) (bool, error) {
+	return t.n.WMark(ctx, tagged(t.lock, key), waiter, ttl)
+}
+
 // WAcquireFenced is adapter.RWNode's, on the tagged keys.
 func (t *tagNode) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {
 	return t.n.WAcquireFenced(ctx, tagged(t.lock, key), tagged(t.fence, fenceKey), value, waiter, ttl)

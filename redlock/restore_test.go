@@ -167,6 +167,10 @@ func (n *orderedNode) WAcquire(ctx context.Context, key, value, waiter string, t
 	return n.m.WAcquire(ctx, key, value, waiter, ttl)
 }
 
+func (n *orderedNode) WMark(ctx context.Context, key, waiter string, ttl time.Duration) (bool, error) {
+	return n.m.WMark(ctx, key, waiter, ttl)
+}
+
 func (n *orderedNode) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
 	return n.m.WUnwait(ctx, key, waiter)
 }

@@ -82,6 +82,8 @@ func doRW(ctx context.Context, n Node, req adapter.Request) (bool, error) {
 		return rn.WAcquire(ctx, req.Key, req.Value, req.Waiter, req.TTL)
 	case adapter.OpWUnwait:
 		return rn.WUnwait(ctx, req.Key, req.Waiter)
+	case adapter.OpWMark:
+		return rn.WMark(ctx, req.Key, req.Waiter, req.TTL)
 	}
 	return false, invalidf("unknown node operation %v", req.Op)
 }
@@ -108,8 +110,9 @@ func readOp(op adapter.Op) adapter.Op {
 // as Lock does (R10, WithTries) until a quorum of nodes admitted the reader
 // within its validity (R8.3, R9). A node admits no new reader while a
 // writer waits for the resource there (writer preference, see the package
-// documentation), so RLock may wait for writers that came after the
-// readers holding the resource.
+// documentation), or a plain lock (Lock) that has waited half a ttl, so
+// RLock may wait for writers and locks that came after the readers
+// holding the resource.
 //
 // The returned Lock is a read lock (Shared reports true): Extend, Unlock,
 // WithAutoExtend, Done and Err work as for Lock; Unlock never hands a read
@@ -308,4 +311,97 @@ func unanswered(fs []*fan) []*fan {
 		}
 	}
 	return out
+}
+
+// A plain lock behind readers. Readers exclude a plain lock (Lock,
+// LockAll of one resource) as they exclude a writer, and a stream of
+// readers that overlap would keep it out for ever: its SET NX fails on
+// the readers' hash and leaves nothing there. So a Lock call that has
+// waited half a ttl since its first failed attempt looks for readers: it
+// leaves a writer's waiting mark (WMark) on the nodes where readers hold
+// the key, which keeps new readers out. Where it found readers, its
+// further attempts are a writer's (writeShape): they refresh the marks
+// while readers hold the key and take it once they left, marks and all,
+// and the lock granted is a write lock, which is a plain lock on the
+// nodes. Where it found none, it looks again every half ttl. The marks are
+// removed when the call ends, as a writer's are (unwait). The acquisition
+// stays SET NX for every call that waits less than half a ttl or finds no
+// reader: such a call pays one WMark per node per half ttl of waiting, and
+// nothing when it waits less.
+
+// plainMarks is the waiting mark of one Lock call behind readers.
+type plainMarks struct {
+	off    bool // no readers possible (a set, nodes without RWNode), or closed
+	key    string
+	waiter string        // "" until the first mark
+	ttl    time.Duration // the marks' expiry
+	marked bool          // a mark may be on some node: end removes it
+	next   time.Time     // when to look for readers again
+	open   []*fan        // fans with requests not all answered
+}
+
+// markReaders is called after each failed attempt of a Lock call on *t
+// that will retry, with the call's marks so far (nil before the first),
+// and returns them; once it found readers it sets t.waiter, so that the
+// next attempts are a writer's (exclusive.ask).
+func (c *Client) markReaders(ctx context.Context, m *plainMarks, t *target, o lockOptions) *plainMarks {
+	now := time.Now()
+	if m == nil {
+		m = &plainMarks{key: t.key, ttl: o.ttl, next: now.Add(o.ttl / 2)}
+		m.off = t.keys != nil || c.checkRW() != nil
+		return m
+	}
+	if m.off || t.waiter != "" || now.Before(m.next) {
+		// (A writer's attempts refresh the mark themselves.)
+		return m
+	}
+	if m.waiter == "" {
+		w, err := c.values.next()
+		// Close ends the call, which must still remove its marks: Close
+		// waits for that (holdSettler), and the removal is sent.
+		if err != nil || !c.holdSettler() {
+			m.off = true
+			return m
+		}
+		m.waiter = w
+	}
+	mf := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpWMark, Key: m.key, Waiter: m.waiter, TTL: m.ttl}, stopAll)
+	if mf == nil {
+		return m
+	}
+	c.send(mf)
+	mf.await()
+	mf.settle(false, false)
+	readers := false
+	for _, r := range mf.replies() {
+		// A node that has not answered may still leave the mark.
+		m.marked = m.marked || r.none || r.ok
+		readers = readers || (r.ok && r.err == nil)
+	}
+	m.open = append(unanswered(m.open), mf)
+	m.next = now.Add(m.ttl / 2)
+	if readers {
+		t.waiter, m.marked = m.waiter, true
+	}
+	return m
+}
+
+// attempted records the fan f of a writer's attempt of the call (its
+// requests may leave a mark until they are answered), granted or not.
+func (m *plainMarks) attempted(f *fan) {
+	if f != nil {
+		m.open = append(unanswered(m.open), f)
+	}
+}
+
+// endMarks removes the call's marks (unwait) when it may have left one,
+// once the call ends, granted or not.
+func (c *Client) endMarks(ctx context.Context, m *plainMarks) {
+	if m == nil || m.waiter == "" {
+		return
+	}
+	if m.marked {
+		c.unwait(ctx, m.key, m.waiter, m.open)
+	}
+	c.dropSettler()
 }

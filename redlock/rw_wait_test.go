@@ -28,6 +28,9 @@ func (n refusingRWNode) WAcquire(ctx context.Context, _, _, _ string, _ time.Dur
 	return n.answer(ctx)
 }
 func (n refusingRWNode) WUnwait(ctx context.Context, _, _ string) (bool, error) { return n.answer(ctx) }
+func (n refusingRWNode) WMark(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
+	return n.answer(ctx)
+}
 func (n refusingRWNode) WAcquireFenced(ctx context.Context, _, _, _, _ string, _ time.Duration) (bool, uint64, error) {
 	ok, err := n.answer(ctx)
 	return ok, 0, err

@@ -43,6 +43,12 @@ type RWNode interface {
 	// WUnwait removes waiter's mark from key. It reports whether a live
 	// mark was removed.
 	WUnwait(ctx context.Context, key, waiter string) (bool, error)
+	// WMark leaves or refreshes waiter's mark, with an expiry of ttl,
+	// where live readers hold key, as WAcquire does, without acquiring:
+	// the waiting mark of a plain lock (Acquire) that readers keep out,
+	// so that new readers do not starve it. It reports whether it left
+	// the mark.
+	WMark(ctx context.Context, key, waiter string, ttl time.Duration) (bool, error)
 	// WAcquireFenced is WAcquire that, in the same atomic step and only
 	// when it set key, also reads the fence value stored under fenceKey
 	// (R18 phase 1, as FencingNode.AcquireFenced): a writer of a client
@@ -65,6 +71,8 @@ const (
 	OpWAcquire Op = 35
 	// OpWUnwait is RWNode.WUnwait (Request.Value is unused).
 	OpWUnwait Op = 36
+	// OpWMark is RWNode.WMark (Request.Value is unused).
+	OpWMark Op = 37
 )
 
 // rwName returns the name of one of RWNode's operations.
@@ -80,6 +88,8 @@ func rwName(op Op) (string, bool) {
 		return "write-acquire", true
 	case OpWUnwait:
 		return "write-unwait", true
+	case OpWMark:
+		return "write-mark", true
 	}
 	return "", false
 }

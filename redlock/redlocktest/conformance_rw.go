@@ -9,7 +9,7 @@ import (
 
 // runRWConformance checks the RWNode capability (read-write locks): readers
 // share a key, a writer or a plain lock excludes them and they it, a
-// waiting writer's mark keeps new readers out until it acquires or leaves,
+// waiting writer's (or plain lock's, WMark) mark keeps new readers out until it acquires or leaves,
 // expired readers are pruned, and the plain operations answer "not held",
 // never an error, for a key that readers hold.
 func runRWConformance(t *testing.T, b Backend, n adapter.RWNode) {
@@ -207,6 +207,28 @@ func runRWConformance(t *testing.T, b Backend, n adapter.RWNode) {
 		if d := pttl(t, "{rw}:e2"); d > short {
 			t.Fatalf("PTTL after the latest reader left = %v, want at most %v", d, short)
 		}
+	})
+	t.Run("PlainWaiterMark", func(t *testing.T) { // a plain lock behind readers
+		ok, err := n.RAcquire(ctx, "{rw}:pm", "r", ttl)
+		check(t, "RAcquire", ok, err, true)
+		ok, err = n.WMark(ctx, "{rw}:pm", "P", ttl)
+		check(t, "WMark where a reader holds", ok, err, true)
+		ok, err = n.RAcquire(ctx, "{rw}:pm", "r2", ttl)
+		check(t, "RAcquire while a plain lock waits", ok, err, false)
+		ok, err = n.WMark(ctx, "{rw}:pm-free", "P", ttl)
+		check(t, "WMark of a free key", ok, err, false)
+		if _, exists, _ := in.Value(ctx, "{rw}:pm-free"); exists {
+			t.Fatal("WMark of a free key created it")
+		}
+		if ok, err := n.Acquire(ctx, "{rw}:pm-held", "v", ttl); !ok || err != nil {
+			t.Fatalf("Acquire = %v, %v", ok, err)
+		}
+		ok, err = n.WMark(ctx, "{rw}:pm-held", "P", ttl)
+		check(t, "WMark of a plain lock's key", ok, err, false)
+		ok, err = n.WUnwait(ctx, "{rw}:pm", "P")
+		check(t, "WUnwait of the plain lock's mark", ok, err, true)
+		ok, err = n.RAcquire(ctx, "{rw}:pm", "r2", ttl)
+		check(t, "RAcquire once the mark is gone", ok, err, true)
 	})
 	t.Run("FencedWriter", func(t *testing.T) { // R18 phase 1 for writers
 		ok, err := n.RAcquire(ctx, "{rw}:fw", "r", ttl)

@@ -645,7 +645,7 @@ func (n *MemNode) applyOp(c *memCall) memResult {
 		}
 		n.keys[r.Key] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
 		return memResult{ok: true}
-	case adapter.OpRAcquire, adapter.OpRRelease, adapter.OpRExtend, adapter.OpWAcquire, adapter.OpWUnwait, opWAcquireFenced:
+	case adapter.OpRAcquire, adapter.OpRRelease, adapter.OpRExtend, adapter.OpWAcquire, adapter.OpWUnwait, adapter.OpWMark, opWAcquireFenced:
 		return n.applyRW(c, now, lieAcq, lieAll) // memnode_rw.go
 	case opRaiseFence:
 		if lieAll {

@@ -47,6 +47,13 @@ func (n *MemNode) WUnwait(ctx context.Context, key, waiter string) (bool, error)
 	return r.ok, r.err
 }
 
+// WMark leaves or refreshes waiter's mark where live readers hold key,
+// without acquiring (adapter.RWNode).
+func (n *MemNode) WMark(ctx context.Context, key, waiter string, ttl time.Duration) (bool, error) {
+	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpWMark, Key: key, Waiter: waiter, TTL: ttl}})
+	return r.ok, r.err
+}
+
 // opWAcquireFenced is WAcquireFenced on the wire (beyond adapter.Op's).
 const opWAcquireFenced adapter.Op = 232
 
@@ -130,6 +137,19 @@ func (n *MemNode) applyRW(c *memCall, now time.Time, lieAcq, lieAll bool) memRes
 		latest, _, _ := pruneHash(e.hash, now)
 		n.setHash(r.Key, e.hash, latest, now)
 		return memResult{ok: cur.After(now)}
+	case adapter.OpWMark:
+		if !isHash {
+			return memResult{}
+		}
+		latest, readers, _ := pruneHash(e.hash, now)
+		if readers == 0 {
+			n.setHash(r.Key, e.hash, latest, now)
+			return memResult{}
+		}
+		until := now.Add(r.TTL)
+		e.hash["w:"+r.Waiter] = until
+		n.setHash(r.Key, e.hash, laterOf(latest, until), now)
+		return memResult{ok: true}
 	case adapter.OpWAcquire, opWAcquireFenced:
 		if lieAcq {
 			return n.fenced(c, now)

@@ -44,6 +44,12 @@ func (n *Node) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
 	return n.runRW(ctx, key, "wunwait", waiter)
 }
 
+// WMark leaves or refreshes waiter's mark where live readers hold key,
+// without acquiring (a plain lock's waiting mark).
+func (n *Node) WMark(ctx context.Context, key, waiter string, ttl time.Duration) (bool, error) {
+	return n.runRW(ctx, key, "wmark", waiter, ms(ttl))
+}
+
 // WAcquireFenced is WAcquire that, when it set key, also reads the fence
 // value under fenceKey, in the same script (R18 phase 1).
 func (n *Node) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {

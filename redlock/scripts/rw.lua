@@ -20,13 +20,16 @@
 --                            when waiter is not empty and readers hold the
 --                            key, it leaves or refreshes its waiting mark
 --   wunwait  waiter          a writer that stops waiting removes its mark
+--   wmark    waiter ttl-ms   a plain lock's waiter leaves or refreshes its
+--                            mark where live readers hold the key, as
+--                            wacquire does, without acquiring
 --   wacquirefenced value ttl-ms waiter
 --                            wacquire that, when it set the key, also reads
 --                            the fence value under KEYS[2] in the same step
 --                            (R18 phase 1, as acquire_fenced.lua), and the
 --                            fence floor under KEYS[3] when given (floor.lua)
 -- Returns 1 when the operation acted as asked (acquired, released,
--- extended, mark removed), else 0; wacquirefenced returns {1, fence} when
+-- extended, mark left or removed), else 0; wacquirefenced returns {1, fence} when
 -- it set the key (fence "0" when absent), else {0, "0"}; with KEYS[3], as
 -- acquire_fenced.lua: {1, fence, kept}, else {0, "0", 1}.
 local key, op = KEYS[1], ARGV[1]
@@ -138,5 +141,17 @@ elseif op == "wacquire" or op == "wacquirefenced" then
 		return {0, "0"}
 	end
 	return 0
+elseif op == "wmark" then
+	if kind ~= "hash" then
+		return 0
+	end
+	local latest, readers = prune()
+	if readers == 0 then
+		return 0
+	end
+	local expiry = now + tonumber(ARGV[3])
+	redis.call("HSET", key, "w:" .. ARGV[2], string.format("%d", expiry))
+	expire(math.max(latest, expiry))
+	return 1
 end
 return redis.error_reply("unknown read-write operation " .. tostring(op))
