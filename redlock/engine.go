@@ -121,10 +121,11 @@ type fan struct {
 	pending int
 	// The releases of a failed acquisition (fanReleasing): releasing of
 	// them not answered yet, early of those of nodes that had answered
-	// before settle; rctx bounds them (two node timeouts past the
-	// requests' deadline), rcancel ends it at the last answer.
+	// before settle; rctx bounds the early ones (two node timeouts), and
+	// lctx the late ones (two node timeouts past the requests' deadline,
+	// until which a node may grant); rcancel ends both at the last answer.
 	releasing, early int
-	rctx             context.Context
+	rctx, lctx       context.Context
 	rcancel          context.CancelFunc
 	// freed: a release deleted a key. gaveBack, when set before settle:
 	// the call that made the fan ends on it. Once the last release is
@@ -532,14 +533,15 @@ func (f *fan) settle(release, waitAll bool) {
 	var rbuf [7]bool
 	if release {
 		answered, refused = buf[:0], rbuf[:0]
-		// A node that has not answered may answer yes until the
-		// requests' deadline, and its release is sent then: two node
-		// timeouts from then, or from now, whichever is later.
-		end := time.Now()
-		if dl := f.rc.deadline(); dl.After(end) {
-			end = dl
+		base := context.WithoutCancel(f.ctx)
+		var rcancel, lcancel context.CancelFunc
+		f.rctx, rcancel = context.WithTimeout(base, 2*f.timeout)
+		end := f.rc.deadline() // a node that has not answered may grant until then
+		if now := time.Now(); now.After(end) {
+			end = now
 		}
-		f.rctx, f.rcancel = context.WithDeadline(context.WithoutCancel(f.ctx), end.Add(2*f.timeout))
+		f.lctx, lcancel = context.WithDeadline(base, end.Add(2*f.timeout))
+		f.rcancel = func() { rcancel(); lcancel() }
 		f.releasing = n // every node is released, now or as it answers
 		for i, r := range f.rs {
 			if f.got[i] {
@@ -623,12 +625,16 @@ func (f *fan) releaseNode(i int, early, refused bool) {
 		return
 	}
 	req := undo(f.req)
+	ctx := f.lctx
+	if early {
+		ctx = f.rctx
+	}
 	if f.async() {
-		c.async[i].Start(f.rctx, req, to, i)
+		c.async[i].Start(ctx, req, to, i)
 		return
 	}
 	go func() {
-		ok, err := do(f.rctx, c.nodes[i], req)
+		ok, err := do(ctx, c.nodes[i], req)
 		to.Receive(i, ok, err)
 	}()
 }
