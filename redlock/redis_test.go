@@ -157,7 +157,9 @@ func TestNoStrayKeysAfterFailedAttempts(t *testing.T) { // R8.5, R11
 
 func TestMinorityDown(t *testing.T) { // R1.3
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
+		// A 5s ttl: nothing here waits for it, and with 1s a loaded
+		// machine's stall between TryLock and Extend could end the lock.
+		cl, c := cluster(t, a, 5, redlock.WithTTL(5*time.Second))
 		cl.Servers[0].Kill()
 		cl.Servers[3].Kill()
 		ctx := t.Context()
