@@ -126,8 +126,9 @@ type fan struct {
 	pending int
 	// The releases of a failed acquisition (fanReleasing): releasing of
 	// them not answered yet, early of those of nodes that had answered
-	// before settle; rctx bounds them (two node timeouts past the
-	// requests' deadline), rcancel ends it at the last answer.
+	// before settle; rctx bounds them (two node timeouts; a late one
+	// past it gets a bound of its own: releaseNode), rcancel ends it at
+	// the last answer.
 	releasing, early int
 	rctx             context.Context
 	rcancel          context.CancelFunc
@@ -574,14 +575,7 @@ func (f *fan) settle(release, waitAll bool) {
 	var rbuf [7]bool
 	if release {
 		answered, refused = buf[:0], rbuf[:0]
-		// A node that has not answered may answer yes until the
-		// requests' deadline, and its release is sent then: two node
-		// timeouts from then, or from now, whichever is later.
-		end := time.Now()
-		if dl := f.rc.deadline(); dl.After(end) {
-			end = dl
-		}
-		f.rctx, f.rcancel = context.WithDeadline(context.WithoutCancel(f.ctx), end.Add(2*f.timeout))
+		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
 		f.releasing = n // every node is released, now or as it answers
 		for i, r := range f.rs {
 			if f.got[i] {

@@ -50,7 +50,7 @@ func ExampleClient_Lock() {
 // Work in small steps with a short ttl, extending the lock between steps
 // (R17). Extend fails with ErrNotHeld once the validity has passed.
 func ExampleLock_Extend() {
-	client, _ := redlock.New(exampleNodes(), redlock.WithTTL(time.Second))
+	client, _ := redlock.New(exampleNodes(), redlock.WithTTL(5*time.Second))
 	defer client.Close()
 	ctx := context.Background()
 
@@ -65,7 +65,7 @@ func ExampleLock_Extend() {
 			fmt.Println("lock lost:", err)
 			return
 		}
-		fmt.Println("step", step, "done; still valid:", lock.Validity() > 900*time.Millisecond)
+		fmt.Println("step", step, "done; still valid:", lock.Validity() > 4*time.Second)
 	}
 	// Output:
 	// step 1 done; still valid: true

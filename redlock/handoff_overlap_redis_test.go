@@ -2,13 +2,19 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"dlm/redlock"
 	"dlm/redlock/redlocktest"
+	"dlm/redlock/scripts"
 )
 
 // Over real redis-servers, a waiter of another client whose first attempt
@@ -57,7 +63,15 @@ func TestWaiterOverlappingReleaseRedis(t *testing.T) { // R10, R14
 			if err := l.Unlock(ctx); err != nil {
 				t.Errorf("round %d: holder's Unlock: %v", r, err)
 			}
-			if err := <-got; err != nil {
+			select {
+			case err = <-got:
+			case <-time.After(5 * time.Second):
+				// Not a verdict: what the nodes say while the waiter
+				// sleeps, for the failure that may follow.
+				t.Logf("round %d: the waiter has not got the lock 5s after the release: %s", r, overlapState(t, cl, l.Value()))
+				err = <-got
+			}
+			if err != nil {
 				// The waiter ran out of its half a retry delay: it slept.
 				slept++
 				t.Errorf("round %d: the waiter did not get the released lock within %v: %v", r, delay/2, err)
@@ -68,4 +82,28 @@ func TestWaiterOverlappingReleaseRedis(t *testing.T) { // R10, R14
 			}
 		}
 	})
+}
+
+// overlapState says, node by node, who holds the key of resource "overlap"
+// (the holder, whose value is holder, or another), its ttl left, and how
+// many subscribers its release channel has.
+func overlapState(t *testing.T, cl *redlocktest.Cluster, holder string) string {
+	key := redlock.DefaultKeyPrefix + "overlap"
+	var b strings.Builder
+	for _, s := range cl.Servers {
+		c := s.Client()
+		v, err := c.Get(t.Context(), key).Result()
+		who := "free"
+		switch {
+		case err == nil && v == holder:
+			who = "the holder's key"
+		case err == nil:
+			who = "another's key"
+		case !errors.Is(err, redis.Nil):
+			who = err.Error()
+		}
+		subs, _ := c.PubSubNumSub(t.Context(), scripts.ChannelPrefix+key).Result()
+		fmt.Fprintf(&b, "%s: %s, pttl %v, %d subscribers; ", s.Addr(), who, c.PTTL(t.Context(), key).Val(), subs[scripts.ChannelPrefix+key])
+	}
+	return b.String()
 }

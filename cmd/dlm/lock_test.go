@@ -273,7 +273,10 @@ func TestLockHeldElsewhere(t *testing.T) {
 	t.Cleanup(func() { _ = holder.Process.Signal(syscall.SIGTERM); _ = holder.Wait() })
 	redlocktest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil },
 		"the first dlm lock never ran its command; stderr: %s", stderr)
-	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--wait", "300ms", "res", "--", "true")
+	// --wait 3s: a dlm starting on a loaded machine may not finish one
+	// attempt within a shorter wait, and then says "no node answered in
+	// time" instead of why (the same bound as TestLockSeveralResources).
+	r := runDLM(t, 30*time.Second, nil, "lock", "--nodes", nodes, "--node-timeout", "1s", "--wait", "3s", "res", "--", "true")
 	if r.code != exitNotAcquired {
 		t.Errorf("exit %d, want %d; stderr: %s", r.code, exitNotAcquired, r.stderr)
 	}
