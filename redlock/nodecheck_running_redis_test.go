@@ -109,6 +109,10 @@ func TestRunningClientRefusesReplicaAttached(t *testing.T) {
 		redlocktest.Eventually(t, 30*time.Second, func() bool {
 			return strings.Contains(m.Client().Info(context.Background(), "replication").Val(), "connected_slaves:1")
 		}, "the replica never connected")
+		warned := func(msgs []string) bool {
+			got := strings.Join(msgs, "\n")
+			return strings.Contains(got, "node "+m.Addr()+" is counted as a failed node") && strings.Contains(got, "1 replica(s)")
+		}
 		start := time.Now()
 		for {
 			l, err := c.TryLock(t.Context(), "plain")
@@ -117,18 +121,18 @@ func TestRunningClientRefusesReplicaAttached(t *testing.T) {
 			}
 			vals := cl.MustValues("dlm:lock:plain")
 			_ = l.Unlock(t.Context())
-			if vals[0] == "" && vals[1] != "" && vals[2] != "" {
-				break // counted out
+			// Counted out, and named to the observers: a node may miss a
+			// key for another reason on a loaded machine (a timeout), so
+			// the warning decides.
+			if vals[0] == "" && vals[1] != "" && vals[2] != "" && warned(w.messages()) {
+				break
 			}
 			if time.Since(start) > 30*time.Second {
-				t.Fatalf("the running client still locks on the master with a replica 30s after it was attached (values %q)", vals)
+				t.Fatalf("the running client still locks on the master with a replica 30s after it was attached, or never named it to the observers (values %q, warnings %q)", vals, w.messages())
 			}
 			time.Sleep(100 * time.Millisecond) // polling: the reading is the client's, every 2 s
 		}
 		t.Logf("counted out after %v", time.Since(start).Round(time.Millisecond))
-		if got := strings.Join(w.messages(), "\n"); !strings.Contains(got, "node "+m.Addr()+" is counted as a failed node") || !strings.Contains(got, "1 replica(s)") {
-			t.Errorf("warnings %q do not name %s, counted as failed for its replica", got, m.Addr())
-		}
 		// Alone, it is refused.
 		refusedWithin(t, dialURLs(t, a, cl.URLs()[:1], redlock.WithNodeTimeout(time.Second)), "plain", redlock.ErrPromotableReplica)
 	})

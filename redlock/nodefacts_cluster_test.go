@@ -14,16 +14,20 @@ import (
 // clusterFactsPerMaster checks, over the cluster nodes urls (cs, of two
 // masters each, fresh clients), that the facts of a node that is a Redis
 // Cluster are each master's, read on each master's connection: every
-// master is listed with its run id, the max ttl advertised on the cluster
+// master is listed with its run id, the max ttl advertised on the clusters
 // refuses a longer lock without CheckNodes, a master given again as a
 // plain node is one server twice, and fencing warns of each master that
 // does not sync every write. Both adapters. TestClusterNodesEveryCapability
 // runs it on its clusters (a cluster takes seconds to start).
 func clusterFactsPerMaster(t *testing.T, urls []string, cs []*redlocktest.RedisCluster) {
-	if err := cs[0].Client().Set(t.Context(), adapter.MaxTTLKey, "40s", 0).Err(); err != nil {
-		t.Fatal(err)
+	// Every cluster node advertises the max ttl: one that did alone would
+	// be counted as a failed node, and the others a quorum.
+	for _, cl := range cs {
+		if err := cl.Client().Set(t.Context(), adapter.MaxTTLKey, "40s", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cl.Client().Del(t.Context(), adapter.MaxTTLKey).Err() })
 	}
-	t.Cleanup(func() { _ = cs[0].Client().Del(t.Context(), adapter.MaxTTLKey).Err() })
 	masters := cs[0].Addrs()[:2]
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		c := dialURLs(t, a, urls, redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithFencing())
