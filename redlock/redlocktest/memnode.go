@@ -451,8 +451,7 @@ type memCall struct {
 	ctx       context.Context
 	req       adapter.Request
 	fenceKey  string
-	floorKey  string   // memnode_floor.go
-	floorKeys []string // a set's (memnode_floor.go)
+	floorKey  string // memnode_floor.go
 	token     uint64
 	retention time.Duration
 	recordKey string // memnode_record.go

@@ -74,16 +74,16 @@ func (n FloorNode) WAcquireFencedFloor(ctx context.Context, key, fenceKey, floor
 // AcquireAllFencedFloor is AcquireAllFenced that also reads the floor
 // keys (adapter.FenceFloorNode).
 func (n FloorNode) AcquireAllFencedFloor(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, ttl time.Duration) (bool, uint64, bool, error) {
-	r := n.call(&memCall{ctx: ctx, floorKeys: floorKeys,
-		req: adapter.Request{Op: opAcquireAllFencedFloor, Keys: joinKeys(keys, fenceKeys), Value: value, TTL: ttl}})
+	r := n.call(&memCall{ctx: ctx,
+		req: adapter.Request{Op: opAcquireAllFencedFloor, Keys: append(joinKeys(keys, fenceKeys), floorKeys...), Value: value, TTL: ttl}})
 	return r.ok, r.fence, !r.lost, r.err
 }
 
 // RaiseFencesRepair is RaiseFences that also sets the missing floor keys
 // to token when it sets the fences (adapter.FenceFloorNode).
 func (n FloorNode) RaiseFencesRepair(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, floorKeys: floorKeys, token: token, retention: retention,
-		req: adapter.Request{Op: opRaiseFencesRepair, Keys: joinKeys(keys, fenceKeys), Value: value}})
+	r := n.call(&memCall{ctx: ctx, token: token, retention: retention,
+		req: adapter.Request{Op: opRaiseFencesRepair, Keys: append(joinKeys(keys, fenceKeys), floorKeys...), Value: value}})
 	return r.ok, r.err
 }
 
@@ -94,12 +94,14 @@ func (n FloorNode) RaiseFencesRepair(ctx context.Context, keys, fenceKeys, floor
 func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAll bool) memResult {
 	base, acquire := floorOp(c.req.Op)
 	c.req.Op = base
+	floors := []string{c.floorKey}
+	if c.req.Keys != nil {
+		// A set's: its lock keys, fence keys, then floor keys.
+		k := len(c.req.Keys) / 3
+		floors, c.req.Keys = c.req.Keys[2*k:], c.req.Keys[:2*k]
+	}
 	n.applied.Add(-1)
 	res := n.applyOp(c)
-	floors := c.floorKeys
-	if floors == nil {
-		floors = []string{c.floorKey}
-	}
 	if !res.ok || res.err != nil {
 		return res
 	}
