@@ -71,12 +71,14 @@ docs/operations.md ("dlm status and dlm doctor") explains every finding.
   node count: at least 3 nodes, an odd number
   fencing tokens: on a node that holds fence keys (dlm lock --fencing,
        and dlm elect, which always fences), or on every node with
-       --fencing: a node that comes back from a crash with an older copy
-       of its keys (AOF with appendfsync everysec, RDB snapshots) can make
-       a token repeat; AOF with appendfsync always (dlm node --fencing)
-       prevents it. A node without any persistence forgets its fences on a
-       restart, which the clients repair for single-resource locks and
-       elections (docs/fencing.md), not for sets and read-write locks
+       --fencing: the node keeps the tokens alone only with AOF and
+       appendfsync always (dlm node --fencing). A node that comes back
+       from a crash with an older copy of its keys (AOF with appendfsync
+       everysec or no, RDB snapshots), or with none (no persistence),
+       comes back with a new replication id: the clients count its fences
+       as lost and repair the tokens of every fenced lock from their wall
+       clocks (docs/fencing.md), so tokens then keep increasing only while
+       those clocks are not stepped back (a warning)
   reachable: a node that does not answer takes no part in locks
 
 A node that is a Redis Cluster (cluster=true in its URL) is checked master
@@ -172,16 +174,22 @@ func probeFences(ctx context.Context, urls []redlock.NodeURL, ps []probe, prefix
 
 // checkFencing checks what a restart does to the fencing tokens (R18,
 // R16.2; docs/fencing.md) on the nodes that hold fence keys (fenced[i]),
-// or on every node with all. Tokens never repeat when a node keeps every
-// acknowledged fence (AOF, appendfsync always), or forgets all of them at
-// once, its fence floor key included: the clients see the missing floor
-// and repair the tokens of single-resource locks and elections from their
-// wall clocks (fence floor repair), but not those of sets and read-write
-// locks. A node that comes back with an older copy of its keys (AOF with
+// or on every node with all. A node that keeps every acknowledged fence
+// (AOF, appendfsync always) keeps the tokens alone: ok. Any other node can
+// come back from a crash with an older copy of its keys (AOF with
 // appendfsync everysec or no loses the last second or more; RDB snapshots
-// bring back the last one) still has its floor: the loss goes unseen, and
-// a later grant can get a token already given, whatever the lock.
+// bring back the last one) or with none (no persistence). Either way the
+// server comes back with a new replication id, under which its fence
+// floor key counts as missing (redlock/scripts/floor.lua), so the clients
+// repair the tokens of every fenced grant, whatever its kind (one
+// resource, a set, a writer, an election), from their wall clocks
+// (redlock/fencing.go, the restart repair): a warning, as tokens then keep
+// increasing only while those clocks are not stepped back.
 func checkFencing(ps []probe, fenced []bool, all bool) []finding {
+	const (
+		repaired = "the clients repair the tokens of every fenced lock (one resource, a set, a writer; elections' terms) from their wall clocks, so tokens then keep increasing only while those clocks are not stepped back (docs/fencing.md)"
+		fix      = "for tokens kept by the nodes alone, CONFIG SET appendonly yes and CONFIG SET appendfsync always (and in redis.conf), or run the node with `dlm node --fencing`"
+	)
 	var fs []finding
 	for i, p := range ps {
 		if p.Err != nil || p.ConfigErr != nil || !(all || fenced[i]) || p.Cluster { // diagnoseCluster checks every master
@@ -198,16 +206,16 @@ func checkFencing(ps []probe, fenced []bool, all bool) []finding {
 			fs = append(fs, finding{Sev: sevOK, Node: p.Node, Rule: "R18", What: why + " with AOF and appendfsync always: its fences survive a crash"})
 		case aof == "no" && saveKnown && save == "":
 			fs = append(fs, finding{Sev: sevWarn, Node: p.Node, Rule: "R18",
-				What: why + " without persistence (appendonly no, no RDB snapshots): a restart forgets every fence key and the fence floor key with them, so the clients repair the tokens of single-resource locks and elections from their clocks (they keep increasing if the clients' clocks do not step back, docs/fencing.md); the tokens of lock sets (several RESOURCEs) and read-write locks (--read, --write) have no repair and can repeat after such a restart",
-				Fix:  "nothing for single-resource locks and elections; if the clients fence sets or read-write locks, CONFIG SET appendonly yes and CONFIG SET appendfsync always (and in redis.conf), or run the node with `dlm node --fencing`"})
+				What: why + " without persistence (appendonly no, no RDB snapshots): a restart forgets every fence key and the fence floor key with them, and " + repaired,
+				Fix:  fix})
 		default:
 			how := fmt.Sprintf("appendonly %s, appendfsync %s", orDash(aof), orDash(fsync))
 			if save != "" {
 				how += fmt.Sprintf(", RDB snapshots (save %q)", save)
 			}
-			fs = append(fs, finding{Sev: sevFail, Node: p.Node, Rule: "R18",
-				What: fmt.Sprintf("%s, with %s: after a crash or power loss the node can come back with an older copy of its keys (the writes of the last second or more, or those since the last snapshot, lost), its fence floor key included, so the clients do not see the loss and do not repair it: a later grant can get a token already given, for every kind of lock (docs/fencing.md)", why, how),
-				Fix:  "CONFIG SET appendonly yes and CONFIG SET appendfsync always (and in redis.conf), or run the node with `dlm node --fencing`; or, where only single-resource locks and elections fence, no persistence at all (appendonly no, save \"\"), which the clients repair"})
+			fs = append(fs, finding{Sev: sevWarn, Node: p.Node, Rule: "R18",
+				What: fmt.Sprintf("%s, with %s: after a crash or power loss the node can come back with an older copy of its keys (the writes of the last second or more, or those since the last snapshot, lost) and a new replication id, under which its fence floor key counts as missing, so, as after a restart without persistence, %s", why, how, repaired),
+				Fix:  fix})
 		}
 	}
 	return fs
