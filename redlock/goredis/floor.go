@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/internal/slots"
 )
 
 var _ adapter.FenceFloorNode = (*Node)(nil)
@@ -29,11 +30,11 @@ func (n *Node) WAcquireFencedFloor(ctx context.Context, key, fenceKey, floorKey,
 // AcquireAllFencedFloor is AcquireAllFenced that also reads the node's
 // fence floors (adapter.FenceFloorNode).
 func (n *Node) AcquireAllFencedFloor(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, ttl time.Duration) (bool, uint64, bool, error) {
-	floorOf := floorsByFence(fenceKeys, floorKeys)
+	floorOf := slots.NewFloors(fenceKeys, floorKeys)
 	var mu sync.Mutex
 	kept := true
 	if done, ok, fence, err := n.split(ctx, keys, fenceKeys, value, true, func(keys, fenceKeys []string) (bool, uint64, error) {
-		ok, fence, k, err := n.AcquireAllFencedFloor(ctx, keys, fenceKeys, pickFloors(floorOf, fenceKeys), value, ttl)
+		ok, fence, k, err := n.AcquireAllFencedFloor(ctx, keys, fenceKeys, floorOf.Of(fenceKeys), value, ttl)
 		mu.Lock()
 		kept = kept && k
 		mu.Unlock()
@@ -50,9 +51,9 @@ func (n *Node) AcquireAllFencedFloor(ctx context.Context, keys, fenceKeys, floor
 // RaiseFencesRepair is RaiseFences that, when it sets the fences, also
 // sets the missing floor keys to token (adapter.FenceFloorNode).
 func (n *Node) RaiseFencesRepair(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
-	floorOf := floorsByFence(fenceKeys, floorKeys)
+	floorOf := slots.NewFloors(fenceKeys, floorKeys)
 	if done, ok, _, err := n.split(ctx, keys, fenceKeys, value, false, func(keys, fenceKeys []string) (bool, uint64, error) {
-		ok, err := n.RaiseFencesRepair(ctx, keys, fenceKeys, pickFloors(floorOf, fenceKeys), value, token, retention)
+		ok, err := n.RaiseFencesRepair(ctx, keys, fenceKeys, floorOf.Of(fenceKeys), value, token, retention)
 		return ok, 0, err
 	}); done { // cluster.go
 		return ok, err
@@ -81,24 +82,4 @@ func flooredReply(res []any, err error, where string) (bool, uint64, bool, error
 		err = fmt.Errorf("goredis: fenced acquire with floor: unexpected reply %v", res)
 	}
 	return false, 0, true, err
-}
-
-// floorsByFence maps each fence key of a set to its floor key, for the
-// steps of a set split by slot (cluster.go), which pass the fence keys of
-// their slot.
-func floorsByFence(fenceKeys, floorKeys []string) map[string]string {
-	m := make(map[string]string, len(fenceKeys))
-	for i, k := range fenceKeys {
-		m[k] = floorKeys[i]
-	}
-	return m
-}
-
-// pickFloors returns the floor keys of fenceKeys (floorsByFence).
-func pickFloors(floorOf map[string]string, fenceKeys []string) []string {
-	out := make([]string, len(fenceKeys))
-	for i, k := range fenceKeys {
-		out[i] = floorOf[k]
-	}
-	return out
 }

@@ -33,11 +33,11 @@ func (n *Node) WAcquireFencedFloor(ctx context.Context, key, fenceKey, floorKey,
 // fence floors (adapter.FenceFloorNode).
 func (n *Node) AcquireAllFencedFloor(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, ttl time.Duration) (bool, uint64, bool, error) {
 	if n.cluster && len(slots.Split(keys)) > 1 { // cluster.go
-		floorOf := floorsByFence(fenceKeys, floorKeys)
+		floorOf := slots.NewFloors(fenceKeys, floorKeys)
 		var mu sync.Mutex
 		kept := true
 		ok, fence, err := n.fencedSplit(ctx, keys, fenceKeys, value, true, func(keys, fenceKeys []string) (bool, uint64, error) {
-			ok, fence, k, err := n.AcquireAllFencedFloor(ctx, keys, fenceKeys, pickFloors(floorOf, fenceKeys), value, ttl)
+			ok, fence, k, err := n.AcquireAllFencedFloor(ctx, keys, fenceKeys, floorOf.Of(fenceKeys), value, ttl)
 			mu.Lock()
 			kept = kept && k
 			mu.Unlock()
@@ -64,9 +64,9 @@ func (n *Node) RaiseFenceRepair(ctx context.Context, key, fenceKey, floorKey, va
 // sets the missing floor keys to token (adapter.FenceFloorNode).
 func (n *Node) RaiseFencesRepair(ctx context.Context, keys, fenceKeys, floorKeys []string, value string, token uint64, retention time.Duration) (bool, error) {
 	if n.cluster && len(slots.Split(keys)) > 1 { // cluster.go
-		floorOf := floorsByFence(fenceKeys, floorKeys)
+		floorOf := slots.NewFloors(fenceKeys, floorKeys)
 		ok, _, err := n.fencedSplit(ctx, keys, fenceKeys, value, false, func(keys, fenceKeys []string) (bool, uint64, error) {
-			ok, err := n.RaiseFencesRepair(ctx, keys, fenceKeys, pickFloors(floorOf, fenceKeys), value, token, retention)
+			ok, err := n.RaiseFencesRepair(ctx, keys, fenceKeys, floorOf.Of(fenceKeys), value, token, retention)
 			return ok, 0, err
 		})
 		return ok, err
@@ -109,24 +109,4 @@ func flooredReply(r rueidis.RedisResult, where string) (bool, uint64, bool, erro
 // repairs the fence floor.
 func joinKeys(keys, fenceKeys []string, floorKeys ...string) []string {
 	return append(append(append(make([]string, 0, len(keys)+len(fenceKeys)+len(floorKeys)), keys...), fenceKeys...), floorKeys...)
-}
-
-// floorsByFence maps each fence key of a set to its floor key, for the
-// steps of a set split by slot (cluster.go), which pass the fence keys of
-// their slot.
-func floorsByFence(fenceKeys, floorKeys []string) map[string]string {
-	m := make(map[string]string, len(fenceKeys))
-	for i, k := range fenceKeys {
-		m[k] = floorKeys[i]
-	}
-	return m
-}
-
-// pickFloors returns the floor keys of fenceKeys (floorsByFence).
-func pickFloors(floorOf map[string]string, fenceKeys []string) []string {
-	out := make([]string, len(fenceKeys))
-	for i, k := range fenceKeys {
-		out[i] = floorOf[k]
-	}
-	return out
 }
