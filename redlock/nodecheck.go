@@ -254,12 +254,14 @@ func (v *factsVerdict) refuses(i int, ttl time.Duration) error {
 }
 
 // grants reports whether op can grant a lock on a node, or keep one
-// (extensions): the requests that a node the client refuses is counted
-// out of. Releases and the rest still reach it.
+// (extensions, a fenced lock's second phase): the requests that a node the
+// client refuses is counted out of, fenced or not. Releases and the rest
+// still reach it.
 func grants(op adapter.Op) bool {
 	switch op {
 	case adapter.OpAcquire, adapter.OpExtend, adapter.OpTransfer, adapter.OpAcquireAll, adapter.OpExtendAll,
-		adapter.OpRAcquire, adapter.OpRExtend, adapter.OpWAcquire:
+		adapter.OpRAcquire, adapter.OpRExtend, adapter.OpWAcquire,
+		opAcquireFenced, opRaiseFence, opAcquireAllFenced, opRaiseFences, opWAcquireFenced:
 		return true
 	}
 	return false
