@@ -400,7 +400,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		elapsed := time.Since(start)
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
-			if err := c.checkGranted(o.ttl); err != nil {
+			if err := c.checkGranted(l, o.ttl); err != nil {
 				// Granted by nodes whose facts were read by this attempt
 				// only, and they refuse it (nodecheck.go): given up.
 				l.lose(err)

@@ -557,17 +557,45 @@ func (c *Client) checkAdvertisedAll(ttl time.Duration) error {
 	return nil
 }
 
-// checkGranted checks a lock with ttl that the nodes have just granted,
+// checkGranted checks lock l with ttl that the nodes have just granted,
 // when some node's facts were still unknown at the last judgement (the
 // first lock of a client whose nodes connected after checkWait): the
 // nodes that granted it connected for the attempt and read their facts
 // first, so the check that could not be made before the attempt is made
-// now. Otherwise (every node's facts known) it costs an atomic load.
-func (c *Client) checkGranted(ttl time.Duration) error {
+// now. As before an attempt, a refused node counts as a failed node: the
+// lock is kept when the nodes that granted it and are not refused are
+// still a quorum. Otherwise (every node's facts known) it costs an atomic
+// load.
+func (c *Client) checkGranted(l *Lock, ttl time.Duration) error {
 	if v := c.facts.verdict.Load(); v != nil && v.unknown == 0 {
 		return nil
 	}
-	return c.checkAdvertisedAll(ttl)
+	if l == nil || l.acq == nil {
+		return c.checkAdvertisedAll(ttl)
+	}
+	if err := c.checkAdvertised(ttl); err != nil {
+		return err // one server twice, or too many refused for any lock
+	}
+	v := c.facts.verdict.Load()
+	if v.unsafe == nil && (v.maxTTL == 0 || ttl <= v.maxTTL) {
+		return nil
+	}
+	good := 0
+	var why error
+	for _, r := range l.acq.replies() {
+		if !r.ok || r.err != nil {
+			continue
+		}
+		if err := v.refuses(r.i, ttl); err != nil {
+			why = err
+			continue
+		}
+		good++
+	}
+	if good >= c.quorum || why == nil {
+		return nil
+	}
+	return why
 }
 
 // judgeFacts judges the nodes' facts as they are now, publishes the
