@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,12 +30,14 @@ func TestSchemeMismatch(t *testing.T) {
 	redlocktest.StartServer(t, redlocktest.WithArgs("--tls-port", strconv.Itoa(tlsPort),
 		"--tls-cert-file", pki.serverCert, "--tls-key-file", pki.serverKey, "--tls-ca-cert-file", pki.ca, "--tls-auth-clients", "no"))
 	tlsAddr := "127.0.0.1:" + strconv.Itoa(tlsPort)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// A port where nothing listens, below the ephemeral range: one of it
+	// may become any outgoing connection's source port meanwhile, and
+	// then answer (a run saw "connection reset by peer" there).
+	closedPort, err := redisproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := "127.0.0.1:" + strconv.Itoa(closedPort)
 	const notTLS, isTLS = "does not speak TLS on this port", "speaks TLS on this port"
 	for _, tc := range []struct {
 		name, url, want, not string
