@@ -478,7 +478,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		return ErrMaxExtensions
 	}
 	c := l.client
-	if err := c.checkAdvertised(l.ttl); err != nil {
+	if err := c.checkExtension(l.ttl); err != nil {
 		// A node restarted with a smaller max ttl, or as another
 		// node's server, since the lock was granted (nodecheck.go).
 		return err

@@ -501,12 +501,32 @@ func (c *Client) connectNodes(ctx context.Context, all bool, quorum int) []error
 // node advertises, and every lock while two nodes are one server: on the
 // path of every lock, without a request (see nodeFacts).
 func (c *Client) checkAdvertised(ttl time.Duration) error {
+	return c.checkFacts(ttl, true)
+}
+
+// checkExtension is checkAdvertised for an extension: it starts a reading
+// of stale facts but does not wait for it, and judges on the facts it has.
+// An extension has a validity to keep, and the reading's wait (up to four
+// node timeouts, for a frozen node) could outlast it: an auto-extended
+// lock with a short ttl would end while the other nodes are a quorum. A
+// change is seen by the next extension after the reading.
+func (c *Client) checkExtension(ttl time.Duration) error {
+	return c.checkFacts(ttl, false)
+}
+
+// checkFacts is checkAdvertised, waiting for a reading of stale facts
+// (freshFacts) when wait is set.
+func (c *Client) checkFacts(ttl time.Duration, wait bool) error {
 	v := c.facts.verdict.Load()
 	if v == nil {
 		c.primeFacts()
 		v = c.facts.verdict.Load()
 	}
-	c.freshFacts()
+	if wait {
+		c.freshFacts()
+	} else if at := c.facts.readAt.Load(); at != nil && time.Since(*at) >= factsRefresh/2 {
+		c.startReading()
+	}
 	if nv := c.facts.verdict.Load(); nv != v {
 		v = nv // judged by the reading
 	}
