@@ -68,9 +68,10 @@ type nodeFacts struct {
 	once    sync.Once           // the first check: connect, then judge (prime)
 	nodes   []adapter.FactsNode // by node; nil where not a FactsNode
 	verdict atomic.Pointer[factsVerdict]
-	// readAt is when the last reading of every node's facts began
-	// (primeFacts, then readFacts), nil before the first.
-	readAt atomic.Pointer[time.Time]
+	// primed is set once primeFacts read the facts first; read is then
+	// made, by node (freshFacts).
+	primed atomic.Bool
+	read   []nodeReading
 
 	mu     sync.Mutex      // judging; replicas
 	warned map[string]bool // warnings told (once each)
@@ -78,86 +79,118 @@ type nodeFacts struct {
 	// got them saw them (nil before one did: New checked them).
 	replicas [][]adapter.Replica
 
-	rmu     sync.Mutex    // reading
-	reading chan struct{} // closed when the reading under way ends; nil: none
+	rmu sync.Mutex // the readings' began and pending
 }
 
-// factsRefresh is how old the facts a lock is checked against may be: a
-// running client reads its nodes' facts again (readFacts) once they are
-// half as old, in the background of the lock that finds them so, and a
-// lock that finds them older waits for the reading, bounded by
-// checkWait. So what an operator changes on a running server (a replica
-// attached, or allowed to promote itself; an eviction policy set) is seen
-// by every lock that begins factsRefresh after the change was made, plus
-// one reading's round trip. The same period as the adapters' reading of a
-// cluster's slot map.
+// factsRefresh is how old the facts a lock counts on may be. Each node's
+// facts are read on their own (readNode): a running client reads a node's
+// facts again once they are half as old, in the background of the lock or
+// extension that finds them so, and publishes each node's reading as it
+// answers, stamped with its own beginning, so that a node that does not
+// answer (frozen, or slower than the others) holds up neither the others'
+// readings nor a lock. A lock never waits for a reading before its
+// attempt; once granted, it waits (freshGrant) for the reading of the
+// nodes that granted it whose facts are older than factsRefresh at its
+// T1, as they answered its attempt, and it is judged on them (checkGranted). So what an
+// operator changes on a running server (a replica attached, or allowed
+// to promote itself; an eviction policy set) is seen by every lock that
+// begins factsRefresh after the change was made, its grant waiting up
+// to one reading's round trip, bounded by checkWait and by half of the
+// lock's validity left (a node whose reading takes longer is judged on
+// the facts at hand, and seen by the locks after its reading). The same
+// period as the adapters' reading of a cluster's slot map.
 const factsRefresh = 2 * time.Second
 
-// freshFacts makes sure the facts a lock is about to be checked against
-// are fresh (factsRefresh): it starts a reading when they are half as old,
-// and waits for it, at most checkWait, when they are older. A node that
-// does not answer in time keeps its facts, and is judged on its answer
-// when it comes.
+// nodeReading is what the client knows of its readings of one node's
+// facts.
+type nodeReading struct {
+	// at is when the last reading the node answered began (primeFacts,
+	// then readNode): its facts are at least that new. nil: none.
+	at atomic.Pointer[time.Time]
+	// Under nodeFacts.rmu: when the last reading began, answered or not
+	// (a node is read at most once per factsRefresh/2), and the channel
+	// closed when the reading under way ends (nil: none).
+	began   time.Time
+	pending chan struct{}
+}
+
+// readable reports whether node i has facts to read: a FactsNode, or a
+// cluster node whose replicas the client checks.
+func (c *Client) readable(i int) bool {
+	if c.facts.nodes[i] != nil {
+		return true
+	}
+	cn, ok := c.nodes[i].(adapter.ClusterNode)
+	return ok && cn.Cluster() && !c.opts.promotable
+}
+
+// factsAge is how old node i's facts are at now: since the beginning of
+// the last reading it answered; a node never read is as old as the client
+// plus one refresh.
+func (c *Client) factsAge(i int, now time.Time) time.Duration {
+	if at := c.facts.read[i].at.Load(); at != nil {
+		return now.Sub(*at)
+	}
+	return now.Sub(c.born) + factsRefresh
+}
+
+// freshFacts starts a reading of each node whose facts are half as old as
+// factsRefresh or older and that is not being read (readNode). It never
+// waits: a lock waits after its grant, for the nodes that granted it only
+// (freshGrant).
 func (c *Client) freshFacts() {
-	at := c.facts.readAt.Load()
-	if at == nil {
+	f := &c.facts
+	if !f.primed.Load() {
 		return // primeFacts reads first
 	}
-	age := time.Since(*at)
-	if age < factsRefresh/2 {
-		return
-	}
-	done := c.startReading()
-	if age < factsRefresh || done == nil {
-		return
-	}
-	t := time.NewTimer(c.checkWait())
-	defer t.Stop()
-	select {
-	case <-done:
-	case <-t.C:
-	case <-c.stop:
+	now := time.Now()
+	for i := range f.read {
+		if c.readable(i) && c.factsAge(i, now) >= factsRefresh/2 {
+			c.startReading(i, now)
+		}
 	}
 }
 
-// startReading starts a reading of every node's facts (readFacts) unless
-// one is under way, and returns the channel closed when it is published;
-// nil when the client is closed.
-func (c *Client) startReading() chan struct{} {
+// startReading starts a reading of node i's facts (readNode) unless one is
+// under way, or began less than factsRefresh/2 before now (a node that
+// fails its readings is asked again no more often), and returns the
+// channel closed when the reading under way ends; nil when none is (the
+// client is closed, or too soon).
+func (c *Client) startReading(i int, now time.Time) chan struct{} {
 	f := &c.facts
+	r := &f.read[i]
 	f.rmu.Lock()
 	defer f.rmu.Unlock()
-	if f.reading != nil {
-		return f.reading
+	if r.pending != nil {
+		return r.pending
+	}
+	if !r.began.IsZero() && now.Sub(r.began) < factsRefresh/2 {
+		return nil
 	}
 	if !c.bgAdd(1) {
 		return nil
 	}
 	done := make(chan struct{})
-	f.reading = done
+	r.pending, r.began = done, now
 	go func() {
 		defer c.bg.Done()
-		c.readFacts(func() {
-			f.rmu.Lock()
-			f.reading = nil
-			f.rmu.Unlock()
-			close(done)
-		})
+		c.readNode(i)
+		f.rmu.Lock()
+		r.pending = nil
+		f.rmu.Unlock()
+		close(done)
 	}()
 	return done
 }
 
-// readFacts reads every node's facts again, at once, bounded as New's
-// reading of the replicas is (max of the node timeout and
-// replicaCheckTimeout) and by Close: each FactsNode's Connect, which
-// connects a node that is not connected and reads again on the live
-// connections what a running server can change (its replication, its
-// settings), and each cluster node's replicas (adapter.ClusterNode). It
-// judges them and publishes the reading (published) once every node
-// answered, or checkWait passed: a node that answers later (a frozen
-// one) keeps its earlier facts until then, is judged when it answers,
-// and holds up neither the locks nor the next reading.
-func (c *Client) readFacts(published func()) {
+// readNode reads node i's facts again, bounded as New's reading of the
+// replicas is (max of the node timeout and replicaCheckTimeout) and by
+// Close: a FactsNode's Connect, which connects a node that is not
+// connected and reads again on the live connections what a running
+// server can change (its replication, its settings), and a cluster node's
+// replicas (adapter.ClusterNode). An answer without an error is published
+// at once, stamped with the reading's beginning, and judged.
+func (c *Client) readNode(i int) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.opts.nodeTimeout, replicaCheckTimeout))
 	defer cancel()
@@ -169,56 +202,70 @@ func (c *Client) readFacts(published func()) {
 		}
 	}()
 	f := &c.facts
-	answers := make(chan struct{}, len(c.nodes)) // never blocks a straggler
-	pending := 0
-	var wg sync.WaitGroup
-	for i, n := range c.nodes {
-		fn := f.nodes[i]
-		cn, cluster := n.(adapter.ClusterNode)
-		cluster = cluster && cn.Cluster() && !c.opts.promotable
-		if fn == nil && !cluster {
-			continue
-		}
-		pending++
-		wg.Go(func() {
-			defer func() { answers <- struct{}{} }()
-			if fn != nil {
-				_ = fn.Connect(ctx)
-			}
-			if !cluster {
-				return
-			}
-			r, err := cn.Replicas(ctx)
-			if err != nil {
-				return
-			}
+	var err error
+	if fn := f.nodes[i]; fn != nil {
+		err = fn.Connect(ctx)
+	}
+	if cn, ok := c.nodes[i].(adapter.ClusterNode); ok && cn.Cluster() && !c.opts.promotable && err == nil {
+		var r []adapter.Replica
+		if r, err = cn.Replicas(ctx); err == nil {
 			f.mu.Lock()
 			if f.replicas == nil {
 				f.replicas = make([][]adapter.Replica, len(c.nodes))
 			}
 			f.replicas[i] = r
 			f.mu.Unlock()
-		})
-	}
-	t := time.NewTimer(c.checkWait())
-	defer t.Stop()
-wait:
-	for ; pending > 0; pending-- {
-		select {
-		case <-answers:
-		case <-t.C:
-			break wait
-		case <-ctx.Done():
-			break wait
 		}
 	}
-	f.readAt.Store(&start)
-	c.judgeFacts()
-	published()
-	if pending > 0 {
-		wg.Wait() // the stragglers: judged as they answered
-		c.judgeFacts()
+	if err == nil {
+		f.read[i].at.Store(&start)
 	}
+	c.judgeFacts()
+}
+
+// freshGrant waits, once l is granted, for a reading of the facts of each
+// node that granted it whose facts were older than factsRefresh at l's T1
+// (factsRefresh): such a node answered the attempt, so its reading,
+// started before the attempt (freshFacts), is due. It waits at most
+// checkWait and half of l's validity left, and reports whether a node
+// needed it, so that the lock is judged again (checkGranted). A node that
+// did not grant l (frozen, slow, refused) is never waited for.
+func (c *Client) freshGrant(l *Lock) bool {
+	f := &c.facts
+	if l == nil || l.acq == nil || !f.primed.Load() {
+		return false
+	}
+	t1 := l.acq.t1
+	var stale []int
+	for _, r := range l.acq.replies() {
+		if r.ok && r.err == nil && c.readable(r.i) && c.factsAge(r.i, t1) >= factsRefresh {
+			stale = append(stale, r.i)
+		}
+	}
+	if len(stale) == 0 {
+		return false
+	}
+	l.mu.Lock()
+	left := time.Until(l.until)
+	l.mu.Unlock()
+	t := time.NewTimer(min(c.checkWait(), left/2))
+	defer t.Stop()
+	for _, i := range stale {
+		for c.factsAge(i, t1) >= factsRefresh {
+			done := c.startReading(i, time.Now())
+			if done == nil {
+				return true // closed, or read too recently: the facts at hand
+			}
+			select {
+			case <-done:
+				continue
+			case <-t.C:
+			case <-c.stop:
+			}
+			return true
+		}
+	}
+	return true
 }
 
 // factsVerdict is the client's judgement of its nodes' facts, at the
@@ -423,10 +470,16 @@ func (c *Client) primeFacts() {
 				c.facts.nodes[i] = fn
 			}
 		}
+		c.facts.read = make([]nodeReading, len(c.nodes))
 		start := time.Now()
-		c.connectNodes(context.Background(), false, c.quorum)
-		c.facts.readAt.Store(&start)
+		errs := c.connectNodes(context.Background(), false, c.quorum)
+		for i, err := range errs {
+			if err == nil && c.readable(i) {
+				c.facts.read[i].at.Store(&start)
+			}
+		}
 		c.judgeFacts()
+		c.facts.primed.Store(true)
 	})
 }
 
@@ -501,32 +554,26 @@ func (c *Client) connectNodes(ctx context.Context, all bool, quorum int) []error
 // node advertises, and every lock while two nodes are one server: on the
 // path of every lock, without a request (see nodeFacts).
 func (c *Client) checkAdvertised(ttl time.Duration) error {
-	return c.checkFacts(ttl, true)
+	return c.checkFacts(ttl)
 }
 
-// checkExtension is checkAdvertised for an extension: it starts a reading
-// of stale facts but does not wait for it, and judges on the facts it has.
-// An extension has a validity to keep, and the reading's wait (up to four
-// node timeouts, for a frozen node) could outlast it: an auto-extended
-// lock with a short ttl would end while the other nodes are a quorum. A
-// change is seen by the next extension after the reading.
+// checkExtension is checkAdvertised for an extension. Neither waits for a
+// reading of the facts (freshFacts); an extension has no wait after it
+// either (a lock's grant has: freshGrant): it has a validity to keep, and
+// a change is seen by the next extension after the reading.
 func (c *Client) checkExtension(ttl time.Duration) error {
-	return c.checkFacts(ttl, false)
+	return c.checkFacts(ttl)
 }
 
-// checkFacts is checkAdvertised, waiting for a reading of stale facts
-// (freshFacts) when wait is set.
-func (c *Client) checkFacts(ttl time.Duration, wait bool) error {
+// checkFacts is checkAdvertised: it starts a reading of the facts that are
+// half as old as factsRefresh (freshFacts) and judges on the facts at hand.
+func (c *Client) checkFacts(ttl time.Duration) error {
 	v := c.facts.verdict.Load()
 	if v == nil {
 		c.primeFacts()
 		v = c.facts.verdict.Load()
 	}
-	if wait {
-		c.freshFacts()
-	} else if at := c.facts.readAt.Load(); at != nil && time.Since(*at) >= factsRefresh/2 {
-		c.startReading()
-	}
+	c.freshFacts()
 	if nv := c.facts.verdict.Load(); nv != v {
 		v = nv // judged by the reading
 	}
@@ -584,10 +631,12 @@ func (c *Client) checkAdvertisedAll(ttl time.Duration) error {
 // first, so the check that could not be made before the attempt is made
 // now. As before an attempt, a refused node counts as a failed node: the
 // lock is kept when the nodes that granted it and are not refused are
-// still a quorum. Otherwise (every node's facts known) it costs an atomic
-// load.
+// still a quorum. The same when a node that granted it had facts older
+// than factsRefresh at its T1, read again now (freshGrant). Otherwise it
+// costs an atomic load per node that granted it.
 func (c *Client) checkGranted(l *Lock, ttl time.Duration) error {
-	if v := c.facts.verdict.Load(); v != nil && v.unknown == 0 {
+	waited := c.freshGrant(l) // granting nodes whose facts were stale: read again
+	if v := c.facts.verdict.Load(); v != nil && v.unknown == 0 && !waited {
 		return nil
 	}
 	if l == nil || l.acq == nil {
