@@ -91,13 +91,16 @@ type nodeFacts struct {
 // readings nor a lock. A lock never waits for a reading before its
 // attempt; once granted, it waits (freshGrant) for the reading of the
 // nodes that granted it whose facts are older than factsRefresh at its
-// T1, as they answered its attempt, and it is judged on them (checkGranted). So what an
+// T1, as they answered its attempt, when it needs them for its quorum,
+// and it is judged on them (checkGranted). So what an
 // operator changes on a running server (a replica attached, or allowed
 // to promote itself; an eviction policy set) is seen by every lock that
-// begins factsRefresh after the change was made, its grant waiting up
-// to one reading's round trip, bounded by checkWait and by half of the
-// lock's validity left (a node whose reading takes longer is judged on
-// the facts at hand, and seen by the locks after its reading). The same
+// begins factsRefresh after the change was made, for the nodes it counts
+// on: its grant waits, when the nodes that granted it with facts read
+// since are fewer than a quorum, up to one reading's round trip of the
+// others, bounded by checkWait and by half of the lock's validity left (a
+// node whose reading takes longer is judged on the facts at hand, and
+// seen by the locks after its reading). The same
 // period as the adapters' reading of a cluster's slot map.
 const factsRefresh = 2 * time.Second
 
@@ -223,26 +226,34 @@ func (c *Client) readNode(i int) {
 	c.judgeFacts()
 }
 
-// freshGrant waits, once l is granted, for a reading of the facts of each
-// node that granted it whose facts were older than factsRefresh at l's T1
-// (factsRefresh): such a node answered the attempt, so its reading,
-// started before the attempt (freshFacts), is due. It waits at most
-// checkWait and half of l's validity left, and reports whether a node
-// needed it, so that the lock is judged again (checkGranted). A node that
-// did not grant l (frozen, slow, refused) is never waited for.
+// freshGrant waits, once l is granted, for a reading of the facts of the
+// nodes that granted it whose facts were older than factsRefresh at l's
+// T1 (factsRefresh), while those whose facts were not are fewer than a
+// quorum: such a node answered the attempt, so its reading, started
+// before the attempt (freshFacts), is due. It waits at most checkWait and
+// half of l's validity left, and reports whether it waited, so that the
+// lock is judged again (checkGranted). A node that did not grant l
+// (frozen, slow, refused) is never waited for, nor one the lock does not
+// need: the nodes it counts on were checked against facts read within
+// factsRefresh of its T1.
 func (c *Client) freshGrant(l *Lock) bool {
 	f := &c.facts
 	if l == nil || l.acq == nil || !f.primed.Load() {
 		return false
 	}
 	t1 := l.acq.t1
+	fresh := 0
 	var stale []int
 	for _, r := range l.acq.replies() {
-		if r.ok && r.err == nil && c.readable(r.i) && c.factsAge(r.i, t1) >= factsRefresh {
+		switch {
+		case !r.ok || r.err != nil:
+		case c.readable(r.i) && c.factsAge(r.i, t1) >= factsRefresh:
 			stale = append(stale, r.i)
+		default:
+			fresh++
 		}
 	}
-	if len(stale) == 0 {
+	if len(stale) == 0 || fresh >= c.quorum {
 		return false
 	}
 	l.mu.Lock()
@@ -263,6 +274,9 @@ func (c *Client) freshGrant(l *Lock) bool {
 			case <-c.stop:
 			}
 			return true
+		}
+		if fresh++; fresh >= c.quorum {
+			break
 		}
 	}
 	return true
