@@ -209,28 +209,28 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 	if f == nil {
 		return nil
 	}
-	// The requests live until the limit; the wait ends at the adaptive
-	// bound, which await reads again when it passes.
+	// The requests live until the limit (or the patience, newFanWithin);
+	// the wait ends at the adaptive bound, which await reads again when
+	// it passes.
 	f.adaptive, f.timeout, f.limit, f.ttl = true, c.nodeTimeout(req.TTL), limit, req.TTL
-	if p := c.patience(req); p > limit && c.anySlow(f.born) {
-		// A node is slow: the requests live until the patience, and
-		// the wait goes on for the slow node (timeout.go).
-		f.patient = true
-		f.rc.init(base, f.t1, p)
-	}
 	return f
 }
 
 // newFanAfter is newFan for the second phase of the acquisition acq
-// (fencing's raise), which grants acq's lock with acq's validity: while a
-// node is slow, it waits for it up to acq's patience, from acq's T1.
+// (fencing's raise), which grants acq's lock with acq's validity, counted
+// from acq's T1: while a node is slow, it waits for it up to a grant's
+// patience of its own, counted from its own start (a fenced grant needs
+// two round trips of the slow node, as a plain one needs one), and never
+// past acq's validity (timeout.go).
 func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan {
 	f := c.newFan(acq.ctx, acq.ctx, req, stop)
 	if f == nil {
 		return nil
 	}
 	f.ttl = acq.ttl
-	if p := acq.t1.Add(c.patience(acq.req)).Sub(f.t1); p > f.limit && c.anySlow(f.born) {
+	ttl := acq.req.TTL
+	p := min(c.patience(acq.req), acq.t1.Add(ttl-drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1))
+	if p > f.limit && c.anySlow(f.born) {
 		f.patient = true
 		f.rc.init(acq.ctx, f.t1, p)
 	}
@@ -244,7 +244,10 @@ func (c *Client) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // newFanWithin is newFan with requests bounded by timeout instead of the
-// node timeout: releases get the longer release timeout.
+// node timeout: releases get the longer release timeout. While a node is
+// slow, a fan whose request has a patience longer than timeout
+// (timeout.go: a grant, an extension, a release of a lock of a ttl) has
+// its requests live until the patience.
 func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, stop stopRule, timeout time.Duration) *fan {
 	n := len(c.nodes)
 	if !c.bgAdd(1) {
@@ -262,6 +265,12 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
+	if p := c.patience(req); p > timeout && c.anySlow(f.born) {
+		// A node is slow: the requests live until the patience, and
+		// the wait goes on for the slow node (timeout.go).
+		f.patient = true
+		f.rc.init(base, f.t1, p)
+	}
 	f.nctx = &f.rc
 	return f
 }

@@ -167,7 +167,9 @@ func WithNodeTimeout(d time.Duration) Option {
 // healthy node that answers slowly because its machine is busy would leave
 // the key for a whole ttl and block every waiter that long. Unlock still
 // returns as soon as a quorum confirmed; only a quorum of slow or frozen
-// nodes makes it wait, at most this long. The releases of a failed attempt
+// nodes makes it wait, at most this long, or, for a node the client
+// knows as slow (it answered another request after its limit), up to
+// the lock's ttl less the drift. The releases of a failed attempt
 // (R8.5) keep a bound of twice the attempt's node timeout, from the
 // attempt's decision, or from its answer for a node that answered after
 // that bound (a slow node: its key is released all the same). No call waits

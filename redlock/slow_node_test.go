@@ -73,13 +73,14 @@ func TestSlowNodeKeepsAutoExtendedLock(t *testing.T) {
 
 // The class: a node the quorum needs answers every request after a
 // latency from nothing to well past half the ttl. A lock is acquired (a
-// fenced one too: two phases, each waiting for the node), and an
-// auto-extended lock kept (whether it was taken while the node was slow or
-// before), whenever the answers leave the validity the client waits for
-// (the latency under ttl/2 - drift, docs/design.md); beyond that a Lock
-// fails, naming the slow node as timed out, and a kept lock ends at its
-// validity. Every granted validity is honest: at most ttl - latency -
-// drift (twice the latency for a fenced lock) when Lock returns.
+// fenced one too: two phases, each waiting for the node on its own) and
+// released with the release confirmed, and an auto-extended lock kept
+// (whether it was taken while the node was slow or before), whenever the
+// answers leave the validity the client waits for (the latency under
+// ttl/2 - drift, docs/design.md); beyond that a Lock fails, naming the
+// slow node as timed out, and a kept lock ends at its validity. Every
+// granted validity is honest: at most ttl - latency - drift (twice the
+// latency for a fenced lock) when Lock returns.
 func TestSlowNodeLatencyClass(t *testing.T) {
 	const ttl = 10 * time.Second
 	for _, share := range []float64{0, 0.05, 0.1, 0.15, 0.3, 0.45, 0.5, 0.7} {
@@ -93,8 +94,7 @@ func TestSlowNodeLatencyClass(t *testing.T) {
 					waited := slow < ttl/2-drift(ttl)
 					if mode == "fenced lock" {
 						copts = append(copts, redlock.WithFencing())
-						phases = 2
-						waited = phases*slow < ttl/2-drift(ttl)
+						phases = 2 // each waiting up to ttl/2 - drift
 					}
 					c, err := redlock.New(nodes, copts...)
 					if err != nil {
@@ -128,15 +128,19 @@ func TestSlowNodeLatencyClass(t *testing.T) {
 					if err != nil {
 						t.Fatalf("m3 answers in %v (ttl %v): Lock = %v; want the lock", slow, ttl, err)
 					}
-					defer func() { _ = l.Unlock(t.Context()) }()
 					if mode != "slowed after the grant" {
 						if got, most := l.Validity(), ttl-phases*slow-drift(ttl); got > most || got <= 0 {
 							t.Errorf("validity %v, want in (0, %v]", got, most)
 						}
 					}
 					if mode == "lock" || mode == "fenced lock" {
+						// The release waits for the slow node too.
+						if err := l.Unlock(context.Background()); err != nil {
+							t.Errorf("m3 answers in %v (ttl %v): Unlock = %v; want it confirmed", slow, ttl, err)
+						}
 						return
 					}
+					defer func() { _ = l.Unlock(t.Context()) }()
 					if mode == "slowed after the grant" {
 						mems[0].SetDown(true)
 						mems[2].SetSlow(slow)
@@ -216,4 +220,86 @@ func (a *elapsedAttempts) elapsed() []time.Duration {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return append([]time.Duration(nil), a.took...)
+}
+
+// Healthy slow nodes confirm an Unlock: two of three nodes answer every
+// request 1.5 s late (ttl 10 s), each applying it at once. Before, a
+// release waited for them no longer than the release timeout (1 s), and
+// Unlock reported "redlock: release not confirmed by a quorum / m2:
+// context deadline exceeded / m3: context deadline exceeded" although
+// every node had released.
+func TestSlowHealthyNodesConfirmUnlock(t *testing.T) {
+	for _, slow := range []time.Duration{1500 * time.Millisecond, 3 * time.Second, 4800 * time.Millisecond} {
+		t.Run(slow.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes, mems := redlocktest.NewMemNodes(3)
+				c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				mems[1].SetSlow(slow)
+				mems[2].SetSlow(slow)
+				l, err := c.Lock(t.Context(), "r")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Unlock(context.Background()); err != nil {
+					synctest.Wait()
+					held := 0
+					for _, m := range mems {
+						if _, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok {
+							held++
+						}
+					}
+					t.Errorf("two of three nodes healthy but answering in %v (ttl 10s): Unlock = %v; %d nodes hold the key after it", slow, err, held)
+				}
+			})
+		})
+	}
+}
+
+// Healthy slow nodes grant a fenced lock where they grant a plain one:
+// two of three nodes answer every request 3 s late (ttl 10 s). Each phase
+// of a fenced grant waits for them on its own, and the validity is still
+// counted from the first phase's T1. Before, the patience (ttl/2 - drift)
+// was counted from T1 for both phases: "fencing=true ... Lock for 2
+// minutes = redlock: lock "r" not acquired (context deadline exceeded
+// after 31 attempt(s)): m2 timed out, m3 timed out", where the plain Lock
+// was granted after 4 s.
+func TestSlowHealthyNodesGrantFencedLock(t *testing.T) {
+	const ttl = 10 * time.Second
+	for _, fencing := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fencing=%v", fencing), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes, mems := redlocktest.NewMemNodes(3)
+				opts := []redlock.Option{redlock.WithTTL(ttl)}
+				phases := time.Duration(1)
+				if fencing {
+					opts = append(opts, redlock.WithFencing())
+					phases = 2
+				}
+				c, err := redlock.New(nodes, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer c.Close()
+				const slow = 3 * time.Second
+				mems[1].SetSlow(slow)
+				mems[2].SetSlow(slow)
+				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+				defer cancel()
+				l, err := c.Lock(ctx, "r")
+				if err != nil {
+					t.Fatalf("fencing=%v, two of three nodes healthy but answering in %v (ttl %v): Lock for 2 minutes = %v", fencing, slow, ttl, err)
+				}
+				if got, most := l.Validity(), ttl-phases*slow-drift(ttl); got > most || got <= 0 {
+					t.Errorf("fencing=%v: validity %v, want in (0, %v]: counted from the first phase's T1", fencing, got, most)
+				}
+				if err := l.Unlock(context.Background()); err != nil {
+					t.Errorf("fencing=%v: Unlock = %v", fencing, err)
+				}
+			})
+		})
+	}
 }

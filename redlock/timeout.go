@@ -57,9 +57,20 @@ import (
 //
 //	ttl/2 - drift  for a grant: its validity, ttl - elapsed - drift, then
 //	               stays above half the ttl (the wait never costs more
-//	               than it leaves);
+//	               than it leaves). A fenced grant's second phase (the
+//	               raise) waits as long again, from its own start, and
+//	               never past the validity, still counted from the
+//	               first phase's T1: a node that answers within ttl/2 -
+//	               drift grants a fenced lock as it grants a plain one,
+//	               with a validity of at least ttl - 2 x its round trip
+//	               - drift;
 //	ttl - drift    for an extension, whose lock is held anyway: it
-//	               waits up to the lock's end (auto-extension's context).
+//	               waits up to the lock's end (auto-extension's context);
+//	               and for the release of a lock of that ttl (Unlock),
+//	               past the release timeout: a late release costs no
+//	               validity, and a release given up on a slow node that
+//	               applied it would be reported as not confirmed. The
+//	               caller's context still ends Unlock's wait.
 //
 // A slow node that does not answer within a fan's patience (it froze) is
 // slow no longer, and is not put on probation again for a ttl: a dead node
@@ -188,10 +199,11 @@ func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
 }
 
 // patience is how long a fan of req may wait for a slow node (above), 0
-// when it may not wait past its limit: for a grant, until its validity
-// would fall to half the ttl; for an extension, until it could no longer
-// extend (the lock's end bounds it sooner, through the extender's
-// context). The drift is the client's: a lock's own drift factor changes
+// when it may not wait past its limit (a request without a ttl): for a
+// grant, until its validity would fall to half the ttl; for an extension,
+// until it could no longer extend (the lock's end bounds it sooner,
+// through the extender's context); for a release of a lock of a ttl, as
+// long (the key is gone by then anyway). The drift is the client's: a lock's own drift factor changes
 // what the grant leaves, not how long the wait is worth.
 func (c *Client) patience(req adapter.Request) time.Duration {
 	if req.TTL <= 0 {
@@ -199,7 +211,8 @@ func (c *Client) patience(req adapter.Request) time.Duration {
 	}
 	d := drift(req.TTL, c.opts.lock.driftFactor)
 	switch req.Op {
-	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend:
+	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend,
+		adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpRRelease:
 		return req.TTL - d
 	}
 	return req.TTL/2 - d
