@@ -381,34 +381,41 @@ func (c *Client) countedOut(i int, req adapter.Request) error {
 // node timeouts, at least 250 ms; a node that does not connect in time is
 // not checked) and checks the client's settings against what the nodes'
 // servers told about themselves (adapter.FactsNode), as every lock does
-// without a request (the first lock makes the nodes connect first). It
-// returns an error wrapping ErrInvalid, naming the nodes and the fix, when:
+// without a request (the first lock makes the nodes connect first), and
+// says what a lock of the client's ttl (WithTTL) would do. It returns an
+// error wrapping ErrInvalid, on one line, naming the nodes and the fix,
+// when:
 //
 //   - two nodes are one server (the same run id: two URLs for one
 //     redis-server), which would count one server twice toward the quorum;
-//   - the client's ttl (WithTTL) is over the max ttl that a node advertises
-//     (a node started by `dlm node --max-ttl`): after a crash without
-//     persistence, such a node restarts once its max ttl has passed, while
-//     a longer lock it forgot may still be valid.
+//   - the nodes it refuses (below) leave fewer than a quorum, so that
+//     every lock would be refused.
 //
-// Each lock checks the same without a request: while two nodes are one
-// server it is refused (ErrInvalid); a node that advertises a max ttl
-// below the lock's ttl, or that the client refuses for what follows, is
-// counted as a failed node (not asked to grant; its refusal in the
-// AcquireError and, once, a NodeWarning), and the lock is refused with
-// ErrInvalid, before any request, when such nodes leave fewer than a
-// quorum. A node reads its servers' facts again on every new
+// A node is refused when it advertises a max ttl below the client's ttl
+// (a node started by `dlm node --max-ttl`: after a crash without
+// persistence, such a node restarts once its max ttl has passed, while a
+// longer lock it forgot may still be valid); when it is a replica, a
+// plain master with replicas (unless WithPromotableReplicas: a replica
+// promoted by Sentinel or by hand can lack the last lock keys) or a
+// server that evicts keys under memory pressure (maxmemory with an
+// allkeys-* or volatile-* policy), all read with the facts, without a
+// request; and when its server refuses to tell (an ACL user without
+// INFO, CONFIG GET, CLIENT KILL or the max ttl's GET), naming the ACL
+// rules to grant, unless WithUncheckedNodes, which makes it a warning.
+// While the other nodes make a quorum, a refused node is counted as a
+// failed node by every lock (not asked to grant; its refusal in the
+// AcquireError), and CheckNodes warns of it (NodeCheck.Warnings and,
+// once, a NodeWarning) instead of returning an error: the same rule as
+// the locks', so that a program that checks first refuses exactly what
+// its locks would refuse. Each lock checks the same without a request:
+// while two nodes are one server it is refused (ErrInvalid), and it is
+// refused with ErrInvalid, before any request, when refused nodes leave
+// fewer than a quorum. A node reads its servers' facts again on every new
 // connection, so after a restart, and the client makes its nodes read
 // again, every 2 s while it locks, what a running server can change (its
 // replicas, its settings; a cluster node's replicas): a lock that begins
 // 2 s after such a change, plus one reading's round trip, is checked
 // against it (factsRefresh).
-//
-// It also refuses, so, a node that is a replica, a plain master
-// with replicas (unless WithPromotableReplicas: a replica promoted by
-// Sentinel or by hand can lack the last lock keys) and a server that
-// evicts keys under memory pressure (maxmemory with an allkeys-* or
-// volatile-* policy), all read with the facts, without a request.
 //
 // It warns (NodeCheck.Warnings; each once to the observers that are
 // NodeWarners, and WithLogger), without refusing, when the client fences
@@ -419,41 +426,91 @@ func (c *Client) countedOut(i int, req adapter.Request) error {
 // refuses writes) or has replicas (a failover to one can lose lock keys);
 // and when the number of nodes is even, which tolerates no more failures
 // than one node fewer. The masters of a node that is a Redis Cluster are
-// checked each, and its replicas (ErrPromotableReplica). A server that
-// refuses to tell (an ACL user without INFO, CONFIG GET, CLIENT KILL or
-// the max ttl's GET) is refused, naming the ACL rules to grant, unless
-// WithUncheckedNodes, which makes it a warning.
+// checked each, and its replicas (ErrPromotableReplica).
 func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 	c.primeFacts()
 	errs := c.connectNodes(ctx, true, 0)
 	v := c.judgeFacts()
 	rep := NodeCheck{Facts: make([][]adapter.Facts, len(c.nodes)), Errs: errs}
-	var bad []error
-	if v.dup != nil {
-		bad = append(bad, v.dup)
-	}
-	if v.unsafe != nil {
-		bad = append(bad, v.unsafe)
+	for i, fn := range c.facts.nodes {
+		if fn != nil {
+			servers, _ := fn.Facts()
+			rep.Facts[i] = append([]adapter.Facts(nil), servers...)
+		}
 	}
 	ttl := c.opts.lock.ttl
-	var over []string // the servers whose max ttl is below ttl: one error for all
-	var least time.Duration
-	for i, fn := range c.facts.nodes {
-		if fn == nil {
-			continue
+	quorate := v.refused(ttl) <= len(c.nodes)-c.quorum
+	for _, w := range v.warnings {
+		if !quorate && c.countOutWarning(v, w) {
+			continue // not counted out: the error names it
 		}
-		servers, _ := fn.Facts()
-		rep.Facts[i] = append([]adapter.Facts(nil), servers...)
-		for _, s := range servers {
-			if s.MaxTTL > 0 && ttl > s.MaxTTL {
-				over = append(over, fmt.Sprintf("%s (%v)", serverName(c.names[i], s), s.MaxTTL))
-				if least == 0 || s.MaxTTL < least {
-					least = s.MaxTTL
-				}
+		rep.Warnings = append(rep.Warnings, w.Message)
+	}
+	if quorate {
+		// Counted as failed nodes by the locks: warned of.
+		for i, m := range v.nodeMax {
+			if m > 0 && ttl > m && v.nodeErr[i] == nil {
+				w := NodeWarning{Node: c.names[i], Message: countedOutWarning(c.names[i], "of ttl "+ttl.String(), overMaxTTL(ttl, m, v.nodeName[i]))}
+				rep.Warnings = append(rep.Warnings, w.Message)
+				c.tell(w)
 			}
 		}
 	}
-	if len(over) > 0 {
+	return rep, c.refusedFor(v, ttl)
+}
+
+// countOutWarning reports whether w is the warning of v that a refused
+// node is counted as a failed node (judgeFacts).
+func (c *Client) countOutWarning(v *factsVerdict, w NodeWarning) bool {
+	for i, err := range v.nodeErr {
+		if err != nil && w.Message == countedOutWarning(c.names[i], "", err) {
+			return true
+		}
+	}
+	return false
+}
+
+// refused is the number of nodes that v refuses for a lock of ttl.
+func (v *factsVerdict) refused(ttl time.Duration) int {
+	n := 0
+	for i := range v.nodeErr {
+		if v.refuses(i, ttl) != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// refusedFor is why verdict v refuses every lock of ttl before any
+// request (checkAdvertised, CheckNodes), nil when it refuses none: two
+// nodes that are one server, or refused nodes that leave fewer than a
+// quorum, all named in one error on one line. Refused nodes that leave a
+// quorum are counted as failed nodes (countedOut) instead.
+func (c *Client) refusedFor(v *factsVerdict, ttl time.Duration) error {
+	if v.dup != nil {
+		return v.dup
+	}
+	if !v.out {
+		return nil
+	}
+	out := v.refused(ttl)
+	if out <= len(c.nodes)-c.quorum {
+		return nil
+	}
+	var over []string // the nodes whose max ttl is below ttl: one error for all
+	var least time.Duration
+	for i, m := range v.nodeMax {
+		if m > 0 && ttl > m {
+			over = append(over, fmt.Sprintf("%s (%v)", v.nodeName[i], m))
+			if least == 0 || m < least {
+				least = m
+			}
+		}
+	}
+	bad := []error{v.unsafe}
+	if len(over) == 1 {
+		bad = append(bad, overMaxTTL(ttl, least, strings.TrimSuffix(over[0], " ("+least.String()+")")))
+	} else if len(over) > 1 {
 		names := strings.Join(over, ", ")
 		if !strings.Contains(strings.ReplaceAll(names, " ("+least.String()+")", ""), " (") {
 			// One max ttl for all: said once.
@@ -461,10 +518,64 @@ func (c *Client) CheckNodes(ctx context.Context) (NodeCheck, error) {
 		}
 		bad = append(bad, overMaxTTL(ttl, least, names))
 	}
-	for _, w := range v.warnings {
-		rep.Warnings = append(rep.Warnings, w.Message)
+	lead := ""
+	if len(c.nodes) > 1 {
+		lead = fmt.Sprintf("%d of %d nodes refused, leaving fewer than the quorum of %d", out, len(c.nodes), c.quorum)
 	}
-	return rep, errors.Join(bad...)
+	return refusal(lead, bad...)
+}
+
+// refusal is one error of the refusals errs (each wrapping ErrInvalid,
+// some ErrPromotableReplica), on one line with one prefix: lead (if any),
+// then each refusal's reason, "; " between them. errors.Is finds every
+// sentinel that one of them wraps.
+func refusal(lead string, errs ...error) error {
+	var parts []string
+	kinds := []error{ErrInvalid}
+	var add func(error)
+	add = func(err error) {
+		if err == nil {
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok && !isKind(err) {
+			for _, e := range j.Unwrap() {
+				add(e)
+			}
+			return
+		}
+		if errors.Is(err, ErrPromotableReplica) && !slices.Contains(kinds, ErrPromotableReplica) {
+			kinds = append(kinds, ErrPromotableReplica)
+		}
+		parts = append(parts, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	}
+	for _, err := range errs {
+		add(err)
+	}
+	if len(parts) == 0 {
+		return nil
+	}
+	if lead != "" {
+		parts[0] = lead + ": " + parts[0]
+	}
+	return &kindError{kinds: kinds, detail: strings.Join(parts, "; ")}
+}
+
+// isKind reports whether err is one refusal of several kinds (kindError),
+// not a list of refusals.
+func isKind(err error) bool {
+	_, ok := err.(*kindError)
+	return ok
+}
+
+// countedOutWarning is the warning of node name that locks (which: "", or
+// the ones it counts it out of) count as a failed node, for why.
+func countedOutWarning(name, which string, why error) string {
+	lock := "every lock"
+	if which != "" {
+		lock += " " + which
+	}
+	return fmt.Sprintf("node %s is counted as a failed node by %s (refused while the other nodes make a quorum without it): %s",
+		name, lock, strings.ReplaceAll(strings.TrimPrefix(why.Error(), ErrInvalid.Error()+": "), "\n", "; "))
 }
 
 // checkWait bounds the connections of the nodes before their facts are
@@ -600,25 +711,7 @@ func (c *Client) checkFacts(ttl time.Duration) error {
 			break
 		}
 	}
-	if v.dup != nil {
-		return v.dup
-	}
-	if v.unsafe == nil && (v.maxTTL == 0 || ttl <= v.maxTTL) {
-		return nil
-	}
-	out := 0
-	for i := range c.nodes {
-		if v.refuses(i, ttl) != nil {
-			out++
-		}
-	}
-	if out <= len(c.nodes)-c.quorum {
-		return nil // counted as failed nodes (countedOut)
-	}
-	if v.unsafe != nil {
-		return v.unsafe
-	}
-	return overMaxTTL(ttl, v.maxTTL, v.maxNode)
+	return c.refusedFor(v, ttl)
 }
 
 // checkAdvertisedAll is checkAdvertised with every refused node refusing
@@ -695,14 +788,12 @@ func (c *Client) judgeFacts() *factsVerdict {
 		from := len(unsafe) // node i's refusals: unsafe[from:]
 		c.judgeNode(i, fn, v, seen, &unsafe)
 		if len(unsafe) > from {
-			v.nodeErr[i] = errors.Join(unsafe[from:]...)
-			v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: fmt.Sprintf(
-				"node %s is counted as a failed node by every lock (refused while the other nodes make a quorum without it): %s",
-				c.names[i], strings.ReplaceAll(strings.TrimPrefix(v.nodeErr[i].Error(), ErrInvalid.Error()+": "), "\n", "; "))})
+			v.nodeErr[i] = refusal("", unsafe[from:]...)
+			v.warnings = append(v.warnings, NodeWarning{Node: c.names[i], Message: countedOutWarning(c.names[i], "", v.nodeErr[i])})
 		}
 		v.out = v.out || v.nodeErr[i] != nil || v.nodeMax[i] > 0
 	}
-	v.unsafe = errors.Join(unsafe...)
+	v.unsafe = refusal("", unsafe...)
 	if len(c.nodes)%2 == 0 {
 		v.warnings = append(v.warnings, NodeWarning{Message: fmt.Sprintf(
 			"%d nodes: an even number tolerates no more node failures (%d) than %d nodes; use an odd number",
@@ -710,20 +801,34 @@ func (c *Client) judgeFacts() *factsVerdict {
 	}
 	f.verdict.Store(v)
 	for _, w := range v.warnings {
-		if f.warned[w.Message] {
-			continue
-		}
-		if f.warned == nil {
-			f.warned = map[string]bool{}
-		}
-		f.warned[w.Message] = true
-		for _, o := range c.obs {
-			if nw, ok := o.(NodeWarner); ok {
-				nw.NodeWarning(w)
-			}
-		}
+		c.tellLocked(w)
 	}
 	return v
+}
+
+// tell tells w to the observers that are NodeWarners, unless it was told
+// before.
+func (c *Client) tell(w NodeWarning) {
+	c.facts.mu.Lock()
+	defer c.facts.mu.Unlock()
+	c.tellLocked(w)
+}
+
+// tellLocked is tell under c.facts.mu.
+func (c *Client) tellLocked(w NodeWarning) {
+	f := &c.facts
+	if f.warned[w.Message] {
+		return
+	}
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
+	f.warned[w.Message] = true
+	for _, o := range c.obs {
+		if nw, ok := o.(NodeWarner); ok {
+			nw.NodeWarning(w)
+		}
+	}
 }
 
 // judgeNode judges node i's facts (fn nil: it tells none) into v, its
@@ -818,7 +923,7 @@ func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
 		// routes to its masters, and replicas.go judges them.
 		return invalidf("node %s is a replica (role:slave): it refuses the lock's writes, so the nodes tolerate one failure fewer (or, writable, keeps them to itself); give the masters only", name)
 	case s.Replicas > 0 && !c.opts.promotable && !cluster:
-		return promotablef("node %s has %d replica(s): replication is asynchronous, so a replica promoted by Sentinel or by hand can lack the last lock keys and let two clients hold a lock; remove the replicas, or accept the risk with WithPromotableReplicas",
+		return promotablef("node %s has %d replica(s): replication is asynchronous, so a replica promoted by Sentinel or by hand can lack the last lock keys and let two clients hold a lock; remove the replicas, or accept the risk with WithPromotableReplicas (dlm: --promotable-replicas)",
 			name, s.Replicas)
 	case s.Evicts():
 		return invalidf("node %s evicts keys under memory pressure (maxmemory %d, maxmemory-policy %s): a lock key evicted before its ttl lets a second client take the lock; set maxmemory-policy noeviction (or maxmemory 0)", name, s.MaxMemory, s.MaxMemoryPolicy)

@@ -133,7 +133,7 @@ func TestLockChecksNodeFacts(t *testing.T) {
 		{"over one node's max ttl", []adapter.Facts{facts("a", 0, durable), facts("b", 40*time.Second, durable), facts("c", time.Minute, durable)},
 			nil, 50 * time.Second, "", nil, 2},
 		{"over two nodes' max ttls", []adapter.Facts{facts("a", 0, durable), facts("b", 40*time.Second, durable), facts("c", time.Minute, durable)},
-			nil, 70 * time.Second, "ttl 1m10s is over the max ttl 40s that node m2 advertises", nil, 0},
+			nil, 70 * time.Second, "2 of 3 nodes refused, leaving fewer than the quorum of 2: ttl 1m10s is over the max ttls that nodes m2 (40s), m3 (1m0s) advertise", nil, 0},
 		{"one server twice", []adapter.Facts{facts("a", 0, durable), facts("a", 0, durable), facts("c", 0, durable)},
 			nil, time.Second, "nodes m1 and m2 are one server", nil, 0},
 		{"fencing over a node that forgets", []adapter.Facts{facts("a", 0, adapter.Facts{PersistenceKnown: true}), facts("b", 0, durable), facts("c", 0, durable)},
@@ -220,8 +220,8 @@ func TestLockReadsChangedFacts(t *testing.T) {
 	}
 	mems[1].SetFacts(adapter.Facts{RunID: "m2-again", MaxTTL: 10 * time.Second})
 	mems[2].SetFacts(adapter.Facts{RunID: "m3-again", MaxTTL: 20 * time.Second})
-	if err := lock(); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "node m2 advertises") {
-		t.Fatalf("30s after m2 and m3 came back with 10s and 20s = %v, want ErrInvalid naming m2", err)
+	if err := lock(); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "nodes m2 (10s), m3 (20s) advertise") {
+		t.Fatalf("30s after m2 and m3 came back with 10s and 20s = %v, want ErrInvalid naming both", err)
 	}
 	mems[1].SetFacts(adapter.Facts{RunID: "m2-third", MaxTTL: time.Minute})
 	mems[2].SetFacts(adapter.Facts{RunID: "m3-third", MaxTTL: time.Minute})

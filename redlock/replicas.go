@@ -109,6 +109,6 @@ func promotableError(node string, reps []adapter.Replica) error {
 	if len(bad) > 1 {
 		what = "each of them"
 	}
-	return promotablef("node %q: %s may promote itself, possibly without its master's last lock keys (replication is asynchronous; a master cut from its cluster keeps granting locks until the node timeout, whatever the node timeout); on %s, run CONFIG SET cluster-replica-no-failover yes and put cluster-replica-no-failover yes in its configuration file, and fail over only by hand, once the old master has stopped and the largest ttl has passed (docs/operations.md); or remove the replicas, or accept the risk with WithPromotableReplicas",
+	return promotablef("node %q: %s may promote itself, possibly without its master's last lock keys (replication is asynchronous; a master cut from its cluster keeps granting locks until the node timeout, whatever the node timeout); on %s, run CONFIG SET cluster-replica-no-failover yes and put cluster-replica-no-failover yes in its configuration file, and fail over only by hand, once the old master has stopped and the largest ttl has passed (docs/operations.md); or remove the replicas, or accept the risk with WithPromotableReplicas (dlm: --promotable-replicas)",
 		node, strings.Join(bad, ", "), what)
 }

@@ -58,7 +58,7 @@ func TestResumeAndExtendCheckAdvertisedMaxTTL(t *testing.T) {
 		}
 		mems[2].SetFacts(adapter.Facts{MaxTTL: 3 * time.Second})
 		applied := mems[0].Applied()
-		if err := l.Extend(t.Context()); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "max ttl 2s") {
+		if err := l.Extend(t.Context()); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "nodes m2 (2s), m3 (3s) advertise") {
 			t.Errorf("Extend of a 5s lock on two nodes of 3 now advertising 2s and 3s: %v, want %v naming the max ttl", err, redlock.ErrInvalid)
 		}
 		if got := mems[0].Applied(); got != applied {

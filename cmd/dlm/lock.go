@@ -54,7 +54,8 @@ func newLockCmd() *cobra.Command {
 		own    int    // --dlm-exit-code: the exit of every failure of dlm's own (0: dlm's codes)
 		tags   bool   // --hash-tags
 	)
-	var unchecked bool // --unchecked-nodes
+	var unchecked bool  // --unchecked-nodes
+	var promotable bool // --promotable-replicas
 	cmd := &cobra.Command{
 		Use:   "lock [flags] RESOURCE [RESOURCE...] -- COMMAND [ARGS...]",
 		Short: "Run a command while holding a distributed lock on RESOURCE",
@@ -194,6 +195,9 @@ stay its own, 0 included.`,
 			if unchecked {
 				opts = append(opts, redlock.WithUncheckedNodes())
 			}
+			if promotable {
+				opts = append(opts, redlock.WithPromotableReplicas())
+			}
 			opts = append(append(opts, ownerOptions(cmd, owner)...), hashTagsOptions(tags)...)
 			if err := refuseAliases(cmd.Context(), urls, tlsf, nodeTO); err != nil {
 				return err
@@ -246,6 +250,7 @@ stay its own, 0 included.`,
 	f.BoolVar(&pidns, "pid-namespace", true, "on Linux, run the command in a PID namespace of its own when the kernel allows it (as root, or for any user in an unprivileged user namespace mapping only the user's own uid and gid, where setuid programs such as sudo do not work), so that nothing it starts survives dlm and its guard killed together, with a /proc of that namespace (ps inside sees the command's processes); false keeps the system's pids and /proc (for pidfiles read outside, ps of other processes) and user, with the guard as subreaper")
 	addTLSFlags(cmd, &tlsf)
 	addUncheckedFlag(cmd, &unchecked)
+	addPromotableFlag(cmd, &promotable)
 	return cmd
 }
 
@@ -268,9 +273,12 @@ func ownExit(err error, code int) error {
 }
 
 // checkNodes checks the nodes before dlm relies on them
-// (redlock.Client.CheckNodes): a ttl over a node's advertised max ttl, or
-// one server given twice, is bad usage (64); what is only unsafe for
-// fencing, or an even number of nodes, is said once, on one line each.
+// (redlock.Client.CheckNodes), by the rule of the locks themselves: one
+// server given twice, or refused nodes (a ttl over a node's advertised
+// max ttl, replicas, hidden facts) that leave no quorum, is bad usage
+// (64); a refused node that leaves a quorum is counted as a failed node
+// and warned of, as is what is only unsafe for fencing, or an even
+// number of nodes, once, on one line each.
 func checkNodes(ctx context.Context, client *redlock.Client, warn func(string)) error {
 	rep, err := client.CheckNodes(ctx)
 	for _, w := range rep.Warnings {

@@ -164,6 +164,14 @@ type nodeFlags struct {
 	tags   bool // --hash-tags
 	// unchecked: --unchecked-nodes
 	unchecked bool
+	// promotable: --promotable-replicas
+	promotable bool
+}
+
+// addPromotableFlag adds --promotable-replicas to cmd, filling dst.
+func addPromotableFlag(cmd *cobra.Command, dst *bool) {
+	cmd.Flags().BoolVar(dst, "promotable-replicas", false,
+		"accept nodes with replicas that may be promoted (a plain master with replicas, which Sentinel or an operator may fail over; a Redis Cluster whose replicas fail over on their own), with a warning: replication is asynchronous, so a promoted replica can lack the last lock keys and let two clients hold a lock; safe only while the other nodes make a quorum without such a node (default: such nodes are refused, and counted as failed nodes while the others make a quorum)")
 }
 
 // addUncheckedFlag adds --unchecked-nodes to cmd, filling dst.
@@ -182,6 +190,7 @@ func (nf *nodeFlags) add(cmd *cobra.Command, prefixHelp string) {
 	addTLSFlags(cmd, &nf.tlsf)
 	addHashTagsFlag(cmd, &nf.tags)
 	addUncheckedFlag(cmd, &nf.unchecked)
+	addPromotableFlag(cmd, &nf.promotable)
 }
 
 // client checks the nodes and dials a lock client over them with opts and
@@ -200,6 +209,9 @@ func (nf *nodeFlags) client(ctx context.Context, ttl time.Duration, opts ...redl
 	opts = append(append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithKeyPrefix(nf.prefix), redlock.WithNodeTimeout(nf.nodeTO)}, hashTagsOptions(nf.tags)...), opts...)
 	if nf.unchecked {
 		opts = append(opts, redlock.WithUncheckedNodes())
+	}
+	if nf.promotable {
+		opts = append(opts, redlock.WithPromotableReplicas())
 	}
 	return dial(nf.adapt, urls, nf.tlsf, closeGrace(nf.nodeTO), opts...)
 }
