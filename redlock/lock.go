@@ -42,6 +42,8 @@ type Lock struct {
 	// Handle was written, or it was resumed from one): its extensions are
 	// then counted on the nodes too (bounds.go).
 	crossed atomic.Bool
+	// records keeps its record writes in order on each node (record.go).
+	records recordOrder
 
 	// Life of the lock (life.go), set once at the grant.
 	granted  time.Time

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -102,7 +103,9 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if f == nil {
 		return errors.Join(ErrRecordFailed, ErrClosed)
 	}
-	f.by = &recordPut{key: c.opts.keyOf(c.opts.recordPrefix, l.resource), record: record}
+	put := &recordPut{key: c.opts.keyOf(c.opts.recordPrefix, l.resource), record: record}
+	put.prev, put.done = l.records.next(len(c.nodes))
+	f.by = put
 	c.send(f)
 	_, t2 := f.await()
 	f.settle(false, false)
@@ -183,14 +186,63 @@ const (
 )
 
 // recordPut is the nodeCall of PutRecord: store record under key where the
-// lock key holds the lock's value.
+// lock key holds the lock's value, on each node after the lock's previous
+// record write there (recordOrder).
 type recordPut struct {
 	key    string
 	record string
+	// prev[i] is closed once the lock's previous write to node i returned
+	// (nil: none); done[i] is this write's, closed once it returned.
+	prev, done []chan struct{}
 }
 
 func (p *recordPut) call(f *fan, i int) (bool, error) {
+	defer close(p.done[i])
+	if prev := p.prev[i]; prev != nil {
+		select {
+		case <-prev:
+		case <-f.nctx.Done():
+			// Not sent. The next write waits for this one, so this one
+			// still waits for the one before it.
+			<-prev
+			return false, f.nctx.Err()
+		}
+	}
 	return f.c.nodes[i].(adapter.RecordNode).PutRecord(f.nctx, f.req.Key, p.key, f.req.Value, p.record, f.c.opts.fenceRetention)
+}
+
+// recordOrder keeps the record writes of one lock in order on each node: a
+// write goes to a node only once the lock's previous write there returned.
+// PutRecord returns at a quorum, with its writes to the other nodes still
+// on their way; without the order, such a write could land after the next
+// PutRecord's on the same node and bring the earlier record back there
+// (election: a Leader read right after Proclaim found the old identity on
+// a quorum, the nodes Proclaim had not reached yet and those the earlier
+// record reached late). The nodes that confirmed a PutRecord then keep its
+// record until a later PutRecord of the lock replaces it. A write whose
+// request ended before its turn is not sent. The zero value has no writes.
+type recordOrder struct {
+	mu   sync.Mutex
+	tail []chan struct{} // per node: the last write's done, nil before the first
+}
+
+// next returns, for a write to n nodes, the channels of the previous write
+// (nil where none) and the new write's, which the write closes on each node
+// when its call there returned. Every node's call must run (record writes
+// grant nothing, so no node is counted out of them: Client.send).
+func (o *recordOrder) next(n int) (prev, done []chan struct{}) {
+	done = make([]chan struct{}, n)
+	for i := range done {
+		done[i] = make(chan struct{})
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	prev = o.tail
+	if prev == nil {
+		prev = make([]chan struct{}, n)
+	}
+	o.tail = done
+	return prev, done
 }
 
 // recordGet is the nodeCall of ReadRecords: each node's record under key
