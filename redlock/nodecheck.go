@@ -497,26 +497,16 @@ func (c *Client) refusedFor(v *factsVerdict, ttl time.Duration) error {
 	if out <= len(c.nodes)-c.quorum {
 		return nil
 	}
-	var over []string // the nodes whose max ttl is below ttl: one error for all
-	var least time.Duration
+	var names []string // the nodes whose max ttl is below ttl: one error for all
+	var maxes []time.Duration
 	for i, m := range v.nodeMax {
 		if m > 0 && ttl > m {
-			over = append(over, fmt.Sprintf("%s (%v)", v.nodeName[i], m))
-			if least == 0 || m < least {
-				least = m
-			}
+			names, maxes = append(names, v.nodeName[i]), append(maxes, m)
 		}
 	}
 	bad := []error{v.unsafe}
-	if len(over) == 1 {
-		bad = append(bad, overMaxTTL(ttl, least, strings.TrimSuffix(over[0], " ("+least.String()+")")))
-	} else if len(over) > 1 {
-		names := strings.Join(over, ", ")
-		if !strings.Contains(strings.ReplaceAll(names, " ("+least.String()+")", ""), " (") {
-			// One max ttl for all: said once.
-			names = strings.ReplaceAll(names, " ("+least.String()+")", "")
-		}
-		bad = append(bad, overMaxTTL(ttl, least, names))
+	if len(names) > 0 {
+		bad = append(bad, overMaxTTLs(ttl, names, maxes))
 	}
 	lead := ""
 	if len(c.nodes) > 1 {
@@ -988,19 +978,34 @@ func serverName(node string, s adapter.Facts) string {
 	return node + " (" + s.Addr + ")"
 }
 
-// overMaxTTL is the error of a ttl over a node's advertised max ttl; node
-// may name several (CheckNodes: one error for all).
+// overMaxTTL is the error of a ttl over the max ttl that one node
+// advertises.
 func overMaxTTL(ttl, maxTTL time.Duration, node string) error {
-	if strings.Contains(node, ", ") {
-		what := "max ttl " + maxTTL.String()
-		if strings.Contains(node, " (") {
-			what = "max ttls"
-		}
-		return invalidf("ttl %v is over the %s that nodes %s advertise: after a crash without persistence a node restarts once its max ttl has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the nodes with `dlm node --max-ttl %v` or more",
-			ttl, what, node, maxTTL, ttl)
-	}
 	return invalidf("ttl %v is over the max ttl %v that node %s advertises: after a crash without persistence the node restarts once %v has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the node with `dlm node --max-ttl %v` or more",
 		ttl, maxTTL, node, maxTTL, maxTTL, ttl)
+}
+
+// overMaxTTLs is one error for every node whose advertised max ttl (maxes,
+// in the order of names) is below ttl: the max ttl is said once when the
+// nodes share it, and after each node's name when they do not.
+func overMaxTTLs(ttl time.Duration, names []string, maxes []time.Duration) error {
+	if len(names) == 1 {
+		return overMaxTTL(ttl, maxes[0], names[0])
+	}
+	least, same := maxes[0], true
+	for _, m := range maxes[1:] {
+		least, same = min(least, m), same && m == maxes[0]
+	}
+	what, list := "max ttl "+least.String(), strings.Join(names, ", ")
+	if !same {
+		each := make([]string, len(names))
+		for i, n := range names {
+			each[i] = fmt.Sprintf("%s (%v)", n, maxes[i])
+		}
+		what, list = "max ttls", strings.Join(each, ", ")
+	}
+	return invalidf("ttl %v is over the %s that nodes %s advertise: after a crash without persistence a node restarts once its max ttl has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the nodes with `dlm node --max-ttl %v` or more",
+		ttl, what, list, least, ttl)
 }
 
 // replicationWarning is the warning about the replication of server s of
