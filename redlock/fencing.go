@@ -41,7 +41,10 @@ func WithFencing() Option {
 // client's wall clock in microseconds since the Unix epoch (a clock-derived
 // floor); the guarantee after a gap longer than retention then rests on the
 // clients' wall clocks being within retention of each other and never
-// stepped back by as much. Default 0: fence keys never expire (about 100
+// stepped back by as much. Clients of one resource may differ in
+// retention on nodes with adapter.FenceFloorNode (both Redis adapters):
+// each grant with a retention raises the node's floor to its token
+// (docs/fencing.md); on other nodes they must agree. Default 0: fence keys never expire (about 100
 // bytes per resource name ever locked, per node) and tokens count grants
 // 1, 2, 3... It must exceed the ttl.
 func WithFenceRetention(retention time.Duration) Option {
@@ -230,6 +233,12 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 	if repair {
 		floor = max(floor, repairFloor())
 	}
+	// With a retention every token is at least the clock, as a repair's,
+	// and every raise marks the floor as a repair does: a kept floor is
+	// raised to the token and expires with the fence (floor.lua), so that
+	// a client without retention never reads this fence, once expired,
+	// as a floor below the token (mixed retentions, see repairFloor).
+	repair = repair || c.opts.fenceRetention > 0
 	token, err := nextToken(read, c.opts.byzantine, floor)
 	if err != nil {
 		res.at, res.failed, res.err = time.Now(), true, err
@@ -291,7 +300,14 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 // after a loss, as WithFenceRetention trusts it after a gap. With
 // WithFenceRetention the floor key expires with the retention, as the fence
 // keys do: every token is then at least the clock already, so a floor
-// that expired adds nothing the clock does not.
+// that expired adds nothing the clock does not. Clients with and without
+// a retention may share a resource: every raise with a retention marks
+// the floor as a repair does, raising a kept floor to its token with the
+// retention's expiry (floor.lua). A fence that expired beside a kept
+// floor then reads as at least every token with retention since the floor
+// was set, and once the floor expired the node counts as one that lost
+// its keys; a client without retention never counts up from a floor below
+// such a token.
 
 // floorSuffix names a resource's own floor key, its fence key and this,
 // where keys carry hash tags (a Redis Cluster node): a floor per resource

@@ -513,7 +513,13 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 // handle. Like Unlock, the releases are sent even when ctx is already
 // done, each bounded by the release timeout, and they are announced to
 // this client's waiters (WithHandoff). A Lock of this process for the
-// same lock is not told: its next Extend finds it gone. Release is not
+// same lock is not told: its next Extend finds it gone. Before the
+// releases it keeps a release marker of the value on every node (for
+// twice the handle's ttl), so that the holder's extension racing it, in
+// another process, does not set the key again where the release came
+// first, as it would on a node that forgot the key: that extension fails
+// with ErrNotHeld (without notes on the nodes, WithInfoPrefix, no marker
+// is kept). Release is not
 // reported to the observers, as no lock of this client ended.
 func (c *Client) Release(ctx context.Context, h Handle) error {
 	t, err := c.handleTarget(h)
@@ -523,6 +529,14 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 	// The releases outlive the caller's context, as Unlock's do; the
 	// wait for them does not (waitingCtx).
 	wctx := waitingCtx(ctx)
+	if nodes := c.infoNodes(); nodes != nil {
+		// The release markers first (restore.go): the holder's racing
+		// extension then does not restore what this deletes. A node
+		// that keeps no marker is released all the same.
+		mctx, cancel := context.WithTimeout(wctx, c.opts.releaseTimeout)
+		c.markReleased(mctx, nodes, h.Value, h.TTL)
+		cancel()
+	}
 	req := adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value}
 	if h.Shared {
 		req.Op = adapter.OpRRelease // a reader leaves the readers' hash (rw.go)

@@ -427,8 +427,17 @@ type ForceReport struct {
 // every node, it reads the key (as Inspect) and deletes the lock key by
 // compare-and-delete with the value it read (R5), or each reader's entry
 // of a readers' key (adapter.RWNode), so that a holder that acquired in
-// between is never deleted. The holders are not told: their next Extend
-// fails, and until then each may still believe it holds the lock (R9): use
+// between is never deleted. Before each delete it keeps a release marker
+// of the value on the node (for twice the longest ttl it knows of: the
+// client's and the key's remaining time), so that a holder's extension
+// racing the release does not set the key again where the release came
+// first, as it would on a node that forgot the key (a restart): that
+// extension fails with ErrNotHeld instead. A node where the marker could
+// not be written reports it in Errs; there, and without notes on the
+// nodes (WithInfoPrefix), a racing extension can still restore the lock.
+// The holders are not told: their next Extend fails (an extension that
+// raced the release and was confirmed by a quorum before it may succeed),
+// and until then each may still believe it holds the lock (R9): use
 // it for a holder known to be dead, or with fencing (R18) on the resources
 // it guards. It is logged at Warn level to the client's logger
 // (WithLogger), with the owner labels, never the values. Every node must
@@ -441,6 +450,23 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 	info, reads := c.inspect(ctx, nodes, resource, map[string]string{})
 	rep := ForceReport{Before: info, Released: make([]int, len(nodes)), Errs: make([]error, len(nodes))}
 	key := c.one(resource).key
+	// Before each delete, the value's release marker (restore.go), so
+	// that a holder's extension racing this release does not restore the
+	// key where it came first: kept for twice the longest life the
+	// holder's key can have, as far as this client knows it.
+	marks, life := c.infoNodes() != nil, c.opts.lock.ttl
+	for _, r := range reads {
+		life = max(life, r.st.TTL)
+		for _, rd := range r.st.Readers {
+			life = max(life, rd.TTL)
+		}
+	}
+	mark := func(ctx context.Context, n adapterInspect, value string) error {
+		if !marks {
+			return nil
+		}
+		return n.PutNote(ctx, c.releaseMarker(value), "released", c.markerTTL(life))
+	}
 	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
 		r := reads[i]
 		if r.err != nil {
@@ -449,11 +475,12 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 		}
 		switch r.st.Kind {
 		case adapter.KeyLock:
+			merr := mark(ctx, n, r.st.Value)
 			ok, err := n.Release(ctx, key, r.st.Value)
 			if ok {
 				rep.Released[i]++
 			}
-			rep.Errs[i] = err
+			rep.Errs[i] = errors.Join(merr, err)
 		case adapter.KeyReaders:
 			rn, isRW := n.(adapter.RWNode)
 			if !isRW {
@@ -461,11 +488,12 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 				return
 			}
 			for _, rd := range r.st.Readers {
+				merr := mark(ctx, n, rd.Value)
 				ok, err := rn.RRelease(ctx, key, rd.Value)
 				if ok {
 					rep.Released[i]++
 				}
-				if err != nil {
+				if err := errors.Join(merr, err); err != nil {
 					rep.Errs[i] = err
 				}
 			}

@@ -432,7 +432,9 @@ func (c *Client) closedReplies() []reply {
 // validity; then Until moves to T1 + ttl - drift of this extension. It never
 // re-creates a key that expired; within the validity it sets the key again
 // on a minority of nodes that forgot it, a restart without persistence
-// (restore.go), for every kind of lock (a set's keys, a reader's share).
+// (restore.go), for every kind of lock (a set's keys, a reader's share),
+// except where another process released it (ForceRelease, Client.Release
+// of its handle): it then returns ErrNotHeld.
 // It returns ErrNotHeld, contacting no node,
 // when the validity has already passed, the lock ended or was released (or
 // l is nil), and ErrNotHeld when too many nodes no longer hold the value;
@@ -512,7 +514,15 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		// Nodes that no longer hold the key (a set's keys, a reader's
 		// share) forgot it (a restart without persistence): restore
 		// it there (restore.go).
-		restored, t3 := l.restore(ctx)
+		restored, t3, marked := l.restore(ctx, replies)
+		if marked {
+			// Another released the lock (ForceRelease, Client.Release
+			// of its handle): it is not held, however many extended.
+			l.mu.Lock()
+			l.gone = true
+			l.mu.Unlock()
+			return errors.Join(append([]error{ErrNotHeld, errReleasedByAnother}, errs...)...)
+		}
 		if extended < c.quorum {
 			t2 = t3 // the restored nodes decide
 		}

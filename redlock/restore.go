@@ -2,6 +2,10 @@ package redlock
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"sync/atomic"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -18,7 +22,8 @@ import (
 // N minus the quorum: keys gone from more nodes than that mean the lock
 // was lost, and the extension says ErrNotHeld as before), and the lock's
 // validity has not passed, the client sets the key again with its value by
-// SET NX PX on every node, before the validity ends, and counts each node
+// SET NX PX on every node that answered "not held" (unless the node keeps
+// a release marker: below), before the validity ends, and counts each node
 // where it was set as confirming (when a quorum had confirmed already, the
 // restore only brings the forgetting nodes back before another one goes).
 // Every kind of lock is restored so, each by its own acquisition step: a
@@ -55,16 +60,20 @@ import (
 // before it, then releases on every node, so that no restored key
 // outlives the release.
 
-// restore sets l's key with its value on every node where it is free (SET
-// NX PX; a set's keys, a reader's share: restoreRequest), and returns how
-// many nodes set it and the time of the deciding answer. Keys set on a node after the decision are left to expire, or to
-// the next extension, as the late answers of an extension are. It sets
-// nothing, and returns 0, once the lock was released or ended.
-func (l *Lock) restore(ctx context.Context) (int, time.Time) {
+// restore sets l's key with its value on every node that answered the
+// extension "not held" (replies) where it is free (SET NX PX; a set's
+// keys, a reader's share: restoreRequest), unless the node keeps a release
+// marker of the value (below), and returns how many nodes set it, the time
+// of the deciding answer, and whether a node kept a marker: the lock was
+// released by another, and the extension must not succeed. Keys set on a
+// node after the decision are left to expire, or to the next extension, as
+// the late answers of an extension are. It sets nothing, and returns 0,
+// once the lock was released or ended.
+func (l *Lock) restore(ctx context.Context, replies []reply) (int, time.Time, bool) {
 	l.mu.Lock()
 	if l.released || l.err != nil {
 		l.mu.Unlock()
-		return 0, time.Now()
+		return 0, time.Now(), false
 	}
 	l.restoring++
 	l.restores.Add(1)
@@ -73,8 +82,16 @@ func (l *Lock) restore(ctx context.Context) (int, time.Time) {
 	f := c.newFan(ctx, ctx, l.restoreRequest(), stopAll)
 	if f == nil {
 		l.restored()
-		return 0, time.Now()
+		return 0, time.Now(), false
 	}
+	rc := &restoreCall{forgot: make([]bool, len(c.nodes))}
+	for _, r := range replies {
+		rc.forgot[r.i] = r.refused()
+	}
+	if nodes := c.infoNodes(); nodes != nil {
+		rc.nodes, rc.marker = nodes, c.releaseMarker(l.value)
+	}
+	f.by = rc
 	c.send(f)
 	_, t := f.await()
 	f.settle(false, false) // never released: the other nodes hold this value
@@ -88,7 +105,85 @@ func (l *Lock) restore(ctx context.Context) (int, time.Time) {
 			n++
 		}
 	}
-	return n, t
+	return n, t, rc.marked.Load()
+}
+
+// A release by another than the holder (an operator's ForceRelease, or
+// Client.Release of the lock's handle in another process) that races the
+// holder's extension looks to the extension exactly like forgetting
+// nodes: where the release came first the node answers "not held". The
+// lock's own Unlock is told apart by the lock's state (above); another
+// process's release leaves a marker instead: before it deletes the value
+// on a node, it keeps there a note under a digest of the value
+// (releaseMarker) for longer than the holder's restore can come
+// (markerTTL). The restore asks only the nodes that answered "not held",
+// and reads the marker on each before it sets the key: where the release
+// caused that answer, the marker was written before it, so the restore
+// finds it, sets nothing there, and the extension fails with ErrNotHeld.
+// A node that answered "extended" is not restored: the release may reach
+// it after the extension, and a restore there could come after both. A
+// node that forgot the key by a restart keeps no marker and is restored
+// as before. Without notes (WithInfoPrefix empty or overlapping the key
+// prefix, or a node that is no adapter.InspectNode), no marker is written
+// or read, and such a release can still be undone by a racing restore.
+
+// errReleasedByAnother says why an extension that found a release marker
+// fails (with ErrNotHeld).
+var errReleasedByAnother = errors.New("redlock: the lock was released by another process (a forced release, or a release of its handle)")
+
+// restoreCall runs a restore on node i (a nodeCall): only where the node
+// answered "not held" (forgot), and there only without a release marker.
+type restoreCall struct {
+	forgot []bool
+	nodes  []adapterInspect // nil: no markers
+	marker string
+	marked atomic.Bool // a node kept a release marker of the value
+}
+
+func (rc *restoreCall) call(f *fan, i int) (bool, error) {
+	if !rc.forgot[i] {
+		return false, nil
+	}
+	if rc.nodes != nil {
+		_, ok, err := rc.nodes[i].Note(f.nctx, rc.marker)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			rc.marked.Store(true)
+			return false, nil
+		}
+	}
+	return do(f.nctx, f.c.nodes[i], f.req)
+}
+
+// releaseMarker is the key of the release marker of the lock with value:
+// a digest of the value, as extNote's, so that its name says nothing of
+// the value.
+func (c *Client) releaseMarker(value string) string {
+	sum := sha256.Sum256([]byte(value))
+	return c.opts.infoPrefix + "rel:" + hex.EncodeToString(sum[:16])
+}
+
+// markerTTL is how long a release marker is kept: a restore that undoes
+// a release reads it within two of the holder's node timeouts after the
+// extension began, which began before the release ended (else it finds
+// the lock gone from more than a minority and restores nothing); node
+// timeouts are below the ttl, so twice the lock's ttl (ttl) and the
+// release's own bound cover it.
+func (c *Client) markerTTL(ttl time.Duration) time.Duration {
+	return 2*ttl + c.opts.releaseTimeout
+}
+
+// markReleased keeps the release marker of value on every node of nodes
+// (markerTTL of ttl), before another's release of it (ForceRelease, a
+// handle's Release), and returns each node's error (nil where kept).
+func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value string, ttl time.Duration) []error {
+	key, errs := c.releaseMarker(value), make([]error, len(nodes))
+	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
+		errs[i] = n.PutNote(ctx, key, "released", c.markerTTL(ttl))
+	})
+	return errs
 }
 
 // restoreRequest is the request of a restore: l's own acquisition step,

@@ -35,8 +35,11 @@ type FenceFloorNode interface {
 	// RaiseFenceRepair is RaiseFence that, when it sets the fence, also
 	// sets the floor key to token if the floor key is missing or not kept
 	// (AcquireFencedFloor), with the retention as its expiry (0: none), in
-	// the same atomic step. The client calls it only with a token above every
-	// earlier token of every resource.
+	// the same atomic step; with a retention, a kept floor key is raised
+	// to token (when below) and given the retention as its expiry, as the
+	// fence is. The client calls it only with a token above every earlier
+	// token of every resource: after a loss, and for every grant of a
+	// client with a fence retention.
 	RaiseFenceRepair(ctx context.Context, key, fenceKey, floorKey, value string, token uint64, retention time.Duration) (bool, error)
 	// WAcquireFencedFloor is RWNode.WAcquireFenced that also reads the
 	// floor key, as AcquireFencedFloor does. A writer's key is a plain

@@ -44,6 +44,32 @@ func runFloorConformance(t *testing.T, n adapter.FenceFloorNode) {
 	ok, f, kept, err = n.AcquireFencedFloor(ctx, "{fl}:b", "{fl}:b-fence", "{fl}:floor", "w", ttl)
 	check("AcquireFencedFloor of another resource", ok, f, kept, err, true, 100, true)
 
+	// A raise with a retention raises a kept floor to its token and gives
+	// it the retention's expiry, as it gives the fence: once the fence
+	// expired, the resource reads as the floor, which must not then be
+	// below the token (a client without retention would count up from
+	// it). A raise without retention leaves a kept floor alone.
+	ok, f, kept, err = n.AcquireFencedFloor(ctx, "{fl}:m", "{fl}:m-fence", "{fl}:floor-r", "v", ttl)
+	check("AcquireFencedFloor without a floor key", ok, f, kept, err, true, 0, false)
+	ok, err = n.RaiseFenceRepair(ctx, "{fl}:m", "{fl}:m-fence", "{fl}:floor-r", "v", 100, 0)
+	mustOK("RaiseFenceRepair without retention over a missing floor", ok, err)
+	ok, f, kept, err = n.AcquireFencedFloor(ctx, "{fl}:n", "{fl}:n-fence", "{fl}:floor-r", "v", ttl)
+	check("AcquireFencedFloor of a new resource", ok, f, kept, err, true, 100, true)
+	ok, err = n.RaiseFenceRepair(ctx, "{fl}:n", "{fl}:n-fence", "{fl}:floor-r", "v", 300, time.Hour)
+	mustOK("RaiseFenceRepair with retention over a kept floor", ok, err)
+	ok, f, kept, err = n.AcquireFencedFloor(ctx, "{fl}:o", "{fl}:o-fence", "{fl}:floor-r", "v", ttl)
+	check("AcquireFencedFloor after a raise with retention", ok, f, kept, err, true, 300, true)
+	if in, isInspect := n.(adapter.InspectNode); isInspect {
+		st, err := in.Inspect(ctx, "{fl}:floor-r")
+		if err != nil || st.TTL <= 0 || st.TTL > time.Hour {
+			t.Fatalf("Inspect of the floor after a raise with retention 1h: ttl %v, %v; want within (0, 1h], nil", st.TTL, err)
+		}
+	}
+	ok, err = n.RaiseFenceRepair(ctx, "{fl}:o", "{fl}:o-fence", "{fl}:floor-r", "v", 400, 0)
+	mustOK("RaiseFenceRepair without retention over a kept floor", ok, err)
+	ok, f, kept, err = n.AcquireFencedFloor(ctx, "{fl}:p", "{fl}:p-fence", "{fl}:floor-r", "v", ttl)
+	check("AcquireFencedFloor after a raise without retention", ok, f, kept, err, true, 300, true)
+
 	if rn, isRW := n.(adapter.RWNode); isRW {
 		ok, f, kept, err = n.WAcquireFencedFloor(ctx, "{fl}:w", "{fl}:w-fence", "{fl}:floor", "w", "", ttl)
 		check("WAcquireFencedFloor of a free key", ok, f, kept, err, true, 100, true)

@@ -116,7 +116,8 @@ func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAll bool) memResult {
 			if err != nil {
 				res.err = err
 			}
-		case !kept && !lieAll:
+		case lieAll:
+		case !kept:
 			// The floor keeps the retention as its expiry, as the
 			// fencing scripts set it.
 			var exp time.Time
@@ -124,6 +125,12 @@ func (n *MemNode) applyFloor(c *memCall, now time.Time, lieAll bool) memResult {
 				exp = now.Add(c.retention)
 			}
 			n.keys[fk] = memEntry{value: strconv.FormatUint(c.token, 10), expires: exp}
+		case c.retention > 0:
+			// A kept floor is raised to the token and expires with the
+			// fence (floor.lua's floor_mark): once the fence expired,
+			// the resource's fence reads as the floor.
+			floor, _ := n.fenceLocked(fk, now) // not a number: overwritten, as the script does
+			n.keys[fk] = memEntry{value: strconv.FormatUint(max(floor, c.token), 10), expires: now.Add(c.retention)}
 		}
 	}
 	return res

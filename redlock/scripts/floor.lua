@@ -41,11 +41,21 @@ end
 
 -- floor_mark sets the floor key to "tok replid" when it is missing or was
 -- set under another replication id, with an expiry of retention ms (0:
--- none); a floor key already kept has its expiry reset to the retention.
+-- none). With a retention, a floor key already kept is raised to tok
+-- (when below) and given the retention as its expiry: the raise that
+-- called it gave the fence key that expiry, and once the fence expired
+-- its resource's fence reads as the floor, which must then not be below
+-- tok. A client without retention reads a missing fence beside a kept
+-- floor as the floor: were the floor left below tok, its next token would
+-- go below this one. Without a retention a kept floor is left alone (the
+-- fence key never expires).
 local function floor_mark(key, tok, retention)
 	local id = floor_id()
 	local floor = redis.call("GET", key)
-	local had = floor and string.match(floor, "^%d+ (%x+)$")
+	local cur, had
+	if floor then
+		cur, had = string.match(floor, "^(%d+) (%x+)$")
+	end
 	if had ~= id then
 		if retention > 0 then
 			redis.call("SET", key, tok .. " " .. id, "PX", retention)
@@ -53,7 +63,9 @@ local function floor_mark(key, tok, retention)
 			redis.call("SET", key, tok .. " " .. id)
 		end
 	elseif retention > 0 then
-		redis.call("PEXPIRE", key, retention)
+		if #tok > #cur or (#tok == #cur and tok > cur) then
+			cur = tok
+		end
+		redis.call("SET", key, cur .. " " .. id, "PX", retention)
 	end
 end
-

@@ -12,10 +12,13 @@
 -- With KEYS[3] (the restart repair, see redlock/fencing.go), a raise that
 -- sets the fence also sets the floor key (floor.lua: floor_mark): the
 -- client passes KEYS[3] only with a token above every earlier token of
--- every resource (the wall clock floor), so that the server's missing
--- fences may read as that token from then on. The floor key keeps the
--- retention as its expiry: with a retention every token is at least the
--- clock already, so a floor that expired only repeats that floor.
+-- every resource (the wall clock floor: after a loss, and with every
+-- retention), so that the server's missing fences may read as that token
+-- from then on. The floor key keeps the retention as its expiry: with a
+-- retention every token is at least the clock already, so a floor that
+-- expired only repeats that floor; and a kept floor is raised to the
+-- token, so that a client without retention never reads this fence, once
+-- expired, as a floor below the token.
 -- Returns 1 when the fence was set to the token, else 0.
 -- GET by redis.pcall: a key that readers hold as a hash (rw.lua) answers
 -- WRONGTYPE, which is "held by another" here, not an error.
