@@ -347,6 +347,11 @@ func (t *tagNode) ExtendAll(ctx context.Context, keys []string, value string, tt
 	return t.n.ExtendAll(ctx, taggedAll(t.lock, keys), value, ttl)
 }
 
+// RestoreAll is adapter.MultiNode's, on the tagged keys.
+func (t *tagNode) RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	return t.n.RestoreAll(ctx, taggedAll(t.lock, keys), value, ttl)
+}
+
 // AcquireAllFenced is adapter.MultiNode's, on the tagged keys.
 func (t *tagNode) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
 	return t.n.AcquireAllFenced(ctx, taggedAll(t.lock, keys), taggedAll(t.fence, fenceKeys), value, ttl)
