@@ -142,11 +142,20 @@ type Handle struct {
 	// whose nodes are all Redis Clusters; false when only the keys on its
 	// cluster nodes carry them. A client that would name the keys on one
 	// of its nodes otherwise refuses the handle (a client whose nodes
-	// are all clusters takes either). A handle written by a version
-	// before the per-node key layout over nodes of which one was a
-	// cluster says true: every node's keys were tagged, and only a
-	// client built WithHashTags finds them.
+	// are all clusters takes either, and so does every client a handle
+	// with ClustersOnly). A handle written by a version before the
+	// per-node key layout over nodes of which one was a cluster says
+	// true: every node's keys were tagged, and only a client built
+	// WithHashTags finds them.
 	HashTags bool
+	// ClustersOnly is true when every node of the client that acquired
+	// the lock is a Redis Cluster, where a key is tagged whatever the
+	// client's layout: the lock has no key on any plain master, so every
+	// client takes the handle, with or without WithHashTags (the joint
+	// list of docs/operations.md, when a plain master joins cluster
+	// nodes). A handle of an earlier version says false, and is taken as
+	// HashTags says.
+	ClustersOnly bool
 }
 
 // Handle returns the lock written as a Handle, for another process to
@@ -172,16 +181,17 @@ func (l *Lock) Handle() Handle {
 	l.crossed.Store(true) // its extensions count on the nodes (bounds.go)
 	wall := now.Round(0).Add(until.Sub(now)).Truncate(time.Millisecond).UTC()
 	return Handle{
-		Resource:   l.resource,
-		Resources:  l.Resources(),
-		Value:      value,
-		Until:      wall,
-		TTL:        l.ttl,
-		Token:      l.token,
-		Extensions: ext,
-		Shared:     l.Shared(),
-		KeyPrefix:  l.client.opts.prefix,
-		HashTags:   l.client.tagsEveryNode(),
+		Resource:     l.resource,
+		Resources:    l.Resources(),
+		Value:        value,
+		Until:        wall,
+		TTL:          l.ttl,
+		Token:        l.token,
+		Extensions:   ext,
+		Shared:       l.Shared(),
+		KeyPrefix:    l.client.opts.prefix,
+		HashTags:     l.client.tagsEveryNode(),
+		ClustersOnly: l.client.clustersOnly(),
 	}
 }
 
@@ -197,6 +207,9 @@ type handleWire struct {
 	Shared     bool     `json:"shared,omitempty"`
 	KeyPrefix  *string  `json:"key_prefix"`
 	HashTags   bool     `json:"hash_tags,omitempty"`
+	// Written only when true, so that the handles of other clients stay
+	// readable by earlier versions.
+	ClustersOnly bool `json:"clusters_only,omitempty"`
 }
 
 // MarshalText returns the handle's text form: "dlm1." followed by the
@@ -209,16 +222,17 @@ func (h Handle) MarshalText() ([]byte, error) {
 	}
 	prefix := h.KeyPrefix
 	w := handleWire{
-		Resource:   h.Resource,
-		Resources:  h.resources(),
-		Value:      h.Value,
-		Until:      h.Until.UTC().Format(time.RFC3339Nano),
-		TTL:        h.TTL.String(),
-		Token:      h.Token,
-		Extensions: h.Extensions,
-		Shared:     h.Shared,
-		KeyPrefix:  &prefix,
-		HashTags:   h.HashTags,
+		Resource:     h.Resource,
+		Resources:    h.resources(),
+		Value:        h.Value,
+		Until:        h.Until.UTC().Format(time.RFC3339Nano),
+		TTL:          h.TTL.String(),
+		Token:        h.Token,
+		Extensions:   h.Extensions,
+		Shared:       h.Shared,
+		KeyPrefix:    &prefix,
+		HashTags:     h.HashTags,
+		ClustersOnly: h.ClustersOnly,
 	}
 	js, err := json.Marshal(w)
 	if err != nil {
@@ -279,7 +293,7 @@ func ParseHandle(s string) (Handle, error) {
 	if dec.More() {
 		return Handle{}, invalidf("handle: damaged: data after the handle's JSON object")
 	}
-	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions, Shared: w.Shared, HashTags: w.HashTags}
+	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions, Shared: w.Shared, HashTags: w.HashTags, ClustersOnly: w.ClustersOnly}
 	if w.KeyPrefix == nil {
 		return Handle{}, invalidf("handle: no key_prefix")
 	}

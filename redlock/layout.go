@@ -347,6 +347,11 @@ func (t *tagNode) ExtendAll(ctx context.Context, keys []string, value string, tt
 	return t.n.ExtendAll(ctx, taggedAll(t.lock, keys), value, ttl)
 }
 
+// RestoreAll is adapter.MultiNode's, on the tagged keys.
+func (t *tagNode) RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	return t.n.RestoreAll(ctx, taggedAll(t.lock, keys), value, ttl)
+}
+
 // AcquireAllFenced is adapter.MultiNode's, on the tagged keys.
 func (t *tagNode) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
 	return t.n.AcquireAllFenced(ctx, taggedAll(t.lock, keys), taggedAll(t.fence, fenceKeys), value, ttl)
@@ -464,16 +469,22 @@ func (c *Client) clustersOnly() bool {
 }
 
 // sameLayout refuses a handle whose keys this client would name otherwise
-// on one of its nodes: a handle tagged on every node (HashTags) on a
+// on one of its nodes. On a cluster node every client tags every key, so
+// only plain masters can differ, and only when both the handle's writer
+// and this client have one: a handle tagged on every node (HashTags) on a
 // plain master of a client without WithHashTags, or one tagged only on
 // cluster nodes on a plain master of a client built WithHashTags. A
-// client whose nodes are all clusters tags every key either way.
+// handle of a client over cluster nodes only (ClustersOnly) has no key
+// on a plain master, and a client over cluster nodes only has no plain
+// master: either takes any handle. (The handle does not say which plain
+// masters its writer had, so two lists with different plain masters and
+// layouts are refused, though they share none.)
 func (c *Client) sameLayout(h Handle) error {
-	if h.HashTags == c.opts.hashTags || c.clustersOnly() {
+	if h.HashTags == c.opts.hashTags || h.ClustersOnly || c.clustersOnly() {
 		return nil
 	}
 	if h.HashTags {
-		return invalidf("handle: its keys carry hash tags on every node (written by a client built WithHashTags, or by a version before the per-node key layout over nodes of which one is a Redis Cluster), and this client tags only the keys on its Redis Cluster nodes, so it would look for the lock under other keys on its plain masters: build it WithHashTags to use this handle (dlm: --hash-tags)")
+		return invalidf("handle: its keys carry hash tags on every node (written by a client built WithHashTags, or by a version before the per-node key layout over nodes of which one is a Redis Cluster, or by an earlier version over Redis Cluster nodes only), and this client tags only the keys on its Redis Cluster nodes, so it would look for the lock under other keys on its plain masters: build it WithHashTags to use this handle (dlm: --hash-tags)")
 	}
 	return invalidf("handle: its keys carry hash tags only on Redis Cluster nodes, and this client is built WithHashTags, so it would look for the lock under other keys on its plain masters: build it without WithHashTags to use this handle (dlm: without --hash-tags)")
 }

@@ -322,7 +322,7 @@ func grants(op adapter.Op) bool {
 	switch op {
 	case adapter.OpAcquire, adapter.OpExtend, adapter.OpTransfer, adapter.OpAcquireAll, adapter.OpExtendAll,
 		adapter.OpRAcquire, adapter.OpRExtend, adapter.OpWAcquire,
-		opAcquireFenced, opRaiseFence, opAcquireAllFenced, opRaiseFences, opWAcquireFenced:
+		opAcquireFenced, opRaiseFence, opAcquireAllFenced, opRaiseFences, opWAcquireFenced, opRestoreAll:
 		return true
 	}
 	return false

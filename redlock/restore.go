@@ -26,19 +26,28 @@ import (
 // a release marker: below), before the validity ends, and counts each node
 // where it was set as confirming (when a quorum had confirmed already, the
 // restore only brings the forgetting nodes back before another one goes).
-// Every kind of lock is restored so, each by its own acquisition step: a
-// lock or a writer by SET NX PX, a set by its acquisition of every key only
-// if none exists (adapter.MultiNode.AcquireAll), a reader by joining the
-// readers' hash (adapter.RWNode.RAcquire), which refuses where a writer
-// holds the key or waits for it (its mark), so that a restore never admits
-// a reader that a writer's mark keeps out.
+// Every kind of lock is restored so: a lock or a writer by SET NX PX, a
+// reader by joining the readers' hash (adapter.RWNode.RAcquire), which
+// refuses where a writer holds the key or waits for it (its mark), so that
+// a restore never admits a reader that a writer's mark keeps out; and a
+// set by adapter.MultiNode.RestoreAll, which sets every key of the set
+// only if each is missing or holds the lock's own value already. A node
+// can forget part of a set: a Redis Cluster node whose masters restart one
+// at a time loses the keys of one master's slots and keeps the others
+// (the set's extension there is stepped per slot, so it keeps extending
+// them). The set's acquisition step (only if no key exists) would refuse
+// such a node for ever, since the lock's own keys exist on it, and the
+// next node of the rolling restart would end the lock.
 //
 // Why this is safe: until the validity (Until) no other client can hold
 // the lock, so no other client holds a quorum of the key: a key of another
 // client on a node can only be that of a failed or in-flight attempt, and
 // SET NX never overwrites it (nor this client's own key where it is still
-// held). The same holds for every key of a set, which AcquireAll sets only
-// where none is held; and for a reader, whose share excludes writers and
+// held). The same holds for every key of a set: RestoreAll changes nothing
+// on a node (on a cluster node, in a slot) where any key of the set holds
+// another value, and elsewhere writes only what is missing or this lock's
+// own value again, with a new expiry from after the extension's T1, as an
+// extension of those keys would; and for a reader, whose share excludes writers and
 // plain locks only, as the readers' hash does on every node that holds it:
 // no writer or plain lock holds a quorum until the validity, and RAcquire
 // joins only a free key or a hash of readers. A key set by this client before Until is one more node holding the
@@ -61,8 +70,8 @@ import (
 // outlives the release.
 
 // restore sets l's key with its value on every node that answered the
-// extension "not held" (replies) where it is free (SET NX PX; a set's
-// keys, a reader's share: restoreRequest), unless the node keeps a release
+// extension "not held" (replies) where it is free (SET NX PX; a reader's
+// share, a set's missing keys: restoreRequest), unless the node keeps a release
 // marker of the value (below), and returns how many nodes set it, the time
 // of the deciding answer, and whether a node kept a marker: the lock was
 // released by another, and the extension must not succeed. Keys set on a
@@ -79,7 +88,8 @@ func (l *Lock) restore(ctx context.Context, replies []reply) (int, time.Time, bo
 	l.restores.Add(1)
 	l.mu.Unlock()
 	c := l.client
-	f := c.newFan(ctx, ctx, l.restoreRequest(), stopAll)
+	req := l.restoreRequest()
+	f := c.newFan(ctx, ctx, req, stopAll)
 	if f == nil {
 		l.restored()
 		return 0, time.Now(), false
@@ -91,6 +101,7 @@ func (l *Lock) restore(ctx context.Context, replies []reply) (int, time.Time, bo
 	if nodes := c.infoNodes(); nodes != nil {
 		rc.nodes, rc.marker = nodes, c.releaseMarker(l.value)
 	}
+	rc.set = req.Op == opRestoreAll
 	f.by = rc
 	c.send(f)
 	_, t := f.await()
@@ -138,6 +149,7 @@ type restoreCall struct {
 	nodes  []adapterInspect // nil: no markers
 	marker string
 	marked atomic.Bool // a node kept a release marker of the value
+	set    bool        // a set's restore (restoreAll), not a request's
 }
 
 func (rc *restoreCall) call(f *fan, i int) (bool, error) {
@@ -153,6 +165,9 @@ func (rc *restoreCall) call(f *fan, i int) (bool, error) {
 			rc.marked.Store(true)
 			return false, nil
 		}
+	}
+	if rc.set {
+		return restoreAll{}.call(f, i)
 	}
 	return do(f.nctx, f.c.nodes[i], f.req)
 }
@@ -186,17 +201,34 @@ func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value
 	return errs
 }
 
+// opRestoreAll is the restore of a set (adapter.MultiNode.RestoreAll),
+// which only the blocking method carries (restoreAll).
+const opRestoreAll adapter.Op = 218
+
 // restoreRequest is the request of a restore: l's own acquisition step,
-// of its key, its set's keys or its reader's share.
+// of its key or its reader's share, and for a set its restore
+// (opRestoreAll), which sets the keys a node forgot beside those it kept.
 func (l *Lock) restoreRequest() adapter.Request {
 	op := adapter.OpAcquire
 	switch {
 	case l.mode == modeRead:
 		op = adapter.OpRAcquire // rw.go
 	case l.keys != nil:
-		op = adapter.OpAcquireAll // multi.go
+		op = opRestoreAll
 	}
 	return adapter.Request{Op: op, Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
+}
+
+// restoreAll is the nodeCall of a set's restore: MultiNode.RestoreAll,
+// which every node of a client that locked a set has (LockAll checks).
+type restoreAll struct{}
+
+func (restoreAll) call(f *fan, i int) (bool, error) {
+	n, ok := f.c.nodes[i].(adapter.MultiNode)
+	if !ok {
+		return false, invalidf("node %q does not implement adapter.MultiNode", f.c.names[i])
+	}
+	return n.RestoreAll(f.nctx, f.req.Keys, f.req.Value, f.req.TTL)
 }
 
 // restored ends a restore that restore began.

@@ -141,6 +141,10 @@ func (n *orderedNode) ReleaseAll(ctx context.Context, keys []string, value strin
 	return n.release(func() (bool, error) { return n.m.ReleaseAll(ctx, keys, value, announce) })
 }
 
+func (n *orderedNode) RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	return n.m.RestoreAll(ctx, keys, value, ttl)
+}
+
 func (n *orderedNode) AcquireAllFenced(ctx context.Context, keys, fenceKeys []string, value string, ttl time.Duration) (bool, uint64, error) {
 	return n.m.AcquireAllFenced(ctx, keys, fenceKeys, value, ttl)
 }

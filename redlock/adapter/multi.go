@@ -33,6 +33,17 @@ type MultiNode interface {
 	// holds expire on their own. It never creates a key. It reports
 	// whether the expiries were reset.
 	ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error)
+	// RestoreAll sets every key of keys to value with an expiry of ttl
+	// only if each of them is missing or holds value already,
+	// atomically; otherwise it changes nothing, and a key of any other
+	// value is never overwritten. It reports whether the keys were set.
+	// It is the restore of a lock's extension (redlock: an extension
+	// restores the keys of the nodes that forgot them): a node that lost
+	// part of a set (one master of a Redis Cluster restarted) holds the
+	// rest, which AcquireAll refuses and ExtendAll does not extend. On a
+	// node that is a Redis Cluster it is atomic per hash slot, as
+	// AcquireAll is, and a slot that refuses leaves the others set.
+	RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error)
 	// AcquireAllFenced is AcquireAll that, in the same atomic step and
 	// only when it set the keys, also reads the largest fence value stored
 	// under fenceKeys (a missing fence key reads as 0). It reports whether

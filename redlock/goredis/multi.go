@@ -19,7 +19,7 @@ var (
 
 // multiScripts are the scripts of a set of resources (adapter.MultiNode).
 type multiScripts struct {
-	acquire, release, extend, acquireFenced, raiseFences *redis.Script
+	acquire, release, extend, restore, acquireFenced, raiseFences *redis.Script
 }
 
 // multiCommand appends the command of req, an operation on the set
@@ -49,6 +49,7 @@ func newMultiScripts() multiScripts {
 		acquire:       redis.NewScript(scripts.AcquireAll),
 		release:       redis.NewScript(scripts.ReleaseAll),
 		extend:        redis.NewScript(scripts.ExtendAll),
+		restore:       redis.NewScript(scripts.RestoreAll),
 		acquireFenced: redis.NewScript(scripts.AcquireAllFenced),
 		raiseFences:   redis.NewScript(scripts.RaiseFences),
 	}
@@ -105,6 +106,20 @@ func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl t
 		return ok, err
 	}
 	v, err := n.multi.extend.Run(ctx, n.client, keys, value, ttl.Milliseconds()).Int64()
+	return v == 1, err
+}
+
+// RestoreAll sets every key to value with an expiry of ttl only if each
+// is missing or holds value already, in one script, per hash slot on a
+// cluster node (an extension's restore of a set). It goes through the
+// node's queue where it has one, as the fenced steps do.
+func (n *Node) RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	if done, ok, _, err := n.split(ctx, keys, nil, value, false, noFence(func(keys []string) (bool, error) {
+		return n.RestoreAll(ctx, keys, value, ttl)
+	})); done { // cluster.go
+		return ok, err
+	}
+	v, err := n.multi.restore.Run(ctx, n.scripter(), keys, value, ttl.Milliseconds()).Int64()
 	return v == 1, err
 }
 

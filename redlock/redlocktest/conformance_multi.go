@@ -11,7 +11,9 @@ import (
 // runMultiConformance checks the MultiNode capability (a set of keys as one
 // lock): AcquireAll sets all keys or none, ReleaseAll deletes only the keys
 // that hold the value and says whether all did, ExtendAll extends all keys
-// or none and never creates one, the scripts survive SCRIPT FLUSH, started
+// or none and never creates one, RestoreAll sets the missing keys of a set
+// held in part and never overwrites another value, the scripts survive
+// SCRIPT FLUSH, started
 // set requests keep their order with single-key ones (AsyncNode), a release
 // of a set is announced per key (HandoffNode), and, for a
 // MultiNode, the fenced acquisition reads the largest fence of the
@@ -107,6 +109,42 @@ func runMultiConformance(t *testing.T, b Backend, n adapter.MultiNode) {
 		}
 		absent("ExtendAll of a set held in part", "{m:e4}")
 	})
+	t.Run("RestoreAllSetsOnlyMissingOrOwnKeys", func(t *testing.T) { // an extension's restore of a set
+		keys := []string{"{m:s1}", "{m:s2}", "{m:s3}"}
+		_, _ = n.AcquireAll(ctx, keys, "mine", 2*time.Second)
+		// The node forgot part of the set (one master of a cluster
+		// restarted).
+		_, _ = n.ReleaseAll(ctx, keys[1:2], "mine", false)
+		ok, err := n.RestoreAll(ctx, keys, "other", ttl)
+		check("RestoreAll with another value", ok, err, false)
+		holds("a foreign RestoreAll", "mine", keys[0], keys[2])
+		if !spansSlots(n) { // a cluster node steps it per slot
+			absent("a foreign RestoreAll", keys[1])
+		} else {
+			_, _ = n.ReleaseAll(ctx, keys[1:2], "other", false)
+		}
+		ok, err = n.RestoreAll(ctx, keys, "mine", ttl)
+		check("RestoreAll of a set held in part", ok, err, true)
+		holds("RestoreAll of a set held in part", "mine", keys...)
+		for _, k := range keys {
+			if d := pttl(k); d < ttl-time.Second || d > ttl {
+				t.Fatalf("PTTL %s after RestoreAll = %v, want about %v", k, d, ttl)
+			}
+		}
+		ok, err = n.RestoreAll(ctx, []string{"{m:s4}", "{m:s5}"}, "mine", ttl)
+		check("RestoreAll of a set the node forgot whole", ok, err, true)
+		holds("RestoreAll of a set the node forgot whole", "mine", "{m:s4}", "{m:s5}")
+		// Another client's key is never overwritten.
+		if err := in.Put(ctx, "{m:s7}", "taken"); err != nil {
+			t.Fatal(err)
+		}
+		ok, err = n.RestoreAll(ctx, []string{"{m:s6}", "{m:s7}"}, "mine", ttl)
+		check("RestoreAll over another client's key", ok, err, false)
+		holds("RestoreAll over another client's key", "taken", "{m:s7}")
+		if !spansSlots(n) { // a cluster node steps it per slot
+			absent("RestoreAll over another client's key", "{m:s6}")
+		}
+	})
 	t.Run("ScriptsSurviveScriptFlush", func(t *testing.T) {
 		if b.FlushScripts == nil {
 			t.Skip("the node runs no scripts")
@@ -122,6 +160,11 @@ func runMultiConformance(t *testing.T, b Backend, n adapter.MultiNode) {
 		}
 		ok, err = n.ExtendAll(ctx, keys, "mine", ttl)
 		check("ExtendAll after SCRIPT FLUSH", ok, err, true)
+		if err := b.FlushScripts(ctx); err != nil {
+			t.Fatal(err)
+		}
+		ok, err = n.RestoreAll(ctx, keys, "mine", ttl)
+		check("RestoreAll after SCRIPT FLUSH", ok, err, true)
 		if err := b.FlushScripts(ctx); err != nil {
 			t.Fatal(err)
 		}

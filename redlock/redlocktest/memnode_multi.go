@@ -12,11 +12,12 @@ var (
 	_ adapter.MultiNode = (*MemNode)(nil)
 )
 
-// The fenced operations on a set, on the wire only: Request.Keys holds the
-// lock keys, then their fence keys.
+// The fenced operations on a set, on the wire only (Request.Keys holds the
+// lock keys, then their fence keys), and the restore of a set.
 const (
 	opAcquireAllFenced adapter.Op = 216 + iota
 	opRaiseFences
+	opRestoreAll // MultiNode.RestoreAll, a blocking method only
 )
 
 // AcquireAll sets every key to value with an expiry of ttl only if none
@@ -42,6 +43,14 @@ func (n *MemNode) ReleaseAll(ctx context.Context, keys []string, value string, a
 // (adapter.MultiNode, R17 for a set).
 func (n *MemNode) ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
 	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl}})
+	return r.ok, r.err
+}
+
+// RestoreAll sets every key to value with an expiry of ttl only if each is
+// missing or holds value already, in one step (adapter.MultiNode: an
+// extension's restore of a set that the node forgot in part).
+func (n *MemNode) RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: opRestoreAll, Keys: keys, Value: value, TTL: ttl}})
 	return r.ok, r.err
 }
 
@@ -131,6 +140,19 @@ func (n *MemNode) applyMulti(c *memCall, now time.Time) (memResult, bool) {
 			}
 		}
 		return memResult{ok: all, announce: ann}, true
+	case opRestoreAll:
+		if lieAcq {
+			return memResult{ok: true}, true
+		}
+		for _, k := range r.Keys {
+			if e, held := n.live(k, now); held && e.value != r.Value {
+				return memResult{}, true
+			}
+		}
+		for _, k := range r.Keys {
+			n.keys[k] = memEntry{value: r.Value, expires: now.Add(r.TTL)}
+		}
+		return memResult{ok: true}, true
 	case adapter.OpExtendAll:
 		if lieAll {
 			return memResult{ok: true}, true

@@ -438,6 +438,10 @@ func TestMemNodeRestartRefusesEveryPath(t *testing.T) {
 			_, err := n.ExtendAll(ctx, keys, "v", ttl)
 			return err
 		}},
+		{"RestoreAll", func(ctx context.Context, n *redlocktest.MemNode) error {
+			_, err := n.RestoreAll(ctx, keys, "v", ttl)
+			return err
+		}},
 		{"AcquireAllFenced", func(ctx context.Context, n *redlocktest.MemNode) error {
 			_, _, err := n.AcquireAllFenced(ctx, keys, fences, "v", ttl)
 			return err

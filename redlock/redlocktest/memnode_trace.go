@@ -94,7 +94,7 @@ func (n *MemNode) traceLocked(c *memCall) {
 	}
 	if !c.res.ok && c.res.err == nil {
 		switch c.req.Op {
-		case adapter.OpAcquire, opAcquireFenced, adapter.OpAcquireAll, opAcquireAllFenced, adapter.OpRAcquire, opAcquireFencedFloor:
+		case adapter.OpAcquire, opAcquireFenced, adapter.OpAcquireAll, opAcquireAllFenced, opRestoreAll, adapter.OpRAcquire, opAcquireFencedFloor:
 			return // refused: nothing changed
 		}
 	}

@@ -23,13 +23,14 @@ var (
 // (batch.go) like the requests on one key, and so keep Start order with
 // them; the fenced ones are blocking calls, as for one key.
 type multiScripts struct {
-	acquireFenced, raiseFences *batch.Script
+	acquireFenced, raiseFences, restore *batch.Script
 }
 
 func newMultiScripts() multiScripts {
 	return multiScripts{
 		acquireFenced: batch.NewScript(scripts.AcquireAllFenced),
 		raiseFences:   batch.NewScript(scripts.RaiseFences),
+		restore:       batch.NewScript(scripts.RestoreAll),
 	}
 }
 
@@ -73,6 +74,21 @@ func (n *Node) ReleaseAll(ctx context.Context, keys []string, value string, anno
 // in one script, in the node's next batch (R17 for a set).
 func (n *Node) ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
 	return n.do(ctx, adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl})
+}
+
+// RestoreAll sets every key to value with an expiry of ttl only if each
+// is missing or holds value already, in one script, per hash slot on a
+// cluster node (an extension's restore of a set).
+func (n *Node) RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	if n.cluster && len(slots.Split(keys)) > 1 { // cluster.go
+		ok, _, err := n.fencedSplit(ctx, keys, nil, value, false, func(keys, _ []string) (bool, uint64, error) {
+			ok, err := n.RestoreAll(ctx, keys, value, ttl)
+			return ok, 0, err
+		})
+		return ok, err
+	}
+	v, err := n.evalKeys(ctx, n.multi.restore, keys, value, strconv.FormatInt(ttl.Milliseconds(), 10)).AsInt64()
+	return v == 1 && err == nil, err
 }
 
 // AcquireAllFenced is AcquireAll that also reads the largest fence value

@@ -28,6 +28,15 @@ var (
 	//go:embed extend_all.lua
 	ExtendAll string
 
+	// RestoreAll sets every lock key to the value with a new expiry only
+	// if each one is missing or holds the value already (an extension's
+	// restore of a set that a node forgot in part). KEYS lock keys;
+	// ARGV[1] value; ARGV[2] ttl in ms. Returns 1 when set, else 0
+	// (nothing set).
+	//
+	//go:embed restore_all.lua
+	RestoreAll string
+
 	// AcquireAllFenced is AcquireAll that also returns the largest fence
 	// value of the set (R18 phase 1). KEYS lock keys, then fence keys,
 	// then, to read the fence floor, floor keys (ARGV[3] the set's size).
