@@ -939,28 +939,27 @@ func WithUncheckedNodes() Option {
 
 // hiddenFacts says what server s (named name) refused to tell the
 // client's user (adapter.Facts.Refused), what cannot be checked without
-// it and what to grant, on one line; "" when it refused nothing.
+// it and the fix: the ACL rules to grant what the user may not run, or,
+// for a command the server disables (it answers "unknown command", as a
+// managed service or a rename-command does), that no ACL rule grants it;
+// on one line, "" when it refused nothing. The caller adds the way on
+// without the checks (WithUncheckedNodes).
 func hiddenFacts(name string, s adapter.Facts) string {
 	if len(s.Refused) == 0 {
 		return ""
 	}
-	var lost, grant []string
-	fence := "the reconnect fence (a request left on a connection given up can run after the next connection's)"
-	for _, r := range []struct{ what, lost, grant string }{
-		{adapter.RefusedInfo, "its run id (one server given as two nodes counts twice toward the quorum), its replicas, " + fence, "+info"},
-		{adapter.RefusedConfig, "its eviction policy (a lock key evicted before its ttl) and persistence", "+config|get"},
-		{adapter.RefusedMaxTTL, "the max ttl it advertises", "%R~" + adapter.MaxTTLKey},
-		{adapter.RefusedClient, fence, "+client|id +client|kill"},
-	} {
-		if s.Refuses(r.what) {
-			if !slices.Contains(lost, r.lost) && !(r.what == adapter.RefusedClient && s.Refuses(adapter.RefusedInfo)) {
-				lost = append(lost, r.lost)
-			}
-			grant = append(grant, r.grant)
-		}
+	u := s.Unchecked()
+	var what, fix []string
+	if len(u.Refused) > 0 {
+		what = append(what, "refuses "+strings.Join(u.Refused, ", ")+" to the client's user")
+		fix = append(fix, "grant them (ACL SETUSER <user> "+strings.Join(u.Grant, " ")+")")
 	}
-	return fmt.Sprintf("node %s refuses %s to the client's user, so the client cannot check %s: grant them (ACL SETUSER <user> %s)",
-		name, strings.Join(s.Refused, ", "), strings.Join(lost, "; "), strings.Join(grant, " "))
+	if len(u.Disabled) > 0 {
+		what = append(what, "disables "+strings.Join(u.Disabled, ", ")+" (it answers \"unknown command\", as a managed service or a rename-command does)")
+		fix = append(fix, "no ACL rule grants a command the server disables: enable it in the server's configuration")
+	}
+	return fmt.Sprintf("node %s %s, so the client cannot check %s: %s",
+		name, strings.Join(what, " and "), strings.Join(u.Lost, "; "), strings.Join(fix, "; "))
 }
 
 // isCluster reports whether n is a Redis Cluster (adapter.ClusterNode).

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -328,11 +329,14 @@ func checkNode(p probe) []finding {
 		add(sevOK, "R2", "independent master (no replicas)", "")
 	}
 	if len(p.Refused) > 0 {
-		add(sevFail, "checks", refusedWhat(p.Refused), refusedFix(p.Refused))
+		what, fix := uncheckedFinding(adapter.Facts{Refused: p.Refused, Disabled: p.Disabled})
+		add(sevFail, "checks", what, fix)
 	}
 	if p.ConfigErr != nil {
-		add(sevWarn, "R13", fmt.Sprintf("CONFIG GET refused (%v): eviction and persistence not checked", p.ConfigErr),
-			"allow CONFIG GET for the checking user, or check maxmemory-policy and appendonly by hand")
+		if !slices.Contains(p.Refused, adapter.RefusedConfig) { // else said once, above
+			add(sevWarn, "R13", fmt.Sprintf("CONFIG GET failed (%v): eviction and persistence not checked", p.ConfigErr),
+				"check maxmemory-policy and appendonly by hand")
+		}
 		return fs
 	}
 	policy, maxmem := p.Config["maxmemory-policy"], p.Config["maxmemory"]
@@ -377,43 +381,25 @@ func checkNode(p probe) []finding {
 	return fs
 }
 
-// refusedWhat says what a node that refused commands to the user
-// (probe.Refused) keeps the clients from checking: they refuse it, as
-// they cannot check it (redlock.WithUncheckedNodes).
-func refusedWhat(refused []string) string {
-	var lost []string
-	for _, r := range refused {
-		switch r {
-		case adapter.RefusedInfo:
-			lost = append(lost, "its run id (one server given as two nodes), its replicas and the reconnect fence")
-		case adapter.RefusedConfig:
-			lost = append(lost, "its eviction policy and persistence")
-		case adapter.RefusedMaxTTL:
-			lost = append(lost, "its advertised max ttl")
-		case adapter.RefusedClient:
-			lost = append(lost, "the reconnect fence (CLIENT KILL of the connections a client gave up)")
-		}
+// uncheckedFinding is the finding of a node that refused commands to the
+// user (probe.Refused): what the clients cannot check, so that they refuse
+// it, and the fix, read as the clients read it (adapter.Facts.Unchecked):
+// the ACL rules to grant what the user may not run, and for what the
+// server disables (it answers "unknown command"), which no ACL rule
+// grants, its configuration or --unchecked-nodes.
+func uncheckedFinding(f adapter.Facts) (what, fix string) {
+	u := f.Unchecked()
+	var does, fixes []string
+	if len(u.Refused) > 0 {
+		does = append(does, "refuses "+strings.Join(u.Refused, ", ")+" to this user")
+		fixes = append(fixes, "grant the clients' user what they read: ACL SETUSER <user> "+strings.Join(u.Grant, " ")+" (and in the ACL file)")
 	}
-	return fmt.Sprintf("refuses %s to this user, so the clients cannot check %s: they refuse the node (unless the library's WithUncheckedNodes)",
-		strings.Join(refused, ", "), strings.Join(lost, "; "))
-}
-
-// refusedFix is the ACL rules that grant what a node refused.
-func refusedFix(refused []string) string {
-	var grant []string
-	for _, r := range refused {
-		switch r {
-		case adapter.RefusedInfo:
-			grant = append(grant, "+info")
-		case adapter.RefusedConfig:
-			grant = append(grant, "+config|get")
-		case adapter.RefusedMaxTTL:
-			grant = append(grant, "%R~"+adapter.MaxTTLKey)
-		case adapter.RefusedClient:
-			grant = append(grant, "+client|id +client|kill")
-		}
+	if len(u.Disabled) > 0 {
+		does = append(does, "disables "+strings.Join(u.Disabled, ", ")+" (it answers \"unknown command\", as a managed service or a rename-command does)")
+		fixes = append(fixes, "no ACL rule grants a command the server disables: enable it in the server's configuration, or run the clients with --unchecked-nodes (library: WithUncheckedNodes) and check by hand what they cannot")
 	}
-	return "grant the clients' user what they read: ACL SETUSER <user> " + strings.Join(grant, " ") + " (and in the ACL file)"
+	return fmt.Sprintf("%s, so the clients cannot check %s: they refuse the node (unless --unchecked-nodes)", strings.Join(does, " and "), strings.Join(u.Lost, "; ")),
+		strings.Join(fixes, "; ")
 }
 
 // checkClocks compares the node clocks (R9): each node's offset from this

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,8 +67,10 @@ type probe struct {
 	// Refused names what the node refused to tell the user, as the
 	// clients name it (adapter.Facts.Refused: INFO, CONFIG GET, the GET
 	// of the advertised max ttl, CLIENT KILL): the clients then refuse
-	// the node (redlock.WithUncheckedNodes).
-	Refused []string
+	// the node (redlock.WithUncheckedNodes). Disabled names those of
+	// them that the server does not know (adapter.Facts.Disabled: a
+	// service that disables CONFIG), which no ACL rule grants.
+	Refused, Disabled []string
 }
 
 // probeNodes probes every node concurrently, each bounded by timeout.
@@ -119,9 +120,10 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 		return p
 	}
 	p.RTT = time.Since(start)
+	var declined adapter.Facts // what the node refused, as the clients read it
 	refused := func(err error, what string) {
-		if err != nil && adapter.Refusal(err.Error()) && !slices.Contains(p.Refused, what) {
-			p.Refused = append(p.Refused, what)
+		if err != nil {
+			declined.Decline(what, err.Error())
 		}
 	}
 	info, err := c.Info(ctx, "server", "replication", "cluster").Result()
@@ -156,6 +158,7 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 	p.NodeMaxTTL, err = c.Get(ctx, nodeMaxTTLKey).Result()
 	refused(err, adapter.RefusedMaxTTL)
 	refused(c.ClientKillByFilter(ctx, "ID", "0").Err(), adapter.RefusedClient) // closes nothing
+	p.Refused, p.Disabled = declined.Refused, declined.Disabled
 	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	for iter.Next(ctx) && p.Keys < maxKeysCounted {
 		p.Keys++

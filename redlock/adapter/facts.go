@@ -62,6 +62,11 @@ type Facts struct {
 	// each one reads are unknown, so the client's checks of them cannot
 	// run (redlock.WithUncheckedNodes).
 	Refused []string
+	// Disabled names, of Refused, what the server does not know at all:
+	// it answered "unknown command" or "unknown subcommand" (a managed
+	// service that disables CONFIG, a rename-command), not NOPERM, so no
+	// ACL rule can grant it. Each once.
+	Disabled []string
 }
 
 // What a server can refuse to tell (Facts.Refused): the command, as an
@@ -90,6 +95,42 @@ func Refusal(msg string) bool {
 		strings.Contains(msg, "unknown subcommand")
 }
 
+// Disabling reports whether msg, a server's error reply that refuses a
+// command (Refusal), says that the server does not know the command (a
+// service that disables or renames it), rather than that the user may
+// not run it (NOPERM).
+func Disabling(msg string) bool {
+	return !strings.HasPrefix(msg, "NOPERM") && (strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand"))
+}
+
+// Decline records the server's error reply msg to what: when it refuses
+// the command (Refusal), what is added to Refused, and to Disabled when
+// the server does not know the command (Disabling); it reports whether it
+// refused.
+func (f *Facts) Decline(what, msg string) bool {
+	if !Refusal(msg) {
+		return false
+	}
+	f.Refuse(what)
+	if Disabling(msg) && !f.Disables(what) {
+		f.Disabled = append(f.Disabled, what)
+	}
+	return true
+}
+
+// Declined copies into f what d refused and disabled (Decline), for the
+// facts that are read before the reply that says the rest.
+func (f *Facts) Declined(d Facts) {
+	for _, r := range d.Refused {
+		f.Refuse(r)
+	}
+	for _, r := range d.Disabled {
+		if !f.Disables(r) {
+			f.Disabled = append(f.Disabled, r)
+		}
+	}
+}
+
 // Refuse adds what to Refused, once.
 func (f *Facts) Refuse(what string) {
 	if !f.Refuses(what) {
@@ -99,6 +140,49 @@ func (f *Facts) Refuse(what string) {
 
 // Refuses reports whether the server refused what (Refused).
 func (f Facts) Refuses(what string) bool { return slices.Contains(f.Refused, what) }
+
+// Disables reports whether the server does not know what (Disabled).
+func (f Facts) Disables(what string) bool { return slices.Contains(f.Disabled, what) }
+
+// Unchecked is what a client cannot check of a server that refused to
+// tell some of its facts (Facts.Unchecked), and the ways to each: the one
+// reading of Facts.Refused for the library's refusal and dlm doctor's.
+type Unchecked struct {
+	// Refused is what the user's ACL refuses (NOPERM), Disabled what the
+	// server does not know (Facts.Disabled): no ACL rule grants it.
+	Refused, Disabled []string
+	// Lost is what the client cannot check without them, each once.
+	Lost []string
+	// Grant is the ACL rules that grant Refused, in its order.
+	Grant []string
+}
+
+// Unchecked returns what the client cannot check of the server, as
+// Refused and Disabled say (nothing when it refused nothing).
+func (f Facts) Unchecked() Unchecked {
+	var u Unchecked
+	fence := "the reconnect fence (a request left on a connection given up can run after the next connection's)"
+	for _, r := range []struct{ what, lost, grant string }{
+		{RefusedInfo, "its run id (one server given as two nodes counts twice toward the quorum), its replicas, " + fence, "+info"},
+		{RefusedConfig, "its eviction policy (a lock key evicted before its ttl) and persistence", "+config|get"},
+		{RefusedMaxTTL, "the max ttl it advertises", "%R~" + MaxTTLKey},
+		{RefusedClient, fence, "+client|id +client|kill"},
+	} {
+		if !f.Refuses(r.what) {
+			continue
+		}
+		if !slices.Contains(u.Lost, r.lost) && !(r.what == RefusedClient && f.Refuses(RefusedInfo)) {
+			u.Lost = append(u.Lost, r.lost)
+		}
+		if f.Disables(r.what) {
+			u.Disabled = append(u.Disabled, r.what)
+			continue
+		}
+		u.Refused = append(u.Refused, r.what)
+		u.Grant = append(u.Grant, r.grant)
+	}
+	return u
+}
 
 // Evicts reports whether the server may evict lock keys before their ttl:
 // it has a memory limit and a policy that evicts keys (allkeys-* evicts

@@ -124,25 +124,25 @@ type pipe struct {
 // command the server refused named in the facts' Refused.
 func serverFacts(addr string, info reply, maxTTL *reply, cfgs []reply) adapter.Facts {
 	ttl, text := "", ""
-	var refused []string
+	var declined adapter.Facts // what the server refused (Decline)
 	if info.kind == '$' && !info.null {
 		text = info.str
-	} else if info.kind == '-' && adapter.Refusal(info.str) {
-		refused = append(refused, adapter.RefusedInfo)
+	} else if info.kind == '-' {
+		declined.Decline(adapter.RefusedInfo, info.str)
 	}
 	if maxTTL != nil && maxTTL.kind == '$' && !maxTTL.null {
 		ttl = maxTTL.str
-	} else if maxTTL != nil && maxTTL.kind == '-' && adapter.Refusal(maxTTL.str) {
-		refused = append(refused, adapter.RefusedMaxTTL)
+	} else if maxTTL != nil && maxTTL.kind == '-' {
+		declined.Decline(adapter.RefusedMaxTTL, maxTTL.str)
 	}
 	settings := map[string]string{}
 	for i, r := range cfgs {
 		switch {
 		case r.kind == '-' && adapter.Refusal(r.str):
 			if i == len(cfgs)-1 { // INFO replication, the last
-				refused = append(refused, adapter.RefusedInfo)
+				declined.Decline(adapter.RefusedInfo, r.str)
 			} else {
-				refused = append(refused, adapter.RefusedConfig)
+				declined.Decline(adapter.RefusedConfig, r.str)
 			}
 		case r.kind == '$' && !r.null: // INFO replication
 			text += "\n" + r.str
@@ -153,9 +153,7 @@ func serverFacts(addr string, info reply, maxTTL *reply, cfgs []reply) adapter.F
 		}
 	}
 	f := adapter.ParseFacts(addr, text, ttl, settings)
-	for _, r := range refused {
-		f.Refuse(r)
-	}
+	f.Declined(declined)
 	return f
 }
 
@@ -295,8 +293,11 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, e
 	who := fence.Identify(id.num, id.kind == ':', info.str, infoOK)
 	if p.known != nil {
 		f := serverFacts(o.Addr, info, &res[who0+2], res[who0+3:opt-1])
-		if probe := res[opt-1]; id.kind == '-' && adapter.Refusal(id.str) || probe.kind == '-' && adapter.Refusal(probe.str) {
-			f.Refuse(adapter.RefusedClient)
+		if id.kind == '-' {
+			f.Decline(adapter.RefusedClient, id.str)
+		}
+		if probe := res[opt-1]; probe.kind == '-' {
+			f.Decline(adapter.RefusedClient, probe.str)
 		}
 		p.known.Set(f)
 	}

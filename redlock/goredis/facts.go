@@ -44,14 +44,10 @@ func (n *Node) Connect(ctx context.Context) error {
 // readFacts reads the facts of the server behind c by requests, naming
 // what the server refused (adapter.Facts.Refused).
 func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) error {
-	var refused []string
+	var declined adapter.Facts // what the server refused (Decline)
 	refuses := func(err error, what string) bool {
 		var re redis.Error
-		if errors.As(err, &re) && adapter.Refusal(re.Error()) {
-			refused = append(refused, what)
-			return true
-		}
-		return false
+		return errors.As(err, &re) && declined.Decline(what, re.Error())
 	}
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil && !refuses(err, adapter.RefusedInfo) {
@@ -77,9 +73,7 @@ func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) erro
 		refuses(err, adapter.RefusedClient)
 	}
 	f := adapter.ParseFacts(addr, info, maxTTL, cfg)
-	for _, r := range refused {
-		f.Refuse(r)
-	}
+	f.Declined(declined)
 	n.known.Set(f)
 	return nil
 }

@@ -158,9 +158,8 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 	who := fence.Identify(n, id[0] == ':' && err == nil, string(info[1:]), info[0] == '$')
 	if f.known != nil {
 		facts := serverFacts(addr, info, res[who0+2], res[who0+3:len(res)-1])
-		if probe := res[len(res)-1]; refusal(id) || refusal(probe) {
-			facts.Refuse(adapter.RefusedClient)
-		}
+		decline(&facts, adapter.RefusedClient, id)
+		decline(&facts, adapter.RefusedClient, res[len(res)-1])
 		f.known.Set(facts)
 	}
 	kills, taken := f.given.Kills(who)
@@ -186,6 +185,14 @@ var killProbe = []string{"CLIENT", "KILL", "ID", "0"}
 // the user (adapter.Refusal).
 func refusal(r []byte) bool { return r[0] == '-' && adapter.Refusal(string(r[1:])) }
 
+// decline records in f that the server refused what, when r, a reply of
+// exchange, refuses its command (adapter.Facts.Decline).
+func decline(f *adapter.Facts, what string, r []byte) {
+	if r[0] == '-' {
+		f.Decline(what, string(r[1:]))
+	}
+}
+
 // serverFacts reads the facts replies of a handshake, as exchange returns
 // them: INFO server, the GET of the advertised max ttl, then the CONFIG
 // GETs of the persistence and memory settings and the INFO replication
@@ -193,26 +200,26 @@ func refusal(r []byte) bool { return r[0] == '-' && adapter.Refusal(string(r[1:]
 // the facts' Refused.
 func serverFacts(addr string, info, maxTTL []byte, cfgs [][]byte) adapter.Facts {
 	ttl, text := "", ""
-	var refused []string
+	var declined adapter.Facts // what the server refused (Decline)
 	switch {
 	case info[0] == '$':
 		text = string(info[1:])
-	case refusal(info):
-		refused = append(refused, adapter.RefusedInfo)
+	default:
+		decline(&declined, adapter.RefusedInfo, info)
 	}
 	switch {
 	case maxTTL[0] == '$':
 		ttl = string(maxTTL[1:])
-	case refusal(maxTTL):
-		refused = append(refused, adapter.RefusedMaxTTL)
+	default:
+		decline(&declined, adapter.RefusedMaxTTL, maxTTL)
 	}
 	settings := map[string]string{}
 	for i, r := range cfgs {
 		switch {
 		case refusal(r) && i == len(cfgs)-1: // INFO replication, the last
-			refused = append(refused, adapter.RefusedInfo)
+			decline(&declined, adapter.RefusedInfo, r)
 		case refusal(r):
-			refused = append(refused, adapter.RefusedConfig)
+			decline(&declined, adapter.RefusedConfig, r)
 		case r[0] == '$': // INFO replication
 			text += "\n" + string(r[1:])
 		case r[0] == '*': // CONFIG GET
@@ -223,9 +230,7 @@ func serverFacts(addr string, info, maxTTL []byte, cfgs [][]byte) adapter.Facts 
 		}
 	}
 	f := adapter.ParseFacts(addr, text, ttl, settings)
-	for _, r := range refused {
-		f.Refuse(r)
-	}
+	f.Declined(declined)
 	return f
 }
 
@@ -412,13 +417,10 @@ func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	if n.handshook && !n.knows(addr) {
 		return c.Do(ctx, c.B().Ping().Build()).Error()
 	}
-	var refused []string
+	var declined adapter.Facts // what the server refused (Decline)
 	refuses := func(err error, what string) bool {
-		if re, ok := rueidis.IsRedisErr(err); ok && adapter.Refusal(re.Error()) {
-			refused = append(refused, what)
-			return true
-		}
-		return false
+		re, ok := rueidis.IsRedisErr(err)
+		return ok && declined.Decline(what, re.Error())
 	}
 	info, err := text(c.Do(ctx, c.B().Info().Section("server").Build()))
 	if err != nil && !refuses(err, adapter.RefusedInfo) {
@@ -449,9 +451,7 @@ func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 		}
 	}
 	f := adapter.ParseFacts(addr, info, maxTTL, cfg)
-	for _, r := range refused {
-		f.Refuse(r)
-	}
+	f.Declined(declined)
 	if n.handshook {
 		n.known.Reread(f)
 	} else {

@@ -67,6 +67,9 @@ func (k *Known) Reread(f adapter.Facts) {
 			if old.Refuses(r) {
 				f.Refuse(r)
 			}
+			if old.Disables(r) && !f.Disables(r) {
+				f.Disabled = append(f.Disabled, r)
+			}
 		}
 	}
 	k.set(f)
