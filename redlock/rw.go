@@ -223,7 +223,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 		}
 		defer func() {
 			if marked {
-				c.unwait(ctx, t.key, t.waiter, open)
+				c.unwait(ctx, t.waiter, open, t.key)
 			}
 			c.dropSettler()
 		}()
@@ -282,7 +282,7 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 // admitted when the call returns wherever the nodes answer, while a frozen
 // node delays the call by no more than that. What is still owed then goes
 // on in the background, and Close waits for it.
-func (c *Client) unwait(ctx context.Context, key, waiter string, open []*fan) {
+func (c *Client) unwait(ctx context.Context, waiter string, open []*fan, keys ...string) {
 	if ctx.Err() != nil || pastDeadline(ctx, time.Now()) {
 		// (A deadline past whose timer has not run yet ends the call
 		// too: a loaded machine runs timers late.)
@@ -295,7 +295,28 @@ func (c *Client) unwait(ctx context.Context, key, waiter string, open []*fan) {
 			break // the removal goes all the same
 		}
 	}
-	c.releaseEvery(ctx, adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, true)
+	if len(keys) == 1 {
+		c.releaseEvery(ctx, adapter.Request{Op: adapter.OpWUnwait, Key: keys[0], Waiter: waiter}, true)
+		return
+	}
+	// A set's marks, one per key, removed together (releaseEvery's steps).
+	var fs []*fan
+	for _, key := range keys {
+		f := c.newFanWithin(ctx, context.Background(), adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}, stopQuorum, c.opts.releaseTimeout)
+		if f == nil {
+			break
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) == 0 {
+		return
+	}
+	c.send(fs...)
+	for _, f := range fs {
+		f.await()
+		f.answeredAll(ctx)
+		f.settle(false, false)
+	}
 }
 
 // unanswered returns the fans of fs that some node has not answered yet,
@@ -328,11 +349,21 @@ func unanswered(fs []*fan) []*fan {
 // stays SET NX for every call that waits less than half a ttl or finds no
 // reader: such a call pays one WMark per node per half ttl of waiting, and
 // nothing when it waits less.
+//
+// A set (LockAll of several resources) is excluded by readers of any of
+// its resources, and leaves its mark on each (one WMark per resource: on a
+// node that is a Redis Cluster the keys of a set may sit on different
+// masters, and each mark goes to its key's). Its attempts stay a set's
+// acquisition, which takes a key that holds only waiting writers' marks
+// as it takes a free one (scripts/set_free.lua, as a writer's acquisition
+// does); so its marks are refreshed here, every half ttl while readers
+// hold a key, rather than by its attempts.
 
 // plainMarks is the waiting mark of one Lock call behind readers.
 type plainMarks struct {
-	off    bool // no readers possible (a set, nodes without RWNode), or closed
+	off    bool // no readers possible (nodes without RWNode), or closed
 	key    string
+	keys   []string      // a set's lock keys (multi.go): a mark on each
 	waiter string        // "" until the first mark
 	ttl    time.Duration // the marks' expiry
 	marked bool          // a mark may be on some node: end removes it
@@ -347,8 +378,8 @@ type plainMarks struct {
 func (c *Client) markReaders(ctx context.Context, m *plainMarks, t *target, o lockOptions) *plainMarks {
 	now := time.Now()
 	if m == nil {
-		m = &plainMarks{key: t.key, ttl: o.ttl, next: now.Add(o.ttl / 2)}
-		m.off = t.keys != nil || c.checkRW() != nil
+		m = &plainMarks{key: t.key, keys: t.keys, ttl: o.ttl, next: now.Add(o.ttl / 2)}
+		m.off = c.checkRW() != nil
 		return m
 	}
 	if m.off || t.waiter != "" || now.Before(m.next) {
@@ -365,25 +396,47 @@ func (c *Client) markReaders(ctx context.Context, m *plainMarks, t *target, o lo
 		}
 		m.waiter = w
 	}
-	mf := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpWMark, Key: m.key, Waiter: m.waiter, TTL: m.ttl}, stopAll)
-	if mf == nil {
+	var mfs []*fan
+	for _, key := range m.markKeys() {
+		mf := c.newFan(ctx, ctx, adapter.Request{Op: adapter.OpWMark, Key: key, Waiter: m.waiter, TTL: m.ttl}, stopAll)
+		if mf == nil {
+			break // closed: Close waits for the removal of what was sent
+		}
+		mfs = append(mfs, mf)
+	}
+	if len(mfs) == 0 {
 		return m
 	}
-	c.send(mf)
-	mf.await()
-	mf.settle(false, false)
+	c.send(mfs...)
 	readers := false
-	for _, r := range mf.replies() {
-		// A node that has not answered may still leave the mark.
-		m.marked = m.marked || r.none || r.ok
-		readers = readers || (r.ok && r.err == nil)
+	m.open = unanswered(m.open)
+	for _, mf := range mfs {
+		mf.await()
+		mf.settle(false, false)
+		for _, r := range mf.replies() {
+			// A node that has not answered may still leave the mark.
+			m.marked = m.marked || r.none || r.ok
+			readers = readers || (r.ok && r.err == nil)
+		}
+		m.open = append(m.open, mf)
 	}
-	m.open = append(unanswered(m.open), mf)
 	m.next = now.Add(m.ttl / 2)
 	if readers {
-		t.waiter, m.marked = m.waiter, true
+		m.marked = true
+		if m.keys == nil {
+			t.waiter = m.waiter // a writer's attempts from now on
+		}
 	}
 	return m
+}
+
+// markKeys returns the keys the call marks: its key, or each of its
+// set's.
+func (m *plainMarks) markKeys() []string {
+	if m.keys != nil {
+		return m.keys
+	}
+	return []string{m.key}
 }
 
 // attempted records the fan f of a writer's attempt of the call (its
@@ -401,7 +454,7 @@ func (c *Client) endMarks(ctx context.Context, m *plainMarks) {
 		return
 	}
 	if m.marked {
-		c.unwait(ctx, m.key, m.waiter, m.open)
+		c.unwait(ctx, m.waiter, m.open, m.markKeys()...)
 	}
 	c.dropSettler()
 }

@@ -18,8 +18,11 @@ type MultiNode interface {
 	Node
 	// AcquireAll sets every key of keys to value with an expiry of ttl
 	// only if none of them exists, atomically (R3 for a set): either all
-	// are set or none is. It reports whether they were set; false with a
-	// nil error means at least one key is held.
+	// are set or none is. On a node that is also an RWNode, a key that
+	// holds only waiting writers' marks and no live reader counts as
+	// free, as for a writer's acquisition (WAcquire): a set waiting
+	// behind readers leaves such marks. It reports whether they were
+	// set; false with a nil error means at least one key is held.
 	AcquireAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error)
 	// ReleaseAll deletes every key of keys that holds value, atomically
 	// (R5 for a set), and, when announce is set, announces the release of

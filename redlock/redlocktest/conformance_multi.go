@@ -69,6 +69,47 @@ func runMultiConformance(t *testing.T, b Backend, n adapter.MultiNode) {
 		check("AcquireAll over a key of a single-key lock", ok, err, false)
 		absent("a failed AcquireAll", "{m:a8}")
 	})
+	if rn, ok := n.(adapter.RWNode); ok {
+		// A key that holds only a waiting writer's mark is free for a
+		// set, as for a writer; one with a live reader is not, and the
+		// refused set changes nothing (the reader and the mark stay).
+		t.Run("AcquireAllOverReadersMarks", func(t *testing.T) {
+			if ok, err := rn.RAcquire(ctx, "{m:w1}", "reader", ttl); !ok || err != nil {
+				t.Fatalf("RAcquire = %v, %v", ok, err)
+			}
+			if ok, err := rn.WMark(ctx, "{m:w1}", "waiter", ttl); !ok || err != nil {
+				t.Fatalf("WMark = %v, %v", ok, err)
+			}
+			ok, err := n.AcquireAll(ctx, []string{"{m:w0}", "{m:w1}"}, "set", ttl)
+			check("AcquireAll over a live reader", ok, err, false)
+			absent("AcquireAll over a live reader", "{m:w0}")
+			if ok, err := rn.RRelease(ctx, "{m:w1}", "reader"); !ok || err != nil {
+				t.Fatalf("RRelease = %v, %v", ok, err)
+			}
+			if ok, err := rn.RAcquire(ctx, "{m:w1}", "late reader", ttl); ok || err != nil {
+				t.Fatalf("RAcquire behind the mark = %v, %v; want false, nil", ok, err)
+			}
+			ok, err = n.AcquireAll(ctx, []string{"{m:w0}", "{m:w1}"}, "set", ttl)
+			check("AcquireAll over a key with only a waiting mark", ok, err, true)
+			holds("AcquireAll over a key with only a waiting mark", "set", "{m:w0}", "{m:w1}")
+			// The same for the fenced acquisition of a set.
+			if _, err := n.ReleaseAll(ctx, []string{"{m:w0}", "{m:w1}"}, "set", false); err != nil {
+				t.Fatal(err)
+			}
+			if ok, err := rn.RAcquire(ctx, "{m:w1}", "reader", ttl); !ok || err != nil {
+				t.Fatalf("RAcquire = %v, %v", ok, err)
+			}
+			if ok, err := rn.WMark(ctx, "{m:w1}", "waiter", ttl); !ok || err != nil {
+				t.Fatalf("WMark = %v, %v", ok, err)
+			}
+			if ok, err := rn.RRelease(ctx, "{m:w1}", "reader"); !ok || err != nil {
+				t.Fatalf("RRelease = %v, %v", ok, err)
+			}
+			ok, _, err = n.AcquireAllFenced(ctx, []string{"{m:w0}", "{m:w1}"}, []string{"{m:w0}f", "{m:w1}f"}, "fset", ttl)
+			check("AcquireAllFenced over a key with only a waiting mark", ok, err, true)
+			holds("AcquireAllFenced over a key with only a waiting mark", "fset", "{m:w0}", "{m:w1}")
+		})
+	}
 	t.Run("ReleaseAllOnlyOwnValue", func(t *testing.T) { // R5 for a set
 		keys := []string{"{m:r1}", "{m:r2}"}
 		_, _ = n.AcquireAll(ctx, keys, "mine", ttl)

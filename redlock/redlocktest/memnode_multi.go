@@ -3,6 +3,7 @@ package redlocktest
 import (
 	"context"
 	"strconv"
+	"strings"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -20,8 +21,9 @@ const (
 	opRestoreAll // MultiNode.RestoreAll, a blocking method only
 )
 
-// AcquireAll sets every key to value with an expiry of ttl only if none
-// exists, in one step (adapter.MultiNode, R3 for a set).
+// AcquireAll sets every key to value with an expiry of ttl only if each is
+// free (none exists, or it holds only waiting writers' marks), in one step
+// (adapter.MultiNode, R3 for a set).
 func (n *MemNode) AcquireAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
 	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpAcquireAll, Keys: keys, Value: value, TTL: ttl}})
 	return r.ok, r.err
@@ -94,7 +96,7 @@ func (n *MemNode) applyMulti(c *memCall, now time.Time) (memResult, bool) {
 			return true
 		}
 		for _, k := range keys {
-			if _, held := n.live(k, now); held {
+			if !n.freeForSet(k, now) {
 				return false
 			}
 		}
@@ -191,4 +193,23 @@ func (n *MemNode) applyMulti(c *memCall, now time.Time) (memResult, bool) {
 		return memResult{ok: true}, true
 	}
 	return memResult{}, false
+}
+
+// freeForSet reports whether key is free for a set's acquisition, as
+// set_free.lua decides: absent, or a readers' hash with no live reader
+// (only waiting writers' marks). Called with n.mu held.
+func (n *MemNode) freeForSet(key string, now time.Time) bool {
+	e, ok := n.live(key, now)
+	if !ok {
+		return true
+	}
+	if e.hash == nil {
+		return false
+	}
+	for f, exp := range e.hash {
+		if exp.After(now) && !strings.HasPrefix(f, "w:") {
+			return false
+		}
+	}
+	return true
 }

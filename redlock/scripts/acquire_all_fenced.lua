@@ -1,6 +1,7 @@
 -- R3 + R18 for a set, phase 1 of fencing: set every lock key only if none
 -- exists and, when they were set, read the largest fence value of the
--- set's resources in the same step.
+-- set's resources in the same step. A key that holds only waiting
+-- writers' marks counts as free (set_free.lua).
 -- KEYS[1..n] lock keys, KEYS[n+1..2n] their fence keys, and with the fence
 -- floor (the restart repair, see redlock/fencing.go and floor.lua)
 -- KEYS[2n+1..3n] their floor keys; ARGV[1] value; ARGV[2] ttl in ms;
@@ -17,7 +18,7 @@ if floors then
 	n = tonumber(ARGV[3])
 end
 for i = 1, n do
-	if redis.call("EXISTS", KEYS[i]) == 1 then
+	if not set_free(KEYS[i]) then
 		if floors then
 			return {0, "0", 1}
 		end

@@ -6,12 +6,11 @@ import _ "embed"
 // adapter.MultiNode). Each is one atomic step over every key of
 // the set.
 var (
-	// AcquireAll sets every lock key only if none exists (R3 for a set).
-	// KEYS lock keys; ARGV[1] value; ARGV[2] ttl in ms. Returns 1 when
-	// every key was set, else 0 (nothing set).
-	//
-	//go:embed acquire_all.lua
-	AcquireAll string
+	// AcquireAll sets every lock key only if each is free: none exists,
+	// or it holds only waiting writers' marks (R3 for a set). KEYS lock
+	// keys; ARGV[1] value; ARGV[2] ttl in ms. Returns 1 when every key was
+	// set, else 0 (nothing set).
+	AcquireAll = setFree + acquireAll
 
 	// ReleaseAll deletes every lock key that holds the value, announcing
 	// each deletion when ARGV[2] (a channel prefix) is not empty (R5,
@@ -40,11 +39,20 @@ var (
 	// AcquireAllFenced is AcquireAll that also returns the largest fence
 	// value of the set (R18 phase 1). KEYS lock keys, then fence keys,
 	// then, to read the fence floor, floor keys (ARGV[3] the set's size).
-	AcquireAllFenced = floor + acquireAllFenced
+	AcquireAllFenced = floor + setFree + acquireAllFenced
 
 	// RaiseFences raises every fence of the set to the token only if
 	// every lock key holds the value and every fence is below the token
 	// (R18 phase 2). KEYS lock keys, then fence keys, then, to repair the
 	// fence floor, floor keys (ARGV[4] the set's size).
 	RaiseFences = floor + raiseFences
+)
+
+// The parts the scripts of a set are composed of: set_free.lua begins
+// every acquisition of a set.
+var (
+	//go:embed set_free.lua
+	setFree string
+	//go:embed acquire_all.lua
+	acquireAll string
 )
