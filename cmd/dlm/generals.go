@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -315,12 +316,55 @@ func launchGenerals(ctx context.Context, cfg byzantine.Config, stderr io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	spawn := tcp.CommandSpawner(func(ctx context.Context, id byzantine.ID) *exec.Cmd {
+	return launchProcesses(ctx, cfg, func(ctx context.Context, id byzantine.ID) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, exe, "generals", "serve")
 		cmd.Stderr = stderr
 		return cmd
 	})
-	return tcp.Launch(ctx, cfg, spawn)
+}
+
+// exitServeStopped is the status of a general's process (dlm generals
+// serve) that a signal stopped: the coordinator reads it as the stop of
+// the whole run (launchProcesses). 130 is the shell's for Ctrl-C.
+const exitServeStopped = 130
+
+// launchProcesses runs cfg with each general in the process command
+// makes, which serves the launch protocol (tcp.Launch), and returns once
+// every process has exited. A run that a signal stopped, in any phase, is
+// one error wrapping byzantine.ErrStopped and context.Canceled (so dlm
+// says "run stopped" once, and exits as for an interrupted run): ctx
+// ended (Ctrl-C reached dlm), or a general's process was stopped by a
+// signal, even one dlm has not heard of yet. A Ctrl-C reaches every
+// process of the terminal's group at once, and a general stopped by it
+// may end its part (no hello, no report, or one saying it stopped)
+// before dlm's own handler has ended ctx: that is not a general that
+// failed, nor one that crashed in the run.
+func launchProcesses(ctx context.Context, cfg byzantine.Config, command func(ctx context.Context, id byzantine.ID) *exec.Cmd) (*byzantine.Result, error) {
+	var procs []*exec.Cmd // tcp.Launch spawns in turn, and waits for each
+	spawn := tcp.CommandSpawner(func(ctx context.Context, id byzantine.ID) *exec.Cmd {
+		cmd := command(ctx, id)
+		procs = append(procs, cmd)
+		return cmd
+	})
+	res, err := tcp.Launch(ctx, cfg, spawn)
+	if ctx.Err() != nil || slices.ContainsFunc(procs, stoppedBySignal) {
+		return nil, fmt.Errorf("%w: %w", byzantine.ErrStopped, context.Canceled)
+	}
+	return res, err
+}
+
+// stoppedBySignal reports whether a general's process, waited for, ended
+// on a signal that stops a run: killed by SIGINT or SIGTERM before it
+// handled them, or exited with exitServeStopped after it did.
+func stoppedBySignal(cmd *exec.Cmd) bool {
+	ps := cmd.ProcessState
+	if ps == nil {
+		return false // never started
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGTERM
+	}
+	return ps.ExitCode() == exitServeStopped
 }
 
 // newGeneralsServeCmd is the hidden subcommand each general of a tcp run
@@ -336,8 +380,9 @@ func newGeneralsServeCmd() *cobra.Command {
 			if err != nil && cmd.Context().Err() != nil {
 				// Ctrl-C reached every general's process as well as the
 				// coordinator's, which shares this stderr and says once
-				// that the run stopped.
-				return withCode(exitCouldNotRun, nil)
+				// that the run stopped; the status tells it, should this
+				// process end first.
+				return withCode(exitServeStopped, nil)
 			}
 			return err
 		},
