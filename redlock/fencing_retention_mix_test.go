@@ -19,33 +19,36 @@ import (
 func TestMixedRetentionTokensIncrease(t *testing.T) {
 	const ttl, retention = time.Second, 2 * time.Second
 	type grant struct {
-		by  string        // "A" (WithFenceRetention) or "B" (without)
-		set bool          // LockAll of the resource and its twin (res+"2"), else Lock
-		res string        // the resource
-		gap time.Duration // the time before the grant
+		by   string        // "A" (WithFenceRetention) or "B" (without)
+		kind string        // "Lock", "WLock", or "LockAll" of the resource and its twin (res+"2")
+		res  string        // the resource
+		gap  time.Duration // the time before the grant
 	}
 	cases := []struct {
 		name   string
 		grants []grant
 	}{
 		{"the same resource after A's fence expired", []grant{
-			{"B", false, "r", 0}, {"A", false, "r", 100 * time.Millisecond}, {"B", false, "r", retention + time.Second},
+			{"B", "Lock", "r", 0}, {"A", "Lock", "r", 100 * time.Millisecond}, {"B", "Lock", "r", retention + time.Second},
 		}},
 		{"a set of A's after A's fences expired", []grant{
-			{"B", false, "r", 0}, {"A", true, "r", 100 * time.Millisecond}, {"B", false, "r", retention + time.Second},
+			{"B", "Lock", "r", 0}, {"A", "LockAll", "r", 100 * time.Millisecond}, {"B", "Lock", "r", retention + time.Second},
+		}},
+		{"a writer of A's after A's fence expired", []grant{
+			{"B", "Lock", "r", 0}, {"A", "WLock", "r", 100 * time.Millisecond}, {"B", "WLock", "r", retention + time.Second},
 		}},
 		{"a resource B never locked", []grant{
-			{"B", false, "x", 0}, {"A", false, "r", 100 * time.Millisecond}, {"B", false, "r", retention + time.Second},
+			{"B", "Lock", "x", 0}, {"A", "Lock", "r", 100 * time.Millisecond}, {"B", "Lock", "r", retention + time.Second},
 		}},
 		// A's later grant of another resource keeps the node's floor
 		// alive past r's fence: the floor must then hold r's token.
 		{"while A's later grant of another resource lives", []grant{
-			{"B", false, "x", 0}, {"A", false, "r", 100 * time.Millisecond}, {"A", false, "s", retention / 2},
-			{"B", false, "r", retention/2 + 100*time.Millisecond},
+			{"B", "Lock", "x", 0}, {"A", "Lock", "r", 100 * time.Millisecond}, {"A", "Lock", "s", retention / 2},
+			{"B", "Lock", "r", retention/2 + 100*time.Millisecond},
 		}},
 		{"B's set while A's later set lives", []grant{
-			{"B", true, "x", 0}, {"A", true, "r", 100 * time.Millisecond}, {"A", true, "s", retention / 2},
-			{"B", true, "r", retention/2 + 100*time.Millisecond},
+			{"B", "LockAll", "x", 0}, {"A", "LockAll", "r", 100 * time.Millisecond}, {"A", "LockAll", "s", retention / 2},
+			{"B", "LockAll", "r", retention/2 + 100*time.Millisecond},
 		}},
 	}
 	for _, tc := range cases {
@@ -83,9 +86,12 @@ func TestMixedRetentionTokensIncrease(t *testing.T) {
 						l   *redlock.Lock
 						err error
 					)
-					if g.set {
+					switch g.kind {
+					case "LockAll":
 						l, err = c.LockAll(t.Context(), []string{g.res, g.res + "2"})
-					} else {
+					case "WLock":
+						l, err = c.WLock(t.Context(), g.res)
+					default:
 						l, err = c.Lock(t.Context(), g.res)
 					}
 					if err != nil {
@@ -95,7 +101,7 @@ func TestMixedRetentionTokensIncrease(t *testing.T) {
 						t.Errorf("grant %d (%s of %q): token %d, not above the resource's last %d", i+1, g.by, g.res, tok, last[g.res])
 					}
 					last[g.res] = l.Token()
-					if g.set {
+					if g.kind == "LockAll" {
 						last[g.res+"2"] = l.Token()
 					}
 					if err := l.Unlock(t.Context()); err != nil {
