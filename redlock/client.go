@@ -304,9 +304,13 @@ func merged(defaults lockOptions, opts []LockOption) lockOptions {
 	return o
 }
 
-// TryLock makes exactly one attempt to acquire resource (R8). On failure the
-// error satisfies errors.Is(err, ErrNotAcquired) and errors.As gives an
-// *AcquireError with each node's outcome.
+// TryLock makes exactly one attempt to acquire resource (R8), and one more
+// at once in one case: when the nodes' facts, read while the first was
+// under way, refuse a node that granted it and the others that granted it
+// are no quorum (a replica just attached to a node, say); the second
+// counts that node out. On failure the error satisfies errors.Is(err,
+// ErrNotAcquired) and errors.As gives an *AcquireError with each node's
+// outcome.
 func (c *Client) TryLock(ctx context.Context, resource string, opts ...LockOption) (*Lock, error) {
 	o, err := c.settings(resource, opts)
 	if err != nil {
@@ -349,6 +353,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 	if err != nil {
 		return nil, c.stopped(resource, 0, nil, err)
 	}
+	rechecked := false    // an attempt was given up on facts read after it (checkGranted)
 	var marks *plainMarks // a waiter's marks behind readers (rw.go)
 	defer func() { c.endMarks(ctx, marks) }()
 	for try := 1; ; try++ {
@@ -401,11 +406,21 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		c.lastAttempt.Store(int64(elapsed))
 		if aerr == nil {
 			if err := c.checkGranted(l, o.ttl); err != nil {
-				// Granted by nodes whose facts were read by this attempt
-				// only, and they refuse it (nodecheck.go): given up.
+				// Granted by nodes whose facts were read after the
+				// attempt was sent, and they refuse it (nodecheck.go):
+				// given up. Once per call, another attempt is made at
+				// once when the other nodes can still make a quorum
+				// (a TryLock's too): it counts the refused nodes out.
+				// Not with a value of the caller's, whose releases
+				// could land after the next attempt set it.
 				l.lose(err)
 				_ = l.Unlock(ctx)
-				return nil, err
+				if rechecked || o.valueSet || c.checkAdvertised(o.ttl) != nil {
+					return nil, err
+				}
+				rechecked = true
+				o.tries += min(o.tries, 1) // the extra attempt is not one of WithTries'
+				continue
 			}
 			acquired = true
 			return l, nil

@@ -107,15 +107,20 @@ const factsRefresh = 2 * time.Second
 // nodeReading is what the client knows of its readings of one node's
 // facts.
 type nodeReading struct {
-	// at is when the last reading the node answered began (primeFacts,
-	// then readNode): its facts are at least that new. nil: none.
-	at atomic.Pointer[time.Time]
+	// at is the last reading the node answered (primeFacts, then
+	// readNode). nil: none.
+	at atomic.Pointer[readStamp]
 	// Under nodeFacts.rmu: when the last reading began, answered or not
 	// (a node is read at most once per factsRefresh/2), and the channel
 	// closed when the reading under way ends (nil: none).
 	began   time.Time
 	pending chan struct{}
 }
+
+// readStamp is when a reading of a node's facts began (its facts are at
+// least that new) and when the node answered it (from then on the client
+// judged them).
+type readStamp struct{ began, answered time.Time }
 
 // readable reports whether node i has facts to read: a FactsNode, or a
 // cluster node whose replicas the client checks.
@@ -132,7 +137,7 @@ func (c *Client) readable(i int) bool {
 // plus one refresh.
 func (c *Client) factsAge(i int, now time.Time) time.Duration {
 	if at := c.facts.read[i].at.Load(); at != nil {
-		return now.Sub(*at)
+		return now.Sub(at.began)
 	}
 	return now.Sub(c.born) + factsRefresh
 }
@@ -192,7 +197,7 @@ func (c *Client) startReading(i int, now time.Time) chan struct{} {
 // connected and reads again on the live connections what a running
 // server can change (its replication, its settings), and a cluster node's
 // replicas (adapter.ClusterNode). An answer without an error is published
-// at once, stamped with the reading's beginning, and judged.
+// at once, judged, and stamped with the reading's beginning.
 func (c *Client) readNode(i int) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), max(c.opts.nodeTimeout, replicaCheckTimeout))
@@ -220,41 +225,53 @@ func (c *Client) readNode(i int) {
 			f.mu.Unlock()
 		}
 	}
-	if err == nil {
-		f.read[i].at.Store(&start)
-	}
 	c.judgeFacts()
+	if err == nil {
+		// Published once judged: a lock that finds it fresh finds the
+		// verdict of it too.
+		f.read[i].at.Store(&readStamp{began: start, answered: time.Now()})
+	}
 }
 
-// freshGrant waits, once l is granted, for a reading of the facts of the
-// nodes that granted it whose facts were older than factsRefresh at l's
-// T1 (factsRefresh), while those whose facts were not are fewer than a
-// quorum: such a node answered the attempt, so its reading, started
-// before the attempt (freshFacts), is due. It waits at most checkWait and
-// half of l's validity left, and reports whether it waited, so that the
-// lock is judged again (checkGranted). A node that did not grant l
-// (frozen, slow, refused) is never waited for, nor one the lock does not
-// need: the nodes it counts on were checked against facts read within
-// factsRefresh of its T1.
+// freshGrant makes sure that lock l, just granted, counts on nodes whose
+// facts were read within factsRefresh of its T1 (factsRefresh), and
+// reports whether l must be judged again (checkGranted): when a node that
+// granted it was not judged so before its attempt (its facts were older,
+// or read by a reading that answered after T1). It waits for the reading
+// of such nodes whose facts are older still, while the nodes that granted
+// l with facts that new are fewer than a quorum: such a node answered the
+// attempt, so its reading, started before the attempt (freshFacts), is
+// due. It waits at most checkWait and half of l's validity left. A node
+// that did not grant l (frozen, slow, refused) is never waited for, nor
+// one the lock does not need.
 func (c *Client) freshGrant(l *Lock) bool {
 	f := &c.facts
 	if l == nil || l.acq == nil || !f.primed.Load() {
 		return false
 	}
 	t1 := l.acq.t1
-	fresh := 0
+	fresh, judge := 0, false
 	var stale []int
 	for _, r := range l.acq.replies() {
-		switch {
-		case !r.ok || r.err != nil:
-		case c.readable(r.i) && c.factsAge(r.i, t1) >= factsRefresh:
-			stale = append(stale, r.i)
-		default:
-			fresh++
+		if !r.ok || r.err != nil {
+			continue
 		}
+		if !c.readable(r.i) {
+			fresh++
+			continue
+		}
+		at := f.read[r.i].at.Load()
+		if at == nil || t1.Sub(at.began) >= factsRefresh || !at.answered.Before(t1) {
+			judge = true // not judged on such facts before the attempt
+		}
+		if c.factsAge(r.i, t1) >= factsRefresh {
+			stale = append(stale, r.i)
+			continue
+		}
+		fresh++
 	}
 	if len(stale) == 0 || fresh >= c.quorum {
-		return false
+		return judge
 	}
 	l.mu.Lock()
 	left := time.Until(l.until)
@@ -588,9 +605,16 @@ func (c *Client) primeFacts() {
 		c.facts.read = make([]nodeReading, len(c.nodes))
 		start := time.Now()
 		errs := c.connectNodes(context.Background(), false, c.quorum)
+		at := &readStamp{began: start, answered: time.Now()}
 		for i, err := range errs {
-			if err == nil && c.readable(i) {
-				c.facts.read[i].at.Store(&start)
+			if !c.readable(i) {
+				continue
+			}
+			// A reading, answered or not: a node still connecting is
+			// not read again for factsRefresh/2 (startReading).
+			c.facts.read[i].began = start
+			if err == nil {
+				c.facts.read[i].at.Store(at)
 			}
 		}
 		c.judgeFacts()
