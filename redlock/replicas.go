@@ -53,7 +53,7 @@ func WithPromotableReplicas() Option {
 // of replicas: the first request of a cluster client also learns the
 // cluster's slot map, so a loaded machine may take more than the node
 // timeout. A node that does not answer in time is not refused by New: the
-// client's next reading of the facts (readFacts) asks it again.
+// client's next reading of the facts (readNode) asks it again.
 const replicaCheckTimeout = 2 * time.Second
 
 // checkReplicas refuses the cluster nodes whose replicas may promote
