@@ -605,6 +605,8 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		e.Cause = err
 	} else if e.Cause == nil && pastDeadline(f.ctx, time.Now()) {
 		e.Cause = context.DeadlineExceeded // its timer has not fired yet
+	} else if e.Cause == nil {
+		e.Cause = c.deniedCause(e) // a permission, not contention (nodecheck.go)
 	}
 	if len(c.obs) > 0 {
 		c.obs.Attempt(AttemptEvent{Resource: resource, Outcome: e.outcome(f.ctx), Elapsed: t2.Sub(t1), Validity: e.Validity, Nodes: e.Nodes, Fence: cf.nodes})

@@ -90,8 +90,10 @@ type AcquireError struct {
 	// attempt (Acquired: the node confirmed the token) when its phase 1
 	// reached a quorum (WithFencing), else nil.
 	Fence []NodeResult
-	// Cause is the context's error when the context ended the wait, or what
-	// stopped the fencing phase; else nil.
+	// Cause is the context's error when the context ended the wait, what
+	// stopped the fencing phase, or the nodes' refusal of a request to
+	// the client's user (an ACL), which no retry can get past (wrapping
+	// ErrInvalid); else nil.
 	Cause error
 }
 

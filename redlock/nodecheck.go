@@ -514,16 +514,16 @@ func (c *Client) refusedFor(v *factsVerdict, ttl time.Duration) error {
 	if out <= len(c.nodes)-c.quorum {
 		return nil
 	}
-	var names []string // the nodes whose max ttl is below ttl: one error for all
+	var over []string // the nodes whose max ttl is below ttl: one error for all
 	var maxes []time.Duration
 	for i, m := range v.nodeMax {
 		if m > 0 && ttl > m {
-			names, maxes = append(names, v.nodeName[i]), append(maxes, m)
+			over, maxes = append(over, v.nodeName[i]), append(maxes, m)
 		}
 	}
 	bad := []error{v.unsafe}
-	if len(names) > 0 {
-		bad = append(bad, overMaxTTLs(ttl, names, maxes))
+	if len(over) > 0 {
+		bad = append(bad, overMaxTTLs(ttl, over, maxes))
 	}
 	lead := ""
 	if len(c.nodes) > 1 {
@@ -879,6 +879,10 @@ func (c *Client) judgeNode(i int, fn adapter.FactsNode, v *factsVerdict, seen ma
 		if refused != nil {
 			*unsafe = append(*unsafe, refused)
 		}
+		if c.opts.fencing && c.opts.unchecked && s.Refuses(adapter.RefusedInfo) {
+			// Accepted unchecked, but the fencing scripts run INFO.
+			*unsafe = append(*unsafe, cannotFence(name, s))
+		}
 		if msg := hiddenFacts(name, s); msg != "" && !c.opts.unchecked {
 			*unsafe = append(*unsafe, invalidf("%s, or accept the node unchecked with WithUncheckedNodes (dlm: --unchecked-nodes)", msg))
 		} else if msg != "" {
@@ -925,12 +929,18 @@ type where struct {
 //     policy; every lock key has a ttl) can drop a lock key before its
 //     ttl under memory pressure, with the same result; no option accepts
 //     it: the fix is one setting on the server.
+//   - A master of a Redis Cluster given as a plain node (its URL without
+//     cluster=true) refuses the keys of the other masters' slots: the
+//     node fails most locks, silently one failure fewer; the fix is its
+//     URL.
 //
-// All three break the lock itself, not only a fencing token's order, so
+// Each breaks the locks on the node, not only a fencing token's order, so
 // they are refused like a ttl over the advertised max ttl, not warned.
 func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
 	cluster := isCluster(c.nodes[i])
 	switch {
+	case s.ClusterEnabled && !cluster:
+		return invalidf("node %s is a master of a Redis Cluster, named without cluster=true: it refuses the keys of the other masters' slots (MOVED) and a lock of several keys (CROSSSLOT), so it fails most locks; add cluster=true to its URL (the whole cluster is then one node)", name)
 	case (s.Replica || s.ReplicaOf != "") && !cluster:
 		// A cluster's replicas (and a master demoted by a failover)
 		// are among its servers but take no lock writes: the cluster
@@ -957,6 +967,9 @@ func (c *Client) serverRefusal(i int, name string, s adapter.Facts) error {
 // connection's) go unseen. Default off: such a node is refused (counted
 // as a failed node, or every lock refused with ErrInvalid when that
 // leaves no quorum), naming what it refused and the permissions to grant.
+// A fencing client (WithFencing, elections) still refuses a node whose
+// server refuses INFO: the fencing scripts run it, so every fenced lock
+// would fail there.
 func WithUncheckedNodes() Option {
 	return clientOption(func(o *clientOptions) { o.unchecked = true })
 }
@@ -986,6 +999,45 @@ func hiddenFacts(name string, s adapter.Facts) string {
 		name, strings.Join(what, " and "), strings.Join(u.Lost, "; "), strings.Join(fix, "; "))
 }
 
+// cannotFence is the refusal of server s (named name), accepted unchecked
+// (WithUncheckedNodes), by a fencing client: the fencing scripts read
+// INFO (the server's replication id, for the restart repair of tokens),
+// which s refuses to the client's user, so every fenced lock, and every
+// election, would fail on it.
+func cannotFence(name string, s adapter.Facts) error {
+	if s.Disables(adapter.RefusedInfo) {
+		return invalidf("node %s disables INFO, which the fencing scripts run (the node's replication id, for the restart repair of tokens): every fenced lock, and so every election, fails on it; enable INFO in the server's configuration, or lock without fencing (WithUncheckedNodes accepts the node for plain locks only)", name)
+	}
+	return invalidf("node %s refuses INFO to the client's user, and the fencing scripts run it (the node's replication id, for the restart repair of tokens): every fenced lock, and so every election, fails on it; grant it (ACL SETUSER <user> +info), or lock without fencing (WithUncheckedNodes accepts the node for plain locks only)", name)
+}
+
+// deniedCause is why the failed attempt e cannot succeed by retrying,
+// nil when it can: so many nodes refused one of its requests to the
+// client's user (adapter.Denied: an ACL's NOPERM, a script's call the ACL
+// refuses, a command the server disables) that the others cannot make a
+// quorum, in its first phase or in the fencing phase. That is a setting
+// to fix, not contention nor a node down: the Lock call ends with it
+// (ErrInvalid) instead of retrying until its context ends.
+func (c *Client) deniedCause(e *AcquireError) error {
+	rs, what := e.Nodes, "the lock's request"
+	if e.Fence != nil {
+		rs, what = e.Fence, "the fencing phase's request"
+	}
+	var denied []string
+	var why error
+	for _, r := range rs {
+		if r.Outcome == Failed && r.Err != nil && adapter.Denied(r.Err.Error()) {
+			denied = append(denied, r.Node)
+			why = r.Err
+		}
+	}
+	if len(denied) == 0 || len(rs)-len(denied) >= c.quorum {
+		return nil
+	}
+	return invalidf("%d of %d nodes (%s) refuse %s to the client's user (%v), leaving fewer than the quorum of %d, which no retry changes: grant the user what the lock runs on the nodes (its scripts: EVALSHA, EVAL, and INFO when fencing)",
+		len(denied), len(rs), strings.Join(denied, ", "), what, why, c.quorum)
+}
+
 // isCluster reports whether n is a Redis Cluster (adapter.ClusterNode).
 func isCluster(n Node) bool {
 	cn, ok := n.(adapter.ClusterNode)
@@ -1001,34 +1053,29 @@ func serverName(node string, s adapter.Facts) string {
 	return node + " (" + s.Addr + ")"
 }
 
-// overMaxTTL is the error of a ttl over the max ttl that one node
-// advertises.
+// overMaxTTL is the error of a ttl over the max ttl of node.
 func overMaxTTL(ttl, maxTTL time.Duration, node string) error {
 	return invalidf("ttl %v is over the max ttl %v that node %s advertises: after a crash without persistence the node restarts once %v has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the node with `dlm node --max-ttl %v` or more",
 		ttl, maxTTL, node, maxTTL, maxTTL, ttl)
 }
 
-// overMaxTTLs is one error for every node whose advertised max ttl (maxes,
-// in the order of names) is below ttl: the max ttl is said once when the
-// nodes share it, and after each node's name when they do not.
-func overMaxTTLs(ttl time.Duration, names []string, maxes []time.Duration) error {
-	if len(names) == 1 {
-		return overMaxTTL(ttl, maxes[0], names[0])
+// overMaxTTLs is the one error of a ttl over the max ttls (maxes) of
+// several nodes, each named once, with its max ttl where they differ.
+func overMaxTTLs(ttl time.Duration, nodes []string, maxes []time.Duration) error {
+	if len(nodes) == 1 {
+		return overMaxTTL(ttl, maxes[0], nodes[0])
 	}
-	least, same := maxes[0], true
-	for _, m := range maxes[1:] {
-		least, same = min(least, m), same && m == maxes[0]
-	}
-	what, list := "max ttl "+least.String(), strings.Join(names, ", ")
-	if !same {
-		each := make([]string, len(names))
-		for i, n := range names {
-			each[i] = fmt.Sprintf("%s (%v)", n, maxes[i])
+	least := slices.Min(maxes)
+	what, names := "max ttl "+least.String(), strings.Join(nodes, ", ")
+	if slices.ContainsFunc(maxes, func(m time.Duration) bool { return m != least }) {
+		named := make([]string, len(nodes))
+		for i, n := range nodes {
+			named[i] = fmt.Sprintf("%s (%v)", n, maxes[i])
 		}
-		what, list = "max ttls", strings.Join(each, ", ")
+		what, names = "max ttls", strings.Join(named, ", ")
 	}
 	return invalidf("ttl %v is over the %s that nodes %s advertise: after a crash without persistence a node restarts once its max ttl has passed, while a lock it forgot may still be valid; use a ttl of at most %v, or restart the nodes with `dlm node --max-ttl %v` or more",
-		ttl, what, list, least, ttl)
+		ttl, what, names, least, ttl)
 }
 
 // replicationWarning is the warning about the replication of server s of

@@ -344,8 +344,8 @@ func acquireReason(err error, wait time.Duration, attempts int) error {
 // name, said beside them instead of a guess from the error alone.
 func acquireReasonHinted(err error, wait time.Duration, attempts int, hints map[string]string) error {
 	var ae *redlock.AcquireError
-	if !errors.As(err, &ae) {
-		return err
+	if !errors.As(err, &ae) || errors.Is(err, redlock.ErrInvalid) {
+		return err // a setting to fix (the nodes deny the user a command): the library's words
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "lock %q not acquired", ae.Resource)

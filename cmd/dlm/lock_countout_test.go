@@ -81,3 +81,49 @@ func TestLockAndElectCountOutARefusedNode(t *testing.T) {
 		})
 	}
 }
+
+// dlm lock --fencing and dlm elect over nodes whose user may not run
+// what fencing needs: exit 64 at once, naming what is refused and what to
+// grant, where before every attempt failed as if the lock were held
+// elsewhere (exit 75 after the whole --wait). A user without INFO
+// (accepted with --unchecked-nodes; the fencing scripts run INFO) is
+// refused from the nodes' facts; a user without scripts, whose facts are
+// all told, by the lock's first attempt. Real servers, the dlm binary.
+func TestFencingOverNodesThatRefuseINFO(t *testing.T) {
+	t.Parallel()
+	cl := redlocktest.Start(t, 3)
+	users := map[string][]any{
+		"dangerless": {"~*", "&*", "+@all", "-@dangerous"},
+		"scriptless": {"~*", "&*", "+@all", "-@scripting"},
+	}
+	urls := map[string][]string{}
+	for _, s := range cl.Servers {
+		for name, rules := range users {
+			if err := s.Client().Do(t.Context(), append([]any{"ACL", "SETUSER", name, "on", ">app-pw"}, rules...)...).Err(); err != nil {
+				t.Fatal(err)
+			}
+			urls[name] = append(urls[name], "redis://"+name+":app-pw@"+s.Addr())
+		}
+	}
+	dangerless, scriptless := strings.Join(urls["dangerless"], ","), strings.Join(urls["scriptless"], ",")
+	for _, tt := range []struct {
+		args []string
+		say  []string
+	}{
+		{[]string{"lock", "--unchecked-nodes", "--fencing", "--nodes", dangerless, "--wait", "20s", "job", "--", "true"}, []string{"refuses INFO", "fencing scripts", "+info"}},
+		{[]string{"elect", "--unchecked-nodes", "--nodes", dangerless, "--wait", "20s", "jobs", "--id", "a", "--", "true"}, []string{"refuses INFO", "fencing scripts", "+info"}},
+		{[]string{"lock", "--fencing", "--nodes", scriptless, "--wait", "20s", "job", "--", "true"}, []string{"NOPERM", "refuse the lock's request", "no retry", "EVALSHA"}},
+	} {
+		r := runDLM(t, time.Minute, nil, tt.args...)
+		ok := r.code == exitUsage && !strings.Contains(r.stderr, "held elsewhere")
+		for _, want := range tt.say {
+			ok = ok && strings.Contains(r.stderr, want)
+		}
+		if !ok {
+			t.Errorf("dlm %s: exit %d after %v, stderr:\n%s\nwant %d naming %q", tt.args[0], r.code, r.elapsed, r.stderr, exitUsage, tt.say)
+		}
+		if strings.Contains(r.stderr, "app-pw") {
+			t.Errorf("dlm %s prints the password:\n%s", tt.args[0], r.stderr)
+		}
+	}
+}

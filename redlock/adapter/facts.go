@@ -62,6 +62,11 @@ type Facts struct {
 	// each one reads are unknown, so the client's checks of them cannot
 	// run (redlock.WithUncheckedNodes).
 	Refused []string
+	// ClusterEnabled is set when the server runs in Redis Cluster mode
+	// (INFO cluster: cluster_enabled:1): a node that is not a cluster node
+	// (a URL without cluster=true) cannot use it, as the server refuses
+	// the keys of the other masters' slots (MOVED).
+	ClusterEnabled bool
 	// Disabled names, of Refused, what the server does not know at all:
 	// it answered "unknown command" or "unknown subcommand" (a managed
 	// service that disables CONFIG, a rename-command), not NOPERM, so no
@@ -93,6 +98,16 @@ const (
 func Refusal(msg string) bool {
 	return strings.HasPrefix(msg, "NOPERM") || strings.Contains(msg, "unknown command") ||
 		strings.Contains(msg, "unknown subcommand")
+}
+
+// Denied reports whether msg, the text of a node's error, is a refusal
+// of a command to the node's user: a refusal of the command itself
+// (Refusal), or of a command that a script runs ("can't run this command
+// or subcommand", as Redis words the refusal of a script's call). Such a
+// request fails every time, until the user is granted the command.
+func Denied(msg string) bool {
+	return strings.Contains(msg, "NOPERM") || strings.Contains(msg, "can't run this command") ||
+		strings.Contains(msg, "unknown command")
 }
 
 // Disabling reports whether msg, a server's error reply that refuses a
@@ -231,12 +246,25 @@ type FactsNode interface {
 // replies ParseFacts reads (with INFO server, which the handshake sends to
 // learn the connection's run id anyway): the advertised max ttl, the
 // persistence settings (CONFIG GET append*, CONFIG GET save), the memory
-// limit and eviction policy (CONFIG GET maxmemory*), and the replication
-// role and replicas (INFO replication). The replies after the first are
-// arrays of settings (CONFIG GET) or INFO text.
+// limit and eviction policy (CONFIG GET maxmemory*), the replication
+// role and replicas (INFO replication) and the cluster mode (INFO
+// cluster). The replies after the first are arrays of settings (CONFIG
+// GET) or INFO text; a refusal of each names RefusedBy of its command.
 func FactsCommands() [][]string {
 	return [][]string{{"GET", MaxTTLKey}, {"CONFIG", "GET", "append*"}, {"CONFIG", "GET", "save"},
-		{"CONFIG", "GET", "maxmemory*"}, {"INFO", "replication"}}
+		{"CONFIG", "GET", "maxmemory*"}, {"INFO", "replication"}, {"INFO", "cluster"}}
+}
+
+// RefusedBy is what a server that refuses cmd, one of FactsCommands or
+// RereadCommands, refuses to tell (Facts.Refused).
+func RefusedBy(cmd []string) string {
+	switch cmd[0] {
+	case "INFO":
+		return RefusedInfo
+	case "CONFIG":
+		return RefusedConfig
+	}
+	return RefusedMaxTTL
 }
 
 // RereadCommands are the commands that read again, on a live connection,
@@ -250,8 +278,8 @@ func RereadCommands() [][]string {
 }
 
 // ParseFacts builds the Facts of the server at addr from its INFO replies
-// (INFO server, and INFO replication when it answered, one after the
-// other as an INFO of several sections answers), the value of MaxTTLKey
+// (INFO server, and INFO replication and INFO cluster when they answered,
+// one after the other as an INFO of several sections answers), the value of MaxTTLKey
 // ("" when absent or refused) and the settings its CONFIG GETs answered
 // (appendonly, appendfsync, save, maxmemory, maxmemory-policy; none when
 // CONFIG was refused, as an ACL may). A value under MaxTTLKey that is not
@@ -276,6 +304,8 @@ func ParseFacts(addr, info, maxTTL string, config map[string]string) Facts {
 			port = v
 		case "connected_slaves":
 			f.Replicas, _ = strconv.Atoi(v)
+		case "cluster_enabled":
+			f.ClusterEnabled = v == "1"
 		}
 	}
 	if f.ReplicaOf != "" && host != "" {

@@ -120,8 +120,9 @@ type pipe struct {
 // serverFacts reads the facts replies of a handshake (dial) or of a
 // reading again (refresh): INFO server, the GET of the advertised max ttl
 // (nil: not asked), then the CONFIG GETs of the persistence and memory
-// settings and the INFO replication text (adapter.FactsCommands), each
-// command the server refused named in the facts' Refused.
+// settings and the INFO replication and cluster texts
+// (adapter.FactsCommands), each command the server refused named in the
+// facts' Refused.
 func serverFacts(addr string, info reply, maxTTL *reply, cfgs []reply) adapter.Facts {
 	ttl, text := "", ""
 	var declined adapter.Facts // what the server refused (Decline)
@@ -136,15 +137,12 @@ func serverFacts(addr string, info reply, maxTTL *reply, cfgs []reply) adapter.F
 		declined.Decline(adapter.RefusedMaxTTL, maxTTL.str)
 	}
 	settings := map[string]string{}
+	cmds := adapter.FactsCommands()[1:] // cfgs' commands
 	for i, r := range cfgs {
 		switch {
-		case r.kind == '-' && adapter.Refusal(r.str):
-			if i == len(cfgs)-1 { // INFO replication, the last
-				declined.Decline(adapter.RefusedInfo, r.str)
-			} else {
-				declined.Decline(adapter.RefusedConfig, r.str)
-			}
-		case r.kind == '$' && !r.null: // INFO replication
+		case r.kind == '-':
+			declined.Decline(adapter.RefusedBy(cmds[i]), r.str)
+		case r.kind == '$' && !r.null: // INFO replication, INFO cluster
 			text += "\n" + r.str
 		default:
 			for i := 0; i+1 < len(r.elems); i += 2 { // CONFIG GET

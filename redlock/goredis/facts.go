@@ -53,8 +53,10 @@ func (n *Node) readFacts(ctx context.Context, c redis.Cmdable, addr string) erro
 	if err != nil && !refuses(err, adapter.RefusedInfo) {
 		return err
 	}
-	if repl, err := c.Info(ctx, "replication").Result(); err == nil {
-		info += "\n" + repl
+	for _, section := range []string{"replication", "cluster"} {
+		if more, err := c.Info(ctx, section).Result(); err == nil {
+			info += "\n" + more
+		}
 	}
 	maxTTL, err := c.Get(ctx, adapter.MaxTTLKey).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {

@@ -181,10 +181,6 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 // needed.
 var killProbe = []string{"CLIENT", "KILL", "ID", "0"}
 
-// refusal reports whether r, a reply of exchange, refuses its command to
-// the user (adapter.Refusal).
-func refusal(r []byte) bool { return r[0] == '-' && adapter.Refusal(string(r[1:])) }
-
 // decline records in f that the server refused what, when r, a reply of
 // exchange, refuses its command (adapter.Facts.Decline).
 func decline(f *adapter.Facts, what string, r []byte) {
@@ -214,13 +210,12 @@ func serverFacts(addr string, info, maxTTL []byte, cfgs [][]byte) adapter.Facts 
 		decline(&declined, adapter.RefusedMaxTTL, maxTTL)
 	}
 	settings := map[string]string{}
+	cmds := adapter.FactsCommands()[1:] // cfgs' commands
 	for i, r := range cfgs {
 		switch {
-		case refusal(r) && i == len(cfgs)-1: // INFO replication, the last
-			decline(&declined, adapter.RefusedInfo, r)
-		case refusal(r):
-			decline(&declined, adapter.RefusedConfig, r)
-		case r[0] == '$': // INFO replication
+		case r[0] == '-':
+			decline(&declined, adapter.RefusedBy(cmds[i]), r)
+		case r[0] == '$': // INFO replication, INFO cluster
 			text += "\n" + string(r[1:])
 		case r[0] == '*': // CONFIG GET
 			elems := strings.Split(string(r[1:]), "\n")
@@ -426,8 +421,10 @@ func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	if err != nil && !refuses(err, adapter.RefusedInfo) {
 		return err
 	}
-	if repl, err := text(c.Do(ctx, c.B().Info().Section("replication").Build())); err == nil {
-		info += "\n" + repl
+	for _, section := range []string{"replication", "cluster"} {
+		if more, err := text(c.Do(ctx, c.B().Info().Section(section).Build())); err == nil {
+			info += "\n" + more
+		}
 	}
 	maxTTL := ""
 	if !n.handshook {
