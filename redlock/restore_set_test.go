@@ -130,3 +130,45 @@ func TestExtensionRestoresAPartlyForgottenSet(t *testing.T) {
 		})
 	}
 }
+
+// A node that forgot a lock and answers its extensions after the nodes
+// that make the quorum (a Redis Cluster node beside plain masters, a
+// slower machine) is restored too: its "not held" comes after the
+// extension's decision, and the lock restores it then. Otherwise it is
+// never restored, and the next node of a rolling restart ends the lock.
+func TestExtensionRestoresANodeThatAnswersLate(t *testing.T) {
+	for _, kind := range []string{"Lock", "LockAll"} {
+		t.Run(kind, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				const ttl = 3 * time.Second
+				nodes, mems := redlocktest.NewMemNodes(3)
+				c := memClient(t, nodes, redlock.WithTTL(ttl))
+				ctx := t.Context()
+				lock := func() (*redlock.Lock, error) {
+					if kind == "LockAll" {
+						return c.LockAll(ctx, []string{"r", "s"}, redlock.WithAutoExtend())
+					}
+					return c.Lock(ctx, "r", redlock.WithAutoExtend())
+				}
+				l, err := lock()
+				if err != nil {
+					t.Fatal(err)
+				}
+				synctest.Wait()
+				mems[2].Forget()                       // a restart without persistence
+				mems[2].SetSlow(20 * time.Millisecond) // answers after nodes 1 and 2, within the node timeout
+				time.Sleep(ttl)                        // the next extensions (every ttl/3)
+				synctest.Wait()
+				if v, ok, _ := mems[2].Value(ctx, "dlm:lock:r"); !ok || v != l.Value() {
+					t.Errorf("node 3, answering after the quorum, was not restored a ttl after it forgot the lock")
+				}
+				mems[0].Forget() // the next node of the rolling restart, back at once
+				time.Sleep(2 * ttl)
+				if err := l.Err(); err != nil {
+					t.Errorf("the lock ended when the next node restarted: %v", err)
+				}
+				_ = l.Unlock(context.Background())
+			})
+		})
+	}
+}

@@ -261,11 +261,19 @@ func viewOf(ctx context.Context, p *redisproc.Process, id string) (clusterView, 
 	return v, fmt.Errorf("%s does not list node %q", p.Addr(), id)
 }
 
-// failover promotes s's replica (its master is down), waits until the
-// cluster serves every slot, restarts the old master, which rejoins as a
-// replica, and swaps the two in s.
+// failover promotes s's replica (its master is down), waits until every
+// live process knows it as the master of the old master's slots with a
+// config epoch above the old master's (tookOver), restarts the old
+// master, which rejoins as a replica, and swaps the two in s.
 func failover(ctx context.Context, c *redisproc.Cluster, s *shard) error {
+	old, err := masterView(ctx, s.replica)
+	if err != nil {
+		return err
+	}
 	if err := s.replica.Client().Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		return err
+	}
+	if err := tookOver(ctx, c, s.replica, old); err != nil {
 		return err
 	}
 	if err := c.WaitOK(ctx); err != nil {
@@ -282,11 +290,71 @@ func failover(ctx context.Context, c *redisproc.Cluster, s *shard) error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the old master %s did not rejoin as a replica: ROLE %v, %v", s.replica.Addr(), role, err)
+			return fmt.Errorf("the old master %s did not rejoin as a replica: ROLE %v, %v; the last lines of its log:\n%s", s.replica.Addr(), role, err, lastLines(s.replica.Log(), 20))
 		}
 		sleep(ctx, 50*time.Millisecond)
 	}
 	return c.WaitOK(ctx)
+}
+
+// masterView is replica p's view of its master.
+func masterView(ctx context.Context, p *redisproc.Process) (clusterView, error) {
+	nodes, err := p.Client().Do(ctx, "CLUSTER", "NODES").Text()
+	if err != nil {
+		return clusterView{}, err
+	}
+	for _, line := range strings.Split(nodes, "\n") {
+		if f := strings.Fields(line); len(f) >= 8 && strings.Contains(f[2], "myself") && strings.Contains(f[2], "slave") {
+			return viewOf(ctx, p, f[3])
+		}
+	}
+	return clusterView{}, fmt.Errorf("%s is not a replica", p.Addr())
+}
+
+// tookOver waits until every live process of c knows the replica p,
+// promoted by CLUSTER FAILOVER TAKEOVER, as the master of the slots of its
+// old master (old: p's view of it before) with a config epoch above the
+// old master's. The old master restarted before the others heard of the
+// takeover claims its slots again with its own epoch, and one restarted
+// against a claim with an epoch no higher than its own keeps them (Redis
+// breaks a tie of epochs by node id): then it comes back a master.
+func tookOver(ctx context.Context, c *redisproc.Cluster, p *redisproc.Process, old clusterView) error {
+	id, err := p.Client().Do(ctx, "CLUSTER", "MYID").Text()
+	if err != nil {
+		return err
+	}
+	oldEpoch, err := strconv.Atoi(old.epoch)
+	if err != nil {
+		return fmt.Errorf("the old master's config epoch %q: %w", old.epoch, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var pending error
+		for _, q := range c.Processes() {
+			if q == p || !q.Running() || q.Frozen() {
+				continue
+			}
+			v, err := viewOf(ctx, q, id)
+			epoch, _ := strconv.Atoi(v.epoch)
+			if err != nil || v.slots != old.slots || epoch <= oldEpoch {
+				pending = fmt.Errorf("%s sees the promoted replica %s with config epoch %s and slots %q (%v); want an epoch above the old master's %d and its slots %q",
+					q.Addr(), p.Addr(), v.epoch, v.slots, err, oldEpoch, old.slots)
+				break
+			}
+		}
+		if self, err := selfView(ctx, p); err == nil {
+			if epoch, _ := strconv.Atoi(self.epoch); epoch <= oldEpoch {
+				return fmt.Errorf("the promoted replica %s took config epoch %d, not above its old master's %d: the old master would win its slots back", p.Addr(), epoch, oldEpoch)
+			}
+		}
+		if pending == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the takeover did not reach every process in 30 s: %w", pending)
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
 }
 
 // migrateSlot moves the slot of key from the master that serves it to
@@ -396,4 +464,10 @@ func ownsSlot(ctx context.Context, p *redisproc.Process, slot int) (bool, error)
 		}
 	}
 	return false, nil
+}
+
+// lastLines returns the last n lines of s, for an error's message.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

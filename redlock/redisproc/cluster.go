@@ -66,7 +66,8 @@ type gates struct {
 
 // StartCluster starts cfg.Masters masters and their replicas
 // (cluster-enabled servers), assigns each master an even range of the hash
-// slots (CLUSTER ADDSLOTSRANGE), joins them (CLUSTER MEET), attaches the
+// slots (CLUSTER ADDSLOTSRANGE) and each process its own config epoch
+// (CLUSTER SET-CONFIG-EPOCH), joins them (CLUSTER MEET), attaches the
 // replicas (CLUSTER REPLICATE) and waits until every process reports
 // cluster_state:ok with every slot covered, polling CLUSTER INFO.
 func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
@@ -136,12 +137,34 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.mu.Unlock()
 		return p, nil
 	}
+	// Every process gets its own config epoch before it meets the others,
+	// as redis-cli --cluster create does. Left at 0, the epochs are made
+	// distinct by Redis' collision handling (the master with the lower
+	// node id of two that tie takes a new epoch), which goes on after the
+	// cluster is up and stops for a node once it is a replica: a replica
+	// could keep its master's epoch, and the highest one, so that its
+	// CLUSTER FAILOVER TAKEOVER (which takes a new epoch only when its
+	// own is not the highest) claimed its master's slots with the
+	// master's own epoch; the old master, restarted, won the tie by node
+	// id and stayed a master (the torture's failover by hand waited for
+	// it to rejoin as a replica for 30 s).
+	epoch := 0
+	setEpoch := func(p *Process) error {
+		epoch++
+		if err := p.Client().Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", epoch).Err(); err != nil {
+			return fmt.Errorf("redisproc: CLUSTER SET-CONFIG-EPOCH %d on %s: %w", epoch, p.Addr(), err)
+		}
+		return nil
+	}
 	for i := 0; i < c.cfg.Masters; i++ {
 		p, err := start(false)
 		if err != nil {
 			return err
 		}
 		c.masters = append(c.masters, p)
+		if err := setEpoch(p); err != nil {
+			return err
+		}
 		lo, hi := i*Slots/c.cfg.Masters, (i+1)*Slots/c.cfg.Masters-1
 		if err := p.Client().Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
 			return fmt.Errorf("redisproc: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, p.Addr(), err)
@@ -152,6 +175,9 @@ func (c *Cluster) start(ctx context.Context) error {
 				return err
 			}
 			c.replicas[i] = append(c.replicas[i], rp)
+			if err := setEpoch(rp); err != nil {
+				return err
+			}
 		}
 	}
 	all := c.Processes()

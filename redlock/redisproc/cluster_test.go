@@ -15,17 +15,55 @@ import (
 
 // A cluster of 3 masters with a replica each covers every slot, routes a
 // key to the master of its slot, and a promoted replica serves its
-// master's slots with what it had replicated.
+// master's slots with what it had replicated. Every process starts with
+// its own config epoch, so that Redis never resolves a collision of
+// epochs (which goes on after the cluster is up, and could leave a
+// replica with its master's epoch), and the promoted replica claims its
+// master's slots with an epoch above the master's.
 func TestStartClusterWithReplicasAndPromote(t *testing.T) {
 	requireRedis(t)
 	ctx := t.Context()
-	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: 3, Replicas: 1, ReplicaNoFailover: true})
+	cfg := redisproc.ClusterConfig{Masters: 3, Replicas: 1, ReplicaNoFailover: true}
+	cfg.Server.Args = []string{"--loglevel", "verbose"} // a collision is logged at verbose
+	c, err := redisproc.StartCluster(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	if got := len(c.Processes()); got != 6 {
 		t.Fatalf("processes = %d, want 6", got)
+	}
+	myEpoch := func(p *redisproc.Process) int {
+		t.Helper()
+		info, err := p.Client().Do(ctx, "CLUSTER", "INFO").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_my_epoch:"); ok {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+		}
+		t.Fatalf("no cluster_my_epoch in %s's CLUSTER INFO", p.Addr())
+		return 0
+	}
+	var epochs []int
+	for _, m := range c.Masters() {
+		epochs = append(epochs, myEpoch(m))
+	}
+	if sorted := slices.Compact(slices.Sorted(slices.Values(epochs))); len(sorted) != len(epochs) || sorted[0] == 0 {
+		t.Errorf("the masters' config epochs are %v, want distinct and set", epochs)
+	}
+	for _, p := range c.Processes() {
+		for _, line := range strings.Split(p.Log(), "\n") {
+			if strings.Contains(line, "configEpoch collision") {
+				t.Errorf("%s resolved a collision of config epochs after the cluster was made: %s", p.Addr(), line)
+			}
+		}
 	}
 	if u := c.URL(); !strings.Contains(u, "cluster=true") || strings.Count(u, "addr=") != 2 {
 		t.Fatalf("URL = %q, want the seed and two addr parameters", u)
@@ -48,8 +86,12 @@ func TestStartClusterWithReplicasAndPromote(t *testing.T) {
 	if n, err := c.Masters()[m].Client().Do(ctx, "WAIT", 1, 10000).Int(); err != nil || n != 1 {
 		t.Fatalf("WAIT 1 on master %d = %d, %v; want the replica's acknowledgement", m, n, err)
 	}
+	before := myEpoch(c.Masters()[m])
 	if err := c.Promote(ctx, m); err != nil {
 		t.Fatal(err)
+	}
+	if got := myEpoch(c.Replicas(m)[0]); got <= before {
+		t.Errorf("the promoted replica's config epoch is %d, want above its old master's %d", got, before)
 	}
 	if v, err := c.Replicas(m)[0].Client().Get(ctx, "a").Result(); err != nil || v != "v" {
 		t.Fatalf("GET a on the promoted replica = %q, %v; want v", v, err)
