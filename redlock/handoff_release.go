@@ -391,26 +391,6 @@ func (h *handoff) gaveBack(key string, keys []string, value string, ended bool) 
 	}
 }
 
-// freedOn is told that node i deleted a key that a failed attempt of this
-// client gave back (R8.5), unannounced. For this client's waiters that is
-// node i's release of the key (heard): a waiter's later attempt that node
-// i refused or did not answer in time may have met that key there (its own
-// earlier attempt's, granted by node i after that attempt's decision, or
-// another call's), and no announcement follows, so it would sleep out
-// R10's delay while the key is free. A waiter whose latest attempt node i
-// granted is not woken (TestOwnLateGiveBackIsOneNodesAnnouncement).
-func (h *handoff) freedOn(key string, keys []string, i int) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if keys == nil {
-		h.heard(key, i)
-		return
-	}
-	for _, key := range keys {
-		h.heard(key, i)
-	}
-}
-
 // freedOwn marks that the keys of w's last failed attempt, if value is
 // its, are given back, and wakes w when its look was waiting for that; set:
 // w waits for a set. Called with h.mu held.

@@ -34,9 +34,6 @@ type waiting interface {
 	// that made it ended on it, and its releases deleted keys, given back
 	// unannounced: the waiters that failed on them may go.
 	gaveBack(key string, keys []string, value string, ended bool)
-	// freedOn is told that node i deleted a key (of key, or of a set's
-	// keys) that a failed attempt gave back (R8.5), unannounced.
-	freedOn(key string, keys []string, i int)
 	// close ends what the waiting keeps open; called by Client.Close once
 	// the background work is done.
 	close()
@@ -65,7 +62,6 @@ func (timedWait) first(context.Context, target, lockOptions) (turn, error) { ret
 func (timedWait) mark(target) uint64                                       { return 0 }
 func (timedWait) end(target, turn, bool)                                   {}
 func (timedWait) gaveBack(string, []string, string, bool)                  {}
-func (timedWait) freedOn(string, []string, int)                            {}
 func (timedWait) close()                                                   {}
 
 func (w timedWait) next(ctx context.Context, _ target, o lockOptions, _ turn, _ time.Duration, _ *AcquireError) (turn, error) {
