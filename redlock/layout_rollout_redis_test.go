@@ -89,6 +89,14 @@ func TestClusterNodeRollout(t *testing.T) {
 		}
 		defer lo.Resign(context.WithoutCancel(ctx))
 		onShared(t, election.ResourcePrefix+"jobs")
+		// And the leader's record: Campaign returned once a quorum of the
+		// old list stored it, which may leave one shared master to go.
+		for _, s := range cl.Servers[:2] {
+			redlocktest.Eventually(t, 10*time.Second, func() bool {
+				n, err := s.Client().Exists(ctx, redlock.DefaultRecordPrefix+election.ResourcePrefix+"jobs").Result()
+				return err == nil && n == 1
+			}, "%s never held the leader's record", s.Addr())
+		}
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		defer cancel()
 		if ln, err := en.Campaign(cctx, "new-b"); err == nil {
