@@ -21,6 +21,8 @@
 // processes, LocalSpawner for goroutines over loopback TCP), each of which
 // runs Serve: it generates its key, listens, reports its address and public
 // key, receives the cluster and a start time, runs, and reports its result.
+// A general stops when its input from the coordinator ends
+// (ErrCoordinatorGone), so it never outlives its coordinator's death.
 // For generals on several machines, each runs RunNode with a shared cluster
 // file, the same byzantine.Config and the same start time; the dlm command
 // wraps this as "dlm generals node" (see docs/agreement.md).

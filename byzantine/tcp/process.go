@@ -48,9 +48,22 @@ type report struct {
 // ErrGeneral is wrapped when a general's process fails.
 var ErrGeneral = errors.New("tcp: general failed")
 
+// ErrCoordinatorGone is wrapped by Serve's error when its input ended
+// before the run did: the coordinator died (even by SIGKILL, which closes
+// its end of the pipe) or gave up on the run, and nobody reads a report.
+var ErrCoordinatorGone = errors.New("tcp: the coordinator is gone")
+
 // Serve runs one general under the launch protocol, reading from in and
 // writing to out. The dlm command runs it in a hidden subcommand; tests run
 // it in re-executed test binaries.
+//
+// The coordinator sends nothing after the go signal and keeps in open
+// until it has the general's report, so Serve reads in to its end while
+// the general runs: the end of in (the coordinator's death, however it
+// died, closes its end of the pipe) stops the run, and Serve returns an
+// error wrapping ErrCoordinatorGone without a report, as it does when in
+// ends before the go signal. When the run ends first, Serve returns and
+// leaves a goroutine reading in until in ends.
 func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	dec := json.NewDecoder(in)
 	enc := json.NewEncoder(out)
@@ -79,9 +92,24 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 	var g goSignal
 	if err := dec.Decode(&g); err != nil {
+		if errors.Is(err, io.EOF) {
+			return fmt.Errorf("%w before the go signal", ErrCoordinatorGone)
+		}
 		return fmt.Errorf("tcp: reading go: %w", err)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	go func() {
+		_, _ = io.Copy(io.Discard, io.MultiReader(dec.Buffered(), in))
+		cancel(ErrCoordinatorGone)
+	}()
 	res, trace, err := RunNode(ctx, node, a.Config, priv, g.Cluster, g.Start)
+	if errors.Is(context.Cause(ctx), ErrCoordinatorGone) {
+		if err == nil {
+			return ErrCoordinatorGone
+		}
+		return fmt.Errorf("%w: %w", ErrCoordinatorGone, err)
+	}
 	if errors.Is(err, byzantine.ErrCrashed) {
 		return err // a crash sends no report: the coordinator finds it dead
 	}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -75,7 +77,8 @@ The commander is general 0. --faulty lists the traitors, as ids (using
 Strategies: silent, flip, two-faced, random, colluding, late, and for SM
 forge and replay. --trace prints the message flow round by round (SM chains
 as attack:0:2:3). --transport tcp runs every general as its own dlm process
-on loopback, authenticated by its own ed25519 key.
+on loopback, authenticated by its own ed25519 key; these processes end
+with dlm, however it ends (even killed).
 
 OM needs n >= 3m+1 and SM n >= m+2; --unsafe runs a smaller n anyway, to
 watch agreement break (the impossibility bound, argued in
@@ -107,7 +110,7 @@ Exit status:
       crashed, or seen absent, gone, late, unreachable or refused); the decisions prove nothing
   64  bad usage (with the reason)
   69  the run could not take place (a general could not start, or the run
-      was interrupted)`,
+      was interrupted: Ctrl-C, SIGTERM, SIGHUP)`,
 		Example: `  dlm generals --algorithm om --generals 4 --traitors 1 --faulty 3 --strategy two-faced
   dlm generals --algorithm sm --generals 3 --traitors 1 --faulty 0 --trace
   dlm generals --algorithm om --generals 3 --traitors 1 --faulty 2 --strategy flip --unsafe
@@ -119,13 +122,15 @@ Exit status:
 			if cmd.Flags().Changed("budget") && !fi.every {
 				return usageErrorf("--budget bounds --every-traitor-set: give both, or neither")
 			}
+			ctx, stop := stopOnHangup(cmd.Context())
+			defer stop()
 			if fi.on {
-				return runGeneralsInteractive(cmd.Context(), f, fi, cmd.OutOrStdout())
+				return runGeneralsInteractive(ctx, f, fi, cmd.OutOrStdout())
 			}
 			if fi.values != "" || fi.every {
 				return usageErrorf("--values and --every-traitor-set need --interactive")
 			}
-			return runGenerals(cmd.Context(), f, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runGenerals(ctx, f, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	addGeneralsRunFlags(cmd, &f)
@@ -319,6 +324,10 @@ func launchGenerals(ctx context.Context, cfg byzantine.Config, stderr io.Writer)
 	return launchProcesses(ctx, cfg, func(ctx context.Context, id byzantine.ID) *exec.Cmd {
 		cmd := exec.CommandContext(ctx, exe, "generals", "serve")
 		cmd.Stderr = stderr
+		// Killed with dlm, however it dies (its parent-death signal, where
+		// the kernel has one; else the end of its standard input, a pipe
+		// from dlm, stops its run: tcp.Serve).
+		cmd.SysProcAttr = childAttr()
 		return cmd
 	})
 }
@@ -346,7 +355,13 @@ func launchProcesses(ctx context.Context, cfg byzantine.Config, command func(ctx
 		procs = append(procs, cmd)
 		return cmd
 	})
+	// tcp.Launch starts every general from this goroutine and waits for
+	// them all: a parent-death signal (childAttr) fires when the thread
+	// that started the process ends, so this thread is the goroutine's
+	// until then.
+	runtime.LockOSThread()
 	res, err := tcp.Launch(ctx, cfg, spawn)
+	runtime.UnlockOSThread()
 	if ctx.Err() != nil || slices.ContainsFunc(procs, stoppedBySignal) {
 		return nil, fmt.Errorf("%w: %w", byzantine.ErrStopped, context.Canceled)
 	}
@@ -354,17 +369,28 @@ func launchProcesses(ctx context.Context, cfg byzantine.Config, command func(ctx
 }
 
 // stoppedBySignal reports whether a general's process, waited for, ended
-// on a signal that stops a run: killed by SIGINT or SIGTERM before it
-// handled them, or exited with exitServeStopped after it did.
+// on a signal that stops a run: killed by SIGINT, SIGTERM or SIGHUP
+// before it handled them, or exited with exitServeStopped after it did.
 func stoppedBySignal(cmd *exec.Cmd) bool {
 	ps := cmd.ProcessState
 	if ps == nil {
 		return false // never started
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return ws.Signal() == syscall.SIGINT || ws.Signal() == syscall.SIGTERM
+		switch ws.Signal() {
+		case syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP:
+			return true
+		}
+		return false
 	}
 	return ps.ExitCode() == exitServeStopped
+}
+
+// stopOnHangup returns ctx ended by SIGHUP too (the terminal that ran dlm
+// closed), as the root context is by SIGINT and SIGTERM: a run stops on
+// each the same way. Call stop once the run is over.
+func stopOnHangup(ctx context.Context) (_ context.Context, stop context.CancelFunc) {
+	return signal.NotifyContext(ctx, syscall.SIGHUP)
 }
 
 // newGeneralsServeCmd is the hidden subcommand each general of a tcp run
@@ -376,13 +402,19 @@ func newGeneralsServeCmd() *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := tcp.Serve(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout())
-			if err != nil && cmd.Context().Err() != nil {
+			ctx, stop := stopOnHangup(cmd.Context())
+			defer stop()
+			err := tcp.Serve(ctx, cmd.InOrStdin(), cmd.OutOrStdout())
+			switch {
+			case err != nil && ctx.Err() != nil:
 				// Ctrl-C reached every general's process as well as the
 				// coordinator's, which shares this stderr and says once
 				// that the run stopped; the status tells it, should this
 				// process end first.
 				return withCode(exitServeStopped, nil)
+			case errors.Is(err, tcp.ErrCoordinatorGone):
+				// dlm died, or gave up on the run and says why itself.
+				return withCode(exitCouldNotRun, nil)
 			}
 			return err
 		},

@@ -290,7 +290,7 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 	}
 	child := exec.Command(argv[0], argv[1:]...)
 	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.SysProcAttr = commandAttr()
+	child.SysProcAttr = childAttr()
 	// A signal sent to the group before the command is in it (Ctrl-C
 	// reaches the guard's group; dlm itself holds what it gets until the
 	// command started) was meant for the command: the command is not

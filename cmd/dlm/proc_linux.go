@@ -124,9 +124,12 @@ func dropCapabilities() error {
 	return nil
 }
 
-// commandAttr is how the guard starts the command: in the guard's group,
-// killed if the guard dies.
-func commandAttr() *syscall.SysProcAttr {
+// childAttr is how dlm starts a process that must not outlive it (the
+// guard its command, dlm generals a general's process): in dlm's group,
+// killed (SIGKILL, its parent-death signal) when the thread that started
+// it ends, and so when dlm dies, however it died. Keep the starting
+// goroutine on its thread (runtime.LockOSThread) while the child lives.
+func childAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 

@@ -25,11 +25,13 @@ func guardIsolations() []isolation { return nil }
 // enterNamespaces does nothing: no namespaces outside Linux.
 func enterNamespaces(isolation) error { return nil }
 
-// commandAttr is how the guard starts the command: in the guard's group.
-// Without a parent-death signal, a command whose guard alone is killed
-// (dlm lock still running) is stopped by dlm lock, which signals the group
-// when the guard exits.
-func commandAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
+// childAttr is how dlm starts a process that must not outlive it (the
+// guard its command, dlm generals a general's process): in dlm's group.
+// There is no parent-death signal outside Linux: such a child learns of
+// its parent's death from the end of a pipe from it, and a command whose
+// guard alone is killed (dlm lock still running) is stopped by dlm lock,
+// which signals the group when the guard exits.
+func childAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 
 // becomeReaper does nothing outside Linux: the command's orphans go to
 // init, out of the guard's reach once they leave its group.
