@@ -111,9 +111,10 @@ type fan struct {
 	by nodeCall
 	// keepLate: lateNo counts the nodes that answered no, without an
 	// error, after await decided (an extension's late "not held", which
-	// it restores: restore.go, restoreLate).
+	// it restores: restore.go, restoreLate), and lateNoAt marks them.
 	keepLate bool
 	lateNo   int
+	lateNoAt []bool
 
 	mu    sync.Mutex
 	state fanState
@@ -404,6 +405,10 @@ func (f *fan) Receive(i int, ok bool, err error) {
 	}
 	if late && f.keepLate && err == nil && !r.ok {
 		f.lateNo++
+		if f.lateNoAt == nil {
+			f.lateNoAt = make([]bool, n)
+		}
+		f.lateNoAt[i] = true
 	}
 	if !late {
 		if r.ok {

@@ -228,11 +228,19 @@ func (l *Lock) restoreLate(f *fan, notHeld int) {
 		f.answeredAll(ctx)
 		f.mu.Lock()
 		late := f.lateNo
+		var forgot []reply // the late "not held" answers: the nodes to restore
+		for i, no := range f.lateNoAt {
+			if no {
+				forgot = append(forgot, reply{i: i})
+			}
+		}
 		f.mu.Unlock()
 		if late == 0 || notHeld+late > len(c.nodes)-c.quorum || ctx.Err() != nil {
 			return
 		}
-		l.restore(ctx)
+		// A node that keeps a release marker is not restored (restore);
+		// the lock's next extension then fails.
+		l.restore(ctx, forgot)
 	}()
 }
 
