@@ -99,7 +99,9 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 	if ended || !time.Now().Before(until) {
 		return ErrNotHeld
 	}
-	f := c.newFan(ctx, ctx, adapter.Request{Op: opPutRecord, Key: l.key, Value: l.value}, stopQuorum)
+	// The lock's ttl: a slow node is waited for as an extension waits
+	// for it (timeout.go), never past the validity (below).
+	f := c.newFan(ctx, ctx, adapter.Request{Op: opPutRecord, Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
 	if f == nil {
 		return errors.Join(ErrRecordFailed, ErrClosed)
 	}
@@ -148,7 +150,10 @@ func (c *Client) ReadRecords(ctx context.Context, resource string) ([]RecordRead
 	if err := c.recordCheck(); err != nil {
 		return nil, err
 	}
-	f := c.newFan(ctx, ctx, adapter.Request{Op: opReadRecord, Key: c.opts.keyOf(c.opts.prefix, resource)}, stopAll)
+	// The client's ttl: a slow node is waited for as a grant waits for
+	// it (timeout.go), so that a reader over healthy slow nodes hears a
+	// quorum.
+	f := c.newFan(ctx, ctx, adapter.Request{Op: opReadRecord, Key: c.opts.keyOf(c.opts.prefix, resource), TTL: c.opts.lock.ttl}, stopAll)
 	if f == nil {
 		return nil, ErrClosed
 	}

@@ -70,7 +70,12 @@ import (
 //	               past the release timeout: a late release costs no
 //	               validity, and a release given up on a slow node that
 //	               applied it would be reported as not confirmed. The
-//	               caller's context still ends Unlock's wait.
+//	               caller's context still ends Unlock's wait. A lock's
+//	               record write (PutRecord) waits as long, never past
+//	               the validity, and a record read (ReadRecords, so an
+//	               election's Leader) as a grant, of the client's ttl:
+//	               an election over healthy slow nodes elects and tells
+//	               its leader.
 //
 // A slow node that does not answer within a fan's patience (it froze) is
 // slow no longer, and is not put on probation again for a ttl: a dead node
@@ -212,7 +217,8 @@ func (c *Client) patience(req adapter.Request) time.Duration {
 	d := drift(req.TTL, c.opts.lock.driftFactor)
 	switch req.Op {
 	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend,
-		adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpRRelease:
+		adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpRRelease,
+		opPutRecord:
 		return req.TTL - d
 	}
 	return req.TTL/2 - d
