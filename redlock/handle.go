@@ -551,7 +551,9 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 		c.markReleased(mctx, nodes, h.Value, h.TTL)
 		cancel()
 	}
-	req := adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value}
+	// The handle's ttl: a healthy slow node is waited for as Unlock
+	// waits for it (timeout.go).
+	req := adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value, TTL: h.TTL}
 	if h.Shared {
 		req.Op = adapter.OpRRelease // a reader leaves the readers' hash (rw.go)
 	}
