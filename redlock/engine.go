@@ -109,12 +109,6 @@ type fan struct {
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
 	by nodeCall
-	// keepLate: lateNo counts the nodes that answered no, without an
-	// error, after await decided (an extension's late "not held", which
-	// it restores: restore.go, restoreLate), and lateNoAt marks them.
-	keepLate bool
-	lateNo   int
-	lateNoAt []bool
 
 	mu    sync.Mutex
 	state fanState
@@ -402,13 +396,6 @@ func (f *fan) Receive(i int, ok bool, err error) {
 		// Answered before the rule for late answers was set: settle
 		// treats it as it treats the answers before the decision.
 		f.got[i] = true
-	}
-	if late && f.keepLate && err == nil && !r.ok {
-		f.lateNo++
-		if f.lateNoAt == nil {
-			f.lateNoAt = make([]bool, n)
-		}
-		f.lateNoAt[i] = true
 	}
 	if !late {
 		if r.ok {

@@ -487,26 +487,21 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		// node's server, since the lock was granted (nodecheck.go).
 		return err
 	}
-	// The requests outlive the caller (bounded by their node timeout),
-	// so that a node that answers after the decision is heard: its "not
-	// held" is restored (restoreLate).
-	f := c.newFan(ctx, context.WithoutCancel(ctx), l.request(adapter.OpExtend), stopQuorum)
+	f := c.newFan(ctx, ctx, l.request(adapter.OpExtend), stopQuorum)
 	if f == nil {
 		return errors.Join(ErrExtendFailed, ErrClosed)
 	}
-	f.keepLate = true
 	t1 = f.t1
 	c.send(f)
 	_, t2 := f.await()
 	f.settle(false, false)
 	replies := f.replies()
 	*out = replies
-	extended, notHeld, unanswered := 0, 0, 0
+	extended, notHeld := 0, 0
 	var errs []error
 	for _, r := range replies {
 		switch {
 		case r.none:
-			unanswered++
 		case r.err != nil:
 			errs = append(errs, nodeError(c.names[r.i], r.err))
 		case r.ok:
@@ -533,11 +528,6 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		}
 		extended += restored
 		notHeld -= restored
-	} else if unanswered > 0 && extended >= c.quorum {
-		// Nodes that answer after the quorum (a Redis Cluster node
-		// beside plain masters) are restored once they said "not
-		// held" (restore.go).
-		l.restoreLate(f, notHeld)
 	}
 	newUntil := t1.Add(l.ttl - l.drift)
 	switch {

@@ -201,49 +201,6 @@ func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value
 	return errs
 }
 
-// restoreLate restores the lock on the nodes whose "not held" answer to
-// the extension f came after its decision, once every node answered: a
-// node that always answers after the nodes of the quorum (a Redis Cluster
-// node beside plain masters, a slower machine) would otherwise never be
-// restored, and the next node of a rolling restart would end the lock.
-// notHeld is how many nodes had said "not held" before the decision; the
-// restore is made on the terms of one made at the decision (the nodes that
-// forgot the lock a minority, the lock not released, its validity not
-// passed: restore), in the background, counted in the client's
-// background work. It changes nothing of the extension's outcome.
-func (l *Lock) restoreLate(f *fan, notHeld int) {
-	c := l.client
-	l.mu.Lock()
-	until := l.until
-	l.mu.Unlock()
-	if !c.bgAdd(1) {
-		return
-	}
-	go func() {
-		defer c.bg.Done()
-		// Every request is bounded by its node timeout; the lock's
-		// validity bounds the wait all the same.
-		ctx, cancel := context.WithDeadline(context.Background(), until)
-		defer cancel()
-		f.answeredAll(ctx)
-		f.mu.Lock()
-		late := f.lateNo
-		var forgot []reply // the late "not held" answers: the nodes to restore
-		for i, no := range f.lateNoAt {
-			if no {
-				forgot = append(forgot, reply{i: i})
-			}
-		}
-		f.mu.Unlock()
-		if late == 0 || notHeld+late > len(c.nodes)-c.quorum || ctx.Err() != nil {
-			return
-		}
-		// A node that keeps a release marker is not restored (restore);
-		// the lock's next extension then fails.
-		l.restore(ctx, forgot)
-	}()
-}
-
 // opRestoreAll is the restore of a set (adapter.MultiNode.RestoreAll),
 // which only the blocking method carries (restoreAll).
 const opRestoreAll adapter.Op = 218
