@@ -355,7 +355,11 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 	}
 	rechecked := false    // an attempt was given up on facts read after it (checkGranted)
 	var marks *plainMarks // a waiter's marks behind readers (rw.go)
-	defer func() { c.endMarks(ctx, marks) }()
+	defer func() {
+		if marks != nil {
+			c.endMarks(ctx, marks)
+		}
+	}()
 	for try := 1; ; try++ {
 		if tn.lock != nil {
 			// Handed over by this client's Unlock: a grant like any
