@@ -100,7 +100,8 @@ func (l *Lock) PutRecord(ctx context.Context, record string) error {
 		return ErrNotHeld
 	}
 	// The lock's ttl: a slow node is waited for as an extension waits
-	// for it (timeout.go), never past the validity (below).
+	// for it (timeout.go); a quorum reached after the validity ended is
+	// no success (below).
 	f := c.newFan(ctx, ctx, adapter.Request{Op: opPutRecord, Key: l.key, Value: l.value, TTL: l.ttl}, stopQuorum)
 	if f == nil {
 		return errors.Join(ErrRecordFailed, ErrClosed)

@@ -101,7 +101,6 @@ func (l *Lock) restore(ctx context.Context, replies []reply) (int, time.Time, bo
 	if nodes := c.infoNodes(); nodes != nil {
 		rc.nodes, rc.marker = nodes, c.releaseMarker(l.value)
 	}
-	rc.set = req.Op == opRestoreAll
 	f.by = rc
 	c.send(f)
 	_, t := f.await()
@@ -149,7 +148,6 @@ type restoreCall struct {
 	nodes  []adapterInspect // nil: no markers
 	marker string
 	marked atomic.Bool // a node kept a release marker of the value
-	set    bool        // a set's restore (restoreAll), not a request's
 }
 
 func (rc *restoreCall) call(f *fan, i int) (bool, error) {
@@ -166,8 +164,14 @@ func (rc *restoreCall) call(f *fan, i int) (bool, error) {
 			return false, nil
 		}
 	}
-	if rc.set {
-		return restoreAll{}.call(f, i)
+	if f.req.Op == opRestoreAll {
+		// A set's restore: MultiNode.RestoreAll, which every node of a
+		// client that locked a set has (LockAll checks).
+		n, ok := f.c.nodes[i].(adapter.MultiNode)
+		if !ok {
+			return false, invalidf("node %q does not implement adapter.MultiNode", f.c.names[i])
+		}
+		return n.RestoreAll(f.nctx, f.req.Keys, f.req.Value, f.req.TTL)
 	}
 	return do(f.nctx, f.c.nodes[i], f.req)
 }
@@ -202,7 +206,7 @@ func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value
 }
 
 // opRestoreAll is the restore of a set (adapter.MultiNode.RestoreAll),
-// which only the blocking method carries (restoreAll).
+// which only restoreCall carries.
 const opRestoreAll adapter.Op = 218
 
 // restoreRequest is the request of a restore: l's own acquisition step,
@@ -217,18 +221,6 @@ func (l *Lock) restoreRequest() adapter.Request {
 		op = opRestoreAll
 	}
 	return adapter.Request{Op: op, Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
-}
-
-// restoreAll is the nodeCall of a set's restore: MultiNode.RestoreAll,
-// which every node of a client that locked a set has (LockAll checks).
-type restoreAll struct{}
-
-func (restoreAll) call(f *fan, i int) (bool, error) {
-	n, ok := f.c.nodes[i].(adapter.MultiNode)
-	if !ok {
-		return false, invalidf("node %q does not implement adapter.MultiNode", f.c.names[i])
-	}
-	return n.RestoreAll(f.nctx, f.req.Keys, f.req.Value, f.req.TTL)
 }
 
 // restored ends a restore that restore began.

@@ -71,8 +71,9 @@ import (
 //	               validity, and a release given up on a slow node that
 //	               applied it would be reported as not confirmed. The
 //	               caller's context still ends Unlock's wait. A lock's
-//	               record write (PutRecord) waits as long, never past
-//	               the validity, and a record read (ReadRecords, so an
+//	               record write (PutRecord) waits as long (a quorum
+//	               reached after the validity is no success), and a
+//	               record read (ReadRecords, so an
 //	               election's Leader) as a grant, of the client's ttl:
 //	               an election over healthy slow nodes elects and tells
 //	               its leader.
