@@ -31,7 +31,7 @@ type Client struct {
 	opts   clientOptions
 	quorum int
 	values *valueSource
-	waits  waiting       // how a Lock call waits between attempts (retry.go)
+	waits  waiting       // how a Lock call waits between attempts (wait.go)
 	hand   *handoff      // nil without hand-off (handoff.go)
 	obs    observers     // WithObserver, WithLogger (observer.go)
 	stop   chan struct{} // closed by Close: stops the extenders (life.go)
@@ -40,7 +40,7 @@ type Client struct {
 	rng *mrand.Rand
 	// lastAttempt is how long this client's latest acquisition attempt
 	// took (nanoseconds): the jitter bound of a waiter that has made no
-	// attempt of its own yet (handoff_wait.go: first).
+	// attempt of its own yet (wait.go: first).
 	lastAttempt atomic.Int64
 
 	// ownerDue is, as time since born, the end of validity up to which
@@ -337,7 +337,7 @@ func (c *Client) Lock(ctx context.Context, resource string, opts ...LockOption) 
 
 // acquire is Lock and TryLock: attempts (R8, attempt below) until one
 // succeeds, the tries run out, ctx ends or the client is closed, waiting
-// between them as the client's waiting says (retry.go): the timed random
+// between them as the client's waiting says (wait.go): the timed random
 // delay of R10, or the hand-off's queue, where a lock handed over by this
 // client's Unlock ends the wait.
 func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, error) {
@@ -717,7 +717,7 @@ const (
 // so that an acquisition does not pay a system call. Every value starts
 // with the client's tag (random, drawn once per client): the release
 // announcements of the hand-off (R14) then tell the clients which client
-// released, so that they all rank their waiters alike (handoff_wait.go: rank).
+// released, so that they all rank their waiters alike (wait.go: rank).
 // The 20 random bytes after it keep every value unique and unguessable
 // (R4).
 type valueSource struct {

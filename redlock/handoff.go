@@ -72,9 +72,9 @@ func WithHandoff(on bool) Option {
 // handoff is a client's side of the hand-off. Its state is in three parts,
 // one job each, all under mu:
 //   - queueing: who waits for which key, in which order, and this client's
-//     releases that woke nobody (handoff_wait.go);
+//     releases that woke nobody (wait.go);
 //   - listening: which nodes each key's waiters listen on, and the
-//     per-node subscriptions (handoff_wait.go: subscribe; handoff_subs.go);
+//     per-node subscriptions (wait.go: subscribe, queueSub);
 //   - ranking: which clients released each key in which order, and this
 //     client's own recent releases (handoff_release.go).
 type handoff struct {
@@ -91,7 +91,7 @@ type handoff struct {
 	ranking
 }
 
-// queueing is who waits for what (handoff_wait.go).
+// queueing is who waits for what (wait.go).
 type queueing struct {
 	// queues holds the waiters of each key, in FIFO order.
 	queues map[string][]*waiter
@@ -106,7 +106,7 @@ type queueing struct {
 	released [64]atomic.Uint64
 }
 
-// listening is where the waiters hear of releases (handoff_subs.go).
+// listening is where the waiters hear of releases (wait.go).
 type listening struct {
 	watches []adapter.ReleaseWatch // per node, opened on first use
 	subs    []subQueue             // per node: Watch and Unwatch, in order
@@ -172,7 +172,7 @@ func newHandoff(c *Client) *handoff {
 	return h
 }
 
-// newWaiting returns the waiting of c's Lock calls (retry.go): the
+// newWaiting returns the waiting of c's Lock calls (wait.go): the
 // hand-off's, setting c.hand, when the nodes support it and it is on, else
 // the timed random delay alone.
 func (c *Client) newWaiting() waiting {

@@ -42,7 +42,7 @@ func (o overheard) WatchReleases(notify func(key, value string)) (adapter.Releas
 // held costs each waiting client one attempt: the attempt at the first
 // rank that failed is retried one rank slot later only when the node
 // whose announcement woke it granted it or had not answered when it was
-// decided (it may have raced the release on the others, retry.go:
+// decided (it may have raced the release on the others, wait.go:
 // afterFirst); a node that says the key is held did not release it.
 // Before, every forgery cost two attempts (1000 forgeries: 2000 attempts).
 // The node heard from answers first here (the nodes answer 100, 200 and

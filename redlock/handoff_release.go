@@ -205,7 +205,7 @@ func (h *handoff) deliver(key string, w *waiter, nl *Lock) {
 
 // What releases tell a client's waiters: a release announced by the nodes
 // (notify), which also tells which clients released the key in which order
-// (turns; a waiter's rank, handoff_wait.go: rank), this client's own Unlock
+// (turns; a waiter's rank, wait.go: rank), this client's own Unlock
 // (ownRelease, yielded), and the releases of a failed attempt (gaveBack).
 
 // turns is what a client heard of the turns the clients took at one key.
@@ -360,7 +360,7 @@ func (h *handoff) bumpReleased(key string) {
 // gaveBack is told that the releases of a failed attempt with value are
 // all answered (R8.5). A waiter whose last failed attempt it was, and whose
 // look after subscribing found the key held by that attempt
-// (handoff_subs.go: confirmed), is woken now that the key is given back.
+// (wait.go: confirmed), is woken now that the key is given back.
 // When the call that made the attempt ended on it (ended), and its
 // releases deleted keys, it wakes the longest waiter of key, or of each of
 // keys (a set), and the sets that wait for them: the keys were given back
@@ -406,7 +406,7 @@ func (h *handoff) freedOwn(key string, w *waiter, value string, set bool) {
 }
 
 // wakeSets wakes every waiting set that has key, after a release of key:
-// each retries at once, as the first rank does (handoff_wait.go: wait; a jitter
+// each retries at once, as the first rank does (wait.go: wait; a jitter
 // only after a split vote, R10).
 // Called with h.mu held.
 func (h *handoff) wakeSets(key string) {
@@ -425,7 +425,7 @@ func (h *handoff) wakeSets(key string) {
 // per failed attempt (a wake-up clears deniedAt: give), so that it does not
 // attempt once per node in a herd. The time is noted (heardWhen) for a waiter still attempting:
 // its attempt that the node did not grant may have crossed this release
-// (handoff_wait.go: wakeIfCrossed). Called with h.mu held.
+// (wait.go: wakeIfCrossed). Called with h.mu held.
 func (h *handoff) heard(key string, from int) {
 	if from < 0 || from >= min(len(h.nodes), 64) {
 		return

@@ -15,7 +15,7 @@ import (
 
 // TestHandoffNoClientStarves checks that with clients that each pass one
 // key among their own workers (the hand-off's ranks across clients,
-// handoff.go: rank; retry.go: rankSlot), every client gets turns and no
+// handoff.go: rank; wait.go: rankSlot), every client gets turns and no
 // client waits much longer than a round of the others' turns: the longest
 // any client goes without a critical section is bounded by a few rounds of
 // clients x (limit+1) critical sections. By default it runs the corners of

@@ -184,7 +184,7 @@ func (r *rto) timeout(floor, limit time.Duration) time.Duration {
 }
 
 // smoothed returns the smoothed round trip (srtt) and its mean deviation
-// (rttvar), or false with no sample yet (retry.go: the hand-off's rank
+// (rttvar), or false with no sample yet (wait.go: the hand-off's rank
 // slot).
 func (r *rto) smoothed() (srtt, rttvar time.Duration, ok bool) {
 	r.mu.Lock()

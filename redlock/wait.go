@@ -4,14 +4,119 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"dlm/redlock/adapter"
 )
 
-// A Lock call's side of the hand-off, in the order it runs (the waiting
-// of retry.go, handoff.go has the overview): its first wait keeps it from
+// How a Lock call waits between its attempts (R10), in three parts, in
+// this order: the waiting interface through which the acquisition loop
+// (client.go: acquire) knows the waits, with the timed random delay of R10
+// (timedWait); a Lock call's side of the hand-off, whose queue shortens
+// the delay when a release is announced or when this client's Unlock
+// hands the lock over; and the hand-off's subscriptions to announced
+// releases, run in the background. handoff.go has the hand-off's
+// overview, handoff_release.go what a release tells the waiters.
+
+// waiting is how a Lock call waits for its next attempt (R10). One value
+// serves every call of a client; what a call keeps between its waits is
+// its turn, passed in and out by value.
+type waiting interface {
+	// first is the wait before a call's first attempt: none, or, with
+	// the hand-off, the call's turn behind its client's calls that wait
+	// for the same key (no barging). A TryLock never waits.
+	first(ctx context.Context, t target, o lockOptions) (turn, error)
+	// mark is taken before each attempt, for the wait after it.
+	mark(t target) uint64
+	// next is the wait after a failed attempt, which took elapsed and
+	// failed as failed says. It returns ctx's error when ctx ends, and
+	// ErrClosed when the client closes; the turn it returns is the call's
+	// either way.
+	next(ctx context.Context, t target, o lockOptions, tn turn, elapsed time.Duration, failed *AcquireError) (turn, error)
+	// end ends the call's waiting; acquired tells whether it got the
+	// lock.
+	end(t target, tn turn, acquired bool)
+	// gaveBack is told that the releases of a failed attempt with value
+	// (of key, or a set's keys) are all answered (R8.5). ended: the call
+	// that made it ended on it, and its releases deleted keys, given back
+	// unannounced: the waiters that failed on them may go.
+	gaveBack(key string, keys []string, value string, ended bool)
+	// close ends what the waiting keeps open; called by Client.Close once
+	// the background work is done.
+	close()
+}
+
+// turn is what a Lock call's waiting keeps between its attempts.
+type turn struct {
+	// lock is a lock handed over to the call by its client's Unlock: the
+	// wait ended with it, and the call returns it.
+	lock *Lock
+	// mark is the waiting's mark, taken before the latest attempt.
+	mark uint64
+	// value is the latest attempt's value: a key that holds it after
+	// the attempt failed is being given back (R8.5), not held.
+	value string
+	// place is the call's place among its client's waiters (hand-off),
+	// nil until it has one.
+	place *waiter
+}
+
+// timedWait is the waiting without hand-off: the timed random delay of
+// R10 after each failed attempt, and no wait before the first.
+type timedWait struct{ c *Client }
+
+func (timedWait) first(context.Context, target, lockOptions) (turn, error) { return turn{}, nil }
+func (timedWait) mark(target) uint64                                       { return 0 }
+func (timedWait) end(target, turn, bool)                                   {}
+func (timedWait) gaveBack(string, []string, string, bool)                  {}
+func (timedWait) close()                                                   {}
+
+func (w timedWait) next(ctx context.Context, _ target, o lockOptions, _ turn, _ time.Duration, _ *AcquireError) (turn, error) {
+	return turn{}, w.c.sleep(ctx, o)
+}
+
+// sleep waits the timed random delay of R10. It returns ctx's error when
+// ctx ends, and ErrClosed when the client closes.
+func (c *Client) sleep(ctx context.Context, o lockOptions) error {
+	t := time.NewTimer(c.retryDelay(o))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.stop:
+		return ErrClosed
+	case <-t.C:
+		return nil
+	}
+}
+
+// retryDelay draws the random delay of R10 from [min, max].
+func (c *Client) retryDelay(o lockOptions) time.Duration {
+	if o.retryMax <= o.retryMin {
+		return o.retryMin
+	}
+	c.rmu.Lock()
+	d := o.retryMin + time.Duration(c.rng.Int64N(int64(o.retryMax-o.retryMin)+1))
+	c.rmu.Unlock()
+	return d
+}
+
+// jitter draws a random delay in [0, max].
+func (c *Client) jitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	c.rmu.Lock()
+	d := time.Duration(c.rng.Int64N(int64(max) + 1))
+	c.rmu.Unlock()
+	return d
+}
+
+// A Lock call's side of the hand-off, in the order it runs (a waiting,
+// above; handoff.go has the overview): its first wait keeps it from
 // barging past its client's calls that wait for the same key (first); it
 // joins its key's queue, whose first waiter subscribes the client to the
 // key's releases (subscribe; the subscriptions run in the background,
-// handoff_subs.go); it waits for an announced release, in its rank among
+// below); it waits for an announced release, in its rank among
 // the clients (rank), for a hand-over from this client's Unlock
 // (handoff_release.go), or for the timed random retry of R10, whichever
 // comes first (wait); after a failed attempt it waits again (next); and
@@ -35,7 +140,7 @@ type waiter struct {
 	// back (R8.5), maybe late; gaveFreed is set once they all are
 	// (gaveBack); lookPending while the look after subscribing found the
 	// key held by gave on node lookFrom and waits for them
-	// (handoff_subs.go: confirmed). Under handoff.mu.
+	// (confirmed, below). Under handoff.mu.
 	gave        string
 	gaveFreed   bool
 	lookPending bool
@@ -495,7 +600,7 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 	w := tn.place
 	if w == nil {
 		w = newWaiter(ctx, t.resource, o)
-		w.split, w.gave, w.deniedAt = split, tn.value, denied // before it is shared (handoff_subs.go: confirmed)
+		w.split, w.gave, w.deniedAt = split, tn.value, denied // before it is shared (confirmed, below)
 		h.joinTarget(t, w)
 		tn.place = w
 		h.wakeIfReleased(t, w, tn.mark)
@@ -603,7 +708,7 @@ func (h *handoff) wakeNext(key string, self *waiter) {
 
 // wakeFrom wakes w as node from's announcement of a release of key
 // would: after the look after subscribing found the key free there
-// (handoff_subs.go: confirmed), or when the node announced a release that
+// (confirmed, below), or when the node announced a release that
 // w's last attempt, begun before it reached the node, found still held
 // (handoff_release.go: heard). It goes in its client's rank, with a jitter
 // when its last attempt split the votes (wait), which keeps the next
@@ -755,4 +860,238 @@ type seamKey struct{}
 func seamOf(ctx context.Context) *testSeam {
 	s, _ := ctx.Value(seamKey{}).(*testSeam)
 	return s
+}
+
+// The hand-off's subscriptions in the background (handoff.go has the
+// overview): the per-node queue of the Watch and Unwatch calls that a
+// key's waiters ask for (subscribe, above), the goroutine that
+// runs it, and the look at the key once a subscription is confirmed.
+
+// handoffSubscribeTimeout bounds one SUBSCRIBE or UNSUBSCRIBE of the
+// hand-off, which runs in the background.
+const handoffSubscribeTimeout = time.Second
+
+// A SUBSCRIBE that fails (the subscription's connection could not be made,
+// or broke, or the node did not answer in time) is tried again this many
+// times in all, after handoffSubscribeRetry, then twice as long each time:
+// a waiter that listens on none of its nodes hears of no release and
+// sleeps out its timed retry (R10), and most such failures last less than
+// a second (a first connection on a busy machine, a node restarting).
+const (
+	handoffSubscribeTries = 4
+	handoffSubscribeRetry = 50 * time.Millisecond
+)
+
+// subQueue is one node's pending Watch and Unwatch calls, run in order by
+// one goroutine at a time, so that an Unwatch never overtakes the Watch
+// that follows it.
+type subQueue struct {
+	ops     []subOp
+	running bool
+}
+
+type subOp struct {
+	key string
+	on  bool
+	gen uint64 // of a Watch: its subscription's generation (fresh)
+}
+
+// queueSub queues op, a Watch or Unwatch, on node i, starting the node's
+// goroutine (runSubs) unless it runs. Called with h.mu held.
+func (h *handoff) queueSub(i int, op subOp) {
+	s := &h.subs[i]
+	s.ops = append(s.ops, op)
+	if s.running || !h.c.bgAdd(1) {
+		return
+	}
+	s.running = true
+	go h.runSubs(i, h.nodes[i])
+}
+
+// rewatch moves key's subscriptions, while it has waiters, to better
+// nodes, as watchSet ranks them now: the nodes chosen when its first
+// waiter joined may have stopped answering since (down, frozen), and
+// announce nothing, and a queue that never empties would keep them for
+// good, its waiters woken by their timed retries alone (R10). And when an
+// attempt woken by an announced release found the key still held (held)
+// on none of the nodes it listens on, the release reached those first and
+// is still on its way to the others (slow to apply it): the subscription
+// moves to nodes that held, which will announce it, and whose look
+// (confirmed) finds it if it came first. Called by a waiter after each
+// failed attempt, which is what tells the client which nodes answer and
+// hold; nothing changes while the chosen nodes answer.
+func (h *handoff) rewatch(key string, held uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old, ok := h.watched[key]
+	if !ok || h.closed {
+		return
+	}
+	for _, i := range old {
+		if i < 64 && held&(1<<i) != 0 {
+			held = 0 // one it listens on will announce the release (heard)
+			break
+		}
+	}
+	at := h.watchSet(key, held, old)
+	if len(at) == len(old) && !slices.ContainsFunc(at, func(i int) bool { return !slices.Contains(old, i) }) {
+		return
+	}
+	h.watched[key] = at
+	h.subGen++
+	gen := h.subGen
+	h.fresh[key] = gen // the new nodes look at the key (confirmed)
+	for _, i := range old {
+		if !slices.Contains(at, i) {
+			h.queueSub(i, subOp{key: key})
+		}
+	}
+	for _, i := range at {
+		if !slices.Contains(old, i) {
+			h.queueSub(i, subOp{key: key, on: true, gen: gen})
+		}
+	}
+}
+
+// runSubs runs node i's queue of Watch and Unwatch calls, in order, until
+// it is empty or the client closes; a Watch that fails is tried again
+// (handoffSubscribeTries) before the next call.
+func (h *handoff) runSubs(i int, n adapter.HandoffNode) {
+	defer h.c.bg.Done()
+	for {
+		h.mu.Lock()
+		s := &h.subs[i]
+		if len(s.ops) == 0 || h.closed || h.c.isClosed() {
+			s.ops, s.running = nil, false
+			h.mu.Unlock()
+			return
+		}
+		op := s.ops[0]
+		s.ops = s.ops[1:]
+		h.mu.Unlock()
+		delay := handoffSubscribeRetry
+		for try := 1; !h.runSub(i, n, op) && try < handoffSubscribeTries && h.pause(delay) && h.stillWatched(i, op.key); try++ {
+			delay *= 2
+		}
+	}
+}
+
+// runSub runs op, a Watch or Unwatch, on node i, and reports whether it
+// is done: false when a Watch failed (an Unwatch that fails leaves a
+// subscription that announces releases nobody waits for).
+func (h *handoff) runSub(i int, n adapter.HandoffNode, op subOp) bool {
+	w, err := h.watch(i, n)
+	if err != nil {
+		return !op.on
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handoffSubscribeTimeout)
+	defer cancel()
+	if !op.on {
+		_ = w.Unwatch(ctx, op.key)
+		return true
+	}
+	if w.Watch(ctx, op.key) != nil {
+		return false
+	}
+	h.confirmed(ctx, i, n, op)
+	return true
+}
+
+// pause waits d, and reports false when the client closed meanwhile.
+func (h *handoff) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-h.c.stop:
+		return false
+	}
+}
+
+// stillWatched reports whether key is still to be watched on node i: the
+// client is open, key's subscription still has node i, and no later
+// Watch or Unwatch of key is queued there (it runs next instead of a
+// retry, which would overtake it).
+func (h *handoff) stillWatched(i int, key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || !slices.Contains(h.watched[key], i) {
+		return false
+	}
+	return !slices.ContainsFunc(h.subs[i].ops, func(op subOp) bool { return op.key == key })
+}
+
+// confirmed is told that node n (node i) now delivers key's announced
+// releases (op, a Watch). On each node of the subscription made when key's
+// waiters began to listen (subscribe) or moved to other nodes (rewatch),
+// the release they wait for may have come after their failed attempt and
+// before anybody listened, announced to nobody: they would sleep out R10's
+// delay while the key is free. So the node is asked for the key
+// (adapter.InspectNode), and the longest waiter is woken when the key is
+// free there (wakeFrom); a key still held will most likely be released
+// under the subscription, and announced. Every node of the subscription
+// looks, not only the first to confirm: the holder's release may reach
+// one node late or not at all (it timed out on a busy node, and the key
+// lives out its ttl, announced to nobody) while the others are free;
+// the waiter is then woken at most once more than it needs. A key held
+// by the failed attempt of the waiter to wake (gave) is free once that
+// attempt's releases (R8.5) are answered: the attempt may have reached n
+// after the release, and n answered it late. The waiter is woken then
+// (gaveBack), or now if they are. The look counts as node i's
+// announcement of the release (wakeFrom). Without InspectNode, the
+// timed retry covers the gap (adapter.ReleaseWatch).
+func (h *handoff) confirmed(ctx context.Context, i int, n adapter.HandoffNode, op subOp) {
+	key := op.key
+	h.mu.Lock()
+	gen, fresh := h.fresh[key]
+	fresh = fresh && gen == op.gen // not a Watch that an Unwatch follows
+	h.mu.Unlock()
+	in, ok := n.(adapter.InspectNode)
+	if !fresh || !ok {
+		return
+	}
+	st, err := in.Inspect(ctx, key)
+	if err != nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	look := func(w *waiter, set bool) {
+		switch {
+		case st.Kind == adapter.KeyAbsent:
+		case st.Kind == adapter.KeyLock && w.gave != "" && st.Value == w.gave:
+			if !w.gaveFreed {
+				w.lookPending, w.lookFrom = true, i // woken by gaveBack
+				return
+			}
+		default:
+			return // held: its release will be announced
+		}
+		h.wakeFrom(key, w, set, i)
+	}
+	if q := h.queues[key]; len(q) > 0 {
+		look(q[0], false)
+	}
+	for _, w := range h.sets[key] {
+		look(w, true)
+	}
+}
+
+// watch returns node i's subscription, opening it on first use.
+func (h *handoff) watch(i int, n adapter.HandoffNode) (adapter.ReleaseWatch, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if h.watches[i] != nil {
+		return h.watches[i], nil
+	}
+	w, err := n.WatchReleases(func(key, value string) { h.notify(i, key, value) })
+	if err != nil {
+		return nil, err
+	}
+	h.watches[i] = w
+	return w, nil
 }
