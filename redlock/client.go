@@ -600,6 +600,7 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 		// them are woken once the releases are done (waiting.gaveBack).
 		f.gaveBack = true
 	}
+	f.keepLost = o.valueSet
 	f.settle(true, final || o.valueSet)
 	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: f.results(), Fence: cf.nodes, Cause: cf.err}
 	if state == reached && !cf.failed {

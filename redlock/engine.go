@@ -137,6 +137,10 @@ type fan struct {
 	// answered, the client's waiting hears of it (waiting.gaveBack), and
 	// that the keys were given back when freed and gaveBack are set.
 	freed, gaveBack bool
+	// keepLost, when set before settle: the attempt's value is the
+	// caller's (WithValue), which another acquisition may hold, so a node
+	// whose answer was lost is not released (releaseNode).
+	keepLost bool
 
 	// ready fires when the stop rule holds; allAnswered when every node
 	// answered the request (a lock granted over blocking nodes waits for
@@ -425,7 +429,7 @@ func (f *fan) Receive(i int, ok bool, err error) {
 		f.cancel()
 	}
 	if release {
-		f.releaseNode(i, false, r.refused())
+		f.releaseNode(i, false, f.keeps(r))
 	}
 	if finished {
 		c.bg.Done()
@@ -579,17 +583,17 @@ func (f *fan) settle(release, waitAll bool) {
 		f.state = fanReleasing
 	}
 	var answered []int
-	var refused []bool
+	var keep []bool
 	var buf [7]int
 	var rbuf [7]bool
 	if release {
-		answered, refused = buf[:0], rbuf[:0]
+		answered, keep = buf[:0], rbuf[:0]
 		f.rctx, f.rcancel = context.WithTimeout(context.WithoutCancel(f.ctx), 2*f.timeout)
 		f.releasing = n // every node is released, now or as it answers
 		for i, r := range f.rs {
 			if f.got[i] {
 				answered = append(answered, i)
-				refused = append(refused, r.refused())
+				keep = append(keep, f.keeps(r))
 			}
 		}
 		f.early = len(answered)
@@ -607,7 +611,7 @@ func (f *fan) settle(release, waitAll bool) {
 		return
 	}
 	for j, i := range answered {
-		f.releaseNode(i, true, refused[j])
+		f.releaseNode(i, true, keep[j])
 	}
 	if canceled {
 		return
@@ -643,27 +647,42 @@ func waitCtx(ctx context.Context, wg *sync.WaitGroup) bool {
 	}
 }
 
+// keeps reports whether node i, whose answer to the fan's request is r,
+// keeps what it holds when the attempt fails (releaseNode): it refused the
+// request, or its answer was lost and the value is the caller's. Called
+// once the fan is settled.
+func (f *fan) keeps(r reply) bool {
+	return r.refused() || (f.keepLost && !r.ok)
+}
+
 // releaseNode releases the fan's key on node i (R5, R8.5), even where the
 // attempt believes it did not set it: an answer lost to a timeout, or an
 // error, may hide a key that was set. Its answer comes back to
 // earlyRelease (a node that answered before settle) or lateRelease.
 //
-// A node that refused the request (refused: no error, key held) is not
-// released: it set nothing for this attempt, and the key it holds is
-// another acquisition's, which may hold the same value (a value of the
-// caller's, WithValue, reused while its first holder works): releasing it
-// there would free that holder's lock. Its release counts as answered at
-// once, having deleted nothing. A key of an earlier attempt of the same
-// call that a node holds late is that attempt's to release: with random
-// values it holds another value than this attempt's, and an attempt with
-// a value of the caller's waits for its releases before the next one.
-func (f *fan) releaseNode(i int, early, refused bool) {
+// A node that keeps what it holds (keep: fan.keeps) is not released, and
+// its release counts as answered at once, having deleted nothing. A node
+// that refused the request (no error, key held) set nothing for this
+// attempt, and the key it holds is another acquisition's, which may hold
+// the same value (a value of the caller's, WithValue, reused while its
+// first holder works, as a job's re-run that repeats its job id does):
+// releasing it there would free that holder's lock. For the same reason
+// an attempt with a value of the caller's does not release a node whose
+// answer was lost (a timeout, an error): the node may hold that holder's
+// key, which a release by value cannot tell from the attempt's own. Such
+// a node may keep the attempt's own key until its ttl ends, refusing the
+// next attempts with that value there meanwhile: the price of never
+// freeing a holder's lock. A key of an earlier attempt of the same call
+// with a random value that a node holds late is that attempt's to
+// release: it holds another value than this attempt's; an attempt with a
+// value of the caller's waits for its releases before the next one.
+func (f *fan) releaseNode(i int, early, keep bool) {
 	c := f.c
 	var to adapter.Receiver = (*lateRelease)(f)
 	if early {
 		to = (*earlyRelease)(f)
 	}
-	if refused {
+	if keep {
 		to.Receive(i, false, nil)
 		return
 	}

@@ -58,10 +58,13 @@ func (f lockOnly) applyLock(o *lockOptions) { f(o) }
 // on a node after the next attempt set the same value there. Such a call
 // is also never handed a lock by an Unlock of its client (WithHandoff);
 // it is woken to retry instead. A failed attempt never releases the key
-// of a node that refused it as held, so a second acquisition that reuses
-// the value of a holder (breaking the rule above) fails without freeing
-// that holder's lock, unless a node's refusal was lost (an error or a
-// timeout), where the release must be sent.
+// of a node that refused it as held, nor of a node whose answer was lost
+// (an error or a timeout: it may hold a holder's key with the same
+// value), so a second acquisition that reuses the value of a holder (a
+// job's re-run that repeats its job id) fails without freeing that
+// holder's lock. The price: a node whose answer was lost may keep the
+// failed attempt's own key until its ttl ends, and refuses the value
+// there meanwhile.
 func WithValue(v string) LockOption {
 	return lockOnly(func(o *lockOptions) { o.value, o.valueSet = v, true })
 }
