@@ -546,14 +546,7 @@ func (c *Client) Release(ctx context.Context, h Handle) error {
 	// The releases outlive the caller's context, as Unlock's do; the
 	// wait for them does not (waitingCtx).
 	wctx := waitingCtx(ctx)
-	if nodes := c.infoNodes(); nodes != nil {
-		// The release markers first (restore.go): the holder's racing
-		// extension then does not restore what this deletes. A node
-		// that keeps no marker is released all the same.
-		mctx, cancel := context.WithTimeout(wctx, c.opts.releaseTimeout)
-		c.markReleased(mctx, nodes, h.Value, h.TTL)
-		cancel()
-	}
+	c.markReleasedFirst(wctx, h.Value, h.TTL)
 	// The handle's ttl: a healthy slow node is waited for as Unlock
 	// waits for it (timeout.go).
 	req := adapter.Request{Key: t.key, Keys: t.keys, Value: h.Value, TTL: h.TTL}

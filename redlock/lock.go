@@ -191,6 +191,12 @@ func (l *Lock) Validity() time.Duration {
 // longer held, whatever the result. Unlock on a nil *Lock returns ErrNotHeld,
 // so that a deferred Unlock after a failed acquisition is safe.
 //
+// A lock that may live on in another process (its Handle was taken, or it
+// was resumed: Client.Resume) keeps a release marker on every node before
+// its release, as Client.Release does, so that that process's extension
+// racing the release does not set the key again where the release came
+// first: it fails with ErrNotHeld. That costs one note write per node.
+//
 // When another Lock call of the same client waits for the resource, Unlock
 // hands the lock over to it (see WithHandoffLimit and the package
 // documentation): Unlock acquires on the waiter's behalf right behind the
@@ -294,6 +300,12 @@ func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 	}
 	var replies []reply
 	if hand != handDone {
+		if l.crossed.Load() {
+			// The lock may live on in another process (its handle was
+			// written, or it was resumed here): that process's extension
+			// racing this release must not restore what it deletes.
+			c.markReleasedFirst(ctx, l.value, l.ttl)
+		}
 		replies = c.releaseAll(ctx, l.request(adapter.OpRelease), true)
 		err = c.unlockErr(replies)
 		if err != nil && ctx.Err() != nil {
@@ -572,4 +584,20 @@ func (l *Lock) extensionsDone() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.extensions
+}
+
+// markReleasedFirst keeps the release marker of value on every node
+// before a release of it (restore.go: markReleased), each node bounded
+// by the release timeout, so that an extension of the lock racing the
+// release in another process does not restore what it deletes. A node
+// that keeps no marker is released all the same; without notes on the
+// nodes (WithInfoPrefix) no marker is kept.
+func (c *Client) markReleasedFirst(ctx context.Context, value string, ttl time.Duration) {
+	nodes := c.infoNodes()
+	if nodes == nil {
+		return
+	}
+	mctx, cancel := context.WithTimeout(ctx, c.opts.releaseTimeout)
+	defer cancel()
+	c.markReleased(mctx, nodes, value, ttl)
 }
