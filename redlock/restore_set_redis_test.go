@@ -82,7 +82,9 @@ func clusterRestoresASet(t *testing.T, plain *redlocktest.Cluster, cs *redlockte
 // answered late".
 func clusterAnsweringLateRestored(t *testing.T, plain *redlocktest.Cluster, cs *redlocktest.RedisCluster, urls []string) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		const ttl = 10 * time.Second
+		// The requests live up to the limit, a tenth of the ttl (2 s):
+		// room for the 300 ms pause on a loaded machine.
+		const ttl, wait = 20 * time.Second, 10 * time.Second
 		c := dialURLs(t, a, urls, redlock.WithTTL(ttl), redlock.WithNodeTimeout(500*time.Millisecond))
 		ctx := t.Context()
 		r := a.name + ":late"
@@ -114,9 +116,9 @@ func clusterAnsweringLateRestored(t *testing.T, plain *redlocktest.Cluster, cs *
 			}
 			return false
 		}
-		for deadline := time.Now().Add(ttl); !held(); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(wait); !held(); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("the cluster node does not hold the lock %v after an extension that it answered late", ttl)
+				t.Fatalf("the cluster node does not hold the lock %v after an extension that it answered late", wait)
 			}
 		}
 		if err := plain.Servers[0].Client().FlushAll(ctx).Err(); err != nil { // the next node of the rolling restart
