@@ -109,6 +109,10 @@ type fan struct {
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
 	by nodeCall
+	// late hears the answers that come after the decision, for an
+	// extension, whose requests outlive its caller (restore.go:
+	// lateAnswers); nil for every other fan.
+	late *lateAnswers
 
 	mu    sync.Mutex
 	state fanState
@@ -378,7 +382,13 @@ func (f *fan) Receive(i int, ok bool, err error) {
 	r := reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
 	f.mu.Lock()
 	f.answered++
-	if err == nil {
+	state := f.state
+	late := state >= fanDecided
+	// An extension's answer after its decision is kept for its restore;
+	// one that came only because the request outlived its caller teaches
+	// the timing nothing (restore.go: lateAnswers.keep).
+	apart := late && f.late != nil && f.late.keep(f, i, r)
+	if err == nil && !apart {
 		c.heard[i].Store(max(1, int64(f.born+r.latency))) // time.Since(c.born), one clock read fewer; 0 is never (owner.go)
 		if r.latency >= f.limit && f.adaptive && f.ttl > 0 {
 			c.answeredLate(i, f.born+r.latency, f.ttl) // a slow node (timeout.go)
@@ -389,8 +399,6 @@ func (f *fan) Receive(i int, ok bool, err error) {
 			c.rtt.sample(r.latency)
 		}
 	}
-	state := f.state
-	late := state >= fanDecided
 	if (!state.settled() || state == fanRecording) && !(late && (f.timedOut || f.canceled) && err != nil && isContextErr(err)) {
 		// (A request that await cancelled at the bound stays timed out;
 		// one the caller's context ended stays NoReply.)

@@ -446,7 +446,10 @@ func (c *Client) closedReplies() []reply {
 // on a minority of nodes that forgot it, a restart without persistence
 // (restore.go), for every kind of lock (a set's keys, a reader's share),
 // except where another process released it (ForceRelease, Client.Release
-// of its handle): it then returns ErrNotHeld.
+// of its handle): it then returns ErrNotHeld. A node whose "not held"
+// comes after a quorum confirmed the extension is restored so too, in the
+// background, after Extend returned (a release found then ends the lock:
+// Err, Done).
 // It returns ErrNotHeld, contacting no node,
 // when the validity has already passed, the lock ended or was released (or
 // l is nil), and ErrNotHeld when too many nodes no longer hold the value;
@@ -499,7 +502,7 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		// node's server, since the lock was granted (nodecheck.go).
 		return err
 	}
-	f := c.newFan(ctx, ctx, l.request(adapter.OpExtend), stopQuorum)
+	f := c.newExtensionFan(ctx, l.request(adapter.OpExtend)) // restore.go
 	if f == nil {
 		return errors.Join(ErrExtendFailed, ErrClosed)
 	}
@@ -555,6 +558,8 @@ func (l *Lock) doExtend(ctx context.Context, t1 time.Time, out *[]reply) error {
 		l.extensions++
 		count := l.extensions
 		l.mu.Unlock()
+		// The nodes whose "not held" comes after the decision (restore.go).
+		l.restoreLate(f)
 		c.noteOwnerIfDue(t2, newUntil) // the note outlives the extended lock (life.go)
 		if l.crossed.Load() {
 			c.keepOwnerNote(l.value, t2, newUntil) // the acquirer's note too (owner.go)

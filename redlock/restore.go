@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +69,26 @@ import (
 // it under the same mutex, waits for every request of a restore that began
 // before it, then releases on every node, so that no restored key
 // outlives the release.
+//
+// A node whose answer always comes after the nodes of the quorum (a Redis
+// Cluster node beside plain masters: its round trips are longer; a slower
+// machine) says "not held" after the extension's decision, when the
+// extension has succeeded and its caller has gone on. It is restored all
+// the same, or it never would be, and the next node of a rolling restart
+// would end the lock. So an extension's requests outlive its caller's
+// context (not its deadline, and never Close: newExtensionFan), the fan
+// keeps the nodes that answer "not held" after its decision (lateAnswers),
+// and once every node answered, a successful extension restores those
+// nodes in the background (restoreLate), on the terms above: only while
+// the lock is neither released nor ended and its validity has not passed,
+// only on the nodes that answered "not held", and there only without a
+// release marker (below), with Unlock waiting for it as for any restore.
+// Its outcome changes nothing of the extension's, which was decided
+// before: a restored node is one more node holding the lock's value, and
+// a release marker found ends the lock (ErrLost, ErrNotHeld), as the
+// extension would have failed had the answer come in time. The extension
+// holds at most a minority that said "not held" (a quorum extended it), so
+// these are forgetting nodes, as at the decision.
 
 // restore sets l's key with its value on every node that answered the
 // extension "not held" (replies) where it is free (SET NX PX; a reader's
@@ -79,14 +100,9 @@ import (
 // the late answers of an extension are. It sets nothing, and returns 0,
 // once the lock was released or ended.
 func (l *Lock) restore(ctx context.Context, replies []reply) (int, time.Time, bool) {
-	l.mu.Lock()
-	if l.released || l.err != nil {
-		l.mu.Unlock()
+	if !l.beginRestore() {
 		return 0, time.Now(), false
 	}
-	l.restoring++
-	l.restores.Add(1)
-	l.mu.Unlock()
 	c := l.client
 	req := l.restoreRequest()
 	f := c.newFan(ctx, ctx, req, stopAll)
@@ -94,13 +110,11 @@ func (l *Lock) restore(ctx context.Context, replies []reply) (int, time.Time, bo
 		l.restored()
 		return 0, time.Now(), false
 	}
-	rc := &restoreCall{forgot: make([]bool, len(c.nodes))}
+	forgot := make([]bool, len(c.nodes))
 	for _, r := range replies {
-		rc.forgot[r.i] = r.refused()
+		forgot[r.i] = r.refused()
 	}
-	if nodes := c.infoNodes(); nodes != nil {
-		rc.nodes, rc.marker = nodes, c.releaseMarker(l.value)
-	}
+	rc := c.newRestoreCall(forgot, l.value)
 	f.by = rc
 	c.send(f)
 	_, t := f.await()
@@ -150,12 +164,26 @@ type restoreCall struct {
 	marked atomic.Bool // a node kept a release marker of the value
 }
 
-func (rc *restoreCall) call(f *fan, i int) (bool, error) {
+// newRestoreCall is the restore call of the lock with value on the nodes
+// that forgot it, reading the release markers where the client keeps
+// notes.
+func (c *Client) newRestoreCall(forgot []bool, value string) *restoreCall {
+	rc := &restoreCall{forgot: forgot}
+	if nodes := c.infoNodes(); nodes != nil {
+		rc.nodes, rc.marker = nodes, c.releaseMarker(value)
+	}
+	return rc
+}
+
+func (rc *restoreCall) call(f *fan, i int) (bool, error) { return rc.on(f.nctx, f.c, f.req, i) }
+
+// on runs the restore req on c's node i, bounded by ctx.
+func (rc *restoreCall) on(ctx context.Context, c *Client, req adapter.Request, i int) (bool, error) {
 	if !rc.forgot[i] {
 		return false, nil
 	}
 	if rc.nodes != nil {
-		_, ok, err := rc.nodes[i].Note(f.nctx, rc.marker)
+		_, ok, err := rc.nodes[i].Note(ctx, rc.marker)
 		if err != nil {
 			return false, err
 		}
@@ -164,16 +192,16 @@ func (rc *restoreCall) call(f *fan, i int) (bool, error) {
 			return false, nil
 		}
 	}
-	if f.req.Op == opRestoreAll {
+	if req.Op == opRestoreAll {
 		// A set's restore: MultiNode.RestoreAll, which every node of a
 		// client that locked a set has (LockAll checks).
-		n, ok := f.c.nodes[i].(adapter.MultiNode)
+		n, ok := c.nodes[i].(adapter.MultiNode)
 		if !ok {
-			return false, invalidf("node %q does not implement adapter.MultiNode", f.c.names[i])
+			return false, invalidf("node %q does not implement adapter.MultiNode", c.names[i])
 		}
-		return n.RestoreAll(f.nctx, f.req.Keys, f.req.Value, f.req.TTL)
+		return n.RestoreAll(ctx, req.Keys, req.Value, req.TTL)
 	}
-	return do(f.nctx, f.c.nodes[i], f.req)
+	return do(ctx, c.nodes[i], req)
 }
 
 // releaseMarker is the key of the release marker of the lock with value:
@@ -223,10 +251,164 @@ func (l *Lock) restoreRequest() adapter.Request {
 	return adapter.Request{Op: op, Key: l.key, Keys: l.keys, Value: l.value, TTL: l.ttl}
 }
 
-// restored ends a restore that restore began.
+// beginRestore begins a restore, unless the lock was released or ended:
+// then it reports false, and nothing may be restored.
+func (l *Lock) beginRestore() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released || l.err != nil {
+		return false
+	}
+	l.restoring++
+	l.restores.Add(1)
+	return true
+}
+
+// restored ends a restore that beginRestore began.
 func (l *Lock) restored() {
 	l.mu.Lock()
 	l.restoring--
 	l.mu.Unlock()
 	l.restores.Done()
+}
+
+// newExtensionFan readies the fan of an extension, req, with the caller's
+// ctx: its requests outlive ctx's cancellation (the auto-extender cancels
+// its context as the extension returns), so that a node answering after
+// the decision is heard (lateAnswers), but not ctx's deadline, which bounds
+// them as before, nor Close, which ends them. It returns nil, and starts
+// nothing, when the client is closed.
+func (c *Client) newExtensionFan(ctx context.Context, req adapter.Request) *fan {
+	a := &lateAnswers{base: untilClose{context.WithoutCancel(ctx), c.stop}}
+	f := c.newFan(ctx, &a.base, req, stopQuorum)
+	if f == nil {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && dl.Before(f.rc.deadline()) {
+		f.rc.init(&a.base, f.t1, dl.Sub(f.t1))
+	}
+	a.notHeld = a.buf[:0]
+	if n := len(c.nodes); n > len(a.buf) {
+		a.notHeld = make([]bool, 0, n)
+	}
+	a.notHeld = a.notHeld[:len(c.nodes)]
+	f.late = a
+	return f
+}
+
+// untilClose is the base context of an extension's requests: the caller's
+// values, without its cancellation or deadline (the fan bounds the
+// requests), ended by Close (the client's stop).
+type untilClose struct {
+	context.Context // context.WithoutCancel of the caller's
+	stop            <-chan struct{}
+}
+
+func (u *untilClose) Done() <-chan struct{} { return u.stop }
+
+func (u *untilClose) Err() error {
+	select {
+	case <-u.stop:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// lateAnswers is what an extension's fan hears after its decision: which
+// nodes answered "not held" then, for restoreLate.
+//
+// Such an answer teaches the client nothing of its nodes' timing (when it
+// last heard a node, the round-trip sample, a node answering after the
+// limit: timeout.go) once the extension's caller's context has ended:
+// before the requests outlived their caller, such an answer never came
+// (the request ended with the context), and the slow-node heuristics must
+// learn what they learnt then. Fed to them, the answers of a slow node to
+// every auto-extension (which cancels its context as the extension
+// returns, at the quorum) kept the node slow for good, so that every
+// contended grant waited for it up to its patience: torture's slow-node
+// scenario then broke its liveness bound 3 runs of 4, against 1 of 4. An
+// answer that comes while the caller's context lives (an Extend whose
+// caller waits on) is taught as before.
+type lateAnswers struct {
+	base    untilClose
+	notHeld []bool // by node, under the fan's mu
+	buf     [7]bool
+}
+
+// keep takes node i's answer r to f after f's decision, with f.mu held,
+// and reports whether it is kept apart from the timing (above).
+func (a *lateAnswers) keep(f *fan, i int, r reply) bool {
+	if r.refused() {
+		a.notHeld[i] = true
+	}
+	return f.ctx.Err() != nil
+}
+
+// restoreLate restores l on the nodes whose "not held" answer to its
+// extension f, which succeeded, came after f's decision (above): in the
+// background, counted in the client's background work, once every node
+// answered f (each request bounded by its node timeout, its caller's
+// deadline, and Close), and within the lock's validity. The caller never
+// waits for it.
+func (l *Lock) restoreLate(f *fan) {
+	pending := false
+	for _, r := range f.replies() {
+		pending = pending || r.none
+	}
+	c := l.client
+	if !pending || !c.bgAdd(1) {
+		return
+	}
+	go func() {
+		defer c.bg.Done()
+		l.mu.Lock()
+		until := l.until
+		l.mu.Unlock()
+		ctx, cancel := context.WithDeadline(&f.late.base, until)
+		defer cancel()
+		if !f.answeredAll(ctx) {
+			return
+		}
+		forgot, some := make([]bool, len(c.nodes)), false
+		f.mu.Lock()
+		for i, no := range f.late.notHeld {
+			forgot[i], some = no, some || no
+		}
+		f.mu.Unlock()
+		// Each restoring request gets as long as the extension's had.
+		if !some || !l.restoreOn(ctx, forgot, f.rc.deadline().Sub(f.t1)) {
+			return
+		}
+		// Another released the lock (ForceRelease, Client.Release of its
+		// handle): it is not held, however many extended.
+		l.mu.Lock()
+		l.gone = true
+		l.mu.Unlock()
+		l.lose(errors.Join(ErrLost, ErrNotHeld, errReleasedByAnother))
+	}()
+}
+
+// restoreOn restores l on the nodes that forgot it, as restore does, each
+// request bounded by bound and ctx, and reports whether a node kept a
+// release marker of the lock. It is restore without a fan: its answers,
+// like the late answers that called for it, teach the client nothing of
+// its nodes' timing (lateAnswers), and nothing waits for them but Unlock.
+func (l *Lock) restoreOn(ctx context.Context, forgot []bool, bound time.Duration) bool {
+	if ctx.Err() != nil || !l.beginRestore() { // the validity passed, or Close; or released
+		return false
+	}
+	defer l.restored()
+	c := l.client
+	rc, req := c.newRestoreCall(forgot, l.value), l.restoreRequest()
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, yes := range forgot {
+		if yes {
+			wg.Go(func() { _, _ = rc.on(ctx, c, req, i) })
+		}
+	}
+	wg.Wait()
+	return rc.marked.Load()
 }
