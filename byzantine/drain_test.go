@@ -78,3 +78,54 @@ func testTakesInTimeEventsHandedOverLate(t *testing.T) {
 		t.Errorf("overran %v, accepted %d, rejected %v; want the order accepted in round 0 and the schedule kept", res.Overran, res.Stats.Accepted, res.Stats.Rejected)
 	}
 }
+
+// TestRunGeneralHandOverLagAtTheDeadlineIsNotItsLateness: a transport
+// stamps a frame when it reads it and hands it over a moment later; at a
+// round's deadline the general waits only a millisecond for what is
+// already queued. An order stamped a millisecond before the deadline but
+// handed over after that wait (the reader was preempted in between, as on
+// a loaded machine) came from a sender that did not keep the schedule
+// (a loyal one's messages are in the transport an eighth of the round
+// before the deadline): it is refused as late, and the general does not
+// say that it ran out of time. One stamped well before the deadline and
+// handed over as late still makes it say so (its own slowness).
+// Regression: the first listed round 0 in Overran, and
+// tcptest.TestTraitorCutsItsInboundLinksInteractive/sm, whose traitor sends
+// an eighth of a round before each deadline, failed once under load with
+// "loyal general ... says it ran out of time".
+func TestRunGeneralHandOverLagAtTheDeadlineIsNotItsLateness(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stamped time.Duration // before the deadline
+		overran bool
+	}{
+		{"stamped 1ms before", time.Millisecond, false},
+		{"stamped 100ms before", 100 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				cfg := byzantine.DefaultConfig()
+				cfg.Generals, cfg.MaxTraitors = 4, 1
+				cfg.Order = byzantine.Attack
+				cfg.RoundTimeout = 300 * time.Millisecond
+				g, err := byzantine.NewGeneral(cfg, 1, byzantine.Keyring{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := time.Now()
+				deadline := start.Add(cfg.RoundTimeout)
+				order := byzantine.Message{From: 0, To: 1, Round: 0, Seq: cfg.Seq, Run: cfg.Run(), Order: byzantine.Attack, Path: []byzantine.ID{0}}
+				ep := &scriptedEndpoint{release: deadline.Add(5 * time.Millisecond), events: []byzantine.Inbound{
+					{From: 0, Message: &order, At: deadline.Add(-tc.stamped)},
+				}}
+				res, err := byzantine.RunGeneral(t.Context(), g, ep, start, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := len(res.Overran) > 0; got != tc.overran || res.Stats.Rejected[byzantine.RejectLate] != 1 {
+					t.Errorf("overran %v, rejected %v; want the order refused as late and overran %v", res.Overran, res.Stats.Rejected, tc.overran)
+				}
+			})
+		})
+	}
+}

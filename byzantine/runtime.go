@@ -28,8 +28,10 @@ type Inbound struct {
 	Rejected RejectReason
 	// At, when the transport sets it, is when the event arrived. A message
 	// that arrived before its round's deadline but was taken after it
-	// shows that the receiver, not the sender, fell behind the schedule:
-	// RunGeneral then lists the round in GeneralResult.Overran.
+	// shows that the receiver, not the sender, fell behind the schedule
+	// when it arrived at least a sixteenth of the round before the
+	// deadline (a sender keeping the schedule sends by an eighth before
+	// it): RunGeneral then lists the round in GeneralResult.Overran.
 	At time.Time
 }
 
@@ -113,7 +115,7 @@ func (g *General) Refuse(why RejectReason) { g.reject(why) }
 // start. A round in which the general could not send everything before
 // the round's deadline (it started late, or was too slow; within
 // pauseSlack of it counts), did not take a message that had arrived in
-// time (Inbound.At), was stopped over the end of the round up to its
+// time (Inbound.At, up to half pauseSlack before the deadline), was stopped over the end of the round up to its
 // deadline (PauseReporter, or a watcher of its own) while a peer not known
 // to be down had not ended the round (DownReporter), is listed in
 // GeneralResult.Overran (a message to a peer that could not be delivered
@@ -288,7 +290,7 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 				switch {
 				case msg.Round < r || ended[p] >= msg.Round:
 					refuse(r, msg, RejectLate)
-					if msg.Round < r && msg.Round >= 0 && ended[p] < msg.Round && !ev.At.IsZero() && !ev.At.After(start.Add(time.Duration(msg.Round+1)*g.cfg.RoundTimeout)) &&
+					if msg.Round < r && msg.Round >= 0 && ended[p] < msg.Round && !ev.At.IsZero() && !ev.At.After(start.Add(time.Duration(msg.Round+1)*g.cfg.RoundTimeout-pauseSlack(g.cfg.RoundTimeout)/2)) &&
 						!slices.Contains(overran, msg.Round) && g.wouldCount(msg) {
 						// It was here in time and would have counted; this
 						// general was too busy to take it: it did not keep
@@ -296,7 +298,14 @@ func RunGeneral(ctx context.Context, g *General, ep Endpoint, start time.Time, t
 						// would have been refused anyway, does not count,
 						// nor does a message its sender sent after its own
 						// end-of-round marker: the sender was late, not
-						// this general.)
+						// this general. Nor does one that arrived in the
+						// last half pauseSlack of its round: a sender
+						// keeping the schedule had it in the transport
+						// sooner, and a transport hands over what it read
+						// a moment after stamping it, so that such a
+						// message may miss the wait for what is queued at
+						// the deadline without this general having been
+						// slow.)
 						overran = append(overran, msg.Round)
 						slices.Sort(overran)
 					}

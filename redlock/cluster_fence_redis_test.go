@@ -28,7 +28,15 @@ func TestClusterFailoverByHandKeepsTokensIncreasing(t *testing.T) {
 		ctx := t.Context()
 		cl := redlocktest.StartRedisCluster(t, 1, 1, redlocktest.WithPersistence())
 		const ttl = 3 * time.Second
-		opts := []redlock.Option{redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(500 * time.Millisecond)}
+		// Each grant is a Lock bounded at 30s, not a TryLock, and the
+		// releases wait up to 10s rather than 1s: the one node of each
+		// client must answer every request, and on a loaded machine a
+		// healthy redis-server answers after more than a second at times
+		// (a release after 1.26s at load 30, TestTokensIncreaseInGrantOrder),
+		// which a single attempt or a 1s release reports as a failure. The
+		// test is about the tokens of a failover by hand.
+		opts := []redlock.Option{redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(500 * time.Millisecond),
+			redlock.WithReleaseTimeout(10 * time.Second)}
 		c := dialURLs(t, a, []string{cl.URL()}, opts...)
 		const resource = "failover"
 		fenceKey := redlock.HashTaggedKey(redlock.DefaultFencePrefix, resource)
@@ -36,9 +44,11 @@ func TestClusterFailoverByHandKeepsTokensIncreasing(t *testing.T) {
 
 		grant := func(c *redlock.Client) uint64 {
 			t.Helper()
-			l, err := c.TryLock(ctx, resource)
+			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			l, err := c.Lock(lctx, resource)
 			if err != nil {
-				t.Fatalf("TryLock: %v", err)
+				t.Fatalf("Lock: %v", err)
 			}
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatalf("Unlock: %v", err)

@@ -159,7 +159,11 @@ func TestMinorityDown(t *testing.T) { // R1.3
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		// A 5s ttl: nothing here waits for it, and with 1s a loaded
 		// machine's stall between TryLock and Extend could end the lock.
-		cl, c := cluster(t, a, 5, redlock.WithTTL(5*time.Second))
+		// Releases wait up to 10s rather than the default 1s: with two
+		// nodes down the quorum needs all three others, and on a loaded
+		// machine a healthy node answered a release after more than 1s
+		// (TestTokensIncreaseInGrantOrder).
+		cl, c := cluster(t, a, 5, redlock.WithTTL(5*time.Second), redlock.WithReleaseTimeout(10*time.Second))
 		cl.Servers[0].Kill()
 		cl.Servers[3].Kill()
 		ctx := t.Context()

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,7 +20,8 @@ import (
 // nothing completes every handshake of the loyal generals' dials as a
 // general that took nothing and resets the connection at once. It is one
 // fault, within m: the loyal generals must decide, keep the schedule and
-// name it.
+// name it (onTime: a run in which the machine did not run this process is
+// made again).
 func TestFlappingListener(t *testing.T) {
 	const n, m, traitor = 4, 1, 3
 	round := 800 * time.Millisecond
@@ -32,63 +34,72 @@ func TestFlappingListener(t *testing.T) {
 		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 		keys[i], pubs[i] = priv, pub
 	}
-	nodes := make([]*tcp.Node, traitor)
-	for i := range traitor {
-		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
+	var (
+		res                []byzantine.GeneralResult
+		accepted, answered atomic.Int64
+		el                 time.Duration
+	)
+	onTime(t, round, func() (late bool) {
+		nodes := make([]*tcp.Node, traitor)
+		for i := range traitor {
+			nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { nd.Close() })
+			nodes[i] = nd
+		}
+		tln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { nd.Close() })
-		nodes[i] = nd
-	}
-	tln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var c tcp.Cluster
-	for i := range n {
-		addr := tln.Addr().String()
-		if i != traitor {
-			addr = nodes[i].Addr()
-		}
-		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
-	}
-	cfg := byzantine.DefaultConfig()
-	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.OM, n, m
-	cfg.Order = byzantine.Attack
-	cfg.RoundTimeout = round
-	start := time.Now().Add(time.Second)
-	run := tcp.RunID(c, tcp.TermsOf(cfg, start))
-	var accepted, answered atomic.Int64
-	var tw sync.WaitGroup
-	tw.Go(func() {
-		for {
-			conn, err := tln.Accept()
-			if err != nil {
-				return
+		var c tcp.Cluster
+		for i := range n {
+			addr := tln.Addr().String()
+			if i != traitor {
+				addr = nodes[i].Addr()
 			}
-			accepted.Add(1)
-			tw.Go(func() {
-				if _, err := tcp.AnswerHandshake(conn, traitor, keys[traitor], run); err == nil {
-					answered.Add(1)
-				}
-				conn.(*net.TCPConn).SetLinger(0)
-				conn.Close()
-			})
+			c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
 		}
+		cfg := byzantine.DefaultConfig()
+		cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.OM, n, m
+		cfg.Order = byzantine.Attack
+		cfg.RoundTimeout = round
+		start := time.Now().Add(time.Second)
+		run := tcp.RunID(c, tcp.TermsOf(cfg, start))
+		accepted.Store(0)
+		answered.Store(0)
+		var tw sync.WaitGroup
+		tw.Go(func() {
+			for {
+				conn, err := tln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				tw.Go(func() {
+					if _, err := tcp.AnswerHandshake(conn, traitor, keys[traitor], run); err == nil {
+						answered.Add(1)
+					}
+					conn.(*net.TCPConn).SetLinger(0)
+					conn.Close()
+				})
+			}
+		})
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		res = make([]byzantine.GeneralResult, traitor)
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		for i := range traitor {
+			wg.Go(func() { res[i], _, _ = tcp.RunNode(ctx, nodes[i], cfg, keys[i], c, start) })
+		}
+		wg.Wait()
+		el = time.Since(t0)
+		tln.Close()
+		tw.Wait()
+		return slices.ContainsFunc(res, func(r byzantine.GeneralResult) bool { return len(r.Overran) > 0 })
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	res := make([]byzantine.GeneralResult, traitor)
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	for i := range traitor {
-		wg.Go(func() { res[i], _, _ = tcp.RunNode(ctx, nodes[i], cfg, keys[i], c, start) })
-	}
-	wg.Wait()
-	el := time.Since(t0)
-	tln.Close()
-	tw.Wait()
 	t.Logf("traitor accepted %d connections, answered %d handshakes in %v (%.0f/s)", accepted.Load(), answered.Load(), el, float64(accepted.Load())/el.Seconds())
 	// Each loyal dialer pauses after every link that broke at once, the
 	// pauses doubling up to an eighth of a round: a few dials to start,
