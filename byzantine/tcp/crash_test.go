@@ -38,24 +38,7 @@ func serveDying(_ context.Context, in io.Reader, out io.Writer) error {
 }
 
 // dyingSpawner runs general dead as serveDying and the others as Serve.
-func dyingSpawner(dead byzantine.ID) Spawner {
-	local := LocalSpawner()
-	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
-		if id != dead {
-			return local(ctx, id)
-		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			err := serveDying(ctx, inR, outW)
-			inR.CloseWithError(io.EOF)
-			outW.CloseWithError(io.EOF)
-			done <- err
-		}()
-		return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}, nil
-	}
-}
+func dyingSpawner(dead byzantine.ID) Spawner { return localSpawnerWith(dead, serveDying) }
 
 // TestLaunchReportsCrashedGeneral: a general whose process dies during the
 // run is reported as crashed; the survivors' decisions are kept and the

@@ -15,7 +15,7 @@ import (
 
 // linkedPair starts two nodes of a two-general cluster and links them;
 // their links are redialled until ctx ends.
-func linkedPair(ctx context.Context, t *testing.T) []*Node {
+func linkedPair(ctx context.Context, t testing.TB) []*Node {
 	t.Helper()
 	keys := newKeys(t, 2)
 	nodes := []*Node{listenAt(t, "127.0.0.1:0", 0, keys[0]), listenAt(t, "127.0.0.1:0", 1, keys[1])}

@@ -84,25 +84,10 @@ func serveGarbage(ctx context.Context, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// localGarbageSpawner runs general ids in garbage as serveGarbage and the
-// others as Serve, in goroutines.
+// localGarbageSpawner runs general garbage as serveGarbage and the others
+// as Serve, in goroutines.
 func localGarbageSpawner(garbage byzantine.ID) Spawner {
-	local := LocalSpawner()
-	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
-		if id != garbage {
-			return local(ctx, id)
-		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			err := serveGarbage(ctx, inR, outW)
-			inR.CloseWithError(io.EOF)
-			outW.CloseWithError(io.EOF)
-			done <- err
-		}()
-		return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}, nil
-	}
+	return localSpawnerWith(garbage, serveGarbage)
 }
 
 // TestMalformedPeerIsCutOff: a general that sends malformed or oversized
