@@ -15,26 +15,45 @@ import (
 // serveDying follows the launch protocol until the go signal, then dies
 // without a report, as a general whose process crashes.
 func serveDying(_ context.Context, in io.Reader, out io.Writer) error {
-	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
-	var a assignment
-	if err := dec.Decode(&a); err != nil {
+	j, err := joinLaunch(in, out)
+	if err != nil {
 		return err
+	}
+	defer j.node.Close()
+	var g goSignal
+	j.dec.Decode(&g)
+	return io.ErrUnexpectedEOF // dies: no report
+}
+
+// joined is a test general that joined a launch (joinLaunch).
+type joined struct {
+	dec  *json.Decoder
+	enc  *json.Encoder
+	a    assignment
+	node *Node
+}
+
+// joinLaunch follows the launch protocol as Serve does up to the go
+// signal: it reads the assignment, listens with a fresh key on a free
+// loopback port and reports its address and key. The caller closes the
+// node.
+func joinLaunch(in io.Reader, out io.Writer) (*joined, error) {
+	j := &joined{dec: json.NewDecoder(in), enc: json.NewEncoder(out)}
+	if err := j.dec.Decode(&j.a); err != nil {
+		return nil, err
 	}
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	node, err := Listen("127.0.0.1:0", a.ID, priv, 0)
-	if err != nil {
-		return err
+	if j.node, err = Listen("127.0.0.1:0", j.a.ID, priv, 0); err != nil {
+		return nil, err
 	}
-	defer node.Close()
-	if err := enc.Encode(Peer{ID: a.ID, Addr: node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
-		return err
+	if err := j.enc.Encode(Peer{ID: j.a.ID, Addr: j.node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
+		j.node.Close()
+		return nil, err
 	}
-	var g goSignal
-	dec.Decode(&g)
-	return io.ErrUnexpectedEOF // dies: no report
+	return j, nil
 }
 
 // dyingSpawner runs general dead as serveDying and the others as Serve.

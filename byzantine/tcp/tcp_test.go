@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -32,23 +31,12 @@ func garbageFrames() [][]byte {
 // its own key, then sends malformed frames to every peer and a frame header
 // announcing more than the size limit, instead of running the algorithm.
 func serveGarbage(ctx context.Context, in io.Reader, out io.Writer) error {
-	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
-	var a assignment
-	if err := dec.Decode(&a); err != nil {
-		return err
-	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	j, err := joinLaunch(in, out)
 	if err != nil {
 		return err
 	}
-	node, err := Listen("127.0.0.1:0", a.ID, priv, 0)
-	if err != nil {
-		return err
-	}
-	defer node.Close()
-	if err := enc.Encode(Peer{ID: a.ID, Addr: node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
-		return err
-	}
+	defer j.node.Close()
+	dec, enc, a, node := j.dec, j.enc, j.a, j.node
 	var g goSignal
 	if err := dec.Decode(&g); err != nil {
 		return err
