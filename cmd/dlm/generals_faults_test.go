@@ -186,16 +186,7 @@ func TestGeneralsCrashFlag(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
-			}
+			wantGeneralsRun(t, tt.args, tt.wantCode, tt.wantStdout, tt.wantStderr)
 		})
 	}
 }
@@ -222,16 +213,7 @@ func TestGeneralsExplain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
-			}
+			wantGeneralsRun(t, tt.args, tt.wantCode, tt.wantStdout, tt.wantStderr)
 		})
 	}
 }
@@ -265,13 +247,7 @@ func TestGeneralsExhaust(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, append([]string{"exhaust"}, tt.args...)...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
+			wantGeneralsRun(t, append([]string{"exhaust"}, tt.args...), tt.wantCode, tt.wantStdout, "")
 		})
 	}
 }

@@ -32,16 +32,7 @@ func TestGeneralsInteractiveExitCodes(t *testing.T) {
 		{"every traitor set below the bound", []string{"--interactive", "-n", "3", "--every-traitor-set", "--unsafe"}, exitFailure, "VIOLATED", "violate the vector conditions"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
-			}
+			wantGeneralsRun(t, tt.args, tt.wantCode, tt.wantStdout, tt.wantStderr)
 		})
 	}
 }
