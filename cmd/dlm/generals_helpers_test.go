@@ -20,6 +20,27 @@ func runGeneralsCLI(t *testing.T, args ...string) (code int, stdout, stderr stri
 	return code, out.String(), errb.String()
 }
 
+// generalsCase is a run of dlm generals in a table: its arguments, the
+// exit code it must end with, and what its stdout and stderr must hold
+// ("" holds in any).
+type generalsCase struct {
+	name       string
+	args       []string
+	wantCode   int
+	wantStdout string
+	wantStderr string
+}
+
+// runGeneralsCases runs each case as a subtest (wantGeneralsRun).
+func runGeneralsCases(t *testing.T, tests []generalsCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantGeneralsRun(t, tt.args, tt.wantCode, tt.wantStdout, tt.wantStderr)
+		})
+	}
+}
+
 // wantGeneralsRun runs "dlm generals args..." in process and fails t
 // unless it exits with wantCode, its stdout holds wantStdout and its
 // stderr wantStderr ("" holds in any).

@@ -16,13 +16,7 @@ import (
 )
 
 func TestGeneralsExitCodes(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []generalsCase{
 		{"defaults: OM(1), four loyal generals", nil, exitOK, "IC1 (all loyal lieutenants obey the same order): holds", ""},
 		{"B6 traitorous lieutenant", []string{"--faulty", "3", "--strategy", "two-faced"}, exitOK, "traitors: 3 (two-faced)", ""},
 		{"B9 SM n=4 m=2 two traitors", []string{"--algorithm", "sm", "-n", "4", "-m", "2", "--faulty", "0,2:forge"}, exitOK, "signatures", ""},
@@ -39,11 +33,7 @@ func TestGeneralsExitCodes(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, exitUsage, "", "unknown flag"},
 		{"stray argument", []string{"attack"}, exitUsage, "", ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			wantGeneralsRun(t, tt.args, tt.wantCode, tt.wantStdout, tt.wantStderr)
-		})
-	}
+	runGeneralsCases(t, tests)
 }
 
 // generalsOutput is the part of --json the tests read.
