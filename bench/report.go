@@ -107,7 +107,7 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-// target is one of the targets, measured.
+// target is one of the speed targets the report checks, measured.
 type target struct {
 	what     string
 	measured float64
@@ -125,7 +125,7 @@ func (t target) met() string {
 	return "**missed**"
 }
 
-// targets computes the targets from the medians: dlm is the first
+// targets computes the speed targets from the medians: dlm is the first
 // library, go-redsync the one named so.
 func (r *Report) targets() []target {
 	dlm, rs := libDLM, libRedsync

@@ -14,6 +14,11 @@ import (
 // configs mark such generals among the m traitors where their messages are
 // lost or altered.
 func TestMemoryFaultHooks(t *testing.T) {
+	duplicatesRejected := func(t *testing.T, res *byzantine.Result) {
+		if got, want := res.Rejected[byzantine.RejectDuplicate], res.Faults["duplicate"]; got != want || got == 0 {
+			t.Errorf("rejected %d duplicates, transport duplicated %d", got, want)
+		}
+	}
 	tests := []struct {
 		name   string
 		cfg    func() byzantine.Config
@@ -63,11 +68,7 @@ func TestMemoryFaultHooks(t *testing.T) {
 				c.Faults.Duplicate = 0.3
 				return c
 			},
-			check: func(t *testing.T, res *byzantine.Result) {
-				if got, want := res.Rejected[byzantine.RejectDuplicate], res.Faults["duplicate"]; got != want || got == 0 {
-					t.Errorf("rejected %d duplicates, transport duplicated %d", got, want)
-				}
-			},
+			check:  duplicatesRejected,
 			verify: true,
 		},
 		{
@@ -77,11 +78,7 @@ func TestMemoryFaultHooks(t *testing.T) {
 				c.Faults.Duplicate = 0.3
 				return c
 			},
-			check: func(t *testing.T, res *byzantine.Result) {
-				if got, want := res.Rejected[byzantine.RejectDuplicate], res.Faults["duplicate"]; got != want || got == 0 {
-					t.Errorf("rejected %d duplicates, transport duplicated %d", got, want)
-				}
-			},
+			check:  duplicatesRejected,
 			verify: true,
 		},
 		{

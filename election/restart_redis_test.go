@@ -10,8 +10,8 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// Over real redis-server nodes without persistence, with the issue's
-// numbers: 3 nodes, ttl 500ms, three elections, a rolling restart (each
+// Over real redis-server nodes without persistence, with the numbers of
+// the reported failure: 3 nodes, ttl 500ms, three elections, a rolling restart (each
 // node down ttl+ttl/4+100ms), one more election. Failed before the restart
 // repair: terms [1 2 3 1] on both adapters. Observe, polling throughout,
 // reports the new leader without an error.

@@ -17,7 +17,7 @@ import (
 
 // restartTTL is the ttl of the rolling-restart tests, and restartDown how
 // long each node stays down: past the ttl (R16.3's delayed restart, which
-// keeps the lock safe without persistence), as in the report.
+// keeps the lock safe without persistence), as in the reported failure.
 const (
 	restartTTL  = 500 * time.Millisecond
 	restartDown = restartTTL + restartTTL/4 + 100*time.Millisecond
@@ -43,7 +43,7 @@ func restartClient(t *testing.T, nodes []redlock.Node) *redlock.Client {
 	return newClient(t, nodes, redlock.WithTTL(restartTTL), redlock.WithNodeTimeout(50*time.Millisecond))
 }
 
-// threeElections runs the three elections and returns their terms.
+// threeElections runs three elections and returns their terms.
 func threeElections(t *testing.T, e *election.Election) []uint64 {
 	t.Helper()
 	var terms []uint64
@@ -153,7 +153,7 @@ func TestTermsAcrossRollingRestartWithoutRepair(t *testing.T) {
 // as an error, instead of hiding it: over plain MemNodes (no repair) the
 // rolling restart takes the term from 3 to 1, and the new leader is
 // reported with ErrTermDecreased. Before, Observe kept only terms at least
-// the last one and never reported d (the report: 15 polls).
+// the last one and never reported it (15 polls in the reported failure).
 func TestObserveReportsTermDecrease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(3)

@@ -15,7 +15,7 @@ import (
 // upgrade the nodes), leaves a quorum alive at every moment; the leader
 // should keep leading, in the same term.
 //
-// Before the fix (review's finding) it did not: an extension only extended
+// Before the fix it did not: an extension only extended
 // keys that still held the value (R17), the first restarted node came back
 // empty and stayed so, and when the second node went down only one node
 // held the key, so the leadership ended ("validity passed without a

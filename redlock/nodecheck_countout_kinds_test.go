@@ -15,7 +15,7 @@ import (
 // countedOut): it is not asked to grant, fenced or not. Before, a fenced
 // Lock, WLock or LockAll (every election) was granted by it all the same,
 // so a node whose replica may be promoted without the key counted toward
-// the fenced lock's quorum (the attack5 review's finding 1).
+// the fenced lock's quorum.
 func TestEveryKindOfLockCountsARefusedNodeOut(t *testing.T) {
 	refusals := []struct {
 		name  string

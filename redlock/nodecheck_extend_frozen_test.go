@@ -30,7 +30,7 @@ func (n frozenConnect) Connect(ctx context.Context) error {
 // and does not wait for a reading that a frozen node holds up: before, it
 // waited up to four node timeouts before its T1, and an auto-extended lock
 // whose ttl is a few node timeouts ended with one node of three frozen and
-// nothing else wrong (the attack5 review's finding 11). The control: the
+// nothing else wrong. The control: the
 // frozen node answers its facts reading at once (only Connect answers).
 func TestFrozenNodeFactsReadingKeepsAutoExtendedLock(t *testing.T) {
 	cases := []struct {

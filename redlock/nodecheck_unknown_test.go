@@ -17,7 +17,7 @@ import (
 // replica (refused). Nodes 1-3 are a quorum and grant every lock. Before,
 // each grant was given up with ErrInvalid naming node 5: while any node's
 // facts were unknown, checkGranted judged the granted lock with every
-// refused node refusing it (the attack5 review's finding 13).
+// refused node refusing it.
 func TestUnknownNodeKeepsTheCountOut(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)

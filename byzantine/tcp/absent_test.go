@@ -2,7 +2,6 @@ package tcp
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
 
@@ -32,27 +31,7 @@ func TestAbsentGeneralIsAFault(t *testing.T) {
 			nodes[absent].Close() // its address now refuses connections
 			nodes[absent] = nil
 			c := clusterOf(addrs, keys)
-			cfg := byzantine.DefaultConfig()
-			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, n, m
-			cfg.Order = byzantine.Attack
-			cfg.RoundTimeout = time.Second
-			start := time.Now().Add(500 * time.Millisecond)
-			res := runNodes(ctx, t, nodes, cfg, keys, c, start)
-			for i, r := range res {
-				if i == absent {
-					continue
-				}
-				if len(r.Overran) > 0 {
-					// The one cause left is a general of this loaded test
-					// process too slow to send within its round.
-					t.Logf("general %d says it ran out of time in rounds %v (rejected %v)", i, r.Overran, r.Stats.Rejected)
-				} else if i != 0 && r.Decision != byzantine.Attack {
-					t.Errorf("general %d decided %s, want attack", i, r.Decision)
-				}
-				if got := r.FaultyPeers(); !slices.Equal(got, []byzantine.ID{absent}) {
-					t.Errorf("general %d saw faulty peers %v (%+v), want [%d]", i, got, r.Faults, absent)
-				}
-			}
+			runWithOneFault(ctx, t, alg, m, nodes, keys, c, absent)
 		})
 	}
 }

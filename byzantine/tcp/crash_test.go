@@ -15,47 +15,49 @@ import (
 // serveDying follows the launch protocol until the go signal, then dies
 // without a report, as a general whose process crashes.
 func serveDying(_ context.Context, in io.Reader, out io.Writer) error {
-	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
-	var a assignment
-	if err := dec.Decode(&a); err != nil {
-		return err
-	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	j, err := joinLaunch(in, out)
 	if err != nil {
 		return err
 	}
-	node, err := Listen("127.0.0.1:0", a.ID, priv, 0)
-	if err != nil {
-		return err
-	}
-	defer node.Close()
-	if err := enc.Encode(Peer{ID: a.ID, Addr: node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
-		return err
-	}
+	defer j.node.Close()
 	var g goSignal
-	dec.Decode(&g)
+	j.dec.Decode(&g)
 	return io.ErrUnexpectedEOF // dies: no report
 }
 
-// dyingSpawner runs general dead as serveDying and the others as Serve.
-func dyingSpawner(dead byzantine.ID) Spawner {
-	local := LocalSpawner()
-	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
-		if id != dead {
-			return local(ctx, id)
-		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			err := serveDying(ctx, inR, outW)
-			inR.CloseWithError(io.EOF)
-			outW.CloseWithError(io.EOF)
-			done <- err
-		}()
-		return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}, nil
-	}
+// joined is a test general that joined a launch (joinLaunch).
+type joined struct {
+	dec  *json.Decoder
+	enc  *json.Encoder
+	a    assignment
+	node *Node
 }
+
+// joinLaunch follows the launch protocol as Serve does up to the go
+// signal: it reads the assignment, listens with a fresh key on a free
+// loopback port and reports its address and key. The caller closes the
+// node.
+func joinLaunch(in io.Reader, out io.Writer) (*joined, error) {
+	j := &joined{dec: json.NewDecoder(in), enc: json.NewEncoder(out)}
+	if err := j.dec.Decode(&j.a); err != nil {
+		return nil, err
+	}
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	if j.node, err = Listen("127.0.0.1:0", j.a.ID, priv, 0); err != nil {
+		return nil, err
+	}
+	if err := j.enc.Encode(Peer{ID: j.a.ID, Addr: j.node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
+		j.node.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// dyingSpawner runs general dead as serveDying and the others as Serve.
+func dyingSpawner(dead byzantine.ID) Spawner { return localSpawnerWith(dead, serveDying) }
 
 // TestLaunchReportsCrashedGeneral: a general whose process dies during the
 // run is reported as crashed; the survivors' decisions are kept and the

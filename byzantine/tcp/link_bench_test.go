@@ -16,19 +16,7 @@ import (
 func BenchmarkLink(b *testing.B) {
 	ctx, cancel := context.WithTimeout(b.Context(), 5*time.Minute)
 	defer cancel()
-	privs := newKeys(b, 2)
-	nodes := []*Node{listenAt(b, "127.0.0.1:0", 0, privs[0]), listenAt(b, "127.0.0.1:0", 1, privs[1])}
-	c := clusterOf([]string{nodes[0].Addr(), nodes[1].Addr()}, privs)
-	terms := Terms{Start: time.Now(), Seq: 1}
-	done := make(chan error, 2)
-	for _, n := range nodes {
-		go func() { done <- n.Start(ctx, c, terms) }()
-	}
-	for range nodes {
-		if err := <-done; err != nil {
-			b.Fatal(err)
-		}
-	}
+	nodes := linkedPair(ctx, b)
 	msg := byzantine.Message{From: 0, To: 1, Round: 2, Order: byzantine.Attack, Path: []byzantine.ID{0, 2}}
 	recvd := make(chan error, 1)
 	b.ReportAllocs()

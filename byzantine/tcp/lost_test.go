@@ -34,19 +34,7 @@ func TestQueuedMessageLostOnResetIsReported(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
-			keys := newKeys(t, 2)
-			nodes := []*Node{listenAt(t, "127.0.0.1:0", 0, keys[0]), listenAt(t, "127.0.0.1:0", 1, keys[1])}
-			c := clusterOf([]string{nodes[0].Addr(), nodes[1].Addr()}, keys)
-			terms := Terms{Start: time.Now(), Seq: 1}
-			done := make(chan error, 2)
-			for _, n := range nodes {
-				go func() { done <- n.Start(ctx, c, terms) }()
-			}
-			for range nodes {
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
-			}
+			nodes := linkedPair(ctx, t)
 			if !nodes[0].Linked(1) {
 				t.Fatal("general 0 has no link to 1 after Start")
 			}

@@ -3,6 +3,7 @@ package tcp
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"slices"
@@ -52,6 +53,18 @@ func processSpawner(t *testing.T, garbage ...byzantine.ID) Spawner {
 		cmd.Stderr = os.Stderr
 		return cmd
 	})
+}
+
+// localSpawnerWith runs general id as serve and the others as Serve, each
+// in a goroutine (LocalSpawner).
+func localSpawnerWith(id byzantine.ID, serve func(ctx context.Context, in io.Reader, out io.Writer) error) Spawner {
+	local := LocalSpawner()
+	return func(ctx context.Context, i byzantine.ID) (*Child, error) {
+		if i != id {
+			return local(ctx, i)
+		}
+		return inGoroutine(ctx, serve), nil
+	}
 }
 
 // tcpRunner adapts Launch to the conformance suite with a one-second round

@@ -253,17 +253,23 @@ func CommandSpawner(cmd func(ctx context.Context, id byzantine.ID) *exec.Cmd) Sp
 // real loopback TCP connections. It serves tests and the conformance suite.
 func LocalSpawner() Spawner {
 	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			err := Serve(ctx, inR, outW)
-			inR.CloseWithError(io.EOF)
-			outW.CloseWithError(io.EOF)
-			done <- err
-		}()
-		return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}, nil
+		return inGoroutine(ctx, Serve), nil
 	}
+}
+
+// inGoroutine runs serve as a general's process in a goroutine of this
+// process, its input and output over pipes.
+func inGoroutine(ctx context.Context, serve func(ctx context.Context, in io.Reader, out io.Writer) error) *Child {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := serve(ctx, inR, outW)
+		inR.CloseWithError(io.EOF)
+		outW.CloseWithError(io.EOF)
+		done <- err
+	}()
+	return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}
 }
 
 // Launch runs cfg with every general in its own process (or goroutine)

@@ -15,7 +15,7 @@ import (
 
 // linkedPair starts two nodes of a two-general cluster and links them;
 // their links are redialled until ctx ends.
-func linkedPair(ctx context.Context, t *testing.T) []*Node {
+func linkedPair(ctx context.Context, t testing.TB) []*Node {
 	t.Helper()
 	keys := newKeys(t, 2)
 	nodes := []*Node{listenAt(t, "127.0.0.1:0", 0, keys[0]), listenAt(t, "127.0.0.1:0", 1, keys[1])}
@@ -386,8 +386,8 @@ func TestCrashedPeerIsGone(t *testing.T) {
 // not written yet (only a traitor can: they were never sent) leaves the
 // stream in a state the writer can read: the next frame to write is never
 // before the first one kept. Before the acknowledgement advanced it, the
-// writer computed a negative offset into its log and panicked (found by a
-// review's isolated test, "slice bounds out of range").
+// writer computed a negative offset into its log and panicked ("slice
+// bounds out of range").
 func TestAckAheadOfTheWriter(t *testing.T) {
 	oc := &outConn{}
 	for range 3 {

@@ -47,6 +47,35 @@ func clusterOf(addrs []string, keys []ed25519.PrivateKey) Cluster {
 	return c
 }
 
+// runWithOneFault runs alg with m over nodes (nil where no Node runs),
+// the loyal commander ordering attack, rounds of a second starting in half
+// a second, and checks that every general but faulty decided attack and
+// saw faulty alone among its faulty peers. A general that ran out of time
+// is logged, not failed: the one cause left is a pause of this loaded test
+// process, which runs every general.
+func runWithOneFault(ctx context.Context, t *testing.T, alg byzantine.Algorithm, m int, nodes []*Node, keys []ed25519.PrivateKey, c Cluster, faulty int) {
+	t.Helper()
+	cfg := byzantine.DefaultConfig()
+	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, len(nodes), m
+	cfg.Order = byzantine.Attack
+	cfg.RoundTimeout = time.Second
+	start := time.Now().Add(500 * time.Millisecond)
+	res := runNodes(ctx, t, nodes, cfg, keys, c, start)
+	for i, r := range res {
+		if i == faulty {
+			continue
+		}
+		if len(r.Overran) > 0 {
+			t.Logf("general %d says it ran out of time in rounds %v (rejected %v)", i, r.Overran, r.Stats.Rejected)
+		} else if i != 0 && r.Decision != byzantine.Attack {
+			t.Errorf("general %d decided %s, want attack", i, r.Decision)
+		}
+		if got := r.FaultyPeers(); !slices.Equal(got, []byzantine.ID{byzantine.ID(faulty)}) {
+			t.Errorf("general %d saw faulty peers %v (%+v), want [%d]", i, got, r.Faults, faulty)
+		}
+	}
+}
+
 // runNodes runs RunNode on every node of nodes (nil entries are skipped)
 // concurrently and returns the results by id.
 func runNodes(ctx context.Context, t *testing.T, nodes []*Node, cfg byzantine.Config, keys []ed25519.PrivateKey, c Cluster, start time.Time) []byzantine.GeneralResult {

@@ -3,7 +3,6 @@ package tcp
 import (
 	"context"
 	"net"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -78,27 +77,7 @@ func TestStalledHandshakeDoesNotDelayRoundZero(t *testing.T) {
 				addrs[i] = nodes[i].Addr()
 			}
 			c := clusterOf(addrs, keys)
-			cfg := byzantine.DefaultConfig()
-			cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, n, m
-			cfg.Order = byzantine.Attack
-			cfg.RoundTimeout = time.Second
-			start := time.Now().Add(500 * time.Millisecond)
-			res := runNodes(ctx, t, nodes, cfg, keys, c, start)
-			for i, r := range res {
-				if i == traitor {
-					continue
-				}
-				if len(r.Overran) > 0 {
-					// The one cause left is a pause of this loaded test
-					// process, which runs every general: it stops them all.
-					t.Logf("general %d says it ran out of time in rounds %v (rejected %v)", i, r.Overran, r.Stats.Rejected)
-				} else if i != 0 && r.Decision != byzantine.Attack {
-					t.Errorf("general %d decided %s, want attack", i, r.Decision)
-				}
-				if got := r.FaultyPeers(); !slices.Equal(got, []byzantine.ID{traitor}) {
-					t.Errorf("general %d saw faulty peers %v (%+v), want [%d]", i, got, r.Faults, traitor)
-				}
-			}
+			runWithOneFault(ctx, t, alg, m, nodes, keys, c, traitor)
 		})
 	}
 }

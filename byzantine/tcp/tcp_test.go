@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -32,23 +31,12 @@ func garbageFrames() [][]byte {
 // its own key, then sends malformed frames to every peer and a frame header
 // announcing more than the size limit, instead of running the algorithm.
 func serveGarbage(ctx context.Context, in io.Reader, out io.Writer) error {
-	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
-	var a assignment
-	if err := dec.Decode(&a); err != nil {
-		return err
-	}
-	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	j, err := joinLaunch(in, out)
 	if err != nil {
 		return err
 	}
-	node, err := Listen("127.0.0.1:0", a.ID, priv, 0)
-	if err != nil {
-		return err
-	}
-	defer node.Close()
-	if err := enc.Encode(Peer{ID: a.ID, Addr: node.Addr(), PublicKey: EncodeKey(pub)}); err != nil {
-		return err
-	}
+	defer j.node.Close()
+	dec, enc, a, node := j.dec, j.enc, j.a, j.node
 	var g goSignal
 	if err := dec.Decode(&g); err != nil {
 		return err
@@ -84,25 +72,10 @@ func serveGarbage(ctx context.Context, in io.Reader, out io.Writer) error {
 	return nil
 }
 
-// localGarbageSpawner runs general ids in garbage as serveGarbage and the
-// others as Serve, in goroutines.
+// localGarbageSpawner runs general garbage as serveGarbage and the others
+// as Serve, in goroutines.
 func localGarbageSpawner(garbage byzantine.ID) Spawner {
-	local := LocalSpawner()
-	return func(ctx context.Context, id byzantine.ID) (*Child, error) {
-		if id != garbage {
-			return local(ctx, id)
-		}
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan error, 1)
-		go func() {
-			err := serveGarbage(ctx, inR, outW)
-			inR.CloseWithError(io.EOF)
-			outW.CloseWithError(io.EOF)
-			done <- err
-		}()
-		return &Child{In: inW, Out: outR, Wait: func() error { return <-done }}, nil
-	}
+	return localSpawnerWith(garbage, serveGarbage)
 }
 
 // TestMalformedPeerIsCutOff: a general that sends malformed or oversized

@@ -259,6 +259,31 @@ func (e *env) twoClients() (a, b *actor, err error) {
 	return a, b, nil
 }
 
+// twoClientsAHoldingOn starts clients A and B, and A acquires the
+// register's resource on exactly a quorum m of the nodes, drawn from the
+// seed with node must among them (-1: any), and writes.
+func (e *env) twoClientsAHoldingOn(ctx context.Context, must int) (a, b *actor, g *grant, m []int, err error) {
+	if a, b, err = e.twoClients(); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	m, o := e.split(a.client.Quorum(), must)
+	if g, err = e.acquireOn(ctx, a, "r", m, o); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	a.write(g)
+	return a, b, g, m, nil
+}
+
+// bWritesAfterA is the end of a scenario where B acquired r (gb) while A
+// may still believe it holds g: B writes, A writes if its validity still
+// runs, B reads the register back and releases.
+func bWritesAfterA(ctx context.Context, a, b *actor, g, gb *grant) {
+	b.write(gb)
+	a.writeIfValid(g)
+	b.read("r")
+	_ = b.release(ctx, gb)
+}
+
 // twoClientsAHolding starts clients A and B, and A acquires the register's
 // resource.
 func (e *env) twoClientsAHolding(ctx context.Context) (a, b *actor, g *grant, err error) {
@@ -274,16 +299,10 @@ func (e *env) twoClientsAHolding(ctx context.Context) (a, b *actor, g *grant, er
 // runRestart is restart-without-persistence, delayed-restart and
 // fsync-always (R16): the same fault, three configurations.
 func runRestart(ctx context.Context, e *env) error {
-	a, b, err := e.twoClients()
+	a, b, g, m, err := e.twoClientsAHoldingOn(ctx, -1)
 	if err != nil {
 		return err
 	}
-	m, o := e.split(a.client.Quorum(), -1)
-	g, err := e.acquireOn(ctx, a, "r", m, o)
-	if err != nil {
-		return err
-	}
-	a.write(g)
 	victim := m[e.rng.IntN(len(m))]
 	delay := e.cfg.restartDelay()
 	e.log("A holds the lock on %s; killing %s (restart after %v, persistence %v)", names(m), nodeName(victim), delay, e.cfg.Persistence)
@@ -312,10 +331,7 @@ func (e *env) afterLoss(ctx context.Context, a, b *actor, g *grant, victim int, 
 	gb, err := b.acquireEach(bctx, "r", e.cfg.TTL, 20*time.Millisecond)
 	cancel()
 	if err == nil {
-		b.write(gb)
-		a.writeIfValid(g)
-		b.read("r")
-		_ = b.release(ctx, gb)
+		bWritesAfterA(ctx, a, b, g, gb)
 	}
 	if delay > 0 {
 		if err := <-recovered; err != nil {
@@ -327,42 +343,27 @@ func (e *env) afterLoss(ctx context.Context, a, b *actor, g *grant, victim int, 
 
 // runLyingNode: a node that acknowledges SETs it never performs.
 func runLyingNode(ctx context.Context, e *env) error {
-	a, b, err := e.twoClients()
-	if err != nil {
-		return err
-	}
 	liarAt := e.cl.liarAt
 	end := e.rec.fault("lie", nodeName(liarAt), "answers +OK to every SET without performing it")
 	defer end()
-	m, o := e.split(a.client.Quorum(), liarAt)
-	g, err := e.acquireOn(ctx, a, "r", m, o)
+	a, b, g, m, err := e.twoClientsAHoldingOn(ctx, liarAt)
 	if err != nil {
 		return err
 	}
-	a.write(g)
 	e.log("A holds the lock on %s (quorum %d), %s among them lied", names(m), a.client.Quorum(), nodeName(liarAt))
 	gb, err := e.acquireR(ctx, b)
 	if err == nil {
-		b.write(gb)
-		a.writeIfValid(g)
-		b.read("r")
-		_ = b.release(ctx, gb)
+		bWritesAfterA(ctx, a, b, g, gb)
 	}
 	return nil
 }
 
 // runClockJump: a node of A's majority jumps forward past the ttl (R9).
 func runClockJump(ctx context.Context, e *env) error {
-	a, b, err := e.twoClients()
+	a, b, g, m, err := e.twoClientsAHoldingOn(ctx, -1)
 	if err != nil {
 		return err
 	}
-	m, o := e.split(a.client.Quorum(), -1)
-	g, err := e.acquireOn(ctx, a, "r", m, o)
-	if err != nil {
-		return err
-	}
-	a.write(g)
 	victim := m[e.rng.IntN(len(m))]
 	jump := 2 * e.cfg.TTL
 	e.log("A holds the lock on %s; %s's clock jumps forward %v", names(m), nodeName(victim), jump)
@@ -374,10 +375,7 @@ func runClockJump(ctx context.Context, e *env) error {
 	}
 	gb, err := e.acquireR(ctx, b)
 	if err == nil {
-		b.write(gb)
-		a.writeIfValid(g)
-		b.read("r")
-		_ = b.release(ctx, gb)
+		bWritesAfterA(ctx, a, b, g, gb)
 	}
 	return nil
 }

@@ -84,6 +84,39 @@ func otherResource(ctx context.Context, c *redisproc.Cluster, resource string) (
 	return "", errors.New("torture: no resource on another master")
 }
 
+// thirdPartyValue is the value a third party holds r's key with on the
+// nodes where A must not acquire (holdR).
+const thirdPartyValue = "torture-third-party"
+
+// holdR has a third party hold r's key on the nodes o, on r's slot master
+// of each (masters[i] on node i), so that a client acquires on the other
+// nodes only.
+func (e *env) holdR(ctx context.Context, masters, o []int) error {
+	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")
+	for _, i := range o {
+		if err := e.cl.redis[i].Masters()[masters[i]].Client().Set(ctx, key, thirdPartyValue, 10*e.cfg.TTL).Err(); err != nil {
+			return fmt.Errorf("torture: hold r on %s: %w", nodeName(i), err)
+		}
+	}
+	return nil
+}
+
+// acquireBesideThirdParty has A acquire r while the third party of holdR
+// holds it on the nodes o, so that A acquires on exactly m, and lets the
+// third party's keys go at once after.
+func (e *env) acquireBesideThirdParty(ctx context.Context, a *actor, masters, m, o []int) (*grant, error) {
+	end := e.rec.fault("third-party", names(o), "a third party holds r on these nodes while A acquires, so that A acquires on exactly "+names(m))
+	defer end()
+	g, err := e.acquireR(ctx, a)
+	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")
+	for _, i := range o {
+		if derr := e.cl.redis[i].Masters()[masters[i]].Client().Del(ctx, key).Err(); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	return g, err
+}
+
 // runClusterLoss is cluster-master-killed and cluster-replica-promoted.
 func runClusterLoss(ctx context.Context, e *env) error {
 	promote := e.cfg.Scenario == "cluster-replica-promoted"
@@ -103,26 +136,16 @@ func runClusterLoss(ctx context.Context, e *env) error {
 	vm := rcs[victim].Masters()[masters[victim]]
 	// A locks exactly m: on the other nodes a third party holds r's key
 	// while A acquires, and lets it go at once after.
-	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")
-	const blocker = "torture-third-party"
-	for _, i := range o {
-		if err := rcs[i].Masters()[masters[i]].Client().Set(ctx, key, blocker, 10*e.cfg.TTL).Err(); err != nil {
-			return fmt.Errorf("torture: hold r on %s: %w", nodeName(i), err)
-		}
+	if err := e.holdR(ctx, masters, o); err != nil {
+		return err
 	}
-	end := e.rec.fault("third-party", names(o), "a third party holds r on these nodes while A acquires, so that A acquires on exactly "+names(m))
-	g, err := e.acquireR(ctx, a)
-	for _, i := range o {
-		if derr := rcs[i].Masters()[masters[i]].Client().Del(ctx, key).Err(); derr != nil && err == nil {
-			err = derr
-		}
-	}
-	end()
+	g, err := e.acquireBesideThirdParty(ctx, a, masters, m, o)
 	if err != nil {
 		return fmt.Errorf("torture: A could not acquire on %s: %w", names(m), err)
 	}
 	a.write(g)
 	delay := e.cfg.restartDelay()
+	var end func()
 	if promote {
 		e.log("A holds the lock on %s; killing the master of r's slot on %s and promoting its replica, which missed A's SET, after %v", names(m), nodeName(victim), delay)
 		end = e.rec.fault("promote", nodeName(victim), fmt.Sprintf("master of r's slot SIGKILLed; its replica, behind on replication, promoted after %v", delay))

@@ -72,12 +72,8 @@ func runClusterPartition(ctx context.Context, e *env) error {
 	rc := rcs[victim]
 	vm := rc.Masters()[masters[victim]]
 	replica := rc.Replicas(masters[victim])[0]
-	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")
-	const blocker = "torture-third-party"
-	for _, i := range o {
-		if err := rcs[i].Masters()[masters[i]].Client().Set(ctx, key, blocker, 10*e.cfg.TTL).Err(); err != nil {
-			return fmt.Errorf("torture: hold r on %s: %w", nodeName(i), err)
-		}
+	if err := e.holdR(ctx, masters, o); err != nil {
+		return err
 	}
 	e.log("cutting the master %s of r's slot on %s from its cluster (bus and replication); clients still reach it", vm.Addr(), nodeName(victim))
 	endCut := e.rec.fault(faultClusterPartition, nodeName(victim), fmt.Sprintf("master %s of r's slot cut from its cluster (bus and replication), clients still reach it; replicas promotable %v", vm.Addr(), e.cfg.PromotableReplicas))
@@ -97,14 +93,7 @@ func runClusterPartition(ctx context.Context, e *env) error {
 	if err := rc.Isolate(vm); err != nil {
 		return err
 	}
-	end := e.rec.fault("third-party", names(o), "a third party holds r on these nodes while A acquires, so that A acquires on exactly "+names(m))
-	g, err := e.acquireR(ctx, a)
-	for _, i := range o {
-		if derr := rcs[i].Masters()[masters[i]].Client().Del(ctx, key).Err(); derr != nil && err == nil {
-			err = derr
-		}
-	}
-	end()
+	g, err := e.acquireBesideThirdParty(ctx, a, masters, m, o)
 	if err != nil {
 		return fmt.Errorf("torture: A could not acquire on %s while the master was cut: %w", names(m), err)
 	}
@@ -142,10 +131,7 @@ func runClusterPartition(ctx context.Context, e *env) error {
 	}
 	if err == nil {
 		e.log("B holds r, %v before A's validity ends", time.Until(g.lock.Until()).Round(time.Millisecond))
-		b.write(gb)
-		a.writeIfValid(g)
-		b.read("r")
-		_ = b.release(ctx, gb)
+		bWritesAfterA(ctx, a, b, g, gb)
 	}
 	if err := heal(); err != nil {
 		return fmt.Errorf("torture: heal the cut on %s: %w", nodeName(victim), err)

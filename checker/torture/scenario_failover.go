@@ -51,20 +51,10 @@ func runClusterFailoverFenced(ctx context.Context, e *env) error {
 		return fmt.Errorf("torture: read r's fence on %s: %w", nodeName(victim), err)
 	}
 	key := redlock.HashTaggedKey(redlock.DefaultKeyPrefix, "r")
-	const blocker = "torture-third-party"
-	for _, i := range o {
-		if err := rcs[i].Masters()[masters[i]].Client().Set(ctx, key, blocker, 10*e.cfg.TTL).Err(); err != nil {
-			return fmt.Errorf("torture: hold r on %s: %w", nodeName(i), err)
-		}
+	if err := e.holdR(ctx, masters, o); err != nil {
+		return err
 	}
-	end := e.rec.fault("third-party", names(o), "a third party holds r on these nodes while A acquires, so that A acquires on exactly "+names(m))
-	g, err := e.acquireR(ctx, a)
-	for _, i := range o {
-		if derr := rcs[i].Masters()[masters[i]].Client().Del(ctx, key).Err(); derr != nil && err == nil {
-			err = derr
-		}
-	}
-	end()
+	g, err := e.acquireBesideThirdParty(ctx, a, masters, m, o)
 	if err != nil {
 		return fmt.Errorf("torture: A could not acquire on %s: %w", names(m), err)
 	}
@@ -75,7 +65,7 @@ func runClusterFailoverFenced(ctx context.Context, e *env) error {
 	}
 	delay := e.cfg.restartDelay()
 	e.log("A holds the lock on %s with token %d; the master of r's slot dies on each of them; on %s its replica, missing A's SET and fence raise, is promoted by hand after %v", names(m), g.token, nodeName(victim), delay)
-	end = e.rec.fault("promote", nodeName(victim), fmt.Sprintf("master of r's slot SIGKILLed (and on %s, kept down); its replica, behind on replication, promoted after %v", names(m), delay))
+	end := e.rec.fault("promote", nodeName(victim), fmt.Sprintf("master of r's slot SIGKILLed (and on %s, kept down); its replica, behind on replication, promoted after %v", names(m), delay))
 	for _, i := range m {
 		rcs[i].Masters()[masters[i]].Kill()
 	}
@@ -109,10 +99,7 @@ func runClusterFailoverFenced(ctx context.Context, e *env) error {
 		return fmt.Errorf("torture: B could not lock r within 3 ttl after the failover (does the client follow it?): %w", err)
 	}
 	e.log("B holds r with token %d (A's was %d)", gb.token, g.token)
-	b.write(gb)
-	a.writeIfValid(g)
-	b.read("r")
-	_ = b.release(ctx, gb)
+	bWritesAfterA(ctx, a, b, g, gb)
 	return nil
 }
 

@@ -17,8 +17,8 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// A leader keeps leading past --max-extensions (the issue's "dlm elect
-// --ttl 1500ms --max-extensions 3 svc --id solo -- sleep 60", shorter):
+// A leader keeps leading past --max-extensions (as in "dlm elect --ttl
+// 1500ms --max-extensions 3 svc --id solo -- sleep 60", shorter):
 // ttl 4s and --max-extensions 2 lead through a 7s command, about 5
 // extensions, and exit 0 (a ttl of 600ms with a node timeout of 200ms
 // could lose the leadership on a loaded machine). Before, dlm exited 74 after about 2 extensions.

@@ -58,7 +58,9 @@ func newGeneralsCmd() *cobra.Command {
 		Short: "Run Byzantine agreement (OM(m) or SM(m)) and check IC1/IC2",
 		Long: `Run the Byzantine generals algorithms: OM(m) with oral messages or SM(m)
 with ed25519-signed messages, with chosen traitors and strategies, and check
-the interactive consistency conditions IC1 and IC2.
+the interactive consistency conditions: IC1, every loyal lieutenant follows
+the same order; IC2, when the commander is loyal, every loyal lieutenant
+follows the order it gave (docs/spec/agreement.md).
 
 --interactive gives every general a private value (--values V0,V1,...)
 and runs one instance per general, each general the commander of its own

@@ -27,7 +27,7 @@ import (
 // behind).
 func TestGeneralsClockAdjustHasTheRightSign(t *testing.T) {
 	const n, m = 4, 2
-	dir, cluster := epochCluster(t, n)
+	dir, cluster := generalsCluster(t, n)
 	c, err := tcp.LoadCluster(cluster)
 	if err != nil {
 		t.Fatal(err)

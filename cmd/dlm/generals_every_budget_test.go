@@ -1,7 +1,6 @@
 package main
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -31,13 +30,7 @@ func TestEveryTraitorSetBudget(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) || !strings.Contains(stderr, tt.stderr) {
-				t.Errorf("stdout lacks %q or stderr lacks %q\nstdout:\n%s\nstderr:\n%s", tt.wantStdout, tt.stderr, stdout, stderr)
-			}
+			wantGeneralsRun(t, tt.args, tt.wantCode, tt.wantStdout, tt.stderr)
 		})
 	}
 }

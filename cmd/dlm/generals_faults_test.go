@@ -170,13 +170,7 @@ func TestGeneralsKeygenFile(t *testing.T) {
 // reported crashed, the verdict covers the loyal survivors, and a crash
 // counts among the m faulty generals.
 func TestGeneralsCrashFlag(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []generalsCase{
 		{"lieutenant crashes in round 1", []string{"--crash", "2@1"}, exitOK, "crashed: [2]", ""},
 		{"commander crashes in round 0", []string{"--crash", "0@0"}, exitOK, "vacuously: the commander crashed", ""},
 		{"SM lieutenant crashes", []string{"--algorithm", "sm", "--crash", "3@1"}, exitOK, "crashed at round 1", ""},
@@ -184,32 +178,13 @@ func TestGeneralsCrashFlag(t *testing.T) {
 		{"crash round out of range", []string{"--crash", "2@5"}, exitUsage, "", "round 5"},
 		{"crash not id@round", []string{"--crash", "2"}, exitUsage, "", "id@round"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
-			}
-		})
-	}
+	runGeneralsCases(t, tests)
 }
 
 // TestGeneralsExplain: --explain prints the OM tree with missing messages
 // as the default, or SM's V with the first chains; --json carries it.
 func TestGeneralsExplain(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []generalsCase{
 		{"OM silent lieutenant", []string{"--faulty", "3", "--strategy", "silent", "--explain", "1"}, exitOK, "0:3 missing -> retreat (default)", ""},
 		{"OM majority", []string{"--faulty", "3", "--explain", "2"}, exitOK, "majority(attack, attack, retreat) = attack", ""},
 		{"SM first chains", []string{"--algorithm", "sm", "-n", "3", "--faulty", "0", "--explain", "1"}, exitOK, "retreat    first by retreat:0:2 in round 1", ""},
@@ -220,20 +195,7 @@ func TestGeneralsExplain(t *testing.T) {
 		{"explain out of range", []string{"--explain", "9"}, exitUsage, "", "explain"},
 		{"OM tree too large", []string{"-n", "16", "-m", "5", "--explain", "1"}, exitUsage, "", "decision tree"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
-			}
-		})
-	}
+	runGeneralsCases(t, tests)
 }
 
 // TestGeneralsExhaust: the exhaustive mode holds for the safe small cases,
@@ -265,13 +227,7 @@ func TestGeneralsExhaust(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, append([]string{"exhaust"}, tt.args...)...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
+			wantGeneralsRun(t, append([]string{"exhaust"}, tt.args...), tt.wantCode, tt.wantStdout, "")
 		})
 	}
 }

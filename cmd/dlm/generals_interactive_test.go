@@ -10,13 +10,7 @@ import (
 )
 
 func TestGeneralsInteractiveExitCodes(t *testing.T) {
-	for _, tt := range []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	runGeneralsCases(t, []generalsCase{
 		{"loyal OM", []string{"--interactive", "--values", "a,b,c,d"}, exitOK, "[a b c d]", ""},
 		{"flip traitor", []string{"--interactive", "--values", "north,east,south,west", "--faulty", "2", "--strategy", "flip"}, exitOK, "[north east attack west]", ""},
 		{"SM two traitors among four", []string{"--interactive", "--algorithm", "sm", "-n", "4", "-m", "2", "--faulty", "0:forge,3:two-faced"}, exitOK, "IC2 (each loyal general's entry is its own value): holds", ""},
@@ -30,20 +24,7 @@ func TestGeneralsInteractiveExitCodes(t *testing.T) {
 		{"trace over tcp refused", []string{"--interactive", "--trace", "--transport", "tcp"}, exitUsage, "", "memory only"},
 		{"every traitor set", []string{"--interactive", "-n", "7", "-m", "2", "--every-traitor-set"}, exitOK, "169 runs, 0 violating", ""},
 		{"every traitor set below the bound", []string{"--interactive", "-n", "3", "--every-traitor-set", "--unsafe"}, exitFailure, "VIOLATED", "violate the vector conditions"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
-			}
-		})
-	}
+	})
 }
 
 // TestGeneralsInteractiveJSON checks the vectors of --json, in memory and

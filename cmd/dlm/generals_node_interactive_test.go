@@ -37,7 +37,7 @@ func TestGeneralsNodeInteractiveProcesses(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir, clusterFile := epochCluster(t, 4)
+			dir, clusterFile := generalsCluster(t, 4)
 			start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()

@@ -38,7 +38,7 @@ func TestGeneralsNodeOtherFlagsRefused(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir, clusterFile := epochCluster(t, 4)
+			dir, clusterFile := generalsCluster(t, 4)
 			start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
@@ -130,7 +130,7 @@ func TestGeneralsNodeOtherFlagsRefused(t *testing.T) {
 func TestGeneralsEpochOtherCommandRefused(t *testing.T) {
 	t.Parallel()
 	const n = 4
-	dir, cluster := epochCluster(t, n)
+	dir, cluster := generalsCluster(t, n)
 	start := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339Nano)
 	outs, errs := make([]string, n), make([]string, n)
 	codes := make([]int, n)

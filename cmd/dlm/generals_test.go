@@ -5,35 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// runGeneralsCLI runs "dlm generals args..." in process.
-func runGeneralsCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(t.Context(), append([]string{"generals"}, args...), strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
 func TestGeneralsExitCodes(t *testing.T) {
-	tests := []struct {
-		name       string
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
+	tests := []generalsCase{
 		{"defaults: OM(1), four loyal generals", nil, exitOK, "IC1 (all loyal lieutenants obey the same order): holds", ""},
 		{"B6 traitorous lieutenant", []string{"--faulty", "3", "--strategy", "two-faced"}, exitOK, "traitors: 3 (two-faced)", ""},
 		{"B9 SM n=4 m=2 two traitors", []string{"--algorithm", "sm", "-n", "4", "-m", "2", "--faulty", "0,2:forge"}, exitOK, "signatures", ""},
@@ -50,20 +33,7 @@ func TestGeneralsExitCodes(t *testing.T) {
 		{"unknown flag", []string{"--bogus"}, exitUsage, "", "unknown flag"},
 		{"stray argument", []string{"attack"}, exitUsage, "", ""},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, stdout, stderr := runGeneralsCLI(t, tt.args...)
-			if code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.wantCode, stdout, stderr)
-			}
-			if !strings.Contains(stdout, tt.wantStdout) {
-				t.Errorf("stdout lacks %q:\n%s", tt.wantStdout, stdout)
-			}
-			if !strings.Contains(stderr, tt.wantStderr) {
-				t.Errorf("stderr lacks %q:\n%s", tt.wantStderr, stderr)
-			}
-		})
-	}
+	runGeneralsCases(t, tests)
 }
 
 // generalsOutput is the part of --json the tests read.
@@ -273,33 +243,11 @@ func testGeneralsTCP(t *testing.T, bin string) {
 }
 
 // testGeneralsCluster follows docs/agreement.md: keygen per general, one
-// cluster file, one "dlm generals node" process per general with a common
+// cluster file (generalsCluster), one "dlm generals node" process per general with a common
 // start time.
 func testGeneralsCluster(t *testing.T, bin string) {
-	dir := t.TempDir()
 	const n = 4
-	var cluster struct {
-		Generals []map[string]any `json:"generals"`
-	}
-	for i := range n {
-		key := filepath.Join(dir, fmt.Sprintf("general%d.key", i))
-		out, err := exec.Command(bin, "generals", "keygen", "--out", key).Output()
-		if err != nil {
-			t.Fatalf("keygen: %v", err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		cluster.Generals = append(cluster.Generals, map[string]any{"id": i, "addr": addr, "public_key": strings.TrimSpace(string(out))})
-	}
-	b, _ := json.Marshal(cluster)
-	clusterFile := filepath.Join(dir, "cluster.json")
-	if err := os.WriteFile(clusterFile, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, clusterFile := generalsCluster(t, n)
 	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano) // a node refuses a start already past (exit 64)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -314,7 +262,7 @@ func testGeneralsCluster(t *testing.T, bin string) {
 	for i := range n {
 		wg.Go(func() {
 			cmd := exec.CommandContext(ctx, bin, "generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
-				"--key", filepath.Join(dir, fmt.Sprintf("general%d.key", i)), "--start", start,
+				"--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)), "--start", start,
 				"--algorithm", "sm", "-n", "4", "-m", "1", "--faulty", "0", "--round-timeout", "1s", "--json")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -355,30 +303,8 @@ func countZero(ids []int) int {
 // faulty peers it saw, and exits 0 (regression: every live node said it
 // ran out of time and exited 3).
 func testGeneralsClusterDown(t *testing.T, bin string) {
-	dir := t.TempDir()
 	const n, down = 4, 3
-	var cluster struct {
-		Generals []map[string]any `json:"generals"`
-	}
-	for i := range n {
-		key := filepath.Join(dir, fmt.Sprintf("general%d.key", i))
-		out, err := exec.Command(bin, "generals", "keygen", "--out", key).Output()
-		if err != nil {
-			t.Fatalf("keygen: %v", err)
-		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := ln.Addr().String()
-		ln.Close()
-		cluster.Generals = append(cluster.Generals, map[string]any{"id": i, "addr": addr, "public_key": strings.TrimSpace(string(out))})
-	}
-	b, _ := json.Marshal(cluster)
-	clusterFile := filepath.Join(dir, "cluster.json")
-	if err := os.WriteFile(clusterFile, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	dir, clusterFile := generalsCluster(t, n)
 	start := time.Now().Add(4 * time.Second).UTC().Format(time.RFC3339Nano)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
@@ -398,7 +324,7 @@ func testGeneralsClusterDown(t *testing.T, bin string) {
 		}
 		wg.Go(func() {
 			cmd := exec.CommandContext(ctx, bin, "generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
-				"--key", filepath.Join(dir, fmt.Sprintf("general%d.key", i)), "--start", start,
+				"--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)), "--start", start,
 				"--algorithm", "om", "-n", "4", "-m", "1", "--round-timeout", "1s", "--json")
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr

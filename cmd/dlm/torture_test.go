@@ -97,7 +97,7 @@ func TestTortureCheckStoredHistory(t *testing.T) {
 // TestTortureRun runs scenarios end to end through the dlm binary (a
 // separate process: the proxies' goroutines stay out of this one), with
 // --json, --report and --history, and checks the exit status, the JSON
-// fields the issue names, and that the HTML report parses.
+// fields a user reads, and that the HTML report parses.
 func TestTortureRun(t *testing.T) {
 	t.Parallel()
 	redlocktest.Require(t)

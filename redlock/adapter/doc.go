@@ -14,7 +14,7 @@
 //
 // Node, with its three methods, is all a client needs for exclusive locks.
 // Each optional capability is one interface, and the client works without
-// it, doing without what it brings; thirteen in six groups, plus two of
+// it, doing without what it brings; thirteen in five groups, plus two of
 // the standard library:
 //
 //   - Speed: AsyncNode (Start: requests that start without a goroutine per

@@ -22,8 +22,9 @@ import (
 // own (batch.go, conn.go), which is what makes it fast under concurrency
 // and keeps a slow node's connection. It also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode (handoff.go),
-// adapter.TransferNode, adapter.FencingNode and adapter.SharedNode. It is
-// safe for concurrent use.
+// adapter.TransferNode, adapter.FencingNode, adapter.RWNode (rw.go: the
+// methods of scripts.RWSteps) and adapter.SharedNode. It is safe for
+// concurrent use.
 type Node struct {
 	client  redis.UniversalClient
 	order   keyOrder // Start without a pipe (ordered.go)
@@ -36,6 +37,7 @@ type Node struct {
 	acquireFenced *redis.Script // fencing.go
 	raiseFence    *redis.Script
 	rw            *redis.Script // rw.go
+	rwSteps                     // the read-write locks (rw.go)
 	transfer      *redis.Script
 
 	multi multiScripts // multi.go
@@ -101,6 +103,7 @@ func NewNode(client redis.UniversalClient, name string) *Node {
 		putRecord:  redis.NewScript(scripts.PutRecord),
 		readRecord: redis.NewScript(scripts.ReadRecord),
 	}
+	n.rwSteps = scripts.NewRWSteps(n.runRW, n.runRWFenced)
 	if cc, ok := client.(*redis.ClusterClient); ok {
 		n.useCluster(cc) // cluster.go
 	}

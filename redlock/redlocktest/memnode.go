@@ -679,6 +679,13 @@ func (n *MemNode) applyOp(c *memCall) memResult {
 	return memResult{err: fmt.Errorf("redlocktest: %s: unknown operation %v", n.name, r.Op)}
 }
 
+// ask sends req on the wire, waits for its answer and returns whether
+// the node acted.
+func (n *MemNode) ask(ctx context.Context, req adapter.Request) (bool, error) {
+	r := n.call(&memCall{ctx: ctx, req: req})
+	return r.ok, r.err
+}
+
 // call runs c on the wire and waits for its answer.
 func (n *MemNode) call(c *memCall) memResult {
 	ch := make(chan memResult, 1)
@@ -690,20 +697,17 @@ func (n *MemNode) call(c *memCall) memResult {
 // Acquire sets key to value with an expiry of ttl if key does not exist
 // (redlock.Node, R3).
 func (n *MemNode) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpAcquire, Key: key, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpAcquire, Key: key, Value: value, TTL: ttl})
 }
 
 // Release deletes key if it holds value (redlock.Node, R5).
 func (n *MemNode) Release(ctx context.Context, key, value string) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpRelease, Key: key, Value: value}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpRelease, Key: key, Value: value})
 }
 
 // Extend resets key's expiry to ttl if key holds value (redlock.Node, R17).
 func (n *MemNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpExtend, Key: key, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpExtend, Key: key, Value: value, TTL: ttl})
 }
 
 // AcquireFenced is Acquire that also reads the fence under fenceKey when
@@ -727,15 +731,13 @@ func (n *MemNode) RaiseFence(ctx context.Context, key, fenceKey, value string, t
 // Transfer sets key to value with an expiry of ttl if key holds from or
 // does not exist (adapter.TransferNode).
 func (n *MemNode) Transfer(ctx context.Context, key, from, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpTransfer, Key: key, From: from, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpTransfer, Key: key, From: from, Value: value, TTL: ttl})
 }
 
 // ReleaseAnnounce is Release that also announces the release to the
 // watchers of key on this node (adapter.HandoffNode).
 func (n *MemNode) ReleaseAnnounce(ctx context.Context, key, value string) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpReleaseAnnounce, Key: key, Value: value}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpReleaseAnnounce, Key: key, Value: value})
 }
 
 // Start puts req on the node's wire behind every request started before it

@@ -25,8 +25,7 @@ const (
 // free (none exists, or it holds only waiting writers' marks), in one step
 // (adapter.MultiNode, R3 for a set).
 func (n *MemNode) AcquireAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpAcquireAll, Keys: keys, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpAcquireAll, Keys: keys, Value: value, TTL: ttl})
 }
 
 // ReleaseAll deletes every key that holds value, announcing each deletion
@@ -37,23 +36,20 @@ func (n *MemNode) ReleaseAll(ctx context.Context, keys []string, value string, a
 	if announce {
 		op = adapter.OpReleaseAllAnnounce
 	}
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: op, Keys: keys, Value: value}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: op, Keys: keys, Value: value})
 }
 
 // ExtendAll resets every key's expiry to ttl only if every key holds value
 // (adapter.MultiNode, R17 for a set).
 func (n *MemNode) ExtendAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpExtendAll, Keys: keys, Value: value, TTL: ttl})
 }
 
 // RestoreAll sets every key to value with an expiry of ttl only if each is
 // missing or holds value already, in one step (adapter.MultiNode: an
 // extension's restore of a set that the node forgot in part).
 func (n *MemNode) RestoreAll(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: opRestoreAll, Keys: keys, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: opRestoreAll, Keys: keys, Value: value, TTL: ttl})
 }
 
 // AcquireAllFenced is AcquireAll that also reads the largest fence under

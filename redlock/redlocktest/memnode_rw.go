@@ -16,42 +16,36 @@ import (
 // RAcquire adds a reader of key with value and an expiry of ttl when key is
 // absent or held by readers and no writer waits (adapter.RWNode).
 func (n *MemNode) RAcquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpRAcquire, Key: key, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpRAcquire, Key: key, Value: value, TTL: ttl})
 }
 
 // RRelease removes the reader of key with value (adapter.RWNode).
 func (n *MemNode) RRelease(ctx context.Context, key, value string) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpRRelease, Key: key, Value: value}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpRRelease, Key: key, Value: value})
 }
 
 // RExtend resets the expiry of the reader of key with value to ttl when it
 // still holds key (adapter.RWNode).
 func (n *MemNode) RExtend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpRExtend, Key: key, Value: value, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpRExtend, Key: key, Value: value, TTL: ttl})
 }
 
 // WAcquire sets key to value with an expiry of ttl when key is absent or
 // held by no live reader; otherwise, when readers hold it and waiter is not
 // empty, it leaves or refreshes waiter's mark (adapter.RWNode).
 func (n *MemNode) WAcquire(ctx context.Context, key, value, waiter string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpWAcquire, Key: key, Value: value, TTL: ttl, Waiter: waiter}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpWAcquire, Key: key, Value: value, TTL: ttl, Waiter: waiter})
 }
 
 // WUnwait removes waiter's mark from key (adapter.RWNode).
 func (n *MemNode) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpWUnwait, Key: key, Waiter: waiter})
 }
 
 // WMark leaves or refreshes waiter's mark where live readers hold key,
 // without acquiring (adapter.RWNode).
 func (n *MemNode) WMark(ctx context.Context, key, waiter string, ttl time.Duration) (bool, error) {
-	r := n.call(&memCall{ctx: ctx, req: adapter.Request{Op: adapter.OpWMark, Key: key, Waiter: waiter, TTL: ttl}})
-	return r.ok, r.err
+	return n.ask(ctx, adapter.Request{Op: adapter.OpWMark, Key: key, Waiter: waiter, TTL: ttl})
 }
 
 // opWAcquireFenced is WAcquireFenced on the wire (beyond adapter.Op's).

@@ -29,7 +29,8 @@ const ChannelPrefix = scripts.ChannelPrefix
 // makes this adapter fast under concurrency. Node also implements
 // adapter.AsyncNode, adapter.BatchNode, adapter.HandoffNode,
 // adapter.TransferNode, adapter.FencingNode, adapter.MultiNode (multi.go)
-// and adapter.SharedNode. It is safe for concurrent use.
+// adapter.RWNode (rw.go: the methods of scripts.RWSteps) and
+// adapter.SharedNode. It is safe for concurrent use.
 type Node struct {
 	client  rueidis.Client // nil when lazy is set
 	lazy    *lazyCluster   // a cluster node built on demand (lazy.go)
@@ -39,6 +40,7 @@ type Node struct {
 
 	acquireFenced, raiseFence *batch.Script // fencing.go
 	rw                        *batch.Script // rw.go
+	rwSteps                                 // the read-write locks (rw.go)
 
 	multi                 multiScripts  // multi.go
 	putRecord, readRecord *batch.Script // record.go
@@ -106,6 +108,7 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 		putRecord:  batch.NewScript(scripts.PutRecord),
 		readRecord: batch.NewScript(scripts.ReadRecord),
 	}
+	n.rwSteps = scripts.NewRWSteps(n.runRW, n.runRWFenced)
 	n.sender.combine = !cluster
 	if cluster {
 		n.cluster, n.scripts = true, n.scripts.Sharded() // cluster.go

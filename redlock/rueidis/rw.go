@@ -6,59 +6,27 @@ import (
 	"time"
 
 	"dlm/redlock/adapter"
+	"dlm/redlock/scripts"
 )
 
 var _ adapter.RWNode = (*Node)(nil)
 
-// The read-write locks of a Node (adapter.RWNode): each method is one run
-// of the shared script redlock/scripts/rw.lua, sent at once rather than
-// batched (as fencing's scripts are); the client waits for these answers
-// before it releases.
+// rwSteps gives Node the read-write locks of adapter.RWNode: each method
+// (scripts.RWSteps) is one run of the shared script redlock/scripts/rw.lua,
+// through runRW and runRWFenced, sent at once rather than batched (as
+// fencing's scripts are); the client waits for these answers before it
+// releases.
+type rwSteps = scripts.RWSteps
 
-// RAcquire adds a reader of key with value and an expiry of ttl when key is
-// absent or held by readers and no writer waits.
-func (n *Node) RAcquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.runRW(ctx, key, "racquire", value, ms(ttl))
+// runRW runs rw.lua with keys and args and returns its integer reply.
+func (n *Node) runRW(ctx context.Context, keys []string, args ...string) (int64, error) {
+	return n.evalKeys(ctx, n.rw, keys, args...).AsInt64()
 }
 
-// RRelease removes the reader of key with value.
-func (n *Node) RRelease(ctx context.Context, key, value string) (bool, error) {
-	return n.runRW(ctx, key, "rrelease", value)
-}
-
-// RExtend resets the expiry of the reader of key with value to ttl when it
-// still holds key (R17).
-func (n *Node) RExtend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.runRW(ctx, key, "rextend", value, ms(ttl))
-}
-
-// WAcquire sets key to value with an expiry of ttl when no live reader or
-// writer holds it; otherwise, when readers hold it and waiter is not empty,
-// it leaves or refreshes waiter's mark.
-func (n *Node) WAcquire(ctx context.Context, key, value, waiter string, ttl time.Duration) (bool, error) {
-	return n.runRW(ctx, key, "wacquire", value, ms(ttl), waiter)
-}
-
-// WUnwait removes waiter's mark from key.
-func (n *Node) WUnwait(ctx context.Context, key, waiter string) (bool, error) {
-	return n.runRW(ctx, key, "wunwait", waiter)
-}
-
-// WMark leaves or refreshes waiter's mark where live readers hold key,
-// without acquiring (a plain lock's waiting mark).
-func (n *Node) WMark(ctx context.Context, key, waiter string, ttl time.Duration) (bool, error) {
-	return n.runRW(ctx, key, "wmark", waiter, ms(ttl))
-}
-
-// WAcquireFenced is WAcquire that, when it set key, also reads the fence
-// value under fenceKey, in the same script (R18 phase 1).
-func (n *Node) WAcquireFenced(ctx context.Context, key, fenceKey, value, waiter string, ttl time.Duration) (bool, uint64, error) {
-	return fencedReply(n.evalKeys(ctx, n.rw, []string{key, fenceKey}, "wacquirefenced", value, ms(ttl), waiter), strconv.Quote(fenceKey))
-}
-
-func (n *Node) runRW(ctx context.Context, key string, args ...string) (bool, error) {
-	v, err := n.evalKeys(ctx, n.rw, []string{key}, args...).AsInt64()
-	return v == 1 && err == nil, err
+// runRWFenced runs rw.lua's wacquirefenced and reads its {set, fence}
+// reply; keys[1] is the fence key.
+func (n *Node) runRWFenced(ctx context.Context, keys []string, args ...string) (bool, uint64, error) {
+	return fencedReply(n.evalKeys(ctx, n.rw, keys, args...), strconv.Quote(keys[1]))
 }
 
 // ms is d in whole milliseconds, as the scripts take it.

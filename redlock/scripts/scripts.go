@@ -79,8 +79,9 @@ var (
 	// share the lock key as a hash of expiries, a writer holds it as a
 	// string like a plain lock, and a waiting writer's mark keeps new
 	// readers out. KEYS[1] lock key; ARGV[1] the operation (racquire,
-	// rrelease, rextend, wacquire, wunwait), then its arguments (see the
-	// script). Returns 1 when it acted, else 0.
+	// rrelease, rextend, wacquire, wunwait, wmark, wacquirefenced), then
+	// its arguments (see the script; RWSteps sends each). Returns 1 when it
+	// acted, else 0.
 	RW = floor + rw
 	// PutRecord stores the record of a lock's holder, bound to the SHA-1
 	// of its value, only if the lock key holds that value

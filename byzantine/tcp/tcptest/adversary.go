@@ -315,43 +315,15 @@ func contextOf(done <-chan struct{}) context.Context {
 // zero).
 func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 	t.Helper()
-	keys := newKeys(t, sc.N)
-	nodes := make([]*tcp.Node, sc.N)
-	addrs := make([]string, sc.N)
-	// A deaf traitor signs the run id, which covers every address: it
-	// binds its port first and serves once the run id is known.
-	deaf := make(map[int]*DeafListener)
-	for i := range sc.N {
-		id := byzantine.ID(i)
-		tr, isTraitor := sc.Traitor(id)
-		switch {
-		case slices.Contains(sc.Absent, id):
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addrs[i] = ln.Addr().String()
-			ln.Close() // connections are refused
-		case isTraitor && tr.Attack == StallHandshakes:
-			addrs[i] = StallListener(t)
-		case isTraitor && tr.Attack == StopReading:
-			deaf[i] = NewDeafListener(t, id, keys[i])
-			addrs[i] = deaf[i].Addr()
-		default:
-			nodes[i] = listenAt(t, id, keys[i])
-			addrs[i] = nodes[i].Addr()
-		}
-	}
-	c := clusterOf(addrs, keys)
+	g := Place(t, sc)
+	keys, nodes, addrs, c := g.Keys, g.Nodes, g.Addrs, g.Cluster
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = sc.Algorithm, sc.N, sc.M
 	cfg.Order = byzantine.Attack
 	cfg.RoundTimeout = sc.Round
 	start := time.Now().Add(max(time.Second, sc.Round))
 	run := tcp.RunID(c, tcp.TermsOf(cfg, start))
-	for _, s := range deaf {
-		s.Serve(run)
-	}
+	g.ServeDeaf(run)
 	var loyal []string // the flooded generals
 	for i, nd := range nodes {
 		_, ok := sc.Traitor(byzantine.ID(i))
@@ -389,7 +361,7 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 			wg.Go(func() {
 				lcfg := cfg
 				lcfg.RunID = run
-				g, err := byzantine.NewGeneral(lcfg, byzantine.ID(i), byzantine.Keyring{Private: keys[i], Public: publicKeys(keys)})
+				g, err := byzantine.NewGeneral(lcfg, byzantine.ID(i), byzantine.Keyring{Private: keys[i], Public: PublicKeys(keys)})
 				if err == nil {
 					res[i], err = tcp.RunOver(ctx, nd, g, resetter{Node: nd, m: sc.M}, c, lcfg, start, nil)
 				}
@@ -407,7 +379,7 @@ func Run(t testing.TB, sc Scenario) []byzantine.GeneralResult {
 			if tr.Strategy != "" {
 				tcfg.Faulty = []byzantine.Traitor{{ID: tr.ID, Strategy: tr.Strategy}}
 			}
-			g, err := byzantine.NewGeneral(tcfg, tr.ID, byzantine.Keyring{Private: keys[i], Public: publicKeys(keys)})
+			g, err := byzantine.NewGeneral(tcfg, tr.ID, byzantine.Keyring{Private: keys[i], Public: PublicKeys(keys)})
 			if err != nil {
 				errs[i] = err
 				return
@@ -452,41 +424,6 @@ func (e resetter) EndRound(ctx context.Context, r int) error {
 		e.ResetLinks()
 	}
 	return err
-}
-
-// newKeys returns n fresh ed25519 private keys.
-func newKeys(t testing.TB, n int) []ed25519.PrivateKey {
-	t.Helper()
-	keys := make([]ed25519.PrivateKey, n)
-	for i := range keys {
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[i] = priv
-	}
-	return keys
-}
-
-// listenAt starts a node for general id on a free loopback port, closed
-// at the end of the test.
-func listenAt(t testing.TB, id byzantine.ID, priv ed25519.PrivateKey) *tcp.Node {
-	t.Helper()
-	n, err := tcp.Listen("127.0.0.1:0", id, priv, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	return n
-}
-
-// clusterOf lists the generals with the given addresses and keys.
-func clusterOf(addrs []string, keys []ed25519.PrivateKey) tcp.Cluster {
-	var c tcp.Cluster
-	for i, a := range addrs {
-		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: a, PublicKey: tcp.EncodeKey(keys[i].Public().(ed25519.PublicKey))})
-	}
-	return c
 }
 
 // StallListener listens on a free loopback port, accepts connections and
@@ -576,14 +513,6 @@ func (d *DeafListener) Serve(run byzantine.RunID) {
 			c.Close()
 		}
 	})
-}
-
-func publicKeys(keys []ed25519.PrivateKey) []ed25519.PublicKey {
-	pubs := make([]ed25519.PublicKey, len(keys))
-	for i, k := range keys {
-		pubs[i] = k.Public().(ed25519.PublicKey)
-	}
-	return pubs
 }
 
 // Verdict is what Check concluded of one run.

@@ -3,7 +3,6 @@ package tcptest_test
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/rand"
 	"io"
 	"net"
 	"slices"
@@ -84,25 +83,13 @@ func (p *cutProxy) cut() {
 // again (onTime).
 func TestTraitorCutsItsInboundLinks(t *testing.T) {
 	const n, m = 4, 1
-	round := 800 * time.Millisecond
-	if tcptest.RaceEnabled {
-		round = 1500 * time.Millisecond // the race detector slows every general several times
-	}
-	keys := make([]ed25519.PrivateKey, n)
-	pubs := make([]ed25519.PublicKey, n)
-	for i := range keys {
-		pub, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[i], pubs[i] = priv, pub
-	}
+	round := timedRound()
 	var (
 		res  []byzantine.GeneralResult
 		errs []error
 	)
 	onTime(t, round, func() (late bool) {
-		res, errs = runCutOM(t, keys, pubs, m, round)
+		res, errs = runCutOM(t, n, m, round)
 		return slices.ContainsFunc(res[:3], func(r byzantine.GeneralResult) bool { return len(r.Overran) > 0 })
 	})
 	for i := range 3 {
@@ -123,26 +110,8 @@ func TestTraitorCutsItsInboundLinks(t *testing.T) {
 
 // runCutOM makes one run of TestTraitorCutsItsInboundLinks: OM(m) over
 // four generals, general 3 the traitor behind a cutProxy.
-func runCutOM(t *testing.T, keys []ed25519.PrivateKey, pubs []ed25519.PublicKey, m int, round time.Duration) ([]byzantine.GeneralResult, []error) {
-	n := len(keys)
-	nodes := make([]*tcp.Node, n)
-	for i := range nodes {
-		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nd.Close() })
-		nodes[i] = nd
-	}
-	proxy := newCutProxy(t, nodes[3].Addr())
-	var c tcp.Cluster
-	for i := range n {
-		addr := nodes[i].Addr()
-		if i == 3 {
-			addr = proxy.ln.Addr().String()
-		}
-		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
-	}
+func runCutOM(t *testing.T, n, m int, round time.Duration) ([]byzantine.GeneralResult, []error) {
+	keys, nodes, proxy, c := cutGenerals(t, n)
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.OM, n, m
 	cfg.Order = byzantine.Attack
@@ -163,7 +132,7 @@ func runCutOM(t *testing.T, keys []ed25519.PrivateKey, pubs []ed25519.PublicKey,
 	wg.Go(func() {
 		tcfg := cfg
 		tcfg.RunID = run
-		g, err := byzantine.NewGeneral(tcfg, 3, byzantine.Keyring{Private: keys[3], Public: pubs})
+		g, err := byzantine.NewGeneral(tcfg, 3, byzantine.Keyring{Private: keys[3], Public: tcptest.PublicKeys(keys)})
 		if err != nil {
 			errs[3] = err
 			return
@@ -192,42 +161,13 @@ func TestTraitorCutsItsInboundLinksInteractive(t *testing.T) {
 			if alg == byzantine.SM {
 				m = 2
 			}
-			round := 800 * time.Millisecond
-			if tcptest.RaceEnabled {
-				round = 1500 * time.Millisecond // the race detector slows every general several times
-			}
-			keys := make([]ed25519.PrivateKey, n)
-			pubs := make([]ed25519.PublicKey, n)
-			for i := range keys {
-				pub, priv, err := ed25519.GenerateKey(rand.Reader)
-				if err != nil {
-					t.Fatal(err)
-				}
-				keys[i], pubs[i] = priv, pub
-			}
+			round := timedRound()
 			var (
 				res  []byzantine.InteractiveGeneralResult
 				errs []error
 			)
 			onTime(t, round, func() (late bool) {
-				nodes := make([]*tcp.Node, n)
-				for i := range nodes {
-					nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
-					if err != nil {
-						t.Fatal(err)
-					}
-					t.Cleanup(func() { nd.Close() })
-					nodes[i] = nd
-				}
-				proxy := newCutProxy(t, nodes[3].Addr())
-				var c tcp.Cluster
-				for i := range n {
-					addr := nodes[i].Addr()
-					if i == 3 {
-						addr = proxy.ln.Addr().String()
-					}
-					c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
-				}
+				keys, nodes, proxy, c := cutGenerals(t, n)
 				cfg := byzantine.DefaultConfig()
 				cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = alg, n, m
 				cfg.RoundTimeout = round
@@ -245,7 +185,7 @@ func TestTraitorCutsItsInboundLinksInteractive(t *testing.T) {
 				}
 				wg.Go(func() {
 					ep, stop := tcptest.WrapOnSchedule(nodes[3], tcptest.TraitorSpec{ID: 3, Attack: tcptest.LastMoment}, cfg.RunID, n, start, round, 1)
-					tcp.RunInteractiveOver(ctx, nodes[3], ep, ic, byzantine.Keyring{Private: keys[3], Public: pubs}, c, start)
+					tcp.RunInteractiveOver(ctx, nodes[3], ep, ic, byzantine.Keyring{Private: keys[3], Public: tcptest.PublicKeys(keys)}, c, start)
 					stop()
 				})
 				wg.Wait()
@@ -264,6 +204,28 @@ func TestTraitorCutsItsInboundLinksInteractive(t *testing.T) {
 			}
 		})
 	}
+}
+
+// cutGenerals places n generals on loopback, the last behind a cutProxy,
+// and returns their keys, their nodes, the proxy and the cluster, which
+// lists the proxy's address for the last general.
+func cutGenerals(t *testing.T, n int) ([]ed25519.PrivateKey, []*tcp.Node, *cutProxy, tcp.Cluster) {
+	t.Helper()
+	keys := tcptest.NewKeys(t, n)
+	nodes := tcptest.ListenAll(t, keys, n)
+	proxy := newCutProxy(t, nodes[n-1].Addr())
+	addrs := tcptest.Addrs(nodes)
+	addrs[n-1] = proxy.ln.Addr().String()
+	return keys, nodes, proxy, tcptest.ClusterOf(addrs, keys)
+}
+
+// timedRound is the round timeout of the tests whose traitor times its
+// frames to the deadlines.
+func timedRound() time.Duration {
+	if tcptest.RaceEnabled {
+		return 1500 * time.Millisecond // the race detector slows every general several times
+	}
+	return 800 * time.Millisecond
 }
 
 // checkOnlyFault fails t unless general i named traitor, and no other

@@ -2,8 +2,6 @@ package tcptest_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"net"
 	"slices"
 	"sync"
@@ -24,43 +22,20 @@ import (
 // made again).
 func TestFlappingListener(t *testing.T) {
 	const n, m, traitor = 4, 1, 3
-	round := 800 * time.Millisecond
-	if tcptest.RaceEnabled {
-		round = 1500 * time.Millisecond // the race detector slows every general several times
-	}
-	keys := make([]ed25519.PrivateKey, n)
-	pubs := make([]ed25519.PublicKey, n)
-	for i := range keys {
-		pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-		keys[i], pubs[i] = priv, pub
-	}
+	round := timedRound()
+	keys := tcptest.NewKeys(t, n)
 	var (
 		res                []byzantine.GeneralResult
 		accepted, answered atomic.Int64
 		el                 time.Duration
 	)
 	onTime(t, round, func() (late bool) {
-		nodes := make([]*tcp.Node, traitor)
-		for i := range traitor {
-			nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { nd.Close() })
-			nodes[i] = nd
-		}
+		nodes := tcptest.ListenAll(t, keys, traitor)
 		tln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var c tcp.Cluster
-		for i := range n {
-			addr := tln.Addr().String()
-			if i != traitor {
-				addr = nodes[i].Addr()
-			}
-			c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(pubs[i])})
-		}
+		c := tcptest.ClusterOf(append(tcptest.Addrs(nodes), tln.Addr().String()), keys)
 		cfg := byzantine.DefaultConfig()
 		cfg.Algorithm, cfg.Generals, cfg.MaxTraitors = byzantine.OM, n, m
 		cfg.Order = byzantine.Attack

@@ -2,10 +2,7 @@ package tcptest_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -22,48 +19,8 @@ import (
 // loyal generals' results.
 func runInteractive(t *testing.T, sc tcptest.Scenario) map[byzantine.ID]byzantine.InteractiveGeneralResult {
 	t.Helper()
-	keys := make([]ed25519.PrivateKey, sc.N)
-	pubs := make([]ed25519.PublicKey, sc.N)
-	for i := range keys {
-		pub, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[i], pubs[i] = priv, pub
-	}
-	nodes := make([]*tcp.Node, sc.N)
-	addrs := make([]string, sc.N)
-	deaf := make(map[int]*tcptest.DeafListener)
-	for i := range sc.N {
-		id := byzantine.ID(i)
-		tr, isTraitor := sc.Traitor(id)
-		switch {
-		case slices.Contains(sc.Absent, id):
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addrs[i] = ln.Addr().String()
-			ln.Close()
-		case isTraitor && tr.Attack == tcptest.StallHandshakes:
-			addrs[i] = tcptest.StallListener(t)
-		case isTraitor && tr.Attack == tcptest.StopReading:
-			deaf[i] = tcptest.NewDeafListener(t, id, keys[i])
-			addrs[i] = deaf[i].Addr()
-		default:
-			nd, err := tcp.Listen("127.0.0.1:0", id, keys[i], 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { nd.Close() })
-			nodes[i] = nd
-			addrs[i] = nd.Addr()
-		}
-	}
-	var c tcp.Cluster
-	for i, a := range addrs {
-		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: a, PublicKey: tcp.EncodeKey(pubs[i])})
-	}
+	g := tcptest.Place(t, sc)
+	keys, nodes, c := g.Keys, g.Nodes, g.Cluster
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout = sc.Algorithm, sc.N, sc.M, sc.Round
 	ic := byzantine.InteractiveConfig{Config: cfg}
@@ -72,9 +29,7 @@ func runInteractive(t *testing.T, sc tcptest.Scenario) map[byzantine.ID]byzantin
 	}
 	start := time.Now().Add(max(time.Second, sc.Round))
 	run := tcp.RunID(c, tcp.InteractiveTermsOf(cfg, start))
-	for _, d := range deaf {
-		d.Serve(run)
-	}
+	g.ServeDeaf(run)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Duration(sc.M+4)*sc.Round+30*time.Second)
 	defer cancel()
 	results := make(map[byzantine.ID]byzantine.InteractiveGeneralResult)
@@ -107,7 +62,7 @@ func runInteractive(t *testing.T, sc tcptest.Scenario) map[byzantine.ID]byzantin
 			if tr.Attack == tcptest.Ahead {
 				tstart = start.Add(-sc.Round)
 			}
-			tcp.RunInteractiveOver(ctx, nd, tcptest.Wrap(nd, tr, run, sc.N), tic, byzantine.Keyring{Private: keys[i], Public: pubs}, c, tstart)
+			tcp.RunInteractiveOver(ctx, nd, tcptest.Wrap(nd, tr, run, sc.N), tic, byzantine.Keyring{Private: keys[i], Public: tcptest.PublicKeys(keys)}, c, tstart)
 		})
 	}
 	wg.Wait()

@@ -2,8 +2,6 @@ package tcptest_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"slices"
 	"sync"
 	"testing"
@@ -25,25 +23,9 @@ import (
 // general then refused its relays as late and decided wrong).
 func TestRestartBeforeRunNotGone(t *testing.T) {
 	const n, m = 4, 1
-	keys := make([]ed25519.PrivateKey, n)
-	for i := range keys {
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[i] = priv
-	}
-	nodes := make([]*tcp.Node, n)
-	var c tcp.Cluster
-	for i := range n {
-		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nd.Close() })
-		nodes[i] = nd
-		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: nd.Addr(), PublicKey: tcp.EncodeKey(keys[i].Public().(ed25519.PublicKey))})
-	}
+	keys := tcptest.NewKeys(t, n)
+	nodes := tcptest.ListenAll(t, keys, n)
+	c := tcptest.ClusterOf(tcptest.Addrs(nodes), keys)
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout = byzantine.OM, n, m, tcptest.LightRound()
 	start := time.Now().Add(3 * time.Second)

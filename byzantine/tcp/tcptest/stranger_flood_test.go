@@ -2,8 +2,6 @@ package tcptest_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"testing"
 	"time"
 
@@ -23,19 +21,9 @@ import (
 func TestStrangerFloodCannotCutLoyalDials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
-	keys := make([]ed25519.PrivateKey, 2)
-	nodes := make([]*tcp.Node, 2)
-	var c tcp.Cluster
-	for i := range keys {
-		_, keys[i], _ = ed25519.GenerateKey(rand.Reader)
-		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nd.Close() })
-		nodes[i] = nd
-		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: nd.Addr(), PublicKey: tcp.EncodeKey(keys[i].Public().(ed25519.PublicKey))})
-	}
+	keys := tcptest.NewKeys(t, 2)
+	nodes := tcptest.ListenAll(t, keys, 2)
+	c := tcptest.ClusterOf(tcptest.Addrs(nodes), keys)
 	stopIdle := tcptest.ConnFlood([]string{nodes[0].Addr()}, 150)
 	defer stopIdle()
 	ready, stopHellos := tcptest.HelloFlood([]string{nodes[0].Addr()}, 1, 150)

@@ -1,10 +1,7 @@
 package tcptest_test
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -65,34 +62,13 @@ func TestUnreachableGeneralsReported(t *testing.T) {
 // returns every general's result.
 func runWithCut(t *testing.T, alg byzantine.Algorithm, n, m int, cut []int) []byzantine.GeneralResult {
 	t.Helper()
-	keys := make([]ed25519.PrivateKey, n)
-	for i := range keys {
-		_, priv, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			t.Fatal(err)
-		}
-		keys[i] = priv
+	keys := tcptest.NewKeys(t, n)
+	nodes := tcptest.ListenAll(t, keys, n)
+	addrs := tcptest.Addrs(nodes)
+	for _, i := range cut {
+		addrs[i] = tcptest.RefusedAddr(t) // dials to its cluster address are refused
 	}
-	nodes := make([]*tcp.Node, n)
-	var c tcp.Cluster
-	for i := range n {
-		nd, err := tcp.Listen("127.0.0.1:0", byzantine.ID(i), keys[i], 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { nd.Close() })
-		nodes[i] = nd
-		addr := nd.Addr()
-		if slices.Contains(cut, i) {
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			addr = ln.Addr().String()
-			ln.Close() // dials to its cluster address are refused
-		}
-		c.Generals = append(c.Generals, tcp.Peer{ID: byzantine.ID(i), Addr: addr, PublicKey: tcp.EncodeKey(keys[i].Public().(ed25519.PublicKey))})
-	}
+	c := tcptest.ClusterOf(addrs, keys)
 	cfg := byzantine.DefaultConfig()
 	cfg.Algorithm, cfg.Generals, cfg.MaxTraitors, cfg.RoundTimeout = alg, n, m, tcptest.LightRound()
 	start := time.Now().Add(500 * time.Millisecond)
