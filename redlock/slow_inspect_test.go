@@ -13,8 +13,9 @@ import (
 
 // The operator's tools over healthy slow nodes: a holder locks r and
 // dies; two of three nodes then answer late, at round trips a grant of
-// the operator's client would wait for (up to its ttl/2 - drift). Inspect sees the lock on
-// every node, and ForceRelease deletes it on every node: none is an
+// the operator's client would wait for (up to its ttl/2 - drift). Inspect
+// and Locks see the lock on every node, and ForceRelease deletes it on
+// every node: none is an
 // error, and no node holds the dead holder's key after it (dlm status,
 // dlm release --force). In memory, under synctest.
 //
@@ -65,6 +66,10 @@ func TestOperatorToolsWaitForSlowHealthyNodes(t *testing.T) {
 					if nv.Err != nil || nv.Holder != 1 {
 						failed++
 					}
+				}
+				infos, complete, err := c.Locks(t.Context(), 0)
+				if err != nil || !complete || len(infos) != 1 || infos[0].Mode != redlock.ModeWrite {
+					t.Errorf("nodes 2 and 3 healthy, answering %v late (ttl %v): Locks = %v, complete %v, %v; want r held for write", tc.late, tc.ttl, infos, complete, err)
 				}
 				rep, err := c.ForceRelease(t.Context(), "r")
 				if err != nil {
