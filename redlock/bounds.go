@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,6 +102,64 @@ func (c *Client) onEveryNode(ctx context.Context, nodes []adapterInspect, fn fun
 		}()
 	}
 	wg.Wait()
+}
+
+// onEveryNodePatiently is onEveryNode for an operator's calls (Inspect,
+// Locks, ForceRelease), whose nodes must all answer, healthy slow ones
+// too: it runs fn on every node of nodes (all the client's, in its order)
+// at once, and returns when every call returned. fn makes each request
+// with a context of its own from ask (and cancels it after), bounded by
+// ctx and by operatorWait: a node that answers each request in time
+// answers the call, however many requests it makes (a read and the fence
+// counter's, a release marker and the delete, the pages of a scan).
+func (c *Client) onEveryNodePatiently(ctx context.Context, nodes []adapterInspect, fn func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect)) {
+	limit := timeoutLimit(c.opts.nodeTimeout, 0)
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wait, patient := c.operatorWait(i, limit)
+			expired := false
+			ask := func() (context.Context, context.CancelFunc) {
+				rctx, cancel := context.WithTimeout(ctx, wait)
+				return rctx, func() {
+					if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+						expired, wait = true, limit // the rest of the call waits the limit
+					}
+					cancel()
+				}
+			}
+			fn(ask, i, n)
+			if expired && patient {
+				// Not even within the patience (frozen, cut off): the
+				// operator's calls of the next ttl wait only the limit
+				// for it, as the client's fans do (timeout.go: quiet).
+				c.slow[i].quiet.Store(int64(time.Since(c.born) + c.opts.lock.ttl))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// operatorWait is how long each request of an operator's call waits for
+// node i, and whether that is the patience. Such a request costs no
+// validity, and a node that a grant of the client would wait for must not
+// be an error to it: an Inspect that saw it as one would show the lock
+// free, and a ForceRelease would leave the lock on it. So it waits as a
+// grant of the client's ttl does for a slow node, up to ttl/2 - drift
+// (timeout.go: patience), or the node timeout's limit if that is longer.
+// A node that did not answer a request within the patience (quiet,
+// timeout.go) is waited for only the limit for a ttl, unless it answered
+// a fan of the client late since (slow): a dead node costs the operator's
+// calls one patience per ttl.
+func (c *Client) operatorWait(i int, limit time.Duration) (wait time.Duration, patient bool) {
+	patience := c.patience(adapter.Request{Op: adapter.OpAcquire, TTL: c.opts.lock.ttl})
+	now, s := int64(time.Since(c.born)), &c.slow[i]
+	if patience <= limit || s.quiet.Load() > now && s.until.Load() <= now {
+		return limit, false
+	}
+	return patience, true
 }
 
 // extNote is the key of the extension count of the lock with value: a

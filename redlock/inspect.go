@@ -148,15 +148,23 @@ func (c *Client) inspectStart(resource string) ([]adapterInspect, error) {
 	return nodes, nil
 }
 
-// Inspect reads resource's lock on every node, at once (R15), each bounded
-// by the node timeout's limit and ctx, and returns the quorum's view and
-// each node's: the mode (free, write, or read with its readers), the owner
+// Inspect reads resource's lock on every node, at once (R15), and returns
+// the quorum's view and each node's: the mode (free, write, or read with its readers), the owner
 // label of each holder (WithOwner), the remaining validity, and the fence
 // token. Any client may call it, holder or not; it changes nothing, and it
 // never returns a byte of a lock's value. Every node must implement
 // adapter.InspectNode (else ErrInvalid); a node that fails is reported in
 // its NodeView. The error is not nil only for bad input, such nodes, a
 // closed client or an ended ctx.
+//
+// A healthy node that answers slowly (a loaded machine) is no error: each
+// request waits for a node as a grant of the client does for a slow one,
+// up to ttl/2 - drift of the client's ttl (WithTTL), ctx permitting. A
+// node that does not answer in that time (frozen, cut off) is an error,
+// and for the next ttl the calls of Inspect, Locks and ForceRelease wait
+// for it only the node timeout's limit (twenty node timeouts, 1s at the
+// default); so a dead node costs them at most ttl/2 - drift once per ttl
+// (4.9s at the default ttl), and a node that refuses costs nothing.
 func (c *Client) Inspect(ctx context.Context, resource string) (LockInfo, error) {
 	nodes, err := c.inspectStart(resource)
 	if err != nil {
@@ -179,15 +187,20 @@ type nodeRead struct {
 func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource string, owners map[string]string) (LockInfo, []nodeRead) {
 	key, fenceKey := c.one(resource).key, c.opts.keyOf(c.opts.fencePrefix, resource)
 	reads := make([]nodeRead, len(nodes))
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
-		st, err := n.Inspect(ctx, key)
+	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect) {
+		rctx, done := ask()
+		st, err := n.Inspect(rctx, key)
+		done()
 		if err != nil {
 			reads[i].err = err
 			return
 		}
 		reads[i].st = st
 		if c.opts.fencePrefix != "" {
-			if v, ok, err := n.Note(ctx, fenceKey); err == nil && ok {
+			rctx, done := ask()
+			v, ok, err := n.Note(rctx, fenceKey)
+			done()
+			if err == nil && ok {
 				reads[i].fence, _ = strconv.ParseUint(v, 10, 64)
 			}
 		}
@@ -222,8 +235,8 @@ func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource s
 	}
 	// Owner labels need the notes (WithInfoPrefix); without them, unknown.
 	owner := func(string) string { return "" }
-	if notes := c.infoNodes(); notes != nil {
-		owner = func(v string) string { return c.ownerOf(ctx, notes, v, owners) }
+	if c.infoNodes() != nil {
+		owner = func(v string) string { return c.readOwner(ctx, nodes, reads, v, owners) }
 	}
 	var holderTTLs []time.Duration
 	for i, r := range reads {
@@ -264,6 +277,44 @@ func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource s
 	return info, reads
 }
 
+// readOwner returns the owner label of the client that drew value, as the
+// nodes keep it (owner.go: ownerOf), or "" when unknown. It asks the nodes
+// whose read answered, as patiently (onEveryNodePatiently), and ends at
+// the first label found: every node keeps the same one.
+func (c *Client) readOwner(ctx context.Context, nodes []adapterInspect, reads []nodeRead, value string, cache map[string]string) string {
+	tag := tagOf(value)
+	if tag == "" {
+		return ""
+	}
+	if o, ok := cache[tag]; ok {
+		return o
+	}
+	key := c.ownerNote(tag)
+	ctx, found := context.WithCancel(ctx)
+	defer found()
+	var mu sync.Mutex
+	owner := ""
+	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect) {
+		if reads[i].err != nil {
+			return
+		}
+		rctx, done := ask()
+		v, ok, err := n.Note(rctx, key)
+		done()
+		if err != nil || !ok || v == "" {
+			return
+		}
+		mu.Lock()
+		if owner == "" {
+			owner = strings.ToValidUTF8(v, "?")
+		}
+		mu.Unlock()
+		found()
+	})
+	cache[tag] = owner
+	return owner
+}
+
 // quorumTTL is the quorum-th longest of ttls: how long a quorum of nodes
 // keeps the key (a key without expiry counts as the longest).
 func quorumTTL(ttls []time.Duration, quorum int) time.Duration {
@@ -293,7 +344,8 @@ const DefaultLocksLimit = 1000
 // and the error is a *ScanError naming each failed node (errors.Is finds
 // ErrScanIncomplete): a resource whose keys are only on such nodes may be
 // missing. When ctx ends while the resources are inspected, Locks returns
-// those inspected so far with ctx's error.
+// those inspected so far with ctx's error. Each request (a page of a scan,
+// a read) waits for a slow node as Inspect's do.
 func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, complete bool, err error) {
 	if limit <= 0 {
 		limit = DefaultLocksLimit
@@ -310,10 +362,12 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	names := map[string]bool{}
 	complete = true
 	failed := make([]error, len(nodes))
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
+	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect) {
 		cursor := ""
 		for seen := 0; ; {
-			keys, next, err := n.Scan(ctx, prefix, cursor, 100)
+			rctx, done := ask()
+			keys, next, err := n.Scan(rctx, prefix, cursor, 100)
+			done()
 			if err != nil {
 				failed[i] = nodeError(c.names[i], err) // one writer per index
 				return
@@ -441,7 +495,10 @@ type ForceReport struct {
 // it for a holder known to be dead, or with fencing (R18) on the resources
 // it guards. It is logged at Warn level to the client's logger
 // (WithLogger), with the owner labels, never the values. Every node must
-// be an adapter.InspectNode.
+// be an adapter.InspectNode. Each request (a read, a marker, a delete)
+// waits for a slow node as Inspect's do: a healthy node that answers
+// slowly is released too, and a dead one costs at most ttl/2 - drift of
+// the client's ttl once per ttl.
 func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport, error) {
 	nodes, err := c.inspectStart(resource)
 	if err != nil {
@@ -461,13 +518,17 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 			life = max(life, rd.TTL)
 		}
 	}
-	mark := func(ctx context.Context, n adapterInspect, value string) error {
+	// ask gives each request its context (onEveryNodePatiently).
+	type asker = func() (context.Context, context.CancelFunc)
+	mark := func(ask asker, n adapterInspect, value string) error {
 		if !marks {
 			return nil
 		}
-		return n.PutNote(ctx, c.releaseMarker(value), "released", c.markerTTL(life))
+		rctx, done := ask()
+		defer done()
+		return n.PutNote(rctx, c.releaseMarker(value), "released", c.markerTTL(life))
 	}
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
+	c.onEveryNodePatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) {
 		r := reads[i]
 		if r.err != nil {
 			rep.Errs[i] = r.err
@@ -475,8 +536,10 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 		}
 		switch r.st.Kind {
 		case adapter.KeyLock:
-			merr := mark(ctx, n, r.st.Value)
-			ok, err := n.Release(ctx, key, r.st.Value)
+			merr := mark(ask, n, r.st.Value)
+			rctx, done := ask()
+			ok, err := n.Release(rctx, key, r.st.Value)
+			done()
 			if ok {
 				rep.Released[i]++
 			}
@@ -488,8 +551,10 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 				return
 			}
 			for _, rd := range r.st.Readers {
-				merr := mark(ctx, n, rd.Value)
-				ok, err := rn.RRelease(ctx, key, rd.Value)
+				merr := mark(ask, n, rd.Value)
+				rctx, done := ask()
+				ok, err := rn.RRelease(rctx, key, rd.Value)
+				done()
 				if ok {
 					rep.Released[i]++
 				}

@@ -26,8 +26,8 @@ func WithAutoExtend() SharedOption {
 
 // WithExtendInterval sets how often WithAutoExtend extends the lock.
 // Default 0: ttl/3. It must be less than the ttl. When the nodes answer
-// slowly the extender extends sooner: while twice the last extension's
-// (or the grant's) duration is still left of the validity.
+// slowly the extender extends sooner: while the last extension's (or the
+// grant's) duration and AutoExtendLead are still left of the validity.
 func WithExtendInterval(d time.Duration) SharedOption {
 	return sharedOption(func(o *lockOptions) { o.extendEvery = d })
 }
@@ -305,16 +305,32 @@ func (l *Lock) autoExtend() {
 	}
 }
 
+// AutoExtendLead is the validity that a lock kept by WithAutoExtend has
+// left when an extension lands, at least, while its nodes answer within
+// (ttl - drift - AutoExtendLead)/2, about a third of the ttl, and each
+// extension is no slower than the one before: a third of the ttl. A
+// watchdog that stops the holder's work some margin before Lock.Until, as
+// dlm lock's guard does, keeps its margin under it, with room to learn the
+// new Until: it then never stops the work of a lock that is kept. Nodes
+// slower than that still keep the lock (up to ttl/2 - drift, the longest
+// a grant waits for them), but an extension then lands with ttl - drift -
+// 2 round trips left, less than the lead (nextExtension).
+func AutoExtendLead(ttl time.Duration) time.Duration { return ttl / 3 }
+
 // nextExtension is how long the extender waits before the next extension,
 // after a grant or an extension: the interval, or less when the nodes
 // answer slowly. The last one took e, from its T1 to now (its validity
-// ends at T1 + ttl - drift); the next is started while 2e of the validity
-// is left, so that one as slow ends in time with e to spare. With nodes
-// that answer within a fifth of the ttl this is the interval (ttl/3).
+// ends at T1 + ttl - drift, so ttl - drift - e is left); the next is
+// started while e + AutoExtendLead of the validity is left, so that one
+// as slow lands with the lead left. That is possible while ttl - drift -
+// 2e >= lead, e up to about a third of the ttl; a slower one is started
+// at once and lands with ttl - drift - 2e left. With nodes that answer
+// within a sixth of the ttl this is the interval (ttl/3), as many
+// extensions per ttl as at no latency.
 func (l *Lock) nextExtension() time.Duration {
 	left := time.Until(l.Until())
 	took := l.ttl - l.drift - left
-	return max(time.Millisecond, min(l.every, left-2*took))
+	return max(time.Millisecond, min(l.every, left-took-AutoExtendLead(l.ttl)))
 }
 
 // atBound reports whether the lock reached its extension bound.

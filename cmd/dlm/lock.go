@@ -521,10 +521,19 @@ const endReasonWait = 2 * time.Second
 // kills a command that dlm did not extend in time: a tenth of the ttl,
 // and at least minGuardMargin (at most a fifth of the ttl), so that the
 // kill lands before the keys can expire on a busy machine. It costs a
-// healthy lock nothing: dlm extends it a third of the ttl in, long before
-// the margin.
+// kept lock nothing: the library's extensions land with at least
+// redlock.AutoExtendLead (a third of the ttl) left while the nodes answer
+// within about a third of the ttl, and the margin is at most three fifths
+// of that lead, so that the new end reaches the guard (dlm looks every
+// tenth of the validity or so) before the old deadline.
 func guardMargin(ttl time.Duration) time.Duration {
-	return max(ttl/10, min(ttl/5, minGuardMargin))
+	return max(ttl/10, min(redlock.AutoExtendLead(ttl)*3/5, minGuardMargin))
+}
+
+// renewEvery is how often dlm looks for a new end of the validity to send
+// the guard, when the guard's first deadline is left away: a tenth of it.
+func renewEvery(left time.Duration) time.Duration {
+	return max(time.Millisecond, left/10)
 }
 
 // minGuardMargin is the least margin of the guard's kill. The kill goes
@@ -584,7 +593,7 @@ func (r *lockRun) guarded(sigs <-chan os.Signal, h holding) error {
 	}
 	var renew <-chan time.Time
 	if !sent.IsZero() {
-		t := time.NewTicker(max(time.Millisecond, time.Until(sent)/10))
+		t := time.NewTicker(renewEvery(time.Until(sent)))
 		defer t.Stop()
 		renew = t.C
 	}

@@ -45,7 +45,11 @@ name with control characters or invalid UTF-8 (Go syntax: '"job\x1b"'
 in the shell). Every forced release is
 logged on standard error (resource, mode, owners, nodes; never a value)
 and exits 0 when a quorum of nodes no longer holds the resource, 74 when
-no node held it (a mistyped name: nothing was released). A quoted form
+no node held it (a mistyped name: nothing was released). A healthy node
+that answers slowly (a loaded machine) is waited for, each request up to
+half the ttl less the drift (4.9s); a node that does not answer at all
+costs that once, then 20 node timeouts (--node-timeout) a request, for a
+ttl (10s). A quoted form
 whose name dlm status prints without quotes ('"abc"') is refused as
 ambiguous, and so is a --key-prefix that reaches dlm's fence counters,
 leaders' records or owner notes.

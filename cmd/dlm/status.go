@@ -118,8 +118,11 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 		return err
 	}
 	// Each request to a node is bounded by --timeout: the library's bound
-	// is twenty node timeouts (timeout.go).
-	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(max(min(timeout, redlock.DefaultTTL/2)/20, time.Millisecond))}
+	// is twenty node timeouts (timeout.go), or, for a slow node, ttl/2 -
+	// drift (Inspect), which a ttl of twice the bound keeps under it.
+	nodeTimeout := max(min(timeout, redlock.DefaultMaxTTL/2)/20, time.Millisecond)
+	ttl := 2 * 20 * nodeTimeout
+	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(ttl)}
 	if byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
 	}
