@@ -184,8 +184,12 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, val
 	key := c.extNote(value)
 	var mu sync.Mutex
 	var st extState
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
-		note, ok, err := n.Note(ctx, key)
+	// Patiently: a count unread from a healthy slow node would leave the
+	// handle's own count, which may have been edited, to be trusted.
+	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), _ int, n adapterInspect) {
+		rctx, cancel := ask()
+		note, ok, err := n.Note(rctx, key)
+		cancel()
 		if err != nil || !ok {
 			return
 		}
@@ -213,7 +217,9 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, val
 // each extension of a lock that crossed processes (Resume, Handle).
 func (c *Client) noteExtensions(ctx context.Context, nodes []adapterInspect, l *Lock, count, bound int) {
 	key, note := c.extNote(l.value), strconv.Itoa(count)+" "+strconv.Itoa(bound)
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, _ int, n adapterInspect) {
-		_ = n.PutNote(ctx, key, note, 2*l.ttl)
+	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), _ int, n adapterInspect) {
+		rctx, cancel := ask()
+		_ = n.PutNote(rctx, key, note, 2*l.ttl)
+		cancel()
 	})
 }
