@@ -25,8 +25,9 @@ type waiting interface {
 	// the hand-off, the call's turn behind its client's calls that wait
 	// for the same key (no barging). A TryLock never waits.
 	first(ctx context.Context, t target, o lockOptions) (turn, error)
-	// mark is taken before each attempt, for the wait after it.
-	mark(t target) uint64
+	// mark is taken before each attempt, for the wait after it; the
+	// attempt's value is value.
+	mark(t target, tn turn, value string) uint64
 	// next is the wait after a failed attempt, which took elapsed and
 	// failed as failed says. It returns ctx's error when ctx ends, and
 	// ErrClosed when the client closes; the turn it returns is the call's
@@ -40,6 +41,10 @@ type waiting interface {
 	// that made it ended on it, and its releases deleted keys, given back
 	// unannounced: the waiters that failed on them may go.
 	gaveBack(key string, keys []string, value string, ended bool)
+	// freedOn is told that node i deleted a key (of key, or of a set's
+	// keys) that a failed attempt with value gave back (R8.5),
+	// unannounced.
+	freedOn(key string, keys []string, value string, i int)
 	// close ends what the waiting keeps open; called by Client.Close once
 	// the background work is done.
 	close()
@@ -65,9 +70,10 @@ type turn struct {
 type timedWait struct{ c *Client }
 
 func (timedWait) first(context.Context, target, lockOptions) (turn, error) { return turn{}, nil }
-func (timedWait) mark(target) uint64                                       { return 0 }
+func (timedWait) mark(target, turn, string) uint64                         { return 0 }
 func (timedWait) end(target, turn, bool)                                   {}
 func (timedWait) gaveBack(string, []string, string, bool)                  {}
+func (timedWait) freedOn(string, []string, string, int)                    {}
 func (timedWait) close()                                                   {}
 
 func (w timedWait) next(ctx context.Context, _ target, o lockOptions, _ turn, _ time.Duration, _ *AcquireError) (turn, error) {
@@ -145,6 +151,10 @@ type waiter struct {
 	gaveFreed   bool
 	lookPending bool
 	lookFrom    int
+	// trying is the value of its attempt under way (mark), "" while it
+	// waits (next): a give-back of that value, or of gave while it
+	// waits, is its latest attempt's own (freedOn). Under handoff.mu.
+	trying string
 	// deniedAt is the nodes that did not grant its last failed attempt
 	// and have not announced a release since: an announcement from one
 	// of them wakes it again, even of a release already heard from
@@ -520,8 +530,16 @@ func (h *handoff) rank(ts *turns) int {
 	}
 }
 
-// mark is releasedMark, taken before each attempt.
-func (h *handoff) mark(t target) uint64 { return h.releasedMark(t) }
+// mark is releasedMark, taken before each attempt; a waiter notes the
+// attempt's value (waiter.trying).
+func (h *handoff) mark(t target, tn turn, value string) uint64 {
+	if w := tn.place; w != nil {
+		h.mu.Lock()
+		w.trying = value
+		h.mu.Unlock()
+	}
+	return h.releasedMark(t)
+}
 
 // releasedMark returns a mark of this client's releases of t's keys so far
 // (0 without a hand-off). Lock takes it before each attempt: a release of
@@ -607,7 +625,7 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 	} else {
 		now := time.Now()
 		h.mu.Lock()
-		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
+		w.split, w.gave, w.gaveFreed, w.lookPending, w.trying = split, tn.value, false, false, ""
 		w.deniedAt = denied
 		h.wakeIfCrossed(t, w, now.Add(-elapsed))
 		// A release announced lately may still be on its way to the
