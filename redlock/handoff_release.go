@@ -224,6 +224,8 @@ type turns struct {
 	// rested counts the keys whose queues emptied, up to this one's
 	// (handoff.rests), while this key has none; 0 while it has.
 	rested uint64
+	// later is closed by the next release recorded (laterRelease).
+	later chan struct{}
 }
 
 // heardReleases is how many of a key's latest releases a client knows
@@ -244,6 +246,10 @@ const maxOrder = 64
 // client just come does. A value no client of this package drew (WithValue)
 // leaves the order as it is.
 func (ts *turns) record(value string) {
+	if ts.later != nil {
+		close(ts.later)
+		ts.later = nil
+	}
 	ts.heard[ts.heardNext] = value
 	ts.heardNext = (ts.heardNext + 1) % len(ts.heard)
 	tag := tagOf(value)
@@ -257,6 +263,20 @@ func (ts *turns) record(value string) {
 		ts.order = append(ts.order[:0], ts.order[1:]...)
 	}
 	ts.order = append(ts.order, tag)
+}
+
+// laterRelease returns a channel closed when the next release of the key
+// is recorded: a waiter woken for a release waits out its rank of that
+// release only until the next one (wait.go: rankWait). Nil for a
+// key without turns: never closed.
+func (ts *turns) laterRelease() <-chan struct{} {
+	if ts == nil {
+		return nil
+	}
+	if ts.later == nil {
+		ts.later = make(chan struct{})
+	}
+	return ts.later
 }
 
 // seen reports whether the release of value was recorded already: its

@@ -171,6 +171,8 @@ type waiter struct {
 	ctx      context.Context
 	resource string
 	opts     lockOptions
+	// key is the key whose queue it joined (joinQueue); "" for a set.
+	key string
 }
 
 // wake is one wake-up of a waiter: an announcement from the nodes (remote),
@@ -183,6 +185,9 @@ type wake struct {
 	slots int
 	// from is the node whose announcement this is, or -1.
 	from int
+	// later, for an announcement, is closed when the client records a
+	// later release of the key (turns.record): the rank is over.
+	later <-chan struct{}
 }
 
 // isHead reports whether w is at the front of its queue.
@@ -260,6 +265,7 @@ func (h *handoff) joinQueue(key string, w *waiter, behind bool) bool {
 		return false
 	}
 	h.queues[key] = append(q, w)
+	w.key = key
 	if len(q) == 0 {
 		if ts := h.turns[key]; ts != nil {
 			ts.rested = 0
@@ -380,8 +386,11 @@ func (h *handoff) waitTurn(ctx context.Context, o lockOptions, elapsed time.Dura
 // both took themselves for the first (a client just come, or one passed
 // over) went at once, and going at once again could split the votes again
 // (R10). After an attempt at the first rank (afterFirst), the timed retry
-// is one slot and a jitter (next). A waiter behind the front of its
-// queue runs no timed retry until it reaches the front. It returns the
+// comes within that rank's slot: the slot less two attempt durations, so
+// that it is decided before the second rank's attempt (next). A later
+// release ends the wait of an earlier one's rank (rankWait). A waiter
+// behind the front of its queue runs no timed retry until it reaches the
+// front. It returns the
 // wake-up it acted on (zero after the timed retry): the lock when Unlock
 // handed one over.
 func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration, after waitAfter, w *waiter) (wake, error) {
@@ -398,71 +407,141 @@ func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration
 	delay := c.retryDelay(o)
 	retry := delay
 	if after&afterFirst != 0 {
-		slot, jit := c.rankSlot(elapsed, o)
-		retry = min(slot+c.jitter(jit), retry)
+		slot, _ := c.rankSlot(elapsed, o)
+		retry = min(max(slot-2*elapsed, 0), retry)
 	}
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	if promoted == nil {
 		t = time.NewTimer(retry)
-		defer t.Stop()
 		timeout = t.C
 	}
-	var wk wake
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			return wake{}, ctx.Err()
-		case <-c.stop:
-			return wake{}, ErrClosed
-		case <-timeout:
-			return wake{}, nil
-		case <-promoted: // now at the front: run the timed retry
-			promoted = nil
+	for {
+		var wk wake
+		for done := false; !done; {
+			select {
+			case <-ctx.Done():
+				return wake{}, ctx.Err()
+			case <-c.stop:
+				return wake{}, ErrClosed
+			case <-timeout:
+				return wake{}, nil
+			case <-promoted: // now at the front: run the timed retry
+				promoted = nil
+				if t == nil {
+					t = time.NewTimer(delay)
+				} else {
+					t.Reset(delay)
+				}
+				timeout = t.C
+			case wk = <-woken:
+				done = true
+			}
+		}
+		if !wk.remote {
+			return wk, nil
+		}
+		wk, over, err := h.rankWait(ctx, o, elapsed, after, w, wk, &t)
+		if !over || err != nil {
+			return wk, err
+		}
+		// Woken for a release that a later one followed, whose wake-up
+		// went to another waiter of its client: it waits again, with
+		// R10's timed retry at the front of its queue. A waiter behind
+		// the front (woken by a split vote: wakeNext) may have no timer.
+		timeout, promoted = nil, nil
+		switch {
+		case !w.isHead():
+			if t != nil {
+				stopTimer(t)
+			}
+			promoted = w.head
+		case t == nil:
 			t = time.NewTimer(delay)
-			defer t.Stop()
 			timeout = t.C
-		case wk = <-woken:
-			done = true
+		default:
+			stopTimer(t)
+			t.Reset(delay)
+			timeout = t.C
 		}
 	}
-	if !wk.remote {
-		return wk, nil
-	}
-	if wk.slots == 0 && after&afterSplit == 0 {
-		// First: no timer, which would cost a whole millisecond in a
-		// process with nothing else to run (the runtime sleeps on
-		// epoll_wait, to the millisecond).
-		return wk, nil
-	}
-	// Its rank among the clients woken by the same release (handoff.go,
-	// rank): a slot per client ahead of it, then a jitter within the
-	// start of the slot; never past the minimum retry delay.
-	slot, jit := c.rankSlot(elapsed, o)
-	j := min(time.Duration(wk.slots)*slot+c.jitter(jit), o.retryMin)
-	if j <= 0 {
-		return wk, nil
-	}
-	if t == nil {
-		t = time.NewTimer(j)
-		defer t.Stop()
-	} else {
-		if !t.Stop() {
+}
+
+// rankWait waits out w's rank of the announced release wk (rank): none
+// for the first rank (nor a jitter, unless after a split vote), else a
+// slot per client ahead of it and a jitter within the start of the slot,
+// never past the minimum retry delay. A later release announced while it
+// waits ends the rank: the waiter takes its rank of the later release,
+// counted from then, when that wake-up came to it, and rankWait reports
+// over when it went to another waiter of its client. A wake-up from this
+// client's Unlock ends the wait. *t is the wait's timer (nil: none yet).
+func (h *handoff) rankWait(ctx context.Context, o lockOptions, elapsed time.Duration, after waitAfter, w *waiter, wk wake, t **time.Timer) (_ wake, over bool, _ error) {
+	c := h.c
+	for {
+		select {
+		case <-wk.later:
+			// A later release was recorded since it was woken, and
+			// its wake-up went to the front of its queue.
+			return wk, true, nil
+		default:
+		}
+		if wk.slots == 0 && after&afterSplit == 0 {
+			// First: no timer, which would cost a whole millisecond in a
+			// process with nothing else to run (the runtime sleeps on
+			// epoll_wait, to the millisecond).
+			return wk, false, nil
+		}
+		slot, jit := c.rankSlot(elapsed, o)
+		j := min(time.Duration(wk.slots)*slot+c.jitter(jit), o.retryMin)
+		if j <= 0 {
+			return wk, false, nil
+		}
+		if *t == nil {
+			*t = time.NewTimer(j)
+		} else {
 			// A tick of the retry timer that came with the wake-up
 			// (GODEBUG=asynctimerchan=1 keeps it) must not end the
 			// rank's wait at once.
+			stopTimer(*t)
+			(*t).Reset(j)
+		}
+		var next wake
+		select {
+		case <-ctx.Done():
+			return wake{}, false, ctx.Err()
+		case <-c.stop:
+			return wake{}, false, ErrClosed
+		case <-(*t).C:
+			return wk, false, nil
+		case next = <-w.ch:
+		case <-wk.later:
+			// A later release was recorded (a hand-over in the
+			// holder's client releases the key too): this rank is
+			// over. The wake-up given with the record went to this
+			// waiter, or to the front of its queue.
 			select {
-			case <-t.C:
+			case next = <-w.ch:
 			default:
+				return wk, true, nil
 			}
 		}
-		t.Reset(j)
+		if !next.remote {
+			return next, false, nil
+		}
+		wk = next
 	}
-	select {
-	case <-ctx.Done():
-		return wake{}, ctx.Err()
-	case <-c.stop:
-		return wake{}, ErrClosed
-	case <-t.C:
-		return wk, nil
+}
+
+// stopTimer stops t and drains a tick it sent already.
+func stopTimer(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
 	}
 }
 
@@ -578,8 +657,11 @@ func (h *handoff) releasedMark(t target) uint64 {
 //     have reached some node before the release did. A node it listens to
 //     wakes it again when it announces that release (handoff_release.go:
 //     heard); for the nodes it does not listen to, its timed retry comes
-//     one rank slot later (afterFirst), when the node whose announcement
-//     woke it granted the attempt or did not answer. When that node says the
+//     within its rank's slot (afterFirst: the slot less two attempt
+//     durations, decided before the next rank's attempt), when the node
+//     whose announcement woke it granted the attempt or did not answer; a
+//     retry that meets that attempt's own key, given back late, is woken
+//     when the key is gone (handoff_release.go: freedOn). When that node says the
 //     key is held, the attempt lost to another client, or the announcement
 //     was forged (anyone who may PUBLISH on a node can), and one more
 //     attempt would be wasted.
@@ -854,9 +936,25 @@ func (h *handoff) give(w *waiter, wk wake) {
 	// It attempts again: what its last attempt found no longer matters
 	// (heard).
 	w.deniedAt = 0
+	if wk.remote && w.key != "" {
+		wk.later = h.turns[w.key].laterRelease()
+	}
 	select {
 	case w.ch <- wk:
+		return
 	default:
+	}
+	if wk.remote {
+		// An announcement not acted on yet gives way to a later one
+		// (rankWait); this client's Unlock's wake-up is kept.
+		select {
+		case old := <-w.ch:
+			if !old.remote {
+				wk = old
+			}
+		default:
+		}
+		w.ch <- wk
 	}
 }
 
