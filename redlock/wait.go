@@ -390,9 +390,8 @@ func (h *handoff) waitTurn(ctx context.Context, o lockOptions, elapsed time.Dura
 // that it is decided before the second rank's attempt (next). A later
 // release ends the wait of an earlier one's rank (rankWait). A waiter
 // behind the front of its queue runs no timed retry until it reaches the
-// front. It returns the
-// wake-up it acted on (zero after the timed retry): the lock when Unlock
-// handed one over.
+// front. It returns the wake-up it acted on (zero after the timed retry):
+// the lock when Unlock handed one over.
 func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration, after waitAfter, w *waiter) (wake, error) {
 	c := h.c
 	var promoted <-chan struct{}
@@ -661,10 +660,10 @@ func (h *handoff) releasedMark(t target) uint64 {
 //     durations, decided before the next rank's attempt), when the node
 //     whose announcement woke it granted the attempt or did not answer; a
 //     retry that meets that attempt's own key, given back late, is woken
-//     when the key is gone (handoff_release.go: freedOn). When that node says the
-//     key is held, the attempt lost to another client, or the announcement
-//     was forged (anyone who may PUBLISH on a node can), and one more
-//     attempt would be wasted.
+//     when the key is gone (handoff_release.go: freedOn). When that node
+//     says the key is held, the attempt lost to another client, or the
+//     announcement was forged (anyone who may PUBLISH on a node can), and
+//     one more attempt would be wasted.
 //
 // A first wait after an attempt that failed while this client released
 // the key (tn.mark: releasedMark) ends at once. next returns ctx's error
