@@ -395,7 +395,7 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 		if err != nil {
 			return nil, err
 		}
-		tn.mark, tn.value = c.waits.mark(t), value
+		tn.mark, tn.value = c.waits.mark(t, tn, value), value
 		start := time.Now()
 		// A value of the caller's (WithValue) is the same in every
 		// attempt: a failed attempt then waits for every node's answer

@@ -465,13 +465,18 @@ type (
 )
 
 // Receive takes node i's answer to its early release (adapter.Receiver).
-func (r *earlyRelease) Receive(_ int, ok bool, err error) { (*fan)(r).releaseAnswered(true, ok, err) }
+func (r *earlyRelease) Receive(i int, ok bool, err error) {
+	(*fan)(r).releaseAnswered(i, true, ok, err)
+}
 
 // Receive takes node i's answer to its late release (adapter.Receiver).
-func (r *lateRelease) Receive(_ int, ok bool, err error) { (*fan)(r).releaseAnswered(false, ok, err) }
+func (r *lateRelease) Receive(i int, ok bool, err error) {
+	(*fan)(r).releaseAnswered(i, false, ok, err)
+}
 
-// releaseAnswered takes the answer to a release of a failed acquisition.
-func (f *fan) releaseAnswered(early, ok bool, err error) {
+// releaseAnswered takes node i's answer to a release of a failed
+// acquisition.
+func (f *fan) releaseAnswered(i int, early, ok bool, err error) {
 	c := f.c
 	f.mu.Lock()
 	f.releasing--
@@ -488,6 +493,9 @@ func (f *fan) releaseAnswered(early, ok bool, err error) {
 	f.mu.Unlock()
 	if last {
 		f.rcancel()
+	}
+	if ok && err == nil {
+		c.waits.freedOn(f.req.Key, f.req.Keys, f.req.Value, i)
 	}
 	if last {
 		c.waits.gaveBack(f.req.Key, f.req.Keys, f.req.Value, ended)

@@ -420,3 +420,133 @@ func TestEveryNodeOfASubscriptionLooks(t *testing.T) {
 		}
 	})
 }
+
+// lateAnswerNode is a MemNode that applies every request at once but, while
+// hold is set, holds back the answer to its next SET (an acquisition) until
+// hold is closed: the node granted the attempt, and its answer comes after
+// the attempt's decision.
+type lateAnswerNode struct {
+	*redlocktest.MemNode
+	mu   *sync.Mutex
+	hold *chan struct{} // taken by the next acquisition; nil: none
+}
+
+func (n lateAnswerNode) Start(ctx context.Context, req adapter.Request, to adapter.Receiver, tag int) {
+	n.mu.Lock()
+	gate := *n.hold
+	if req.Op != adapter.OpAcquire {
+		gate = nil
+	} else {
+		*n.hold = nil
+	}
+	n.mu.Unlock()
+	if gate != nil {
+		to = heldAnswer{to, gate}
+	}
+	n.MemNode.Start(ctx, req, to, tag)
+}
+
+func (n lateAnswerNode) StartAll(calls []adapter.Call) {
+	for _, cl := range calls {
+		n.Start(cl.Ctx, cl.Req, cl.To, cl.Tag)
+	}
+}
+
+// heldAnswer passes an answer on once gate is closed.
+type heldAnswer struct {
+	to   adapter.Receiver
+	gate chan struct{}
+}
+
+func (h heldAnswer) Receive(tag int, ok bool, err error) {
+	go func() {
+		<-h.gate
+		h.to.Receive(tag, ok, err)
+	}()
+}
+
+// A node that refused a waiter's latest attempt and then deleted the key
+// that an earlier failed attempt of the same client had left there (given
+// back, R8.5: the node granted the earlier attempt and answered after its
+// decision) counts as that node's release: the give-back is sent
+// unannounced, and the waiter would sleep out R10's delay while the key is
+// free. Forced order (fake time, 3 in-memory nodes): node a grants the
+// first attempt and its answer is held back; b's announced release wakes
+// the waiter, whose attempt a refuses (the first attempt's key); then a
+// answers, and the first attempt's late release deletes its key. The
+// give-back of a waiter's latest attempt wakes nothing (R10's delay after
+// a split vote: TestDefect10TriesWaitTheRetryDelay). Failed before (and
+// TestWaiterOverlappingReleaseRedis slept so about once in 280
+// adapter-runs: "after 4 attempt(s): ... held by another, ... held by
+// another", every node free 5 s later): "acquired 1m0s after a answered,
+// want before the minimum retry delay 1m0s".
+func TestOwnLateGiveBackIsOneNodesAnnouncement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			ttl    = time.Hour
+			delay  = time.Minute
+			key    = "dlm:lock:r"
+			holder = "holder's value"
+		)
+		ctx := context.Background()
+		_, mems := redlocktest.NewMemNodes(3)
+		var mu sync.Mutex
+		holds := make([]chan struct{}, len(mems))
+		nodes := make([]redlock.Node, len(mems))
+		for i, m := range mems {
+			nodes[i] = lateAnswerNode{m, &mu, &holds[i]}
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		warm, err := c.Lock(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := warm.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // warm's subscriptions are gone
+		watched := redlock.WatchNodes(c, "r")
+		if len(watched) != 2 {
+			t.Fatalf("the client listens on %v, want 2 nodes", watched)
+		}
+		a, b := watched[0], watched[1]
+		cc := 3 - a - b
+		for _, i := range []int{b, cc} {
+			if ok, err := mems[i].Acquire(ctx, key, holder, ttl); !ok || err != nil {
+				t.Fatalf("the holder's key on node %d: %v %v", i, ok, err)
+			}
+		}
+		answer := make(chan struct{})
+		mu.Lock()
+		holds[a] = answer
+		mu.Unlock()
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "r")
+			if err == nil {
+				err = l.Unlock(ctx)
+			}
+			got <- err
+		}()
+		synctest.Wait() // the first attempt failed on b and cc; a's grant not answered
+		mems[b].ReleaseAnnounce(ctx, key, holder)
+		synctest.Wait() // the attempts it woke failed on a and cc; the waiter sleeps
+		select {
+		case err := <-got:
+			t.Fatalf("Lock returned %v before a answered", err)
+		default:
+		}
+		answered := time.Now()
+		close(answer) // the first attempt's late release deletes its key, unannounced
+		if err := <-got; err != nil {
+			t.Fatal(err)
+		}
+		if waited := time.Since(answered); waited >= delay {
+			t.Errorf("acquired %v after a answered, want before the minimum retry delay %v", waited, delay)
+		}
+	})
+}

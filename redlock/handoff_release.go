@@ -224,6 +224,8 @@ type turns struct {
 	// rested counts the keys whose queues emptied, up to this one's
 	// (handoff.rests), while this key has none; 0 while it has.
 	rested uint64
+	// later is closed by the next release recorded (laterRelease).
+	later chan struct{}
 }
 
 // heardReleases is how many of a key's latest releases a client knows
@@ -244,6 +246,10 @@ const maxOrder = 64
 // client just come does. A value no client of this package drew (WithValue)
 // leaves the order as it is.
 func (ts *turns) record(value string) {
+	if ts.later != nil {
+		close(ts.later)
+		ts.later = nil
+	}
 	ts.heard[ts.heardNext] = value
 	ts.heardNext = (ts.heardNext + 1) % len(ts.heard)
 	tag := tagOf(value)
@@ -257,6 +263,20 @@ func (ts *turns) record(value string) {
 		ts.order = append(ts.order[:0], ts.order[1:]...)
 	}
 	ts.order = append(ts.order, tag)
+}
+
+// laterRelease returns a channel closed when the next release of the key
+// is recorded: a waiter woken for a release waits out its rank of that
+// release only until the next one (wait.go: rankWait). Nil for a
+// key without turns: never closed.
+func (ts *turns) laterRelease() <-chan struct{} {
+	if ts == nil {
+		return nil
+	}
+	if ts.later == nil {
+		ts.later = make(chan struct{})
+	}
+	return ts.later
 }
 
 // seen reports whether the release of value was recorded already: its
@@ -391,6 +411,49 @@ func (h *handoff) gaveBack(key string, keys []string, value string, ended bool) 
 	}
 }
 
+// freedOn is told that node i deleted a key that a failed attempt with
+// value gave back (R8.5), unannounced. For this client's waiters that is
+// node i's release of the key (heard), unless the attempt is the waiter's
+// latest: a later attempt that node i refused may have met that key there
+// (the waiter's own earlier attempt's, which node i granted after that
+// attempt's decision, or another call's), and no announcement follows, so
+// the waiter would sleep out R10's delay while the key is free. The
+// give-back of a waiter's latest attempt frees nothing that attempt met:
+// the node granted it, maybe after its decision (then counted as not
+// granting it, NoReply), and waking the waiter would end R10's delay
+// after its own split vote. So a waiter whose attempt is under way only
+// notes the node's release (wakeIfCrossed, once the attempt failed); one
+// that waits is woken in its client's rank when node i did not grant its
+// latest attempt.
+func (h *handoff) freedOn(key string, keys []string, value string, i int) {
+	if i < 0 || i >= min(len(h.nodes), 64) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if keys == nil {
+		keys = []string{key}
+	}
+	freed := func(key string, w *waiter, set bool) {
+		switch {
+		case value == w.trying, w.trying == "" && value == w.gave:
+			// Its latest attempt's own key.
+		case w.trying != "":
+			w.noteHeard(len(h.nodes), i, time.Now())
+		case w.deniedAt&(1<<i) != 0:
+			h.wakeFrom(key, w, set, i)
+		}
+	}
+	for _, key := range keys {
+		if q := h.queues[key]; len(q) > 0 {
+			freed(key, q[0], false)
+		}
+		for _, w := range h.sets[key] {
+			freed(key, w, true)
+		}
+	}
+}
+
 // freedOwn marks that the keys of w's last failed attempt, if value is
 // its, are given back, and wakes w when its look was waiting for that; set:
 // w waits for a set. Called with h.mu held.
@@ -415,6 +478,15 @@ func (h *handoff) wakeSets(key string) {
 	}
 }
 
+// noteHeard notes that node i (of n) released the key at now (heardWhen).
+// Called with handoff.mu held.
+func (w *waiter) noteHeard(n, i int, now time.Time) {
+	if w.heardWhen == nil {
+		w.heardWhen = make([]time.Time, min(n, 64))
+	}
+	w.heardWhen[i] = now
+}
+
 // heard notes that node from announced a release of key, for the waiters
 // that may attempt now: the front of key's queue and the sets that wait
 // for key. One whose last failed attempt that node did not grant is woken
@@ -433,10 +505,7 @@ func (h *handoff) heard(key string, from int) {
 	now := time.Now()
 	bit := uint64(1) << from
 	again := func(w *waiter, set bool) {
-		if w.heardWhen == nil {
-			w.heardWhen = make([]time.Time, min(len(h.nodes), 64))
-		}
-		w.heardWhen[from] = now
+		w.noteHeard(len(h.nodes), from, now)
 		if w.deniedAt&bit != 0 {
 			h.wakeFrom(key, w, set, from)
 		}

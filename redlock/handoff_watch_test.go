@@ -33,10 +33,16 @@ func listensAgain(t *testing.T, fail, mend func(*redlocktest.MemNode)) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := slowMemNodes(5, 100*time.Microsecond)
 		holder := memClient(t, nodes, redlock.WithTTL(time.Minute))
-		waiter := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Second, time.Second))
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
 		for _, key := range []string{"a", "b", "c", "d", "e"} {
+			// A new waiter for each key: nodes that failed under an
+			// earlier key and timed out one of its attempts would be
+			// on probation in it for a ttl (timeout.go), and its
+			// attempt that overtakes the release on a node (below)
+			// would wait for them as slow, up to ttl/2 - drift (29.4
+			// s here; 4 of 1500 runs with -race on 2026-12-05).
+			waiter := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithRetryDelay(time.Second, time.Second))
 			l, err := holder.TryLock(ctx, key)
 			if err != nil {
 				t.Fatal(err)

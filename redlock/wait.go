@@ -25,8 +25,9 @@ type waiting interface {
 	// the hand-off, the call's turn behind its client's calls that wait
 	// for the same key (no barging). A TryLock never waits.
 	first(ctx context.Context, t target, o lockOptions) (turn, error)
-	// mark is taken before each attempt, for the wait after it.
-	mark(t target) uint64
+	// mark is taken before each attempt, for the wait after it; the
+	// attempt's value is value.
+	mark(t target, tn turn, value string) uint64
 	// next is the wait after a failed attempt, which took elapsed and
 	// failed as failed says. It returns ctx's error when ctx ends, and
 	// ErrClosed when the client closes; the turn it returns is the call's
@@ -40,6 +41,10 @@ type waiting interface {
 	// that made it ended on it, and its releases deleted keys, given back
 	// unannounced: the waiters that failed on them may go.
 	gaveBack(key string, keys []string, value string, ended bool)
+	// freedOn is told that node i deleted a key (of key, or of a set's
+	// keys) that a failed attempt with value gave back (R8.5),
+	// unannounced.
+	freedOn(key string, keys []string, value string, i int)
 	// close ends what the waiting keeps open; called by Client.Close once
 	// the background work is done.
 	close()
@@ -65,9 +70,10 @@ type turn struct {
 type timedWait struct{ c *Client }
 
 func (timedWait) first(context.Context, target, lockOptions) (turn, error) { return turn{}, nil }
-func (timedWait) mark(target) uint64                                       { return 0 }
+func (timedWait) mark(target, turn, string) uint64                         { return 0 }
 func (timedWait) end(target, turn, bool)                                   {}
 func (timedWait) gaveBack(string, []string, string, bool)                  {}
+func (timedWait) freedOn(string, []string, string, int)                    {}
 func (timedWait) close()                                                   {}
 
 func (w timedWait) next(ctx context.Context, _ target, o lockOptions, _ turn, _ time.Duration, _ *AcquireError) (turn, error) {
@@ -145,6 +151,10 @@ type waiter struct {
 	gaveFreed   bool
 	lookPending bool
 	lookFrom    int
+	// trying is the value of its attempt under way (mark), "" while it
+	// waits (next): a give-back of that value, or of gave while it
+	// waits, is its latest attempt's own (freedOn). Under handoff.mu.
+	trying string
 	// deniedAt is the nodes that did not grant its last failed attempt
 	// and have not announced a release since: an announcement from one
 	// of them wakes it again, even of a release already heard from
@@ -161,6 +171,8 @@ type waiter struct {
 	ctx      context.Context
 	resource string
 	opts     lockOptions
+	// key is the key whose queue it joined (joinQueue); "" for a set.
+	key string
 }
 
 // wake is one wake-up of a waiter: an announcement from the nodes (remote),
@@ -173,6 +185,9 @@ type wake struct {
 	slots int
 	// from is the node whose announcement this is, or -1.
 	from int
+	// later, for an announcement, is closed when the client records a
+	// later release of the key (turns.record): the rank is over.
+	later <-chan struct{}
 }
 
 // isHead reports whether w is at the front of its queue.
@@ -250,6 +265,7 @@ func (h *handoff) joinQueue(key string, w *waiter, behind bool) bool {
 		return false
 	}
 	h.queues[key] = append(q, w)
+	w.key = key
 	if len(q) == 0 {
 		if ts := h.turns[key]; ts != nil {
 			ts.rested = 0
@@ -370,10 +386,12 @@ func (h *handoff) waitTurn(ctx context.Context, o lockOptions, elapsed time.Dura
 // both took themselves for the first (a client just come, or one passed
 // over) went at once, and going at once again could split the votes again
 // (R10). After an attempt at the first rank (afterFirst), the timed retry
-// is one slot and a jitter (next). A waiter behind the front of its
-// queue runs no timed retry until it reaches the front. It returns the
-// wake-up it acted on (zero after the timed retry): the lock when Unlock
-// handed one over.
+// comes within that rank's slot: the slot less two attempt durations, so
+// that it is decided before the second rank's attempt (next). A later
+// release ends the wait of an earlier one's rank (rankWait). A waiter
+// behind the front of its queue runs no timed retry until it reaches the
+// front. It returns the wake-up it acted on (zero after the timed retry):
+// the lock when Unlock handed one over.
 func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration, after waitAfter, w *waiter) (wake, error) {
 	c := h.c
 	var promoted <-chan struct{}
@@ -388,71 +406,141 @@ func (h *handoff) wait(ctx context.Context, o lockOptions, elapsed time.Duration
 	delay := c.retryDelay(o)
 	retry := delay
 	if after&afterFirst != 0 {
-		slot, jit := c.rankSlot(elapsed, o)
-		retry = min(slot+c.jitter(jit), retry)
+		slot, _ := c.rankSlot(elapsed, o)
+		retry = min(max(slot-2*elapsed, 0), retry)
 	}
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	if promoted == nil {
 		t = time.NewTimer(retry)
-		defer t.Stop()
 		timeout = t.C
 	}
-	var wk wake
-	for done := false; !done; {
-		select {
-		case <-ctx.Done():
-			return wake{}, ctx.Err()
-		case <-c.stop:
-			return wake{}, ErrClosed
-		case <-timeout:
-			return wake{}, nil
-		case <-promoted: // now at the front: run the timed retry
-			promoted = nil
+	for {
+		var wk wake
+		for done := false; !done; {
+			select {
+			case <-ctx.Done():
+				return wake{}, ctx.Err()
+			case <-c.stop:
+				return wake{}, ErrClosed
+			case <-timeout:
+				return wake{}, nil
+			case <-promoted: // now at the front: run the timed retry
+				promoted = nil
+				if t == nil {
+					t = time.NewTimer(delay)
+				} else {
+					t.Reset(delay)
+				}
+				timeout = t.C
+			case wk = <-woken:
+				done = true
+			}
+		}
+		if !wk.remote {
+			return wk, nil
+		}
+		wk, over, err := h.rankWait(ctx, o, elapsed, after, w, wk, &t)
+		if !over || err != nil {
+			return wk, err
+		}
+		// Woken for a release that a later one followed, whose wake-up
+		// went to another waiter of its client: it waits again, with
+		// R10's timed retry at the front of its queue. A waiter behind
+		// the front (woken by a split vote: wakeNext) may have no timer.
+		timeout, promoted = nil, nil
+		switch {
+		case !w.isHead():
+			if t != nil {
+				stopTimer(t)
+			}
+			promoted = w.head
+		case t == nil:
 			t = time.NewTimer(delay)
-			defer t.Stop()
 			timeout = t.C
-		case wk = <-woken:
-			done = true
+		default:
+			stopTimer(t)
+			t.Reset(delay)
+			timeout = t.C
 		}
 	}
-	if !wk.remote {
-		return wk, nil
-	}
-	if wk.slots == 0 && after&afterSplit == 0 {
-		// First: no timer, which would cost a whole millisecond in a
-		// process with nothing else to run (the runtime sleeps on
-		// epoll_wait, to the millisecond).
-		return wk, nil
-	}
-	// Its rank among the clients woken by the same release (handoff.go,
-	// rank): a slot per client ahead of it, then a jitter within the
-	// start of the slot; never past the minimum retry delay.
-	slot, jit := c.rankSlot(elapsed, o)
-	j := min(time.Duration(wk.slots)*slot+c.jitter(jit), o.retryMin)
-	if j <= 0 {
-		return wk, nil
-	}
-	if t == nil {
-		t = time.NewTimer(j)
-		defer t.Stop()
-	} else {
-		if !t.Stop() {
+}
+
+// rankWait waits out w's rank of the announced release wk (rank): none
+// for the first rank (nor a jitter, unless after a split vote), else a
+// slot per client ahead of it and a jitter within the start of the slot,
+// never past the minimum retry delay. A later release announced while it
+// waits ends the rank: the waiter takes its rank of the later release,
+// counted from then, when that wake-up came to it, and rankWait reports
+// over when it went to another waiter of its client. A wake-up from this
+// client's Unlock ends the wait. *t is the wait's timer (nil: none yet).
+func (h *handoff) rankWait(ctx context.Context, o lockOptions, elapsed time.Duration, after waitAfter, w *waiter, wk wake, t **time.Timer) (_ wake, over bool, _ error) {
+	c := h.c
+	for {
+		select {
+		case <-wk.later:
+			// A later release was recorded since it was woken, and
+			// its wake-up went to the front of its queue.
+			return wk, true, nil
+		default:
+		}
+		if wk.slots == 0 && after&afterSplit == 0 {
+			// First: no timer, which would cost a whole millisecond in a
+			// process with nothing else to run (the runtime sleeps on
+			// epoll_wait, to the millisecond).
+			return wk, false, nil
+		}
+		slot, jit := c.rankSlot(elapsed, o)
+		j := min(time.Duration(wk.slots)*slot+c.jitter(jit), o.retryMin)
+		if j <= 0 {
+			return wk, false, nil
+		}
+		if *t == nil {
+			*t = time.NewTimer(j)
+		} else {
 			// A tick of the retry timer that came with the wake-up
 			// (GODEBUG=asynctimerchan=1 keeps it) must not end the
 			// rank's wait at once.
+			stopTimer(*t)
+			(*t).Reset(j)
+		}
+		var next wake
+		select {
+		case <-ctx.Done():
+			return wake{}, false, ctx.Err()
+		case <-c.stop:
+			return wake{}, false, ErrClosed
+		case <-(*t).C:
+			return wk, false, nil
+		case next = <-w.ch:
+		case <-wk.later:
+			// A later release was recorded (a hand-over in the
+			// holder's client releases the key too): this rank is
+			// over. The wake-up given with the record went to this
+			// waiter, or to the front of its queue.
 			select {
-			case <-t.C:
+			case next = <-w.ch:
 			default:
+				return wk, true, nil
 			}
 		}
-		t.Reset(j)
+		if !next.remote {
+			return next, false, nil
+		}
+		wk = next
 	}
-	select {
-	case <-ctx.Done():
-		return wake{}, ctx.Err()
-	case <-c.stop:
-		return wake{}, ErrClosed
-	case <-t.C:
-		return wk, nil
+}
+
+// stopTimer stops t and drains a tick it sent already.
+func stopTimer(t *time.Timer) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
 	}
 }
 
@@ -520,8 +608,16 @@ func (h *handoff) rank(ts *turns) int {
 	}
 }
 
-// mark is releasedMark, taken before each attempt.
-func (h *handoff) mark(t target) uint64 { return h.releasedMark(t) }
+// mark is releasedMark, taken before each attempt; a waiter notes the
+// attempt's value (waiter.trying).
+func (h *handoff) mark(t target, tn turn, value string) uint64 {
+	if w := tn.place; w != nil {
+		h.mu.Lock()
+		w.trying = value
+		h.mu.Unlock()
+	}
+	return h.releasedMark(t)
+}
 
 // releasedMark returns a mark of this client's releases of t's keys so far
 // (0 without a hand-off). Lock takes it before each attempt: a release of
@@ -560,11 +656,14 @@ func (h *handoff) releasedMark(t target) uint64 {
 //     have reached some node before the release did. A node it listens to
 //     wakes it again when it announces that release (handoff_release.go:
 //     heard); for the nodes it does not listen to, its timed retry comes
-//     one rank slot later (afterFirst), when the node whose announcement
-//     woke it granted the attempt or did not answer. When that node says the
-//     key is held, the attempt lost to another client, or the announcement
-//     was forged (anyone who may PUBLISH on a node can), and one more
-//     attempt would be wasted.
+//     within its rank's slot (afterFirst: the slot less two attempt
+//     durations, decided before the next rank's attempt), when the node
+//     whose announcement woke it granted the attempt or did not answer; a
+//     retry that meets that attempt's own key, given back late, is woken
+//     when the key is gone (handoff_release.go: freedOn). When that node
+//     says the key is held, the attempt lost to another client, or the
+//     announcement was forged (anyone who may PUBLISH on a node can), and
+//     one more attempt would be wasted.
 //
 // A first wait after an attempt that failed while this client released
 // the key (tn.mark: releasedMark) ends at once. next returns ctx's error
@@ -607,7 +706,7 @@ func (h *handoff) next(ctx context.Context, t target, o lockOptions, tn turn, el
 	} else {
 		now := time.Now()
 		h.mu.Lock()
-		w.split, w.gave, w.gaveFreed, w.lookPending = split, tn.value, false, false
+		w.split, w.gave, w.gaveFreed, w.lookPending, w.trying = split, tn.value, false, false, ""
 		w.deniedAt = denied
 		h.wakeIfCrossed(t, w, now.Add(-elapsed))
 		// A release announced lately may still be on its way to the
@@ -836,9 +935,25 @@ func (h *handoff) give(w *waiter, wk wake) {
 	// It attempts again: what its last attempt found no longer matters
 	// (heard).
 	w.deniedAt = 0
+	if wk.remote && w.key != "" {
+		wk.later = h.turns[w.key].laterRelease()
+	}
 	select {
 	case w.ch <- wk:
+		return
 	default:
+	}
+	if wk.remote {
+		// An announcement not acted on yet gives way to a later one
+		// (rankWait); this client's Unlock's wake-up is kept.
+		select {
+		case old := <-w.ch:
+			if !old.remote {
+				wk = old
+			}
+		default:
+		}
+		w.ch <- wk
 	}
 }
 
