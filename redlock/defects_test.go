@@ -1,18 +1,18 @@
 package redlock_test
 
-// Regression tests, one per defect of the lock core a review found (items 1-7,
-// 10-12; items 8 and 9 are the rueidis adapter's, tested there by
-// TestLargeQueueKeepsOneConnection and TestNoScriptKeepsOrder). Each fails
-// on the core before the rewrite (commit ccf05d4) and passes after it; the
-// real-node version of each runs against redis-server, and where the
-// behaviour does not need a real node a second variant runs over
-// redlocktest.NewMemNodes under testing/synctest.
+// Regression tests of defects of the lock core found by a review (the
+// rueidis adapter's two are tested there, by TestLargeQueueKeepsOneConnection
+// and TestNoScriptKeepsOrder). Each fails on the core before its rewrite
+// (commit ccf05d4) and passes after it; the real-node version of each runs
+// against redis-server, and where the behaviour does not need a real node a
+// second variant runs over redlocktest.NewMemNodes under testing/synctest.
 //
 // Two rows showed defects that the first rewrite of the core still had and
-// that are fixed since: item 5's TryLock row (a final attempt waited for
-// every node although its context was cancelled, then reported
-// ErrNoQuorum) and item 10's split-vote row (a lone waiter whose attempt
-// set keys on a minority woke itself and retried without the delay).
+// that are fixed since: TestCancelledAcquisitionIsNotNoQuorum's TryLock row
+// (a final attempt waited for every node although its context was
+// cancelled, then reported ErrNoQuorum) and TestTriesWaitTheRetryDelay's
+// split-vote row (a lone waiter whose attempt set keys on a minority woke
+// itself and retried without the delay).
 
 import (
 	"context"
@@ -102,14 +102,14 @@ func keyNodes(t *testing.T, cl *redlocktest.Cluster, key string) int {
 	return n
 }
 
-// TestDefect1HandoffLimitHoldsAlongTheChain is a regression test: the
+// TestHandoffLimitHoldsAlongTheChain is a regression test: the
 // hand-off limit (WithHandoffLimit) must hold when one waiter at a time is
 // queued. Two goroutines of one client take turns on a key (each holds it
 // 20 ms, then takes 2 ms before asking again), so that the queue empties
 // between hand-overs; another client trying meanwhile must get in within a
 // bounded time. Before the fix the count was forgotten whenever the queue
 // emptied, and the other client never got in.
-func TestDefect1HandoffLimitHoldsAlongTheChain(t *testing.T) {
+func TestHandoffLimitHoldsAlongTheChain(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	busy := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithHandoffLimit(4))
 	other := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond))
@@ -163,14 +163,14 @@ func TestDefect1HandoffLimitHoldsAlongTheChain(t *testing.T) {
 	_ = l.Unlock(ctx)
 }
 
-// TestDefect2LostLockIsNotHandedOver is a regression test: a lock whose
+// TestLostLockIsNotHandedOver is a regression test: a lock whose
 // auto-extension found it lost (its keys were deleted on a majority, which
 // another client then took) is never handed over to a waiter of the same
 // client, its Unlock returns ErrNotHeld, and its Validity is 0 once Err
 // reports the loss. Before the fix the waiter was granted a lock that held
 // only a minority of the nodes, Unlock returned nil and Validity stayed
 // positive.
-func TestDefect2LostLockIsNotHandedOver(t *testing.T) {
+func TestLostLockIsNotHandedOver(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	obs := &attempts{}
 	c := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithObserver(obs))
@@ -242,12 +242,12 @@ func TestDefect2LostLockIsNotHandedOver(t *testing.T) {
 	}
 }
 
-// TestDefect3CloseEndsAWaitingLock is a regression test: a Lock call waiting
+// TestCloseEndsAWaitingLock is a regression test: a Lock call waiting
 // to retry behind a held lock, with a context that does not end, returns
 // promptly when the client is closed, with an error satisfying
 // errors.Is(err, ErrClosed). Before the fix it went on retrying until its
 // context ended.
-func TestDefect3CloseEndsAWaitingLock(t *testing.T) {
+func TestCloseEndsAWaitingLock(t *testing.T) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, holder := cluster(t, a, 5)
 		const resource = "defect3"
@@ -297,10 +297,10 @@ func TestDefect3CloseEndsAWaitingLock(t *testing.T) {
 	})
 }
 
-// TestDefect4DoReleasesWhenFnPanics is a regression test: Client.Do releases
+// TestDoReleasesWhenFnPanics is a regression test: Client.Do releases
 // the lock when fn panics, and the panic goes on. Before the fix the lock
 // stayed held (and auto-extended) when the panic was recovered higher up.
-func TestDefect4DoReleasesWhenFnPanics(t *testing.T) {
+func TestDoReleasesWhenFnPanics(t *testing.T) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5)
 		other := dial(t, a, cl)
@@ -327,11 +327,11 @@ func TestDefect4DoReleasesWhenFnPanics(t *testing.T) {
 	})
 }
 
-// TestDefect5CancelledAcquisitionIsNotNoQuorum is a regression test: an
+// TestCancelledAcquisitionIsNotNoQuorum is a regression test: an
 // acquisition cancelled while nodes had not answered yet is not reported as
 // ErrNoQuorum: the nodes not answered are NoReply, not failed. Before the fix
 // they counted as failed with the context's error.
-func TestDefect5CancelledAcquisitionIsNotNoQuorum(t *testing.T) {
+func TestCancelledAcquisitionIsNotNoQuorum(t *testing.T) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 5)
 		c := dialURLs(t, a, cl.URLs(), redlock.WithNodeTimeout(3*time.Second))
@@ -382,7 +382,7 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorum(t *testing.T) {
 	})
 }
 
-// TestDefect6SubscriptionsFollowTheQueue is a regression test: the hand-off's
+// TestSubscriptionsFollowTheQueue is a regression test: the hand-off's
 // subscribe and unsubscribe of a key run in order per node, so that while a
 // waiter is queued the nodes it listens on (redlock.HandoffWatchNodes of
 // them) are subscribed to the key's releases, however
@@ -391,7 +391,7 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorum(t *testing.T) {
 // a leave that empties it unsubscribes), then a last Lock call on each stays:
 // HandoffWatchNodes nodes must count the client's subscription to every
 // resource's channel (PUBSUB NUMSUB), within the subscribe timeout.
-func TestDefect6SubscriptionsFollowTheQueue(t *testing.T) {
+func TestSubscriptionsFollowTheQueue(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	holder := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithHandoff(false))
 	c := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithRetryDelay(time.Millisecond, 2*time.Millisecond))
@@ -489,11 +489,11 @@ func TestDefect6SubscriptionsFollowTheQueue(t *testing.T) {
 	}
 }
 
-// TestDefect7UnlockPastDeadlineReleases is a regression test: Unlock with a
+// TestUnlockPastDeadlineReleases is a regression test: Unlock with a
 // context whose deadline has passed (defer lock.Unlock(reqCtx)) still sends
 // the releases. Before the fix it sent none, and the keys stayed for a
 // whole ttl.
-func TestDefect7UnlockPastDeadlineReleases(t *testing.T) {
+func TestUnlockPastDeadlineReleases(t *testing.T) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5)
 		other := dial(t, a, cl)
@@ -533,14 +533,14 @@ func TestDefect7UnlockPastDeadlineReleases(t *testing.T) {
 	})
 }
 
-// TestDefect10TriesWaitTheRetryDelay is a regression test: with the hand-off
+// TestTriesWaitTheRetryDelay is a regression test: with the hand-off
 // on, WithTries(n) waits a retry delay between each two attempts (as
 // WithRetryDelay documents), the first retry included. Before the fix the
 // first retry came at once: n attempts waited only n-2 delays. The key is
 // held by another client's value, set on the nodes directly: on every node,
 // and on a bare majority (each attempt then sets the key on the other two
 // nodes, a split vote, and gives them back).
-func TestDefect10TriesWaitTheRetryDelay(t *testing.T) {
+func TestTriesWaitTheRetryDelay(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		held int // nodes holding the other client's value
@@ -582,7 +582,7 @@ func TestDefect10TriesWaitTheRetryDelay(t *testing.T) {
 	}
 }
 
-// TestDefect11HandedLockIsOnAQuorum is a regression test: a lock handed over
+// TestHandedLockIsOnAQuorum is a regression test: a lock handed over
 // within one client is an acquisition made on the waiter's behalf, so the
 // waiter's Lock returns only once a quorum of nodes holds Lock.Value(). Here
 // three of five nodes are frozen when the holder unlocks: the waiter may
@@ -590,7 +590,7 @@ func TestDefect10TriesWaitTheRetryDelay(t *testing.T) {
 // lock at once, before any quorum held its value. The holder reads its
 // value, so that the hand-over cannot keep it (a lock whose value nobody
 // read is kept at no round trip: TestHandoffKeepsAnUnreadLock).
-func TestDefect11HandedLockIsOnAQuorum(t *testing.T) {
+func TestHandedLockIsOnAQuorum(t *testing.T) {
 	cl := redlocktest.Start(t, 5)
 	obs := &attempts{}
 	c := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(obs))
@@ -658,10 +658,10 @@ func TestDefect11HandedLockIsOnAQuorum(t *testing.T) {
 	}
 }
 
-// TestDefect12NilLock is a regression test: Unlock and Extend on a nil
+// TestNilLock is a regression test: Unlock and Extend on a nil
 // *Lock return ErrNotHeld, so that a deferred Unlock after a failed
 // acquisition is safe. Before the fix they panicked.
-func TestDefect12NilLock(t *testing.T) {
+func TestNilLock(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		call func(*redlock.Lock, context.Context) error
@@ -747,7 +747,7 @@ func memOccupy(t *testing.T, mems []*redlocktest.MemNode, key string, ttl time.D
 }
 
 // The same, over MemNodes.
-func TestDefect1HandoffLimitHoldsAlongTheChainMem(t *testing.T) {
+func TestHandoffLimitHoldsAlongTheChainMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		for _, m := range mems {
@@ -791,7 +791,7 @@ func TestDefect1HandoffLimitHoldsAlongTheChainMem(t *testing.T) {
 }
 
 // The same, over MemNodes.
-func TestDefect2LostLockIsNotHandedOverMem(t *testing.T) {
+func TestLostLockIsNotHandedOverMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		for _, m := range mems {
@@ -839,7 +839,7 @@ func TestDefect2LostLockIsNotHandedOverMem(t *testing.T) {
 }
 
 // The same, over MemNodes.
-func TestDefect3CloseEndsAWaitingLockMem(t *testing.T) {
+func TestCloseEndsAWaitingLockMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, _ := redlocktest.NewMemNodes(5)
 		holder := memClient(t, nodes)
@@ -876,7 +876,7 @@ func TestDefect3CloseEndsAWaitingLockMem(t *testing.T) {
 }
 
 // The same, over MemNodes.
-func TestDefect4DoReleasesWhenFnPanicsMem(t *testing.T) {
+func TestDoReleasesWhenFnPanicsMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		c := memClient(t, nodes)
@@ -900,7 +900,7 @@ func TestDefect4DoReleasesWhenFnPanicsMem(t *testing.T) {
 }
 
 // The same, over MemNodes.
-func TestDefect5CancelledAcquisitionIsNotNoQuorumMem(t *testing.T) {
+func TestCancelledAcquisitionIsNotNoQuorumMem(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		tries int
@@ -945,7 +945,7 @@ func TestDefect5CancelledAcquisitionIsNotNoQuorumMem(t *testing.T) {
 }
 
 // The same, over MemNodes.
-func TestDefect7UnlockPastDeadlineReleasesMem(t *testing.T) {
+func TestUnlockPastDeadlineReleasesMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		c := memClient(t, nodes)
@@ -964,7 +964,7 @@ func TestDefect7UnlockPastDeadlineReleasesMem(t *testing.T) {
 }
 
 // The same, over MemNodes.
-func TestDefect10TriesWaitTheRetryDelayMem(t *testing.T) {
+func TestTriesWaitTheRetryDelayMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		memOccupy(t, mems, defectKey("r"), time.Minute)
@@ -986,7 +986,7 @@ func TestDefect10TriesWaitTheRetryDelayMem(t *testing.T) {
 }
 
 // The same, over MemNodes.
-func TestDefect11HandedLockIsOnAQuorumMem(t *testing.T) {
+func TestHandedLockIsOnAQuorumMem(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		for _, m := range mems {

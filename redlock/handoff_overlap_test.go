@@ -475,7 +475,7 @@ func (h heldAnswer) Receive(tag int, ok bool, err error) {
 // the waiter, whose attempt a refuses (the first attempt's key); then a
 // answers, and the first attempt's late release deletes its key. The
 // give-back of a waiter's latest attempt wakes nothing (R10's delay after
-// a split vote: TestDefect10TriesWaitTheRetryDelay). Failed before (and
+// a split vote: TestTriesWaitTheRetryDelay). Failed before (and
 // TestWaiterOverlappingReleaseRedis slept so about once in 280
 // adapter-runs: "after 4 attempt(s): ... held by another, ... held by
 // another", every node free 5 s later): "acquired 1m0s after a answered,
