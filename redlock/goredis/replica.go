@@ -27,6 +27,9 @@ func (n *Node) Replicas(ctx context.Context) ([]adapter.Replica, error) {
 	}
 	addr, txt, err := n.ownClusterNodes(ctx)
 	if err != nil {
+		addr, txt, err = n.seedClusterNodes(ctx)
+	}
+	if err != nil {
 		addr, txt, err = n.firstClusterNodes(ctx)
 	}
 	if err != nil {
@@ -85,24 +88,48 @@ func (n *Node) ownClusterNodes(ctx context.Context) (string, string, error) {
 	})
 }
 
+// seedClusterNodes is the first answer to CLUSTER NODES of the cluster
+// client's seed addresses, asked at once, each over a client of its own
+// made with the cluster client's settings and closed after: the way of a
+// node that has no connection of its own yet (a new client), without
+// go-redis' reading of its slot map, which asks one seed after another.
+// An error for a cluster client whose connections run a hook that only
+// go-redis can run (OnConnect, a StreamingCredentialsProvider).
+func (n *Node) seedClusterNodes(ctx context.Context) (string, string, error) {
+	o := n.cluster.Options()
+	if o.OnConnect != nil || o.StreamingCredentialsProvider != nil || o.CredentialsProvider != nil || o.CredentialsProviderContext != nil {
+		return "", "", errors.New("goredis: the cluster client's connections need go-redis")
+	}
+	return slots.FirstAnswer(ctx, o.Addrs, func(ctx context.Context, addr string) (string, error) {
+		c := redis.NewClient(&redis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
+			Dialer: o.Dialer, DialTimeout: o.DialTimeout, MaxRetries: -1, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
+		defer c.Close()
+		return c.ClusterNodes(ctx).Result()
+	})
+}
+
 // firstClusterNodes is the first answer to CLUSTER NODES of the servers
 // of go-redis' slot map, asked at once, with its server's address; the
 // others are cancelled.
 func (n *Node) firstClusterNodes(ctx context.Context) (string, string, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The requests still out end by ctx's deadline, not cancelled
+	// (slots.FirstAnswer says why).
+	actx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		actx, cancel = context.WithDeadline(actx, d)
+	}
 	type answer struct{ addr, txt string }
 	got := make(chan answer, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- n.cluster.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
+		defer cancel()
+		done <- n.cluster.ForEachShard(actx, func(ctx context.Context, c *redis.Client) error {
 			txt, err := c.ClusterNodes(ctx).Result()
 			if err != nil {
 				return err
 			}
 			select {
 			case got <- answer{c.Options().Addr, txt}:
-				cancel() // the others are not waited for
 			default:
 			}
 			return nil
@@ -111,6 +138,8 @@ func (n *Node) firstClusterNodes(ctx context.Context) (string, string, error) {
 	select {
 	case a := <-got:
 		return a.addr, a.txt, nil
+	case <-ctx.Done():
+		return "", "", context.Cause(ctx)
 	case err := <-done:
 		select {
 		case a := <-got:

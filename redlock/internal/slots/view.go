@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -58,27 +59,41 @@ func (v *View) MasterOf(key string) string {
 // with its server's address, once it comes: one server that does not
 // answer (a hung process) holds it up no longer than the others take.
 // When none answers, it returns the first error, or ctx's. The requests
-// still out are cancelled.
+// still out are left to end by ctx's deadline, not cancelled: a request
+// cancelled while its connection is being made fails that connection,
+// and the next requests on it (a lock's) with it.
 func FirstAnswer(ctx context.Context, servers []string, ask func(ctx context.Context, addr string) (string, error)) (string, string, error) {
 	if len(servers) == 0 {
 		return "", "", errors.New("no server of the cluster is known yet")
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	actx, cancel := context.WithoutCancel(ctx), context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		actx, cancel = context.WithDeadline(actx, d)
+	}
 	type answer struct {
 		addr, txt string
 		err       error
 	}
 	answers := make(chan answer, len(servers))
+	var wg sync.WaitGroup
 	for _, a := range servers {
-		go func() {
-			txt, err := ask(ctx, a)
+		wg.Go(func() {
+			txt, err := ask(actx, a)
 			answers <- answer{a, txt, err}
-		}()
+		})
 	}
+	go func() {
+		wg.Wait()
+		cancel()
+	}()
 	var first error
 	for range servers {
-		a := <-answers
+		var a answer
+		select {
+		case a = <-answers:
+		case <-ctx.Done():
+			return "", "", context.Cause(ctx)
+		}
 		if a.err == nil {
 			return a.addr, a.txt, nil
 		}
