@@ -16,15 +16,29 @@ var _ adapter.MastersNode = (*Node)(nil)
 // Replicas returns the replicas of the cluster's masters as the cluster
 // reports them (adapter.ClusterNode); none when the node is not a cluster.
 // It asks CLUSTER NODES of every server of the cluster at once and takes
-// the first answer, so that a hung master holds it up no longer than the
-// others take; the answer is also the node's view of the cluster's
-// masters (Masters, MasterOf). The servers are asked over their own
-// clients, not through the cluster client, which would first ask one
-// server, picked at random, for the command table (COMMAND).
+// the first answer (anyClusterNodes), so that a hung master holds it up
+// no longer than the others take; the answer is also the node's view of
+// the cluster's masters (Masters, MasterOf).
 func (n *Node) Replicas(ctx context.Context) ([]adapter.Replica, error) {
 	if n.cluster == nil {
 		return nil, nil
 	}
+	addr, txt, err := n.anyClusterNodes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n.view.Set(addr, txt)
+	return scripts.ClusterReplicas(txt), nil
+}
+
+// anyClusterNodes is CLUSTER NODES of the first server of the cluster
+// that answers, with its address: over the node's own master connections
+// (ownClusterNodes), else the seeds' (seedClusterNodes), else go-redis'
+// clients of every server (firstClusterNodes). None goes through the
+// cluster client's command routing, which first asks one server, picked
+// at random, for the command table (COMMAND): a hung one made go-redis
+// log "getting command info: i/o timeout".
+func (n *Node) anyClusterNodes(ctx context.Context) (string, string, error) {
 	addr, txt, err := n.ownClusterNodes(ctx)
 	if err != nil {
 		addr, txt, err = n.seedClusterNodes(ctx)
@@ -32,11 +46,7 @@ func (n *Node) Replicas(ctx context.Context) ([]adapter.Replica, error) {
 	if err != nil {
 		addr, txt, err = n.firstClusterNodes(ctx)
 	}
-	if err != nil {
-		return nil, err
-	}
-	n.view.Set(addr, txt)
-	return scripts.ClusterReplicas(txt), nil
+	return addr, txt, err
 }
 
 // ownClusterNodes is the first answer to CLUSTER NODES of the masters
