@@ -62,6 +62,7 @@ var (
 	_ adapter.FenceFloorNode = (*tagNode)(nil)
 	_ io.Closer              = (*tagNode)(nil)
 	_ adapter.SharedNode     = (*tagNode)(nil)
+	_ adapter.MastersNode    = (*tagNode)(nil)
 )
 
 // tagClusters returns nodes with each node that is a Redis Cluster behind
@@ -451,6 +452,31 @@ func (t *tagNode) Cluster() bool { return t.n.Cluster() }
 // Replicas is adapter.ClusterNode's.
 func (t *tagNode) Replicas(ctx context.Context) ([]adapter.Replica, error) {
 	return t.n.Replicas(ctx)
+}
+
+// Masters is adapter.MastersNode's; none when the node is not one.
+func (t *tagNode) Masters() []string {
+	if mn, ok := t.n.(adapter.MastersNode); ok {
+		return mn.Masters()
+	}
+	return nil
+}
+
+// MasterOf is adapter.MastersNode's, of the tagged key.
+func (t *tagNode) MasterOf(key string) string {
+	if mn, ok := t.n.(adapter.MastersNode); ok {
+		return mn.MasterOf(tagged(t.lock, key))
+	}
+	return ""
+}
+
+// ConnectMaster is adapter.MastersNode's; Connect when the node is not
+// one.
+func (t *tagNode) ConnectMaster(ctx context.Context, addr string) error {
+	if mn, ok := t.n.(adapter.MastersNode); ok {
+		return mn.ConnectMaster(ctx, addr)
+	}
+	return t.n.Connect(ctx)
 }
 
 // tagsEveryNode reports whether every node's keys carry hash tags: the

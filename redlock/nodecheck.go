@@ -115,6 +115,10 @@ type nodeReading struct {
 	// closed when the reading under way ends (nil: none).
 	began   time.Time
 	pending chan struct{}
+	// masters are the readings of each master of a cluster node read
+	// master by master (byMaster), by address, under nodeFacts.rmu; the
+	// node's own reading is then that of its map and replicas.
+	masters map[string]*nodeReading
 }
 
 // readStamp is when a reading of a node's facts began (its facts are at
@@ -153,10 +157,116 @@ func (c *Client) freshFacts() {
 	}
 	now := time.Now()
 	for i := range f.read {
-		if c.readable(i) && c.factsAge(i, now) >= factsRefresh/2 {
+		if !c.readable(i) {
+			continue
+		}
+		if c.factsAge(i, now) >= factsRefresh/2 {
 			c.startReading(i, now)
 		}
+		mn, masters := c.byMaster(i)
+		for _, m := range masters {
+			if c.masterAge(i, m, now) >= factsRefresh/2 {
+				c.startMaster(i, mn, m, now)
+			}
+		}
 	}
+}
+
+// byMaster returns node i as an adapter.MastersNode and its masters when
+// the client reads its facts master by master: a cluster node that is
+// one and knows its masters (its last map reading named them). A hung
+// master then leaves the others' readings, and the locks on their slots,
+// as they are; the node's own reading (readNode) is of its map and
+// replicas, which any server of the cluster tells. Otherwise (nil) the
+// node is read as one.
+func (c *Client) byMaster(i int) (adapter.MastersNode, []string) {
+	mn, ok := c.nodes[i].(adapter.MastersNode)
+	if !ok || !mn.Cluster() {
+		return nil, nil
+	}
+	masters := mn.Masters()
+	if len(masters) == 0 {
+		return nil, nil
+	}
+	return mn, masters
+}
+
+// masterReading returns the reading of master addr of node i, made on
+// first use. Under c.facts.rmu.
+func (c *Client) masterReading(i int, addr string) *nodeReading {
+	r := &c.facts.read[i]
+	m := r.masters[addr]
+	if m == nil {
+		if r.masters == nil {
+			r.masters = map[string]*nodeReading{}
+		}
+		m = &nodeReading{}
+		r.masters[addr] = m
+	}
+	return m
+}
+
+// masterAge is factsAge of master addr of node i (byMaster).
+func (c *Client) masterAge(i int, addr string, now time.Time) time.Duration {
+	c.facts.rmu.Lock()
+	at := c.masterReading(i, addr).at.Load()
+	c.facts.rmu.Unlock()
+	if at != nil {
+		return now.Sub(at.began)
+	}
+	return now.Sub(c.born) + factsRefresh
+}
+
+// startMaster is startReading of master addr of node mn (byMaster): its
+// facts read again (adapter.MastersNode.ConnectMaster), bounded as
+// readNode is, on its own.
+func (c *Client) startMaster(i int, mn adapter.MastersNode, addr string, now time.Time) chan struct{} {
+	f := &c.facts
+	f.rmu.Lock()
+	defer f.rmu.Unlock()
+	r := c.masterReading(i, addr)
+	if r.pending != nil {
+		return r.pending
+	}
+	if !r.began.IsZero() && now.Sub(r.began) < factsRefresh/2 {
+		return nil
+	}
+	if !c.bgAdd(1) {
+		return nil
+	}
+	done := make(chan struct{})
+	r.pending, r.began = done, now
+	go func() {
+		defer c.bg.Done()
+		start := time.Now()
+		ctx, cancel := c.readingContext()
+		err := mn.ConnectMaster(ctx, addr)
+		cancel()
+		c.judgeFacts()
+		if err == nil {
+			r.at.Store(&readStamp{began: start, answered: time.Now()})
+		}
+		f.rmu.Lock()
+		r.pending = nil
+		f.rmu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+// readingContext bounds a reading of facts: as New's reading of the
+// replicas (the max of the node timeout and replicaCheckTimeout), and by
+// Close.
+func (c *Client) readingContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.Background(), max(c.opts.nodeTimeout, replicaCheckTimeout))
+	go func() {
+		select {
+		case <-c.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 // startReading starts a reading of node i's facts (readNode) unless one is
@@ -196,41 +306,68 @@ func (c *Client) startReading(i int, now time.Time) chan struct{} {
 // Close: a FactsNode's Connect, which connects a node that is not
 // connected and reads again on the live connections what a running
 // server can change (its replication, its settings), and a cluster node's
-// replicas (adapter.ClusterNode). An answer without an error is published
-// at once, judged, and stamped with the reading's beginning.
+// replicas (adapter.ClusterNode). A cluster node that is an
+// adapter.MastersNode is asked its replicas (and its map of masters)
+// first, which any server of the cluster tells; once it names its
+// masters, its reading is that alone, and each master's facts are read
+// on their own (byMaster, startMaster). An answer without an error is
+// published at once, judged, and stamped with the reading's beginning.
 func (c *Client) readNode(i int) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), max(c.opts.nodeTimeout, replicaCheckTimeout))
+	ctx, cancel := c.readingContext()
 	defer cancel()
-	go func() {
-		select {
-		case <-c.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	f := &c.facts
 	var err error
-	if fn := f.nodes[i]; fn != nil {
-		err = fn.Connect(ctx)
-	}
-	if cn, ok := c.nodes[i].(adapter.ClusterNode); ok && cn.Cluster() && !c.opts.promotable && err == nil {
+	cn, cluster := c.nodes[i].(adapter.ClusterNode)
+	cluster = cluster && cn.Cluster()
+	_, masters := c.nodes[i].(adapter.MastersNode)
+	if cluster && masters {
 		var r []adapter.Replica
 		if r, err = cn.Replicas(ctx); err == nil {
-			f.mu.Lock()
-			if f.replicas == nil {
-				f.replicas = make([][]adapter.Replica, len(c.nodes))
+			c.keepReplicas(i, r)
+			if mn, _ := c.byMaster(i); mn != nil {
+				c.published(i, start)
+				return
 			}
-			f.replicas[i] = r
-			f.mu.Unlock()
 		}
 	}
-	c.judgeFacts()
-	if err == nil {
-		// Published once judged: a lock that finds it fresh finds the
-		// verdict of it too.
-		f.read[i].at.Store(&readStamp{began: start, answered: time.Now()})
+	if fn := f.nodes[i]; fn != nil && err == nil {
+		err = fn.Connect(ctx)
 	}
+	if cluster && !masters && !c.opts.promotable && err == nil {
+		var r []adapter.Replica
+		if r, err = cn.Replicas(ctx); err == nil {
+			c.keepReplicas(i, r)
+		}
+	}
+	if err == nil {
+		c.published(i, start)
+		return
+	}
+	c.judgeFacts()
+}
+
+// keepReplicas keeps what a reading of cluster node i read of its
+// replicas, when the client checks them.
+func (c *Client) keepReplicas(i int, r []adapter.Replica) {
+	if c.opts.promotable {
+		return
+	}
+	f := &c.facts
+	f.mu.Lock()
+	if f.replicas == nil {
+		f.replicas = make([][]adapter.Replica, len(c.nodes))
+	}
+	f.replicas[i] = r
+	f.mu.Unlock()
+}
+
+// published judges the facts and then stamps node i's reading that began
+// at start and answered now: a lock that finds it fresh finds the verdict
+// of it too.
+func (c *Client) published(i int, start time.Time) {
+	c.judgeFacts()
+	c.facts.read[i].at.Store(&readStamp{began: start, answered: time.Now()})
 }
 
 // freshGrant makes sure that lock l, just granted, counts on nodes whose
@@ -243,7 +380,10 @@ func (c *Client) readNode(i int) {
 // attempt, so its reading, started before the attempt (freshFacts), is
 // due. It waits at most checkWait and half of l's validity left. A node
 // that did not grant l (frozen, slow, refused) is never waited for, nor
-// one the lock does not need.
+// one the lock does not need. Of a cluster node read master by master
+// (byMaster), the facts that count are its map's and replicas' and those
+// of the masters that serve l's keys, which answered the attempt: a hung
+// master of another slot is never waited for.
 func (c *Client) freshGrant(l *Lock) bool {
 	f := &c.facts
 	if l == nil || l.acq == nil || !f.primed.Load() {
@@ -260,11 +400,12 @@ func (c *Client) freshGrant(l *Lock) bool {
 			fresh++
 			continue
 		}
-		at := f.read[r.i].at.Load()
-		if at == nil || t1.Sub(at.began) >= factsRefresh || !at.answered.Before(t1) {
-			judge = true // not judged on such facts before the attempt
+		for _, at := range c.lockStamps(r.i, l) {
+			if at == nil || t1.Sub(at.began) >= factsRefresh || !at.answered.Before(t1) {
+				judge = true // not judged on such facts before the attempt
+			}
 		}
-		if c.factsAge(r.i, t1) >= factsRefresh {
+		if c.lockAge(r.i, l, t1) >= factsRefresh {
 			stale = append(stale, r.i)
 			continue
 		}
@@ -279,8 +420,8 @@ func (c *Client) freshGrant(l *Lock) bool {
 	t := time.NewTimer(min(c.checkWait(), left/2))
 	defer t.Stop()
 	for _, i := range stale {
-		for c.factsAge(i, t1) >= factsRefresh {
-			done := c.startReading(i, time.Now())
+		for c.lockAge(i, l, t1) >= factsRefresh {
+			done := c.startStale(i, l, t1, time.Now())
 			if done == nil {
 				return true // closed, or read too recently: the facts at hand
 			}
@@ -297,6 +438,79 @@ func (c *Client) freshGrant(l *Lock) bool {
 		}
 	}
 	return true
+}
+
+// lockMasters returns the masters of node i (byMaster) that serve lock
+// l's keys, nil when the node is not read master by master; every master
+// it knows when it knows not which serves a key.
+func (c *Client) lockMasters(i int, l *Lock) (adapter.MastersNode, []string) {
+	mn, masters := c.byMaster(i)
+	if mn == nil {
+		return nil, nil
+	}
+	keys := l.keys
+	if keys == nil {
+		keys = []string{l.key}
+	}
+	var out []string
+	for _, k := range keys {
+		m := mn.MasterOf(k)
+		if m == "" {
+			return mn, masters
+		}
+		if !slices.Contains(out, m) {
+			out = append(out, m)
+		}
+	}
+	return mn, out
+}
+
+// lockStamps returns the stamps of the readings of node i that lock l is
+// judged on: the node's, and for a node read master by master those of
+// the masters of l's keys (lockMasters); nil where none answered.
+func (c *Client) lockStamps(i int, l *Lock) []*readStamp {
+	stamps := []*readStamp{c.facts.read[i].at.Load()}
+	if _, masters := c.lockMasters(i, l); masters != nil {
+		c.facts.rmu.Lock()
+		for _, m := range masters {
+			stamps = append(stamps, c.masterReading(i, m).at.Load())
+		}
+		c.facts.rmu.Unlock()
+	}
+	return stamps
+}
+
+// lockAge is factsAge of node i for lock l at now: of the oldest of its
+// readings that l is judged on (lockStamps).
+func (c *Client) lockAge(i int, l *Lock, now time.Time) time.Duration {
+	age := c.factsAge(i, now)
+	if _, masters := c.lockMasters(i, l); masters != nil {
+		for _, m := range masters {
+			age = max(age, c.masterAge(i, m, now))
+		}
+	}
+	return age
+}
+
+// startStale starts the reading of node i that lock l is judged on and
+// that is factsRefresh old at t1 (lockStamps): the node's, then each
+// master's; it returns the channel of the first one under way, nil when
+// none can start (closed, or read too recently).
+func (c *Client) startStale(i int, l *Lock, t1, now time.Time) chan struct{} {
+	if c.factsAge(i, t1) >= factsRefresh {
+		if done := c.startReading(i, now); done != nil {
+			return done
+		}
+	}
+	mn, masters := c.lockMasters(i, l)
+	for _, m := range masters {
+		if c.masterAge(i, m, t1) >= factsRefresh {
+			if done := c.startMaster(i, mn, m, now); done != nil {
+				return done
+			}
+		}
+	}
+	return nil
 }
 
 // factsVerdict is the client's judgement of its nodes' facts, at the
@@ -615,6 +829,13 @@ func (c *Client) primeFacts() {
 			c.facts.read[i].began = start
 			if err == nil {
 				c.facts.read[i].at.Store(at)
+				// Every master connected: each read.
+				_, masters := c.byMaster(i)
+				c.facts.rmu.Lock()
+				for _, m := range masters {
+					c.masterReading(i, m).at.Store(at)
+				}
+				c.facts.rmu.Unlock()
 			}
 		}
 		c.judgeFacts()

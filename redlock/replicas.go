@@ -57,7 +57,11 @@ func WithPromotableReplicas() Option {
 const replicaCheckTimeout = 2 * time.Second
 
 // checkReplicas refuses the cluster nodes whose replicas may promote
-// themselves (New), asking every such node at once.
+// themselves (New), asking every such node at once. A cluster node's
+// replicas are told by any of its servers, and the adapters take the
+// first answer (adapter.ClusterNode), so one hung master of a cluster
+// node does not hold New up: only a node none of whose servers answers
+// does, up to the bound above.
 func (o clientOptions) checkReplicas(nodes []Node, names []string) error {
 	if o.promotable {
 		return nil

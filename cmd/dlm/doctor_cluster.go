@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
@@ -15,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock"
-	"dlm/redlock/goredis"
 	"dlm/redlock/redisproc"
 )
 
@@ -43,45 +43,66 @@ type replicaProbe struct {
 	Err         error
 }
 
-// probeCluster asks a cluster node's seed for the cluster's state, then
-// every master (as probeNode does a plain node) and every replica.
+// probeCluster asks every server of a cluster node's URL for the
+// cluster's map (CLUSTER NODES) at once and keeps the first answer, then
+// every master it names (as probeNode does a plain node) and every
+// replica, each master and replica at once and under its own deadline
+// (timeout): a hung master (a stopped process, which the cluster still
+// counts as up for its node timeout) is reported unreachable and hides
+// no other master's findings.
 func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout time.Duration, fencePfx string) clusterProbe {
 	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}, Fenced: map[string]bool{}}
-	cc, err := goredis.NewClusterClient(u)
+	client, err := clusterClients(u, cfg, timeout) // status_cluster.go
 	if err != nil {
 		cp.Err = err
 		return cp
 	}
-	defer cc.Close()
-	if o := cc.Options(); cfg != nil && o.TLSConfig != nil {
-		o.TLSConfig = forServer(cfg, o.TLSConfig.ServerName)
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	info, err := cc.ClusterInfo(ctx).Result()
+	seed, nodes, info, err := clusterMap(ctx, u.Addrs, client, timeout)
 	if err != nil {
 		cp.Err = err
 		return cp
 	}
 	cp.Info = parseInfo(info)
-	maxTTL, _ := cc.Get(ctx, nodeMaxTTLKey).Result() // one key, on one master
 	var mu sync.Mutex
 	var fromMasters [][2]string // replicas each master reports
-	_ = cc.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		p := probeNode(ctx, m, m.Options().Addr, redlock.DefaultKeyPrefix)
-		p.NodeMaxTTL = maxTTL
-		repl, _ := m.Info(ctx, "replication").Result()
-		fenced := p.Err == nil && holdsKeys(ctx, m, fencePfx)
-		mu.Lock()
-		cp.Masters = append(cp.Masters, p)
-		cp.Fenced[p.Node] = fenced
-		for _, r := range connectedReplicas(repl) {
-			fromMasters = append(fromMasters, [2]string{r, p.Node})
+	maxTTLs := map[string]string{}
+	var wg sync.WaitGroup
+	for _, addr := range clusterMasterAddrs(nodes, seed) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m := client(addr)
+			defer m.Close()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			p := probeNode(ctx, m, addr, redlock.DefaultKeyPrefix)
+			var repl, maxTTL string
+			fenced := false
+			if p.Err == nil {
+				repl, _ = m.Info(ctx, "replication").Result()
+				maxTTL, _ = m.Get(ctx, nodeMaxTTLKey).Result() // on its slot's master only
+				fenced = holdsKeys(ctx, m, fencePfx)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			cp.Masters = append(cp.Masters, p)
+			cp.Fenced[p.Node] = fenced
+			maxTTLs[addr] = maxTTL
+			for _, r := range connectedReplicas(repl) {
+				fromMasters = append(fromMasters, [2]string{r, p.Node})
+			}
+		}()
+	}
+	wg.Wait()
+	maxTTL := ""
+	for _, v := range maxTTLs {
+		if v != "" {
+			maxTTL = v
 		}
-		mu.Unlock()
-		return nil
-	})
-	nodes, _ := cc.ClusterNodes(ctx).Result()
+	}
+	for i := range cp.Masters {
+		cp.Masters[i].NodeMaxTTL = maxTTL
+	}
 	// CLUSTER NODES of the seed may not list a replica yet (the cluster
 	// bus spreads the news in a few seconds), while its master already
 	// serves it: a master's own list counts too.
@@ -91,14 +112,14 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 			replicas = append(replicas, r)
 		}
 	}
-	var wg sync.WaitGroup
 	for _, r := range replicas {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rc := redis.NewClient(&redis.Options{Addr: r[0], Username: u.Username, Password: u.Password, TLSConfig: cc.Options().TLSConfig,
-				MaxRetries: -1, DialTimeout: timeout, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
+			rc := client(r[0])
 			defer rc.Close()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
 			rp := replicaProbe{Addr: r[0]}
 			if c, err := rc.ConfigGet(ctx, "cluster-node-timeout").Result(); err == nil {
 				ms, _ := strconv.Atoi(c["cluster-node-timeout"])
@@ -117,6 +138,72 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 	wg.Wait()
 	sort.Slice(cp.Masters, func(i, j int) bool { return cp.Masters[i].Node < cp.Masters[j].Node })
 	return cp
+}
+
+// clusterMap asks each of a cluster node's seed addresses for the
+// cluster's map (CLUSTER NODES) and state (CLUSTER INFO) at once, each
+// under its own deadline (timeout), and returns the first full answer
+// with its server's address; when none answers, the first error.
+func clusterMap(ctx context.Context, seeds []string, client func(addr string) *redis.Client, timeout time.Duration) (seed, nodes, info string, err error) {
+	type answer struct {
+		addr, nodes, info string
+		err               error
+	}
+	answers := make(chan answer, len(seeds))
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, addr := range seeds {
+		go func() {
+			c := client(addr)
+			defer c.Close()
+			a := answer{addr: addr}
+			if a.nodes, a.err = c.ClusterNodes(ctx).Result(); a.err == nil {
+				a.info, a.err = c.ClusterInfo(ctx).Result()
+			}
+			answers <- a
+		}()
+	}
+	for range seeds {
+		a := <-answers
+		if a.err == nil {
+			return a.addr, a.nodes, a.info, nil
+		}
+		if err == nil {
+			err = a.err
+		}
+	}
+	if err == nil {
+		err = errors.New("no seed address")
+	}
+	return "", "", "", err
+}
+
+// clusterMasterAddrs reads CLUSTER NODES, as written by the server at
+// seed: the address of every master, failed or not (a hung master is
+// reported unreachable, not left out), sorted.
+func clusterMasterAddrs(nodes, seed string) []string {
+	seedHost, _, _ := net.SplitHostPort(seed)
+	var out []string
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || !slices.Contains(strings.Split(f[2], ","), "master") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		addr, _, _ = strings.Cut(addr, ",")
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || port == "0" {
+			continue
+		}
+		if host == "" {
+			addr = net.JoinHostPort(seedHost, port) // a lone server's own line
+		}
+		if !slices.Contains(out, addr) {
+			out = append(out, addr)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // connectedReplicas reads a master's INFO replication: the address of

@@ -232,6 +232,7 @@ func printStatus(w io.Writer, ps []probe, q int) {
 	for _, p := range ps {
 		if p.Err != nil {
 			fmt.Fprintf(tw, "%s\tdown\t-\t-\t-\t-\t(%v)\n", p.Node, p.Err)
+			printMasters(tw, p)
 			continue
 		}
 		role := p.Role
@@ -245,6 +246,7 @@ func printStatus(w io.Writer, ps []probe, q int) {
 			role = "?"
 		}
 		fmt.Fprintf(tw, "%s\tup\t%s\t%s\t%s\t%d\n", p.Node, ms(p.RTT), orDash(p.Version), role, p.Keys)
+		printMasters(tw, p)
 	}
 	tw.Flush()
 	up := reachable(ps)

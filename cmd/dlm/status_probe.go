@@ -61,9 +61,12 @@ type probe struct {
 	// absent).
 	NodeMaxTTL string
 	// Cluster is true for a node that is a Redis Cluster: the fields
-	// above are its seed master's, and doctor checks every master
-	// (doctor_cluster.go).
+	// above are its seed master's (or, when the seed does not answer,
+	// another live master's), and doctor checks every master
+	// (doctor_cluster.go). Masters are then each master's probe
+	// (status_cluster.go).
 	Cluster bool
+	Masters []probe
 	// Refused names what the node refused to tell the user, as the
 	// clients name it (adapter.Facts.Refused: INFO, CONFIG GET, the GET
 	// of the advertised max ttl, CLIENT KILL): the clients then refuse
@@ -83,24 +86,21 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, time
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := goredisTLS(goredis.NewClient(u), cfgs[i])
-			defer c.Close()
-			pctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			out[i] = probeNode(pctx, c, u.String(), prefix)
-			out[i].Cluster = u.Cluster
+			if u.Cluster {
+				out[i] = probeClusterNode(ctx, u, cfgs[i], timeout, prefix) // status_cluster.go
+			} else {
+				c := goredisTLS(goredis.NewClient(u), cfgs[i])
+				defer c.Close()
+				pctx, cancel := context.WithTimeout(ctx, timeout)
+				defer cancel()
+				out[i] = probeNode(pctx, c, u.String(), prefix)
+			}
 			if err := out[i].Err; err != nil {
 				if h := schemeHint(ctx, u, max(timeout, probeTimeout)); h != "" { // tls_scheme.go
 					if re, ok := err.(*reasonError); ok {
 						err = re.err // withTLSHint's guess: h says what it is
 					}
 					out[i].Err = &reasonError{msg: err.Error() + "; " + h, err: err}
-				}
-			}
-			if u.Cluster && out[i].Err == nil {
-				// Every master's share of the keys (status_cluster.go).
-				if n, ok := clusterKeys(pctx, u, cfgs[i], prefix); ok {
-					out[i].Keys = n
 				}
 			}
 		}()

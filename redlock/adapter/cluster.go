@@ -26,7 +26,9 @@ type ClusterNode interface {
 	Cluster() bool
 	// Replicas returns the replicas of the cluster's masters, in the
 	// order the cluster lists them; none for a node that is not a
-	// cluster.
+	// cluster. Any server of the cluster can tell them: the node asks
+	// them all and takes the first answer, so that one hung master does
+	// not hold it up.
 	Replicas(ctx context.Context) ([]Replica, error)
 }
 
@@ -41,4 +43,27 @@ type Replica struct {
 	// Promotable reports whether the replica may take its master's slots
 	// over on its own: cluster-replica-no-failover is not set on it.
 	Promotable bool
+}
+
+// MastersNode is an optional capability of a ClusterNode that is a
+// FactsNode: its facts can be read master by master, so that a client
+// reads each master's facts on its own (one master that does not answer,
+// a hung process, leaves the others' facts fresh) and judges a lock on
+// the facts of the masters that serve its keys. Without it, a client
+// reads a cluster node's facts as one (Connect, Replicas), and one hung
+// master holds up every lock that needs the node for its quorum.
+type MastersNode interface {
+	ClusterNode
+	FactsNode
+	// Masters returns the addresses (host:port) of the cluster's
+	// masters as the node's last reading of the cluster's map (Replicas,
+	// Connect) named them, without a request; none before one.
+	Masters() []string
+	// MasterOf returns the address of the master that serves key's slot
+	// as the node's last reading of the cluster's map named it, without
+	// a request; "" when it knows none.
+	MasterOf(key string) string
+	// ConnectMaster is Connect for the master at addr only (one of
+	// Masters), bounded by ctx.
+	ConnectMaster(ctx context.Context, addr string) error
 }

@@ -716,7 +716,7 @@ func (n *Node) scanCluster(ctx context.Context, prefix, cursor string, count int
 	if err != nil {
 		return nil, "", fmt.Errorf("goredis: %w", err)
 	}
-	txt, err := n.cluster.ClusterNodes(ctx).Result()
+	_, txt, err := n.anyClusterNodes(ctx) // replica.go
 	if err != nil {
 		return nil, "", err
 	}

@@ -13,6 +13,7 @@ import (
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
 	"dlm/redlock/internal/facts"
+	"dlm/redlock/internal/slots"
 	"dlm/redlock/scripts"
 )
 
@@ -46,6 +47,7 @@ type Node struct {
 
 	cluster *redis.ClusterClient // the client, when it is one (cluster.go)
 	masters *masterPipes         // a cluster's own connections (cluster.go)
+	view    slots.View           // a cluster's masters, as Replicas last read them (replica.go)
 
 	// The batched way (batch.go, conn.go); pipe is nil when the client
 	// cannot be pipelined on (NewNode).

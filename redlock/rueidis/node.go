@@ -16,6 +16,7 @@ import (
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
 	"dlm/redlock/internal/facts"
+	"dlm/redlock/internal/slots"
 	"dlm/redlock/scripts"
 )
 
@@ -48,8 +49,9 @@ type Node struct {
 	queue  batch.Queue // every request's way to the node (batch.go)
 	sender sender      // the queue's batch worker (batch.go)
 
-	cluster bool   // a Redis Cluster client (cluster.go)
-	owners  owners // a cluster's slot map as its servers agree (cluster.go)
+	cluster bool       // a Redis Cluster client (cluster.go)
+	owners  owners     // a cluster's slot map as its servers agree (cluster.go)
+	view    slots.View // a cluster's masters, as Replicas last read them (replica.go)
 
 	// known is what the servers told on connecting (fence.go); handshook
 	// is set when the node's client reads them in its handshake (Dial,
