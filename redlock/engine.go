@@ -372,6 +372,7 @@ func (f *fan) Receive(i int, ok bool, err error) {
 	c := f.c
 	n := len(f.rs)
 	r := reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
+	c.answered(i, err) // history (timeout.go)
 	f.mu.Lock()
 	f.answered++
 	if err == nil {

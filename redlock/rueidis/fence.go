@@ -81,12 +81,20 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		if err != nil {
 			return nil, err
 		}
+		// The handshake is bounded by the request that dials (its
+		// deadline, or its end), not by a second of its own: a node that
+		// answers later than that but within the request's deadline is
+		// healthy, and only a connection learns it is slow.
 		deadline, ok := ctx.Deadline()
 		if !ok && d.Timeout > 0 {
 			deadline = time.Now().Add(d.Timeout)
 		}
 		_ = nc.SetDeadline(deadline)
+		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 		who, err := f.handshake(nc, addr)
+		if !stop() && err == nil {
+			err = context.Cause(ctx) // ended: the deadline may be past
+		}
 		if err != nil {
 			_ = nc.Close()
 			return nil, err

@@ -395,6 +395,19 @@ func newClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Cl
 	return c, err
 }
 
+// connTimeout bounds a connection's every read and write
+// (ConnWriteTimeout: rueidis closes a connection that the node leaves
+// unanswered so long) and so its set-up too (Dialer.Timeout, which bounds
+// the connection's handshakes, the fence's and rueidis' own, when the
+// request that dials has a later deadline or none). A set-up bound below
+// it would cut a healthy node that answers later (a loaded machine, a slow
+// link): a dial is bounded by the deadline of the request that makes it,
+// the patience a client gives a slow node, and a node whose set-up never
+// completes is never learnt to be slow. A node that is down refuses the
+// dial at once; a frozen one costs each request that dials it its own
+// deadline, and Close ends a set-up under way (fence.go).
+const connTimeout = 10 * time.Second
+
 // clientOption is the rueidis configuration of NewClient for u, before
 // the caller's options.
 func clientOption(u redlock.NodeURL) rueidis.ClientOption {
@@ -406,8 +419,8 @@ func clientOption(u redlock.NodeURL) rueidis.ClientOption {
 		DisableCache:      true,
 		DisableRetry:      true,
 		ForceSingleClient: true,
-		Dialer:            net.Dialer{Timeout: time.Second, KeepAlive: time.Minute},
-		ConnWriteTimeout:  10 * time.Second,
+		Dialer:            net.Dialer{Timeout: connTimeout, KeepAlive: time.Minute},
+		ConnWriteTimeout:  connTimeout,
 		PipelineMultiplex: -1, // one ordered connection per node
 		// Always through the pipeline: a lone command with a deadline
 		// would otherwise be written synchronously, and its timeout would
