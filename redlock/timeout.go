@@ -88,8 +88,9 @@ import (
 // A slow node that does not answer within a fan's patience (it froze) is
 // slow no longer, and is not put on probation again for a ttl: a dead node
 // (frozen, or cut off: one that refuses connections answers at once)
-// costs the attempts that need it at most one patience per ttl, a new
-// client's first attempt included, and
+// costs the attempts that need it at most one patience per ttl (two in a
+// new client's first ttl: a node it has no history of is on probation
+// once timed out), and
 // nothing when the quorum is there or impossible without it (the fan ends
 // at its stop rule, as always). The requests of a patient fan all carry
 // the longer deadline (a batching adapter bounds a batch by its requests'
@@ -225,10 +226,7 @@ func (c *Client) patience(req adapter.Request) time.Duration {
 		return 0
 	}
 	d := drift(req.TTL, c.opts.lock.driftFactor)
-	switch req.Op {
-	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend,
-		adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpRRelease,
-		opPutRecord:
+	if !grant(req.Op) {
 		return req.TTL - d
 	}
 	return req.TTL/2 - d
@@ -249,20 +247,37 @@ type slowNode struct {
 }
 
 // slowFor reports whether a fan that starts at born (since c.born) waits
-// for the node past its limit: it is slow, on probation, or unknown.
-func (s *slowNode) slowFor(born time.Duration) bool {
-	return s.until.Load() > int64(born) || !s.met.Load()
+// for the node past its limit: it is slow, on probation, or, for a grant
+// (unknown too), not met yet. Only a grant waits for a node it has no
+// history of: an extension or a release follows a grant, whose nodes
+// answered, and one that waited a release's patience for a node that never
+// answered (frozen since the client's start) would hold Close as long.
+func (s *slowNode) slowFor(born time.Duration, unknown bool) bool {
+	return s.until.Load() > int64(born) || unknown && !s.met.Load()
 }
 
-// anySlow reports whether a node is slow for a fan that starts at born
-// (since c.born): two atomic loads per node.
-func (c *Client) anySlow(born time.Duration) bool {
+// anySlow reports whether a node is slow for a fan of req that starts at
+// born (since c.born): one or two atomic loads per node.
+func (c *Client) anySlow(req adapter.Request, born time.Duration) bool {
+	unknown := grant(req.Op)
 	for i := range c.slow {
-		if c.slow[i].slowFor(born) {
+		if c.slow[i].slowFor(born, unknown) {
 			return true
 		}
 	}
 	return false
+}
+
+// grant reports whether a request of op waits for a slow node a grant's
+// patience (ttl/2 - drift; patience).
+func grant(op adapter.Op) bool {
+	switch op {
+	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend,
+		adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpRRelease,
+		opPutRecord:
+		return false
+	}
+	return true
 }
 
 // answered records that node i answered a request, with err: a node the
@@ -295,11 +310,12 @@ func (c *Client) answeredLate(i int, at, ttl time.Duration) {
 // failed.
 func (c *Client) timedOut(f *fan, i int, at time.Duration) {
 	s, ttl := &c.slow[i], f.ttl
-	if !s.met.Load() && s.met.CompareAndSwap(false, true) && f.patient {
-		// Unknown, and given the patience: as a slow node that did not
-		// answer within it.
-		s.quiet.Store(int64(at + ttl))
-		return
+	if !s.met.Load() {
+		// Unknown: timed out once, it is on probation (below), even if
+		// the fan was patient: a new connection's set-up may have taken
+		// most of the patience, and the attempt after it is the first
+		// one the node can answer.
+		s.met.Store(true)
 	}
 	if u := s.until.Load(); u > int64(f.born) {
 		if f.patient {
@@ -408,7 +424,7 @@ func (f *fan) busy(now time.Time) bool {
 		if within && c.heard[i].Load() > since {
 			return true
 		}
-		if f.patient && c.slow[i].slowFor(f.born) {
+		if f.patient && c.slow[i].slowFor(f.born, grant(f.req.Op)) {
 			return true
 		}
 	}

@@ -44,6 +44,9 @@ type connFence struct {
 	// known gets what each new connection's server told about itself
 	// (handshake); nil: not kept.
 	known *facts.Known
+	// setups tracks the connections in their handshake (nil: not
+	// tracked), for AbortSetup.
+	setups *setups
 	// lazy is set while NewClient builds its client: the first dial,
 	// which rueidis makes there and waits for, is deferred to the first
 	// request (see errDialDeferred).
@@ -81,6 +84,10 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		if err != nil {
 			return nil, err
 		}
+		if !f.setups.add(nc) {
+			_ = nc.Close()
+			return nil, errSetupAborted
+		}
 		// The handshake is bounded by the request that dials (its
 		// deadline, or its end), not by a second of its own: a node that
 		// answers later than that but within the request's deadline is
@@ -96,11 +103,16 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			err = context.Cause(ctx) // ended: the deadline may be past
 		}
 		if err != nil {
+			f.setups.done(nc)
 			_ = nc.Close()
 			return nil, err
 		}
 		_ = nc.SetDeadline(time.Time{})
-		return &fencedConn{Conn: nc, f: f, who: who}, nil
+		// Tracked until rueidis' own handshake is answered (its first
+		// read), so that AbortSetup ends that one too.
+		c := &fencedConn{Conn: nc, f: f, who: who}
+		c.setting.Store(true)
+		return c, nil
 	}
 }
 
@@ -110,6 +122,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 type clusterFence struct {
 	user, pass string
 	known      *facts.Known // every master's facts; nil: not kept
+	setups     *setups      // the connections in their handshake; nil: not tracked
 
 	mu    sync.Mutex
 	addrs map[string]*connFence
@@ -123,7 +136,7 @@ func (c *clusterFence) wrap(inner dialFn) dialFn {
 		c.mu.Lock()
 		f := c.addrs[addr]
 		if f == nil {
-			f = &connFence{user: c.user, pass: c.pass, known: c.known}
+			f = &connFence{user: c.user, pass: c.pass, known: c.known, setups: c.setups}
 			c.addrs[addr] = f
 		}
 		c.mu.Unlock()
@@ -336,6 +349,15 @@ type fencedConn struct {
 	f    *connFence
 	who  fence.Conn
 	once sync.Once
+	// setting: rueidis' handshake is not answered yet (setups).
+	setting atomic.Bool
+}
+
+// setUp stops tracking the connection as being made (setups).
+func (c *fencedConn) setUp() {
+	if c.setting.Load() && c.setting.CompareAndSwap(true, false) {
+		c.f.setups.done(c.Conn)
+	}
 }
 
 func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.who) }) }
@@ -343,6 +365,9 @@ func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.who) }) }
 // Read reads; a failed read gives the connection up.
 func (c *fencedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.setUp()
+	}
 	if err != nil {
 		c.giveUp()
 	}
@@ -360,6 +385,7 @@ func (c *fencedConn) Write(b []byte) (int, error) {
 
 // Close gives the connection up and closes it.
 func (c *fencedConn) Close() error {
+	c.setUp()
 	c.giveUp()
 	return c.Conn.Close()
 }
@@ -418,7 +444,7 @@ func (n *Node) Connect(ctx context.Context) error {
 // (Reread), or all of them, when the node cannot see the handshake.
 func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	if n.handshook && !n.knows(addr) {
-		return c.Do(ctx, c.B().Ping().Build()).Error()
+		return n.connect(ctx, c)
 	}
 	var declined adapter.Facts // what the server refused (Decline)
 	refuses := func(err error, what string) bool {
@@ -474,4 +500,95 @@ func (n *Node) knows(addr string) bool {
 		}
 	}
 	return false
+}
+
+// connect makes c connect by a PING, and waits for it until ctx ends. The
+// connection's making is not ctx's: it goes on when the caller gives up,
+// bounded by connTimeout and by Close, so that a node whose set-up (the
+// fence's handshake, then rueidis') takes longer than the caller waits (a
+// healthy node on a loaded machine: a new client connects its nodes before
+// its first lock, and waits a short while) is connected for the requests
+// after it, which then pay one round trip, not three. One such PING runs
+// at a time per node.
+func (n *Node) connect(ctx context.Context, c rueidis.Client) error {
+	if !n.connecting.CompareAndSwap(false, true) {
+		<-ctx.Done()
+		return context.Cause(ctx)
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer n.connecting.Store(false)
+		pctx, cancel := context.WithTimeout(context.Background(), connTimeout)
+		defer cancel()
+		go func() {
+			select {
+			case <-n.closing:
+				cancel()
+			case <-pctx.Done():
+			}
+		}()
+		done <- c.Do(pctx, c.B().Ping().Build()).Error()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// errSetupAborted fails the dials of a node that gave up making
+// connections (AbortSetup).
+var errSetupAborted = errors.New("rueidis: node closing: no new connection")
+
+// setups are the connections a node's fences are handshaking, and whether
+// the node gave up making any (abort: Client.Close, so that a node that
+// hangs before its handshake's answer does not hold it). A nil *setups
+// tracks nothing.
+type setups struct {
+	mu      sync.Mutex
+	aborted bool
+	conns   map[net.Conn]struct{}
+}
+
+// add tracks nc, and reports false when the node gave up making
+// connections.
+func (s *setups) add(nc net.Conn) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aborted {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[net.Conn]struct{}{}
+	}
+	s.conns[nc] = struct{}{}
+	return true
+}
+
+// done stops tracking nc.
+func (s *setups) done(nc net.Conn) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.conns, nc)
+	s.mu.Unlock()
+}
+
+// abort ends every handshake under way (its reads fail at once) and every
+// later dial.
+func (s *setups) abort() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aborted = true
+	for nc := range s.conns {
+		_ = nc.SetDeadline(time.Unix(1, 0))
+	}
 }

@@ -58,6 +58,13 @@ type Node struct {
 	// users counts the redlock clients sharing the node (Share), less
 	// the Close calls: Close closes the node when it falls to 0 or below.
 	users atomic.Int64
+
+	// closing is closed by the last Close: it ends the connections being
+	// made (connect, fence.go). connecting: connect's PING is under way.
+	closing    chan struct{}
+	setups     *setups // the connections its fences are making (fence.go); nil: not tracked
+	closeOnce  sync.Once
+	connecting atomic.Bool
 }
 
 var (
@@ -105,6 +112,8 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 		multi:      newMultiScripts(),
 		putRecord:  batch.NewScript(scripts.PutRecord),
 		readRecord: batch.NewScript(scripts.ReadRecord),
+
+		closing: make(chan struct{}),
 	}
 	n.sender.combine = !cluster
 	if cluster {
@@ -166,6 +175,20 @@ func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.D
 // (adapter.SharedNode); redlock.New calls it.
 func (n *Node) Share() { n.users.Add(1) }
 
+var _ adapter.SetupNode = (*Node)(nil)
+
+// AbortSetup gives up the connections the node is still making (in the
+// fence's handshake, fence.go) and makes no new one, for a node that Dial
+// or DialNode made (adapter.SetupNode); Client.Close calls it. While
+// another client shares the node, it does nothing.
+func (n *Node) AbortSetup() {
+	if n.users.Load() > 1 {
+		return
+	}
+	n.setups.abort()
+	n.closeOnce.Do(func() { close(n.closing) })
+}
+
 // Close closes the client if this node created it (Dial); a client given to
 // NewNode is left to its owner. A node given to several redlock clients (a
 // fenced one for an election beside a plain one) is closed by the last of
@@ -175,6 +198,7 @@ func (n *Node) Close() error {
 	if n.users.Add(-1) > 0 {
 		return nil // another client still uses the node
 	}
+	n.closeOnce.Do(func() { close(n.closing) })
 	switch {
 	case n.lazy != nil:
 		n.lazy.Close()
@@ -367,14 +391,14 @@ func WithMaxFlushDelay(d time.Duration) Option {
 // is down or hangs now fails that request (and later ones, until it is
 // back), never the building of the client.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
-	return newClient(u, nil, opts)
+	return newClient(u, nil, nil, opts)
 }
 
 // newClient is NewClient whose connections tell known what their servers
 // told about themselves (nil: not kept).
-func newClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Client, error) {
+func newClient(u redlock.NodeURL, known *facts.Known, st *setups, opts []Option) (rueidis.Client, error) {
 	if u.Cluster {
-		return newClusterClient(u, known, opts) // cluster.go
+		return newClusterClient(u, known, st, opts) // cluster.go
 	}
 	o := clientOption(u)
 	for _, opt := range opts {
@@ -384,7 +408,7 @@ func newClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Cl
 	// the node's batches (at most MaxBatch) all go through the pipeline.
 	o.BlockingPipeline = -1
 	// Every connection fences the ones given up before it (fence.go).
-	fence := &connFence{user: u.Username, pass: u.Password, known: known}
+	fence := &connFence{user: u.Username, pass: u.Password, known: known, setups: st}
 	o.DialCtxFn = fence.wrap(o.DialCtxFn)
 	fence.lazy.Store(true)
 	c, err := rueidis.NewClient(o) // ForceSingleClient: a client even when its dial fails
@@ -495,12 +519,13 @@ func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
 		// Built in the background: a cluster that is down now is a node
 		// that fails its requests until it is back (lazy.go).
 		n := newNode(nil, u.String(), true)
-		n.lazy = newLazyCluster(u, n.known, opts)
+		n.setups = &setups{}
+		n.lazy = newLazyCluster(u, n.known, n.setups, opts)
 		n.handshook = true
 		return n, nil
 	}
-	known := &facts.Known{}
-	c, err := newClient(u, known, opts)
+	known, st := &facts.Known{}, &setups{}
+	c, err := newClient(u, known, st, opts)
 	if c == nil {
 		return nil, err
 	}
@@ -508,6 +533,6 @@ func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
 	// down now; it connects on use.
 	n := NewNode(c, u.String())
 	n.owned = true
-	n.known, n.handshook = known, true
+	n.known, n.handshook, n.setups = known, true, st
 	return n, nil
 }
