@@ -51,14 +51,16 @@ import (
 // confirmed. A node is slow (Client.slow) from an answer without an error
 // that came at or after its fan's limit, for one ttl of that fan; and, on
 // probation, when a fan of a ttl timed it out: the fans of the next ttl
-// wait for it too. A node the client has no history of (it never
-// answered, nor was timed out) is on probation from the client's birth:
-// a new client (every dlm command is one) cannot know that its nodes are
-// slow, and a first attempt that stopped at the limit would time out a
-// healthy node that answers later than the limit (its new connection
-// costs round trips of its own) and never learn it is slow, as a client
-// that saw it turn slow does; a refused connection answers at once and
-// is history. A fan of a ttl that starts while a node is slow gives
+// wait for it too. For a grant, a node the client has no history of (it
+// never answered, nor was timed out) is on probation from the client's
+// birth: a new client (every dlm command is one) cannot know that its
+// nodes are slow, and a first attempt that stopped at the limit would time
+// out a healthy node that answers later than the limit (its new
+// connection costs round trips of its own) and never learn it is slow, as
+// a client that saw it turn slow does; a refused connection answers at
+// once and is history. Extensions and releases follow a grant and do not
+// wait for such a node (slowFor). A fan of a ttl that starts while a node
+// is slow gives
 // its requests a longer deadline, its patience, and waits past the limit
 // while a slow node has not answered, up to:
 //
