@@ -444,7 +444,7 @@ func (n *Node) Connect(ctx context.Context) error {
 // (Reread), or all of them, when the node cannot see the handshake.
 func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	if n.handshook && !n.knows(addr) {
-		return n.connect(ctx, c)
+		return c.Do(ctx, c.B().Ping().Build()).Error()
 	}
 	var declined adapter.Facts // what the server refused (Decline)
 	refuses := func(err error, what string) bool {
@@ -500,41 +500,6 @@ func (n *Node) knows(addr string) bool {
 		}
 	}
 	return false
-}
-
-// connect makes c connect by a PING, and waits for it until ctx ends. The
-// connection's making is not ctx's: it goes on when the caller gives up,
-// bounded by connTimeout and by Close, so that a node whose set-up (the
-// fence's handshake, then rueidis') takes longer than the caller waits (a
-// healthy node on a loaded machine: a new client connects its nodes before
-// its first lock, and waits a short while) is connected for the requests
-// after it, which then pay one round trip, not three. One such PING runs
-// at a time per node.
-func (n *Node) connect(ctx context.Context, c rueidis.Client) error {
-	if !n.connecting.CompareAndSwap(false, true) {
-		<-ctx.Done()
-		return context.Cause(ctx)
-	}
-	done := make(chan error, 1)
-	go func() {
-		defer n.connecting.Store(false)
-		pctx, cancel := context.WithTimeout(context.Background(), connTimeout)
-		defer cancel()
-		go func() {
-			select {
-			case <-n.closing:
-				cancel()
-			case <-pctx.Done():
-			}
-		}()
-		done <- c.Do(pctx, c.B().Ping().Build()).Error()
-	}()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
 }
 
 // errSetupAborted fails the dials of a node that gave up making

@@ -59,12 +59,9 @@ type Node struct {
 	// the Close calls: Close closes the node when it falls to 0 or below.
 	users atomic.Int64
 
-	// closing is closed by the last Close: it ends the connections being
-	// made (connect, fence.go). connecting: connect's PING is under way.
-	closing    chan struct{}
-	setups     *setups // the connections its fences are making (fence.go); nil: not tracked
-	closeOnce  sync.Once
-	connecting atomic.Bool
+	// setups are the connections its fences are making (fence.go); nil:
+	// not tracked.
+	setups *setups
 }
 
 var (
@@ -112,8 +109,6 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 		multi:      newMultiScripts(),
 		putRecord:  batch.NewScript(scripts.PutRecord),
 		readRecord: batch.NewScript(scripts.ReadRecord),
-
-		closing: make(chan struct{}),
 	}
 	n.sender.combine = !cluster
 	if cluster {
@@ -186,7 +181,6 @@ func (n *Node) AbortSetup() {
 		return
 	}
 	n.setups.abort()
-	n.closeOnce.Do(func() { close(n.closing) })
 }
 
 // Close closes the client if this node created it (Dial); a client given to
@@ -198,7 +192,6 @@ func (n *Node) Close() error {
 	if n.users.Add(-1) > 0 {
 		return nil // another client still uses the node
 	}
-	n.closeOnce.Do(func() { close(n.closing) })
 	switch {
 	case n.lazy != nil:
 		n.lazy.Close()
