@@ -77,7 +77,13 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		case inner != nil:
 			nc, err = inner(ctx, addr, d, cfg)
 		case cfg != nil:
-			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", addr)
+			// The TLS handshake keeps the bound it had (tlsTimeout): a
+			// rediss URL naming a plain port hangs in it, and only its
+			// error tells the operator so. A TLS node slower than that
+			// is not reached.
+			tctx, cancel := context.WithTimeout(ctx, tlsTimeout)
+			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(tctx, "tcp", addr)
+			cancel()
 		default:
 			nc, err = d.DialContext(ctx, "tcp", addr)
 		}
@@ -115,6 +121,9 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		return c, nil
 	}
 }
+
+// tlsTimeout bounds a TLS dial (the TCP connection and the TLS handshake).
+const tlsTimeout = time.Second
 
 // clusterFence is the fence of a cluster client: a connFence per master
 // address, each with its own list of given-up connections, since a
