@@ -193,6 +193,11 @@ func (c *Client) Close() error {
 	c.closed = true
 	close(c.stop)
 	c.mu.Unlock()
+	for _, n := range c.nodes {
+		if sn, ok := n.(adapter.SetupNode); ok {
+			sn.AbortSetup() // a hung node's connection is not waited for
+		}
+	}
 	c.bg.Wait()
 	c.waits.close()
 	var errs []error

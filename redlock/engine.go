@@ -238,7 +238,7 @@ func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan 
 	f.ttl = acq.ttl
 	ttl := acq.req.TTL
 	p := min(c.patience(acq.req), acq.t1.Add(ttl-drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1))
-	if p > f.limit && c.anySlow(f.born) {
+	if p > f.limit && c.anySlow(acq.req, f.born) {
 		f.patient = true
 		f.rc.init(acq.ctx, f.t1, p)
 	}
@@ -273,7 +273,7 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
-	if p := c.patience(req); p > timeout && c.anySlow(f.born) {
+	if p := c.patience(req); p > timeout && c.anySlow(req, f.born) {
 		// A node is slow: the requests live until the patience, and
 		// the wait goes on for the slow node (timeout.go).
 		f.patient = true
@@ -380,6 +380,7 @@ func (f *fan) Receive(i int, ok bool, err error) {
 	c := f.c
 	n := len(f.rs)
 	r := reply{i: i, ok: ok && err == nil, err: err, latency: time.Since(f.t1)}
+	c.answered(i, err) // history (timeout.go)
 	f.mu.Lock()
 	f.answered++
 	state := f.state

@@ -289,6 +289,13 @@ func floorsOf(taggedFences []string) []string {
 	return out
 }
 
+// AbortSetup is adapter.SetupNode's, when the node has it.
+func (t *tagNode) AbortSetup() {
+	if sn, ok := t.n.(adapter.SetupNode); ok {
+		sn.AbortSetup()
+	}
+}
+
 // Share is adapter.SharedNode's: the node counts one more client, when it
 // counts them; else nothing (Close then closes it, as without tagNode).
 func (t *tagNode) Share() {

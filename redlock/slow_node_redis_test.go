@@ -2,10 +2,7 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
-	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,84 +71,9 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
-// delayProxy listens on a loopback port and forwards every connection to
-// addr, handing each piece of the server's replies to the client the delay
-// after it came (in order); the client's requests go through at once. It
-// returns the proxy's address; the test's end closes it.
+// delayProxy is redlocktest.DelayProxy: a healthy server whose answers
+// come delay late.
 func delayProxy(t *testing.T, addr string, delay *atomic.Int64) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	track := func(c net.Conn) {
-		mu.Lock()
-		conns = append(conns, c)
-		mu.Unlock()
-	}
-	t.Cleanup(func() {
-		_ = ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			client, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			server, err := net.Dial("tcp", addr)
-			if err != nil {
-				_ = client.Close()
-				continue
-			}
-			track(client)
-			track(server)
-			type piece struct {
-				at time.Time // when it is due
-				b  []byte
-			}
-			pieces := make(chan piece, 1024)
-			wg.Add(3)
-			go func() { // requests: at once
-				defer wg.Done()
-				_, _ = io.Copy(server, client)
-				_ = server.Close()
-			}()
-			go func() { // replies: read as they come
-				defer wg.Done()
-				defer close(pieces)
-				for {
-					b := make([]byte, 32<<10)
-					n, err := server.Read(b)
-					if n > 0 {
-						pieces <- piece{time.Now().Add(time.Duration(delay.Load())), b[:n]}
-					}
-					if err != nil {
-						return
-					}
-				}
-			}()
-			go func() { // replies: handed on d later
-				defer wg.Done()
-				defer client.Close()
-				for p := range pieces {
-					time.Sleep(time.Until(p.at))
-					if _, err := client.Write(p.b); err != nil && !errors.Is(err, net.ErrClosed) {
-						return
-					}
-				}
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return redlocktest.DelayProxy(t, addr, delay)
 }

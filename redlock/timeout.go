@@ -51,7 +51,16 @@ import (
 // confirmed. A node is slow (Client.slow) from an answer without an error
 // that came at or after its fan's limit, for one ttl of that fan; and, on
 // probation, when a fan of a ttl timed it out: the fans of the next ttl
-// wait for it too. A fan of a ttl that starts while a node is slow gives
+// wait for it too. For a grant, a node the client has no history of (it
+// never answered, nor was timed out) is on probation from the client's
+// birth: a new client (every dlm command is one) cannot know that its
+// nodes are slow, and a first attempt that stopped at the limit would time
+// out a healthy node that answers later than the limit (its new
+// connection costs round trips of its own) and never learn it is slow, as
+// a client that saw it turn slow does; a refused connection answers at
+// once and is history. Extensions and releases follow a grant and do not
+// wait for such a node (slowFor). A fan of a ttl that starts while a node
+// is slow gives
 // its requests a longer deadline, its patience, and waits past the limit
 // while a slow node has not answered, up to:
 //
@@ -80,7 +89,10 @@ import (
 //
 // A slow node that does not answer within a fan's patience (it froze) is
 // slow no longer, and is not put on probation again for a ttl: a dead node
-// costs the attempts that need it at most one patience per ttl, and
+// (frozen, or cut off: one that refuses connections answers at once)
+// costs the attempts that need it at most one patience per ttl (two in a
+// new client's first ttl: a node it has no history of is on probation
+// once timed out), and
 // nothing when the quorum is there or impossible without it (the fan ends
 // at its stop rule, as always). The requests of a patient fan all carry
 // the longer deadline (a batching adapter bounds a batch by its requests'
@@ -216,10 +228,7 @@ func (c *Client) patience(req adapter.Request) time.Duration {
 		return 0
 	}
 	d := drift(req.TTL, c.opts.lock.driftFactor)
-	switch req.Op {
-	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend,
-		adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpRRelease,
-		opPutRecord:
+	if !grant(req.Op) {
 		return req.TTL - d
 	}
 	return req.TTL/2 - d
@@ -234,17 +243,52 @@ type slowNode struct {
 	// quiet: the node is not put on probation before it (it was slow,
 	// and did not answer within a fan's patience).
 	quiet atomic.Int64
+	// met: the node answered a request (an error that is not a timeout
+	// counts) or was timed out: before, it is on probation.
+	met atomic.Bool
 }
 
-// anySlow reports whether a node is slow for a fan that starts at born
-// (since c.born): one atomic load per node.
-func (c *Client) anySlow(born time.Duration) bool {
+// slowFor reports whether a fan that starts at born (since c.born) waits
+// for the node past its limit: it is slow, on probation, or, for a grant
+// (unknown too), not met yet. Only a grant waits for a node it has no
+// history of: an extension or a release follows a grant, whose nodes
+// answered, and one that waited a release's patience for a node that never
+// answered (frozen since the client's start) would hold Close as long.
+func (s *slowNode) slowFor(born time.Duration, unknown bool) bool {
+	return s.until.Load() > int64(born) || unknown && !s.met.Load()
+}
+
+// anySlow reports whether a node is slow for a fan of req that starts at
+// born (since c.born): one or two atomic loads per node.
+func (c *Client) anySlow(req adapter.Request, born time.Duration) bool {
+	unknown := grant(req.Op)
 	for i := range c.slow {
-		if c.slow[i].until.Load() > int64(born) {
+		if c.slow[i].slowFor(born, unknown) {
 			return true
 		}
 	}
 	return false
+}
+
+// grant reports whether a request of op waits for a slow node a grant's
+// patience (ttl/2 - drift; patience).
+func grant(op adapter.Op) bool {
+	switch op {
+	case adapter.OpExtend, adapter.OpExtendAll, adapter.OpRExtend,
+		adapter.OpRelease, adapter.OpReleaseAnnounce, adapter.OpReleaseAll, adapter.OpReleaseAllAnnounce, adapter.OpRRelease,
+		opPutRecord:
+		return false
+	}
+	return true
+}
+
+// answered records that node i answered a request, with err: a node the
+// client had no history of has one now, unless err is a timeout (await
+// judges those: timedOut).
+func (c *Client) answered(i int, err error) {
+	if s := &c.slow[i]; !s.met.Load() && (err == nil || !isTimeout(err)) {
+		s.met.Store(true)
+	}
 }
 
 // answeredLate records that node i answered, without an error, at since
@@ -268,6 +312,13 @@ func (c *Client) answeredLate(i int, at, ttl time.Duration) {
 // failed.
 func (c *Client) timedOut(f *fan, i int, at time.Duration) {
 	s, ttl := &c.slow[i], f.ttl
+	if !s.met.Load() {
+		// Unknown: timed out once, it is on probation (below), even if
+		// the fan was patient: a new connection's set-up may have taken
+		// most of the patience, and the attempt after it is the first
+		// one the node can answer.
+		s.met.Store(true)
+	}
 	if u := s.until.Load(); u > int64(f.born) {
 		if f.patient {
 			s.until.CompareAndSwap(u, 0)
@@ -360,7 +411,8 @@ func minTime(a, b time.Time) time.Time {
 // waiting for at now: it has answered another request (without an error)
 // within the limit, and the fan's limit has not passed (rto, above: a
 // batching adapter hears from a node once per batch, and a batch may
-// outlast the bound); or the fan is patient and the node slow.
+// outlast the bound); or the fan is patient and the node slow (or
+// unknown).
 func (f *fan) busy(now time.Time) bool {
 	c := f.c
 	within := now.Sub(f.t1) < f.limit
@@ -374,7 +426,7 @@ func (f *fan) busy(now time.Time) bool {
 		if within && c.heard[i].Load() > since {
 			return true
 		}
-		if f.patient && c.slow[i].until.Load() > int64(f.born) {
+		if f.patient && c.slow[i].slowFor(f.born, grant(f.req.Op)) {
 			return true
 		}
 	}

@@ -154,11 +154,17 @@ func closeGrace(nodeTimeout time.Duration) time.Duration {
 }
 
 // oneTry bounds an acquisition of one try (--wait 0): the attempt's own
-// bound (the library waits for its nodes at most twenty node timeouts, and
-// no more than a tenth of the ttl) and closeGrace for the releases of a
-// failed attempt, which the library then stops waiting for.
+// bound and closeGrace for the releases of a failed attempt, which the
+// library then stops waiting for. A dlm process is a new client: its
+// attempt waits for a node it has no history of, when the quorum needs
+// it, as for a slow node, up to a grant's patience (half the ttl less the
+// drift), since a healthy node that answers late is not an error; a node
+// that is not slow is waited for at most twenty node timeouts, and no
+// more than a tenth of the ttl.
 func oneTry(nodeTimeout, ttl time.Duration) time.Duration {
-	return max(min(20*nodeTimeout, ttl/10), nodeTimeout) + closeGrace(nodeTimeout)
+	limit := max(min(20*nodeTimeout, ttl/10), nodeTimeout)
+	patience := ttl/2 - time.Duration(float64(ttl)*redlock.DefaultDriftFactor) - 2*time.Millisecond
+	return max(limit, patience) + closeGrace(nodeTimeout)
 }
 
 // closeWithin runs closeAll and waits for it at most grace (0: until it

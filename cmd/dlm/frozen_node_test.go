@@ -46,7 +46,10 @@ func TestFrozenNodeKeepsTheWait(t *testing.T) {
 	// limit (twenty node timeouts, a second) and a grace for its releases;
 	// the final Close waits at most the grace.
 	grace := closeGrace(redlock.DefaultNodeTimeout)
-	try := oneTry(redlock.DefaultNodeTimeout, redlock.DefaultTTL)
+	// One try of a new client waits for a node it has no history of up
+	// to a grant's patience (half the ttl): the checks of one try use a
+	// ttl of 3s, so that this bound is short.
+	try := oneTry(redlock.DefaultNodeTimeout, 3*time.Second)
 	// check runs what is measured up to three times and fails only when
 	// every try exceeds its bound or ends with another exit: the waits this
 	// test guards against are systematic (every try pays them), while a
@@ -112,7 +115,7 @@ func TestFrozenNodeKeepsTheWait(t *testing.T) {
 			return runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "1200ms", "none-"+adapt, "--", "true")
 		}, exitUnavailable, 1200*time.Millisecond+grace+slack)
 		check(adapt+": dlm lock --wait 0 with a node frozen and one down", func() result {
-			return runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--wait", "0", "none-"+adapt, "--", "true")
+			return runDLM(t, 30*time.Second, env, "lock", "--adapter", adapt, "--nodes", nodes, "--ttl", "3s", "--wait", "0", "none-"+adapt, "--", "true")
 		}, exitUnavailable, try+grace+slack)
 	}
 }

@@ -322,14 +322,24 @@ func acquireCode(err error) int {
 // nodes errored or timed out for any quorum (R1.3), as opposed to the lock
 // being held elsewhere. Nodes that had not answered when the attempt was
 // decided count as neither: the attempt stops as soon as a quorum is out of
-// reach, often before every node replied.
+// reach, often before every node replied. An attempt that the wait ended
+// undecided, with no node saying the lock is held, is unreachable too
+// (unanswered).
 func unreachable(err error) bool {
 	var ae *redlock.AcquireError
 	if !errors.As(err, &ae) || len(ae.Nodes) == 0 {
 		return errors.Is(err, redlock.ErrNoQuorum)
 	}
 	down := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut)
-	return down > len(ae.Nodes)-ae.Quorum
+	return down > len(ae.Nodes)-ae.Quorum || unanswered(ae)
+}
+
+// unanswered reports whether the wait ended ae's attempt before a quorum
+// answered, with no node saying the lock is held: a node the attempt
+// waited for (a new client waits for a node it has no history of as for a
+// slow one) had not answered.
+func unanswered(ae *redlock.AcquireError) bool {
+	return ae.Validity == 0 && ae.Count(redlock.Held) == 0 && ae.Count(redlock.NoReply) > 0
 }
 
 // acquireReason turns a failed acquisition into the one-line reason dlm
@@ -354,12 +364,14 @@ func acquireReasonHinted(err error, wait time.Duration, attempts int, hints map[
 	}
 	down := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut)
 	switch {
-	case unreachable(err):
+	case down > len(ae.Nodes)-ae.Quorum:
 		fmt.Fprintf(&b, ": no quorum possible, %d of %d nodes failed or timed out, a quorum needs %d", down, len(ae.Nodes), ae.Quorum)
 	case ae.Validity != 0:
 		fmt.Fprintf(&b, ": quorum reached too late (validity %v); nodes are slow", ae.Validity)
 	case ae.Count(redlock.NoReply) == len(ae.Nodes):
 		b.WriteString(": no node answered in time")
+	case unanswered(ae):
+		fmt.Fprintf(&b, ": no quorum in time, %d of %d nodes granted it, %d needed, none said it is held", ae.Count(redlock.Acquired), len(ae.Nodes), ae.Quorum)
 	default:
 		fmt.Fprintf(&b, ": held elsewhere, %d of %d nodes granted it, %d needed", ae.Count(redlock.Acquired), len(ae.Nodes), ae.Quorum)
 	}

@@ -39,6 +39,21 @@ type SharedNode interface {
 	Share()
 }
 
+// SetupNode is an optional capability of a Node: it can give up at once
+// the connections it is still making (a dial, a handshake). Client.Close
+// calls AbortSetup before it waits for its requests still on the wire: a
+// node that hangs before it ever answered (a stopped process accepts
+// connections and never answers) would otherwise hold Close up to those
+// requests' deadlines, a grant's patience for a node the client has no
+// history of. The requests waiting for such a connection fail, and so do
+// those that would make a new one; the connections made serve on. A node
+// shared by several clients (SharedNode) gives up only at its last
+// client's Close.
+type SetupNode interface {
+	Node
+	AbortSetup()
+}
+
 // FencingNode is an optional capability of a Node: the two atomic steps of
 // fencing tokens kept as a quorum max-register (R18). A client built with
 // redlock.WithFencing refuses nodes that lack it. Each method must be one

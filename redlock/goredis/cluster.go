@@ -170,6 +170,19 @@ func (m *masterPipes) reload(now bool) {
 	m.owners.readAsync()
 }
 
+// abortSetup ends the making of every master's connection (pipe's).
+func (m *masterPipes) abortSetup() {
+	m.mu.Lock()
+	all := make([]*pipe, 0, len(m.pipes))
+	for _, p := range m.pipes {
+		all = append(all, p)
+	}
+	m.mu.Unlock()
+	for _, p := range all {
+		p.abortSetup()
+	}
+}
+
 // close closes every pipe.
 func (m *masterPipes) close() {
 	m.mu.Lock()

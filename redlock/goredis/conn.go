@@ -109,9 +109,10 @@ type pipe struct {
 	// known gets what each new connection's server told about itself
 	// (dial); nil: not kept.
 	known *facts.Known
-	// dialing is held by the one caller that dials (conn): the batch
-	// worker, or Connect.
-	dialing sync.Mutex
+	// setup is the connection being made (conn), nil when none is;
+	// aborted: none is made any more (abortSetup).
+	setup   *setup
+	aborted bool
 	// writing is held by the one caller that writes (write), so that its
 	// flight's place in pending is its place on the wire.
 	writing sync.Mutex
@@ -155,52 +156,89 @@ func serverFacts(addr string, info reply, maxTTL *reply, cfgs []reply) adapter.F
 	return f
 }
 
-// conn returns the live connection, dialling one when there is none,
-// bounded by ctx. The batch worker calls it before each write, Connect
-// (facts.go) to connect ahead of the first request; one dials at a time
-// (dialing), so one connection replaces a failed one. The flights of a
-// failed connection are failed before the next one is dialled, and the
-// next one closes the failed one on the node before it carries any
-// request (dial).
+// conn returns the live connection, or the one being made, waiting for
+// it until ctx ends. The batch worker calls it before each write, Connect
+// (facts.go) to connect ahead of the first request. One connection is
+// made at a time (setup), so one replaces a failed one; its making is not
+// the caller's: it goes on when the caller gives up, bounded by
+// connTimeout and by close, so that a node whose handshake takes longer
+// than one request's deadline (a healthy node on a loaded machine) is
+// connected for the requests after it. The flights of a failed connection
+// are failed before the next one is dialled, and the next one closes the
+// failed one on the node before it carries any request (dial).
 func (p *pipe) conn(ctx context.Context) (*wire, error) {
-	if w, err := p.live(); w != nil || err != nil {
-		return w, err
-	}
-	p.dialing.Lock()
-	defer p.dialing.Unlock()
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
 		return nil, errClosed
 	}
-	w := p.cur
-	if w != nil && !w.broken {
+	if w := p.cur; w != nil && !w.broken {
 		p.mu.Unlock()
-		return w, nil // dialled by the caller before
+		return w, nil
 	}
+	s := p.setup
+	if s == nil && p.aborted {
+		p.mu.Unlock()
+		return nil, errClosed
+	}
+	if s == nil {
+		s = p.startSetup()
+	}
+	p.mu.Unlock()
+	select {
+	case <-s.done:
+		return s.w, s.err
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// connTimeout bounds the making of a connection (dial and handshake): a
+// node that has not answered its handshake by then is given up on, and the
+// next request dials again.
+const connTimeout = 10 * time.Second
+
+// setup is the making of one connection: done is closed once w (nil on a
+// failure, err) is known; cancel ends it (close).
+type setup struct {
+	done   chan struct{}
+	w      *wire
+	err    error
+	cancel context.CancelFunc
+}
+
+// startSetup starts making a connection in place of the failed one, if
+// any; p.mu is held.
+func (p *pipe) startSetup() *setup {
 	var old []*flight
-	if w != nil {
+	if w := p.cur; w != nil {
 		old, w.pending = w.pending, nil
 		p.cur = nil
 		p.given.Retire(w.who)
 	}
-	p.mu.Unlock()
-	fail(old, io.ErrUnexpectedEOF)
-	nc, br, who, err := p.dial(ctx)
-	if err != nil {
-		return nil, err
-	}
-	w = &wire{nc: nc, who: who, bw: bufio.NewWriterSize(nc, 32<<10)}
-	p.mu.Lock()
-	if p.closed {
+	ctx, cancel := context.WithTimeout(context.Background(), connTimeout)
+	s := &setup{done: make(chan struct{}), cancel: cancel}
+	p.setup = s
+	go func() {
+		defer cancel()
+		fail(old, io.ErrUnexpectedEOF)
+		nc, br, who, err := p.dial(ctx)
+		p.mu.Lock()
+		p.setup = nil
+		if err == nil && p.closed {
+			_ = nc.Close()
+			err = errClosed
+		}
+		if err == nil {
+			s.w = &wire{nc: nc, who: who, bw: bufio.NewWriterSize(nc, 32<<10)}
+			p.cur = s.w
+			go p.read(s.w, br)
+		}
+		s.err = err
 		p.mu.Unlock()
-		_ = nc.Close()
-		return nil, errClosed
-	}
-	p.cur = w
-	p.mu.Unlock()
-	go p.read(w, br)
-	return w, nil
+		close(s.done)
+	}()
+	return s
 }
 
 // live returns the live connection, nil when there is none; errClosed
@@ -453,14 +491,30 @@ func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
 	return f, nil
 }
 
-// close closes the connection; the requests still waiting fail.
+// abortSetup ends the making of a connection, if one is under way, and
+// makes no new one; the live connection serves on (adapter.SetupNode).
+func (p *pipe) abortSetup() {
+	p.mu.Lock()
+	p.aborted = true
+	s := p.setup
+	p.mu.Unlock()
+	if s != nil {
+		s.cancel()
+	}
+}
+
+// close closes the connection and ends the making of one; the requests
+// still waiting fail.
 func (p *pipe) close() {
 	p.mu.Lock()
 	p.closed = true
-	w := p.cur
+	w, s := p.cur, p.setup
 	p.mu.Unlock()
 	if w != nil {
 		_ = w.nc.Close()
+	}
+	if s != nil {
+		s.cancel()
 	}
 }
 

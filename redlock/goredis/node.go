@@ -189,6 +189,24 @@ func (n *Node) goTransfer(ctx context.Context, key, from, value string, ttl time
 // (adapter.SharedNode); redlock.New calls it.
 func (n *Node) Share() { n.users.Add(1) }
 
+var _ adapter.SetupNode = (*Node)(nil)
+
+// AbortSetup gives up the connections the node is still making, to its
+// server or to a cluster's masters (adapter.SetupNode): the requests
+// waiting for them fail, and no new one is made; Client.Close calls it.
+// While another client shares the node, it does nothing.
+func (n *Node) AbortSetup() {
+	if n.users.Load() > 1 {
+		return
+	}
+	if n.pipe != nil {
+		n.pipe.abortSetup()
+	}
+	if n.masters != nil {
+		n.masters.abortSetup()
+	}
+}
+
 // Close closes the node's own connections (NewNode), and the client if this
 // node created it (Dial); a client given to NewNode is left to its owner.
 // A node given to several redlock clients (a fenced one for an election

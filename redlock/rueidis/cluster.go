@@ -253,12 +253,12 @@ const slotMapRefresh = 2 * time.Second
 // cluster node builds its client in the background and fails its requests
 // until the cluster answers, as a single node that is down does (lazy.go).
 func NewClusterClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
-	return newClusterClient(u, nil, opts)
+	return newClusterClient(u, nil, nil, opts)
 }
 
 // newClusterClient is NewClusterClient whose connections tell known what
 // their masters told about themselves (nil: not kept).
-func newClusterClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Client, error) {
+func newClusterClient(u redlock.NodeURL, known *facts.Known, st *setups, opts []Option) (rueidis.Client, error) {
 	if !u.Cluster {
 		return nil, fmt.Errorf("rueidis: node %s is not a cluster (no cluster=true): %w", u, redlock.ErrInvalid)
 	}
@@ -279,7 +279,7 @@ func newClusterClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rue
 	}
 	// Every connection to a master fences the ones given up to it before
 	// (fence.go), as NewClient's do.
-	f := &clusterFence{user: u.Username, pass: u.Password, addrs: map[string]*connFence{}, known: known}
+	f := &clusterFence{user: u.Username, pass: u.Password, addrs: map[string]*connFence{}, known: known, setups: st}
 	o.DialCtxFn = f.wrap(o.DialCtxFn)
 	c, err := rueidis.NewClient(o)
 	if err != nil {

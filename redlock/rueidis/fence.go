@@ -44,6 +44,9 @@ type connFence struct {
 	// known gets what each new connection's server told about itself
 	// (handshake); nil: not kept.
 	known *facts.Known
+	// setups tracks the connections in their handshake (nil: not
+	// tracked), for AbortSetup.
+	setups *setups
 	// lazy is set while NewClient builds its client: the first dial,
 	// which rueidis makes there and waits for, is deferred to the first
 	// request (see errDialDeferred).
@@ -74,27 +77,53 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		case inner != nil:
 			nc, err = inner(ctx, addr, d, cfg)
 		case cfg != nil:
-			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(ctx, "tcp", addr)
+			// The TLS handshake keeps the bound it had (tlsTimeout): a
+			// rediss URL naming a plain port hangs in it, and only its
+			// error tells the operator so. A TLS node slower than that
+			// is not reached.
+			tctx, cancel := context.WithTimeout(ctx, tlsTimeout)
+			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(tctx, "tcp", addr)
+			cancel()
 		default:
 			nc, err = d.DialContext(ctx, "tcp", addr)
 		}
 		if err != nil {
 			return nil, err
 		}
+		if !f.setups.add(nc) {
+			_ = nc.Close()
+			return nil, errSetupAborted
+		}
+		// The handshake is bounded by the request that dials (its
+		// deadline, or its end), not by a second of its own: a node that
+		// answers later than that but within the request's deadline is
+		// healthy, and only a connection learns it is slow.
 		deadline, ok := ctx.Deadline()
 		if !ok && d.Timeout > 0 {
 			deadline = time.Now().Add(d.Timeout)
 		}
 		_ = nc.SetDeadline(deadline)
+		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 		who, err := f.handshake(nc, addr)
+		if !stop() && err == nil {
+			err = context.Cause(ctx) // ended: the deadline may be past
+		}
 		if err != nil {
+			f.setups.done(nc)
 			_ = nc.Close()
 			return nil, err
 		}
 		_ = nc.SetDeadline(time.Time{})
-		return &fencedConn{Conn: nc, f: f, who: who}, nil
+		// Tracked until rueidis' own handshake is answered (its first
+		// read), so that AbortSetup ends that one too.
+		c := &fencedConn{Conn: nc, f: f, who: who}
+		c.setting.Store(true)
+		return c, nil
 	}
 }
+
+// tlsTimeout bounds a TLS dial (the TCP connection and the TLS handshake).
+const tlsTimeout = time.Second
 
 // clusterFence is the fence of a cluster client: a connFence per master
 // address, each with its own list of given-up connections, since a
@@ -102,6 +131,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 type clusterFence struct {
 	user, pass string
 	known      *facts.Known // every master's facts; nil: not kept
+	setups     *setups      // the connections in their handshake; nil: not tracked
 
 	mu    sync.Mutex
 	addrs map[string]*connFence
@@ -115,7 +145,7 @@ func (c *clusterFence) wrap(inner dialFn) dialFn {
 		c.mu.Lock()
 		f := c.addrs[addr]
 		if f == nil {
-			f = &connFence{user: c.user, pass: c.pass, known: c.known}
+			f = &connFence{user: c.user, pass: c.pass, known: c.known, setups: c.setups}
 			c.addrs[addr] = f
 		}
 		c.mu.Unlock()
@@ -328,6 +358,15 @@ type fencedConn struct {
 	f    *connFence
 	who  fence.Conn
 	once sync.Once
+	// setting: rueidis' handshake is not answered yet (setups).
+	setting atomic.Bool
+}
+
+// setUp stops tracking the connection as being made (setups).
+func (c *fencedConn) setUp() {
+	if c.setting.Load() && c.setting.CompareAndSwap(true, false) {
+		c.f.setups.done(c.Conn)
+	}
 }
 
 func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.who) }) }
@@ -335,6 +374,9 @@ func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.who) }) }
 // Read reads; a failed read gives the connection up.
 func (c *fencedConn) Read(b []byte) (int, error) {
 	n, err := c.Conn.Read(b)
+	if n > 0 {
+		c.setUp()
+	}
 	if err != nil {
 		c.giveUp()
 	}
@@ -352,6 +394,7 @@ func (c *fencedConn) Write(b []byte) (int, error) {
 
 // Close gives the connection up and closes it.
 func (c *fencedConn) Close() error {
+	c.setUp()
 	c.giveUp()
 	return c.Conn.Close()
 }
@@ -466,4 +509,60 @@ func (n *Node) knows(addr string) bool {
 		}
 	}
 	return false
+}
+
+// errSetupAborted fails the dials of a node that gave up making
+// connections (AbortSetup).
+var errSetupAborted = errors.New("rueidis: node closing: no new connection")
+
+// setups are the connections a node's fences are handshaking, and whether
+// the node gave up making any (abort: Client.Close, so that a node that
+// hangs before its handshake's answer does not hold it). A nil *setups
+// tracks nothing.
+type setups struct {
+	mu      sync.Mutex
+	aborted bool
+	conns   map[net.Conn]struct{}
+}
+
+// add tracks nc, and reports false when the node gave up making
+// connections.
+func (s *setups) add(nc net.Conn) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aborted {
+		return false
+	}
+	if s.conns == nil {
+		s.conns = map[net.Conn]struct{}{}
+	}
+	s.conns[nc] = struct{}{}
+	return true
+}
+
+// done stops tracking nc.
+func (s *setups) done(nc net.Conn) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.conns, nc)
+	s.mu.Unlock()
+}
+
+// abort ends every handshake under way (its reads fail at once) and every
+// later dial.
+func (s *setups) abort() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.aborted = true
+	for nc := range s.conns {
+		_ = nc.SetDeadline(time.Unix(1, 0))
+	}
 }

@@ -43,8 +43,8 @@ type lazyCluster struct {
 
 // newLazyCluster returns the lazy client of the cluster node u and starts
 // its first build.
-func newLazyCluster(u redlock.NodeURL, known *facts.Known, opts []Option) *lazyCluster {
-	l := &lazyCluster{build: func() (rueidis.Client, error) { return newClusterClient(u, known, opts) }, wait: redialMin}
+func newLazyCluster(u redlock.NodeURL, known *facts.Known, st *setups, opts []Option) *lazyCluster {
+	l := &lazyCluster{build: func() (rueidis.Client, error) { return newClusterClient(u, known, st, opts) }, wait: redialMin}
 	l.err = fmt.Errorf("rueidis: cluster node %s: not connected yet", u)
 	o := rueidis.ClientOption{
 		InitAddress:       []string{u.Addrs[0]},

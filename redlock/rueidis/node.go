@@ -62,6 +62,10 @@ type Node struct {
 	// users counts the redlock clients sharing the node (Share), less
 	// the Close calls: Close closes the node when it falls to 0 or below.
 	users atomic.Int64
+
+	// setups are the connections its fences are making (fence.go); nil:
+	// not tracked.
+	setups *setups
 }
 
 var (
@@ -170,6 +174,19 @@ func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.D
 // Share counts one more redlock client using the node
 // (adapter.SharedNode); redlock.New calls it.
 func (n *Node) Share() { n.users.Add(1) }
+
+var _ adapter.SetupNode = (*Node)(nil)
+
+// AbortSetup gives up the connections the node is still making (in the
+// fence's handshake, fence.go) and makes no new one, for a node that Dial
+// or DialNode made (adapter.SetupNode); Client.Close calls it. While
+// another client shares the node, it does nothing.
+func (n *Node) AbortSetup() {
+	if n.users.Load() > 1 {
+		return
+	}
+	n.setups.abort()
+}
 
 // Close closes the client if this node created it (Dial); a client given to
 // NewNode is left to its owner. A node given to several redlock clients (a
@@ -372,14 +389,14 @@ func WithMaxFlushDelay(d time.Duration) Option {
 // is down or hangs now fails that request (and later ones, until it is
 // back), never the building of the client.
 func NewClient(u redlock.NodeURL, opts ...Option) (rueidis.Client, error) {
-	return newClient(u, nil, opts)
+	return newClient(u, nil, nil, opts)
 }
 
 // newClient is NewClient whose connections tell known what their servers
 // told about themselves (nil: not kept).
-func newClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Client, error) {
+func newClient(u redlock.NodeURL, known *facts.Known, st *setups, opts []Option) (rueidis.Client, error) {
 	if u.Cluster {
-		return newClusterClient(u, known, opts) // cluster.go
+		return newClusterClient(u, known, st, opts) // cluster.go
 	}
 	o := clientOption(u)
 	for _, opt := range opts {
@@ -389,7 +406,7 @@ func newClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Cl
 	// the node's batches (at most MaxBatch) all go through the pipeline.
 	o.BlockingPipeline = -1
 	// Every connection fences the ones given up before it (fence.go).
-	fence := &connFence{user: u.Username, pass: u.Password, known: known}
+	fence := &connFence{user: u.Username, pass: u.Password, known: known, setups: st}
 	o.DialCtxFn = fence.wrap(o.DialCtxFn)
 	fence.lazy.Store(true)
 	c, err := rueidis.NewClient(o) // ForceSingleClient: a client even when its dial fails
@@ -399,6 +416,19 @@ func newClient(u redlock.NodeURL, known *facts.Known, opts []Option) (rueidis.Cl
 	}
 	return c, err
 }
+
+// connTimeout bounds a connection's every read and write
+// (ConnWriteTimeout: rueidis closes a connection that the node leaves
+// unanswered so long) and so its set-up too (Dialer.Timeout, which bounds
+// the connection's handshakes, the fence's and rueidis' own, when the
+// request that dials has a later deadline or none). A set-up bound below
+// it would cut a healthy node that answers later (a loaded machine, a slow
+// link): a dial is bounded by the deadline of the request that makes it,
+// the patience a client gives a slow node, and a node whose set-up never
+// completes is never learnt to be slow. A node that is down refuses the
+// dial at once; a frozen one costs each request that dials it its own
+// deadline, and Close ends a set-up under way (fence.go).
+const connTimeout = 10 * time.Second
 
 // clientOption is the rueidis configuration of NewClient for u, before
 // the caller's options.
@@ -411,8 +441,8 @@ func clientOption(u redlock.NodeURL) rueidis.ClientOption {
 		DisableCache:      true,
 		DisableRetry:      true,
 		ForceSingleClient: true,
-		Dialer:            net.Dialer{Timeout: time.Second, KeepAlive: time.Minute},
-		ConnWriteTimeout:  10 * time.Second,
+		Dialer:            net.Dialer{Timeout: connTimeout, KeepAlive: time.Minute},
+		ConnWriteTimeout:  connTimeout,
 		PipelineMultiplex: -1, // one ordered connection per node
 		// Always through the pipeline: a lone command with a deadline
 		// would otherwise be written synchronously, and its timeout would
@@ -487,12 +517,13 @@ func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
 		// Built in the background: a cluster that is down now is a node
 		// that fails its requests until it is back (lazy.go).
 		n := newNode(nil, u.String(), true)
-		n.lazy = newLazyCluster(u, n.known, opts)
+		n.setups = &setups{}
+		n.lazy = newLazyCluster(u, n.known, n.setups, opts)
 		n.handshook = true
 		return n, nil
 	}
-	known := &facts.Known{}
-	c, err := newClient(u, known, opts)
+	known, st := &facts.Known{}, &setups{}
+	c, err := newClient(u, known, st, opts)
 	if c == nil {
 		return nil, err
 	}
@@ -500,6 +531,6 @@ func dialNode(u redlock.NodeURL, opts []Option) (*Node, error) {
 	// down now; it connects on use.
 	n := NewNode(c, u.String())
 	n.owned = true
-	n.known, n.handshook = known, true
+	n.known, n.handshook, n.setups = known, true, st
 	return n, nil
 }

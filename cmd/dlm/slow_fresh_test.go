@@ -1,0 +1,38 @@
+package main
+
+import (
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"dlm/redlock/redlocktest"
+)
+
+// TestLockOneTryOverSlowNodes: dlm lock is a new client every time, so it
+// knows nothing of its nodes' pace. With two of three healthy nodes
+// answering later than the limit (a tenth of the ttl) but well within the
+// patience a grant gives a slow node (ttl/2 - drift), one try (--wait 0)
+// is granted, over either adapter: its attempt waits for the nodes it has
+// no history of as it waits for slow ones, and the new connections' set-up
+// is bounded by that wait.
+func TestLockOneTryOverSlowNodes(t *testing.T) {
+	// ttl 5s: limit 500ms, patience 2.448s; a new connection and its
+	// first request take at most three round trips (1.8s).
+	const slow = 600 * time.Millisecond
+	c := redlocktest.Start(t, 3)
+	urls := c.URLs()
+	var delay atomic.Int64
+	delay.Store(int64(slow))
+	for i := 1; i < 3; i++ {
+		urls[i] = "redis://" + redlocktest.DelayProxy(t, c.Servers[i].Addr(), &delay)
+	}
+	nodes := strings.Join(urls, ",")
+	for _, adapter := range []string{"rueidis", "goredis"} {
+		r := runDLM(t, time.Minute, nil, "lock", "--adapter", adapter, "--nodes", nodes, "--ttl", "5s", "--wait", "0", "fresh-"+adapter, "--", "true")
+		if r.code != 0 {
+			t.Errorf("dlm lock --adapter %s --ttl 5s --wait 0 over two of three nodes answering %v late: exit %d after %v; stderr: %s",
+				adapter, slow, r.code, r.elapsed.Round(time.Millisecond), r.stderr)
+		}
+	}
+}
