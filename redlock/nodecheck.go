@@ -225,6 +225,24 @@ func (c *Client) startMaster(i int, mn adapter.MastersNode, addr string, now tim
 	f.rmu.Lock()
 	defer f.rmu.Unlock()
 	r := c.masterReading(i, addr)
+	return c.startRead(r, now, func() {
+		start := time.Now()
+		ctx, cancel := c.readingContext()
+		err := mn.ConnectMaster(ctx, addr)
+		cancel()
+		c.judgeFacts()
+		if err == nil {
+			r.at.Store(&readStamp{began: start, answered: time.Now()})
+		}
+	})
+}
+
+// startRead starts read in the background as reading r unless one is under
+// way, or began less than factsRefresh/2 before now (a node that fails its
+// readings is asked again no more often), and returns the channel closed
+// when the reading under way ends; nil when none is (the client is closed,
+// or too soon). Called with c.facts.rmu held.
+func (c *Client) startRead(r *nodeReading, now time.Time, read func()) chan struct{} {
 	if r.pending != nil {
 		return r.pending
 	}
@@ -238,17 +256,10 @@ func (c *Client) startMaster(i int, mn adapter.MastersNode, addr string, now tim
 	r.pending, r.began = done, now
 	go func() {
 		defer c.bg.Done()
-		start := time.Now()
-		ctx, cancel := c.readingContext()
-		err := mn.ConnectMaster(ctx, addr)
-		cancel()
-		c.judgeFacts()
-		if err == nil {
-			r.at.Store(&readStamp{began: start, answered: time.Now()})
-		}
-		f.rmu.Lock()
+		read()
+		c.facts.rmu.Lock()
 		r.pending = nil
-		f.rmu.Unlock()
+		c.facts.rmu.Unlock()
 		close(done)
 	}()
 	return done
@@ -269,36 +280,13 @@ func (c *Client) readingContext() (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-// startReading starts a reading of node i's facts (readNode) unless one is
-// under way, or began less than factsRefresh/2 before now (a node that
-// fails its readings is asked again no more often), and returns the
-// channel closed when the reading under way ends; nil when none is (the
-// client is closed, or too soon).
+// startReading starts a reading of node i's facts (readNode) as startRead
+// says.
 func (c *Client) startReading(i int, now time.Time) chan struct{} {
 	f := &c.facts
-	r := &f.read[i]
 	f.rmu.Lock()
 	defer f.rmu.Unlock()
-	if r.pending != nil {
-		return r.pending
-	}
-	if !r.began.IsZero() && now.Sub(r.began) < factsRefresh/2 {
-		return nil
-	}
-	if !c.bgAdd(1) {
-		return nil
-	}
-	done := make(chan struct{})
-	r.pending, r.began = done, now
-	go func() {
-		defer c.bg.Done()
-		c.readNode(i)
-		f.rmu.Lock()
-		r.pending = nil
-		f.rmu.Unlock()
-		close(done)
-	}()
-	return done
+	return c.startRead(&f.read[i], now, func() { c.readNode(i) })
 }
 
 // readNode reads node i's facts again, bounded as New's reading of the
