@@ -104,6 +104,10 @@ func (c *Client) onEveryNode(ctx context.Context, nodes []adapterInspect, fn fun
 	wg.Wait()
 }
 
+// asker gives one request of an operator's call its context, and the
+// function that ends it (onEveryNodePatiently).
+type asker = func() (context.Context, context.CancelFunc)
+
 // onEveryNodePatiently is onEveryNode for an operator's calls (Inspect,
 // Locks, ForceRelease), whose nodes must all answer, healthy slow ones
 // too: it runs fn on every node of nodes (all the client's, in its order)
@@ -112,7 +116,7 @@ func (c *Client) onEveryNode(ctx context.Context, nodes []adapterInspect, fn fun
 // ctx and by operatorWait: a node that answers each request in time
 // answers the call, however many requests it makes (a read and the fence
 // counter's, a release marker and the delete, the pages of a scan).
-func (c *Client) onEveryNodePatiently(ctx context.Context, nodes []adapterInspect, fn func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect)) {
+func (c *Client) onEveryNodePatiently(ctx context.Context, nodes []adapterInspect, fn func(ask asker, i int, n adapterInspect)) {
 	limit := timeoutLimit(c.opts.nodeTimeout, 0)
 	var wg sync.WaitGroup
 	for i, n := range nodes {
@@ -186,7 +190,7 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, val
 	var st extState
 	// Patiently: a count unread from a healthy slow node would leave the
 	// handle's own count, which may have been edited, to be trusted.
-	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), _ int, n adapterInspect) {
+	c.onEveryNodePatiently(ctx, nodes, func(ask asker, _ int, n adapterInspect) {
 		rctx, cancel := ask()
 		note, ok, err := n.Note(rctx, key)
 		cancel()
@@ -217,7 +221,7 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, val
 // each extension of a lock that crossed processes (Resume, Handle).
 func (c *Client) noteExtensions(ctx context.Context, nodes []adapterInspect, l *Lock, count, bound int) {
 	key, note := c.extNote(l.value), strconv.Itoa(count)+" "+strconv.Itoa(bound)
-	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), _ int, n adapterInspect) {
+	c.onEveryNodePatiently(ctx, nodes, func(ask asker, _ int, n adapterInspect) {
 		rctx, cancel := ask()
 		_ = n.PutNote(rctx, key, note, 2*l.ttl)
 		cancel()

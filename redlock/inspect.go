@@ -187,7 +187,7 @@ type nodeRead struct {
 func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource string, owners map[string]string) (LockInfo, []nodeRead) {
 	key, fenceKey := c.one(resource).key, c.opts.keyOf(c.opts.fencePrefix, resource)
 	reads := make([]nodeRead, len(nodes))
-	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect) {
+	c.onEveryNodePatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) {
 		rctx, done := ask()
 		st, err := n.Inspect(rctx, key)
 		done()
@@ -294,7 +294,7 @@ func (c *Client) readOwner(ctx context.Context, nodes []adapterInspect, reads []
 	defer found()
 	var mu sync.Mutex
 	owner := ""
-	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect) {
+	c.onEveryNodePatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) {
 		if reads[i].err != nil {
 			return
 		}
@@ -362,7 +362,7 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	names := map[string]bool{}
 	complete = true
 	failed := make([]error, len(nodes))
-	c.onEveryNodePatiently(ctx, nodes, func(ask func() (context.Context, context.CancelFunc), i int, n adapterInspect) {
+	c.onEveryNodePatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) {
 		cursor := ""
 		for seen := 0; ; {
 			rctx, done := ask()
@@ -519,7 +519,6 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 		}
 	}
 	// ask gives each request its context (onEveryNodePatiently).
-	type asker = func() (context.Context, context.CancelFunc)
 	mark := func(ask asker, n adapterInspect, value string) error {
 		if !marks {
 			return nil
