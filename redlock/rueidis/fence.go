@@ -453,7 +453,7 @@ func (n *Node) Connect(ctx context.Context) error {
 // (Reread), or all of them, when the node cannot see the handshake.
 func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	if n.handshook && !n.knows(addr) {
-		return c.Do(ctx, c.B().Ping().Build()).Error()
+		return connect(ctx, c)
 	}
 	var declined adapter.Facts // what the server refused (Decline)
 	refuses := func(err error, what string) bool {
@@ -500,6 +500,31 @@ func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	return nil
 }
 
+// connect makes c's connection by a PING, waited for until ctx ends, and
+// leaves the connection's set-up unbounded by ctx. rueidis makes one
+// connection for every request that needs it, bounded by the context of
+// the request that started it: a Connect of a short reading (the client's
+// facts reading, bounded by a few hundred milliseconds or two seconds)
+// that started it ended it at that bound, and failed with it a lock
+// attempt that had joined it and would have waited the patience a grant
+// gives a node it has no history of (ttl/2 - drift). So the PING runs on,
+// bounded by connTimeout and by Close (AbortSetup, Node.Close); its answer
+// is not waited for past ctx.
+func connect(ctx context.Context, c rueidis.Client) error {
+	done := make(chan error, 1)
+	go func() {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connTimeout)
+		defer cancel()
+		done <- c.Do(pctx, c.B().Ping().Build()).Error()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // knows reports whether the node has facts of the server at addr.
 func (n *Node) knows(addr string) bool {
 	servers, _ := n.known.Get()
@@ -541,6 +566,16 @@ func (s *setups) add(nc net.Conn) bool {
 	}
 	s.conns[nc] = struct{}{}
 	return true
+}
+
+// count returns how many connections are being made.
+func (s *setups) count() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 // done stops tracking nc.
