@@ -22,7 +22,7 @@ import (
 // try failed 3 of 24 runs here so, "timed out after 2.25s").
 func TestFreshClientReachesSlowNodesRedis(t *testing.T) {
 	// limit 1s; patience 4.898s; a new connection's set-up and first
-	// request take three round trips (rueidis) or two.
+	// request take two round trips.
 	const ttl, slow = 10 * time.Second, 1100 * time.Millisecond
 	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 3)

@@ -20,7 +20,7 @@ import (
 // here so, exit 69 after 3.3-3.8 s).
 func TestLockOneTryOverSlowNodes(t *testing.T) {
 	// ttl 10s: limit 1s, patience 4.898s; a new connection and its first
-	// request take two round trips (2.2s), three for a rueidis one.
+	// request take two round trips (2.2s).
 	const slow = 1100 * time.Millisecond
 	c := redlocktest.Start(t, 3)
 	urls := c.URLs()
