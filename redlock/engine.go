@@ -206,6 +206,13 @@ func (f *fan) waitFor(ctx context.Context, s *signal) bool {
 // node timeout.
 func (f *fan) answeredAll(ctx context.Context) bool { return f.waitFor(ctx, &f.allAnswered) }
 
+// answeredNow reports whether every node has answered the request.
+func (f *fan) answeredNow() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.allAnswered.fired
+}
+
 // newFan readies a fan of req over every node of c, with the caller's ctx
 // and base, the context its requests derive from (ctx itself, or a context
 // that outlives a cancelled caller, for releases). Its requests are bounded

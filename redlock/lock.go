@@ -224,16 +224,24 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.stopExtending()
 	c := l.client
 	// A node that had not answered the acquisition yet may still set the
-	// key: wait for those requests (bounded by the node timeout) first,
-	// unless the nodes keep each node's requests in order (AsyncNode), so
-	// that the release reaches a node after the acquisition. Fenced
-	// acquisitions use the blocking methods, so they are waited for.
-	// Read-write acquisitions use the blocking methods too (rw.go).
+	// key, unless the nodes keep each node's requests in order
+	// (AsyncNode), so that the release reaches a node after the
+	// acquisition. Fenced acquisitions use the blocking methods, and
+	// read-write acquisitions too (rw.go). The lock was granted by a
+	// quorum that answered: those nodes are released at once, and a node
+	// whose acquisition request is still under way (frozen, or slow: a
+	// new client gives a node it never met a grant's patience) is
+	// released again once it answered, in the background (Close waits for
+	// it), rather than holding the lock on the quorum meanwhile
+	// (followRelease).
 	// An extension's restore under way may set the key on any node too
 	// (restore.go): its requests, in any order with the release's, are
-	// waited for as well.
+	// waited for.
 	wctx := waitingCtx(ctx)
 	acquiring := l.acq != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive)
+	if acquiring && !l.acq.answeredNow() && l.followRelease() {
+		acquiring = false
+	}
 	if (acquiring && !l.acq.answeredAll(wctx)) || (restoring && !waitCtx(wctx, &l.restores)) {
 		// The caller's context ended first: the release follows the
 		// acquisition in the background (Close waits for it).
@@ -249,6 +257,40 @@ func (l *Lock) Unlock(ctx context.Context) error {
 		return errors.Join(ErrUnlockFailed, wctx.Err())
 	}
 	return l.unlockRest(wctx, prior, first)
+}
+
+// followRelease releases l again, on a settler (Close waits for it), on
+// each node that had not answered its acquisition when Unlock began, once
+// every node answered it, so that a request that reached such a node
+// after Unlock's release leaves no key there. It reports false when the
+// client is closed (nothing started): Unlock then waits for the
+// acquisition's requests itself. The second release deletes only l's
+// value (R5): a key set since by another acquisition stays.
+func (l *Lock) followRelease() bool {
+	c, acq := l.client, l.acq
+	acq.mu.Lock()
+	var late []int
+	for i, got := range acq.got {
+		if !got {
+			late = append(late, i)
+		}
+	}
+	acq.mu.Unlock()
+	req := c.releaseReq(l.request(adapter.OpRelease), true)
+	return c.settle(false, func() {
+		acq.answeredAll(context.Background())
+		var wg sync.WaitGroup
+		for _, i := range late {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
+				defer cancel()
+				_, _ = do(ctx, c.nodes[i], req)
+			}()
+		}
+		wg.Wait()
+	})
 }
 
 // waitingCtx is the context that bounds the waits of a release call
@@ -361,6 +403,11 @@ func (l *Lock) lockKeys() []string {
 // by the node timeout; the wait for them ends when ctx ends (waitingCtx).
 // req.Op is set here.
 func (c *Client) releaseAll(ctx context.Context, req adapter.Request, announce bool) []reply {
+	return c.releaseEvery(ctx, c.releaseReq(req, announce), false)
+}
+
+// releaseReq is req with releaseAll's operation set.
+func (c *Client) releaseReq(req adapter.Request, announce bool) adapter.Request {
 	if req.Op != adapter.OpRRelease { // a reader leaves the readers' hash (rw.go)
 		op := adapter.OpRelease
 		if announce && c.hand != nil {
@@ -371,7 +418,7 @@ func (c *Client) releaseAll(ctx context.Context, req adapter.Request, announce b
 		}
 		req.Op = op
 	}
-	return c.releaseEvery(ctx, req, false)
+	return req
 }
 
 // releaseEvery sends req, a release of some kind, to every node and returns

@@ -282,7 +282,26 @@ func (c *Client) rwAcquire(ctx context.Context, resource string, mode lockMode, 
 // admitted when the call returns wherever the nodes answer, while a frozen
 // node delays the call by no more than that. What is still owed then goes
 // on in the background, and Close waits for it.
+//
+// A node that has not answered every attempt yet (frozen, or one the
+// client never met, to which a grant gives its patience) is not waited
+// for: the removal goes at once, the call waits for a quorum of its
+// answers, and the removal is sent again once every attempt was answered,
+// in the background (Close waits for it), so that a mark request that
+// lands late is removed too.
 func (c *Client) unwait(ctx context.Context, waiter string, open []*fan, keys ...string) {
+	all := true
+	if open = unanswered(open); len(open) > 0 {
+		later := append([]*fan(nil), open...)
+		if c.settle(false, func() {
+			for _, f := range later {
+				f.answeredAll(context.Background())
+			}
+			c.unwaitNow(context.Background(), waiter, false, keys)
+		}) {
+			open, all = nil, false
+		}
+	}
 	if ctx.Err() != nil || pastDeadline(ctx, time.Now()) {
 		// (A deadline past whose timer has not run yet ends the call
 		// too: a loaded machine runs timers late.)
@@ -295,8 +314,15 @@ func (c *Client) unwait(ctx context.Context, waiter string, open []*fan, keys ..
 			break // the removal goes all the same
 		}
 	}
+	c.unwaitNow(ctx, waiter, all, keys)
+}
+
+// unwaitNow sends the removal of a writer's waiting marks on keys to every
+// node, and waits until a quorum removed them, or, with all, until every
+// node answered, or ctx ends.
+func (c *Client) unwaitNow(ctx context.Context, waiter string, all bool, keys []string) {
 	if len(keys) == 1 {
-		c.releaseEvery(ctx, adapter.Request{Op: adapter.OpWUnwait, Key: keys[0], Waiter: waiter}, true)
+		c.releaseEvery(ctx, adapter.Request{Op: adapter.OpWUnwait, Key: keys[0], Waiter: waiter}, all)
 		return
 	}
 	// A set's marks, one per key, removed together (releaseEvery's steps).
@@ -314,7 +340,9 @@ func (c *Client) unwait(ctx context.Context, waiter string, open []*fan, keys ..
 	c.send(fs...)
 	for _, f := range fs {
 		f.await()
-		f.answeredAll(ctx)
+		if all {
+			f.answeredAll(ctx)
+		}
 		f.settle(false, false)
 	}
 }
