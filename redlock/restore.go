@@ -223,12 +223,28 @@ func (c *Client) markerTTL(ttl time.Duration) time.Duration {
 }
 
 // markReleased keeps the release marker of value on every node of nodes
-// (markerTTL of ttl), before another's release of it (ForceRelease, a
-// handle's Release), and returns each node's error (nil where kept).
+// (markerTTL of ttl), before a release of it that another process's
+// extension may race (a handle's Release, the Unlock of a lock that
+// crossed processes), and returns each node's error (nil where kept). It
+// waits for each node as the release of a lock of ttl after it will
+// (timeout.go: slowWait): up to the release's patience for a node that is
+// slow for it, else the release timeout (within the node timeout's
+// limit). A marker given up on a healthy slow node would be missing
+// there, where the release lands all the same.
 func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value string, ttl time.Duration) []error {
 	key, errs := c.releaseMarker(value), make([]error, len(nodes))
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
-		errs[i] = n.PutNote(ctx, key, "released", c.markerTTL(ttl))
+	born := time.Since(c.born)
+	patience, unmet := c.slowWait(adapter.Request{Op: adapter.OpRelease, TTL: ttl}, born)
+	wait := func(i int, limit time.Duration) (time.Duration, bool) {
+		if patience > limit && c.slow[i].slowFor(born, unmet) {
+			return patience, true
+		}
+		return min(c.opts.releaseTimeout, limit), false
+	}
+	c.onEveryNodeWaiting(ctx, nodes, wait, func(ask asker, i int, n adapterInspect) {
+		rctx, cancel := ask()
+		errs[i] = n.PutNote(rctx, key, "released", c.markerTTL(ttl))
+		cancel()
 	})
 	return errs
 }
