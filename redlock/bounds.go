@@ -117,20 +117,13 @@ type asker = func() (context.Context, context.CancelFunc)
 // answers the call, however many requests it makes (a read and the fence
 // counter's, a release marker and the delete, the pages of a scan).
 func (c *Client) onEveryNodePatiently(ctx context.Context, nodes []adapterInspect, fn func(ask asker, i int, n adapterInspect)) {
-	c.onEveryNodeWaiting(ctx, nodes, c.operatorWait, fn)
-}
-
-// onEveryNodeWaiting is onEveryNodePatiently with the wait of each
-// node's requests from waitOf (given the node timeout's limit): how long,
-// and whether that is the patience.
-func (c *Client) onEveryNodeWaiting(ctx context.Context, nodes []adapterInspect, waitOf func(i int, limit time.Duration) (time.Duration, bool), fn func(ask asker, i int, n adapterInspect)) {
 	limit := timeoutLimit(c.opts.nodeTimeout, 0)
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			wait, patient := waitOf(i, limit)
+			wait, patient := c.operatorWait(i, limit)
 			expired := false
 			ask := func() (context.Context, context.CancelFunc) {
 				rctx, cancel := context.WithTimeout(ctx, wait)

@@ -276,8 +276,14 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
-	p, unmet := c.slowWait(req, f.born)
+	p, unmet, first := c.slowWait(req, f.born)
 	if f.unmet = unmet; p > timeout {
+		if first && base.Done() == nil {
+			// Requests that outlive their caller (releases), waiting
+			// only for nodes a new client never met (one may be frozen
+			// since its start): until Close at most (timeout.go).
+			base = &untilClose{base, c.stop}
+		}
 		// A node is slow: the requests live until the patience, and
 		// the wait goes on for the slow node (timeout.go).
 		f.patient = true

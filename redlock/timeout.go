@@ -267,12 +267,13 @@ func (s *slowNode) slowFor(born time.Duration, unmet bool) bool {
 // quorum of its nodes: its first requests, which a new client's Release or
 // Resume of a handle are (dlm release HANDLE, dlm extend HANDLE); and for
 // them no longer than a grant's patience of their ttl, as a node slower
-// than that granted nothing. A client with a quorum's history had its
-// requests answered without the nodes it never met, and an extension or
-// release that waited a release's patience for a node that never answered
-// (frozen since the client's start) would hold Close as long. Two atomic
-// loads per node.
-func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Duration, unmet bool) {
+// than that granted nothing, and no longer than the client lives (first:
+// Close ends the wait), as one of them may be frozen since the client's
+// start. A client with a quorum's history had its requests answered
+// without the nodes it never met, and an extension or release that waited
+// a release's patience for a node that never answered would hold Close as
+// long. Two atomic loads per node.
+func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Duration, unmet, first bool) {
 	p := c.patience(req)
 	slow, unknown, met := false, false, 0
 	for i := range c.slow {
@@ -284,25 +285,25 @@ func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Du
 			unknown = true
 		}
 	}
-	first := !grant(req.Op) && met < c.quorum
+	first = !grant(req.Op) && met < c.quorum
 	unmet = grant(req.Op) || first
 	switch {
 	case p <= 0:
-		return 0, unmet
+		return 0, unmet, false
 	case slow:
-		return p, unmet
+		return p, unmet, false
 	case unknown && first:
-		return min(p, c.patience(adapter.Request{Op: adapter.OpAcquire, TTL: req.TTL})), unmet
+		return min(p, c.patience(adapter.Request{Op: adapter.OpAcquire, TTL: req.TTL})), unmet, true
 	case unknown && unmet:
-		return p, unmet
+		return p, unmet, false
 	}
-	return 0, unmet
+	return 0, unmet, false
 }
 
 // anySlow reports whether a node is slow for a fan of req that starts at
 // born (since c.born): slowWait.
 func (c *Client) anySlow(req adapter.Request, born time.Duration) bool {
-	w, _ := c.slowWait(req, born)
+	w, _, _ := c.slowWait(req, born)
 	return w > 0
 }
 
