@@ -441,8 +441,9 @@ func (h Handle) LogValue() slog.Value {
 // this machine's clock), and the lock is not resumed; ErrExtendFailed
 // (joined with the nodes' errors) when errors or timeouts kept a quorum
 // from answering, the read of the extension count included (it waits for
-// a slow node as a grant does); ErrMaxExtensions at the bound; ErrInvalid for a bad
-// handle or options. No error leaves anything behind in the client.
+// a slow node as a grant does); ErrMaxExtensions at the bound; ErrInvalid
+// for a bad handle or options. No error leaves anything behind in the
+// client.
 //
 // Of opts, WithTTL, WithDriftFactor, WithAutoExtend, WithExtendInterval
 // and WithMaxExtensions apply; the options of an acquisition (WithTries,
