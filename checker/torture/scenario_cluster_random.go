@@ -211,7 +211,7 @@ func replicaCaughtUp(ctx context.Context, s *shard) error {
 	for {
 		m, merr := selfView(ctx, s.master)
 		r, rerr := viewOf(ctx, s.replica, m.id)
-		if merr == nil && rerr == nil && r.epoch == m.epoch && r.slots == m.slots && r.current >= m.current {
+		if merr == nil && rerr == nil && caughtUp(m, r) {
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -225,8 +225,10 @@ func replicaCaughtUp(ctx context.Context, s *shard) error {
 // clusterView is what one process's CLUSTER NODES and CLUSTER INFO say of
 // one node: its config epoch and slots, and the process's current epoch.
 type clusterView struct {
-	id, epoch, slots string
-	current          int
+	id, epoch string
+	slots     string // the slots the node serves, as CLUSTER NODES lists them
+	open      []int  // slots open on the process itself (importing or migrating)
+	current   int
 }
 
 // selfView is p's view of itself.
@@ -244,6 +246,17 @@ func viewOf(ctx context.Context, p *redisproc.Process, id string) (clusterView, 
 	if err != nil {
 		return clusterView{}, err
 	}
+	v, ok := parseView(nodes, info, id)
+	if !ok {
+		return v, fmt.Errorf("%s does not list node %q", p.Addr(), id)
+	}
+	return v, nil
+}
+
+// parseView is the view of node id ("": of the process itself) in one
+// process's CLUSTER NODES and CLUSTER INFO; false when nodes does not list
+// it.
+func parseView(nodes, info, id string) (clusterView, bool) {
 	var v clusterView
 	for _, line := range strings.Split(info, "\n") {
 		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_current_epoch:"); ok {
@@ -255,10 +268,31 @@ func viewOf(ctx context.Context, p *redisproc.Process, id string) (clusterView, 
 		if len(f) < 8 || (id == "" && !strings.Contains(f[2], "myself")) || (id != "" && f[0] != id) {
 			continue
 		}
-		v.id, v.epoch, v.slots = f[0], f[6], strings.Join(f[8:], " ")
-		return v, nil
+		v.id, v.epoch = f[0], f[6]
+		var served []string
+		for _, r := range f[8:] {
+			// "[slot-<-id]" (importing) and "[slot->-id]" (migrating):
+			// Redis lists them only on the process's own line.
+			if open, ok := strings.CutPrefix(r, "["); ok {
+				slot, _, _ := strings.Cut(open, "-")
+				if n, err := strconv.Atoi(slot); err == nil {
+					v.open = append(v.open, n)
+				}
+				continue
+			}
+			served = append(served, r)
+		}
+		v.slots = strings.Join(served, " ")
+		return v, true
 	}
-	return v, fmt.Errorf("%s does not list node %q", p.Addr(), id)
+	return v, false
+}
+
+// caughtUp reports whether r, a replica's view of its master, agrees with
+// m, the master's view of itself: the same config epoch and slots, and a
+// current epoch no lower.
+func caughtUp(m, r clusterView) bool {
+	return r.epoch == m.epoch && r.slots == m.slots && r.current >= m.current
 }
 
 // failover promotes s's replica (its master is down), waits until every
