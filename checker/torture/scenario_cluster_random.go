@@ -153,7 +153,7 @@ func (e *env) clusterFault(ctx context.Context, rng *rand.Rand, c int) {
 	case faultClusterFailover:
 		delay := ttl + ttl/4
 		end := e.rec.fault(kind, node, fmt.Sprintf("master %s SIGKILLed; its replica %s promoted by hand after %v; the old master rejoins as a replica", s.master.Addr(), s.replica.Addr(), delay))
-		err = failoverByHand(ctx, rc, s, delay)
+		err = failoverByHand(ctx, rc, s, delay, e.log)
 		end()
 	case faultClusterMigration:
 		end := e.rec.fault(kind, node, "the slot of "+r+" moves to another master of the node")
@@ -186,9 +186,13 @@ func (e *env) clusterFault(ctx context.Context, rng *rand.Rand, c int) {
 	}
 }
 
-// failoverByHand kills s's master once its replica caught up with it
+// failoverByHand closes the slots left open in c (closeOpenSlots, saying
+// which through logf), kills s's master once its replica caught up with it
 // (replicaCaughtUp), and promotes the replica after delay (failover).
-func failoverByHand(ctx context.Context, c *redisproc.Cluster, s *shard, delay time.Duration) error {
+func failoverByHand(ctx context.Context, c *redisproc.Cluster, s *shard, delay time.Duration, logf func(format string, args ...any)) error {
+	if err := closeOpenSlots(context.WithoutCancel(ctx), c, logf); err != nil {
+		return err
+	}
 	if err := replicaCaughtUp(context.WithoutCancel(ctx), s); err != nil {
 		return err
 	}
@@ -225,10 +229,11 @@ func replicaCaughtUp(ctx context.Context, s *shard) error {
 // clusterView is what one process's CLUSTER NODES and CLUSTER INFO say of
 // one node: its config epoch and slots, and the process's current epoch.
 type clusterView struct {
-	id, epoch string
-	slots     string // the slots the node serves, as CLUSTER NODES lists them
-	open      []int  // slots open on the process itself (importing or migrating)
-	current   int
+	id, epoch  string
+	slots      string   // the slots the node serves, as CLUSTER NODES lists them
+	open       []int    // slots open on the process itself (importing or migrating)
+	openFields []string // how CLUSTER NODES lists them: "[6248-<-id]", "[6248->-id]"
+	current    int
 }
 
 // selfView is p's view of itself.
@@ -278,6 +283,7 @@ func parseView(nodes, info, id string) (clusterView, bool) {
 				if n, err := strconv.Atoi(slot); err == nil {
 					v.open = append(v.open, n)
 				}
+				v.openFields = append(v.openFields, r)
 				continue
 			}
 			served = append(served, r)
@@ -286,6 +292,38 @@ func parseView(nodes, info, id string) (clusterView, bool) {
 		return v, true
 	}
 	return v, false
+}
+
+// closeOpenSlots closes every slot open (importing or migrating) on a live
+// process of c: CLUSTER SETSLOT STABLE. Each fault runs alone and
+// migrateSlot closes the slots it opens, so a slot open between two faults
+// is not the harness's. Redis opens one by itself, for one, when a master
+// starts with keys of a slot that its configuration gives to another
+// master ("I have keys for slot ..., but the slot is assigned to another
+// node. Setting it to importing state."). A process importing a slot ignores every other
+// node's claim of it: it would never see a replica promoted by hand take
+// that slot over, and it could keep routing the slot to a dead master.
+// Each slot closed is said through logf.
+func closeOpenSlots(ctx context.Context, c *redisproc.Cluster, logf func(format string, args ...any)) error {
+	var errs []error
+	for _, p := range c.Processes() {
+		if !p.Running() || p.Frozen() {
+			continue
+		}
+		v, err := selfView(ctx, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, slot := range v.open {
+			if err := p.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE").Err(); err != nil {
+				errs = append(errs, fmt.Errorf("closing slot %d, left open on %s: %w", slot, p.Addr(), err))
+				continue
+			}
+			logf("slot %d was left open on %s (its CLUSTER NODES line: %s %s); closed it", slot, p.Addr(), v.slots, strings.Join(v.openFields, " "))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // caughtUp reports whether r, a replica's view of its master, agrees with
