@@ -25,8 +25,11 @@ func TestFailoverRightAfterASlotMove(t *testing.T) {
 		t.Skipf("SKIPPED, cannot run here: %v", redisproc.ErrNotFound)
 	}
 	ctx := context.Background()
+	// A replica syncs 1 s after it asks (5 s by default): long enough to
+	// promote one that has not, short enough to wait for it.
 	rc, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: 3, Replicas: 1, ReplicaNoFailover: true,
-		NodeTimeout: clusterNodeTimeout, StateTimeout: 15 * time.Second})
+		NodeTimeout: clusterNodeTimeout, StateTimeout: 15 * time.Second,
+		Server: redisproc.Config{Args: []string{"--repl-diskless-sync-delay", "1"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,8 +60,19 @@ func TestFailoverRightAfterASlotMove(t *testing.T) {
 	if owns, err := ownsSlot(ctx, s.master, slot); err != nil || !owns {
 		t.Fatalf("master %d serves slot %d after the migration: %v, %v; want true", dst, slot, owns, err)
 	}
+	// The old master of the first failover, now s's replica, syncs with
+	// its new master only after a while (repl-diskless-sync-delay); until
+	// then it holds the data of its life as a master. A write made just
+	// before the second failover must survive it.
+	written := key + ":written-before-the-failover"
+	if err := s.master.Client().Do(ctx, "SET", written, "1").Err(); err != nil {
+		t.Fatal(err)
+	}
 	if err := failoverByHand(ctx, rc, s, 0, t.Logf); err != nil {
 		t.Fatalf("failover of the master the slot moved to: %v", err)
+	}
+	if n, err := s.master.Client().Do(ctx, "EXISTS", written).Int(); err != nil || n != 1 {
+		t.Errorf("the promoted replica %s has the key written on its master just before the failover: EXISTS %d, %v; want 1", s.master.Addr(), n, err)
 	}
 	// The promoted replica claims the slot as it takes over; the wait
 	// (10 s at most) only gives a starved machine time to show it.
@@ -154,6 +168,30 @@ func TestCaughtUpIgnoresOpenSlots(t *testing.T) {
 			}
 			if !caughtUp(m, r) {
 				t.Errorf("caughtUp(master %+v, replica's view %+v) = false; want true", m, r)
+			}
+		})
+	}
+}
+
+// A replica is in sync with its master once its link is up and its offset
+// reached the master's; an old master that rejoined as a replica reports
+// its link down, with offset 0, until its first sync.
+func TestInSync(t *testing.T) {
+	master := "# Replication\r\nrole:master\r\nconnected_slaves:1\r\nmaster_repl_offset:121\r\n"
+	for _, tc := range []struct {
+		name, replica string
+		want          bool
+	}{
+		{"not synced yet", "role:slave\r\nmaster_link_status:down\r\nslave_repl_offset:0\r\nmaster_repl_offset:0\r\n", false},
+		{"link up, behind", "role:slave\r\nmaster_link_status:up\r\nslave_repl_offset:107\r\n", false},
+		{"link up, at the master's offset", "role:slave\r\nmaster_link_status:up\r\nslave_repl_offset:121\r\n", true},
+		{"link up, past it", "role:slave\r\nmaster_link_status:up\r\nslave_repl_offset:135\r\n", true},
+		{"link down again", "role:slave\r\nmaster_link_status:down\r\nslave_repl_offset:135\r\n", false},
+		{"no replication section", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := inSync(master, tc.replica); got != tc.want {
+				t.Errorf("inSync(master offset 121, %q) = %v; want %v", tc.replica, got, tc.want)
 			}
 		})
 	}

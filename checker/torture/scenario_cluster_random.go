@@ -209,21 +209,59 @@ func failoverByHand(ctx context.Context, c *redisproc.Cluster, s *shard, delay t
 // its master a moment ago) and is promoted takes only the slots it knew
 // of, with an epoch the restarted old master may still outbid: a slot
 // then stays on the dead master, failed, or the old master comes back a
-// master.
+// master. It also waits until the replica holds its master's data: its
+// replication link is up and has brought what the master had written
+// when the wait began (inSync). An old master that rejoined as a replica
+// syncs only after a while (repl-diskless-sync-delay, 5 s by default)
+// and until then holds the data of its life as a master; promoted then,
+// it lost every write made since, and had keys of slots that had moved
+// away, which Redis opens as importing when it restarts.
 func replicaCaughtUp(ctx context.Context, s *shard) error {
 	deadline := time.Now().Add(30 * time.Second)
+	masterInfo, ierr := s.master.Client().Do(ctx, "INFO", "replication").Text()
+	if ierr != nil {
+		return fmt.Errorf("the master %s of the replica to promote: INFO replication: %w", s.master.Addr(), ierr)
+	}
 	for {
 		m, merr := selfView(ctx, s.master)
 		r, rerr := viewOf(ctx, s.replica, m.id)
-		if merr == nil && rerr == nil && caughtUp(m, r) {
+		replicaInfo, ierr := s.replica.Client().Do(ctx, "INFO", "replication").Text()
+		synced := ierr == nil && inSync(masterInfo, replicaInfo)
+		if merr == nil && rerr == nil && caughtUp(m, r) && synced {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the replica %s of %s did not catch up with its master in 30 s: master %+v (%v), replica's view %+v (%v)",
-				s.replica.Addr(), s.master.Addr(), m, merr, r, rerr)
+			return fmt.Errorf("the replica %s of %s did not catch up with its master in 30 s: master %+v (%v), replica's view %+v (%v); replication: master %s, replica %s (%v)",
+				s.replica.Addr(), s.master.Addr(), m, merr, r, rerr,
+				infoFields(masterInfo, "master_repl_offset"), infoFields(replicaInfo, "master_link_status", "slave_repl_offset"), ierr)
 		}
 		sleep(ctx, 20*time.Millisecond)
 	}
+}
+
+// inSync reports whether a replica whose INFO replication is replicaInfo
+// holds what its master had written when the master's INFO replication
+// was masterInfo: its link is up and its replication offset reached the
+// master's.
+func inSync(masterInfo, replicaInfo string) bool {
+	want, err1 := strconv.ParseInt(infoFields(masterInfo, "master_repl_offset"), 10, 64)
+	got, err2 := strconv.ParseInt(infoFields(replicaInfo, "slave_repl_offset"), 10, 64)
+	return err1 == nil && err2 == nil && infoFields(replicaInfo, "master_link_status") == "up" && got >= want
+}
+
+// infoFields returns the values of the named fields of an INFO reply,
+// space-separated, in the order asked.
+func infoFields(info string, names ...string) string {
+	var out []string
+	for _, name := range names {
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return strings.Join(out, " ")
 }
 
 // clusterView is what one process's CLUSTER NODES and CLUSTER INFO say of
