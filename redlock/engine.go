@@ -104,7 +104,10 @@ type fan struct {
 	// deadline is its patience, and it waits past the limit for a slow
 	// node (timeout.go).
 	patient bool
-	ttl     time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
+	// unmet: the fan waits for the nodes the client never met, as for
+	// slow ones (timeout.go: slowWait).
+	unmet bool
+	ttl   time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
 
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
@@ -280,7 +283,14 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
-	if p := c.patience(req); p > timeout && c.anySlow(req, f.born) {
+	p, unmet, first := c.slowWait(req, f.born)
+	if f.unmet = unmet; p > timeout {
+		if first && base.Done() == nil {
+			// Requests that outlive their caller (releases), waiting
+			// only for nodes a new client never met (one may be frozen
+			// since its start): until Close at most (timeout.go).
+			base = &untilClose{base, c.stop}
+		}
 		// A node is slow: the requests live until the patience, and
 		// the wait goes on for the slow node (timeout.go).
 		f.patient = true
