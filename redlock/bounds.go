@@ -146,6 +146,60 @@ func (c *Client) onEveryNodePatiently(ctx context.Context, nodes []adapterInspec
 	wg.Wait()
 }
 
+// onQuorumPatiently is onEveryNodePatiently for a call whose quorum's
+// answers suffice (a lock's extension count: any count that was confirmed
+// was kept by a quorum, so the largest among a quorum that answered bounds
+// it): fn reports whether node i answered without an error. Once a quorum
+// did, a node that has not answered yet is waited for the node timeout's
+// limit more at most, unless it is slow and answering (timeout.go:
+// answering), which is waited for as onEveryNodePatiently waits. A node
+// that never answered (frozen since a new client's start, which gives it a
+// grant's patience) or that stopped answering costs the call no patience
+// while a quorum answered. It returns once every call of fn returned.
+func (c *Client) onQuorumPatiently(ctx context.Context, nodes []adapterInspect, fn func(ask asker, i int, n adapterInspect) bool) {
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	answered, good := make([]bool, len(nodes)), 0
+	quorum, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		c.onEveryNodePatiently(qctx, nodes, func(ask asker, i int, n adapterInspect) {
+			ok := fn(ask, i, n)
+			mu.Lock()
+			defer mu.Unlock()
+			answered[i] = true
+			if ok {
+				if good++; good == c.quorum {
+					close(quorum)
+				}
+			}
+		})
+	}()
+	select {
+	case <-done:
+		return
+	case <-quorum:
+	}
+	now, slow := time.Since(c.born), false
+	mu.Lock()
+	for i, a := range answered {
+		slow = slow || !a && c.slow[i].answering(now)
+	}
+	mu.Unlock()
+	if !slow {
+		t := time.NewTimer(timeoutLimit(c.opts.nodeTimeout, 0))
+		defer t.Stop()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+			cancel()
+		}
+	}
+	<-done
+}
+
 // operatorWait is how long each request of an operator's call waits for
 // node i, and whether that is the patience. Such a request costs no
 // validity, and a node that a grant of the client would wait for must not
@@ -194,26 +248,28 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, val
 	key := c.extNote(value)
 	var mu sync.Mutex
 	var st extState
-	// Patiently: a count unread from a healthy slow node would leave the
-	// handle's own count, which may have been edited, to be trusted.
-	c.onEveryNodePatiently(ctx, nodes, func(ask asker, _ int, n adapterInspect) {
+	// Patiently, up to a quorum: a count unread from a quorum would
+	// leave the handle's own count, which may have been edited, to be
+	// trusted; past a quorum, not for a node that is not answering, while
+	// the handle's validity runs (onQuorumPatiently).
+	c.onQuorumPatiently(ctx, nodes, func(ask asker, _ int, n adapterInspect) bool {
 		rctx, cancel := ask()
 		note, ok, err := n.Note(rctx, key)
 		cancel()
 		if err != nil {
-			return
+			return false
 		}
 		mu.Lock()
 		st.read++
 		mu.Unlock()
 		if !ok {
-			return
+			return true
 		}
 		cs, bs, _ := strings.Cut(note, " ")
 		count, err1 := strconv.Atoi(cs)
 		bound, err2 := strconv.Atoi(bs)
 		if err1 != nil || err2 != nil || count < 0 || bound < 1 {
-			return
+			return true
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -224,18 +280,23 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, val
 			st.bound = bound
 		}
 		st.known = true
+		return true
 	})
 	return st
 }
 
 // noteExtensions keeps the extension count and bound of l on every node,
 // for as long as the lock can live (twice its ttl from now): written after
-// each extension of a lock that crossed processes (Resume, Handle).
+// each extension of a lock that crossed processes (Resume, Handle). Kept
+// by a quorum, the count is read back by any quorum (readExtensions): a
+// node that is not answering is not waited for past that
+// (onQuorumPatiently).
 func (c *Client) noteExtensions(ctx context.Context, nodes []adapterInspect, l *Lock, count, bound int) {
 	key, note := c.extNote(l.value), strconv.Itoa(count)+" "+strconv.Itoa(bound)
-	c.onEveryNodePatiently(ctx, nodes, func(ask asker, _ int, n adapterInspect) {
+	c.onQuorumPatiently(ctx, nodes, func(ask asker, _ int, n adapterInspect) bool {
 		rctx, cancel := ask()
-		_ = n.PutNote(rctx, key, note, 2*l.ttl)
+		err := n.PutNote(rctx, key, note, 2*l.ttl)
 		cancel()
+		return err == nil
 	})
 }

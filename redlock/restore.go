@@ -229,16 +229,19 @@ func (c *Client) markerTTL(ttl time.Duration) time.Duration {
 // waits for each node as the release of a lock of ttl after it will
 // (timeout.go: slowWait): up to the release's patience for a node that is
 // slow for it, else the release timeout (within the node timeout's
-// limit). A node that a new client never met (first) is waited for so
-// until a quorum kept the marker, and then the release timeout more at
-// most: one as slow as the quorum's nodes has answered by then, and one
-// frozen since the client's start costs no more than a known node. A
-// marker given up on a healthy slow node would be missing there, where
-// the release lands all the same.
+// limit). A node that is slow but not answering (a new client never met
+// it, or it is on probation: it timed out, and has not answered late
+// since; timeout.go: answering) is waited for so until a quorum kept the
+// marker, and then the release timeout more at most: one as slow as the
+// quorum's nodes has answered by then, and one frozen since the client's
+// start, or since its last answer, costs no more than a known node. A
+// quorum of markers is what keeps a racing extension from a quorum; a
+// marker given up on a healthy slow node would be missing there, where the
+// release lands all the same.
 func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value string, ttl time.Duration) []error {
 	key, errs := c.releaseMarker(value), make([]error, len(nodes))
 	born := time.Since(c.born)
-	patience, unmet, first := c.slowWait(adapter.Request{Op: adapter.OpRelease, TTL: ttl}, born)
+	patience, unmet, _ := c.slowWait(adapter.Request{Op: adapter.OpRelease, TTL: ttl}, born)
 	short := min(c.opts.releaseTimeout, timeoutLimit(c.opts.nodeTimeout, 0))
 	quorum := make(chan struct{}) // closed once a quorum kept the marker
 	var mu sync.Mutex
@@ -247,7 +250,7 @@ func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value
 	for i, n := range nodes {
 		wait, unknown := short, false
 		if patience > short && c.slow[i].slowFor(born, unmet) {
-			wait, unknown = patience, first && c.slow[i].until.Load() <= int64(born)
+			wait, unknown = patience, !c.slow[i].answering(born)
 		}
 		wg.Add(1)
 		go func() {

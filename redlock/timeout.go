@@ -249,6 +249,18 @@ type slowNode struct {
 	// met: the node answered a request (an error that is not a timeout
 	// counts) or was timed out: before, it is on probation.
 	met atomic.Bool
+	// late: until when the node is slow and answering: it answered a fan
+	// after its limit (answeredLate), and has not failed to answer a
+	// patient fan since. A node only on probation (timed out, or never
+	// met) is slow, not answering: a step whose quorum answered does not
+	// wait a patience for it (answering).
+	late atomic.Int64
+}
+
+// answering reports whether the node is slow and answering at now (since
+// c.born): it answered late within the last ttl (late).
+func (s *slowNode) answering(now time.Duration) bool {
+	return s.late.Load() > int64(now)
 }
 
 // slowFor reports whether a fan that starts at born (since c.born) waits
@@ -334,6 +346,12 @@ func (c *Client) answeredLate(i int, at, ttl time.Duration) {
 	s := &c.slow[i]
 	until := int64(at + ttl)
 	for {
+		u := s.late.Load()
+		if u >= until || s.late.CompareAndSwap(u, until) {
+			break
+		}
+	}
+	for {
 		u := s.until.Load()
 		if u >= until || s.until.CompareAndSwap(u, until) {
 			return
@@ -359,6 +377,7 @@ func (c *Client) timedOut(f *fan, i int, at time.Duration) {
 	if u := s.until.Load(); u > int64(f.born) {
 		if f.patient {
 			s.until.CompareAndSwap(u, 0)
+			s.late.Store(0)
 			s.quiet.Store(int64(at + ttl))
 		}
 		return
