@@ -185,7 +185,9 @@ func (e *Election) Campaign(ctx context.Context, id string) (*Leadership, error)
 // a candidate is between its acquisition and its record (it is not the
 // leader yet: its Campaign has not returned), or too many of the leader's
 // keys were lost. The error wraps ErrNoQuorum, joined with the nodes'
-// errors, when fewer than a quorum of nodes answered.
+// errors, when fewer than a quorum of nodes answered, or when the nodes
+// that did not answer could complete a record's quorum (the answers
+// cannot tell whether there is a leader).
 //
 // The read is not linearizable: it reports a leader that held the election
 // while the read ran. A leader's own knowledge is its Leadership (Done);
@@ -249,6 +251,7 @@ func (e *Election) Status(ctx context.Context) (Status, error) {
 		return Status{}, fmt.Errorf("%w of election %q: %d of %d nodes answered, a quorum needs %d: %w",
 			ErrNoQuorum, e.name, answered, len(reads), q, errors.Join(errs...))
 	}
+	most := 0
 	for rec, n := range votes {
 		if n >= q {
 			st := Status{Leader: rec.Leader, OK: true}
@@ -257,6 +260,13 @@ func (e *Election) Status(ctx context.Context) (Status, error) {
 			}
 			return st, nil
 		}
+		most = max(most, n)
+	}
+	if unanswered := len(reads) - answered; most > 0 && most+unanswered >= q {
+		// A record that the nodes which did not answer may hold too
+		// (one frozen, cut off): "no leader" would be a guess.
+		return Status{}, fmt.Errorf("%w of election %q: %d of %d nodes answered, a record is held by %d, and the %d that did not answer could make it the quorum of %d: %w",
+			ErrNoQuorum, e.name, answered, len(reads), most, unanswered, q, errors.Join(errs...))
 	}
 	return Status{Leader: Leader{Term: top}}, nil
 }

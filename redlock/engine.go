@@ -107,7 +107,11 @@ type fan struct {
 	// unmet: the fan waits for the nodes the client never met, as for
 	// slow ones (timeout.go: slowWait).
 	unmet bool
-	ttl   time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
+	// quorumRead: a read whose quorum's answers may tell (a record read):
+	// once a quorum answered, it waits past its bound only for a node
+	// that is slow and answering (timeout.go: busy).
+	quorumRead bool
+	ttl        time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
 
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).

@@ -153,11 +153,14 @@ func (c *Client) ReadRecords(ctx context.Context, resource string) ([]RecordRead
 	}
 	// The client's ttl: a slow node is waited for as a grant waits for
 	// it (timeout.go), so that a reader over healthy slow nodes hears a
-	// quorum.
+	// quorum; once a quorum answered, only a node that is slow and
+	// answering (quorumRead): a node frozen since a new reader's start
+	// costs it the node timeout's limit, not a grant's patience.
 	f := c.newFan(ctx, ctx, adapter.Request{Op: opReadRecord, Key: c.opts.keyOf(c.opts.prefix, resource), TTL: c.opts.lock.ttl}, stopAll)
 	if f == nil {
 		return nil, ErrClosed
 	}
+	f.quorumRead = true
 	rr := &recordGet{key: c.opts.keyOf(c.opts.recordPrefix, resource), fenceKey: c.opts.keyOf(c.opts.fencePrefix, resource), reads: make([]recordRead, len(c.nodes))}
 	f.by = rr
 	c.send(f)

@@ -468,13 +468,19 @@ func minTime(a, b time.Time) time.Time {
 // within the limit, and the fan's limit has not passed (rto, above: a
 // batching adapter hears from a node once per batch, and a batch may
 // outlast the bound); or the fan is patient and the node slow (or
-// unknown).
+// unknown), and, for a read once a quorum answered it (quorumRead), slow
+// and answering.
 func (f *fan) busy(now time.Time) bool {
 	c := f.c
 	within := now.Sub(f.t1) < f.limit
 	since := int64(now.Sub(c.born) - f.limit)
+	at := now.Sub(c.born)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// A read whose quorum answered waits on only for a node that is slow
+	// and answering, not for one that never answered (frozen since a new
+	// client's start) nor one only on probation (answering).
+	quorum := f.quorumRead && f.replied >= c.quorum
 	for i, r := range f.rs {
 		if !r.none {
 			continue
@@ -482,7 +488,7 @@ func (f *fan) busy(now time.Time) bool {
 		if within && c.heard[i].Load() > since {
 			return true
 		}
-		if f.patient && c.slow[i].slowFor(f.born, f.unmet) {
+		if f.patient && c.slow[i].slowFor(f.born, f.unmet) && (!quorum || c.slow[i].answering(at)) {
 			return true
 		}
 	}
