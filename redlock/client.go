@@ -66,6 +66,10 @@ type Client struct {
 	settlers int
 	mu       sync.Mutex
 	closed   bool
+	// unmet holds the fans whose requests live a grant's patience only
+	// for nodes the client never met (timeout.go: slowWait), until they
+	// finish: Close ends their requests (engine.go: untilCloseFan).
+	unmet map[*fan]struct{}
 }
 
 // New returns a client over nodes, each an independent master (R2, R7). It
@@ -192,7 +196,19 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.stop)
+	unmet := make([]*fan, 0, len(c.unmet))
+	for f := range c.unmet {
+		unmet = append(unmet, f)
+	}
 	c.mu.Unlock()
+	// A request that waits a grant's patience only for a node the client
+	// never met (frozen since its start, maybe) ends now: its fan was
+	// decided, or is cut short by Close as any call is, and what it set
+	// on that node is released as it answers (Unlock: followRelease; a
+	// failed attempt: releaseNode).
+	for _, f := range unmet {
+		f.cancel()
+	}
 	for _, n := range c.nodes {
 		if sn, ok := n.(adapter.SetupNode); ok {
 			sn.AbortSetup() // a hung node's connection is not waited for

@@ -111,6 +111,8 @@ type fan struct {
 	// once a quorum answered, it waits past its bound only for a node
 	// that is slow and answering (timeout.go: busy).
 	quorumRead bool
+	// untilClose: Close ends the requests (Client.untilCloseFan).
+	untilClose bool
 	ttl        time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
 
 	// by carries the request where AsyncNode does not (fencing,
@@ -254,7 +256,9 @@ func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan 
 	p := min(c.patience(acq.req), acq.t1.Add(ttl-drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1))
 	if p > f.limit && c.anySlow(acq.req, f.born) {
 		f.patient = true
+		f.unmet = true // a grant's
 		f.rc.init(acq.ctx, f.t1, p)
+		c.untilCloseFan(f)
 	}
 	return f
 }
@@ -299,9 +303,42 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 		// the wait goes on for the slow node (timeout.go).
 		f.patient = true
 		f.rc.init(base, f.t1, p)
+		c.untilCloseFan(f)
 	}
 	f.nctx = &f.rc
 	return f
+}
+
+// untilCloseFan has Close end the requests of the patient fan f when it
+// is patient only for nodes the client never met (none is known slow):
+// one of them may be frozen since the client's start, and Close, which
+// waits for every request, would wait the whole patience for it. The
+// fan's end (done) forgets it.
+func (c *Client) untilCloseFan(f *fan) {
+	if !f.unmet || c.knownSlow(f.born) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if c.unmet == nil {
+		c.unmet = make(map[*fan]struct{})
+	}
+	c.unmet[f] = struct{}{}
+	f.untilClose = true
+}
+
+// done ends the fan's share of Client.bg, once it finished (finishing).
+func (f *fan) done() {
+	c := f.c
+	if f.untilClose {
+		c.mu.Lock()
+		delete(c.unmet, f)
+		c.mu.Unlock()
+	}
+	c.bg.Done()
 }
 
 // cancel ends the fan's requests (nctx): at the last answer, or when await
@@ -462,7 +499,7 @@ func (f *fan) Receive(i int, ok bool, err error) {
 		f.releaseNode(i, false, f.keeps(r))
 	}
 	if finished {
-		c.bg.Done()
+		f.done()
 	}
 }
 
@@ -523,7 +560,7 @@ func (f *fan) releaseAnswered(i int, early, ok bool, err error) {
 		c.waits.gaveBack(f.req.Key, f.req.Keys, f.req.Value, ended)
 	}
 	if finished {
-		c.bg.Done()
+		f.done()
 	}
 }
 
@@ -604,7 +641,6 @@ func isContextErr(err error) bool {
 // released, recording the late answers. Otherwise late answers are ignored.
 // When the caller's context has ended, settle waits for nothing.
 func (f *fan) settle(release, waitAll bool) {
-	c := f.c
 	n := len(f.rs)
 	// A caller whose context ended does not wait: the releases go on in
 	// the background (counted in c.bg), and the nodes that had not
@@ -643,7 +679,7 @@ func (f *fan) settle(release, waitAll bool) {
 	finished := f.finishing()
 	f.mu.Unlock()
 	if finished {
-		c.bg.Done()
+		f.done()
 	}
 	if !release {
 		return

@@ -164,7 +164,11 @@ func (c *Client) inspectStart(resource string) ([]adapterInspect, error) {
 // and for the next ttl the calls of Inspect, Locks and ForceRelease wait
 // for it only the node timeout's limit (twenty node timeouts, 1s at the
 // default); so a dead node costs them at most ttl/2 - drift once per ttl
-// (4.9s at the default ttl), and a node that refuses costs nothing.
+// (4.9s at the default ttl), and a node that refuses costs nothing. Once
+// a quorum of nodes answered Inspect's read (and ForceRelease's), a node
+// that has not is waited for the limit more at most, unless it answered
+// the client late within the last ttl (slow, and answering): a node
+// frozen while a quorum answers costs them the limit, not the patience.
 func (c *Client) Inspect(ctx context.Context, resource string) (LockInfo, error) {
 	nodes, err := c.inspectStart(resource)
 	if err != nil {
@@ -187,13 +191,16 @@ type nodeRead struct {
 func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource string, owners map[string]string) (LockInfo, []nodeRead) {
 	key, fenceKey := c.one(resource).key, c.opts.keyOf(c.opts.fencePrefix, resource)
 	reads := make([]nodeRead, len(nodes))
-	c.onEveryNodePatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) {
+	// Once a quorum answered, a node that is not slow and answering is
+	// waited for the limit more (onQuorumPatiently): one frozen since a
+	// new client's start costs no patience.
+	c.onQuorumPatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) bool {
 		rctx, done := ask()
 		st, err := n.Inspect(rctx, key)
 		done()
 		if err != nil {
 			reads[i].err = err
-			return
+			return false
 		}
 		reads[i].st = st
 		if c.opts.fencePrefix != "" {
@@ -204,7 +211,14 @@ func (c *Client) inspect(ctx context.Context, nodes []adapterInspect, resource s
 				reads[i].fence, _ = strconv.ParseUint(v, 10, 64)
 			}
 		}
+		return true
 	})
+	for i := range reads {
+		if ctx.Err() == nil && errors.Is(reads[i].err, context.Canceled) {
+			// Given up on once a quorum answered (onQuorumPatiently).
+			reads[i].err = context.DeadlineExceeded
+		}
+	}
 	info := LockInfo{Resource: resource, Nodes: make([]NodeView, len(nodes))}
 	// Number the lock values by how many nodes hold them.
 	count := map[string]int{}

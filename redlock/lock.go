@@ -233,13 +233,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	// new client gives a node it never met a grant's patience) is
 	// released again once it answered, in the background (Close waits for
 	// it), rather than holding the lock on the quorum meanwhile
-	// (followRelease).
+	// (followRelease). A lock that a waiter may keep as it is
+	// (WithHandoffKeep: bound) waits as before: the second release would
+	// delete the waiter's key, which holds the same value.
 	// An extension's restore under way may set the key on any node too
 	// (restore.go): its requests, in any order with the release's, are
 	// waited for.
 	wctx := waitingCtx(ctx)
 	acquiring := l.acq != nil && (c.async == nil || c.opts.fencing || l.mode != modeExclusive)
-	if acquiring && !l.acq.answeredNow() && l.followRelease() {
+	if acquiring && l.bound == nil && !l.acq.answeredNow() && l.followRelease() {
 		acquiring = false
 	}
 	if (acquiring && !l.acq.answeredAll(wctx)) || (restoring && !waitCtx(wctx, &l.restores)) {

@@ -312,6 +312,18 @@ func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Du
 	return 0, unmet, false
 }
 
+// knownSlow reports whether a node is slow for a fan that starts at born
+// (since c.born): it answered late, or is on probation (slowFor without
+// the nodes never met).
+func (c *Client) knownSlow(born time.Duration) bool {
+	for i := range c.slow {
+		if c.slow[i].until.Load() > int64(born) {
+			return true
+		}
+	}
+	return false
+}
+
 // anySlow reports whether a node is slow for a fan of req that starts at
 // born (since c.born): slowWait.
 func (c *Client) anySlow(req adapter.Request, born time.Duration) bool {

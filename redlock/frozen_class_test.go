@@ -1,0 +1,226 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"dlm/election"
+	"dlm/redlock"
+	"dlm/redlock/redlocktest"
+)
+
+// frozenEnv is one run of TestNoCallWaitsAPatienceForAFrozenNode: the
+// client under test (c), a holder of locks made before any freeze
+// (handles, elections), and what the run's setup left for its call.
+type frozenEnv struct {
+	c, holder *redlock.Client
+	mems      []*redlocktest.MemNode
+	lock      *redlock.Lock
+	handle    redlock.Handle
+	lead      *election.Leadership
+}
+
+// frozenCall is one call a client makes: setup (not timed) and the call
+// (timed); freed: the healthy nodes must hold nothing of r once it
+// returned.
+type frozenCall struct {
+	name   string
+	fenced bool
+	setup  func(ctx context.Context, e *frozenEnv) error
+	call   func(ctx context.Context, e *frozenEnv) error
+	freed  bool
+}
+
+func frozenCalls() []frozenCall {
+	unlock := func(ctx context.Context, e *frozenEnv) error { return e.lock.Unlock(ctx) }
+	holderLock := func(ctx context.Context, e *frozenEnv) error {
+		l, err := e.holder.Lock(ctx, "r")
+		if err == nil {
+			e.handle = l.Handle()
+		}
+		return err
+	}
+	acquire := func(f func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error)) func(ctx context.Context, e *frozenEnv) error {
+		return func(ctx context.Context, e *frozenEnv) (err error) {
+			e.lock, err = f(ctx, e.c)
+			return err
+		}
+	}
+	lock := func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.Lock(ctx, "r") }
+	rlock := func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.RLock(ctx, "r") }
+	wlock := func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) { return c.WLock(ctx, "r") }
+	all := func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
+		return c.LockAll(ctx, []string{"r", "s"})
+	}
+	elect := func(ctx context.Context, c *redlock.Client) (*election.Leadership, error) {
+		e, err := election.New(c, "db")
+		if err != nil {
+			return nil, err
+		}
+		return e.Campaign(ctx, "a")
+	}
+	return []frozenCall{
+		{name: "TryLock", call: func(ctx context.Context, e *frozenEnv) (err error) { e.lock, err = e.c.TryLock(ctx, "r"); return err }},
+		{name: "Lock", call: acquire(lock)},
+		{name: "fenced Lock", fenced: true, call: acquire(lock)},
+		{name: "RLock", call: acquire(rlock)},
+		{name: "WLock", call: acquire(wlock)},
+		{name: "LockAll", call: acquire(all)},
+		{name: "Unlock", setup: acquire(lock), call: unlock, freed: true},
+		{name: "fenced Unlock", fenced: true, setup: acquire(lock), call: unlock, freed: true},
+		{name: "RLock's Unlock", setup: acquire(rlock), call: unlock, freed: true},
+		{name: "WLock's Unlock", setup: acquire(wlock), call: unlock, freed: true},
+		{name: "LockAll's Unlock", setup: acquire(all), call: unlock, freed: true},
+		{name: "Unlock of a lock whose handle was taken", setup: func(ctx context.Context, e *frozenEnv) error {
+			err := acquire(lock)(ctx, e)
+			if err == nil {
+				e.lock.Handle()
+			}
+			return err
+		}, call: unlock, freed: true},
+		{name: "Extend", setup: acquire(lock), call: func(ctx context.Context, e *frozenEnv) error { return e.lock.Extend(ctx) }},
+		{name: "Extend of a lock whose handle was taken", setup: func(ctx context.Context, e *frozenEnv) error {
+			err := acquire(lock)(ctx, e)
+			if err == nil {
+				e.lock.Handle()
+			}
+			return err
+		}, call: func(ctx context.Context, e *frozenEnv) error { return e.lock.Extend(ctx) }},
+		{name: "Resume", setup: holderLock, call: func(ctx context.Context, e *frozenEnv) (err error) {
+			e.lock, err = e.c.Resume(ctx, e.handle)
+			return err
+		}},
+		{name: "Release by handle", setup: holderLock, call: func(ctx context.Context, e *frozenEnv) error { return e.c.Release(ctx, e.handle) }, freed: true},
+		{name: "Inspect", setup: holderLock, call: func(ctx context.Context, e *frozenEnv) error {
+			_, err := e.c.Inspect(ctx, "r")
+			return err
+		}},
+		{name: "ForceRelease", setup: holderLock, call: func(ctx context.Context, e *frozenEnv) error {
+			_, err := e.c.ForceRelease(ctx, "r")
+			return err
+		}, freed: true},
+		{name: "Campaign", fenced: true, call: func(ctx context.Context, e *frozenEnv) (err error) { e.lead, err = elect(ctx, e.c); return err }},
+		{name: "Resign", fenced: true, setup: func(ctx context.Context, e *frozenEnv) (err error) { e.lead, err = elect(ctx, e.c); return err },
+			call: func(ctx context.Context, e *frozenEnv) error { return e.lead.Resign(ctx) }},
+		{name: "Status", fenced: true, setup: func(ctx context.Context, e *frozenEnv) (err error) { e.lead, err = elect(ctx, e.holder); return err },
+			call: func(ctx context.Context, e *frozenEnv) error {
+				el, err := election.New(e.c, "db")
+				if err != nil {
+					return err
+				}
+				st, err := el.Status(ctx)
+				if err == nil && !st.OK {
+					err = fmt.Errorf("no leader, where a leads")
+				}
+				return err
+			}},
+		{name: "Close", setup: acquire(lock), call: func(ctx context.Context, e *frozenEnv) error { return e.c.Close() }},
+	}
+}
+
+// One node of three frozen (a SIGSTOPped redis-server), the two others
+// healthy and fast: a quorum is there. Every call a client makes, from a
+// new client (every dlm command) and from a long-lived one, with the node
+// frozen since before the client was made or its lock taken, and since
+// after, completes within a bound well under a grant's patience (ttl/2 -
+// drift, 4.898 s at ttl 10 s), and a release frees the healthy nodes. The
+// bound: the node timeout's limit (1 s here: what a fan waits for a node
+// that is not slow), the release timeout (1 s: what a release marker or a
+// release waits for such a node past its quorum), and a few node
+// timeouts. A step waits past its quorum only for a node it needs or that
+// is slow and answering, never a patience for a node that never answered.
+func TestNoCallWaitsAPatienceForAFrozenNode(t *testing.T) {
+	const (
+		ttl   = 10 * time.Second
+		bound = 2*time.Second + 4*redlock.DefaultNodeTimeout
+	)
+	for _, kind := range []string{"new client", "long-lived client"} {
+		for _, when := range []string{"before", "after"} {
+			for _, fc := range frozenCalls() {
+				t.Run(fmt.Sprintf("%s/frozen %s its lock/%s", kind, when, fc.name), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						frozenCallRun(t, kind == "new client", when == "before", fc, ttl, bound)
+					})
+				})
+			}
+		}
+	}
+}
+
+func frozenCallRun(t *testing.T, fresh, before bool, fc frozenCall, ttl, bound time.Duration) {
+	ctx := t.Context()
+	nodes, mems := redlocktest.NewMemNodes(3)
+	for i, m := range mems {
+		nodes[i] = m.WithFloor()
+	}
+	defer mems[2].Thaw()
+	opts := []redlock.Option{redlock.WithTTL(ttl)}
+	if fc.fenced {
+		opts = append(opts, redlock.WithFencing())
+	}
+	holder, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if fresh && before {
+		mems[2].Freeze()
+	}
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	e := &frozenEnv{c: c, holder: holder, mems: mems}
+	if !fresh {
+		// Long-lived: it met every node.
+		l, err := c.Lock(ctx, "warm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Extend(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if before {
+			mems[2].Freeze()
+		}
+	}
+	if fc.setup != nil {
+		if err := fc.setup(ctx, e); err != nil {
+			t.Fatalf("setup: %v", err)
+		}
+	}
+	synctest.Wait()
+	if !before {
+		mems[2].Freeze()
+	}
+	start := time.Now()
+	err = fc.call(ctx, e)
+	took := time.Since(start)
+	if err != nil {
+		t.Errorf("%s over m3 frozen, m1 and m2 healthy = %v after %v", fc.name, err, took.Round(time.Millisecond))
+	}
+	if took > bound {
+		t.Errorf("%s over m3 frozen, m1 and m2 healthy took %v, want within %v (a grant's patience: %v)", fc.name, took.Round(time.Millisecond), bound, ttl/2-ttl/100-2*time.Millisecond)
+	}
+	if !fc.freed {
+		return
+	}
+	synctest.Wait()
+	for _, m := range mems[:2] {
+		for _, key := range []string{"dlm:lock:r", "dlm:lock:s"} {
+			_, held, _ := m.Value(context.Background(), key)
+			readers, _ := m.Readers(key)
+			if held || len(readers) > 0 {
+				t.Errorf("%s over m3 frozen returned after %v, and %s still holds %s", fc.name, took.Round(time.Millisecond), m, key)
+			}
+		}
+	}
+}
