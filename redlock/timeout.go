@@ -103,6 +103,18 @@ import (
 // froze answers the fans that stopped without it at the patience, not at
 // the limit. Client.slow costs a fan one atomic load per node.
 //
+// A step that waits for every node's answer, not a quorum's, never waits
+// a patience for a node that has not answered while a quorum did: it waits
+// past its quorum only for a node it needs or one slow and answering
+// (slowNode.answering: it answered late within a ttl), not for one only on
+// probation or never met (frozen since a new client's start, maybe).
+// Unlock releases the nodes that answered its acquisition at once and the
+// others once they answered (lock.go: followRelease), as a writer's marks
+// are removed (rw.go: unwait); a handle's extension count, a release
+// marker, a record read and Inspect's read stop at a quorum and the limit
+// (bounds.go: onQuorumPatiently; fan.busy: quorumRead); Close ends the
+// requests that wait only for nodes never met (Client.untilCloseFan).
+//
 // None of this touches safety: the validity is counted from T1, before the
 // first request (R8.1, R9), however long the client waits; a longer wait
 // only costs validity, and the limit and the patience keep it well under
