@@ -435,6 +435,13 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return l, nil
 		}
 		aerr.Attempts = try
+		if aerr.Patience == 0 && last != nil && aerr.Count(TimedOut) > 0 {
+			// Timed out at the limit, after an attempt that waited for
+			// the same slow nodes their patience (timeout.go: a node
+			// that does not answer within it is not waited for again
+			// for a ttl): the reason still holds.
+			aerr.Patience, aerr.TTL = last.Patience, last.TTL
+		}
 		if err := c.cutShort(ctx, resource, try, last, aerr); err != nil {
 			return nil, err
 		}
@@ -466,7 +473,7 @@ func (c *Client) cutShort(ctx context.Context, resource string, try int, last, a
 func (c *Client) stopped(resource string, attempts int, last *AcquireError, cause error) error {
 	e := &AcquireError{Resource: resource, Attempts: attempts, Quorum: c.quorum, Cause: cause}
 	if last != nil {
-		e.Nodes, e.Validity = last.Nodes, last.Validity
+		e.Nodes, e.Validity, e.Patience, e.TTL = last.Nodes, last.Validity, last.Patience, last.TTL
 	}
 	return e
 }
@@ -535,11 +542,12 @@ type confirmer interface {
 
 // confirmation is what a second phase found. Its zero value is "none".
 type confirmation struct {
-	token  uint64       // the fencing token
-	nodes  []NodeResult // each node's outcome (Acquired: confirmed)
-	at     time.Time    // the deciding reply
-	failed bool         // too few nodes confirmed, or err
-	err    error        // what stopped the phase before it started
+	token  uint64        // the fencing token
+	nodes  []NodeResult  // each node's outcome (Acquired: confirmed)
+	at     time.Time     // the deciding reply
+	failed bool          // too few nodes confirmed, or err
+	waited time.Duration // the phase's patience for slow nodes (fan.waited)
+	err    error         // what stopped the phase before it started
 }
 
 // attempt is one acquisition (R8): send what t's shape asks to all nodes at
@@ -563,7 +571,11 @@ type confirmation struct {
 // waiting marks waits for its answers (rw.go).
 func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError, *fan) {
 	req, by := t.shape.ask(c, t, value, o)
-	f := c.newFan(ctx, ctx, req, stopDecided)
+	phases := 1
+	if _, ok := by.(confirmer); ok {
+		phases = 2
+	}
+	f := c.newGrantFan(ctx, req, o, phases)
 	if f == nil {
 		return nil, &AcquireError{Resource: t.resource, Quorum: c.quorum, Cause: ErrClosed}, nil
 	}
@@ -610,6 +622,11 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: f.results(), Fence: cf.nodes, Cause: cf.err}
 	if state == reached && !cf.failed {
 		e.Validity = v
+	}
+	if f.waited > 0 && e.Count(TimedOut) > 0 {
+		e.Patience, e.TTL = f.waited, o.ttl
+	} else if cf.waited > 0 && countOutcome(cf.nodes, TimedOut) > 0 {
+		e.Patience, e.TTL = cf.waited, o.ttl
 	}
 	if err := f.ctx.Err(); err != nil && e.Cause == nil {
 		e.Cause = err

@@ -105,6 +105,12 @@ type fan struct {
 	// node (timeout.go).
 	patient bool
 	ttl     time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
+	// waited: a patient fan's patience (0: it waits for no node past its
+	// limit), which an acquisition's error reports when its slow nodes
+	// timed out even so (AcquireError.Patience). keep: of a grant's first
+	// phase, the validity its lock needs beyond one more round trip
+	// (grantPatience), for the second phase's patience (newFanAfter).
+	waited, keep time.Duration
 
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
@@ -224,12 +230,27 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 	return f
 }
 
+// newGrantFan is newFan for the first phase of an acquisition of a lock
+// with options o, granted after phases round trips (2 when a second phase
+// confirms it: fencing's raise): while a node is slow, it waits for it up
+// to the grant's patience (timeout.go: grantPatience), which leaves the
+// lock, once granted, the validity it needs to be kept as o asks.
+func (c *Client) newGrantFan(ctx context.Context, req adapter.Request, o lockOptions, phases int) *fan {
+	f := c.newFan(ctx, ctx, req, stopDecided)
+	if f == nil {
+		return nil
+	}
+	f.keep = keepFor(o)
+	c.waitFor(f, ctx, c.grantPatience(req.TTL, phases, f.keep), req)
+	return f
+}
+
 // newFanAfter is newFan for the second phase of the acquisition acq
 // (fencing's raise), which grants acq's lock with acq's validity, counted
-// from acq's T1: while a node is slow, it waits for it up to a grant's
-// patience of its own, counted from its own start (a fenced grant needs
-// two round trips of the slow node, as a plain one needs one), and never
-// past acq's validity (timeout.go).
+// from acq's T1: while a node is slow, it waits for it as long as the
+// validity left at its start, less the lock's keep, leaves one more such
+// wait at the grant (timeout.go: grantPatience), at least the first
+// phase's patience when that phase was no slower.
 func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan {
 	f := c.newFan(acq.ctx, acq.ctx, req, stop)
 	if f == nil {
@@ -237,12 +258,22 @@ func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan 
 	}
 	f.ttl = acq.ttl
 	ttl := acq.req.TTL
-	p := min(c.patience(acq.req), acq.t1.Add(ttl-drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1))
-	if p > f.limit && c.anySlow(acq.req, f.born) {
-		f.patient = true
-		f.rc.init(acq.ctx, f.t1, p)
-	}
+	left := acq.t1.Add(ttl - drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1)
+	c.waitFor(f, acq.ctx, (left-acq.keep)/2, acq.req)
 	return f
+}
+
+// waitFor gives f, a grant's fan not sent yet, a patience of p for the
+// slow nodes of grant (in place of newFanWithin's): its requests live
+// until p while a node is slow for it, else until its limit.
+func (c *Client) waitFor(f *fan, base context.Context, p time.Duration, grant adapter.Request) {
+	f.patient, f.waited = p > f.limit && c.anySlow(grant, f.born), 0
+	if !f.patient {
+		f.rc.init(base, f.t1, f.limit)
+		return
+	}
+	f.waited = p
+	f.rc.init(base, f.t1, p)
 }
 
 // nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
@@ -276,7 +307,7 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	if p := c.patience(req); p > timeout && c.anySlow(req, f.born) {
 		// A node is slow: the requests live until the patience, and
 		// the wait goes on for the slow node (timeout.go).
-		f.patient = true
+		f.patient, f.waited = true, p
 		f.rc.init(base, f.t1, p)
 	}
 	f.nctx = &f.rc

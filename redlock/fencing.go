@@ -259,7 +259,7 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 	c.send(f)
 	state, t2 := f.await()
 	f.settle(false, false)
-	res.nodes, res.at, res.failed = f.results(), t2, state != reached
+	res.nodes, res.at, res.failed, res.waited = f.results(), t2, state != reached, f.waited
 	return res
 }
 

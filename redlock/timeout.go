@@ -227,11 +227,32 @@ func (c *Client) patience(req adapter.Request) time.Duration {
 	if req.TTL <= 0 {
 		return 0
 	}
-	d := drift(req.TTL, c.opts.lock.driftFactor)
 	if !grant(req.Op) {
-		return req.TTL - d
+		return req.TTL - drift(req.TTL, c.opts.lock.driftFactor)
 	}
-	return req.TTL/2 - d
+	return c.grantPatience(req.TTL, 1, 0)
+}
+
+// grantPatience is how long the first phase of a grant of ttl, made after
+// phases round trips, waits for a slow node: (ttl - keep)/(phases + 1) -
+// drift, so that the validity left at the grant is at least one more such
+// wait plus keep, the validity the lock needs beyond its next round trip
+// (keepFor). With no keep and one phase it is ttl/2 - drift, the wait of
+// any request that is kept as a grant's (a record read, an operator's
+// call).
+func (c *Client) grantPatience(ttl time.Duration, phases int, keep time.Duration) time.Duration {
+	return (ttl-keep)/time.Duration(phases+1) - drift(ttl, c.opts.lock.driftFactor)
+}
+
+// keepFor is the validity a lock with options o needs, at its grant,
+// beyond one more round trip of its nodes: AutoExtendLead for a lock kept
+// by auto-extension, whose extensions land with that lead left; none for
+// one its caller extends, or not, by hand.
+func keepFor(o lockOptions) time.Duration {
+	if o.autoExtend {
+		return AutoExtendLead(o.ttl)
+	}
+	return 0
 }
 
 // slowNode is what a client knows of one node's slowness (Client.slow),
