@@ -64,15 +64,35 @@ import (
 // its requests a longer deadline, its patience, and waits past the limit
 // while a slow node has not answered, up to:
 //
-//	ttl/2 - drift  for a grant: its validity, ttl - elapsed - drift, then
-//	               stays above half the ttl (the wait never costs more
-//	               than it leaves). A fenced grant's second phase (the
-//	               raise) waits as long again, from its own start, and
-//	               never past the validity, still counted from the
-//	               first phase's T1: a node that answers within ttl/2 -
-//	               drift grants a fenced lock as it grants a plain one,
-//	               with a validity of at least ttl - 2 x its round trip
-//	               - drift;
+//	(ttl - keep)/(phases + 1) - drift
+//	               for a grant made after phases round trips (2 for a
+//	               fenced lock, whose raise confirms it), where keep is
+//	               the validity the lock needs beyond its next round
+//	               trip: AutoExtendLead (ttl/3) for a lock kept by
+//	               auto-extension (WithAutoExtend, Client.Do, an
+//	               election), none for one its caller extends by hand or
+//	               not at all. A grant is never made that its holder
+//	               cannot keep as asked: after phases waits of at most
+//	               that, the validity, ttl - elapsed - drift, still holds
+//	               one more such wait (the wait never costs more than it
+//	               leaves: an Extend made at once lands) and keep (the
+//	               auto-extension's first extension lands with its lead
+//	               left, so that a watchdog such as dlm lock's guard,
+//	               whose margin is under the lead, never stops a kept
+//	               lock's work). At ttl 10 s: 4.898 s for a plain lock
+//	               (ttl/2 - drift), 3.231 s for a fenced or an
+//	               auto-extended one, 2.120 s for a fenced auto-extended
+//	               one (an election's). The raise waits, from its own
+//	               start, (validity left - keep)/2: at least the first
+//	               phase's wait when that phase was no slower, and the
+//	               same guarantee. Nodes slower than that answer too late
+//	               for the ttl, healthy or not: the attempt times them
+//	               out, and the error says so with the wait and the ttl
+//	               (AcquireError.Patience): a longer ttl grants over them.
+//	               A request that grants nothing but is kept as a grant
+//	               (a record read, an operator's Inspect or
+//	               ForceRelease) waits as a plain lock's grant: ttl/2 -
+//	               drift, of the client's ttl;
 //	ttl - drift    for an extension, whose lock is held anyway: it
 //	               waits up to the lock's end (auto-extension's context);
 //	               and for the release of a lock of that ttl (Unlock),
@@ -218,7 +238,8 @@ func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
 
 // patience is how long a fan of req may wait for a slow node (above), 0
 // when it may not wait past its limit (a request without a ttl): for a
-// grant, until its validity would fall to half the ttl; for an extension,
+// grant, as a plain lock's (grantPatience; an acquisition's own fans wait
+// as its lock asks: newGrantFan); for an extension,
 // until it could no longer extend (the lock's end bounds it sooner,
 // through the extender's context); for a release of a lock of a ttl, as
 // long (the key is gone by then anyway). The drift is the client's: a lock's own drift factor changes
