@@ -294,9 +294,10 @@ func TestSlowHealthyNodesConfirmUnlock(t *testing.T) {
 	}
 }
 
-// Healthy slow nodes grant a fenced lock where they grant a plain one:
-// two of three nodes answer every request 3 s late (ttl 10 s). Each phase
-// of a fenced grant waits for them on its own, and the validity is still
+// Healthy slow nodes grant a fenced lock: two of three nodes answer every
+// request 3 s late (ttl 10 s), within a fenced grant's patience (ttl/3 -
+// drift, which leaves one more round trip at the grant). Each phase of a
+// fenced grant waits for them on its own, and the validity is still
 // counted from the first phase's T1. Before, the patience (ttl/2 - drift)
 // was counted from T1 for both phases: "fencing=true ... Lock for 2
 // minutes = redlock: lock "r" not acquired (context deadline exceeded
