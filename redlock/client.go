@@ -595,6 +595,9 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	state, t2 := f.await()
 	d := drift(o.ttl, o.driftFactor)
 	t1 := f.t1
+	// The fan waited out its patience for slow nodes: those that timed
+	// out did so by it, not by their own errors (the error says so).
+	waitedOut := f.waited > 0 && !t2.Before(t1.Add(f.waited))
 	v := validity(o.ttl, t2.Sub(t1), d)
 	var cf confirmation
 	if p, ok := f.by.(confirmer); ok && state == reached && v > 0 {
@@ -623,7 +626,7 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	if state == reached && !cf.failed {
 		e.Validity = v
 	}
-	if f.waited > 0 && e.Count(TimedOut) > 0 {
+	if waitedOut && e.Count(TimedOut) > 0 {
 		e.Patience, e.TTL = f.waited, o.ttl
 	} else if cf.waited > 0 && countOutcome(cf.nodes, TimedOut) > 0 {
 		e.Patience, e.TTL = cf.waited, o.ttl

@@ -307,7 +307,8 @@ func (l *Lock) autoExtend() {
 
 // AutoExtendLead is the validity that a lock kept by WithAutoExtend has
 // left when an extension lands, at least, while its nodes answer within
-// (ttl - drift - AutoExtendLead)/2, about a third of the ttl, and each
+// (ttl - drift - AutoExtendLead)/2, about a third of the ttl (its grant
+// waits for them up to (ttl - AutoExtendLead)/2 - drift, within it), and each
 // extension is no slower than the one before: a third of the ttl. A
 // watchdog that stops the holder's work some margin before Lock.Until, as
 // dlm lock's guard does, keeps its margin under it, with room to learn the
