@@ -13,10 +13,9 @@ import (
 
 // Healthy slow nodes (two of three answer 1.2 s or 2 s late, each request
 // applied at once: a loaded server), ttl 10 s, the default node timeout:
-// a fenced lock of the election's resource is granted (each of its two
-// round trips fits the grant's patience: ttl/3 - drift for a fenced lock,
-// (ttl - ttl/3)/3 - drift, 2.12 s, for the election's auto-extended one),
-// and so is the election,
+// a fenced lock of the election's resource is granted (its first round
+// trip fits the grant's patience, ttl/2 - drift, and its raise half the
+// validity left), and so is the election,
 // which is that lock plus its record: the record's write waits for a slow
 // node as an extension does (redlock/timeout.go). In memory, under
 // synctest.

@@ -435,11 +435,12 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return l, nil
 		}
 		aerr.Attempts = try
-		if aerr.Patience == 0 && last != nil && aerr.Count(TimedOut) > 0 {
-			// Timed out at the limit, after an attempt that waited for
-			// the same slow nodes their patience (timeout.go: a node
-			// that does not answer within it is not waited for again
-			// for a ttl): the reason still holds.
+		if aerr.Patience == 0 && last != nil {
+			// An earlier attempt of the call waited out its patience
+			// for slow nodes (timeout.go: a node that does not answer
+			// within it is not waited for again for a ttl, and a
+			// failed attempt's keys may refuse the next): the reason
+			// still holds.
 			aerr.Patience, aerr.TTL = last.Patience, last.TTL
 		}
 		if err := c.cutShort(ctx, resource, try, last, aerr); err != nil {
@@ -571,11 +572,7 @@ type confirmation struct {
 // waiting marks waits for its answers (rw.go).
 func (c *Client) attempt(ctx context.Context, t target, value string, o lockOptions, final bool) (*Lock, *AcquireError, *fan) {
 	req, by := t.shape.ask(c, t, value, o)
-	phases := 1
-	if _, ok := by.(confirmer); ok {
-		phases = 2
-	}
-	f := c.newGrantFan(ctx, req, o, phases)
+	f := c.newFan(ctx, ctx, req, stopDecided)
 	if f == nil {
 		return nil, &AcquireError{Resource: t.resource, Quorum: c.quorum, Cause: ErrClosed}, nil
 	}

@@ -78,13 +78,11 @@
 // node that answers slowly on a loaded machine is not reported as failed
 // (WithNodeTimeout is its floor, and twenty node timeouts or a tenth of the
 // ttl its limit). A node that answers after that limit is waited for while
-// the quorum needs it, as long as the grant would leave the validity its
-// lock needs to be kept as asked: one more such wait, and for a lock kept
-// by auto-extension the lead its extensions land with (AutoExtendLead):
-// ttl/2 - drift from the attempt's start for a plain lock, ttl/3 - drift
-// for a fenced or an auto-extended one, 2ttl/9 - drift for a fenced
-// auto-extended one (an election's); an extension as long as the lock is
-// valid, and a release for up to the ttl. A lock is granted, fenced or
+// the quorum needs it, as long as the grant would leave at least half the
+// ttl of validity (ttl/2 - drift from the attempt's start; a fenced grant's
+// second phase half the validity left at its start, so that one more
+// round trip is left at the grant), an extension as long as the lock is
+// valid, and a release for up to the ttl: a lock is granted, fenced or
 // not, an auto-extended lock kept, and an Unlock confirmed, over such a
 // node; over a slower one Lock fails, and its error says the nodes answer
 // too late for the ttl (AcquireError.Patience). A node that does not answer

@@ -107,10 +107,8 @@ type fan struct {
 	ttl     time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
 	// waited: a patient fan's patience (0: it waits for no node past its
 	// limit), which an acquisition's error reports when its slow nodes
-	// timed out even so (AcquireError.Patience). keep: of a grant's first
-	// phase, the validity its lock needs beyond one more round trip
-	// (grantPatience), for the second phase's patience (newFanAfter).
-	waited, keep time.Duration
+	// timed out by it (AcquireError.Patience).
+	waited time.Duration
 
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
@@ -230,27 +228,11 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 	return f
 }
 
-// newGrantFan is newFan for the first phase of an acquisition of a lock
-// with options o, granted after phases round trips (2 when a second phase
-// confirms it: fencing's raise): while a node is slow, it waits for it up
-// to the grant's patience (timeout.go: grantPatience), which leaves the
-// lock, once granted, the validity it needs to be kept as o asks.
-func (c *Client) newGrantFan(ctx context.Context, req adapter.Request, o lockOptions, phases int) *fan {
-	f := c.newFan(ctx, ctx, req, stopDecided)
-	if f == nil {
-		return nil
-	}
-	f.keep = keepFor(o)
-	c.waitFor(f, ctx, c.grantPatience(req.TTL, phases, f.keep), req)
-	return f
-}
-
 // newFanAfter is newFan for the second phase of the acquisition acq
 // (fencing's raise), which grants acq's lock with acq's validity, counted
-// from acq's T1: while a node is slow, it waits for it as long as the
-// validity left at its start, less the lock's keep, leaves one more such
-// wait at the grant (timeout.go: grantPatience), at least the first
-// phase's patience when that phase was no slower.
+// from acq's T1: while a node is slow, it waits for it half the validity
+// left at its start, so that the validity at the grant holds one more such
+// wait: the lock's first extension lands (timeout.go).
 func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan {
 	f := c.newFan(acq.ctx, acq.ctx, req, stop)
 	if f == nil {
@@ -259,7 +241,7 @@ func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan 
 	f.ttl = acq.ttl
 	ttl := acq.req.TTL
 	left := acq.t1.Add(ttl - drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1)
-	c.waitFor(f, acq.ctx, (left-acq.keep)/2, acq.req)
+	c.waitFor(f, acq.ctx, left/2, acq.req)
 	return f
 }
 

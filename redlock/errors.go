@@ -90,9 +90,8 @@ type AcquireError struct {
 	// attempt (Acquired: the node confirmed the token) when its phase 1
 	// reached a quorum (WithFencing), else nil.
 	Fence []NodeResult
-	// Patience is, when nodes of the last attempt timed out and it, or
-	// an earlier attempt that timed out nodes, waited for nodes that
-	// answer slowly, how long it waited for them:
+	// Patience is, when an attempt of the call timed out nodes after
+	// waiting for nodes that answer slowly, how long it waited for them:
 	// the most a grant of the lock may wait and still leave the validity
 	// its holder needs to keep it (one more round trip, and
 	// AutoExtendLead for a lock kept by auto-extension). Healthy nodes
@@ -182,7 +181,7 @@ func (e *AcquireError) Error() string {
 		}
 	}
 	if e.Patience > 0 && e.TTL > 0 {
-		fmt.Fprintf(&b, "; the nodes that timed out did not answer within %v, the longest a lock of ttl %v waits for a slow node and can still be kept once granted: nodes that answer later need a longer ttl (more than %.1fx their round trip)",
+		fmt.Fprintf(&b, "; nodes timed out after %v, the longest a lock of ttl %v waits for a slow node and can still be kept once granted: nodes that answer later need a longer ttl (more than %.1fx their round trip)",
 			e.Patience.Round(time.Millisecond), e.TTL, float64(e.TTL)/float64(e.Patience))
 	}
 	return b.String()

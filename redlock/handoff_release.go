@@ -77,11 +77,11 @@ func (h *handoff) handOver(l *Lock) (handResult, error) {
 	o, bg := w.opts, context.Background()
 	var rel, acq *fan
 	if h.transfer {
-		acq = c.newGrantFan(bg, adapter.Request{Op: adapter.OpTransfer, Key: l.key, Value: value, TTL: o.ttl, From: l.value}, o, 1)
+		acq = c.newFan(bg, bg, adapter.Request{Op: adapter.OpTransfer, Key: l.key, Value: value, TTL: o.ttl, From: l.value}, stopDecided)
 	} else {
 		rel = c.newFanWithin(bg, bg, adapter.Request{Op: adapter.OpRelease, Key: l.key, Value: l.value}, stopQuorum, c.opts.releaseTimeout)
 		if rel != nil {
-			acq = c.newGrantFan(bg, adapter.Request{Op: adapter.OpAcquire, Key: l.key, Value: value, TTL: o.ttl}, o, 1)
+			acq = c.newFan(bg, bg, adapter.Request{Op: adapter.OpAcquire, Key: l.key, Value: value, TTL: o.ttl}, stopDecided)
 		}
 	}
 	if acq == nil { // closed

@@ -307,18 +307,15 @@ func (l *Lock) autoExtend() {
 
 // AutoExtendLead is the validity that a lock kept by WithAutoExtend has
 // left when an extension lands, at least, while its nodes answer within
-// (ttl - drift - AutoExtendLead)/2, about a third of the ttl (its grant
-// waits for them up to (ttl - AutoExtendLead)/2 - drift, within it), and each
+// (ttl - drift - AutoExtendLead)/2, about a third of the ttl, and each
 // extension is no slower than the one before: a third of the ttl. A
 // watchdog that stops the holder's work some margin before Lock.Until, as
 // dlm lock's guard does, keeps its margin under it, with room to learn the
-// new Until: it then never stops the work of a lock that is kept. A
-// lock kept by auto-extension is granted only over nodes that answer
-// within that (timeout.go: a grant's patience leaves one more round trip
-// and the lead; a fenced one's two phases share it); nodes that turn
-// slower after the grant still keep the lock, up to about ttl/2, but an
-// extension then lands with ttl - drift - 2 round trips left, less than
-// the lead (nextExtension).
+// new Until: it then never stops the work of a lock that is kept. Nodes
+// slower than that still keep the lock (a plain grant waits for them up
+// to ttl/2 - drift; a fenced one's raise leaves the validity of one more
+// round trip), but an extension then lands with less than the lead left
+// (nextExtension).
 func AutoExtendLead(ttl time.Duration) time.Duration { return ttl / 3 }
 
 // nextExtension is how long the extender waits before the next extension,

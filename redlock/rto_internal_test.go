@@ -51,36 +51,6 @@ func TestPatience(t *testing.T) {
 	}
 }
 
-// A grant's patience leaves the validity its lock needs at the grant: one
-// more wait as long, and the lead of a lock kept by auto-extension
-// (timeout.go: grantPatience).
-func TestGrantPatience(t *testing.T) {
-	const ttl = 10 * time.Second
-	c := &Client{opts: defaultClientOptions()} // drift factor 0.01: 102ms at ttl 10s
-	lead := AutoExtendLead(ttl)
-	tests := []struct {
-		name   string
-		phases int
-		keep   time.Duration
-		want   time.Duration
-	}{
-		{"lock", 1, 0, ttl/2 - 102*time.Millisecond},
-		{"fenced lock", 2, 0, ttl/3 - 102*time.Millisecond},
-		{"auto-extended lock", 1, lead, (ttl-lead)/2 - 102*time.Millisecond},        // about 3.23s
-		{"fenced auto-extended lock", 2, lead, (ttl-lead)/3 - 102*time.Millisecond}, // about 2.12s
-	}
-	for _, tt := range tests {
-		p := c.grantPatience(ttl, tt.phases, tt.keep)
-		if p != tt.want {
-			t.Errorf("%s: grantPatience(%v, %d, %v) = %v, want %v", tt.name, ttl, tt.phases, tt.keep, p, tt.want)
-		}
-		// A grant after phases waits of p leaves one more, and the keep.
-		if left := ttl - drift(ttl, 0.01) - time.Duration(tt.phases)*p; left < p+tt.keep {
-			t.Errorf("%s: a grant after %d waits of %v leaves %v, want at least %v", tt.name, tt.phases, p, left, p+tt.keep)
-		}
-	}
-}
-
 func TestRTO(t *testing.T) {
 	const ms = time.Millisecond
 	floor, limit := 50*ms, 500*ms

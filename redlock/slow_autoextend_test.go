@@ -47,9 +47,7 @@ func (o *landings) Extension(e redlock.ExtensionEvent) {
 }
 
 // An auto-extended lock (dlm lock, every election) over healthy slow
-// nodes, at every round trip up to its grant's patience, (ttl -
-// AutoExtendLead)/2 - drift (timeout.go; a grant over slower nodes is not
-// made): each
+// nodes, at every round trip up to (ttl - drift - AutoExtendLead)/2: each
 // extension lands with at least AutoExtendLead of the validity left, so
 // that a guard that stops the holder's work a margin under it before
 // Until (dlm lock's) never stops the work of a lock that is kept. In
@@ -66,8 +64,8 @@ func TestAutoExtensionsLandAheadOfTheGuard(t *testing.T) {
 		ttl   time.Duration
 		lates []time.Duration
 	}{
-		{10 * time.Second, []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 3230 * time.Millisecond}}, // (10s - 3.333s)/2 - 102ms = 3.231s
-		{3 * time.Second, []time.Duration{300 * time.Millisecond, 500 * time.Millisecond, 960 * time.Millisecond}},     // (3s - 1s)/2 - 32ms = 968ms
+		{10 * time.Second, []time.Duration{0, time.Second, 2 * time.Second, 3 * time.Second, 3280 * time.Millisecond}}, // (10s - 102ms - 3.333s)/2 = 3.282s
+		{3 * time.Second, []time.Duration{300 * time.Millisecond, 500 * time.Millisecond, 980 * time.Millisecond}},     // (3s - 32ms - 1s)/2 = 984ms
 	} {
 		for _, late := range tc.lates {
 			t.Run(fmt.Sprintf("ttl %v late %v", tc.ttl, late), func(t *testing.T) {

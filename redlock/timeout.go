@@ -64,35 +64,30 @@ import (
 // its requests a longer deadline, its patience, and waits past the limit
 // while a slow node has not answered, up to:
 //
-//	(ttl - keep)/(phases + 1) - drift
-//	               for a grant made after phases round trips (2 for a
-//	               fenced lock, whose raise confirms it), where keep is
-//	               the validity the lock needs beyond its next round
-//	               trip: AutoExtendLead (ttl/3) for a lock kept by
-//	               auto-extension (WithAutoExtend, Client.Do, an
-//	               election), none for one its caller extends by hand or
-//	               not at all. A grant is never made that its holder
-//	               cannot keep as asked: after phases waits of at most
-//	               that, the validity, ttl - elapsed - drift, still holds
-//	               one more such wait (the wait never costs more than it
-//	               leaves: an Extend made at once lands) and keep (the
-//	               auto-extension's first extension lands with its lead
-//	               left, so that a watchdog such as dlm lock's guard,
-//	               whose margin is under the lead, never stops a kept
-//	               lock's work). At ttl 10 s: 4.898 s for a plain lock
-//	               (ttl/2 - drift), 3.231 s for a fenced or an
-//	               auto-extended one, 2.120 s for a fenced auto-extended
-//	               one (an election's). The raise waits, from its own
-//	               start, (validity left - keep)/2: at least the first
-//	               phase's wait when that phase was no slower, and the
-//	               same guarantee. Nodes slower than that answer too late
-//	               for the ttl, healthy or not: the attempt times them
-//	               out, and the error says so with the wait and the ttl
-//	               (AcquireError.Patience): a longer ttl grants over them.
-//	               A request that grants nothing but is kept as a grant
-//	               (a record read, an operator's Inspect or
-//	               ForceRelease) waits as a plain lock's grant: ttl/2 -
-//	               drift, of the client's ttl;
+//	ttl/2 - drift  for a grant: its validity, ttl - elapsed - drift, then
+//	               stays above half the ttl (the wait never costs more
+//	               than it leaves). A fenced grant's second phase (the
+//	               raise) waits, from its own start, half the validity
+//	               left then (still counted from the first phase's T1),
+//	               so that the validity at the grant holds one more such
+//	               wait: a fenced lock is never granted with less
+//	               validity than its first extension takes (it was, with
+//	               "as long again": over nodes 3.5-4.5 s late at ttl
+//	               10 s it was granted with 0.9-2.9 s and lost at its
+//	               first extension, and no election kept a leader). A
+//	               fenced grant is so made over nodes answering within
+//	               about (ttl - drift)/3; slower ones time the raise out,
+//	               and the error says the nodes answer too late for the
+//	               ttl (AcquireError.Patience): a longer ttl grants over
+//	               them. The first phase keeps ttl/2 - drift even for a
+//	               lock kept by auto-extension, whose extensions then land
+//	               with less than AutoExtendLead left over nodes slower
+//	               than (ttl - drift - lead)/2: a new client's first
+//	               request, and a rueidis client's after every timed-out
+//	               one (the connection is made again), costs the new
+//	               connection's round trips too, 4.4 s over nodes 1.1 s
+//	               late, which a shorter first phase would time out on
+//	               every attempt;
 //	ttl - drift    for an extension, whose lock is held anyway: it
 //	               waits up to the lock's end (auto-extension's context);
 //	               and for the release of a lock of that ttl (Unlock),
@@ -238,8 +233,8 @@ func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
 
 // patience is how long a fan of req may wait for a slow node (above), 0
 // when it may not wait past its limit (a request without a ttl): for a
-// grant, as a plain lock's (grantPatience; an acquisition's own fans wait
-// as its lock asks: newGrantFan); for an extension,
+// grant, until its validity would fall to half the ttl (a fenced grant's
+// raise: newFanAfter); for an extension,
 // until it could no longer extend (the lock's end bounds it sooner,
 // through the extender's context); for a release of a lock of a ttl, as
 // long (the key is gone by then anyway). The drift is the client's: a lock's own drift factor changes
@@ -251,29 +246,7 @@ func (c *Client) patience(req adapter.Request) time.Duration {
 	if !grant(req.Op) {
 		return req.TTL - drift(req.TTL, c.opts.lock.driftFactor)
 	}
-	return c.grantPatience(req.TTL, 1, 0)
-}
-
-// grantPatience is how long the first phase of a grant of ttl, made after
-// phases round trips, waits for a slow node: (ttl - keep)/(phases + 1) -
-// drift, so that the validity left at the grant is at least one more such
-// wait plus keep, the validity the lock needs beyond its next round trip
-// (keepFor). With no keep and one phase it is ttl/2 - drift, the wait of
-// any request that is kept as a grant's (a record read, an operator's
-// call).
-func (c *Client) grantPatience(ttl time.Duration, phases int, keep time.Duration) time.Duration {
-	return (ttl-keep)/time.Duration(phases+1) - drift(ttl, c.opts.lock.driftFactor)
-}
-
-// keepFor is the validity a lock with options o needs, at its grant,
-// beyond one more round trip of its nodes: AutoExtendLead for a lock kept
-// by auto-extension, whose extensions land with that lead left; none for
-// one its caller extends, or not, by hand.
-func keepFor(o lockOptions) time.Duration {
-	if o.autoExtend {
-		return AutoExtendLead(o.ttl)
-	}
-	return 0
+	return req.TTL/2 - drift(req.TTL, c.opts.lock.driftFactor)
 }
 
 // slowNode is what a client knows of one node's slowness (Client.slow),
