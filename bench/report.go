@@ -219,48 +219,22 @@ func (r *Report) Markdown(w io.Writer) {
 	p("    %s\n\n", r.Command)
 
 	p("**Throughput, distinct keys** (acquire+release pairs per second, and the ratio to go-redsync; one attempt, no retry; 5 nodes, one for the libraries marked 1 node; in parentheses the median number of failed pairs of a run, when not 0)\n\n")
-	p("| goroutines |")
-	for _, l := range r.Libs {
-		p(" %s |", l)
-	}
-	p("\n|---:|")
-	for range r.Libs {
-		p("---:|")
-	}
-	p("\n")
-	for _, g := range r.Goroutines {
-		p("| %d |", g)
-		for _, l := range r.Libs {
-			v := r.S.med("tp", l, g)
-			cell := num(v, "%.0f")
-			if l != rs {
-				cell += ", " + num(ratio(v, r.S.med("tp", rs, g)), "%.1fx")
-			}
-			if f := r.S.med("tpfail", l, g); f > 0 {
-				cell += fmt.Sprintf(" (%.0f failed)", f)
-			}
-			p(" %s |", cell)
+	r.goroutineTable(w, func(l string, g int) string {
+		v := r.S.med("tp", l, g)
+		cell := num(v, "%.0f")
+		if l != rs {
+			cell += ", " + num(ratio(v, r.S.med("tp", rs, g)), "%.1fx")
 		}
-		p("\n")
-	}
+		if f := r.S.med("tpfail", l, g); f > 0 {
+			cell += fmt.Sprintf(" (%.0f failed)", f)
+		}
+		return cell
+	})
 
 	p("\n**Cost of a pair** (CPU time per acquire+release pair in the throughput runs, in µs: the whole client process (getrusage) / the redis-server nodes together (INFO cpu))\n\n")
-	p("| goroutines |")
-	for _, l := range r.Libs {
-		p(" %s |", l)
-	}
-	p("\n|---:|")
-	for range r.Libs {
-		p("---:|")
-	}
-	p("\n")
-	for _, g := range r.Goroutines {
-		p("| %d |", g)
-		for _, l := range r.Libs {
-			p(" %s / %s |", num(r.S.med("cpu-client", l, g)*1e6, "%.1f"), num(r.S.med("cpu-redis", l, g)*1e6, "%.1f"))
-		}
-		p("\n")
-	}
+	r.goroutineTable(w, func(l string, g int) string {
+		return num(r.S.med("cpu-client", l, g)*1e6, "%.1f") + " / " + num(r.S.med("cpu-redis", l, g)*1e6, "%.1f")
+	})
 
 	r.costTable(w)
 
@@ -327,6 +301,28 @@ func (r *Report) Markdown(w io.Writer) {
 			op = "<="
 		}
 		p("| %s | %s | %s %g | %s |\n", t.what, num(t.measured, "%.2f"), op, t.want, t.met())
+	}
+}
+
+// goroutineTable writes a table with a row per number of goroutines and
+// a column per library, whose cells cell gives.
+func (r *Report) goroutineTable(w io.Writer, cell func(lib string, goroutines int) string) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("| goroutines |")
+	for _, l := range r.Libs {
+		p(" %s |", l)
+	}
+	p("\n|---:|")
+	for range r.Libs {
+		p("---:|")
+	}
+	p("\n")
+	for _, g := range r.Goroutines {
+		p("| %d |", g)
+		for _, l := range r.Libs {
+			p(" %s |", cell(l, g))
+		}
+		p("\n")
 	}
 }
 

@@ -50,11 +50,11 @@ func (e *scriptedEndpoint) Recv(ctx context.Context) (byzantine.Inbound, error) 
 // general said it ran out of time in round 0; the TCP adversary's OM(4)
 // case with 13 generals showed it under -race, "general 7 ran out of time
 // in rounds [3]").
-func TestRunGeneralTakesInTimeEventsHandedOverLate(t *testing.T) {
-	synctest.Test(t, testTakesInTimeEventsHandedOverLate)
-}
-
-func testTakesInTimeEventsHandedOverLate(t *testing.T) {
+// scriptedLieutenant returns general 1 of a run of 4 generals (m = 1,
+// the order attack, rounds of 300 ms) that starts now, with its first
+// round's deadline and the commander's order to it.
+func scriptedLieutenant(t *testing.T) (g *byzantine.General, start, deadline time.Time, order byzantine.Message) {
+	t.Helper()
 	cfg := byzantine.DefaultConfig()
 	cfg.Generals, cfg.MaxTraitors = 4, 1
 	cfg.Order = byzantine.Attack
@@ -63,9 +63,18 @@ func testTakesInTimeEventsHandedOverLate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	deadline := start.Add(cfg.RoundTimeout)
-	order := byzantine.Message{From: 0, To: 1, Round: 0, Seq: cfg.Seq, Run: cfg.Run(), Order: byzantine.Attack, Path: []byzantine.ID{0}}
+	start = time.Now()
+	deadline = start.Add(cfg.RoundTimeout)
+	order = byzantine.Message{From: 0, To: 1, Round: 0, Seq: cfg.Seq, Run: cfg.Run(), Order: byzantine.Attack, Path: []byzantine.ID{0}}
+	return g, start, deadline, order
+}
+
+func TestRunGeneralTakesInTimeEventsHandedOverLate(t *testing.T) {
+	synctest.Test(t, testTakesInTimeEventsHandedOverLate)
+}
+
+func testTakesInTimeEventsHandedOverLate(t *testing.T) {
+	g, start, deadline, order := scriptedLieutenant(t)
 	ep := &scriptedEndpoint{release: deadline, events: []byzantine.Inbound{
 		{From: 3, Marker: true, EndOfRound: 0, At: deadline.Add(10 * time.Millisecond)},
 		{From: 0, Message: &order, At: deadline.Add(-100 * time.Millisecond)},
@@ -104,17 +113,7 @@ func TestRunGeneralHandOverLagAtTheDeadlineIsNotItsLateness(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				cfg := byzantine.DefaultConfig()
-				cfg.Generals, cfg.MaxTraitors = 4, 1
-				cfg.Order = byzantine.Attack
-				cfg.RoundTimeout = 300 * time.Millisecond
-				g, err := byzantine.NewGeneral(cfg, 1, byzantine.Keyring{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				start := time.Now()
-				deadline := start.Add(cfg.RoundTimeout)
-				order := byzantine.Message{From: 0, To: 1, Round: 0, Seq: cfg.Seq, Run: cfg.Run(), Order: byzantine.Attack, Path: []byzantine.ID{0}}
+				g, start, deadline, order := scriptedLieutenant(t)
 				ep := &scriptedEndpoint{release: deadline.Add(5 * time.Millisecond), events: []byzantine.Inbound{
 					{From: 0, Message: &order, At: deadline.Add(-tc.stamped)},
 				}}

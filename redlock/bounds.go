@@ -175,15 +175,21 @@ func (c *Client) extNote(value string) string {
 }
 
 // extState is a lock's extension count as the nodes keep it: how many
-// times it was extended, and the least bound a client resumed it with.
+// times it was extended, and the least bound a client resumed it with
+// (known: a node keeps them); read is how many nodes answered the read,
+// with the note or without.
 type extState struct {
 	count, bound int
 	known        bool
+	read         int
 }
 
 // readExtensions reads the extension note of value on every node and
 // returns the largest count and the least bound any node holds: a holder
 // cannot lower what a node keeps but by deleting it on the node itself.
+// Read from fewer than a quorum of nodes, the count may miss every node
+// that keeps it: Resume then refuses the handle rather than trust its
+// count.
 func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, value string) extState {
 	key := c.extNote(value)
 	var mu sync.Mutex
@@ -194,7 +200,13 @@ func (c *Client) readExtensions(ctx context.Context, nodes []adapterInspect, val
 		rctx, cancel := ask()
 		note, ok, err := n.Note(rctx, key)
 		cancel()
-		if err != nil || !ok {
+		if err != nil {
+			return
+		}
+		mu.Lock()
+		st.read++
+		mu.Unlock()
+		if !ok {
 			return
 		}
 		cs, bs, _ := strings.Cut(note, " ")

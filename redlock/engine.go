@@ -104,7 +104,10 @@ type fan struct {
 	// deadline is its patience, and it waits past the limit for a slow
 	// node (timeout.go).
 	patient bool
-	ttl     time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
+	// unmet: the fan waits for the nodes the client never met, as for
+	// slow ones (timeout.go: slowWait).
+	unmet bool
+	ttl   time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
 	// waited: a patient fan's patience (0: it waits for no node past its
 	// limit), which an acquisition's error reports when its slow nodes
 	// timed out by it (AcquireError.Patience).
@@ -241,14 +244,14 @@ func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan 
 	f.ttl = acq.ttl
 	ttl := acq.req.TTL
 	left := acq.t1.Add(ttl - drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1)
-	c.waitFor(f, acq.ctx, left/2, acq.req)
+	c.patientFor(f, acq.ctx, left/2, acq.req)
 	return f
 }
 
-// waitFor gives f, a grant's fan not sent yet, a patience of p for the
+// patientFor gives f, a grant's fan not sent yet, a patience of p for the
 // slow nodes of grant (in place of newFanWithin's): its requests live
 // until p while a node is slow for it, else until its limit.
-func (c *Client) waitFor(f *fan, base context.Context, p time.Duration, grant adapter.Request) {
+func (c *Client) patientFor(f *fan, base context.Context, p time.Duration, grant adapter.Request) {
 	f.patient, f.waited = p > f.limit && c.anySlow(grant, f.born), 0
 	if !f.patient {
 		f.rc.init(base, f.t1, f.limit)
@@ -286,7 +289,14 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
-	if p := c.patience(req); p > timeout && c.anySlow(req, f.born) {
+	p, unmet, first := c.slowWait(req, f.born)
+	if f.unmet = unmet; p > timeout {
+		if first && base.Done() == nil {
+			// Requests that outlive their caller (releases), waiting
+			// only for nodes a new client never met (one may be frozen
+			// since its start): until Close at most (timeout.go).
+			base = &untilClose{base, c.stop}
+		}
 		// A node is slow: the requests live until the patience, and
 		// the wait goes on for the slow node (timeout.go).
 		f.patient, f.waited = true, p

@@ -440,8 +440,10 @@ func (h Handle) LogValue() slog.Value {
 // that wraps ErrNotHeld (and also ErrExpired when h.Until has passed by
 // this machine's clock), and the lock is not resumed; ErrExtendFailed
 // (joined with the nodes' errors) when errors or timeouts kept a quorum
-// from answering; ErrMaxExtensions at the bound; ErrInvalid for a bad
-// handle or options. No error leaves anything behind in the client.
+// from answering, the read of the extension count included (it waits for
+// a slow node as a grant does); ErrMaxExtensions at the bound; ErrInvalid
+// for a bad handle or options. No error leaves anything behind in the
+// client.
 //
 // Of opts, WithTTL, WithDriftFactor, WithAutoExtend, WithExtendInterval
 // and WithMaxExtensions apply; the options of an acquisition (WithTries,
@@ -479,7 +481,17 @@ func (c *Client) Resume(ctx context.Context, h Handle, opts ...LockOption) (*Loc
 	// the handle's count may have been edited.
 	ext, bound := h.Extensions, o.maxExtensions
 	if nodes := c.infoNodes(); nodes != nil {
-		if st := c.readExtensions(ctx, nodes, h.Value); st.known {
+		st := c.readExtensions(ctx, nodes, h.Value)
+		if st.read < c.quorum {
+			// The count may be on the nodes that did not answer: the
+			// handle's own may have been edited.
+			err := fmt.Errorf("%w: the lock's extension count was read from %d of %d nodes, a quorum needs %d", ErrExtendFailed, st.read, len(nodes), c.quorum)
+			if ctx.Err() != nil {
+				err = errors.Join(err, ctx.Err())
+			}
+			return nil, h.notHeld("resume", err)
+		}
+		if st.known {
 			ext, bound = max(ext, st.count), min(bound, st.bound)
 		}
 	} else if c.infoOverlap() {

@@ -12,7 +12,6 @@ import (
 
 	"dlm/lockload"
 	"dlm/redlock"
-	"dlm/redlock/redlocktest"
 )
 
 // Clients that each pass one key among their own workers share it fairly:
@@ -28,48 +27,30 @@ import (
 func TestHandoffYieldGivesNoHeadStart(t *testing.T) { // R10, R17
 	synctest.Test(t, func(t *testing.T) {
 		const clients, workers, limit = 4, 3, 4
-		nodes, mems := redlocktest.NewMemNodes(5)
-		for _, m := range mems {
-			m.SetSlow(100 * time.Microsecond)
-		}
+		nodes, _ := slowMemNodes(5, 100*time.Microsecond)
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 		defer cancel()
 		counts := make([]int64, clients)
 		var inside atomic.Int64
 		var last, turns atomic.Int64
 		last.Store(-1)
-		var wg sync.WaitGroup
 		errs := make(chan error, clients*workers)
-		for i := range clients {
-			c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for ctx.Err() == nil {
-						l, err := c.Lock(ctx, "shared")
-						if err != nil {
-							return
-						}
-						if n := inside.Add(1); n != 1 {
-							errs <- fmt.Errorf("%d holders at once", n)
-						}
-						if last.Swap(int64(i)) != int64(i) {
-							turns.Add(1)
-						}
-						atomic.AddInt64(&counts[i], 1)
-						time.Sleep(time.Millisecond) // the critical section
-						inside.Add(-1)
-						_ = l.Unlock(context.WithoutCancel(ctx))
-					}
-				}()
-			}
+		cs := make([]*redlock.Client, clients)
+		for i := range cs {
+			cs[i] = memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
 		}
-		wg.Wait()
+		passAround(ctx, cs, workers, "shared", func(i int) {
+			if n := inside.Add(1); n != 1 {
+				select {
+				case errs <- fmt.Errorf("%d holders at once", n):
+				default:
+				}
+			}
+			if last.Swap(int64(i)) != int64(i) {
+				turns.Add(1)
+			}
+			atomic.AddInt64(&counts[i], 1)
+		}, func(int) { inside.Add(-1) })
 		close(errs)
 		for err := range errs {
 			t.Fatal(err)
@@ -123,44 +104,24 @@ func TestHandoffAcrossClientsTakesTurns(t *testing.T) { // R10, R17
 func takeTurns(t *testing.T, clients int) {
 	synctest.Test(t, func(t *testing.T) {
 		const workers, limit = 2, 2
-		nodes, mems := redlocktest.NewMemNodes(5)
-		for _, m := range mems {
-			m.SetSlow(100 * time.Microsecond)
-		}
+		nodes, _ := slowMemNodes(5, 100*time.Microsecond)
 		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		defer cancel()
 		var failed atomic.Int64
 		var mu sync.Mutex
 		var order []int // the client of each turn, in order
-		var wg sync.WaitGroup
-		for i := range clients {
-			c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit),
+		cs := make([]*redlock.Client, clients)
+		for i := range cs {
+			cs[i] = memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit),
 				redlock.WithObserver(herdObserver{&failed}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			for range workers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for ctx.Err() == nil {
-						l, err := c.Lock(ctx, "shared")
-						if err != nil {
-							return
-						}
-						mu.Lock()
-						if len(order) == 0 || order[len(order)-1] != i {
-							order = append(order, i)
-						}
-						mu.Unlock()
-						time.Sleep(time.Millisecond) // the critical section
-						_ = l.Unlock(context.WithoutCancel(ctx))
-					}
-				}()
-			}
 		}
-		wg.Wait()
+		passAround(ctx, cs, workers, "shared", func(i int) {
+			mu.Lock()
+			if len(order) == 0 || order[len(order)-1] != i {
+				order = append(order, i)
+			}
+			mu.Unlock()
+		}, func(int) {})
 		// Out of turn: a client won the key while another had waited
 		// longer since its last turn. Counted once every client has had
 		// a turn: a client ranks the others by the releases it heard
@@ -233,42 +194,24 @@ func takeTurns(t *testing.T, clients int) {
 func TestHandoffAloneSkipsRanks(t *testing.T) { // R10
 	synctest.Test(t, func(t *testing.T) {
 		const workers, limit, slow = 3, 1, 100 * time.Microsecond
-		nodes, mems := redlocktest.NewMemNodes(5)
-		for _, m := range mems {
-			m.SetSlow(slow)
-		}
-		c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
+		nodes, _ := slowMemNodes(5, slow)
+		c := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		var mu sync.Mutex
 		var unlocked time.Time
 		var gaps []time.Duration // from one Unlock to the next grant
-		var wg sync.WaitGroup
-		for range workers {
-			wg.Go(func() {
-				for ctx.Err() == nil {
-					l, err := c.Lock(ctx, "alone")
-					if err != nil {
-						return
-					}
-					mu.Lock()
-					if !unlocked.IsZero() {
-						gaps = append(gaps, time.Since(unlocked))
-					}
-					mu.Unlock()
-					time.Sleep(time.Millisecond)
-					mu.Lock()
-					unlocked = time.Now()
-					mu.Unlock()
-					_ = l.Unlock(context.WithoutCancel(ctx))
-				}
-			})
-		}
-		wg.Wait()
+		passAround(ctx, []*redlock.Client{c}, workers, "alone", func(int) {
+			mu.Lock()
+			if !unlocked.IsZero() {
+				gaps = append(gaps, time.Since(unlocked))
+			}
+			mu.Unlock()
+		}, func(int) {
+			mu.Lock()
+			unlocked = time.Now()
+			mu.Unlock()
+		})
 		slices.Sort(gaps)
 		if len(gaps) < 100 {
 			t.Fatalf("%d critical sections in 1 s, want hundreds", len(gaps)+1)
@@ -304,32 +247,22 @@ func TestHandoffFewClientsGoAtOnce(t *testing.T) { // R10, R14
 				lastClient := -1
 				var unlocked time.Time
 				var cross []time.Duration // a yield's Unlock to another client's grant
-				var wg sync.WaitGroup
-				for i := range clients {
-					c := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
-					for range workers {
-						wg.Go(func() {
-							for ctx.Err() == nil {
-								l, err := c.Lock(ctx, "few")
-								if err != nil {
-									return
-								}
-								mu.Lock()
-								if lastClient >= 0 && lastClient != i {
-									cross = append(cross, time.Since(unlocked))
-								}
-								lastClient = i
-								mu.Unlock()
-								time.Sleep(time.Millisecond) // the critical section
-								mu.Lock()
-								unlocked = time.Now()
-								mu.Unlock()
-								_ = l.Unlock(context.WithoutCancel(ctx))
-							}
-						})
-					}
+				cs := make([]*redlock.Client, clients)
+				for i := range cs {
+					cs[i] = memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithHandoffLimit(limit))
 				}
-				wg.Wait()
+				passAround(ctx, cs, workers, "few", func(i int) {
+					mu.Lock()
+					if lastClient >= 0 && lastClient != i {
+						cross = append(cross, time.Since(unlocked))
+					}
+					lastClient = i
+					mu.Unlock()
+				}, func(int) {
+					mu.Lock()
+					unlocked = time.Now()
+					mu.Unlock()
+				})
 				if len(cross) < 100 {
 					t.Fatalf("%d hand-offs across clients in 2 s, want hundreds", len(cross))
 				}
@@ -345,4 +278,30 @@ func TestHandoffFewClientsGoAtOnce(t *testing.T) { // R10, R14
 			})
 		})
 	}
+}
+
+// passAround runs workers goroutines on each client of clients, each
+// taking resource in a loop until ctx ends and holding it for a critical
+// section of 1 ms: granted(i) is called with the client's index as its
+// lock is granted, released(i) just before its Unlock. It returns once
+// every worker stopped.
+func passAround(ctx context.Context, clients []*redlock.Client, workers int, resource string, granted, released func(client int)) {
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		for range workers {
+			wg.Go(func() {
+				for ctx.Err() == nil {
+					l, err := c.Lock(ctx, resource)
+					if err != nil {
+						return
+					}
+					granted(i)
+					time.Sleep(time.Millisecond) // the critical section
+					released(i)
+					_ = l.Unlock(context.WithoutCancel(ctx))
+				}
+			})
+		}
+	}
+	wg.Wait()
 }

@@ -50,29 +50,10 @@ func waiterOverlappingRelease(t *testing.T, late bool) {
 	const (
 		ttl      = 30 * time.Second
 		retryMin = time.Second
-		key      = "dlm:lock:r"
-		holder   = "holder's value"
 	)
 	ctx := context.Background()
 	nodes, mems := redlocktest.NewMemNodes(5)
-	c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(retryMin, 2*retryMin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	// Every node has answered the client: it listens where the key's
-	// hash says (watchSet).
-	warm, err := c.Lock(ctx, "warm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	watched := redlock.WatchNodes(c, "r")
-	if len(watched) != 2 {
-		t.Fatalf("the client listens on %v, want 2 nodes", watched)
-	}
+	c, watched := warmWatchingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(retryMin, 2*retryMin))
 	var ab, cde []*redlocktest.MemNode
 	for i, m := range mems {
 		if slices.Contains(watched, i) {
@@ -81,13 +62,9 @@ func waiterOverlappingRelease(t *testing.T, late bool) {
 			cde = append(cde, m)
 		}
 	}
-	for _, m := range mems {
-		if ok, err := m.Acquire(ctx, key, holder, ttl); !ok || err != nil {
-			t.Fatalf("the holder's key on %v: %v %v", m, ok, err)
-		}
-	}
+	holdKey(t, ctx, ttl, mems...)
 	for _, m := range ab { // before the waiter's attempt
-		m.ReleaseAnnounce(ctx, key, holder)
+		m.ReleaseAnnounce(ctx, overlapKey, overlapHolder)
 	}
 	frozen := cde
 	if late {
@@ -107,7 +84,7 @@ func waiterOverlappingRelease(t *testing.T, late bool) {
 	}()
 	synctest.Wait() // the attempt is on every node's wire
 	for _, m := range cde {
-		go m.ReleaseAnnounce(ctx, key, holder) // behind the attempt
+		go m.ReleaseAnnounce(ctx, overlapKey, overlapHolder) // behind the attempt
 	}
 	synctest.Wait()
 	for _, m := range cde {
@@ -125,8 +102,79 @@ func waiterOverlappingRelease(t *testing.T, late bool) {
 		t.Fatalf("Lock = %v", r.err)
 	}
 	defer r.l.Unlock(ctx)
-	if waited := time.Since(start); waited >= retryMin {
-		t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, retryMin)
+	wantWokenBefore(t, start, retryMin)
+}
+
+// The scenarios of this file wait for one key, held by another client.
+const (
+	overlapKey    = "dlm:lock:r"
+	overlapHolder = "holder's value"
+)
+
+// warmWatchingClient returns a client over nodes (closed at the test's
+// end) that every node has answered, so that it listens where the key's
+// hash says (watchSet): it took and released a lock on another key, whose
+// subscriptions are gone. It returns the two nodes the client listens on
+// for resource "r".
+func warmWatchingClient(t *testing.T, nodes []redlock.Node, opts ...redlock.Option) (*redlock.Client, []int) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := redlock.New(nodes, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	warm, err := c.Lock(ctx, "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait() // warm's subscriptions are gone
+	watched := redlock.WatchNodes(c, "r")
+	if len(watched) != 2 {
+		t.Fatalf("the client listens on %v, want 2 nodes", watched)
+	}
+	return c, watched
+}
+
+// watchedOfThree returns the two nodes of three that watched names and the
+// third.
+func watchedOfThree(watched []int) (a, b, c int) {
+	return watched[0], watched[1], 3 - watched[0] - watched[1]
+}
+
+// holdKey sets the holder's key on every node of mems.
+func holdKey(t *testing.T, ctx context.Context, ttl time.Duration, mems ...*redlocktest.MemNode) {
+	t.Helper()
+	for _, m := range mems {
+		if ok, err := m.Acquire(ctx, overlapKey, overlapHolder, ttl); !ok || err != nil {
+			t.Fatalf("the holder's key on %v: %v %v", m, ok, err)
+		}
+	}
+}
+
+// lockAndUnlock takes resource "r" on c in a goroutine, gives it back and
+// sends the first error (nil when both succeeded).
+func lockAndUnlock(ctx context.Context, c *redlock.Client) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		l, err := c.Lock(ctx, "r")
+		if err == nil {
+			err = l.Unlock(ctx)
+		}
+		got <- err
+	}()
+	return got
+}
+
+// wantWokenBefore fails t unless less than the minimum retry delay passed
+// since start.
+func wantWokenBefore(t *testing.T, start time.Time, delay time.Duration) {
+	t.Helper()
+	if waited := time.Since(start); waited >= delay {
+		t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, delay)
 	}
 }
 
@@ -178,6 +226,19 @@ func (w gatedWatch) Watch(ctx context.Context, key string) error {
 	return w.ReleaseWatch.Watch(ctx, key)
 }
 
+// gatedMemNodes returns n in-memory nodes whose subscriptions' Watch
+// calls each pass their own node's gate.
+func gatedMemNodes(n int) ([]*redlocktest.MemNode, []redlock.Node, []*watchGate) {
+	_, mems := redlocktest.NewMemNodes(n)
+	gates := make([]*watchGate, n)
+	nodes := make([]redlock.Node, n)
+	for i, m := range mems {
+		gates[i] = &watchGate{}
+		nodes[i] = gatedWatchNode{m, gates[i]}
+	}
+	return mems, nodes, gates
+}
+
 // The look after subscribing belongs to the latest subscription of a key.
 // A waiter that gave up while its subscription's Watch was still queued
 // leaves an Unwatch behind it; its next Lock call subscribes again. The
@@ -189,10 +250,8 @@ func (w gatedWatch) Watch(ctx context.Context, key string) error {
 func TestLookBelongsToTheLatestSubscription(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			ttl    = time.Hour
-			delay  = time.Minute
-			key    = "dlm:lock:r"
-			holder = "holder's value"
+			ttl   = time.Hour
+			delay = time.Minute
 		)
 		ctx := context.Background()
 		gate := &watchGate{}
@@ -206,9 +265,7 @@ func TestLookBelongsToTheLatestSubscription(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		for _, m := range mems {
-			m.Acquire(ctx, key, holder, ttl)
-		}
+		holdKey(t, ctx, ttl, mems...)
 		first := gate.set()
 		gaveUp, giveUp := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -219,29 +276,20 @@ func TestLookBelongsToTheLatestSubscription(t *testing.T) {
 		synctest.Wait()
 		giveUp() // leaves: its Unwatch queues behind the held Watch
 		<-done
-		got := make(chan error, 1)
-		go func() {
-			l, err := c.Lock(ctx, "r") // fails, queues, subscribes again
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			got <- err
-		}()
+		got := lockAndUnlock(ctx, c) // fails, queues, subscribes again
 		synctest.Wait()
 		second := gate.set()
 		close(first) // the stale Watch, its Unwatch; the new Watch waits
 		synctest.Wait()
 		for _, m := range mems {
-			m.ReleaseAnnounce(ctx, key, holder) // announced to nobody
+			m.ReleaseAnnounce(ctx, overlapKey, overlapHolder) // announced to nobody
 		}
 		start := time.Now()
 		close(second)
 		if err := <-got; err != nil {
 			t.Fatal(err)
 		}
-		if waited := time.Since(start); waited >= delay {
-			t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, delay)
-		}
+		wantWokenBefore(t, start, delay)
 	})
 }
 
@@ -264,59 +312,23 @@ func TestLookBelongsToTheLatestSubscription(t *testing.T) {
 func TestLookIsOneNodesAnnouncement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			ttl    = time.Hour
-			delay  = time.Minute
-			key    = "dlm:lock:r"
-			holder = "holder's value"
+			ttl   = time.Hour
+			delay = time.Minute
 		)
 		ctx := context.Background()
-		_, mems := redlocktest.NewMemNodes(3)
-		gates := make([]*watchGate, len(mems))
-		nodes := make([]redlock.Node, len(mems))
-		for i, m := range mems {
-			gates[i] = &watchGate{}
-			nodes[i] = gatedWatchNode{m, gates[i]}
-		}
+		mems, nodes, gates := gatedMemNodes(3)
 		obs := &attempts{}
-		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay), redlock.WithObserver(obs))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		warm, err := c.Lock(ctx, "warm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := warm.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // warm's subscriptions are gone
+		c, watched := warmWatchingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay), redlock.WithObserver(obs))
 		before := obs.count()
-		watched := redlock.WatchNodes(c, "r")
-		if len(watched) != 2 {
-			t.Fatalf("the client listens on %v, want 2 nodes", watched)
-		}
-		a, b := watched[0], watched[1]
-		cc := 3 - a - b
-		for _, m := range mems {
-			if ok, err := m.Acquire(ctx, key, holder, ttl); !ok || err != nil {
-				t.Fatalf("the holder's key on %v: %v %v", m, ok, err)
-			}
-		}
+		a, b, cc := watchedOfThree(watched)
+		holdKey(t, ctx, ttl, mems...)
 		openA, openB := gates[a].set(), gates[b].set()
-		got := make(chan error, 1)
-		go func() {
-			l, err := c.Lock(ctx, "r")
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			got <- err
-		}()
+		got := lockAndUnlock(ctx, c)
 		synctest.Wait() // failed on every node; both Watch calls at their gates
 		if n := obs.count() - before; n != 1 {
 			t.Fatalf("%d attempts before the release, want 1", n)
 		}
-		mems[a].ReleaseAnnounce(ctx, key, holder) // announced to nobody
+		mems[a].ReleaseAnnounce(ctx, overlapKey, overlapHolder) // announced to nobody
 		mems[b].Freeze()
 		mems[cc].Freeze()
 		close(openA) // a's Watch, then the look at a
@@ -325,13 +337,13 @@ func TestLookIsOneNodesAnnouncement(t *testing.T) {
 			t.Fatalf("%d attempts decided after the look at a, want 1", n)
 		}
 		for _, m := range []*redlocktest.MemNode{mems[b], mems[cc]} {
-			go m.ReleaseAnnounce(ctx, key, holder) // behind the second attempt
+			go m.ReleaseAnnounce(ctx, overlapKey, overlapHolder) // behind the second attempt
 		}
 		synctest.Wait()
 		start := time.Now()
 		mems[b].Thaw() // refused, then released: announced to nobody
 		mems[cc].Thaw()
-		err = <-got
+		err := <-got
 		close(openB) // b's Watch and its look only now (Close waits for them)
 		if err != nil {
 			t.Fatal(err)
@@ -359,55 +371,19 @@ func TestLookIsOneNodesAnnouncement(t *testing.T) {
 func TestEveryNodeOfASubscriptionLooks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			ttl    = time.Hour
-			delay  = time.Minute
-			key    = "dlm:lock:r"
-			holder = "holder's value"
+			ttl   = time.Hour
+			delay = time.Minute
 		)
 		ctx := context.Background()
-		_, mems := redlocktest.NewMemNodes(3)
-		gates := make([]*watchGate, len(mems))
-		nodes := make([]redlock.Node, len(mems))
-		for i, m := range mems {
-			gates[i] = &watchGate{}
-			nodes[i] = gatedWatchNode{m, gates[i]}
-		}
-		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		warm, err := c.Lock(ctx, "warm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := warm.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // warm's subscriptions are gone
-		watched := redlock.WatchNodes(c, "r")
-		if len(watched) != 2 {
-			t.Fatalf("the client listens on %v, want 2 nodes", watched)
-		}
-		a, b := watched[0], watched[1]
-		cc := 3 - a - b
-		for _, m := range mems {
-			if ok, err := m.Acquire(ctx, key, holder, ttl); !ok || err != nil {
-				t.Fatalf("the holder's key on %v: %v %v", m, ok, err)
-			}
-		}
+		mems, nodes, gates := gatedMemNodes(3)
+		c, watched := warmWatchingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay))
+		a, b, cc := watchedOfThree(watched)
+		holdKey(t, ctx, ttl, mems...)
 		openA, openB := gates[a].set(), gates[b].set()
-		got := make(chan error, 1)
-		go func() {
-			l, err := c.Lock(ctx, "r")
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			got <- err
-		}()
-		synctest.Wait()                           // failed on every node; both Watch calls at their gates
-		mems[a].ReleaseAnnounce(ctx, key, holder) // announced to nobody
-		mems[cc].ReleaseAnnounce(ctx, key, holder)
+		got := lockAndUnlock(ctx, c)
+		synctest.Wait()                                         // failed on every node; both Watch calls at their gates
+		mems[a].ReleaseAnnounce(ctx, overlapKey, overlapHolder) // announced to nobody
+		mems[cc].ReleaseAnnounce(ctx, overlapKey, overlapHolder)
 		start := time.Now()
 		close(openB) // b's Watch, then its look: held
 		synctest.Wait()
@@ -415,9 +391,7 @@ func TestEveryNodeOfASubscriptionLooks(t *testing.T) {
 		if err := <-got; err != nil {
 			t.Fatal(err)
 		}
-		if waited := time.Since(start); waited >= delay {
-			t.Errorf("acquired after %v, want before the minimum retry delay %v", waited, delay)
-		}
+		wantWokenBefore(t, start, delay)
 	})
 }
 
@@ -483,10 +457,8 @@ func (h heldAnswer) Receive(tag int, ok bool, err error) {
 func TestOwnLateGiveBackIsOneNodesAnnouncement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			ttl    = time.Hour
-			delay  = time.Minute
-			key    = "dlm:lock:r"
-			holder = "holder's value"
+			ttl   = time.Hour
+			delay = time.Minute
 		)
 		ctx := context.Background()
 		_, mems := redlocktest.NewMemNodes(3)
@@ -496,44 +468,16 @@ func TestOwnLateGiveBackIsOneNodesAnnouncement(t *testing.T) {
 		for i, m := range mems {
 			nodes[i] = lateAnswerNode{m, &mu, &holds[i]}
 		}
-		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		warm, err := c.Lock(ctx, "warm")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := warm.Unlock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // warm's subscriptions are gone
-		watched := redlock.WatchNodes(c, "r")
-		if len(watched) != 2 {
-			t.Fatalf("the client listens on %v, want 2 nodes", watched)
-		}
-		a, b := watched[0], watched[1]
-		cc := 3 - a - b
-		for _, i := range []int{b, cc} {
-			if ok, err := mems[i].Acquire(ctx, key, holder, ttl); !ok || err != nil {
-				t.Fatalf("the holder's key on node %d: %v %v", i, ok, err)
-			}
-		}
+		c, watched := warmWatchingClient(t, nodes, redlock.WithTTL(ttl), redlock.WithRetryDelay(delay, delay))
+		a, b, cc := watchedOfThree(watched)
+		holdKey(t, ctx, ttl, mems[b], mems[cc])
 		answer := make(chan struct{})
 		mu.Lock()
 		holds[a] = answer
 		mu.Unlock()
-		got := make(chan error, 1)
-		go func() {
-			l, err := c.Lock(ctx, "r")
-			if err == nil {
-				err = l.Unlock(ctx)
-			}
-			got <- err
-		}()
+		got := lockAndUnlock(ctx, c)
 		synctest.Wait() // the first attempt failed on b and cc; a's grant not answered
-		mems[b].ReleaseAnnounce(ctx, key, holder)
+		mems[b].ReleaseAnnounce(ctx, overlapKey, overlapHolder)
 		synctest.Wait() // the attempts it woke failed on a and cc; the waiter sleeps
 		select {
 		case err := <-got:

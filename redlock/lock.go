@@ -592,8 +592,8 @@ func (l *Lock) extensionsDone() int {
 }
 
 // markReleasedFirst keeps the release marker of value on every node
-// before a release of it (restore.go: markReleased), each node bounded
-// by the release timeout, so that an extension of the lock racing the
+// before a release of it (restore.go: markReleased), each node waited for
+// as the release waits for it, so that an extension of the lock racing the
 // release in another process does not restore what it deletes. A node
 // that keeps no marker is released all the same; without notes on the
 // nodes (WithInfoPrefix) no marker is kept.
@@ -602,7 +602,5 @@ func (c *Client) markReleasedFirst(ctx context.Context, value string, ttl time.D
 	if nodes == nil {
 		return
 	}
-	mctx, cancel := context.WithTimeout(ctx, c.opts.releaseTimeout)
-	defer cancel()
-	c.markReleased(mctx, nodes, value, ttl)
+	c.markReleased(ctx, nodes, value, ttl)
 }

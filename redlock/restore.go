@@ -223,13 +223,64 @@ func (c *Client) markerTTL(ttl time.Duration) time.Duration {
 }
 
 // markReleased keeps the release marker of value on every node of nodes
-// (markerTTL of ttl), before another's release of it (ForceRelease, a
-// handle's Release), and returns each node's error (nil where kept).
+// (markerTTL of ttl), before a release of it that another process's
+// extension may race (a handle's Release, the Unlock of a lock that
+// crossed processes), and returns each node's error (nil where kept). It
+// waits for each node as the release of a lock of ttl after it will
+// (timeout.go: slowWait): up to the release's patience for a node that is
+// slow for it, else the release timeout (within the node timeout's
+// limit). A node that a new client never met (first) is waited for so
+// until a quorum kept the marker, and then the release timeout more at
+// most: one as slow as the quorum's nodes has answered by then, and one
+// frozen since the client's start costs no more than a known node. A
+// marker given up on a healthy slow node would be missing there, where
+// the release lands all the same.
 func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value string, ttl time.Duration) []error {
 	key, errs := c.releaseMarker(value), make([]error, len(nodes))
-	c.onEveryNode(ctx, nodes, func(ctx context.Context, i int, n adapterInspect) {
-		errs[i] = n.PutNote(ctx, key, "released", c.markerTTL(ttl))
-	})
+	born := time.Since(c.born)
+	patience, unmet, first := c.slowWait(adapter.Request{Op: adapter.OpRelease, TTL: ttl}, born)
+	short := min(c.opts.releaseTimeout, timeoutLimit(c.opts.nodeTimeout, 0))
+	quorum := make(chan struct{}) // closed once a quorum kept the marker
+	var mu sync.Mutex
+	kept := 0
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wait, unknown := short, false
+		if patience > short && c.slow[i].slowFor(born, unmet) {
+			wait, unknown = patience, first && c.slow[i].until.Load() <= int64(born)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mctx, cancel := context.WithTimeout(ctx, wait)
+			defer cancel()
+			if unknown {
+				go func() {
+					select {
+					case <-quorum:
+					case <-mctx.Done():
+						return
+					}
+					t := time.NewTimer(short)
+					defer t.Stop()
+					select {
+					case <-t.C:
+						cancel()
+					case <-mctx.Done():
+					}
+				}()
+			}
+			errs[i] = n.PutNote(mctx, key, "released", c.markerTTL(ttl))
+			if errs[i] == nil {
+				mu.Lock()
+				if kept++; kept == c.quorum {
+					close(quorum)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 	return errs
 }
 

@@ -10,16 +10,17 @@ import (
 	"dlm/redlock/redlocktest"
 )
 
-// A rolling restart done as docs/operations.md says (one node at a time,
-// each down past the ttl and back empty, the next only after the previous
-// served again for a ttl) ends no auto-extended lock, whatever its kind:
-// each extension restores, on the node that forgot them, a lock's key, a
-// set's keys and a reader's share alike.
-func TestRollingRestartKeepsEveryKindOfLock(t *testing.T) {
-	kinds := []struct {
-		name string
-		lock func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error)
-	}{
+// lockKind takes one kind of auto-extended lock on resource "r" (a set:
+// "r" and "s").
+type lockKind struct {
+	name string
+	lock func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error)
+}
+
+// autoExtendedKinds returns every kind of lock: Lock, LockAll, RLock and
+// WLock, in that order.
+func autoExtendedKinds() []lockKind {
+	return []lockKind{
 		{"Lock", func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
 			return c.Lock(ctx, "r", redlock.WithAutoExtend())
 		}},
@@ -33,7 +34,15 @@ func TestRollingRestartKeepsEveryKindOfLock(t *testing.T) {
 			return c.WLock(ctx, "r", redlock.WithAutoExtend())
 		}},
 	}
-	for _, k := range kinds {
+}
+
+// A rolling restart done as docs/operations.md says (one node at a time,
+// each down past the ttl and back empty, the next only after the previous
+// served again for a ttl) ends no auto-extended lock, whatever its kind:
+// each extension restores, on the node that forgot them, a lock's key, a
+// set's keys and a reader's share alike.
+func TestRollingRestartKeepsEveryKindOfLock(t *testing.T) {
+	for _, k := range autoExtendedKinds() {
 		t.Run(k.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const ttl = 3 * time.Second

@@ -20,21 +20,8 @@ import (
 // ended when node 1 restarted: redlock: lock lost: too many nodes no
 // longer hold it", for every kind of lock.
 func TestRollingRestartRestoresANodeThatAnswersLate(t *testing.T) {
-	kinds := []struct {
-		name string
-		lock func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error)
-	}{
-		{"Lock", func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-			return c.Lock(ctx, "r", redlock.WithAutoExtend())
-		}},
-		{"LockAll", func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-			return c.LockAll(ctx, []string{"r", "s"}, redlock.WithAutoExtend())
-		}},
-		{"RLock", func(ctx context.Context, c *redlock.Client) (*redlock.Lock, error) {
-			return c.RLock(ctx, "r", redlock.WithAutoExtend())
-		}},
-	}
-	for _, k := range kinds {
+	for _, k := range autoExtendedKinds()[:3] { // Lock, LockAll, RLock
+
 		t.Run(k.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const ttl = 3 * time.Second
@@ -92,25 +79,8 @@ func TestRollingRestartRestoresANodeThatAnswersLate(t *testing.T) {
 func TestUnlockDuringALateRestoreLeavesNoKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 10 * time.Second
-		_, mems := redlocktest.NewMemNodes(3)
-		var gated []*gatedNode
-		var nodes []redlock.Node
-		for _, m := range mems {
-			g := &gatedNode{m: m}
-			gated = append(gated, g)
-			nodes = append(nodes, g)
-		}
-		c, err := redlock.New(nodes, redlock.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		l, err := c.Lock(t.Context(), "r")
-		if err != nil {
-			t.Fatal(err)
-		}
+		mems, gated, l := lockOnGatedNodes(t)
 		value := l.Value()
-		synctest.Wait()  // every node answered the acquisition
 		mems[2].Forget() // a restart without persistence
 		mems[2].SetSlow(20 * time.Millisecond)
 		open, waiting := gated[2].arm()
@@ -136,11 +106,7 @@ func TestUnlockDuringALateRestoreLeavesNoKey(t *testing.T) {
 		}
 		time.Sleep(time.Second) // every request answered, the late ones too
 		synctest.Wait()
-		for i, m := range mems {
-			if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
-				t.Errorf("node m%d holds the lock's value after Unlock returned", i+1)
-			}
-		}
+		wantNoNodeHolds(t, mems, value)
 	})
 }
 

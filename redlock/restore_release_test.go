@@ -9,7 +9,6 @@ import (
 
 	"dlm/redlock"
 	"dlm/redlock/adapter"
-	"dlm/redlock/redlocktest"
 )
 
 // inspectedNode is an orderedNode that an operator's ForceRelease, and
@@ -67,16 +66,10 @@ func TestReleaseByAnotherRacingExtensionHolds(t *testing.T) {
 // answer the extension late after the others.
 func releaseRacingExtension(t *testing.T, by, kind string, mask int, late time.Duration) {
 	const ttl = 10 * time.Second
-	_, mems := redlocktest.NewMemNodes(5)
-	var ordered []*orderedNode
-	var nodes []redlock.Node
-	for i, m := range mems {
-		o := newOrderedNode(m, mask&(1<<i) != 0)
-		if o.releaseFirst {
-			o.late = late
-		}
-		ordered = append(ordered, o)
-		nodes = append(nodes, inspectedNode{o})
+	mems, ordered := orderedMemNodes(mask, late)
+	nodes := make([]redlock.Node, len(ordered))
+	for i, o := range ordered {
+		nodes[i] = inspectedNode{o}
 	}
 	holder, err := redlock.New(nodes, redlock.WithTTL(ttl))
 	if err != nil {
@@ -88,25 +81,9 @@ func releaseRacingExtension(t *testing.T, by, kind string, mask int, late time.D
 		t.Fatal(err)
 	}
 	defer other.Close()
-	var l *redlock.Lock
-	switch kind {
-	case "LockAll":
-		l, err = holder.LockAll(t.Context(), []string{"r", "s"})
-	case "RLock":
-		l, err = holder.RLock(t.Context(), "r")
-	default:
-		l, err = holder.Lock(t.Context(), "r")
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := lockOfKind(t, holder, kind)
 	value := l.Value()
-	synctest.Wait() // every node answered the acquisition
-	extended := make(chan error, 1)
-	go func() { extended <- l.Extend(context.Background()) }()
-	for _, o := range ordered {
-		<-o.extending // the extension is on its way to every node
-	}
+	extended := startRacingExtension(l, ordered)
 	var rerr error
 	if by == "ForceRelease" {
 		_, rerr = other.ForceRelease(context.Background(), "r")

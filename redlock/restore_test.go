@@ -247,29 +247,28 @@ func racingOrders() []racingOrder {
 	return out
 }
 
-// extendRacingUnlock races an Extend and an Unlock of a lock of kind over
-// 5 nodes, the release first on the nodes of mask, the extension first on
-// the others; the nodes of mask answer the extension late after the
-// others.
-func extendRacingUnlock(t *testing.T, kind string, mask int, late time.Duration) {
-	const ttl = 10 * time.Second
+// orderedMemNodes returns 5 in-memory nodes, each behind an orderedNode:
+// the release first on the nodes of mask, which answer the extension late
+// after the others; the extension first on the others.
+func orderedMemNodes(mask int, late time.Duration) ([]*redlocktest.MemNode, []*orderedNode) {
 	_, mems := redlocktest.NewMemNodes(5)
-	var ordered []*orderedNode
-	var nodes []redlock.Node
+	ordered := make([]*orderedNode, len(mems))
 	for i, m := range mems {
-		o := newOrderedNode(m, mask&(1<<i) != 0)
-		if o.releaseFirst {
-			o.late = late
+		ordered[i] = newOrderedNode(m, mask&(1<<i) != 0)
+		if ordered[i].releaseFirst {
+			ordered[i].late = late
 		}
-		ordered = append(ordered, o)
-		nodes = append(nodes, o)
 	}
-	c, err := redlock.New(nodes, redlock.WithTTL(ttl))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	return mems, ordered
+}
+
+// lockOfKind takes a lock of kind (Lock, LockAll, RLock) on resource "r"
+// (a set: "r" and "s") and waits until every node answered the
+// acquisition.
+func lockOfKind(t *testing.T, c *redlock.Client, kind string) *redlock.Lock {
+	t.Helper()
 	var l *redlock.Lock
+	var err error
 	switch kind {
 	case "LockAll":
 		l, err = c.LockAll(t.Context(), []string{"r", "s"})
@@ -281,13 +280,40 @@ func extendRacingUnlock(t *testing.T, kind string, mask int, late time.Duration)
 	if err != nil {
 		t.Fatal(err)
 	}
-	value := l.Value()
 	synctest.Wait() // every node answered the acquisition
+	return l
+}
+
+// startRacingExtension extends l in a goroutine, returns once the
+// extension is on its way to every node of ordered, and sends its result.
+func startRacingExtension(l *redlock.Lock, ordered []*orderedNode) <-chan error {
 	extended := make(chan error, 1)
 	go func() { extended <- l.Extend(context.Background()) }()
 	for _, o := range ordered {
 		<-o.extending // the extension is on its way to every node
 	}
+	return extended
+}
+
+// extendRacingUnlock races an Extend and an Unlock of a lock of kind over
+// 5 nodes, the release first on the nodes of mask, the extension first on
+// the others; the nodes of mask answer the extension late after the
+// others.
+func extendRacingUnlock(t *testing.T, kind string, mask int, late time.Duration) {
+	const ttl = 10 * time.Second
+	mems, ordered := orderedMemNodes(mask, late)
+	nodes := make([]redlock.Node, len(ordered))
+	for i, o := range ordered {
+		nodes[i] = o
+	}
+	c, err := redlock.New(nodes, redlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l := lockOfKind(t, c, kind)
+	value := l.Value()
+	extended := startRacingExtension(l, ordered)
 	if err := l.Unlock(context.Background()); err != nil {
 		t.Fatalf("Unlock = %v, want nil", err)
 	}
@@ -348,32 +374,51 @@ func (n *gatedNode) Extend(ctx context.Context, key, value string, ttl time.Dura
 	return n.m.Extend(ctx, key, value, ttl)
 }
 
+// lockOnGatedNodes returns 3 in-memory nodes, each behind a gatedNode,
+// and a lock (ttl 10 s) on resource "r" over them, which every node
+// answered; the client is closed at the test's end.
+func lockOnGatedNodes(t *testing.T) ([]*redlocktest.MemNode, []*gatedNode, *redlock.Lock) {
+	t.Helper()
+	const ttl = 10 * time.Second
+	_, mems := redlocktest.NewMemNodes(3)
+	gated := make([]*gatedNode, len(mems))
+	nodes := make([]redlock.Node, len(mems))
+	for i, m := range mems {
+		gated[i] = &gatedNode{m: m}
+		nodes[i] = gated[i]
+	}
+	c, err := redlock.New(nodes, redlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	l, err := c.Lock(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait() // every node answered the acquisition
+	return mems, gated, l
+}
+
+// wantNoNodeHolds fails t if a node of mems holds value under resource
+// "r" after the lock's Unlock returned.
+func wantNoNodeHolds(t *testing.T, mems []*redlocktest.MemNode, value string) {
+	t.Helper()
+	for i, m := range mems {
+		if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
+			t.Errorf("node m%d holds the lock's value after Unlock returned", i+1)
+		}
+	}
+}
+
 // An Unlock that comes while an extension restores the key (a node forgot
 // it) waits for the restore's requests before it releases: a restoring SET
 // that a node applied after the release would hold the released lock for a
 // whole ttl.
 func TestUnlockDuringRestoreLeavesNoKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const ttl = 10 * time.Second
-		_, mems := redlocktest.NewMemNodes(3)
-		var gated []*gatedNode
-		var nodes []redlock.Node
-		for _, m := range mems {
-			g := &gatedNode{m: m}
-			gated = append(gated, g)
-			nodes = append(nodes, g)
-		}
-		c, err := redlock.New(nodes, redlock.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		l, err := c.Lock(t.Context(), "r")
-		if err != nil {
-			t.Fatal(err)
-		}
+		mems, gated, l := lockOnGatedNodes(t)
 		value := l.Value()
-		synctest.Wait()  // every node answered the acquisition
 		mems[0].Forget() // a restart without persistence
 		for _, m := range mems[1:] {
 			m.SetSlow(time.Millisecond) // node 1's "not held" comes first
@@ -395,10 +440,6 @@ func TestUnlockDuringRestoreLeavesNoKey(t *testing.T) {
 		}
 		<-extended
 		synctest.Wait()
-		for i, m := range mems {
-			if v, ok, _ := m.Value(context.Background(), "dlm:lock:r"); ok && v == value {
-				t.Errorf("node m%d holds the lock's value after Unlock returned", i+1)
-			}
-		}
+		wantNoNodeHolds(t, mems, value)
 	})
 }

@@ -189,13 +189,7 @@ func TestRWWaitingMarkRemovedOnCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		nodes, mems := redlocktest.NewMemNodes(5)
 		c := memClient(t, nodes, redlock.WithTTL(10*time.Second))
-		r, err := c.TryRLock(t.Context(), "m")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
-		defer cancel()
-		_, err = c.WLock(ctx, "m")
+		r, err := readerThenWriterGivingUp(t, c, 500*time.Millisecond)
 		if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("WLock behind a reader with a 500ms context: err = %v, want ErrNotAcquired and DeadlineExceeded", err)
 		}
@@ -211,6 +205,21 @@ func TestRWWaitingMarkRemovedOnCancel(t *testing.T) {
 		_ = r.Unlock(t.Context())
 		_ = r2.Unlock(t.Context())
 	})
+}
+
+// readerThenWriterGivingUp takes a reader's lock on resource "m" over c,
+// then a WLock of "m" whose context ends d later, and returns the reader's
+// lock and the WLock's error.
+func readerThenWriterGivingUp(t *testing.T, c *redlock.Client, d time.Duration) (*redlock.Lock, error) {
+	t.Helper()
+	r, err := c.TryRLock(t.Context(), "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	defer cancel()
+	_, err = c.WLock(ctx, "m")
+	return r, err
 }
 
 // lateMarkNode is a MemNode whose writer's requests reach it late, after
@@ -242,15 +251,10 @@ func TestRWWaitingMarkRemovedAfterLateAttempt(t *testing.T) {
 			nodes[i] = lateMarkNode{MemNode: m, late: 200 * time.Millisecond}
 		}
 		c := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(time.Second))
-		r, err := c.TryRLock(t.Context(), "m")
-		if err != nil {
-			t.Fatal(err)
-		}
 		// The first attempt is answered at 200ms, the second is on its
 		// way when the context ends at 300ms, and lands at about 400ms.
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		defer cancel()
-		if _, err := c.WLock(ctx, "m"); !errors.Is(err, context.DeadlineExceeded) {
+		r, err := readerThenWriterGivingUp(t, c, 300*time.Millisecond)
+		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("WLock behind a reader: %v, want DeadlineExceeded", err)
 		}
 		time.Sleep(time.Second) // every request has landed
@@ -278,13 +282,8 @@ func TestRWWaitingMarksGoneWhenWLockReturns(t *testing.T) {
 			m.SetSlow(200 * time.Millisecond)
 		}
 		c := memClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(time.Second))
-		r, err := c.TryRLock(t.Context(), "m")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-		defer cancel()
-		if _, err := c.WLock(ctx, "m"); !errors.Is(err, context.DeadlineExceeded) {
+		r, err := readerThenWriterGivingUp(t, c, 300*time.Millisecond)
+		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("WLock behind a reader: %v, want DeadlineExceeded", err)
 		}
 		for _, m := range mems {

@@ -49,6 +49,9 @@ func TestOperatorToolsWaitForSlowHealthyNodes(t *testing.T) {
 				if _, err := holder.Lock(t.Context(), "r"); err != nil { // a holder that then dies
 					t.Fatal(err)
 				}
+				// Lock returns at its quorum: a node's request may still
+				// be on its way, and would then be answered late too.
+				synctest.Wait()
 				mems[1].SetSlow(tc.late)
 				mems[2].SetSlow(tc.late)
 				// The operator's client, of ttl: it knows nothing of the nodes.

@@ -58,11 +58,14 @@ import (
 // out a healthy node that answers later than the limit (its new
 // connection costs round trips of its own) and never learn it is slow, as
 // a client that saw it turn slow does; a refused connection answers at
-// once and is history. Extensions and releases follow a grant and do not
-// wait for such a node (slowFor). A fan of a ttl that starts while a node
-// is slow gives
-// its requests a longer deadline, its patience, and waits past the limit
-// while a slow node has not answered, up to:
+// once and is history. An extension or a release waits for such a node
+// only among a client's first requests, while it has the history of fewer
+// than a quorum of its nodes (a new client's Release or Resume of a
+// handle: dlm release HANDLE, dlm extend HANDLE), and then no longer than
+// a grant would; later ones follow requests a quorum answered without
+// that node, and do not wait for it (slowWait). A fan of a ttl that starts
+// while a node is slow gives its requests a longer deadline, its patience,
+// and waits past the limit while a slow node has not answered, up to:
 //
 //	ttl/2 - drift  for a grant: its validity, ttl - elapsed - drift, then
 //	               stays above half the ttl (the wait never costs more
@@ -264,25 +267,59 @@ type slowNode struct {
 }
 
 // slowFor reports whether a fan that starts at born (since c.born) waits
-// for the node past its limit: it is slow, on probation, or, for a grant
-// (unknown too), not met yet. Only a grant waits for a node it has no
-// history of: an extension or a release follows a grant, whose nodes
-// answered, and one that waited a release's patience for a node that never
-// answered (frozen since the client's start) would hold Close as long.
-func (s *slowNode) slowFor(born time.Duration, unknown bool) bool {
-	return s.until.Load() > int64(born) || unknown && !s.met.Load()
+// for the node past its limit: it is slow, on probation, or, for a fan
+// that waits for the nodes the client has no history of (unmet:
+// slowWait), not met yet.
+func (s *slowNode) slowFor(born time.Duration, unmet bool) bool {
+	return s.until.Load() > int64(born) || unmet && !s.met.Load()
+}
+
+// slowWait returns how long a fan of req that starts at born (since
+// c.born) lets its requests live, past its limit, while a node is slow for
+// it (0: no node is), and whether it waits for the nodes the client has no
+// history of (unmet; slowFor). A grant waits for them always. An extension
+// or a release only while the client has the history of fewer than a
+// quorum of its nodes: its first requests, which a new client's Release or
+// Resume of a handle are (dlm release HANDLE, dlm extend HANDLE); and for
+// them no longer than a grant's patience of their ttl, as a node slower
+// than that granted nothing, and no longer than the client lives (first:
+// Close ends the wait), as one of them may be frozen since the client's
+// start. A client with a quorum's history had its requests answered
+// without the nodes it never met, and an extension or release that waited
+// a release's patience for a node that never answered would hold Close as
+// long. Two atomic loads per node.
+func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Duration, unmet, first bool) {
+	p := c.patience(req)
+	slow, unknown, met := false, false, 0
+	for i := range c.slow {
+		s := &c.slow[i]
+		slow = slow || s.until.Load() > int64(born)
+		if s.met.Load() {
+			met++
+		} else {
+			unknown = true
+		}
+	}
+	first = !grant(req.Op) && met < c.quorum
+	unmet = grant(req.Op) || first
+	switch {
+	case p <= 0:
+		return 0, unmet, false
+	case slow:
+		return p, unmet, false
+	case unknown && first:
+		return min(p, c.patience(adapter.Request{Op: adapter.OpAcquire, TTL: req.TTL})), unmet, true
+	case unknown && unmet:
+		return p, unmet, false
+	}
+	return 0, unmet, false
 }
 
 // anySlow reports whether a node is slow for a fan of req that starts at
-// born (since c.born): one or two atomic loads per node.
+// born (since c.born): slowWait.
 func (c *Client) anySlow(req adapter.Request, born time.Duration) bool {
-	unknown := grant(req.Op)
-	for i := range c.slow {
-		if c.slow[i].slowFor(born, unknown) {
-			return true
-		}
-	}
-	return false
+	w, _, _ := c.slowWait(req, born)
+	return w > 0
 }
 
 // grant reports whether a request of op waits for a slow node a grant's
@@ -441,7 +478,7 @@ func (f *fan) busy(now time.Time) bool {
 		if within && c.heard[i].Load() > since {
 			return true
 		}
-		if f.patient && c.slow[i].slowFor(f.born, grant(f.req.Op)) {
+		if f.patient && c.slow[i].slowFor(f.born, f.unmet) {
 			return true
 		}
 	}

@@ -1,9 +1,8 @@
 package tcp
 
 import (
-	"context"
+	"crypto/ed25519"
 	"testing"
-	"time"
 
 	"dlm/byzantine"
 )
@@ -19,19 +18,11 @@ func TestAbsentGeneralIsAFault(t *testing.T) {
 	for _, alg := range []byzantine.Algorithm{byzantine.OM, byzantine.SM} {
 		t.Run(string(alg), func(t *testing.T) {
 			const n, m, absent = 5, 1, 3
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			defer cancel()
-			keys := newKeys(t, n)
-			nodes := make([]*Node, n)
-			addrs := make([]string, n)
-			for i := range nodes {
-				nodes[i] = listenAt(t, "127.0.0.1:0", byzantine.ID(i), keys[i])
-				addrs[i] = nodes[i].Addr()
-			}
-			nodes[absent].Close() // its address now refuses connections
-			nodes[absent] = nil
-			c := clusterOf(addrs, keys)
-			runWithOneFault(ctx, t, alg, m, nodes, keys, c, absent)
+			runWithOneOdd(t, alg, n, m, absent, func(keys []ed25519.PrivateKey) string {
+				node := listenAt(t, "127.0.0.1:0", absent, keys[absent])
+				node.Close() // its address now refuses connections
+				return node.Addr()
+			})
 		})
 	}
 }

@@ -47,6 +47,27 @@ func clusterOf(addrs []string, keys []ed25519.PrivateKey) Cluster {
 	return c
 }
 
+// runWithOneOdd runs alg with m over n generals on loopback
+// (runWithOneFault), each a Node but general odd, whose address oddAddr
+// gives.
+func runWithOneOdd(t *testing.T, alg byzantine.Algorithm, n, m, odd int, oddAddr func(keys []ed25519.PrivateKey) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	keys := newKeys(t, n)
+	nodes := make([]*Node, n)
+	addrs := make([]string, n)
+	for i := range nodes {
+		if i == odd {
+			addrs[i] = oddAddr(keys)
+			continue
+		}
+		nodes[i] = listenAt(t, "127.0.0.1:0", byzantine.ID(i), keys[i])
+		addrs[i] = nodes[i].Addr()
+	}
+	runWithOneFault(ctx, t, alg, m, nodes, keys, clusterOf(addrs, keys), odd)
+}
+
 // runWithOneFault runs alg with m over nodes (nil where no Node runs),
 // the loyal commander ordering attack, rounds of a second starting in half
 // a second, and checks that every general but faulty decided attack and

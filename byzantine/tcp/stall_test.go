@@ -1,11 +1,10 @@
 package tcp
 
 import (
-	"context"
+	"crypto/ed25519"
 	"net"
 	"sync"
 	"testing"
-	"time"
 
 	"dlm/byzantine"
 )
@@ -63,21 +62,9 @@ func TestStalledHandshakeDoesNotDelayRoundZero(t *testing.T) {
 	for _, alg := range []byzantine.Algorithm{byzantine.OM, byzantine.SM} {
 		t.Run(string(alg), func(t *testing.T) {
 			const n, m, traitor = 4, 1, 3
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			defer cancel()
-			keys := newKeys(t, n)
-			nodes := make([]*Node, n)
-			addrs := make([]string, n)
-			for i := range nodes {
-				if i == traitor {
-					addrs[i] = newStallListener(t).ln.Addr().String()
-					continue
-				}
-				nodes[i] = listenAt(t, "127.0.0.1:0", byzantine.ID(i), keys[i])
-				addrs[i] = nodes[i].Addr()
-			}
-			c := clusterOf(addrs, keys)
-			runWithOneFault(ctx, t, alg, m, nodes, keys, c, traitor)
+			runWithOneOdd(t, alg, n, m, traitor, func([]ed25519.PrivateKey) string {
+				return newStallListener(t).ln.Addr().String()
+			})
 		})
 	}
 }

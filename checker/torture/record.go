@@ -228,16 +228,18 @@ func (a *actor) writeDelayed(ctx context.Context, g *grant, deliver <-chan struc
 
 // readUnder reads the register as the holder of g.
 func (a *actor) readUnder(g *grant) string {
-	r := g.lock.Resource()
-	i := a.rec.invoke(checker.Op{Client: a.name, Resource: r, Kind: checker.Read, Lock: g.id})
-	v := a.reg.read(r)
-	a.rec.complete(i, func(o *checker.Op) { o.OK, o.Value = true, v })
-	return v
+	return a.readAs(g.lock.Resource(), g.id)
 }
 
 // read reads the register.
 func (a *actor) read(resource string) string {
-	i := a.rec.invoke(checker.Op{Client: a.name, Resource: resource, Kind: checker.Read})
+	return a.readAs(resource, "")
+}
+
+// readAs reads the register of resource and records it, as the holder of
+// the lock id (none: "").
+func (a *actor) readAs(resource, id string) string {
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: resource, Kind: checker.Read, Lock: id})
 	v := a.reg.read(resource)
 	a.rec.complete(i, func(o *checker.Op) { o.OK, o.Value = true, v })
 	return v
@@ -245,27 +247,26 @@ func (a *actor) read(resource string) string {
 
 // release unlocks and records it.
 func (a *actor) release(ctx context.Context, g *grant) error {
-	i := a.rec.invoke(checker.Op{Client: a.name, Resource: g.lock.Resource(), Kind: checker.Release, Lock: g.id})
-	err := g.lock.Unlock(ctx)
-	a.rec.complete(i, func(o *checker.Op) {
-		o.OK = err == nil
-		if err != nil {
-			o.Err = err.Error()
-		}
-	})
-	return err
+	return a.recordOn(g, checker.Release, func() error { return g.lock.Unlock(ctx) }, nil)
 }
 
 // extend extends and records it.
 func (a *actor) extend(ctx context.Context, g *grant) error {
-	i := a.rec.invoke(checker.Op{Client: a.name, Resource: g.lock.Resource(), Kind: checker.Extend, Lock: g.id})
-	err := g.lock.Extend(ctx)
+	return a.recordOn(g, checker.Extend, func() error { return g.lock.Extend(ctx) },
+		func(o *checker.Op) { o.Until = a.rec.at(g.lock.Until()) })
+}
+
+// recordOn does an operation of kind on g's lock and records it; for one
+// that succeeded, ok (when set) adds what it learnt.
+func (a *actor) recordOn(g *grant, kind checker.Kind, do func() error, ok func(*checker.Op)) error {
+	i := a.rec.invoke(checker.Op{Client: a.name, Resource: g.lock.Resource(), Kind: kind, Lock: g.id})
+	err := do()
 	a.rec.complete(i, func(o *checker.Op) {
 		o.OK = err == nil
 		if err != nil {
 			o.Err = err.Error()
-		} else {
-			o.Until = a.rec.at(g.lock.Until())
+		} else if ok != nil {
+			ok(o)
 		}
 	})
 	return err

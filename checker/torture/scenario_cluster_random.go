@@ -153,7 +153,7 @@ func (e *env) clusterFault(ctx context.Context, rng *rand.Rand, c int) {
 	case faultClusterFailover:
 		delay := ttl + ttl/4
 		end := e.rec.fault(kind, node, fmt.Sprintf("master %s SIGKILLed; its replica %s promoted by hand after %v; the old master rejoins as a replica", s.master.Addr(), s.replica.Addr(), delay))
-		err = failoverByHand(ctx, rc, s, delay)
+		err = failoverByHand(ctx, rc, s, delay, e.log)
 		end()
 	case faultClusterMigration:
 		end := e.rec.fault(kind, node, "the slot of "+r+" moves to another master of the node")
@@ -186,9 +186,13 @@ func (e *env) clusterFault(ctx context.Context, rng *rand.Rand, c int) {
 	}
 }
 
-// failoverByHand kills s's master once its replica caught up with it
+// failoverByHand closes the slots left open in c (closeOpenSlots, saying
+// which through logf), kills s's master once its replica caught up with it
 // (replicaCaughtUp), and promotes the replica after delay (failover).
-func failoverByHand(ctx context.Context, c *redisproc.Cluster, s *shard, delay time.Duration) error {
+func failoverByHand(ctx context.Context, c *redisproc.Cluster, s *shard, delay time.Duration, logf func(format string, args ...any)) error {
+	if err := closeOpenSlots(context.WithoutCancel(ctx), c, logf); err != nil {
+		return err
+	}
 	if err := replicaCaughtUp(context.WithoutCancel(ctx), s); err != nil {
 		return err
 	}
@@ -205,28 +209,69 @@ func failoverByHand(ctx context.Context, c *redisproc.Cluster, s *shard, delay t
 // its master a moment ago) and is promoted takes only the slots it knew
 // of, with an epoch the restarted old master may still outbid: a slot
 // then stays on the dead master, failed, or the old master comes back a
-// master.
+// master. It also waits until the replica holds its master's data: its
+// replication link is up and has brought what the master had written
+// when the wait began (inSync). An old master that rejoined as a replica
+// syncs only after a while (repl-diskless-sync-delay, 5 s by default)
+// and until then holds the data of its life as a master; promoted then,
+// it lost every write made since, and had keys of slots that had moved
+// away, which Redis opens as importing when it restarts.
 func replicaCaughtUp(ctx context.Context, s *shard) error {
 	deadline := time.Now().Add(30 * time.Second)
+	masterInfo, ierr := s.master.Client().Do(ctx, "INFO", "replication").Text()
+	if ierr != nil {
+		return fmt.Errorf("the master %s of the replica to promote: INFO replication: %w", s.master.Addr(), ierr)
+	}
 	for {
 		m, merr := selfView(ctx, s.master)
 		r, rerr := viewOf(ctx, s.replica, m.id)
-		if merr == nil && rerr == nil && r.epoch == m.epoch && r.slots == m.slots && r.current >= m.current {
+		replicaInfo, ierr := s.replica.Client().Do(ctx, "INFO", "replication").Text()
+		synced := ierr == nil && inSync(masterInfo, replicaInfo)
+		if merr == nil && rerr == nil && caughtUp(m, r) && synced {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the replica %s of %s did not catch up with its master in 30 s: master %+v (%v), replica's view %+v (%v)",
-				s.replica.Addr(), s.master.Addr(), m, merr, r, rerr)
+			return fmt.Errorf("the replica %s of %s did not catch up with its master in 30 s: master %+v (%v), replica's view %+v (%v); replication: master %s, replica %s (%v)",
+				s.replica.Addr(), s.master.Addr(), m, merr, r, rerr,
+				infoFields(masterInfo, "master_repl_offset"), infoFields(replicaInfo, "master_link_status", "slave_repl_offset"), ierr)
 		}
 		sleep(ctx, 20*time.Millisecond)
 	}
 }
 
+// inSync reports whether a replica whose INFO replication is replicaInfo
+// holds what its master had written when the master's INFO replication
+// was masterInfo: its link is up and its replication offset reached the
+// master's.
+func inSync(masterInfo, replicaInfo string) bool {
+	want, err1 := strconv.ParseInt(infoFields(masterInfo, "master_repl_offset"), 10, 64)
+	got, err2 := strconv.ParseInt(infoFields(replicaInfo, "slave_repl_offset"), 10, 64)
+	return err1 == nil && err2 == nil && infoFields(replicaInfo, "master_link_status") == "up" && got >= want
+}
+
+// infoFields returns the values of the named fields of an INFO reply,
+// space-separated, in the order asked.
+func infoFields(info string, names ...string) string {
+	var out []string
+	for _, name := range names {
+		for _, line := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+				out = append(out, v)
+				break
+			}
+		}
+	}
+	return strings.Join(out, " ")
+}
+
 // clusterView is what one process's CLUSTER NODES and CLUSTER INFO say of
 // one node: its config epoch and slots, and the process's current epoch.
 type clusterView struct {
-	id, epoch, slots string
-	current          int
+	id, epoch  string
+	slots      string   // the slots the node serves, as CLUSTER NODES lists them
+	open       []int    // slots open on the process itself (importing or migrating)
+	openFields []string // how CLUSTER NODES lists them: "[6248-<-id]", "[6248->-id]"
+	current    int
 }
 
 // selfView is p's view of itself.
@@ -244,6 +289,17 @@ func viewOf(ctx context.Context, p *redisproc.Process, id string) (clusterView, 
 	if err != nil {
 		return clusterView{}, err
 	}
+	v, ok := parseView(nodes, info, id)
+	if !ok {
+		return v, fmt.Errorf("%s does not list node %q", p.Addr(), id)
+	}
+	return v, nil
+}
+
+// parseView is the view of node id ("": of the process itself) in one
+// process's CLUSTER NODES and CLUSTER INFO; false when nodes does not list
+// it.
+func parseView(nodes, info, id string) (clusterView, bool) {
 	var v clusterView
 	for _, line := range strings.Split(info, "\n") {
 		if c, ok := strings.CutPrefix(strings.TrimSpace(line), "cluster_current_epoch:"); ok {
@@ -255,10 +311,64 @@ func viewOf(ctx context.Context, p *redisproc.Process, id string) (clusterView, 
 		if len(f) < 8 || (id == "" && !strings.Contains(f[2], "myself")) || (id != "" && f[0] != id) {
 			continue
 		}
-		v.id, v.epoch, v.slots = f[0], f[6], strings.Join(f[8:], " ")
-		return v, nil
+		v.id, v.epoch = f[0], f[6]
+		var served []string
+		for _, r := range f[8:] {
+			// "[slot-<-id]" (importing) and "[slot->-id]" (migrating):
+			// Redis lists them only on the process's own line.
+			if open, ok := strings.CutPrefix(r, "["); ok {
+				slot, _, _ := strings.Cut(open, "-")
+				if n, err := strconv.Atoi(slot); err == nil {
+					v.open = append(v.open, n)
+				}
+				v.openFields = append(v.openFields, r)
+				continue
+			}
+			served = append(served, r)
+		}
+		v.slots = strings.Join(served, " ")
+		return v, true
 	}
-	return v, fmt.Errorf("%s does not list node %q", p.Addr(), id)
+	return v, false
+}
+
+// closeOpenSlots closes every slot open (importing or migrating) on a live
+// process of c: CLUSTER SETSLOT STABLE. Each fault runs alone and
+// migrateSlot closes the slots it opens, so a slot open between two faults
+// is not the harness's. Redis opens one by itself, for one, when a master
+// starts with keys of a slot that its configuration gives to another
+// master ("I have keys for slot ..., but the slot is assigned to another
+// node. Setting it to importing state."). A process importing a slot ignores every other
+// node's claim of it: it would never see a replica promoted by hand take
+// that slot over, and it could keep routing the slot to a dead master.
+// Each slot closed is said through logf.
+func closeOpenSlots(ctx context.Context, c *redisproc.Cluster, logf func(format string, args ...any)) error {
+	var errs []error
+	for _, p := range c.Processes() {
+		if !p.Running() || p.Frozen() {
+			continue
+		}
+		v, err := selfView(ctx, p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, slot := range v.open {
+			if err := p.Client().Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE").Err(); err != nil {
+				errs = append(errs, fmt.Errorf("closing slot %d, left open on %s: %w", slot, p.Addr(), err))
+				continue
+			}
+			logf("slot %d was left open on %s (its CLUSTER NODES line: %s %s); closed it", slot, p.Addr(), v.slots, strings.Join(v.openFields, " "))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// caughtUp reports whether r, a replica's view of its master, agrees with
+// m, the master's view of itself: the same config epoch and slots, and a
+// current epoch no lower.
+func caughtUp(m, r clusterView) bool {
+	return r.epoch == m.epoch && r.slots == m.slots && r.current >= m.current
 }
 
 // failover promotes s's replica (its master is down), waits until every

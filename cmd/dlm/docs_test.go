@@ -40,21 +40,50 @@ func shellExample(t *testing.T, first string) string {
 	return ""
 }
 
+// bashExample returns bash's path (skipping t without it) and the code
+// block of docs/operations.md that starts with first, its --wait 1m cut
+// to 1s.
+func bashExample(t *testing.T, first string) (bash, script string) {
+	t.Helper()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script = shellExample(t, first)
+	if !strings.Contains(script, "--wait 1m") {
+		t.Fatalf("the example no longer says --wait 1m:\n%s", script)
+	}
+	return bash, strings.Replace(script, "--wait 1m", "--wait 1s", 1)
+}
+
+// runImportExample runs script with bash in a directory whose import.sh
+// exits code, with the nodes of nodes, and fails t unless it printed
+// output.
+func runImportExample(t *testing.T, bash, script, nodes, code, output string) {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "import.sh"), []byte("#!/bin/sh\nexit "+code+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bash, "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), nodesEnv+"="+nodes)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != output {
+		t.Errorf("the example printed %q, want %q", got, output)
+	}
+}
+
 // TestOperationsShellExample runs the exit-code example of
 // docs/operations.md with bash, against real nodes, with --wait 1m cut to
 // 1s: each exit code it names reaches its branch (the
 // example read $? after `if !`, where it is 0, and no branch matched).
 func TestOperationsShellExample(t *testing.T) {
 	t.Parallel()
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	script := shellExample(t, "status=0")
-	if !strings.Contains(script, "--wait 1m") {
-		t.Fatalf("the example no longer says --wait 1m:\n%s", script)
-	}
-	script = strings.Replace(script, "--wait 1m", "--wait 1s", 1)
+	bash, script := bashExample(t, "status=0")
 	c := redlocktest.Start(t, 3)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -89,20 +118,7 @@ func TestOperationsShellExample(t *testing.T) {
 				}
 				defer func() { _ = l.Unlock(t.Context()) }()
 			}
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "import.sh"), []byte("#!/bin/sh\nexit "+tt.code+"\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(bash, "-c", script)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), nodesEnv+"="+tt.nodes)
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("bash: %v\n%s", err, out)
-			}
-			if got := strings.TrimSpace(string(out)); got != tt.output {
-				t.Errorf("the example printed %q, want %q", got, tt.output)
-			}
+			runImportExample(t, bash, script, tt.nodes, tt.code, tt.output)
 		})
 	}
 }

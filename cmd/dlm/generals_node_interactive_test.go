@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -50,35 +44,16 @@ func TestGeneralsNodeInteractiveProcesses(t *testing.T) {
 				Verdict     string   `json:"verdict"`
 			}
 			outs := make([]outcome, 4)
-			text := make([]string, 4)
-			errs := make([]error, 4)
-			var wg sync.WaitGroup
-			for i := range 4 {
-				if i == tc.down {
-					continue
+			stdouts, errs := generalNodes(ctx, dlmBin(), dir, clusterFile, start, 4, tc.down, func(i int) []string {
+				args := append([]string{"--interactive", "--value", values[i], "-n", "4", "-m", "1", "--round-timeout", "1s"}, tc.args...)
+				if i != 1 {
+					args = append(args, "--json") // general 1 prints text
 				}
-				wg.Go(func() {
-					args := append([]string{"generals", "node", "--interactive", "--value", values[i],
-						"--cluster", clusterFile, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
-						"--start", start, "-n", "4", "-m", "1", "--round-timeout", "1s"}, tc.args...)
-					if i != 1 {
-						args = append(args, "--json") // general 1 prints text
-					}
-					cmd := exec.CommandContext(ctx, dlmBin(), args...)
-					var stdout, stderr bytes.Buffer
-					cmd.Stdout, cmd.Stderr = &stdout, &stderr
-					if err := cmd.Run(); err != nil {
-						errs[i] = fmt.Errorf("general %d: %v\n%s%s", i, err, stdout.String(), stderr.String())
-						return
-					}
-					if i == 1 {
-						text[i] = stdout.String()
-						return
-					}
-					errs[i] = json.Unmarshal(stdout.Bytes(), &outs[i])
-				})
-			}
-			wg.Wait()
+				return args
+			})
+			text1 := string(stdouts[1])
+			stdouts[1] = nil
+			decodeOutcomes(stdouts, errs, outs)
 			for _, err := range errs {
 				if err != nil {
 					t.Fatal(err)
@@ -105,8 +80,8 @@ func TestGeneralsNodeInteractiveProcesses(t *testing.T) {
 				}
 			}
 			want := fmt.Sprintf("general 1 (loyal, value east) decides the vector [%s]", strings.Join(tc.want, " "))
-			if !strings.Contains(text[1], want) {
-				t.Errorf("general 1 printed:\n%s\nwant %q", text[1], want)
+			if !strings.Contains(text1, want) {
+				t.Errorf("general 1 printed:\n%s\nwant %q", text1, want)
 			}
 		})
 	}

@@ -257,23 +257,10 @@ func testGeneralsCluster(t *testing.T, bin string) {
 		Decision string `json:"decision"`
 	}
 	outs := make([]outcome, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() {
-			cmd := exec.CommandContext(ctx, bin, "generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
-				"--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)), "--start", start,
-				"--algorithm", "sm", "-n", "4", "-m", "1", "--faulty", "0", "--round-timeout", "1s", "--json")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				errs[i] = fmt.Errorf("general %d: %v: %s", i, err, stderr.String())
-				return
-			}
-			errs[i] = json.Unmarshal(stdout.Bytes(), &outs[i])
-		})
-	}
-	wg.Wait()
+	stdouts, errs := generalNodes(ctx, bin, dir, clusterFile, start, n, -1, func(int) []string {
+		return []string{"--algorithm", "sm", "-n", "4", "-m", "1", "--faulty", "0", "--round-timeout", "1s", "--json"}
+	})
+	decodeOutcomes(stdouts, errs, outs)
 	for _, err := range errs {
 		if err != nil {
 			t.Fatal(err)
@@ -287,6 +274,47 @@ func testGeneralsCluster(t *testing.T, bin string) {
 	}
 	if outs[0].Loyal {
 		t.Errorf("general 0 reports loyal; it was --faulty")
+	}
+}
+
+// generalNodes runs a "dlm generals node" process (bin) for every general
+// of the n of clusterFile (made by generalsCluster in dir) but down (-1:
+// none), all at once, starting their run at start, with the further flags
+// that flags(i) gives. It returns what each printed on stdout and each
+// one's error, with its output.
+func generalNodes(ctx context.Context, bin, dir, clusterFile, start string, n, down int, flags func(i int) []string) ([][]byte, []error) {
+	stdouts := make([][]byte, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		if i == down {
+			continue
+		}
+		wg.Go(func() {
+			args := append([]string{"generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
+				"--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)), "--start", start}, flags(i)...)
+			cmd := exec.CommandContext(ctx, bin, args...)
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				errs[i] = fmt.Errorf("general %d: %v\nstdout: %s\nstderr: %s", i, err, stdout.String(), stderr.String())
+				return
+			}
+			stdouts[i] = stdout.Bytes()
+		})
+	}
+	wg.Wait()
+	return stdouts, errs
+}
+
+// decodeOutcomes decodes into outs[i] the JSON that general i printed,
+// for every general that ran without error, and keeps the decoding's
+// error in errs[i].
+func decodeOutcomes[T any](stdouts [][]byte, errs []error, outs []T) {
+	for i, b := range stdouts {
+		if errs[i] == nil && b != nil {
+			errs[i] = json.Unmarshal(b, &outs[i])
+		}
 	}
 }
 
@@ -316,26 +344,10 @@ func testGeneralsClusterDown(t *testing.T, bin string) {
 		} `json:"faults"`
 	}
 	outs := make([]outcome, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		if i == down {
-			continue
-		}
-		wg.Go(func() {
-			cmd := exec.CommandContext(ctx, bin, "generals", "node", "--cluster", clusterFile, "--id", strconv.Itoa(i),
-				"--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)), "--start", start,
-				"--algorithm", "om", "-n", "4", "-m", "1", "--round-timeout", "1s", "--json")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Run(); err != nil {
-				errs[i] = fmt.Errorf("general %d: %v: %s%s", i, err, stdout.String(), stderr.String())
-				return
-			}
-			errs[i] = json.Unmarshal(stdout.Bytes(), &outs[i])
-		})
-	}
-	wg.Wait()
+	stdouts, errs := generalNodes(ctx, bin, dir, clusterFile, start, n, down, func(int) []string {
+		return []string{"--algorithm", "om", "-n", "4", "-m", "1", "--round-timeout", "1s", "--json"}
+	})
+	decodeOutcomes(stdouts, errs, outs)
 	for _, err := range errs {
 		if err != nil {
 			t.Error(err)

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,15 +86,7 @@ func TestLockDlmExitCode(t *testing.T) {
 // "another import is running", and a lock held elsewhere is dlm's.
 func TestOperationsDlmExitExample(t *testing.T) {
 	t.Parallel()
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	script := shellExample(t, "rc=0")
-	if !strings.Contains(script, "--wait 1m") {
-		t.Fatalf("the example no longer says --wait 1m:\n%s", script)
-	}
-	script = strings.Replace(script, "--wait 1m", "--wait 1s", 1)
+	bash, script := bashExample(t, "rc=0")
 	c := redlocktest.Start(t, 3)
 	for _, tt := range []struct {
 		name   string
@@ -118,20 +107,7 @@ func TestOperationsDlmExitExample(t *testing.T) {
 					defer s.Client().Del(context.WithoutCancel(t.Context()), redlock.DefaultKeyPrefix+"import")
 				}
 			}
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "import.sh"), []byte("#!/bin/sh\nexit "+tt.code+"\n"), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			cmd := exec.Command(bash, "-c", script)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), "PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"), nodesEnv+"="+strings.Join(c.URLs(), ","))
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("bash: %v\n%s", err, out)
-			}
-			if got := strings.TrimSpace(string(out)); got != tt.output {
-				t.Errorf("the example printed %q, want %q", got, tt.output)
-			}
+			runImportExample(t, bash, script, strings.Join(c.URLs(), ","), tt.code, tt.output)
 		})
 	}
 }

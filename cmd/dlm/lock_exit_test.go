@@ -82,11 +82,7 @@ func TestExitLostBeforeCommandEnds(t *testing.T) {
 			up, goFile := filepath.Join(dir, "up"), filepath.Join(dir, "go")
 			args := append(append([]string{}, tc.args...), "--", "sh", "-c", script, "sh", up, goFile)
 			cmd, _, stderr := dlmCmd(t, nil, args...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			done := startReaped(t, cmd)
 			redlocktest.Eventually(t, 30*time.Second, func() bool { return fileExists(up) }, "the command never ran; stderr: %s", stderr)
 			if tc.loss != nil {
 				tc.loss(t)
@@ -94,14 +90,7 @@ func TestExitLostBeforeCommandEnds(t *testing.T) {
 			if err := os.WriteFile(goFile, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(40 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Fatalf("dlm did not end after its command; stderr: %s", stderr)
-			}
+			err := waitExit(t, cmd, done, 40*time.Second, "dlm did not end after its command; stderr: %s", stderr)
 			if code := exitOf(err); code != tc.want {
 				t.Errorf("exit %d, want %d; stderr: %s", code, tc.want, stderr)
 			}

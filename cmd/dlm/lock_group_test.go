@@ -101,11 +101,7 @@ func TestLockSIGKILLTakesTheFamily(t *testing.T) {
 			args := append(append([]string{tc.cmd}, nodes...), strings.Fields(tc.res)...)
 			args = append(args, "--", "sh", "-c", familyScript, "sh", pidFile)
 			cmd, _, stderr := dlmCmd(t, nil, args...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			done := startReaped(t, cmd)
 			pids := readPids(t, pidFile, stderr)
 			t.Cleanup(func() {
 				for _, p := range pids {
@@ -141,11 +137,7 @@ func TestLockLostStopsTheFamily(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pids")
 	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "3s", "--node-timeout", "1s", "--grace", "2s",
 		"res", "--", "sh", "-c", familyScript, "sh", pidFile)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := startReaped(t, cmd)
 	pids := readPids(t, pidFile, stderr)
 	t.Cleanup(func() {
 		for _, p := range pids {
@@ -161,14 +153,7 @@ func TestLockLostStopsTheFamily(t *testing.T) {
 			_ = s.Client().Del(t.Context(), k).Err()
 		}
 	}
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("dlm lock did not end after its keys were deleted; stderr: %s", stderr)
-	}
+	err := waitExit(t, cmd, done, 30*time.Second, "dlm lock did not end after its keys were deleted; stderr: %s", stderr)
 	if code := exitOf(err); code != exitLockLost {
 		t.Errorf("exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
 	}
@@ -189,23 +174,12 @@ func TestLockInterruptOnce(t *testing.T) {
 	script := `trap 'echo INT >> "$2"' INT; touch "$1"; while [ ! -s "$2" ]; do sleep 0.05; done; sleep 1; exit 4`
 	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "res", "--", "sh", "-c", script, "sh", ready, got)
 	cmd.SysProcAttr.Setpgid = true // dlm leads its own group, as a shell's foreground job does
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := startReaped(t, cmd)
 	redlocktest.Eventually(t, 20*time.Second, func() bool { return fileExists(ready) }, "the command never ran; stderr: %s", stderr)
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil { // what the terminal does on Ctrl-C
 		t.Fatal(err)
 	}
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("dlm lock did not end; stderr: %s", stderr)
-	}
+	err := waitExit(t, cmd, done, 30*time.Second, "dlm lock did not end; stderr: %s", stderr)
 	if code := exitOf(err); code != 4 {
 		t.Errorf("exit %d, want the command's 4; stderr: %s", code, stderr)
 	}

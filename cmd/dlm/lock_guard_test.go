@@ -106,16 +106,7 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 				args = append(args, "--pid-namespace=false")
 			}
 			cmd, _, stderr := dlmCmd(t, nil, append(args, "res", "--", "sh", "-c", script, "sh", mark)...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-				<-done
-			})
+			done := startReaped(t, cmd)
 			fam, guard := startedFamily(t, cmd.Process.Pid, mark, want, stderr)
 			tc.act(t, cmd.Process.Pid, guard)
 
@@ -140,13 +131,7 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 				t.Errorf("unlock: %v", err)
 			}
 			_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-			var werr error
-			select {
-			case werr = <-done:
-				done <- werr // for the cleanup
-			case <-time.After(20 * time.Second):
-				t.Fatalf("dlm did not end; stderr: %s", stderr)
-			}
+			werr := waitExit(t, cmd, done, 20*time.Second, "dlm did not end; stderr: %s", stderr)
 			if code := exitOf(werr); tc.code >= 0 && code != tc.code {
 				t.Errorf("dlm exit %d, want %d; stderr: %s", code, tc.code, stderr)
 			}
@@ -253,16 +238,7 @@ func TestLockStoppedWithItsGuard(t *testing.T) {
 				script, want = `export DLM_TEST_FAMILY="$1"; setsid sleep 26 & touch "$1"; exec sleep 27`, 2
 			}
 			cmd, _, stderr := dlmCmd(t, nil, append(args, "res", "--", "sh", "-c", script, "sh", mark)...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				_ = syscall.Kill(cmd.Process.Pid, syscall.SIGCONT)
-				<-done
-			})
+			done := startReaped(t, cmd)
 			fam, _ := startedFamily(t, cmd.Process.Pid, mark, want, stderr)
 			stopped := dlmProcesses(cmd.Process.Pid)
 			t.Cleanup(func() {
@@ -305,13 +281,7 @@ func TestLockStoppedWithItsGuard(t *testing.T) {
 			for _, p := range stopped {
 				_ = syscall.Kill(p, syscall.SIGCONT)
 			}
-			var werr error
-			select {
-			case werr = <-done:
-				done <- werr // for the cleanup
-			case <-time.After(20 * time.Second):
-				t.Fatalf("dlm did not end; stderr: %s", stderr)
-			}
+			werr := waitExit(t, cmd, done, 20*time.Second, "dlm did not end; stderr: %s", stderr)
 			if code := exitOf(werr); code != exitLockLost {
 				t.Errorf("dlm exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
 			}

@@ -41,15 +41,7 @@ func TestLockStoppedGuardLostLock(t *testing.T) {
 			}
 			script := `export DLM_TEST_FAMILY="$1"; trap '' TERM; touch "$1"; while :; do sleep 1; done`
 			cmd, _, stderr := dlmCmd(t, nil, append(args, "res", "--", "sh", "-c", script, "sh", mark)...)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-done
-			})
+			done := startReaped(t, cmd)
 			redlocktest.Eventually(t, 20*time.Second, func() bool {
 				return fileExists(mark) && len(familyOf(mark)) > 0
 			}, "the command never started; stderr: %s", stderr)
@@ -76,14 +68,9 @@ func TestLockStoppedGuardLostLock(t *testing.T) {
 				t.Fatalf("processes %v of the command still run %v after the flush, past the lock's validity (ttl %v); stderr: %s", left, bound, ttl, stderr)
 			}
 			_ = syscall.Kill(guard, syscall.SIGCONT)
-			select {
-			case err := <-done:
-				done <- err
-				if code := exitOf(err); code != exitLockLost {
-					t.Errorf("dlm exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatalf("dlm did not end; stderr: %s", stderr)
+			err := waitExit(t, cmd, done, 20*time.Second, "dlm did not end; stderr: %s", stderr)
+			if code := exitOf(err); code != exitLockLost {
+				t.Errorf("dlm exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
 			}
 		})
 	}

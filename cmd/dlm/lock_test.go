@@ -136,14 +136,7 @@ func finishDLM(t *testing.T, cmd *exec.Cmd, stdout, stderr *syncBuf, timeout tim
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("dlm %q did not finish within %v\nstdout: %s\nstderr: %s", args, timeout, stdout, stderr)
-	}
+	err := waitExit(t, cmd, done, timeout, "dlm %q did not finish within %v\nstdout: %s\nstderr: %s", args, timeout, stdout, stderr)
 	r := result{stdout: stdout.String(), stderr: stderr.String(), elapsed: time.Since(start)}
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
@@ -297,11 +290,7 @@ func TestLockLost(t *testing.T) {
 	// the next extension, a second after.
 	cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "3s", "--node-timeout", "1s", "--grace", "2s",
 		"res", "--", "sh", "-c", `echo "$DLM_LOCK_RESOURCE $DLM_LOCK_VALUE" > "$1"; exec sleep 60`, "sh", ready)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := startReaped(t, cmd)
 	var env string
 	redlocktest.Eventually(t, 20*time.Second, func() bool {
 		b, err := os.ReadFile(ready)
@@ -331,14 +320,7 @@ func TestLockLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-done
-		t.Fatalf("dlm lock did not end after its keys were deleted; stderr: %s", stderr)
-	}
+	err := waitExit(t, cmd, done, 30*time.Second, "dlm lock did not end after its keys were deleted; stderr: %s", stderr)
 	if code := exitOf(err); code != exitLockLost {
 		t.Errorf("exit %d, want %d; stderr: %s", code, exitLockLost, stderr)
 	}
@@ -364,6 +346,43 @@ func exitOf(err error) int {
 	return 0
 }
 
+// startReaped starts cmd, and kills and reaps it when the test ends
+// (continued first, should it be stopped); the channel it returns gives
+// cmd's Wait error once it exited.
+func startReaped(t *testing.T, cmd *exec.Cmd) <-chan error {
+	t.Helper()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() {
+		done <- cmd.Wait()
+		close(exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		<-exited
+	})
+	return done
+}
+
+// waitExit returns the Wait error of cmd that done gives within bound;
+// past the bound it kills cmd and fails t with format and args.
+func waitExit(t *testing.T, cmd *exec.Cmd, done <-chan error, bound time.Duration, format string, args ...any) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(bound):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf(format, args...)
+		return nil
+	}
+}
+
 // TestLockSignals: SIGTERM and SIGINT sent to dlm lock reach the command;
 // dlm exits with the command's code and releases the lock afterwards.
 func TestLockSignals(t *testing.T) {
@@ -383,24 +402,13 @@ func TestLockSignals(t *testing.T) {
 			ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
 			script := `trap 'echo TERM > "$2"; exit 3' TERM; trap 'echo INT > "$2"; exit 4' INT; touch "$1"; while :; do sleep 0.05; done`
 			cmd, _, stderr := dlmCmd(t, nil, "lock", "--nodes", strings.Join(c.URLs(), ","), "--node-timeout", "1s", "res", "--", "sh", "-c", script, "sh", ready, got)
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
+			done := startReaped(t, cmd)
 			redlocktest.Eventually(t, 20*time.Second, func() bool { _, err := os.Stat(ready); return err == nil },
 				"the command never ran; stderr: %s", stderr)
 			if err := cmd.Process.Signal(sig); err != nil {
 				t.Fatal(err)
 			}
-			var err error
-			select {
-			case err = <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Fatalf("dlm lock did not end after %v; stderr: %s", sig, stderr)
-			}
+			err := waitExit(t, cmd, done, 30*time.Second, "dlm lock did not end after %v; stderr: %s", sig, stderr)
 			if code := exitOf(err); code != tt.code {
 				t.Errorf("exit %d, want the command's %d; stderr: %s", code, tt.code, stderr)
 			}

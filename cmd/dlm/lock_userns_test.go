@@ -131,7 +131,7 @@ func TestUnprivilegedCommandDiesWithDLMAndGuard(t *testing.T) {
 	mark := filepath.Join(dir, "ready")
 	script := `export DLM_TEST_FAMILY="$1"; sleep 27 & setsid sleep 26 & touch "$1"; wait`
 	cmd, _, stderr := run("res", "--", "sh", "-c", script, "sh", mark)
-	startKilledAtEnd(t, cmd)
+	startReaped(t, cmd)
 	fam, guard := startedFamily(t, cmd.Process.Pid, mark, 3, stderr)
 	kill(t, cmd.Process.Pid, syscall.SIGKILL)
 	kill(t, guard, syscall.SIGKILL)
@@ -223,7 +223,7 @@ func TestNamespaceProcStaysInside(t *testing.T) {
 	var stderr syncBuf
 	cmd.Stderr = &stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	exited := startKilledAtEnd(t, cmd)
+	done := startReaped(t, cmd)
 	var fam []int
 	redlocktest.Eventually(t, 20*time.Second, func() bool {
 		fam = familyOf(mark)
@@ -250,32 +250,9 @@ func TestNamespaceProcStaysInside(t *testing.T) {
 		t.Errorf("the command's mount namespace has %d mounts on /proc, want %d: the system's and its namespace's", n, want)
 	}
 	kill(t, cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("dlm did not end after SIGTERM; stderr: %s", &stderr)
-	}
+	waitExit(t, cmd, done, 20*time.Second, "dlm did not end after SIGTERM; stderr: %s", &stderr)
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return allGone(fam) && len(familyOf(mark)) == 0 },
 		"the command still runs after dlm ended: %v", fam)
-}
-
-// startKilledAtEnd starts cmd, and kills and reaps it when the test
-// ends; the channel it returns closes once cmd has exited.
-func startKilledAtEnd(t *testing.T, cmd *exec.Cmd) <-chan struct{} {
-	t.Helper()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	return exited
 }
 
 // requireUserNamespace skips the test unless the kernel gives the

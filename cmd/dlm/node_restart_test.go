@@ -1,10 +1,7 @@
 package main
 
 import (
-	"regexp"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,14 +25,7 @@ func TestNodeRestartWaitsTheCrashedRunsMaxTTL(t *testing.T) {
 	const crashed, next = 2 * time.Second, 100 * time.Millisecond
 	n := startNode(t, port, dir, crashed)
 	redlocktest.Eventually(t, 20*time.Second, func() bool { return pings(port) }, "dlm node never served; log:\n%s", n.stderr())
-	m := regexp.MustCompile(`redis-server pid (\d+)`).FindStringSubmatch(n.stderr())
-	if m == nil {
-		t.Fatalf("log does not give redis-server's pid:\n%s", n.stderr())
-	}
-	pid, _ := strconv.Atoi(m[1])
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	n.crashRedis()
 	n.wait()
 
 	start := time.Now()

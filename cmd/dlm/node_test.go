@@ -60,6 +60,19 @@ func (n *nodeRun) wait() int {
 	return -1
 }
 
+// crashRedis kills the node's redis-server, whose pid its log gives.
+func (n *nodeRun) crashRedis() {
+	n.t.Helper()
+	m := regexp.MustCompile(`redis-server pid (\d+)`).FindStringSubmatch(n.stderr())
+	if m == nil {
+		n.t.Fatalf("log does not give redis-server's pid:\n%s", n.stderr())
+	}
+	pid, _ := strconv.Atoi(m[1])
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
 // pings reports whether the node on port answers PING.
 func pings(port int) bool {
 	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(port), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
@@ -104,14 +117,7 @@ func TestNode(t *testing.T) {
 		t.Errorf("dlm node waited after a clean stop; log:\n%s", n.stderr())
 	}
 	// Crash: kill redis-server itself.
-	m := regexp.MustCompile(`redis-server pid (\d+)`).FindStringSubmatch(n.stderr())
-	if m == nil {
-		t.Fatalf("log does not give redis-server's pid:\n%s", n.stderr())
-	}
-	pid, _ := strconv.Atoi(m[1])
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	n.crashRedis()
 	if code := n.wait(); code != 128+int(syscall.SIGKILL) {
 		t.Errorf("crash: exit %d, want %d (redis-server's); log:\n%s", code, 128+int(syscall.SIGKILL), n.stderr())
 	}

@@ -13,16 +13,14 @@ import (
 // knows nothing of its nodes' pace. With two of three healthy nodes
 // answering later than the limit (a tenth of the ttl) but well within the
 // patience a grant gives a slow node (ttl/2 - drift), one try (--wait 0)
-// is granted over go-redis: its attempt waits for the nodes it has no
-// history of as it waits for slow ones, and the new connections' set-up
-// is bounded by that wait. A new rueidis client's first try still fails
-// now and then (here, beside two busy loops: exit 69 after 2.618s at
-// 600 ms and ttl 5s; alone in redlock's test, 1 of 4 and 1 of 8 tries at
-// 1.1 s: cause not traced), so rueidis is asked within a wait, which its
-// second try meets; before the fix it was never granted.
+// is granted over either adapter: its attempt waits for the nodes it has
+// no history of as it waits for slow ones, and the new connections'
+// set-up is bounded by that wait, not by the shorter reading of the
+// nodes' facts that may have started it (rueidis failed 4 of 12 runs
+// here so, exit 69 after 3.3-3.8 s).
 func TestLockOneTryOverSlowNodes(t *testing.T) {
-	// ttl 10s: limit 1s, patience 4.898s; a new go-redis connection and
-	// its first request take two round trips (2.2s).
+	// ttl 10s: limit 1s, patience 4.898s; a new connection and its first
+	// request take two round trips (2.2s).
 	const slow = 1100 * time.Millisecond
 	c := redlocktest.Start(t, 3)
 	urls := c.URLs()
@@ -32,11 +30,11 @@ func TestLockOneTryOverSlowNodes(t *testing.T) {
 		urls[i] = "redis://" + redlocktest.DelayProxy(t, c.Servers[i].Addr(), &delay)
 	}
 	nodes := strings.Join(urls, ",")
-	for _, a := range []struct{ adapter, wait string }{{"goredis", "0"}, {"rueidis", "30s"}} {
-		r := runDLM(t, time.Minute, nil, "lock", "--adapter", a.adapter, "--nodes", nodes, "--ttl", "10s", "--wait", a.wait, "fresh-"+a.adapter, "--", "true")
+	for _, adapter := range []string{"goredis", "rueidis"} {
+		r := runDLM(t, time.Minute, nil, "lock", "--adapter", adapter, "--nodes", nodes, "--ttl", "10s", "--wait", "0", "fresh-"+adapter, "--", "true")
 		if r.code != 0 {
-			t.Errorf("dlm lock --adapter %s --ttl 10s --wait %s over two of three nodes answering %v late: exit %d after %v; stderr: %s",
-				a.adapter, a.wait, slow, r.code, r.elapsed.Round(time.Millisecond), r.stderr)
+			t.Errorf("dlm lock --adapter %s --ttl 10s --wait 0 over two of three nodes answering %v late: exit %d after %v; stderr: %s",
+				adapter, slow, r.code, r.elapsed.Round(time.Millisecond), r.stderr)
 		}
 	}
 }

@@ -69,7 +69,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.scripts = batch.NewScripts().Sharded()
 	n.queue.Init("goredis", MaxBatch, n.send)
 	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
-		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known, owners: &slotMap{cluster: cc}}
+		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known, owners: &slotMap{cluster: cc}, view: &n.view}
 		n.masters.read.Store(time.Now().UnixNano())
 		n.queue.Allow(opEval, opEvalSha) // script.go
 	}
@@ -82,20 +82,30 @@ type masterPipes struct {
 	cluster *redis.ClusterClient
 	known   *facts.Known // each master's facts (facts.go)
 	owners  *slotMap     // the map the servers agree on (slotmap.go)
+	view    *slots.View  // the masters as the node's Replicas last read them
 	// read is when the node last asked go-redis to read the slot map
 	// again (UnixNano).
 	read atomic.Int64
 
 	mu     sync.Mutex
 	pipes  map[string]*pipe
+	asks   map[*redis.Client]struct{} // clients of one request (asker)
 	closed bool
 }
 
 // of returns the pipe to the master of key's slot, as the servers agree
-// (slotMap), or as go-redis' slot map has it before the node read theirs.
+// (slotMap), or as the first server that answered the node's Replicas
+// said before the node read the others, or as go-redis' slot map has it
+// before either. Only the last reads a slot map through go-redis (the
+// first time), over a connection of go-redis' own that no cancel and no
+// AbortSetup ends before the request's deadline: Close waited for it
+// when the server go-redis picked was a frozen master.
 func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
 	if addr := m.owners.owner(key); addr != "" {
-		return m.at(ctx, addr, key)
+		return m.at(addr)
+	}
+	if addr := m.view.MasterOf(key); addr != "" {
+		return m.at(addr)
 	}
 	c, err := m.cluster.MasterForKey(ctx, key)
 	if err != nil {
@@ -133,13 +143,10 @@ func (m *masterPipes) connect(ctx context.Context) error {
 	})
 }
 
-// at returns the pipe to the master at addr (named by a redirection),
-// dialled with the settings of go-redis' client of key's master.
-func (m *masterPipes) at(ctx context.Context, addr, key string) (*pipe, error) {
-	c, err := m.cluster.MasterForKey(ctx, key)
-	if err != nil {
-		return nil, err
-	}
+// at returns the pipe to the master at addr (named by the servers, or by
+// a redirection), made on first use with the settings go-redis gives its
+// client of a server of the cluster (masterOptions).
+func (m *masterPipes) at(addr string) (*pipe, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -147,12 +154,41 @@ func (m *masterPipes) at(ctx context.Context, addr, key string) (*pipe, error) {
 	}
 	p := m.pipes[addr]
 	if p == nil {
-		o := *c.Options()
-		o.Addr = addr
-		p = &pipe{opts: &o, known: m.known}
+		p = &pipe{opts: masterOptions(m.cluster.Options(), addr), known: m.known}
 		m.pipes[addr] = p
 	}
 	return p, nil
+}
+
+// masterOptions are the settings of a connection to the server at addr
+// of a cluster of options o, as go-redis' cluster client gives its client
+// of that server those a pipe uses (conn.go: the dialer, TLS, the
+// credentials and the client name), made here so that a pipe needs no
+// slot map of go-redis' (masterPipes.of).
+func masterOptions(o *redis.ClusterOptions, addr string) *redis.Options {
+	r := &redis.Options{
+		Network:                    "tcp",
+		Addr:                       addr,
+		ClientName:                 o.ClientName,
+		Dialer:                     o.Dialer,
+		Username:                   o.Username,
+		Password:                   o.Password,
+		CredentialsProvider:        o.CredentialsProvider,
+		CredentialsProviderContext: o.CredentialsProviderContext,
+		DialTimeout:                o.DialTimeout,
+		TLSConfig:                  o.TLSConfig,
+		Protocol:                   2,
+		MaxRetries:                 -1,
+		DisableIdentity:            true,
+		ContextTimeoutEnabled:      true,
+	}
+	if r.DialTimeout == 0 {
+		r.DialTimeout = 5 * time.Second // go-redis' default
+	}
+	if r.Dialer == nil {
+		r.Dialer = redis.NewDialer(r)
+	}
+	return r
 }
 
 // reload asks go-redis to read the slot map again, in the background
@@ -183,18 +219,52 @@ func (m *masterPipes) abortSetup() {
 	}
 }
 
-// close closes every pipe.
+// close closes every pipe, and starts no other read of the servers'
+// slot map.
 func (m *masterPipes) close() {
 	m.mu.Lock()
 	m.closed = true
-	all := m.pipes
-	m.pipes = nil
+	all, asks := m.pipes, m.asks
+	m.pipes, m.asks = nil, nil
 	m.mu.Unlock()
 	for _, p := range all {
 		p.close()
 	}
-	m.owners.close()
+	for c := range asks {
+		_ = c.Close()
+	}
+	m.owners.stop()
 }
+
+// asker returns a go-redis client of the server at addr for one request,
+// and the function that closes it after; close closes those still
+// asking, so that a request to a frozen server (which ends only at its
+// deadline: go-redis' reads do not watch their context) leaves no
+// goroutine behind the node.
+func (m *masterPipes) asker(addr string) (*redis.Client, func(), error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, nil, errClosed
+	}
+	c := redis.NewClient(masterOptions(m.cluster.Options(), addr))
+	if m.asks == nil {
+		m.asks = map[*redis.Client]struct{}{}
+	}
+	m.asks[c] = struct{}{}
+	return c, func() {
+		m.mu.Lock()
+		delete(m.asks, c)
+		m.mu.Unlock()
+		_ = c.Close()
+	}, nil
+}
+
+// wait waits for a read of the servers' slot map under way (slotMap),
+// which asks through go-redis' client: its reads over a frozen master
+// end at their deadline (2 s), or when that client is closed, so the
+// node closes a client of its own (Dial) first.
+func (m *masterPipes) wait() { m.owners.wg.Wait() }
 
 // batched reports whether n's requests go through its queue: over the
 // node's own connection (pipe) or, for a cluster, its masters'.
@@ -331,7 +401,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 		}
 		g := byAddr[addr]
 		if g == nil {
-			p, err := n.masters.at(ctx, addr, routeKey(items[i].Req))
+			p, err := n.masters.at(addr)
 			if err != nil {
 				continue // answered with the redirection
 			}

@@ -70,3 +70,12 @@ func TestClusterFailoverPastACutMaster(t *testing.T) {
 		return goredis.DialNode(url)
 	})
 }
+
+// TestClusterFailoverOfAFrozenMaster: a cluster node follows the failover
+// of a master that hangs (redlocktest.RunClusterFailoverOfAFrozenMaster)
+// on its requests' timeouts.
+func TestClusterFailoverOfAFrozenMaster(t *testing.T) {
+	redlocktest.RunClusterFailoverOfAFrozenMaster(t, func(url string) (adapter.HandoffNode, error) {
+		return goredis.DialNode(url)
+	}, func(n adapter.HandoffNode, addr string) bool { return knows(n.(*goredis.Node), addr) })
+}

@@ -55,34 +55,7 @@ func TestClusterFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	if err == nil {
 		t.Fatal("held Release answered; want an error")
 	}
-	type result struct {
-		ok  bool
-		err error
-	}
-	acq := make(chan result, 1)
-	go func() {
-		ok, _, err := n.AcquireFenced(ctx, key, fenceKey, value, time.Minute) // attempt 2
-		acq <- result{ok, err}
-	}()
-	var got result
-	answered := false
-	// Written behind the release (held too), or answered over another way.
-	for !answered && own.HeldWrites() < 2 {
-		select {
-		case got = <-acq:
-			answered = true
-		case <-time.After(time.Millisecond):
-		}
-	}
-	if err := own.Release(); err != nil {
-		t.Fatal(err)
-	}
-	if !answered {
-		got = <-acq
-	}
-	if !got.ok || got.err != nil {
-		t.Fatalf("AcquireFenced = %v, %v; want true", got.ok, got.err)
-	}
+	acquireFencedBehindHeld(t, n, own, key, fenceKey, value) // attempt 2
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	// The release ran, or never will: a request behind both, or the

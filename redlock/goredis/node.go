@@ -220,12 +220,16 @@ func (n *Node) Close() error {
 		n.pipe.close()
 	}
 	if n.masters != nil {
-		n.masters.close()
+		n.masters.close() // cluster.go
 	}
+	var err error
 	if n.owned {
-		return n.client.Close()
+		err = n.client.Close()
 	}
-	return nil
+	if n.masters != nil {
+		n.masters.wait() // after the client's Close, which ends go-redis' reads
+	}
+	return err
 }
 
 // NewClient returns a go-redis client for one parsed node URL, configured for

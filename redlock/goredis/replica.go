@@ -100,20 +100,23 @@ func (n *Node) ownClusterNodes(ctx context.Context) (string, string, error) {
 
 // seedClusterNodes is the first answer to CLUSTER NODES of the cluster
 // client's seed addresses, asked at once, each over a client of its own
-// made with the cluster client's settings and closed after: the way of a
+// made with the cluster client's settings and closed after (or by the
+// node's Close, whichever comes first): the way of a
 // node that has no connection of its own yet (a new client), without
 // go-redis' reading of its slot map, which asks one seed after another.
 // An error for a cluster client whose connections run a hook that only
 // go-redis can run (OnConnect, a StreamingCredentialsProvider).
 func (n *Node) seedClusterNodes(ctx context.Context) (string, string, error) {
 	o := n.cluster.Options()
-	if o.OnConnect != nil || o.StreamingCredentialsProvider != nil || o.CredentialsProvider != nil || o.CredentialsProviderContext != nil {
+	if n.masters == nil || o.CredentialsProvider != nil || o.CredentialsProviderContext != nil {
 		return "", "", errors.New("goredis: the cluster client's connections need go-redis")
 	}
 	return slots.FirstAnswer(ctx, o.Addrs, func(ctx context.Context, addr string) (string, error) {
-		c := redis.NewClient(&redis.Options{Addr: addr, Username: o.Username, Password: o.Password, TLSConfig: o.TLSConfig,
-			Dialer: o.Dialer, DialTimeout: o.DialTimeout, MaxRetries: -1, Protocol: 2, DisableIdentity: true, ContextTimeoutEnabled: true})
-		defer c.Close()
+		c, done, err := n.masters.asker(addr) // cluster.go: closed by the node's Close
+		if err != nil {
+			return "", err
+		}
+		defer done()
 		return c.ClusterNodes(ctx).Result()
 	})
 }
@@ -187,12 +190,13 @@ func (n *Node) ConnectMaster(ctx context.Context, addr string) error {
 		return n.Connect(ctx)
 	}
 	if n.masters != nil {
-		n.masters.mu.Lock()
-		p := n.masters.pipes[addr]
-		n.masters.mu.Unlock()
-		if p != nil {
-			return p.refresh(ctx) // conn.go
+		// Not through go-redis' ForEachMaster, which reads its slot map
+		// first (masterPipes.of says why).
+		p, err := n.masters.at(addr) // cluster.go
+		if err != nil {
+			return err
 		}
+		return p.refresh(ctx) // conn.go
 	}
 	found := false
 	err := n.cluster.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {

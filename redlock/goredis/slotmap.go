@@ -86,10 +86,9 @@ func (s *slotMap) read(ctx context.Context) {
 	}
 }
 
-// close waits for a read under way, and starts no other.
-func (s *slotMap) close() {
+// stop starts no other read; masterPipes.wait waits for one under way.
+func (s *slotMap) stop() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	s.wg.Wait()
 }

@@ -225,18 +225,38 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("held Release = %v; want a deadline error", err)
 	}
+	acquireFencedBehindHeld(t, n, own, key, fenceKey, value) // attempt 2
+	// A request behind both on the node's connection: the release ran.
+	if _, err := n.Acquire(ctx, "barrier", "v", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	held, _, err := s.Inspector().Value(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held != value {
+		t.Errorf("the node holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
+	}
+}
+
+// acquireFencedBehindHeld makes a fenced acquisition of key on n while own
+// holds back the writes before it, lets them go once the acquisition was
+// written behind them (or answered over another way), and fails t unless
+// it answered true.
+func acquireFencedBehindHeld(t *testing.T, n *goredis.Node, own *faultconn.HoldConn, key, fenceKey, value string) {
+	t.Helper()
 	type result struct {
 		ok  bool
 		err error
 	}
 	acq := make(chan result, 1)
 	go func() {
-		ok, _, err := n.AcquireFenced(ctx, key, fenceKey, value, time.Minute) // attempt 2
+		ok, _, err := n.AcquireFenced(t.Context(), key, fenceKey, value, time.Minute)
 		acq <- result{ok, err}
 	}()
 	var got result
 	answered := false
-	// Written behind the release (held too), or answered over another way.
+	// Written behind the held writes (held too), or answered over another way.
 	for !answered && own.HeldWrites() < 2 {
 		select {
 		case got = <-acq:
@@ -252,17 +272,6 @@ func TestFencedAcquisitionStaysBehindRelease(t *testing.T) {
 	}
 	if !got.ok || got.err != nil {
 		t.Fatalf("AcquireFenced = %v, %v; want true", got.ok, got.err)
-	}
-	// A request behind both on the node's connection: the release ran.
-	if _, err := n.Acquire(ctx, "barrier", "v", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	held, _, err := s.Inspector().Value(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if held != value {
-		t.Errorf("the node holds %q under %s after an acquisition answered true; want %q (attempt 1's release ran after it)", held, key, value)
 	}
 }
 

@@ -165,7 +165,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		if err := setEpoch(p); err != nil {
 			return err
 		}
-		lo, hi := i*Slots/c.cfg.Masters, (i+1)*Slots/c.cfg.Masters-1
+		lo, hi := slotRange(i, c.cfg.Masters)
 		if err := p.Client().Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err(); err != nil {
 			return fmt.Errorf("redisproc: CLUSTER ADDSLOTSRANGE %d %d on %s: %w", lo, hi, p.Addr(), err)
 		}
@@ -321,8 +321,9 @@ func (c *Cluster) URL() string {
 	return "redis://" + addrs[0] + "?" + q.Encode()
 }
 
-// MasterOf returns the index of the master started for slot.
-func (c *Cluster) MasterOf(slot int) int { return slot * len(c.masters) / Slots }
+// MasterOf returns the index of the master started for slot: the last
+// master whose range (slotRange) starts at or before it.
+func (c *Cluster) MasterOf(slot int) int { return ((slot+1)*len(c.masters) - 1) / Slots }
 
 // Promote makes the first replica of master i take its master's slots with
 // CLUSTER FAILOVER TAKEOVER (no agreement with the master, none with the
@@ -600,3 +601,6 @@ func StartClusters(ctx context.Context, n int, cfg ClusterConfig) ([]*Cluster, e
 	}
 	return out, nil
 }
+
+// slotRange is the range of slots master i of m is started with.
+func slotRange(i, m int) (lo, hi int) { return i * Slots / m, (i+1)*Slots/m - 1 }

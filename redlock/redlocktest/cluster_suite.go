@@ -197,6 +197,92 @@ func RunClusterFailover(t *testing.T, dial ClusterNodeDialer, knows func(n adapt
 	})
 }
 
+// RunClusterFailoverOfAFrozenMaster runs, over a real Redis Cluster of two
+// masters with a replica each, what a cluster node of any adapter must do
+// when a master hangs (SIGSTOP: it takes connections and never answers)
+// and its replica takes its slots over (CLUSTER FAILOVER TAKEOVER, as an
+// operator does): the node's requests for those slots, which time out on
+// the frozen master, reach the promoted replica within followFrozen. A
+// frozen master neither refuses nor closes a connection, so nothing but
+// the timeouts tells the node that its map is out of date; the dialer
+// should not read the slot map on a timer more often than every minute,
+// so that what is under test is the node's answer to its timeouts. knows
+// reports whether the adapter's client has an address in its slot map:
+// the node is dialled once the replica is in the cluster's, and must know
+// it before the master freezes.
+func RunClusterFailoverOfAFrozenMaster(t *testing.T, dial ClusterNodeDialer, knows func(n adapter.HandoffNode, addr string) bool) {
+	// The replicas sync at once (Redis waits 5 s by default for more
+	// replicas to share a diskless sync).
+	cl := StartRedisCluster(t, 2, 1, WithArgs("--repl-diskless-sync-delay", "0"))
+	ctx := t.Context()
+	const key = "{frozen}"
+	i := cl.MasterOf(slots.Of(key))
+	m, r := cl.Masters()[i], cl.Replicas(i)[0]
+	// A replica is in a server's CLUSTER SLOTS once the server heard that
+	// its replication offset is not 0: a write gets it there before the
+	// master's first ping to its replicas (10 s).
+	if err := m.Client().Do(ctx, "SET", key+"sync", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range cl.Masters() {
+		for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			txt, err := p.Client().Do(ctx, "CLUSTER", "SLOTS").Slice()
+			if err == nil && strings.Contains(fmt.Sprint(txt), " "+strconv.Itoa(r.Port())+" ") {
+				break
+			}
+			if time.Now().After(end) {
+				t.Fatalf("the replica %s is not in %s's CLUSTER SLOTS 30 s after the cluster started: %v", r.Addr(), p.Addr(), err)
+			}
+		}
+	}
+	n, err := dial(cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeNode(n) })
+	if ok, err := n.Acquire(ctx, key+"before", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("Acquire before the failover = %v, %v; want true", ok, err)
+	}
+	for end := time.Now().Add(30 * time.Second); !knows(n, r.Addr()); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the node did not learn the address of the master's replica %s in 30 s", r.Addr())
+		}
+	}
+	m.Freeze()
+	t.Cleanup(m.Thaw)
+	if err := r.Client().Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		role, err := r.Client().Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the replica %s is not a master 30 s after CLUSTER FAILOVER TAKEOVER: %v, %v", r.Addr(), role, err)
+		}
+	}
+	promoted := time.Now()
+	for k := 0; ; k++ {
+		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		ok, err := n.Acquire(rctx, key+strconv.Itoa(k), "v", time.Minute)
+		cancel()
+		if ok && err == nil {
+			t.Logf("followed the failover of a frozen master %v after the promotion", time.Since(promoted).Round(time.Millisecond))
+			return
+		}
+		if time.Since(promoted) > followFrozen {
+			t.Fatalf("the node still fails %v after the replica's promotion (its master frozen): %v, %v; want it to follow the failover on its requests' timeouts", followFrozen, ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// followFrozen bounds RunClusterFailoverOfAFrozenMaster's follow: a
+// request's timeout (300 ms) and a read of the slot map, with room for a
+// loaded machine.
+const followFrozen = 5 * time.Second
+
 // RunClusterFailoverPastACutMaster runs, over a real Redis Cluster of three
 // masters with a replica each, what a cluster node of any adapter must do
 // when a master is cut from its cluster (bus and replication) while the

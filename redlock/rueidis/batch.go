@@ -111,7 +111,9 @@ func (n *Node) send(items []batch.Item) {
 	}
 	b.cmds = cmds
 	var res []rueidis.RedisResult
-	if len(cmds) == 1 {
+	if n.cluster {
+		res = n.doCluster(ctx, c, live, cmds) // cluster.go
+	} else if len(cmds) == 1 {
 		// A lone request: Do allocates less than DoMulti for one command.
 		b.one[0] = c.Do(ctx, cmds[0])
 		res = b.one[:]

@@ -32,7 +32,13 @@ import (
 //   - a request that its master refused with CLUSTERDOWN goes again to the
 //     master that the cluster's servers agree serves its slot (reroute):
 //     rueidis reads its slot map from one server, which may be a master
-//     cut from the cluster that still claims the slots its replica took.
+//     cut from the cluster that still claims the slots its replica took;
+//   - for 10 s after a request failed without its master's answer (a
+//     timeout, a lost connection), the requests go to the masters that the
+//     servers agree serve their slots, read again after each such failure
+//     (doCluster): rueidis reads its map again after a redirection, a
+//     refusal or a closed connection, but not after a timeout, so that it
+//     followed the failover of a hung master only at its next timed read.
 
 var _ adapter.ClusterNode = (*Node)(nil)
 
@@ -400,13 +406,24 @@ func knownMaster(nodes map[string]rueidis.Client, addr string) (rueidis.Client, 
 }
 
 // owners is a cluster node's slot map as its servers agree on it
-// (slots.Owners), read when a master refused requests with CLUSTERDOWN
-// and kept for ownersFresh.
+// (slots.Owners), read when a master refused requests with CLUSTERDOWN,
+// or timed them out (following), and kept for ownersFresh.
 type owners struct {
-	mu     sync.Mutex
-	shards []slots.Shard
-	read   time.Time
+	mu       sync.Mutex
+	shards   []slots.Shard
+	read     time.Time
+	timedOut time.Time // when a request last failed without its master's answer
 }
+
+// followFor is how long after a request of a cluster node failed without
+// its master's answer (a timeout, a lost connection) the node routes its
+// requests by the map its servers agree on (following).
+const followFor = 10 * time.Second
+
+// answerGrace is how long owners waits for the other servers' answers
+// once one answered: a hung server (SIGSTOP) would hold a read up to its
+// ownersAsk, and with it every request that waits for the map.
+const answerGrace = 200 * time.Millisecond
 
 // ownersFresh is how long a slot map that owners read is used again.
 const ownersFresh = 250 * time.Millisecond
@@ -422,28 +439,166 @@ func (o *owners) get(ctx context.Context, c rueidis.Client) []slots.Shard {
 	if time.Since(o.read) < ownersFresh {
 		return o.shards
 	}
-	var (
-		mu    sync.Mutex
-		views = map[string]string{}
-		wg    sync.WaitGroup
-	)
-	for addr, nc := range c.Nodes() {
+	return o.readLocked(ctx, c)
+}
+
+// readLocked reads the slot map from every server c knows (CLUSTER NODES,
+// at once), each bounded by ownersAsk, until all answered or answerGrace
+// after the first answer; the servers still asking are then cancelled
+// (rueidis returns at once) and left out. The map is kept when none
+// answers. Under o.mu.
+func (o *owners) readLocked(ctx context.Context, c rueidis.Client) []slots.Shard {
+	type view struct{ addr, txt string }
+	nodes := c.Nodes()
+	got := make(chan *view, len(nodes))
+	actx, cancel := context.WithTimeout(ctx, ownersAsk)
+	var wg sync.WaitGroup
+	for addr, nc := range nodes {
 		wg.Go(func() {
-			actx, cancel := context.WithTimeout(ctx, ownersAsk)
 			txt, err := clusterNodes(actx, nc)
-			cancel()
-			if err == nil {
-				mu.Lock()
-				views[addr] = txt
-				mu.Unlock()
+			if err != nil {
+				got <- nil
+				return
 			}
+			got <- &view{addr, txt}
 		})
 	}
+	views := map[string]string{}
+	var grace <-chan time.Time
+wait:
+	for range nodes {
+		select {
+		case v := <-got:
+			if v == nil {
+				continue
+			}
+			views[v.addr] = v.txt
+			if grace == nil {
+				t := time.NewTimer(answerGrace)
+				defer t.Stop()
+				grace = t.C
+			}
+		case <-grace:
+			break wait
+		case <-actx.Done():
+			break wait
+		}
+	}
+	cancel()
 	wg.Wait()
 	if len(views) > 0 {
 		o.shards, o.read = slots.Owners(views), time.Now()
 	}
 	return o.shards
+}
+
+// timeout notes that a request failed without its master's answer.
+func (o *owners) timeout() {
+	o.mu.Lock()
+	o.timedOut = time.Now()
+	o.mu.Unlock()
+}
+
+// following returns the map to route requests by when a request failed
+// without its master's answer less than followFor ago, read again first
+// when the last read is older than that failure (and ownersFresh old);
+// nil otherwise. A master that hangs (SIGSTOP) neither refuses nor closes
+// its connections, and rueidis reads its map again after a redirection, a
+// refusal or a closed connection, not after a timeout: until its next
+// timed read (every 2 s, then up to a second later), it sent the slots of
+// a hung master that its replica had taken over to the hung master
+// (1.1-1.7 s after the promotion, measured).
+func (o *owners) following(ctx context.Context, c rueidis.Client) []slots.Shard {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.timedOut.IsZero() || time.Since(o.timedOut) > followFor {
+		return nil
+	}
+	if o.read.Before(o.timedOut) && time.Since(o.read) >= ownersFresh {
+		o.readLocked(ctx, c)
+	}
+	return o.shards
+}
+
+// doCluster is DoMulti of cmds, the commands of live in order, over a
+// cluster node's client c, routed by rueidis' slot map, except while the
+// node follows a failover (owners.following): then each command whose
+// slot the servers agree a master serves goes to that master over
+// rueidis' connection to it, the one rueidis' own routing uses (so that
+// the commands to one master keep their order over one connection), and
+// the others, whose master rueidis does not know, as rueidis routes them.
+// A command that failed without its master's answer starts the
+// following.
+func (n *Node) doCluster(ctx context.Context, c rueidis.Client, live []batch.Item, cmds []rueidis.Completed) []rueidis.RedisResult {
+	var res []rueidis.RedisResult
+	if shards := n.owners.following(ctx, c); shards == nil {
+		res = c.DoMulti(ctx, cmds...)
+	} else {
+		res = n.doByOwner(ctx, c, shards, live, cmds)
+	}
+	for i := range res {
+		if res[i].NonRedisError() != nil {
+			n.owners.timeout()
+			break
+		}
+	}
+	return res
+}
+
+// doByOwner sends each command of cmds to the master that shards give
+// its item's slot, over rueidis' client of that master (knownMaster), the
+// commands of each master as one DoMulti in order, all masters at once,
+// and the commands whose master rueidis does not know through c; it
+// returns the results in order.
+func (n *Node) doByOwner(ctx context.Context, c rueidis.Client, shards []slots.Shard, live []batch.Item, cmds []rueidis.Completed) []rueidis.RedisResult {
+	nodes := c.Nodes()
+	type group struct {
+		c   rueidis.Client
+		idx []int
+	}
+	var groups []*group
+	byAddr := map[string]*group{}
+	for i := range live {
+		addr := slots.Owner(shards, slots.Of(itemKey(live[i])))
+		g := byAddr[addr]
+		if g == nil {
+			g = &group{c: c}
+			if addr != "" {
+				if nc, ok := knownMaster(nodes, addr); ok {
+					g.c = nc
+				}
+			}
+			byAddr[addr] = g
+			groups = append(groups, g)
+		}
+		g.idx = append(g.idx, i)
+	}
+	res := make([]rueidis.RedisResult, len(cmds))
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() {
+			part := make([]rueidis.Completed, len(g.idx))
+			for j, i := range g.idx {
+				part[j] = cmds[i]
+			}
+			for j, r := range g.c.DoMulti(ctx, part...) {
+				res[g.idx[j]] = r
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// itemKey is the key whose slot says which master runs it.
+func itemKey(it batch.Item) string {
+	if sc := callOf(it); sc != nil && len(sc.keys) > 0 {
+		return sc.keys[0]
+	}
+	if it.Req.Key == "" && len(it.Req.Keys) > 0 {
+		return it.Req.Keys[0]
+	}
+	return it.Req.Key
 }
 
 // reroute sends again each request of live whose master refused it with
@@ -477,13 +632,7 @@ func (n *Node) reroute(ctx context.Context, c rueidis.Client, live []batch.Item,
 	nodes := map[string]rueidis.Client{}
 	groups := map[string][]int{}
 	for _, i := range down {
-		key := live[i].Req.Key
-		if sc := callOf(live[i]); sc != nil && len(sc.keys) > 0 {
-			key = sc.keys[0]
-		} else if key == "" && len(live[i].Req.Keys) > 0 {
-			key = live[i].Req.Keys[0]
-		}
-		addr := slots.Owner(shards, slots.Of(key))
+		addr := slots.Owner(shards, slots.Of(itemKey(live[i])))
 		if _, ok := nodes[addr]; !ok && addr != "" {
 			if nc, ok := node(addr); ok {
 				nodes[addr] = nc

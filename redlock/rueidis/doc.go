@@ -47,7 +47,9 @@
 // rueidis gave up in the same run of the node (CLIENT ID and the run id
 // of INFO, then CLIENT KILL ID) before it carries a request, so that a
 // request left behind on one of them never runs after the new one's
-// (fence.go).
+// (fence.go). With none to close (a new client's connections), the
+// fence's commands go in the round trip of rueidis' own handshake, so a
+// new connection answers its first request after two round trips.
 //
 // A client you build yourself for NewNode should set DisableRetry, so that
 // rueidis does not resend a command whose reply was lost (the redlock client

@@ -35,6 +35,11 @@ import (
 // so before any request. A connection counts as given up once a read or a
 // write on it failed or it was closed: rueidis learns of a failure only
 // through them, so the id is on the list before rueidis dials again.
+// With none on the list, there is nothing to close: the handshake's
+// commands are sent ahead of rueidis' own, without waiting for their
+// replies, and read before its replies (wrap, fencedConn.Read), so a new
+// connection costs one round trip, not two; only a connection that
+// replaces given-up ones waits for who it is before rueidis' handshake.
 
 // connFence is one client's credentials, for the fence's handshake, and
 // the connections it gave up (redlock/internal/fence).
@@ -104,22 +109,71 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		}
 		_ = nc.SetDeadline(deadline)
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-		who, err := f.handshake(nc, addr)
-		if !stop() && err == nil {
-			err = context.Cause(ctx) // ended: the deadline may be past
-		}
-		if err != nil {
+		fail := func(err error) (net.Conn, error) {
 			f.setups.done(nc)
 			_ = nc.Close()
 			return nil, err
 		}
-		_ = nc.SetDeadline(time.Time{})
 		// Tracked until rueidis' own handshake is answered (its first
 		// read), so that AbortSetup ends that one too.
-		c := &fencedConn{Conn: nc, f: f, who: who}
+		c := &fencedConn{Conn: nc, f: f}
 		c.setting.Store(true)
+		cause := func() error { return context.Cause(ctx) }
+		if f.given.Empty() {
+			// Nothing to close on the node (a new client's connection,
+			// or one after a handshake closed the given-up ones): the
+			// handshake's commands go ahead of rueidis' own, in its
+			// round trip, and the first read reads their replies before
+			// rueidis' (fencedConn.Read). rueidis sends nothing before
+			// its handshake is answered, so they still come before any
+			// request.
+			cmds, auth := f.commands()
+			if err := writeCommands(nc, cmds); err != nil {
+				stop()
+				return fail(err)
+			}
+			c.ahead = &ahead{replies: len(cmds), learn: true, auth: auth, addr: addr, cause: cause}
+			c.watch(stop)
+			return c, nil
+		}
+		who, err := f.handshake(nc, addr)
+		if err == nil {
+			c.who.Store(&who)
+			// The kills go ahead of rueidis' handshake: the node runs
+			// them before anything sent after them.
+			kills, taken := f.given.Kills(who)
+			if len(kills) > 0 {
+				if err = writeCommands(nc, kills); err == nil {
+					c.ahead = &ahead{replies: len(kills), taken: taken, cause: cause}
+					c.watch(stop)
+					return c, nil
+				}
+			}
+			f.given.Done(taken)
+		}
+		if !stop() && err == nil {
+			err = cause() // ended: the deadline may be past
+		}
+		if err != nil {
+			return fail(err)
+		}
+		_ = nc.SetDeadline(time.Time{})
 		return c, nil
 	}
+}
+
+// ahead is a part of a connection's handshake whose commands went ahead
+// of rueidis' handshake and whose replies are not read yet
+// (fencedConn.Read): the whole handshake (learn), or its kills.
+type ahead struct {
+	replies int
+	learn   bool   // the replies are those of connFence.commands
+	auth    bool   // learn: the first command is an AUTH
+	addr    string // learn: the server's address
+	taken   int    // the kills: how many listed connections they close
+	// cause is the dial's context's cause, once it ended (the watch of
+	// it ended the handshake: fencedConn.watch).
+	cause func() error
 }
 
 // tlsTimeout bounds a TLS dial (the TCP connection and the TLS handshake).
@@ -156,32 +210,48 @@ func (c *clusterFence) wrap(inner dialFn) dialFn {
 // handshake authenticates when the client has credentials, learns who
 // the connection is on the node (CLIENT ID, INFO server) and what the
 // server at addr tells about itself (adapter.FactsCommands, kept in
-// known), in one write, and closes the given-up connections of the same
-// run of the node. A node that refuses CLIENT or INFO leaves the
+// known), in one write (commands; its replies read by learn), before the
+// kills of the given-up connections of the same run of the node (wrap,
+// which sends them ahead of rueidis' handshake). A node that refuses
+// CLIENT or INFO leaves the
 // connection unfenced; one that refuses GET or CONFIG (an ACL, MOVED on a
 // cluster master that does not hold the max ttl's slot) leaves those
 // facts unknown. It runs before rueidis' own handshake, so in database 0,
 // where `dlm node` advertises its max ttl.
 func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
-	var cmds [][]string
+	cmds, auth := f.commands()
+	res, err := exchange(nc, cmds)
+	if err != nil {
+		return fence.Conn{}, err
+	}
+	return f.learn(res, auth, addr)
+}
+
+// commands returns the handshake's commands (handshake), and whether the
+// first is an AUTH.
+func (f *connFence) commands() (cmds [][]string, auth bool) {
 	switch {
 	case f.pass != "" && f.user != "":
 		cmds = append(cmds, []string{"AUTH", f.user, f.pass})
 	case f.pass != "":
 		cmds = append(cmds, []string{"AUTH", f.pass})
 	}
-	auth := len(cmds) == 1
-	who0 := len(cmds)
+	auth = len(cmds) == 1
 	cmds = append(cmds, fence.Commands()...)
 	cmds = append(cmds, adapter.FactsCommands()...)
-	cmds = append(cmds, killProbe)
-	res, err := exchange(nc, cmds)
-	if err != nil {
-		return fence.Conn{}, err
-	}
-	if auth && res[0][0] == '-' {
-		// The node's error names the command, never its arguments.
-		return fence.Conn{}, fmt.Errorf("rueidis: AUTH on connecting: %s", res[0][1:])
+	return append(cmds, killProbe), auth
+}
+
+// learn reads res, the replies to commands: who the connection is, and the
+// server's facts, kept in known; or the error of a refused AUTH.
+func (f *connFence) learn(res [][]byte, auth bool, addr string) (fence.Conn, error) {
+	who0 := 0
+	if auth {
+		if res[0][0] == '-' {
+			// The node's error names the command, never its arguments.
+			return fence.Conn{}, fmt.Errorf("rueidis: AUTH on connecting: %s", res[0][1:])
+		}
+		who0 = 1
 	}
 	id, info := res[who0], res[who0+1]
 	n, err := strconv.ParseInt(string(id[1:]), 10, 64)
@@ -192,15 +262,6 @@ func (f *connFence) handshake(nc net.Conn, addr string) (fence.Conn, error) {
 		decline(&facts, adapter.RefusedClient, res[len(res)-1])
 		f.known.Set(facts)
 	}
-	kills, taken := f.given.Kills(who)
-	if len(kills) > 0 {
-		// Each answers how many it closed, or an error (not allowed):
-		// neither stops the dial.
-		if _, err := exchange(nc, kills); err != nil {
-			return fence.Conn{}, err
-		}
-	}
-	f.given.Done(taken)
 	return who, nil
 }
 
@@ -265,15 +326,26 @@ func serverFacts(addr string, info, maxTTL []byte, cfgs [][]byte) adapter.Facts 
 // for a null one), or an array of bulk strings ('*' and its elements
 // joined by newlines, as CONFIG GET answers).
 func exchange(nc net.Conn, cmds [][]string) ([][]byte, error) {
+	if err := writeCommands(nc, cmds); err != nil {
+		return nil, err
+	}
+	return readReplies(nc, len(cmds))
+}
+
+// writeCommands writes cmds (RESP2) in one write.
+func writeCommands(nc net.Conn, cmds [][]string) error {
 	var buf []byte
 	for _, c := range cmds {
 		buf = fence.AppendCommand(buf, c...)
 	}
-	if _, err := nc.Write(buf); err != nil {
-		return nil, err
-	}
-	res := make([][]byte, len(cmds))
-	for i := range cmds {
+	_, err := nc.Write(buf)
+	return err
+}
+
+// readReplies reads n replies as exchange does.
+func readReplies(nc net.Conn, n int) ([][]byte, error) {
+	res := make([][]byte, n)
+	for i := range n {
 		line, err := readLine(nc)
 		if err != nil {
 			return nil, err
@@ -356,10 +428,35 @@ func readLine(nc net.Conn) ([]byte, error) {
 type fencedConn struct {
 	net.Conn
 	f    *connFence
-	who  fence.Conn
+	who  atomic.Pointer[fence.Conn] // nil until its handshake is read
 	once sync.Once
 	// setting: rueidis' handshake is not answered yet (setups).
 	setting atomic.Bool
+	// ahead: the handshake whose replies the first read reads (wrap);
+	// only the reader touches it.
+	ahead *ahead
+	// stop ends the watch of the dial's context over ahead's replies
+	// (context.AfterFunc's stop), once (unwatch): the first read or
+	// Close, whichever comes first.
+	stop      func() bool
+	unwatched sync.Once
+}
+
+// watch keeps stop, the end of the watch of the dial's context over the
+// handshake sent ahead (unwatch).
+func (c *fencedConn) watch(stop func() bool) { c.stop = stop }
+
+// unwatch ends the watch of the dial's context, and reports whether it
+// ended it before the context did (as AfterFunc's stop); true when there
+// is none.
+func (c *fencedConn) unwatch() bool {
+	stopped := true
+	c.unwatched.Do(func() {
+		if c.stop != nil {
+			stopped = c.stop()
+		}
+	})
+	return stopped
 }
 
 // setUp stops tracking the connection as being made (setups).
@@ -369,10 +466,26 @@ func (c *fencedConn) setUp() {
 	}
 }
 
-func (c *fencedConn) giveUp() { c.once.Do(func() { c.f.given.Retire(c.who) }) }
+// giveUp lists the connection as given up (once its handshake told who it
+// is: before, it carried no request).
+func (c *fencedConn) giveUp() {
+	c.once.Do(func() {
+		if who := c.who.Load(); who != nil {
+			c.f.given.Retire(*who)
+		}
+	})
+}
 
-// Read reads; a failed read gives the connection up.
+// Read reads; a failed read gives the connection up. The first reads the
+// replies of a handshake sent ahead of rueidis' (wrap) first.
 func (c *fencedConn) Read(b []byte) (int, error) {
+	if a := c.ahead; a != nil {
+		c.ahead = nil
+		if err := c.readAhead(a); err != nil {
+			c.giveUp()
+			return 0, err
+		}
+	}
 	n, err := c.Conn.Read(b)
 	if n > 0 {
 		c.setUp()
@@ -381,6 +494,32 @@ func (c *fencedConn) Read(b []byte) (int, error) {
 		c.giveUp()
 	}
 	return n, err
+}
+
+// readAhead reads the replies of a, under the dial's deadline, or
+// rueidis' once its handshake set its own: it learns who the connection
+// is from a whole handshake (no connection was listed as given up when it
+// was sent, so there is none to close), or takes the closed connections
+// off the list. A kill answers how many it closed, or an error (not
+// allowed): neither fails the connection.
+func (c *fencedConn) readAhead(a *ahead) error {
+	res, err := readReplies(c.Conn, a.replies)
+	if !c.unwatch() && err == nil {
+		err = a.cause() // ended: the deadline may be past
+	}
+	if err != nil {
+		return err
+	}
+	if !a.learn {
+		c.f.given.Done(a.taken)
+		return nil
+	}
+	who, err := c.f.learn(res, a.auth, a.addr)
+	if err != nil {
+		return err
+	}
+	c.who.Store(&who)
+	return nil
 }
 
 // Write writes; a failed write gives the connection up.
@@ -394,6 +533,7 @@ func (c *fencedConn) Write(b []byte) (int, error) {
 
 // Close gives the connection up and closes it.
 func (c *fencedConn) Close() error {
+	c.unwatch() // a connection closed before its first read
 	c.setUp()
 	c.giveUp()
 	return c.Conn.Close()
@@ -453,7 +593,7 @@ func (n *Node) Connect(ctx context.Context) error {
 // (Reread), or all of them, when the node cannot see the handshake.
 func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	if n.handshook && !n.knows(addr) {
-		return c.Do(ctx, c.B().Ping().Build()).Error()
+		return connect(ctx, c)
 	}
 	var declined adapter.Facts // what the server refused (Decline)
 	refuses := func(err error, what string) bool {
@@ -500,6 +640,31 @@ func (n *Node) reach(ctx context.Context, c rueidis.Client, addr string) error {
 	return nil
 }
 
+// connect makes c's connection by a PING, waited for until ctx ends, and
+// leaves the connection's set-up unbounded by ctx. rueidis makes one
+// connection for every request that needs it, bounded by the context of
+// the request that started it: a Connect of a short reading (the client's
+// facts reading, bounded by a few hundred milliseconds or two seconds)
+// that started it ended it at that bound, and failed with it a lock
+// attempt that had joined it and would have waited the patience a grant
+// gives a node it has no history of (ttl/2 - drift). So the PING runs on,
+// bounded by connTimeout and by Close (AbortSetup, Node.Close); its answer
+// is not waited for past ctx.
+func connect(ctx context.Context, c rueidis.Client) error {
+	done := make(chan error, 1)
+	go func() {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), connTimeout)
+		defer cancel()
+		done <- c.Do(pctx, c.B().Ping().Build()).Error()
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
 // knows reports whether the node has facts of the server at addr.
 func (n *Node) knows(addr string) bool {
 	servers, _ := n.known.Get()
@@ -541,6 +706,16 @@ func (s *setups) add(nc net.Conn) bool {
 	}
 	s.conns[nc] = struct{}{}
 	return true
+}
+
+// count returns how many connections are being made.
+func (s *setups) count() int {
+	if s == nil {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
 }
 
 // done stops tracking nc.

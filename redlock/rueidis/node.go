@@ -197,6 +197,7 @@ func (n *Node) Close() error {
 	if n.users.Add(-1) > 0 {
 		return nil // another client still uses the node
 	}
+	n.setups.abort() // no connection outlives the node (fence.go: connect)
 	switch {
 	case n.lazy != nil:
 		n.lazy.Close()

@@ -74,6 +74,14 @@ func (l *List) Retire(c Conn) {
 	}
 }
 
+// Empty reports whether no connection is listed: a handshake then has
+// nothing to close.
+func (l *List) Empty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.conns) == 0
+}
+
 // Kills returns the commands that close the listed connections, for the
 // handshake of the connection own, and how many listed connections they
 // stand for (for Done). Only the connections of own's run of the node are

@@ -44,7 +44,10 @@ func LateReleaseOver(t *testing.T, n adapter.Node, d *HoldDialer, c1 *HoldConn, 
 	actx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	_, err = n.Acquire(actx, "other", "v", time.Minute)
 	cancel()
-	if err == nil {
+	// A node may meet the failed write first with a request of its own
+	// (a cluster node reads the slot map after a timeout) and answer this
+	// one over a new connection.
+	if err == nil && d.Conns()[len(d.Conns())-1] == c1 {
 		t.Fatal("Acquire over a failed write: want an error")
 	}
 	// Attempt 2, over connection 2 (an adapter may need a moment to see
