@@ -106,6 +106,7 @@ func TestLeaderToldOverHealthySlowNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the requests still on their way after the quorum land first
 		mems[1].SetSlow(1200 * time.Millisecond)
 		mems[2].SetSlow(1200 * time.Millisecond)
 		fails, reads, lastFail := 0, 0, 0

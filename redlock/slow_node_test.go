@@ -60,6 +60,7 @@ func TestSlowNodeKeepsAutoExtendedLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the requests still on their way after the quorum land first
 		mems[0].SetDown(true)
 		mems[2].SetSlow(1200 * time.Millisecond)
 		select {
