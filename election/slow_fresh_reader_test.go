@@ -41,6 +41,7 @@ func TestNewReadersToldTheLeaderOverSlowNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the requests still on their way after the quorum land first
 		mems[1].SetSlow(1200 * time.Millisecond)
 		mems[2].SetSlow(1200 * time.Millisecond)
 		const reads = 5

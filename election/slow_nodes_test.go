@@ -13,8 +13,9 @@ import (
 
 // Healthy slow nodes (two of three answer 1.2 s or 2 s late, each request
 // applied at once: a loaded server), ttl 10 s, the default node timeout:
-// a fenced lock of the election's resource is granted (its two round
-// trips fit the grant's patience, ttl/2 - drift), and so is the election,
+// a fenced lock of the election's resource is granted (its first round
+// trip fits the grant's patience, ttl/2 - drift, and its raise half the
+// validity left), and so is the election,
 // which is that lock plus its record: the record's write waits for a slow
 // node as an extension does (redlock/timeout.go). In memory, under
 // synctest.
@@ -105,6 +106,7 @@ func TestLeaderToldOverHealthySlowNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the requests still on their way after the quorum land first
 		mems[1].SetSlow(1200 * time.Millisecond)
 		mems[2].SetSlow(1200 * time.Millisecond)
 		fails, reads, lastFail := 0, 0, 0

@@ -53,6 +53,7 @@ func TestResumeRefusesWhenTheExtensionCountIsUnread(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the requests still on their way after the quorum land first
 		for _, m := range mems {
 			m.SetSlow(late)
 		}

@@ -451,6 +451,14 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 			return l, nil
 		}
 		aerr.Attempts = try
+		if aerr.Patience == 0 && last != nil {
+			// An earlier attempt of the call waited out its patience
+			// for slow nodes (timeout.go: a node that does not answer
+			// within it is not waited for again for a ttl, and a
+			// failed attempt's keys may refuse the next): the reason
+			// still holds.
+			aerr.Patience, aerr.TTL = last.Patience, last.TTL
+		}
 		if err := c.cutShort(ctx, resource, try, last, aerr); err != nil {
 			return nil, err
 		}
@@ -482,7 +490,7 @@ func (c *Client) cutShort(ctx context.Context, resource string, try int, last, a
 func (c *Client) stopped(resource string, attempts int, last *AcquireError, cause error) error {
 	e := &AcquireError{Resource: resource, Attempts: attempts, Quorum: c.quorum, Cause: cause}
 	if last != nil {
-		e.Nodes, e.Validity = last.Nodes, last.Validity
+		e.Nodes, e.Validity, e.Patience, e.TTL = last.Nodes, last.Validity, last.Patience, last.TTL
 	}
 	return e
 }
@@ -551,11 +559,12 @@ type confirmer interface {
 
 // confirmation is what a second phase found. Its zero value is "none".
 type confirmation struct {
-	token  uint64       // the fencing token
-	nodes  []NodeResult // each node's outcome (Acquired: confirmed)
-	at     time.Time    // the deciding reply
-	failed bool         // too few nodes confirmed, or err
-	err    error        // what stopped the phase before it started
+	token  uint64        // the fencing token
+	nodes  []NodeResult  // each node's outcome (Acquired: confirmed)
+	at     time.Time     // the deciding reply
+	failed bool          // too few nodes confirmed, or err
+	waited time.Duration // the phase's patience for slow nodes (fan.waited)
+	err    error         // what stopped the phase before it started
 }
 
 // attempt is one acquisition (R8): send what t's shape asks to all nodes at
@@ -599,6 +608,9 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	state, t2 := f.await()
 	d := drift(o.ttl, o.driftFactor)
 	t1 := f.t1
+	// The fan waited out its patience for slow nodes: those that timed
+	// out did so by it, not by their own errors (the error says so).
+	waitedOut := f.waited > 0 && !t2.Before(t1.Add(f.waited))
 	v := validity(o.ttl, t2.Sub(t1), d)
 	var cf confirmation
 	if p, ok := f.by.(confirmer); ok && state == reached && v > 0 {
@@ -626,6 +638,11 @@ func (c *Client) decideAcquire(f *fan, resource string, o lockOptions, final boo
 	e := &AcquireError{Resource: resource, Quorum: c.quorum, Nodes: f.results(), Fence: cf.nodes, Cause: cf.err}
 	if state == reached && !cf.failed {
 		e.Validity = v
+	}
+	if waitedOut && e.Count(TimedOut) > 0 {
+		e.Patience, e.TTL = f.waited, o.ttl
+	} else if cf.waited > 0 && countOutcome(cf.nodes, TimedOut) > 0 {
+		e.Patience, e.TTL = cf.waited, o.ttl
 	}
 	if err := f.ctx.Err(); err != nil && e.Cause == nil {
 		e.Cause = err

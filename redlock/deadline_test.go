@@ -272,6 +272,7 @@ func TestPastDeadlineReleaseLearnsTheAnswer(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				synctest.Wait() // the requests still on their way after the quorum land first
 				for _, m := range mems {
 					m.SetSlow(20 * time.Millisecond)
 				}

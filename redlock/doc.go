@@ -80,10 +80,12 @@
 // ttl its limit). A node that answers after that limit is waited for while
 // the quorum needs it, as long as the grant would leave at least half the
 // ttl of validity (ttl/2 - drift from the attempt's start; a fenced grant's
-// second phase as long again from its own start, within the validity),
-// an extension as long as the lock is valid, and a release for up to the
-// ttl: a lock is granted, fenced or not, an auto-extended lock kept, and
-// an Unlock confirmed, over such a node. A node that does not answer
+// second phase half the validity left at its start, so that one more
+// round trip is left at the grant), an extension as long as the lock is
+// valid, and a release for up to the ttl: a lock is granted, fenced or
+// not, an auto-extended lock kept, and an Unlock confirmed, over such a
+// node; over a slower one Lock fails, and its error says the nodes answer
+// too late for the ttl (AcquireError.Patience). A node that does not answer
 // within that longer wait is timed out for the attempts of the next ttl.
 // The validity is always ttl - elapsed - drift from the first request,
 // however long the wait.

@@ -114,6 +114,10 @@ type fan struct {
 	// untilClose: Close ends the requests (Client.untilCloseFan).
 	untilClose bool
 	ttl        time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
+	// waited: a patient fan's patience (0: it waits for no node past its
+	// limit), which an acquisition's error reports when its slow nodes
+	// timed out by it (AcquireError.Patience).
+	waited time.Duration
 
 	// by carries the request where AsyncNode does not (fencing,
 	// records); nil: AsyncNode.Start, or the node's blocking method (do).
@@ -242,10 +246,9 @@ func (c *Client) newFan(ctx, base context.Context, req adapter.Request, stop sto
 
 // newFanAfter is newFan for the second phase of the acquisition acq
 // (fencing's raise), which grants acq's lock with acq's validity, counted
-// from acq's T1: while a node is slow, it waits for it up to a grant's
-// patience of its own, counted from its own start (a fenced grant needs
-// two round trips of the slow node, as a plain one needs one), and never
-// past acq's validity (timeout.go).
+// from acq's T1: while a node is slow, it waits for it half the validity
+// left at its start, so that the validity at the grant holds one more such
+// wait: the lock's first extension lands (timeout.go).
 func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan {
 	f := c.newFan(acq.ctx, acq.ctx, req, stop)
 	if f == nil {
@@ -253,14 +256,23 @@ func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan 
 	}
 	f.ttl = acq.ttl
 	ttl := acq.req.TTL
-	p := min(c.patience(acq.req), acq.t1.Add(ttl-drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1))
-	if p > f.limit && c.anySlow(acq.req, f.born) {
-		f.patient = true
-		f.unmet = true // a grant's
-		f.rc.init(acq.ctx, f.t1, p)
-		c.untilCloseFan(f)
-	}
+	left := acq.t1.Add(ttl - drift(ttl, c.opts.lock.driftFactor)).Sub(f.t1)
+	c.patientFor(f, acq.ctx, left/2, acq.req)
 	return f
+}
+
+// patientFor gives f, a grant's fan not sent yet, a patience of p for the
+// slow nodes of grant (in place of newFanWithin's): its requests live
+// until p while a node is slow for it, else until its limit.
+func (c *Client) patientFor(f *fan, base context.Context, p time.Duration, grant adapter.Request) {
+	f.patient, f.waited = p > f.limit && c.anySlow(grant, f.born), 0
+	if !f.patient {
+		f.rc.init(base, f.t1, f.limit)
+		return
+	}
+	f.waited = p
+	f.rc.init(base, f.t1, p)
+	c.untilCloseFan(f)
 }
 
 // nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
@@ -301,7 +313,7 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 		}
 		// A node is slow: the requests live until the patience, and
 		// the wait goes on for the slow node (timeout.go).
-		f.patient = true
+		f.patient, f.waited = true, p
 		f.rc.init(base, f.t1, p)
 		c.untilCloseFan(f)
 	}

@@ -90,6 +90,16 @@ type AcquireError struct {
 	// attempt (Acquired: the node confirmed the token) when its phase 1
 	// reached a quorum (WithFencing), else nil.
 	Fence []NodeResult
+	// Patience is, when an attempt of the call timed out nodes after
+	// waiting for nodes that answer slowly, how long it waited for them:
+	// the most a grant of the lock may wait and still leave the validity
+	// its holder needs to keep it (one more round trip, and
+	// AutoExtendLead for a lock kept by auto-extension). Healthy nodes
+	// slower than that answer too late for the ttl: a longer ttl lets
+	// them grant. Zero otherwise.
+	Patience time.Duration
+	// TTL is the ttl of the lock asked, with Patience; else zero.
+	TTL time.Duration
 	// Cause is the context's error when the context ended the wait, what
 	// stopped the fencing phase, or the nodes' refusal of a request to
 	// the client's user (an ACL), which no retry can get past (wrapping
@@ -169,6 +179,10 @@ func (e *AcquireError) Error() string {
 		if r.Err != nil && r.Outcome != TimedOut {
 			fmt.Fprintf(&b, " (%v)", r.Err)
 		}
+	}
+	if e.Patience > 0 && e.TTL > 0 {
+		fmt.Fprintf(&b, "; nodes timed out after %v, the longest a lock of ttl %v waits for a slow node and can still be kept once granted: nodes that answer later need a longer ttl (more than %.1fx their round trip)",
+			e.Patience.Round(time.Millisecond), e.TTL, float64(e.TTL)/float64(e.Patience))
 	}
 	return b.String()
 }

@@ -260,6 +260,9 @@ func (fa *fenceAcquire) confirm(acq *fan, resource string, phase1 []NodeResult) 
 	state, t2 := f.await()
 	f.settle(false, false)
 	res.nodes, res.at, res.failed = f.results(), t2, state != reached
+	if !t2.Before(f.t1.Add(f.waited)) {
+		res.waited = f.waited // timed out by the patience, if at all
+	}
 	return res
 }
 

@@ -259,6 +259,7 @@ func TestKeepNotAfterClose(t *testing.T) { // R12
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the requests still on their way after the quorum land first
 		for _, m := range mems {
 			m.SetSlow(200 * time.Millisecond)
 		}

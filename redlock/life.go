@@ -312,9 +312,10 @@ func (l *Lock) autoExtend() {
 // watchdog that stops the holder's work some margin before Lock.Until, as
 // dlm lock's guard does, keeps its margin under it, with room to learn the
 // new Until: it then never stops the work of a lock that is kept. Nodes
-// slower than that still keep the lock (up to ttl/2 - drift, the longest
-// a grant waits for them), but an extension then lands with ttl - drift -
-// 2 round trips left, less than the lead (nextExtension).
+// slower than that still keep the lock (a plain grant waits for them up
+// to ttl/2 - drift; a fenced one's raise leaves the validity of one more
+// round trip), but an extension then lands with less than the lead left
+// (nextExtension).
 func AutoExtendLead(ttl time.Duration) time.Duration { return ttl / 3 }
 
 // nextExtension is how long the extender waits before the next extension,

@@ -153,8 +153,9 @@ func WithDriftFactor(f float64) SharedOption {
 // counts as timed out for that attempt only (Lock retries); the decision
 // never waits for it when a quorum can be had from the others. A node
 // that answers after the limit is waited for past it while the quorum
-// needs it: up to ttl/2 - drift for a grant, until the lock's end for an
-// extension (see the package documentation). Releases
+// needs it: up to ttl/2 - drift for a grant (a fenced one's second phase
+// half the validity left), until the lock's end for an extension (see the
+// package documentation). Releases
 // have their own, longer bound (WithReleaseTimeout). Default 50ms; it must
 // be well under the ttl (and is refused when it is not less than the ttl).
 func WithNodeTimeout(d time.Duration) Option {

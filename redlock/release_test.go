@@ -36,6 +36,7 @@ func TestSlowReleaseIsNotAFailure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				synctest.Wait() // the requests still on their way after the quorum land first
 				for _, m := range mems {
 					m.SetSlow(tt.slow)
 				}

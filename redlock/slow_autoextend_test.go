@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -78,7 +79,9 @@ func TestAutoExtensionsLandAheadOfTheGuard(t *testing.T) {
 						t.Fatal(err)
 					}
 					defer c.Close()
-					l, err := c.Lock(t.Context(), "r", redlock.WithAutoExtend())
+					ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+					l, err := c.Lock(ctx, "r", redlock.WithAutoExtend())
+					cancel()
 					if err != nil {
 						t.Fatalf("Lock = %v", err)
 					}

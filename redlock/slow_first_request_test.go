@@ -42,6 +42,7 @@ func TestNewClientsHandleRequestsOverSlowNodes(t *testing.T) {
 					t.Fatal(err)
 				}
 				h := l.Handle()
+				synctest.Wait() // the requests still on their way after the quorum land first
 				mems[1].SetSlow(1500 * time.Millisecond)
 				mems[2].SetSlow(1500 * time.Millisecond)
 				fresh, err := redlock.New(nodes, redlock.WithTTL(ttl))
@@ -185,6 +186,7 @@ func TestEveryFirstRequestOfANewClientOverSlowNodes(t *testing.T) {
 					t.Fatal(err)
 				}
 				w := world{mems: mems, handle: l.Handle()}
+				synctest.Wait() // the requests still on their way after the quorum land first
 				for _, m := range mems[1:] {
 					m.SetSlow(late)
 				}

@@ -47,6 +47,7 @@ func TestReleaseMarkersReachSlowNodes(t *testing.T) {
 					t.Fatal(err)
 				}
 				h := l.Handle()
+				synctest.Wait() // the requests still on their way after the quorum land first
 				for _, m := range mems[1:] {
 					m.SetSlow(late)
 				}

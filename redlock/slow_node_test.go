@@ -60,6 +60,7 @@ func TestSlowNodeKeepsAutoExtendedLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		synctest.Wait() // the requests still on their way after the quorum land first
 		mems[0].SetDown(true)
 		mems[2].SetSlow(1200 * time.Millisecond)
 		select {
@@ -77,24 +78,39 @@ func TestSlowNodeKeepsAutoExtendedLock(t *testing.T) {
 // released with the release confirmed, and an auto-extended lock kept
 // (whether it was taken while the node was slow or before), whenever the
 // answers leave the validity the client waits for (the latency under
-// ttl/2 - drift, docs/design.md); beyond that a Lock fails, naming the
-// slow node as timed out, and a kept lock ends at its validity. Every
-// granted validity is honest: at most ttl - latency - drift (twice the
-// latency for a fenced lock) when Lock returns.
+// ttl/2 - drift, and for a fenced lock under (ttl - drift)/3, which leaves
+// one more round trip at the grant: docs/design.md); beyond that a Lock
+// fails, naming the slow node as timed out and the ttl as too short for
+// it, and a kept lock ends at its validity. Every granted validity is
+// honest (at most ttl - latency - drift, twice the latency for a fenced
+// lock, when Lock returns) and holds one more round trip; an extension of
+// an auto-extended lock lands with AutoExtendLead left, or with what its
+// first extension leaves (ttl - drift - the round trips of its grant and
+// of that extension) where the nodes are slower than that allows.
 func TestSlowNodeLatencyClass(t *testing.T) {
 	const ttl = 10 * time.Second
-	for _, share := range []float64{0, 0.05, 0.1, 0.15, 0.3, 0.45, 0.5, 0.7} {
+	lead := redlock.AutoExtendLead(ttl)
+	for _, share := range []float64{0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.45, 0.5, 0.7} {
 		slow := time.Duration(share * float64(ttl))
-		for _, mode := range []string{"lock", "fenced lock", "auto-extended", "slowed after the grant"} {
+		for _, mode := range []string{"lock", "fenced lock", "auto-extended", "fenced auto-extended", "slowed after the grant"} {
 			t.Run(fmt.Sprintf("%v/%s", share, mode), func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					nodes, mems := redlocktest.NewMemNodes(3)
 					copts := []redlock.Option{redlock.WithTTL(ttl)}
+					fenced := mode == "fenced lock" || mode == "fenced auto-extended"
+					auto := mode == "auto-extended" || mode == "fenced auto-extended" || mode == "slowed after the grant"
 					phases := time.Duration(1)
+					// The grant's patience for the slow node (timeout.go),
+					// ttl/2 - drift; a fenced lock's raise waits half the
+					// validity left. A node slowed after the grant is
+					// waited for by the extensions, up to ttl - drift each:
+					// it keeps the lock while an extension leaves the next
+					// one's validity.
 					waited := slow < ttl/2-drift(ttl)
-					if mode == "fenced lock" {
+					if fenced {
 						copts = append(copts, redlock.WithFencing())
-						phases = 2 // each waiting up to ttl/2 - drift
+						phases = 2
+						waited = 3*slow < ttl-drift(ttl)
 					}
 					c, err := redlock.New(nodes, copts...)
 					if err != nil {
@@ -102,7 +118,7 @@ func TestSlowNodeLatencyClass(t *testing.T) {
 					}
 					defer c.Close()
 					var opts []redlock.LockOption
-					if mode == "auto-extended" || mode == "slowed after the grant" {
+					if auto {
 						opts = append(opts, redlock.WithAutoExtend(), redlock.WithMaxExtensions(1_000_000))
 					}
 					if mode != "slowed after the grant" {
@@ -116,9 +132,9 @@ func TestSlowNodeLatencyClass(t *testing.T) {
 						var ae *redlock.AcquireError
 						switch {
 						case !errors.Is(err, redlock.ErrNotAcquired):
-							t.Errorf("m3 answers in %v, over ttl/2 - drift: Lock = %v; want ErrNotAcquired", slow, err)
-						case mode == "lock" && (!errors.As(err, &ae) || ae.Nodes[2].Outcome != redlock.TimedOut):
-							t.Errorf("m3 answers in %v, over ttl/2 - drift: Lock = %v; want m3 timed out", slow, err)
+							t.Errorf("m3 answers in %v, over the grant's patience: Lock = %v; want ErrNotAcquired", slow, err)
+						case !errors.As(err, &ae) || ae.Nodes[2].Outcome != redlock.TimedOut || ae.TTL != ttl || ae.Patience <= 0 || ae.Patience > slow:
+							t.Errorf("m3 answers in %v, over the grant's patience: Lock = %v; want m3 timed out, and the patience it was waited for, under %v, with the ttl", slow, err, slow)
 						}
 						if err == nil {
 							_ = l.Unlock(t.Context())
@@ -129,11 +145,11 @@ func TestSlowNodeLatencyClass(t *testing.T) {
 						t.Fatalf("m3 answers in %v (ttl %v): Lock = %v; want the lock", slow, ttl, err)
 					}
 					if mode != "slowed after the grant" {
-						if got, most := l.Validity(), ttl-phases*slow-drift(ttl); got > most || got <= 0 {
-							t.Errorf("validity %v, want in (0, %v]", got, most)
+						if got, most, least := l.Validity(), ttl-phases*slow-drift(ttl), slow; got > most || got < least {
+							t.Errorf("validity %v, want in [%v, %v]: one more round trip, at most ttl - the slow answers - drift", got, least, most)
 						}
 					}
-					if mode == "lock" || mode == "fenced lock" {
+					if !auto {
 						// The release waits for the slow node too.
 						if err := l.Unlock(context.Background()); err != nil {
 							t.Errorf("m3 answers in %v (ttl %v): Unlock = %v; want it confirmed", slow, ttl, err)
@@ -145,6 +161,20 @@ func TestSlowNodeLatencyClass(t *testing.T) {
 						mems[0].SetDown(true)
 						mems[2].SetSlow(slow)
 					}
+					// The least validity left, read every 100ms for a
+					// minute: an extension lands with the lead left.
+					least, end := ttl, time.Now().Add(time.Minute)
+					tick := time.NewTicker(100 * time.Millisecond)
+					defer tick.Stop()
+				watch:
+					for time.Now().Before(end) {
+						select {
+						case <-l.Done():
+							break watch
+						case <-tick.C:
+							least = min(least, time.Until(l.Until()))
+						}
+					}
 					select {
 					case <-l.Done():
 						if waited {
@@ -152,9 +182,12 @@ func TestSlowNodeLatencyClass(t *testing.T) {
 						} else if !errors.Is(l.Err(), redlock.ErrExpired) {
 							t.Errorf("m3 answers in %v (ttl %v): the lock ended with %v; want ErrExpired", slow, ttl, l.Err())
 						}
-					case <-time.After(time.Minute):
+					default:
 						if !waited {
 							t.Errorf("m3 answers in %v, over ttl/2 - drift: the lock is still held after a minute", slow)
+						}
+						if want := min(lead, ttl-drift(ttl)-(phases+1)*slow); mode != "slowed after the grant" && least < want-100*time.Millisecond {
+							t.Errorf("m3 answers in %v (ttl %v): an extension of the lock granted over it landed with %v of validity left; want %v", slow, ttl, least, want)
 						}
 					}
 				})
@@ -259,10 +292,12 @@ func TestSlowHealthyNodesConfirmUnlock(t *testing.T) {
 	}
 }
 
-// Healthy slow nodes grant a fenced lock where they grant a plain one:
-// two of three nodes answer every request 3 s late (ttl 10 s). Each phase
-// of a fenced grant waits for them on its own, and the validity is still
-// counted from the first phase's T1. Before, the patience (ttl/2 - drift)
+// Healthy slow nodes grant a fenced lock: two of three nodes answer every
+// request 3 s late (ttl 10 s), within a fenced grant's patience (ttl/2 -
+// drift, and for the raise half the validity left, which leaves one more
+// round trip at the grant). Each phase of a fenced grant waits for them
+// on its own, and the validity is still counted from the first phase's
+// T1. Before, the patience (ttl/2 - drift)
 // was counted from T1 for both phases: "fencing=true ... Lock for 2
 // minutes = redlock: lock "r" not acquired (context deadline exceeded
 // after 31 attempt(s)): m2 timed out, m3 timed out", where the plain Lock

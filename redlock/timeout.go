@@ -70,12 +70,27 @@ import (
 //	ttl/2 - drift  for a grant: its validity, ttl - elapsed - drift, then
 //	               stays above half the ttl (the wait never costs more
 //	               than it leaves). A fenced grant's second phase (the
-//	               raise) waits as long again, from its own start, and
-//	               never past the validity, still counted from the
-//	               first phase's T1: a node that answers within ttl/2 -
-//	               drift grants a fenced lock as it grants a plain one,
-//	               with a validity of at least ttl - 2 x its round trip
-//	               - drift;
+//	               raise) waits, from its own start, half the validity
+//	               left then (still counted from the first phase's T1),
+//	               so that the validity at the grant holds one more such
+//	               wait: a fenced lock is never granted with less
+//	               validity than its first extension takes (it was, with
+//	               "as long again": over nodes 3.5-4.5 s late at ttl
+//	               10 s it was granted with 0.9-2.9 s and lost at its
+//	               first extension, and no election kept a leader). A
+//	               fenced grant is so made over nodes answering within
+//	               about (ttl - drift)/3; slower ones time the raise out,
+//	               and the error says the nodes answer too late for the
+//	               ttl (AcquireError.Patience): a longer ttl grants over
+//	               them. The first phase keeps ttl/2 - drift even for a
+//	               lock kept by auto-extension, whose extensions then land
+//	               with less than AutoExtendLead left over nodes slower
+//	               than (ttl - drift - lead)/2: a new client's first
+//	               request, and a rueidis client's after every timed-out
+//	               one (the connection is made again), costs the new
+//	               connection's round trips too, 4.4 s over nodes 1.1 s
+//	               late, which a shorter first phase would time out on
+//	               every attempt;
 //	ttl - drift    for an extension, whose lock is held anyway: it
 //	               waits up to the lock's end (auto-extension's context);
 //	               and for the release of a lock of that ttl (Unlock),
@@ -233,7 +248,8 @@ func timeoutLimit(nodeTimeout, ttl time.Duration) time.Duration {
 
 // patience is how long a fan of req may wait for a slow node (above), 0
 // when it may not wait past its limit (a request without a ttl): for a
-// grant, until its validity would fall to half the ttl; for an extension,
+// grant, until its validity would fall to half the ttl (a fenced grant's
+// raise: newFanAfter); for an extension,
 // until it could no longer extend (the lock's end bounds it sooner,
 // through the extender's context); for a release of a lock of a ttl, as
 // long (the key is gone by then anyway). The drift is the client's: a lock's own drift factor changes
@@ -242,11 +258,10 @@ func (c *Client) patience(req adapter.Request) time.Duration {
 	if req.TTL <= 0 {
 		return 0
 	}
-	d := drift(req.TTL, c.opts.lock.driftFactor)
 	if !grant(req.Op) {
-		return req.TTL - d
+		return req.TTL - drift(req.TTL, c.opts.lock.driftFactor)
 	}
-	return req.TTL/2 - d
+	return req.TTL/2 - drift(req.TTL, c.opts.lock.driftFactor)
 }
 
 // slowNode is what a client knows of one node's slowness (Client.slow),

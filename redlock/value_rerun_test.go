@@ -38,6 +38,7 @@ func TestValueRerunLeavesTheHolderWhereAnswersAreLost(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
+					synctest.Wait() // the requests still on their way after the quorum land first
 					mems[1].SetSlow(late)
 					mems[2].SetSlow(late)
 					rerun, err := redlock.New(nodes, redlock.WithTTL(ttl))

@@ -396,6 +396,10 @@ func acquireReasonHinted(err error, wait time.Duration, attempts int, hints map[
 			fmt.Fprintf(&b, " (%s)", hint)
 		}
 	}
+	if ae.Patience > 0 && ae.TTL > 0 {
+		fmt.Fprintf(&b, "; nodes timed out after %v, the longest a lock of --ttl %v waits for a slow node and can still be kept: nodes that answer later need a longer --ttl (more than %.1fx their round trip)",
+			ae.Patience.Round(time.Millisecond), ae.TTL, float64(ae.TTL)/float64(ae.Patience))
+	}
 	return &reasonError{msg: b.String(), err: err}
 }
 

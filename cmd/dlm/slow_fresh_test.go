@@ -38,3 +38,23 @@ func TestLockOneTryOverSlowNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestLockOverTooSlowNodesAsksForALongerTTL: over healthy nodes answering
+// later than a grant of the ttl may wait and still leave the lock the
+// validity to be kept (at ttl 3s, 1.468s: ttl/2 - drift), dlm lock exits 69 (no quorum in time) and says why: the nodes
+// answer too late for the ttl, and a longer --ttl is what to give.
+func TestLockOverTooSlowNodesAsksForALongerTTL(t *testing.T) {
+	const slow = 1200 * time.Millisecond
+	c := redlocktest.Start(t, 3)
+	urls := c.URLs()
+	var delay atomic.Int64
+	delay.Store(int64(slow))
+	for i := 1; i < 3; i++ {
+		urls[i] = "redis://" + redlocktest.DelayProxy(t, c.Servers[i].Addr(), &delay)
+	}
+	r := runDLM(t, time.Minute, nil, "lock", "--adapter", "goredis", "--nodes", strings.Join(urls, ","), "--ttl", "3s", "--wait", "0", "too-slow", "--", "true")
+	if r.code != exitUnavailable || !strings.Contains(r.stderr, "longer --ttl") {
+		t.Errorf("dlm lock --ttl 3s --wait 0 over two of three nodes answering %v late: exit %d after %v, want %d saying the nodes need a longer --ttl; stderr: %s",
+			slow, r.code, r.elapsed.Round(time.Millisecond), exitUnavailable, r.stderr)
+	}
+}
