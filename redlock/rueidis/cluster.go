@@ -40,12 +40,6 @@ import (
 //     refusal or a closed connection, but not after a timeout, so that it
 //     followed the failover of a hung master only at its next timed read.
 
-var _ adapter.ClusterNode = (*Node)(nil)
-
-// Cluster reports whether the node's client is a Redis Cluster client
-// (adapter.ClusterNode).
-func (n *Node) Cluster() bool { return n.cluster }
-
 // split is slots.SplitCalls through the node's queue.
 func (n *Node) split(calls []adapter.Call) []adapter.Call {
 	return slots.SplitCalls(calls, n.queue.StartAll)

@@ -175,6 +175,12 @@ func (n *Node) Transfer(ctx context.Context, key, from, value string, ttl time.D
 // (adapter.SharedNode); redlock.New calls it.
 func (n *Node) Share() { n.users.Add(1) }
 
+var _ adapter.ClusterNode = (*Node)(nil)
+
+// Cluster reports whether the node's client is a Redis Cluster client
+// (adapter.ClusterNode; a cluster node's own requests are in cluster.go).
+func (n *Node) Cluster() bool { return n.cluster }
+
 var _ adapter.SetupNode = (*Node)(nil)
 
 // AbortSetup gives up the connections the node is still making (in the
