@@ -405,3 +405,38 @@ func TestBadInput(t *testing.T) {
 	redlocktest.Eventually(t, 10*time.Second, func() bool { return lockKeys(t, mems) == 0 },
 		"lock keys left by bad input 10s after it, want 0")
 }
+
+// floorMemNodes returns n in-memory nodes that keep fence floors (a fenced
+// client needs them), and the MemNodes behind them.
+func floorMemNodes(n int) ([]redlock.Node, []*redlocktest.MemNode) {
+	nodes, mems := redlocktest.NewMemNodes(n)
+	for i, m := range mems {
+		nodes[i] = m.WithFloor()
+	}
+	return nodes, mems
+}
+
+// fencedClient returns a fenced client of ttl over nodes, with the default
+// node timeout, closed at the end of the test.
+func fencedClient(t *testing.T, nodes []redlock.Node, ttl time.Duration) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// electA elects "a" in election "db" of c, and (under synctest) lets the
+// requests still on their way after the quorum land.
+func electA(t *testing.T, c *redlock.Client) (*election.Election, *election.Leadership) {
+	t.Helper()
+	e := newElection(t, c)
+	lead, err := e.Campaign(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synctest.Wait()
+	return e, lead
+}

@@ -9,7 +9,6 @@ import (
 
 	"dlm/election"
 	"dlm/redlock"
-	"dlm/redlock/redlocktest"
 )
 
 // "a" leads over 3 nodes; one node restarts without persistence (it forgot
@@ -23,24 +22,8 @@ import (
 func TestNewReaderCannotTellWhileANodeHoldingTheRecordIsFrozen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const ttl = 10 * time.Second
-		nodes, mems := redlocktest.NewMemNodes(3)
-		for i, m := range mems {
-			nodes[i] = m.WithFloor()
-		}
-		c, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(ttl))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		e, err := election.New(c, "db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lead, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // every node holds a's lock and record
+		nodes, mems := floorMemNodes(3)
+		_, lead := electA(t, fencedClient(t, nodes, ttl)) // every node holds a's lock and record
 		mems[0].Forget()
 		mems[2].Freeze()
 		defer mems[2].Thaw()

@@ -77,10 +77,7 @@ func increasing(t *testing.T, terms []uint64) {
 // lack adapter.FenceFloorNode, still do): terms [1 2 3 1].
 func TestTermsAcrossRollingRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		nodes, mems := redlocktest.NewMemNodes(3)
-		for i, m := range mems {
-			nodes[i] = m.WithFloor()
-		}
+		nodes, mems := floorMemNodes(3)
 		e := newElection(t, restartClient(t, nodes))
 		terms := threeElections(t, e)
 		roll(mems)
@@ -106,10 +103,7 @@ func TestTermsAcrossRandomRestarts(t *testing.T) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(seed, 22))
-				nodes, mems := redlocktest.NewMemNodes(5)
-				for i, m := range mems {
-					nodes[i] = m.WithFloor()
-				}
+				nodes, mems := floorMemNodes(5)
 				e := newElection(t, restartClient(t, nodes))
 				var terms []uint64
 				for step := range 40 {

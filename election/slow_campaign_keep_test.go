@@ -8,9 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"dlm/election"
 	"dlm/redlock"
-	"dlm/redlock/redlocktest"
 )
 
 // An election's lock is fenced (two round trips to its grant) and kept by
@@ -24,21 +22,10 @@ func TestCampaignOverSlowNodesKeepsItsLeaderOrSaysWhy(t *testing.T) {
 		t.Run(late.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const ttl = 10 * time.Second
-				nodes, mems := redlocktest.NewMemNodes(3)
-				for i, m := range mems {
-					nodes[i] = m.WithFloor()
-				}
+				nodes, mems := floorMemNodes(3)
 				mems[1].SetSlow(late)
 				mems[2].SetSlow(late)
-				c, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(ttl))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
-				e, err := election.New(c, "db")
-				if err != nil {
-					t.Fatal(err)
-				}
+				e := newElection(t, fencedClient(t, nodes, ttl))
 				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 				start := time.Now()
 				lead, err := e.Campaign(ctx, "a")

@@ -7,7 +7,6 @@ import (
 
 	"dlm/election"
 	"dlm/redlock"
-	"dlm/redlock/redlocktest"
 )
 
 // A short-lived reader (dlm leader, a probe, a process that starts and
@@ -23,25 +22,9 @@ import (
 // deadline exceeded / m3: context deadline exceeded".
 func TestNewReadersToldTheLeaderOverSlowNodes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		nodes, mems := redlocktest.NewMemNodes(3)
-		for i, m := range mems {
-			nodes[i] = m.WithFloor()
-		}
+		nodes, mems := floorMemNodes(3)
 		opts := []redlock.Option{redlock.WithFencing(), redlock.WithTTL(10 * time.Second)}
-		c, err := redlock.New(nodes, opts...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		e, err := election.New(c, "db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lead, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // the requests still on their way after the quorum land first
+		_, lead := electA(t, fencedClient(t, nodes, 10*time.Second))
 		mems[1].SetSlow(1200 * time.Millisecond)
 		mems[2].SetSlow(1200 * time.Millisecond)
 		const reads = 5

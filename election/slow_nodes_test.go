@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"dlm/election"
-	"dlm/redlock"
-	"dlm/redlock/redlocktest"
 )
 
 // Healthy slow nodes (two of three answer 1.2 s or 2 s late, each request
@@ -29,17 +27,10 @@ func TestElectionOverHealthySlowNodes(t *testing.T) {
 	for _, late := range []time.Duration{1200 * time.Millisecond, 2 * time.Second} {
 		t.Run(late.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				nodes, mems := redlocktest.NewMemNodes(3)
-				for i, m := range mems {
-					nodes[i] = m.WithFloor()
-				}
+				nodes, mems := floorMemNodes(3)
 				mems[1].SetSlow(late)
 				mems[2].SetSlow(late)
-				c, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(10*time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer c.Close()
+				c := fencedClient(t, nodes, 10*time.Second)
 				// Control: the election's own lock, fenced, is granted.
 				ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 				start := time.Now()
@@ -89,24 +80,8 @@ func TestElectionOverHealthySlowNodes(t *testing.T) {
 // to tell the leader of election "db": 1 of 3 nodes answered".
 func TestLeaderToldOverHealthySlowNodes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		nodes, mems := redlocktest.NewMemNodes(3)
-		for i, m := range mems {
-			nodes[i] = m.WithFloor()
-		}
-		c, err := redlock.New(nodes, redlock.WithFencing(), redlock.WithTTL(10*time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		e, err := election.New(c, "db")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lead, err := e.Campaign(t.Context(), "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		synctest.Wait() // the requests still on their way after the quorum land first
+		nodes, mems := floorMemNodes(3)
+		e, lead := electA(t, fencedClient(t, nodes, 10*time.Second))
 		mems[1].SetSlow(1200 * time.Millisecond)
 		mems[2].SetSlow(1200 * time.Millisecond)
 		fails, reads, lastFail := 0, 0, 0
