@@ -250,18 +250,7 @@ func RunClusterFailoverOfAFrozenMaster(t *testing.T, dial ClusterNodeDialer, kno
 	}
 	m.Freeze()
 	t.Cleanup(m.Thaw)
-	if err := r.Client().Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		role, err := r.Client().Do(ctx, "ROLE").Slice()
-		if err == nil && len(role) > 0 && role[0] == "master" {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the replica %s is not a master 30 s after CLUSTER FAILOVER TAKEOVER: %v, %v", r.Addr(), role, err)
-		}
-	}
+	takeOver(t, r)
 	promoted := time.Now()
 	for k := 0; ; k++ {
 		rctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
@@ -325,18 +314,7 @@ func RunClusterFailoverPastACutMaster(t *testing.T, dial ClusterNodeDialer) {
 			t.Fatalf("the cut master %s still takes writes 30 s after the cut: %v", m.Addr(), err)
 		}
 	}
-	if err := r.Client().Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
-		t.Fatal(err)
-	}
-	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		role, err := r.Client().Do(ctx, "ROLE").Slice()
-		if err == nil && len(role) > 0 && role[0] == "master" {
-			break
-		}
-		if time.Now().After(end) {
-			t.Fatalf("the replica %s is not a master 30 s after CLUSTER FAILOVER TAKEOVER: %v, %v", r.Addr(), role, err)
-		}
-	}
+	takeOver(t, r)
 	promoted := time.Now()
 	// Generous for a loaded machine; before the fix the node kept
 	// sending to the cut master for as long as its slot map came from
@@ -388,5 +366,24 @@ const watchAfterFailover = 5 * time.Second
 func closeNode(n adapter.HandoffNode) {
 	if c, ok := n.(io.Closer); ok {
 		_ = c.Close()
+	}
+}
+
+// takeOver promotes replica r by CLUSTER FAILOVER TAKEOVER, as an operator
+// does, and waits until it says it is a master.
+func takeOver(t *testing.T, r *redisproc.Process) {
+	t.Helper()
+	ctx := t.Context()
+	if err := r.Client().Do(ctx, "CLUSTER", "FAILOVER", "TAKEOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		role, err := r.Client().Do(ctx, "ROLE").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the replica %s is not a master 30 s after CLUSTER FAILOVER TAKEOVER: %v, %v", r.Addr(), role, err)
+		}
 	}
 }
