@@ -1036,3 +1036,19 @@ func TestHandedLockIsOnAQuorumMem(t *testing.T) {
 		}
 	})
 }
+
+// handleOfR locks "r" with a client of ttl over nodes (closed at the end
+// of the test), takes the lock's handle, and (under synctest) lets the
+// requests still on their way after the quorum land: a lock another
+// process goes on with (dlm release HANDLE, dlm extend HANDLE).
+func handleOfR(t *testing.T, nodes []redlock.Node, ttl time.Duration) (*redlock.Client, *redlock.Lock, redlock.Handle) {
+	t.Helper()
+	holder := memClient(t, nodes, redlock.WithTTL(ttl))
+	l, err := holder.Lock(t.Context(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := l.Handle()
+	synctest.Wait()
+	return holder, l, h
+}

@@ -115,17 +115,7 @@ func TestNewClientsResumeOverAFrozenNodeKeepsTheLock(t *testing.T) {
 		t.Run(fmt.Sprintf("ttl %v, %v after the grant", c.ttl, c.work), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				nodes, mems := redlocktest.NewMemNodes(3)
-				holder, err := redlock.New(nodes, redlock.WithTTL(ttl))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer holder.Close()
-				l, err := holder.Lock(t.Context(), "r")
-				if err != nil {
-					t.Fatal(err)
-				}
-				h := l.Handle()
-				synctest.Wait()
+				_, _, h := handleOfR(t, nodes, ttl)
 				time.Sleep(c.work) // the script's work
 				mems[2].Freeze()
 				defer mems[2].Thaw()

@@ -32,17 +32,7 @@ func TestNewClientsHandleRequestsOverSlowNodes(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				const ttl = 10 * time.Second
 				nodes, mems := redlocktest.NewMemNodes(3)
-				holder, err := redlock.New(nodes, redlock.WithTTL(ttl))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer holder.Close()
-				l, err := holder.Lock(t.Context(), "r")
-				if err != nil {
-					t.Fatal(err)
-				}
-				h := l.Handle()
-				synctest.Wait() // the requests still on their way after the quorum land first
+				_, _, h := handleOfR(t, nodes, ttl)
 				mems[1].SetSlow(1500 * time.Millisecond)
 				mems[2].SetSlow(1500 * time.Millisecond)
 				fresh, err := redlock.New(nodes, redlock.WithTTL(ttl))

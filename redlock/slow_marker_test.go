@@ -37,17 +37,8 @@ func TestReleaseMarkersReachSlowNodes(t *testing.T) {
 				for i, m := range mems[1:] {
 					nodes[i+1] = notesOnTheWire{m, late}
 				}
-				holder, err := redlock.New(nodes, redlock.WithTTL(ttl))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer holder.Close()
-				l, err := holder.Lock(t.Context(), "r")
-				if err != nil {
-					t.Fatal(err)
-				}
-				h := l.Handle()
-				synctest.Wait() // the requests still on their way after the quorum land first
+				_, l, h := handleOfR(t, nodes, ttl)
+				var err error
 				for _, m := range mems[1:] {
 					m.SetSlow(late)
 				}
