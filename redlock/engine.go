@@ -167,6 +167,10 @@ type fan struct {
 
 	rsBuf  [7]reply // rs and got for up to 7 nodes, in the same allocation
 	gotBuf [7]bool
+	// confirmed has bit i set once node i confirmed the request, before
+	// the decision or after it (granted); nodes past the 64th are not
+	// tracked.
+	confirmed uint64
 }
 
 // signal is a channel closed once, made only when someone waits for it.
@@ -453,6 +457,9 @@ func (f *fan) Receive(i int, ok bool, err error) {
 	c.answered(i, err) // history (timeout.go)
 	f.mu.Lock()
 	f.answered++
+	if r.ok && i < 64 {
+		f.confirmed |= 1 << i
+	}
 	state := f.state
 	late := state >= fanDecided
 	// An extension's answer after its decision is kept for its restore;
@@ -817,6 +824,18 @@ func (f *fan) replies() []reply {
 		panic("redlock: fan.replies before settle")
 	}
 	return f.rs
+}
+
+// granted reports whether node i confirmed the fan's request by now (for
+// an acquisition: set the key), in time for the decision or not. A node
+// past the 64th counts as having confirmed it.
+func (f *fan) granted(i int) bool {
+	if i >= 64 {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.confirmed&(1<<i) != 0
 }
 
 // results returns each node's outcome, in node order.

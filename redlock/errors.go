@@ -29,6 +29,14 @@ var (
 	// quorum of nodes from confirming the release. The lock is given up all
 	// the same: keys that could not be deleted expire with their ttl.
 	ErrUnlockFailed = errors.New("redlock: release not confirmed by a quorum")
+	// ErrMaybeLost is joined to Unlock's ErrUnlockFailed when a node that
+	// had granted the lock answered the release that it no longer held
+	// it, while too few nodes confirmed the release to show that a quorum
+	// held it to the end: the lock may have been lost before Unlock (its
+	// keys flushed, evicted, or taken on a node that restarted), and
+	// another client may have held it meanwhile. Work done under the lock
+	// should be treated as done without it.
+	ErrMaybeLost = errors.New("redlock: lock possibly lost before the release: a node that granted it no longer held it, and too few nodes confirmed the release")
 	// ErrInvalid is wrapped by every error about bad input or configuration;
 	// the message says which value is wrong and what is expected.
 	ErrInvalid = errors.New("redlock: invalid argument")

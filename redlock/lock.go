@@ -352,6 +352,9 @@ func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 		}
 		replies = c.releaseAll(ctx, l.request(adapter.OpRelease), true)
 		err = c.unlockErr(replies)
+		if errors.Is(err, ErrUnlockFailed) && l.lostOnGranted(replies) {
+			err = errors.Join(ErrMaybeLost, err)
+		}
 		if err != nil && ctx.Err() != nil {
 			err = errors.Join(err, ctx.Err())
 		}
@@ -376,6 +379,20 @@ func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 		c.obs.End(e)
 	}
 	return err
+}
+
+// lostOnGranted reports whether a node that granted l (it confirmed the
+// acquisition in time to count towards the grant) answered a release
+// among replies that it no longer held l's value. A node that never
+// granted l answers so as a matter of course. A lock resumed from a handle
+// knows no acquisition: every node counts as having granted it.
+func (l *Lock) lostOnGranted(replies []reply) bool {
+	for _, r := range replies {
+		if r.refused() && (l.acq == nil || l.acq.granted(r.i)) {
+			return true
+		}
+	}
+	return false
 }
 
 // request is the request of op (OpRelease, OpExtend, ...) for l: on its

@@ -90,8 +90,10 @@ its process group never outlives the leadership. If the leadership is lost
 while the command runs, the group gets SIGTERM, then SIGKILL after --grace,
 and dlm exits 74. When the command exits, dlm resigns, so that another
 candidate is elected at once; a resignation that finds the leadership no
-longer held (lost after the last extension) exits 74 as well. If dlm dies without resigning, the next leader
-is elected within about --ttl.
+longer held (lost after the last extension), or gone from a node that
+had granted it while too few nodes confirm the resignation, exits 74 as
+well. If dlm dies without resigning, the next leader is elected within
+about --ttl.
 
 ID is public (dlm leader prints it); it must be printable, 1 to 256 bytes.
 

@@ -130,7 +130,9 @@ the guard kills the command at its end, and dlm exits 74. A loss that no
 extension saw before the command ended (the nodes flushed or restarted
 without persistence, an eviction, dlm release --force) is found by the
 release after it: dlm says so and exits 74 too, since another holder may
-have run meanwhile.
+have run meanwhile. So does a release that finds the lock gone from a node
+that had granted it while too few nodes confirm the release (one hangs):
+the lock may have been lost, and dlm cannot show otherwise.
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 71 the kernel refuses the guard a PID namespace (see above); 74 lock lost
@@ -490,11 +492,14 @@ func (r *lockRun) run(ctx context.Context) error {
 // release gives up what the command ran under (release: Unlock of the
 // lock, Resign of the leadership) once the command has ended, and returns
 // dlm's result: res, the command's, unless the release found that it was
-// no longer held. A loss that happened after dlm's last extension and
-// before the command ended is seen only here (a quorum of nodes flushed,
-// restarted without persistence, evicted it, or an operator forced its
-// release): another holder may have run beside the command, so dlm exits
-// 74 and says so. Nothing cancels the release: it runs detached from ctx,
+// no longer held, or could not show that it was held to the end. A loss
+// that happened after dlm's last extension and before the command ended
+// is seen only here (a quorum of nodes flushed, restarted without
+// persistence, evicted it, or an operator forced its release): another
+// holder may have run beside the command, so dlm exits 74 and says so. So
+// it does when a node that granted the lock no longer held it and too few
+// confirmed the release (redlock.ErrMaybeLost): the others may have lost
+// it too. Nothing cancels the release: it runs detached from ctx,
 // within releaseTimeout.
 func (r *lockRun) release(ctx context.Context, res error, what string, release func(context.Context) error) error {
 	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
@@ -508,6 +513,12 @@ func (r *lockRun) release(ctx context.Context, res error, what string, release f
 			return res // said once, where it was found
 		}
 		r.errf("%s lost before the command ended: at the release, too many nodes no longer held it (expired, flushed, evicted, or released by force); another holder may have run meanwhile", what)
+		return withCode(exitLockLost, nil)
+	case errors.Is(err, redlock.ErrMaybeLost):
+		if ee := (*exitError)(nil); asExit(res, &ee) && !ee.command && ee.code == exitLockLost {
+			return res
+		}
+		r.errf("%s may have been lost before the command ended: at the release, a node that had granted it held it no longer, and too few nodes confirmed the release to show it was held to the end; another holder may have run meanwhile: %v", what, oneLine(err))
 		return withCode(exitLockLost, nil)
 	}
 	r.errf("release of the %s incomplete (the keys expire by themselves within the ttl): %v", what, oneLine(err))
