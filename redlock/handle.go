@@ -159,6 +159,18 @@ type Handle struct {
 	// nodes). A handle of an earlier version says false, and is taken as
 	// HashTags says.
 	ClustersOnly bool
+	// Nodes is the number of nodes of the client that acquired the lock.
+	// Resume and Release refuse a client whose quorum is smaller than a
+	// majority of them: it would confirm the lock on fewer nodes than
+	// granted it (a quorum of one, over one of three nodes, would extend
+	// the lock where the two others let it expire, and another client
+	// would be granted it there). A client with a quorum as large confirms
+	// it only where its keys are, on at least as many of the lock's nodes
+	// (the joint list of a node change, docs/operations.md, takes the
+	// handles of the old list; a handle written over the joint list is
+	// resumed over the joint list). 0 in a handle of an earlier version,
+	// which is not checked.
+	Nodes int
 }
 
 // Handle returns the lock written as a Handle, for another process to
@@ -195,6 +207,7 @@ func (l *Lock) Handle() Handle {
 		KeyPrefix:    l.client.opts.prefix,
 		HashTags:     l.client.tagsEveryNode(),
 		ClustersOnly: l.client.clustersOnly(),
+		Nodes:        len(l.client.nodes),
 	}
 }
 
@@ -213,6 +226,7 @@ type handleWire struct {
 	// Written only when true, so that the handles of other clients stay
 	// readable by earlier versions.
 	ClustersOnly bool `json:"clusters_only,omitempty"`
+	Nodes        int  `json:"nodes,omitempty"`
 }
 
 // MarshalText returns the handle's text form: "dlm1." followed by the
@@ -236,6 +250,7 @@ func (h Handle) MarshalText() ([]byte, error) {
 		KeyPrefix:    &prefix,
 		HashTags:     h.HashTags,
 		ClustersOnly: h.ClustersOnly,
+		Nodes:        h.Nodes,
 	}
 	js, err := json.Marshal(w)
 	if err != nil {
@@ -296,7 +311,7 @@ func ParseHandle(s string) (Handle, error) {
 	if dec.More() {
 		return Handle{}, invalidf("handle: damaged: data after the handle's JSON object")
 	}
-	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions, Shared: w.Shared, HashTags: w.HashTags, ClustersOnly: w.ClustersOnly}
+	h := Handle{Resource: w.Resource, Resources: w.Resources, Value: w.Value, Token: w.Token, Extensions: w.Extensions, Shared: w.Shared, HashTags: w.HashTags, ClustersOnly: w.ClustersOnly, Nodes: w.Nodes}
 	if w.KeyPrefix == nil {
 		return Handle{}, invalidf("handle: no key_prefix")
 	}
@@ -374,6 +389,8 @@ func (h Handle) validate() error {
 		return invalidf("handle: no until (the end of the validity)")
 	case h.Extensions < 0:
 		return invalidf("handle: extensions must be 0 or more, got %d", h.Extensions)
+	case h.Nodes < 0:
+		return invalidf("handle: nodes must be 0 or more, got %d", h.Nodes)
 	}
 	if err := checkValue(h.Value); err != nil {
 		return fmt.Errorf("handle: %w", err)
@@ -593,6 +610,10 @@ func (c *Client) handleTarget(h Handle) (target, error) {
 	}
 	if h.KeyPrefix != c.opts.prefix {
 		return target{}, invalidf("handle: written by a client with key prefix %q, and this client uses %q: give it the same WithKeyPrefix", h.KeyPrefix, c.opts.prefix)
+	}
+	if q := h.Nodes/2 + 1; h.Nodes > 0 && c.quorum < q {
+		return target{}, invalidf("handle: its lock was acquired over %d nodes, a quorum of %d, and this client's quorum is %d of %d nodes: give it the same nodes (a smaller quorum would confirm the lock where the others let it expire)",
+			h.Nodes, q, c.quorum, len(c.nodes))
 	}
 	if err := c.sameLayout(h); err != nil {
 		return target{}, err
