@@ -324,3 +324,41 @@ func TestEveryRequestOfANewClientWithinItsBoundOutlivesClose(t *testing.T) {
 		})
 	}
 }
+
+// Close ends the restore that an extension's late "not held" began, as it
+// ends the extension's requests: m3 forgot the lock, answers the
+// extension 300 ms late (after the quorum), and is frozen before the
+// restore reaches it. Close must return at once, not wait out the
+// restore's bound for the frozen node (it did in this change's first
+// form, where the restore's context no longer ended at Close: 950ms).
+func TestCloseEndsALateRestore(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes, mems := redlocktest.NewMemNodes(3)
+		defer mems[2].Thaw()
+		c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.Lock(t.Context(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mems[2].Forget()
+		mems[2].SetSlow(300 * time.Millisecond)
+		if err := l.Extend(t.Context()); err != nil {
+			t.Fatalf("Extend with m1 and m2 holding the lock = %v", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+		mems[2].Freeze() // the extension was applied: its answer still comes
+		time.Sleep(100 * time.Millisecond)
+		synctest.Wait() // the restore is on its way to the frozen m3
+		start := time.Now()
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 0 {
+			t.Errorf("Close took %v, waiting for the restore of the frozen m3; want at once", d)
+		}
+	})
+}

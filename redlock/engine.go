@@ -112,7 +112,7 @@ type fan struct {
 	// that is slow and answering (timeout.go: busy).
 	quorumRead bool
 	// cut: Close cuts the requests back to keep from t1 (Client.cutAtClose);
-	// keep is set once, before the fan is sent, under the client's mu.
+	// both are set before the fan is sent, under the client's mu.
 	cut  bool
 	keep time.Duration
 	ttl  time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
@@ -338,9 +338,9 @@ func (c *Client) cutAtClose(f *fan, keep time.Duration) {
 // cutBackAtClose registers f, not sent yet, with the client: Close cuts
 // its requests back to keep from its start (0: ends them at once), or, if
 // Close began already (a settler's fan), they get that bound now. The
-// fan's end (done) forgets it. Only a fan that may outlive its bound
-// pays for it (a patient fan of a new client, an extension): the others
-// never take the client's mu here.
+// fan's end (done) forgets it. Only such a fan pays for it (a patient fan
+// of a new client; an extension, whose requests outlive its caller): the
+// others never take the client's mu here.
 func (c *Client) cutBackAtClose(f *fan, keep time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

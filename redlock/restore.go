@@ -414,8 +414,19 @@ func (l *Lock) restoreLate(f *fan) {
 			forgot[i], some = no, some || no
 		}
 		f.mu.Unlock()
-		// Each restoring request gets as long as the extension's had.
-		if !some || !l.restoreOn(ctx, forgot, f.rc.deadline().Sub(f.t1)) {
+		if !some {
+			return
+		}
+		// Each restoring request gets as long as the extension's had,
+		// and Close ends them, as it ends the extension's.
+		go func() {
+			select {
+			case <-c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if !l.restoreOn(ctx, forgot, f.rc.deadline().Sub(f.t1)) {
 			return
 		}
 		// Another released the lock (ForceRelease, Client.Release of its
