@@ -66,10 +66,12 @@ type Client struct {
 	settlers int
 	mu       sync.Mutex
 	closed   bool
-	// unmet holds the fans whose requests live a grant's patience only
-	// for nodes the client never met (timeout.go: slowWait), until they
-	// finish: Close ends their requests (engine.go: untilCloseFan).
-	unmet map[*fan]struct{}
+	// cuts holds the fans whose requests Close cuts back to their own
+	// bound (fan.keep), until they finish: those that wait a patience
+	// only for nodes the client never met (timeout.go: slowWait), and
+	// extensions, whose requests outlive their caller (engine.go:
+	// cutAtClose, cutBackAtClose).
+	cuts map[*fan]struct{}
 }
 
 // New returns a client over nodes, each an independent master (R2, R7). It
@@ -196,18 +198,19 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.stop)
-	unmet := make([]*fan, 0, len(c.unmet))
-	for f := range c.unmet {
-		unmet = append(unmet, f)
+	cuts, keeps := make([]*fan, 0, len(c.cuts)), make([]time.Duration, 0, len(c.cuts))
+	for f := range c.cuts {
+		cuts, keeps = append(cuts, f), append(keeps, f.keep)
 	}
 	c.mu.Unlock()
-	// A request that waits a grant's patience only for a node the client
-	// never met (frozen since its start, maybe) ends now: its fan was
-	// decided, or is cut short by Close as any call is, and what it set
-	// on that node is released as it answers (Unlock: followRelease; a
-	// failed attempt: releaseNode).
-	for _, f := range unmet {
-		f.cancel()
+	// A request that waits a patience only for a node the client never
+	// met (frozen since its start, maybe) ends at its own bound, at once
+	// if that passed: what its fan set on that node is released as it
+	// answers (Unlock: followRelease; a failed attempt: releaseNode), and
+	// a release within its bound still reaches a node that answers in
+	// it. An extension's requests, which outlive their caller, end now.
+	for _, t := range c.cutBack(cuts, keeps) {
+		defer t.Stop()
 	}
 	for _, n := range c.nodes {
 		if sn, ok := n.(adapter.SetupNode); ok {
@@ -223,6 +226,16 @@ func (c *Client) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// closing reports whether Close began.
+func (c *Client) closing() bool {
+	select {
+	case <-c.stop:
+		return true
+	default:
+		return false
+	}
 }
 
 // bgAdd counts n background goroutines, unless the client is closed: then

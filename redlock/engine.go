@@ -111,9 +111,11 @@ type fan struct {
 	// once a quorum answered, it waits past its bound only for a node
 	// that is slow and answering (timeout.go: busy).
 	quorumRead bool
-	// untilClose: Close ends the requests (Client.untilCloseFan).
-	untilClose bool
-	ttl        time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
+	// cut: Close cuts the requests back to keep from t1 (Client.cutAtClose);
+	// both are set before the fan is sent, under the client's mu.
+	cut  bool
+	keep time.Duration
+	ttl  time.Duration // of the lock the fan grants or extends (0: none), for Client.slow
 	// waited: a patient fan's patience (0: it waits for no node past its
 	// limit), which an acquisition's error reports when its slow nodes
 	// timed out by it (AcquireError.Patience).
@@ -276,7 +278,7 @@ func (c *Client) patientFor(f *fan, base context.Context, p time.Duration, grant
 	}
 	f.waited = p
 	f.rc.init(base, f.t1, p)
-	c.untilCloseFan(f)
+	c.cutAtClose(f, f.limit)
 }
 
 // nodeTimeout is the bound of the next fan's requests, of ttl (0: none):
@@ -307,51 +309,82 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
-	p, unmet, first := c.slowWait(req, f.born)
+	p, unmet, _ := c.slowWait(req, f.born)
 	if f.unmet = unmet; p > timeout {
-		if first && base.Done() == nil {
-			// Requests that outlive their caller (releases), waiting
-			// only for nodes a new client never met (one may be frozen
-			// since its start): until Close at most (timeout.go).
-			base = &untilClose{base, c.stop}
-		}
 		// A node is slow: the requests live until the patience, and
-		// the wait goes on for the slow node (timeout.go).
+		// the wait goes on for the slow node (timeout.go); Close gives
+		// up the patience for nodes the client never met, not the
+		// requests' own bound.
 		f.patient, f.waited = true, p
 		f.rc.init(base, f.t1, p)
-		c.untilCloseFan(f)
+		c.cutAtClose(f, timeout)
 	}
 	f.nctx = &f.rc
 	return f
 }
 
-// untilCloseFan has Close end the requests of the patient fan f when it
-// is patient only for nodes the client never met (none is known slow):
-// one of them may be frozen since the client's start, and Close, which
-// waits for every request, would wait the whole patience for it. The
-// fan's end (done) forgets it.
-func (c *Client) untilCloseFan(f *fan) {
+// cutAtClose has Close cut the requests of the patient fan f, not sent
+// yet, back to keep from its start, their own bound (what they live when
+// no node is slow), when it is patient only for nodes the client never
+// met (none is known slow): one of them may be frozen since the client's
+// start, and Close, which waits for every request, would wait the whole
+// patience for it; while a request within its own bound lives on, as a
+// long-lived client's does, and a node that answers in that time is not
+// left holding what it was asked to release. A new client's release (dlm
+// release HANDLE) waits so for its third node past the quorum.
+func (c *Client) cutAtClose(f *fan, keep time.Duration) {
 	if !f.unmet || c.knownSlow(f.born) {
 		return
 	}
+	c.cutBackAtClose(f, keep)
+}
+
+// cutBackAtClose registers f, not sent yet, with the client: Close cuts
+// its requests back to keep from its start (0: ends them at once), or, if
+// Close began already (a settler's fan), they get that bound now. The
+// fan's end (done) forgets it. Only such a fan pays for it (a patient fan
+// of a new client; an extension, whose requests outlive its caller): the
+// others never take the client's mu here.
+func (c *Client) cutBackAtClose(f *fan, keep time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if f.cut {
+		f.keep = min(f.keep, keep)
 		return
 	}
-	if c.unmet == nil {
-		c.unmet = make(map[*fan]struct{})
+	if c.closed {
+		f.rc.d = min(f.rc.d, keep)
+		return
 	}
-	c.unmet[f] = struct{}{}
-	f.untilClose = true
+	if c.cuts == nil {
+		c.cuts = make(map[*fan]struct{})
+	}
+	c.cuts[f] = struct{}{}
+	f.cut, f.keep = true, keep
+}
+
+// cutBack ends the requests of the fans that cutBackAtClose registered, for
+// Close: each at keep from its start, at once where that has passed. It
+// returns the timers of the others, for Close to stop once it waited.
+func (c *Client) cutBack(fans []*fan, keeps []time.Duration) []*time.Timer {
+	var timers []*time.Timer
+	now := time.Now()
+	for i, f := range fans {
+		if left := keeps[i] - now.Sub(f.t1); left > 0 {
+			timers = append(timers, time.AfterFunc(left, f.cancel))
+			continue
+		}
+		f.cancel()
+	}
+	return timers
 }
 
 // done ends the fan's share of Client.bg, once it finished (finishing).
 func (f *fan) done() {
 	c := f.c
-	if f.untilClose {
+	if f.cut {
 		c.mu.Lock()
-		delete(c.unmet, f)
+		delete(c.cuts, f)
 		c.mu.Unlock()
 	}
 	c.bg.Done()

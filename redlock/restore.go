@@ -330,17 +330,19 @@ func (l *Lock) restored() {
 // ctx: its requests outlive ctx's cancellation (the auto-extender cancels
 // its context as the extension returns), so that a node answering after
 // the decision is heard (lateAnswers), but not ctx's deadline, which bounds
-// them as before, nor Close, which ends them. It returns nil, and starts
-// nothing, when the client is closed.
+// them as before, nor Close, which ends them (cutBackAtClose). It returns
+// nil, and starts nothing, when the client is closed.
 func (c *Client) newExtensionFan(ctx context.Context, req adapter.Request) *fan {
-	a := &lateAnswers{base: untilClose{context.WithoutCancel(ctx), c.stop}}
-	f := c.newFan(ctx, &a.base, req, stopQuorum)
+	a := &lateAnswers{}
+	base := context.WithoutCancel(ctx)
+	f := c.newFan(ctx, base, req, stopQuorum)
 	if f == nil {
 		return nil
 	}
 	if dl, ok := ctx.Deadline(); ok && dl.Before(f.rc.deadline()) {
-		f.rc.init(&a.base, f.t1, dl.Sub(f.t1))
+		f.rc.init(base, f.t1, dl.Sub(f.t1))
 	}
+	c.cutBackAtClose(f, 0)
 	a.notHeld = a.buf[:0]
 	if n := len(c.nodes); n > len(a.buf) {
 		a.notHeld = make([]bool, 0, n)
@@ -348,25 +350,6 @@ func (c *Client) newExtensionFan(ctx context.Context, req adapter.Request) *fan 
 	a.notHeld = a.notHeld[:len(c.nodes)]
 	f.late = a
 	return f
-}
-
-// untilClose is the base context of an extension's requests: the caller's
-// values, without its cancellation or deadline (the fan bounds the
-// requests), ended by Close (the client's stop).
-type untilClose struct {
-	context.Context // context.WithoutCancel of the caller's
-	stop            <-chan struct{}
-}
-
-func (u *untilClose) Done() <-chan struct{} { return u.stop }
-
-func (u *untilClose) Err() error {
-	select {
-	case <-u.stop:
-		return context.Canceled
-	default:
-		return nil
-	}
 }
 
 // lateAnswers is what an extension's fan hears after its decision: which
@@ -385,7 +368,6 @@ func (u *untilClose) Err() error {
 // answer that comes while the caller's context lives (an Extend whose
 // caller waits on) is taught as before.
 type lateAnswers struct {
-	base    untilClose
 	notHeld []bool // by node, under the fan's mu
 	buf     [7]bool
 }
@@ -419,9 +401,11 @@ func (l *Lock) restoreLate(f *fan) {
 		l.mu.Lock()
 		until := l.until
 		l.mu.Unlock()
-		ctx, cancel := context.WithDeadline(&f.late.base, until)
+		ctx, cancel := context.WithDeadline(context.WithoutCancel(f.ctx), until)
 		defer cancel()
-		if !f.answeredAll(ctx) {
+		// Close ends the extension's requests (cutBackAtClose), so this
+		// wait; no restore starts once Close began.
+		if !f.answeredAll(ctx) || c.closing() {
 			return
 		}
 		forgot, some := make([]bool, len(c.nodes)), false
@@ -430,8 +414,19 @@ func (l *Lock) restoreLate(f *fan) {
 			forgot[i], some = no, some || no
 		}
 		f.mu.Unlock()
-		// Each restoring request gets as long as the extension's had.
-		if !some || !l.restoreOn(ctx, forgot, f.rc.deadline().Sub(f.t1)) {
+		if !some {
+			return
+		}
+		// Each restoring request gets as long as the extension's had,
+		// and Close ends them, as it ends the extension's.
+		go func() {
+			select {
+			case <-c.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		if !l.restoreOn(ctx, forgot, f.rc.deadline().Sub(f.t1)) {
 			return
 		}
 		// Another released the lock (ForceRelease, Client.Release of its

@@ -127,8 +127,10 @@ import (
 // others once they answered (lock.go: followRelease), as a writer's marks
 // are removed (rw.go: unwait); a handle's extension count, a release
 // marker, a record read and Inspect's read stop at a quorum and the limit
-// (bounds.go: onQuorumPatiently; fan.busy: quorumRead); Close ends the
-// requests that wait only for nodes never met (Client.untilCloseFan).
+// (bounds.go: onQuorumPatiently; fan.busy: quorumRead); Close cuts the
+// requests that wait only for nodes never met back to their own bound
+// (Client.cutAtClose): it gives up the patience, not a request that a
+// long-lived client's Close would have waited for.
 //
 // None of this touches safety: the validity is counted from T1, before the
 // first request (R8.1, R9), however long the client waits; a longer wait
@@ -307,8 +309,8 @@ func (s *slowNode) slowFor(born time.Duration, unmet bool) bool {
 // Resume of a handle are (dlm release HANDLE, dlm extend HANDLE); and for
 // them no longer than a grant's patience of their ttl, as a node slower
 // than that granted nothing, and no longer than the client lives (first:
-// Close ends the wait), as one of them may be frozen since the client's
-// start. A client with a quorum's history had its requests answered
+// Close ends the wait past the requests' own bound), as one of them may be
+// frozen since the client's start. A client with a quorum's history had its requests answered
 // without the nodes it never met, and an extension or release that waited
 // a release's patience for a node that never answered would hold Close as
 // long. Two atomic loads per node.
