@@ -214,8 +214,9 @@ func TestMajorityDown(t *testing.T) { // R1.3, R8.5
 			t.Errorf("per-node outcomes = %+v, want 5 named after their addresses", ae.Nodes)
 		}
 		// Killed nodes refuse connections at once; a generous bound, far above
-		// the 50ms node timeout, only catches a client that waits on them.
-		if elapsed > 2*time.Second {
+		// the 50ms node timeout and a test process not run for a second
+		// or two, only catches a client that waits on them.
+		if elapsed > 5*time.Second {
 			t.Errorf("TryLock took %v with 3 nodes down", elapsed)
 		}
 		// R8.5: a final attempt gave back every key before it returned.
