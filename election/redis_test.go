@@ -47,7 +47,9 @@ func TestElectionOverRedis(t *testing.T) {
 			cl := redlocktest.Start(t, 5)
 			ca := dialRedis(t, a.dial, cl.URLs(), ttl)
 			cb := dialRedis(t, a.dial, cl.URLs(), ttl)
-			ea, _ := election.New(ca, "db")
+			// a's leadership is extended every 100 ms: a test process
+			// not run for a second does not end it while b waits.
+			ea, _ := election.New(ca, "db", election.WithLockOptions(redlock.WithExtendInterval(100*time.Millisecond)))
 			eb, _ := election.New(cb, "db")
 			ctx := t.Context()
 			lead, err := ea.Campaign(ctx, "a")

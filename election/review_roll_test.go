@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"dlm/election"
+	"dlm/redlock"
 	"dlm/redlock/redlocktest"
 )
 
@@ -22,11 +23,18 @@ import (
 // successful extension") on both adapters. An extension now restores the
 // key on the nodes that forgot it, within the validity (redlock/restore.go).
 func TestLeadershipSurvivesRollingRestart(t *testing.T) {
+	// A ttl of a second extended every 50 ms: the leadership outlives a
+	// test process not run for most of a second (at the rolling-restart
+	// tests' 500 ms, a third of it ended the leadership). Each node is
+	// down past the ttl, as there.
+	const ttl = time.Second
+	const down = ttl + ttl/4 + 100*time.Millisecond
 	for _, a := range adapters {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel()
 			cl := redlocktest.Start(t, 3)
-			client := dialRedis(t, a.dial, cl.URLs(), restartTTL)
-			e, err := election.New(client, "db")
+			client := dialRedis(t, a.dial, cl.URLs(), ttl)
+			e, err := election.New(client, "db", election.WithLockOptions(redlock.WithExtendInterval(50*time.Millisecond)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -35,7 +43,7 @@ func TestLeadershipSurvivesRollingRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, s := range cl.Servers {
-				s.Restart(restartDown)
+				s.Restart(down)
 				// The next node goes down once this one holds the key
 				// again: a renewal restored it (docs/operations.md,
 				// rolling restarts). A fixed pause here (two ttls, 175
@@ -62,7 +70,7 @@ func TestLeadershipSurvivesRollingRestart(t *testing.T) {
 			// Status reported no leader, term 0, for as long as the leader
 			// lived; the leadership now republishes it every ttl/3).
 			var st election.Status
-			redlocktest.Eventually(t, 20*restartTTL, func() bool {
+			redlocktest.Eventually(t, 20*ttl, func() bool {
 				st, err = e.Status(t.Context())
 				return err == nil && st.OK
 			}, "after the rolling restart Status = %+v, %v: the living leader is not reported", st, err)

@@ -114,7 +114,7 @@ func TestHandoffLimitHoldsAlongTheChain(t *testing.T) {
 	busy := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithHandoffLimit(4))
 	other := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond))
 	const resource = "defect1"
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -151,9 +151,9 @@ func TestHandoffLimitHoldsAlongTheChain(t *testing.T) {
 		}()
 	}
 	defer func() { close(stop); wg.Wait() }()
-	redlocktest.Eventually(t, 3*time.Second, func() bool { return grants.Load() >= 2 }, "the busy client's goroutines took no turns")
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return grants.Load() >= 2 }, "the busy client's goroutines took no turns")
 	start := time.Now()
-	octx, ocancel := context.WithTimeout(ctx, 4*time.Second)
+	octx, ocancel := context.WithTimeout(ctx, 15*time.Second) // bounded; before the fix: never
 	defer ocancel()
 	l, err := other.Lock(octx, resource, redlock.WithTTL(5*time.Second))
 	if err != nil {
@@ -176,7 +176,7 @@ func TestLostLockIsNotHandedOver(t *testing.T) {
 	c := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(500*time.Millisecond), redlock.WithObserver(obs))
 	const resource = "defect2"
 	key := defectKey(resource)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	l, err := c.Lock(ctx, resource, redlock.WithTTL(5*time.Second), redlock.WithAutoExtend(), redlock.WithExtendInterval(50*time.Millisecond))
 	if err != nil {
@@ -195,7 +195,7 @@ func TestLostLockIsNotHandedOver(t *testing.T) {
 		wl, err := c.Lock(wctx, resource, redlock.WithTTL(5*time.Second))
 		got <- result{wl, err}
 	}()
-	redlocktest.Eventually(t, 3*time.Second, func() bool { return obs.count() >= 3 }, "the waiter made no second attempt")
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return obs.count() >= 3 }, "the waiter made no second attempt")
 	// Another client's value replaces l's keys on a majority.
 	for _, s := range cl.Servers[:3] {
 		if err := s.Client().Set(ctx, key, "another-client", 10*time.Second).Err(); err != nil {
@@ -204,8 +204,8 @@ func TestLostLockIsNotHandedOver(t *testing.T) {
 	}
 	select {
 	case <-l.Done():
-	case <-time.After(3 * time.Second):
-		t.Fatal("the auto-extension did not notice the loss")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the auto-extension did not notice the loss in 10s")
 	}
 	if !errors.Is(l.Err(), redlock.ErrLost) {
 		t.Fatalf("Err() = %v, want ErrLost", l.Err())
@@ -251,9 +251,9 @@ func TestCloseEndsAWaitingLock(t *testing.T) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
 		cl, holder := cluster(t, a, 5)
 		const resource = "defect3"
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		held, err := holder.TryLock(ctx, resource, redlock.WithTTL(10*time.Second))
+		held, err := holder.TryLock(ctx, resource, redlock.WithTTL(30*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -276,7 +276,7 @@ func TestCloseEndsAWaitingLock(t *testing.T) {
 			}
 			done <- err
 		}()
-		redlocktest.Eventually(t, 3*time.Second, func() bool { return obs.count() >= 2 }, "the Lock call made no second attempt")
+		redlocktest.Eventually(t, 10*time.Second, func() bool { return obs.count() >= 2 }, "the Lock call made no second attempt")
 		closed := time.Now()
 		if err := c.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
@@ -286,13 +286,13 @@ func TestCloseEndsAWaitingLock(t *testing.T) {
 			if !errors.Is(err, redlock.ErrClosed) {
 				t.Errorf("Lock after Close = %v, want an error satisfying ErrClosed", err)
 			}
-			if d := time.Since(closed); d > time.Second {
+			if d := time.Since(closed); d > 5*time.Second { // before the fix: never
 				t.Errorf("Lock returned %v after Close, want promptly", d)
 			}
-		case <-time.After(2 * time.Second):
+		case <-time.After(10 * time.Second):
 			lcancel()
 			err := <-done
-			t.Errorf("Lock still waiting 2s after Close (%d attempts); once its context was cancelled it returned %v", obs.count(), err)
+			t.Errorf("Lock still waiting 10s after Close (%d attempts); once its context was cancelled it returned %v", obs.count(), err)
 		}
 	})
 }
@@ -305,7 +305,7 @@ func TestDoReleasesWhenFnPanics(t *testing.T) {
 		cl, c := cluster(t, a, 5)
 		other := dial(t, a, cl)
 		const resource = "defect4"
-		ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		var recovered any
 		func() {
@@ -317,7 +317,7 @@ func TestDoReleasesWhenFnPanics(t *testing.T) {
 		}
 		key := defectKey(resource)
 		if n := keyNodes(t, cl, key); n >= 3 {
-			redlocktest.Eventually(t, time.Second, func() bool { return keyNodes(t, cl, key) < 3 }, "the key stays on %d of 5 nodes after fn panicked", n)
+			redlocktest.Eventually(t, 10*time.Second, func() bool { return keyNodes(t, cl, key) < 3 }, "the key stays on %d of 5 nodes after fn panicked", n)
 		}
 		l, err := other.TryLock(ctx, resource)
 		if err != nil {
@@ -513,7 +513,7 @@ func TestUnlockPastDeadlineReleases(t *testing.T) {
 			t.Run(tc.name, func(t *testing.T) {
 				resource := "defect7-" + tc.name
 				key := defectKey(resource)
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
 				l, err := c.TryLock(ctx, resource, redlock.WithTTL(10*time.Second))
 				if err != nil {
@@ -522,7 +522,7 @@ func TestUnlockPastDeadlineReleases(t *testing.T) {
 				uctx, ucancel := tc.ctx()
 				defer ucancel()
 				err = l.Unlock(uctx)
-				redlocktest.Eventually(t, 2*time.Second, func() bool { return keyNodes(t, cl, key) == 0 }, "keys left on %d of 5 nodes after Unlock (which returned %v)", keyNodes(t, cl, key), err)
+				redlocktest.Eventually(t, 10*time.Second, func() bool { return keyNodes(t, cl, key) == 0 }, "keys left on %d of 5 nodes after Unlock (which returned %v)", keyNodes(t, cl, key), err)
 				l2, err := other.TryLock(ctx, resource)
 				if err != nil {
 					t.Fatalf("another client's TryLock after the Unlock: %v", err)
@@ -596,9 +596,9 @@ func TestHandedLockIsOnAQuorum(t *testing.T) {
 	c := dialURLs(t, nodeAdapter{"rueidis", rueidis.Dial}, cl.URLs(), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(obs))
 	const resource = "defect11"
 	key := defectKey(resource)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	l, err := c.Lock(ctx, resource, redlock.WithTTL(5*time.Second))
+	l, err := c.Lock(ctx, resource, redlock.WithTTL(30*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,7 +618,7 @@ func TestHandedLockIsOnAQuorum(t *testing.T) {
 		got <- result{value: wl.Value(), on: holders(cl, key, wl.Value(), 100*time.Millisecond)}
 		_ = wl.Unlock(ctx)
 	}()
-	redlocktest.Eventually(t, 3*time.Second, func() bool { return obs.count() >= 3 }, "the waiter made no second attempt")
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return obs.count() >= 3 }, "the waiter made no second attempt")
 	frozen := cl.Servers[2:]
 	for _, s := range frozen {
 		s.Freeze()

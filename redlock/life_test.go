@@ -161,7 +161,10 @@ func TestLossClosesDone(t *testing.T) { // R17
 
 func TestDoCancelsOnLoss(t *testing.T) { // R17
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		const ttl = 1500 * time.Millisecond
+		// A ttl of 6 s extended every 100 ms: the loss is found at the
+		// next extension, and a test process not run for seconds does
+		// not let the lock expire first (ErrExpired, not ErrLost).
+		const ttl = 6 * time.Second
 		cl := redlocktest.Start(t, 5)
 		c := dial(t, a, cl, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
 		var cause error
@@ -175,7 +178,7 @@ func TestDoCancelsOnLoss(t *testing.T) { // R17
 			case <-time.After(10 * time.Second):
 				return errors.New("fn's context not cancelled within 10s of the loss")
 			}
-		})
+		}, redlock.WithExtendInterval(100*time.Millisecond))
 		if !errors.Is(err, redlock.ErrLost) || !errors.Is(err, context.Canceled) {
 			t.Fatalf("Do = %v, want fn's context.Canceled joined with ErrLost", err)
 		}
@@ -214,11 +217,13 @@ func TestExtensionBound(t *testing.T) { // R17, R1.2
 	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		cl := redlocktest.Start(t, 5)
 		rec := &recorder{}
-		// A 2s ttl: with 1s, a loaded machine that stalled the extender
-		// for over half a second ended the lock before its third
-		// extension.
-		c := dial(t, a, cl, redlock.WithTTL(2*time.Second), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(rec))
-		l, err := c.Lock(t.Context(), "auto", redlock.WithAutoExtend(), redlock.WithMaxExtensions(3), redlock.WithTries(10))
+		// A 3s ttl extended every 100 ms: each extension has nearly the
+		// whole ttl to land, so that a loaded machine that stalls the
+		// extender for a second or two does not end the lock before its
+		// third extension (with 1s at the default interval, a stall of
+		// over half a second did).
+		c := dial(t, a, cl, redlock.WithTTL(3*time.Second), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithObserver(rec))
+		l, err := c.Lock(t.Context(), "auto", redlock.WithAutoExtend(), redlock.WithExtendInterval(100*time.Millisecond), redlock.WithMaxExtensions(3), redlock.WithTries(10))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -214,8 +214,9 @@ func TestMajorityDown(t *testing.T) { // R1.3, R8.5
 			t.Errorf("per-node outcomes = %+v, want 5 named after their addresses", ae.Nodes)
 		}
 		// Killed nodes refuse connections at once; a generous bound, far above
-		// the 50ms node timeout, only catches a client that waits on them.
-		if elapsed > 2*time.Second {
+		// the 50ms node timeout and a test process not run for a second
+		// or two, only catches a client that waits on them.
+		if elapsed > 5*time.Second {
 			t.Errorf("TryLock took %v with 3 nodes down", elapsed)
 		}
 		// R8.5: a final attempt gave back every key before it returned.
@@ -256,7 +257,9 @@ func TestUnlockNeverDeletesAnotherHoldersKey(t *testing.T) { // R5
 	eachAdapterParallel(t, func(t *testing.T, a nodeAdapter) {
 		cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
 		ctx := t.Context()
-		first, err := c.TryLock(ctx, "r")
+		// Lock with tries: a 1 s lock is refused when the test process
+		// was not run for that long during the attempt.
+		first, err := c.Lock(ctx, "r", redlock.WithTries(10))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -346,7 +349,7 @@ func TestExtend(t *testing.T) { // R17
 		})
 		t.Run("AfterExpiryCreatesNothing", func(t *testing.T) {
 			cl, c := cluster(t, a, 5, redlock.WithTTL(time.Second))
-			l, err := c.TryLock(ctx, "r")
+			l, err := c.Lock(ctx, "r", redlock.WithTries(10)) // a 1 s lock: see above
 			if err != nil {
 				t.Fatal(err)
 			}

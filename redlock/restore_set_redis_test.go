@@ -27,7 +27,9 @@ func TestClusterMasterRestartRestores(t *testing.T) {
 // slots' keys gone, the other master's kept).
 func clusterRestoresASet(t *testing.T, plain *redlocktest.Cluster, cs *redlocktest.RedisCluster, urls []string) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		c := dialURLs(t, a, urls, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(500*time.Millisecond))
+		// A ttl of a minute: the requests live up to a tenth of it,
+		// room for a test process not run for seconds.
+		c := dialURLs(t, a, urls, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(500*time.Millisecond))
 		ctx := t.Context()
 		var set []string
 		for _, r := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} { // slots on both masters
@@ -82,9 +84,12 @@ func clusterRestoresASet(t *testing.T, plain *redlocktest.Cluster, cs *redlockte
 // answered late".
 func clusterAnsweringLateRestored(t *testing.T, plain *redlocktest.Cluster, cs *redlocktest.RedisCluster, urls []string) {
 	eachAdapter(t, func(t *testing.T, a nodeAdapter) {
-		// The requests live up to the limit, a tenth of the ttl (2 s):
-		// room for the 300 ms pause on a loaded machine.
-		const ttl, wait = 20 * time.Second, 10 * time.Second
+		// The requests live up to the limit, a tenth of the ttl (6 s):
+		// room for the 300 ms pause and a test process not run for
+		// seconds on a loaded machine (a late answer past the limit is
+		// dropped: with a pause of 2.5 s and a 20 s ttl, whose limit is
+		// 2 s, the test failed 4 of 4).
+		const ttl, wait = time.Minute, 20 * time.Second
 		c := dialURLs(t, a, urls, redlock.WithTTL(ttl), redlock.WithNodeTimeout(500*time.Millisecond))
 		ctx := t.Context()
 		r := a.name + ":late"

@@ -154,7 +154,10 @@ func (c *Cluster) MustValues(key string) []string {
 }
 
 // Eventually polls cond every few milliseconds until it holds or timeout
-// passes, then fails the test with msg. Use it instead of sleeps.
+// passes, then fails the test with msg formatted with args. Use it instead
+// of sleeps. The args are evaluated where Eventually is called, before the
+// wait: wrap a value that the message should show as it is at the failure
+// in Later.
 func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -165,3 +168,11 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() bool, msg strin
 		time.Sleep(5 * time.Millisecond) // polling interval, bounded by the deadline
 	}
 }
+
+// Later is an argument of Eventually's message read when the message is
+// printed (at the failure), not when Eventually is called: its String is
+// fmt.Sprint of what it returns then. Format it with %v or %s.
+type Later func() any
+
+// String returns fmt.Sprint of the value f returns now.
+func (f Later) String() string { return fmt.Sprint(f()) }
