@@ -491,6 +491,55 @@ type ForceReport struct {
 	Errs []error
 }
 
+// releaseUnread sends, to each node whose read of key did not answer
+// (reads: ForceRelease's), the release of every value the other nodes
+// showed there, holder's and readers', in the background (Close waits for
+// it, within the release timeout): a node frozen while ForceRelease ran
+// applies them when it resumes, so that it does not keep the lock until
+// its ttl. Each release deletes only its value (R5).
+func (c *Client) releaseUnread(nodes []adapterInspect, reads []nodeRead, key string) {
+	var holders, readers []string
+	for _, r := range reads {
+		if r.err != nil {
+			continue
+		}
+		if r.st.Kind == adapter.KeyLock && !slices.Contains(holders, r.st.Value) {
+			holders = append(holders, r.st.Value)
+		}
+		for _, rd := range r.st.Readers {
+			if !slices.Contains(readers, rd.Value) {
+				readers = append(readers, rd.Value)
+			}
+		}
+	}
+	var unread []int
+	for i, r := range reads {
+		if r.err != nil {
+			unread = append(unread, i)
+		}
+	}
+	if len(unread) == 0 || len(holders)+len(readers) == 0 {
+		return
+	}
+	c.settle(false, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), c.opts.releaseTimeout)
+		defer cancel()
+		var wg sync.WaitGroup
+		for _, i := range unread {
+			n := nodes[i]
+			for _, v := range holders {
+				wg.Go(func() { _, _ = n.Release(ctx, key, v) })
+			}
+			if rn, ok := n.(adapter.RWNode); ok {
+				for _, v := range readers {
+					wg.Go(func() { _, _ = rn.RRelease(ctx, key, v) })
+				}
+			}
+		}
+		wg.Wait()
+	})
+}
+
 // ForceRelease is an operator's release of resource, whoever holds it: on
 // every node, it reads the key (as Inspect) and deletes the lock key by
 // compare-and-delete with the value it read (R5), or each reader's entry
@@ -512,7 +561,10 @@ type ForceReport struct {
 // be an adapter.InspectNode. Each request (a read, a marker, a delete)
 // waits for a slow node as Inspect's do: a healthy node that answers
 // slowly is released too, and a dead one costs at most ttl/2 - drift of
-// the client's ttl once per ttl.
+// the client's ttl once per ttl. A node whose read did not answer (frozen)
+// is sent the release of every value the other nodes showed, in the
+// background (Close waits for it, within the release timeout), without a
+// marker: it applies them if it resumes while they are on its connection.
 func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport, error) {
 	nodes, err := c.inspectStart(resource)
 	if err != nil {
@@ -577,6 +629,7 @@ func (c *Client) ForceRelease(ctx context.Context, resource string) (ForceReport
 			}
 		}
 	})
+	c.releaseUnread(nodes, reads, key)
 	total := 0
 	for _, n := range rep.Released {
 		total += n
