@@ -121,10 +121,9 @@ import (
 // A node the client never met whose request of a patient fan went the
 // whole patience unanswered, while the fan was decided without it (a node
 // frozen since the client's start, under grants its quorum answered), is
-// timed out then as if the fan had needed it (lateTimeout): met, and on
-// probation for a ttl. A long-lived client then waits for it as one that
-// met it before it froze: the bound, not a grant's patience, once the
-// probation ended.
+// known to answer nothing (lateTimeout): met, and quiet for a ttl, as a
+// slow node that froze. A long-lived client then waits for it as one that
+// met it before it froze: the bound, not a grant's patience.
 //
 // A step that waits for every node's answer, not a quorum's, never waits
 // a patience for a node that has not answered while a quorum did: it waits
@@ -438,20 +437,29 @@ func (c *Client) timedOut(f *fan, i int, at time.Duration) {
 // the patient fan f only with err after f was decided without it: when
 // err is the end of the request's own deadline, its patience (not the
 // caller's end, nor Close's), the node did not answer within a grant's
-// patience, and is timed out as await times out a node the fan needed
-// (timedOut: met, on probation). Else a node frozen since the client's
-// start, never needed by a decision, would stay unmet for the client's
-// whole life: every fan patient for it, and the first one that needs it
-// waiting a whole patience where a client that met it waits the bound.
+// patience, as a slow node that froze does not (timedOut): it is met, and
+// quiet for a ttl (not put on probation), as a node known to answer
+// nothing. Else a node frozen since the client's start, never needed by a
+// decision, would stay unmet for the client's whole life: every fan
+// patient for it, and the first one that needs it waiting a whole
+// patience where a client that met it waits the bound.
 func (c *Client) lateTimeout(f *fan, i int, err error) {
-	if !f.patient || !f.unmet || !f.adaptive || f.ttl <= 0 || c.slow[i].met.Load() || !isTimeout(err) {
+	s := &c.slow[i]
+	if !f.patient || !f.unmet || !f.adaptive || f.ttl <= 0 || s.met.Load() || !isTimeout(err) {
 		return
 	}
 	now := time.Now()
 	if now.Before(f.rc.deadline()) || f.rc.base.Err() != nil || pastDeadline(f.rc.base, now) {
 		return
 	}
-	c.timedOut(f, i, f.born+now.Sub(f.t1))
+	until := int64(f.born + now.Sub(f.t1) + f.ttl)
+	for {
+		q := s.quiet.Load()
+		if q >= until || s.quiet.CompareAndSwap(q, until) {
+			break
+		}
+	}
+	s.met.Store(true)
 }
 
 // wait blocks until the stop rule holds, the caller's context ends, or the
