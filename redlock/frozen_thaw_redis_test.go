@@ -47,8 +47,7 @@ func TestUnlockOverAServerStoppedSinceTheClientsStartLeavesNoKeyOnceItThaws(t *t
 		// Past the grants' patience and the releases' timeout.
 		time.Sleep(time.Until(start.Add(ttl/2 + 2*redlock.DefaultReleaseTimeout)))
 		cl.Servers[2].Thaw()
-		thawed := time.Now()
-		redlocktest.Eventually(t, ttl/2, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
-			"no lock key left on any server, %v after the stopped one thawed", time.Since(thawed))
+		redlocktest.Eventually(t, 3*ttl/4, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
+			"no lock key left on any server within %v of the stopped one's thaw (a key its acquisition set then would live %v)", 3*ttl/4, ttl)
 	})
 }
