@@ -78,12 +78,23 @@ func TestALongLivedClientTreatsANodeFrozenSinceItsStartAsOneItMet(t *testing.T) 
 			var want, got []time.Duration
 			synctest.Test(t, func(t *testing.T) { want = needed(t, true, thaw) })
 			synctest.Test(t, func(t *testing.T) { got = needed(t, false, thaw) })
-			for i := range got {
-				if got[i] > want[i]+100*time.Millisecond {
-					t.Errorf("m3 frozen since the client was made (ttl %v), m2 down after 18 s: grant %d that needs m3 took %v, want about %v as for a client that met m3 (all: got %v, want %v)",
-						ttl, i+1, got[i], want[i], fmt.Sprint(got), fmt.Sprint(want))
-					break
+			// What decides is whether a grant waits a patience (ttl/2 -
+			// drift) for m3: the met client's first grant that needs m3
+			// waits the bound, and one of the next ttl waits a patience
+			// (m3 on probation). The round trip's backoff in between may
+			// differ by a doubling from one run to the next.
+			patience := ttl/2 - ttl/100
+			patient := func(ds []time.Duration) (n int) {
+				for _, d := range ds {
+					if d >= patience {
+						n++
+					}
 				}
+				return n
+			}
+			if got[0] > time.Second || patient(got) > patient(want) {
+				t.Errorf("m3 frozen since the client was made (ttl %v), m2 down after 18 s: the grants that need m3 took %v, want the first within the node timeout's limit (1s) and at most %d waiting a patience (%v), as for a client that met m3 (%v)",
+					ttl, fmt.Sprint(got), patient(want), patience, fmt.Sprint(want))
 			}
 			if thaw {
 				for i, d := range got {
