@@ -544,6 +544,9 @@ func (f *fan) Receive(i int, ok bool, err error) {
 		finished = f.finishing()
 	}
 	f.mu.Unlock()
+	if late && err != nil {
+		c.lateTimeout(f, i, err) // a node never met (timeout.go)
+	}
 	if last {
 		f.cancel()
 	}

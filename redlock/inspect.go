@@ -359,7 +359,13 @@ const DefaultLocksLimit = 1000
 // ErrScanIncomplete): a resource whose keys are only on such nodes may be
 // missing. When ctx ends while the resources are inspected, Locks returns
 // those inspected so far with ctx's error. Each request (a page of a scan,
-// a read) waits for a slow node as Inspect's do.
+// a read) waits for a slow node as Inspect's do. Once a quorum of nodes
+// scanned, a node that has not is waited for the node timeout's limit
+// more at most (unless it answered the client late within the last ttl:
+// slow, and answering), and then is a failed scan, not asked again for
+// each lock: its NodeView's Err says so. A node frozen while a quorum
+// answers costs Locks the limit (1s at the default), whatever the number
+// of locks.
 func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, complete bool, err error) {
 	if limit <= 0 {
 		limit = DefaultLocksLimit
@@ -375,16 +381,27 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	var mu sync.Mutex
 	names := map[string]bool{}
 	complete = true
-	failed := make([]error, len(nodes))
-	c.onEveryNodePatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) {
+	failed, silent := make([]error, len(nodes)), make([]error, len(nodes))
+	// The scan of a quorum's nodes lists what the quorum holds: once a
+	// quorum scanned, a node that has not is waited for the limit more at
+	// most, unless slow and answering (onQuorumPatiently), as Inspect's
+	// read is; a node frozen while a quorum answers costs the list the
+	// limit, not a grant's patience.
+	c.onQuorumPatiently(ctx, nodes, func(ask asker, i int, n adapterInspect) bool {
 		cursor := ""
 		for seen := 0; ; {
 			rctx, done := ask()
 			keys, next, err := n.Scan(rctx, prefix, cursor, 100)
 			done()
 			if err != nil {
+				if ctx.Err() == nil && (isTimeout(err) || errors.Is(err, context.Canceled)) {
+					// Given up on (onQuorumPatiently), or timed out: it
+					// did not answer, and is not asked again by this call.
+					err = context.DeadlineExceeded
+					silent[i] = fmt.Errorf("no answer to the key scan: %w", err)
+				}
 				failed[i] = nodeError(c.names[i], err) // one writer per index
-				return
+				return false
 			}
 			mu.Lock()
 			for _, k := range keys {
@@ -396,13 +413,13 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 			full := len(names) > limit
 			mu.Unlock()
 			if next == "" {
-				return
+				return true
 			}
 			if full || seen/10 > limit { // not 10*limit: it may overflow
 				mu.Lock()
 				complete = false
 				mu.Unlock()
-				return
+				return true
 			}
 			cursor = next
 		}
@@ -422,6 +439,13 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 	if len(sorted) > limit {
 		sorted, complete = sorted[:limit], false
 	}
+	// A node that did not answer the scan is not waited for again, once
+	// per lock: its reads fail at once with the scan's error.
+	for i, err := range silent {
+		if err != nil {
+			nodes[i] = silentNode{nodes[i], err}
+		}
+	}
 	owners := map[string]string{}
 	for _, r := range sorted {
 		if err := ctx.Err(); err != nil {
@@ -434,6 +458,24 @@ func (c *Client) Locks(ctx context.Context, limit int) (infos []LockInfo, comple
 		return infos, false, errors.Join(err, scanErr)
 	}
 	return infos, complete, scanErr
+}
+
+// silentNode stands, in Locks, for a node that did not answer the scan:
+// its reads fail at once with err, so that a frozen node costs the list
+// one wait, not one per lock.
+type silentNode struct {
+	adapterInspect
+	err error
+}
+
+// Inspect fails at once (adapter.InspectNode).
+func (n silentNode) Inspect(context.Context, string) (adapter.KeyState, error) {
+	return adapter.KeyState{}, n.err
+}
+
+// Note fails at once (adapter.InspectNode).
+func (n silentNode) Note(context.Context, string) (string, bool, error) {
+	return "", false, n.err
 }
 
 // ErrScanIncomplete is in the error of Client.Locks when the scan of some

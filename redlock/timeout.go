@@ -118,6 +118,13 @@ import (
 // froze answers the fans that stopped without it at the patience, not at
 // the limit. Client.slow costs a fan one atomic load per node.
 //
+// A node the client never met whose request of a patient fan went the
+// whole patience unanswered, while the fan was decided without it (a node
+// frozen since the client's start, under grants its quorum answered), is
+// known to answer nothing (lateTimeout): met, and quiet for a ttl, as a
+// slow node that froze. A long-lived client then waits for it as one that
+// met it before it froze: the bound, not a grant's patience.
+//
 // A step that waits for every node's answer, not a quorum's, never waits
 // a patience for a node that has not answered while a quorum did: it waits
 // past its quorum only for a node it needs or one slow and answering
@@ -426,6 +433,35 @@ func (c *Client) timedOut(f *fan, i int, at time.Duration) {
 	if int64(at) >= s.quiet.Load() {
 		s.until.Store(int64(at + ttl))
 	}
+}
+
+// lateTimeout records that node i, which the client never met, answered
+// the patient fan f only with err after f was decided without it: when
+// err is the end of the request's own deadline, its patience (not the
+// caller's end, nor Close's), the node did not answer within a grant's
+// patience, as a slow node that froze does not (timedOut): it is met, and
+// quiet for a ttl (not put on probation), as a node known to answer
+// nothing. Else a node frozen since the client's start, never needed by a
+// decision, would stay unmet for the client's whole life: every fan
+// patient for it, and the first one that needs it waiting a whole
+// patience where a client that met it waits the bound.
+func (c *Client) lateTimeout(f *fan, i int, err error) {
+	s := &c.slow[i]
+	if !f.patient || !f.unmet || !f.adaptive || f.ttl <= 0 || s.met.Load() || !isTimeout(err) {
+		return
+	}
+	now := time.Now()
+	if now.Before(f.rc.deadline()) || f.rc.base.Err() != nil || pastDeadline(f.rc.base, now) {
+		return
+	}
+	until := int64(f.born + now.Sub(f.t1) + f.ttl)
+	for {
+		q := s.quiet.Load()
+		if q >= until || s.quiet.CompareAndSwap(q, until) {
+			break
+		}
+	}
+	s.met.Store(true)
 }
 
 // wait blocks until the stop rule holds, the caller's context ends, or the
