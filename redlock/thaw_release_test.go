@@ -31,7 +31,7 @@ func TestEveryReleaseLeavesNothingOnAThawedNode(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("%s/frozen %s its lock/%s", kind, when, fc.name), func(t *testing.T) {
 					synctest.Test(t, func(t *testing.T) {
-						thawRun(t, kind == "new client", when == "before", fc, ttl)
+						releaseThawRun(t, kind == "new client", when == "before", fc, ttl)
 					})
 				})
 			}
@@ -39,7 +39,7 @@ func TestEveryReleaseLeavesNothingOnAThawedNode(t *testing.T) {
 	}
 }
 
-func thawRun(t *testing.T, fresh, before bool, fc frozenCall, ttl time.Duration) {
+func releaseThawRun(t *testing.T, fresh, before bool, fc frozenCall, ttl time.Duration) {
 	ctx := t.Context()
 	nodes, mems := redlocktest.NewMemNodes(3)
 	for i, m := range mems {
