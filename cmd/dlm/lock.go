@@ -132,7 +132,10 @@ without persistence, an eviction, dlm release --force) is found by the
 release after it: dlm says so and exits 74 too, since another holder may
 have run meanwhile. So does a release that finds the lock gone from a node
 that had granted it while too few nodes confirm the release (one hangs):
-the lock may have been lost, and dlm cannot show otherwise.
+the lock may have been lost, and dlm cannot show otherwise. A loss on
+nodes that do not answer the release at all is not seen: dlm says the
+release is incomplete and exits with the command's code (the validity
+its extensions confirmed outlasted the command).
 
 Exit codes: 64 bad usage; 69 nodes unreachable (no quorum possible);
 71 the kernel refuses the guard a PID namespace (see above); 74 lock lost
