@@ -280,6 +280,10 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 	killTimer := newKillTimer()
 	killTimer.arm(first.hard)
 	becomeReaper()
+	// The kill at the deadline must not wait for a CPU behind the load:
+	// the guard's threads get the most favoured nice value where the
+	// kernel allows it, the command dlm's own (startAtNice below).
+	nice, favoured := preferScheduling()
 
 	// The parent-death signal of the command is tied to this thread, and
 	// so are the capabilities it starts with (enterNamespaces).
@@ -302,7 +306,11 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 		fmt.Fprintf(stderr, "dlm lock: %v received before the command started: the command was not run\n", sig)
 		return withCode(128+int(sig), nil)
 	}
-	if err := child.Start(); err != nil {
+	start := child.Start
+	if favoured {
+		start = func() error { return startAtNice(nice, child.Start) }
+	}
+	if err := start(); err != nil {
 		fmt.Fprintf(stderr, "dlm lock: start %q: %v\n", argv[0], err)
 		return withCode(startCode(err), nil)
 	}
@@ -340,12 +348,15 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 			killTimer.arm(d.hard)
 			timer.Reset(untilMono(d.soft))
 		case <-timer.C:
-			if stopped {
-				fmt.Fprintf(stderr, "dlm %s: the lock's validity ends while the job is stopped: killing the command\n", guardCmdName)
-			} else {
-				fmt.Fprintf(stderr, "dlm %s: the lock's validity ends without an extension: killing the command\n", guardCmdName)
-			}
+			// Killed first, said after: a write to the terminal or a pipe
+			// can block (a full pipe nobody reads, a terminal paused with
+			// Ctrl-S), and the kill must not wait for it.
 			endFamily(reaped, true)
+			if stopped {
+				fmt.Fprintf(stderr, "dlm %s: the lock's validity ended while the job was stopped: the command was killed\n", guardCmdName)
+			} else {
+				fmt.Fprintf(stderr, "dlm %s: the lock's validity ended without an extension: the command was killed\n", guardCmdName)
+			}
 			return withCode(exitLockLost, nil)
 		case ws := <-exited:
 			// Whatever the command left running dies before dlm releases
