@@ -73,6 +73,12 @@ const noDeadline int64 = math.MaxInt64
 //     where the kernel drops a signal its first process sends itself, the
 //     timer of the guard's sentinel outside it (lock_sentinel.go), whose
 //     death kills the guard and so the namespace.
+//   - The guard and its sentinel run at the most favoured nice value where
+//     the kernel allows it (killerNice; root, CAP_SYS_NICE), the command at
+//     dlm's own: each kill above waits for one of them to get a CPU, and
+//     on a loaded machine a process of ordinary priority can wait longer
+//     than the margin. The guard kills before it says so: a write to a
+//     terminal or pipe can block.
 //   - Ctrl-Z stops the command, not the guard (it catches SIGTSTP): the
 //     guard reports the stop to dlm on descriptor 4, and dlm stops itself
 //     so that the shell sees its job stopped (stopJob in lock.go); the
