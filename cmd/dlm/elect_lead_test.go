@@ -153,8 +153,8 @@ func TestElectHungLeaderIsReplaced(t *testing.T) {
 	// dlm elect: a's guard knew the validity and ended
 	// a's command at its end, though a's dlm was stopped; so a's command
 	// no longer runs once b leads.
-	if left := familyOf(mark); len(left) > 0 || !allGone(famA) {
-		t.Errorf("a's command (pids %v, then %v) still runs while b leads: the guard did not end it at a's validity", famA, left)
+	if left := stillRunning(append(famA, familyOf(mark)...)); len(left) > 0 {
+		t.Errorf("a's command (pids %v) still runs while b leads: the guard did not end it at a's validity: %v", famA, left)
 	}
 	if err := a.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatalf("SIGCONT to a: %v; a ended: %v; stderr: %s", err, <-doneA, stderrA)

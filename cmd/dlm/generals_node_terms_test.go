@@ -127,6 +127,10 @@ func TestGeneralsNodeOtherFlagsRefused(t *testing.T) {
 // leader and exit 0; general 3 names the command of the others and exits
 // 3, more than m of them being absent for it (before, the four read one
 // agreed vector, three as proposals for a leader, one as clock readings).
+// Rounds of 2 s, as TestGeneralsEpochs': a general stalled for an eighth
+// of a round just before a deadline runs that round out of time (exit 3),
+// and at 1 s that is 125 ms, which a loaded machine gives an in-process
+// general under -race (seen once at load 18-28).
 func TestGeneralsEpochOtherCommandRefused(t *testing.T) {
 	t.Parallel()
 	const n = 4
@@ -142,7 +146,7 @@ func TestGeneralsEpochOtherCommandRefused(t *testing.T) {
 				use = "clock"
 			}
 			args := []string{"generals", use, "--cluster", cluster, "--id", strconv.Itoa(i), "--key", filepath.Join(dir, fmt.Sprintf("g%d.key", i)),
-				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "1s", "--epochs", "1"}
+				"--start", start, "-n", strconv.Itoa(n), "-m", "1", "--round-timeout", "2s", "--epochs", "1"}
 			var out, errb bytes.Buffer
 			codes[i] = run(t.Context(), args, strings.NewReader(""), &out, &errb)
 			outs[i], errs[i] = out.String(), errb.String()

@@ -74,10 +74,11 @@ func alive(pid int) bool {
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
-// allGone reports whether none of pids runs any more.
+// allGone reports whether none of pids runs any more: each is gone, a
+// zombie, or killed (ended).
 func allGone(pids []int) bool {
 	for _, p := range pids {
-		if alive(p) {
+		if !ended(p) {
 			return false
 		}
 	}
@@ -116,7 +117,7 @@ func TestLockSIGKILLTakesTheFamily(t *testing.T) {
 				if time.Since(killed) > ttl/2 {
 					var left []int
 					for _, p := range pids {
-						if alive(p) {
+						if !ended(p) {
 							left = append(left, p)
 						}
 					}

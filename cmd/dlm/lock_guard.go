@@ -73,6 +73,12 @@ const noDeadline int64 = math.MaxInt64
 //     where the kernel drops a signal its first process sends itself, the
 //     timer of the guard's sentinel outside it (lock_sentinel.go), whose
 //     death kills the guard and so the namespace.
+//   - The guard and its sentinel run at the most favoured nice value where
+//     the kernel allows it (killerNice; root, CAP_SYS_NICE), the command at
+//     dlm's own: each kill above waits for one of them to get a CPU, and
+//     on a loaded machine a process of ordinary priority can wait longer
+//     than the margin. The guard kills before it says so: a write to a
+//     terminal or pipe can block.
 //   - Ctrl-Z stops the command, not the guard (it catches SIGTSTP): the
 //     guard reports the stop to dlm on descriptor 4, and dlm stops itself
 //     so that the shell sees its job stopped (stopJob in lock.go); the
@@ -280,6 +286,10 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 	killTimer := newKillTimer()
 	killTimer.arm(first.hard)
 	becomeReaper()
+	// The kill at the deadline must not wait for a CPU behind the load:
+	// the guard's threads get the most favoured nice value where the
+	// kernel allows it, the command dlm's own (startAtNice below).
+	nice, favoured := preferScheduling()
 
 	// The parent-death signal of the command is tied to this thread, and
 	// so are the capabilities it starts with (enterNamespaces).
@@ -302,7 +312,11 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 		fmt.Fprintf(stderr, "dlm lock: %v received before the command started: the command was not run\n", sig)
 		return withCode(128+int(sig), nil)
 	}
-	if err := child.Start(); err != nil {
+	start := child.Start
+	if favoured {
+		start = func() error { return startAtNice(nice, child.Start) }
+	}
+	if err := start(); err != nil {
 		fmt.Fprintf(stderr, "dlm lock: start %q: %v\n", argv[0], err)
 		return withCode(startCode(err), nil)
 	}
@@ -340,12 +354,15 @@ func runGuard(ctx context.Context, argv []string, iso isolation, stderr io.Write
 			killTimer.arm(d.hard)
 			timer.Reset(untilMono(d.soft))
 		case <-timer.C:
-			if stopped {
-				fmt.Fprintf(stderr, "dlm %s: the lock's validity ends while the job is stopped: killing the command\n", guardCmdName)
-			} else {
-				fmt.Fprintf(stderr, "dlm %s: the lock's validity ends without an extension: killing the command\n", guardCmdName)
-			}
+			// Killed first, said after: a write to the terminal or a pipe
+			// can block (a full pipe nobody reads, a terminal paused with
+			// Ctrl-S), and the kill must not wait for it.
 			endFamily(reaped, true)
+			if stopped {
+				fmt.Fprintf(stderr, "dlm %s: the lock's validity ended while the job was stopped: the command was killed\n", guardCmdName)
+			} else {
+				fmt.Fprintf(stderr, "dlm %s: the lock's validity ended without an extension: the command was killed\n", guardCmdName)
+			}
 			return withCode(exitLockLost, nil)
 		case ws := <-exited:
 			// Whatever the command left running dies before dlm releases

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -118,14 +120,8 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 				l, err = next.TryLock(t.Context(), "res")
 				return err == nil
 			}, "the next holder never got the lock: %v", err)
-			var left []int
-			for _, p := range fam {
-				if alive(p) {
-					left = append(left, p)
-				}
-			}
-			if len(left) > 0 {
-				t.Errorf("processes %v of the first command run while the next holder holds the lock", left)
+			if left := stillRunning(fam); len(left) > 0 {
+				t.Errorf("processes of the first command run while the next holder holds the lock: %v", left)
 			}
 			if err := l.Unlock(t.Context()); err != nil {
 				t.Errorf("unlock: %v", err)
@@ -312,6 +308,102 @@ func killPending(pid int) bool {
 	return false
 }
 
+// ended reports whether pid runs no more code of its own: gone, a
+// zombie, exiting, or with SIGKILL pending (the kernel ends it when it is
+// next scheduled; on a loaded machine that can take a while, but it never
+// returns to the command's code). The guard's promise is about this: the
+// command is killed before the lock's validity ends, whatever the load,
+// and not also reaped.
+func ended(pid int) bool {
+	if !alive(pid) || killPending(pid) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	// pid (comm) STATE PPID PGRP SESSION TTY TPGID FLAGS ...: the flags
+	// are the seventh field after the last ')'. PF_EXITING and
+	// PF_SIGNALED: it has taken its fatal signal and is on its way out.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 7 {
+		return true
+	}
+	flags, _ := strconv.ParseUint(f[6], 10, 64)
+	const pfExiting, pfSignaled = 0x4, 0x400
+	return flags&(pfExiting|pfSignaled) != 0
+}
+
+// stillRunning returns those of pids that run code of their own (not
+// ended), each with its state for a failure message.
+func stillRunning(pids []int) []string {
+	var left []string
+	for _, p := range pids {
+		if !ended(p) {
+			left = append(left, strconv.Itoa(p)+" ("+procStatus(p)+")")
+		}
+	}
+	return left
+}
+
+// deathWatch records when each of a few processes was first seen ended
+// (polling every millisecond), so that a test can say how long before
+// or after an event the kill came.
+type deathWatch struct {
+	pids []int
+	seen []atomic.Int64 // UnixNano when pids[i] was first seen ended, 0 before
+	stop chan struct{}
+	done chan struct{}
+}
+
+// watchDeaths starts watching pids until the test ends: when each is
+// first seen over (ended).
+func watchDeaths(t *testing.T, pids []int, over func(int) bool) *deathWatch {
+	w := &deathWatch{pids: pids, seen: make([]atomic.Int64, len(pids)), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			all := true
+			for i, p := range pids {
+				if w.seen[i].Load() == 0 {
+					if over(p) {
+						w.seen[i].Store(time.Now().UnixNano())
+					} else {
+						all = false
+					}
+				}
+			}
+			if all {
+				return
+			}
+			select {
+			case <-w.stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { close(w.stop); <-w.done })
+	return w
+}
+
+// before says, for a log line, how long before at each process was seen
+// ended (negative: after it, or not yet).
+func (w *deathWatch) before(at time.Time) string {
+	var out []string
+	for i, p := range w.pids {
+		if ns := w.seen[i].Load(); ns != 0 {
+			out = append(out, fmt.Sprintf("%d: %v", p, at.Sub(time.Unix(0, ns)).Round(time.Millisecond)))
+		} else {
+			out = append(out, fmt.Sprintf("%d: not yet", p))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // procStatus returns the state and pending signals of pid, for a failure
 // message.
 func procStatus(pid int) string {
@@ -328,4 +420,93 @@ func procStatus(pid int) string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+// niceOf returns the nice value of every thread of pid.
+func niceOf(pid int) []int {
+	var out []int
+	dir, _ := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	for _, e := range dir {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) STATE ...: nice is the 19th field, the 17th after ')'.
+		s := string(b)
+		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 16 {
+			n, _ := strconv.Atoi(f[16])
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestLockGuardIsFavouredTheCommandIsNot: the guard and its sentinel,
+// whose wake-up and exit are the command's kill at the end of the lock's
+// validity, run at the most favoured nice value where the kernel allows it
+// (root, say), and the command at dlm's own. Before, both ran at dlm's:
+// on a loaded machine the kill waited for a CPU behind the load
+// (TestLockJobControl at load 21-28: "process 9087 of the stopped
+// command runs while the next holder holds the lock"). This test failed
+// before with "the guard's threads run at nice [7 7 7 7 7 7 7 7], want -20".
+func TestLockGuardIsFavouredTheCommandIsNot(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("nice values per thread are Linux's")
+	}
+	nice, err := exec.LookPath("nice")
+	if err != nil {
+		t.Skip("nice(1) not installed")
+	}
+	t.Parallel()
+	c := redlocktest.Start(t, 3)
+	// Whether the kernel lets this user take nice -20 (root,
+	// CAP_SYS_NICE, RLIMIT_NICE): nice(1) says the value it got.
+	out, _ := exec.Command(nice, "-n", "-20", nice).Output()
+	favoured := strings.TrimSpace(string(out)) == "-20"
+	for _, tc := range []struct {
+		name    string
+		noPIDNS bool
+	}{
+		{"namespace", false},
+		{"subreaper", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !tc.noPIDNS && !canPIDNamespace() {
+				t.Skip("no PID namespace for this process")
+			}
+			mark := filepath.Join(t.TempDir(), "ready")
+			args := []string{"lock", "--nodes", strings.Join(c.URLs(), ","), "--ttl", "30s", "--node-timeout", "1s"}
+			if tc.noPIDNS {
+				args = append(args, "--pid-namespace=false")
+			}
+			cmd, _, stderr := dlmCmd(t, nil, append(args, "res", "--", "sh", "-c",
+				`export DLM_TEST_FAMILY="$1"; nice > "$1.nice"; touch "$1"; exec sleep 27`, "sh", mark)...)
+			cmd.Args = append([]string{"nice", "-n", "7"}, cmd.Args...)
+			cmd.Path = nice
+			done := startReaped(t, cmd)
+			startedFamily(t, cmd.Process.Pid, mark, 1, stderr)
+			procs := dlmProcesses(cmd.Process.Pid) // dlm, then the guard (or the sentinel, then the guard)
+			if b, err := os.ReadFile(mark + ".nice"); err != nil || strings.TrimSpace(string(b)) != "7" {
+				t.Errorf("the command runs at nice %q (%v), want dlm's 7", b, err)
+			}
+			want := 7
+			if favoured {
+				want = killerNice
+			}
+			for i, p := range procs {
+				what, w := "the guard's", want
+				switch {
+				case i == 0:
+					what, w = "dlm's", 7
+				case i == 1 && len(procs) == 3:
+					what = "the sentinel's"
+				}
+				if got := niceOf(p); len(got) == 0 || slices.ContainsFunc(got, func(n int) bool { return n != w }) {
+					t.Errorf("%s threads run at nice %v, want %d", what, got, w)
+				}
+			}
+			kill(t, cmd.Process.Pid, syscall.SIGTERM)
+			waitExit(t, cmd, done, 30*time.Second, "dlm did not end; stderr: %s", stderr)
+		})
+	}
 }

@@ -125,6 +125,11 @@ func runSentinel(argv []string) error {
 		_, _ = reports.Write([]byte{reportRefused, byte(errno)})
 		return withCode(exitOSErr, nil)
 	}
+	// The sentinel's exit is the first step of the kernel's kill (its
+	// timer), so it gets the most favoured nice value where the kernel
+	// allows it; after the guard started, which keeps dlm's (it raises
+	// its own where it may, and starts the command at dlm's).
+	preferScheduling()
 	_, _ = reports.Write(binary.BigEndian.AppendUint32([]byte{reportIsolated}, uint32(guard.Process.Pid)))
 	reports.Close()
 	inner.Close()

@@ -279,3 +279,91 @@ func groupStopped(pgid int) bool {
 	}
 	return false
 }
+
+// killerNice is the nice value of the guard and its sentinel where the
+// kernel allows it (root, CAP_SYS_NICE, or an RLIMIT_NICE that reaches
+// it): the most favoured. Both sleep almost all the time; what they do
+// when they wake is kill the command at the end of the lock's validity,
+// and the kernel's own kill (their timers) ends in their exits. On a
+// loaded machine a task of ordinary priority can wait hundreds of
+// milliseconds for a CPU, longer than the guard's margin: the kill must
+// not wait behind the load it is there to outlast. The command runs at
+// dlm's own nice value (startAtNice).
+const killerNice = -20
+
+// preferScheduling gives every thread of this process the nice value
+// killerNice where the kernel allows it, and returns the nice value the
+// process had (that of dlm, for the command) and whether it changed. On
+// Linux a nice value belongs to a thread, and a new thread starts with its
+// creator's: the threads are set until a pass finds none left at another
+// value.
+func preferScheduling() (orig int, ok bool) {
+	raw, err := unix.Getpriority(unix.PRIO_PROCESS, 0) // 20 - nice of this thread
+	if err != nil {
+		return 0, false
+	}
+	orig = 20 - raw
+	if orig <= killerNice {
+		return orig, false
+	}
+	for pass := 0; pass < 10; pass++ {
+		dir, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return orig, pass > 0
+		}
+		changed := false
+		for _, e := range dir {
+			tid := ownTID(e.Name())
+			if tid == 0 {
+				continue
+			}
+			if p, err := unix.Getpriority(unix.PRIO_PROCESS, tid); err == nil && 20-p == killerNice {
+				continue
+			}
+			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, killerNice); err != nil {
+				if pass == 0 && !changed {
+					return orig, false // not allowed: nothing changed
+				}
+				continue // a thread that ended meanwhile
+			}
+			changed = true
+		}
+		if !changed {
+			return orig, true
+		}
+	}
+	return orig, true
+}
+
+// ownTID returns the id, in this process's PID namespace, of its thread
+// that /proc/self/task lists as name (0 when it is gone): /proc may be
+// the mount of another namespace (the guard's parent's, before it mounts
+// its own), where the ids differ; NSpid lists them all, ours last.
+func ownTID(name string) int {
+	b, err := os.ReadFile("/proc/self/task/" + name + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if ids, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			if f := strings.Fields(ids); len(f) > 0 {
+				tid, _ := strconv.Atoi(f[len(f)-1])
+				return tid
+			}
+		}
+	}
+	tid, _ := strconv.Atoi(name) // a kernel without NSpid: one namespace
+	return tid
+}
+
+// startAtNice runs start (which forks the command) with the calling
+// thread at nice value n, so that the command starts with it, and puts
+// the thread back at killerNice after. The caller keeps its goroutine on
+// its thread (runtime.LockOSThread).
+func startAtNice(n int, start func() error) error {
+	tid := unix.Gettid()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, tid, n)
+	err := start()
+	_ = unix.Setpriority(unix.PRIO_PROCESS, tid, killerNice) // refused without the privilege: this thread stays at n
+	return err
+}

@@ -60,3 +60,10 @@ func waitAdopted(int) {}
 // groupStopped reports true outside Linux: every stop the guard reports
 // is taken as current.
 func groupStopped(int) bool { return true }
+
+// preferScheduling does nothing outside Linux: the guard keeps dlm's
+// priority.
+func preferScheduling() (int, bool) { return 0, false }
+
+// startAtNice runs start.
+func startAtNice(_ int, start func() error) error { return start() }
