@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
@@ -17,7 +19,10 @@ import (
 // Start (adapter.AsyncNode), joins the node's queue, and one worker at a
 // time writes the whole queue on the node's own connection (conn.go) as one
 // pipeline (R15), in queue order, and waits for its replies or its
-// deadline, whichever is first.
+// deadline, whichever is first; a batch written while the connection
+// still waits for the replies of one that timed out (a node answering
+// late) is not waited for (sendAhead), unless it may need EVAL after a
+// NOSCRIPT.
 
 // MaxBatch is the most requests a Node writes in one pipeline; a longer
 // queue leaves in several, one after the other.
@@ -126,14 +131,27 @@ func (n *Node) send(items []batch.Item) {
 		res, err = n.clusterTrip(ctx, live, func(i int) bool { return !tail[i] }) // cluster.go
 	} else {
 		buf := s.buf[:0]
+		sha := false // a request goes by EVALSHA, and may need EVAL after
 		for i, it := range live {
 			if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
 				buf = sc.command(buf) // script.go
+				sha = true
 				continue
 			}
-			buf = n.command(buf, it.Req, !tail[i])
+			eval := !tail[i]
+			if sc := n.scriptOf(it.Req.Op); sc != nil && !eval {
+				// Decided once: the script may be marked cached
+				// meanwhile by a batch answered ahead (sendAhead).
+				eval = !sc.Cached.Load()
+				sha = sha || !eval
+			}
+			buf = n.command(buf, it.Req, eval)
 		}
 		s.buf = buf
+		if !sha && n.pipe.backlog() {
+			n.sendAhead(live, deadline, bounded, buf)
+			return
+		}
 		res, err = n.roundTrip(ctx, buf, len(live))
 	}
 	if err != nil {
@@ -193,6 +211,55 @@ func (n *Node) send(items []batch.Item) {
 		ok, err := answer(live[i].Req.Op, res[j])
 		live[i].To.Receive(live[i].Tag, ok, err)
 	}
+}
+
+// sendAhead writes a batch of requests none of which goes by EVALSHA
+// (buf, for live, whose latest deadline is deadline when bounded) on the
+// node's connection and hands their answers on when they come, or at the
+// deadline, without waiting for them: the node's next batch is written at
+// once. It is the way of a batch written while the connection still
+// waits for the replies of a batch that timed out (the node answers
+// late): waiting for it held the next batch, say the next attempt's
+// acquisition behind the last attempt's release, for the release's whole
+// deadline, and a node answering within a grant's patience was never
+// granted (a new client over nodes 4 s late at ttl 10 s: not within
+// 40 s). A batch that may need EVAL after a NOSCRIPT is still waited
+// for, so that its second try runs before the batches behind it.
+func (n *Node) sendAhead(live []batch.Item, deadline time.Time, bounded bool, buf []byte) {
+	f, err := n.pipe.write(context.Background(), buf, len(live))
+	if err != nil {
+		for _, it := range live {
+			it.To.Receive(it.Tag, false, err)
+		}
+		return
+	}
+	items := slices.Clone(live) // live's array is the queue's
+	go func() {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if bounded {
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+		}
+		defer cancel()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			for _, it := range items {
+				it.To.Receive(it.Tag, false, ctx.Err())
+			}
+			return
+		}
+		for i, it := range items {
+			if f.err != nil {
+				it.To.Receive(it.Tag, false, f.err)
+				continue
+			}
+			if sc := n.scriptOf(it.Req.Op); sc != nil {
+				sc.Cached.Store(true) // it ran, by EVAL
+			}
+			ok, err := answer(it.Req.Op, f.res[i])
+			it.To.Receive(it.Tag, ok, err)
+		}
+	}()
 }
 
 // sendCombined runs a planned batch (batch.Combined): the SET NX PX of

@@ -241,6 +241,16 @@ func (p *pipe) startSetup() *setup {
 	return s
 }
 
+// backlog reports whether the live connection still waits for the
+// replies of a batch written on it (one that timed out: the node answers
+// late).
+func (p *pipe) backlog() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	w := p.cur
+	return w != nil && !w.broken && len(w.pending) > 0
+}
+
 // live returns the live connection, nil when there is none; errClosed
 // once the pipe is closed.
 func (p *pipe) live() (*wire, error) {
