@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,9 @@ type Node struct {
 	queue   batch.Queue
 	sender  sender
 	scripts batch.Scripts // of the batched requests (batch.go)
+	// loaded holds the SHA1 of each queued go-redis script (script.go)
+	// that the node's server ran, and so has.
+	loaded sync.Map
 
 	// users counts the redlock clients sharing the node (Share), less
 	// the Close calls: Close closes the node when it falls to 0 or below.
