@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"dlm/redlock/adapter"
 	"dlm/redlock/internal/batch"
@@ -17,7 +19,10 @@ import (
 // Start (adapter.AsyncNode), joins the node's queue, and one worker at a
 // time writes the whole queue on the node's own connection (conn.go) as one
 // pipeline (R15), in queue order, and waits for its replies or its
-// deadline, whichever is first.
+// deadline, whichever is first; a batch written while the connection
+// still waits for the replies of one that timed out (a node answering
+// late) is not waited for (sendAhead), unless it may need EVAL after a
+// NOSCRIPT.
 
 // MaxBatch is the most requests a Node writes in one pipeline; a longer
 // queue leaves in several, one after the other.
@@ -126,15 +131,29 @@ func (n *Node) send(items []batch.Item) {
 		res, err = n.clusterTrip(ctx, live, func(i int) bool { return !tail[i] }) // cluster.go
 	} else {
 		buf := s.buf[:0]
+		sha := false // a request goes by EVALSHA, and may need EVAL after
 		for i, it := range live {
 			if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
 				buf = sc.command(buf) // script.go
+				sha = true
 				continue
 			}
-			buf = n.command(buf, it.Req, !tail[i])
+			eval := !tail[i]
+			if sc := n.scriptOf(it.Req.Op); sc != nil && !eval {
+				// Decided once: the script may be marked cached
+				// meanwhile by a batch answered ahead (sendAhead).
+				eval = !sc.Cached.Load()
+				sha = sha || !eval
+			}
+			buf = n.command(buf, it.Req, eval)
 		}
 		s.buf = buf
-		res, err = n.roundTrip(ctx, buf, len(live))
+		acquiring := onlyAcquisitions(live)
+		if !sha && n.pipe.backlog() {
+			n.sendAhead(live, deadline, bounded, buf, acquiring)
+			return
+		}
+		res, err = pipeTrip(ctx, n.pipe, buf, len(live), acquiring)
 	}
 	if err != nil {
 		for _, it := range live {
@@ -193,6 +212,70 @@ func (n *Node) send(items []batch.Item) {
 		ok, err := answer(live[i].Req.Op, res[j])
 		live[i].To.Receive(live[i].Tag, ok, err)
 	}
+}
+
+// sendAhead writes a batch of requests none of which goes by EVALSHA
+// (buf, for live, whose latest deadline is deadline when bounded) on the
+// node's connection and hands their answers on when they come, or at the
+// deadline, without waiting for them: the node's next batch is written at
+// once. It is the way of a batch written while the connection still
+// waits for the replies of a batch that timed out (the node answers
+// late): waiting for it held the next batch, say the next attempt's
+// acquisition behind the last attempt's release, for the release's whole
+// deadline, and a node answering within a grant's patience was never
+// granted (a new client over nodes 4 s late at ttl 10 s: not within
+// 40 s). A batch that may need EVAL after a NOSCRIPT is still waited
+// for, so that its second try runs before the batches behind it.
+func (n *Node) sendAhead(live []batch.Item, deadline time.Time, bounded bool, buf []byte, acquiring bool) {
+	f, err := n.pipe.write(context.Background(), buf, len(live), acquiring)
+	if err != nil {
+		for _, it := range live {
+			it.To.Receive(it.Tag, false, err)
+		}
+		return
+	}
+	items := slices.Clone(live) // live's array is the queue's
+	go func() {
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if bounded {
+			ctx, cancel = context.WithDeadline(ctx, deadline)
+		}
+		defer cancel()
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			for _, it := range items {
+				it.To.Receive(it.Tag, false, ctx.Err())
+			}
+			return
+		}
+		for i, it := range items {
+			if f.err != nil {
+				it.To.Receive(it.Tag, false, f.err)
+				continue
+			}
+			if sc := n.scriptOf(it.Req.Op); sc != nil {
+				sc.Cached.Store(true) // it ran, by EVAL
+			}
+			ok, err := answer(it.Req.Op, f.res[i])
+			it.To.Receive(it.Tag, ok, err)
+		}
+	}()
+}
+
+// onlyAcquisitions reports whether every request of live is an
+// acquisition (SET NX): such a batch may go on a connection whose
+// handshake is not answered yet (pipe.write).
+func onlyAcquisitions(live []batch.Item) bool {
+	for _, it := range live {
+		if it.Req.Op != adapter.OpAcquire {
+			return false
+		}
+		if _, ok := it.To.(*scriptCall); ok {
+			return false
+		}
+	}
+	return true
 }
 
 // sendCombined runs a planned batch (batch.Combined): the SET NX PX of
@@ -274,14 +357,14 @@ func appendBulk(buf []byte, a string) []byte {
 // roundTrip writes buf (k commands) on the node's connection and waits
 // for their k replies (pipeTrip).
 func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error) {
-	return pipeTrip(ctx, n.pipe, buf, k)
+	return pipeTrip(ctx, n.pipe, buf, k, false)
 }
 
 // pipeTrip writes buf (k commands) on p and waits for their k replies, or
 // for ctx's end: then it returns ctx's error, and the replies, when they
 // come, are read and dropped (conn.go), so the connection stays in step.
-func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int) ([]reply, error) {
-	f, err := p.write(ctx, buf, k)
+func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int, acquiring bool) ([]reply, error) {
+	f, err := p.write(ctx, buf, k, acquiring)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,7 +71,6 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.queue.Init("goredis", MaxBatch, n.send)
 	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
 		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known, owners: &slotMap{cluster: cc}, view: &n.view}
-		n.masters.read.Store(time.Now().UnixNano())
 		n.queue.Allow(opEval, opEvalSha) // script.go
 	}
 }
@@ -84,7 +84,10 @@ type masterPipes struct {
 	owners  *slotMap     // the map the servers agree on (slotmap.go)
 	view    *slots.View  // the masters as the node's Replicas last read them
 	// read is when the node last asked go-redis to read the slot map
-	// again (UnixNano).
+	// again, and read the servers' (UnixNano); 0 before the node's first
+	// batch, which reads them: the node's connections that read the
+	// servers' map are then made before a failure needs them, and so
+	// do not delay following a failover.
 	read atomic.Int64
 
 	mu     sync.Mutex
@@ -116,17 +119,39 @@ func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
 
 // pipeOf returns the pipe to the master of go-redis' client options o.
 func (m *masterPipes) pipeOf(o *redis.Options) (*pipe, error) {
+	addr := m.canon(o.Addr)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return nil, errClosed
 	}
-	p := m.pipes[o.Addr]
+	p := m.pipes[addr]
 	if p == nil {
 		p = &pipe{opts: o, known: m.known}
-		m.pipes[o.Addr] = p
+		m.pipes[addr] = p
 	}
 	return p, nil
+}
+
+// canon returns the address by which the node knows the server at addr:
+// addr, or, when it names no host (a lone master's own line of CLUSTER
+// SLOTS and CLUSTER NODES, which go-redis keeps as it is), the port on
+// the host of the cluster client's first seed, as the servers' slot map
+// names it (slots.Owners). One master then has one pipe, whichever map
+// named it: with two, the requests to one master would not run in the
+// order they were made (a release held back on one pipe ran after the
+// next acquisition on the other).
+func (m *masterPipes) canon(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || host != "" {
+		return addr
+	}
+	if seeds := m.cluster.Options().Addrs; len(seeds) > 0 {
+		if h, _, err := net.SplitHostPort(seeds[0]); err == nil && h != "" {
+			return net.JoinHostPort(h, port)
+		}
+	}
+	return addr
 }
 
 // connect makes the connection to every master that go-redis' slot map
@@ -147,6 +172,7 @@ func (m *masterPipes) connect(ctx context.Context) error {
 // a redirection), made on first use with the settings go-redis gives its
 // client of a server of the cluster (masterOptions).
 func (m *masterPipes) at(addr string) (*pipe, error) {
+	addr = m.canon(addr)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -261,9 +287,7 @@ func (m *masterPipes) asker(addr string) (*redis.Client, func(), error) {
 }
 
 // wait waits for a read of the servers' slot map under way (slotMap),
-// which asks through go-redis' client: its reads over a frozen master
-// end at their deadline (2 s), or when that client is closed, so the
-// node closes a client of its own (Dial) first.
+// whose requests close (slotMap.stop) ended.
 func (m *masterPipes) wait() { m.owners.wg.Wait() }
 
 // batched reports whether n's requests go through its queue: over the
@@ -337,7 +361,7 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	var moved atomic.Bool
 	for _, g := range groups {
 		wg.Go(func() {
-			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx))
+			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx), false)
 			if err != nil {
 				moved.Store(true) // the master may be gone
 			}
@@ -425,7 +449,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
-			r, err := pipeTrip(ctx, g.p, g.buf, g.size)
+			r, err := pipeTrip(ctx, g.p, g.buf, g.size, false)
 			k := 0
 			for j, i := range g.idx {
 				if g.ask[j] {

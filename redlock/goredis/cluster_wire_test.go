@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,9 +16,10 @@ import (
 
 // holdClusterNode returns a node over a one-master Redis Cluster whose
 // connections are HoldConns (d), once it answered a first acquisition;
-// c is the connection that carried it (the client dialled others before,
-// to learn the slots), and truth a client of the master that no test
-// touches.
+// c is the connection that carried it (the master's client whose last
+// command was that SET: go-redis dials others to learn the slots, and
+// the node others to read the servers' slot map), and truth a client of
+// the master that no test touches.
 func holdClusterNode(t *testing.T) (n *goredis.Node, d *faultconn.HoldDialer, c *faultconn.HoldConn, truth *redis.Client) {
 	t.Helper()
 	cl := redlocktest.StartRedisCluster(t, 1, 0)
@@ -32,8 +34,23 @@ func holdClusterNode(t *testing.T) (n *goredis.Node, d *faultconn.HoldDialer, c 
 	if ok, err := n.Acquire(t.Context(), "{first}", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire(first) = %v, %v; want true", ok, err)
 	}
-	conns := d.Conns()
-	return n, d, conns[len(conns)-1], cl.Masters()[0].Client()
+	truth = cl.Masters()[0].Client()
+	list, err := truth.ClientList(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(list, "\n") {
+		if !strings.Contains(line, " cmd=set ") {
+			continue
+		}
+		for _, c := range d.Conns() {
+			if strings.Contains(line, " addr="+c.LocalAddr().String()+" ") {
+				return n, d, c, truth
+			}
+		}
+	}
+	t.Fatalf("no connection of the node's carried its first acquisition; the master's clients:\n%s", list)
+	return nil, nil, nil, nil
 }
 
 // A cluster node's requests to one master run there in the order they

@@ -37,7 +37,14 @@
 // before it in the same run (CLIENT KILL ID) before it carries a request,
 // so that a request left behind on one of them never runs after the
 // requests of the new one (a user whose ACL refuses CLIENT or INFO goes
-// without this). A client with an OnConnect hook or a
+// without this). When there is none to close (a new client) and no
+// SELECT, the handshake is not waited for: the first acquisitions (SET
+// NX) go in its round trip, and anything else waits for its replies, so
+// a new client's first answer over a node costs one round trip. A batch
+// written while the connection still waits for the replies of one that
+// timed out is not waited for either (a node answering late gets the
+// next attempt's acquisition at once), unless it may need EVAL after a
+// NOSCRIPT; a script's first run on a node goes by EVAL. A client with an OnConnect hook or a
 // StreamingCredentialsProvider, and any other UniversalClient (Ring,
 // ClusterClient, failover), is used as it is, one pooled request per call.
 // Fenced acquisitions and fence raises (FencingNode, MultiNode),
@@ -117,11 +124,19 @@
 // ClusterClient with an OnConnect hook or a StreamingCredentialsProvider
 // keeps them, without this order or the fence. A request that a master
 // answers MOVED or ASK (it ran nothing) goes to the master named, up to
-// three hops. The
-// node has go-redis read the slot map again after a failed request or a
-// redirection, and every 2 s while it is used, so that it follows a
-// failover within a second and knows the replicas that one may promote.
-// A set whose
+// three hops. The node routes by the slot map that the cluster's servers
+// agree on: CLUSTER NODES of its seeds and of every master and replica it
+// knows, asked at once over clients of its own and merged by config
+// epoch, without waiting for a server that does not answer. It reads
+// that map at its first request, again after a failed request or a
+// redirection, and every 2 s while it is used (and has go-redis read its
+// own then too), so that it follows a failover within a second, a hung
+// master's too, and knows the replicas that one may promote. Close of a
+// node over a ClusterClient of the caller's own closes what the node made
+// (its connections to the masters, its clients of the servers) and waits
+// for nothing of the caller's client: a request that client makes on its
+// own (its reading of its slot map, on a hung master) ends at its
+// deadline, or at its owner's Close. A set whose
 // keys span hash slots is stepped once per slot and joined all or nothing
 // (see redlock/internal/slots for the argument); releases are announced by
 // SPUBLISH and heard by SSUBSCRIBE, on the shard of the key only. See the

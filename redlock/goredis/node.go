@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -56,6 +57,9 @@ type Node struct {
 	queue   batch.Queue
 	sender  sender
 	scripts batch.Scripts // of the batched requests (batch.go)
+	// loaded holds the SHA1 of each queued go-redis script (script.go)
+	// that the node's server ran, and so has.
+	loaded sync.Map
 
 	// users counts the redlock clients sharing the node (Share), less
 	// the Close calls: Close closes the node when it falls to 0 or below.
@@ -70,7 +74,10 @@ var (
 )
 
 // NewNode wraps client, named name in errors and reports (its address, say).
-// Close does not close a client passed here: its owner does.
+// Close does not close a client passed here: its owner does. Close closes
+// what the node made, and does not wait for a request of the client's own
+// (a ClusterClient's reading of its slot map, which a hung master holds
+// until its deadline).
 //
 // When client is a *redis.Client, Acquire, Release and Extend do not go
 // through its connection pool: the Node dials one connection of its own
@@ -227,7 +234,7 @@ func (n *Node) Close() error {
 		err = n.client.Close()
 	}
 	if n.masters != nil {
-		n.masters.wait() // after the client's Close, which ends go-redis' reads
+		n.masters.wait()
 	}
 	return err
 }

@@ -2,6 +2,9 @@ package goredis
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -68,12 +71,37 @@ type queueScripter struct{ n *Node }
 
 var _ redis.Scripter = queueScripter{}
 
+// Eval runs script by EVAL; once the server answered, the node knows
+// it has the script.
 func (q queueScripter) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
-	return q.n.runScript(ctx, opEval, "EVAL", script, keys, args)
+	cmd := q.n.runScript(ctx, opEval, "EVAL", script, keys, args)
+	if err := cmd.Err(); err == nil || isReply(err) {
+		sum := sha1.Sum([]byte(script))
+		q.n.loaded.Store(hex.EncodeToString(sum[:]), struct{}{})
+	}
+	return cmd
 }
 
-func (q queueScripter) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
-	return q.n.runScript(ctx, opEvalSha, "EVALSHA", sha1, keys, args)
+// EvalSha runs the script of SHA1 sum by EVALSHA when the node's server
+// is known to have it; else it answers NOSCRIPT without sending anything,
+// so that redis.Script.Run sends EVAL at once: a script's first run on a
+// node costs one round trip, not two (EVALSHA, NOSCRIPT, then EVAL),
+// which over a node answering seconds late was a grant's whole patience.
+func (q queueScripter) EvalSha(ctx context.Context, sum string, keys []string, args ...any) *redis.Cmd {
+	if _, ok := q.n.loaded.Load(sum); !ok {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(redisError("NOSCRIPT not sent: the server has not run the script for this node yet"))
+		return cmd
+	}
+	return q.n.runScript(ctx, opEvalSha, "EVALSHA", sum, keys, args)
+}
+
+// isReply reports whether err is a reply of the server (an error reply,
+// or redis.Nil for a null one): it answered, so it has the script it was
+// sent, not a failure to get an answer.
+func isReply(err error) bool {
+	var r redis.Error
+	return errors.As(err, &r)
 }
 
 func (q queueScripter) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {

@@ -1,7 +1,9 @@
 package goredis
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,26 +14,55 @@ import (
 )
 
 // slotMap is a cluster node's own slot map, by which its masterPipes
-// route: CLUSTER NODES of every server that go-redis' client knows, read
-// at once and merged by config epoch (slots.Owners). go-redis reads its
-// map by CLUSTER SLOTS of one server, picked at random; a master cut from
-// its cluster while clients still reach it claims its slots after its
-// replica took them over, and refuses them (CLUSTERDOWN, in a minority):
-// a map read there sent the slots' requests to it until the next read,
-// every few seconds (18 and 21 of the acquisitions made every 50 ms in
-// the 12 s after a failover failed so, in two runs).
+// route: CLUSTER NODES of the cluster's servers, read at once and merged
+// by config epoch (slots.Owners). go-redis reads its map by CLUSTER
+// SLOTS of one server, picked at random; a master cut from its cluster
+// while clients still reach it claims its slots after its replica took
+// them over, and refuses them (CLUSTERDOWN, in a minority): a map read
+// there sent the slots' requests to it until the next read, every few
+// seconds (18 and 21 of the acquisitions made every 50 ms in the 12 s
+// after a failover failed so, in two runs).
+//
+// The servers asked are the seeds of the cluster client and every master
+// and replica of the map last read, each over a client of the node's own
+// (made with the cluster client's settings, masterOptions), which the
+// node's Close closes: not through go-redis' cluster client, whose ways
+// to ask every server (ForEachShard) first read go-redis' map from one
+// server picked at random, and so waited out the request's deadline when
+// that was a hung master (a failover followed 2 s late, once in four),
+// over connections of the caller's client that the node's Close cannot
+// end (Close held 2 s).
 type slotMap struct {
 	cluster *redis.ClusterClient
 	shards  atomic.Pointer[[]slots.Shard] // nil until read once
 	reading atomic.Bool
+	// ask bounds the request to each server of one read; slotMapAsk
+	// when 0.
+	ask time.Duration
 
 	mu     sync.Mutex // orders the reads' start with close
 	closed bool
+	askers map[string]*asker // by server address
 	wg     sync.WaitGroup
+}
+
+// asker is the node's client of one server of the cluster for reading
+// its CLUSTER NODES, and whether a request of an earlier read is still
+// out on it (a hung server is not asked again until it answered or its
+// request's deadline passed).
+type asker struct {
+	c   *redis.Client
+	out atomic.Bool
 }
 
 // slotMapAsk bounds the request to each server of one read.
 const slotMapAsk = time.Second
+
+// slotMapGrace is how long a read waits, after the first server's
+// answer, for the others before it merges the answers it has, when
+// fewer than a majority of the servers asked answered: a hung server
+// then holds the read up that long, not slotMapAsk.
+const slotMapGrace = 150 * time.Millisecond
 
 // owner returns the master that serves key's slot as last read, "" when
 // the map was not read yet or names none.
@@ -56,39 +87,117 @@ func (s *slotMap) readAsync() {
 	}
 	s.wg.Go(func() {
 		defer s.reading.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*slotMapAsk)
-		defer cancel()
-		s.read(ctx)
+		s.read()
 	})
 }
 
-// read reads the map: CLUSTER NODES of every server of go-redis' map
-// (masters and replicas), at once; a server that does not answer is left
-// out, and the map is kept when none answers.
-func (s *slotMap) read(ctx context.Context) {
-	var (
-		mu    sync.Mutex
-		views = map[string]string{}
-	)
-	_ = s.cluster.ForEachShard(ctx, func(ctx context.Context, c *redis.Client) error {
-		actx, cancel := context.WithTimeout(ctx, slotMapAsk)
-		defer cancel()
-		if txt, err := c.ClusterNodes(actx).Result(); err == nil {
-			mu.Lock()
-			views[c.Options().Addr] = txt
-			mu.Unlock()
+// servers returns the addresses to ask: the cluster client's seeds and
+// the masters and replicas of the map last read.
+func (s *slotMap) servers() []string {
+	addrs := slices.Clone(s.cluster.Options().Addrs)
+	if p := s.shards.Load(); p != nil {
+		for _, sh := range *p {
+			addrs = append(addrs, sh.Master)
+			addrs = append(addrs, sh.Replicas...)
 		}
+	}
+	slices.Sort(addrs)
+	return slices.Compact(addrs)
+}
+
+// askerOf returns the node's client of the server at addr, made on first
+// use; nil once the map is stopped, or while a request of an earlier
+// read is still out on it.
+func (s *slotMap) askerOf(addr string) *asker {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
 		return nil
-	})
+	}
+	a := s.askers[addr]
+	if a == nil {
+		o := masterOptions(s.cluster.Options(), addr) // cluster.go
+		o.PoolSize = 1
+		a = &asker{c: redis.NewClient(o)}
+		if s.askers == nil {
+			s.askers = map[string]*asker{}
+		}
+		s.askers[addr] = a
+	}
+	if !a.out.CompareAndSwap(false, true) {
+		return nil
+	}
+	return a
+}
+
+// read reads the map: CLUSTER NODES of every server (servers), at once,
+// each bounded by slotMapAsk (ask). It merges the answers once every server
+// answered or failed, or a majority of them answered, or slotMapGrace
+// after the first answer; a server that did not answer by then is left
+// out (its request ends at its deadline, or at Close, on its own). The
+// map is kept when none answers.
+func (s *slotMap) read() {
+	type answer struct {
+		addr, txt string
+		ok        bool
+	}
+	var (
+		asked []string
+		ask   []*asker
+	)
+	for _, addr := range s.servers() {
+		if a := s.askerOf(addr); a != nil {
+			asked, ask = append(asked, addr), append(ask, a)
+		}
+	}
+	answers := make(chan answer, len(asked))
+	for i, a := range ask {
+		s.wg.Go(func() {
+			defer a.out.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.ask, slotMapAsk))
+			defer cancel()
+			txt, err := a.c.ClusterNodes(ctx).Result()
+			answers <- answer{asked[i], txt, err == nil}
+		})
+	}
+	views := map[string]string{}
+	var grace <-chan time.Time
+wait:
+	for range asked {
+		select {
+		case a := <-answers:
+			if !a.ok {
+				continue
+			}
+			views[a.addr] = a.txt
+		case <-grace:
+			break wait
+		}
+		if 2*len(views) > len(asked) {
+			break
+		}
+		if grace == nil {
+			t := time.NewTimer(slotMapGrace)
+			defer t.Stop()
+			grace = t.C
+		}
+	}
 	if len(views) > 0 {
 		shards := slots.Owners(views)
 		s.shards.Store(&shards)
 	}
 }
 
-// stop starts no other read; masterPipes.wait waits for one under way.
+// stop starts no other read and closes the node's clients of the
+// servers, which ends the requests still out; masterPipes.wait waits for
+// them.
 func (s *slotMap) stop() {
 	s.mu.Lock()
 	s.closed = true
+	all := s.askers
+	s.askers = nil
 	s.mu.Unlock()
+	for _, a := range all {
+		_ = a.c.Close()
+	}
 }
