@@ -93,10 +93,10 @@ type AcquireError struct {
 	// Patience is, when an attempt of the call timed out nodes after
 	// waiting for nodes that answer slowly, how long it waited for them:
 	// the most a grant of the lock may wait and still leave the validity
-	// its holder needs to keep it (one more round trip, and
-	// AutoExtendLead for a lock kept by auto-extension). Healthy nodes
+	// its holder needs to keep it (one more round trip). Healthy nodes
 	// slower than that answer too late for the ttl: a longer ttl lets
-	// them grant. Zero otherwise.
+	// them grant. With RoundTrip, the slowest round trip of the nodes
+	// over which a lock kept by auto-extension is kept. Zero otherwise.
 	Patience time.Duration
 	// TTL is the ttl of the lock asked, with Patience; else zero.
 	TTL time.Duration
@@ -107,9 +107,11 @@ type AcquireError struct {
 	// took: the nodes answer too late for the ttl. Zero otherwise.
 	RoundTrip time.Duration
 	// Cause is the context's error when the context ended the wait, what
-	// stopped the fencing phase, or the nodes' refusal of a request to
-	// the client's user (an ACL), which no retry can get past (wrapping
-	// ErrInvalid); else nil.
+	// stopped the fencing phase, the nodes' refusal of a request to the
+	// client's user (an ACL), which no retry can get past (wrapping
+	// ErrInvalid), or why a lock kept by auto-extension, granted, ended
+	// before the first extension that Lock waited for (ErrLost,
+	// ErrExpired, ErrClosed); else nil.
 	Cause error
 }
 
