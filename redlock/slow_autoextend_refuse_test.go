@@ -135,3 +135,64 @@ func TestAutoExtendedLockSlowOnlyAtItsGrantIsKept(t *testing.T) {
 		_ = l.Unlock(t.Context())
 	})
 }
+
+// The class: an auto-extended lock, plain or fenced, over two of three
+// healthy nodes answering from a tenth to nearly half of the ttl late, at
+// ttls from 1 s to a minute: Lock either refuses it saying a longer ttl is
+// needed, or keeps it with every extension landing with AutoExtendLead
+// left; and it is granted whenever the nodes answer within a fifth of the
+// ttl (a fenced one, two round trips to its grant and its first extension
+// confirming, too). In memory, under synctest.
+func TestAutoExtendedLockLatencyClass(t *testing.T) {
+	for _, ttl := range []time.Duration{time.Second, 3 * time.Second, 10 * time.Second, time.Minute} {
+		for _, share := range []float64{0.1, 0.2, 0.3, 0.32, 0.33, 0.35, 0.4, 0.45, 0.48} {
+			for _, fenced := range []bool{false, true} {
+				late := time.Duration(share * float64(ttl))
+				t.Run(fmt.Sprintf("ttl %v late %v fenced %v", ttl, late, fenced), func(t *testing.T) {
+					synctest.Test(t, func(t *testing.T) {
+						nodes, mems := redlocktest.NewMemNodes(3)
+						for i, m := range mems {
+							nodes[i] = m.WithFloor()
+						}
+						mems[1].SetSlow(late)
+						mems[2].SetSlow(late)
+						obs := &landings{}
+						opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithObserver(obs)}
+						if fenced {
+							opts = append(opts, redlock.WithFencing())
+						}
+						c, err := redlock.New(nodes, opts...)
+						if err != nil {
+							t.Fatal(err)
+						}
+						defer c.Close()
+						ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)
+						l, err := c.Lock(ctx, "r", redlock.WithAutoExtend())
+						cancel()
+						if err != nil {
+							if share <= 0.2 {
+								t.Fatalf("nodes answering %v late (ttl %v): Lock = %v; want the lock", late, ttl, err)
+							}
+							checkTooSlowForTTL(t, err, late)
+							return
+						}
+						obs.start(l)
+						select {
+						case <-l.Done():
+							t.Fatalf("nodes answering %v late (ttl %v): the auto-extended lock ended: %v", late, ttl, l.Err())
+						case <-time.After(6 * ttl):
+						}
+						obs.mu.Lock()
+						least, n := obs.least, obs.n
+						obs.mu.Unlock()
+						if want := redlock.AutoExtendLead(ttl); n < 6 || least < want {
+							t.Errorf("nodes answering %v late (ttl %v): %d extensions in 6 ttls; one landed with %v of validity left, want at least %v",
+								late, ttl, n, least, want)
+						}
+						_ = l.Unlock(t.Context())
+					})
+				})
+			}
+		}
+	}
+}
