@@ -403,6 +403,9 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 				_ = tn.lock.Unlock(context.WithoutCancel(ctx))
 				return nil, err
 			}
+			if err := c.keepable(ctx, tn.lock, try); err != nil {
+				return nil, err // over nodes too slow to keep it (life.go)
+			}
 			acquired = true
 			return tn.lock, nil
 		}
@@ -459,6 +462,11 @@ func (c *Client) acquire(ctx context.Context, t target, o lockOptions) (*Lock, e
 				rechecked = true
 				o.tries += min(o.tries, 1) // the extra attempt is not one of WithTries'
 				continue
+			}
+			if err := c.keepable(ctx, l, try); err != nil {
+				// Granted over nodes too slow to keep it (life.go),
+				// or ended before its first extension: given back.
+				return nil, err
 			}
 			acquired = true
 			return l, nil

@@ -85,7 +85,13 @@
 // valid, and a release for up to the ttl: a lock is granted, fenced or
 // not, an auto-extended lock kept, and an Unlock confirmed, over such a
 // node; over a slower one Lock fails, and its error says the nodes answer
-// too late for the ttl (AcquireError.Patience). A node that does not answer
+// too late for the ttl (AcquireError.Patience). A lock kept by
+// auto-extension is granted over nodes whose round trip leaves each
+// extension landing with AutoExtendLead (a third of the ttl) left, about
+// a third of the ttl: a grant slower than that returns after the lock's
+// first extension, which tells the nodes' round trip from a new
+// connection's set-up, and over slower nodes the lock is given back and
+// Lock fails the same way (AcquireError.RoundTrip). A node that does not answer
 // within that longer wait is timed out for the attempts of the next ttl.
 // The validity is always ttl - elapsed - drift from the first request,
 // however long the wait.

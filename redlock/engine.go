@@ -269,11 +269,25 @@ func (c *Client) newFanAfter(acq *fan, req adapter.Request, stop stopRule) *fan 
 
 // patientFor gives f, a grant's fan not sent yet, a patience of p for the
 // slow nodes of grant (in place of newFanWithin's): its requests live
-// until p while a node is slow for it, else until its limit.
+// until p while a node is slow for it, and no longer, else until its
+// limit. A raise carries no ttl, so its limit is the node timeout's alone
+// (twenty of them): at a short ttl, more than the half of the validity
+// left that a slow node's answer may take (a fenced lock of ttl 1 s was
+// granted with 188 ms of validity over nodes 400 ms late, and lost at its
+// first extension). So while a node is known slow (it answered late, or
+// is on probation; not merely never met, as every node of a new client
+// is, whose raise under load keeps its limit) the raise waits no longer
+// than p, and the slow nodes it timed out answer too late for the ttl
+// (waited: AcquireError.Patience).
 func (c *Client) patientFor(f *fan, base context.Context, p time.Duration, grant adapter.Request) {
 	f.patient, f.waited = p > f.limit && c.anySlow(grant, f.born), 0
 	if !f.patient {
-		f.rc.init(base, f.t1, f.limit)
+		limit := f.limit
+		if p < limit && c.knownSlow(f.born) {
+			limit = max(p, 0)
+			f.waited = limit
+		}
+		f.rc.init(base, f.t1, limit)
 		return
 	}
 	f.waited = p

@@ -101,17 +101,25 @@ type AcquireError struct {
 	// Patience is, when an attempt of the call timed out nodes after
 	// waiting for nodes that answer slowly, how long it waited for them:
 	// the most a grant of the lock may wait and still leave the validity
-	// its holder needs to keep it (one more round trip, and
-	// AutoExtendLead for a lock kept by auto-extension). Healthy nodes
+	// its holder needs to keep it (one more round trip). Healthy nodes
 	// slower than that answer too late for the ttl: a longer ttl lets
-	// them grant. Zero otherwise.
+	// them grant. With RoundTrip, the slowest round trip of the nodes
+	// over which a lock kept by auto-extension is kept. Zero otherwise.
 	Patience time.Duration
 	// TTL is the ttl of the lock asked, with Patience; else zero.
 	TTL time.Duration
+	// RoundTrip is, when a lock kept by auto-extension was granted and
+	// then given back because its first extension took longer than
+	// Patience (the slowest round trip over which its extensions land
+	// with AutoExtendLead of the validity left), how long that extension
+	// took: the nodes answer too late for the ttl. Zero otherwise.
+	RoundTrip time.Duration
 	// Cause is the context's error when the context ended the wait, what
-	// stopped the fencing phase, or the nodes' refusal of a request to
-	// the client's user (an ACL), which no retry can get past (wrapping
-	// ErrInvalid); else nil.
+	// stopped the fencing phase, the nodes' refusal of a request to the
+	// client's user (an ACL), which no retry can get past (wrapping
+	// ErrInvalid), or why a lock kept by auto-extension, granted, ended
+	// before the first extension that Lock waited for (ErrLost,
+	// ErrExpired, ErrClosed); else nil.
 	Cause error
 }
 
@@ -160,6 +168,8 @@ func (e *AcquireError) Error() string {
 		fmt.Fprintf(&b, " (%v after %d attempt(s))", e.Cause, e.Attempts)
 	case e.Validity != 0:
 		fmt.Fprintf(&b, " (quorum reached too late: validity %v)", e.Validity)
+	case e.RoundTrip > 0:
+		fmt.Fprintf(&b, " (granted, then given back: its first extension took %v, too slow for the lock to be kept)", e.RoundTrip.Round(time.Millisecond))
 	case e.Fence != nil:
 		fmt.Fprintf(&b, " (fencing phase: %d of %d nodes confirmed the token, %d needed)", countOutcome(e.Fence, Acquired), len(e.Fence), e.Quorum)
 	case e.noQuorum():
@@ -188,7 +198,11 @@ func (e *AcquireError) Error() string {
 			fmt.Fprintf(&b, " (%v)", r.Err)
 		}
 	}
-	if e.Patience > 0 && e.TTL > 0 {
+	switch {
+	case e.RoundTrip > 0 && e.TTL > 0:
+		fmt.Fprintf(&b, "; the nodes answered in %v, over %v, the slowest round trip over which a lock of ttl %v is kept by auto-extension with a third of the ttl left at each extension: nodes that answer this late need a longer ttl (more than %.1fx their round trip)",
+			e.RoundTrip.Round(time.Millisecond), e.Patience.Round(time.Millisecond), e.TTL, float64(e.TTL)/float64(e.Patience))
+	case e.Patience > 0 && e.TTL > 0:
 		fmt.Fprintf(&b, "; nodes timed out after %v, the longest a lock of ttl %v waits for a slow node and can still be kept once granted: nodes that answer later need a longer ttl (more than %.1fx their round trip)",
 			e.Patience.Round(time.Millisecond), e.TTL, float64(e.TTL)/float64(e.Patience))
 	}

@@ -19,7 +19,11 @@ const DefaultMaxExtensions = 1000
 // extension until the validity runs out, and closes Done with the reason
 // when the lock is lost. It stops on Unlock, on Client.Close and at the
 // extension bound (WithMaxExtensions). Default off; Client.Do always turns
-// it on.
+// it on. Over nodes so slow that a grant takes more than about a third of
+// the ttl, Lock returns after the lock's first extension, and fails, the
+// lock given back, when that extension shows the nodes answer too late
+// for the extensions to land with AutoExtendLead left (AcquireError.
+// RoundTrip): a longer ttl is then what keeps a lock over them.
 func WithAutoExtend() SharedOption {
 	return sharedOption(func(o *lockOptions) { o.autoExtend = true })
 }
@@ -212,6 +216,12 @@ func (c *Client) grant(l *Lock, o lockOptions) {
 	l.done = make(chan struct{})
 	l.quit = make(chan struct{})
 	l.exited = make(chan struct{})
+	if l.took() > keepRoundTrip(l.ttl, l.drift) {
+		// The extender starts its first extension at once
+		// (nextExtension); the call that asked for the lock waits for
+		// it (Client.keepable).
+		l.confirm = make(chan struct{})
+	}
 	c.mu.Lock()
 	closed := c.closed
 	if !closed {
@@ -253,6 +263,16 @@ func (l *Lock) autoExtend() {
 	c := l.client
 	defer c.bg.Done()
 	defer close(l.exited)
+	// confirmed closes confirm, once: the first extension took took (0:
+	// none will be made, and the lock runs to its validity).
+	confirming := l.confirm != nil
+	confirmed := func(took time.Duration) {
+		if confirming {
+			confirming = false
+			l.confirmTook = took
+			close(l.confirm)
+		}
+	}
 	t := time.NewTimer(l.nextExtension())
 	defer t.Stop()
 	for {
@@ -274,6 +294,7 @@ func (l *Lock) autoExtend() {
 			return
 		}
 		if l.atBound() {
+			confirmed(0)
 			t.Reset(time.Until(until))
 			continue
 		}
@@ -282,10 +303,12 @@ func (l *Lock) autoExtend() {
 		cancel()
 		switch {
 		case err == nil:
+			confirmed(l.took())
 			t.Reset(l.nextExtension())
 		case errors.Is(err, ErrMaxExtensions), errors.Is(err, ErrInvalid):
 			// No extension will be allowed (ErrInvalid: the nodes'
 			// facts refuse the ttl): the lock runs to its validity.
+			confirmed(0)
 			t.Reset(time.Until(until))
 		case errors.Is(err, ErrNotHeld):
 			select {
@@ -311,10 +334,13 @@ func (l *Lock) autoExtend() {
 // extension is no slower than the one before: a third of the ttl. A
 // watchdog that stops the holder's work some margin before Lock.Until, as
 // dlm lock's guard does, keeps its margin under it, with room to learn the
-// new Until: it then never stops the work of a lock that is kept. Nodes
-// slower than that still keep the lock (a plain grant waits for them up
-// to ttl/2 - drift; a fenced one's raise leaves the validity of one more
-// round trip), but an extension then lands with less than the lead left
+// new Until: it then never stops the work of a lock that is kept. Over
+// nodes slower than that a lock kept by auto-extension is not granted: a
+// grant that took longer returns after the lock's first extension, and
+// over nodes that answered it later the lock is given back and Lock fails
+// (AcquireError.RoundTrip, Client.keepable). Nodes that turn slower after
+// the grant still keep the lock, an extension being waited for up to the
+// lock's end, but it then lands with less than the lead left
 // (nextExtension).
 func AutoExtendLead(ttl time.Duration) time.Duration { return ttl / 3 }
 
@@ -325,13 +351,81 @@ func AutoExtendLead(ttl time.Duration) time.Duration { return ttl / 3 }
 // started while e + AutoExtendLead of the validity is left, so that one
 // as slow lands with the lead left. That is possible while ttl - drift -
 // 2e >= lead, e up to about a third of the ttl; a slower one is started
-// at once and lands with ttl - drift - 2e left. With nodes that answer
+// at once and lands with ttl - drift - 2e left (a grant that slow is
+// confirmed by that extension, or given back: keepable). With nodes that answer
 // within a sixth of the ttl this is the interval (ttl/3), as many
 // extensions per ttl as at no latency.
 func (l *Lock) nextExtension() time.Duration {
 	left := time.Until(l.Until())
 	took := l.ttl - l.drift - left
 	return max(time.Millisecond, min(l.every, left-took-AutoExtendLead(l.ttl)))
+}
+
+// took is how long the lock's grant or last extension took, from its T1
+// to now, when called as it lands: its validity, ttl - drift from T1, has
+// ttl - drift - took left.
+func (l *Lock) took() time.Duration {
+	return l.ttl - l.drift - time.Until(l.Until())
+}
+
+// keepRoundTrip is the slowest round trip of its nodes over which a lock
+// of ttl and drift, kept by auto-extension, lands every extension with
+// AutoExtendLead of the validity left: (ttl - drift - lead)/2, about a
+// third of the ttl (nextExtension). A grant that took longer has its
+// first extension started at once, and Lock waits for it (keepable).
+func keepRoundTrip(ttl, drift time.Duration) time.Duration {
+	return (ttl - drift - AutoExtendLead(ttl)) / 2
+}
+
+// keepable is the last step of an acquisition that granted l (the
+// attempt-th attempt), a lock kept by auto-extension whose grant took
+// longer than keepRoundTrip: it waits for the lock's first extension,
+// which the extender started at once, and returns nil when it took no
+// longer than keepRoundTrip, so that the extensions after it land with
+// AutoExtendLead left while the nodes are no slower. Otherwise it
+// releases l and returns the AcquireError: the nodes answer too late for
+// the lock to be kept (RoundTrip, Patience), the lock ended meanwhile, or
+// ctx ended first.
+//
+// A grant's round trip alone cannot tell: a new client's first request
+// costs the round trips of its new connections too (two to four of them),
+// so a grant over nodes a third as slow may take as long; an extension,
+// sent over the connections the grant made, costs the nodes' round trip
+// only. Over nodes this slow the extender would start the extension at
+// once anyway: waiting for it costs the caller that round trip, and the
+// nodes nothing.
+func (c *Client) keepable(ctx context.Context, l *Lock, attempt int) error {
+	if l.confirm == nil {
+		return nil
+	}
+	select {
+	case <-l.confirm:
+	case <-l.done:
+	case <-ctx.Done():
+	}
+	took, confirmed := time.Duration(0), false
+	select {
+	case <-l.confirm:
+		took, confirmed = l.confirmTook, true
+	default:
+	}
+	keep := keepRoundTrip(l.ttl, l.drift)
+	e := &AcquireError{Resource: l.resource, Attempts: attempt, Quorum: c.quorum}
+	if l.acq != nil {
+		e.Nodes = l.acq.results()
+	}
+	switch err := l.Err(); {
+	case err != nil:
+		e.Cause = err // lost, expired or closed
+	case !confirmed:
+		e.Cause = ctx.Err()
+	case took > keep:
+		e.RoundTrip, e.Patience, e.TTL = took, keep, l.ttl
+	default:
+		return nil
+	}
+	_ = l.Unlock(ctx) // a ctx that ended bounds nothing: the releases are sent
+	return e
 }
 
 // atBound reports whether the lock reached its extension bound.

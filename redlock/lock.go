@@ -52,6 +52,11 @@ type Lock struct {
 	quit     chan struct{} // auto: closed by Unlock to stop the extender
 	quitOnce sync.Once
 	exited   chan struct{} // auto: closed when the extender returns
+	// confirm: auto, granted slower than keepRoundTrip: closed by the
+	// extender after its first extension (Client.keepable), which took
+	// confirmTook (0: it was not made: the lock runs to its validity).
+	confirm     chan struct{}
+	confirmTook time.Duration
 
 	mu         sync.Mutex
 	until      time.Time

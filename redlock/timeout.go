@@ -83,14 +83,25 @@ import (
 //	               and the error says the nodes answer too late for the
 //	               ttl (AcquireError.Patience): a longer ttl grants over
 //	               them. The first phase keeps ttl/2 - drift even for a
-//	               lock kept by auto-extension, whose extensions then land
-//	               with less than AutoExtendLead left over nodes slower
-//	               than (ttl - drift - lead)/2: a new client's first
+//	               lock kept by auto-extension: a new client's first
 //	               request, and a rueidis client's after every timed-out
 //	               one (the connection is made again), costs the new
 //	               connection's round trips too, 4.4 s over nodes 1.1 s
 //	               late, which a shorter first phase would time out on
-//	               every attempt;
+//	               every attempt. Such a lock whose grant took longer
+//	               than (ttl - drift - AutoExtendLead)/2, about a third
+//	               of the ttl, is returned only after its first
+//	               extension, which the extender sends at once over the
+//	               connections the grant made, and so measures the
+//	               nodes' round trip alone (life.go: keepable): no slower
+//	               than that, the lock's extensions land with the lead
+//	               left; slower, the lock is given back and Lock fails
+//	               saying the nodes answer too late for the ttl
+//	               (AcquireError.RoundTrip). Before, it was kept with
+//	               its extensions landing with ttl - drift - 2 round
+//	               trips left, 0.3 s over nodes 4.8 s late at ttl 10 s,
+//	               under dlm lock's guard margin (1 s): the guard
+//	               stopped the command of a lock the library kept;
 //	ttl - drift    for an extension, whose lock is held anyway: it
 //	               waits up to the lock's end (auto-extension's context);
 //	               and for the release of a lock of that ttl (Unlock),

@@ -329,14 +329,15 @@ func acquireCode(err error) int {
 // decided count as neither: the attempt stops as soon as a quorum is out of
 // reach, often before every node replied. An attempt that the wait ended
 // undecided, with no node saying the lock is held, is unreachable too
-// (unanswered).
+// (unanswered), and so is a lock granted and given back because its nodes
+// answer too slowly for it to be kept (AcquireError.RoundTrip).
 func unreachable(err error) bool {
 	var ae *redlock.AcquireError
 	if !errors.As(err, &ae) || len(ae.Nodes) == 0 {
 		return errors.Is(err, redlock.ErrNoQuorum)
 	}
 	down := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut)
-	return down > len(ae.Nodes)-ae.Quorum || unanswered(ae)
+	return down > len(ae.Nodes)-ae.Quorum || unanswered(ae) || ae.RoundTrip > 0
 }
 
 // unanswered reports whether the wait ended ae's attempt before a quorum
@@ -369,6 +370,8 @@ func acquireReasonHinted(err error, wait time.Duration, attempts int, hints map[
 	}
 	down := ae.Count(redlock.Failed) + ae.Count(redlock.TimedOut)
 	switch {
+	case ae.RoundTrip > 0:
+		fmt.Fprintf(&b, ": granted, then given back: its first extension took %v, too slow for the lock to be kept", ae.RoundTrip.Round(time.Millisecond))
 	case down > len(ae.Nodes)-ae.Quorum:
 		fmt.Fprintf(&b, ": no quorum possible, %d of %d nodes failed or timed out, a quorum needs %d", down, len(ae.Nodes), ae.Quorum)
 	case ae.Validity != 0:
@@ -401,7 +404,11 @@ func acquireReasonHinted(err error, wait time.Duration, attempts int, hints map[
 			fmt.Fprintf(&b, " (%s)", hint)
 		}
 	}
-	if ae.Patience > 0 && ae.TTL > 0 {
+	switch {
+	case ae.RoundTrip > 0 && ae.TTL > 0:
+		fmt.Fprintf(&b, "; the nodes answered in %v, over %v, the slowest round trip over which a lock of --ttl %v is kept with a third of the ttl left at each extension: nodes that answer this late need a longer --ttl (more than %.1fx their round trip)",
+			ae.RoundTrip.Round(time.Millisecond), ae.Patience.Round(time.Millisecond), ae.TTL, float64(ae.TTL)/float64(ae.Patience))
+	case ae.Patience > 0 && ae.TTL > 0:
 		fmt.Fprintf(&b, "; nodes timed out after %v, the longest a lock of --ttl %v waits for a slow node and can still be kept: nodes that answer later need a longer --ttl (more than %.1fx their round trip)",
 			ae.Patience.Round(time.Millisecond), ae.TTL, float64(ae.TTL)/float64(ae.Patience))
 	}
