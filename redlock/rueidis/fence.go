@@ -78,6 +78,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		}
 		var nc net.Conn
 		var err error
+		f.setups.begin()                    // a connection being made, from its dial on
 		dctx, release := f.setups.bind(ctx) // Close ends the dial too
 		switch {
 		case inner != nil:
@@ -95,9 +96,11 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		}
 		release()
 		if err != nil {
+			f.setups.end()
 			return nil, err
 		}
 		if !f.setups.add(nc) {
+			f.setups.end()
 			_ = nc.Close()
 			return nil, errSetupAborted
 		}
@@ -710,14 +713,33 @@ type setups struct {
 	stopAll func()
 
 	// live counts the connections whose handshake was answered and that
-	// were not given up since (fencedConn.setUp, down).
-	live atomic.Int64
+	// were not given up since (fencedConn.setUp, down); making, those
+	// being made: from their dial (begin) to their handshake's answer or
+	// their end (done, or end when the dial failed).
+	live, making atomic.Int64
 }
 
-// connected reports whether the node has an established connection
-// (settingup.go); true when not tracked.
+// connected reports whether the node has an established connection and
+// makes none (settingup.go): a connection being made beside one that
+// works (a subscription's, say) may be the one the next request joins.
+// True when not tracked.
 func (s *setups) connected() bool {
-	return s == nil || s.live.Load() > 0
+	return s == nil || s.live.Load() > 0 && s.making.Load() == 0
+}
+
+// begin counts a connection being made, from its dial.
+func (s *setups) begin() {
+	if s != nil {
+		s.making.Add(1)
+	}
+}
+
+// end counts a connection whose dial failed, or that was refused, as no
+// longer being made.
+func (s *setups) end() {
+	if s != nil {
+		s.making.Add(-1)
+	}
 }
 
 // bind returns ctx, ended too by abort, for a dial (the TCP connection and
@@ -774,7 +796,10 @@ func (s *setups) done(nc net.Conn) {
 		return
 	}
 	s.mu.Lock()
-	delete(s.conns, nc)
+	if _, ok := s.conns[nc]; ok {
+		delete(s.conns, nc)
+		s.making.Add(-1)
+	}
 	s.mu.Unlock()
 }
 
