@@ -78,24 +78,29 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		}
 		var nc net.Conn
 		var err error
+		f.setups.begin()                    // a connection being made, from its dial on
+		dctx, release := f.setups.bind(ctx) // Close ends the dial too
 		switch {
 		case inner != nil:
-			nc, err = inner(ctx, addr, d, cfg)
+			nc, err = inner(dctx, addr, d, cfg)
 		case cfg != nil:
 			// The TLS handshake keeps the bound it had (tlsTimeout): a
 			// rediss URL naming a plain port hangs in it, and only its
 			// error tells the operator so. A TLS node slower than that
 			// is not reached.
-			tctx, cancel := context.WithTimeout(ctx, tlsTimeout)
+			tctx, cancel := context.WithTimeout(dctx, tlsTimeout)
 			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(tctx, "tcp", addr)
 			cancel()
 		default:
-			nc, err = d.DialContext(ctx, "tcp", addr)
+			nc, err = d.DialContext(dctx, "tcp", addr)
 		}
+		release()
 		if err != nil {
+			f.setups.end()
 			return nil, err
 		}
 		if !f.setups.add(nc) {
+			f.setups.end()
 			_ = nc.Close()
 			return nil, errSetupAborted
 		}
@@ -430,8 +435,9 @@ type fencedConn struct {
 	f    *connFence
 	who  atomic.Pointer[fence.Conn] // nil until its handshake is read
 	once sync.Once
-	// setting: rueidis' handshake is not answered yet (setups).
-	setting atomic.Bool
+	// setting: rueidis' handshake is not answered yet (setups); up: it
+	// was, and the connection is counted live (setups.live).
+	setting, up atomic.Bool
 	// ahead: the handshake whose replies the first read reads (wrap);
 	// only the reader touches it.
 	ahead *ahead
@@ -459,16 +465,29 @@ func (c *fencedConn) unwatch() bool {
 	return stopped
 }
 
-// setUp stops tracking the connection as being made (setups).
-func (c *fencedConn) setUp() {
+// setUp stops tracking the connection as being made (setups), and counts
+// it live when its handshake was answered (up).
+func (c *fencedConn) setUp(up bool) {
 	if c.setting.Load() && c.setting.CompareAndSwap(true, false) {
 		c.f.setups.done(c.Conn)
+		if up && c.f.setups != nil {
+			c.up.Store(true)
+			c.f.setups.live.Add(1)
+		}
+	}
+}
+
+// down stops counting the connection live (setUp).
+func (c *fencedConn) down() {
+	if c.up.Load() && c.up.CompareAndSwap(true, false) {
+		c.f.setups.live.Add(-1)
 	}
 }
 
 // giveUp lists the connection as given up (once its handshake told who it
 // is: before, it carried no request).
 func (c *fencedConn) giveUp() {
+	c.down()
 	c.once.Do(func() {
 		if who := c.who.Load(); who != nil {
 			c.f.given.Retire(*who)
@@ -488,7 +507,7 @@ func (c *fencedConn) Read(b []byte) (int, error) {
 	}
 	n, err := c.Conn.Read(b)
 	if n > 0 {
-		c.setUp()
+		c.setUp(true)
 	}
 	if err != nil {
 		c.giveUp()
@@ -534,7 +553,7 @@ func (c *fencedConn) Write(b []byte) (int, error) {
 // Close gives the connection up and closes it.
 func (c *fencedConn) Close() error {
 	c.unwatch() // a connection closed before its first read
-	c.setUp()
+	c.setUp(false)
 	c.giveUp()
 	return c.Conn.Close()
 }
@@ -688,6 +707,59 @@ type setups struct {
 	mu      sync.Mutex
 	aborted bool
 	conns   map[net.Conn]struct{}
+	// dials ends with abort, and with it the dials under way (bind);
+	// made on first use.
+	dials   context.Context
+	stopAll func()
+
+	// live counts the connections whose handshake was answered and that
+	// were not given up since (fencedConn.setUp, down); making, those
+	// being made: from their dial (begin) to their handshake's answer or
+	// their end (done, or end when the dial failed).
+	live, making atomic.Int64
+}
+
+// connected reports whether the node has an established connection and
+// makes none (settingup.go): a connection being made beside one that
+// works (a subscription's, say) may be the one the next request joins.
+// True when not tracked.
+func (s *setups) connected() bool {
+	return s == nil || s.live.Load() > 0 && s.making.Load() == 0
+}
+
+// begin counts a connection being made, from its dial.
+func (s *setups) begin() {
+	if s != nil {
+		s.making.Add(1)
+	}
+}
+
+// end counts a connection whose dial failed, or that was refused, as no
+// longer being made.
+func (s *setups) end() {
+	if s != nil {
+		s.making.Add(-1)
+	}
+}
+
+// bind returns ctx, ended too by abort, for a dial (the TCP connection and
+// a TLS handshake, before the connection is tracked), and its release.
+func (s *setups) bind(ctx context.Context) (context.Context, func()) {
+	if s == nil {
+		return ctx, func() {}
+	}
+	s.mu.Lock()
+	if s.dials == nil {
+		s.dials, s.stopAll = context.WithCancel(context.Background())
+		if s.aborted {
+			s.stopAll()
+		}
+	}
+	dials := s.dials
+	s.mu.Unlock()
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(dials, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // add tracks nc, and reports false when the node gave up making
@@ -724,7 +796,10 @@ func (s *setups) done(nc net.Conn) {
 		return
 	}
 	s.mu.Lock()
-	delete(s.conns, nc)
+	if _, ok := s.conns[nc]; ok {
+		delete(s.conns, nc)
+		s.making.Add(-1)
+	}
 	s.mu.Unlock()
 }
 
@@ -737,6 +812,9 @@ func (s *setups) abort() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.aborted = true
+	if s.stopAll != nil {
+		s.stopAll()
+	}
 	for nc := range s.conns {
 		_ = nc.SetDeadline(time.Unix(1, 0))
 	}

@@ -66,6 +66,12 @@ type Node struct {
 	// setups are the connections its fences are making (fence.go); nil:
 	// not tracked.
 	setups *setups
+
+	// calls are the requests running on goroutines of their own while
+	// the node had no connection (settingup.go); ended makes the results
+	// of those whose context ended first.
+	calls sync.WaitGroup
+	ended endedClients
 }
 
 var (
@@ -127,8 +133,18 @@ func newNode(client rueidis.Client, name string, cluster bool) *Node {
 // conn returns the client to send a request on: the node's, or a cluster
 // node's once it is built (lazy.go), waiting for a build under way until
 // ctx ends; while there is none, a client that fails every request with
-// the reason.
+// the reason. While the node has no established connection, its requests
+// end with their context even while one is being made (settingup.go).
 func (n *Node) conn(ctx context.Context) rueidis.Client {
+	c := n.rawConn(ctx)
+	if n.setups.connected() {
+		return c
+	}
+	return settingUp{Client: c, n: n}
+}
+
+// rawConn is conn's client, as rueidis runs it.
+func (n *Node) rawConn(ctx context.Context) rueidis.Client {
 	if n.lazy != nil {
 		return n.lazy.client(ctx)
 	}
@@ -141,7 +157,7 @@ func (n *Node) String() string { return n.name }
 // Client returns the underlying rueidis client. For a cluster node that
 // Dial or DialNode made, it is the cluster client once one could be built,
 // and until then a client that fails every request.
-func (n *Node) Client() rueidis.Client { return n.conn(context.Background()) }
+func (n *Node) Client() rueidis.Client { return n.rawConn(context.Background()) }
 
 // Acquire runs SET key value NX PX ttl (R3), in the node's next batch.
 func (n *Node) Acquire(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
@@ -210,6 +226,10 @@ func (n *Node) Close() error {
 	case n.owned:
 		n.client.Close()
 	}
+	// The requests that outlived their context while a connection was
+	// being made end with it: abort ended its set-up.
+	n.calls.Wait()
+	n.ended.close()
 	return nil
 }
 

@@ -1,0 +1,137 @@
+package rueidis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"net"
+	"sync"
+
+	"github.com/redis/rueidis"
+)
+
+// A request ends when its context ends (the adapter contract), also while
+// the node's connection is being made. rueidis makes a connection on the
+// request that finds none, bounded by that request's context (fence.go:
+// wrap), and every request that comes meanwhile joins that set-up and
+// waits for it, whatever its own context: a request with a short deadline
+// that came after one with a long one (the client's Connect, say) waited
+// for the long one's set-up, up to connTimeout against a server that
+// accepts connections and never answers (a stopped process), and the core
+// waits for every request it sent. So while the node has no established
+// connection (setups.connected), each request runs on a goroutine of its
+// own and its caller returns at its context's end, with its context's
+// error; the request returns when the set-up ends (its own bound, or
+// Close: abort ends it). A node with a connection sends its requests as
+// before, with no goroutine: a request on an established connection ends
+// with its context in rueidis.
+
+// settingUp is the node's client while it has no established connection.
+type settingUp struct {
+	rueidis.Client
+	n *Node
+}
+
+// Do runs cmd on a goroutine and returns its result, or its context's
+// error once ctx ends first.
+func (s settingUp) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	if ctx.Done() == nil {
+		return s.Client.Do(ctx, cmd) // a context that never ends
+	}
+	res := make(chan rueidis.RedisResult, 1)
+	s.n.calls.Add(1)
+	go func() {
+		defer s.n.calls.Done()
+		res <- s.Client.Do(ctx, cmd)
+	}()
+	select {
+	case r := <-res:
+		return r
+	case <-ctx.Done():
+		return s.n.ended.result(ctx)
+	}
+}
+
+// DoMulti runs multi on a goroutine and returns its results, or its
+// context's error for each once ctx ends first.
+func (s settingUp) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	if ctx.Done() == nil || len(multi) == 0 {
+		return s.Client.DoMulti(ctx, multi...)
+	}
+	res := make(chan []rueidis.RedisResult, 1)
+	s.n.calls.Add(1)
+	go func() {
+		defer s.n.calls.Done()
+		res <- s.Client.DoMulti(ctx, multi...)
+	}()
+	select {
+	case r := <-res:
+		return r
+	case <-ctx.Done():
+		r := s.n.ended.result(ctx)
+		out := make([]rueidis.RedisResult, len(multi))
+		for i := range out {
+			out[i] = r
+		}
+		return out
+	}
+}
+
+// endedClients make the result of a request whose context ended before
+// the node's connection was made: rueidis has no way to build a result
+// with an error but a request that fails, so each is a client whose every
+// dial fails with one context error (each error its own client: a failed
+// dial's error is shared by the requests that join it). Built on first
+// use, closed by Close.
+type endedClients struct {
+	mu                 sync.Mutex
+	closed             bool
+	deadline, canceled rueidis.Client
+}
+
+// result returns a failed result carrying ctx's error (ctx has ended).
+func (e *endedClients) result(ctx context.Context) rueidis.RedisResult {
+	err, c := error(context.Canceled), &e.canceled
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err, c = context.DeadlineExceeded, &e.deadline
+	}
+	e.mu.Lock()
+	client := *c
+	if client == nil {
+		client = failingClient(err)
+		if e.closed {
+			defer client.Close() // the node closed: not kept
+		} else {
+			*c = client
+		}
+	}
+	e.mu.Unlock()
+	return client.Do(context.Background(), client.B().Ping().Build())
+}
+
+// failingClient returns a client whose every request fails with err (its
+// every dial does).
+func failingClient(err error) rueidis.Client {
+	c, _ := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{"ended:0"},
+		DisableCache:      true,
+		DisableRetry:      true,
+		ForceSingleClient: true, // a client even though its dial fails
+		DialCtxFn: func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+			return nil, err
+		},
+	})
+	return c
+}
+
+// close closes the clients.
+func (e *endedClients) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+	for _, c := range []rueidis.Client{e.deadline, e.canceled} {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
