@@ -65,20 +65,7 @@ func TestAutoExtendedLockOverTooSlowNodesIsRefusedOrLandsAheadOfTheGuard(t *test
 						}
 						return
 					}
-					obs.start(l)
-					select {
-					case <-l.Done():
-						t.Fatalf("two of three nodes healthy, answering %v late (ttl %v): the auto-extended lock ended: %v", late, tc.ttl, l.Err())
-					case <-time.After(6 * tc.ttl):
-					}
-					obs.mu.Lock()
-					least, n := obs.least, obs.n
-					obs.mu.Unlock()
-					if want := redlock.AutoExtendLead(tc.ttl); n < 6 || least < want {
-						t.Errorf("two of three nodes healthy, answering %v late (ttl %v): %d extensions in 6 ttls; one landed with %v of validity left, want at least %v",
-							late, tc.ttl, n, least, want)
-					}
-					_ = l.Unlock(t.Context())
+					obs.keptWithLead(t, l, tc.ttl, fmt.Sprintf("two of three nodes healthy, answering %v late (ttl %v)", late, tc.ttl))
 				})
 			})
 		}
@@ -120,19 +107,7 @@ func TestAutoExtendedLockSlowOnlyAtItsGrantIsKept(t *testing.T) {
 		if took := time.Since(start); took < 5*time.Second || took > 5100*time.Millisecond {
 			t.Errorf("Lock returned after %v, want 5s (the grant and its first extension)", took)
 		}
-		obs.start(l)
-		select {
-		case <-l.Done():
-			t.Fatalf("the lock ended: %v", l.Err())
-		case <-time.After(6 * ttl):
-		}
-		obs.mu.Lock()
-		least, n := obs.least, obs.n
-		obs.mu.Unlock()
-		if want := redlock.AutoExtendLead(ttl); n < 6 || least < want {
-			t.Errorf("%d extensions in 6 ttls; one landed with %v of validity left, want at least %v", n, least, want)
-		}
-		_ = l.Unlock(t.Context())
+		obs.keptWithLead(t, l, ttl, "nodes answering the grant 4s late, then 1s late")
 	})
 }
 

@@ -30,6 +30,26 @@ func (o *landings) start(l *redlock.Lock) {
 	o.l, o.until, o.least = l, l.Until(), time.Hour
 }
 
+// keptWithLead watches l (auto-extended, observed by o) for 6 ttls: it
+// must not end, and every extension must land with at least
+// AutoExtendLead of its validity left. what names the case in failures.
+func (o *landings) keptWithLead(t *testing.T, l *redlock.Lock, ttl time.Duration, what string) {
+	t.Helper()
+	o.start(l)
+	select {
+	case <-l.Done():
+		t.Fatalf("%s: the auto-extended lock ended: %v", what, l.Err())
+	case <-time.After(6 * ttl):
+	}
+	o.mu.Lock()
+	least, n := o.least, o.n
+	o.mu.Unlock()
+	if want := redlock.AutoExtendLead(ttl); n < 6 || least < want {
+		t.Errorf("%s: %d extensions in 6 ttls; one landed with %v of validity left, want at least %v", what, n, least, want)
+	}
+	_ = l.Unlock(t.Context())
+}
+
 func (o *landings) Attempt(redlock.AttemptEvent) {}
 func (o *landings) End(redlock.EndEvent)         {}
 
@@ -85,20 +105,7 @@ func TestAutoExtensionsLandAheadOfTheGuard(t *testing.T) {
 					if err != nil {
 						t.Fatalf("Lock = %v", err)
 					}
-					obs.start(l)
-					select {
-					case <-l.Done():
-						t.Fatalf("two of three nodes healthy, answering %v late (ttl %v): the auto-extended lock ended: %v", late, tc.ttl, l.Err())
-					case <-time.After(6 * tc.ttl):
-					}
-					obs.mu.Lock()
-					least, n := obs.least, obs.n
-					obs.mu.Unlock()
-					if want := redlock.AutoExtendLead(tc.ttl); n < 6 || least < want {
-						t.Errorf("two of three nodes healthy, answering %v late (ttl %v): %d extensions in 6 ttls; one landed with %v of validity left, want at least %v",
-							late, tc.ttl, n, least, want)
-					}
-					_ = l.Unlock(t.Context())
+					obs.keptWithLead(t, l, tc.ttl, fmt.Sprintf("two of three nodes healthy, answering %v late (ttl %v)", late, tc.ttl))
 				})
 			})
 		}
