@@ -3,14 +3,8 @@ package goredis_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"dlm/redlock/goredis"
-	"dlm/redlock/redlocktest"
 )
 
 // A new node's first acquisition goes in the round trip of its
@@ -24,19 +18,10 @@ import (
 // is closed by the next connection before it can run late.
 func TestFirstAcquisitionRidesTheHandshake(t *testing.T) {
 	const late = 3 * time.Second // each reply's delay: longer than the test's waits
-	s := redlocktest.StartServer(t)
-	var delay atomic.Int64
-	delay.Store(int64(late))
-	n, err := goredis.DialNode("redis://" + redlocktest.DelayProxy(t, s.Addr(), &delay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	truth := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = truth.Close() })
+	n, truth := lateNode(t, late)
 	ctx := t.Context()
 	actx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-	_, err = n.Acquire(actx, "first", "v", time.Minute)
+	_, err := n.Acquire(actx, "first", "v", time.Minute)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire over a node answering %v late = %v; want a deadline error", late, err)

@@ -5,11 +5,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
-
-	"dlm/redlock/goredis"
-	"dlm/redlock/redlocktest"
 )
 
 // A script that does not batch (a fenced acquisition, here) goes by EVAL
@@ -18,14 +13,7 @@ import (
 // NOSCRIPT, then EVAL), which over a node answering seconds late was a
 // grant's whole patience.
 func TestScriptsFirstRunIsOneRoundTrip(t *testing.T) {
-	s := redlocktest.StartServer(t)
-	n, err := goredis.DialNode(s.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	truth := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = truth.Close() })
+	n, truth := lateNode(t, 0)
 	ctx := t.Context()
 	if ok, err := n.Acquire(ctx, "connected", "v", time.Minute); !ok || err != nil {
 		t.Fatalf("Acquire = %v, %v; want true", ok, err)

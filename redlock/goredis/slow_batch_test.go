@@ -22,16 +22,7 @@ import (
 // never granted (its acquisitions reached them too late every time).
 func TestRequestIsNotHeldBehindOneTimedOutOnASlowNode(t *testing.T) {
 	const late = time.Second // each reply's delay
-	s := redlocktest.StartServer(t)
-	var delay atomic.Int64
-	delay.Store(int64(late))
-	n, err := goredis.DialNode("redis://" + redlocktest.DelayProxy(t, s.Addr(), &delay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Close() })
-	truth := redis.NewClient(&redis.Options{Addr: s.Addr()})
-	t.Cleanup(func() { _ = truth.Close() })
+	n, truth := lateNode(t, late)
 	ctx := t.Context()
 	// Connected: a handshake and a request, a round trip each.
 	if ok, err := n.Acquire(ctx, "first", "v", time.Minute); !ok || err != nil {
@@ -39,7 +30,7 @@ func TestRequestIsNotHeldBehindOneTimedOutOnASlowNode(t *testing.T) {
 	}
 	// A request that times out: the connection waits for its reply.
 	actx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err = n.Acquire(actx, "timed-out", "v", time.Minute)
+	_, err := n.Acquire(actx, "timed-out", "v", time.Minute)
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Acquire(timed-out) over a node %v late = %v; want a deadline error", late, err)
@@ -82,4 +73,26 @@ func TestRequestIsNotHeldBehindOneTimedOutOnASlowNode(t *testing.T) {
 		t.Errorf("Acquire(next) = %v", err)
 	}
 	<-released
+}
+
+// lateNode starts a redis-server and dials a node to it through a proxy
+// that delays each reply by late (none when late is 0); truth is a client
+// of the server itself, to read what it holds. Both close with the test.
+func lateNode(t *testing.T, late time.Duration) (n *goredis.Node, truth *redis.Client) {
+	t.Helper()
+	s := redlocktest.StartServer(t)
+	url := s.URL()
+	if late > 0 {
+		var delay atomic.Int64
+		delay.Store(int64(late))
+		url = "redis://" + redlocktest.DelayProxy(t, s.Addr(), &delay)
+	}
+	n, err := goredis.DialNode(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	truth = redis.NewClient(&redis.Options{Addr: s.Addr()})
+	t.Cleanup(func() { _ = truth.Close() })
+	return n, truth
 }
