@@ -323,7 +323,7 @@ func (c *Client) newFanWithin(ctx, base context.Context, req adapter.Request, st
 	f.t1 = time.Now() // R8.1: before the first request
 	f.born = f.t1.Sub(c.born)
 	f.rc.init(base, f.t1, timeout)
-	p, unmet, _ := c.slowWait(req, f.born)
+	p, unmet := c.slowWait(req, f.born)
 	if f.unmet = unmet; p > timeout {
 		// A node is slow: the requests live until the patience, and
 		// the wait goes on for the slow node (timeout.go); Close gives

@@ -241,7 +241,7 @@ func (c *Client) markerTTL(ttl time.Duration) time.Duration {
 func (c *Client) markReleased(ctx context.Context, nodes []adapterInspect, value string, ttl time.Duration) []error {
 	key, errs := c.releaseMarker(value), make([]error, len(nodes))
 	born := time.Since(c.born)
-	patience, unmet, _ := c.slowWait(adapter.Request{Op: adapter.OpRelease, TTL: ttl}, born)
+	patience, unmet := c.slowWait(adapter.Request{Op: adapter.OpRelease, TTL: ttl}, born)
 	short := min(c.opts.releaseTimeout, timeoutLimit(c.opts.nodeTimeout, 0))
 	quorum := make(chan struct{}) // closed once a quorum kept the marker
 	var mu sync.Mutex

@@ -326,13 +326,13 @@ func (s *slowNode) slowFor(born time.Duration, unmet bool) bool {
 // quorum of its nodes: its first requests, which a new client's Release or
 // Resume of a handle are (dlm release HANDLE, dlm extend HANDLE); and for
 // them no longer than a grant's patience of their ttl, as a node slower
-// than that granted nothing, and no longer than the client lives (first:
-// Close ends the wait past the requests' own bound), as one of them may be
+// than that granted nothing, and no longer than the client lives (Close
+// ends the wait past the requests' own bound), as one of them may be
 // frozen since the client's start. A client with a quorum's history had its requests answered
 // without the nodes it never met, and an extension or release that waited
 // a release's patience for a node that never answered would hold Close as
 // long. Two atomic loads per node.
-func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Duration, unmet, first bool) {
+func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Duration, unmet bool) {
 	p := c.patience(req)
 	slow, unknown, met := false, false, 0
 	for i := range c.slow {
@@ -344,19 +344,19 @@ func (c *Client) slowWait(req adapter.Request, born time.Duration) (wait time.Du
 			unknown = true
 		}
 	}
-	first = !grant(req.Op) && met < c.quorum
+	first := !grant(req.Op) && met < c.quorum
 	unmet = grant(req.Op) || first
 	switch {
 	case p <= 0:
-		return 0, unmet, false
+		return 0, unmet
 	case slow:
-		return p, unmet, false
+		return p, unmet
 	case unknown && first:
-		return min(p, c.patience(adapter.Request{Op: adapter.OpAcquire, TTL: req.TTL})), unmet, true
+		return min(p, c.patience(adapter.Request{Op: adapter.OpAcquire, TTL: req.TTL})), unmet
 	case unknown && unmet:
-		return p, unmet, false
+		return p, unmet
 	}
-	return 0, unmet, false
+	return 0, unmet
 }
 
 // knownSlow reports whether a node is slow for a fan that starts at born
@@ -374,7 +374,7 @@ func (c *Client) knownSlow(born time.Duration) bool {
 // anySlow reports whether a node is slow for a fan of req that starts at
 // born (since c.born): slowWait.
 func (c *Client) anySlow(req adapter.Request, born time.Duration) bool {
-	w, _, _ := c.slowWait(req, born)
+	w, _ := c.slowWait(req, born)
 	return w > 0
 }
 
