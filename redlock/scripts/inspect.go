@@ -125,12 +125,16 @@ func NextClusterCursor(master int, next uint64, masters int) string {
 }
 
 // ClusterMasters returns the addresses (host:port) of the masters listed in
-// the reply of CLUSTER NODES, sorted, so that every call orders them alike.
+// the reply of CLUSTER NODES that serve slots or move them (a slot range,
+// or a bracketed slot being imported or migrated), sorted, so that every
+// call orders them alike. A master with no slot (one just added, before a
+// reshard; one emptied before its removal) holds no key of the node, and
+// a cluster client, whose map comes from the slots, does not know it.
 func ClusterMasters(nodes string) []string {
 	var out []string
 	for _, line := range strings.Split(nodes, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 3 || !hasFlag(f[2], "master") || hasFlag(f[2], "fail") || hasFlag(f[2], "fail?") {
+		if len(f) < 9 || !hasFlag(f[2], "master") || hasFlag(f[2], "fail") || hasFlag(f[2], "fail?") {
 			continue
 		}
 		addr, _, _ := strings.Cut(f[1], "@")
