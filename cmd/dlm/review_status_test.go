@@ -33,7 +33,7 @@ func TestDescribeLockShowsNamesSafely(t *testing.T) {
 		"tab\tname",
 	} {
 		for _, mode := range []redlock.LockMode{redlock.ModeWrite, redlock.ModeRead, redlock.ModeFree} {
-			got := describeLock(redlock.LockInfo{Resource: name, Mode: mode}, 2)
+			got := describeLock(redlock.LockInfo{Resource: name, Mode: mode}, 2, "dlm:lock:"+name)
 			first, _, _ := strings.Cut(got, "\n")
 			if strings.ContainsAny(got, "\x1b\r\a\t\u202e") || !strings.HasPrefix(got, `"`) || strings.Count(got, "\n") != 1 || strings.Contains(got, "\xff") {
 				t.Errorf("mode %v, name %q: printed %q (first line %q); want the name quoted on one line, without control bytes", mode, name, got, first)
@@ -41,7 +41,7 @@ func TestDescribeLockShowsNamesSafely(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{"deploy": "deploy", "{tag}": "{tag}", "ünï€😀": "ünï€😀", "a b": "a b", `"quoted"`: `"\"quoted\""`} {
-		got := describeLock(redlock.LockInfo{Resource: name, Mode: redlock.ModeFree}, 2)
+		got := describeLock(redlock.LockInfo{Resource: name, Mode: redlock.ModeFree}, 2, "dlm:lock:"+name)
 		if !strings.HasPrefix(got, want+": free") {
 			t.Errorf("name %q: printed %q, want it as %s", name, got, want)
 		}

@@ -159,7 +159,11 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 	}
 	for _, info := range infos {
 		fmt.Fprintln(w)
-		fmt.Fprint(w, describeLock(info, client.Quorum()))
+		key := prefix + info.Resource
+		if tags {
+			key = redlock.HashTaggedKey(prefix, info.Resource)
+		}
+		fmt.Fprint(w, describeLock(info, client.Quorum(), key))
 		if name, ok := election.NameOf(info.Resource); ok {
 			fmt.Fprint(w, describeElection(ctx, client, name))
 		}
@@ -289,8 +293,9 @@ func shownName(r string) string {
 
 // describeLock says how info's resource is held by a quorum of nodes (q)
 // and by each node, without a byte of any value: holders are numbered, and
-// named by their owner labels.
-func describeLock(info redlock.LockInfo, q int) string {
+// named by their owner labels. key is the resource's key on the nodes,
+// named when a key there is not dlm's (foreignKind).
+func describeLock(info redlock.LockInfo, q int, key string) string {
 	var b strings.Builder
 	info.Resource = shownName(info.Resource)
 	owner := func(o string) string {
@@ -321,13 +326,20 @@ func describeLock(info redlock.LockInfo, q int) string {
 		}
 		fmt.Fprintf(&b, "%s: HELD for read by %d %s on a quorum (quorum %d): %s", info.Resource, len(rs), noun, q, strings.Join(rs, ", "))
 	default:
-		some := false
+		some, foreign := false, 0
 		for _, v := range info.Nodes {
 			some = some || v.Kind != adapter.KeyAbsent
+			if foreignKind(v) != "" {
+				foreign++
+			}
 		}
-		if !some {
+		switch {
+		case foreign > 0:
+			fmt.Fprintf(&b, "%s: BLOCKED by a key that is not a lock of dlm on %d of %d nodes: no lock of it can be acquired while it is there; if no program of yours owns it, delete it on those nodes: redis-cli DEL %s",
+				info.Resource, foreign, n, shellWord(key))
+		case !some:
 			fmt.Fprintf(&b, "%s: free (no node holds it)", info.Resource)
-		} else {
+		default:
 			fmt.Fprintf(&b, "%s: free (keys on fewer than a quorum of %d nodes: remnants of a failed attempt or an expiring lock, not a lock)", info.Resource, q)
 		}
 	}
@@ -349,18 +361,51 @@ func describeLock(info redlock.LockInfo, q int) string {
 		switch {
 		case v.Err != nil:
 			fmt.Fprintf(tw, "  %s\tno answer\t(%v)\n", v.Node, v.Err)
+		case foreignKind(v) != "":
+			fmt.Fprintf(tw, "  %s\tnot a lock of dlm: %s\n", v.Node, foreignKind(v))
 		case v.Kind == adapter.KeyLock:
 			fmt.Fprintf(tw, "  %s\tholder %d\t%s\tttl %v\tfence %d\n", v.Node, v.Holder, owner(v.Owner), v.TTL.Round(time.Millisecond), v.Fence)
 		case v.Kind == adapter.KeyReaders:
 			fmt.Fprintf(tw, "  %s\t%d reader(s), %d writer(s) waiting\t\tttl %v\tfence %d\n", v.Node, v.Readers, v.Waiters, v.TTL.Round(time.Millisecond), v.Fence)
-		case v.Kind == adapter.KeyOther:
-			fmt.Fprintf(tw, "  %s\tnot a lock key (another type)\n", v.Node)
 		default:
 			fmt.Fprintf(tw, "  %s\tabsent\t\t\tfence %d\n", v.Node, v.Fence)
 		}
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// foreignKind says what a node's key is when it is not a lock of dlm,
+// "" when it is one (or absent): a key of a type dlm never writes there,
+// or a string or hash without expiry (dlm sets one on every lock key and
+// readers' hash). Such a key refuses every lock of the resource, forever
+// when it has no expiry.
+func foreignKind(v redlock.NodeView) string {
+	switch {
+	case v.Err != nil:
+		return ""
+	case v.Kind == adapter.KeyOther:
+		return "a key of a type dlm does not write (not a string or hash)"
+	case v.Kind == adapter.KeyReaders && v.TTL < 0:
+		return "a hash without expiry"
+	case v.Kind == adapter.KeyLock && v.TTL < 0:
+		return "a string without expiry"
+	}
+	return ""
+}
+
+// shellWord is s as one word of a POSIX shell command line, quoted when
+// it holds anything but letters, digits and -_.:/{}.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c < utf8.RuneSelf && (unicode.IsLetter(c) || unicode.IsDigit(c) || strings.ContainsRune("-_.:/{}", c)))
+	}) < 0 {
+		return s
+	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+		return strconv.Quote(s) + " (the key in Go syntax: unquote it for the shell)"
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func orDash(s string) string {
