@@ -167,8 +167,8 @@ func TestListingBudget(t *testing.T) {
 		limit, hung int
 		want        time.Duration
 	}{
-		{"one named", 1, false, 1000, 0, 2 * s},
-		{"all", 0, true, 1000, 0, 1001 * s},
+		{"one named", 1, false, 1000, 0, 4 * s},
+		{"all", 0, true, 1000, 0, 2002 * s},
 		{"all, a node hung", 0, true, 1000, 1, 5 * s},
 		{"ten named, a node hung", 10, false, 1000, 1, 11 * s},
 		{"no bound", 0, true, math.MaxInt, 0, math.MaxInt64},
