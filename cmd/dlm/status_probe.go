@@ -148,25 +148,31 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string, timeou
 			declined.Decline(what, err.Error())
 		}
 	}
-	// One round trip for the questions whose answers need no timing.
+	// The questions whose answers need no timing, at once: each on a
+	// connection of its own (go-redis' pool), its handshake included, so
+	// that a slow node costs two round trips for them all.
 	configKeys := []string{"maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"}
 	var (
 		infoCmd *redis.StringCmd
-		configs []*redis.MapStringStringCmd
+		configs = make([]*redis.MapStringStringCmd, len(configKeys))
 		maxTTL  *redis.StringCmd
 		kill    *redis.IntCmd
+		wg      sync.WaitGroup
 	)
-	rctx, cancel = within(1)
-	_, _ = c.Pipelined(rctx, func(pl redis.Pipeliner) error {
-		infoCmd = pl.Info(rctx, "server", "replication", "cluster")
-		for _, k := range configKeys {
-			configs = append(configs, pl.ConfigGet(rctx, k))
-		}
-		maxTTL = pl.Get(rctx, nodeMaxTTLKey)
-		kill = pl.ClientKillByFilter(rctx, "ID", "0") // closes nothing
-		return nil
-	}) // each command's own error is read below
-	cancel()
+	ask := func(f func(ctx context.Context)) {
+		wg.Go(func() {
+			rctx, cancel := within(2)
+			defer cancel()
+			f(rctx)
+		})
+	}
+	ask(func(ctx context.Context) { infoCmd = c.Info(ctx, "server", "replication", "cluster") })
+	for i, k := range configKeys {
+		ask(func(ctx context.Context) { configs[i] = c.ConfigGet(ctx, k) })
+	}
+	ask(func(ctx context.Context) { maxTTL = c.Get(ctx, nodeMaxTTLKey) })
+	ask(func(ctx context.Context) { kill = c.ClientKillByFilter(ctx, "ID", "0") }) // closes nothing
+	wg.Wait()
 	info, err := infoCmd.Result()
 	refused(err, adapter.RefusedInfo)
 	if err == nil {
