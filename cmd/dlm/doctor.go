@@ -126,7 +126,7 @@ a quorum needs, else 0; warnings (WARN) do not change the exit code.`,
 		},
 	}
 	addNodesFlag(cmd, &nodes)
-	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each request to a node (a round trip; a new connection's first request has two): a node that answers within it is up, however slowly")
 	cmd.Flags().DurationVar(&maxSkew, "max-skew", 250*time.Millisecond, "largest disagreement between node clocks before it is reported")
 	cmd.Flags().IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
 	cmd.Flags().BoolVar(&fencing, "fencing", false, "the clients use fencing tokens (dlm lock --fencing, dlm elect, WithFencing): check every node's durability for them, not only the nodes that already hold fence keys")
@@ -154,11 +154,17 @@ func probeFences(ctx context.Context, urls []redlock.NodeURL, ps []probe, prefix
 			defer wg.Done()
 			c := goredisTLS(goredis.NewClient(u), cfgs[i])
 			defer c.Close()
-			sctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
 			var cursor uint64
-			for range maxFenceScan {
+			for page := range maxFenceScan {
+				// Each page within timeout; the first opens the
+				// connection, a round trip more.
+				within := timeout
+				if page == 0 {
+					within = 2 * timeout
+				}
+				sctx, cancel := context.WithTimeout(ctx, within)
 				keys, next, err := c.Scan(sctx, cursor, prefix+"*", 1000).Result()
+				cancel()
 				if err != nil || len(keys) > 0 {
 					out[i] = err == nil
 					return

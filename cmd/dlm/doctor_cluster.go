@@ -73,9 +73,9 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 			defer wg.Done()
 			m := client(addr)
 			defer m.Close()
-			ctx, cancel := context.WithTimeout(ctx, timeout)
+			ctx, cancel := context.WithTimeout(ctx, probeBudget(timeout))
 			defer cancel()
-			p := probeNode(ctx, m, addr, redlock.DefaultKeyPrefix)
+			p := probeNode(ctx, m, addr, redlock.DefaultKeyPrefix, timeout)
 			var repl, maxTTL string
 			fenced := false
 			if p.Err == nil {

@@ -34,7 +34,7 @@ func TestDescribeLockShowsNamesSafely(t *testing.T) {
 		"tab\tname",
 	} {
 		for _, mode := range []redlock.LockMode{redlock.ModeWrite, redlock.ModeRead, redlock.ModeFree} {
-			got := describeLock(redlock.LockInfo{Resource: name, Mode: mode}, 2)
+			got := describeLock(redlock.LockInfo{Resource: name, Mode: mode}, 2, "dlm:lock:"+name)
 			first, _, _ := strings.Cut(got, "\n")
 			if strings.ContainsAny(got, "\x1b\r\a\t\u202e") || !strings.HasPrefix(got, `"`) || strings.Count(got, "\n") != 1 || strings.Contains(got, "\xff") {
 				t.Errorf("mode %v, name %q: printed %q (first line %q); want the name quoted on one line, without control bytes", mode, name, got, first)
@@ -42,7 +42,7 @@ func TestDescribeLockShowsNamesSafely(t *testing.T) {
 		}
 	}
 	for name, want := range map[string]string{"deploy": "deploy", "{tag}": "{tag}", "ünï€😀": "ünï€😀", "a b": "a b", `"quoted"`: `"\"quoted\""`} {
-		got := describeLock(redlock.LockInfo{Resource: name, Mode: redlock.ModeFree}, 2)
+		got := describeLock(redlock.LockInfo{Resource: name, Mode: redlock.ModeFree}, 2, "dlm:lock:"+name)
 		if !strings.HasPrefix(got, want+": free") {
 			t.Errorf("name %q: printed %q, want it as %s", name, got, want)
 		}
@@ -178,8 +178,8 @@ func TestListingBudget(t *testing.T) {
 		limit, hung int
 		want        time.Duration
 	}{
-		{"one named", 1, false, 1000, 0, 2 * s},
-		{"all", 0, true, 1000, 0, 1001 * s},
+		{"one named", 1, false, 1000, 0, 4 * s},
+		{"all", 0, true, 1000, 0, 2002 * s},
 		{"all, a node hung", 0, true, 1000, 1, 5 * s},
 		{"ten named, a node hung", 10, false, 1000, 1, 11 * s},
 		{"no bound", 0, true, math.MaxInt, 0, math.MaxInt64},

@@ -23,7 +23,7 @@ func exitCodeDocs() []exitCodeDoc {
 	return []exitCodeDoc{
 		{"0", "success"},
 		{"1", "a check failed (IC1/IC2 broken, a doctor finding that breaks safety, mutual exclusion broken in dlm demo, a checker verdict)"},
-		{"3", "inconclusive: a check could not decide (dlm torture: empty history, a check that hit its time limit, values out of range; dlm status --all: the key scan of some nodes failed, a quorum was scanned; dlm generals and its subcommands: a general ran out of time or saw more than m faulty generals, an epoch that proves nothing, a search stopped by its budget: INCOMPLETE)"},
+		{"3", "inconclusive: a check could not decide (dlm torture: empty history, a check that hit its time limit, values out of range; dlm status: a resource the nodes that did not answer could hold; dlm status --all: the key scan of some nodes failed, a quorum was scanned; dlm generals and its subcommands: a general ran out of time or saw more than m faulty generals, an epoch that proves nothing, a search stopped by its budget: INCOMPLETE)"},
 		{"64", "bad usage (the reason is printed)"},
 		{"69", "nodes unreachable: no quorum possible (dlm status --all: fewer than a quorum of nodes could be scanned); dlm generals: the run could not take place (a general could not start) or was interrupted"},
 		{"71", "the kernel refuses dlm lock's guard a PID namespace (the command was not run; --pid-namespace=false runs it without one)"},

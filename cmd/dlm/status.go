@@ -54,8 +54,19 @@ Two URLs that reach one server (the same run_id, e.g. 127.0.0.1 and
 localhost) are flagged: they are not independent masters, which Redlock
 needs (docs/spec/redlock.md).
 
+--timeout bounds each request to a node (a round trip; a new connection's
+first request has two): a node that answers within it is up, and its round
+trip is shown; a node that refuses the connection, or does not answer
+within it, is down. Inspecting a lock waits for a node that answers slowly
+as a lock's grant does.
+
+A resource is "unknown" rather than free when the nodes that did not answer
+are enough, with those holding a key of it, to make a quorum: they could
+hold it.
+
 Exits 69 when fewer nodes answer than a quorum needs, 1 when two URLs reach
-the same server, else 0. With --all, when the key scan of a node fails the
+the same server, 3 (inconclusive) when a resource's state is unknown, else
+0. With --all, when the key scan of a node fails the
 list is printed and the nodes named: exit 3 (inconclusive) if a quorum of
 nodes was scanned (every held lock is then listed, a leftover key only on
 the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
@@ -82,8 +93,9 @@ the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
 			}
 			ps := probeNodes(cmd.Context(), parsed, prefix, timeout, cfgs)
 			printStatus(cmd.OutOrStdout(), ps, q)
+			unknown := 0
 			if len(args) > 0 || all {
-				if err := printLocks(cmd, nodes, tlsf, prefix, tags, byzantine, timeout, args, all, limit, hungNodes(ps)); err != nil {
+				if unknown, err = printLocks(cmd, nodes, tlsf, prefix, tags, byzantine, timeout, args, all, limit, hungNodes(ps)); err != nil {
 					return err
 				}
 			}
@@ -93,13 +105,16 @@ the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
 			if as := findAliases(ps); len(as) > 0 {
 				return withCode(exitFailure, fmt.Errorf("%d node URL(s) reach a server already listed (same run_id): the nodes are not independent", len(as)))
 			}
+			if unknown > 0 {
+				return withCode(exitInconclusive, fmt.Errorf("the state of %d resource(s) is unknown: the nodes that did not answer could hold them", unknown))
+			}
 			return nil
 		},
 	}
 	addNodesFlag(cmd, &nodes)
 	f := cmd.Flags()
 	f.StringVar(&prefix, "key-prefix", redlock.DefaultKeyPrefix, "prefix of the lock keys on the nodes")
-	f.DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each node to answer")
+	f.DurationVar(&timeout, "timeout", 2*time.Second, "time allowed for each request to a node (a round trip; a new connection's first request has two): a node that answers within it is up, however slowly")
 	f.IntVar(&byzantine, "byzantine", 0, "lying nodes the clients tolerate (their --byzantine / WithByzantineNodes): the quorum is then the library's Byzantine quorum")
 	f.BoolVarP(&all, "all", "a", false, "list every resource with a lock key on some node (a bounded SCAN of the key prefix on every node)")
 	f.IntVar(&limit, "limit", redlock.DefaultLocksLimit, "with --all, list at most this many resources")
@@ -112,16 +127,19 @@ the failed nodes may not be), 69 if fewer were (a held lock may be missing).`,
 // key prefix, at most limit) through a lock client over the nodes, and
 // prints each. hung counts the nodes that did not answer the probe within
 // timeout: each inspection waits timeout for such a node.
-func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string, tags bool, byzantine int, timeout time.Duration, resources []string, all bool, limit, hung int) error {
+func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string, tags bool, byzantine int, timeout time.Duration, resources []string, all bool, limit, hung int) (unknown int, err error) {
 	urls, err := resolveNodes(nodes)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	// Each request to a node is bounded by --timeout: the library's bound
 	// is twenty node timeouts (timeout.go), or, for a slow node, ttl/2 -
-	// drift (Inspect), which a ttl of twice the bound keeps under it.
-	nodeTimeout := max(min(timeout, redlock.DefaultMaxTTL/2)/20, time.Millisecond)
-	ttl := 2 * 20 * nodeTimeout
+	// drift (Inspect). This process is a new client: its first request to
+	// a node opens the connection, a round trip more, so a grant's patience
+	// for the ttl is five node bounds' half: two round trips of up to
+	// --timeout each, with room for the drift.
+	nodeTimeout := max(min(timeout, redlock.DefaultMaxTTL/5)/20, time.Millisecond)
+	ttl := 5 * 20 * nodeTimeout
 	opts := []redlock.Option{redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(ttl)}
 	if byzantine > 0 {
 		opts = append(opts, redlock.WithByzantineNodes(byzantine))
@@ -130,7 +148,7 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 	// go-redis dials lazily: a node that is down is reported per node.
 	client, closeClient, err := dial("goredis", urls, tlsf, closeGrace(timeout), opts...)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer closeClient()
 	ctx, cancel := context.WithTimeout(cmd.Context(), listingBudget(timeout, len(resources), all, limit, hung))
@@ -146,35 +164,42 @@ func printLocks(cmd *cobra.Command, nodes []string, tlsf tlsFiles, prefix string
 			cut = nil // the list is whole but for the failed nodes: said below
 		}
 		if cut != nil && len(infos) == 0 {
-			return fmt.Errorf("list the locks: %w", cut)
+			return 0, fmt.Errorf("list the locks: %w", cut)
 		}
 		fmt.Fprintf(w, "\n%d resource(s) with a lock key under %q\n", len(infos), prefix)
 	}
 	for _, r := range resources {
 		info, err := client.Inspect(ctx, r)
 		if err != nil {
-			return fmt.Errorf("inspect %q: %w", r, err)
+			return 0, fmt.Errorf("inspect %q: %w", r, err)
 		}
 		infos = append(infos, info)
 	}
 	for _, info := range infos {
 		fmt.Fprintln(w)
-		fmt.Fprint(w, describeLock(info, client.Quorum()))
+		key := prefix + info.Resource
+		if tags {
+			key = redlock.HashTaggedKey(prefix, info.Resource)
+		}
+		fmt.Fprint(w, describeLock(info, client.Quorum(), key))
+		if couldHold(info, client.Quorum()) > 0 {
+			unknown++
+		}
 		if name, ok := election.NameOf(info.Resource); ok {
 			fmt.Fprint(w, describeElection(ctx, client, name))
 		}
 	}
 	switch {
 	case cut != nil && hung > 0:
-		return fmt.Errorf("the list of locks is cut short (%d shown): %d node(s) did not answer within --timeout %v, and each lock waits that long for them: %w", len(infos), hung, timeout, cut)
+		return unknown, fmt.Errorf("the list of locks is cut short (%d shown): %d node(s) did not answer within --timeout %v, and each lock waits that long for them: %w", len(infos), hung, timeout, cut)
 	case cut != nil:
-		return fmt.Errorf("the list of locks is cut short (%d shown): %w", len(infos), cut)
+		return unknown, fmt.Errorf("the list of locks is cut short (%d shown): %w", len(infos), cut)
 	case scan != nil:
-		return incompleteScan(scan, client.Quorum())
+		return unknown, incompleteScan(scan, client.Quorum())
 	case !complete:
 		fmt.Fprintf(w, "\n(more resources than --limit %d: the list is cut)\n", limit)
 	}
-	return nil
+	return unknown, nil
 }
 
 // incompleteScan is the error of dlm status --all when the key scan of
@@ -191,24 +216,30 @@ func incompleteScan(se *redlock.ScanError, quorum int) error {
 }
 
 // listingBudget is the time dlm status gives its inspections. Each lock
-// is inspected in turn, each read within timeout, and on nodes that answer
-// a read takes a round trip: the listing has timeout for each lock it may
-// inspect (with all, up to limit), so that a long list on a slow network
-// is not cut short. A hung node (one that did not answer the probe) makes
-// every read wait timeout for it: the listing is then bounded as for four
-// locks (or the named ones), and shows what was inspected by then.
+// is inspected in turn, each request within timeout, and on nodes that
+// answer an inspection takes two round trips (the key, then its fence)
+// and the first one a round trip more (the connection): the listing has
+// two timeouts for each lock it may inspect (with all, up to limit), and
+// two more, so that a long list on a slow network is not cut short. A
+// hung node (one that did not answer the probe) makes every inspection
+// wait timeout for it: the listing is then bounded as for four locks (or
+// the named ones), a timeout each, and shows what was inspected by then.
 func listingBudget(timeout time.Duration, named int, all bool, limit, hung int) time.Duration {
-	n := max(named, 4)
-	if hung == 0 {
-		n = named
-		if all {
-			n = min(named+limit, math.MaxInt-1)
+	if hung > 0 {
+		n := max(named, 4)
+		if n+1 > int(math.MaxInt64/timeout) {
+			return math.MaxInt64 // no bound but the nodes' own
 		}
+		return time.Duration(n+1) * timeout
 	}
-	if n+1 > int(math.MaxInt64/timeout) {
-		return math.MaxInt64 // no bound but the nodes' own
+	n := named
+	if all {
+		n = min(named+limit, math.MaxInt/2-1)
 	}
-	return time.Duration(n+1) * timeout
+	if n > math.MaxInt/2-1 || 2*n+2 > int(math.MaxInt64/timeout) {
+		return math.MaxInt64
+	}
+	return time.Duration(2*n+2) * timeout
 }
 
 // hungNodes counts the probes that ended by their deadline: nodes that
@@ -289,8 +320,9 @@ func shownName(r string) string {
 
 // describeLock says how info's resource is held by a quorum of nodes (q)
 // and by each node, without a byte of any value: holders are numbered, and
-// named by their owner labels.
-func describeLock(info redlock.LockInfo, q int) string {
+// named by their owner labels. key is the resource's key on the nodes,
+// named when a key there is not dlm's (foreignKind).
+func describeLock(info redlock.LockInfo, q int, key string) string {
 	var b strings.Builder
 	info.Resource = shownName(info.Resource)
 	owner := func(o string) string {
@@ -320,14 +352,27 @@ func describeLock(info redlock.LockInfo, q int) string {
 			noun = "reader"
 		}
 		fmt.Fprintf(&b, "%s: HELD for read by %d %s on a quorum (quorum %d): %s", info.Resource, len(rs), noun, q, strings.Join(rs, ", "))
+	case redlock.ModeFree:
+		if e := couldHold(info, q); e > 0 {
+			fmt.Fprintf(&b, "%s: unknown: %d node(s) did not answer, and they could hold it (a lock needs %d nodes)", info.Resource, e, q)
+			break
+		}
+		fallthrough
 	default:
-		some := false
+		some, foreign := false, 0
 		for _, v := range info.Nodes {
 			some = some || v.Kind != adapter.KeyAbsent
+			if foreignKind(v) != "" {
+				foreign++
+			}
 		}
-		if !some {
+		switch {
+		case foreign > 0:
+			fmt.Fprintf(&b, "%s: BLOCKED by a key that is not a lock of dlm on %d of %d nodes: no lock of it can be acquired while it is there; if no program of yours owns it, delete it on those nodes: redis-cli DEL %s",
+				info.Resource, foreign, n, shellWord(key))
+		case !some:
 			fmt.Fprintf(&b, "%s: free (no node holds it)", info.Resource)
-		} else {
+		default:
 			fmt.Fprintf(&b, "%s: free (keys on fewer than a quorum of %d nodes: remnants of a failed attempt or an expiring lock, not a lock)", info.Resource, q)
 		}
 	}
@@ -349,18 +394,74 @@ func describeLock(info redlock.LockInfo, q int) string {
 		switch {
 		case v.Err != nil:
 			fmt.Fprintf(tw, "  %s\tno answer\t(%v)\n", v.Node, v.Err)
+		case foreignKind(v) != "":
+			fmt.Fprintf(tw, "  %s\tnot a lock of dlm: %s\n", v.Node, foreignKind(v))
 		case v.Kind == adapter.KeyLock:
 			fmt.Fprintf(tw, "  %s\tholder %d\t%s\tttl %v\tfence %d\n", v.Node, v.Holder, owner(v.Owner), v.TTL.Round(time.Millisecond), v.Fence)
 		case v.Kind == adapter.KeyReaders:
 			fmt.Fprintf(tw, "  %s\t%d reader(s), %d writer(s) waiting\t\tttl %v\tfence %d\n", v.Node, v.Readers, v.Waiters, v.TTL.Round(time.Millisecond), v.Fence)
-		case v.Kind == adapter.KeyOther:
-			fmt.Fprintf(tw, "  %s\tnot a lock key (another type)\n", v.Node)
 		default:
 			fmt.Fprintf(tw, "  %s\tabsent\t\t\tfence %d\n", v.Node, v.Fence)
 		}
 	}
 	tw.Flush()
 	return b.String()
+}
+
+// couldHold is the number of nodes that did not answer info's read when
+// they, with the nodes that hold a key of the resource, are a quorum (q):
+// the resource could then be held although the answers read it free. 0
+// when the answers decide.
+func couldHold(info redlock.LockInfo, q int) int {
+	if info.Mode != redlock.ModeFree {
+		return 0
+	}
+	errs, keys := 0, 0
+	for _, v := range info.Nodes {
+		switch {
+		case v.Err != nil:
+			errs++
+		case v.Kind != adapter.KeyAbsent:
+			keys++
+		}
+	}
+	if errs == 0 || errs+keys < q {
+		return 0
+	}
+	return errs
+}
+
+// foreignKind says what a node's key is when it is not a lock of dlm,
+// "" when it is one (or absent): a key of a type dlm never writes there,
+// or a string or hash without expiry (dlm sets one on every lock key and
+// readers' hash). Such a key refuses every lock of the resource, forever
+// when it has no expiry.
+func foreignKind(v redlock.NodeView) string {
+	switch {
+	case v.Err != nil:
+		return ""
+	case v.Kind == adapter.KeyOther:
+		return "a key of a type dlm does not write (not a string or hash)"
+	case v.Kind == adapter.KeyReaders && v.TTL < 0:
+		return "a hash without expiry"
+	case v.Kind == adapter.KeyLock && v.TTL < 0:
+		return "a string without expiry"
+	}
+	return ""
+}
+
+// shellWord is s as one word of a POSIX shell command line, quoted when
+// it holds anything but letters, digits and -_.:/{}.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(c rune) bool {
+		return !(c < utf8.RuneSelf && (unicode.IsLetter(c) || unicode.IsDigit(c) || strings.ContainsRune("-_.:/{}", c)))
+	}) < 0 {
+		return s
+	}
+	if !utf8.ValidString(s) || strings.IndexFunc(s, func(c rune) bool { return !unicode.IsPrint(c) }) >= 0 {
+		return strconv.Quote(s) + " (the key in Go syntax: unquote it for the shell)"
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func orDash(s string) string {

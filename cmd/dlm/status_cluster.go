@@ -67,9 +67,9 @@ func probeClusterNode(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, t
 		wg.Go(func() {
 			m := client(addr)
 			defer m.Close()
-			ctx, cancel := context.WithTimeout(ctx, timeout)
+			ctx, cancel := context.WithTimeout(ctx, probeBudget(timeout))
 			defer cancel()
-			ps[j] = probeNode(ctx, m, addr, prefix)
+			ps[j] = probeNode(ctx, m, addr, prefix, timeout)
 			if ps[j].Err != nil {
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,9 @@ type probe struct {
 	// Err is why the node could not be reached; the fields below are then
 	// empty.
 	Err error
-	// RTT is the round-trip time of a PING.
+	// RTT is the round trip of one request on the open connection
+	// (TIME's; the first PING's, the connection's included, when TIME
+	// failed).
 	RTT time.Duration
 	// Version and RunID come from INFO server.
 	Version, RunID string
@@ -76,9 +79,9 @@ type probe struct {
 	Refused, Disabled []string
 }
 
-// probeNodes probes every node concurrently, each bounded by timeout.
-// cfgs[i] (nil: the adapter's defaults) applies to urls[i] when it is
-// rediss://.
+// probeNodes probes every node concurrently, each request to a node
+// bounded by timeout (probeNode). cfgs[i] (nil: the adapter's defaults)
+// applies to urls[i] when it is rediss://.
 func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, timeout time.Duration, cfgs []*tls.Config) []probe {
 	out := make([]probe, len(urls))
 	var wg sync.WaitGroup
@@ -91,9 +94,7 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, time
 			} else {
 				c := goredisTLS(goredis.NewClient(u), cfgs[i])
 				defer c.Close()
-				pctx, cancel := context.WithTimeout(ctx, timeout)
-				defer cancel()
-				out[i] = probeNode(pctx, c, u.String(), prefix)
+				out[i] = probeNode(ctx, c, u.String(), prefix, timeout)
 			}
 			if err := out[i].Err; err != nil {
 				if h := schemeHint(ctx, u, max(timeout, probeTimeout)); h != "" { // tls_scheme.go
@@ -109,24 +110,70 @@ func probeNodes(ctx context.Context, urls []redlock.NodeURL, prefix string, time
 	return out
 }
 
-// probeNode asks one node everything status and doctor need. Only an
-// unanswered PING makes the node unreachable; later failures leave their
-// fields empty.
-func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe {
+// probeBudget bounds a whole probe of one node whose requests are each
+// bounded by timeout: the round trips probeNode makes on nodes that
+// answer, the connection's included, with a few SCAN pages.
+func probeBudget(timeout time.Duration) time.Duration {
+	const roundTrips = 8
+	if timeout > math.MaxInt64/roundTrips {
+		return math.MaxInt64
+	}
+	return roundTrips * timeout
+}
+
+// probeNode asks one node everything status and doctor need, each request
+// within timeout: a healthy node that answers slowly (a loaded machine, a
+// slow link) is reported up with its round trip, not down. The first
+// request opens the connection, whose handshake is a round trip of its
+// own: it has two timeouts. Only an unanswered PING makes the node
+// unreachable (refused or reset at once: down; no answer within the two
+// timeouts: hung); later failures leave their fields empty.
+func probeNode(ctx context.Context, c *redis.Client, name, prefix string, timeout time.Duration) probe {
 	p := probe{Node: name}
+	within := func(n int) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(ctx, time.Duration(n)*timeout)
+	}
 	start := time.Now()
-	if err := c.Ping(ctx).Err(); err != nil {
+	rctx, cancel := within(2)
+	err := c.Ping(rctx).Err()
+	cancel()
+	if err != nil {
 		p.Err = withTLSHint(err)
 		return p
 	}
-	p.RTT = time.Since(start)
+	p.RTT = time.Since(start)  // the connection's too; TIME's below when it answers
 	var declined adapter.Facts // what the node refused, as the clients read it
 	refused := func(err error, what string) {
 		if err != nil {
 			declined.Decline(what, err.Error())
 		}
 	}
-	info, err := c.Info(ctx, "server", "replication", "cluster").Result()
+	// The questions whose answers need no timing, at once: each on a
+	// connection of its own (go-redis' pool), its handshake included, so
+	// that a slow node costs two round trips for them all.
+	configKeys := []string{"maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"}
+	var (
+		infoCmd *redis.StringCmd
+		configs = make([]*redis.MapStringStringCmd, len(configKeys))
+		maxTTL  *redis.StringCmd
+		kill    *redis.IntCmd
+		wg      sync.WaitGroup
+	)
+	ask := func(f func(ctx context.Context)) {
+		wg.Go(func() {
+			rctx, cancel := within(2)
+			defer cancel()
+			f(rctx)
+		})
+	}
+	ask(func(ctx context.Context) { infoCmd = c.Info(ctx, "server", "replication", "cluster") })
+	for i, k := range configKeys {
+		ask(func(ctx context.Context) { configs[i] = c.ConfigGet(ctx, k) })
+	}
+	ask(func(ctx context.Context) { maxTTL = c.Get(ctx, nodeMaxTTLKey) })
+	ask(func(ctx context.Context) { kill = c.ClientKillByFilter(ctx, "ID", "0") }) // closes nothing
+	wg.Wait()
+	info, err := infoCmd.Result()
 	refused(err, adapter.RefusedInfo)
 	if err == nil {
 		kv := parseInfo(info)
@@ -138,8 +185,8 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 		}
 	}
 	p.Config = map[string]string{}
-	for _, k := range []string{"maxmemory-policy", "maxmemory", "appendonly", "appendfsync", "save"} {
-		m, err := c.ConfigGet(ctx, k).Result()
+	for i, k := range configKeys {
+		m, err := configs[i].Result()
 		if err != nil {
 			refused(err, adapter.RefusedConfig)
 			p.ConfigErr = err
@@ -149,19 +196,32 @@ func probeNode(ctx context.Context, c *redis.Client, name, prefix string) probe 
 			p.Config[k] = v
 		}
 	}
+	p.NodeMaxTTL, err = maxTTL.Result()
+	refused(err, adapter.RefusedMaxTTL)
+	refused(kill.Err(), adapter.RefusedClient)
+	p.Refused, p.Disabled = declined.Refused, declined.Disabled
+	rctx, cancel = within(1)
 	t0 := time.Now()
-	if tm, err := c.Time(ctx).Result(); err == nil {
+	tm, err := c.Time(rctx).Result()
+	cancel()
+	if err == nil {
 		t1 := time.Now()
 		mid := t0.Add(t1.Sub(t0) / 2)
 		p.ClockOffset, p.ClockErr, p.ClockOK = tm.Sub(mid), t1.Sub(t0)/2, true
+		p.RTT = t1.Sub(t0)
 	}
-	p.NodeMaxTTL, err = c.Get(ctx, nodeMaxTTLKey).Result()
-	refused(err, adapter.RefusedMaxTTL)
-	refused(c.ClientKillByFilter(ctx, "ID", "0").Err(), adapter.RefusedClient) // closes nothing
-	p.Refused, p.Disabled = declined.Refused, declined.Disabled
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) && p.Keys < maxKeysCounted {
-		p.Keys++
+	var cursor uint64
+	for p.Keys < maxKeysCounted {
+		rctx, cancel = within(1)
+		keys, next, err := c.Scan(rctx, cursor, prefix+"*", 1000).Result()
+		cancel()
+		if err != nil {
+			break
+		}
+		p.Keys = min(p.Keys+len(keys), maxKeysCounted)
+		if cursor = next; cursor == 0 {
+			break
+		}
 	}
 	return p
 }
