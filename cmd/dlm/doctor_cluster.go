@@ -337,6 +337,12 @@ func clusterFindings(cp clusterProbe, maxSkew time.Duration) []finding {
 	for _, m := range cp.Masters {
 		if m.Err != nil {
 			add(sevWarn, m.Node, "R1.3", fmt.Sprintf("master unreachable (%v): the locks of its slots are unavailable on this node", m.Err), "bring it back")
+			if rs := cp.Replicas[m.Node]; len(rs) > 0 {
+				// Its replicas are judged all the same: one that may
+				// promote itself does so a node timeout from now,
+				// without the master's last locks.
+				fs = append(fs, replicaFinding(m, rs))
+			}
 			continue
 		}
 		for _, f := range checkNode(m) {
