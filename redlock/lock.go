@@ -192,7 +192,9 @@ func (l *Lock) Validity() time.Duration {
 // nodes answered that the key was gone or not this lock's, or when the lock
 // had already ended before Unlock (lost, expired, client closed: the error
 // then also wraps that reason); otherwise ErrUnlockFailed (errors or
-// timeouts), joined with the nodes' errors. After Unlock the lock is no
+// timeouts), joined with the nodes' errors, and with ErrMaybeLost when a
+// node that had granted the lock answered that it no longer held it (the
+// lock may have been lost before Unlock). After Unlock the lock is no
 // longer held, whatever the result. Unlock on a nil *Lock returns ErrNotHeld,
 // so that a deferred Unlock after a failed acquisition is safe.
 //
