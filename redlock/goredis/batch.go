@@ -148,12 +148,11 @@ func (n *Node) send(items []batch.Item) {
 			buf = n.command(buf, it.Req, eval)
 		}
 		s.buf = buf
-		acquiring := onlyAcquisitions(live)
 		if !sha && n.pipe.backlog() {
-			n.sendAhead(live, deadline, bounded, buf, acquiring)
+			n.sendAhead(live, deadline, bounded, buf)
 			return
 		}
-		res, err = pipeTrip(ctx, n.pipe, buf, len(live), acquiring)
+		res, err = n.roundTrip(ctx, buf, len(live))
 	}
 	if err != nil {
 		for _, it := range live {
@@ -226,8 +225,8 @@ func (n *Node) send(items []batch.Item) {
 // granted (a new client over nodes 4 s late at ttl 10 s: not within
 // 40 s). A batch that may need EVAL after a NOSCRIPT is still waited
 // for, so that its second try runs before the batches behind it.
-func (n *Node) sendAhead(live []batch.Item, deadline time.Time, bounded bool, buf []byte, acquiring bool) {
-	f, err := n.pipe.write(context.Background(), buf, len(live), acquiring)
+func (n *Node) sendAhead(live []batch.Item, deadline time.Time, bounded bool, buf []byte) {
+	f, err := n.pipe.write(context.Background(), buf, len(live))
 	if err != nil {
 		for _, it := range live {
 			it.To.Receive(it.Tag, false, err)
@@ -261,21 +260,6 @@ func (n *Node) sendAhead(live []batch.Item, deadline time.Time, bounded bool, bu
 			it.To.Receive(it.Tag, ok, err)
 		}
 	}()
-}
-
-// onlyAcquisitions reports whether every request of live is an
-// acquisition (SET NX): such a batch may go on a connection whose
-// handshake is not answered yet (pipe.write).
-func onlyAcquisitions(live []batch.Item) bool {
-	for _, it := range live {
-		if it.Req.Op != adapter.OpAcquire {
-			return false
-		}
-		if _, ok := it.To.(*scriptCall); ok {
-			return false
-		}
-	}
-	return true
 }
 
 // sendCombined runs a planned batch (batch.Combined): the SET NX PX of
@@ -357,14 +341,14 @@ func appendBulk(buf []byte, a string) []byte {
 // roundTrip writes buf (k commands) on the node's connection and waits
 // for their k replies (pipeTrip).
 func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error) {
-	return pipeTrip(ctx, n.pipe, buf, k, false)
+	return pipeTrip(ctx, n.pipe, buf, k)
 }
 
 // pipeTrip writes buf (k commands) on p and waits for their k replies, or
 // for ctx's end: then it returns ctx's error, and the replies, when they
 // come, are read and dropped (conn.go), so the connection stays in step.
-func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int, acquiring bool) ([]reply, error) {
-	f, err := p.write(ctx, buf, k, acquiring)
+func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int) ([]reply, error) {
+	f, err := p.write(ctx, buf, k)
 	if err != nil {
 		return nil, err
 	}

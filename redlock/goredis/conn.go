@@ -94,21 +94,6 @@ type wire struct {
 	bw      *bufio.Writer
 	pending []*flight // in the order written; under pipe.mu
 	broken  bool      // failed: no flight joins it; under pipe.mu
-	// hello is closed once the replies of the connection's handshake,
-	// written ahead (greeting), were read, or the connection failed
-	// first; nil when they were read at dial. Until then only
-	// acquisitions are written on it (write).
-	hello chan struct{}
-}
-
-// greeting is a handshake written at dial whose replies the connection's
-// reader reads before any other (read): a new connection with nothing to
-// close on its node (no connection given up) carries its first
-// acquisitions in the handshake's round trip.
-type greeting struct {
-	cmds      [][]string
-	who0, opt int       // where who the connection is and its options start
-	deadline  time.Time // the replies' (the set-up's bound)
 }
 
 // pipe is the node's connection, replaced when it fails.
@@ -237,7 +222,7 @@ func (p *pipe) startSetup() *setup {
 	go func() {
 		defer cancel()
 		fail(old, io.ErrUnexpectedEOF)
-		nc, br, who, g, err := p.dial(ctx)
+		nc, br, who, err := p.dial(ctx)
 		p.mu.Lock()
 		p.setup = nil
 		if err == nil && p.closed {
@@ -246,11 +231,8 @@ func (p *pipe) startSetup() *setup {
 		}
 		if err == nil {
 			s.w = &wire{nc: nc, who: who, bw: bufio.NewWriterSize(nc, 32<<10)}
-			if g != nil {
-				s.w.hello = make(chan struct{})
-			}
 			p.cur = s.w
-			go p.read(s.w, br, g)
+			go p.read(s.w, br)
 		}
 		s.err = err
 		p.mu.Unlock()
@@ -301,24 +283,18 @@ func (p *pipe) live() (*wire, error) {
 // run of the node are closed (after a restart their ids name other
 // clients). A node that refuses CLIENT or INFO (an ACL without them)
 // leaves its connections unfenced, as before.
-//
-// With no connection to close and no SELECT, the handshake is written
-// and not waited for: its replies are read by the connection's reader
-// before any other (greeting, read), and only acquisitions go on the
-// connection until then (write), so that a new client's first
-// acquisitions are answered in the handshake's round trip.
-func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, *greeting, error) {
+func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, error) {
 	o := p.opts
 	nc, err := o.Dialer(ctx, o.Network, o.Addr)
 	if err != nil {
-		return nil, nil, fence.Conn{}, nil, err
+		return nil, nil, fence.Conn{}, err
 	}
 	user, pass := o.Username, o.Password
 	switch {
 	case o.CredentialsProviderContext != nil:
 		if user, pass, err = o.CredentialsProviderContext(ctx); err != nil {
 			_ = nc.Close()
-			return nil, nil, fence.Conn{}, nil, fmt.Errorf("goredis: credentials: %w", err)
+			return nil, nil, fence.Conn{}, fmt.Errorf("goredis: credentials: %w", err)
 		}
 	case o.CredentialsProvider != nil:
 		user, pass = o.CredentialsProvider()
@@ -346,66 +322,23 @@ func (p *pipe) dial(ctx context.Context) (net.Conn, *bufio.Reader, fence.Conn, *
 		cmds = append(cmds, []string{"CLIENT", "SETNAME", o.ClientName})
 	}
 	br := bufio.NewReaderSize(nc, 32<<10)
-	d, _ := ctx.Deadline()
-	_ = nc.SetDeadline(d)
-	if p.given.Empty() && o.DB == 0 {
-		// Nothing to close on the node, and no SELECT that a request
-		// must wait for: the replies are read by the connection's
-		// reader (read), and acquisitions may follow at once.
-		if _, err := nc.Write(commandsOf(cmds)); err != nil {
-			_ = nc.Close()
-			return nil, nil, fence.Conn{}, nil, err
-		}
-		_ = nc.SetDeadline(time.Time{})
-		return nc, br, fence.Conn{}, &greeting{cmds: cmds, who0: who0, opt: opt, deadline: d}, nil
+	if d, ok := ctx.Deadline(); ok {
+		_ = nc.SetDeadline(d)
 	}
 	// An end of ctx before its deadline (Connect given up) ends the
 	// handshake too, so that the next dial does not wait behind it.
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	if _, err := nc.Write(commandsOf(cmds)); err != nil {
-		_ = nc.Close()
-		return nil, nil, fence.Conn{}, nil, err
-	}
-	res, err := readReplies(br, cmds, mustAnswer(who0, opt))
+	res, err := handshake(nc, br, cmds, func(i int) bool { return i < who0 || i >= opt })
 	if err != nil {
 		_ = nc.Close()
-		return nil, nil, fence.Conn{}, nil, err
+		return nil, nil, fence.Conn{}, err
 	}
-	who := p.greeted(res, who0, opt)
-	kills, taken := p.given.Kills(who)
-	if len(kills) > 0 {
-		// Each answers how many it closed (0: gone already), or an
-		// error (not allowed): neither stops the dial.
-		if _, err := handshake(nc, br, kills, func(int) bool { return false }); err != nil {
-			_ = nc.Close()
-			return nil, nil, fence.Conn{}, nil, err
-		}
-	}
-	p.given.Done(taken)
-	if !stop() { // ctx ended: the deadline may be past
-		_ = nc.Close()
-		return nil, nil, fence.Conn{}, nil, context.Cause(ctx)
-	}
-	_ = nc.SetDeadline(time.Time{})
-	return nc, br, who, nil, nil
-}
-
-// mustAnswer tells which commands of a handshake must not be answered
-// with an error (AUTH, SELECT, CLIENT SETNAME): those before who0 and from
-// opt on.
-func mustAnswer(who0, opt int) func(i int) bool {
-	return func(i int) bool { return i < who0 || i >= opt }
-}
-
-// greeted reads the replies of a handshake (dial): who the connection is
-// on the node, and the server's facts, kept in known.
-func (p *pipe) greeted(res []reply, who0, opt int) fence.Conn {
 	id, info := res[who0], res[who0+1]
 	infoOK := info.kind == '$' && !info.null
 	who := fence.Identify(id.num, id.kind == ':', info.str, infoOK)
 	if p.known != nil {
-		f := serverFacts(p.opts.Addr, info, &res[who0+2], res[who0+3:opt-1])
+		f := serverFacts(o.Addr, info, &res[who0+2], res[who0+3:opt-1])
 		if id.kind == '-' {
 			f.Decline(adapter.RefusedClient, id.str)
 		}
@@ -414,7 +347,22 @@ func (p *pipe) greeted(res []reply, who0, opt int) fence.Conn {
 		}
 		p.known.Set(f)
 	}
-	return who
+	kills, taken := p.given.Kills(who)
+	if len(kills) > 0 {
+		// Each answers how many it closed (0: gone already), or an
+		// error (not allowed): neither stops the dial.
+		if _, err := handshake(nc, br, kills, func(int) bool { return false }); err != nil {
+			_ = nc.Close()
+			return nil, nil, fence.Conn{}, err
+		}
+	}
+	p.given.Done(taken)
+	if !stop() { // ctx ended: the deadline may be past
+		_ = nc.Close()
+		return nil, nil, fence.Conn{}, context.Cause(ctx)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, br, who, nil
 }
 
 // killProbe is the handshake's last command: a CLIENT KILL that closes
@@ -432,14 +380,7 @@ func (p *pipe) refresh(ctx context.Context) error {
 	w, err := p.live()
 	if err != nil || w == nil || p.known == nil {
 		if err == nil {
-			w, err = p.conn(ctx)
-		}
-		if err == nil && w.hello != nil {
-			select { // the facts come with the handshake's replies
-			case <-w.hello:
-			case <-ctx.Done():
-				err = context.Cause(ctx)
-			}
+			_, err = p.conn(ctx)
 		}
 		return err
 	}
@@ -448,7 +389,7 @@ func (p *pipe) refresh(ctx context.Context) error {
 	for _, c := range cmds {
 		buf = appendCommand(buf, c...)
 	}
-	f, err := p.write(ctx, buf, len(cmds), false)
+	f, err := p.write(ctx, buf, len(cmds))
 	if err != nil {
 		return err
 	}
@@ -468,23 +409,13 @@ func (p *pipe) refresh(ctx context.Context) error {
 // reply to a command i that must(i) is an error naming its command (never
 // its arguments), to another it is only returned in its reply.
 func handshake(nc net.Conn, br *bufio.Reader, cmds [][]string, must func(i int) bool) ([]reply, error) {
-	if _, err := nc.Write(commandsOf(cmds)); err != nil {
-		return nil, err
-	}
-	return readReplies(br, cmds, must)
-}
-
-// commandsOf returns cmds written one after the other.
-func commandsOf(cmds [][]string) []byte {
 	var buf []byte
 	for _, c := range cmds {
 		buf = appendCommand(buf, c...)
 	}
-	return buf
-}
-
-// readReplies reads the replies to cmds, as handshake does.
-func readReplies(br *bufio.Reader, cmds [][]string, must func(i int) bool) ([]reply, error) {
+	if _, err := nc.Write(buf); err != nil {
+		return nil, err
+	}
 	res := make([]reply, len(cmds))
 	for i := range cmds {
 		r, err := readReply(br)
@@ -502,30 +433,7 @@ func readReplies(br *bufio.Reader, cmds [][]string, must func(i int) bool) ([]re
 // read reads the replies of w in order into the flights written on it,
 // until w fails; then it fails every flight of w still pending. It never
 // touches another connection's flights.
-func (p *pipe) read(w *wire, br *bufio.Reader, g *greeting) {
-	if g != nil {
-		_ = w.nc.SetReadDeadline(g.deadline)
-		res, err := readReplies(br, g.cmds, mustAnswer(g.who0, g.opt))
-		_ = w.nc.SetReadDeadline(time.Time{})
-		if err == nil {
-			who := p.greeted(res, g.who0, g.opt)
-			p.mu.Lock()
-			w.who = who
-			p.mu.Unlock()
-		} else {
-			p.mu.Lock()
-			w.broken = true
-			pending := w.pending
-			w.pending = nil
-			p.mu.Unlock()
-			_ = w.nc.Close()
-			fail(pending, err)
-		}
-		close(w.hello)
-		if err != nil {
-			return
-		}
-	}
+func (p *pipe) read(w *wire, br *bufio.Reader) {
 	for {
 		r, err := readReply(br)
 		p.mu.Lock()
@@ -559,28 +467,12 @@ func (p *pipe) read(w *wire, br *bufio.Reader, g *greeting) {
 // write puts a batch's commands (buf, n of them) on the wire, after the
 // flights before it, and returns its flight. A write that fails breaks the
 // connection and fails its flights, f too.
-//
-// On a connection whose handshake was written ahead (greeting) and is not
-// answered yet, only a batch of acquisitions (acquiring: SET NX, which
-// nothing of the fence needs to come before) is written at once; any
-// other waits for the handshake's replies first, so that who the
-// connection is is known before it carries a release (a connection that
-// fails before then is not closed by the next one's handshake: only
-// acquisitions can be left behind on it, and one landing late holds the
-// key no longer than its ttl).
-func (p *pipe) write(ctx context.Context, buf []byte, n int, acquiring bool) (*flight, error) {
+func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
 	p.writing.Lock() // the batch worker's, and a reading again of the facts
 	defer p.writing.Unlock()
 	w, err := p.conn(ctx)
 	if err != nil {
 		return nil, err
-	}
-	if w.hello != nil && !acquiring {
-		select {
-		case <-w.hello:
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
-		}
 	}
 	f := &flight{res: make([]reply, n), done: make(chan struct{})}
 	p.mu.Lock()
@@ -611,24 +503,13 @@ func (p *pipe) write(ctx context.Context, buf []byte, n int, acquiring bool) (*f
 
 // abortSetup ends the making of a connection, if one is under way, and
 // makes no new one; the live connection serves on (adapter.SetupNode).
-//
-// A connection whose handshake was written ahead (greeting) and is not
-// answered yet is still being made: it is closed, and the requests on it
-// fail.
 func (p *pipe) abortSetup() {
 	p.mu.Lock()
 	p.aborted = true
-	s, w := p.setup, p.cur
+	s := p.setup
 	p.mu.Unlock()
 	if s != nil {
 		s.cancel()
-	}
-	if w != nil && w.hello != nil {
-		select {
-		case <-w.hello:
-		default:
-			_ = w.nc.Close() // its reader fails it
-		}
 	}
 }
 

@@ -37,14 +37,7 @@
 // before it in the same run (CLIENT KILL ID) before it carries a request,
 // so that a request left behind on one of them never runs after the
 // requests of the new one (a user whose ACL refuses CLIENT or INFO goes
-// without this). When there is none to close (a new client) and no
-// SELECT, the handshake is not waited for: the first acquisitions (SET
-// NX) go in its round trip, and anything else waits for its replies, so
-// a new client's first answer over a node costs one round trip. A batch
-// written while the connection still waits for the replies of one that
-// timed out is not waited for either (a node answering late gets the
-// next attempt's acquisition at once), unless it may need EVAL after a
-// NOSCRIPT; a script's first run on a node goes by EVAL. A client with an OnConnect hook or a
+// without this). A client with an OnConnect hook or a
 // StreamingCredentialsProvider, and any other UniversalClient (Ring,
 // ClusterClient, failover), is used as it is, one pooled request per call.
 // Fenced acquisitions and fence raises (FencingNode, MultiNode),
