@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sort"
@@ -33,6 +34,61 @@ type clusterProbe struct {
 	// AllFenced is doctor's --fencing (judge every master's fencing).
 	Fenced    map[string]bool
 	AllFenced bool
+	// Claims is what each server that answered says of itself in its
+	// CLUSTER NODES (its "myself" line), by address: a master's config
+	// epoch and slots.
+	Claims map[string]slotClaim
+}
+
+// slotClaim is a server's own view of itself: a master serving slots
+// (ranges, bracketed slots under migration left out) under a config epoch.
+type slotClaim struct {
+	Master bool
+	Epoch  uint64
+	Slots  [][2]int
+}
+
+// myselfClaim reads the "myself" line of a reply of CLUSTER NODES.
+func myselfClaim(nodes string) (slotClaim, bool) {
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || !slices.Contains(strings.Split(f[2], ","), "myself") {
+			continue
+		}
+		c := slotClaim{Master: slices.Contains(strings.Split(f[2], ","), "master")}
+		c.Epoch, _ = strconv.ParseUint(f[6], 10, 64)
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue
+			}
+			lo, hi, isRange := strings.Cut(r, "-")
+			a, err := strconv.Atoi(lo)
+			if err != nil {
+				continue
+			}
+			b := a
+			if isRange {
+				if b, err = strconv.Atoi(hi); err != nil {
+					continue
+				}
+			}
+			c.Slots = append(c.Slots, [2]int{a, b})
+		}
+		return c, true
+	}
+	return slotClaim{}, false
+}
+
+// overlap returns the first slot both claims serve, if any.
+func (c slotClaim) overlap(d slotClaim) (int, bool) {
+	for _, a := range c.Slots {
+		for _, b := range d.Slots {
+			if lo := max(a[0], b[0]); lo <= min(a[1], b[1]) {
+				return lo, true
+			}
+		}
+	}
+	return 0, false
 }
 
 // replicaProbe is one replica of a cluster master.
@@ -51,7 +107,20 @@ type replicaProbe struct {
 // counts as up for its node timeout) is reported unreachable and hides
 // no other master's findings.
 func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout time.Duration, fencePfx string) clusterProbe {
-	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}, Fenced: map[string]bool{}}
+	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}, Fenced: map[string]bool{}, Claims: map[string]slotClaim{}}
+	// claim records what a server says of itself (clusterFindings compares
+	// the masters' slots: an old master that came back beside the replica
+	// promoted in its place serves the same slots).
+	var mu sync.Mutex
+	claim := func(ctx context.Context, c *redis.Client, addr string) {
+		if txt, err := c.ClusterNodes(ctx).Result(); err == nil {
+			if sc, ok := myselfClaim(txt); ok {
+				mu.Lock()
+				cp.Claims[addr] = sc
+				mu.Unlock()
+			}
+		}
+	}
 	client, err := clusterClients(u, cfg, timeout) // status_cluster.go
 	if err != nil {
 		cp.Err = err
@@ -63,7 +132,6 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 		return cp
 	}
 	cp.Info = parseInfo(info)
-	var mu sync.Mutex
 	var fromMasters [][2]string // replicas each master reports
 	maxTTLs := map[string]string{}
 	var wg sync.WaitGroup
@@ -82,6 +150,7 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 				repl, _ = m.Info(ctx, "replication").Result()
 				maxTTL, _ = m.Get(ctx, nodeMaxTTLKey).Result() // on its slot's master only
 				fenced = holdsKeys(ctx, m, fencePfx)
+				claim(ctx, m, addr)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -130,6 +199,7 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 			if c, err := rc.ConfigGet(ctx, "cluster-replica-no-failover").Result(); err == nil {
 				rp.NoFailover = c["cluster-replica-no-failover"] == "yes"
 			}
+			claim(ctx, rc, r[0])
 			mu.Lock()
 			cp.Replicas[r[1]] = append(cp.Replicas[r[1]], rp)
 			mu.Unlock()
@@ -330,6 +400,7 @@ func clusterFindings(cp clusterProbe, maxSkew time.Duration) []finding {
 	default:
 		add(sevOK, cp.Name, "R1.3", fmt.Sprintf("cluster_state:ok, all %d slots served by %d master(s)", redisproc.Slots, len(cp.Masters)), "")
 	}
+	fs = append(fs, claimFindings(cp.Claims)...)
 	if n := len(cp.Masters); n == 2 {
 		add(sevWarn, cp.Name, "R1.3", "2 masters: when one is lost the other is a minority, which Redis Cluster stops, so the whole node stops instead of the lost master's slots only",
 			"give the cluster 3 masters or more")
@@ -398,4 +469,37 @@ func replicaFinding(m probe, rs []replicaProbe) finding {
 		f.Fix = "fail over by hand only after the old master stopped taking writes (stop it) and the max ttl has passed since, then CLUSTER FAILOVER TAKEOVER on the replica (docs/operations.md)"
 	}
 	return f
+}
+
+// claimFindings compares what the servers of a cluster node say of
+// themselves: two masters serving one slot are a FAIL. It happens when a
+// master comes back beside the replica promoted in its place while it
+// cannot reach the cluster's bus (restarted with its old nodes.conf, or a
+// cut from the clients healed first): it believes it still serves its old
+// slots, and grants locks there beside the new master, two holders of one
+// lock. The one with the lower config epoch is the old master.
+func claimFindings(claims map[string]slotClaim) []finding {
+	addrs := slices.Sorted(maps.Keys(claims))
+	var fs []finding
+	for i, a := range addrs {
+		for _, b := range addrs[i+1:] {
+			ca, cb := claims[a], claims[b]
+			if !ca.Master || !cb.Master {
+				continue
+			}
+			slot, ok := ca.overlap(cb)
+			if !ok {
+				continue
+			}
+			old, now := a, b
+			if ca.Epoch > cb.Epoch {
+				old, now = b, a
+			}
+			fs = append(fs, finding{Sev: sevFail, Node: old, Rule: "R2",
+				What: fmt.Sprintf("serves slot %d (and maybe more) that %s serves too, with config epochs %d and %d: an old master back beside the replica promoted in its place, which grants locks there beside the new master, so two clients may hold one lock",
+					slot, now, claims[old].Epoch, claims[now].Epoch),
+				Fix: "stop " + old + " now; bring it back only as a new, empty replica (docs/operations.md, the failover by hand)"})
+		}
+	}
+	return fs
 }
