@@ -389,8 +389,8 @@ func (l *Lock) unlockFrom(ctx context.Context, prior error, first bool) error {
 }
 
 // lostOnGranted reports whether a node that granted l (it confirmed the
-// acquisition in time to count towards the grant) answered a release
-// among replies that it no longer held l's value. A node that never
+// acquisition, in time for the decision or after it: fan.granted)
+// answered a release among replies that it no longer held l's value. A node that never
 // granted l answers so as a matter of course. A lock resumed from a handle
 // knows no acquisition: every node counts as having granted it.
 func (l *Lock) lostOnGranted(replies []reply) bool {
