@@ -99,11 +99,6 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			f.setups.end()
 			return nil, err
 		}
-		if !f.setups.add(nc) {
-			f.setups.end()
-			_ = nc.Close()
-			return nil, errSetupAborted
-		}
 		// The handshake is bounded by the request that dials (its
 		// deadline, or its end), not by a second of its own: a node that
 		// answers later than that but within the request's deadline is
@@ -112,16 +107,22 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		if !ok && d.Timeout > 0 {
 			deadline = time.Now().Add(d.Timeout)
 		}
-		_ = nc.SetDeadline(deadline)
+		// Tracked until rueidis' own handshake is answered (its first
+		// read), so that AbortSetup ends that one too, and open until
+		// its Close, so that the node's Close closes it (closeAll).
+		c := &fencedConn{Conn: nc, f: f}
+		if !f.setups.add(c, deadline) {
+			f.setups.end()
+			_ = nc.Close()
+			return nil, errSetupAborted
+		}
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 		fail := func(err error) (net.Conn, error) {
 			f.setups.done(nc)
+			f.setups.closed(c)
 			_ = nc.Close()
 			return nil, err
 		}
-		// Tracked until rueidis' own handshake is answered (its first
-		// read), so that AbortSetup ends that one too.
-		c := &fencedConn{Conn: nc, f: f}
 		c.setting.Store(true)
 		cause := func() error { return context.Cause(ctx) }
 		if f.given.Empty() {
@@ -555,6 +556,7 @@ func (c *fencedConn) Close() error {
 	c.unwatch() // a connection closed before its first read
 	c.setUp(false)
 	c.giveUp()
+	c.f.setups.closed(c)
 	return c.Conn.Close()
 }
 
@@ -707,6 +709,9 @@ type setups struct {
 	mu      sync.Mutex
 	aborted bool
 	conns   map[net.Conn]struct{}
+	// open are the node's connections from their dial to their Close,
+	// for closeAll.
+	open map[*fencedConn]struct{}
 	// dials ends with abort, and with it the dials under way (bind);
 	// made on first use.
 	dials   context.Context
@@ -762,10 +767,13 @@ func (s *setups) bind(ctx context.Context) (context.Context, func()) {
 	return ctx, func() { stop(); cancel() }
 }
 
-// add tracks nc, and reports false when the node gave up making
-// connections.
-func (s *setups) add(nc net.Conn) bool {
+// add tracks c, a connection just dialled, being made and open, and sets
+// its handshake's deadline; it reports false when the node gave up making
+// connections. The deadline is set under s.mu: an abort that comes after
+// it ends the handshake, and one before it refuses c.
+func (s *setups) add(c *fencedConn, deadline time.Time) bool {
 	if s == nil {
+		_ = c.Conn.SetDeadline(deadline)
 		return true
 	}
 	s.mu.Lock()
@@ -773,11 +781,49 @@ func (s *setups) add(nc net.Conn) bool {
 	if s.aborted {
 		return false
 	}
+	_ = c.Conn.SetDeadline(deadline)
 	if s.conns == nil {
-		s.conns = map[net.Conn]struct{}{}
+		s.conns, s.open = map[net.Conn]struct{}{}, map[*fencedConn]struct{}{}
 	}
-	s.conns[nc] = struct{}{}
+	s.conns[c.Conn] = struct{}{}
+	s.open[c] = struct{}{}
 	return true
+}
+
+// closed stops tracking c as open (its Close, or a failed handshake).
+func (s *setups) closed(c *fencedConn) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	delete(s.open, c)
+	s.mu.Unlock()
+}
+
+// closeAll closes every open connection of the node, for its Close, once
+// abort made sure that no new one is made. rueidis' Close of a connection
+// that is still open first sends it a PING and waits for the answer, up
+// to a second (a server that stopped answering), one connection after
+// the other: a node's Close waited one round trip per connection, and a
+// client's Close that of each node in turn, so that servers slow to
+// answer on a loaded machine held it about a second each. Closed here,
+// the connections fail that PING at once. A redlock client waits for its
+// requests before it closes its nodes; a request still on a connection
+// (one left to its deadline, or a caller's own) fails now with the
+// connection, as rueidis' Close would fail it after the PING.
+func (s *setups) closeAll() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	open := make([]*fencedConn, 0, len(s.open))
+	for c := range s.open {
+		open = append(open, c)
+	}
+	s.mu.Unlock()
+	for _, c := range open {
+		_ = c.Close()
+	}
 }
 
 // count returns how many connections are being made.

@@ -219,7 +219,8 @@ func (n *Node) Close() error {
 	if n.users.Add(-1) > 0 {
 		return nil // another client still uses the node
 	}
-	n.setups.abort() // no connection outlives the node (fence.go: connect)
+	n.setups.abort()    // no connection outlives the node (fence.go: connect)
+	n.setups.closeAll() // rueidis' Close would wait a round trip on each
 	switch {
 	case n.lazy != nil:
 		n.lazy.Close()
