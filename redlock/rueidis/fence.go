@@ -108,8 +108,9 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			deadline = time.Now().Add(d.Timeout)
 		}
 		// Tracked until rueidis' own handshake is answered (its first
-		// read), so that AbortSetup ends that one too, and open until
-		// its Close, so that the node's Close closes it (closeAll).
+		// read), so that AbortSetup ends that one too; and, once handed
+		// to rueidis, open until its Close, so that the node's Close
+		// closes it (closeAll).
 		c := &fencedConn{Conn: nc, f: f}
 		if !f.setups.add(c, deadline) {
 			f.setups.end()
@@ -119,7 +120,6 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 		fail := func(err error) (net.Conn, error) {
 			f.setups.done(nc)
-			f.setups.closed(c)
 			_ = nc.Close()
 			return nil, err
 		}
@@ -140,6 +140,10 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			}
 			c.ahead = &ahead{replies: len(cmds), learn: true, auth: auth, addr: addr, cause: cause}
 			c.watch(stop)
+			if !f.setups.opened(c) {
+				c.unwatch()
+				return fail(errSetupAborted)
+			}
 			return c, nil
 		}
 		who, err := f.handshake(nc, addr)
@@ -152,6 +156,10 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 				if err = writeCommands(nc, kills); err == nil {
 					c.ahead = &ahead{replies: len(kills), taken: taken, cause: cause}
 					c.watch(stop)
+					if !f.setups.opened(c) {
+						c.unwatch()
+						return fail(errSetupAborted)
+					}
 					return c, nil
 				}
 			}
@@ -164,6 +172,9 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			return fail(err)
 		}
 		_ = nc.SetDeadline(time.Time{})
+		if !f.setups.opened(c) {
+			return fail(errSetupAborted)
+		}
 		return c, nil
 	}
 }
@@ -709,8 +720,8 @@ type setups struct {
 	mu      sync.Mutex
 	aborted bool
 	conns   map[net.Conn]struct{}
-	// open are the node's connections from their dial to their Close,
-	// for closeAll.
+	// open are the node's connections from their hand-over to rueidis
+	// to their Close, for closeAll.
 	open map[*fencedConn]struct{}
 	// dials ends with abort, and with it the dials under way (bind);
 	// made on first use.
@@ -786,11 +797,27 @@ func (s *setups) add(c *fencedConn, deadline time.Time) bool {
 		s.conns, s.open = map[net.Conn]struct{}{}, map[*fencedConn]struct{}{}
 	}
 	s.conns[c.Conn] = struct{}{}
+	return true
+}
+
+// opened tracks c, about to be handed to rueidis, as open until its
+// Close, and reports false when the node gave up making connections: c is
+// then not handed over, so that every connection rueidis has is one that
+// closeAll, which comes after abort, closes.
+func (s *setups) opened(c *fencedConn) bool {
+	if s == nil {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aborted {
+		return false
+	}
 	s.open[c] = struct{}{}
 	return true
 }
 
-// closed stops tracking c as open (its Close, or a failed handshake).
+// closed stops tracking c as open (its Close).
 func (s *setups) closed(c *fencedConn) {
 	if s == nil {
 		return
