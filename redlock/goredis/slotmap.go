@@ -41,7 +41,7 @@ type slotMap struct {
 
 	mu      sync.Mutex // orders the reads' start with close
 	closed  bool
-	reading chan struct{} // closed when the read under way ends; nil when none is
+	reading chan struct{}     // closed when the read under way ends; nil when none is
 	askers  map[string]*asker // by server address
 	wg      sync.WaitGroup
 }

@@ -416,6 +416,8 @@ type owners struct {
 	// once per map read and after a request failed without its master's
 	// answer; nil until then.
 	clients map[string]rueidis.Client
+	// failed is why the last read had no answer, nil once one had.
+	failed error
 
 	bg      bool               // a background read is under way
 	bgCtx   context.Context    // ends the background reads; made on the first
@@ -463,13 +465,14 @@ func (o *owners) readLocked(ctx context.Context, c rueidis.Client) {
 	o.merge(fetch(ctx, c))
 }
 
-// merge merges views over the map (slots.Merge), unless empty. Under
-// o.mu.
-func (o *owners) merge(views map[string]string) {
+// merge merges views over the map (slots.Merge), unless none answered
+// (err says why). Under o.mu.
+func (o *owners) merge(views map[string]string, err error) {
 	if len(views) == 0 {
+		o.failed = err
 		return
 	}
-	o.shards, o.read, o.clients = slots.Merge(o.shards, views), time.Now(), nil
+	o.shards, o.read, o.clients, o.failed = slots.Merge(o.shards, views), time.Now(), nil, nil
 }
 
 // fetch reads CLUSTER NODES of every server that c knows (its seeds and
@@ -478,8 +481,9 @@ func (o *owners) merge(views map[string]string) {
 // that came back with its old slot map) does not decide alone. Each
 // round asks its servers at once, each bounded by ownersAsk, until all
 // answered or answerGrace after the first answer; the servers still
-// asking are then cancelled (rueidis returns at once) and left out.
-func fetch(ctx context.Context, c rueidis.Client) map[string]string {
+// asking are then cancelled (rueidis returns at once) and left out. err
+// is the last server's error, for a read that had no answer.
+func fetch(ctx context.Context, c rueidis.Client) (views map[string]string, err error) {
 	node := nodeOf(c)
 	nodes := c.Nodes()
 	if cc := clusterOf(c); cc != nil {
@@ -491,8 +495,8 @@ func fetch(ctx context.Context, c rueidis.Client) map[string]string {
 			}
 		}
 	}
-	views := map[string]string{}
-	askAll(ctx, nodes, views)
+	views = map[string]string{}
+	err = askAll(ctx, nodes, views)
 	more := map[string]rueidis.Client{}
 	for _, addr := range slots.Servers(views) {
 		if _, ok := nodes[addr]; !ok {
@@ -501,36 +505,44 @@ func fetch(ctx context.Context, c rueidis.Client) map[string]string {
 			}
 		}
 	}
-	askAll(ctx, more, views)
-	return views
+	if e := askAll(ctx, more, views); e != nil {
+		err = e
+	}
+	if err == nil && len(views) == 0 {
+		err = errors.New("rueidis: no server of the cluster is known")
+	}
+	return views, err
 }
 
 // askAll asks every server of nodes for its CLUSTER NODES, as fetch says,
-// and puts the answers in views.
-func askAll(ctx context.Context, nodes map[string]rueidis.Client, views map[string]string) {
+// and puts the answers in views; it returns the last error of a server.
+func askAll(ctx context.Context, nodes map[string]rueidis.Client, views map[string]string) error {
 	if len(nodes) == 0 {
-		return
+		return nil
 	}
-	type view struct{ addr, txt string }
+	type view struct {
+		addr, txt string
+		err       error
+	}
 	got := make(chan *view, len(nodes))
 	actx, cancel := context.WithTimeout(ctx, ownersAsk)
 	var wg sync.WaitGroup
 	for addr, nc := range nodes {
 		wg.Go(func() {
 			txt, err := clusterNodes(actx, nc)
-			if err != nil {
-				got <- nil
-				return
-			}
-			got <- &view{addr, txt}
+			got <- &view{addr, txt, err}
 		})
 	}
-	var grace <-chan time.Time
+	var (
+		grace <-chan time.Time
+		last  error
+	)
 wait:
 	for range nodes {
 		select {
 		case v := <-got:
-			if v == nil {
+			if v.err != nil {
+				last = fmt.Errorf("rueidis: CLUSTER NODES on %s: %w", v.addr, v.err)
 				continue
 			}
 			views[v.addr] = v.txt
@@ -542,11 +554,13 @@ wait:
 		case <-grace:
 			break wait
 		case <-actx.Done():
+			last = actx.Err()
 			break wait
 		}
 	}
 	cancel()
 	wg.Wait()
+	return last
 }
 
 // readAsyncLocked starts a read of the map in the background, unless one
@@ -561,12 +575,12 @@ func (o *owners) readAsyncLocked(c rueidis.Client) {
 	o.bg = true
 	ctx := o.bgCtx
 	o.readers.Go(func() {
-		views := fetch(ctx, c)
+		views, err := fetch(ctx, c)
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.bg = false
 		if ctx.Err() == nil {
-			o.merge(views)
+			o.merge(views, err)
 		}
 	})
 }
@@ -607,8 +621,9 @@ func (o *owners) timeout() {
 // the requests of its slots must follow its replica's promotion on
 // their timeouts; read again in the background when the last read is
 // slotMapRefresh old. Reading the map costs one CLUSTER NODES per
-// server, off the batch's path but for these two cases.
-func (o *owners) route(ctx context.Context, c rueidis.Client) ([]slots.Shard, map[string]rueidis.Client) {
+// server, off the batch's path but for these two cases. failed is why
+// the map is empty: its first reads had no answer.
+func (o *owners) route(ctx context.Context, c rueidis.Client) (shards []slots.Shard, clients map[string]rueidis.Client, failed error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	now := time.Now()
@@ -631,7 +646,10 @@ func (o *owners) route(ctx context.Context, c rueidis.Client) ([]slots.Shard, ma
 			}
 		}
 	}
-	return o.shards, o.clients
+	if len(o.shards) == 0 {
+		failed = o.failed
+	}
+	return o.shards, o.clients, failed
 }
 
 // clusterOf returns the node's clusterClient under c, nil when c is a
@@ -665,7 +683,16 @@ func nodeOf(c rueidis.Client) func(addr string) (rueidis.Client, bool) {
 // redirection from that master is followed (redirect). A command that
 // failed without its master's answer starts the following.
 func (n *Node) doCluster(ctx context.Context, c rueidis.Client, live []batch.Item, cmds []rueidis.Completed) []rueidis.RedisResult {
-	shards, clients := n.owners.route(ctx, c)
+	shards, clients, failed := n.owners.route(ctx, c)
+	if failed != nil {
+		// No map yet: every command fails as the read did (a timeout, a
+		// refused connection), and the next batch reads again.
+		res := make([]rueidis.RedisResult, len(cmds))
+		for i := range res {
+			res[i] = rueidis.NewErrorResult(failed)
+		}
+		return res
+	}
 	res := n.doByOwner(ctx, shards, clients, live, cmds)
 	for range maxRedirects {
 		if !n.redirect(ctx, c, live, res) {
