@@ -20,8 +20,7 @@ import (
 
 // A node that is a Redis Cluster (a rueidis cluster client: NewClient of a
 // URL with cluster=true). The batches stay as they are: one DoMulti per
-// batch, which rueidis sends as one pipeline per master, each in queue
-// order. What changes:
+// batch and master, each in queue order. What changes:
 //
 //   - the client hands it hash-tagged keys (Cluster, adapter.ClusterNode), so
 //     that every script on one resource runs on one master;
@@ -29,16 +28,20 @@ import (
 //     joined (redlock/internal/slots: all or nothing, no deadlock);
 //   - releases are announced by SPUBLISH and heard by SSUBSCRIBE (sharded
 //     pub/sub, Redis 7), on the master of the key's slot only;
+//   - every request goes to the master that the cluster's servers agree
+//     serves its slot (owners, doCluster: the claim with the highest
+//     config epoch), over rueidis' client of that master, never as
+//     rueidis' own slot map routes it: rueidis reads that map from one
+//     server, which may be a master cut from the cluster that still
+//     claims the slots its replica took (and refuses them, or, back with
+//     its old map in Redis' writable delay, grants them); the node
+//     follows MOVED and ASK itself (redirect);
 //   - a request that its master refused with CLUSTERDOWN goes again to the
-//     master that the cluster's servers agree serves its slot (reroute):
-//     rueidis reads its slot map from one server, which may be a master
-//     cut from the cluster that still claims the slots its replica took;
-//   - for 10 s after a request failed without its master's answer (a
-//     timeout, a lost connection), the requests go to the masters that the
-//     servers agree serve their slots, read again after each such failure
-//     (doCluster): rueidis reads its map again after a redirection, a
-//     refusal or a closed connection, but not after a timeout, so that it
-//     followed the failover of a hung master only at its next timed read.
+//     master the servers' map names once read again (reroute);
+//   - after a request failed without its master's answer (a timeout, a
+//     lost connection), the map is read again before the next batch, for
+//     10 s (owners.route): a hung master neither refuses nor closes its
+//     connections, so nothing else says the map is out of date.
 
 // split is slots.SplitCalls through the node's queue.
 func (n *Node) split(calls []adapter.Call) []adapter.Call {
