@@ -3,6 +3,8 @@ package goredis
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,6 +37,7 @@ import (
 type slotMap struct {
 	cluster *redis.ClusterClient
 	shards  atomic.Pointer[[]slots.Shard] // nil until read once
+	failed  atomic.Pointer[error]         // why the last read had no answer; nil once one had
 	// askFor bounds the request to each server of one read; slotMapAsk
 	// when 0.
 	askFor time.Duration
@@ -88,6 +91,11 @@ func (s *slotMap) ownerOf(ctx context.Context, key string) (string, error) {
 		case <-done:
 		case <-ctx.Done():
 			return "", ctx.Err()
+		}
+		if s.shards.Load() == nil {
+			if p := s.failed.Load(); p != nil {
+				return "", *p
+			}
 		}
 	}
 	return s.owner(key), nil
@@ -169,35 +177,44 @@ func (s *slotMap) askerOf(addr string) *asker {
 // server that did not answer by then is left out (its request ends at
 // its deadline, or at Close, on its own). The answers are merged over
 // the map last read (slots.Merge: a slot's claim stands until one with
-// a higher config epoch appears); the map is kept when none answers.
+// a higher config epoch appears); the map is kept when none answers, and
+// failed says why.
 func (s *slotMap) read() {
 	views := map[string]string{}
 	asked := map[string]bool{}
-	s.ask(s.servers(), asked, views)
+	failed := s.ask(s.servers(), asked, views)
 	var more []string
 	for _, addr := range slots.Servers(views) {
 		if !asked[addr] {
 			more = append(more, addr)
 		}
 	}
-	s.ask(more, asked, views)
-	if len(views) > 0 {
-		var prev []slots.Shard
-		if p := s.shards.Load(); p != nil {
-			prev = *p
-		}
-		shards := slots.Merge(prev, views)
-		s.shards.Store(&shards)
+	if err := s.ask(more, asked, views); err != nil {
+		failed = err
 	}
+	if len(views) == 0 {
+		if failed == nil {
+			failed = errors.New("goredis: no server of the cluster answered CLUSTER NODES")
+		}
+		s.failed.Store(&failed)
+		return
+	}
+	s.failed.Store(nil)
+	var prev []slots.Shard
+	if p := s.shards.Load(); p != nil {
+		prev = *p
+	}
+	shards := slots.Merge(prev, views)
+	s.shards.Store(&shards)
 }
 
 // ask asks each server of addrs for its CLUSTER NODES, at once, each
-// bounded by slotMapAsk (s.ask), notes it in asked, and puts the
-// answers in views, as read says.
-func (s *slotMap) ask(addrs []string, asked map[string]bool, views map[string]string) {
+// bounded by slotMapAsk (s.askFor), notes it in asked, and puts the
+// answers in views, as read says; it returns the last error of a server.
+func (s *slotMap) ask(addrs []string, asked map[string]bool, views map[string]string) (last error) {
 	type answer struct {
 		addr, txt string
-		ok        bool
+		err       error
 	}
 	var (
 		to  []string
@@ -216,7 +233,7 @@ func (s *slotMap) ask(addrs []string, asked map[string]bool, views map[string]st
 			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.askFor, slotMapAsk))
 			defer cancel()
 			txt, err := a.c.ClusterNodes(ctx).Result()
-			answers <- answer{to[i], txt, err == nil}
+			answers <- answer{to[i], txt, err}
 		})
 	}
 	got := 0
@@ -225,7 +242,8 @@ wait:
 	for range to {
 		select {
 		case a := <-answers:
-			if !a.ok {
+			if a.err != nil {
+				last = fmt.Errorf("goredis: CLUSTER NODES on %s: %w", a.addr, a.err)
 				continue
 			}
 			views[a.addr] = a.txt
@@ -242,6 +260,7 @@ wait:
 			grace = t.C
 		}
 	}
+	return last
 }
 
 // stop starts no other read and closes the node's clients of the
