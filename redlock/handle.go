@@ -612,8 +612,8 @@ func (c *Client) handleTarget(h Handle) (target, error) {
 		return target{}, invalidf("handle: written by a client with key prefix %q, and this client uses %q: give it the same WithKeyPrefix", h.KeyPrefix, c.opts.prefix)
 	}
 	if q := h.Nodes/2 + 1; h.Nodes > 0 && c.quorum < q {
-		return target{}, invalidf("handle: its lock was acquired over %d nodes, a quorum of %d, and this client's quorum is %d of %d nodes: give it the same nodes (a smaller quorum would confirm the lock where the others let it expire)",
-			h.Nodes, q, c.quorum, len(c.nodes))
+		return target{}, invalidf("handle: its lock was acquired over %d nodes, and this client's quorum is %d of %d nodes, less than a majority (%d) of the lock's: give it the same nodes (a smaller quorum would confirm the lock where the others let it expire)",
+			h.Nodes, c.quorum, len(c.nodes), q)
 	}
 	if err := c.sameLayout(h); err != nil {
 		return target{}, err

@@ -49,7 +49,7 @@ func TestHandleOverOtherNodesIsRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer one.Close()
-		if resumed, err := one.Resume(ctx, h, redlock.WithTTL(time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "acquired over 3 nodes, a quorum of 2, and this client's quorum is 1 of 1") {
+		if resumed, err := one.Resume(ctx, h, redlock.WithTTL(time.Minute)); !errors.Is(err, redlock.ErrInvalid) || !strings.Contains(err.Error(), "acquired over 3 nodes, and this client's quorum is 1 of 1 nodes, less than a majority (2)") {
 			t.Errorf("Resume by a client over 1 of the lock's 3 nodes = %v, %v; want ErrInvalid naming both quorums", resumed, err)
 		}
 		if err := one.Release(ctx, h); !errors.Is(err, redlock.ErrInvalid) {

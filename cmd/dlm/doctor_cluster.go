@@ -38,6 +38,9 @@ type clusterProbe struct {
 	// CLUSTER NODES (its "myself" line), by address: a master's config
 	// epoch and slots.
 	Claims map[string]slotClaim
+	// FullCoverage holds the addresses of the masters whose
+	// cluster-require-full-coverage is yes (Redis' default).
+	FullCoverage map[string]bool
 }
 
 // slotClaim is a server's own view of itself: a master serving slots
@@ -107,7 +110,7 @@ type replicaProbe struct {
 // counts as up for its node timeout) is reported unreachable and hides
 // no other master's findings.
 func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeout time.Duration, fencePfx string) clusterProbe {
-	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}, Fenced: map[string]bool{}, Claims: map[string]slotClaim{}}
+	cp := clusterProbe{Name: u.String(), Replicas: map[string][]replicaProbe{}, Fenced: map[string]bool{}, Claims: map[string]slotClaim{}, FullCoverage: map[string]bool{}}
 	// claim records what a server says of itself (clusterFindings compares
 	// the masters' slots: an old master that came back beside the replica
 	// promoted in its place serves the same slots).
@@ -145,8 +148,11 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 			defer cancel()
 			p := probeNode(ctx, m, addr, redlock.DefaultKeyPrefix, timeout)
 			var repl, maxTTL string
-			fenced := false
+			fenced, full := false, false
 			if p.Err == nil {
+				if c, err := m.ConfigGet(ctx, "cluster-require-full-coverage").Result(); err == nil {
+					full = c["cluster-require-full-coverage"] == "yes"
+				}
 				repl, _ = m.Info(ctx, "replication").Result()
 				maxTTL, _ = m.Get(ctx, nodeMaxTTLKey).Result() // on its slot's master only
 				fenced = holdsKeys(ctx, m, fencePfx)
@@ -156,6 +162,7 @@ func probeCluster(ctx context.Context, u redlock.NodeURL, cfg *tls.Config, timeo
 			defer mu.Unlock()
 			cp.Masters = append(cp.Masters, p)
 			cp.Fenced[p.Node] = fenced
+			cp.FullCoverage[p.Node] = full
 			maxTTLs[addr] = maxTTL
 			for _, r := range connectedReplicas(repl) {
 				fromMasters = append(fromMasters, [2]string{r, p.Node})
@@ -420,6 +427,10 @@ func clusterFindings(cp clusterProbe, maxSkew time.Duration) []finding {
 			if f.Rule != "R2" { // replicas are judged below, for a cluster
 				fs = append(fs, f)
 			}
+		}
+		if cp.FullCoverage[m.Node] {
+			add(sevWarn, m.Node, "R1.3", "cluster-require-full-coverage yes (Redis' default): once any master of the cluster is lost (after the node timeout), this master refuses every request, so the whole node takes part in no lock instead of losing the lost master's slots only",
+				"set cluster-require-full-coverage no on every master (CONFIG SET and redis.conf), as dlm node --cluster does")
 		}
 		fs = append(fs, replicaFinding(m, cp.Replicas[m.Node]))
 	}

@@ -23,23 +23,28 @@ func TestClusterFindings(t *testing.T) {
 		replicas []replicaProbe
 		want     string // in the worst finding
 		sev      severity
+		full     bool // the master's cluster-require-full-coverage is yes
 	}{
-		{"healthy, no replicas", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master(""), nil, "no replicas", sevOK},
-		{"state fail", map[string]string{"cluster_state": "fail", "cluster_slots_ok": "16384"}, master(""), nil, "cluster_state:fail", sevWarn},
-		{"slots missing", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "10000"}, master(""), nil, "10000 of 16384 hash slots", sevWarn},
+		{"healthy, no replicas", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master(""), nil, "no replicas", sevOK, false},
+		{"state fail", map[string]string{"cluster_state": "fail", "cluster_slots_ok": "16384"}, master(""), nil, "cluster_state:fail", sevWarn, false},
+		{"slots missing", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "10000"}, master(""), nil, "10000 of 16384 hash slots", sevWarn, false},
 		{"automatic failover", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master("10s"),
-			[]replicaProbe{{Addr: "r1", NodeTimeout: 5 * time.Second}}, "fail over on their own", sevFail},
+			[]replicaProbe{{Addr: "r1", NodeTimeout: 5 * time.Second}}, "fail over on their own", sevFail, false},
 		// A node timeout above the ttl does not keep a partitioned master's
 		// last locks: it grants them until its node timeout, and its
 		// replica is promoted without them.
 		{"failover slower than the ttl", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master("10s"),
-			[]replicaProbe{{Addr: "r1", NodeTimeout: 20 * time.Second}}, "fail over on their own", sevFail},
+			[]replicaProbe{{Addr: "r1", NodeTimeout: 20 * time.Second}}, "fail over on their own", sevFail, false},
 		{"no failover", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master(""),
-			[]replicaProbe{{Addr: "r1", NodeTimeout: 5 * time.Second, NoFailover: true}}, "never fail over on their own", sevWarn},
+			[]replicaProbe{{Addr: "r1", NodeTimeout: 5 * time.Second, NoFailover: true}}, "never fail over on their own", sevWarn, false},
+		// Redis' default: one lost master stops the whole node.
+		{"full coverage required", map[string]string{"cluster_state": "ok", "cluster_slots_ok": "16384"}, master(""), nil,
+			"cluster-require-full-coverage yes", sevWarn, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cp := clusterProbe{Name: "cluster:x", Info: tt.info, Masters: []probe{tt.m}, Replicas: map[string][]replicaProbe{tt.m.Node: tt.replicas}}
+			cp := clusterProbe{Name: "cluster:x", Info: tt.info, Masters: []probe{tt.m}, Replicas: map[string][]replicaProbe{tt.m.Node: tt.replicas},
+				FullCoverage: map[string]bool{tt.m.Node: tt.full}}
 			fs := clusterFindings(cp, time.Second)
 			found := false
 			for _, f := range fs {
@@ -84,6 +89,22 @@ func TestDoctorCluster(t *testing.T) {
 	r = runDLM(t, 30*time.Second, nil, "doctor", "--nodes", "redis://"+c.Addrs()[0])
 	if r.code == 0 || !strings.Contains(r.stdout, "without cluster=true") || !strings.Contains(r.stdout, "?cluster=true") {
 		t.Errorf("doctor of a cluster master named without cluster=true: exit %d:\n%s", r.code, r.stdout)
+	}
+}
+
+// A cluster node whose masters keep Redis' default
+// cluster-require-full-coverage yes stops whole once one master is lost
+// (every master answers CLUSTERDOWN), where operations.md promises that
+// only the lost master's slots become unavailable: doctor says so (it said
+// nothing before, found by review).
+func TestDoctorClusterFullCoverage(t *testing.T) {
+	t.Parallel()
+	c := redlocktest.StartRedisCluster(t, 3, 0, redlocktest.WithArgs("--cluster-require-full-coverage", "yes"))
+	r := runDLM(t, 30*time.Second, nil, "doctor", "--nodes", c.URL())
+	for _, m := range c.Addrs() {
+		if !strings.Contains(r.stdout, "WARN  "+m) || !strings.Contains(r.stdout, "cluster-require-full-coverage yes") {
+			t.Fatalf("dlm doctor (exit %d) does not warn that master %s requires full coverage (one lost master stops every lock of the node):\n%s%s", r.code, m, r.stdout, r.stderr)
+		}
 	}
 }
 

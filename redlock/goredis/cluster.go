@@ -70,7 +70,7 @@ func (n *Node) useCluster(cc *redis.ClusterClient) {
 	n.scripts = batch.NewScripts().Sharded()
 	n.queue.Init("goredis", MaxBatch, n.send)
 	if o := cc.Options(); o.OnConnect == nil && o.StreamingCredentialsProvider == nil {
-		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known, owners: &slotMap{cluster: cc}, view: &n.view}
+		n.masters = &masterPipes{cluster: cc, pipes: map[string]*pipe{}, known: &n.known, owners: &slotMap{cluster: cc}}
 		n.queue.Allow(opEval, opEvalSha) // script.go
 	}
 }
@@ -82,7 +82,6 @@ type masterPipes struct {
 	cluster *redis.ClusterClient
 	known   *facts.Known // each master's facts (facts.go)
 	owners  *slotMap     // the map the servers agree on (slotmap.go)
-	view    *slots.View  // the masters as the node's Replicas last read them
 	// read is when the node last asked go-redis to read the slot map
 	// again, and read the servers' (UnixNano); 0 before the node's first
 	// batch, which reads them: the node's connections that read the
@@ -96,26 +95,30 @@ type masterPipes struct {
 	closed bool
 }
 
-// of returns the pipe to the master of key's slot, as the servers agree
-// (slotMap), or as the first server that answered the node's Replicas
-// said before the node read the others, or as go-redis' slot map has it
-// before either. Only the last reads a slot map through go-redis (the
-// first time), over a connection of go-redis' own that no cancel and no
-// AbortSetup ends before the request's deadline: Close waited for it
-// when the server go-redis picked was a frozen master.
+// of returns the pipe to the master of key's slot as the servers agree
+// (slotMap: the claim with the highest config epoch), reading their map
+// first when the node never read it. The node routes by no other map:
+// go-redis' map, and the one the first server that answered the node's
+// Replicas wrote, are one server's word, and a master failed over that
+// came back with its old slot map (cut from its cluster, in Redis'
+// writable delay before it finds itself in a minority) claims there the
+// slots its replica took and grants their locks (two holders). A slot
+// the map gives no master fails its request (errNoOwner), and the map is
+// read again (clusterTrip).
 func (m *masterPipes) of(ctx context.Context, key string) (*pipe, error) {
-	if addr := m.owners.owner(key); addr != "" {
-		return m.at(addr)
-	}
-	if addr := m.view.MasterOf(key); addr != "" {
-		return m.at(addr)
-	}
-	c, err := m.cluster.MasterForKey(ctx, key)
+	addr, err := m.owners.ownerOf(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return m.pipeOf(c.Options())
+	if addr == "" {
+		return nil, fmt.Errorf("%w: slot %d", errNoOwner, slots.Of(key))
+	}
+	return m.at(addr)
 }
+
+// errNoOwner fails a cluster node's request whose slot the servers' map
+// gives no master.
+var errNoOwner = errors.New("goredis: no master of the cluster is known to serve the slot")
 
 // pipeOf returns the pipe to the master of go-redis' client options o.
 func (m *masterPipes) pipeOf(o *redis.Options) (*pipe, error) {

@@ -79,3 +79,13 @@ func TestClusterFailoverOfAFrozenMaster(t *testing.T) {
 		return goredis.DialNode(url)
 	}, func(n adapter.HandoffNode, addr string) bool { return knows(n.(*goredis.Node), addr) })
 }
+
+// TestClusterOldMasterBack: a cluster node is not granted a lock by a
+// master that comes back with its old slot map after its replica took its
+// slots (redlocktest.RunClusterOldMasterBack).
+func TestClusterOldMasterBack(t *testing.T) {
+	t.Parallel()
+	redlocktest.RunClusterOldMasterBack(t, func(url string) (adapter.HandoffNode, error) {
+		return goredis.DialNode(url)
+	})
+}

@@ -3,6 +3,8 @@ package goredis
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -35,15 +37,16 @@ import (
 type slotMap struct {
 	cluster *redis.ClusterClient
 	shards  atomic.Pointer[[]slots.Shard] // nil until read once
-	reading atomic.Bool
-	// ask bounds the request to each server of one read; slotMapAsk
+	failed  atomic.Pointer[error]         // why the last read had no answer; nil once one had
+	// askFor bounds the request to each server of one read; slotMapAsk
 	// when 0.
-	ask time.Duration
+	askFor time.Duration
 
-	mu     sync.Mutex // orders the reads' start with close
-	closed bool
-	askers map[string]*asker // by server address
-	wg     sync.WaitGroup
+	mu      sync.Mutex // orders the reads' start with close
+	closed  bool
+	reading chan struct{}     // closed when the read under way ends; nil when none is
+	askers  map[string]*asker // by server address
+	wg      sync.WaitGroup
 }
 
 // asker is the node's client of one server of the cluster for reading
@@ -74,21 +77,56 @@ func (s *slotMap) owner(key string) string {
 	return slots.Owner(*p, slots.Of(key))
 }
 
+// ownerOf returns the master that serves key's slot, reading the map
+// first, and waiting for that read (or ctx's end), when it was never
+// read: a cluster node routes by no other map. "" when the map names
+// none, or none of the servers answered the first read.
+func (s *slotMap) ownerOf(ctx context.Context, key string) (string, error) {
+	if s.shards.Load() == nil {
+		done := s.start()
+		if done == nil {
+			return "", errClosed
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+		if s.shards.Load() == nil {
+			if p := s.failed.Load(); p != nil {
+				return "", *p
+			}
+		}
+	}
+	return s.owner(key), nil
+}
+
 // readAsync reads the map again in the background, unless a read is
 // under way.
-func (s *slotMap) readAsync() {
-	if !s.reading.CompareAndSwap(false, true) {
-		return
-	}
+func (s *slotMap) readAsync() { s.start() }
+
+// start starts a read of the map unless one is under way, and returns
+// the channel closed when the read under way ends; nil once the map is
+// stopped.
+func (s *slotMap) start() <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return nil
 	}
+	if s.reading != nil {
+		return s.reading
+	}
+	done := make(chan struct{})
+	s.reading = done
 	s.wg.Go(func() {
-		defer s.reading.Store(false)
 		s.read()
+		s.mu.Lock()
+		s.reading = nil
+		s.mu.Unlock()
+		close(done)
 	})
+	return done
 }
 
 // servers returns the addresses to ask: the cluster client's seeds and
@@ -131,49 +169,89 @@ func (s *slotMap) askerOf(addr string) *asker {
 }
 
 // read reads the map: CLUSTER NODES of every server (servers), at once,
-// each bounded by slotMapAsk (ask). It merges the answers once every server
-// answered or failed, or a majority of them answered, or slotMapGrace
-// after the first answer; a server that did not answer by then is left
-// out (its request ends at its deadline, or at Close, on its own). The
-// map is kept when none answers.
+// then of every server their answers name that was not asked yet
+// (slots.Servers), so that a stale seed (a master failed over that came
+// back with its old map) does not decide the first map alone. Each round
+// merges the answers once every server answered or failed, or a
+// majority of them answered, or slotMapGrace after the first answer; a
+// server that did not answer by then is left out (its request ends at
+// its deadline, or at Close, on its own). The answers are merged over
+// the map last read (slots.Merge: a slot's claim stands until one with
+// a higher config epoch appears); the map is kept when none answers, and
+// failed says why.
 func (s *slotMap) read() {
-	type answer struct {
-		addr, txt string
-		ok        bool
-	}
-	var (
-		asked []string
-		ask   []*asker
-	)
-	for _, addr := range s.servers() {
-		if a := s.askerOf(addr); a != nil {
-			asked, ask = append(asked, addr), append(ask, a)
+	views := map[string]string{}
+	asked := map[string]bool{}
+	failed := s.ask(s.servers(), asked, views)
+	var more []string
+	for _, addr := range slots.Servers(views) {
+		if !asked[addr] {
+			more = append(more, addr)
 		}
 	}
-	answers := make(chan answer, len(asked))
+	if err := s.ask(more, asked, views); err != nil {
+		failed = err
+	}
+	if len(views) == 0 {
+		if failed == nil {
+			failed = errors.New("goredis: no server of the cluster answered CLUSTER NODES")
+		}
+		s.failed.Store(&failed)
+		return
+	}
+	s.failed.Store(nil)
+	var prev []slots.Shard
+	if p := s.shards.Load(); p != nil {
+		prev = *p
+	}
+	shards := slots.Merge(prev, views)
+	s.shards.Store(&shards)
+}
+
+// ask asks each server of addrs for its CLUSTER NODES, at once, each
+// bounded by slotMapAsk (s.askFor), notes it in asked, and puts the
+// answers in views, as read says; it returns the last error of a server.
+func (s *slotMap) ask(addrs []string, asked map[string]bool, views map[string]string) (last error) {
+	type answer struct {
+		addr, txt string
+		err       error
+	}
+	var (
+		to  []string
+		ask []*asker
+	)
+	for _, addr := range addrs {
+		asked[addr] = true
+		if a := s.askerOf(addr); a != nil {
+			to, ask = append(to, addr), append(ask, a)
+		}
+	}
+	answers := make(chan answer, len(to))
 	for i, a := range ask {
 		s.wg.Go(func() {
 			defer a.out.Store(false)
-			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.ask, slotMapAsk))
+			ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(s.askFor, slotMapAsk))
 			defer cancel()
 			txt, err := a.c.ClusterNodes(ctx).Result()
-			answers <- answer{asked[i], txt, err == nil}
+			answers <- answer{to[i], txt, err}
 		})
 	}
-	views := map[string]string{}
+	got := 0
 	var grace <-chan time.Time
 wait:
-	for range asked {
+	for range to {
 		select {
 		case a := <-answers:
-			if !a.ok {
+			if a.err != nil {
+				last = fmt.Errorf("goredis: CLUSTER NODES on %s: %w", a.addr, a.err)
 				continue
 			}
 			views[a.addr] = a.txt
+			got++
 		case <-grace:
 			break wait
 		}
-		if 2*len(views) > len(asked) {
+		if 2*got > len(to) {
 			break
 		}
 		if grace == nil {
@@ -182,10 +260,7 @@ wait:
 			grace = t.C
 		}
 	}
-	if len(views) > 0 {
-		shards := slots.Owners(views)
-		s.shards.Store(&shards)
-	}
+	return last
 }
 
 // stop starts no other read and closes the node's clients of the

@@ -25,7 +25,7 @@ func TestSlotMapReadDoesNotWaitForAFrozenMaster(t *testing.T) {
 	// far above what a read of the other's answer takes even on a
 	// loaded machine.
 	const ask = 3 * time.Second
-	m := &slotMap{cluster: cc, ask: ask}
+	m := &slotMap{cluster: cc, askFor: ask}
 	t.Cleanup(func() {
 		m.stop()
 		m.wg.Wait()

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"dlm/redlock"
 )
@@ -56,4 +57,48 @@ func BenchLockUnlock(b *testing.B, c *redlock.Client, parallelism ...int) {
 			})
 		})
 	}
+}
+
+// BenchClusterNode is the shared benchmark body of a cluster node of every
+// adapter, over a real Redis Cluster of one master: acquire+release pairs
+// of the node alone, from one goroutine ("AcquireRelease") and from 16 on
+// distinct keys ("AcquireReleaseParallel"). It shows what routing each
+// request by the node's own slot map costs.
+func BenchClusterNode(b *testing.B, dial ClusterNodeDialer) {
+	cl := StartRedisCluster(b, 1, 0)
+	n, err := dial(cl.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { closeNode(n) })
+	ctx := b.Context()
+	b.Run("AcquireRelease", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if ok, err := n.Acquire(ctx, "{k}", "v", time.Minute); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+			if ok, err := n.Release(ctx, "{k}", "v"); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+	b.Run("AcquireReleaseParallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(16)
+		var ids atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			key := "{p" + strconv.FormatInt(ids.Add(1), 10) + "}"
+			for pb.Next() {
+				if ok, err := n.Acquire(ctx, key, "v", time.Minute); !ok || err != nil {
+					b.Error(ok, err)
+					return
+				}
+				if ok, err := n.Release(ctx, key, "v"); !ok || err != nil {
+					b.Error(ok, err)
+					return
+				}
+			}
+		})
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -361,6 +362,90 @@ func RunClusterFailoverPastACutMaster(t *testing.T, dial ClusterNodeDialer) {
 // that a node that followed a failover stays with the promoted replica:
 // two reads of the slot map, at least.
 const watchAfterFailover = 5 * time.Second
+
+// RunClusterOldMasterBack runs, over a real Redis Cluster of three masters
+// with a replica each, what a cluster node of any adapter must do when a
+// master that was failed over comes back with its old slot map: master M
+// stops, its replica R takes its slots over (CLUSTER FAILOVER TAKEOVER)
+// and holds a lock of M's slot, and M starts again with its old
+// nodes.conf while it is cut from the cluster bus. M still claims its
+// slots (with its old config epoch) and, from Redis' writable delay (2 s
+// after its start) until it finds itself in a minority (the node
+// timeout), takes writes: two masters serve one slot. A node dialled
+// with M as its only seed, whose first slot map M writes, must not be
+// granted the lock there: it routes by the claim with the highest epoch,
+// R's, which the other servers that M names report.
+//
+// The node is dialled once M takes a write directly (its window is
+// open), and acquires until oldMasterTries acquisitions ended with the
+// window still open, or M refuses writes again.
+func RunClusterOldMasterBack(t *testing.T, dial ClusterNodeDialer) {
+	Require(t)
+	ctx := t.Context()
+	cl, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: 3, Replicas: 1, Partitionable: true,
+		NodeTimeout: 6 * time.Second, ReplicaNoFailover: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	const key = "{back}"
+	i := cl.MasterOf(slots.Of(key))
+	m, r := cl.Masters()[i], cl.Replicas(i)[0]
+	m.Kill()
+	if err := cl.Promote(ctx, i); err != nil {
+		t.Fatal(err)
+	}
+	// The lock's holder, on the promoted replica.
+	if err := r.Client().Set(ctx, key, "holder", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Isolate(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Restart(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	// open reports whether M takes a write of its slot now.
+	open := func() bool {
+		return m.Client().Set(ctx, key+"probe", "v", time.Minute).Err() == nil
+	}
+	for end := time.Now().Add(30 * time.Second); !open(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the old master %s takes no write in 30 s after its restart; want it to, from 2 s after its start until the node timeout", m.Addr())
+		}
+	}
+	seed := net.JoinHostPort("127.0.0.1", strconv.Itoa(cl.AnnouncedPort(m)))
+	n, err := dial("redis://" + seed + "?cluster=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { closeNode(n) })
+	var grants []string
+	inWindow := 0
+	for k := 0; inWindow < oldMasterTries; k++ {
+		value := "node" + strconv.Itoa(k)
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		ok, err := n.Acquire(rctx, key, value, time.Minute)
+		cancel()
+		if ok {
+			grants = append(grants, value)
+		}
+		if !open() {
+			break
+		}
+		inWindow++
+		t.Logf("acquisition %d with the old master's window open: %v, %v", k, ok, err)
+	}
+	t.Logf("%d acquisitions ended with the old master taking writes", inWindow)
+	got, err := m.Client().Get(ctx, key).Result()
+	if err == nil || len(grants) > 0 {
+		t.Fatalf("the old master %s (back with its old slot map, cut from the cluster) holds %s = %q (%v), and the node was granted %v, while the promoted replica %s holds it: two holders; want the node to send the slot's requests only to the master with the highest config epoch", m.Addr(), key, got, err, grants, r.Addr())
+	}
+}
+
+// oldMasterTries is how many acquisitions RunClusterOldMasterBack makes
+// while the old master takes writes.
+const oldMasterTries = 5
 
 // closeNode closes n when its adapter's node is an io.Closer.
 func closeNode(n adapter.HandoffNode) {

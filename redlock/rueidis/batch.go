@@ -158,7 +158,15 @@ func (n *Node) send(items []batch.Item) {
 		}
 		cmds = append(cmds, n.command(live[i].Req, true))
 	}
-	res = c.DoMulti(ctx, cmds...)
+	if n.cluster {
+		again := make([]batch.Item, len(retries))
+		for j, i := range retries {
+			again[j] = live[i]
+		}
+		res = n.doCluster(ctx, c, again, cmds) // cluster.go
+	} else {
+		res = c.DoMulti(ctx, cmds...)
+	}
 	for j, i := range retries {
 		if res[j].NonRedisError() == nil {
 			n.itemScript(live[i]).Cached.Store(true)

@@ -20,8 +20,7 @@ import (
 
 // A node that is a Redis Cluster (a rueidis cluster client: NewClient of a
 // URL with cluster=true). The batches stay as they are: one DoMulti per
-// batch, which rueidis sends as one pipeline per master, each in queue
-// order. What changes:
+// batch and master, each in queue order. What changes:
 //
 //   - the client hands it hash-tagged keys (Cluster, adapter.ClusterNode), so
 //     that every script on one resource runs on one master;
@@ -29,16 +28,20 @@ import (
 //     joined (redlock/internal/slots: all or nothing, no deadlock);
 //   - releases are announced by SPUBLISH and heard by SSUBSCRIBE (sharded
 //     pub/sub, Redis 7), on the master of the key's slot only;
+//   - every request goes to the master that the cluster's servers agree
+//     serves its slot (owners, doCluster: the claim with the highest
+//     config epoch), over rueidis' client of that master, never as
+//     rueidis' own slot map routes it: rueidis reads that map from one
+//     server, which may be a master cut from the cluster that still
+//     claims the slots its replica took (and refuses them, or, back with
+//     its old map in Redis' writable delay, grants them); the node
+//     follows MOVED and ASK itself (redirect);
 //   - a request that its master refused with CLUSTERDOWN goes again to the
-//     master that the cluster's servers agree serves its slot (reroute):
-//     rueidis reads its slot map from one server, which may be a master
-//     cut from the cluster that still claims the slots its replica took;
-//   - for 10 s after a request failed without its master's answer (a
-//     timeout, a lost connection), the requests go to the masters that the
-//     servers agree serve their slots, read again after each such failure
-//     (doCluster): rueidis reads its map again after a redirection, a
-//     refusal or a closed connection, but not after a timeout, so that it
-//     followed the failover of a hung master only at its next timed read.
+//     master the servers' map names once read again (reroute);
+//   - after a request failed without its master's answer (a timeout, a
+//     lost connection), the map is read again before the next batch, for
+//     10 s (owners.route): a hung master neither refuses nor closes its
+//     connections, so nothing else says the map is out of date.
 
 // split is slots.SplitCalls through the node's queue.
 func (n *Node) split(calls []adapter.Call) []adapter.Call {
@@ -288,7 +291,7 @@ func newClusterClient(u redlock.NodeURL, known *facts.Known, st *setups, opts []
 	one := o
 	one.ForceSingleClient = true
 	one.ClusterOption = rueidis.ClusterOption{}
-	return &clusterClient{Client: c, one: one, extra: map[string]rueidis.Client{}}, nil
+	return &clusterClient{Client: c, one: one, seeds: o.InitAddress, extra: map[string]rueidis.Client{}}, nil
 }
 
 // clusterClient is the rueidis cluster client of NewClusterClient, with
@@ -297,7 +300,8 @@ func newClusterClient(u redlock.NodeURL, known *facts.Known, st *setups, opts []
 // included).
 type clusterClient struct {
 	rueidis.Client
-	one rueidis.ClientOption // of a client of one server
+	one   rueidis.ClientOption // of a client of one server
+	seeds []string             // the addresses it was seeded with
 
 	mu     sync.Mutex
 	extra  map[string]rueidis.Client
@@ -400,18 +404,34 @@ func knownMaster(nodes map[string]rueidis.Client, addr string) (rueidis.Client, 
 }
 
 // owners is a cluster node's slot map as its servers agree on it
-// (slots.Owners), read when a master refused requests with CLUSTERDOWN,
-// or timed them out (following), and kept for ownersFresh.
+// (slots.Merge: each slot's claim with the highest config epoch), by
+// which every request of the node is routed (doCluster): read before the
+// node's first request, again in the background every slotMapRefresh
+// while the node is used and after a redirection, at once when a master
+// refused requests with CLUSTERDOWN (reroute) or a request failed
+// without its master's answer (following), and kept in between.
 type owners struct {
 	mu       sync.Mutex
 	shards   []slots.Shard
 	read     time.Time
 	timedOut time.Time // when a request last failed without its master's answer
+	// clients are the clients of the masters of shards (nodeOf), found
+	// once per map read and after a request failed without its master's
+	// answer; nil until then.
+	clients map[string]rueidis.Client
+	// failed is why the last read had no answer, nil once one had.
+	failed error
+
+	bg      bool               // a background read is under way
+	bgCtx   context.Context    // ends the background reads; made on the first
+	bgStop  context.CancelFunc // ends bgCtx (close)
+	closed  bool
+	readers sync.WaitGroup
 }
 
 // followFor is how long after a request of a cluster node failed without
-// its master's answer (a timeout, a lost connection) the node routes its
-// requests by the map its servers agree on (following).
+// its master's answer (a timeout, a lost connection) the node reads the
+// map again before its next batch, once per failure (following).
 const followFor = 10 * time.Second
 
 // answerGrace is how long owners waits for the other servers' answers
@@ -419,51 +439,113 @@ const followFor = 10 * time.Second
 // ownersAsk, and with it every request that waits for the map.
 const answerGrace = 200 * time.Millisecond
 
-// ownersFresh is how long a slot map that owners read is used again.
+// ownersFresh is how long a slot map that owners read is used again
+// before a refusal or a failure reads it again.
 const ownersFresh = 250 * time.Millisecond
 
 // ownersAsk bounds the request to each server when owners reads the map.
 const ownersAsk = time.Second
 
-// get returns the slot map, read again from every server c knows (CLUSTER
-// NODES, at once) when the last read is ownersFresh old.
+// errNoOwner fails a cluster node's request whose slot the servers' map
+// gives no master, or whose master the node has no client of.
+var errNoOwner = errors.New("rueidis: no master of the cluster is known to serve the slot")
+
+// get returns the slot map, read again from every server when the last
+// read is ownersFresh old.
 func (o *owners) get(ctx context.Context, c rueidis.Client) []slots.Shard {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if time.Since(o.read) < ownersFresh {
 		return o.shards
 	}
-	return o.readLocked(ctx, c)
+	o.readLocked(ctx, c)
+	return o.shards
 }
 
-// readLocked reads the slot map from every server c knows (CLUSTER NODES,
-// at once), each bounded by ownersAsk, until all answered or answerGrace
-// after the first answer; the servers still asking are then cancelled
-// (rueidis returns at once) and left out. The map is kept when none
-// answers. Under o.mu.
-func (o *owners) readLocked(ctx context.Context, c rueidis.Client) []slots.Shard {
-	type view struct{ addr, txt string }
+// readLocked reads the slot map (fetch) and merges it over the last one.
+// Under o.mu.
+func (o *owners) readLocked(ctx context.Context, c rueidis.Client) {
+	o.merge(fetch(ctx, c))
+}
+
+// merge merges views over the map (slots.Merge), unless none answered
+// (err says why). Under o.mu.
+func (o *owners) merge(views map[string]string, err error) {
+	if len(views) == 0 {
+		o.failed = err
+		return
+	}
+	o.shards, o.read, o.clients, o.failed = slots.Merge(o.shards, views), time.Now(), nil, nil
+}
+
+// fetch reads CLUSTER NODES of every server that c knows (its seeds and
+// rueidis' nodes), then of every server their answers name that was not
+// asked yet (slots.Servers), so that a stale seed (a master failed over
+// that came back with its old slot map) does not decide alone. Each
+// round asks its servers at once, each bounded by ownersAsk, until all
+// answered or answerGrace after the first answer; the servers still
+// asking are then cancelled (rueidis returns at once) and left out. err
+// is the last server's error, for a read that had no answer.
+func fetch(ctx context.Context, c rueidis.Client) (views map[string]string, err error) {
+	node := nodeOf(c)
 	nodes := c.Nodes()
+	if cc := clusterOf(c); cc != nil {
+		for _, addr := range cc.seeds {
+			if _, ok := nodes[addr]; !ok {
+				if nc, ok := node(addr); ok {
+					nodes[addr] = nc
+				}
+			}
+		}
+	}
+	views = map[string]string{}
+	err = askAll(ctx, nodes, views)
+	more := map[string]rueidis.Client{}
+	for _, addr := range slots.Servers(views) {
+		if _, ok := nodes[addr]; !ok {
+			if nc, ok := node(addr); ok {
+				more[addr] = nc
+			}
+		}
+	}
+	if e := askAll(ctx, more, views); e != nil {
+		err = e
+	}
+	if err == nil && len(views) == 0 {
+		err = errors.New("rueidis: no server of the cluster is known")
+	}
+	return views, err
+}
+
+// askAll asks every server of nodes for its CLUSTER NODES, as fetch says,
+// and puts the answers in views; it returns the last error of a server.
+func askAll(ctx context.Context, nodes map[string]rueidis.Client, views map[string]string) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	type view struct {
+		addr, txt string
+		err       error
+	}
 	got := make(chan *view, len(nodes))
 	actx, cancel := context.WithTimeout(ctx, ownersAsk)
 	var wg sync.WaitGroup
 	for addr, nc := range nodes {
 		wg.Go(func() {
 			txt, err := clusterNodes(actx, nc)
-			if err != nil {
-				got <- nil
-				return
-			}
-			got <- &view{addr, txt}
+			got <- &view{addr, txt, err}
 		})
 	}
-	views := map[string]string{}
-	var grace <-chan time.Time
+	var (
+		grace <-chan time.Time
+		last  error
+	)
 wait:
 	for range nodes {
 		select {
 		case v := <-got:
-			if v == nil {
+			if v.err != nil {
+				last = fmt.Errorf("rueidis: CLUSTER NODES on %s: %w", v.addr, v.err)
 				continue
 			}
 			views[v.addr] = v.txt
@@ -475,60 +557,150 @@ wait:
 		case <-grace:
 			break wait
 		case <-actx.Done():
+			last = actx.Err()
 			break wait
 		}
 	}
 	cancel()
 	wg.Wait()
-	if len(views) > 0 {
-		o.shards, o.read = slots.Owners(views), time.Now()
-	}
-	return o.shards
+	return last
 }
+
+// readAsyncLocked starts a read of the map in the background, unless one
+// is under way or the node is closed. Under o.mu.
+func (o *owners) readAsyncLocked(c rueidis.Client) {
+	if o.bg || o.closed {
+		return
+	}
+	if o.bgCtx == nil {
+		o.bgCtx, o.bgStop = context.WithCancel(context.Background())
+	}
+	o.bg = true
+	ctx := o.bgCtx
+	o.readers.Go(func() {
+		views, err := fetch(ctx, c)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.bg = false
+		if ctx.Err() == nil {
+			o.merge(views, err)
+		}
+	})
+}
+
+// readAsync is readAsyncLocked, taking o.mu.
+func (o *owners) readAsync(c rueidis.Client) {
+	o.mu.Lock()
+	o.readAsyncLocked(c)
+	o.mu.Unlock()
+}
+
+// stop ends the background reads and starts no other; wait waits for
+// them.
+func (o *owners) stop() {
+	o.mu.Lock()
+	o.closed = true
+	if o.bgStop != nil {
+		o.bgStop()
+	}
+	o.mu.Unlock()
+}
+
+// wait waits for the background reads that stop ended.
+func (o *owners) wait() { o.readers.Wait() }
 
 // timeout notes that a request failed without its master's answer.
 func (o *owners) timeout() {
 	o.mu.Lock()
-	o.timedOut = time.Now()
+	o.timedOut, o.clients = time.Now(), nil
 	o.mu.Unlock()
 }
 
-// following returns the map to route requests by when a request failed
-// without its master's answer less than followFor ago, read again first
-// when the last read is older than that failure (and ownersFresh old);
-// nil otherwise. A master that hangs (SIGSTOP) neither refuses nor closes
-// its connections, and rueidis reads its map again after a redirection, a
-// refusal or a closed connection, not after a timeout: until its next
-// timed read (every 2 s, then up to a second later), it sent the slots of
-// a hung master that its replica had taken over to the hung master
-// (1.1-1.7 s after the promotion, measured).
-func (o *owners) following(ctx context.Context, c rueidis.Client) []slots.Shard {
+// route returns the map to route a batch by, and the clients of its
+// masters: read first when never read (or none answered yet), or when
+// a request failed without its master's answer after the last read,
+// less than followFor ago (and that read is ownersFresh old): a master
+// that hangs (SIGSTOP) neither refuses nor closes its connections, and
+// the requests of its slots must follow its replica's promotion on
+// their timeouts; read again in the background when the last read is
+// slotMapRefresh old. Reading the map costs one CLUSTER NODES per
+// server, off the batch's path but for these two cases. failed is why
+// the map is empty: its first reads had no answer.
+func (o *owners) route(ctx context.Context, c rueidis.Client) (shards []slots.Shard, clients map[string]rueidis.Client, failed error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.timedOut.IsZero() || time.Since(o.timedOut) > followFor {
-		return nil
-	}
-	if o.read.Before(o.timedOut) && time.Since(o.read) >= ownersFresh {
+	now := time.Now()
+	switch {
+	case o.read.IsZero(),
+		o.read.Before(o.timedOut) && now.Sub(o.timedOut) <= followFor && now.Sub(o.read) >= ownersFresh:
 		o.readLocked(ctx, c)
+	case now.Sub(o.read) >= slotMapRefresh:
+		o.readAsyncLocked(c)
 	}
-	return o.shards
+	if o.clients == nil {
+		node := nodeOf(c)
+		o.clients = map[string]rueidis.Client{}
+		for _, sh := range o.shards {
+			if _, ok := o.clients[sh.Master]; ok {
+				continue
+			}
+			if nc, ok := node(sh.Master); ok {
+				o.clients[sh.Master] = nc
+			}
+		}
+	}
+	if len(o.shards) == 0 {
+		failed = o.failed
+	}
+	return o.shards, o.clients, failed
+}
+
+// clusterOf returns the node's clusterClient under c, nil when c is a
+// caller's client.
+func clusterOf(c rueidis.Client) *clusterClient {
+	if s, ok := c.(settingUp); ok {
+		c = s.Client
+	}
+	cc, _ := c.(*clusterClient)
+	return cc
+}
+
+// nodeOf returns how to get a client of the server at an address under
+// c: the clusterClient's node (rueidis' client of that server, else one
+// of its own), or, over a caller's client, rueidis' only (knownMaster).
+func nodeOf(c rueidis.Client) func(addr string) (rueidis.Client, bool) {
+	if cc := clusterOf(c); cc != nil {
+		return cc.node
+	}
+	return func(addr string) (rueidis.Client, bool) { return knownMaster(c.Nodes(), addr) }
 }
 
 // doCluster is DoMulti of cmds, the commands of live in order, over a
-// cluster node's client c, routed by rueidis' slot map, except while the
-// node follows a failover (owners.following): then each command whose
-// slot the servers agree a master serves goes to that master over
-// rueidis' connection to it, the one rueidis' own routing uses (so that
-// the commands to one master keep their order over one connection), and
-// the others, whose master rueidis does not know, as rueidis routes them.
-// A command that failed without its master's answer starts the
-// following.
+// cluster node's client c, each command sent to the master that the
+// cluster's servers agree serves its item's slot (owners.route: the
+// claim with the highest config epoch), never as rueidis' own slot map
+// routes it: rueidis reads that map from one server, and a master failed
+// over that came back with its old map (cut from its cluster, in Redis'
+// writable delay before it finds itself in a minority) claims there the
+// slots its replica took, and grants their locks (two holders). A
+// redirection from that master is followed (redirect). A command that
+// failed without its master's answer starts the following.
 func (n *Node) doCluster(ctx context.Context, c rueidis.Client, live []batch.Item, cmds []rueidis.Completed) []rueidis.RedisResult {
-	var res []rueidis.RedisResult
-	if shards := n.owners.following(ctx, c); shards == nil {
-		res = c.DoMulti(ctx, cmds...)
-	} else {
-		res = n.doByOwner(ctx, c, shards, live, cmds)
+	shards, clients, failed := n.owners.route(ctx, c)
+	if failed != nil {
+		// No map yet: every command fails as the read did (a timeout, a
+		// refused connection), and the next batch reads again.
+		res := make([]rueidis.RedisResult, len(cmds))
+		for i := range res {
+			res[i] = rueidis.NewErrorResult(failed)
+		}
+		return res
+	}
+	res := n.doByOwner(ctx, shards, clients, live, cmds)
+	for range maxRedirects {
+		if !n.redirect(ctx, c, live, res) {
+			break
+		}
 	}
 	for i := range res {
 		if res[i].NonRedisError() != nil {
@@ -540,12 +712,27 @@ func (n *Node) doCluster(ctx context.Context, c rueidis.Client, live []batch.Ite
 }
 
 // doByOwner sends each command of cmds to the master that shards give
-// its item's slot, over rueidis' client of that master (knownMaster), the
-// commands of each master as one DoMulti in order, all masters at once,
-// and the commands whose master rueidis does not know through c; it
-// returns the results in order.
-func (n *Node) doByOwner(ctx context.Context, c rueidis.Client, shards []slots.Shard, live []batch.Item, cmds []rueidis.Completed) []rueidis.RedisResult {
-	nodes := c.Nodes()
+// its item's slot, over clients' client of that master, the commands of
+// each master as one DoMulti in order, all masters at once; a command
+// whose slot has no master in shards, or whose master has no client,
+// fails with errNoOwner. It returns the results in order.
+func (n *Node) doByOwner(ctx context.Context, shards []slots.Shard, clients map[string]rueidis.Client, live []batch.Item, cmds []rueidis.Completed) []rueidis.RedisResult {
+	res := make([]rueidis.RedisResult, len(cmds))
+	// One master for the whole batch (a lone request, or a cluster of
+	// one master): no grouping.
+	nc := clients[slots.Owner(shards, slots.Of(itemKey(live[0])))]
+	one := nc != nil
+	for i := 1; one && i < len(live); i++ {
+		one = clients[slots.Owner(shards, slots.Of(itemKey(live[i])))] == nc
+	}
+	if one {
+		if len(cmds) == 1 {
+			res[0] = nc.Do(ctx, cmds[0])
+			return res
+		}
+		copy(res, nc.DoMulti(ctx, cmds...))
+		return res
+	}
 	type group struct {
 		c   rueidis.Client
 		idx []int
@@ -554,20 +741,19 @@ func (n *Node) doByOwner(ctx context.Context, c rueidis.Client, shards []slots.S
 	byAddr := map[string]*group{}
 	for i := range live {
 		addr := slots.Owner(shards, slots.Of(itemKey(live[i])))
+		nc := clients[addr]
+		if nc == nil {
+			res[i] = rueidis.NewErrorResult(fmt.Errorf("%w: slot %d", errNoOwner, slots.Of(itemKey(live[i]))))
+			continue
+		}
 		g := byAddr[addr]
 		if g == nil {
-			g = &group{c: c}
-			if addr != "" {
-				if nc, ok := knownMaster(nodes, addr); ok {
-					g.c = nc
-				}
-			}
+			g = &group{c: nc}
 			byAddr[addr] = g
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
 	}
-	res := make([]rueidis.RedisResult, len(cmds))
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
@@ -582,6 +768,87 @@ func (n *Node) doByOwner(ctx context.Context, c rueidis.Client, shards []slots.S
 	}
 	wg.Wait()
 	return res
+}
+
+// maxRedirects bounds the redirections a request of a cluster node
+// follows.
+const maxRedirects = 3
+
+// redirect sends once more each request of live whose master answered
+// that it does not serve the request's slot and ran nothing: MOVED (the
+// slot moved), or ASK (the slot is moving, and the key is not on that
+// master: the request goes to the importing master after ASKING), to
+// the master the answer names, and puts its answer in res; and it reads
+// the map again in the background. A redirection comes from the master
+// the servers' map names, which gave the slot away: only a claim with a
+// higher config epoch than its own, or a migration under way, makes it
+// redirect. It reports whether it sent any.
+func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item, res []rueidis.RedisResult) bool {
+	type group struct {
+		idx []int
+		ask []bool
+	}
+	var groups map[string]*group
+	for i := range res {
+		rerr, ok := rueidis.IsRedisErr(res[i].Error())
+		if !ok {
+			continue
+		}
+		addr, moved := rerr.IsMoved()
+		askAddr, ask := rerr.IsAsk()
+		if !moved && !ask {
+			continue
+		}
+		if ask {
+			addr = askAddr
+		}
+		if groups == nil {
+			groups = map[string]*group{}
+		}
+		g := groups[addr]
+		if g == nil {
+			g = &group{}
+			groups[addr] = g
+		}
+		g.idx, g.ask = append(g.idx, i), append(g.ask, ask)
+	}
+	if len(groups) == 0 {
+		return false
+	}
+	n.owners.readAsync(c)
+	node := nodeOf(c)
+	var wg sync.WaitGroup
+	for addr, g := range groups {
+		nc, ok := node(addr)
+		if !ok {
+			continue // answered with the redirection
+		}
+		// Built now: rueidis recycles a command once it answered it.
+		var cmds []rueidis.Completed
+		for j, i := range g.idx {
+			if g.ask[j] {
+				cmds = append(cmds, c.B().Asking().Build())
+			}
+			if sc := callOf(live[i]); sc != nil {
+				cmds = append(cmds, sc.command(c, true))
+			} else {
+				cmds = append(cmds, n.command(live[i].Req, true))
+			}
+		}
+		wg.Go(func() {
+			r := nc.DoMulti(ctx, cmds...)
+			k := 0
+			for j, i := range g.idx {
+				if g.ask[j] {
+					k++ // ASKING's OK
+				}
+				res[i] = r[k]
+				k++
+			}
+		})
+	}
+	wg.Wait()
+	return true
 }
 
 // itemKey is the key whose slot says which master runs it.
@@ -616,13 +883,7 @@ func (n *Node) reroute(ctx context.Context, c rueidis.Client, live []batch.Item,
 		return
 	}
 	shards := n.owners.get(ctx, c)
-	node := func(addr string) (rueidis.Client, bool) {
-		nc, ok := c.Nodes()[addr]
-		return nc, ok
-	}
-	if cc, ok := c.(*clusterClient); ok {
-		node = cc.node
-	}
+	node := nodeOf(c)
 	nodes := map[string]rueidis.Client{}
 	groups := map[string][]int{}
 	for _, i := range down {

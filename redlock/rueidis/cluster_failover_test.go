@@ -50,3 +50,13 @@ func TestClusterFailoverOfAFrozenMaster(t *testing.T) {
 		})
 	}, func(n adapter.HandoffNode, addr string) bool { return knows(n.(*rueidis.Node), addr) })
 }
+
+// TestClusterOldMasterBack: a cluster node is not granted a lock by a
+// master that comes back with its old slot map after its replica took its
+// slots (redlocktest.RunClusterOldMasterBack).
+func TestClusterOldMasterBack(t *testing.T) {
+	t.Parallel()
+	redlocktest.RunClusterOldMasterBack(t, func(url string) (adapter.HandoffNode, error) {
+		return rueidis.DialNode(url)
+	})
+}

@@ -778,6 +778,23 @@ func (s *setups) bind(ctx context.Context) (context.Context, func()) {
 	return ctx, func() { stop(); cancel() }
 }
 
+// hold adds one to calls, for a request that waits for a set-up again,
+// and reports true, unless the node gave up making connections (abort):
+// under s.mu, so that Close, which waits for calls after abort, never
+// waits for a request that starts again after it.
+func (s *setups) hold(calls *sync.WaitGroup) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.aborted {
+		return false
+	}
+	calls.Add(1)
+	return true
+}
+
 // add tracks c, a connection just dialled, being made and open, and sets
 // its handshake's deadline; it reports false when the node gave up making
 // connections. The deadline is set under s.mu: an abort that comes after

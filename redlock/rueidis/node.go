@@ -221,12 +221,14 @@ func (n *Node) Close() error {
 	}
 	n.setups.abort()    // no connection outlives the node (fence.go: connect)
 	n.setups.closeAll() // rueidis' Close would wait a round trip on each
+	n.owners.stop()     // a cluster's background reads of its slot map (cluster.go)
 	switch {
 	case n.lazy != nil:
 		n.lazy.Close()
 	case n.owned:
 		n.client.Close()
 	}
+	n.owners.wait()
 	// The requests that outlived their context while a connection was
 	// being made end with it: abort ended its set-up.
 	n.calls.Wait()

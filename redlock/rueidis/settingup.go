@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"slices"
 	"sync"
 
 	"github.com/redis/rueidis"
@@ -33,13 +34,28 @@ type settingUp struct {
 }
 
 // Do runs cmd on a goroutine and returns its result, or its context's
-// error once ctx ends first.
+// error once ctx ends first. A set-up that another request made, and that
+// ended with that request's context, fails cmd too (rueidis shares one
+// set-up between the requests that wait for it), although cmd was never
+// sent and its own context has not ended: cmd then waits for the next
+// set-up (setupEndedElsewhere), unless the node gave up making
+// connections (Close, AbortSetup: whose end of the set-up is that error).
 func (s settingUp) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	if ctx.Done() == nil {
 		return s.Client.Do(ctx, cmd) // a context that never ends
 	}
-	res := make(chan rueidis.RedisResult, 1)
 	s.n.calls.Add(1)
+	for {
+		r := s.do(ctx, cmd)
+		if !setupEndedElsewhere(ctx, r.Error()) || !s.n.setups.hold(&s.n.calls) {
+			return r
+		}
+	}
+}
+
+// do is one try of Do, counted in s.n.calls by its caller.
+func (s settingUp) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	res := make(chan rueidis.RedisResult, 1)
 	go func() {
 		defer s.n.calls.Done()
 		res <- s.Client.Do(ctx, cmd)
@@ -53,13 +69,26 @@ func (s settingUp) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisR
 }
 
 // DoMulti runs multi on a goroutine and returns its results, or its
-// context's error for each once ctx ends first.
+// context's error for each once ctx ends first; as Do, it waits for the
+// next set-up when the one it waited for ended with another request's
+// context.
 func (s settingUp) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
 	if ctx.Done() == nil || len(multi) == 0 {
 		return s.Client.DoMulti(ctx, multi...)
 	}
-	res := make(chan []rueidis.RedisResult, 1)
 	s.n.calls.Add(1)
+	for {
+		rs := s.doMulti(ctx, multi)
+		ended := !slices.ContainsFunc(rs, func(r rueidis.RedisResult) bool { return !setupEndedElsewhere(ctx, r.Error()) })
+		if !ended || !s.n.setups.hold(&s.n.calls) {
+			return rs
+		}
+	}
+}
+
+// doMulti is one try of DoMulti, counted in s.n.calls by its caller.
+func (s settingUp) doMulti(ctx context.Context, multi []rueidis.Completed) []rueidis.RedisResult {
+	res := make(chan []rueidis.RedisResult, 1)
 	go func() {
 		defer s.n.calls.Done()
 		res <- s.Client.DoMulti(ctx, multi...)
@@ -75,6 +104,27 @@ func (s settingUp) DoMulti(ctx context.Context, multi ...rueidis.Completed) []ru
 		}
 		return out
 	}
+}
+
+// setupEndedElsewhere reports whether err, a request's error while ctx, its
+// context, is still live, is another context's end: that of the request
+// that made the connection's set-up (rueidis bounds a dial and its
+// handshake by the context of the request that started them, and fails
+// every request waiting for them with its error). Such a request was not
+// sent: nothing is sent before the set-up ends. A connection's own
+// timeouts are os.ErrDeadlineExceeded, not a context's error, and a
+// request sent on an established connection fails only with its own
+// context. Each new try waits for a new set-up, which a request that
+// finds none starts within its own context (often this one's).
+func setupEndedElsewhere(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	// The context's own error values, as rueidis passes them on: not a
+	// wrapped one, such as a cluster client's build that timed out
+	// ("cluster unreachable: ..."), which a new try would meet again at
+	// once.
+	return err == context.DeadlineExceeded || err == context.Canceled
 }
 
 // endedClients make the result of a request whose context ended before

@@ -13,6 +13,10 @@ type Shard struct {
 	Start, End int      // the first and the last slot, inclusive
 	Master     string   // host:port
 	Replicas   []string // host:port of each replica not marked failed
+	// ID and Epoch are the master's node id and the config epoch of its
+	// claim, which a later Merge weighs against the claims it reads.
+	ID    string
+	Epoch int64
 }
 
 // Owners merges the slot maps that the servers of a cluster report
@@ -27,7 +31,18 @@ type Shard struct {
 // (CLUSTERDOWN, in a minority), until it happens to read the map
 // elsewhere. The promoted replica's claim wins here as soon as one server
 // that knows of the promotion answered.
-func Owners(views map[string]string) []Shard {
+func Owners(views map[string]string) []Shard { return Merge(nil, views) }
+
+// Merge is Owners of views over prev, a map that Merge or Owners made
+// before: a slot's claim in prev stands unless views hold one with a
+// higher config epoch. The map then only moves forward: a read that
+// reaches only a stale server (a master failed over that came back with
+// its old slot map, claiming with its old epoch the slots its replica
+// took) does not give it back the slots it lost. A slot that moves
+// moves forward too: the master that imports a slot takes a config epoch
+// above every other one (CLUSTER SETSLOT NODE), and a replica that takes
+// its master's slots over takes a new one.
+func Merge(prev []Shard, views map[string]string) []Shard {
 	type claim struct {
 		epoch int64
 		id    string
@@ -39,6 +54,13 @@ func Owners(views map[string]string) []Shard {
 	}
 	var owner [Count]claim
 	servers := map[string]server{} // node id -> what the maps say of it
+	known := map[string]Shard{}    // node id -> its shard in prev, for a master views do not name
+	for _, sh := range prev {
+		for s := sh.Start; s <= sh.End; s++ {
+			owner[s] = claim{epoch: sh.Epoch, id: sh.ID}
+		}
+		known[sh.ID] = sh
+	}
 	for asked, txt := range views {
 		askedHost, _, _ := net.SplitHostPort(asked)
 		for _, line := range strings.Split(txt, "\n") {
@@ -92,17 +114,54 @@ func Owners(views map[string]string) []Shard {
 	}
 	var out []Shard
 	for s := 0; s < Count; s++ {
-		id := owner[s].id
-		if id == "" {
+		c := owner[s]
+		if c.id == "" {
 			continue
 		}
-		if n := len(out); n > 0 && out[n-1].End == s-1 && out[n-1].Master == servers[id].addr {
+		addr, reps := servers[c.id].addr, replicas[c.id]
+		if _, ok := servers[c.id]; !ok {
+			addr, reps = known[c.id].Master, known[c.id].Replicas
+		}
+		if n := len(out); n > 0 && out[n-1].End == s-1 && out[n-1].ID == c.id && out[n-1].Epoch == c.epoch {
 			out[n-1].End = s
 			continue
 		}
-		out = append(out, Shard{Start: s, End: s, Master: servers[id].addr, Replicas: replicas[id]})
+		out = append(out, Shard{Start: s, End: s, Master: addr, Replicas: reps, ID: c.id, Epoch: c.epoch})
 	}
 	return out
+}
+
+// Servers returns the address of every server that the CLUSTER NODES
+// texts of views name and do not mark failed (nor without an address
+// yet), sorted: the servers a read of the slot map asks next, so that
+// the first server that answered, which may be stale, does not decide
+// alone.
+func Servers(views map[string]string) []string {
+	var out []string
+	for asked, txt := range views {
+		askedHost, _, _ := net.SplitHostPort(asked)
+		for _, line := range strings.Split(txt, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 8 {
+				continue
+			}
+			if hasFlag(f[2], "fail") || hasFlag(f[2], "noaddr") || hasFlag(f[2], "handshake") {
+				continue
+			}
+			addr, _, _ := strings.Cut(f[1], "@")
+			addr, _, _ = strings.Cut(addr, ",")
+			host, port, err := net.SplitHostPort(addr)
+			if err != nil || port == "0" {
+				continue
+			}
+			if host == "" {
+				addr = net.JoinHostPort(askedHost, port)
+			}
+			out = append(out, addr)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Owner returns the master that serves slot among shards, "" when none
