@@ -378,7 +378,8 @@ func (w *watch) Unwatch(ctx context.Context, key string) error {
 	return w.dc.Do(ctx, w.dc.B().Unsubscribe().Channel(ChannelPrefix+key).Build()).Error()
 }
 
-// Close ends the subscription and gives its connection back.
+// Close ends the subscription and gives its connection back, without
+// waiting for its server.
 func (w *watch) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -389,9 +390,26 @@ func (w *watch) Close() error {
 	close(w.stop)
 	w.listen.Close()
 	if w.dc != nil {
-		w.dc.SetPubSubHooks(rueidis.PubSubHooks{})
-		w.cancel()
+		dc, cancel := w.dc, w.cancel
 		w.dc = nil
+		// Given back to rueidis' pool, the connection is unsubscribed
+		// and its answer waited for without a deadline: minutes on a
+		// server that stopped answering. So the give-back runs on its
+		// own; the node's Close ends it by closing the connection, which
+		// the node made (fence.go: closeAll), and waits for it. Over a
+		// caller's client, whose connections the node does not close,
+		// it is left to end with its server's answer.
+		tracked := w.node.setups != nil
+		if tracked {
+			w.node.calls.Add(1)
+		}
+		go func() {
+			if tracked {
+				defer w.node.calls.Done()
+			}
+			dc.SetPubSubHooks(rueidis.PubSubHooks{})
+			cancel()
+		}()
 	}
 	return nil
 }
