@@ -128,6 +128,15 @@ func frozenCalls() []frozenCall {
 				if err == nil && (!ok || l.ID != "a") {
 					err = fmt.Errorf("leader %v, %v, where a leads", l, ok)
 				}
+				if errors.Is(err, election.ErrNoQuorum) && !recordOnBoth(ctx, e.mems[0], e.mems[1]) {
+					// The campaign's fenced raise and record write end
+					// at their quorum: one of them may have landed on m3
+					// and one healthy node only, the other never sent
+					// (about 1 run in 60 under -race). m3 frozen, the
+					// answers then cannot rule a out: ErrNoQuorum is
+					// what Leader promises; the bound still holds.
+					return nil
+				}
 				return err
 			}},
 		{name: "Locks", setup: holderLock, call: func(ctx context.Context, e *frozenEnv) error {
@@ -293,4 +302,14 @@ func frozenCallRun(t *testing.T, life frozenLife, before bool, fc frozenCall, tt
 			t.Errorf("%s over %s returned after %v, and %s still holds %v", fc.name, frozen, took.Round(time.Millisecond), m, keys)
 		}
 	}
+}
+
+// recordOnBoth reports whether both nodes hold an election record.
+func recordOnBoth(ctx context.Context, m1, m2 *redlocktest.MemNode) bool {
+	for _, m := range []*redlocktest.MemNode{m1, m2} {
+		if ks, err := m.Keys(ctx, "dlm:record:"); err != nil || len(ks) == 0 {
+			return false
+		}
+	}
+	return true
 }

@@ -16,9 +16,10 @@ import (
 // (which RunGeneral turns into an out-of-time round), a marker alone is
 // no lost message. (A link that comes back loses nothing: see
 // TestResetLinkLosesNoFrame.) Before the fix the dropped message was counted
-// nowhere: general 3 of TestGeneralsNodeResetLinkReports relayed retreat
-// to general 1 (Send returned nil), the writer's write failed on the reset
-// connection, and every general exited 0 with 1 deciding attack.
+// nowhere: general 3 of TestGeneralsNodeTimingAttacks/ResetLinkReports
+// relayed retreat to general 1 (Send returned nil), the writer's write
+// failed on the reset connection, and every general exited 0 with 1
+// deciding attack.
 func TestQueuedMessageLostOnResetIsReported(t *testing.T) {
 	tests := []struct {
 		name string

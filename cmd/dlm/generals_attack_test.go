@@ -71,18 +71,35 @@ func (e lateLieutenantEndpoint) EndRound(ctx context.Context, r int) error {
 	return nil
 }
 
-// TestGeneralsNodePausedLieutenantReports is a timing attack over real
-// processes: SM(1), n=4, a traitorous commander (this test) gives attack to
+// TestGeneralsNodeTimingAttacks runs the two timing attacks over real
+// processes below side by side: each waits 8 s for its start and about
+// 6 s of rounds, nearly all of it idle, and measures time against its own
+// rounds, not against the machine, so together they cost the package's
+// serial part one wait instead of two (15 s each, one after the other, in
+// a -race run at load 15-25). A set-up the machine did not let come about
+// is a skip, as it was.
+func TestGeneralsNodeTimingAttacks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	t.Run("PausedLieutenantReports", func(t *testing.T) {
+		t.Parallel()
+		pausedLieutenantReports(t)
+	})
+	t.Run("ResetLinkReports", func(t *testing.T) {
+		t.Parallel()
+		resetLinkReports(t)
+	})
+}
+
+// pausedLieutenantReports is a timing attack over real processes: SM(1), n=4, a traitorous commander (this test) gives attack to
 // lieutenants 1 and 2 and retreat to lieutenant 3 just before round 0's
 // deadline. Lieutenant 3 relays retreat in round 1, in time; lieutenant 1 is
 // paused (SIGSTOP, standing in for a process the machine did not run) from
 // the middle of round 1 until after its deadline, so that relay sits in its
 // socket. Lieutenant 1 must not then decide silently: it either decides as
 // the others do or says it ran out of time.
-func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
+func pausedLieutenantReports(t *testing.T) {
 	codes, outs, stdouts := runTimedTraitor(t, func(t0 time.Time, timeout time.Duration, cmds []*exec.Cmd, _ tcp.Cluster) {
 		time.Sleep(time.Until(t0.Add(timeout / 2)))
 		_ = cmds[1].Process.Signal(syscall.SIGSTOP)
@@ -101,8 +118,7 @@ func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
 	}
 }
 
-// TestGeneralsNodeResetLinkReports: the set-up of
-// TestGeneralsNodePausedLieutenantReports, but instead of a pause,
+// resetLinkReports: the set-up of pausedLieutenantReports, but instead of a pause,
 // lieutenant 3's TCP connection to lieutenant 1 is aborted (ss -K) in the
 // middle of round 0, before 3 is sent retreat and relays it in round 1:
 // lieutenant 1 never gets it and decides attack, 2 and 3 retreat.
@@ -110,10 +126,7 @@ func TestGeneralsNodePausedLieutenantReports(t *testing.T) {
 // run is out of time (exit 3). Before the fix every process exited 0; and
 // again once sends were queued, since the relay was dropped by the writer
 // after Send had returned (tcp.Node.Lost now reports it).
-func TestGeneralsNodeResetLinkReports(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts processes")
-	}
+func resetLinkReports(t *testing.T) {
 	if _, err := exec.LookPath("ss"); err != nil {
 		t.Skip("needs ss (iproute2) to abort a connection")
 	}

@@ -16,8 +16,13 @@ import (
 // the library does and as their own warning says: one such node of five
 // leaves a quorum, the command runs and the warning names the node. Three
 // of five leave none: exit 64, one error naming each refused node and the
-// fix. Real servers, the dlm binary.
+// fix. Real servers, the dlm binary. The rows run in parallel, each on a
+// resource of its own, beside the package's other parallel tests: nothing
+// here measures time, and the ttl and node timeout are ones a loaded
+// machine keeps (a good node that missed a 1 s node timeout would leave
+// the one-refused rows without a quorum).
 func TestLockAndElectCountOutARefusedNode(t *testing.T) {
+	t.Parallel()
 	cl := redlocktest.Start(t, 5)
 	plain := cl.URLs()[:2]
 	withReplica, shortTTL, hiding := cl.Servers[2], cl.Servers[3], cl.Servers[4]
@@ -46,8 +51,10 @@ func TestLockAndElectCountOutARefusedNode(t *testing.T) {
 		{"facts hidden from the user", []string{hidingURL}, []string{hiding.Addr(), "INFO", "--unchecked-nodes"}},
 		{"three of five", []string{hidingURL, withReplica.URL(), shortTTL.URL()}, []string{withReplica.Addr(), shortTTL.Addr(), hiding.Addr()}},
 	}
-	for _, tt := range tests {
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			job := "job" + strconv.Itoa(i)
 			// The refused nodes first: dlm hides a password that follows
 			// other URLs in --nodes by every comma-separated piece it
 			// could be, ports included.
@@ -57,8 +64,8 @@ func TestLockAndElectCountOutARefusedNode(t *testing.T) {
 				wantCode = exitUsage
 			}
 			for _, args := range [][]string{
-				{"lock", "--nodes", nodes, "--ttl", "5s", "--node-timeout", "1s", "job", "--", "true"},
-				{"elect", "--nodes", nodes, "--ttl", "5s", "--node-timeout", "1s", "jobs", "--id", "a", "--", "true"},
+				{"lock", "--nodes", nodes, "--ttl", "10s", "--node-timeout", "2s", job, "--", "true"},
+				{"elect", "--nodes", nodes, "--ttl", "10s", "--node-timeout", "2s", job + "s", "--id", "a", "--", "true"},
 			} {
 				r := runDLM(t, time.Minute, nil, args...)
 				if r.code != wantCode {

@@ -30,14 +30,12 @@ func TestSchemeMismatch(t *testing.T) {
 	redlocktest.StartServer(t, redlocktest.WithArgs("--tls-port", strconv.Itoa(tlsPort),
 		"--tls-cert-file", pki.serverCert, "--tls-key-file", pki.serverKey, "--tls-ca-cert-file", pki.ca, "--tls-auth-clients", "no"))
 	tlsAddr := "127.0.0.1:" + strconv.Itoa(tlsPort)
-	// A port where nothing listens, below the ephemeral range: one of it
-	// may become any outgoing connection's source port meanwhile, and
-	// then answer (a run saw "connection reset by peer" there).
-	closedPort, err := redisproc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "127.0.0.1:" + strconv.Itoa(closedPort)
+	// A port where nothing listens, held for the test: a port of the
+	// ephemeral range may become any outgoing connection's source port
+	// meanwhile, and then answer (a run saw "connection reset by peer"
+	// there); one only found free below it was taken by another test's
+	// redis-server, which then did not answer the TLS handshake.
+	closed := redlocktest.RefusingAddr(t)
 	const notTLS, isTLS = "does not speak TLS on this port", "speaks TLS on this port"
 	for _, tc := range []struct {
 		name, url, want, not string
