@@ -240,7 +240,19 @@ func TestExtensionBound(t *testing.T) { // R17, R1.2
 			t.Fatal(err)
 		}
 		for i, want := range []error{nil, nil, redlock.ErrMaxExtensions} {
-			if err := m.Extend(t.Context()); !errors.Is(err, want) || (want == nil && err != nil) {
+			err := m.Extend(t.Context())
+			// ErrExtendFailed is what Extend promises when no quorum
+			// answered within the node bound (a tenth of the ttl here):
+			// a loaded machine that stalls the client longer than that
+			// times out every node. The lock is still held until its
+			// Until and the failure counts no extension, so it is tried
+			// again while the lock holds; what is under test is the
+			// count of the extensions that succeeded.
+			for errors.Is(err, redlock.ErrExtendFailed) && time.Now().Before(m.Until()) {
+				t.Logf("Extend %d failed, tried again: %v", i+1, err)
+				err = m.Extend(t.Context())
+			}
+			if !errors.Is(err, want) || (want == nil && err != nil) {
 				t.Fatalf("Extend %d = %v, want %v", i+1, err, want)
 			}
 		}

@@ -141,10 +141,24 @@ func TestLockCommandNeverOutlivesTheLock(t *testing.T) {
 // namespace).
 func startedFamily(t *testing.T, dlm int, mark string, want int, stderr *syncBuf) (fam []int, guard int) {
 	t.Helper()
+	t0 := time.Now()
+	// Waited for until the command runs or dlm ends: a dlm that ended
+	// first (an acquisition or a start that failed) said why on stderr,
+	// and waiting on would only hide that behind the bound.
+	started, ended := false, false
 	redlocktest.Eventually(t, 20*time.Second, func() bool {
 		fam = familyOf(mark)
-		return fileExists(mark) && len(fam) == want
-	}, "the command never started its %d processes (found %v); stderr: %s", want, fam, stderr)
+		started = fileExists(mark) && len(fam) == want
+		ended = !alive(dlm)
+		return started || ended
+	}, "the command never started its %d processes (found %v, mark written %v); dlm processes %v: %v; stderr: %s",
+		want, redlocktest.Later(func() any { return fam }), redlocktest.Later(func() any { return fileExists(mark) }),
+		redlocktest.Later(func() any { return dlmProcesses(dlm) }),
+		redlocktest.Later(func() any { return statusOf(dlmProcesses(dlm)) }), stderr)
+	if !started {
+		t.Fatalf("dlm ended before its command ran its %d processes (found %v); stderr: %s", want, fam, stderr)
+	}
+	t.Logf("the command ran its %d processes %v after the test started waiting", want, time.Since(t0).Round(time.Millisecond))
 	t.Cleanup(func() {
 		for _, p := range fam {
 			_ = syscall.Kill(p, syscall.SIGKILL)
@@ -158,6 +172,15 @@ func startedFamily(t *testing.T, dlm int, mark string, want int, stderr *syncBuf
 		return fam, procs[2]
 	}
 	return fam, guards[0]
+}
+
+// statusOf returns procStatus of each of pids, for a failure message.
+func statusOf(pids []int) []string {
+	var out []string
+	for _, p := range pids {
+		out = append(out, procStatus(p))
+	}
+	return out
 }
 
 // kill sends sig to pid.
