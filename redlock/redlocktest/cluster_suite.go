@@ -152,6 +152,10 @@ func RunClusterMigration(t *testing.T, dial ClusterNodeDialer, channelPrefix str
 // (CLUSTER SLOTS lists it once it is online), so a client that read the
 // map before, and reads it again only on MOVED or ASK or a failed request,
 // never learns it and cannot reach it once its master is dead.
+// FollowsAFailoverRightAfterItsFirstRequest kills the master at once after
+// the node's first request, without waiting for the adapter's client to
+// list the replica: the map that first request read names it, and the
+// node must find the promoted replica through it.
 func RunClusterFailover(t *testing.T, dial ClusterNodeDialer, knows func(n adapter.HandoffNode, addr string) bool) {
 	t.Run("FollowsAFailover", func(t *testing.T) {
 		cl := StartRedisCluster(t, 1, 1)
@@ -172,30 +176,57 @@ func RunClusterFailover(t *testing.T, dial ClusterNodeDialer, knows func(n adapt
 				t.Fatalf("the node did not learn the address of the master's replica %s in 30 s", replica)
 			}
 		}
-		cl.Masters()[0].Kill()
-		// A request to the dead master: the node learns of the failure.
-		rctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, _ = n.Acquire(rctx, "{during}", "v", time.Minute)
-		cancel()
-		if err := cl.Promote(ctx, 0); err != nil {
+		killAndPromote(t, cl, n)
+	})
+	// The same, with the master stopped at once after the node's first
+	// request: the node's client may not list the replica yet (rueidis
+	// lists a replica once CLUSTER SHARDS calls it online, and reads the
+	// map again only from the servers it lists), but the cluster's own
+	// map named it when the node's first request read it. Once the master
+	// is dead, that map is the node's only way to the promoted replica.
+	t.Run("FollowsAFailoverRightAfterItsFirstRequest", func(t *testing.T) {
+		cl := StartRedisCluster(t, 1, 1)
+		n, err := dial(cl.URL())
+		if err != nil {
 			t.Fatal(err)
 		}
-		promoted := time.Now()
-		const bound = 10 * time.Second
-		for {
-			rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			ok, err := n.Acquire(rctx, "{after}", "v", time.Minute)
-			cancel()
-			if ok && err == nil {
-				t.Logf("followed the failover %v after the promotion", time.Since(promoted).Round(time.Millisecond))
-				return
-			}
-			if time.Since(promoted) > bound {
-				t.Fatalf("the node still fails %v after the replica's promotion: %v, %v; want it to follow the failover", bound, ok, err)
-			}
-			time.Sleep(20 * time.Millisecond)
+		t.Cleanup(func() { closeNode(n) })
+		if ok, err := n.Acquire(t.Context(), "{before}", "v", time.Minute); !ok || err != nil {
+			t.Fatalf("Acquire before the failover = %v, %v; want true", ok, err)
 		}
+		killAndPromote(t, cl, n)
 	})
+}
+
+// killAndPromote kills the only master of cl, sends n one request to it,
+// promotes its replica (CLUSTER FAILOVER TAKEOVER, as an operator does)
+// and fails t unless n's acquisitions succeed within a generous bound.
+func killAndPromote(t *testing.T, cl *RedisCluster, n adapter.HandoffNode) {
+	t.Helper()
+	ctx := t.Context()
+	cl.Masters()[0].Kill()
+	// A request to the dead master: the node learns of the failure.
+	rctx, cancel := context.WithTimeout(ctx, time.Second)
+	_, _ = n.Acquire(rctx, "{during}", "v", time.Minute)
+	cancel()
+	if err := cl.Promote(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+	const bound = 10 * time.Second
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		ok, err := n.Acquire(rctx, "{after}", "v", time.Minute)
+		cancel()
+		if ok && err == nil {
+			t.Logf("followed the failover %v after the promotion", time.Since(promoted).Round(time.Millisecond))
+			return
+		}
+		if time.Since(promoted) > bound {
+			t.Fatalf("the node still fails %v after the replica's promotion: %v, %v; want it to follow the failover", bound, ok, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // RunClusterFailoverOfAFrozenMaster runs, over a real Redis Cluster of two

@@ -465,7 +465,23 @@ func (o *owners) get(ctx context.Context, c rueidis.Client) []slots.Shard {
 // readLocked reads the slot map (fetch) and merges it over the last one.
 // Under o.mu.
 func (o *owners) readLocked(ctx context.Context, c rueidis.Client) {
-	o.merge(fetch(ctx, c))
+	o.merge(fetch(ctx, c, o.serversLocked()))
+}
+
+// serversLocked returns the masters and replicas of the last map read:
+// servers a read asks besides rueidis' own, for rueidis learns a replica
+// only once CLUSTER SHARDS calls it online, and asks for its map only the
+// servers it knows. A cluster of one master whose client was made before
+// its replica synced knows but that master; once the master is stopped,
+// its replica, promoted, is found only through the map the node read
+// while the master was alive. Under o.mu.
+func (o *owners) serversLocked() []string {
+	var out []string
+	for _, sh := range o.shards {
+		out = append(out, sh.Master)
+		out = append(out, sh.Replicas...)
+	}
+	return out
 }
 
 // merge merges views over the map (slots.Merge), unless none answered
@@ -478,23 +494,25 @@ func (o *owners) merge(views map[string]string, err error) {
 	o.shards, o.read, o.clients, o.failed = slots.Merge(o.shards, views), time.Now(), nil, nil
 }
 
-// fetch reads CLUSTER NODES of every server that c knows (its seeds and
-// rueidis' nodes), then of every server their answers name that was not
+// fetch reads CLUSTER NODES of every server that c knows (its seeds,
+// rueidis' nodes and known, the servers of the node's last map), then of every server their answers name that was not
 // asked yet (slots.Servers), so that a stale seed (a master failed over
 // that came back with its old slot map) does not decide alone. Each
 // round asks its servers at once, each bounded by ownersAsk, until all
 // answered or answerGrace after the first answer; the servers still
 // asking are then cancelled (rueidis returns at once) and left out. err
 // is the last server's error, for a read that had no answer.
-func fetch(ctx context.Context, c rueidis.Client) (views map[string]string, err error) {
+func fetch(ctx context.Context, c rueidis.Client, known []string) (views map[string]string, err error) {
 	node := nodeOf(c)
 	nodes := c.Nodes()
+	addrs := known
 	if cc := clusterOf(c); cc != nil {
-		for _, addr := range cc.seeds {
-			if _, ok := nodes[addr]; !ok {
-				if nc, ok := node(addr); ok {
-					nodes[addr] = nc
-				}
+		addrs = append(append([]string(nil), cc.seeds...), known...)
+	}
+	for _, addr := range addrs {
+		if _, ok := nodes[addr]; !ok && addr != "" {
+			if nc, ok := node(addr); ok {
+				nodes[addr] = nc
 			}
 		}
 	}
@@ -576,9 +594,9 @@ func (o *owners) readAsyncLocked(c rueidis.Client) {
 		o.bgCtx, o.bgStop = context.WithCancel(context.Background())
 	}
 	o.bg = true
-	ctx := o.bgCtx
+	ctx, known := o.bgCtx, o.serversLocked()
 	o.readers.Go(func() {
-		views, err := fetch(ctx, c)
+		views, err := fetch(ctx, c, known)
 		o.mu.Lock()
 		defer o.mu.Unlock()
 		o.bg = false
