@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 )
 
 // BenchLockUnlock is the shared benchmark body of every adapter (style rule
@@ -71,14 +72,23 @@ func BenchClusterNode(b *testing.B, dial ClusterNodeDialer) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { closeNode(n) })
+	BenchNodePairs(b, n, func(k string) string { return "{" + k + "}" })
+}
+
+// BenchNodePairs is the shared body of a node's benchmarks of acquire+release
+// pairs alone: from one goroutine on one key ("AcquireRelease") and from 16
+// on distinct keys ("AcquireReleaseParallel"); key makes each key's name
+// from a plain one (a cluster node's keys take a hash tag).
+func BenchNodePairs(b *testing.B, n adapter.Node, key func(string) string) {
 	ctx := b.Context()
 	b.Run("AcquireRelease", func(b *testing.B) {
 		b.ReportAllocs()
+		k := key("k")
 		for b.Loop() {
-			if ok, err := n.Acquire(ctx, "{k}", "v", time.Minute); !ok || err != nil {
+			if ok, err := n.Acquire(ctx, k, "v", time.Minute); !ok || err != nil {
 				b.Fatal(ok, err)
 			}
-			if ok, err := n.Release(ctx, "{k}", "v"); !ok || err != nil {
+			if ok, err := n.Release(ctx, k, "v"); !ok || err != nil {
 				b.Fatal(ok, err)
 			}
 		}
@@ -88,13 +98,13 @@ func BenchClusterNode(b *testing.B, dial ClusterNodeDialer) {
 		b.SetParallelism(16)
 		var ids atomic.Int64
 		b.RunParallel(func(pb *testing.PB) {
-			key := "{p" + strconv.FormatInt(ids.Add(1), 10) + "}"
+			k := key("p" + strconv.FormatInt(ids.Add(1), 10))
 			for pb.Next() {
-				if ok, err := n.Acquire(ctx, key, "v", time.Minute); !ok || err != nil {
+				if ok, err := n.Acquire(ctx, k, "v", time.Minute); !ok || err != nil {
 					b.Error(ok, err)
 					return
 				}
-				if ok, err := n.Release(ctx, key, "v"); !ok || err != nil {
+				if ok, err := n.Release(ctx, k, "v"); !ok || err != nil {
 					b.Error(ok, err)
 					return
 				}

@@ -1,8 +1,6 @@
 package rueidis_test
 
 import (
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,37 +41,7 @@ func benchLockUnlock(b *testing.B, cl *redlocktest.Cluster, opts []rueidis.Optio
 // BenchmarkNode measures one node's operations alone (R3, R5).
 func BenchmarkNode(b *testing.B) {
 	s := redlocktest.StartServer(b)
-	n := node(b, s)
-	ctx := b.Context()
-	b.Run("AcquireRelease", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if ok, err := n.Acquire(ctx, "k", "v", time.Minute); !ok || err != nil {
-				b.Fatal(ok, err)
-			}
-			if ok, err := n.Release(ctx, "k", "v"); !ok || err != nil {
-				b.Fatal(ok, err)
-			}
-		}
-	})
-	b.Run("AcquireReleaseParallel", func(b *testing.B) {
-		b.ReportAllocs()
-		b.SetParallelism(16)
-		var ids atomic.Int64
-		b.RunParallel(func(pb *testing.PB) {
-			key := "p" + strconv.FormatInt(ids.Add(1), 10)
-			for pb.Next() {
-				if ok, err := n.Acquire(ctx, key, "v", time.Minute); !ok || err != nil {
-					b.Error(ok, err)
-					return
-				}
-				if ok, err := n.Release(ctx, key, "v"); !ok || err != nil {
-					b.Error(ok, err)
-					return
-				}
-			}
-		})
-	})
+	redlocktest.BenchNodePairs(b, node(b, s), func(k string) string { return k })
 }
 
 // BenchmarkHandOver measures critical sections on one contended key: 4 x

@@ -62,21 +62,12 @@ func Merge(prev []Shard, views map[string]string) []Shard {
 		known[sh.ID] = sh
 	}
 	for asked, txt := range views {
-		askedHost, _, _ := net.SplitHostPort(asked)
 		for _, line := range strings.Split(txt, "\n") {
-			f := strings.Fields(line)
-			if len(f) < 8 {
+			f, addr, failed, ok := nodeLine(asked, line)
+			if !ok {
 				continue
 			}
 			id, flags := f[0], f[2]
-			addr, _, _ := strings.Cut(f[1], "@")
-			addr, _, _ = strings.Cut(addr, ",") // ",hostname"
-			if host, port, err := net.SplitHostPort(addr); err != nil || port == "0" {
-				continue // no address known yet
-			} else if host == "" {
-				addr = net.JoinHostPort(askedHost, port) // a lone server's own line
-			}
-			failed := hasFlag(flags, "fail") || hasFlag(flags, "noaddr") || hasFlag(flags, "handshake")
 			if s, ok := servers[id]; !ok || !s.failed && failed {
 				servers[id] = server{addr: addr, master: f[3], failed: failed}
 			}
@@ -139,29 +130,38 @@ func Merge(prev []Shard, views map[string]string) []Shard {
 func Servers(views map[string]string) []string {
 	var out []string
 	for asked, txt := range views {
-		askedHost, _, _ := net.SplitHostPort(asked)
 		for _, line := range strings.Split(txt, "\n") {
-			f := strings.Fields(line)
-			if len(f) < 8 {
-				continue
+			if _, addr, failed, ok := nodeLine(asked, line); ok && !failed {
+				out = append(out, addr)
 			}
-			if hasFlag(f[2], "fail") || hasFlag(f[2], "noaddr") || hasFlag(f[2], "handshake") {
-				continue
-			}
-			addr, _, _ := strings.Cut(f[1], "@")
-			addr, _, _ = strings.Cut(addr, ",")
-			host, port, err := net.SplitHostPort(addr)
-			if err != nil || port == "0" {
-				continue
-			}
-			if host == "" {
-				addr = net.JoinHostPort(askedHost, port)
-			}
-			out = append(out, addr)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// nodeLine reads one line of a CLUSTER NODES text that the server at
+// asked wrote: its fields, the address of the server it describes (a lone
+// server's own line names no host: asked's), and whether it is marked
+// failed, without an address, or still in its handshake; false for a line
+// that describes no server with a known address.
+func nodeLine(asked, line string) (f []string, addr string, failed, ok bool) {
+	f = strings.Fields(line)
+	if len(f) < 8 {
+		return nil, "", false, false
+	}
+	addr, _, _ = strings.Cut(f[1], "@")
+	addr, _, _ = strings.Cut(addr, ",") // ",hostname"
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "0" {
+		return nil, "", false, false // no address known yet
+	}
+	if host == "" {
+		askedHost, _, _ := net.SplitHostPort(asked)
+		addr = net.JoinHostPort(askedHost, port)
+	}
+	failed = hasFlag(f[2], "fail") || hasFlag(f[2], "noaddr") || hasFlag(f[2], "handshake")
+	return f, addr, failed, true
 }
 
 // Owner returns the master that serves slot among shards, "" when none
