@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -90,6 +91,13 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			// is not reached.
 			tctx, cancel := context.WithTimeout(dctx, tlsTimeout)
 			nc, err = (&tls.Dialer{NetDialer: d, Config: cfg}).DialContext(tctx, "tcp", addr)
+			if err != nil && tctx.Err() != nil && dctx.Err() == nil {
+				// The TLS dial's own bound, not a request's context: not
+				// a context's error, which the requests waiting for this
+				// set-up would take for the dialing request's end and
+				// wait for another set-up (settingup.go).
+				err = fmt.Errorf("rueidis: no TLS handshake with %s within %v: %w", addr, tlsTimeout, os.ErrDeadlineExceeded)
+			}
 			cancel()
 		default:
 			nc, err = d.DialContext(dctx, "tcp", addr)

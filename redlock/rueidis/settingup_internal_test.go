@@ -137,8 +137,3 @@ func setUpConn(n *Node, not net.Conn) net.Conn {
 	}
 	return nil
 }
-
-// receiverFunc is a function as an adapter.Receiver.
-type receiverFunc func(tag int, ok bool, err error)
-
-func (f receiverFunc) Receive(tag int, ok bool, err error) { f(tag, ok, err) }
