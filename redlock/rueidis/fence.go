@@ -159,19 +159,21 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			c.who.Store(&who)
 			// The kills go ahead of rueidis' handshake: the node runs
 			// them before anything sent after them.
+			// The list keeps what they close until their replies are
+			// read (readAhead): kills that could not be written closed
+			// nothing, and the next connection sends them again.
 			kills, taken := f.given.Kills(who)
-			if len(kills) > 0 {
-				if err = writeCommands(nc, kills); err == nil {
-					c.ahead = &ahead{replies: len(kills), taken: taken, cause: cause}
-					c.watch(stop)
-					if !f.setups.opened(c) {
-						c.unwatch()
-						return fail(errSetupAborted)
-					}
-					return c, nil
+			if len(kills) == 0 {
+				f.given.Done(taken)
+			} else if err = writeCommands(nc, kills); err == nil {
+				c.ahead = &ahead{replies: len(kills), taken: taken, cause: cause}
+				c.watch(stop)
+				if !f.setups.opened(c) {
+					c.unwatch()
+					return fail(errSetupAborted)
 				}
+				return c, nil
 			}
-			f.given.Done(taken)
 		}
 		if !stop() && err == nil {
 			err = cause() // ended: the deadline may be past
