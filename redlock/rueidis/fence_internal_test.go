@@ -16,51 +16,72 @@ import (
 
 // TestAFenceKeepsWhatItDidNotClose: a connection given up stays on its
 // fence's list until a later connection's kills reached the node and were
-// answered. A new connection whose kills could not be written (its write
-// failed: the faulty link that made the client give the old one up fails
-// again) is itself dropped, and the next connection must close the old
-// one still. The fence forgot it instead: the next connection found the
-// list empty, and a request held back on the old connection (a delayed
-// segment) ran on the node after the requests of the new one
+// answered, whatever step of a replacing connection fails: the next
+// connection that comes through closes it on the node. The fence forgot
+// it when a connection could not write its kills (the faulty link that
+// made the client give the old one up fails again): the next connection
+// found the list empty, and a request held back on the old connection (a
+// delayed segment) ran on the node after the requests of the new one
 // (TestWireFaults/delay-write: "key wire:delay-write:0 holds w7-19 after
 // its round released it", once in a fresh-clone run).
 func TestAFenceKeepsWhatItDidNotClose(t *testing.T) {
 	t.Parallel()
 	s := redlocktest.StartServer(t)
 	addr := s.Addr()
-	f := &connFence{}
-	dial := f.wrap(nil)
+	for _, tc := range []struct {
+		name  string
+		fault faults // of the connection that replaces the old one
+		// dials: the replacing connection's dial succeeds (its
+		// failure comes with its first read, that of its kills' replies).
+		dials bool
+	}{
+		{"its handshake cannot be written", faults{failWrite: 1}, false},
+		{"its handshake is never answered", faults{failReadsFrom: 1}, false},
+		{"its kills cannot be written", faults{failWrite: 2}, false},
+		{"its kills are lost on the way and never answered", faults{dropFrom: 2, failReadsFrom: 2}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &connFence{}
+			dial := f.wrap(nil)
+			old := pinged(t, dial, addr)
+			defer old.Close()
+			oldID := old.who.Load().ID
+			old.giveUp() // as a failed read or write does; its socket stays open
+			if f.given.Empty() {
+				t.Fatal("a given-up connection is not listed")
+			}
 
-	old := pinged(t, dial, addr)
-	oldID := old.who.Load().ID
-	old.giveUp() // as a failed read or write does; its socket stays open
-	if f.given.Empty() {
-		t.Fatal("a given-up connection is not listed")
-	}
+			faulty := f.wrap(func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+				nc, err := d.DialContext(ctx, "tcp", addr)
+				if err != nil {
+					return nil, err
+				}
+				return &faultyConn{Conn: nc, faults: tc.fault}, nil
+			})
+			nc, err := faulty(t.Context(), addr, &net.Dialer{}, nil)
+			switch {
+			case tc.dials && err == nil:
+				if _, err := nc.Read(make([]byte, 1)); err == nil {
+					t.Fatal("the first read of a connection whose kills were lost succeeded")
+				}
+				_ = nc.Close()
+			case err == nil:
+				_ = nc.Close()
+				t.Fatal("the dial succeeded")
+			case tc.dials:
+				t.Fatalf("the dial failed: %v", err)
+			}
+			if f.given.Empty() {
+				t.Error("after a replacing connection that closed nothing, the fence's list is empty: the given-up connection is forgotten")
+			}
 
-	// The next connection's first write (its handshake) goes out, its
-	// second (the kills) fails.
-	failKills := f.wrap(func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-		nc, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return nil, err
-		}
-		return &failingConn{Conn: nc, failFrom: 2}, nil
-	})
-	if nc, err := failKills(t.Context(), addr, &net.Dialer{}, nil); err == nil {
-		_ = nc.Close()
-		t.Fatal("a dial whose kills could not be written succeeded")
+			next := pinged(t, dial, addr) // its first read reads its kills' replies
+			defer next.Close()
+			if open := clientIDs(t, s); open[oldID] {
+				t.Errorf("the given-up connection (id %d) is still open on the node after the next connection's handshake", oldID)
+			}
+		})
 	}
-	if f.given.Empty() {
-		t.Error("after a connection whose kills were never sent, the fence's list is empty: the given-up connection is forgotten")
-	}
-
-	next := pinged(t, dial, addr) // its first read reads its kills' replies
-	defer next.Close()
-	if open := clientIDs(t, s); open[oldID] {
-		t.Errorf("the given-up connection (id %d) is still open on the node after the next connection's handshake", oldID)
-	}
-	_ = old.Close()
 }
 
 // pinged dials addr through dial, sends a PING and reads its answer: the
@@ -101,18 +122,35 @@ func clientIDs(t *testing.T, s *redlocktest.Server) map[int64]bool {
 	return ids
 }
 
-// failingConn fails its Writes from the failFrom-th on.
-type failingConn struct {
+// faults are those of a faultyConn: its Writes fail from the failWrite-th
+// on (0: never), are dropped while pretending success from the dropFrom-th
+// on (0: never), and its Reads fail once failReadsFrom Writes were made
+// (0: never).
+type faults struct{ failWrite, dropFrom, failReadsFrom int32 }
+
+// faultyConn is a connection with faults.
+type faultyConn struct {
 	net.Conn
-	failFrom int32
-	writes   atomic.Int32
+	faults
+	writes atomic.Int32
 }
 
-func (c *failingConn) Write(b []byte) (int, error) {
-	if c.writes.Add(1) >= c.failFrom {
-		return 0, errInjectedWrite
+func (c *faultyConn) Write(b []byte) (int, error) {
+	n := c.writes.Add(1)
+	switch {
+	case c.failWrite > 0 && n >= c.failWrite:
+		return 0, errInjected
+	case c.dropFrom > 0 && n >= c.dropFrom:
+		return len(b), nil
 	}
 	return c.Conn.Write(b)
 }
 
-var errInjectedWrite = errors.New("injected write failure")
+func (c *faultyConn) Read(b []byte) (int, error) {
+	if c.failReadsFrom > 0 && c.writes.Load() >= c.failReadsFrom {
+		return 0, errInjected
+	}
+	return c.Conn.Read(b)
+}
+
+var errInjected = errors.New("injected fault")
