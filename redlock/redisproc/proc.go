@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -47,7 +46,8 @@ type Config struct {
 	// Dir is the data directory; Start creates a temporary one when empty
 	// and Close removes it.
 	Dir string
-	// Port is the TCP port on 127.0.0.1; 0 picks a free one.
+	// Port is the TCP port on 127.0.0.1; 0 picks a free one (FreePort),
+	// reserved for the process until its Close.
 	Port int
 	// Persistence turns on AOF with appendfsync always (R16.2).
 	Persistence bool
@@ -65,6 +65,7 @@ type Config struct {
 type Process struct {
 	cfg     Config
 	ownsDir bool
+	port    *reservation // the port drawn by Start (Port 0), held until Close
 	client  *redis.Client
 
 	mu      sync.Mutex
@@ -77,8 +78,9 @@ type Process struct {
 }
 
 // Start launches redis-server as configured and waits until it answers PING.
-// With Port 0 it picks a free loopback port, retrying if the port is taken
-// in between.
+// With Port 0 it picks a free loopback port and reserves it until Close
+// (FreePort), retrying if the port is taken in between by a process that
+// does not reserve.
 func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if !Available() && len(cfg.Wrapper) == 0 {
 		return nil, ErrNotFound
@@ -97,9 +99,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	var err error
 	for try := 0; try < 5; try++ {
 		if cfg.Port == 0 {
-			if p.cfg.Port, err = FreePort(); err != nil {
+			if p.port, err = reserve(randomPort); err != nil {
 				continue
 			}
+			p.cfg.Port = p.port.port
 		}
 		if err = p.start(ctx); err == nil {
 			return p, nil
@@ -107,28 +110,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		if cfg.Port != 0 || ctx.Err() != nil {
 			break
 		}
+		p.port.release() // taken by a process that ignores reservations
 	}
 	p.Close()
 	return nil, err
-}
-
-// FreePort returns a loopback port that was free a moment ago, drawn at
-// random below Linux's ephemeral range (32768-60999), as is the cluster
-// bus port of a server on it (the port plus 10000): a killed process
-// restarts on its port (Restart), and a port of the ephemeral range, free
-// in between, can be taken by any outgoing connection of the machine as
-// its source port; below it, only by a process that binds it on purpose.
-func FreePort() (int, error) {
-	var err error
-	for range 100 {
-		port := 10000 + rand.IntN(12000)
-		var l net.Listener
-		if l, err = net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port)); err == nil {
-			l.Close()
-			return port, nil
-		}
-	}
-	return 0, err
 }
 
 // Addr returns 127.0.0.1:port.
@@ -419,6 +404,7 @@ func (p *Process) Close() {
 	if p.ownsDir {
 		_ = os.RemoveAll(p.cfg.Dir)
 	}
+	p.port.release()
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's writes and our reads.
