@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,13 +61,7 @@ func TestSlowNodeNeededForQuorumRedis(t *testing.T) {
 // closedAddr returns a loopback address where nothing listens.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
+	return redlocktest.RefusingAddr(t)
 }
 
 // delayProxy is redlocktest.DelayProxy: a healthy server whose answers

@@ -3,6 +3,8 @@ package tcp
 import (
 	"context"
 	"net"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -13,12 +15,7 @@ func TestDownPeer(t *testing.T) {
 	keys := newKeys(t, 3)
 	n0 := listenAt(t, "127.0.0.1:0", 0, keys[0])
 	n1 := listenAt(t, "127.0.0.1:0", 1, keys[1])
-	gone, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	goneAddr := gone.Addr().String()
-	gone.Close() // nothing listens there any more
+	goneAddr := refusingAddr(t)
 	c := clusterOf([]string{n0.Addr(), n1.Addr(), goneAddr}, keys)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
@@ -77,4 +74,26 @@ func TestOtherSeqPeerIsNotDown(t *testing.T) {
 	if n0.Down(1) {
 		t.Errorf("general 1, whose hello is of another --seq: Down = true, want false")
 	}
+}
+
+// refusingAddr returns a loopback address that refuses connections until
+// t ends: its port is held by a socket bound to it that never listens
+// (without SO_REUSEADDR, so no other socket binds it). A port listened on
+// and closed again could be given to another test's listener meanwhile,
+// which would then answer there.
+func refusingAddr(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }

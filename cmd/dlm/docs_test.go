@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,12 +84,7 @@ func TestOperationsShellExample(t *testing.T) {
 	t.Parallel()
 	bash, script := bashExample(t, "status=0")
 	c := redlocktest.Start(t, 3)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "redis://" + ln.Addr().String()
-	ln.Close()
+	closed := "redis://" + redlocktest.RefusingAddr(t)
 	holder, closeHolder, err := dial(defaultAdapter, c.URLs(), tlsFiles{}, 0, redlock.WithTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -28,12 +27,7 @@ func TestNoPasswordPrinted(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A port nothing listens on: refused at once.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := ln.Addr().String()
-	ln.Close()
+	closed := redlocktest.RefusingAddr(t)
 	pw := testPassword
 	u := func(hostport string) string { return "redis://user:" + pw + "@" + hostport }
 	wrongPW := u(srv.Addr())

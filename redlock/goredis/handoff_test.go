@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -394,11 +393,5 @@ func mustParse(t *testing.T, url string) redlock.NodeURL {
 // freeAddr returns a loopback address nobody listens on.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
+	return redlocktest.RefusingAddr(t)
 }

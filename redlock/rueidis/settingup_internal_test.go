@@ -15,13 +15,7 @@ import (
 // path stays without a goroutine; a dial that failed is not counted as a
 // connection being made.
 func TestSettingUpOnlyWhileConnecting(t *testing.T) {
-	// A port that refuses connections: nothing listens there any more.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	refused := ln.Addr().String()
-	_ = ln.Close()
+	refused := redlocktest.RefusingAddr(t) // a port that refuses connections
 	down, err := DialNode("redis://" + refused)
 	if err != nil {
 		t.Fatal(err)
