@@ -34,8 +34,14 @@ import (
 // learns its CLIENT ID, and closes on the node the connections the client
 // gave up before it (CLIENT KILL ID), before rueidis's own handshake and
 // so before any request. A connection counts as given up once a read or a
-// write on it failed or it was closed: rueidis learns of a failure only
-// through them, so the id is on the list before rueidis dials again.
+// write on it failed or it was closed: rueidis mostly learns of a failure
+// through them, so the id is on the list before rueidis dials again. A
+// failure rueidis sees first (a ping's timeout) lists it only when it
+// closes the connection, maybe after the next one looked at the list: a
+// new connection therefore fails at its first read, before any request,
+// when a connection of its node was listed since (fencedConn.Read), and
+// the next one closes both. The list keeps a connection until a handshake's
+// kills of it were answered (redlock/internal/fence).
 // With none on the list, there is nothing to close: the handshake's
 // commands are sent ahead of rueidis' own, without waiting for their
 // replies, and read before its replies (wrap, fencedConn.Read), so a new
@@ -105,6 +111,14 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		release()
 		if err != nil {
 			f.setups.end()
+			if cerr := ctx.Err(); cerr != nil {
+				// Cut by the end of the request that dials ("i/o
+				// timeout" from the net package): its context's error,
+				// so that the requests waiting for this set-up make one
+				// of their own (settingup.go) instead of failing with
+				// another request's deadline.
+				return nil, cerr
+			}
 			return nil, err
 		}
 		// The handshake is bounded by the request that dials (its
@@ -194,10 +208,10 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 // (fencedConn.Read): the whole handshake (learn), or its kills.
 type ahead struct {
 	replies int
-	learn   bool   // the replies are those of connFence.commands
-	auth    bool   // learn: the first command is an AUTH
-	addr    string // learn: the server's address
-	taken   int    // the kills: how many listed connections they close
+	learn   bool         // the replies are those of connFence.commands
+	auth    bool         // learn: the first command is an AUTH
+	addr    string       // learn: the server's address
+	taken   []fence.Conn // the kills: the listed connections they stand for
 	// cause is the dial's context's cause, once it ended (the watch of
 	// it ended the handshake: fencedConn.watch).
 	cause func() error
@@ -468,7 +482,16 @@ type fencedConn struct {
 	// Close, whichever comes first.
 	stop      func() bool
 	unwatched sync.Once
+	// checked: the first read looked for connections given up since the
+	// handshake (Read); only the reader touches it.
+	checked bool
 }
+
+// errGivenUpMeanwhile fails a new connection before its first request
+// when a connection of the same node was given up while it was being
+// made: its handshake closed nothing of it, and the next connection's
+// will.
+var errGivenUpMeanwhile = errors.New("rueidis: a connection was given up while this one was set up: set up again")
 
 // watch keeps stop, the end of the watch of the dial's context over the
 // handshake sent ahead (unwatch).
@@ -525,6 +548,20 @@ func (c *fencedConn) Read(b []byte) (int, error) {
 		if err := c.readAhead(a); err != nil {
 			c.giveUp()
 			return 0, err
+		}
+	}
+	if !c.checked {
+		// The first read comes before rueidis sends any request (it
+		// waits for its handshake's answer). A connection of the same
+		// run of the node listed since the handshake looked (given up
+		// while this one was being made: rueidis may see a failure of
+		// its own, a ping's timeout, before the connection is closed)
+		// would not be closed by it: this one fails instead, and the
+		// next one closes both.
+		c.checked = true
+		if who := c.who.Load(); who != nil && c.f.given.Holds(who.Run) {
+			c.giveUp()
+			return 0, errGivenUpMeanwhile
 		}
 	}
 	n, err := c.Conn.Read(b)

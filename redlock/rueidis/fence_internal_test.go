@@ -5,13 +5,15 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
+	"time"
 
 	"dlm/redlock/redlocktest"
+	"dlm/redlock/redlocktest/faultconn"
 )
 
 // TestAFenceKeepsWhatItDidNotClose: a connection given up stays on its
@@ -30,15 +32,15 @@ func TestAFenceKeepsWhatItDidNotClose(t *testing.T) {
 	addr := s.Addr()
 	for _, tc := range []struct {
 		name  string
-		fault faults // of the connection that replaces the old one
+		fault faultconn.Steps // of the connection that replaces the old one
 		// dials: the replacing connection's dial succeeds (its
 		// failure comes with its first read, that of its kills' replies).
 		dials bool
 	}{
-		{"its handshake cannot be written", faults{failWrite: 1}, false},
-		{"its handshake is never answered", faults{failReadsFrom: 1}, false},
-		{"its kills cannot be written", faults{failWrite: 2}, false},
-		{"its kills are lost on the way and never answered", faults{dropFrom: 2, failReadsFrom: 2}, true},
+		{"its handshake cannot be written", faultconn.Steps{FailWrite: 1}, false},
+		{"its handshake is never answered", faultconn.Steps{FailReadsFrom: 1}, false},
+		{"its kills cannot be written", faultconn.Steps{FailWrite: 2}, false},
+		{"its kills are lost on the way and never answered", faultconn.Steps{DropFrom: 2, FailReadsFrom: 2}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := &connFence{}
@@ -56,7 +58,7 @@ func TestAFenceKeepsWhatItDidNotClose(t *testing.T) {
 				if err != nil {
 					return nil, err
 				}
-				return &faultyConn{Conn: nc, faults: tc.fault}, nil
+				return faultconn.WithSteps(nc, tc.fault), nil
 			})
 			nc, err := faulty(t.Context(), addr, &net.Dialer{}, nil)
 			switch {
@@ -122,35 +124,95 @@ func clientIDs(t *testing.T, s *redlocktest.Server) map[int64]bool {
 	return ids
 }
 
-// faults are those of a faultyConn: its Writes fail from the failWrite-th
-// on (0: never), are dropped while pretending success from the dropFrom-th
-// on (0: never), and its Reads fail once failReadsFrom Writes were made
-// (0: never).
-type faults struct{ failWrite, dropFrom, failReadsFrom int32 }
+// TestOverlappingSetUpsKeepWhatTheOtherDidNotClose: two connections set
+// up through one fence while a connection is listed (the node's
+// connection and a release subscription's, redialled after the same
+// fault) both send its kill ahead; a connection given up between the
+// reads of their kills' replies stays listed, and the next connection
+// closes it. Failed before (the list dropped its first entries by count):
+// "connection A (id 7), given up before the next connection, is still
+// open on the node after its handshake".
+func TestOverlappingSetUpsKeepWhatTheOtherDidNotClose(t *testing.T) {
+	t.Parallel()
+	s := redlocktest.StartServer(t)
+	addr := s.Addr()
+	f := &connFence{}
+	dial := f.wrap(nil)
+	old := pinged(t, dial, addr)
+	defer old.Close()
+	old.giveUp()
 
-// faultyConn is a connection with faults.
-type faultyConn struct {
-	net.Conn
-	faults
-	writes atomic.Int32
-}
-
-func (c *faultyConn) Write(b []byte) (int, error) {
-	n := c.writes.Add(1)
-	switch {
-	case c.failWrite > 0 && n >= c.failWrite:
-		return 0, errInjected
-	case c.dropFrom > 0 && n >= c.dropFrom:
-		return len(b), nil
+	// A and B dialled before either read its kills' replies.
+	ncA, err := dial(t.Context(), addr, &net.Dialer{}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c.Conn.Write(b)
-}
-
-func (c *faultyConn) Read(b []byte) (int, error) {
-	if c.failReadsFrom > 0 && c.writes.Load() >= c.failReadsFrom {
-		return 0, errInjected
+	ncB, err := dial(t.Context(), addr, &net.Dialer{}, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c.Conn.Read(b)
+	a, b := ncA.(*fencedConn), ncB.(*fencedConn)
+	defer a.Close()
+	defer b.Close()
+	ping := func(c *fencedConn) error {
+		if _, err := c.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+			return err
+		}
+		line, err := bufio.NewReader(c).ReadString('\n')
+		if err == nil && line != "+PONG\r\n" {
+			err = fmt.Errorf("PING answered %q", line)
+		}
+		return err
+	}
+	if err := ping(a); err != nil { // A's kills answered
+		t.Fatal(err)
+	}
+	aID := a.who.Load().ID
+	a.giveUp() // A fails; its socket (and a request held back on it) stays
+	// B's kills answered: they did not close A, so B fails before its
+	// first request (TestAConnectionGivenUpDuringASetUpFailsIt).
+	if err := ping(b); !errors.Is(err, errGivenUpMeanwhile) {
+		t.Errorf("the first read of a connection whose kills did not close one given up meanwhile: %v, want errGivenUpMeanwhile", err)
+	}
+
+	next := pinged(t, dial, addr)
+	defer next.Close()
+	if open := clientIDs(t, s); open[aID] {
+		t.Errorf("connection A (id %d), given up before the next connection, is still open on the node after its handshake", aID)
+	}
 }
 
-var errInjected = errors.New("injected fault")
+// TestAConnectionGivenUpDuringASetUpFailsIt: a connection whose handshake
+// read the fence's list before another connection of the node was given
+// up (rueidis may see a failure of its own, a ping's timeout, and dial
+// again before the failed connection is closed and listed) closes nothing
+// of it; it fails at its first read, before rueidis sends any request on
+// it, and the next connection closes both.
+func TestAConnectionGivenUpDuringASetUpFailsIt(t *testing.T) {
+	t.Parallel()
+	s := redlocktest.StartServer(t)
+	addr := s.Addr()
+	f := &connFence{}
+	dial := f.wrap(nil)
+	old := pinged(t, dial, addr)
+	defer old.Close()
+	oldID := old.who.Load().ID
+
+	nc, err := dial(t.Context(), addr, &net.Dialer{}, nil) // the list is empty
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	old.giveUp() // listed only now
+	// Without the check the read waits for data that never comes: the
+	// deadline only ends the failing case.
+	_ = nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Read(make([]byte, 1)); !errors.Is(err, errGivenUpMeanwhile) {
+		t.Fatalf("the first read of a connection set up while another was given up: %v, want errGivenUpMeanwhile", err)
+	}
+	next := pinged(t, dial, addr)
+	defer next.Close()
+	if open := clientIDs(t, s); open[oldID] {
+		t.Errorf("the given-up connection (id %d) is still open on the node after the next connection's handshake", oldID)
+	}
+}

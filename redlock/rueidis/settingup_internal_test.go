@@ -2,11 +2,15 @@ package rueidis
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"dlm/redlock/redlocktest"
+
+	"github.com/redis/rueidis"
 )
 
 // TestSettingUpOnlyWhileConnecting: a node's requests run on goroutines of
@@ -130,4 +134,65 @@ func setUpConn(n *Node, not net.Conn) net.Conn {
 		}
 	}
 	return nil
+}
+
+// TestARequestOutlivesADialItJoined: as TestARequestOutlivesTheSetUpItJoined,
+// for a set-up cut in its dial: the net package fails a dial whose
+// context ended with "i/o timeout", not with the context's error, and the
+// requests that had joined that set-up failed with it (8 of 8 in
+// TestARequestOutlivesTheSetUpItJoined, in a fresh-clone run beside two
+// busy loops: "dial tcp 127.0.0.1:10303: i/o timeout", 0.34 s after the
+// start, before the server was even thawed). The first dial here waits
+// for the end of the short request that made it, then dials as the net
+// package does then.
+func TestARequestOutlivesADialItJoined(t *testing.T) {
+	const long = 4
+	s := redlocktest.StartServer(t)
+	var dials atomic.Int32
+	dialling := make(chan struct{})
+	n, err := DialNode(s.URL(), func(o *rueidis.ClientOption) {
+		o.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			if dials.Add(1) == 1 {
+				close(dialling)
+				<-ctx.Done()
+			}
+			return d.DialContext(ctx, "tcp", addr)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	short, cancel := context.WithCancel(t.Context())
+	shortDone := make(chan error, 1)
+	go func() {
+		c := n.conn(short)
+		shortDone <- c.Do(short, c.B().Ping().Build()).Error()
+	}()
+	<-dialling
+	got := make(chan error, long)
+	for range long {
+		go func() {
+			c := n.conn(t.Context())
+			got <- c.Do(t.Context(), c.B().Ping().Build()).Error()
+		}()
+	}
+	// The long requests wait for the dial under way (nothing else could
+	// answer them), then the short request ends.
+	redlocktest.Eventually(t, 10*time.Second, func() bool { return n.setups.making.Load() == 1 && len(got) == 0 },
+		"the dial under way is not counted")
+	cancel()
+	if err := <-shortDone; err == nil {
+		t.Fatal("the short request was answered")
+	}
+	for range long {
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Errorf("a request without a deadline, which waited for another request's dial: %v; want it answered", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("a request without a deadline was not answered 20 s after the other's dial ended")
+		}
+	}
 }

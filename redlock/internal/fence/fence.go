@@ -16,6 +16,7 @@
 package fence
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -82,31 +83,63 @@ func (l *List) Empty() bool {
 	return len(l.conns) == 0
 }
 
+// Holds reports whether a connection of run of the node is listed: one
+// that a handshake which read the list before it was given up does not
+// close.
+func (l *List) Holds(run string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.conns {
+		if c.Run == run {
+			return true
+		}
+	}
+	return false
+}
+
 // Kills returns the commands that close the listed connections, for the
-// handshake of the connection own, and how many listed connections they
-// stand for (for Done). Only the connections of own's run of the node are
-// closed: the others went with a restart, and their ids may now name
-// other clients' connections. With own unknown none is closed.
-func (l *List) Kills(own Conn) (cmds [][]string, taken int) {
+// handshake of the connection own, and the listed connections they stand
+// for (for Done, once the node answered them). Every listed connection of
+// own's run of the node is closed, whatever its id (a connection made
+// after own and given up meanwhile too); the others went with a restart,
+// and their ids may now name other clients' connections: they are taken
+// without a kill. With own unknown nothing is taken: the run of the node
+// is not known, and a later connection that knows it closes them.
+func (l *List) Kills(own Conn) (cmds [][]string, taken []Conn) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if own.ID == 0 || own.Run == "" {
-		return nil, len(l.conns)
+		return nil, nil
 	}
 	for _, c := range l.conns {
-		if c.Run == own.Run && c.ID < own.ID {
+		if c.Run == own.Run && c.ID != own.ID {
 			cmds = append(cmds, []string{"CLIENT", "KILL", "ID", strconv.FormatInt(c.ID, 10)})
 		}
 	}
-	return cmds, len(l.conns)
+	return cmds, append([]Conn(nil), l.conns...)
 }
 
-// Done drops the first taken connections, which a handshake closed
-// (Kills).
-func (l *List) Done(taken int) {
+// Done drops the connections taken by a handshake whose kills the node
+// answered (Kills), and only those: another handshake's kills, taken from
+// the same list, or connections given up since, stay until a handshake
+// closes them.
+func (l *List) Done(taken []Conn) {
+	if len(taken) == 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.conns = l.conns[min(taken, len(l.conns)):]
+	rest := slices.Clone(taken) // each taken connection drops one entry
+	kept := l.conns[:0]
+	for _, c := range l.conns {
+		if i := slices.Index(rest, c); i >= 0 {
+			rest = slices.Delete(rest, i, i+1)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	clear(l.conns[len(kept):])
+	l.conns = kept
 }
 
 // AppendCommand appends args as one RESP2 command.
