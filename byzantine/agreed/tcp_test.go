@@ -6,9 +6,6 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
-	mrand "math/rand/v2"
-	"net"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +13,7 @@ import (
 	"dlm/byzantine"
 	"dlm/byzantine/agreed"
 	"dlm/byzantine/tcp"
+	"dlm/internal/ports"
 )
 
 // tcpTraitor is what one traitor does in one epoch over TCP.
@@ -37,26 +35,21 @@ type tcpPlan struct {
 
 var errDown = errors.New("down (the test crashed this general)")
 
-// freeAddrs returns n loopback addresses that were free a moment ago, on
-// ports below Linux's ephemeral range (32768-60999): a general listens on
-// its address afresh every epoch, and a port of that range, free between
-// two epochs, can be taken meanwhile by any outgoing connection.
+// freeAddrs returns n loopback addresses, free now and reserved until t
+// ends (dlm/internal/ports): a general listens on its address afresh
+// every epoch, and a port only found free could be taken meanwhile by
+// another test's server, or by an outgoing connection in the ephemeral
+// range.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	var addrs []string
-	for tries := 0; len(addrs) < n; tries++ {
-		if tries == 1000 {
-			t.Fatal("no free port below the ephemeral range")
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", 20000+mrand.IntN(12000))
-		ln, err := net.Listen("tcp", addr)
+	for range n {
+		p, err := ports.Reserve()
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		ln.Close()
-		if !slices.Contains(addrs, addr) {
-			addrs = append(addrs, addr)
-		}
+		t.Cleanup(p.Release)
+		addrs = append(addrs, p.Addr())
 	}
 	return addrs
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/rs/zerolog"
 
+	"dlm/internal/ports"
 	"dlm/redlock/redisproc"
 )
 
@@ -50,6 +50,7 @@ type cluster struct {
 	clocks  []string             // faketime timestamp files, "" for a node on real time
 	offsets []int64              // current clock offset of each node, seconds
 	proxies [][]*toxiproxy.Proxy // [group][node]
+	ports   []*ports.Port        // the proxies' ports, reserved until close
 	server  *toxiproxy.ApiServer
 	liar    *redisproc.Liar // in front of node liarAt, nil when every node is honest
 	liarAt  int
@@ -141,32 +142,19 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 			if c.liar != nil && i == s.liar {
 				upstream = c.liar.Addr()
 			}
-			px, err := startProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), upstream)
+			port, err := ports.Reserve()
 			if err != nil {
+				return nil, fmt.Errorf("torture: proxy for node%d: %w", i, err)
+			}
+			c.ports = append(c.ports, port)
+			px := toxiproxy.NewProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), port.Addr(), upstream)
+			if err := px.Start(); err != nil {
 				return nil, fmt.Errorf("torture: proxy for node%d: %w", i, err)
 			}
 			c.proxies[g][i] = px
 		}
 	}
 	return c, nil
-}
-
-// startProxy starts a proxy to upstream on a loopback port below Linux's
-// ephemeral range (32768-60999): healDropping stops the proxy and listens
-// on its port again, and a port of that range, free in between, can be
-// taken by any outgoing connection of the machine (it was: "restarting the
-// proxy for node2 (group 0): listen tcp 127.0.0.1:41055: bind: address
-// already in use"). The port is drawn at random, not from the run's seed:
-// it changes nothing the run does.
-func startProxy(server *toxiproxy.ApiServer, name, upstream string) (*toxiproxy.Proxy, error) {
-	var err error
-	for range 100 {
-		px := toxiproxy.NewProxy(server, name, fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000)), upstream)
-		if err = px.Start(); err == nil {
-			return px, nil
-		}
-	}
-	return nil, err
 }
 
 // nodeName names node i in histories and reports.
@@ -295,6 +283,9 @@ func (c *cluster) close() {
 				px.Stop()
 			}
 		}
+	}
+	for _, p := range c.ports {
+		p.Release()
 	}
 	if c.liar != nil {
 		c.liar.Close()

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"dlm/byzantine"
+	"dlm/internal/ports"
 )
 
 // TestGeneralsEpochCommands runs "dlm generals leader|failures|clock" for
@@ -321,50 +320,19 @@ func TestGeneralsLeaderProcesses(t *testing.T) {
 	}
 }
 
-// lowFreeAddr returns a loopback address free a moment ago, on a port
-// below Linux's ephemeral range (32768-60999): a general listens on it
-// afresh every epoch, and a port of that range, free between two epochs,
-// can be taken meanwhile by any outgoing connection (it was: "bind:
-// address already in use" for a port picked with 127.0.0.1:0).
+// lowFreeAddr returns a loopback address free now and reserved until t
+// ends (dlm/internal/ports): a general listens on it afresh every epoch,
+// and a port only found free could be taken meanwhile by another test's
+// server, or by an outgoing connection in the ephemeral range (it was:
+// "bind: address already in use" for a port picked with 127.0.0.1:0).
 func lowFreeAddr(t *testing.T) string {
 	t.Helper()
-	for range 1000 {
-		port := 20000 + rand.IntN(12000)
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if ln, err := net.Listen("tcp", addr); err == nil {
-			ln.Close()
-			if claimPorts(port) {
-				return addr
-			}
-		}
+	p, err := ports.Reserve()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free port below the ephemeral range")
-	return ""
-}
-
-// claimedPorts holds every port that lowFreeAddr and freeRun handed out in
-// this test process: their owners listen on them afresh (every epoch, after
-// a delayed restart), so a test running in parallel must never be handed
-// one of them while it is free in between.
-var claimedPorts = struct {
-	sync.Mutex
-	m map[int]bool
-}{m: map[int]bool{}}
-
-// claimPorts claims all of ports for the caller, or none if any was
-// handed out before.
-func claimPorts(ports ...int) bool {
-	claimedPorts.Lock()
-	defer claimedPorts.Unlock()
-	for _, p := range ports {
-		if claimedPorts.m[p] {
-			return false
-		}
-	}
-	for _, p := range ports {
-		claimedPorts.m[p] = true
-	}
-	return true
+	t.Cleanup(p.Release)
+	return p.Addr()
 }
 
 // TestGeneralsEpochPastStartJoins: a general started with its team's

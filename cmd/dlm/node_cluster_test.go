@@ -1,7 +1,6 @@
 package main
 
 import (
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -14,46 +13,31 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"dlm/internal/ports"
 	"dlm/redlock/redlocktest"
 )
 
-// freeRun returns the first of n consecutive free loopback ports whose
-// cluster bus ports (each + 10000) are free too.
+// freeRun returns the first of n consecutive loopback ports, free now
+// and reserved with their cluster bus ports (each + 10000) until t ends
+// (dlm/internal/ports), below Linux's ephemeral range (32768-60999): a
+// port of that range, free when picked, can be taken by any outgoing
+// connection before the master binds it. It was, in a make test: a bus
+// port picked with 127.0.0.1:0 (46588) was in use when its master started
+// ("Failed listening on port 46588 (cluster), aborting"), and dlm node
+// exited 1.
 func freeRun(t *testing.T, n int) int {
 	t.Helper()
-	// The masters and their bus ports (port + 10000) lie below Linux's
-	// ephemeral range (32768-60999): a port of that range, free when
-	// picked, can be taken by any outgoing connection before the master
-	// binds it. It was, in a make test: a bus port picked with
-	// 127.0.0.1:0 (46588) was in use when its master started ("Failed
-	// listening on port 46588 (cluster), aborting"), and dlm node exited 1.
-	for try := 0; try < 200; try++ {
-		base := 10000 + rand.IntN(32768-clusterBusOffset-10000-n)
-		var ls []net.Listener
-		var ports []int
-		ok := true
-		for i := 0; ok && i < 2*n; i++ {
-			p := base + i
-			if i >= n {
-				p = base + i - n + clusterBusOffset
-			}
-			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-			if err != nil {
-				ok = false
-				break
-			}
-			ls = append(ls, l)
-			ports = append(ports, p)
-		}
-		for _, l := range ls {
-			l.Close()
-		}
-		if ok && claimPorts(ports...) {
-			return base
-		}
+	run, err := ports.ReserveRun(n)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no %d consecutive free ports", n)
-	return 0
+	for _, p := range run {
+		t.Cleanup(p.Release)
+	}
+	if ports.BusOffset != clusterBusOffset {
+		t.Fatalf("ports reserves bus ports at +%d, dlm node uses +%d", ports.BusOffset, clusterBusOffset)
+	}
+	return run[0].Number()
 }
 
 // startClusterNode starts dlm node --cluster 3 on a free run of ports and

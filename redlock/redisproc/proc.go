@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"dlm/internal/ports"
 )
 
 // Binary is the name of the redis-server executable looked up on PATH.
@@ -65,7 +67,7 @@ type Config struct {
 type Process struct {
 	cfg     Config
 	ownsDir bool
-	port    *reservation // the port drawn by Start (Port 0), held until Close
+	port    *ports.Port // the port drawn by Start (Port 0), held until Close
 	client  *redis.Client
 
 	mu      sync.Mutex
@@ -99,10 +101,10 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	var err error
 	for try := 0; try < 5; try++ {
 		if cfg.Port == 0 {
-			if p.port, err = reserve(randomPort); err != nil {
+			if p.port, err = ports.Reserve(); err != nil {
 				continue
 			}
-			p.cfg.Port = p.port.port
+			p.cfg.Port = p.port.Number()
 		}
 		if err = p.start(ctx); err == nil {
 			return p, nil
@@ -110,10 +112,24 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 		if cfg.Port != 0 || ctx.Err() != nil {
 			break
 		}
-		p.port.release() // taken by a process that ignores reservations
+		p.port.Release() // taken by a process that ignores reservations
 	}
 	p.Close()
 	return nil, err
+}
+
+// FreePort returns a loopback port that is free now and reserved for the
+// rest of the calling process's life (dlm/internal/ports): no server of
+// dlm's, in any process of the machine, is given it or its cluster bus
+// port (the port plus 10000) meanwhile, so that the caller can start a
+// server there, and start it again after a kill. It is drawn from
+// 10000-19999, below Linux's ephemeral range.
+func FreePort() (int, error) {
+	p, err := ports.Reserve()
+	if err != nil {
+		return 0, err
+	}
+	return p.Number(), nil // never released: held until the process ends
 }
 
 // Addr returns 127.0.0.1:port.
@@ -404,7 +420,7 @@ func (p *Process) Close() {
 	if p.ownsDir {
 		_ = os.RemoveAll(p.cfg.Dir)
 	}
-	p.port.release()
+	p.port.Release()
 }
 
 // syncBuffer is a bytes.Buffer safe for the process's writes and our reads.

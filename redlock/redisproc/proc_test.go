@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"dlm/internal/ports"
 	"dlm/redlock/redisproc"
 )
 
@@ -96,4 +99,47 @@ func TestFreePortBelowEphemeralRange(t *testing.T) {
 			t.Fatalf("FreePort = %d (bus port %d), want both below the ephemeral range from %d", port, port+10000, low)
 		}
 	}
+}
+
+// A server's port stays reserved (dlm/internal/ports) while it is killed,
+// until its Close, so that its restart finds it free: checked free by a
+// bind alone, a killed server's port was drawn by another package's test,
+// whose redis-server took it before the restart (checker/torture's
+// rolling restart, in a fresh-clone run: "redisproc: the port is served by
+// another process: port 14106 answers as redis-server pid 19370, not the
+// one started").
+func TestAKilledServersPortStaysReserved(t *testing.T) {
+	requireRedis(t)
+	p, err := redisproc.Start(t.Context(), redisproc.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	port := p.Port()
+	p.Kill()
+	if !locked(t, port) {
+		t.Errorf("the port %d of a killed server, to be restarted, is not reserved", port)
+	}
+	if err := p.Restart(t.Context(), 0); err != nil {
+		t.Fatalf("restart on the port kept: %v", err)
+	}
+	p.Close()
+	if locked(t, port) {
+		t.Errorf("the port %d of a closed server is still reserved", port)
+	}
+}
+
+// locked reports whether port's reservation is held (dlm/internal/ports).
+func locked(t *testing.T, port int) bool {
+	t.Helper()
+	fd, err := syscall.Open(filepath.Join(ports.Dir(), strconv.Itoa(port)), syscall.O_RDONLY|syscall.O_CREAT|syscall.O_CLOEXEC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(fd, syscall.LOCK_UN)
+	return false
 }
