@@ -35,12 +35,10 @@ import (
 // gave up before it (CLIENT KILL ID), before rueidis's own handshake and
 // so before any request. A connection counts as given up once a read or a
 // write on it failed or it was closed: rueidis mostly learns of a failure
-// through them, so the id is on the list before rueidis dials again. A
-// failure rueidis sees first (a ping's timeout) lists it only when it
-// closes the connection, maybe after the next one looked at the list: a
-// new connection therefore fails at its first read, before any request,
-// when a connection of its node was listed since (fencedConn.Read), and
-// the next one closes both. The list keeps a connection until a handshake's
+// through them, so the id is on the list before rueidis dials again (a
+// failure rueidis sees first, a ping's timeout, lists it only when rueidis
+// closes the connection, a moment after it may have dialled the next one:
+// that window is open). The list keeps a connection until a handshake's
 // kills of it were answered (redlock/internal/fence).
 // With none on the list, there is nothing to close: the handshake's
 // commands are sent ahead of rueidis' own, without waiting for their
@@ -482,16 +480,7 @@ type fencedConn struct {
 	// Close, whichever comes first.
 	stop      func() bool
 	unwatched sync.Once
-	// checked: the first read looked for connections given up since the
-	// handshake (Read); only the reader touches it.
-	checked bool
 }
-
-// errGivenUpMeanwhile fails a new connection before its first request
-// when a connection of the same node was given up while it was being
-// made: its handshake closed nothing of it, and the next connection's
-// will.
-var errGivenUpMeanwhile = errors.New("rueidis: a connection was given up while this one was set up: set up again")
 
 // watch keeps stop, the end of the watch of the dial's context over the
 // handshake sent ahead (unwatch).
@@ -548,20 +537,6 @@ func (c *fencedConn) Read(b []byte) (int, error) {
 		if err := c.readAhead(a); err != nil {
 			c.giveUp()
 			return 0, err
-		}
-	}
-	if !c.checked {
-		// The first read comes before rueidis sends any request (it
-		// waits for its handshake's answer). A connection of the same
-		// run of the node listed since the handshake looked (given up
-		// while this one was being made: rueidis may see a failure of
-		// its own, a ping's timeout, before the connection is closed)
-		// would not be closed by it: this one fails instead, and the
-		// next one closes both.
-		c.checked = true
-		if who := c.who.Load(); who != nil && c.f.given.Holds(who.Run) {
-			c.giveUp()
-			return 0, errGivenUpMeanwhile
 		}
 	}
 	n, err := c.Conn.Read(b)

@@ -83,20 +83,6 @@ func (l *List) Empty() bool {
 	return len(l.conns) == 0
 }
 
-// Holds reports whether a connection of run of the node is listed: one
-// that a handshake which read the list before it was given up does not
-// close.
-func (l *List) Holds(run string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, c := range l.conns {
-		if c.Run == run {
-			return true
-		}
-	}
-	return false
-}
-
 // Kills returns the commands that close the listed connections, for the
 // handshake of the connection own, and the listed connections they stand
 // for (for Done, once the node answered them). Every listed connection of
