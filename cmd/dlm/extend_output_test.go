@@ -52,14 +52,24 @@ func TestExtendHandleUndeliverable(t *testing.T) {
 	if strings.Contains(stderr.String(), h.Value) || strings.Contains(stderr.String(), handle) {
 		t.Errorf("stderr %q shows the lock's value", stderr.String())
 	}
+	// The extension holds on a quorum of the nodes, as every extension
+	// does: dlm extend answers once a quorum extended, and the third node's
+	// extension may not have landed when it exits (a quiet fresh-clone run:
+	// "127.0.0.1:14364: the key lives 18.829s more, want the extension to
+	// 10m to stay", the other two extended).
+	extended, ttls := 0, []string{}
 	for _, s := range c.Servers {
 		ttl, _, err := s.Inspector().TTL(t.Context(), redlock.DefaultKeyPrefix+"job")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ttl < time.Minute {
-			t.Errorf("%s: the key lives %v more, want the extension to 10m to stay", s.Addr(), ttl)
+		if ttl >= time.Minute {
+			extended++
 		}
+		ttls = append(ttls, s.Addr()+": "+ttl.String())
+	}
+	if extended < len(c.Servers)/2+1 {
+		t.Errorf("the extension to 10m stays on %d of %d nodes, want a quorum (%s)", extended, len(c.Servers), strings.Join(ttls, ", "))
 	}
 	if rel := runDLM(t, 30*time.Second, nil, "release", "--nodes", nodes, handle); rel.code != 0 {
 		t.Errorf("dlm release with the old handle: exit %d; stderr %s", rel.code, rel.stderr)
