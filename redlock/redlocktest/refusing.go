@@ -2,19 +2,18 @@ package redlocktest
 
 import (
 	"errors"
-	"net"
 	"strconv"
 	"syscall"
 	"testing"
 
-	"dlm/redlock/redisproc"
+	"dlm/internal/ports"
 )
 
 // RefusingAddr returns a loopback address where nothing listens and
 // nothing can start listening until t ends: every connection to it is
-// refused. The port is drawn as redisproc.FreePort draws one (below the
+// refused. The port is reserved for t (dlm/internal/ports: below the
 // ephemeral range, so that no outgoing connection takes it as its source
-// port) and held by a socket bound to it that never listens. That socket
+// port, and given to no other server of dlm's) and held by a socket bound to it that never listens. That socket
 // is bound without SO_REUSEADDR, so the kernel refuses the port to every
 // other bind, a redis-server's or a Go listener's included; a port only
 // checked free and closed again could be handed to another test's server
@@ -23,16 +22,17 @@ func RefusingAddr(t testing.TB) string {
 	t.Helper()
 	var err error
 	for range 100 {
-		var port int
-		if port, err = redisproc.FreePort(); err != nil {
+		var p *ports.Port
+		if p, err = ports.Reserve(); err != nil {
 			continue
 		}
 		var fd int
-		if fd, err = holdPort(port); err != nil {
-			continue // taken since FreePort looked: draw again
+		if fd, err = holdPort(p.Number()); err != nil {
+			p.Release()
+			continue // taken by a process that does not reserve: draw again
 		}
-		t.Cleanup(func() { _ = syscall.Close(fd) })
-		return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		t.Cleanup(func() { _ = syscall.Close(fd); p.Release() })
+		return p.Addr()
 	}
 	t.Fatalf("redlocktest: no port below the ephemeral range could be held: %v", err)
 	return ""
