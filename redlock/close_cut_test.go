@@ -200,6 +200,9 @@ type closeCutCase struct {
 	// "dlm:lock:r", "a", "b" is gone); marked: m3 keeps a release marker.
 	held   []string
 	marked bool
+	// lives: m3's key of r must live longer than this after Close (an
+	// extension reached it).
+	lives time.Duration
 }
 
 func closeCutCases() []closeCutCase {
@@ -260,6 +263,11 @@ func closeCutCases() []closeCutCase {
 			_, err := c.Resume(ctx, h)
 			return err
 		}, held: []string{"dlm:lock:r"}},
+		// dlm extend: a resumed lock extended to a longer ttl, left held.
+		{name: "an extension by handle", setup: holderLock, call: func(ctx context.Context, c *redlock.Client, h redlock.Handle) error {
+			_, err := c.Resume(ctx, h, redlock.WithTTL(10*time.Minute))
+			return err
+		}, held: []string{"dlm:lock:r"}, lives: time.Minute},
 	}
 }
 
@@ -313,6 +321,11 @@ func TestEveryRequestOfANewClientWithinItsBoundOutlivesClose(t *testing.T) {
 					_, held, _ := mems[2].Value(context.Background(), key)
 					if want := slices.Contains(tc.held, key); held != want {
 						t.Errorf("%s by a new client, then Close, m3 reached 200 ms late (within its bound): m3 holds %s: %v, want %v", tc.name, key, held, want)
+					}
+				}
+				if tc.lives > 0 {
+					if ttl, _, _ := mems[2].TTL(context.Background(), "dlm:lock:r"); ttl <= tc.lives {
+						t.Errorf("%s by a new client, then Close, m3 reached 200 ms late (within its bound): m3's key lives %v more, want the extension (over %v)", tc.name, ttl, tc.lives)
 					}
 				}
 				if tc.marked {
