@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
@@ -148,7 +150,7 @@ func startCluster(ctx context.Context, s clusterSpec) (_ *cluster, err error) {
 			}
 			c.ports = append(c.ports, port)
 			px := toxiproxy.NewProxy(c.server, fmt.Sprintf("g%d-node%d", g, i), port.Addr(), upstream)
-			if err := px.Start(); err != nil {
+			if err := startProxy(px, proxyPortWait); err != nil {
 				return nil, fmt.Errorf("torture: proxy for node%d: %w", i, err)
 			}
 			c.proxies[g][i] = px
@@ -229,10 +231,43 @@ func (c *cluster) healDropping(ctx context.Context, g, i int) error {
 	px := c.proxies[g][i]
 	px.Stop()
 	c.heal(ctx, g, i)
-	if err := px.Start(); err != nil {
+	if err := startProxy(px, proxyPortWait); err != nil {
 		return fmt.Errorf("torture: restarting the proxy for node%d (group %d): %w", i, g, err)
 	}
 	return nil
+}
+
+// proxyPortWait is how long a proxy waits for its port, reserved but held
+// by another socket (startProxy).
+const proxyPortWait = 10 * time.Second
+
+// startProxy starts px listening on its port, which is reserved for it
+// (dlm/internal/ports) but may be held a moment by a socket of a process
+// that ignores reservations: while the bind is refused as "address
+// already in use", it tries again every 20ms, up to wait; then it fails
+// naming the processes that hold the port. A proxy restarted by
+// healDropping once found its port taken in a fresh-clone run beside two
+// busy loops ("listen tcp 127.0.0.1:15116: bind: address already in
+// use"), by a socket no reservation showed.
+func startProxy(px *toxiproxy.Proxy, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		err := px.Start()
+		if err == nil || !errors.Is(err, syscall.EADDRINUSE) {
+			return err
+		}
+		if time.Now().After(deadline) {
+			if _, p, perr := net.SplitHostPort(px.Listen); perr == nil {
+				if port, perr := strconv.Atoi(p); perr == nil {
+					if hs := ports.Holders(port); len(hs) > 0 {
+						err = fmt.Errorf("%w; the port is held by %s", err, strings.Join(hs, "; "))
+					}
+				}
+			}
+			return fmt.Errorf("%w (tried for %v)", err, wait)
+		}
+		time.Sleep(20 * time.Millisecond) // polling the port, bounded by wait
+	}
 }
 
 // slow adds latency to node i's replies, for every group.

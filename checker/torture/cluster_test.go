@@ -1,11 +1,19 @@
 package torture
 
 import (
+	"errors"
 	"net"
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/rs/zerolog"
+
+	"dlm/internal/ports"
 )
 
 // The proxies listen below the ephemeral range, so that healDropping,
@@ -42,5 +50,56 @@ func TestProxyPortsBelowEphemeralRange(t *testing.T) {
 				t.Errorf("proxy of node%d (group %d) listens on %s after healDropping, want %s", i, g, px.Listen, before)
 			}
 		}
+	}
+}
+
+// A proxy whose reserved port another socket holds for a moment starts
+// once the port is free, and one whose port stays held fails naming the
+// process that holds it. Before startProxy, the proxy's Start failed at
+// once ("bind: address already in use"), and a restart by healDropping
+// failed its scenario so in a fresh-clone run.
+func TestAProxyWaitsForItsPortHeldAMoment(t *testing.T) {
+	p, err := ports.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Release()
+	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+	hold := func() net.Listener {
+		l, err := net.Listen("tcp", p.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+
+	held := hold()
+	px := toxiproxy.NewProxy(server, "held-a-moment", p.Addr(), "127.0.0.1:1")
+	freed := make(chan struct{})
+	go func() {
+		defer close(freed)
+		time.Sleep(200 * time.Millisecond) // the holder's moment, not a wait for an event
+		_ = held.Close()
+	}()
+	if err := startProxy(px, time.Minute); err != nil {
+		t.Fatalf("a proxy whose port was held for 200ms: %v, want it started once the port was free", err)
+	}
+	<-freed
+	if c, err := net.Dial("tcp", p.Addr()); err != nil {
+		t.Errorf("the proxy does not accept on %s: %v", p.Addr(), err)
+	} else {
+		_ = c.Close()
+	}
+	px.Stop()
+
+	held = hold()
+	defer held.Close()
+	px = toxiproxy.NewProxy(server, "held-for-good", p.Addr(), "127.0.0.1:1")
+	err = startProxy(px, 100*time.Millisecond)
+	if !errors.Is(err, syscall.EADDRINUSE) {
+		t.Fatalf("a proxy whose port stays held: %v, want address already in use", err)
+	}
+	if _, serr := os.Stat("/proc/net/tcp"); serr == nil && !strings.Contains(err.Error(), "pid "+strconv.Itoa(os.Getpid())+" (") {
+		t.Errorf("a proxy whose port stays held: %v, want the holder (this process, pid %d) named", err, os.Getpid())
 	}
 }
