@@ -117,7 +117,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 				// another request's deadline.
 				return nil, cerr
 			}
-			return nil, err
+			return nil, endedAt(ctx, err)
 		}
 		// The handshake is bounded by the request that dials (its
 		// deadline, or its end), not by a second of its own: a node that
@@ -141,10 +141,11 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 		fail := func(err error) (net.Conn, error) {
 			f.setups.done(nc)
 			_ = nc.Close()
-			return nil, err
+			return nil, endedAt(ctx, err)
 		}
 		c.setting.Store(true)
 		cause := func() error { return context.Cause(ctx) }
+		ended := func(err error) error { return endedAt(ctx, err) }
 		if f.given.Empty() {
 			// Nothing to close on the node (a new client's connection,
 			// or one after a handshake closed the given-up ones): the
@@ -158,7 +159,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 				stop()
 				return fail(err)
 			}
-			c.ahead = &ahead{replies: len(cmds), learn: true, auth: auth, addr: addr, cause: cause}
+			c.ahead = &ahead{replies: len(cmds), learn: true, auth: auth, addr: addr, cause: cause, ended: ended}
 			c.watch(stop)
 			if !f.setups.opened(c) {
 				c.unwatch()
@@ -178,7 +179,7 @@ func (f *connFence) wrap(inner dialFn) dialFn {
 			if len(kills) == 0 {
 				f.given.Done(taken)
 			} else if err = writeCommands(nc, kills); err == nil {
-				c.ahead = &ahead{replies: len(kills), taken: taken, cause: cause}
+				c.ahead = &ahead{replies: len(kills), taken: taken, cause: cause, ended: ended}
 				c.watch(stop)
 				if !f.setups.opened(c) {
 					c.unwatch()
@@ -213,6 +214,32 @@ type ahead struct {
 	// cause is the dial's context's cause, once it ended (the watch of
 	// it ended the handshake: fencedConn.watch).
 	cause func() error
+	// ended is endedAt for the dial's context: a read that timed out at
+	// its deadline fails as that context's end.
+	ended func(err error) error
+}
+
+// endedAt returns context.DeadlineExceeded for err, a dial's or a
+// handshake's "i/o timeout", when ctx's deadline has passed: the net
+// package times a dial and the handshake's reads and writes out at that
+// deadline itself, and on a busy machine ctx's own timer may not have run
+// yet, so that ctx.Err() is still nil. The requests that waited for this
+// set-up then make one of their own (settingup.go), as for ctx's end,
+// instead of failing with another request's deadline (a fresh-clone run
+// beside two busy loops: "dial tcp 127.0.0.1:12515: i/o timeout" failed
+// every request that had joined the dial). Any other err, or one before
+// the deadline, is returned as it is.
+func endedAt(ctx context.Context, err error) error {
+	// A dial's timeout is context.DeadlineExceeded by errors.Is, a read's
+	// or a write's os.ErrDeadlineExceeded.
+	timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded)
+	if cerr := ctx.Err(); cerr != nil && timedOut {
+		return cerr // the watch of ctx's end set a past deadline
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) && timedOut {
+		return context.DeadlineExceeded
+	}
+	return err
 }
 
 // tlsTimeout bounds a TLS dial (the TCP connection and the TLS handshake).
@@ -561,7 +588,7 @@ func (c *fencedConn) readAhead(a *ahead) error {
 		err = a.cause() // ended: the deadline may be past
 	}
 	if err != nil {
-		return err
+		return a.ended(err)
 	}
 	if !a.learn {
 		c.f.given.Done(a.taken)

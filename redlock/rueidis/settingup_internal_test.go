@@ -196,3 +196,74 @@ func TestARequestOutlivesADialItJoined(t *testing.T) {
 		}
 	}
 }
+
+// lateTimer is a context whose deadline has passed and whose timer has not
+// run yet (Err is still nil): what a request's context is, on a busy
+// machine, at the moment the net package times its dial out.
+type lateTimer struct{ context.Context }
+
+func (lateTimer) Deadline() (time.Time, bool) { return time.Now().Add(-time.Millisecond), true }
+
+// A dial, or a handshake, that times out at the dialing request's deadline
+// fails with context.DeadlineExceeded, the error of that request's end,
+// even before its context's timer ran: the requests that waited for that
+// set-up then make one of their own. Failed before the fix with the net
+// package's error, "dial tcp 127.0.0.1:12515: i/o timeout" (every request
+// of TestARequestOutlivesTheSetUpItJoined failed so in a fresh-clone run
+// beside two busy loops), and "i/o timeout" from the handshake's write.
+func TestASetUpTimedOutAtItsDeadlineEndsAsItsContext(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	ctx := lateTimer{context.Background()}
+	for _, tc := range []struct {
+		name  string
+		inner dialFn // nil: rueidis' own dial
+	}{
+		{"the dial", nil},
+		{"the handshake", func(_ context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+			return d.DialContext(context.Background(), "tcp", addr) // made: the handshake is what times out
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &connFence{}
+			nc, err := f.wrap(tc.inner)(ctx, s.Addr(), &net.Dialer{}, nil)
+			if err == nil {
+				_ = nc.Close()
+				t.Fatal("a set-up past its request's deadline made a connection")
+			}
+			if err != context.DeadlineExceeded {
+				t.Errorf("a set-up past its request's deadline (its timer not run yet): %v, want context.DeadlineExceeded, the request's end", err)
+			}
+		})
+	}
+}
+
+// timerNeverRuns is a context with a deadline whose timer never runs (Err
+// stays nil), as on a machine too busy to run it before a read times out.
+type timerNeverRuns struct {
+	context.Context
+	dl time.Time
+}
+
+func (c timerNeverRuns) Deadline() (time.Time, bool) { return c.dl, true }
+
+// The first read of a new connection, which reads the handshake's replies
+// sent ahead of rueidis' own (fencedConn.Read), fails as the dialing
+// request's end when it times out at that request's deadline, before its
+// context's timer ran: rueidis hands that error to the requests that
+// waited for the set-up, which then make one of their own. Failed before
+// the fix with "read tcp ...: i/o timeout".
+func TestAHandshakeReadTimedOutAtItsDeadlineEndsAsItsContext(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	s.Freeze() // accepts, answers nothing
+	defer s.Thaw()
+	ctx := timerNeverRuns{context.Background(), time.Now().Add(200 * time.Millisecond)}
+	f := &connFence{}
+	nc, err := f.wrap(nil)(ctx, s.Addr(), &net.Dialer{}, nil)
+	if err != nil {
+		t.Fatalf("the dial to a frozen server (which accepts): %v", err)
+	}
+	defer nc.Close()
+	if _, err := nc.Read(make([]byte, 64)); err != context.DeadlineExceeded {
+		t.Errorf("the first read past the request's deadline (its timer not run yet): %v, want context.DeadlineExceeded, the request's end", err)
+	}
+}
