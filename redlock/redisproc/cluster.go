@@ -198,15 +198,21 @@ func (c *Cluster) start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	replicaOf := map[string]string{} // replica id → its master's id
 	for i, m := range c.masters {
 		id, err := m.Client().Do(ctx, "CLUSTER", "MYID").Text()
 		if err != nil {
 			return fmt.Errorf("redisproc: CLUSTER MYID on %s: %w", m.Addr(), err)
 		}
 		for _, r := range c.replicas[i] {
+			rid, err := r.Client().Do(ctx, "CLUSTER", "MYID").Text()
+			if err != nil {
+				return fmt.Errorf("redisproc: CLUSTER MYID on %s: %w", r.Addr(), err)
+			}
 			if err := r.Client().Do(ctx, "CLUSTER", "REPLICATE", id).Err(); err != nil {
 				return fmt.Errorf("redisproc: CLUSTER REPLICATE on %s: %w", r.Addr(), err)
 			}
+			replicaOf[rid] = id
 		}
 	}
 	if c.cfg.Replicas > 0 {
@@ -222,8 +228,44 @@ func (c *Cluster) start(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
+		// A node learns that another became a replica only from that
+		// node's own messages, which may take seconds to come at a long
+		// node timeout: until then its map lists the replica as a master
+		// without slots, and a client or dlm doctor that reads that map
+		// sees one master too many (doctor once saw a replica as a master
+		// "with no replicas" so, in a fresh-clone run).
+		if err := c.poll(ctx, "every node to know the replicas", func(ctx context.Context, p *Process) (bool, error) {
+			nodes, err := p.Client().Do(ctx, "CLUSTER", "NODES").Text()
+			if err != nil {
+				return false, err
+			}
+			return knowsReplicas(nodes, replicaOf), nil
+		}); err != nil {
+			return err
+		}
 	}
 	return c.WaitOK(ctx)
+}
+
+// knowsReplicas reports whether the CLUSTER NODES reply nodes lists each
+// replica of replicaOf (id → its master's id) as a replica of that master.
+func knowsReplicas(nodes string, replicaOf map[string]string) bool {
+	known := 0
+	for _, line := range strings.Split(nodes, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		master, ok := replicaOf[f[0]]
+		if !ok {
+			continue
+		}
+		if !slices.Contains(strings.Split(f[2], ","), "slave") || f[3] != master {
+			return false
+		}
+		known++
+	}
+	return known == len(replicaOf)
 }
 
 // poll calls cond on every running process until it holds for all, or the

@@ -248,3 +248,41 @@ func TestIsolateCutsAMasterFromItsCluster(t *testing.T) {
 		t.Errorf("Isolate on a cluster started without Partitionable = %v; want ErrNotPartitionable", err)
 	}
 }
+
+// Once StartCluster returns, every node's map lists each replica as a
+// replica of its master, even at a node timeout of a minute, when a node
+// may hear from another only every few seconds: dlm doctor, reading the
+// map of the first node to answer, once counted a replica as a master
+// "with no replicas" (cmd/dlm's TestDoctorJudgesTheReplicasOfADownMaster,
+// in a fresh-clone run).
+func TestStartClusterReturnsOnceEveryNodeKnowsTheReplicas(t *testing.T) {
+	requireRedis(t)
+	ctx := t.Context()
+	c, err := redisproc.StartCluster(ctx, redisproc.ClusterConfig{Masters: 3, Replicas: 1, NodeTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	replicas := map[string]bool{}
+	for i := range c.Masters() {
+		for _, r := range c.Replicas(i) {
+			id, err := r.Client().Do(ctx, "CLUSTER", "MYID").Text()
+			if err != nil {
+				t.Fatal(err)
+			}
+			replicas[id] = true
+		}
+	}
+	for _, p := range c.Processes() {
+		nodes, err := p.Client().Do(ctx, "CLUSTER", "NODES").Text()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(nodes, "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 3 && replicas[f[0]] && !strings.Contains(f[2], "slave") {
+				t.Errorf("%s lists replica %s as %q once StartCluster returned: %s", p.Addr(), f[1], f[2], line)
+			}
+		}
+	}
+}
