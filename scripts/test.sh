@@ -59,7 +59,10 @@ fi
 # module proxy for the tests (76 MB, once per machine). go vet and
 # staticcheck still run on the machine's own Go, which checks that the
 # module builds on the Go its go.mod names.
+# (A GOTOOLCHAIN set in the environment counts: GOVERSION is the Go that
+# the go command runs.)
 tests_go=go1.27.3
+tests_env=()
 machine_go=$(go env GOVERSION)
 machine_minor=$(printf '%s\n' "$machine_go" | sed -n 's/^go1\.\([0-9][0-9]*\).*/\1/p')
 if [ -n "$machine_minor" ] && [ "$machine_minor" -lt 27 ]; then
@@ -69,8 +72,7 @@ if [ -n "$machine_minor" ] && [ "$machine_minor" -lt 27 ]; then
     echo "  (https://go.dev/dl/), or let the go command reach the module proxy (GOPROXY)." >&2
     exit 1
   fi
-else
-  tests_go=local
+  tests_env=(GOTOOLCHAIN="$tests_go")
 fi
 
 export DLM_REQUIRE_REDIS=1
@@ -96,7 +98,7 @@ pkgs=$(go list ./...)
 first="dlm/cmd/dlm dlm/redlock"
 procs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 tests_rc=0
-GOTOOLCHAIN=$tests_go go test -race -count=1 -timeout 15m -p $((procs + 1)) $first $(printf '%s\n' $pkgs | grep -vxF -e dlm/cmd/dlm -e dlm/redlock) || tests_rc=$?
+env "${tests_env[@]}" go test -race -count=1 -timeout 15m -p $((procs + 1)) $first $(printf '%s\n' $pkgs | grep -vxF -e dlm/cmd/dlm -e dlm/redlock) || tests_rc=$?
 checks_rc=0
 renice -n 0 -g "$checks" >/dev/null 2>&1 || true
 wait "$checks" || checks_rc=$?
@@ -108,6 +110,6 @@ if [ "$tests_rc" != 0 ] || [ "$checks_rc" != 0 ]; then
 fi
 if [ -f bench/go.mod ]; then
   echo "== bench module: go vet and go test (${SECONDS}s)"
-  (cd bench && go vet ./... && GOTOOLCHAIN=$tests_go go test -race -count=1 -timeout 10m ./...)
+  (cd bench && go vet ./... && env "${tests_env[@]}" go test -race -count=1 -timeout 10m ./...)
 fi
 echo "== done (${SECONDS}s)"
