@@ -14,8 +14,10 @@ import (
 // as "pid N (command line), LISTEN", for an error that says who took a
 // port: a process that ignores reservations, or one that outlived its
 // reservation. It reads /proc (Linux); where /proc cannot be read it
-// returns nil. A socket whose process cannot be seen (another user's, or
-// one in TIME_WAIT, which no process holds) is named by its state alone.
+// returns nil. A socket whose process cannot be seen (another user's) is
+// named by its state alone. Sockets in TIME_WAIT are left out: they hold
+// no process's port, and they do not refuse the bind of a listener that
+// sets SO_REUSEADDR, as Go's and redis-server's do.
 func Holders(port int) []string {
 	sockets := map[string]string{} // inode → state
 	var unowned []string
@@ -36,6 +38,9 @@ func Holders(port int) []string {
 				continue
 			}
 			state := tcpState(fs[3])
+			if state == "TIME_WAIT" {
+				continue
+			}
 			if fs[9] == "0" {
 				unowned = append(unowned, "no process, "+state)
 				continue
