@@ -831,7 +831,7 @@ func (s *setups) bind(ctx context.Context) (context.Context, func()) {
 // and reports true, unless the node gave up making connections (abort):
 // under s.mu, so that Close, which waits for calls after abort, never
 // waits for a request that starts again after it.
-func (s *setups) hold(calls *sync.WaitGroup) bool {
+func (s *setups) hold(calls *inflight) bool {
 	if s == nil {
 		return false
 	}
@@ -840,8 +840,7 @@ func (s *setups) hold(calls *sync.WaitGroup) bool {
 	if s.aborted {
 		return false
 	}
-	calls.Add(1)
-	return true
+	return calls.add()
 }
 
 // add tracks c, a connection just dialled, being made and open, and sets

@@ -70,7 +70,7 @@ type Node struct {
 	// calls are the requests running on goroutines of their own while
 	// the node had no connection (settingup.go); ended makes the results
 	// of those whose context ended first.
-	calls sync.WaitGroup
+	calls inflight
 	ended endedClients
 }
 
@@ -231,7 +231,7 @@ func (n *Node) Close() error {
 	n.owners.wait()
 	// The requests that outlived their context while a connection was
 	// being made end with it: abort ended its set-up.
-	n.calls.Wait()
+	n.calls.closeAndWait()
 	n.ended.close()
 	return nil
 }
@@ -398,18 +398,24 @@ func (w *watch) Close() error {
 		// own; the node's Close ends it by closing the connection, which
 		// the node made (fence.go: closeAll), and waits for it. Over a
 		// caller's client, whose connections the node does not close,
-		// it is left to end with its server's answer.
-		tracked := w.node.setups != nil
-		if tracked {
-			w.node.calls.Add(1)
-		}
-		go func() {
-			if tracked {
-				defer w.node.calls.Done()
-			}
+		// it is left to end with its server's answer. Once the node's
+		// Close waits, it has closed the connection, so the give-back
+		// ends at once here.
+		giveBack := func() {
 			dc.SetPubSubHooks(rueidis.PubSubHooks{})
 			cancel()
-		}()
+		}
+		switch {
+		case w.node.setups == nil:
+			go giveBack()
+		case w.node.calls.add():
+			go func() {
+				defer w.node.calls.done()
+				giveBack()
+			}()
+		default:
+			giveBack()
+		}
 	}
 	return nil
 }

@@ -44,7 +44,9 @@ func (s settingUp) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisR
 	if ctx.Done() == nil {
 		return s.Client.Do(ctx, cmd) // a context that never ends
 	}
-	s.n.calls.Add(1)
+	if !s.n.calls.add() {
+		return s.Client.Do(ctx, cmd) // the node is closing: fails at once
+	}
 	for {
 		r := s.do(ctx, cmd)
 		if !setupEndedElsewhere(ctx, r.Error()) || !s.n.setups.hold(&s.n.calls) {
@@ -57,7 +59,7 @@ func (s settingUp) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisR
 func (s settingUp) do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
 	res := make(chan rueidis.RedisResult, 1)
 	go func() {
-		defer s.n.calls.Done()
+		defer s.n.calls.done()
 		res <- s.Client.Do(ctx, cmd)
 	}()
 	select {
@@ -76,7 +78,9 @@ func (s settingUp) DoMulti(ctx context.Context, multi ...rueidis.Completed) []ru
 	if ctx.Done() == nil || len(multi) == 0 {
 		return s.Client.DoMulti(ctx, multi...)
 	}
-	s.n.calls.Add(1)
+	if !s.n.calls.add() {
+		return s.Client.DoMulti(ctx, multi...) // the node is closing: fails at once
+	}
 	for {
 		rs := s.doMulti(ctx, multi)
 		ended := !slices.ContainsFunc(rs, func(r rueidis.RedisResult) bool { return !setupEndedElsewhere(ctx, r.Error()) })
@@ -90,7 +94,7 @@ func (s settingUp) DoMulti(ctx context.Context, multi ...rueidis.Completed) []ru
 func (s settingUp) doMulti(ctx context.Context, multi []rueidis.Completed) []rueidis.RedisResult {
 	res := make(chan []rueidis.RedisResult, 1)
 	go func() {
-		defer s.n.calls.Done()
+		defer s.n.calls.done()
 		res <- s.Client.DoMulti(ctx, multi...)
 	}()
 	select {
@@ -184,4 +188,39 @@ func (e *endedClients) close() {
 			c.Close()
 		}
 	}
+}
+
+// inflight counts the node's goroutines that may outlive their caller (a
+// request of settingUp, the give-back of a release subscription), for the
+// node's Close to wait for. Once Close waits, none is counted any more:
+// the caller runs the work itself instead, which ends at once on a closed
+// node. A count that rose from zero beside the wait would be a misuse of
+// sync.WaitGroup, and that goroutine could outlive Close.
+type inflight struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// add counts one goroutine about to start, and reports false, counting
+// nothing, once the node's Close waits.
+func (f *inflight) add() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
+	f.wg.Add(1)
+	return true
+}
+
+// done ends a goroutine that add counted.
+func (f *inflight) done() { f.wg.Done() }
+
+// closeAndWait refuses new goroutines and waits for those counted.
+func (f *inflight) closeAndWait() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.wg.Wait()
 }

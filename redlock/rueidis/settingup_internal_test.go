@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -265,5 +266,37 @@ func TestAHandshakeReadTimedOutAtItsDeadlineEndsAsItsContext(t *testing.T) {
 	defer nc.Close()
 	if _, err := nc.Read(make([]byte, 64)); err != context.DeadlineExceeded {
 		t.Errorf("the first read past the request's deadline (its timer not run yet): %v, want context.DeadlineExceeded, the request's end", err)
+	}
+}
+
+// TestRequestsThatBeginAsTheNodeClosesAreWaitedFor: a request on a node
+// with no connection yet runs on a goroutine the node's Close waits for
+// (calls). One that began while Close was already waiting added to the
+// count from zero beside that Wait: the race detector reported it in a
+// fresh-clone run (TestCloseDuringAcquisitions: "Previous read ... by
+// (*settingUp).Do" against the write of the node's Close), and such a
+// request could outlive Close. Each round starts requests and closes the
+// node at once; under -race, a round where a request began beside Close's
+// wait failed before the fix.
+func TestRequestsThatBeginAsTheNodeClosesAreWaitedFor(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	for range 40 {
+		n, err := DialNode(s.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+				defer cancel()
+				c := n.conn(ctx)
+				_ = c.Do(ctx, c.B().Ping().Build()).Error() // any end will do: the node closes
+			})
+		}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
 	}
 }
