@@ -12,14 +12,7 @@ import (
 // Holders names the process that listens on a port, with its state, and
 // nothing for a port no socket is bound to.
 func TestHoldersNamesTheListener(t *testing.T) {
-	if _, err := os.Stat("/proc/net/tcp"); err != nil {
-		t.Skip("no /proc/net/tcp: Holders reads nothing here")
-	}
-	p, err := Reserve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
+	p := reserveWithProc(t)
 	if hs := Holders(p.Number()); len(hs) != 0 {
 		t.Errorf("Holders(%d) of a port nothing is bound to = %q, want none", p.Number(), hs)
 	}
@@ -42,14 +35,7 @@ func TestHoldersNamesTheListener(t *testing.T) {
 // "Holders(17020) of a port nothing is bound to = ["no process,
 // TIME_WAIT" ...], want none".
 func TestHoldersLeavesOutTimeWait(t *testing.T) {
-	if _, err := os.Stat("/proc/net/tcp"); err != nil {
-		t.Skip("no /proc/net/tcp: Holders reads nothing here")
-	}
-	p, err := Reserve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
+	p := reserveWithProc(t)
 	l, err := net.Listen("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
@@ -107,4 +93,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond) // polling, bounded by the deadline
 	}
+}
+
+// reserveWithProc reserves a port for the test, released when it ends, and
+// skips the test where /proc/net/tcp, which Holders reads, is missing.
+func reserveWithProc(t *testing.T) *Port {
+	t.Helper()
+	if _, err := os.Stat("/proc/net/tcp"); err != nil {
+		t.Skip("no /proc/net/tcp: Holders reads nothing here")
+	}
+	p, err := Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Release)
+	return p
 }
