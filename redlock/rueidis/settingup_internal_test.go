@@ -300,3 +300,29 @@ func TestRequestsThatBeginAsTheNodeClosesAreWaitedFor(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// A request on a node whose Close has ended runs on its caller's goroutine
+// (inflight refuses it) and fails before its own deadline: the node's
+// client and connections are closed.
+func TestARequestAfterTheNodeClosedFailsAtOnce(t *testing.T) {
+	s := redlocktest.StartServer(t)
+	n, err := DialNode(s.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	c := n.conn(ctx)
+	if err := c.Do(ctx, c.B().Ping().Build()).Error(); err == nil {
+		t.Fatal("a PING on a closed node was answered")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("the request on a closed node ended with its minute-long context (%v), not at once", ctx.Err())
+	}
+	if n.calls.add() {
+		t.Fatal("a closed node still counts new requests")
+	}
+}
