@@ -48,6 +48,7 @@ func TestUnlockOverAServerStoppedSinceTheClientsStartLeavesNoKeyOnceItThaws(t *t
 		time.Sleep(time.Until(start.Add(ttl/2 + 2*redlock.DefaultReleaseTimeout)))
 		cl.Servers[2].Thaw()
 		redlocktest.Eventually(t, 3*ttl/4, func() bool { return keysEverywhere(cl, redlock.DefaultKeyPrefix) == 0 },
-			"no lock key left on any server within %v of the stopped one's thaw (a key its acquisition set then would live %v)", 3*ttl/4, ttl)
+			"no lock key left on any server within %v of the stopped one's thaw (a key its acquisition set then would live %v); left: %v",
+			3*ttl/4, ttl, redlocktest.Later(func() any { return keysByServer(cl, redlock.DefaultKeyPrefix) }))
 	})
 }

@@ -3,7 +3,10 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +25,25 @@ func keysEverywhere(cl *redlocktest.Cluster, prefix string) int {
 		}
 	}
 	return n
+}
+
+// keysByServer names the keys under prefix on each running server of cl,
+// as "server I: KEY, ...", for a failure message (key names hold resource
+// names, never lock values).
+func keysByServer(cl *redlocktest.Cluster, prefix string) string {
+	var parts []string
+	for i, s := range cl.Servers {
+		if s.Running() {
+			if keys := s.MustKeys(prefix); len(keys) > 0 {
+				slices.Sort(keys)
+				parts = append(parts, fmt.Sprintf("server %d: %s", i, strings.Join(keys, ", ")))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "; ")
 }
 
 // lockOnAll locks resource and waits until every node of cl holds its key:

@@ -10,7 +10,15 @@ import (
 // Node is one independent Redis master, seen at Redlock's level of meaning
 // (R3, R5, R17). A Node must be safe for concurrent use. Every method must
 // return promptly once ctx is done: the client bounds each call with its node
-// timeout (R8.2).
+// timeout (R8.2). A request whose context ended before it was written to
+// the node (waiting for a connection being made, say, to a server that
+// accepts connections and does not answer yet) must never be written
+// afterwards: the client took its end for the request's, and may have
+// sent what undoes it already, or dropped that too (its context ended as
+// well); a write after them would leave a key the client believes gone.
+// A request written before its context ended may still run on the node
+// later (a server stopped after the write); the requests after it on the
+// same node run after it.
 type Node interface {
 	// Acquire sets key to value with an expiry of ttl only if key does not
 	// exist (R3: SET key value NX PX ttl). It reports whether the key was set;

@@ -120,6 +120,11 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
+	if n.cluster == nil {
+		if live = n.reached(ctx, live); len(live) == 0 {
+			return
+		}
+	}
 	if n.cluster == nil && s.combined.Plan(live) { // one script: a cluster's keys lie in many slots
 		n.sendCombined(ctx, live)
 		return
@@ -226,7 +231,7 @@ func (n *Node) send(items []batch.Item) {
 // 40 s). A batch that may need EVAL after a NOSCRIPT is still waited
 // for, so that its second try runs before the batches behind it.
 func (n *Node) sendAhead(live []batch.Item, deadline time.Time, bounded bool, buf []byte) {
-	f, err := n.pipe.write(context.Background(), buf, len(live))
+	f, err := n.pipe.write(context.Background(), buf, len(live), false)
 	if err != nil {
 		for _, it := range live {
 			it.To.Receive(it.Tag, false, err)
@@ -338,17 +343,42 @@ func appendBulk(buf []byte, a string) []byte {
 	return append(buf, '\r', '\n')
 }
 
-// roundTrip writes buf (k commands) on the node's connection and waits
-// for their k replies (pipeTrip).
-func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error) {
-	return pipeTrip(ctx, n.pipe, buf, k)
+// reached waits until the node's connection is live, unless it is, and
+// returns the items of live whose context is still live then, having
+// answered the others with their context's error; or nil, having answered
+// every item with the connection's error. A batch is built only once its
+// connection is there, so that a request whose context ended while the
+// connection was being made (a server that accepts connections and does
+// not answer yet: a stopped process) is never written: its caller took
+// that end for the request's, and may have dropped the release that
+// undoes it (adapter.Node). The batch's writes (roundTrip) do not wait
+// for another connection: one lost meanwhile fails the batch.
+func (n *Node) reached(ctx context.Context, live []batch.Item) []batch.Item {
+	if w, err := n.pipe.live(); w != nil || err != nil {
+		return live // a write on a closed pipe fails it
+	}
+	if _, err := n.pipe.conn(ctx); err != nil {
+		for _, it := range live {
+			it.To.Receive(it.Tag, false, err)
+		}
+		return nil
+	}
+	live, _, _ = batch.Live(live)
+	return live
 }
 
-// pipeTrip writes buf (k commands) on p and waits for their k replies, or
-// for ctx's end: then it returns ctx's error, and the replies, when they
-// come, are read and dropped (conn.go), so the connection stays in step.
-func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int) ([]reply, error) {
-	f, err := p.write(ctx, buf, k)
+// roundTrip writes buf (k commands) on the node's live connection, without
+// waiting for one (reached), and waits for their k replies (pipeTrip).
+func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error) {
+	return pipeTrip(ctx, n.pipe, buf, k, false)
+}
+
+// pipeTrip writes buf (k commands) on p, waiting for its connection when
+// wait is set, and waits for their k replies, or for ctx's end: then it
+// returns ctx's error, and the replies, when they come, are read and
+// dropped (conn.go), so the connection stays in step.
+func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int, wait bool) ([]reply, error) {
+	f, err := p.write(ctx, buf, k, wait)
 	if err != nil {
 		return nil, err
 	}

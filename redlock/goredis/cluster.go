@@ -364,7 +364,7 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	var moved atomic.Bool
 	for _, g := range groups {
 		wg.Go(func() {
-			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx))
+			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx), true)
 			if err != nil {
 				moved.Store(true) // the master may be gone
 			}
@@ -452,7 +452,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
-			r, err := pipeTrip(ctx, g.p, g.buf, g.size)
+			r, err := pipeTrip(ctx, g.p, g.buf, g.size, true)
 			k := 0
 			for j, i := range g.idx {
 				if g.ask[j] {

@@ -34,8 +34,12 @@ type BackendFactory func(t testing.TB) Backend
 
 // RunNodeConformance runs the node conformance suite (RunConformance)
 // against real redis-server processes, the node under test made by
-// newNode: every redlock.Node adapter must pass it (R3, R5, R17).
+// newNode: every redlock.Node adapter must pass it (R3, R5, R17). It
+// also checks, on servers stopped before the node's first request, that
+// a request whose context ended before its node was reached is never
+// written later (adapter.Node).
 func RunNodeConformance(t *testing.T, newNode NodeFactory) {
+	t.Run("NeverWrittenAfterItsContextEnded", func(t *testing.T) { runNeverWrittenLate(t, newNode) })
 	RunConformance(t, func(t testing.TB) Backend {
 		s := StartServer(t)
 		return Backend{

@@ -94,6 +94,11 @@ func (n *Node) send(items []batch.Item) {
 			}
 		}()
 	}
+	if !n.cluster {
+		if live = n.reached(ctx, live); len(live) == 0 {
+			return
+		}
+	}
 	c := n.conn(ctx)
 	b.client = c
 	if b.combine && b.combined.Plan(live) {
@@ -172,6 +177,68 @@ func (n *Node) send(items []batch.Item) {
 			n.itemScript(live[i]).Cached.Store(true)
 		}
 		deliver(live[i], res[j])
+	}
+}
+
+// reached waits until the node has an established connection, unless it
+// has one, and returns the items of live whose context is still live
+// then, having answered the others with their context's error; or nil,
+// having answered every item with the error of the wait. A batch goes to
+// rueidis only once the connection is there: rueidis writes the commands
+// that waited for a connection being made as soon as it is made, whatever
+// their own contexts, under the batch's context, the latest of theirs; a
+// request whose context ended meanwhile (a server that accepts
+// connections and does not answer yet: a stopped process) would be
+// written after its caller took that end for the request's and maybe
+// dropped the release that undoes it (adapter.Node). A PING joins the
+// set-up under way or starts one; the wait ends when a handshake is
+// answered (setups.changed), not with the PING's answer, so a batch that
+// found no connection is still answered after two round trips. A
+// connection lost between the handshake and the batch's write is made
+// again by rueidis under the batch's context: that window stays open. A
+// cluster node's batches do not wait (cluster.go).
+func (n *Node) reached(ctx context.Context, live []batch.Item) []batch.Item {
+	if n.setups.connected() {
+		return live
+	}
+	c := n.conn(ctx)
+	ping := make(chan error, 1)
+	// The PING's own context: the batch's is reused by the next batch.
+	pctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithDeadline(pctx, d)
+	}
+	go func() {
+		defer cancel()
+		ping <- c.Do(pctx, c.B().Ping().Build()).NonRedisError()
+	}()
+	if err := n.awaitConnection(ping); err != nil {
+		// Those whose context ended get its error; the rest the wait's.
+		live, _, _ = batch.Live(live)
+		for _, it := range live {
+			deliver(it, rueidis.NewErrorResult(err))
+		}
+		return nil
+	}
+	live, _, _ = batch.Live(live)
+	return live
+}
+
+// awaitConnection waits until the node has an established connection, or
+// until ping, the answer of a PING that joined or started the set-up,
+// comes: nil (answered, so connected) or the error that ended it (the
+// set-up failed, or the batch's context ended).
+func (n *Node) awaitConnection(ping <-chan error) error {
+	for {
+		changed := n.setups.changed()
+		if n.setups.connected() {
+			return nil
+		}
+		select {
+		case <-changed:
+		case err := <-ping:
+			return err
+		}
 	}
 }
 

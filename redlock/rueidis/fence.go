@@ -530,11 +530,11 @@ func (c *fencedConn) unwatch() bool {
 // it live when its handshake was answered (up).
 func (c *fencedConn) setUp(up bool) {
 	if c.setting.Load() && c.setting.CompareAndSwap(true, false) {
-		c.f.setups.done(c.Conn)
 		if up && c.f.setups != nil {
 			c.up.Store(true)
-			c.f.setups.live.Add(1)
+			c.f.setups.live.Add(1) // before done, which wakes the waits
 		}
+		c.f.setups.done(c.Conn)
 	}
 }
 
@@ -782,6 +782,34 @@ type setups struct {
 	// being made: from their dial (begin) to their handshake's answer or
 	// their end (done, or end when the dial failed).
 	live, making atomic.Int64
+	// settled is closed when a connection stops being made (its handshake
+	// answered, or its set-up ended), and then replaced (changed); nil
+	// until someone waits.
+	settled chan struct{}
+}
+
+// changed returns a channel closed when a connection of the node next
+// stops being made (answered or ended), for a wait for the connection
+// (Node.reached). Ask for it before reading connected, so that no change
+// falls in between. Never closed when not tracked.
+func (s *setups) changed() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.settled == nil {
+		s.settled = make(chan struct{})
+	}
+	return s.settled
+}
+
+// settle wakes those waiting for a change (changed); s.mu is held.
+func (s *setups) settle() {
+	if s.settled != nil {
+		close(s.settled)
+		s.settled = nil
+	}
 }
 
 // connected reports whether the node has an established connection and
@@ -803,7 +831,10 @@ func (s *setups) begin() {
 // longer being made.
 func (s *setups) end() {
 	if s != nil {
+		s.mu.Lock()
 		s.making.Add(-1)
+		s.settle()
+		s.mu.Unlock()
 	}
 }
 
@@ -937,6 +968,7 @@ func (s *setups) done(nc net.Conn) {
 	if _, ok := s.conns[nc]; ok {
 		delete(s.conns, nc)
 		s.making.Add(-1)
+		s.settle()
 	}
 	s.mu.Unlock()
 }
