@@ -231,7 +231,7 @@ func (n *Node) send(items []batch.Item) {
 // 40 s). A batch that may need EVAL after a NOSCRIPT is still waited
 // for, so that its second try runs before the batches behind it.
 func (n *Node) sendAhead(live []batch.Item, deadline time.Time, bounded bool, buf []byte) {
-	f, err := n.pipe.write(context.Background(), buf, len(live), false)
+	f, err := n.pipe.write(context.Background(), buf, len(live))
 	if err != nil {
 		for _, it := range live {
 			it.To.Receive(it.Tag, false, err)
@@ -367,18 +367,18 @@ func (n *Node) reached(ctx context.Context, live []batch.Item) []batch.Item {
 	return live
 }
 
-// roundTrip writes buf (k commands) on the node's live connection, without
-// waiting for one (reached), and waits for their k replies (pipeTrip).
+// roundTrip writes buf (k commands) on the node's live connection
+// (reached) and waits for their k replies (pipeTrip).
 func (n *Node) roundTrip(ctx context.Context, buf []byte, k int) ([]reply, error) {
-	return pipeTrip(ctx, n.pipe, buf, k, false)
+	return pipeTrip(ctx, n.pipe, buf, k)
 }
 
-// pipeTrip writes buf (k commands) on p, waiting for its connection when
-// wait is set, and waits for their k replies, or for ctx's end: then it
-// returns ctx's error, and the replies, when they come, are read and
-// dropped (conn.go), so the connection stays in step.
-func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int, wait bool) ([]reply, error) {
-	f, err := p.write(ctx, buf, k, wait)
+// pipeTrip writes buf (k commands) on p's live connection (write) and
+// waits for their k replies, or for ctx's end: then it returns ctx's
+// error, and the replies, when they come, are read and dropped (conn.go),
+// so the connection stays in step.
+func pipeTrip(ctx context.Context, p *pipe, buf []byte, k int) ([]reply, error) {
+	f, err := p.write(ctx, buf, k)
 	if err != nil {
 		return nil, err
 	}

@@ -333,7 +333,6 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	type group struct {
 		p   *pipe
 		idx []int
-		buf []byte
 	}
 	res := make([]reply, len(items))
 	var groups []*group
@@ -354,21 +353,24 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 			groups = append(groups, g)
 		}
 		g.idx = append(g.idx, i)
-		if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
-			g.buf = sc.command(g.buf) // script.go
-		} else {
-			g.buf = n.command(g.buf, it.Req, eval(i))
-		}
 	}
 	var wg sync.WaitGroup
 	var moved atomic.Bool
 	for _, g := range groups {
 		wg.Go(func() {
-			r, err := pipeTrip(ctx, g.p, g.buf, len(g.idx), true)
+			idx, err := reachedMaster(ctx, g.p, items, res, g.idx)
+			var r []reply
+			if err == nil && len(idx) > 0 {
+				var buf []byte
+				for _, i := range idx {
+					buf = n.itemCommand(buf, items[i], eval(i))
+				}
+				r, err = pipeTrip(ctx, g.p, buf, len(idx))
+			}
 			if err != nil {
 				moved.Store(true) // the master may be gone
 			}
-			for j, i := range g.idx {
+			for j, i := range idx {
 				if err != nil {
 					res[i] = reply{kind: answered}
 					items[i].To.Receive(items[i].Tag, false, err)
@@ -395,6 +397,42 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	return res, nil
 }
 
+// reachedMaster waits until p, a master's pipe, has a live connection,
+// unless it has one, and returns the items of idx (indexes into items)
+// whose context is still live then; it answers the others with their
+// context's error, marking their replies in res answered. A cluster
+// batch is built for each master only then, after every wait of the
+// batch (the slot map's reading too): a request whose context ended
+// meanwhile is never written (adapter.Node; Node.reached is the same for
+// a node of one server). An error is the wait's: idx is then returned
+// whole, for the caller to answer.
+func reachedMaster(ctx context.Context, p *pipe, items []batch.Item, res []reply, idx []int) ([]int, error) {
+	if w, err := p.live(); w == nil && err == nil {
+		if _, err := p.conn(ctx); err != nil {
+			return idx, err
+		}
+	}
+	live := make([]int, 0, len(idx))
+	for _, i := range idx {
+		if err := items[i].Ctx.Err(); err != nil {
+			res[i] = reply{kind: answered}
+			items[i].To.Receive(items[i].Tag, false, err)
+			continue
+		}
+		live = append(live, i)
+	}
+	return live, nil
+}
+
+// itemCommand appends the item's command to buf: its script's for a script
+// call, else its request's (command), by EVAL when eval is set.
+func (n *Node) itemCommand(buf []byte, it batch.Item, eval bool) []byte {
+	if sc, ok := it.To.(*scriptCall); ok && it.Req.Op >= opEval {
+		return sc.command(buf) // script.go
+	}
+	return n.command(buf, it.Req, eval)
+}
+
 // maxRedirects bounds the redirections a request of a cluster node
 // follows.
 const maxRedirects = 3
@@ -409,11 +447,9 @@ const maxRedirects = 3
 // and its reply marked answered. It reports whether it sent any.
 func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, eval func(i int) bool) bool {
 	type group struct {
-		p    *pipe
-		idx  []int
-		ask  []bool
-		buf  []byte
-		size int
+		p   *pipe
+		idx []int
+		ask map[int]bool
 	}
 	var groups []*group
 	byAddr := map[string]*group{}
@@ -436,26 +472,35 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 			byAddr[addr] = g
 			groups = append(groups, g)
 		}
-		ask := verb == "ASK"
-		g.idx, g.ask = append(g.idx, i), append(g.ask, ask)
-		if ask {
-			g.buf = appendCommand(g.buf, "ASKING")
-			g.size++
+		g.idx = append(g.idx, i)
+		if verb == "ASK" {
+			if g.ask == nil {
+				g.ask = map[int]bool{}
+			}
+			g.ask[i] = true
 		}
-		if sc, ok := items[i].To.(*scriptCall); ok && items[i].Req.Op >= opEval {
-			g.buf = sc.command(g.buf) // script.go
-		} else {
-			g.buf = n.command(g.buf, items[i].Req, eval(i))
-		}
-		g.size++
 	}
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
-			r, err := pipeTrip(ctx, g.p, g.buf, g.size, true)
+			idx, err := reachedMaster(ctx, g.p, items, res, g.idx)
+			var r []reply
+			if err == nil && len(idx) > 0 {
+				var buf []byte
+				size := 0
+				for _, i := range idx {
+					if g.ask[i] {
+						buf = appendCommand(buf, "ASKING")
+						size++
+					}
+					buf = n.itemCommand(buf, items[i], eval(i))
+					size++
+				}
+				r, err = pipeTrip(ctx, g.p, buf, size)
+			}
 			k := 0
-			for j, i := range g.idx {
-				if g.ask[j] {
+			for _, i := range idx {
+				if g.ask[i] {
 					k++ // ASKING's OK
 				}
 				if err != nil {

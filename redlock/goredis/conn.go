@@ -389,7 +389,7 @@ func (p *pipe) refresh(ctx context.Context) error {
 	for _, c := range cmds {
 		buf = appendCommand(buf, c...)
 	}
-	f, err := p.write(ctx, buf, len(cmds), false)
+	f, err := p.write(ctx, buf, len(cmds))
 	if err != nil {
 		return err
 	}
@@ -469,19 +469,17 @@ func (p *pipe) read(w *wire, br *bufio.Reader) {
 // another.
 var errConnLost = fmt.Errorf("goredis: the connection was lost before the batch was written: %w", io.ErrUnexpectedEOF)
 
-// write puts a batch's commands (buf, n of them) on the wire, after the
-// flights before it, and returns its flight. With wait, it waits for a
-// connection until ctx ends when there is none; without, it fails with
-// errConnLost. A write that fails breaks the connection and fails its
-// flights, f too.
-func (p *pipe) write(ctx context.Context, buf []byte, n int, wait bool) (*flight, error) {
+// write puts a batch's commands (buf, n of them) on the live connection,
+// after the flights before it, and returns its flight; with none, it
+// fails with errConnLost: a batch is built once its connection is live
+// (Node.reached, reachedMaster) and never waits for another. A write that
+// fails breaks the connection and fails its flights, f too. ctx's
+// deadline bounds the write.
+func (p *pipe) write(ctx context.Context, buf []byte, n int) (*flight, error) {
 	p.writing.Lock() // the batch worker's, and a reading again of the facts
 	defer p.writing.Unlock()
-	var w *wire
-	var err error
-	if wait {
-		w, err = p.conn(ctx)
-	} else if w, err = p.live(); err == nil && w == nil {
+	w, err := p.live()
+	if err == nil && w == nil {
 		err = errConnLost
 	}
 	if err != nil {

@@ -75,7 +75,7 @@ func (n *Node) ownClusterNodes(ctx context.Context) (string, string, error) {
 		return "", "", errors.New("goredis: no live connection of the node's own")
 	}
 	return slots.FirstAnswer(ctx, addrs, func(ctx context.Context, a string) (string, error) {
-		f, err := pipes[a].write(ctx, appendCommand(nil, "CLUSTER", "NODES"), 1, false)
+		f, err := pipes[a].write(ctx, appendCommand(nil, "CLUSTER", "NODES"), 1)
 		if err != nil {
 			return "", err
 		}

@@ -39,7 +39,14 @@ type BackendFactory func(t testing.TB) Backend
 // a request whose context ended before its node was reached is never
 // written later (adapter.Node).
 func RunNodeConformance(t *testing.T, newNode NodeFactory) {
-	t.Run("NeverWrittenAfterItsContextEnded", func(t *testing.T) { runNeverWrittenLate(t, newNode) })
+	t.Run("NeverWrittenAfterItsContextEnded", func(t *testing.T) {
+		runNeverWrittenLate(t, func(t *testing.T) (adapter.Node, func(), Inspector) {
+			s := StartServer(t)
+			s.Freeze()
+			t.Cleanup(s.Thaw)
+			return newNode(t, s), s.Thaw, s.Inspector()
+		})
+	})
 	RunConformance(t, func(t testing.TB) Backend {
 		s := StartServer(t)
 		return Backend{

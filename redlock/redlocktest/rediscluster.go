@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"dlm/redlock"
+	"dlm/redlock/adapter"
 	"dlm/redlock/redisproc"
 )
 
@@ -112,10 +113,13 @@ type ClusterNodeFactory func(t testing.TB, c *RedisCluster) redlock.Node
 // test made by newNode: every adapter's cluster node must pass it. The
 // cluster is started once; each backend the suite asks for is a new node
 // over it, emptied first (FLUSHALL and SCRIPT FLUSH on every master, so
-// that it is as fresh as a new server).
+// that it is as fresh as a new server). It also checks, with every master
+// stopped before the node's first request, that a request whose context
+// ended before its master was reached is never written later
+// (adapter.Node).
 func RunClusterNodeConformance(t *testing.T, newNode ClusterNodeFactory) {
 	c := StartRedisCluster(t, 3, 0)
-	RunConformance(t, func(t testing.TB) Backend {
+	empty := func(t testing.TB) {
 		c.Thaw()
 		ctx := context.Background()
 		for _, m := range c.Masters() {
@@ -126,6 +130,17 @@ func RunClusterNodeConformance(t *testing.T, newNode ClusterNodeFactory) {
 		if err := c.FlushScripts(ctx); err != nil {
 			t.Fatalf("redlocktest: %v", err)
 		}
+	}
+	t.Run("NeverWrittenAfterItsContextEnded", func(t *testing.T) {
+		runNeverWrittenLate(t, func(t *testing.T) (adapter.Node, func(), Inspector) {
+			empty(t)
+			c.Freeze()
+			t.Cleanup(c.Thaw)
+			return newNode(t, c), c.Thaw, c.Inspector()
+		})
+	})
+	RunConformance(t, func(t testing.TB) Backend {
+		empty(t)
 		return Backend{Node: newNode(t, c), Inspect: c.Inspector(), Freeze: c.Freeze, Thaw: c.Thaw, FlushScripts: c.FlushScripts}
 	})
 }

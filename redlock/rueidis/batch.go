@@ -190,29 +190,17 @@ func (n *Node) send(items []batch.Item) {
 // request whose context ended meanwhile (a server that accepts
 // connections and does not answer yet: a stopped process) would be
 // written after its caller took that end for the request's and maybe
-// dropped the release that undoes it (adapter.Node). A PING joins the
-// set-up under way or starts one; the wait ends when a handshake is
-// answered (setups.changed), not with the PING's answer, so a batch that
-// found no connection is still answered after two round trips. A
-// connection lost between the handshake and the batch's write is made
-// again by rueidis under the batch's context: that window stays open. A
-// cluster node's batches do not wait (cluster.go).
+// dropped the release that undoes it (adapter.Node). The wait ends when a
+// handshake is answered (awaitConnection), not with an answer of its own,
+// so a batch that found no connection is still answered after two round
+// trips. A connection lost between the handshake and the batch's write is
+// made again by rueidis under the batch's context: that window stays
+// open. A cluster node waits for each master (reachedMaster, cluster.go).
 func (n *Node) reached(ctx context.Context, live []batch.Item) []batch.Item {
 	if n.setups.connected() {
 		return live
 	}
-	c := n.conn(ctx)
-	ping := make(chan error, 1)
-	// The PING's own context: the batch's is reused by the next batch.
-	pctx, cancel := context.Background(), context.CancelFunc(func() {})
-	if d, ok := ctx.Deadline(); ok {
-		pctx, cancel = context.WithDeadline(pctx, d)
-	}
-	go func() {
-		defer cancel()
-		ping <- c.Do(pctx, c.B().Ping().Build()).NonRedisError()
-	}()
-	if err := n.awaitConnection(ping); err != nil {
+	if err := n.awaitConnection(ctx, n.conn(ctx)); err != nil {
 		// Those whose context ended get its error; the rest the wait's.
 		live, _, _ = batch.Live(live)
 		for _, it := range live {
@@ -224,11 +212,22 @@ func (n *Node) reached(ctx context.Context, live []batch.Item) []batch.Item {
 	return live
 }
 
-// awaitConnection waits until the node has an established connection, or
-// until ping, the answer of a PING that joined or started the set-up,
-// comes: nil (answered, so connected) or the error that ended it (the
-// set-up failed, or the batch's context ended).
-func (n *Node) awaitConnection(ping <-chan error) error {
+// awaitConnection sends a PING over c, which joins the set-up of c's
+// connection under way or starts one, and waits until the node has an
+// established connection (setups.changed: a handshake answered), or
+// until the PING's answer comes, or ctx ends. It returns nil, or the
+// error that ended the wait (the set-up failed, or ctx ended).
+func (n *Node) awaitConnection(ctx context.Context, c rueidis.Client) error {
+	ping := make(chan error, 1)
+	// The PING's own context: a batch's is reused by the next batch.
+	pctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		pctx, cancel = context.WithDeadline(pctx, d)
+	}
+	go func() {
+		defer cancel()
+		ping <- c.Do(pctx, c.B().Ping().Build()).NonRedisError()
+	}()
 	for {
 		changed := n.setups.changed()
 		if n.setups.connected() {
@@ -237,7 +236,9 @@ func (n *Node) awaitConnection(ping <-chan error) error {
 		select {
 		case <-changed:
 		case err := <-ping:
-			return err
+			return err // nil: answered, so connected
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }

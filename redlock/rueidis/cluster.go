@@ -744,11 +744,19 @@ func (n *Node) doByOwner(ctx context.Context, shards []slots.Shard, clients map[
 		one = clients[slots.Owner(shards, slots.Of(itemKey(live[i])))] == nc
 	}
 	if one {
-		if len(cmds) == 1 {
+		idx, err := n.reachedMaster(ctx, nc, live, nil, res)
+		switch {
+		case err != nil:
+			for i := range res {
+				res[i] = rueidis.NewErrorResult(err)
+			}
+		case idx == nil && len(cmds) == 1:
 			res[0] = nc.Do(ctx, cmds[0])
-			return res
+		case idx == nil:
+			copy(res, nc.DoMulti(ctx, cmds...))
+		default:
+			n.doSome(ctx, nc, cmds, idx, res)
 		}
-		copy(res, nc.DoMulti(ctx, cmds...))
 		return res
 	}
 	type group struct {
@@ -775,17 +783,87 @@ func (n *Node) doByOwner(ctx context.Context, shards []slots.Shard, clients map[
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
-			part := make([]rueidis.Completed, len(g.idx))
-			for j, i := range g.idx {
-				part[j] = cmds[i]
+			idx, err := n.reachedMaster(ctx, g.c, live, g.idx, res)
+			if err != nil {
+				for _, i := range idx {
+					res[i] = rueidis.NewErrorResult(err)
+				}
+				return
 			}
-			for j, r := range g.c.DoMulti(ctx, part...) {
-				res[g.idx[j]] = r
-			}
+			n.doSome(ctx, g.c, cmds, idx, res)
 		})
 	}
 	wg.Wait()
 	return res
+}
+
+// reachedMaster waits until the node has an established connection,
+// unless it has one, by a PING over nc, a master's client, and returns
+// the indexes of idx (nil: every item of live) whose item's context is
+// still live then, or idx itself when all are; it answers the others in
+// res with their context's error. A cluster node's batch is sent to each
+// master only then, after every wait of the batch (the slot map's
+// reading too): a request whose context ended meanwhile is never written
+// (adapter.Node; reached, batch.go, is the same for a node of one
+// server). An error is the wait's, for every item of idx.
+func (n *Node) reachedMaster(ctx context.Context, nc rueidis.Client, live []batch.Item, idx []int, res []rueidis.RedisResult) ([]int, error) {
+	if !n.setups.connected() {
+		if err := n.awaitConnection(ctx, settingUp{Client: nc, n: n}); err != nil {
+			if idx == nil {
+				idx = make([]int, len(live))
+				for i := range idx {
+					idx[i] = i
+				}
+			}
+			return idx, err
+		}
+	}
+	each := func(yield func(int) bool) {
+		if idx == nil {
+			for i := range live {
+				if !yield(i) {
+					return
+				}
+			}
+			return
+		}
+		for _, i := range idx {
+			if !yield(i) {
+				return
+			}
+		}
+	}
+	ended := false
+	for i := range each {
+		ended = ended || live[i].Ctx.Err() != nil
+	}
+	if !ended {
+		return idx, nil
+	}
+	kept := []int{}
+	for i := range each {
+		if err := live[i].Ctx.Err(); err != nil {
+			res[i] = rueidis.NewErrorResult(err)
+			continue
+		}
+		kept = append(kept, i)
+	}
+	return kept, nil
+}
+
+// doSome sends the commands of cmds at idx over nc, as one DoMulti in
+// order, and puts their results in res at idx.
+func (n *Node) doSome(ctx context.Context, nc rueidis.Client, cmds []rueidis.Completed, idx []int, res []rueidis.RedisResult) {
+	if len(idx) == 0 {
+		return
+	}
+	part := make([]rueidis.Completed, len(idx))
+	for j, i := range idx {
+		part[j] = cmds[i]
+	}
+	for j, r := range nc.DoMulti(ctx, part...) {
+		res[idx[j]] = r
+	}
 }
 
 // maxRedirects bounds the redirections a request of a cluster node
@@ -804,7 +882,7 @@ const maxRedirects = 3
 func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item, res []rueidis.RedisResult) bool {
 	type group struct {
 		idx []int
-		ask []bool
+		ask map[int]bool // by index into live
 	}
 	var groups map[string]*group
 	for i := range res {
@@ -828,7 +906,13 @@ func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item
 			g = &group{}
 			groups[addr] = g
 		}
-		g.idx, g.ask = append(g.idx, i), append(g.ask, ask)
+		g.idx = append(g.idx, i)
+		if ask {
+			if g.ask == nil {
+				g.ask = map[int]bool{}
+			}
+			g.ask[i] = true
+		}
 	}
 	if len(groups) == 0 {
 		return false
@@ -841,23 +925,29 @@ func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item
 		if !ok {
 			continue // answered with the redirection
 		}
-		// Built now: rueidis recycles a command once it answered it.
-		var cmds []rueidis.Completed
-		for j, i := range g.idx {
-			if g.ask[j] {
-				cmds = append(cmds, c.B().Asking().Build())
-			}
-			if sc := callOf(live[i]); sc != nil {
-				cmds = append(cmds, sc.command(c, true))
-			} else {
-				cmds = append(cmds, n.command(live[i].Req, true))
-			}
-		}
 		wg.Go(func() {
+			idx, err := n.reachedMaster(ctx, nc, live, g.idx, res)
+			if err != nil {
+				for _, i := range idx {
+					res[i] = rueidis.NewErrorResult(err)
+				}
+				return
+			}
+			if len(idx) == 0 {
+				return
+			}
+			// Built now: rueidis recycles a command once it answered it.
+			var cmds []rueidis.Completed
+			for _, i := range idx {
+				if g.ask[i] {
+					cmds = append(cmds, c.B().Asking().Build())
+				}
+				cmds = append(cmds, n.itemCommand(c, live[i]))
+			}
 			r := nc.DoMulti(ctx, cmds...)
 			k := 0
-			for j, i := range g.idx {
-				if g.ask[j] {
+			for _, i := range idx {
+				if g.ask[i] {
 					k++ // ASKING's OK
 				}
 				res[i] = r[k]
@@ -867,6 +957,15 @@ func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item
 	}
 	wg.Wait()
 	return true
+}
+
+// itemCommand is the command of it sent again after a redirection, by
+// EVAL: its script's for a script call, else its request's.
+func (n *Node) itemCommand(c rueidis.Client, it batch.Item) rueidis.Completed {
+	if sc := callOf(it); sc != nil {
+		return sc.command(c, true)
+	}
+	return n.command(it.Req, true)
 }
 
 // itemKey is the key whose slot says which master runs it.
@@ -917,16 +1016,22 @@ func (n *Node) reroute(ctx context.Context, c rueidis.Client, live []batch.Item,
 	}
 	var wg sync.WaitGroup
 	for addr, idx := range groups {
-		// Built now: rueidis recycles a command once it answered it.
-		cmds := make([]rueidis.Completed, len(idx))
-		for j, i := range idx {
-			if sc := callOf(live[i]); sc != nil {
-				cmds[j] = sc.command(c, true)
-			} else {
-				cmds[j] = n.command(live[i].Req, true)
-			}
-		}
 		wg.Go(func() {
+			idx, err := n.reachedMaster(ctx, nodes[addr], live, idx, res)
+			if err != nil {
+				for _, i := range idx {
+					res[i] = rueidis.NewErrorResult(err)
+				}
+				return
+			}
+			if len(idx) == 0 {
+				return
+			}
+			// Built now: rueidis recycles a command once it answered it.
+			cmds := make([]rueidis.Completed, len(idx))
+			for j, i := range idx {
+				cmds[j] = n.itemCommand(c, live[i])
+			}
 			r := nodes[addr].DoMulti(ctx, cmds...)
 			for j, i := range idx {
 				res[i] = r[j]
