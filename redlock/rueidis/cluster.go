@@ -744,12 +744,9 @@ func (n *Node) doByOwner(ctx context.Context, shards []slots.Shard, clients map[
 		one = clients[slots.Owner(shards, slots.Of(itemKey(live[i])))] == nc
 	}
 	if one {
-		idx, err := n.reachedMaster(ctx, nc, live, nil, res)
+		idx, send := n.reachedMaster(ctx, nc, live, nil, res)
 		switch {
-		case err != nil:
-			for i := range res {
-				res[i] = rueidis.NewErrorResult(err)
-			}
+		case !send:
 		case idx == nil && len(cmds) == 1:
 			res[0] = nc.Do(ctx, cmds[0])
 		case idx == nil:
@@ -783,14 +780,9 @@ func (n *Node) doByOwner(ctx context.Context, shards []slots.Shard, clients map[
 	var wg sync.WaitGroup
 	for _, g := range groups {
 		wg.Go(func() {
-			idx, err := n.reachedMaster(ctx, g.c, live, g.idx, res)
-			if err != nil {
-				for _, i := range idx {
-					res[i] = rueidis.NewErrorResult(err)
-				}
-				return
+			if idx, send := n.reachedMaster(ctx, g.c, live, g.idx, res); send {
+				n.doSome(ctx, g.c, cmds, idx, res)
 			}
-			n.doSome(ctx, g.c, cmds, idx, res)
 		})
 	}
 	wg.Wait()
@@ -800,24 +792,14 @@ func (n *Node) doByOwner(ctx context.Context, shards []slots.Shard, clients map[
 // reachedMaster waits until the node has an established connection,
 // unless it has one, by a PING over nc, a master's client, and returns
 // the indexes of idx (nil: every item of live) whose item's context is
-// still live then, or idx itself when all are; it answers the others in
-// res with their context's error. A cluster node's batch is sent to each
-// master only then, after every wait of the batch (the slot map's
-// reading too): a request whose context ended meanwhile is never written
-// (adapter.Node; reached, batch.go, is the same for a node of one
-// server). An error is the wait's, for every item of idx.
-func (n *Node) reachedMaster(ctx context.Context, nc rueidis.Client, live []batch.Item, idx []int, res []rueidis.RedisResult) ([]int, error) {
-	if !n.setups.connected() {
-		if err := n.awaitConnection(ctx, settingUp{Client: nc, n: n}); err != nil {
-			if idx == nil {
-				idx = make([]int, len(live))
-				for i := range idx {
-					idx[i] = i
-				}
-			}
-			return idx, err
-		}
-	}
+// still live then, or idx itself when all are, and whether there is any
+// to send. It answers the others in res: with their context's error, or
+// with the wait's error when the wait failed. A cluster node's batch is
+// sent to each master only then, after every wait of the batch (the slot
+// map's reading too): a request whose context ended meanwhile is never
+// written (adapter.Node; reached, batch.go, is the same for a node of
+// one server).
+func (n *Node) reachedMaster(ctx context.Context, nc rueidis.Client, live []batch.Item, idx []int, res []rueidis.RedisResult) ([]int, bool) {
 	each := func(yield func(int) bool) {
 		if idx == nil {
 			for i := range live {
@@ -833,14 +815,22 @@ func (n *Node) reachedMaster(ctx context.Context, nc rueidis.Client, live []batc
 			}
 		}
 	}
+	if !n.setups.connected() {
+		if err := n.awaitConnection(ctx, settingUp{Client: nc, n: n}); err != nil {
+			for i := range each {
+				res[i] = rueidis.NewErrorResult(err)
+			}
+			return nil, false
+		}
+	}
 	ended := false
 	for i := range each {
 		ended = ended || live[i].Ctx.Err() != nil
 	}
 	if !ended {
-		return idx, nil
+		return idx, true
 	}
-	kept := []int{}
+	var kept []int
 	for i := range each {
 		if err := live[i].Ctx.Err(); err != nil {
 			res[i] = rueidis.NewErrorResult(err)
@@ -848,15 +838,12 @@ func (n *Node) reachedMaster(ctx context.Context, nc rueidis.Client, live []batc
 		}
 		kept = append(kept, i)
 	}
-	return kept, nil
+	return kept, len(kept) > 0
 }
 
 // doSome sends the commands of cmds at idx over nc, as one DoMulti in
 // order, and puts their results in res at idx.
 func (n *Node) doSome(ctx context.Context, nc rueidis.Client, cmds []rueidis.Completed, idx []int, res []rueidis.RedisResult) {
-	if len(idx) == 0 {
-		return
-	}
 	part := make([]rueidis.Completed, len(idx))
 	for j, i := range idx {
 		part[j] = cmds[i]
@@ -926,14 +913,8 @@ func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item
 			continue // answered with the redirection
 		}
 		wg.Go(func() {
-			idx, err := n.reachedMaster(ctx, nc, live, g.idx, res)
-			if err != nil {
-				for _, i := range idx {
-					res[i] = rueidis.NewErrorResult(err)
-				}
-				return
-			}
-			if len(idx) == 0 {
+			idx, send := n.reachedMaster(ctx, nc, live, g.idx, res)
+			if !send {
 				return
 			}
 			// Built now: rueidis recycles a command once it answered it.
@@ -1017,14 +998,8 @@ func (n *Node) reroute(ctx context.Context, c rueidis.Client, live []batch.Item,
 	var wg sync.WaitGroup
 	for addr, idx := range groups {
 		wg.Go(func() {
-			idx, err := n.reachedMaster(ctx, nodes[addr], live, idx, res)
-			if err != nil {
-				for _, i := range idx {
-					res[i] = rueidis.NewErrorResult(err)
-				}
-				return
-			}
-			if len(idx) == 0 {
+			idx, send := n.reachedMaster(ctx, nodes[addr], live, idx, res)
+			if !send {
 				return
 			}
 			// Built now: rueidis recycles a command once it answered it.
