@@ -356,15 +356,18 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	}
 	var wg sync.WaitGroup
 	var moved atomic.Bool
+	var building sync.Mutex // the commands' formatters serve one batch at a time
 	for _, g := range groups {
 		wg.Go(func() {
 			idx, err := reachedMaster(ctx, g.p, items, res, g.idx)
 			var r []reply
 			if err == nil && len(idx) > 0 {
 				var buf []byte
+				building.Lock()
 				for _, i := range idx {
 					buf = n.itemCommand(buf, items[i], eval(i))
 				}
+				building.Unlock()
 				r, err = pipeTrip(ctx, g.p, buf, len(idx))
 			}
 			if err != nil {
@@ -481,6 +484,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 		}
 	}
 	var wg sync.WaitGroup
+	var building sync.Mutex // the commands' formatters serve one batch at a time
 	for _, g := range groups {
 		wg.Go(func() {
 			idx, err := reachedMaster(ctx, g.p, items, res, g.idx)
@@ -488,6 +492,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 			if err == nil && len(idx) > 0 {
 				var buf []byte
 				size := 0
+				building.Lock()
 				for _, i := range idx {
 					if g.ask[i] {
 						buf = appendCommand(buf, "ASKING")
@@ -496,6 +501,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 					buf = n.itemCommand(buf, items[i], eval(i))
 					size++
 				}
+				building.Unlock()
 				r, err = pipeTrip(ctx, g.p, buf, size)
 			}
 			k := 0

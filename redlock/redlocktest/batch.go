@@ -24,6 +24,42 @@ func runBatchConformance(t *testing.T, newBackend BackendFactory) {
 	t.Run("StartDeadlines", func(t *testing.T) { batchDeadlines(t, newBackend) })
 	t.Run("StartRefusesUnknownOp", func(t *testing.T) { batchRefusesUnknownOp(t, newBackend) })
 	t.Run("BatchKeepsOrderOnAFreshNode", func(t *testing.T) { batchKeepsOrderOnAFreshNode(t, newBackend) })
+	t.Run("BatchOfManyTTLs", func(t *testing.T) { batchOfManyTTLs(t, newBackend) })
+}
+
+// One batch of acquisitions and extensions, each with a ttl of its own,
+// over keys that a cluster spreads over its masters: every key gets its
+// own ttl. A cluster node builds each master's part of a batch on its own
+// goroutine once that master is reached (the adapters' reachedMaster),
+// and a command's ttl argument comes from a formatter that one batch
+// worker uses at a time (batch.TTLArg): built side by side without a
+// lock, the race detector saw them (a fresh-clone run, goredis cluster).
+func batchOfManyTTLs(t *testing.T, newBackend BackendFactory) {
+	b, n, a := batchCase(t, newBackend)
+	const keys, rounds = 24, 20
+	ttlOf := func(k int) time.Duration { return time.Minute + time.Duration(k)*time.Second }
+	for round := range rounds {
+		calls := make([]adapter.Call, 0, 2*keys)
+		for k := range keys {
+			key := "ttls:" + strconv.Itoa(round) + ":" + strconv.Itoa(k)
+			calls = append(calls,
+				adapter.Call{Ctx: t.Context(), Req: adapter.Request{Op: adapter.OpAcquire, Key: key, Value: "v", TTL: ttlOf(k)}, To: a, Tag: 2 * (round*keys + k)},
+				adapter.Call{Ctx: t.Context(), Req: adapter.Request{Op: adapter.OpExtend, Key: key, Value: "v", TTL: ttlOf(keys - k)}, To: a, Tag: 2*(round*keys+k) + 1})
+		}
+		n.StartAll(calls)
+	}
+	for tag := range 2 * keys * rounds {
+		if r := a.wait(t, tag, 10*time.Second); !r.ok || r.err != nil {
+			t.Fatalf("request %d (%s): ok=%v err=%v, want ok", tag, []string{"acquire", "extend"}[tag%2], r.ok, r.err)
+		}
+	}
+	for k := range keys {
+		key := "ttls:0:" + strconv.Itoa(k)
+		d, ok, err := b.Inspect.TTL(t.Context(), key)
+		if want := ttlOf(keys - k); err != nil || !ok || d > want || d < want-30*time.Second {
+			t.Errorf("ttl of %s = %v (held %v, err %v), want about %v: its extension's own", key, d, ok, err, want)
+		}
+	}
 }
 
 // queuer is a node that tells how many requests wait in its queue, not yet

@@ -907,6 +907,7 @@ func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item
 	n.owners.readAsync(c)
 	node := nodeOf(c)
 	var wg sync.WaitGroup
+	var building sync.Mutex // the commands' formatters serve one batch at a time
 	for addr, g := range groups {
 		nc, ok := node(addr)
 		if !ok {
@@ -919,12 +920,14 @@ func (n *Node) redirect(ctx context.Context, c rueidis.Client, live []batch.Item
 			}
 			// Built now: rueidis recycles a command once it answered it.
 			var cmds []rueidis.Completed
+			building.Lock()
 			for _, i := range idx {
 				if g.ask[i] {
 					cmds = append(cmds, c.B().Asking().Build())
 				}
 				cmds = append(cmds, n.itemCommand(c, live[i]))
 			}
+			building.Unlock()
 			r := nc.DoMulti(ctx, cmds...)
 			k := 0
 			for _, i := range idx {
@@ -996,6 +999,7 @@ func (n *Node) reroute(ctx context.Context, c rueidis.Client, live []batch.Item,
 		}
 	}
 	var wg sync.WaitGroup
+	var building sync.Mutex // the commands' formatters serve one batch at a time
 	for addr, idx := range groups {
 		wg.Go(func() {
 			idx, send := n.reachedMaster(ctx, nodes[addr], live, idx, res)
@@ -1004,9 +1008,11 @@ func (n *Node) reroute(ctx context.Context, c rueidis.Client, live []batch.Item,
 			}
 			// Built now: rueidis recycles a command once it answered it.
 			cmds := make([]rueidis.Completed, len(idx))
+			building.Lock()
 			for j, i := range idx {
 				cmds[j] = n.itemCommand(c, live[i])
 			}
+			building.Unlock()
 			r := nodes[addr].DoMulti(ctx, cmds...)
 			for j, i := range idx {
 				res[i] = r[j]
