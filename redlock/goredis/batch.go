@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"dlm/redlock/adapter"
@@ -37,6 +38,9 @@ type sender struct {
 	tails    batch.Tails
 	combined batch.Combined
 	ttl      batch.TTLArg
+	// building is held by a cluster batch's goroutine, one per master,
+	// while it formats its commands (ttl serves one at a time).
+	building sync.Mutex
 }
 
 var _ adapter.BatchNode = (*Node)(nil)

@@ -356,18 +356,17 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 	}
 	var wg sync.WaitGroup
 	var moved atomic.Bool
-	var building sync.Mutex // the commands' formatters serve one batch at a time
 	for _, g := range groups {
 		wg.Go(func() {
 			idx, err := reachedMaster(ctx, g.p, items, res, g.idx)
 			var r []reply
 			if err == nil && len(idx) > 0 {
 				var buf []byte
-				building.Lock()
+				n.sender.building.Lock()
 				for _, i := range idx {
 					buf = n.itemCommand(buf, items[i], eval(i))
 				}
-				building.Unlock()
+				n.sender.building.Unlock()
 				r, err = pipeTrip(ctx, g.p, buf, len(idx))
 			}
 			if err != nil {
@@ -402,7 +401,8 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 
 // reachedMaster waits until p, a master's pipe, has a live connection,
 // unless it has one, and returns the items of idx (indexes into items)
-// whose context is still live then; it answers the others with their
+// whose context is still live then (idx itself when all are); it answers
+// the others with their
 // context's error, marking their replies in res answered. A cluster
 // batch is built for each master only then, after every wait of the
 // batch (the slot map's reading too): a request whose context ended
@@ -415,7 +415,10 @@ func reachedMaster(ctx context.Context, p *pipe, items []batch.Item, res []reply
 			return idx, err
 		}
 	}
-	live := make([]int, 0, len(idx))
+	if !slices.ContainsFunc(idx, func(i int) bool { return items[i].Ctx.Err() != nil }) {
+		return idx, nil // the usual case: nothing to leave out
+	}
+	var live []int
 	for _, i := range idx {
 		if err := items[i].Ctx.Err(); err != nil {
 			res[i] = reply{kind: answered}
@@ -484,7 +487,6 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 		}
 	}
 	var wg sync.WaitGroup
-	var building sync.Mutex // the commands' formatters serve one batch at a time
 	for _, g := range groups {
 		wg.Go(func() {
 			idx, err := reachedMaster(ctx, g.p, items, res, g.idx)
@@ -492,7 +494,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 			if err == nil && len(idx) > 0 {
 				var buf []byte
 				size := 0
-				building.Lock()
+				n.sender.building.Lock()
 				for _, i := range idx {
 					if g.ask[i] {
 						buf = appendCommand(buf, "ASKING")
@@ -501,7 +503,7 @@ func (n *Node) redirect(ctx context.Context, items []batch.Item, res []reply, ev
 					buf = n.itemCommand(buf, items[i], eval(i))
 					size++
 				}
-				building.Unlock()
+				n.sender.building.Unlock()
 				r, err = pipeTrip(ctx, g.p, buf, size)
 			}
 			k := 0
