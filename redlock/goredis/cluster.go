@@ -402,13 +402,12 @@ func (n *Node) clusterTrip(ctx context.Context, items []batch.Item, eval func(i 
 // reachedMaster waits until p, a master's pipe, has a live connection,
 // unless it has one, and returns the items of idx (indexes into items)
 // whose context is still live then (idx itself when all are); it answers
-// the others with their
-// context's error, marking their replies in res answered. A cluster
-// batch is built for each master only then, after every wait of the
-// batch (the slot map's reading too): a request whose context ended
-// meanwhile is never written (adapter.Node; Node.reached is the same for
-// a node of one server). An error is the wait's: idx is then returned
-// whole, for the caller to answer.
+// the others with their context's error, marking their replies in res
+// answered. A cluster batch is built for each master only then, after
+// every wait of the batch (the slot map's reading too): a request whose
+// context ended meanwhile is never written (adapter.Node; Node.reached is
+// the same for a node of one server). An error is the wait's: idx is then
+// returned whole, for the caller to answer.
 func reachedMaster(ctx context.Context, p *pipe, items []batch.Item, res []reply, idx []int) ([]int, error) {
 	if w, err := p.live(); w == nil && err == nil {
 		if _, err := p.conn(ctx); err != nil {
